@@ -1,0 +1,1 @@
+"""Adapters: the outside world (Telegram, LLM providers, the scheduler) behind the ports."""

@@ -1,0 +1,1 @@
+"""LLM providers: OpenAI-compatible chat completions and the offline scripted model."""

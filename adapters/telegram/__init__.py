@@ -1,0 +1,1 @@
+"""Telegram through aiogram: update parsing, routers and the outbound sender."""

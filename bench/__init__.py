@@ -1,0 +1,1 @@
+"""Benchmarks: the README names the command; results go to bench/REPORT.md."""

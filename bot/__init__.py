@@ -1,0 +1,1 @@
+"""tgbot: a Telegram LLM bot whose history is conversation, not instructions."""

@@ -1,0 +1,1 @@
+"""The turn runtime: tool loop, alias rewriting, recovery, events and the ledger writer."""

@@ -1,0 +1,218 @@
+"""One settings object: environment variables (DESIGN.md §7) plus an optional TOML file.
+
+Read once by the composition root (`bot.main` / `bot.cli`); everything else receives plain
+values or small frozen policy objects. The TOML file (`--config PATH` or `BOT_CONFIG`) holds
+everything that is not an environment contract: scene budgets, caps, provider profiles,
+the daily schedule. Environment variables win over the file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from bot.errors import ConfigError
+
+DEFAULT_TELEGRAM_API_BASE = "https://api.telegram.org"
+
+
+class HistorySettings(BaseModel):
+    """History window limits per scene; the first limit reached wins."""
+
+    group_tokens: int = Field(8_000, ge=0)
+    private_tokens: int = Field(12_000, ge=0)
+    owner_tokens: int = Field(24_000, ge=0)
+    max_history_turns: int = Field(50, ge=0)
+    max_recent_messages: int = Field(100, ge=1)
+    headroom: float = Field(0.25, ge=0.0, lt=1.0)
+
+
+class HistoryPruning(BaseModel):
+    enabled: bool = False
+    max_tokens: int = Field(0, ge=0)
+
+
+class RuntimeSettings(BaseModel):
+    """Budgets and caps of the agent runtime (DESIGN.md §3.2, §5)."""
+
+    max_context_tokens: int | None = Field(None, ge=0)
+    context_compact_ratio: float | None = None
+    history_pruning: HistoryPruning = HistoryPruning()
+    max_tool_iterations: int = Field(10, ge=1)
+    max_tool_result_chars: int = Field(50_000, ge=0)
+    max_output_tokens: int | None = Field(None, ge=1)
+    request_timeout_seconds: float = Field(60.0, gt=0)
+    max_retries: int = Field(3, ge=0)
+
+
+class ProviderProfile(BaseModel):
+    """One OpenAI-compatible endpoint. The key is read from the env variable `api_key_env`."""
+
+    base_url: str
+    api_key_env: str | None = None
+    model: str = ""
+    context_window: int = 0
+    price_input_per_mtok: float = 0.0
+    price_cached_input_per_mtok: float = 0.0
+    price_output_per_mtok: float = 0.0
+
+
+class TriggerSettings(BaseModel):
+    """When the bot answers in groups, and how bursts are merged into one turn."""
+
+    answer_on_mention: bool = True
+    answer_on_reply: bool = True
+    answer_on_command: bool = True
+    merge_window_seconds: float = Field(1.5, ge=0)
+    command_prefix: str = "/"
+
+
+class ScheduleSettings(BaseModel):
+    daily_summary: bool = True
+    daily_summary_time: str = "09:00"
+    misfire_grace_seconds: int = Field(6 * 3600, ge=1)
+
+    @field_validator("daily_summary_time")
+    @classmethod
+    def _hh_mm(cls, value: str) -> str:
+        hours, _, minutes = value.partition(":")
+        if not (
+            hours.isdigit()
+            and minutes.isdigit()
+            and 0 <= int(hours) < 24
+            and 0 <= int(minutes) < 60
+        ):
+            raise ValueError("expected HH:MM")
+        return value
+
+
+class SecuritySettings(BaseModel):
+    allowed_chats: list[int] = Field(default_factory=list)
+    """Empty: every chat is allowed."""
+    user_messages_per_minute: int = Field(20, ge=0)
+    chat_messages_per_minute: int = Field(60, ge=0)
+
+
+class RetentionSettings(BaseModel):
+    """Deleting old records and platform events; 0 keeps everything (the default)."""
+
+    keep_records_days: int = Field(0, ge=0)
+    keep_platform_events_days: int = Field(0, ge=0)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(extra="forbid", env_nested_delimiter="__")
+
+    bot_token: SecretStr | None = None
+    telegram_api_base: str = DEFAULT_TELEGRAM_API_BASE
+    owner_id: int | None = None
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_model: str = "offline-demo"
+    llm_context_window: int = Field(0, ge=0)
+    database_url: str | None = None
+    data_dir: Path = Path("./data")
+    bot_timezone: str = "UTC"
+    bot_locale: Literal["zh", "en"] = "zh"
+    bot_username: str | None = None
+    workspace_rules_file: Path | None = None
+
+    history: HistorySettings = HistorySettings()
+    runtime: RuntimeSettings = RuntimeSettings()
+    providers: dict[str, ProviderProfile] = Field(default_factory=dict)
+    default_provider: str | None = None
+    triggers: TriggerSettings = TriggerSettings()
+    schedule: ScheduleSettings = ScheduleSettings()
+    security: SecuritySettings = SecuritySettings()
+    retention: RetentionSettings = RetentionSettings()
+
+    @field_validator("bot_timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(
+                f"unknown time zone {value!r} (use an IANA name such as Asia/Shanghai)"
+            ) from exc
+        return value
+
+    @field_validator("telegram_api_base", "llm_base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"expected an http(s) URL, got {value!r}")
+        return value.rstrip("/") if value else value
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.bot_timezone)
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'tgbot.sqlite3').as_posix()}"
+
+    @property
+    def traces_dir(self) -> Path:
+        return self.data_dir / "agent-traces"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        toml_path = _CONFIG_PATH or os.environ.get("BOT_CONFIG")
+        if toml_path:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(toml_path)))
+        return tuple(sources)
+
+
+_CONFIG_PATH: str | None = None
+
+
+def load_settings(config_path: str | Path | None = None, **overrides: Any) -> Settings:
+    """Read the settings once; a bad value raises `ConfigError` naming the setting."""
+    global _CONFIG_PATH
+    path = str(config_path) if config_path else None
+    if path is None:
+        path = os.environ.get("BOT_CONFIG") or None
+    if path is not None and not Path(path).is_file():
+        raise ConfigError("BOT_CONFIG", f"config file not found: {path}")
+    _CONFIG_PATH = path
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ConfigError(_setting_name(first["loc"]), _clean(first["msg"])) from None
+    except ValueError as exc:  # e.g. a TOML syntax error
+        raise ConfigError("BOT_CONFIG", str(exc)) from None
+    finally:
+        _CONFIG_PATH = None
+
+
+def _setting_name(loc: tuple[int | str, ...]) -> str:
+    parts = [str(p) for p in loc]
+    if len(parts) == 1:
+        return parts[0].upper()
+    return ".".join(parts)
+
+
+def _clean(message: str) -> str:
+    return message.removeprefix("Value error, ")

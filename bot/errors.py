@@ -1,0 +1,127 @@
+"""The project's one error tree. Adapters translate foreign exceptions into it (`raise ... from`).
+
+    BotError                         base of everything we raise on purpose
+    ├── ConfigError                  a setting is missing or invalid; start-up stops with one line
+    ├── NotBuiltError                a command that is not available in this build
+    ├── StorageError                 the database refused or lost a write
+    │   └── SessionNotFound          no such session / record
+    ├── ContextError                 the request cannot be built
+    │   ├── CapacityExceeded         the request does not fit the model window; says what to change
+    │   └── ReferenceNotConfirmed    a message alias the turn never showed, or an `unknown` slot
+    ├── ProviderError                the LLM provider failed
+    │   ├── ContextOverflow          the provider said the prompt is too long (recoverable by trim)
+    │   ├── ProviderRateLimited      429; `retry_after` seconds when the provider said so
+    │   ├── ProviderUnavailable      5xx, timeout or network failure after the bounded retries
+    │   └── ProviderBadResponse      malformed JSON, empty reply, a response we cannot map
+    ├── TelegramError                the Bot API refused or could not be reached
+    │   ├── TelegramFloodWait        flood control; `retry_after` seconds
+    │   ├── TelegramForbidden        the bot was blocked or removed from the chat
+    │   ├── TelegramBadRequest       e.g. the message to reply to or delete is gone
+    │   └── TelegramNetworkError     the Bot API could not be reached
+    └── ToolError                    a tool failed; becomes a tool result the model reads
+
+What a caller can do follows the branch: `ContextOverflow` → trim and retry once;
+`ProviderRateLimited`/`TelegramFloodWait` → wait `retry_after`; `TelegramForbidden` → stop
+writing to that chat; `ToolError` and `ReferenceNotConfirmed` → tell the model, not the user.
+"""
+
+from __future__ import annotations
+
+
+class BotError(Exception):
+    """Base of the tree."""
+
+
+class ConfigError(BotError):
+    """A setting is missing or invalid. `setting` names it."""
+
+    def __init__(self, setting: str, message: str) -> None:
+        super().__init__(f"{setting}: {message}")
+        self.setting = setting
+
+
+class NotBuiltError(BotError):
+    """A command or feature that is not available in this build."""
+
+
+class StorageError(BotError):
+    """The database refused or lost a write."""
+
+
+class SessionNotFound(StorageError):
+    """No such session or record."""
+
+
+class ContextError(BotError):
+    """The request to the model cannot be built."""
+
+
+class CapacityExceeded(ContextError):
+    """The request does not fit the resolved model window, even after trimming."""
+
+
+class ReferenceNotConfirmed(ContextError):
+    """A message reference the model used is not an alias this turn showed, or is `unknown`."""
+
+    def __init__(self, reference: str) -> None:
+        super().__init__(
+            f"reference not confirmed: {reference!r} is not a message alias shown in this "
+            "conversation (or its delivery was not confirmed); nothing was sent"
+        )
+        self.reference = reference
+
+
+class ProviderError(BotError):
+    """The LLM provider failed."""
+
+
+class ContextOverflow(ProviderError):
+    """The provider reported that the prompt exceeds the model's context window."""
+
+
+class ProviderRateLimited(ProviderError):
+    """429 from the provider; `retry_after` is in seconds when the provider said so."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ProviderUnavailable(ProviderError):
+    """5xx, timeout or network failure that outlived the bounded retries."""
+
+
+class ProviderBadResponse(ProviderError):
+    """Malformed JSON, an empty reply, or a response that cannot be mapped."""
+
+
+class TelegramError(BotError):
+    """The Bot API refused a request or could not be reached."""
+
+
+class TelegramFloodWait(TelegramError):
+    """Flood control; wait `retry_after` seconds."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class TelegramForbidden(TelegramError):
+    """The bot was blocked by the user or removed from the chat."""
+
+
+class TelegramBadRequest(TelegramError):
+    """The Bot API rejected the request (message gone, text empty, …)."""
+
+
+class TelegramNetworkError(TelegramError):
+    """The Bot API could not be reached."""
+
+
+class ToolError(BotError):
+    """A tool failed. `code` is a short machine-readable code the model sees."""
+
+    def __init__(self, message: str, code: str = "tool_error") -> None:
+        super().__init__(message)
+        self.code = code

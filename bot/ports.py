@@ -1,0 +1,233 @@
+"""Small Protocols the runtime needs from the outside world, with the value objects they carry.
+
+Adapters satisfy them structurally. Every port is owned by the code that uses it: the agent
+runtime and the services. Fakes in tests implement the same Protocols.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any, Protocol
+
+from bot.domain.facts import Media, Quote
+from bot.domain.ids import Scene, SessionKey
+from bot.domain.messages import ChatMessage, ToolCall
+from bot.domain.records import RecordBody, StoredRecord
+
+# ---------------------------------------------------------------- time
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """The current time, timezone-aware (UTC)."""
+        ...
+
+
+# ---------------------------------------------------------------- storage
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionInfo:
+    """A stored session. `window_start_id` is the first record of the history window."""
+
+    id: int
+    key: SessionKey
+    scene: Scene
+    title: str | None = None
+    active_leaf_id: int | None = None
+    window_start_id: int | None = None
+    route: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewRecord:
+    """A record to append. `tokens` is the body's estimate, computed by the caller once."""
+
+    body: RecordBody
+    created_at: datetime
+    message_ids: tuple[int | None, ...] = ()
+    tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlatformEvent:
+    """One real platform message (inbound, or a confirmed outbound bubble)."""
+
+    chat_id: int
+    thread_id: int = 0
+    message_id: int
+    sender_id: int | None
+    sender_name: str = ""
+    is_bot: bool = False
+    date: datetime
+    text: str = ""
+    media: tuple[Media, ...] = ()
+    reply_to_message_id: int | None = None
+    record_id: int | None = None
+    edited_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadedHistory:
+    """What the next model call needs from storage.
+
+    `records` is the tail of the active path, oldest first, starting at the session's
+    window start (or at the newest `max_records` when the window start is older), each with
+    `alias_seq` / `alias_parts` attached. `has_earlier` says records exist before it.
+    `next_alias_seq` is the ordinal the next new platform message will get.
+    """
+
+    session: SessionInfo
+    records: tuple[StoredRecord, ...]
+    has_earlier: bool
+    next_alias_seq: int
+
+
+class HistoryStore(Protocol):
+    """Sessions and their record trees."""
+
+    async def open_session(
+        self, key: SessionKey, *, scene: Scene, title: str | None = None
+    ) -> SessionInfo:
+        """Get the session for `key`, creating it (or updating scene/title) as needed."""
+        ...
+
+    async def load_history(self, session_id: int, *, max_records: int) -> LoadedHistory:
+        """The active path's tail for the window (see `LoadedHistory`)."""
+        ...
+
+    async def append(
+        self,
+        session_id: int,
+        records: Sequence[NewRecord],
+        *,
+        parent_id: int | None = None,
+        events: Sequence[PlatformEvent] = (),
+        move_leaf: bool = True,
+    ) -> tuple[StoredRecord, ...]:
+        """Append a chain of records atomically, with the platform events that belong to them.
+
+        The chain hangs under `parent_id`, or under the active leaf when `None`. Events whose
+        `record_id` is `None` are linked to the last appended record. When `move_leaf` the
+        active leaf becomes the last record.
+        """
+        ...
+
+    async def set_active_leaf(self, session_id: int, record_id: int) -> None: ...
+
+    async def set_window_start(self, session_id: int, record_id: int | None) -> None: ...
+
+
+class PlatformEventStore(Protocol):
+    """Real platform messages, what quotes and references resolve against."""
+
+    async def record_events(self, events: Sequence[PlatformEvent]) -> None:
+        """Insert or update (on chat id + message id) platform events."""
+        ...
+
+    async def find_event(self, chat_id: int, message_id: int) -> PlatformEvent | None: ...
+
+
+class UpdateLog(Protocol):
+    """De-duplication of inbound updates and once-a-day guards."""
+
+    async def claim_update(self, update_id: int) -> bool:
+        """True the first time an update id is claimed, False for a duplicate."""
+        ...
+
+    async def claim_daily_summary(self, day: date) -> bool:
+        """True for the first caller of a day across all processes."""
+        ...
+
+
+# ---------------------------------------------------------------- model provider
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """A tool as the model sees it: name, description and a JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LLMRequest:
+    model: str
+    messages: tuple[ChatMessage, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    """Token usage as the provider reported it; `cached_tokens` are part of `input_tokens`."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LLMResponse:
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    model: str | None = None
+
+
+class LLMProvider(Protocol):
+    """One chat-completions endpoint. Raises the `ProviderError` branch of `bot.errors`."""
+
+    async def complete(self, request: LLMRequest) -> LLMResponse: ...
+
+
+# ---------------------------------------------------------------- chat platform
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Delivery:
+    """What an outbound send achieved: one slot per planned bubble, `None` where it failed.
+
+    `texts[i]` is the text of bubble i; `error` is the failure that stopped the rest.
+    """
+
+    message_ids: tuple[int | None, ...]
+    texts: tuple[str, ...]
+    dates: tuple[datetime | None, ...] = ()
+    error: Exception | None = None
+
+    @property
+    def delivered(self) -> bool:
+        return any(mid is not None for mid in self.message_ids)
+
+
+class Messenger(Protocol):
+    """Outbound actions on the chat platform. Raises the `TelegramError` branch."""
+
+    async def send_text(
+        self, chat_id: int, text: str, *, thread_id: int = 0, reply_to: int | None = None
+    ) -> Delivery:
+        """Send `text`, split into bubbles at the platform limit; never raises for a partial."""
+        ...
+
+    async def delete_message(self, chat_id: int, message_id: int) -> None: ...
+
+    async def set_reaction(self, chat_id: int, message_id: int, emoji: str) -> None: ...
+
+    async def send_photo(
+        self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0
+    ) -> int:
+        """Send a PNG; returns the platform message id."""
+        ...
+
+
+class ReferenceResolver(Protocol):
+    """Resolves a quote target into a `Quote`, local events first; `None` when unknown."""
+
+    async def resolve(self, chat_id: int, message_id: int) -> Quote | None: ...

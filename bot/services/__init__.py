@@ -1,0 +1,1 @@
+"""Use cases: inbound messages, edits, the daily summary, the usage report."""

@@ -1,0 +1,1 @@
+"""Persistence: sqlmodel tables, mappers and the SQL store (SQLite and PostgreSQL)."""
