@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Protocol
 
-from bot.domain.facts import Media, Quote
+from bot.domain.facts import InboundMessage, Media, Quote
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.messages import ChatMessage, ToolCall
 from bot.domain.records import RecordBody, StoredRecord
@@ -231,3 +231,15 @@ class ReferenceResolver(Protocol):
     """Resolves a quote target into a `Quote`, local events first; `None` when unknown."""
 
     async def resolve(self, chat_id: int, message_id: int) -> Quote | None: ...
+
+
+class InboundSink(Protocol):
+    """What the Telegram adapter hands parsed updates to (the inbound service)."""
+
+    async def on_message(self, message: InboundMessage) -> None:
+        """A new message, service event or command (with `command` set)."""
+        ...
+
+    async def on_edit(self, message: InboundMessage) -> None:
+        """An edited message (`is_edit` is set)."""
+        ...
