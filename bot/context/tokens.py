@@ -9,7 +9,7 @@ For ASCII text this is the seed's "about 4 characters per token + 4 per message"
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from bot.domain.messages import ChatMessage
@@ -63,3 +63,12 @@ def estimate_history_tokens(messages: Iterable[ChatMessage]) -> int:
 def with_token_estimate(message: ChatMessage) -> ChatMessage:
     """The same message with its estimate cached in `tokens`."""
     return replace(message, tokens=compute_message_tokens(message))
+
+
+def estimate_span_tokens(messages: Sequence[ChatMessage], begin: int, end: int) -> int:
+    """The estimate of `messages[begin:end]`, reading cached costs where they are set."""
+    total = 0
+    for i in range(begin, end):
+        cached = messages[i].tokens
+        total += compute_message_tokens(messages[i]) if cached is None else cached
+    return total

@@ -37,3 +37,8 @@ def turn_starts(messages: Sequence[ChatMessage], begin: int = 0) -> list[int]:
     """Indexes (from `begin`) where turns start. Messages before the first start, if any,
     are an orphan prefix that belongs to no turn."""
     return [i for i in range(begin, len(messages)) if is_turn_start(messages[i])]
+
+
+def count_turns(messages: Sequence[ChatMessage], begin: int = 0) -> int:
+    """How many turns start at or after `begin`."""
+    return sum(1 for i in range(begin, len(messages)) if is_turn_start(messages[i]))

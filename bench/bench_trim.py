@@ -1,0 +1,151 @@
+"""Benchmark: `trim_to_recent_turns` against LangChain's `trim_messages` at 1k/10k/100k messages.
+
+Both sides get the same history (a group chat with tool calls: user, assistant call(s),
+tool result(s), assistant answer), the same 8,000-token budget and the same per-message
+cost, read from a value computed once (our `ChatMessage.tokens`; a dict for LangChain,
+whose per-message counter is detected by its `BaseMessage` annotation). LangChain runs with
+strategy="last", include_system=True, start_on="human", allow_partial=False.
+
+Columns: our trim alone (what LangChain also returns: the kept messages); our trim plus
+reading the `HistoryTrimmed` figures (dropped messages/turns, tokens before), which are
+computed over the dropped part when read; LangChain; and the speed-up of the first column.
+Run with `python -m bench.bench_trim`; `run()` returns the markdown table.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+from bot.context.history_trim import trim_to_recent_turns
+from bot.context.tokens import with_token_estimate
+from bot.domain.messages import ChatMessage, ToolCall
+
+BUDGET = 8_000
+SIZES = (1_000, 10_000, 100_000)
+
+
+def build_history(size: int, seed: int = 7) -> list[ChatMessage]:
+    """A system prompt, then turns of a group chat with tool calls, `size` messages in all."""
+    rng = random.Random(seed)
+    out = [with_token_estimate(ChatMessage(role="system", content="You are a helpful bot. " * 40))]
+    call = 0
+    while len(out) < size:
+        out.append(
+            with_token_estimate(ChatMessage(role="user", content="hi bot " * rng.randint(2, 30)))
+        )
+        if rng.random() < 0.4:
+            calls = []
+            for _ in range(rng.choice((1, 1, 2, 3))):
+                call += 1
+                args = json.dumps({"query": "weather " * rng.randint(1, 6)})
+                calls.append(ToolCall(id=f"call_{call}", name="search", arguments=args))
+            out.append(with_token_estimate(ChatMessage(role="assistant", tool_calls=tuple(calls))))
+            for c in calls:
+                result = "result line\n" * rng.randint(1, 40)
+                out.append(
+                    with_token_estimate(ChatMessage(role="tool", content=result, tool_call_id=c.id))
+                )
+        out.append(
+            with_token_estimate(ChatMessage(role="assistant", content="ok " * rng.randint(3, 60)))
+        )
+    return out[:size]
+
+
+def _langchain(history: Sequence[ChatMessage]) -> Callable[[], object]:
+    """A zero-argument call of LangChain's trim on an equivalent history."""
+    from langchain_core.messages import (  # imported here: a bench-only dependency
+        AIMessage,
+        BaseMessage,
+        HumanMessage,
+        SystemMessage,
+        ToolMessage,
+        trim_messages,
+    )
+
+    converted: list[BaseMessage] = []
+    cost: dict[int, int] = {}
+    for message in history:
+        lc: BaseMessage
+        match message.role:
+            case "system":
+                lc = SystemMessage(content=message.content)
+            case "user":
+                lc = HumanMessage(content=message.content)
+            case "assistant":
+                calls: list[Any] = [
+                    {"id": c.id, "name": c.name, "args": json.loads(c.arguments)}
+                    for c in message.tool_calls
+                ]
+                lc = AIMessage(content=message.content, tool_calls=calls)
+            case "tool":
+                lc = ToolMessage(content=message.content, tool_call_id=message.tool_call_id or "")
+        converted.append(lc)
+        cost[id(lc)] = message.tokens or 0
+
+    def per_message(message: BaseMessage) -> int:
+        return cost[id(message)]
+
+    # LangChain detects a per-message counter by the annotation object itself; postponed
+    # annotations would leave the string "BaseMessage" there
+    per_message.__annotations__["message"] = BaseMessage
+
+    def call() -> object:
+        return trim_messages(
+            converted,
+            max_tokens=BUDGET,
+            token_counter=per_message,
+            strategy="last",
+            include_system=True,
+            start_on="human",
+            allow_partial=False,
+        )
+
+    return call
+
+
+def _median_ms(call: Callable[[], object], repeats: int) -> float:
+    call()  # warm-up
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1_000
+
+
+def _with_figures(history: Sequence[ChatMessage]) -> object:
+    result = trim_to_recent_turns(history, BUDGET)
+    return result.dropped_messages, result.dropped_turns, result.tokens_before
+
+
+def run(sizes: Sequence[int] = SIZES) -> str:
+    rows = [
+        f"Trim to {BUDGET:,} tokens (median ms per call, lower is better)",
+        "",
+        "| messages | trim_to_recent_turns | + event figures | LangChain trim_messages "
+        "| speed-up |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for size in sizes:
+        history = build_history(size)
+        repeats = 200 if size <= 10_000 else 30
+        lc_repeats = 30 if size <= 10_000 else 5
+        ours = _median_ms(partial(trim_to_recent_turns, history, BUDGET), repeats)
+        figures = _median_ms(partial(_with_figures, history), repeats)
+        theirs = _median_ms(_langchain(history), lc_repeats)
+        kept = len(trim_to_recent_turns(history, BUDGET).messages)
+        rows.append(
+            f"| {size:,} (kept {kept}) | {ours:.3f} | {figures:.3f} | {theirs:.3f} "
+            f"| {theirs / ours:.0f}x |"
+        )
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(run())

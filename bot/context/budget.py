@@ -1,0 +1,149 @@
+"""Budgets: the runtime context budget, route (provider + model) window resolution, scene budgets.
+
+The runtime budget follows DESIGN.md §3.2 exactly, with `W` the window operand:
+
+    W = the resolved window when known (> 0), else max_context_tokens when it is a positive
+        int (the documented quirk: honoured, and not clamped to 32,000), else 32,000
+    max_context_tokens == 0                  -> 0 (proactive trimming off)
+    ratio = context_compact_ratio if 0 < ratio <= 1, else unset
+    ratio unset                              -> max_context_tokens or 32,000
+    ratio set                                -> max(1, floor(W * ratio)),
+                                                then min(that, max_context_tokens) if set
+    history pruning enabled with max > 0     -> min(budget, history_pruning_max_tokens)
+    finally                                  -> min(budget, W)
+
+A negative `max_context_tokens` is treated as unset (settings forbid it anyway).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import assert_never
+
+from bot.domain.ids import Scene
+
+UNKNOWN_WINDOW_TOKENS = 32_000
+"""The window used for arithmetic when a route's capacity is unknown; never reported."""
+
+
+def _exact(ratio: float) -> Fraction:
+    # floor(W * 0.29) must be 0.29 * W, not 28.99…: read the ratio as the decimal it was
+    # written as
+    return Fraction(repr(ratio))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuntimeLimits:
+    """The runtime settings that shape the context budget (`runtime.*` in the settings)."""
+
+    max_context_tokens: int | None = None
+    context_compact_ratio: float | None = None
+    history_pruning_enabled: bool = False
+    history_pruning_max_tokens: int = 0
+
+    def effective_context_budget(self, window: int | None) -> int:
+        """The proactive trimming target for a route whose window is `window` (None/≤0 =
+        unknown). 0 means proactive trimming is off."""
+        absolute = self.max_context_tokens
+        if absolute is not None and absolute < 0:
+            absolute = None
+        if absolute == 0:
+            return 0
+        if window is not None and window > 0:
+            operand = window
+        else:
+            operand = absolute if absolute is not None else UNKNOWN_WINDOW_TOKENS
+        ratio = self.context_compact_ratio
+        if ratio is None or not 0 < ratio <= 1:
+            budget = absolute if absolute is not None else UNKNOWN_WINDOW_TOKENS
+        else:
+            budget = max(1, math.floor(operand * _exact(ratio)))
+            if absolute is not None:
+                budget = min(budget, absolute)
+        if self.history_pruning_enabled and self.history_pruning_max_tokens > 0:
+            budget = min(budget, self.history_pruning_max_tokens)
+        return min(budget, operand)
+
+
+def effective_context_budget(limits: RuntimeLimits, window: int | None) -> int:
+    return limits.effective_context_budget(window)
+
+
+# ---------------------------------------------------------------- routes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderCapacity:
+    """What a provider profile declares about capacity: its configured model and window."""
+
+    name: str
+    model: str = ""
+    context_window: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResolvedRoute:
+    """The provider/model of the next call and its window.
+
+    `window` is None when capacity is unknown: nothing is reported to clients (`/context`
+    says "unknown"), and `effective_context_budget` should receive this None so the
+    documented quirk applies. `window_for_math` is always positive, for capacity checks.
+    """
+
+    provider: str | None
+    model: str
+    window: int | None
+    window_for_math: int
+
+
+def resolve_route(
+    profiles: Mapping[str, ProviderCapacity],
+    provider: str | None,
+    model: str,
+    *,
+    fallback_window: int = 0,
+) -> ResolvedRoute:
+    """Resolve the window of `provider` + `model`; one resolution for every consumer.
+
+    Known only when the named profile exists, declares `context_window > 0`, and its
+    configured model is empty or equals the selected one: another model's metadata is
+    never borrowed. With no profile named, `fallback_window` (`LLM_CONTEXT_WINDOW`) > 0 is
+    the known window. An empty `model` selects the profile's configured model.
+    """
+    window: int | None = None
+    if provider is None:
+        if fallback_window > 0:
+            window = fallback_window
+    else:
+        profile = profiles.get(provider)
+        if profile is not None:
+            model = model or profile.model
+            if profile.context_window > 0 and profile.model in ("", model):
+                window = profile.context_window
+    return ResolvedRoute(
+        provider=provider,
+        model=model,
+        window=window,
+        window_for_math=window if window is not None else UNKNOWN_WINDOW_TOKENS,
+    )
+
+
+# ---------------------------------------------------------------- scenes
+
+
+def scene_history_budget(
+    scene: Scene, *, group: int = 8_000, private: int = 12_000, owner: int = 24_000
+) -> int:
+    """The history segment's token budget for a scene (after projection)."""
+    match scene:
+        case "group":
+            return group
+        case "private":
+            return private
+        case "owner":
+            return owner
+        case _:
+            assert_never(scene)

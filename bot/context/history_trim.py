@@ -1,0 +1,352 @@
+"""Whole-turn trimming of provider-facing history, the breadcrumb and the `HistoryTrimmed` event.
+
+Three primitives (DESIGN.md §3.3) share one shape of answer, `TrimResult`:
+
+- `trim_to_recent_turns`: a token budget; drops the fewest oldest whole turns until it fits.
+- `trim_to_recent_turn_count`: a turn cap on the provider-facing list.
+- `trim_conversation_to_recent_turns`: the same cap on structured (stored) history.
+
+All three keep the newest whole turn even when it alone is over the limit, and none of them
+splits a turn, so a tool call never leaves without its result. Messages before the first
+turn start (an orphan prefix, e.g. the tail of an already trimmed exchange) belong to the
+first turn: they leave with it.
+
+Cost: the token trim walks back from the newest message over cached per-message costs and
+stops once over budget, so deciding and building the kept list follow the kept window. The
+dropped part is kept as one slice (`TrimResult.dropped`) and the statistics about it
+(`dropped_messages`, `dropped_turns`, `tokens_before`) are computed when read, in
+O(dropped). Callers that emit `HistoryTrimmed` pay that once per trim; a caller that only
+needs the kept messages never does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from itertools import compress, islice, repeat
+from operator import attrgetter, countOf, eq
+from typing import TYPE_CHECKING, Literal
+
+from bot.context.tokens import compute_message_tokens, estimate_history_tokens, estimate_span_tokens
+from bot.context.turns import count_turns, is_turn_start, leading_system_count
+from bot.domain.messages import ChatMessage
+
+if TYPE_CHECKING:
+    from bot.context.window import WindowDecision
+
+BREADCRUMB_TEXT = "[earlier turns omitted to fit the context window]"
+
+_ROLE = attrgetter("role")
+_IS_CRUMB = attrgetter("is_breadcrumb")
+_TOKENS = attrgetter("tokens")
+
+TrimReason = Literal["token_budget", "turn_limit", "message_limit", "overflow_recovery"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrimResult:
+    """What a trim kept and what it dropped.
+
+    `messages` is the history to send; `dropped` the removed messages, oldest first (what a
+    compaction would summarise). `kept_turns` counts turns in `messages`; `tokens_after` is
+    their estimate. The remaining figures are derived from `dropped` when read.
+    """
+
+    messages: tuple[ChatMessage, ...]
+    dropped: tuple[ChatMessage, ...] = ()
+    kept_turns: int
+    tokens_after: int
+
+    @property
+    def trimmed(self) -> bool:
+        return bool(self.dropped)
+
+    # The figures below scan the dropped part when read. They lean on C-level passes
+    # (map/attrgetter/countOf) because the dropped part is most of a long history.
+
+    @property
+    def dropped_messages(self) -> int:
+        """Dropped conversation messages; system rows and breadcrumbs are not counted."""
+        dropped = self.dropped
+        uncounted = countOf(map(_ROLE, dropped), "system")
+        if any(map(_IS_CRUMB, dropped)):
+            uncounted += sum(1 for m in dropped if m.is_breadcrumb and m.role != "system")
+        return len(dropped) - uncounted
+
+    @property
+    def dropped_turns(self) -> int:
+        users = compress(self.dropped, map(eq, map(_ROLE, self.dropped), repeat("user")))
+        return sum(map(is_turn_start, users))
+
+    @property
+    def tokens_before(self) -> int:
+        try:
+            dropped: int = sum(map(_TOKENS, self.dropped))
+        except TypeError:  # some message has no cached estimate
+            dropped = estimate_history_tokens(self.dropped)
+        return self.tokens_after + dropped
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistoryTrimmed:
+    """Emitted on every trim, on every path: to the log, the ledger and subscribers.
+
+    `budget` is the token budget in force (0 when the trim was by a count only);
+    `session` is the session's id (`SessionInfo.id`) and `turn_id` the turn that trimmed.
+    """
+
+    dropped_messages: int
+    dropped_turns: int
+    kept_turns: int
+    reason: TrimReason
+    tokens_before: int
+    tokens_after: int
+    budget: int
+    session: int
+    turn_id: str
+
+    @classmethod
+    def from_result(
+        cls, result: TrimResult, *, reason: TrimReason, budget: int, session: int, turn_id: str
+    ) -> HistoryTrimmed:
+        return cls(
+            dropped_messages=result.dropped_messages,
+            dropped_turns=result.dropped_turns,
+            kept_turns=result.kept_turns,
+            reason=reason,
+            tokens_before=result.tokens_before,
+            tokens_after=result.tokens_after,
+            budget=budget,
+            session=session,
+            turn_id=turn_id,
+        )
+
+    @classmethod
+    def from_window(
+        cls, decision: WindowDecision, *, budget: int, session: int, turn_id: str
+    ) -> HistoryTrimmed:
+        """The event for a window move; only a decision that moved has a reason."""
+        if decision.reason is None:
+            raise ValueError("the window did not move: there is nothing to report")
+        return cls(
+            dropped_messages=decision.dropped_messages,
+            dropped_turns=decision.dropped_turns,
+            kept_turns=decision.kept_turns,
+            reason=decision.reason,
+            tokens_before=decision.tokens_before,
+            tokens_after=decision.tokens,
+            budget=budget,
+            session=session,
+            turn_id=turn_id,
+        )
+
+
+# ---------------------------------------------------------------- breadcrumb
+
+
+def breadcrumb_message() -> ChatMessage:
+    """The breadcrumb: a user-role note, flagged so no code ever has to match its text."""
+    crumb = ChatMessage(role="user", content=BREADCRUMB_TEXT, is_breadcrumb=True)
+    return ChatMessage(
+        role="user",
+        content=BREADCRUMB_TEXT,
+        is_breadcrumb=True,
+        tokens=compute_message_tokens(crumb),
+    )
+
+
+def _has_crumb_after_system(messages: Sequence[ChatMessage], crumb_present: bool) -> bool:
+    if crumb_present:
+        return True
+    s = leading_system_count(messages)
+    return s < len(messages) and messages[s].is_breadcrumb
+
+
+def insert_breadcrumb(messages: list[ChatMessage], crumb_present: bool) -> bool:
+    """Insert the breadcrumb right after the leading system messages, in place.
+
+    Returns whether one was inserted: never when `crumb_present` or when a flagged crumb
+    already sits there (no stacking). A user message that merely reads like the breadcrumb
+    is a real message and changes nothing.
+    """
+    if _has_crumb_after_system(messages, crumb_present):
+        return False
+    messages.insert(leading_system_count(messages), breadcrumb_message())
+    return True
+
+
+def with_breadcrumb(
+    messages: Sequence[ChatMessage], *, crumb_present: bool = False
+) -> tuple[ChatMessage, ...]:
+    """The pure form of `insert_breadcrumb`: a new tuple with the crumb in place."""
+    if _has_crumb_after_system(messages, crumb_present):
+        return tuple(messages)
+    s = leading_system_count(messages)
+    return (*messages[:s], breadcrumb_message(), *messages[s:])
+
+
+# ---------------------------------------------------------------- trimming
+
+
+def _protected_prefix(messages: Sequence[ChatMessage], crumb_present: bool) -> int:
+    """Leading system messages, plus the breadcrumb right after them.
+
+    `crumb_present` says that message is the crumb even without the flag (a history whose
+    flag was lost); a flagged crumb there is recognised without it.
+    """
+    s = leading_system_count(messages)
+    if s < len(messages) and (crumb_present or messages[s].is_breadcrumb):
+        return s + 1
+    return s
+
+
+def _slice(messages: Sequence[ChatMessage], begin: int, end: int) -> tuple[ChatMessage, ...]:
+    """`tuple(messages[begin:end])` with one copy, not a list slice and then a tuple of it."""
+    if isinstance(messages, tuple):
+        return messages[begin:end]
+    return tuple(islice(messages, begin, end))
+
+
+def _unchanged(messages: Sequence[ChatMessage], *, turns: int, tokens: int) -> TrimResult:
+    return TrimResult(messages=tuple(messages), kept_turns=turns, tokens_after=tokens)
+
+
+def _cut(
+    messages: Sequence[ChatMessage], prefix: int, cut: int, *, turns: int, tokens: int
+) -> TrimResult:
+    return TrimResult(
+        messages=(*messages[:prefix], *messages[cut:]),
+        dropped=_slice(messages, prefix, cut),
+        kept_turns=turns,
+        tokens_after=tokens,
+    )
+
+
+def _has_turn_start(messages: Sequence[ChatMessage], begin: int, end: int) -> bool:
+    """Whether a turn starts in `messages[begin:end]`; scans from `end` since the previous
+    turn start is usually close."""
+    return any(is_turn_start(messages[i]) for i in range(end - 1, begin - 1, -1))
+
+
+def trim_to_recent_turns(
+    messages: Sequence[ChatMessage], budget: int, *, crumb_present: bool = False
+) -> TrimResult:
+    """Drop the fewest oldest whole turns until the estimate fits `budget` (0 = off).
+
+    Unchanged when the budget is 0, the history fits, or it holds at most one turn. The
+    leading system messages and the breadcrumb after them are always kept and count
+    towards the budget; the newest whole turn is kept even when it alone is over.
+    """
+    n = len(messages)
+    prefix = _protected_prefix(messages, crumb_present)
+    if budget <= 0:
+        return _unchanged(
+            messages, turns=count_turns(messages, prefix), tokens=estimate_history_tokens(messages)
+        )
+    acc = estimate_span_tokens(messages, 0, prefix)
+    seen = 0  # turn starts walked so far
+    cut = cut_tokens = cut_turns = -1  # oldest turn start whose suffix fits (or the newest)
+    cut_fits = False
+    newer = newer_tokens = newer_turns = -1  # the fitting cut before `cut`
+    i = n
+    while i > prefix:
+        i -= 1
+        message = messages[i]
+        cached = message.tokens
+        acc += compute_message_tokens(message) if cached is None else cached
+        starts = is_turn_start(message)
+        seen += starts
+        if acc <= budget:
+            if starts:
+                newer, newer_tokens, newer_turns = cut, cut_tokens, cut_turns
+                cut, cut_tokens, cut_turns, cut_fits = i, acc, seen, True
+            continue
+        if cut < 0:
+            if not starts:
+                continue  # still looking for the newest turn start, kept whatever it costs
+            cut, cut_tokens, cut_turns = i, acc, seen
+        break
+    else:
+        # walked everything: it fits, or no turn starts at all
+        return _unchanged(messages, turns=seen, tokens=acc)
+
+    # `cut` must not be the oldest turn start: cutting there would drop only the orphan
+    # prefix, which belongs to the first turn.
+    earlier = (i < cut and is_turn_start(messages[i])) or _has_turn_start(messages, prefix, i)
+    if not earlier:
+        if cut_fits and newer >= 0:
+            return _cut(messages, prefix, newer, turns=newer_turns, tokens=newer_tokens)
+        rest = estimate_span_tokens(messages, prefix, i)
+        return _unchanged(messages, turns=1, tokens=acc + rest)
+    return _cut(messages, prefix, cut, turns=cut_turns, tokens=cut_tokens)
+
+
+def trim_to_recent_turn_count(
+    messages: Sequence[ChatMessage], max_turns: int, *, crumb_present: bool = False
+) -> TrimResult:
+    """Keep the newest `max(max_turns, 1)` whole turns; unchanged when there are no more."""
+    keep = max(max_turns, 1)
+    n = len(messages)
+    prefix = _protected_prefix(messages, crumb_present)
+    acc = 0
+    seen = 0
+    cut = cut_tokens = -1
+    for i in range(n - 1, prefix - 1, -1):
+        message = messages[i]
+        if is_turn_start(message):
+            seen += 1
+            if seen > keep:
+                head = estimate_span_tokens(messages, 0, prefix)
+                return _cut(messages, prefix, cut, turns=keep, tokens=head + cut_tokens)
+        cached = message.tokens
+        acc += compute_message_tokens(message) if cached is None else cached
+        if seen == keep and cut < 0:
+            cut, cut_tokens = i, acc
+    return _unchanged(messages, turns=seen, tokens=acc + estimate_span_tokens(messages, 0, prefix))
+
+
+def trim_conversation_to_recent_turns(
+    messages: Sequence[ChatMessage], max_turns: int, *, crumb_present: bool = False
+) -> TrimResult:
+    """The turn cap on structured history, which may hold system rows anywhere.
+
+    Defined over `ChatMessage` so both history shapes share one turn rule. When it trims,
+    every system row (wherever it stood) is hoisted to the front in order, every breadcrumb
+    is dropped (the caller inserts a fresh one after the system rows), and the newest
+    `max(max_turns, 1)` turns follow. Unchanged (no hoisting) when there are no more turns.
+    """
+    keep = max(max_turns, 1)
+    s = leading_system_count(messages)
+    unflagged_crumb = s if crumb_present and s < len(messages) else -1
+
+    def is_crumb(index: int) -> bool:
+        return index == unflagged_crumb or messages[index].is_breadcrumb
+
+    seen = 0
+    cut = -1
+    for i in range(len(messages) - 1, -1, -1):
+        if is_turn_start(messages[i]) and i != unflagged_crumb:
+            seen += 1
+            if seen == keep:
+                cut = i
+            elif seen > keep:
+                break
+    if seen <= keep:
+        return _unchanged(messages, turns=seen, tokens=estimate_history_tokens(messages))
+    system = tuple(m for m in messages if m.role == "system")
+    kept = tuple(
+        m for i, m in enumerate(messages[cut:], start=cut) if m.role != "system" and not is_crumb(i)
+    )
+    # an unflagged crumb leaves flagged, so the dropped figures do not count it as a turn
+    dropped = tuple(
+        replace(m, is_breadcrumb=True) if i == unflagged_crumb else m
+        for i, m in enumerate(messages)
+        if m.role != "system" and (i < cut or is_crumb(i))
+    )
+    result = (*system, *kept)
+    return TrimResult(
+        messages=result,
+        dropped=dropped,
+        kept_turns=keep,
+        tokens_after=estimate_history_tokens(result),
+    )

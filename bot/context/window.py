@@ -1,0 +1,182 @@
+"""The history window (DESIGN.md §3.4): a start that moves in chunks, recovery and capacity.
+
+`select_window` works on turns, oldest first, given as their projected token cost and
+message count. The start is stable while the window is within every limit, so the
+provider's cached prefix survives call after call. When any limit is exceeded, the start
+jumps forward to the first turn boundary at which every limit holds with headroom:
+
+    tokens   <= floor(token_budget * (1 - headroom))          (token_budget 0: no token limit)
+    turns    <= max(1, floor(max(max_turns, 1) * (1 - headroom)))
+    messages <= max(1, floor(max(max_messages, 1) * (1 - headroom)))
+
+so the prefix breaks once per chunk, not once per message. The start never moves
+backwards and never past the newest turn, which stays even when it alone is over.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
+
+from bot.context.tokens import estimate_text_tokens
+from bot.errors import CapacityExceeded
+
+WindowReason = Literal["token_budget", "turn_limit", "message_limit"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WindowLimits:
+    """Limits of the history segment. `max_turns` / `max_messages` of 0 behave as 1."""
+
+    token_budget: int
+    max_turns: int = 50
+    max_messages: int = 100
+    headroom: float = 0.25
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WindowDecision:
+    """Where the window starts (a turn index) and what the decision cost.
+
+    `tokens` / `kept_turns` describe the window from `start`; `tokens_before` the window
+    from the (clamped) current start. `dropped_*` count what this move left behind (0 when
+    it did not move). `reason` is the first limit exceeded, in the order token budget, turn
+    limit, message limit; None when the start did not move.
+    """
+
+    start: int
+    moved: bool
+    reason: WindowReason | None
+    tokens: int
+    tokens_before: int
+    kept_turns: int
+    dropped_turns: int
+    dropped_messages: int
+
+
+def _with_headroom(limit: int, keep: Fraction) -> int:
+    return math.floor(limit * keep)
+
+
+def select_window(
+    turn_tokens: Sequence[int],
+    turn_messages: Sequence[int],
+    current_start: int,
+    limits: WindowLimits,
+) -> WindowDecision:
+    """Decide the window start for the next call (pure; cost follows the window)."""
+    if len(turn_tokens) != len(turn_messages):
+        raise ValueError("turn_tokens and turn_messages must describe the same turns")
+    n = len(turn_tokens)
+    start = min(max(current_start, 0), max(n - 1, 0))
+    tokens = sum(turn_tokens[start:])
+    messages = sum(turn_messages[start:])
+    max_turns = max(limits.max_turns, 1)
+    max_messages = max(limits.max_messages, 1)
+    budget = limits.token_budget
+
+    reason: WindowReason | None = None
+    if budget > 0 and tokens > budget:
+        reason = "token_budget"
+    elif n - start > max_turns:
+        reason = "turn_limit"
+    elif messages > max_messages:
+        reason = "message_limit"
+    if reason is None or start >= n - 1:
+        return WindowDecision(
+            start=start,
+            moved=False,
+            reason=None,
+            tokens=tokens,
+            tokens_before=tokens,
+            kept_turns=n - start,
+            dropped_turns=0,
+            dropped_messages=0,
+        )
+
+    # headroom read as the decimal it was written as (1 - 0.3 must be 0.7 exactly)
+    keep = 1 - Fraction(repr(limits.headroom))
+    token_target = _with_headroom(budget, keep) if budget > 0 else None
+    turn_target = max(1, _with_headroom(max_turns, keep))
+    message_target = max(1, _with_headroom(max_messages, keep))
+
+    new_start, kept_tokens, kept_messages = start, tokens, messages
+    while new_start < n - 1 and not (
+        (token_target is None or kept_tokens <= token_target)
+        and n - new_start <= turn_target
+        and kept_messages <= message_target
+    ):
+        kept_tokens -= turn_tokens[new_start]
+        kept_messages -= turn_messages[new_start]
+        new_start += 1
+    return WindowDecision(
+        start=new_start,
+        moved=True,
+        reason=reason,
+        tokens=kept_tokens,
+        tokens_before=tokens,
+        kept_turns=n - new_start,
+        dropped_turns=new_start - start,
+        dropped_messages=messages - kept_messages,
+    )
+
+
+def recovery_target(estimate: int) -> int:
+    """The reactive trim target after a provider overflow: two thirds of the estimate."""
+    return (estimate * 2) // 3
+
+
+def estimate_tool_schema_tokens(tools: Sequence[Mapping[str, object]]) -> int:
+    """The estimate of the tool schemas as sent (compact JSON, non-ASCII kept as written)."""
+    if not tools:
+        return 0
+    text = json.dumps(
+        [dict(tool) for tool in tools], ensure_ascii=False, separators=(",", ":"), default=str
+    )
+    return estimate_text_tokens(text)
+
+
+def check_capacity(
+    *,
+    message_tokens: int,
+    tool_schema_tokens: int,
+    image_tokens: int,
+    window: int,
+    model: str,
+    window_known: bool = True,
+) -> None:
+    """Raise `CapacityExceeded` before dispatch when the request cannot fit the window.
+
+    Runs before every dispatch, also with trimming off and for the final summary request.
+    The message names the parts and says what to change.
+    """
+    total = message_tokens + tool_schema_tokens + image_tokens
+    if total <= window:
+        return
+    parts = {
+        "messages": message_tokens,
+        "images": image_tokens,
+        "tool schemas": tool_schema_tokens,
+    }
+    largest = max(parts, key=lambda name: parts[name])
+    advice = {
+        "messages": "shorten the message or lower runtime.max_tool_result_chars",
+        "images": "send fewer or smaller images",
+        "tool schemas": "enable fewer tools",
+    }[largest]
+    known = (
+        f"a {window:,}-token context window"
+        if window_known
+        else f"an unknown context window (assumed {window:,} tokens)"
+    )
+    raise CapacityExceeded(
+        f"the request needs about {total:,} tokens (messages {message_tokens:,}, images "
+        f"{image_tokens:,}, tool schemas {tool_schema_tokens:,}) but model {model!r} has "
+        f"{known}. To fix: {advice}; or choose a model with a larger window; or, if the "
+        "model's real window is larger, set LLM_CONTEXT_WINDOW or the provider profile's "
+        "context_window. Raising the trimming budget cannot help."
+    )

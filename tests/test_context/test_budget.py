@@ -1,0 +1,180 @@
+from __future__ import annotations
+
+import pytest
+
+from bot.context import (
+    ProviderCapacity,
+    ResolvedRoute,
+    RuntimeLimits,
+    effective_context_budget,
+    resolve_route,
+    scene_history_budget,
+)
+from bot.domain.ids import Scene
+
+
+@pytest.mark.parametrize(
+    ("limits", "window", "budget"),
+    [
+        (RuntimeLimits(), None, 32_000),
+        (RuntimeLimits(), 0, 32_000),
+        (RuntimeLimits(), 8_000, 8_000),
+        (RuntimeLimits(), 128_000, 32_000),
+        (RuntimeLimits(max_context_tokens=0, context_compact_ratio=0.5), 128_000, 0),
+        (RuntimeLimits(max_context_tokens=100_000), None, 100_000),
+        (RuntimeLimits(max_context_tokens=100_000), 64_000, 64_000),
+        (RuntimeLimits(max_context_tokens=20_000), 64_000, 20_000),
+        (RuntimeLimits(context_compact_ratio=0.5), 128_000, 64_000),
+        (RuntimeLimits(max_context_tokens=50_000, context_compact_ratio=0.5), 128_000, 50_000),
+        (RuntimeLimits(max_context_tokens=100_000, context_compact_ratio=0.5), None, 50_000),
+        (RuntimeLimits(context_compact_ratio=0.5), None, 16_000),
+        (RuntimeLimits(context_compact_ratio=1.5), 128_000, 32_000),
+        (RuntimeLimits(context_compact_ratio=0.0), 128_000, 32_000),
+        (RuntimeLimits(context_compact_ratio=1.0), 128_000, 128_000),
+        (RuntimeLimits(context_compact_ratio=0.29), 100, 29),
+        (RuntimeLimits(context_compact_ratio=0.00001), 1_000, 1),
+        (
+            RuntimeLimits(history_pruning_enabled=True, history_pruning_max_tokens=4_000),
+            None,
+            4_000,
+        ),
+        (RuntimeLimits(history_pruning_enabled=True, history_pruning_max_tokens=0), None, 32_000),
+        (
+            RuntimeLimits(history_pruning_enabled=False, history_pruning_max_tokens=4_000),
+            None,
+            32_000,
+        ),
+        (
+            RuntimeLimits(history_pruning_enabled=True, history_pruning_max_tokens=90_000),
+            None,
+            32_000,
+        ),
+        (RuntimeLimits(max_context_tokens=-5), None, 32_000),
+    ],
+    ids=[
+        "defaults, unknown window",
+        "window 0 is unknown",
+        "capped by a smaller window",
+        "32k fallback below a large window",
+        "max_context_tokens 0 turns trimming off",
+        "quirk: unknown window honours max_context_tokens",
+        "absolute capped by the window",
+        "absolute below the window",
+        "ratio of the window",
+        "absolute caps the ratio",
+        "quirk: absolute is the ratio's operand",
+        "ratio of the 32k fallback",
+        "ratio above 1 is unset",
+        "ratio 0 is unset",
+        "ratio 1 is the whole window",
+        "ratio read as written (no 28.99)",
+        "at least 1 token",
+        "pruning lowers the budget",
+        "pruning max 0 does nothing",
+        "pruning disabled does nothing",
+        "pruning never raises the budget",
+        "negative absolute is unset",
+    ],
+)
+def test_effective_context_budget(limits: RuntimeLimits, window: int | None, budget: int) -> None:
+    assert limits.effective_context_budget(window) == budget
+    assert effective_context_budget(limits, window) == budget
+
+
+PROFILES = {
+    "any": ProviderCapacity(name="any", model="", context_window=64_000),
+    "ds": ProviderCapacity(name="ds", model="deepseek-chat", context_window=128_000),
+    "blind": ProviderCapacity(name="blind", model="m", context_window=0),
+}
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "fallback", "expected"),
+    [
+        (
+            "any",
+            "whatever",
+            0,
+            ResolvedRoute(provider="any", model="whatever", window=64_000, window_for_math=64_000),
+        ),
+        (
+            "ds",
+            "deepseek-chat",
+            0,
+            ResolvedRoute(
+                provider="ds", model="deepseek-chat", window=128_000, window_for_math=128_000
+            ),
+        ),
+        (
+            "ds",
+            "",
+            0,
+            ResolvedRoute(
+                provider="ds", model="deepseek-chat", window=128_000, window_for_math=128_000
+            ),
+        ),
+        (
+            "ds",
+            "deepseek-reasoner",
+            0,
+            ResolvedRoute(
+                provider="ds", model="deepseek-reasoner", window=None, window_for_math=32_000
+            ),
+        ),
+        (
+            "blind",
+            "m",
+            0,
+            ResolvedRoute(provider="blind", model="m", window=None, window_for_math=32_000),
+        ),
+        (
+            "nope",
+            "m",
+            50_000,
+            ResolvedRoute(provider="nope", model="m", window=None, window_for_math=32_000),
+        ),
+        (
+            None,
+            "m",
+            50_000,
+            ResolvedRoute(provider=None, model="m", window=50_000, window_for_math=50_000),
+        ),
+        (
+            None,
+            "m",
+            0,
+            ResolvedRoute(provider=None, model="m", window=None, window_for_math=32_000),
+        ),
+    ],
+    ids=[
+        "profile without a model fits any model",
+        "profile model equals the selection",
+        "empty selection takes the profile model",
+        "another model's window is never borrowed",
+        "profile without a window",
+        "unknown profile ignores the fallback",
+        "no profile: LLM_CONTEXT_WINDOW",
+        "no profile, no fallback",
+    ],
+)
+def test_resolve_route(
+    provider: str | None, model: str, fallback: int, expected: ResolvedRoute
+) -> None:
+    assert resolve_route(PROFILES, provider, model, fallback_window=fallback) == expected
+
+
+def test_an_unknown_route_keeps_the_absolute_budget_quirk() -> None:
+    route = resolve_route(PROFILES, "ds", "deepseek-reasoner")
+    limits = RuntimeLimits(max_context_tokens=100_000)
+    assert limits.effective_context_budget(route.window) == 100_000
+    assert limits.effective_context_budget(route.window_for_math) == 32_000
+
+
+@pytest.mark.parametrize(
+    ("scene", "default", "custom"),
+    [("group", 8_000, 1), ("private", 12_000, 2), ("owner", 24_000, 3)],
+    ids=["group", "private", "owner"],
+)
+def test_scene_history_budget(scene: Scene, default: int, custom: int) -> None:
+    assert scene_history_budget(scene) == default
+    assert scene_history_budget(scene, group=1, private=2, owner=3) == custom

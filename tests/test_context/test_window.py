@@ -1,0 +1,400 @@
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.context import (
+    WindowDecision,
+    WindowLimits,
+    check_capacity,
+    estimate_tool_schema_tokens,
+    recovery_target,
+    select_window,
+)
+from bot.errors import CapacityExceeded
+
+
+def decide(
+    tokens: list[int], start: int, limits: WindowLimits, messages: list[int] | None = None
+) -> WindowDecision:
+    return select_window(tokens, messages or [2] * len(tokens), start, limits)
+
+
+@pytest.mark.parametrize(
+    ("tokens", "messages", "start", "limits", "expected"),
+    [
+        (
+            [100] * 9,
+            None,
+            0,
+            WindowLimits(token_budget=900),
+            WindowDecision(
+                start=0,
+                moved=False,
+                reason=None,
+                tokens=900,
+                tokens_before=900,
+                kept_turns=9,
+                dropped_turns=0,
+                dropped_messages=0,
+            ),
+        ),
+        (
+            [100] * 10,
+            None,
+            0,
+            WindowLimits(token_budget=900),
+            WindowDecision(
+                start=4,
+                moved=True,
+                reason="token_budget",
+                tokens=600,
+                tokens_before=1000,
+                kept_turns=6,
+                dropped_turns=4,
+                dropped_messages=8,
+            ),
+        ),
+        (
+            [100] * 10,
+            None,
+            0,
+            WindowLimits(token_budget=900, headroom=0.0),
+            WindowDecision(
+                start=1,
+                moved=True,
+                reason="token_budget",
+                tokens=900,
+                tokens_before=1000,
+                kept_turns=9,
+                dropped_turns=1,
+                dropped_messages=2,
+            ),
+        ),
+        (
+            [1] * 5,
+            None,
+            0,
+            WindowLimits(token_budget=0, max_turns=4),
+            WindowDecision(
+                start=2,
+                moved=True,
+                reason="turn_limit",
+                tokens=3,
+                tokens_before=5,
+                kept_turns=3,
+                dropped_turns=2,
+                dropped_messages=4,
+            ),
+        ),
+        (
+            [1] * 3,
+            None,
+            0,
+            WindowLimits(token_budget=0, max_turns=0),
+            WindowDecision(
+                start=2,
+                moved=True,
+                reason="turn_limit",
+                tokens=1,
+                tokens_before=3,
+                kept_turns=1,
+                dropped_turns=2,
+                dropped_messages=4,
+            ),
+        ),
+        (
+            [1, 1, 1],
+            [4, 4, 4],
+            0,
+            WindowLimits(token_budget=0, max_messages=10),
+            WindowDecision(
+                start=2,
+                moved=True,
+                reason="message_limit",
+                tokens=1,
+                tokens_before=3,
+                kept_turns=1,
+                dropped_turns=2,
+                dropped_messages=8,
+            ),
+        ),
+        (
+            [100, 5_000],
+            None,
+            0,
+            WindowLimits(token_budget=1_000),
+            WindowDecision(
+                start=1,
+                moved=True,
+                reason="token_budget",
+                tokens=5_000,
+                tokens_before=5_100,
+                kept_turns=1,
+                dropped_turns=1,
+                dropped_messages=2,
+            ),
+        ),
+        (
+            [5_000],
+            None,
+            0,
+            WindowLimits(token_budget=1_000),
+            WindowDecision(
+                start=0,
+                moved=False,
+                reason=None,
+                tokens=5_000,
+                tokens_before=5_000,
+                kept_turns=1,
+                dropped_turns=0,
+                dropped_messages=0,
+            ),
+        ),
+        (
+            [100] * 60,
+            None,
+            0,
+            WindowLimits(token_budget=1_000_000, max_turns=50, max_messages=1_000),
+            WindowDecision(
+                start=23,
+                moved=True,
+                reason="turn_limit",
+                tokens=3_700,
+                tokens_before=6_000,
+                kept_turns=37,
+                dropped_turns=23,
+                dropped_messages=46,
+            ),
+        ),
+        (
+            [100] * 10,
+            [20] * 10,
+            0,
+            WindowLimits(token_budget=950, max_turns=50, max_messages=100),
+            WindowDecision(
+                start=7,
+                moved=True,
+                reason="token_budget",
+                tokens=300,
+                tokens_before=1_000,
+                kept_turns=3,
+                dropped_turns=7,
+                dropped_messages=140,
+            ),
+        ),
+        (
+            [100] * 4,
+            None,
+            99,
+            WindowLimits(token_budget=10),
+            WindowDecision(
+                start=3,
+                moved=False,
+                reason=None,
+                tokens=100,
+                tokens_before=100,
+                kept_turns=1,
+                dropped_turns=0,
+                dropped_messages=0,
+            ),
+        ),
+        (
+            [100] * 4,
+            None,
+            -5,
+            WindowLimits(token_budget=1_000),
+            WindowDecision(
+                start=0,
+                moved=False,
+                reason=None,
+                tokens=400,
+                tokens_before=400,
+                kept_turns=4,
+                dropped_turns=0,
+                dropped_messages=0,
+            ),
+        ),
+        (
+            [],
+            [],
+            3,
+            WindowLimits(token_budget=10),
+            WindowDecision(
+                start=0,
+                moved=False,
+                reason=None,
+                tokens=0,
+                tokens_before=0,
+                kept_turns=0,
+                dropped_turns=0,
+                dropped_messages=0,
+            ),
+        ),
+    ],
+    ids=[
+        "at the budget: stays",
+        "over: jumps to 75 % of the budget",
+        "no headroom: just fits",
+        "turn cap with headroom",
+        "max_turns 0 keeps the newest turn",
+        "message cap",
+        "newest turn kept over budget",
+        "only the newest turn: nothing to move",
+        "token budget first, but every limit gets headroom",
+        "messages cap joins the token move",
+        "start past the end is clamped",
+        "negative start is clamped",
+        "no turns",
+    ],
+)
+def test_select_window(
+    tokens: list[int],
+    messages: list[int] | None,
+    start: int,
+    limits: WindowLimits,
+    expected: WindowDecision,
+) -> None:
+    assert decide(tokens, start, limits, messages) == expected
+
+
+def test_the_start_moves_in_chunks_as_turns_arrive() -> None:
+    """With 100-token turns and a 900 budget the cached prefix breaks every 4 turns, not
+    on every turn as a sliding window would."""
+    limits = WindowLimits(token_budget=900)
+    start, moves = 0, []
+    for n in range(1, 21):
+        decision = decide([100] * n, start, limits)
+        if decision.moved:
+            moves.append(n)
+        start = decision.start
+    assert moves == [10, 14, 18]
+    assert start == 12
+
+
+def test_mismatched_inputs_are_refused() -> None:
+    with pytest.raises(ValueError, match="same turns"):
+        select_window([1, 2], [1], 0, WindowLimits(token_budget=1))
+
+
+def _meets(tokens: list[int], messages: list[int], start: int, limits: WindowLimits) -> bool:
+    keep = 1 - Fraction(repr(limits.headroom))
+    ok_tokens = limits.token_budget <= 0 or sum(tokens[start:]) <= math.floor(
+        limits.token_budget * keep
+    )
+    ok_turns = len(tokens) - start <= max(1, math.floor(max(limits.max_turns, 1) * keep))
+    ok_messages = sum(messages[start:]) <= max(1, math.floor(max(limits.max_messages, 1) * keep))
+    return ok_tokens and ok_turns and ok_messages
+
+
+def _over(tokens: list[int], messages: list[int], start: int, limits: WindowLimits) -> list[str]:
+    over = []
+    if limits.token_budget > 0 and sum(tokens[start:]) > limits.token_budget:
+        over.append("token_budget")
+    if len(tokens) - start > max(limits.max_turns, 1):
+        over.append("turn_limit")
+    if sum(messages[start:]) > max(limits.max_messages, 1):
+        over.append("message_limit")
+    return over
+
+
+turns = st.lists(st.tuples(st.integers(0, 500), st.integers(1, 12)), min_size=0, max_size=40)
+limit_sets = st.builds(
+    WindowLimits,
+    token_budget=st.integers(0, 3_000),
+    max_turns=st.integers(0, 30),
+    max_messages=st.integers(0, 120),
+    headroom=st.sampled_from([0.0, 0.1, 0.25, 0.3, 0.5, 0.9]),
+)
+
+
+@given(turns, st.integers(-3, 45), limit_sets)
+def test_select_window_properties(
+    shape: list[tuple[int, int]], current: int, limits: WindowLimits
+) -> None:
+    tokens = [t for t, _ in shape]
+    messages = [m for _, m in shape]
+    n = len(tokens)
+    clamped = min(max(current, 0), max(n - 1, 0))
+    decision = select_window(tokens, messages, current, limits)
+    over = _over(tokens, messages, clamped, limits)
+
+    assert decision.start >= clamped, "moved backwards"
+    assert decision.start <= max(n - 1, 0), "moved past the newest turn"
+    assert decision.moved == (decision.start > clamped)
+    if not over:
+        assert not decision.moved, "moved while within every limit"
+    if decision.moved:
+        assert decision.reason == over[0]
+        assert decision.start == n - 1 or _meets(tokens, messages, decision.start, limits)
+        assert not _meets(tokens, messages, decision.start - 1, limits), "not the first boundary"
+        assert decision.dropped_turns == decision.start - clamped
+        assert decision.dropped_messages == sum(messages[clamped : decision.start])
+        again = select_window(tokens, messages, decision.start, limits)
+        assert not again.moved, "a fresh window must not move again at once"
+    else:
+        assert decision.reason is None
+    assert decision.tokens == sum(tokens[decision.start :])
+    assert decision.tokens_before == sum(tokens[clamped:])
+    assert decision.kept_turns == n - decision.start
+
+
+@pytest.mark.parametrize(
+    ("estimate", "target"), [(300, 200), (100, 66), (1, 0), (0, 0)], ids=["300", "100", "1", "0"]
+)
+def test_recovery_target(estimate: int, target: int) -> None:
+    assert recovery_target(estimate) == target
+
+
+@pytest.mark.parametrize(
+    ("tools", "tokens"),
+    [
+        ([], 0),
+        ([{"name": "f"}], 4),
+        ([{"name": "f", "description": "查找"}], 10),
+    ],
+    ids=["none", "compact json", "CJK counted per character"],
+)
+def test_estimate_tool_schema_tokens(tools: list[dict[str, object]], tokens: int) -> None:
+    assert estimate_tool_schema_tokens(tools) == tokens
+
+
+def test_capacity_that_fits_passes() -> None:
+    check_capacity(
+        message_tokens=900, tool_schema_tokens=50, image_tokens=50, window=1_000, model="m"
+    )
+
+
+@pytest.mark.parametrize(
+    ("parts", "known", "advice"),
+    [
+        ((5_000, 10, 0), True, "shorten the message or lower runtime.max_tool_result_chars"),
+        ((10, 10, 5_000), True, "send fewer or smaller images"),
+        ((10, 5_000, 0), True, "enable fewer tools"),
+        ((5_000, 10, 0), False, "unknown context window (assumed 1,000 tokens)"),
+    ],
+    ids=["messages", "images", "tool schemas", "unknown window"],
+)
+def test_capacity_error_says_what_to_change(
+    parts: tuple[int, int, int], known: bool, advice: str
+) -> None:
+    messages, schemas, images = parts
+    with pytest.raises(CapacityExceeded) as caught:
+        check_capacity(
+            message_tokens=messages,
+            tool_schema_tokens=schemas,
+            image_tokens=images,
+            window=1_000,
+            model="tiny-model",
+            window_known=known,
+        )
+    text = str(caught.value)
+    assert advice in text
+    assert "'tiny-model'" in text
+    assert f"about {messages + schemas + images:,} tokens" in text
+    assert "LLM_CONTEXT_WINDOW" in text
+    assert "larger window" in text
