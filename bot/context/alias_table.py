@@ -1,0 +1,121 @@
+"""The turn's alias table: aliases the projection showed, and rewriting tool arguments with it.
+
+Before a tool runs, every message reference in its arguments becomes a platform id:
+- keys `message_id`, `message_ids`, `messageId`, `messageIds`, `reference` and any key ending
+  in `_message_id`, at any depth (so `message_id` inside structured reply segments too);
+- in a reply segment (`{"type": "reply", …}`) also `id`, and `id` in its `data` object.
+A value may be an alias (`m12`, `m7.3`, any case), a platform id the turn showed (an int or
+a string of digits), or a list of those; `None` stays `None`. `reference` also accepts the
+platform id of a quote the model was shown (`register_reference`). Anything else —
+an alias the turn never showed, an `unknown` slot, an id from elsewhere — raises
+`ReferenceNotConfirmed`: the model may act only on messages it was shown.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from bot.errors import ReferenceNotConfirmed
+
+_ALIAS = re.compile(r"m[0-9]+(?:\.[0-9]+)?", re.IGNORECASE)
+_DIGITS = re.compile(r"[0-9]+")
+_REFERENCE_KEYS = frozenset({"message_id", "message_ids", "messageId", "messageIds", "reference"})
+
+
+def is_reference_key(key: str) -> bool:
+    return key in _REFERENCE_KEYS or key.endswith("_message_id")
+
+
+class AliasTable:
+    """Alias → platform message id for one turn, filled with what the projection showed."""
+
+    __slots__ = ("_aliases", "_chats", "_references", "_shown_ids")
+
+    def __init__(self) -> None:
+        self._aliases: dict[str, int] = {}
+        self._chats: dict[int, int] = {}
+        self._shown_ids: set[int] = set()
+        self._references: set[int] = set()
+
+    @classmethod
+    def from_projection(
+        cls, chat_id: int, aliases: Iterable[tuple[str, int]], references: Iterable[int] = ()
+    ) -> AliasTable:
+        """A table holding a projection's `aliases` and `references`."""
+        table = cls()
+        for alias, message_id in aliases:
+            table.register(alias, chat_id, message_id)
+        for message_id in references:
+            table.register_reference(message_id)
+        return table
+
+    def register(self, alias: str, chat_id: int, message_id: int) -> None:
+        """Record that `alias` was shown for `message_id`; the first registration wins."""
+        self._aliases.setdefault(alias.lower(), message_id)
+        self._chats.setdefault(message_id, chat_id)
+        self._shown_ids.add(message_id)
+
+    def register_reference(self, message_id: int) -> None:
+        """A quoted message shown by platform id: a valid `reference` for the inspect tool."""
+        self._references.add(message_id)
+
+    def chat_of(self, message_id: int) -> int | None:
+        return self._chats.get(message_id)
+
+    def resolve(self, reference: str) -> int:
+        """The platform id of an alias (or of a shown id written as digits)."""
+        return self._resolve(reference, allow_quoted=False)
+
+    def rewrite_arguments(self, arguments: Mapping[str, object]) -> dict[str, object]:
+        """A copy of `arguments` with every message reference rewritten to a platform id."""
+        return self._rewrite_mapping(arguments)
+
+    def _rewrite_mapping(self, mapping: Mapping[str, object]) -> dict[str, object]:
+        reply_segment = mapping.get("type") == "reply"
+        result: dict[str, object] = {}
+        for key, value in mapping.items():
+            if is_reference_key(key) or (reply_segment and key == "id"):
+                result[key] = self._convert(value, allow_quoted=key == "reference")
+            elif reply_segment and key == "data" and isinstance(value, Mapping):
+                data = self._rewrite_mapping(value)
+                if "id" in data:
+                    data["id"] = self._convert(data["id"], allow_quoted=False)
+                result[key] = data
+            else:
+                result[key] = self._rewrite_nested(value)
+        return result
+
+    def _rewrite_nested(self, value: object) -> object:
+        if isinstance(value, Mapping):
+            return self._rewrite_mapping(value)
+        if isinstance(value, list | tuple):
+            return [self._rewrite_nested(item) for item in value]
+        return value
+
+    def _convert(self, value: object, *, allow_quoted: bool) -> object:
+        if value is None:
+            return None
+        if isinstance(value, list | tuple):
+            return [self._convert(item, allow_quoted=allow_quoted) for item in value]
+        if isinstance(value, int) and not isinstance(value, bool):
+            return self._confirm_id(value, str(value), allow_quoted=allow_quoted)
+        if isinstance(value, str):
+            return self._resolve(value, allow_quoted=allow_quoted)
+        raise ReferenceNotConfirmed(repr(value))
+
+    def _resolve(self, reference: str, *, allow_quoted: bool) -> int:
+        text = reference.strip()
+        if _ALIAS.fullmatch(text):
+            message_id = self._aliases.get(text.lower())
+            if message_id is None:
+                raise ReferenceNotConfirmed(reference)
+            return message_id
+        if _DIGITS.fullmatch(text):
+            return self._confirm_id(int(text), reference, allow_quoted=allow_quoted)
+        raise ReferenceNotConfirmed(reference)
+
+    def _confirm_id(self, message_id: int, written: str, *, allow_quoted: bool) -> int:
+        if message_id in self._shown_ids or (allow_quoted and message_id in self._references):
+            return message_id
+        raise ReferenceNotConfirmed(written)

@@ -1,0 +1,103 @@
+"""Escaping member content so nobody can forge our markers by typing them.
+
+Projection frames conversation with a few bracketed markers: the header (`[id:…]`,
+`[parts:…]`, or any header field first), the quote line (`[quote …]`), the forward line
+(`[forwarded from …]`, `[forwarded]`), `[event]`, `[Earlier conversation summary]`, the
+`[Tool results]` carrier, the breadcrumb (`[earlier turns omitted…]`), the per-turn blocks
+(`[Turn context]`, `[Already told the user]`) and `[Untrusted conversation references]`.
+
+Member content (text, captions, forwarded text, quote summaries, event text) escapes a line
+that starts with one of them — case-insensitively, after any leading whitespace, zero-width
+or bidi characters, also with a full-width `［` — by putting one backslash before its
+bracket: `[Tool results]` → `\\[Tool results]`. A line that already has backslashes there
+gets one more (`\\[id:` → `\\\\[id:`), so the escape reads like Markdown's and stays
+unambiguous. Every other line is left byte-exact. Line breaks are whatever
+`str.splitlines` breaks on (also `\\r`, `\\u2028`, `\\x85`…), since a model may read any of
+them as a new line.
+
+Values we put inside a bracket (names, ids, file names) go through `inline_value` /
+`header_value` instead: no line breaks, control or bidi characters, no brackets, and in a
+header no `;`.
+"""
+
+from __future__ import annotations
+
+import re
+
+_INVISIBLE = r"[\s\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
+HEADER_FIELDS = ("id", "parts", "user", "user_id", "origin", "date", "time", "reply_to")
+_FIELD = "(?:" + "|".join(HEADER_FIELDS) + ")"
+_KEYWORDS = (
+    _FIELD + r"\s*:",
+    r"quote\b",
+    r"forwarded\b",
+    r"event\b",
+    r"earlier\s+conversation\s+summary",
+    r"tool\s+results",
+    r"earlier\s+turns\s+omitted",
+    r"turn\s+context",
+    r"already\s+told\s+the\s+user",
+    r"untrusted\s+conversation\s+references",
+)
+_RESERVED_LINE = re.compile(
+    rf"^({_INVISIBLE}*)(\\*)([\[［]\s*(?:{'|'.join(_KEYWORDS)}))",
+    re.IGNORECASE,
+)
+
+# Line breaks and C0/C1 controls become a space; bidi controls and the BOM are dropped
+# (they only reorder or hide text); zero-width joiners stay, emoji need them.
+_INLINE_TABLE: dict[int, str | None] = {
+    **dict.fromkeys(range(0x00, 0x20), " "),
+    **dict.fromkeys(range(0x7F, 0xA0), " "),
+    0x2028: " ",
+    0x2029: " ",
+    **dict.fromkeys((0x061C, 0x200E, 0x200F, 0xFEFF)),
+    **dict.fromkeys(range(0x202A, 0x202F)),
+    **dict.fromkeys(range(0x2066, 0x206A)),
+    ord("["): "(",
+    ord("]"): ")",
+    ord("［"): "（",
+    ord("］"): "）",
+}
+_HEADER_TABLE: dict[int, str | None] = {**_INLINE_TABLE, ord(";"): ","}
+
+_ECHOED_HEADER = re.compile(
+    rf"[ \t\r\n\ufeff]*\[(?:[ \t]*{_FIELD}[ \t]*:[^;\[\]\n]*;?)+[ \t]*\][ \t]*(?:\r?\n)?",
+    re.IGNORECASE,
+)
+
+
+def escape_member_text(text: str) -> str:
+    """`text` with a backslash before the bracket of every line that opens a reserved marker."""
+    if "[" not in text and "［" not in text:
+        return text
+    return "".join(
+        _RESERVED_LINE.sub(r"\1\\\2\3", line, count=1) for line in text.splitlines(keepends=True)
+    )
+
+
+def one_line(text: str) -> str:
+    """Member text for the tail of one of our lines: line breaks become spaces, then escaped."""
+    return escape_member_text(" ".join(text.splitlines()))
+
+
+def inline_value(text: str) -> str:
+    """A value inside one of our brackets: no line breaks, controls, bidi marks or brackets."""
+    return text.translate(_INLINE_TABLE)
+
+
+def header_value(text: str) -> str:
+    """A header field value: like `inline_value`, and `;` (the field separator) becomes `,`."""
+    return text.translate(_HEADER_TABLE)
+
+
+def strip_echoed_header(reply: str) -> str:
+    """The model's reply without the header line(s) it echoed at its very start.
+
+    Only a leading run of headers is removed (with the whitespace before each and the line
+    break after it); everything after them is returned byte-exact.
+    """
+    position = 0
+    while match := _ECHOED_HEADER.match(reply, position):
+        position = match.end()
+    return reply[position:]

@@ -1,0 +1,287 @@
+"""Projection: the window's records rendered into the messages the model is sent.
+
+One record renders as (DESIGN.md §3.5–§3.7):
+- user: `<header>\\n[forwarded from …]\\n[quote …] …\\n<escaped body>\\n<media placeholders>`
+  then, when a quote is truncated or unresolved, an `[Untrusted conversation references]`
+  block; absent parts leave no empty line. A burst message merged into the previous turn
+  keeps `continues_turn`. Unless it is the current message, legacy per-turn blocks and
+  paragraphs are stripped (`legacy.strip_per_turn_blocks` / `strip_per_turn_text`); kept
+  legacy blocks are joined with a blank line.
+- assistant: `<header>\\n<text>` with its tool calls; a tool-call-only step without platform
+  ids gets no header (it was never a chat message) and empty content. The text is the
+  model's own (its echoed headers were stripped before sending), so it is not escaped.
+- tool results: one `tool` message per result; an error reads `error[<code>]: <content>`
+  (`error: <content>` without a code) so the code survives old-result shrinking.
+- event: `<header>\\n[event] <escaped text>`, a user message and a turn of its own (like an
+  unanswered group message).
+- summary: `[Earlier conversation summary]\\n<escaped text>`, no header.
+
+The current message carries `per_turn_blocks` after a blank line, so the stored form
+(header + body) stays a byte-exact prefix of what the provider cached. Ended turns' tool
+results are shrunk; then every message gets its token estimate cached, once.
+
+Rendering walks the window oldest first and a message reads only what came before it, so
+while the window start stays put, every message but the current one renders byte-identical
+from call to call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, tzinfo
+from typing import assert_never
+
+from bot.context.escaping import escape_member_text
+from bot.context.headers import HeaderWalker
+from bot.context.legacy import strip_per_turn_blocks, strip_per_turn_text
+from bot.context.placeholders import Locale, media_placeholders
+from bot.context.quotes import QuoteView, forward_line, references_block, render_quote
+from bot.context.tokens import with_token_estimate
+from bot.context.tool_results import shrink_old_tool_results
+from bot.context.turns import turn_starts
+from bot.domain.ids import Scene
+from bot.domain.messages import ChatMessage
+from bot.domain.records import (
+    AssistantRecord,
+    ContentBlock,
+    EventRecord,
+    RecordBody,
+    StoredRecord,
+    SummaryRecord,
+    ToolResult,
+    ToolResultsRecord,
+    UserRecord,
+)
+
+SUMMARY_MARKER = "[Earlier conversation summary]"
+EVENT_MARKER = "[event]"
+PER_TURN_SEPARATOR = "\n\n"
+LEGACY_BLOCK_SEPARATOR = "\n\n"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Projection:
+    """The history and current message of one model call (no system prompt).
+
+    - `aliases`: every `(alias, platform id)` shown, for the turn's `AliasTable`;
+      `references`: quoted platform ids shown without an alias (`register_reference`).
+    - `record_index[i]`: the index in the window of the record message i came from.
+    - `turn_start_indexes`: message indexes where turns start (`turns.is_turn_start`).
+    - `current_message_index`: the message holding the per-turn blocks, if any.
+    - `current_tokens`: that message's estimate; `history_tokens`: all the others.
+    """
+
+    messages: tuple[ChatMessage, ...]
+    aliases: tuple[tuple[str, int], ...]
+    references: tuple[int, ...]
+    record_index: tuple[int, ...]
+    turn_start_indexes: tuple[int, ...]
+    current_message_index: int | None
+    history_tokens: int
+    current_tokens: int
+
+
+def project(
+    records: Sequence[StoredRecord],
+    *,
+    current_index: int | None,
+    scene: Scene,
+    zone: tzinfo,
+    locale: Locale,
+    bot_user_id: int | None,
+    per_turn_blocks: str = "",
+    quote_targets: Mapping[int, str] | None = None,
+    chat_id: int | None = None,
+) -> Projection:
+    """Render the window `records` (oldest first, aliases attached) for the model.
+
+    `current_index` is the record that receives `per_turn_blocks` (the newest user message
+    of the turn). `quote_targets` maps platform ids on the active path outside the window to
+    their aliases. `chat_id`, when given, keeps quotes from other chats out of `reply_to`.
+    """
+    renderer = _Renderer(
+        scene=scene,
+        zone=zone,
+        locale=locale,
+        bot_user_id=bot_user_id,
+        on_path=quote_targets or {},
+        chat_id=chat_id,
+    )
+    messages: list[ChatMessage] = []
+    record_index: list[int] = []
+    current_message: int | None = None
+    for index, record in enumerate(records):
+        rendered = renderer.render(record, is_current=index == current_index)
+        if index == current_index and rendered and per_turn_blocks:
+            last = rendered[-1]
+            tail = PER_TURN_SEPARATOR + per_turn_blocks if last.content else per_turn_blocks
+            rendered[-1] = replace(last, content=last.content + tail)
+        if index == current_index and rendered:
+            current_message = len(messages) + len(rendered) - 1
+        messages.extend(rendered)
+        record_index.extend([index] * len(rendered))
+
+    starts = turn_starts(messages)
+    anchor = len(messages) if current_message is None else current_message + 1
+    current_turn_start = max((s for s in starts if s < anchor), default=0)
+    shrunk = shrink_old_tool_results(messages, current_turn_start=current_turn_start, locale=locale)
+    final = tuple(with_token_estimate(message) for message in shrunk)
+    current_tokens = 0 if current_message is None else final[current_message].tokens or 0
+    return Projection(
+        messages=final,
+        aliases=tuple(renderer.aliases),
+        references=tuple(renderer.references),
+        record_index=tuple(record_index),
+        turn_start_indexes=tuple(starts),
+        current_message_index=current_message,
+        history_tokens=sum(m.tokens or 0 for m in final) - current_tokens,
+        current_tokens=current_tokens,
+    )
+
+
+_ESTIMATE_TIME = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def record_tokens(body: RecordBody, *, locale: Locale = "zh") -> int:
+    """The stored cost of a record body, estimated once at record time.
+
+    Rendered as the first message of a group window (full sender form, date and time) with
+    an inline quote line, so it errs high: the projected form is never longer, bar aliases.
+    """
+    record = StoredRecord(id=0, session_id=0, parent_id=None, created_at=_ESTIMATE_TIME, body=body)
+    renderer = _Renderer(
+        scene="group", zone=UTC, locale=locale, bot_user_id=None, on_path={}, chat_id=None
+    )
+    return sum((with_token_estimate(m).tokens or 0) for m in renderer.render(record))
+
+
+class _Renderer:
+    """Renders records in window order, keeping the header walk and the aliases shown."""
+
+    __slots__ = (
+        "_chat_id",
+        "_in_window",
+        "_locale",
+        "_on_path",
+        "_walker",
+        "_zone",
+        "aliases",
+        "references",
+    )
+
+    def __init__(
+        self,
+        *,
+        scene: Scene,
+        zone: tzinfo,
+        locale: Locale,
+        bot_user_id: int | None,
+        on_path: Mapping[int, str],
+        chat_id: int | None,
+    ) -> None:
+        self._walker = HeaderWalker(zone=zone, scene=scene, bot_user_id=bot_user_id)
+        self._zone = zone
+        self._locale = locale
+        self._on_path = on_path
+        self._chat_id = chat_id
+        self._in_window: dict[int, str] = {}
+        self.aliases: list[tuple[str, int]] = []
+        self.references: list[int] = []
+
+    def render(self, record: StoredRecord, *, is_current: bool = False) -> list[ChatMessage]:
+        body = record.body
+        match body:
+            case UserRecord():
+                rendered = [self._user(record, body, is_current=is_current)]
+            case AssistantRecord():
+                rendered = [self._assistant(record, body)]
+            case ToolResultsRecord():
+                rendered = [_tool_message(result) for result in body.results]
+            case EventRecord():
+                header = self._walker.header(
+                    ids=record.alias_parts, at=record.created_at, sender=body.actor
+                )
+                text = f"{EVENT_MARKER} {escape_member_text(body.text)}"
+                rendered = [ChatMessage(role="user", content=_join([header, text]))]
+            case SummaryRecord():
+                text = _join([SUMMARY_MARKER, escape_member_text(body.text)])
+                rendered = [ChatMessage(role="user", content=text)]
+            case _:
+                assert_never(body)
+        self._note_shown(record)
+        return rendered
+
+    def _user(self, record: StoredRecord, body: UserRecord, *, is_current: bool) -> ChatMessage:
+        view = QuoteView()
+        if body.quote is not None:
+            view = render_quote(
+                body.quote,
+                in_window=self._in_window,
+                on_path=self._on_path,
+                zone=self._zone,
+                quoted_at=record.created_at,
+                chat_id=self._chat_id,
+            )
+            if view.alias is not None:
+                self.aliases.append((view.alias, body.quote.id))
+            elif view.platform_id is not None:
+                self.references.append(view.platform_id)
+        header = self._walker.header(
+            ids=record.alias_parts, at=record.created_at, sender=body.sender, reply_to=view.reply_to
+        )
+        content = _join(
+            [
+                header,
+                forward_line(body.forward) if body.forward is not None else "",
+                view.line or "",
+                escape_member_text(_user_text(body, is_current=is_current)),
+                media_placeholders(body.media, self._locale),
+                references_block([view.reference] if view.reference else []),
+            ]
+        )
+        return ChatMessage(role="user", content=content, continues_turn=body.merged)
+
+    def _assistant(self, record: StoredRecord, body: AssistantRecord) -> ChatMessage:
+        header = ""
+        if body.text or record.message_id is not None:
+            header = self._walker.header(ids=record.alias_parts, at=record.created_at)
+        return ChatMessage(
+            role="assistant", content=_join([header, body.text]), tool_calls=body.tool_calls
+        )
+
+    def _note_shown(self, record: StoredRecord) -> None:
+        # Only after rendering: a message may reply only to what came before it, which keeps
+        # each message's form independent of anything later in the window.
+        for alias, message_id in zip(record.alias_parts, record.message_ids, strict=False):
+            if alias is not None and message_id is not None and message_id not in self._in_window:
+                self._in_window[message_id] = alias
+                self.aliases.append((alias, message_id))
+
+
+def _user_text(body: UserRecord, *, is_current: bool) -> str:
+    if not body.blocks:
+        # a flat legacy text may still carry per-turn paragraphs; new rows never do
+        return body.text if is_current else strip_per_turn_text(body.text)
+    blocks: Sequence[ContentBlock] = (
+        body.blocks if is_current else strip_per_turn_blocks(body.blocks)
+    )
+    return LEGACY_BLOCK_SEPARATOR.join(block.text for block in blocks if block.text)
+
+
+def _tool_message(result: ToolResult) -> ChatMessage:
+    content = result.content
+    if result.is_error:
+        prefix = f"error[{result.error_code}]" if result.error_code else "error"
+        content = f"{prefix}: {content}"
+    return ChatMessage(
+        role="tool",
+        content=content,
+        tool_call_id=result.call_id,
+        name=result.name,
+        is_error=result.is_error,
+    )
+
+
+def _join(parts: Sequence[str]) -> str:
+    return "\n".join(part for part in parts if part)

@@ -1,0 +1,103 @@
+"""How a quote or a forward is shown, decided at render time against the current window.
+
+- Target inside the window (also our own reply): `reply_to:<alias>` in the header, no text.
+- Otherwise a line before the body:
+  `[quote id:<alias or platform id>;user_id:<sender>;date:<YYYY-MM-DD>;time:<HH:mm>;] <summary>`
+  The alias is used when the target is on the active path (outside the window), else the
+  platform id. `user_id` / `time` are left out when unknown; `date` only when the quoted
+  message is from another day than the quoting one (a bare `HH:mm` would read as today).
+  The summary is the stored one-line `Quote.summary`, escaped, with `…` when truncated.
+- A truncated summary adds one entry to an `[Untrusted conversation references]` block
+  after the body, pointing at the tool that reads it whole:
+  `- quote id:m3 is truncated; inspect_conversation_reference(reference="m3") returns it in full`
+  A quote that could not be resolved (empty summary) gets `… was not resolved; …` instead.
+  A summary that covers the whole quote adds no entry.
+- A quote from another chat never becomes `reply_to` and is not offered to the tool (our
+  platform ids are per chat); its line shows the platform id.
+- A forward is one line before the body, one level only: `[forwarded from <name>]`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, tzinfo
+
+from bot.context.escaping import header_value, inline_value, one_line
+from bot.context.headers import local_day, local_hhmm
+from bot.domain.facts import Forward, Quote
+
+REFERENCES_MARKER = "[Untrusted conversation references]"
+ELLIPSIS = "…"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuoteView:
+    """How one quote renders.
+
+    `reply_to` goes in the header; `line` before the body; `reference` is an entry of the
+    `[Untrusted conversation references]` block. `alias` / `platform_id` are what the line
+    showed, for the turn's alias table (`None` when it showed neither usable form).
+    """
+
+    reply_to: str | None = None
+    line: str | None = None
+    reference: str | None = None
+    alias: str | None = None
+    platform_id: int | None = None
+
+
+def render_quote(
+    quote: Quote,
+    *,
+    in_window: Mapping[int, str],
+    on_path: Mapping[int, str],
+    zone: tzinfo,
+    quoted_at: datetime,
+    chat_id: int | None = None,
+) -> QuoteView:
+    """Render `quote` of a message written at `quoted_at`.
+
+    `in_window` maps platform ids of messages shown before this one in the window to their
+    aliases; `on_path` does the same for the rest of the active path.
+    """
+    foreign = chat_id is not None and quote.chat_id is not None and quote.chat_id != chat_id
+    if not foreign and quote.id in in_window:
+        return QuoteView(reply_to=in_window[quote.id])
+    alias = None if foreign else on_path.get(quote.id)
+    shown = alias if alias is not None else str(quote.id)
+    fields = [f"id:{header_value(shown)};"]
+    if quote.sender_id is not None:
+        fields.append(f"user_id:{quote.sender_id};")
+    if quote.timestamp is not None:
+        if local_day(quote.timestamp, zone) != local_day(quoted_at, zone):
+            fields.append(f"date:{local_day(quote.timestamp, zone).isoformat()};")
+        fields.append(f"time:{local_hhmm(quote.timestamp, zone)};")
+    summary = one_line(quote.summary)
+    if quote.truncated and not summary.endswith(ELLIPSIS):
+        summary += ELLIPSIS
+    line = "[quote " + "".join(fields) + "]" + (" " + summary if summary else "")
+    reference = None
+    if not foreign and (quote.truncated or not quote.summary):
+        state = "is truncated" if quote.truncated else "was not resolved"
+        reference = (
+            f"- quote id:{shown} {state}; "
+            f'inspect_conversation_reference(reference="{shown}") returns it in full'
+        )
+    return QuoteView(
+        line=line,
+        reference=reference,
+        alias=alias,
+        platform_id=None if foreign or alias is not None else quote.id,
+    )
+
+
+def references_block(entries: list[str]) -> str:
+    """The `[Untrusted conversation references]` block, or `""` without entries."""
+    return "\n".join([REFERENCES_MARKER, *entries]) if entries else ""
+
+
+def forward_line(forward: Forward) -> str:
+    """`[forwarded from <name>]` (`[forwarded]` when the origin has no name)."""
+    name = inline_value(forward.from_name).strip()
+    return f"[forwarded from {name}]" if name else "[forwarded]"
