@@ -1,1 +1,8 @@
-"""Persistence: sqlmodel tables, mappers and the SQL store (SQLite and PostgreSQL)."""
+"""Persistence: sqlmodel tables, mappers and the SQL store (SQLite and PostgreSQL).
+
+- `storage.engine.create_engine_for(url)`: the async engine (SQLite tuned, or asyncpg);
+- `storage.migrate.upgrade_database(url)`: Alembic upgrade to head (packaged scripts);
+- `storage.sql.SqlStore(engine)`: HistoryStore + PlatformEventStore + UpdateLog;
+- `storage.memory.InMemoryStore()`: the same contract in memory, for tests and fakes;
+- `storage.retention`: the prune policy and `PruneResult`; `storage.codec`: payload JSON.
+"""

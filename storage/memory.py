@@ -1,0 +1,337 @@
+"""`InMemoryStore`: the SQL store's contract in dictionaries, for tests and fakes.
+
+It passes the same contract tests as `SqlStore` (tests/test_storage/test_contract.py).
+Simplicity over speed: aliases are recomputed over the whole path on every read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime
+
+from bot.context.aliases import AliasCounter
+from bot.domain.ids import Scene, SessionKey
+from bot.domain.records import RecordBody, StoredRecord
+from bot.errors import SessionNotFound, StorageError
+from bot.ports import (
+    ConversationStore,
+    HistoryStore,
+    LoadedHistory,
+    NewRecord,
+    PlatformEvent,
+    PlatformEventStore,
+    SessionInfo,
+    UpdateLog,
+)
+from storage.retention import Node, PruneResult, plan_prune
+
+
+@dataclass(slots=True)
+class _Record:
+    id: int
+    session_id: int
+    parent_id: int | None
+    created_at: datetime
+    body: RecordBody
+    message_ids: tuple[int | None, ...]
+    tokens: int
+
+
+@dataclass(slots=True)
+class _Session:
+    info: SessionInfo
+    alias_root_base: int = 0
+
+
+class InMemoryStore:
+    """HistoryStore + PlatformEventStore + UpdateLog, and the extra methods of `SqlStore`."""
+
+    def __init__(self, *, now: Callable[[], datetime] | None = None) -> None:
+        self._now = now or (lambda: datetime.now(UTC))
+        self._sessions: dict[int, _Session] = {}
+        self._records: dict[int, _Record] = {}
+        self._events: dict[tuple[int, int], PlatformEvent] = {}
+        self._updates: dict[int, datetime] = {}
+        self._summaries: set[date] = set()
+        self._next_session = 1
+        self._next_record = 1
+
+    async def close(self) -> None:
+        return None
+
+    # ------------------------------------------------------------ sessions
+
+    async def open_session(
+        self, key: SessionKey, *, scene: Scene, title: str | None = None
+    ) -> SessionInfo:
+        for session in self._sessions.values():
+            if session.info.key == key:
+                info = replace(
+                    session.info,
+                    scene=scene,
+                    title=session.info.title if title is None else title,
+                )
+                session.info = info
+                return info
+        info = SessionInfo(id=self._next_session, key=key, scene=scene, title=title)
+        self._sessions[info.id] = _Session(info)
+        self._next_session += 1
+        return info
+
+    async def find_session(self, key: SessionKey) -> SessionInfo | None:
+        return next((s.info for s in self._sessions.values() if s.info.key == key), None)
+
+    async def get_session(self, session_id: int) -> SessionInfo:
+        return self._session(session_id).info
+
+    async def list_sessions(self) -> tuple[SessionInfo, ...]:
+        return tuple(self._sessions[sid].info for sid in sorted(self._sessions))
+
+    async def set_route(self, session_id: int, route: str | None) -> None:
+        session = self._session(session_id)
+        session.info = replace(session.info, route=route)
+
+    async def set_active_leaf(self, session_id: int, record_id: int) -> None:
+        session = self._session(session_id)
+        self._record_in(session_id, record_id)
+        session.info = replace(session.info, active_leaf_id=record_id)
+
+    async def set_window_start(self, session_id: int, record_id: int | None) -> None:
+        session = self._session(session_id)
+        if record_id is not None:
+            self._record_in(session_id, record_id)
+        session.info = replace(session.info, window_start_id=record_id)
+
+    # ------------------------------------------------------------ records
+
+    async def load_history(self, session_id: int, *, max_records: int) -> LoadedHistory:
+        session = self._session(session_id)
+        leaf = session.info.active_leaf_id
+        path = self._aliased_path(session, leaf)
+        next_seq = (self._last_seq(session, leaf)) + 1
+        start = max(0, len(path) - max(0, max_records))
+        starts = [i for i, r in enumerate(path) if r.id == session.info.window_start_id]
+        if starts:
+            start = max(start, starts[0])
+        records = tuple(path[start:]) if max_records > 0 else ()
+        return LoadedHistory(
+            session=session.info,
+            records=records,
+            has_earlier=(records[0].parent_id is not None) if records else bool(path),
+            next_alias_seq=next_seq,
+        )
+
+    async def load_path(
+        self, session_id: int, leaf_id: int | None = None
+    ) -> tuple[StoredRecord, ...]:
+        session = self._session(session_id)
+        leaf = session.info.active_leaf_id if leaf_id is None else leaf_id
+        if leaf is not None:
+            self._record_in(session_id, leaf)
+        return tuple(self._aliased_path(session, leaf))
+
+    async def get_record(self, record_id: int) -> StoredRecord | None:
+        record = self._records.get(record_id)
+        if record is None:
+            return None
+        return self._aliased_path(self._sessions[record.session_id], record_id)[-1]
+
+    async def append(
+        self,
+        session_id: int,
+        records: Sequence[NewRecord],
+        *,
+        parent_id: int | None = None,
+        events: Sequence[PlatformEvent] = (),
+        move_leaf: bool = True,
+    ) -> tuple[StoredRecord, ...]:
+        if not records:
+            raise ValueError("append needs at least one record")
+        session = self._session(session_id)
+        parent = session.info.active_leaf_id if parent_id is None else parent_id
+        if parent is not None:
+            self._record_in(session_id, parent)
+        first_new = self._next_record
+        for event in events:
+            # What the foreign key does in SQL: checked before anything changes.
+            known = event.record_id is None or event.record_id in self._records
+            if not known and not first_new <= (event.record_id or 0) < first_new + len(records):
+                raise StorageError(f"event names unknown record {event.record_id}")
+        ids: list[int] = []
+        for record in records:
+            new = _Record(
+                id=self._next_record,
+                session_id=session_id,
+                parent_id=parent,
+                created_at=_utc(record.created_at),
+                body=record.body,
+                message_ids=tuple(record.message_ids),
+                tokens=record.tokens,
+            )
+            self._records[new.id] = new
+            self._next_record += 1
+            ids.append(new.id)
+            parent = new.id
+        self._put_events(events, default_record_id=ids[-1])
+        if move_leaf:
+            session.info = replace(session.info, active_leaf_id=ids[-1])
+        path = {r.id: r for r in self._aliased_path(session, ids[-1])}
+        return tuple(path[i] for i in ids)
+
+    async def set_message_ids(
+        self, record_id: int, message_ids: Sequence[int | None]
+    ) -> StoredRecord:
+        record = self._records.get(record_id)
+        if record is None:
+            raise SessionNotFound(f"no record {record_id}")
+        record.message_ids = tuple(message_ids)
+        found = await self.get_record(record_id)
+        assert found is not None
+        return found
+
+    # ------------------------------------------------------------ platform events
+
+    async def record_events(self, events: Sequence[PlatformEvent]) -> None:
+        for event in events:
+            if event.record_id is not None and event.record_id not in self._records:
+                raise StorageError(f"event names unknown record {event.record_id}")
+        self._put_events(events, default_record_id=None)
+
+    async def find_event(self, chat_id: int, message_id: int) -> PlatformEvent | None:
+        return self._events.get((chat_id, message_id))
+
+    def _put_events(
+        self, events: Sequence[PlatformEvent], *, default_record_id: int | None
+    ) -> None:
+        for event in events:
+            key = (event.chat_id, event.message_id)
+            old = self._events.get(key)
+            record_id = event.record_id if event.record_id is not None else default_record_id
+            new = replace(
+                event,
+                date=_utc(event.date),
+                edited_at=None if event.edited_at is None else _utc(event.edited_at),
+                record_id=record_id,
+            )
+            if old is not None:
+                new = replace(
+                    new,
+                    date=old.date,
+                    record_id=old.record_id if record_id is None else record_id,
+                    edited_at=old.edited_at if new.edited_at is None else new.edited_at,
+                )
+            self._events[key] = new
+
+    # ------------------------------------------------------------ claims
+
+    async def claim_update(self, update_id: int) -> bool:
+        if update_id in self._updates:
+            return False
+        self._updates[update_id] = self._now()
+        return True
+
+    async def claim_daily_summary(self, day: date) -> bool:
+        if day in self._summaries:
+            return False
+        self._summaries.add(day)
+        return True
+
+    # ------------------------------------------------------------ retention
+
+    async def prune(
+        self, older_than: datetime, *, events_older_than: datetime | None = None
+    ) -> PruneResult:
+        cutoff = _utc(older_than)
+        events_cutoff = cutoff if events_older_than is None else _utc(events_older_than)
+        removed = 0
+        for session in self._sessions.values():
+            nodes = [
+                Node(r.id, r.parent_id, r.created_at)
+                for r in self._records.values()
+                if r.session_id == session.info.id
+            ]
+            plan = plan_prune(
+                nodes,
+                active_leaf_id=session.info.active_leaf_id,
+                window_start_id=session.info.window_start_id,
+                older_than=cutoff,
+            )
+            if not plan.delete or plan.new_root is None or plan.last_removed is None:
+                continue
+            session.alias_root_base = self._last_seq(session, plan.last_removed)
+            self._records[plan.new_root].parent_id = None
+            for record_id in plan.delete:
+                del self._records[record_id]
+            for key, event in list(self._events.items()):
+                if event.record_id in plan.delete:
+                    self._events[key] = replace(event, record_id=None)
+            removed += len(plan.delete)
+        old_events = [k for k, e in self._events.items() if e.date < events_cutoff]
+        for key in old_events:
+            del self._events[key]
+        old_updates = [u for u, at in self._updates.items() if at < events_cutoff]
+        for update_id in old_updates:
+            del self._updates[update_id]
+        return PruneResult(records=removed, events=len(old_events), updates=len(old_updates))
+
+    # ------------------------------------------------------------ helpers
+
+    def _session(self, session_id: int) -> _Session:
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise SessionNotFound(f"no session {session_id}")
+        return session
+
+    def _record_in(self, session_id: int, record_id: int) -> _Record:
+        record = self._records.get(record_id)
+        if record is None or record.session_id != session_id:
+            raise SessionNotFound(f"no record {record_id} in session {session_id}")
+        return record
+
+    def _path(self, leaf_id: int | None) -> list[_Record]:
+        path: list[_Record] = []
+        current = leaf_id
+        while current is not None:
+            record = self._records[current]
+            path.append(record)
+            current = record.parent_id
+        path.reverse()
+        return path
+
+    def _aliased_path(self, session: _Session, leaf_id: int | None) -> list[StoredRecord]:
+        counter = AliasCounter(session.alias_root_base)
+        out: list[StoredRecord] = []
+        for record in self._path(leaf_id):
+            alias = counter.assign(record.message_ids)
+            out.append(
+                StoredRecord(
+                    id=record.id,
+                    session_id=record.session_id,
+                    parent_id=record.parent_id,
+                    created_at=record.created_at,
+                    body=record.body,
+                    message_ids=record.message_ids,
+                    tokens=record.tokens,
+                    alias_seq=alias.seq,
+                    alias_parts=alias.parts,
+                )
+            )
+        return out
+
+    def _last_seq(self, session: _Session, leaf_id: int | None) -> int:
+        counter = AliasCounter(session.alias_root_base)
+        for record in self._path(leaf_id):
+            counter.assign(record.message_ids)
+        return counter.last_seq
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _satisfies_the_ports(
+    store: InMemoryStore,
+) -> tuple[HistoryStore, PlatformEventStore, UpdateLog, ConversationStore]:
+    """Checked by mypy: the store implements the three ports of `bot.ports`."""
+    return store, store, store, store

@@ -1,0 +1,138 @@
+"""The sqlmodel tables: sessions, record trees, platform events and the two claim logs.
+
+Every Telegram id is 64-bit, so every id column is a BigInteger. Integer primary keys use
+`BigInteger().with_variant(Integer(), "sqlite")`: SQLite only autoincrements an
+`INTEGER PRIMARY KEY` (and its integers are 64-bit anyway).
+
+Two derived columns on `agent_messages` cache message aliases (DESIGN.md §3.6), see
+`storage.sql`: `alias_seq` (the record's ordinal, `NULL` without a confirmed id) and
+`alias_last` (the highest ordinal on the path root → this record; `NULL` = not computed).
+They are a pure function of the record's ancestors, never of the active leaf.
+These rows never leave `storage/`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Date,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlmodel import Field, SQLModel
+
+ID_TYPE = BigInteger().with_variant(Integer(), "sqlite")
+"""An autoincrementing 64-bit primary key on every backend."""
+
+
+class ChatSession(SQLModel, table=True):
+    __tablename__ = "chat_sessions"
+    __table_args__ = (
+        UniqueConstraint("platform", "chat_id", "thread_id", name="uq_chat_sessions_key"),
+    )
+
+    id: int | None = Field(default=None, sa_column=Column(ID_TYPE, primary_key=True))
+    platform: str = Field(sa_column=Column(String(32), nullable=False))
+    chat_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    thread_id: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, default=0))
+    scene: str = Field(sa_column=Column(String(16), nullable=False))
+    title: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # No foreign keys on the two pointers below: they would make the two tables refer to
+    # each other. The store checks that they name a record of the session.
+    active_leaf_id: int | None = Field(default=None, sa_column=Column(BigInteger))
+    window_start_id: int | None = Field(default=None, sa_column=Column(BigInteger))
+    alias_root_base: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, default=0))
+    """Ordinals used by records pruned away before the root, so pruning never renumbers."""
+    route: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+    updated_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+class AgentMessage(SQLModel, table=True):
+    __tablename__ = "agent_messages"
+    __table_args__ = (
+        Index("ix_agent_messages_parent", "parent_id"),
+        Index("ix_agent_messages_session_first_id", "session_id", "first_message_id"),
+    )
+
+    id: int | None = Field(default=None, sa_column=Column(ID_TYPE, primary_key=True))
+    session_id: int = Field(
+        sa_column=Column(
+            BigInteger, ForeignKey("chat_sessions.id", ondelete="CASCADE"), nullable=False
+        )
+    )
+    parent_id: int | None = Field(
+        default=None,
+        sa_column=Column(BigInteger, ForeignKey("agent_messages.id"), nullable=True),
+    )
+    kind: str = Field(sa_column=Column(String(16), nullable=False))
+    created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+    payload: str = Field(sa_column=Column(Text, nullable=False))
+    tokens: int = Field(default=0, sa_column=Column(Integer, nullable=False, default=0))
+    first_message_id: int | None = Field(default=None, sa_column=Column(BigInteger))
+    message_ids: str = Field(default="[]", sa_column=Column(Text, nullable=False, default="[]"))
+    alias_seq: int | None = Field(default=None, sa_column=Column(BigInteger))
+    alias_last: int | None = Field(default=None, sa_column=Column(BigInteger))
+
+
+class PlatformEventRow(SQLModel, table=True):
+    __tablename__ = "platform_events"
+    __table_args__ = (
+        UniqueConstraint("chat_id", "message_id", name="uq_platform_events_message"),
+        Index("ix_platform_events_date", "date"),
+    )
+
+    id: int | None = Field(default=None, sa_column=Column(ID_TYPE, primary_key=True))
+    chat_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    message_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    thread_id: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, default=0))
+    sender_id: int | None = Field(default=None, sa_column=Column(BigInteger))
+    sender_name: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    is_bot: bool = Field(default=False, sa_column=Column(Boolean, nullable=False, default=False))
+    date: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+    text: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    media: str = Field(default="[]", sa_column=Column(Text, nullable=False, default="[]"))
+    reply_to_message_id: int | None = Field(default=None, sa_column=Column(BigInteger))
+    record_id: int | None = Field(
+        default=None,
+        sa_column=Column(BigInteger, ForeignKey("agent_messages.id", ondelete="SET NULL")),
+    )
+    edited_at: dt.datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+
+
+class ProcessedUpdate(SQLModel, table=True):
+    __tablename__ = "processed_updates"
+    __table_args__ = (Index("ix_processed_updates_at", "processed_at"),)
+
+    update_id: int = Field(
+        sa_column=Column(BigInteger, primary_key=True, autoincrement=False),
+    )
+    processed_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+class DailySummary(SQLModel, table=True):
+    __tablename__ = "daily_summaries"
+
+    day: dt.date = Field(sa_column=Column(Date, primary_key=True))
+    claimed_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+def _table(name: str) -> Table:
+    return SQLModel.metadata.tables[name]
+
+
+SESSIONS = _table("chat_sessions")
+MESSAGES = _table("agent_messages")
+EVENTS = _table("platform_events")
+UPDATES = _table("processed_updates")
+SUMMARIES = _table("daily_summaries")
