@@ -53,6 +53,7 @@ class Quote:
     `id` is the quoted message's platform id. `summary` is already one line with media
     placeholders; `truncated` says whether it was cut. `sender_id` and `timestamp` are
     `None` when the target could not be resolved (only the id is then known).
+    `is_manual` says the sender selected part of the message (Telegram's `quote`).
     """
 
     id: int
@@ -61,6 +62,7 @@ class Quote:
     summary: str = ""
     truncated: bool = False
     chat_id: int | None = None
+    is_manual: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,388 @@
+"""Bot API update JSON (tests/fixtures/telegram) parsed into exact `InboundMessage` facts."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiogram.types import Update
+
+from adapters.telegram.parsing import parse_raw_update, parse_update
+from bot.domain.facts import Forward, InboundMessage, Media, Quote, Sender
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telegram"
+BOT_ID = 5000000001
+GROUP = -1001234567890
+FORUM = -1005555555555
+NEWS = -1009876543210
+
+ALICE = Sender(id=1001, name="Alice Liu", username="alice")
+ALICE_NO_USERNAME = Sender(id=1001, name="Alice Liu")
+BOB = Sender(id=1002, name="Bob", username="bob_b")
+BOB_PLAIN = Sender(id=1002, name="Bob")
+
+
+def load(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+    return data
+
+
+def at(seconds: int) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def group(message_id: int, date: int, sender: Sender, **facts: Any) -> InboundMessage:
+    return InboundMessage(
+        chat_id=GROUP,
+        chat_type="supergroup",
+        chat_title="Tea Room",
+        message_id=message_id,
+        date=at(date),
+        sender=sender,
+        **facts,
+    )
+
+
+CASES: dict[str, InboundMessage | None] = {
+    "private_text": InboundMessage(
+        update_id=900001,
+        chat_id=1001,
+        chat_type="private",
+        message_id=11,
+        date=at(1764396180),
+        sender=ALICE,
+        text="hello\nthere",
+    ),
+    "group_mention": group(
+        201, 1764396240, BOB, update_id=900002, text="@Test_Bot what time is it?", mentions_bot=True
+    ),
+    "reply_to_bot": group(
+        205,
+        1764396300,
+        ALICE,
+        update_id=900003,
+        text="are you sure?",
+        replies_to_bot=True,
+        quote=Quote(
+            id=204,
+            sender_id=BOT_ID,
+            timestamp=at(1764396280),
+            summary="The meeting moved to Friday.",
+            chat_id=GROUP,
+        ),
+    ),
+    "reply_to_photo_long_caption": group(
+        206,
+        1764396310,
+        BOB,
+        update_id=900004,
+        text="wow",
+        quote=Quote(
+            id=203,
+            sender_id=1001,
+            timestamp=at(1764396200),
+            summary=(
+                "[图片] Sunset over the harbour, taken from the ferry on the way back home after "
+                "the long conference day; the light was unr"
+            ),
+            truncated=True,
+            chat_id=GROUP,
+        ),
+    ),
+    "external_reply": group(
+        207,
+        1764396320,
+        ALICE_NO_USERNAME,
+        update_id=900005,
+        text="see this",
+        quote=Quote(
+            id=4321,
+            sender_id=NEWS,
+            timestamp=at(1764390000),
+            summary="[视频 12s] Rain expected on Friday",
+            chat_id=NEWS,
+            is_manual=True,
+        ),
+    ),
+    "external_reply_hidden_text": group(
+        227,
+        1764397010,
+        BOB_PLAIN,
+        update_id=900029,
+        text="agreed",
+        quote=Quote(id=0, timestamp=at(1764001000), summary="the whole thing"),
+    ),
+    "partial_quote": group(
+        208,
+        1764396330,
+        BOB,
+        update_id=900006,
+        text="did you?",
+        quote=Quote(
+            id=190,
+            sender_id=1001,
+            timestamp=at(1764300000),
+            summary="call mom",
+            chat_id=GROUP,
+            is_manual=True,
+        ),
+    ),
+    "album_photo_1": group(
+        210,
+        1764396400,
+        ALICE_NO_USERNAME,
+        update_id=900007,
+        text="our trip",
+        media=(Media(kind="photo", file_id="AgAD-a1-large"),),
+        media_group_id="13860195811234567",
+    ),
+    "album_photo_2": group(
+        211,
+        1764396400,
+        ALICE_NO_USERNAME,
+        update_id=900008,
+        media=(Media(kind="photo", file_id="AgAD-a2-large"),),
+        media_group_id="13860195811234567",
+    ),
+    "voice": InboundMessage(
+        update_id=900009,
+        chat_id=1001,
+        chat_type="private",
+        message_id=12,
+        date=at(1764396500),
+        sender=ALICE_NO_USERNAME,
+        media=(Media(kind="voice", duration=3, file_id="AwAD-voice"),),
+    ),
+    "sticker": group(
+        213,
+        1764396510,
+        BOB_PLAIN,
+        update_id=900010,
+        media=(Media(kind="sticker", emoji="😀", file_id="CAAD-sticker"),),
+    ),
+    "document": group(
+        214,
+        1764396520,
+        ALICE_NO_USERNAME,
+        update_id=900011,
+        text="numbers for Q3",
+        media=(Media(kind="document", file_name="Q3 report.pdf", file_id="BQAD-doc"),),
+    ),
+    "forward_hidden_user": group(
+        215,
+        1764396530,
+        BOB_PLAIN,
+        update_id=900012,
+        text="a secret recipe",
+        forward=Forward(from_name="Mystery Person", hidden=True, date=at(1764000000)),
+    ),
+    "forward_channel": group(
+        216,
+        1764396540,
+        BOB_PLAIN,
+        update_id=900013,
+        text="Markets closed higher",
+        forward=Forward(from_name="Daily News", from_id=NEWS, date=at(1764395000)),
+    ),
+    "forum_topic_message": InboundMessage(
+        update_id=900014,
+        chat_id=FORUM,
+        chat_type="supergroup",
+        chat_title="Dev Forum",
+        thread_id=300,
+        message_id=320,
+        date=at(1764396600),
+        sender=ALICE_NO_USERNAME,
+        text="v1.2 is out",
+    ),
+    "forum_topic_reply": InboundMessage(
+        update_id=900015,
+        chat_id=FORUM,
+        chat_type="supergroup",
+        chat_title="Dev Forum",
+        thread_id=300,
+        message_id=322,
+        date=at(1764396660),
+        sender=BOB_PLAIN,
+        text="thanks",
+        replies_to_bot=True,
+        quote=Quote(
+            id=321,
+            sender_id=BOT_ID,
+            timestamp=at(1764396630),
+            summary="Changelog posted.",
+            chat_id=FORUM,
+        ),
+    ),
+    "anonymous_admin": group(
+        217,
+        1764396700,
+        Sender(id=GROUP, name="Tea Room", kind="anonymous_admin"),
+        update_id=900016,
+        text="Please keep it civil.",
+    ),
+    "linked_channel_post": group(
+        218,
+        1764396710,
+        Sender(id=NEWS, name="Daily News", username="dailynews", kind="channel"),
+        update_id=900017,
+        text="Evening edition is live",
+        forward=Forward(from_name="Daily News", from_id=NEWS, date=at(1764396705)),
+    ),
+    "edited_message": group(
+        201,
+        1764396240,
+        BOB,
+        update_id=900018,
+        text="@test_bot what time is it in Tokyo?",
+        mentions_bot=True,
+        is_edit=True,
+        edit_date=at(1764396800),
+    ),
+    "service_members_joined": group(
+        219, 1764396900, BOB_PLAIN, update_id=900019, event="Bob 邀请 Carol, Dan Wu 加入了群组"
+    ),
+    "service_member_left": group(
+        220,
+        1764396910,
+        Sender(id=1004, name="Dan Wu"),
+        update_id=900020,
+        event="Dan Wu 离开了群组",
+    ),
+    "service_title_changed": InboundMessage(
+        update_id=900021,
+        chat_id=GROUP,
+        chat_type="supergroup",
+        chat_title="Tea House",
+        message_id=221,
+        date=at(1764396920),
+        sender=ALICE_NO_USERNAME,
+        event="Alice Liu 将群名改为「Tea House」",
+    ),
+    "service_pinned": group(
+        222,
+        1764396930,
+        ALICE_NO_USERNAME,
+        update_id=900022,
+        event="Alice Liu 置顶了消息 #204：The meeting moved to Friday.",
+    ),
+    "astral_emoji": group(
+        223,
+        1764396940,
+        Sender(id=1002, name="Bob 𝕏 👨‍👩‍👧"),
+        update_id=900023,
+        text="Hi 𝕏 👨‍👩‍👧 @test_bot and @other_bot",
+        mentions_bot=True,
+    ),
+    "command_other_bot": group(
+        224, 1764396950, ALICE_NO_USERNAME, update_id=900024, text="/start@other_bot hi"
+    ),
+    "command_ours": group(
+        225,
+        1764396960,
+        ALICE_NO_USERNAME,
+        update_id=900025,
+        text="/Usage@test_bot 7",
+        command="usage",
+    ),
+    "text_mention": group(
+        226,
+        1764396970,
+        ALICE_NO_USERNAME,
+        update_id=900026,
+        text="/help ask Test Bot",
+        command="help",
+        mentions_bot=True,
+    ),
+    "channel_post": InboundMessage(
+        update_id=900028,
+        chat_id=NEWS,
+        chat_type="channel",
+        chat_title="Daily News",
+        message_id=4402,
+        date=at(1764397000),
+        sender=Sender(id=NEWS, name="Daily News", username="dailynews", kind="channel"),
+        text="Breaking: tea prices fall",
+    ),
+    "callback_query": None,
+}
+
+
+def test_every_fixture_has_a_case() -> None:
+    assert sorted(p.stem for p in FIXTURES.glob("*.json")) == sorted(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(CASES), ids=sorted(CASES))
+def test_fixture_parses_to_exact_facts(name: str) -> None:
+    parsed = parse_raw_update(load(name), bot_id=BOT_ID, bot_username="test_bot", locale="zh")
+    assert parsed == CASES[name]
+
+
+EN_CASES = {
+    "voice": ("[voice 3s]", None),
+    "sticker": ("[sticker 😀]", None),
+    "document": ("[file Q3 report.pdf] numbers for Q3", None),
+    "service_members_joined": (None, "Bob added Carol, Dan Wu to the group"),
+    "service_member_left": (None, "Dan Wu left the group"),
+    "service_title_changed": (None, 'Alice Liu changed the group title to "Tea House"'),
+    "service_pinned": (None, "Alice Liu pinned message #204: The meeting moved to Friday."),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EN_CASES), ids=sorted(EN_CASES))
+def test_english_locale_for_events_and_quoted_media(name: str) -> None:
+    """Media placeholders are checked through a reply quoting the fixture's message."""
+    placeholder, event = EN_CASES[name]
+    data = load(name)
+    parsed = parse_raw_update(data, bot_id=BOT_ID, bot_username="test_bot", locale="en")
+    assert parsed is not None
+    assert parsed.event == event
+    if placeholder is not None:
+        reply = {
+            "update_id": 1,
+            "message": {
+                "message_id": 999,
+                "chat": data["message"]["chat"],
+                "date": 1764400000,
+                "text": "?",
+                "reply_to_message": data["message"],
+            },
+        }
+        quoted = parse_raw_update(reply, bot_id=BOT_ID, bot_username=None, locale="en")
+        assert quoted is not None
+        assert quoted.quote is not None
+        assert quoted.quote.summary == placeholder
+
+
+def test_unknown_bot_username_never_claims_an_addressed_command() -> None:
+    parsed = parse_raw_update(load("command_ours"), bot_id=BOT_ID, bot_username=None, locale="en")
+    assert parsed is not None
+    assert parsed.command is None
+    assert parsed.mentions_bot is False
+
+
+def test_odd_input_gives_none_and_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    assert (
+        parse_raw_update(
+            {"update_id": 5, "message": {"text": "no chat"}},
+            bot_id=BOT_ID,
+            bot_username="x",
+            locale="zh",
+        )
+        is None
+    )
+    assert "invalid update 5" in caplog.text
+
+
+def test_an_error_inside_the_parser_becomes_none(caplog: pytest.LogCaptureFixture) -> None:
+    update = Update.model_validate(load("private_text"))
+    # A Telegram type we did not expect (here: a chat with no usable type) must not raise.
+    broken = update.model_copy(update={"message": None, "edited_message": object()})
+    caplog.set_level(logging.WARNING)
+    assert parse_update(broken, bot_id=BOT_ID, bot_username="x", locale="zh") is None
+    assert "could not parse update 900001" in caplog.text

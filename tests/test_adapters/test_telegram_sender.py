@@ -1,0 +1,224 @@
+"""`TelegramMessenger` through aiogram's real HTTP client against `FakeBotApi`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from aiogram import Bot
+
+from adapters.telegram.app import build_bot
+from adapters.telegram.fake_api import FakeBotApi
+from adapters.telegram.sender import TelegramMessenger
+from bot.errors import (
+    TelegramBadRequest,
+    TelegramFloodWait,
+    TelegramForbidden,
+    TelegramNetworkError,
+)
+
+CHAT = -1001234567890
+ALICE = {"id": 1001, "first_name": "Alice"}
+
+
+class RecordingSleep:
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[FakeBotApi]:
+    async with FakeBotApi() as server:
+        yield server
+
+
+@pytest.fixture
+async def bot(api: FakeBotApi) -> AsyncIterator[Bot]:
+    client = build_bot(api.token, api.base_url)
+    yield client
+    await client.session.close()
+
+
+@pytest.fixture
+def sleep() -> RecordingSleep:
+    return RecordingSleep()
+
+
+@pytest.fixture
+def messenger(bot: Bot, sleep: RecordingSleep) -> TelegramMessenger:
+    return TelegramMessenger(bot, sleep=sleep)
+
+
+def trigger(api: FakeBotApi, text: str = "tell me everything") -> int:
+    update = api.user_message(CHAT, ALICE, text)
+    return int(update["message"]["message_id"])
+
+
+def long_text() -> str:
+    paragraph = ("lorem ipsum " * 250).strip()  # 2,999 characters
+    return "\n\n".join([paragraph] * 3)  # 9,001 characters
+
+
+async def test_a_9000_char_reply_goes_out_as_3_bubbles_replying_to_the_trigger(
+    api: FakeBotApi, messenger: TelegramMessenger
+) -> None:
+    trigger_id = trigger(api)
+    delivery = await messenger.send_text(CHAT, long_text(), reply_to=trigger_id)
+    sent = api.sent_messages(CHAT)
+    assert delivery.error is None
+    assert delivery.message_ids == tuple(m["message_id"] for m in sent)
+    assert len(sent) == 3
+    assert [m["text"] for m in sent] == list(delivery.texts)
+    assert [m["reply_to_message"]["message_id"] for m in sent] == [trigger_id] * 3
+    assert all(d is not None and d.tzinfo is not None for d in delivery.dates)
+    assert api.calls_of("sendMessage")[0]["reply_parameters"] == {
+        "message_id": trigger_id,
+        "allow_sending_without_reply": True,
+    }
+
+
+async def test_a_partial_failure_keeps_what_was_delivered_and_stops(
+    api: FakeBotApi, messenger: TelegramMessenger
+) -> None:
+    trigger_id = trigger(api)
+    api.fail_next("sendMessage", error_code=403, description="Forbidden: bot was kicked", after=1)
+    delivery = await messenger.send_text(CHAT, long_text(), reply_to=trigger_id)
+    first = api.sent_messages(CHAT)[0]["message_id"]
+    assert delivery.message_ids == (first, None, None)
+    assert len(delivery.texts) == 3
+    assert delivery.dates[1:] == (None, None)
+    assert isinstance(delivery.error, TelegramForbidden)
+    assert isinstance(delivery.error.__cause__, Exception)
+    assert len(api.calls_of("sendMessage")) == 2  # bubble 3 was never tried
+
+
+async def test_a_short_flood_wait_retries_the_same_bubble_once(
+    api: FakeBotApi, messenger: TelegramMessenger, sleep: RecordingSleep
+) -> None:
+    api.fail_next(
+        "sendMessage", error_code=429, description="Too Many Requests: retry after 3", retry_after=3
+    )
+    delivery = await messenger.send_text(CHAT, "hi")
+    assert delivery.error is None
+    assert delivery.message_ids == (api.sent_messages(CHAT)[0]["message_id"],)
+    assert sleep.waits == [3.0]
+    assert [c["text"] for c in api.calls_of("sendMessage")] == ["hi", "hi"]
+
+
+@pytest.mark.parametrize(
+    ("retry_after", "times", "waits"),
+    [(30, 1, []), (2, 2, [2.0])],
+    ids=["longer-than-max", "second-flood"],
+)
+async def test_a_flood_wait_that_cannot_be_retried_fails_the_slot(
+    api: FakeBotApi,
+    messenger: TelegramMessenger,
+    sleep: RecordingSleep,
+    retry_after: int,
+    times: int,
+    waits: list[float],
+) -> None:
+    api.fail_next(
+        "sendMessage",
+        error_code=429,
+        description=f"Too Many Requests: retry after {retry_after}",
+        retry_after=retry_after,
+        times=times,
+    )
+    delivery = await messenger.send_text(CHAT, "hi")
+    assert delivery.message_ids == (None,)
+    assert isinstance(delivery.error, TelegramFloodWait)
+    assert delivery.error.retry_after == retry_after
+    assert sleep.waits == waits
+
+
+async def test_thread_and_a_missing_reply_target_are_respected(
+    api: FakeBotApi, messenger: TelegramMessenger
+) -> None:
+    delivery = await messenger.send_text(CHAT, "in topic", thread_id=300, reply_to=999)
+    (sent,) = api.sent_messages(CHAT)
+    assert delivery.message_ids == (sent["message_id"],)
+    assert sent["message_thread_id"] == 300
+    assert "reply_to_message" not in sent  # allow_sending_without_reply
+
+
+async def test_blank_text_sends_nothing(api: FakeBotApi, messenger: TelegramMessenger) -> None:
+    delivery = await messenger.send_text(CHAT, " \n ")
+    assert delivery.message_ids == ()
+    assert not delivery.delivered
+    assert api.calls_of("sendMessage") == []
+
+
+async def test_delete_and_react_reach_the_server(
+    api: FakeBotApi, messenger: TelegramMessenger
+) -> None:
+    trigger_id = trigger(api)
+    delivery = await messenger.send_text(CHAT, "oops")
+    (sent_id,) = delivery.message_ids
+    assert sent_id is not None
+    await messenger.set_reaction(CHAT, trigger_id, "👍")
+    await messenger.delete_message(CHAT, sent_id)
+    assert api.reactions == [(CHAT, trigger_id, ("👍",))]
+    assert api.deleted == [(CHAT, sent_id)]
+
+
+async def test_send_photo_uploads_the_bytes(api: FakeBotApi, messenger: TelegramMessenger) -> None:
+    png = b"\x89PNG\r\n\x1a\nfake"
+    message_id = await messenger.send_photo(CHAT, png, caption="usage", thread_id=7)
+    (sent,) = api.sent_messages(CHAT)
+    assert sent["message_id"] == message_id
+    assert sent["caption"] == "usage"
+    assert sent["message_thread_id"] == 7
+    assert api.photos == [(CHAT, png)]
+
+
+@pytest.mark.parametrize(
+    ("code", "description", "expected"),
+    [
+        (400, "Bad Request: message to delete not found", TelegramBadRequest),
+        (403, "Forbidden: bot was blocked by the user", TelegramForbidden),
+        (500, "Internal Server Error", TelegramNetworkError),
+        (429, "Too Many Requests: retry after 5", TelegramFloodWait),
+    ],
+    ids=["bad-request", "forbidden", "server-error", "flood"],
+)
+async def test_aiogram_errors_map_into_the_error_tree(
+    api: FakeBotApi,
+    messenger: TelegramMessenger,
+    code: int,
+    description: str,
+    expected: type[Exception],
+) -> None:
+    trigger_id = trigger(api)
+    retry_after = 5 if code == 429 else None
+    for method in ("deleteMessage", "setMessageReaction", "sendPhoto"):
+        api.fail_next(method, error_code=code, description=description, retry_after=retry_after)
+    with pytest.raises(expected) as caught:
+        await messenger.delete_message(CHAT, trigger_id)
+    assert caught.value.__cause__ is not None
+    with pytest.raises(expected):
+        await messenger.set_reaction(CHAT, trigger_id, "🔥")
+    with pytest.raises(expected):
+        await messenger.send_photo(CHAT, b"png")
+
+
+async def test_deleting_a_missing_message_is_a_bad_request(messenger: TelegramMessenger) -> None:
+    with pytest.raises(TelegramBadRequest):
+        await messenger.delete_message(CHAT, 424242)
+
+
+async def test_an_unreachable_api_is_a_network_error_in_the_delivery() -> None:
+    api = FakeBotApi()
+    await api.start()
+    base = api.base_url
+    await api.stop()  # nothing listens there any more
+    bot = build_bot(api.token, base)
+    try:
+        delivery = await TelegramMessenger(bot).send_text(CHAT, "hello?")
+    finally:
+        await bot.session.close()
+    assert delivery.message_ids == (None,)
+    assert isinstance(delivery.error, TelegramNetworkError)
