@@ -1,0 +1,184 @@
+"""A fake OpenAI-compatible server on 127.0.0.1 for end-to-end tests, backed by any LLMProvider.
+
+`FakeOpenAIServer` speaks `POST /v1/chat/completions` over real HTTP: it records each raw
+request body, maps it to an `LLMRequest` with `openai_wire.from_request`, asks the delegate
+(a `ScriptedModel` by default) and answers with `openai_wire.to_response`. Errors the
+delegate raises come back as the HTTP errors a real provider sends (overflow → 400
+`context_length_exceeded`, rate limit → 429 with `Retry-After`, unavailable → 503, a bad
+response → an empty reply). `fail_next` and `delay_next` inject failures and slowness.
+
+Run alone with `python -m adapters.llm.fake_server [--port N]` (the demo model answers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Self
+
+from aiohttp import web
+
+from adapters.llm.openai_wire import error_body, from_request, to_response
+from adapters.llm.scripted import ScriptedModel
+from bot.errors import ContextOverflow, ProviderBadResponse, ProviderError, ProviderRateLimited
+from bot.ports import LLMProvider, LLMResponse
+
+
+@dataclass(frozen=True, slots=True)
+class _Injected:
+    status: int
+    body: Mapping[str, Any] | str
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+class FakeOpenAIServer:
+    """An aiohttp server on 127.0.0.1 (a free port unless `port` is given)."""
+
+    def __init__(
+        self,
+        model: LLMProvider | None = None,
+        *,
+        port: int = 0,
+        delay: float = 0.0,
+        model_name: str = "fake-model",
+    ) -> None:
+        self.model: LLMProvider = model if model is not None else ScriptedModel()
+        self.requests: list[dict[str, Any]] = []
+        self.delay = delay
+        """Seconds every answer waits (after `delay_next` delays are used up)."""
+        self.model_name = model_name
+        self._port = port
+        self._failures: deque[_Injected] = deque()
+        self._delays: deque[float] = deque()
+        self._closing = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self._base_url: str | None = None
+
+    @property
+    def base_url(self) -> str:
+        """`http://127.0.0.1:<port>/v1`, what `LLM_BASE_URL` / `OpenAIProvider` want."""
+        if self._base_url is None:
+            raise RuntimeError("the fake server is not started")
+        return self._base_url
+
+    def fail_next(
+        self,
+        status: int,
+        body: Mapping[str, Any] | str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        times: int = 1,
+    ) -> None:
+        """Answer the next `times` requests with this error instead of asking the model."""
+        self._failures.extend([_Injected(status, body, dict(headers or {}))] * times)
+
+    def delay_next(self, seconds: float, *, times: int = 1) -> None:
+        """Hold the next `times` answers for `seconds` (ended early when the server closes)."""
+        self._delays.extend([seconds] * times)
+
+    async def start(self) -> str:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._complete)
+        app.router.add_post("/chat/completions", self._complete)
+        app.router.add_get("/v1/models", self._models)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self._port)
+        await site.start()
+        host, port = self._runner.addresses[0][:2]
+        self._base_url = f"http://{host}:{port}/v1"
+        return self._base_url
+
+    async def close(self) -> None:
+        self._closing.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def _models(self, _: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": self.model_name}]})
+
+    async def _complete(self, http_request: web.Request) -> web.Response:
+        raw = await http_request.text()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            self.requests.append({"invalid_json": raw})
+            return web.json_response(error_body("request body is not JSON"), status=400)
+        self.requests.append(body)
+        delay = self._delays.popleft() if self._delays else self.delay
+        if delay > 0:
+            await self._wait(delay)
+        if self._failures:
+            injected = self._failures.popleft()
+            return _error_response(injected.status, injected.body, injected.headers)
+        try:
+            request = from_request(body)
+        except ValueError as exc:
+            return web.json_response(error_body(str(exc)), status=400)
+        try:
+            response = await self.model.complete(request)
+        except ContextOverflow as exc:
+            message = f"This model's maximum context length is exceeded. {exc}"
+            return _error_response(400, error_body(message, code="context_length_exceeded"))
+        except ProviderRateLimited as exc:
+            headers = {}
+            if exc.retry_after is not None:
+                headers["Retry-After"] = str(math.ceil(exc.retry_after))
+            return _error_response(429, error_body(str(exc), kind="rate_limit_exceeded"), headers)
+        except ProviderBadResponse:
+            response = LLMResponse(text="")  # the client sees an empty reply
+        except ProviderError as exc:
+            return _error_response(503, error_body(str(exc), kind="server_error"))
+        model = request.model or self.model_name
+        return web.json_response(to_response(response, model=model))
+
+    async def _wait(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._closing.wait(), timeout=seconds)
+
+
+def _error_response(
+    status: int, body: Mapping[str, Any] | str, headers: Mapping[str, str] | None = None
+) -> web.Response:
+    if isinstance(body, str):
+        return web.Response(status=status, text=body, headers=dict(headers or {}))
+    return web.json_response(dict(body), status=status, headers=dict(headers or {}))
+
+
+async def _serve(port: int) -> None:
+    async with FakeOpenAIServer(ScriptedModel.demo(), port=port) as server:
+        print(server.base_url, flush=True)
+        await asyncio.Event().wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--port", type=int, default=0)
+    asyncio.run(_serve(parser.parse_args().port))
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = ["FakeOpenAIServer"]

@@ -1,0 +1,290 @@
+"""The offline, deterministic model for the demo and tests: answers from a script.
+
+`ScriptedModel` implements `LLMProvider`. It records every request it receives, answers with
+the next step of its script, and once the script runs out with a default responder (by
+default an echo of the last user message's body; `ScriptedModel.demo()` adds rule-based
+tool calls). Usage is simulated so the ledger has realistic numbers offline:
+
+- `input_tokens`: our estimate of the request (messages + tool schemas as JSON).
+- `output_tokens`: our estimate of the reply (text + tool call names and arguments).
+- `cached_tokens`: a simulated provider prefix cache. The request is a sequence of segments
+  (the tool schemas, then each message compared by role, content, tool calls, tool call id and
+  images); the longest run of leading segments shared with any earlier successful request is
+  counted in tokens and rounded down to whole blocks of `CACHE_BLOCK_TOKENS` (64), the unit
+  DeepSeek's disk cache uses; OpenAI's cache works the same way in coarser steps.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from bot.context.tokens import estimate_history_tokens, estimate_text_tokens
+from bot.domain.messages import ChatMessage, ToolCall
+from bot.ports import LLMRequest, LLMResponse, ToolSpec, Usage
+
+CACHE_BLOCK_TOKENS = 64
+ECHO_PREFIX = "Noted: "
+ECHO_CHARS = 60
+
+Responder = Callable[[LLMRequest], LLMResponse]
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """Answer with this text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class CallTool:
+    """Call one tool; put several in a tuple step for parallel calls. `id` defaults to
+    `call_<n>`, numbered per model."""
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """Raise this error instead of answering (e.g. `ContextOverflow`, `ProviderUnavailable`)."""
+
+    error: Exception
+
+
+Step = Reply | CallTool | Fail | tuple[Reply | CallTool, ...] | Responder
+
+
+class ScriptedModel:
+    """An `LLMProvider` that answers from a script; `requests` holds everything it was sent."""
+
+    def __init__(
+        self,
+        script: Iterable[Step] = (),
+        *,
+        default: Responder | None = None,
+        model: str = "scripted",
+    ) -> None:
+        self.requests: list[LLMRequest] = []
+        self.model = model
+        self._script: deque[Step] = deque(script)
+        self._default = default or echo_last_user
+        self._call_ids = itertools.count(1)
+        self._cache = _PrefixCache()
+
+    @classmethod
+    def demo(cls, *, model: str = "offline-demo") -> ScriptedModel:
+        """A model whose default responder calls offered tools when the user asks (see
+        `demo_responder`)."""
+        return cls(default=demo_responder, model=model)
+
+    def add(self, *steps: Step) -> None:
+        """Append steps to the script."""
+        self._script.extend(steps)
+
+    @property
+    def remaining(self) -> int:
+        """Steps not yet used."""
+        return len(self._script)
+
+    @property
+    def last_request(self) -> LLMRequest:
+        return self.requests[-1]
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        self.requests.append(request)
+        step: Step = self._script.popleft() if self._script else self._default
+        response = self._run(step, request)
+        usage = self._cache.usage(request, response)
+        return replace(
+            response,
+            usage=response.usage or usage,
+            model=response.model or self.model,
+            finish_reason=response.finish_reason
+            or ("tool_calls" if response.tool_calls else "stop"),
+        )
+
+    def _run(self, step: Step, request: LLMRequest) -> LLMResponse:
+        match step:
+            case Fail(error=error):
+                raise error
+            case Reply(text=text):
+                return LLMResponse(text=text)
+            case CallTool():
+                return LLMResponse(tool_calls=(self._tool_call(step),))
+            case tuple():
+                text = "".join(part.text for part in step if isinstance(part, Reply))
+                calls = tuple(self._tool_call(p) for p in step if isinstance(p, CallTool))
+                return LLMResponse(text=text, tool_calls=calls)
+            case _:
+                return step(request)
+
+    def _tool_call(self, step: CallTool) -> ToolCall:
+        call_id = step.id or f"call_{next(self._call_ids)}"
+        return ToolCall(id=call_id, name=step.name, arguments=_arguments_json(step.arguments))
+
+
+# ---------------------------------------------------------------- simulated usage
+
+
+_Segment = tuple[Any, ...]
+
+
+class _PrefixCache:
+    """Segments of earlier requests in a trie, so each lookup costs one walk of the request."""
+
+    def __init__(self) -> None:
+        self._root: dict[_Segment, dict[Any, Any]] = {}
+
+    def usage(self, request: LLMRequest, response: LLMResponse) -> Usage:
+        tools_tokens = estimate_text_tokens(_tools_json(request.tools)) if request.tools else 0
+        segments = [(("tools", _tools_json(request.tools)), tools_tokens)]
+        segments.extend((_message_key(m), estimate_history_tokens((m,))) for m in request.messages)
+        cached = 0
+        node: dict[_Segment, dict[Any, Any]] | None = self._root
+        for key, tokens in segments:
+            child = node.get(key) if node is not None else None
+            if child is None:
+                node = None
+                break
+            cached += tokens
+            node = child
+        self._insert(key for key, _ in segments)
+        reply = ChatMessage(role="assistant", content=response.text, tool_calls=response.tool_calls)
+        return Usage(
+            input_tokens=sum(tokens for _, tokens in segments),
+            output_tokens=estimate_history_tokens((reply,)),
+            cached_tokens=cached // CACHE_BLOCK_TOKENS * CACHE_BLOCK_TOKENS,
+        )
+
+    def _insert(self, keys: Iterable[_Segment]) -> None:
+        node = self._root
+        for key in keys:
+            node = node.setdefault(key, {})
+
+
+def _message_key(message: ChatMessage) -> _Segment:
+    calls = tuple((c.id, c.name, c.arguments) for c in message.tool_calls)
+    return (message.role, message.content, calls, message.tool_call_id, message.images)
+
+
+def _tools_json(tools: Sequence[ToolSpec]) -> str:
+    specs = [
+        {"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools
+    ]
+    return json.dumps(specs, ensure_ascii=False, sort_keys=True)
+
+
+def _arguments_json(arguments: Mapping[str, Any]) -> str:
+    return json.dumps(dict(arguments), ensure_ascii=False, separators=(",", ":"))
+
+
+# ---------------------------------------------------------------- default responders
+
+_HEADER_LINE = re.compile(r"^\[[a-z_]+:[^\]\n]*;\]\s*$")
+_QUOTE_LINE = re.compile(r"^\[quote [^\]\n]*\]")
+_TURN_BLOCK = re.compile(r"\n[ \t]*\n\[[^\]\n]+\][ \t]*\n")
+
+
+def user_body(content: str) -> str:
+    """A user message's own text: without our header and quote lines and the per-turn blocks."""
+    lines = content.split("\n")
+    while lines and (_HEADER_LINE.match(lines[0]) or _QUOTE_LINE.match(lines[0])):
+        lines.pop(0)
+    body = "\n".join(lines)
+    block = _TURN_BLOCK.search(body)
+    if block is not None:
+        body = body[: block.start()]
+    return " ".join(body.split())
+
+
+def last_user_body(request: LLMRequest) -> str:
+    """`user_body` of the newest user message, or '' when there is none."""
+    for message in reversed(request.messages):
+        if message.role == "user":
+            return user_body(message.content)
+    return ""
+
+
+def echo_last_user(request: LLMRequest) -> LLMResponse:
+    """`Noted: <first 60 characters of the last user body>`."""
+    body = last_user_body(request)
+    return LLMResponse(text=f"{ECHO_PREFIX}{body[:ECHO_CHARS]}" if body else "Noted.")
+
+
+_ALIAS = r"(m\d+(?:\.\d+)?)"
+_DELETE = re.compile(rf"(?:\bdelete|删除)\s*{_ALIAS}\b", re.IGNORECASE)
+_REACT = re.compile(rf"(?:\breact|回应)\s*{_ALIAS}\s+(\S+)", re.IGNORECASE)
+_SEARCH = re.compile(r"(?:\blook up\b|\bsearch\b|搜索|查一下)\s*(.*)", re.IGNORECASE)
+
+
+def demo_responder(request: LLMRequest) -> LLMResponse:
+    """Rule-based answers for the demo; a tool is called only when the request offers it.
+
+    - last message is a tool result → a text answer summarising the results of this round;
+    - `delete m<n>` → `delete_message{"message_id": "m<n>"}` (one call per match);
+    - `react m<n> <emoji>` → `set_reaction{"message_id": "m<n>", "emoji": <emoji>}`;
+    - `look up …` / `search …` → `search_notes{"query": …}`;
+    - anything else → `echo_last_user`.
+    """
+    messages = request.messages
+    if messages and messages[-1].role == "tool":
+        return LLMResponse(text=_summarise_tool_results(messages))
+    body = last_user_body(request)
+    offered = {tool.name for tool in request.tools}
+    wanted: list[tuple[str, dict[str, str]]] = []
+    if "delete_message" in offered:
+        wanted += [("delete_message", {"message_id": m[1]}) for m in _DELETE.finditer(body)]
+    if "set_reaction" in offered:
+        wanted += [
+            ("set_reaction", {"message_id": m[1], "emoji": m[2]}) for m in _REACT.finditer(body)
+        ]
+    search = _SEARCH.search(body)
+    if "search_notes" in offered and search is not None:
+        wanted.append(("search_notes", {"query": search[1].strip() or body}))
+    if not wanted:
+        return echo_last_user(request)
+    turn = len(messages)
+    calls = tuple(
+        ToolCall(id=f"call_{turn}_{index}", name=name, arguments=_arguments_json(arguments))
+        for index, (name, arguments) in enumerate(wanted, start=1)
+    )
+    return LLMResponse(tool_calls=calls)
+
+
+def _summarise_tool_results(messages: Sequence[ChatMessage]) -> str:
+    results: list[ChatMessage] = []
+    for message in reversed(messages):
+        if message.role != "tool":
+            break
+        results.append(message)
+    parts = []
+    for result in reversed(results):
+        outcome = "failed" if result.is_error else "ok"
+        text = " ".join(result.content.split())
+        text = text if len(text) <= ECHO_CHARS else text[: ECHO_CHARS - 1] + "…"
+        name = result.name or "tool"
+        parts.append(f"{name} {outcome}: {text}" if text else f"{name} {outcome}")
+    return "Done. " + "; ".join(parts)
+
+
+__all__ = [
+    "CACHE_BLOCK_TOKENS",
+    "CallTool",
+    "Fail",
+    "Reply",
+    "Responder",
+    "ScriptedModel",
+    "Step",
+    "demo_responder",
+    "echo_last_user",
+    "last_user_body",
+    "user_body",
+]
