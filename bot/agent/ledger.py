@@ -1,0 +1,388 @@
+"""The usage ledger: one JSON line per model call in `<traces dir>/YYYY-MM-DD.jsonl`.
+
+File layout. One file per calendar day in the bot's time zone (the day of `ts` there), one
+JSON object per line, `\\n`-terminated, UTF-8. Every key of `LedgerEntry` is written (`null`
+where unknown); `from_json` accepts lines with missing optional keys, so older or hand-made
+lines stay readable.
+
+Concurrency. `LedgerWriter.append` opens the day file with `O_APPEND` and writes the whole
+encoded line with one `os.write`. On Linux a single append-mode write to a regular file is not
+interleaved with another process's, so several bot processes may share one traces directory
+without locks. A line is capped at `MAX_LINE_BYTES` (the error text is shortened first).
+
+Reading. `read_entries` never fails on a bad line: a line that does not parse is counted as
+`corrupt`, a last line without its newline that does not parse (a crash mid-write) as
+`partial`, and both are skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta, tzinfo
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+_T = TypeVar("_T")
+
+Purpose = Literal["turn", "final_summary", "recovery_retry"]
+PURPOSES: tuple[Purpose, ...] = ("turn", "final_summary", "recovery_retry")
+
+MAX_LINE_BYTES = 4096
+"""Upper bound of one encoded line; keeps each append a single small write."""
+
+MAX_ERROR_CHARS = 300
+
+_BAD_LINE = (ValueError, TypeError, KeyError, AttributeError)
+
+_SECRET_PATTERNS = (
+    re.compile(r"\d{5,}:[A-Za-z0-9_-]{30,}"),  # Telegram bot token (also inside /bot<token>/)
+    re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"),  # OpenAI-style API key
+    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),
+    re.compile(r"(?i)\b(api[_-]?key|token|secret|password)=[^\s&]+"),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrimInfo:
+    """What a history trim did before this call (see `HistoryTrimmed`)."""
+
+    reason: str
+    dropped_turns: int
+    dropped_messages: int
+    kept_turns: int
+    tokens_before: int
+    tokens_after: int
+    budget: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LedgerEntry:
+    """One model call.
+
+    `input_tokens` / `cached_tokens` / `output_tokens` are what the provider reported (`None`
+    when it did not; cached tokens are part of input). `est_*` is our own estimate of the
+    input, split into fixed (system prompt + tool schemas), history (window messages),
+    current (per-turn context + current message) and images. `error` is the error class and
+    a short message, passed through `describe_error` so no secret lands on disk.
+    """
+
+    ts: datetime
+    session: int
+    chat: int
+    thread: int = 0
+    scene: str
+    turn_id: str
+    iteration: int = 1
+    purpose: Purpose = "turn"
+    provider: str
+    model: str
+    input_tokens: int | None = None
+    cached_tokens: int | None = None
+    output_tokens: int | None = None
+    est_fixed: int = 0
+    est_history: int = 0
+    est_current: int = 0
+    est_images: int = 0
+    trim: TrimInfo | None = None
+    latency_ms: int = 0
+    error: str | None = None
+    hit_iteration_cap: bool = False
+    cost: float | None = None
+    tool_calls: int = 0
+
+    def __post_init__(self) -> None:
+        if self.ts.tzinfo is None or self.ts.utcoffset() is None:
+            raise ValueError("LedgerEntry.ts must be timezone-aware")
+
+    @property
+    def est_total(self) -> int:
+        return self.est_fixed + self.est_history + self.est_current + self.est_images
+
+    def to_dict(self) -> dict[str, Any]:
+        trim = self.trim
+        return {
+            "ts": self.ts.astimezone(UTC).isoformat(timespec="milliseconds"),
+            "session": self.session,
+            "chat": self.chat,
+            "thread": self.thread,
+            "scene": self.scene,
+            "turn_id": self.turn_id,
+            "iteration": self.iteration,
+            "purpose": self.purpose,
+            "provider": self.provider,
+            "model": self.model,
+            "input_tokens": self.input_tokens,
+            "cached_tokens": self.cached_tokens,
+            "output_tokens": self.output_tokens,
+            "est_fixed": self.est_fixed,
+            "est_history": self.est_history,
+            "est_current": self.est_current,
+            "est_images": self.est_images,
+            "trim": None
+            if trim is None
+            else {
+                "reason": trim.reason,
+                "dropped_turns": trim.dropped_turns,
+                "dropped_messages": trim.dropped_messages,
+                "kept_turns": trim.kept_turns,
+                "tokens_before": trim.tokens_before,
+                "tokens_after": trim.tokens_after,
+                "budget": trim.budget,
+            },
+            "latency_ms": self.latency_ms,
+            "error": self.error,
+            "hit_iteration_cap": self.hit_iteration_cap,
+            "cost": self.cost,
+            "tool_calls": self.tool_calls,
+        }
+
+    def to_json_line(self) -> str:
+        """The entry as one JSON line, newline included, at most `MAX_LINE_BYTES` encoded."""
+        line = json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
+        if len(line.encode()) <= MAX_LINE_BYTES:
+            return line
+        shorter = replace(
+            self,
+            error=None if self.error is None else self.error[:80],
+            scene=self.scene[:40],
+            turn_id=self.turn_id[:80],
+            provider=self.provider[:80],
+            model=self.model[:120],
+        )
+        return json.dumps(shorter.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LedgerEntry:
+        """Parse one decoded line; only `ts` is required. Raises `ValueError` on bad shapes."""
+        ts = _parse_ts(data["ts"]) if "ts" in data else None
+        if ts is None:
+            raise ValueError("ledger line without a valid ts")
+        get = data.get
+        purpose = get("purpose") or "turn"
+        if purpose not in PURPOSES:
+            raise ValueError(f"unknown purpose {purpose!r}")
+        trim = get("trim")
+        return cls(
+            ts=ts,
+            session=_int(get("session")),
+            chat=_int(get("chat")),
+            thread=_int(get("thread")),
+            scene=str(get("scene") or ""),
+            turn_id=str(get("turn_id") or ""),
+            iteration=_int(get("iteration"), 1),
+            purpose=purpose,
+            provider=str(get("provider") or ""),
+            model=str(get("model") or ""),
+            input_tokens=_opt_int(get("input_tokens")),
+            cached_tokens=_opt_int(get("cached_tokens")),
+            output_tokens=_opt_int(get("output_tokens")),
+            est_fixed=_int(get("est_fixed")),
+            est_history=_int(get("est_history")),
+            est_current=_int(get("est_current")),
+            est_images=_int(get("est_images")),
+            trim=None if trim is None else _trim_from_json(trim),
+            latency_ms=_int(get("latency_ms")),
+            error=None if get("error") is None else str(get("error")),
+            hit_iteration_cap=bool(get("hit_iteration_cap", False)),
+            cost=_opt_float(get("cost")),
+            tool_calls=_int(get("tool_calls")),
+        )
+
+
+def describe_error(exc: BaseException) -> str:
+    """`ClassName: short message` for the ledger, with token-like substrings redacted."""
+    text = " ".join(str(exc).split())
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub("[redacted]", text)
+    if len(text) > MAX_ERROR_CHARS:
+        text = text[: MAX_ERROR_CHARS - 1] + "…"
+    name = type(exc).__name__
+    return f"{name}: {text}" if text else name
+
+
+def ledger_file(traces_dir: Path, day: date) -> Path:
+    return traces_dir / f"{day.isoformat()}.jsonl"
+
+
+class LedgerWriter:
+    """Appends entries to the day file of the bot's zone; safe across processes."""
+
+    def __init__(self, traces_dir: Path, zone: tzinfo) -> None:
+        self._dir = traces_dir
+        self._zone = zone
+
+    def path_for(self, entry: LedgerEntry) -> Path:
+        return ledger_file(self._dir, entry.ts.astimezone(self._zone).date())
+
+    def append(self, entry: LedgerEntry) -> None:
+        """Write one line with a single `O_APPEND` write (blocking; see `append_async`)."""
+        data = entry.to_json_line().encode()
+        path = self.path_for(entry)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            written = os.write(fd, data)
+            if written != len(data):
+                # A short write (disk full): end the broken line so the next entry stays
+                # parseable; the reader counts the fragment as corrupt.
+                os.write(fd, b"\n")
+                raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
+        finally:
+            os.close(fd)
+
+    async def append_async(self, entry: LedgerEntry) -> None:
+        """`append` in a worker thread, so the event loop never waits on the disk."""
+        await asyncio.to_thread(self.append, entry)
+
+
+@dataclass(slots=True)
+class LedgerScan:
+    """A lazy pass over day files; the counters are final once iteration ends.
+
+    Iterating again re-reads the files and resets the counters. Lines that do not decode are
+    counted, never raised: `corrupt` inside a file, `partial` for an unterminated last line.
+    """
+
+    paths: tuple[Path, ...]
+    corrupt: int = 0
+    partial: int = 0
+    files_read: int = 0
+    lines: int = 0
+
+    def __iter__(self) -> Iterator[LedgerEntry]:
+        return self._scan(LedgerEntry.from_json)
+
+    @property
+    def entries(self) -> Iterator[LedgerEntry]:
+        """Same as iterating the scan."""
+        return iter(self)
+
+    def raw(self) -> Iterator[dict[str, Any]]:
+        """Decoded JSON objects without building entries (the report's fast path)."""
+        return self._scan(_as_object)
+
+    def _scan(self, decode: Callable[[Any], _T]) -> Iterator[_T]:
+        self.corrupt = self.partial = self.files_read = self.lines = 0
+        for path in self.paths:
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            self.files_read += 1
+            parts = data.split(b"\n")
+            last = parts.pop()  # b"" when the file ends with a newline
+            chunks = [part for part in parts if part.strip()]
+            tail = last if last.strip() else None
+            self.lines += len(chunks) + (tail is not None)
+            yield from self._decode_lines(chunks, decode)
+            if tail is not None:
+                try:
+                    item = decode(json.loads(tail))
+                except _BAD_LINE:
+                    self.partial += 1
+                else:
+                    yield item
+
+    def _decode_lines(self, chunks: list[bytes], decode: Callable[[Any], _T]) -> Iterator[_T]:
+        # One json.loads over the whole file is about twice as fast as one call per line;
+        # any failure (or a line holding two values) falls back to line by line.
+        values: Any = None
+        with contextlib.suppress(*_BAD_LINE):
+            values = json.loads(b"[" + b",".join(chunks) + b"]")
+        if isinstance(values, list) and len(values) == len(chunks):
+            for value in values:
+                try:
+                    item = decode(value)
+                except _BAD_LINE:
+                    self.corrupt += 1
+                else:
+                    yield item
+            return
+        for chunk in chunks:
+            try:
+                item = decode(json.loads(chunk))
+            except _BAD_LINE:
+                self.corrupt += 1
+            else:
+                yield item
+
+
+def read_entries(
+    traces_dir: Path, *, start: date | None = None, end: date | None = None
+) -> LedgerScan:
+    """Scan the day files from `start` to `end` inclusive (open ends: every file there is).
+
+    Read-only: a missing directory or day file is simply empty.
+    """
+    return LedgerScan(paths=_day_paths(traces_dir, start, end))
+
+
+def _day_paths(traces_dir: Path, start: date | None, end: date | None) -> tuple[Path, ...]:
+    if start is not None and end is not None:
+        count = (end - start).days + 1
+        return tuple(ledger_file(traces_dir, start + timedelta(days=i)) for i in range(count))
+    if not traces_dir.is_dir():
+        return ()
+    found: list[tuple[date, Path]] = []
+    for path in traces_dir.glob("*.jsonl"):
+        try:
+            day = date.fromisoformat(path.stem)
+        except ValueError:
+            continue
+        if (start is None or day >= start) and (end is None or day <= end):
+            found.append((day, path))
+    return tuple(path for _, path in sorted(found))
+
+
+def _as_object(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError("ledger line is not a JSON object")
+    return value
+
+
+def _parse_ts(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    ts = datetime.fromisoformat(value)
+    return ts if ts.tzinfo is not None else None
+
+
+def _int(value: Any, default: int = 0) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"expected a number, got {value!r}")
+    return int(value)
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else _int(value)
+
+
+def _opt_float(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"expected a number, got {value!r}")
+    return float(value)
+
+
+def _trim_from_json(data: Any) -> TrimInfo:
+    if not isinstance(data, dict):
+        raise ValueError("trim must be an object")
+    get = data.get
+    return TrimInfo(
+        reason=str(get("reason") or ""),
+        dropped_turns=_int(get("dropped_turns")),
+        dropped_messages=_int(get("dropped_messages")),
+        kept_turns=_int(get("kept_turns")),
+        tokens_before=_int(get("tokens_before")),
+        tokens_after=_int(get("tokens_after")),
+        budget=_int(get("budget")),
+    )

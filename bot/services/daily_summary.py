@@ -1,0 +1,202 @@
+"""The daily usage summary: yesterday's report and a 7-day chart, sent once to the owner.
+
+Once per day across processes: `send_for` first claims the day through the shared
+`UpdateLog.claim_daily_summary`; whoever loses the claim sends nothing. A send that fails
+after the claim is logged and NOT retried: the claim stays, because a summary sent twice is
+worse than one missed (the owner can still ask with `/usage`, which uses `compose`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from datetime import date, timedelta, tzinfo
+from pathlib import Path
+
+from bot.ports import Clock, Messenger, UpdateLog
+from bot.services.chart import render_usage_chart
+from bot.services.usage_report import (
+    UsageReport,
+    format_cost,
+    format_share,
+    format_tokens,
+    load_report,
+)
+
+logger = logging.getLogger(__name__)
+
+CHART_DAYS = 7
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryMessage:
+    """What the owner receives: a short text and a PNG chart (`None` if it failed to draw)."""
+
+    day: date
+    text: str
+    chart: bytes | None
+    caption: str
+
+
+class DailySummary:
+    """Builds and sends the usage summary of one calendar day in the bot's zone."""
+
+    def __init__(
+        self,
+        ledger_dir: Path,
+        zone: tzinfo,
+        owner_chat_id: int,
+        messenger: Messenger,
+        guard: UpdateLog,
+        clock: Clock,
+        *,
+        locale: str = "zh",
+    ) -> None:
+        self._ledger_dir = ledger_dir
+        self._zone = zone
+        self._owner = owner_chat_id
+        self._messenger = messenger
+        self._guard = guard
+        self._clock = clock
+        self._locale = locale
+
+    def yesterday(self) -> date:
+        return self._clock.now().astimezone(self._zone).date() - timedelta(days=1)
+
+    async def send_yesterday(self) -> bool:
+        """The scheduled job: send yesterday's summary unless another process already did."""
+        return await self.send_for(self.yesterday())
+
+    async def send_for(self, day: date) -> bool:
+        """Claim `day`, then send its summary; True when the text reached the owner.
+
+        False when the day was already claimed (nothing is sent) or when sending failed
+        (logged; the claim stays, see the module docstring).
+        """
+        if not await self._guard.claim_daily_summary(day):
+            logger.info("daily summary for %s already claimed; not sending", day)
+            return False
+        try:
+            message = await self.compose(day)
+        except Exception:
+            logger.exception("daily summary for %s could not be built; not sent", day)
+            return False
+        return await self._deliver(message)
+
+    async def compose(self, day: date) -> SummaryMessage:
+        """The summary of `day` without claiming or sending (for `/usage`)."""
+        days = [day - timedelta(days=CHART_DAYS - 1 - i) for i in range(CHART_DAYS)]
+        report = await asyncio.to_thread(load_report, self._ledger_dir, zone=self._zone, days=days)
+        try:
+            chart: bytes | None = await asyncio.to_thread(render_usage_chart, report)
+        except Exception:  # a chart is a nicety; the text still goes out
+            logger.exception("daily summary chart for %s failed", day)
+            chart = None
+        return SummaryMessage(
+            day=day,
+            text=format_summary_text(report, day, self._locale),
+            chart=chart,
+            caption=_text(self._locale, "caption").format(n=CHART_DAYS),
+        )
+
+    async def _deliver(self, message: SummaryMessage) -> bool:
+        sent = False
+        try:
+            delivery = await self._messenger.send_text(self._owner, message.text)
+            sent = delivery.delivered
+            if delivery.error is not None:
+                logger.error(
+                    "daily summary for %s only partly sent: %s", message.day, delivery.error
+                )
+        except Exception:
+            logger.exception("daily summary text for %s was not sent", message.day)
+        if message.chart is not None:
+            try:
+                await self._messenger.send_photo(
+                    self._owner, message.chart, caption=message.caption
+                )
+            except Exception:
+                logger.exception("daily summary chart for %s was not sent", message.day)
+        return sent
+
+
+_TEXTS: dict[str, dict[str, str]] = {
+    "en": {
+        "title": "Usage for {day} ({zone})",
+        "empty": "No model calls.",
+        "calls": "Calls: {calls} in {turns} turns ({mean} per turn); {cap} hit the iteration cap",
+        "input": "Input per call: p50 {p50} / p90 {p90}",
+        "estimated": " ({n} estimated)",
+        "shares": "History {history} · fixed {fixed} of input",
+        "cache": "Cache hit {cache} · billable input {billable} · output {output}",
+        "misc": "Trims {trims} · errors {errors} · cost {cost}",
+        "skipped": "Skipped {n} unreadable ledger lines",
+        "caption": "Input per call p50 and cache hit rate, last {n} days",
+    },
+    "zh": {
+        "title": "{day} 用量（{zone}）",
+        "empty": "当天没有模型调用。",
+        "calls": "调用 {calls} 次，{turns} 轮（每轮 {mean} 次）；{cap} 轮撞到迭代上限",
+        "input": "单次输入：p50 {p50} / p90 {p90}",
+        "estimated": "（{n} 次为估算）",
+        "shares": "历史段 {history} · 固定段 {fixed}",
+        "cache": "缓存命中 {cache} · 计费输入 {billable} · 输出 {output}",
+        "misc": "裁剪 {trims} 次 · 错误 {errors} 次 · 费用 {cost}",
+        "skipped": "跳过 {n} 行无法读取的账本",
+        "caption": "最近 {n} 天单次输入 p50 与缓存命中率",
+    },
+}
+
+
+def _text(locale: str, key: str) -> str:
+    return _TEXTS.get(locale, _TEXTS["en"])[key]
+
+
+def format_summary_text(report: UsageReport, day: date, locale: str = "zh") -> str:
+    """A few short lines about `day` from `report` (which must cover that day)."""
+    row = report.row_for(day)
+
+    def t(key: str) -> str:
+        return _text(locale, key)
+
+    lines = [t("title").format(day=day.isoformat(), zone=report.zone)]
+    if not row.calls:
+        lines.append(t("empty"))
+    else:
+        mean = row.calls_per_turn.mean
+        lines.append(
+            t("calls").format(
+                calls=f"{row.calls:,}",
+                turns=f"{row.turns:,}",
+                mean="-" if mean is None else f"{mean:.1f}",
+                cap=row.cap_turns,
+            )
+        )
+        input_line = t("input").format(
+            p50=format_tokens(row.input_p50), p90=format_tokens(row.input_p90)
+        )
+        if row.estimated_calls:
+            input_line += t("estimated").format(n=row.estimated_calls)
+        lines.append(input_line)
+        lines.append(
+            t("shares").format(
+                history=format_share(row.history_share), fixed=format_share(row.fixed_share)
+            )
+        )
+        lines.append(
+            t("cache").format(
+                cache=format_share(row.cache_hit_rate),
+                billable=format_tokens(
+                    row.billable_input_tokens if row.reported_input_tokens else None
+                ),
+                output=format_tokens(row.output_tokens),
+            )
+        )
+        lines.append(
+            t("misc").format(trims=row.trims, errors=row.errors, cost=format_cost(row.cost))
+        )
+    skipped = report.corrupt_lines + report.partial_lines
+    if skipped:
+        lines.append(t("skipped").format(n=skipped))
+    return "\n".join(lines)
