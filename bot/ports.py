@@ -243,3 +243,13 @@ class InboundSink(Protocol):
     async def on_edit(self, message: InboundMessage) -> None:
         """An edited message (`is_edit` is set)."""
         ...
+
+
+class ConversationStore(HistoryStore, PlatformEventStore, UpdateLog, Protocol):
+    """The whole store the services use (the SQL store and the in-memory store)."""
+
+    async def set_route(self, session_id: int, route: str | None) -> None: ...
+
+    async def find_session(self, key: SessionKey) -> SessionInfo | None: ...
+
+    async def close(self) -> None: ...

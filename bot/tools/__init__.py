@@ -1,1 +1,25 @@
-"""Tools the model can call, one module each."""
+"""Tools the model can call, one module each; `default_tools()` is the set the bot offers."""
+
+from __future__ import annotations
+
+from bot.tools import (
+    delete_message,
+    expand_tool_result,
+    inspect_reference,
+    send_message,
+    set_reaction,
+)
+from bot.tools.base import Tool, ToolContext
+
+
+def default_tools() -> tuple[Tool, ...]:
+    return (
+        send_message.TOOL,
+        delete_message.TOOL,
+        set_reaction.TOOL,
+        inspect_reference.TOOL,
+        expand_tool_result.TOOL,
+    )
+
+
+__all__ = ["Tool", "ToolContext", "default_tools"]

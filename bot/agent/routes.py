@@ -1,0 +1,94 @@
+"""Model routes: which provider and model a session uses, and what window it has (§3.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from bot.context.budget import ProviderCapacity, resolve_route
+from bot.ports import LLMProvider
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prices:
+    input_per_mtok: float = 0.0
+    cached_input_per_mtok: float = 0.0
+    output_per_mtok: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelRoute:
+    """A resolved route. `window` is None when the capacity is unknown (nothing reported
+    to clients); `window_for_math` is what budgets and capacity checks use."""
+
+    provider_name: str
+    model: str
+    provider: LLMProvider
+    window: int | None
+    window_for_math: int
+    prices: Prices = Prices()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderEntry:
+    provider: LLMProvider
+    capacity: ProviderCapacity
+    prices: Prices = Prices()
+
+
+class RouteTable:
+    """Resolves a session's route string (`profile`, `profile:model` or `model`)."""
+
+    def __init__(
+        self,
+        providers: Mapping[str, ProviderEntry],
+        *,
+        default_provider: str,
+        default_model: str,
+        fallback_window: int = 0,
+    ) -> None:
+        if default_provider not in providers:
+            raise ValueError(f"unknown default provider {default_provider!r}")
+        self._providers = dict(providers)
+        self.default_provider = default_provider
+        self.default_model = default_model
+        self._fallback_window = fallback_window
+
+    async def aclose(self) -> None:
+        """Close the providers' HTTP clients."""
+        for entry in self._providers.values():
+            close = getattr(entry.provider, "aclose", None)
+            if close is not None:
+                await close()
+
+    @property
+    def provider_names(self) -> tuple[str, ...]:
+        return tuple(self._providers)
+
+    def parse(self, route: str | None) -> tuple[str, str]:
+        """(provider name, model) for a stored route string."""
+        if not route:
+            return self.default_provider, self.default_model
+        name, sep, model = route.partition(":")
+        if sep:
+            return name, model
+        if route in self._providers:
+            entry = self._providers[route]
+            return route, entry.capacity.model or self.default_model
+        return self.default_provider, route
+
+    def resolve(self, route: str | None) -> ModelRoute:
+        name, model = self.parse(route)
+        entry = self._providers.get(name)
+        if entry is None:
+            name, entry = self.default_provider, self._providers[self.default_provider]
+        capacities = {n: e.capacity for n, e in self._providers.items()}
+        resolved = resolve_route(capacities, name, model, fallback_window=self._fallback_window)
+        return ModelRoute(
+            provider_name=name,
+            model=model,
+            provider=entry.provider,
+            window=resolved.window,
+            window_for_math=resolved.window_for_math,
+            prices=entry.prices,
+        )

@@ -1,0 +1,132 @@
+"""Bot commands: /usage, /context and /model for the owner; /retry and /help for everyone."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Literal
+
+from bot.agent.routes import RouteTable
+from bot.agent.runtime import CallMeter
+from bot.domain.facts import InboundMessage
+from bot.ports import ConversationStore, Messenger, SessionInfo
+from bot.services.guard import is_owner
+from bot.services.texts import text
+
+log = logging.getLogger("tgbot.commands")
+
+Locale = Literal["zh", "en"]
+UsageReply = Callable[[], Awaitable[tuple[str, bytes | None]]]
+Retry = Callable[[SessionInfo], Awaitable[bool]]
+MeterLookup = Callable[[int], CallMeter | None]
+
+OWNER_COMMANDS = frozenset({"usage", "context", "model"})
+PUBLIC_COMMANDS = frozenset({"retry", "help", "start"})
+
+
+class Commands:
+    """Handles our commands; returns False for commands that are not ours."""
+
+    def __init__(
+        self,
+        *,
+        owner_id: int | None,
+        locale: Locale,
+        messenger: Messenger,
+        store: ConversationStore,
+        routes: RouteTable,
+        meters: MeterLookup,
+        usage_reply: UsageReply,
+        retry: Retry | None = None,
+    ) -> None:
+        self.owner_id = owner_id
+        self.locale = locale
+        self.messenger = messenger
+        self.store = store
+        self.routes = routes
+        self.meters = meters
+        self.usage_reply = usage_reply
+        self.retry = retry
+
+    async def __call__(self, message: InboundMessage, session: SessionInfo) -> bool:
+        name = (message.command or "").lstrip("/").lower()
+        if name not in OWNER_COMMANDS | PUBLIC_COMMANDS:
+            return False
+        if name in OWNER_COMMANDS and not is_owner(message.sender, self.owner_id):
+            log.info("refused /%s from %s", name, message.sender.id)
+            await self._say(message, text(self.locale, "owner_only"))
+            return True
+        match name:
+            case "usage":
+                body, chart = await self.usage_reply()
+                await self._say(message, body)
+                if chart is not None:
+                    await self.messenger.send_photo(
+                        message.chat_id, chart, thread_id=message.thread_id
+                    )
+            case "context":
+                await self._say(message, self.context_text(session))
+            case "model":
+                await self._say(message, await self.switch_model(message, session))
+            case "retry":
+                if self.retry is None or not await self.retry(session):
+                    await self._say(message, text(self.locale, "nothing_to_retry"))
+            case _:
+                await self._say(message, text(self.locale, "help"))
+        return True
+
+    def context_text(self, session: SessionInfo) -> str:
+        route = self.routes.resolve(session.route)
+        window = str(route.window) if route.window else text(self.locale, "unknown")
+        meter = self.meters(session.id)
+        lines = [
+            f"model: {route.provider_name}:{route.model}",
+            f"window: {window}",
+        ]
+        if meter is None:
+            lines.append("no model call yet in this chat")
+            return "\n".join(lines)
+        hit = (
+            f"{meter.cached_tokens / meter.reported_input:.0%}"
+            if meter.reported_input and meter.cached_tokens is not None
+            else "n/a"
+        )
+        lines += [
+            f"budget: {meter.budget} (history {meter.history_budget})",
+            f"last call: estimated {meter.estimated_input}, reported "
+            f"{meter.reported_input if meter.reported_input is not None else 'n/a'}",
+            f"turns: kept {meter.kept_turns}, dropped {meter.dropped_turns}",
+            f"cache hit: {hit}",
+        ]
+        return "\n".join(lines)
+
+    async def switch_model(self, message: InboundMessage, session: SessionInfo) -> str:
+        argument = message.text.split(maxsplit=1)[1].strip() if " " in message.text else ""
+        choices = ", ".join(self.routes.provider_names)
+        if not argument:
+            route = self.routes.resolve(session.route)
+            window = str(route.window) if route.window else text(self.locale, "unknown")
+            return text(
+                self.locale,
+                "model_current",
+                route=f"{route.provider_name}:{route.model}",
+                window=window,
+                choices=choices,
+            )
+        name, _model = self.routes.parse(argument)
+        if name not in self.routes.provider_names:
+            return text(self.locale, "model_unknown", name=argument, choices=choices)
+        await self.store.set_route(session.id, argument)
+        route = self.routes.resolve(argument)
+        window = str(route.window) if route.window else text(self.locale, "unknown")
+        return text(
+            self.locale,
+            "model_switched",
+            route=f"{route.provider_name}:{route.model}",
+            window=window,
+        )
+
+    async def _say(self, message: InboundMessage, body: str) -> None:
+        await self.messenger.send_text(
+            message.chat_id, body, thread_id=message.thread_id, reply_to=message.message_id
+        )

@@ -1,0 +1,62 @@
+"""Who may use the bot: the chat allow-list, owner-only commands, and rate limits."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from bot.domain.facts import Sender
+
+
+def is_owner(sender: Sender, owner_id: int | None) -> bool:
+    """The owner is the configured id, checked on a real user sender (never a display
+    name, an anonymous admin or a channel)."""
+    return owner_id is not None and sender.kind == "user" and sender.id == owner_id
+
+
+def chat_allowed(chat_id: int, allowed: Sequence[int]) -> bool:
+    return not allowed or chat_id in allowed
+
+
+@dataclass(slots=True)
+class RateLimiter:
+    """Sliding one-minute windows per user and per chat (0 = unlimited)."""
+
+    per_user: int
+    per_chat: int
+    _users: dict[int, deque[float]] = field(default_factory=dict)
+    _chats: dict[int, deque[float]] = field(default_factory=dict)
+    _warned: dict[int, float] = field(default_factory=dict)
+
+    def allow(self, *, user_id: int, chat_id: int, now: float) -> bool:
+        user_ok = _take(self._users, user_id, self.per_user, now, commit=False)
+        chat_ok = _take(self._chats, chat_id, self.per_chat, now, commit=False)
+        if not (user_ok and chat_ok):
+            return False
+        _take(self._users, user_id, self.per_user, now, commit=True)
+        _take(self._chats, chat_id, self.per_chat, now, commit=True)
+        return True
+
+    def should_warn(self, chat_id: int, now: float) -> bool:
+        """One polite refusal per chat per minute, not one per message."""
+        last = self._warned.get(chat_id)
+        if last is not None and now - last < 60:
+            return False
+        self._warned[chat_id] = now
+        return True
+
+
+def _take(
+    buckets: dict[int, deque[float]], key: int, limit: int, now: float, *, commit: bool
+) -> bool:
+    if limit <= 0:
+        return True
+    bucket = buckets.setdefault(key, deque())
+    while bucket and now - bucket[0] >= 60:
+        bucket.popleft()
+    if len(bucket) >= limit:
+        return False
+    if commit:
+        bucket.append(now)
+    return True

@@ -1,0 +1,64 @@
+"""What a tool is: a spec the model sees and an async function over platform ids.
+
+Tools never see message aliases: the runtime rewrites them to platform ids first. A tool
+reports failure by raising `ToolError` (or a `TelegramError`); the runtime turns either into
+a tool result the model reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bot.domain.records import StoredRecord
+from bot.errors import ToolError
+from bot.ports import Messenger, PlatformEvent, PlatformEventStore, ToolSpec
+
+
+class RecordedBubbles(Protocol):
+    """Called with the platform events of bubbles a tool delivered, to store them."""
+
+    async def __call__(self, events: Sequence[PlatformEvent]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolContext:
+    """Where a tool acts: the current chat only, with the turn's loaded records."""
+
+    chat_id: int
+    thread_id: int
+    bot_id: int | None
+    messenger: Messenger
+    events: PlatformEventStore
+    records: Sequence[StoredRecord] = ()
+    record_bubbles: RecordedBubbles | None = None
+
+
+ToolFunction = Callable[[Mapping[str, Any], ToolContext], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tool:
+    spec: ToolSpec
+    run: ToolFunction
+    summary: str = ""
+    """One line for the per-turn tool index."""
+    reads_messages: tuple[str, ...] = field(default=())
+    """Argument names holding message references (rewritten from aliases before `run`)."""
+
+
+def require_int(args: Mapping[str, Any], name: str) -> int:
+    value = args.get(name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ToolError(f"argument {name!r} must be a message reference", code="bad_arguments")
+    return value
+
+
+def require_str(args: Mapping[str, Any], name: str, *, max_len: int = 4096 * 4) -> str:
+    value = args.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise ToolError(f"argument {name!r} must be a non-empty string", code="bad_arguments")
+    if len(value) > max_len:
+        raise ToolError(f"argument {name!r} is longer than {max_len} characters", code="too_long")
+    return value

@@ -1,0 +1,120 @@
+"""Test doubles shared by the service and runtime tests: a recording messenger, a clock,
+and builders for inbound messages. They satisfy the same ports as the real adapters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from bot.domain.facts import InboundMessage, Quote, Sender
+from bot.errors import TelegramError
+from bot.ports import Delivery
+
+
+@dataclass(slots=True)
+class SentMessage:
+    chat_id: int
+    message_id: int
+    text: str
+    thread_id: int
+    reply_to: int | None
+
+
+@dataclass(slots=True)
+class RecordingMessenger:
+    """Implements `bot.ports.Messenger`: records everything, assigns increasing ids, and
+    fails the bubbles whose number (1-based over all sends) is in `fail_bubbles`."""
+
+    next_id: int = 10_000
+    limit: int = 4096
+    sent: list[SentMessage] = field(default_factory=list)
+    deleted: list[tuple[int, int]] = field(default_factory=list)
+    reactions: list[tuple[int, int, str]] = field(default_factory=list)
+    photos: list[tuple[int, bytes]] = field(default_factory=list)
+    fail_bubbles: set[int] = field(default_factory=set)
+    bubbles: int = 0
+
+    async def send_text(
+        self, chat_id: int, text: str, *, thread_id: int = 0, reply_to: int | None = None
+    ) -> Delivery:
+        parts = [text[i : i + self.limit] for i in range(0, len(text), self.limit)] or [""]
+        ids: list[int | None] = []
+        dates: list[datetime | None] = []
+        for index, part in enumerate(parts):
+            self.bubbles += 1
+            if self.bubbles in self.fail_bubbles:
+                ids.extend([None] * (len(parts) - index))
+                dates.extend([None] * (len(parts) - index))
+                return Delivery(
+                    message_ids=tuple(ids),
+                    texts=tuple(parts),
+                    dates=tuple(dates),
+                    error=TelegramError("injected failure"),
+                )
+            self.next_id += 1
+            self.sent.append(SentMessage(chat_id, self.next_id, part, thread_id, reply_to))
+            ids.append(self.next_id)
+            dates.append(datetime(2026, 11, 30, 12, 0, tzinfo=UTC))
+        return Delivery(message_ids=tuple(ids), texts=tuple(parts), dates=tuple(dates))
+
+    async def delete_message(self, chat_id: int, message_id: int) -> None:
+        self.deleted.append((chat_id, message_id))
+
+    async def set_reaction(self, chat_id: int, message_id: int, emoji: str) -> None:
+        self.reactions.append((chat_id, message_id, emoji))
+
+    async def send_photo(
+        self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0
+    ) -> int:
+        self.next_id += 1
+        self.photos.append((chat_id, photo))
+        return self.next_id
+
+    def texts(self, chat_id: int) -> list[str]:
+        return [m.text for m in self.sent if m.chat_id == chat_id]
+
+
+@dataclass(slots=True)
+class SteppingClock:
+    """A clock that moves only when told to."""
+
+    current: datetime = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+    def now(self) -> datetime:
+        return self.current
+
+    def advance(self, seconds: float) -> None:
+        self.current += timedelta(seconds=seconds)
+
+
+ALICE = Sender(id=1001, name="Alice")
+BOB = Sender(id=1002, name="Bob")
+CHEN = Sender(id=1003, name="Chen")
+OWNER = Sender(id=42, name="Owner")
+
+
+def inbound(
+    *,
+    chat_id: int = -100500,
+    message_id: int,
+    text: str,
+    sender: Sender = ALICE,
+    at: datetime,
+    chat_type: str = "supergroup",
+    mentions_bot: bool = False,
+    quote: Quote | None = None,
+    command: str | None = None,
+    update_id: int | None = None,
+) -> InboundMessage:
+    return InboundMessage(
+        update_id=update_id,
+        chat_id=chat_id,
+        chat_type=chat_type,  # type: ignore[arg-type]
+        message_id=message_id,
+        date=at,
+        sender=sender,
+        text=text,
+        quote=quote,
+        mentions_bot=mentions_bot,
+        command=command,
+    )
