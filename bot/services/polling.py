@@ -35,7 +35,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
         scheduler = start_daily_summary(app, messenger)
         log.info("bot @%s (%s) started; polling %s", me.username, me.id, settings.telegram_api_base)
         if webhook:
-            from bot.services.webhook import serve_webhook
+            from adapters.telegram.webhook import serve_webhook
 
             await serve_webhook(dispatcher, bot, host=host, port=port)
         else:
