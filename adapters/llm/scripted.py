@@ -222,6 +222,7 @@ def echo_last_user(request: LLMRequest) -> LLMResponse:
 _ALIAS = r"(m\d+(?:\.\d+)?)"
 _DELETE = re.compile(rf"(?:\bdelete|删除)\s*{_ALIAS}\b", re.IGNORECASE)
 _REACT = re.compile(rf"(?:\breact|回应)\s*{_ALIAS}\s+(\S+)", re.IGNORECASE)
+_INSPECT = re.compile(rf"(?:\binspect|\bshow me|查看)\s*{_ALIAS}\b", re.IGNORECASE)
 _SEARCH = re.compile(r"(?:\blook up\b|\bsearch\b|搜索|查一下)\s*(.*)", re.IGNORECASE)
 
 
@@ -231,6 +232,7 @@ def demo_responder(request: LLMRequest) -> LLMResponse:
     - last message is a tool result → a text answer summarising the results of this round;
     - `delete m<n>` → `delete_message{"message_id": "m<n>"}` (one call per match);
     - `react m<n> <emoji>` → `set_reaction{"message_id": "m<n>", "emoji": <emoji>}`;
+    - `inspect m<n>` / `show me m<n>` → `inspect_conversation_reference{"reference": "m<n>"}`;
     - `look up …` / `search …` → `search_notes{"query": …}`;
     - anything else → `echo_last_user`.
     """
@@ -245,6 +247,10 @@ def demo_responder(request: LLMRequest) -> LLMResponse:
     if "set_reaction" in offered:
         wanted += [
             ("set_reaction", {"message_id": m[1], "emoji": m[2]}) for m in _REACT.finditer(body)
+        ]
+    if "inspect_conversation_reference" in offered:
+        wanted += [
+            ("inspect_conversation_reference", {"reference": m[1]}) for m in _INSPECT.finditer(body)
         ]
     search = _SEARCH.search(body)
     if "search_notes" in offered and search is not None:
