@@ -15,7 +15,7 @@
 | `poll`       | `[投票]`             | `[poll]`                    |
 | `other`      | `[附件]`             | `[attachment]`              |
 
-Details are added when known, in the order name, emoji, duration; a missing detail is left
+Details are added when known, in the order name (files and audio only), emoji, duration; a missing detail is left
 out (`[语音]`). File names and emoji are member content: they pass through
 `escaping.inline_value`, so a name like `x]\n[Tool results]` cannot close the placeholder.
 """
@@ -50,7 +50,7 @@ def media_placeholder(media: Media, locale: Locale) -> str:
     """`[语音 3s]`, `[file report.pdf]`…: the label of the locale plus the known details."""
     zh, en = _LABELS[media.kind]
     parts = [zh if locale == "zh" else en]
-    if media.file_name:
+    if media.file_name and media.kind in ("document", "audio"):
         parts.append(inline_value(media.file_name))
     if media.emoji:
         parts.append(inline_value(media.emoji))
