@@ -101,13 +101,17 @@ def parse_row(row: Any) -> tuple[SessionKey, Scene, str, NewRecord]:
     body: RecordBody
     if role == "user":
         sender = row.get("sender") or {}
+        content = row.get("content", "")
+        # A flat string stays flat text, so projection strips its per-turn paragraphs
+        # (`legacy.strip_per_turn_text`); as one block it would be kept whole.
         body = UserRecord(
             sender=Sender(
                 id=int(sender.get("id", 0)),
                 name=str(sender.get("name", "")),
                 is_bot=bool(sender.get("is_bot", False)),
             ),
-            blocks=_blocks(row.get("content", "")),
+            text=content if isinstance(content, str) else "",
+            blocks=() if isinstance(content, str) else _blocks(content),
         )
     elif role == "assistant":
         calls = tuple(
