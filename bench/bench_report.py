@@ -81,11 +81,11 @@ def write_month(traces_dir: Path, *, lines: int = LINES, days: int = DAYS) -> in
     return written
 
 
-def run() -> str:
+def run(lines: int = LINES) -> str:
     """Generate the month in a temp dir, time the report (table and JSON), return markdown."""
     with tempfile.TemporaryDirectory() as tmp:
         traces = Path(tmp) / "agent-traces"
-        size = write_month(traces)
+        size = write_month(traces, lines=lines)
         today = FIRST_DAY + timedelta(days=DAYS - 1)
         rows = []
         for as_json in (False, True):
@@ -105,14 +105,15 @@ def run() -> str:
                 )
                 times.append(time.perf_counter() - t0)
                 assert code == 0, out.getvalue()
-            rows.append(_row(f"run_usage_report, {'json' if as_json else 'table'}", size, times))
+            name = f"run_usage_report, {'json' if as_json else 'table'}"
+            rows.append(_row(name, lines, size, times))
         days = [FIRST_DAY + timedelta(days=i) for i in range(DAYS)]
         times = []
         for _ in range(REPEATS):
             t0 = time.perf_counter()
             build_report(read_entries(traces, start=days[0], end=days[-1]), zone=ZONE, days=days)
             times.append(time.perf_counter() - t0)
-        rows.append(_row("build_report over LedgerEntry objects", size, times))
+        rows.append(_row("build_report over LedgerEntry objects", lines, size, times))
     return "\n".join(
         [
             f"## usage report over {DAYS} days",
@@ -124,9 +125,9 @@ def run() -> str:
     )
 
 
-def _row(name: str, size: int, times: list[float]) -> str:
+def _row(name: str, lines: int, size: int, times: list[float]) -> str:
     return (
-        f"| {name} | {LINES:,} | {size / 1e6:.0f} MB "
+        f"| {name} | {lines:,} | {size / 1e6:.0f} MB "
         f"| {min(times) * 1000:.0f} ms | {statistics.median(times) * 1000:.0f} ms |"
     )
 

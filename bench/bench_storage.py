@@ -69,7 +69,7 @@ def _turn_record(index: int) -> tuple[RecordBody, tuple[int | None, ...]]:
     return AssistantRecord(text="The build is green. " * 6), ids
 
 
-async def _build(store: SqlStore, url: str, size: int) -> int:
+async def build_session(store: SqlStore, url: str, size: int) -> int:
     """A session with `size` records on one path, bulk-inserted without the alias cache."""
     sid = (await store.open_session(SessionKey(chat_id=CHAT), scene="group")).id
     engine = create_engine_for(url)
@@ -135,7 +135,7 @@ async def _measure(size: int, workdir: Path) -> dict[str, float]:
     await upgrade_database(url)
     store = SqlStore(create_engine_for(url))
     try:
-        sid = await _build(store, url, size)
+        sid = await build_session(store, url, size)
         rebuild = await _timed_load(store, sid)
         steady = statistics.median([await _timed_load(store, sid) for _ in range(REPEATS)])
     finally:

@@ -19,6 +19,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -124,14 +125,21 @@ def _with_figures(history: Sequence[ChatMessage]) -> object:
     return result.dropped_messages, result.dropped_turns, result.tokens_before
 
 
-def run(sizes: Sequence[int] = SIZES) -> str:
-    rows = [
-        f"Trim to {BUDGET:,} tokens (median ms per call, lower is better)",
-        "",
-        "| messages | trim_to_recent_turns | + event figures | LangChain trim_messages "
-        "| speed-up |",
-        "|---:|---:|---:|---:|---:|",
-    ]
+@dataclass(frozen=True, slots=True)
+class TrimRow:
+    size: int
+    kept: int
+    ours_ms: float
+    figures_ms: float
+    langchain_ms: float
+
+    @property
+    def speedup(self) -> float:
+        return self.langchain_ms / self.ours_ms
+
+
+def measure(sizes: Sequence[int] = SIZES) -> list[TrimRow]:
+    rows = []
     for size in sizes:
         history = build_history(size)
         repeats = 200 if size <= 10_000 else 30
@@ -140,11 +148,29 @@ def run(sizes: Sequence[int] = SIZES) -> str:
         figures = _median_ms(partial(_with_figures, history), repeats)
         theirs = _median_ms(_langchain(history), lc_repeats)
         kept = len(trim_to_recent_turns(history, BUDGET).messages)
-        rows.append(
-            f"| {size:,} (kept {kept}) | {ours:.3f} | {figures:.3f} | {theirs:.3f} "
-            f"| {theirs / ours:.0f}x |"
-        )
-    return "\n".join(rows)
+        rows.append(TrimRow(size, kept, ours, figures, theirs))
+    return rows
+
+
+def table(rows: Sequence[TrimRow]) -> str:
+    return "\n".join(
+        [
+            f"Trim to {BUDGET:,} tokens (median ms per call, lower is better)",
+            "",
+            "| messages | trim_to_recent_turns | + event figures | LangChain trim_messages "
+            "| speed-up |",
+            "|---:|---:|---:|---:|---:|",
+            *(
+                f"| {r.size:,} (kept {r.kept}) | {r.ours_ms:.3f} | {r.figures_ms:.3f} "
+                f"| {r.langchain_ms:.3f} | {r.speedup:.0f}x |"
+                for r in rows
+            ),
+        ]
+    )
+
+
+def run(sizes: Sequence[int] = SIZES) -> str:
+    return table(measure(sizes))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,599 @@
+"""Token economy and prefix caching on the ADR-shaped workload, three ways side by side.
+
+(a) legacy: every user message is stored with the per-turn context of its moment; a request
+    is the system prompt plus the last 100 stored messages, identical context-ref blocks
+    (skill notes, workspace rules, tool index) shown once (the ADR's "相同则投影去重"); a quote
+    is stored as a reference id, so the model spends one inspect call per quoted turn.
+(b) LangChain `trim_messages` (strategy "last", 8,000 tokens, our estimate as the counter)
+    over the same stored messages before the current turn; the current turn goes in whole.
+(c) ours: the real runtime (`build_app` over `InMemoryStore`, a scripted model that calls a
+    bench tool on the tool-using turns); numbers come from the requests the model received.
+
+Every variant offers the same tool schemas (ours, plus the bench tool) and the same system
+prompt, and is fed to its own `PrefixCache`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from adapters.llm.scripted import CallTool, Reply, ScriptedModel, Step
+from bench.cache_sim import CacheResult, PrefixCache, hit_rate, serialize
+from bench.fakes import CountingMessenger, SetClock
+from bench.workload import (
+    BOT_ID,
+    BOT_NAME,
+    CHAT_ID,
+    ChatEvent,
+    Workload,
+    quote_summary,
+    tool_output,
+)
+from bot.agent.ledger import read_entries
+from bot.agent.prompt import PromptFacts, build_system_prompt
+from bot.config import load_settings
+from bot.context.history_trim import HistoryTrimmed
+from bot.context.tokens import estimate_history_tokens, estimate_message_tokens
+from bot.context.window import estimate_tool_schema_tokens
+from bot.domain.facts import InboundMessage, Quote
+from bot.domain.messages import ChatMessage, ToolCall
+from bot.main import build_app
+from bot.ports import LLMRequest, ToolSpec
+from bot.tools import default_tools
+from bot.tools.base import Tool, ToolContext
+from storage.memory import InMemoryStore
+
+HISTORY_BUDGET = 8_000
+LEGACY_LAST = 100
+RAISED_CAPS = 400
+TOOL_NAME = "workspace_lookup"
+_CONTEXT_REFS = ("skill:notes", "workspace-rules", "deferred-tools")
+_TURN_MARK = "\n[Turn context]\n"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Call:
+    """One model request as measured."""
+
+    messages: tuple[ChatMessage, ...]
+    current: int  # index of the message that opens the current turn
+    schema_tokens: int
+
+    @property
+    def input_tokens(self) -> int:
+        return estimate_history_tokens(self.messages) + self.schema_tokens
+
+    @property
+    def history_tokens(self) -> int:
+        return sum(
+            estimate_message_tokens(m) for m in self.messages[: self.current] if m.role != "system"
+        )
+
+    @property
+    def history_messages(self) -> int:
+        return sum(1 for m in self.messages[: self.current] if m.role in ("user", "assistant"))
+
+
+@dataclass(slots=True, kw_only=True)
+class Variant:
+    name: str
+    calls: list[Call] = field(default_factory=list)
+    cache: list[CacheResult] = field(default_factory=list)
+    prefix_breaks: int = 0
+    quote_calls: int = 0
+    window_moves: int = 0
+    notes: dict[str, str] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------- the bench tool
+
+
+def _bench_tool(seed: int) -> Tool:
+    async def run(args: Mapping[str, Any], ctx: ToolContext) -> str:
+        return tool_output(seed, int(args["call"]), int(args["chars"]))
+
+    return Tool(
+        spec=ToolSpec(
+            name=TOOL_NAME,
+            description="Search the workspace (files, logs, docs) and return what matched.",
+            parameters={
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string"},
+                    "call": {"type": "integer"},
+                    "chars": {"type": "integer"},
+                },
+                "required": ["query"],
+            },
+        ),
+        run=run,
+        summary=f"{TOOL_NAME}(query) — search workspace files, logs and docs",
+    )
+
+
+def _calls_for(event: ChatEvent, first_call: int) -> list[tuple[int, int]]:
+    """(call number, output size) of each tool call of the turn."""
+    return [(first_call + i, size) for i, size in enumerate(event.tool_outputs)]
+
+
+# ---------------------------------------------------------------------- (c) ours
+
+
+def rules_file_text(workload: Workload, runtime_index_chars: int) -> str:
+    """Skill notes + workspace rules + padding to the ADR's tool-index size (the runtime
+    prints its own tool index as well; together they are as long as the ADR's)."""
+    per_turn = workload.per_turn
+    pad = per_turn.tool_indexes[0][: max(0, 2_922 - runtime_index_chars)]
+    return "\n\n".join([per_turn.skill_notes, per_turn.workspace_rules, pad])
+
+
+async def _run_ours(
+    workload: Workload, workdir: Path, *, caps: int | None = None
+) -> tuple[Variant, list[LLMRequest]]:
+    """Drive the real runtime; `caps` raises the turn and message caps of the window."""
+    model = ScriptedModel()
+    messenger = CountingMessenger()
+    clock = SetClock(workload.events[0].at)
+    store = InMemoryStore(now=clock.now)
+    tool = _bench_tool(workload.seed)
+    # the runtime prints its own tool index too; size the padding to it
+    tools = (*default_tools(), tool)
+    index_chars = sum(len(t.summary) + 3 for t in tools if t.summary) + len("[Tool index]")
+    rules = _write_rules(workdir, rules_file_text(workload, index_chars))
+    settings = load_settings(
+        data_dir=workdir,
+        bot_locale="zh",
+        history={"group_tokens": HISTORY_BUDGET}
+        | ({"max_history_turns": caps, "max_recent_messages": caps} if caps else {}),
+        triggers={"merge_window_seconds": 0},
+        security={"user_messages_per_minute": 0, "chat_messages_per_minute": 0},
+        workspace_rules_file=rules,
+    )
+    app = build_app(
+        settings,
+        store=store,
+        messenger=messenger,
+        bot_id=BOT_ID,
+        bot_name=BOT_NAME,
+        clock=clock,
+        offline=model,
+    )
+    app.runner.tools[TOOL_NAME] = tool
+    moves: list[HistoryTrimmed] = []
+    app.bus.subscribe(moves.append)
+    variant = Variant(name="ours" if caps is None else "ours_caps")
+    quoted_inline = quoted_reply_to = quoted_missing = 0
+    tool_call = 0
+    answered = 0
+    by_index = {e.index: e for e in workload.events}
+    for event in workload.events:
+        clock.current = event.at
+        messenger.now = event.at
+        quote = None
+        if event.quote is not None:
+            target = by_index[event.quote.target]
+            summary, truncated = quote_summary(target.text)
+            quote = Quote(
+                id=target.message_id,
+                sender_id=target.sender.id,
+                timestamp=target.at,
+                summary=summary,
+                truncated=truncated,
+                chat_id=CHAT_ID,
+            )
+        if event.addressed:
+            steps: list[Step] = []
+            for number, size in _calls_for(event, tool_call):
+                args = {"query": event.text[:40], "call": number, "chars": size}
+                steps.append(CallTool(TOOL_NAME, args))
+            tool_call += len(event.tool_outputs)
+            steps.append(Reply(event.reply))
+            model.add(*steps)
+            first_request = len(model.requests)
+        message = InboundMessage(
+            chat_id=CHAT_ID,
+            chat_type="supergroup",
+            message_id=event.message_id,
+            date=event.at,
+            sender=event.sender,
+            text=event.text,
+            quote=quote,
+            mentions_bot=event.addressed,
+        )
+        await app.inbound.on_message(message)
+        await app.inbound.drain()
+        if event.addressed:
+            assert model.remaining == 0, "the turn did not use its whole script"
+            assert messenger.sent > answered, f"message {event.index} was not answered"
+            answered = messenger.sent
+            if event.quote is not None:
+                current = model.requests[first_request].messages[-1].content
+                header = current.split("\n", 1)[0]
+                if "reply_to:" in header:
+                    quoted_reply_to += 1
+                elif "\n[quote " in "\n" + current:
+                    quoted_inline += 1
+                else:
+                    quoted_missing += 1
+    entries = list(read_entries(settings.traces_dir))
+    reported_input = sum(e.input_tokens or 0 for e in entries)
+    reported_cached = sum(e.cached_tokens or 0 for e in entries)
+    variant.window_moves = len(moves)
+    variant.notes = {
+        "quotes": f"{quoted_reply_to} reply_to, {quoted_inline} inline, {quoted_missing} missing",
+        "scripted_cache": f"{reported_cached / reported_input:.1%}" if reported_input else "-",
+        "per_turn_chars": str(_per_turn_chars(model.requests)),
+        "system_chars": str(len(model.requests[0].messages[0].content)),
+    }
+    for request in model.requests:
+        schema = estimate_tool_schema_tokens([_schema(s) for s in request.tools])
+        variant.calls.append(
+            Call(messages=request.messages, current=_current_of(request), schema_tokens=schema)
+        )
+    await app.routes.aclose()
+    return variant, model.requests
+
+
+def _write_rules(workdir: Path, text: str) -> Path:
+    workdir.mkdir(parents=True)
+    rules = workdir / "AGENTS.md"
+    rules.write_text(text, encoding="utf-8")
+    return rules
+
+
+def _schema(spec: ToolSpec) -> dict[str, object]:
+    return {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
+
+
+def _current_of(request: LLMRequest) -> int:
+    for index in range(len(request.messages) - 1, -1, -1):
+        message = request.messages[index]
+        if message.role == "user" and _TURN_MARK in message.content:
+            return index
+    return len(request.messages) - 1
+
+
+def _per_turn_chars(requests: Sequence[LLMRequest]) -> int:
+    if not requests:
+        return 0
+    current = requests[0].messages[_current_of(requests[0])].content
+    return len(current) - current.index(_TURN_MARK)
+
+
+# ---------------------------------------------------------------------- (a)/(b) legacy
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    """A legacy stored message: parts keyed by context-ref key (None: plain text)."""
+
+    role: str
+    parts: tuple[tuple[str | None, str], ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+
+    def full(self) -> ChatMessage:
+        return self.render(set())
+
+    def render(self, shown: set[tuple[str, str]]) -> ChatMessage:
+        texts: list[str] = []
+        for key, text in self.parts:
+            if key in _CONTEXT_REFS:
+                if (key, text) in shown:
+                    continue
+                shown.add((key, text))
+            texts.append(text)
+        return ChatMessage(
+            role=self.role,  # type: ignore[arg-type]
+            content="\n\n".join(texts),
+            tool_calls=self.tool_calls,
+            tool_call_id=self.tool_call_id,
+        )
+
+
+def _render_legacy(stored: Sequence[_Stored]) -> list[ChatMessage]:
+    shown: set[tuple[str, str]] = set()
+    return [m.render(shown) for m in stored]
+
+
+def _legacy_user(workload: Workload, event: ChatEvent, turn: int) -> _Stored:
+    at = event.at
+    stamp = f"{at:%Y-%m-%dT%H:%M:%S}.{at.microsecond // 1000:03d}Z"
+    header = (
+        f"[id:{CHAT_ID}_{event.message_id};user:{event.sender.name};"
+        f"user_id:{event.sender.id};time:{stamp};]"
+    )
+    parts: list[tuple[str | None, str]] = [(None, f"{header}\n{event.text}")]
+    if event.quote is not None:
+        target = 700_000 + event.quote.target * 3
+        parts.append(
+            (
+                None,
+                "[Untrusted conversation references]\n"
+                f"- message id={CHAT_ID}_{target} reference=ref-1",
+            )
+        )
+    per_turn = workload.per_turn
+    parts += [
+        ("turn", workload.turn_context(event, turn)),
+        ("told", workload.told_user(event)),
+        ("skill:notes", per_turn.skill_notes),
+        ("workspace-rules", per_turn.workspace_rules),
+        ("deferred-tools", workload.tool_index(turn)),
+    ]
+    return _Stored(role="user", parts=tuple(parts))
+
+
+class _LangChainTrim:
+    """`trim_messages` over the stored history; converted messages are kept per index."""
+
+    def __init__(self) -> None:
+        from langchain_core.messages import BaseMessage  # a bench-only dependency
+
+        self._converted: list[Any] = []
+        self._cost: dict[int, int] = {}
+        self._index: dict[int, int] = {}
+
+        def per_message(message: BaseMessage) -> int:
+            return self._cost[id(message)]
+
+        # LangChain detects a per-message counter by this annotation object
+        per_message.__annotations__["message"] = BaseMessage
+        self._counter = per_message
+
+    def _convert(self, stored: _Stored) -> Any:
+        from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+        full = stored.full()
+        if stored.role == "user":
+            lc: Any = HumanMessage(content=full.content)
+        elif stored.role == "assistant":
+            calls = [
+                {"id": c.id, "name": c.name, "args": json.loads(c.arguments)}
+                for c in stored.tool_calls
+            ]
+            lc = AIMessage(content=full.content, tool_calls=calls)
+        else:
+            lc = ToolMessage(content=full.content, tool_call_id=stored.tool_call_id or "")
+        self._cost[id(lc)] = estimate_message_tokens(full)
+        return lc
+
+    def keep(self, history: Sequence[_Stored]) -> list[int]:
+        """Indexes of `history` that LangChain keeps within the budget."""
+        from langchain_core.messages import trim_messages
+
+        while len(self._converted) < len(history):
+            lc = self._convert(history[len(self._converted)])
+            self._index[id(lc)] = len(self._converted)
+            self._converted.append(lc)
+        kept = trim_messages(
+            self._converted[: len(history)],
+            max_tokens=HISTORY_BUDGET,
+            token_counter=self._counter,
+            strategy="last",
+            start_on="human",
+            include_system=False,
+            allow_partial=False,
+        )
+        return [self._index[id(m)] for m in kept]
+
+
+def _run_legacy(
+    workload: Workload, system: ChatMessage, schema_tokens: int, tools_prefix: str
+) -> tuple[Variant, Variant]:
+    legacy = Variant(name="legacy")
+    langchain = Variant(name="langchain")
+    trimmer = _LangChainTrim()
+    stored: list[_Stored] = []
+    turn = 0
+    tool_call = 0
+    call_ids = 0
+
+    def request() -> None:
+        turn_start = max(i for i, m in enumerate(stored) if m.role == "user")
+        window = stored[-LEGACY_LAST:]
+        while window and window[0].role == "tool":
+            window = window[1:]
+        current_a = len(window) - (len(stored) - turn_start)
+        messages_a = [system, *_render_legacy(window)]
+        legacy.calls.append(
+            Call(messages=tuple(messages_a), current=current_a + 1, schema_tokens=schema_tokens)
+        )
+        kept = [stored[i] for i in trimmer.keep(stored[:turn_start])]
+        messages_b = [system, *_render_legacy(kept + stored[turn_start:])]
+        langchain.calls.append(
+            Call(messages=tuple(messages_b), current=len(kept) + 1, schema_tokens=schema_tokens)
+        )
+
+    def tool_round(name: str, args: dict[str, Any], result: str) -> None:
+        nonlocal call_ids
+        call_ids += 1
+        call = ToolCall(id=f"call_{call_ids}", name=name, arguments=json.dumps(args))
+        stored.append(_Stored(role="assistant", tool_calls=(call,)))
+        stored.append(_Stored(role="tool", parts=((None, result),), tool_call_id=call.id))
+
+    by_index = {e.index: e for e in workload.events}
+    for event in workload.events:
+        stored.append(_legacy_user(workload, event, turn))
+        if not event.addressed:
+            continue
+        if event.quote is not None:
+            request()
+            target = by_index[event.quote.target]
+            reference = {"reference": "ref-1", "depth": 0}
+            tool_round(
+                "inspect_conversation_reference",
+                reference,
+                json.dumps({"sender": target.sender.name, "text": target.text}, ensure_ascii=False),
+            )
+            legacy.quote_calls += 1
+            langchain.quote_calls += 1
+        for number, size in _calls_for(event, tool_call):
+            request()
+            args = {"query": event.text[:40], "call": number, "chars": size}
+            tool_round(TOOL_NAME, args, tool_output(workload.seed, number, size))
+        tool_call += len(event.tool_outputs)
+        request()
+        stored.append(_Stored(role="assistant", parts=((None, event.reply),)))
+        turn += 1
+    for variant in (legacy, langchain):
+        _feed_cache(variant, tools_prefix)
+    return legacy, langchain
+
+
+# ---------------------------------------------------------------------- measuring
+
+
+def _feed_cache(variant: Variant, tools_prefix: str) -> None:
+    cache = PrefixCache()
+    previous: list[str] | None = None
+    for call in variant.calls:
+        variant.cache.append(cache.send(tools_prefix, call.messages))
+        sent = [serialize(m) for m in call.messages]
+        if previous is not None and sent[: len(previous)] != previous:
+            variant.prefix_breaks += 1
+        previous = sent[: call.current]
+
+
+def _pct(values: Sequence[int], q: float) -> int:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Figures:
+    calls: int
+    p50: int
+    p90: int
+    max: int
+    history_p50: int
+    history_max: int
+    history_messages_p50: float
+    hit_rate: float
+    prefix_breaks: int
+    quote_calls: int
+    window_moves: int
+
+
+def figures(variant: Variant) -> Figures:
+    inputs = [c.input_tokens for c in variant.calls]
+    history = [c.history_tokens for c in variant.calls]
+    return Figures(
+        calls=len(variant.calls),
+        p50=int(statistics.median(inputs)),
+        p90=_pct(inputs, 0.9),
+        max=max(inputs),
+        history_p50=int(statistics.median(history)),
+        history_max=max(history),
+        history_messages_p50=statistics.median(c.history_messages for c in variant.calls),
+        hit_rate=hit_rate(variant.cache),
+        prefix_breaks=variant.prefix_breaks,
+        quote_calls=variant.quote_calls,
+        window_moves=variant.window_moves,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EconomyResult:
+    workload: Workload
+    legacy: Figures
+    langchain: Figures
+    ours: Figures
+    ours_caps: Figures
+    notes: Mapping[str, str]
+    markdown: str
+
+
+async def _measure(workload: Workload) -> EconomyResult:
+    with tempfile.TemporaryDirectory(prefix="tgbot-bench-economy-") as tmp:
+        ours, requests = await _run_ours(workload, Path(tmp) / "default")
+    with tempfile.TemporaryDirectory(prefix="tgbot-bench-economy-") as tmp:
+        raised, _ = await _run_ours(workload, Path(tmp) / "caps", caps=RAISED_CAPS)
+    tools = requests[0].tools
+    tools_prefix = json.dumps([_schema(s) for s in tools], ensure_ascii=False, sort_keys=True)
+    for variant in (ours, raised):
+        _feed_cache(variant, tools_prefix)
+    # the legacy bot's system prompt has no rules: they ride in every stored user message
+    system = ChatMessage(
+        role="system",
+        content=build_system_prompt(
+            PromptFacts(
+                bot_name=BOT_NAME,
+                scene="group",
+                locale="zh",
+                tool_names=tuple(t.name for t in tools),
+            )
+        ),
+    )
+    schema = ours.calls[0].schema_tokens
+    legacy, langchain = _run_legacy(workload, system, schema, tools_prefix)
+    found = {v.name: figures(v) for v in (legacy, langchain, ours, raised)}
+    markdown = _table(workload, found, ours.notes)
+    return EconomyResult(
+        workload=workload,
+        legacy=found["legacy"],
+        langchain=found["langchain"],
+        ours=found["ours"],
+        ours_caps=found["ours_caps"],
+        notes=ours.notes,
+        markdown=markdown,
+    )
+
+
+def _table(workload: Workload, found: Mapping[str, Figures], notes: Mapping[str, str]) -> str:
+    events = workload.events
+    texts = [len(e.text) for e in events]
+    outputs = [s for e in events for s in e.tool_outputs]
+    labels = {
+        "legacy": "(a) legacy: last 100 stored",
+        "langchain": "(b) LangChain trim_messages 8k",
+        "ours": "(c) ours (real runtime, defaults)",
+        "ours_caps": f"(c2) ours, turn/message caps {RAISED_CAPS}",
+    }
+    row: Callable[[str, Figures], str] = lambda name, f: (  # noqa: E731
+        f"| {labels[name]} | {f.calls} | {f.p50:,} | {f.p90:,} | {f.max:,} | {f.history_p50:,} "
+        f"| {f.history_max:,} | {f.history_messages_p50:.0f} | {f.quote_calls} "
+        f"| {f.hit_rate:.1%} | {f.prefix_breaks} |"
+    )
+    return "\n".join(
+        [
+            f"Workload (seed {workload.seed}): {len(events)} inbound messages from 5 people, "
+            f"{workload.turns} addressed to the bot, {workload.tool_calls} tool calls "
+            f"(outputs {min(outputs, default=0):,}–{max(outputs, default=0):,} chars), "
+            f"{workload.quoted_turns} quoted turns; user text mean "
+            f"{statistics.mean(texts):.0f} chars, median {statistics.median(texts):.0f}, "
+            f"max {max(texts):,}. Per-turn context per message: legacy "
+            f"{len(_legacy_user(workload, events[0], 0).full().content) - len(events[0].text):,}"
+            f" chars; ours {notes['per_turn_chars']} chars of [Turn context] on the current "
+            f"message only, the stable rules and tool index ({notes['system_chars']} chars with "
+            "the prompt) in the system prompt.",
+            "",
+            "| variant | model calls | input p50 | input p90 | input max | history p50 "
+            "| history max | history msgs p50 | extra calls for quotes | cache hit "
+            "| prefix breaks |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            *(row(name, found[name]) for name in ("legacy", "langchain", "ours", "ours_caps")),
+            "",
+            f"Tokens are `bot.context.tokens` estimates (input = messages + tool schemas). "
+            f"Ours: window moved {found['ours'].window_moves} times (HistoryTrimmed events); "
+            f"quoted turns rendered as {notes['quotes']}, so 0 extra calls; the scripted "
+            f"model's own segment cache reported {notes['scripted_cache']} cached.",
+        ]
+    )
+
+
+def run(size: int = 400, seed: int = 43) -> EconomyResult:
+    from bench.workload import generate
+
+    return asyncio.run(_measure(generate(size, seed)))
+
+
+if __name__ == "__main__":
+    print(run().markdown)

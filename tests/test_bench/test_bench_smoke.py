@@ -1,0 +1,69 @@
+"""The benchmark's workload generator and cache simulator: structural facts on tiny sizes."""
+
+from __future__ import annotations
+
+from bench.cache_sim import PrefixCache, hit_rate
+from bench.workload import PER_TURN_CHARS, generate
+from bot.domain.messages import ChatMessage
+
+
+def _request(text: str) -> list[ChatMessage]:
+    return [ChatMessage(role="system", content=text), ChatMessage(role="user", content="hi")]
+
+
+def test_the_workload_is_reproducible_from_its_seed() -> None:
+    first, again, other = generate(60, seed=5), generate(60, seed=5), generate(60, seed=6)
+    assert first == again
+    assert first.events != other.events
+    assert first.turns > 0
+    assert all(e.index > e.quote.target for e in first.events if e.quote is not None)
+
+
+def test_the_legacy_per_turn_blocks_have_the_adr_sizes() -> None:
+    workload = generate(20, seed=5)
+    event = workload.events[3]
+    sizes = [
+        len(workload.turn_context(event, 0)),
+        len(workload.told_user(event)),
+        len(workload.per_turn.skill_notes),
+        len(workload.per_turn.workspace_rules),
+        len(workload.tool_index(0)),
+    ]
+    assert sum(sizes) == PER_TURN_CHARS == 7_658
+
+
+def test_an_identical_request_hits_almost_entirely() -> None:
+    cache = PrefixCache()
+    request = _request("stable system prompt, 系统提示词 " * 300)
+    assert cache.send("tools", request).cached_quarters == 0
+    again = cache.send("tools", request)
+    assert again.cached_quarters / again.input_quarters > 0.97
+
+
+def test_disjoint_requests_never_hit() -> None:
+    cache = PrefixCache()
+    results = [cache.send("", _request(f"{n} " + "x" * 2_000)) for n in range(5)]
+    assert hit_rate(results) == 0
+
+
+def test_a_request_that_appends_hits_on_the_shared_prefix_only() -> None:
+    cache = PrefixCache()
+    base = _request("a" * 4_000)  # 1,000 tokens: 15 whole blocks
+    cache.send("", base)
+    longer = cache.send("", [*base, ChatMessage(role="user", content="b" * 4_000)])
+    assert 15 * 64 <= longer.cached_tokens <= 1_010
+    assert longer.input_tokens > 2_000
+
+
+def test_the_runtime_keeps_its_history_prefix_between_window_moves() -> None:
+    from bench.economy import run
+
+    found = run(size=80, seed=5)
+    ours = found.ours
+    assert ours.calls >= found.workload.turns
+    assert ours.prefix_breaks <= ours.window_moves
+    assert ours.history_max <= 8_000
+    assert ours.quote_calls == 0
+    assert found.legacy.quote_calls == found.workload.quoted_turns
+    # the stable rules and tool index live in the system prompt, not on every current message
+    assert int(found.notes["per_turn_chars"]) < 500
