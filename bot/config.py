@@ -9,6 +9,7 @@ the daily schedule. Environment variables win over the file.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -24,6 +25,7 @@ from pydantic_settings import (
 from bot.errors import ConfigError
 
 DEFAULT_TELEGRAM_API_BASE = "https://api.telegram.org"
+_WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
 
 
 class HistorySettings(BaseModel):
@@ -126,6 +128,11 @@ class Settings(BaseSettings):
     bot_locale: Literal["zh", "en"] = "zh"
     bot_username: str | None = None
     workspace_rules_file: Path | None = None
+    webhook_url: str | None = None
+    """Public URL registered with setWebhook at start (`tgbot run --webhook`); unset: the
+    operator registers it."""
+    webhook_secret: SecretStr | None = None
+    """Checked against `X-Telegram-Bot-Api-Secret-Token` on every webhook request."""
 
     history: HistorySettings = HistorySettings()
     runtime: RuntimeSettings = RuntimeSettings()
@@ -147,7 +154,14 @@ class Settings(BaseSettings):
             ) from exc
         return value
 
-    @field_validator("telegram_api_base", "llm_base_url")
+    @field_validator("webhook_secret")
+    @classmethod
+    def _telegram_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not _WEBHOOK_SECRET.fullmatch(value.get_secret_value()):
+            raise ValueError("expected 1-256 characters of A-Z, a-z, 0-9, _ and -")
+        return value
+
+    @field_validator("telegram_api_base", "llm_base_url", "webhook_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("http://", "https://")):

@@ -23,8 +23,18 @@ from bot.context.budget import ProviderCapacity, RuntimeLimits
 from bot.context.tokens import estimate_message_tokens
 from bot.domain.ids import SessionKey
 from bot.domain.messages import ChatMessage
+from bot.domain.records import AssistantRecord
 from bot.errors import ConfigError, NotBuiltError, SessionNotFound
-from bot.ports import Clock, ConversationStore, Delivery, LLMProvider, Messenger
+from bot.ports import (
+    BubbleHook,
+    Clock,
+    ConversationStore,
+    Delivery,
+    LLMProvider,
+    Messenger,
+    SessionInfo,
+)
+from bot.services.chat_lock import ChatLock, LocalChatLock
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
 from bot.services.inbound import InboundPolicy, InboundService
@@ -151,13 +161,34 @@ class App:
 
 
 async def open_store(settings: Settings) -> ConversationStore:
-    from storage.engine import create_engine_for
+    from storage.engine import create_engine_for, is_sqlite, normalise_url
+    from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
     from storage.migrate import upgrade_database
     from storage.sql import SqlStore
 
     url = settings.resolved_database_url
-    await upgrade_database(url)
+    if is_sqlite(normalise_url(url)):
+        await upgrade_database(url)
+    else:  # workers starting together migrate one after the other
+        migrations = AdvisoryChatLock.for_url(url)
+        try:
+            async with migrations.hold_id(MIGRATION_LOCK_ID):
+                await upgrade_database(url)
+        finally:
+            await migrations.close()
     return SqlStore(create_engine_for(url))
+
+
+def open_chat_lock(settings: Settings) -> ChatLock:
+    """Per-chat serialisation: asyncio locks on SQLite (one worker), PostgreSQL advisory
+    locks otherwise (several workers on one database)."""
+    from storage.engine import is_sqlite, normalise_url
+    from storage.locks import AdvisoryChatLock
+
+    url = settings.resolved_database_url
+    if is_sqlite(normalise_url(url)):
+        return LocalChatLock()
+    return AdvisoryChatLock.for_url(url)
 
 
 def build_app(
@@ -169,6 +200,7 @@ def build_app(
     bot_name: str,
     clock: Clock | None = None,
     offline: LLMProvider | None = None,
+    chat_lock: ChatLock | None = None,
 ) -> App:
     clock = clock or SystemClock()
     routes = build_routes(settings, offline=offline)
@@ -220,6 +252,7 @@ def build_app(
             chat_messages_per_minute=settings.security.chat_messages_per_minute,
         ),
         commands=commands,
+        chat_lock=chat_lock,
     )
     commands.retry = inbound.retry
     return App(
@@ -332,14 +365,29 @@ async def context_show(config: str | None, *, chat_id: int, thread_id: int) -> i
         session = await store.find_session(SessionKey(chat_id=chat_id, thread_id=thread_id))
         if session is None:
             raise SessionNotFound(f"no conversation stored for chat {chat_id} thread {thread_id}")
+        bot_id, bot_name = await _stored_bot_identity(store, session)
         app = build_app(
-            settings, store=store, messenger=_NoMessenger(), bot_id=None, bot_name="tgbot"
+            settings, store=store, messenger=_NoMessenger(), bot_id=bot_id, bot_name=bot_name
         )
         state, _aliases, _records = await app.runner.prepare(session, turn_id="preview")
         print(render_request_preview(state.messages, state.current_index, state.fixed_tokens))
     finally:
         await store.close()
     return 0
+
+
+async def _stored_bot_identity(
+    store: ConversationStore, session: SessionInfo
+) -> tuple[int | None, str]:
+    """The bot's id and name as its last delivered reply in this chat recorded them, so the
+    preview renders the system prompt and headers as the running bot does (no network)."""
+    loaded = await store.load_history(session.id, max_records=200)
+    for record in reversed(loaded.records):
+        if isinstance(record.body, AssistantRecord) and record.message_id is not None:
+            event = await store.find_event(session.key.chat_id, record.message_id)
+            if event is not None and event.sender_id is not None:
+                return event.sender_id, event.sender_name or "tgbot"
+    return None, "tgbot"
 
 
 def render_request_preview(messages: Sequence[ChatMessage], current_index: int, fixed: int) -> str:
@@ -399,7 +447,13 @@ class _NoMessenger:
     """For `context show`, which prepares a request and never sends anything."""
 
     async def send_text(
-        self, chat_id: int, text: str, *, thread_id: int = 0, reply_to: int | None = None
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        thread_id: int = 0,
+        reply_to: int | None = None,
+        on_bubble: BubbleHook | None = None,
     ) -> Delivery:
         raise NotBuiltError("context show does not send messages")
 

@@ -6,7 +6,7 @@ runtime and the services. Fakes in tests implement the same Protocols.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Protocol
@@ -119,6 +119,12 @@ class HistoryStore(Protocol):
 
     async def set_window_start(self, session_id: int, record_id: int | None) -> None: ...
 
+    async def set_message_ids(
+        self, record_id: int, message_ids: Sequence[int | None]
+    ) -> StoredRecord:
+        """Record the confirmed bubbles of a stored record (one slot per bubble)."""
+        ...
+
 
 class PlatformEventStore(Protocol):
     """Real platform messages, what quotes and references resolve against."""
@@ -207,13 +213,27 @@ class Delivery:
         return any(mid is not None for mid in self.message_ids)
 
 
+BubbleHook = Callable[[Delivery], Awaitable[None]]
+"""Called after each confirmed bubble with the delivery so far (later slots still `None`)."""
+
+
 class Messenger(Protocol):
     """Outbound actions on the chat platform. Raises the `TelegramError` branch."""
 
     async def send_text(
-        self, chat_id: int, text: str, *, thread_id: int = 0, reply_to: int | None = None
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        thread_id: int = 0,
+        reply_to: int | None = None,
+        on_bubble: BubbleHook | None = None,
     ) -> Delivery:
-        """Send `text`, split into bubbles at the platform limit; never raises for a partial."""
+        """Send `text`, split into bubbles at the platform limit; never raises for a partial.
+
+        `on_bubble` runs after each confirmed bubble, before the next is sent, so a caller
+        can store what is confirmed as it happens (a crash mid-reply forgets nothing).
+        """
         ...
 
     async def delete_message(self, chat_id: int, message_id: int) -> None: ...
@@ -251,5 +271,7 @@ class ConversationStore(HistoryStore, PlatformEventStore, UpdateLog, Protocol):
     async def set_route(self, session_id: int, route: str | None) -> None: ...
 
     async def find_session(self, key: SessionKey) -> SessionInfo | None: ...
+
+    async def list_sessions(self) -> tuple[SessionInfo, ...]: ...
 
     async def close(self) -> None: ...

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from bot.domain.facts import InboundMessage, Quote, Sender
 from bot.errors import TelegramError
-from bot.ports import Delivery
+from bot.ports import BubbleHook, Delivery
 
 
 @dataclass(slots=True)
@@ -35,16 +35,20 @@ class RecordingMessenger:
     bubbles: int = 0
 
     async def send_text(
-        self, chat_id: int, text: str, *, thread_id: int = 0, reply_to: int | None = None
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        thread_id: int = 0,
+        reply_to: int | None = None,
+        on_bubble: BubbleHook | None = None,
     ) -> Delivery:
         parts = [text[i : i + self.limit] for i in range(0, len(text), self.limit)] or [""]
-        ids: list[int | None] = []
-        dates: list[datetime | None] = []
+        ids: list[int | None] = [None] * len(parts)
+        dates: list[datetime | None] = [None] * len(parts)
         for index, part in enumerate(parts):
             self.bubbles += 1
             if self.bubbles in self.fail_bubbles:
-                ids.extend([None] * (len(parts) - index))
-                dates.extend([None] * (len(parts) - index))
                 return Delivery(
                     message_ids=tuple(ids),
                     texts=tuple(parts),
@@ -53,8 +57,12 @@ class RecordingMessenger:
                 )
             self.next_id += 1
             self.sent.append(SentMessage(chat_id, self.next_id, part, thread_id, reply_to))
-            ids.append(self.next_id)
-            dates.append(datetime(2026, 11, 30, 12, 0, tzinfo=UTC))
+            ids[index] = self.next_id
+            dates[index] = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+            if on_bubble is not None:
+                await on_bubble(
+                    Delivery(message_ids=tuple(ids), texts=tuple(parts), dates=tuple(dates))
+                )
         return Delivery(message_ids=tuple(ids), texts=tuple(parts), dates=tuple(dates))
 
     async def delete_message(self, chat_id: int, message_id: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import time
@@ -39,6 +40,13 @@ class _Failure:
     after: int
 
 
+@dataclass
+class _Delay:
+    seconds: float
+    times: int
+    after: int
+
+
 class _ApiError(Exception):
     def __init__(self, code: int, description: str) -> None:
         super().__init__(description)
@@ -51,7 +59,8 @@ class FakeBotApi:
 
     Start it, point `TELEGRAM_API_BASE` (or `build_bot`) at `base_url`, push updates with
     `push_update` (build them with `user_message`), and assert on `calls`,
-    `sent_messages(chat_id)`, `deleted` and `reactions`. `fail_next` injects Bot API errors.
+    `sent_messages(chat_id)`, `deleted` and `reactions`. `fail_next` injects Bot API errors,
+    `delay_next` slow or hanging calls.
     """
 
     def __init__(
@@ -79,8 +88,10 @@ class FakeBotApi:
         self._chats: dict[int, JSON] = {}
         self._next_message_id: dict[int, int] = {}
         self._failures: dict[str, list[_Failure]] = {}
+        self._delays: dict[str, list[_Delay]] = {}
         self._pushed = asyncio.Event()
         self._called: asyncio.Condition | None = None
+        self._stopped: asyncio.Event | None = None
         self._closing = False
         self._runner: web.AppRunner | None = None
         self._port = 0
@@ -124,6 +135,7 @@ class FakeBotApi:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
         self._called = asyncio.Condition()
+        self._stopped = asyncio.Event()
         self._closing = False
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -134,6 +146,8 @@ class FakeBotApi:
     async def stop(self) -> None:
         """Wake every long poll, then close the server."""
         self._closing = True
+        if self._stopped is not None:
+            self._stopped.set()
         self._wake()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -148,11 +162,16 @@ class FakeBotApi:
 
     # ------------------------------------------------------------ test controls
 
-    def push_update(self, update: Mapping[str, Any]) -> int:
-        """Queue an update for getUpdates; assigns and returns its `update_id`."""
+    def push_update(self, update: Mapping[str, Any], *, update_id: int | None = None) -> int:
+        """Queue an update for getUpdates; assigns and returns its `update_id`.
+
+        An explicit `update_id` is kept as given (to queue updates out of order: getUpdates
+        returns them in the order they were pushed)."""
         data = dict(update)
-        data["update_id"] = self._next_update_id
-        self._next_update_id += 1
+        if update_id is None:
+            update_id = self._next_update_id
+        data["update_id"] = update_id
+        self._next_update_id = max(self._next_update_id, update_id + 1)
         for kind in ("message", "edited_message", "channel_post"):
             if isinstance(data.get(kind), dict):
                 self._remember(data[kind])
@@ -225,6 +244,11 @@ class FakeBotApi:
         failure = _Failure(error_code, description, retry_after, times, after)
         self._failures.setdefault(method.lower(), []).append(failure)
 
+    def delay_next(self, method: str, seconds: float, *, times: int = 1, after: int = 0) -> None:
+        """Hold the next `times` calls of `method`, once `after` more went through, for
+        `seconds` before handling them (the call is recorded when it arrives)."""
+        self._delays.setdefault(method.lower(), []).append(_Delay(seconds, times, after))
+
     def calls_of(self, method: str) -> list[Params]:
         return [params for name, params in self.calls if name.lower() == method.lower()]
 
@@ -255,6 +279,10 @@ class FakeBotApi:
         await self._record(name, params)
         if handler is None:
             return _error(404, "Not Found")
+        delay = self._take_delay(name)
+        if delay > 0 and self._stopped is not None:
+            with contextlib.suppress(TimeoutError):  # stop() ends every hang
+                await asyncio.wait_for(self._stopped.wait(), delay)
         failure = self._take_failure(name)
         if failure is not None:
             extra = {"retry_after": failure.retry_after} if failure.retry_after else None
@@ -283,6 +311,19 @@ class FakeBotApi:
         if failure.times <= 0:
             queue.pop(0)
         return failure
+
+    def _take_delay(self, name: str) -> float:
+        queue = self._delays.get(name.lower())
+        if not queue:
+            return 0.0
+        delay = queue[0]
+        if delay.after > 0:
+            delay.after -= 1
+            return 0.0
+        delay.times -= 1
+        if delay.times <= 0:
+            queue.pop(0)
+        return delay.seconds
 
     def _wake(self) -> None:
         self._pushed.set()

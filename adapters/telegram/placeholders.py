@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from adapters.telegram.text_units import safe_cut
-from bot.context.placeholders import Locale, media_placeholder
+from bot.context.placeholders import Locale as Locale
+from bot.context.placeholders import media_placeholder
 from bot.domain.facts import Media
 
 SUMMARY_LIMIT = 120

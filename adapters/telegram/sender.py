@@ -21,7 +21,7 @@ from bot.errors import (
     TelegramForbidden,
     TelegramNetworkError,
 )
-from bot.ports import Delivery
+from bot.ports import BubbleHook, Delivery
 
 logger = logging.getLogger(__name__)
 
@@ -95,12 +95,19 @@ class TelegramMessenger:
         self._sleep = sleep
 
     async def send_text(
-        self, chat_id: int, text: str, *, thread_id: int = 0, reply_to: int | None = None
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        thread_id: int = 0,
+        reply_to: int | None = None,
+        on_bubble: BubbleHook | None = None,
     ) -> Delivery:
         """Send the bubbles in order, each replying to `reply_to`; stop at the first failure.
 
-        Never raises: the failure that stopped delivery is `Delivery.error`, and the slots it
-        left unsent are `None`.
+        Never raises for a Telegram failure: the failure that stopped delivery is
+        `Delivery.error`, and the slots it left unsent are `None`. `on_bubble` gets the
+        delivery so far after each confirmed bubble (its own errors propagate).
         """
         bubbles = split_text(text, self._limit)
         ids: list[int | None] = [None] * len(bubbles)
@@ -117,6 +124,8 @@ class TelegramMessenger:
                 break
             ids[index] = sent.message_id
             dates[index] = _utc(sent.date)
+            if on_bubble is not None:
+                await on_bubble(Delivery(message_ids=tuple(ids), texts=bubbles, dates=tuple(dates)))
         return Delivery(message_ids=tuple(ids), texts=bubbles, dates=tuple(dates), error=error)
 
     async def _send_bubble(

@@ -1,11 +1,147 @@
-"""Webhook mode for `tgbot run --webhook` (several workers behind a load balancer)."""
+"""Webhook mode for `tgbot run --webhook`: an aiohttp app that feeds Telegram updates to the
+dispatcher (several workers can sit behind one load balancer).
+
+Routes:
+- `POST /webhook` — one Telegram update. With a secret set, a request whose
+  `X-Telegram-Bot-Api-Secret-Token` differs is refused (401). The answer comes only after
+  the dispatcher has handled the update (the message is stored; the turn runs in the
+  background), so the order in which one chat's updates are answered is the order they are
+  stored in; an error that reaches this handler answers 500, and Telegram sends it again.
+- `GET /healthz` — 200 while serving, 503 once shutting down (take the worker out of the pool).
+
+Stopping (`WebhookServer.stop`) refuses new work first, then lets requests in flight finish;
+the caller drains running turns afterwards.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import hmac
+import logging
+
 from aiogram import Bot, Dispatcher
+from aiogram.types import Update
+from aiohttp import web
+from pydantic import ValidationError
 
-from bot.errors import NotBuiltError
+log = logging.getLogger(__name__)
+
+WEBHOOK_PATH = "/webhook"
+HEALTH_PATH = "/healthz"
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+SHUTDOWN_TIMEOUT_SECONDS = 30.0
+"""How long requests in flight may take to finish once stopping (Telegram waits ~60 s)."""
 
 
-async def serve_webhook(dispatcher: Dispatcher, bot: Bot, *, host: str, port: int) -> None:
-    raise NotBuiltError("webhook mode is not built yet; run without --webhook")
+class WebhookServer:
+    """Serves the webhook and the health check on `host:port` (port 0: any free port)."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        bot: Bot,
+        *,
+        secret: str | None,
+        host: str = "127.0.0.1",
+        port: int = 8080,
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._bot = bot
+        self._secret = secret
+        self._host = host
+        self._port = port
+        self._stopping = False
+        self._runner: web.AppRunner | None = None
+        self.app = web.Application()
+        self.app.router.add_post(WEBHOOK_PATH, self._on_update)
+        self.app.router.add_get(HEALTH_PATH, self._on_health)
+
+    @property
+    def port(self) -> int:
+        """The bound port (after `start`)."""
+        if self._runner is None or not self._runner.addresses:
+            raise RuntimeError("the webhook server is not started")
+        return int(self._runner.addresses[0][1])
+
+    @property
+    def url(self) -> str:
+        return f"http://{self._host}:{self.port}{WEBHOOK_PATH}"
+
+    async def start(self) -> None:
+        self._runner = web.AppRunner(
+            self.app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT_SECONDS
+        )
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self._host, self._port).start()
+        log.info("webhook listening on %s (health: %s)", self.url, HEALTH_PATH)
+
+    async def stop(self) -> None:
+        """Refuse new updates, finish the requests in flight, close the listener."""
+        self._stopping = True
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _on_health(self, request: web.Request) -> web.Response:
+        if self._stopping:
+            return web.json_response({"ok": False, "status": "stopping"}, status=503)
+        return web.json_response({"ok": True})
+
+    async def _on_update(self, request: web.Request) -> web.Response:
+        if self._secret is not None and not hmac.compare_digest(
+            request.headers.get(SECRET_HEADER, "").encode(), self._secret.encode()
+        ):
+            log.warning("webhook request with a wrong secret token from %s", request.remote)
+            return web.json_response({"ok": False}, status=401)
+        if self._stopping:  # Telegram retries; another worker will take it
+            return web.json_response({"ok": False, "status": "stopping"}, status=503)
+        try:
+            update = Update.model_validate(await request.json(), context={"bot": self._bot})
+        except (ValueError, ValidationError) as exc:
+            log.warning("webhook request is not a Telegram update: %s", exc)
+            return web.json_response({"ok": False}, status=400)
+        try:
+            await self._dispatcher.feed_webhook_update(self._bot, update)
+        except Exception:
+            log.exception("update %s failed; Telegram will send it again", update.update_id)
+            return web.json_response({"ok": False}, status=500)
+        return web.json_response({"ok": True})
+
+
+async def register_webhook(
+    bot: Bot, dispatcher: Dispatcher, *, url: str, secret: str | None
+) -> None:
+    """setWebhook with our secret and the update kinds the routers use (idempotent, so every
+    worker may call it at start)."""
+    await bot.set_webhook(
+        url,
+        secret_token=secret,
+        allowed_updates=dispatcher.resolve_used_update_types(),
+        drop_pending_updates=False,
+    )
+    log.info("webhook registered with Telegram")
+
+
+async def serve_webhook(
+    dispatcher: Dispatcher,
+    bot: Bot,
+    *,
+    host: str,
+    port: int,
+    stop: asyncio.Event,
+    secret: str | None = None,
+    public_url: str | None = None,
+) -> None:
+    """Serve until `stop` is set, then stop gracefully. With `public_url` the webhook is
+    registered first; it is never deleted on the way out (other workers still serve it)."""
+    if secret is None:
+        log.warning("WEBHOOK_SECRET is not set: anyone who finds the URL can post updates")
+    server = WebhookServer(dispatcher, bot, secret=secret, host=host, port=port)
+    await server.start()
+    try:
+        if public_url is not None:
+            await register_webhook(bot, dispatcher, url=public_url, secret=secret)
+        await stop.wait()
+        log.info("stopping: no new updates; finishing requests in flight")
+    finally:
+        await server.stop()

@@ -226,10 +226,14 @@ class TurnRunner:
                 scene=scene,
                 locale=self.policy.locale,
                 tool_names=tuple(self.tools),
+                workspace_rules=self.policy.workspace_rules,
+                tool_index=tuple(t.summary for t in self.tools.values() if t.summary),
             )
         )
 
-    def _project(self, records: Sequence[StoredRecord], scene: Scene, blocks: str) -> Projection:
+    def _project(
+        self, records: Sequence[StoredRecord], scene: Scene, blocks: str, chat_id: int
+    ) -> Projection:
         return project(
             records,
             current_index=_current_record(records),
@@ -238,6 +242,7 @@ class TurnRunner:
             locale=self.policy.locale,
             bot_user_id=self.bot_id,
             per_turn_blocks=blocks,
+            chat_id=chat_id,
         )
 
     async def prepare(
@@ -255,7 +260,7 @@ class TurnRunner:
             max_messages=self.policy.max_messages,
             headroom=self.policy.headroom,
         )
-        projection = self._project(records, session.scene, "")
+        projection = self._project(records, session.scene, "", session.key.chat_id)
         turn_tokens, turn_messages, starts = _turn_costs(projection.messages)
         decision = select_window(turn_tokens, turn_messages, 0, limits)
         window_event: HistoryTrimmed | None = None
@@ -278,18 +283,16 @@ class TurnRunner:
                 locale=self.policy.locale,
                 command_prefix=self.policy.command_prefix,
                 told_user=told_user,
-                workspace_rules=self.policy.workspace_rules,
-                tool_index=tuple(t.summary for t in self.tools.values() if t.summary),
             )
         )
-        projection = self._project(records, session.scene, blocks)
+        projection = self._project(records, session.scene, blocks, session.key.chat_id)
         aliases = AliasTable()
         for alias, message_id in projection.aliases:
             aliases.register(alias, session.key.chat_id, message_id)
-        for record in records:
-            quote = getattr(record.body, "quote", None)
-            if quote is not None:
-                aliases.register_reference(quote.id)
+        # Only quotes the projection showed by platform id: never a quote from another
+        # chat (its id means nothing here), never one the model was not shown.
+        for message_id in projection.references:
+            aliases.register_reference(message_id)
         system = ChatMessage(role="system", content=self.system_prompt(session.scene))
         head = [_cached(system)]
         if has_earlier:
@@ -554,48 +557,12 @@ class TurnRunner:
         if not text:
             raise TurnFailed("bad_response", "the model's reply was empty after cleaning")
         key = state.session.key
+        recorder = _BubbleRecorder(self, state.session, reply_to)
         delivery = await self.messenger.send_text(
-            key.chat_id, text, thread_id=key.thread_id, reply_to=reply_to
+            key.chat_id, text, thread_id=key.thread_id, reply_to=reply_to, on_bubble=recorder
         )
-        if delivery.delivered:
-            delivered_text = "\n".join(
-                bubble
-                for mid, bubble in zip(delivery.message_ids, delivery.texts, strict=False)
-                if mid is not None
-            )
-            now = self.clock.now()
-            body = AssistantRecord(text=delivered_text)
-            dates = delivery.dates or (None,) * len(delivery.message_ids)
-            events = [
-                PlatformEvent(
-                    chat_id=key.chat_id,
-                    thread_id=key.thread_id,
-                    message_id=mid,
-                    sender_id=self.bot_id,
-                    sender_name=self.bot_name,
-                    is_bot=True,
-                    date=date or now,
-                    text=bubble,
-                    reply_to_message_id=reply_to,
-                )
-                for mid, bubble, date in zip(
-                    delivery.message_ids, delivery.texts, dates, strict=False
-                )
-                if mid is not None
-            ]
-            await self.store.append(
-                state.session.id,
-                [
-                    NewRecord(
-                        body=body,
-                        created_at=now,
-                        message_ids=delivery.message_ids,
-                        tokens=record_tokens(body),
-                    )
-                ],
-                events=events,
-            )
-        else:
+        await recorder.settle(delivery)
+        if not delivery.delivered:
             log.warning("reply not delivered in chat %s: %s", key.chat_id, delivery.error)
         return TurnOutcome(
             status="answered" if delivery.delivered else "failed",
@@ -605,6 +572,39 @@ class TurnRunner:
             hit_iteration_cap=hit_cap,
             error=None if delivery.delivered else str(delivery.error),
         )
+
+    def bubble_events(
+        self,
+        session: SessionInfo,
+        delivery: Delivery,
+        *,
+        reply_to: int | None,
+        record_id: int | None,
+        slots: range | None = None,
+    ) -> list[PlatformEvent]:
+        """Platform events of the confirmed bubbles of `delivery` (only `slots` if given)."""
+        key = session.key
+        now = self.clock.now()
+        dates = delivery.dates or (None,) * len(delivery.message_ids)
+        wanted = slots if slots is not None else range(len(delivery.message_ids))
+        return [
+            PlatformEvent(
+                chat_id=key.chat_id,
+                thread_id=key.thread_id,
+                message_id=mid,
+                sender_id=self.bot_id,
+                sender_name=self.bot_name,
+                is_bot=True,
+                date=date or now,
+                text=bubble,
+                reply_to_message_id=reply_to,
+                record_id=record_id,
+            )
+            for index, (mid, bubble, date) in enumerate(
+                zip(delivery.message_ids, delivery.texts, dates, strict=False)
+            )
+            if mid is not None and index in wanted
+        ]
 
     # ------------------------------------------------------------------ ledger
 
@@ -689,6 +689,98 @@ class TurnRunner:
             dropped_turns=state.dropped_turns,
             at=entry.ts,
         )
+
+
+class _BubbleRecorder:
+    """Stores a reply bubble by bubble, as Telegram confirms each one (DESIGN.md §8).
+
+    The first confirmed bubble appends the assistant record (the whole planned text, one
+    slot per bubble, unconfirmed slots `None`) with its platform event; each later bubble
+    fills its slot (`set_message_ids`) and adds its event. So a crash in the middle of a
+    reply leaves every confirmed bubble stored, and the `None` slots tell start-up recovery
+    (`InboundService.recover_interrupted`) that the reply was cut short. When delivery stops
+    at a failure instead, `settle` replaces the record by a sibling holding only the
+    delivered bubbles: undelivered text is never stored as sent.
+    """
+
+    def __init__(self, runner: TurnRunner, session: SessionInfo, reply_to: int | None) -> None:
+        self.runner = runner
+        self.session = session
+        self.reply_to = reply_to
+        self.record: StoredRecord | None = None
+        self.stored = 0
+
+    async def __call__(self, delivery: Delivery) -> None:
+        store = self.runner.store
+        confirmed = sum(1 for mid in delivery.message_ids if mid is not None)
+        if self.record is None:
+            body = AssistantRecord(text="\n".join(delivery.texts))
+            (self.record,) = await store.append(
+                self.session.id,
+                [
+                    NewRecord(
+                        body=body,
+                        created_at=self.runner.clock.now(),
+                        message_ids=delivery.message_ids,
+                        tokens=record_tokens(body),
+                    )
+                ],
+                events=self.runner.bubble_events(
+                    self.session, delivery, reply_to=self.reply_to, record_id=None
+                ),
+            )
+        else:
+            self.record = await store.set_message_ids(self.record.id, delivery.message_ids)
+            await self.runner.events.record_events(
+                self.runner.bubble_events(
+                    self.session,
+                    delivery,
+                    reply_to=self.reply_to,
+                    record_id=self.record.id,
+                    slots=range(self.stored, confirmed),
+                )
+            )
+        self.stored = confirmed
+
+    async def settle(self, delivery: Delivery) -> None:
+        """After delivery: keep only what was delivered when it stopped early."""
+        if self.record is None or all(mid is not None for mid in delivery.message_ids):
+            return
+        await settle_partial_reply(
+            self.runner, self.session, self.record, delivery, reply_to=self.reply_to
+        )
+
+
+async def settle_partial_reply(
+    runner: TurnRunner,
+    session: SessionInfo,
+    record: StoredRecord,
+    delivery: Delivery,
+    *,
+    reply_to: int | None,
+) -> StoredRecord:
+    """Replace a partly delivered reply record by a sibling holding the delivered bubbles
+    only (a new branch under the same parent, like `/retry`; aliases stay the same)."""
+    confirmed = [
+        (mid, bubble)
+        for mid, bubble in zip(delivery.message_ids, delivery.texts, strict=False)
+        if mid is not None
+    ]
+    body = AssistantRecord(text="\n".join(bubble for _mid, bubble in confirmed))
+    ids = tuple(mid for mid, _bubble in confirmed)
+    (sibling,) = await runner.store.append(
+        session.id,
+        [
+            NewRecord(
+                body=body, created_at=record.created_at, message_ids=ids, tokens=record_tokens(body)
+            )
+        ],
+        parent_id=record.parent_id,
+    )
+    await runner.events.record_events(
+        runner.bubble_events(session, delivery, reply_to=reply_to, record_id=sibling.id)
+    )
+    return sibling
 
 
 # ---------------------------------------------------------------------- helpers

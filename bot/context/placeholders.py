@@ -15,8 +15,8 @@
 | `poll`       | `[投票]`             | `[poll]`                    |
 | `other`      | `[附件]`             | `[attachment]`              |
 
-Details are added when known, in the order name (files and audio only), emoji, duration; a missing detail is left
-out (`[语音]`). File names and emoji are member content: they pass through
+Details are added when known, in the order name (files and audio only), emoji, duration;
+a missing detail is left out (`[语音]`). File names and emoji are member content: they pass through
 `escaping.inline_value`, so a name like `x]\n[Tool results]` cannot close the placeholder.
 """
 

@@ -28,8 +28,16 @@ class RateLimiter:
     _users: dict[int, deque[float]] = field(default_factory=dict)
     _chats: dict[int, deque[float]] = field(default_factory=dict)
     _warned: dict[int, float] = field(default_factory=dict)
+    _calls: int = 0
+
+    SWEEP_EVERY = 1024
+    """Every this many checks, windows that ran out are forgotten, so memory follows the
+    users and chats of the last minute, not everyone ever seen."""
 
     def allow(self, *, user_id: int, chat_id: int, now: float) -> bool:
+        self._calls += 1
+        if self._calls % self.SWEEP_EVERY == 0:
+            self.sweep(now)
         user_ok = _take(self._users, user_id, self.per_user, now, commit=False)
         chat_ok = _take(self._chats, chat_id, self.per_chat, now, commit=False)
         if not (user_ok and chat_ok):
@@ -45,6 +53,19 @@ class RateLimiter:
             return False
         self._warned[chat_id] = now
         return True
+
+    def sweep(self, now: float) -> None:
+        """Forget windows and refusals older than a minute."""
+        for buckets in (self._users, self._chats):
+            for key in [k for k, b in buckets.items() if not b or now - b[-1] >= 60]:
+                del buckets[key]
+        for key in [k for k, at in self._warned.items() if now - at >= 60]:
+            del self._warned[key]
+
+    @property
+    def tracked(self) -> int:
+        """How many users, chats and refusals are remembered (for tests)."""
+        return len(self._users) + len(self._chats) + len(self._warned)
 
 
 def _take(

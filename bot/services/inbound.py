@@ -3,7 +3,31 @@
 Every message of an allowed chat is stored exactly once (the platform event's chat + message
 id is the de-duplication key, written in the same transaction as the record). Turns of one
 session are serialised by a per-session lock; a burst of messages inside the merge window
-becomes one turn (later messages are stored with `merged`).
+becomes one turn (later messages are stored with `merged`). Turns always run as tasks (also
+for edits and `/retry`), so handling an update only stores it: the poller confirms an
+update to Telegram after it was handled, and a slow model never holds up other chats.
+
+Crash recovery (`recover_interrupted`, run once at start-up, before the first update). A
+turn runs after its trigger is committed, tool calls are stored together with their results,
+and reply bubbles are stored one by one as Telegram confirms them, so a crash leaves one of
+three shapes at the end of a session's active path, and we treat them the way a person
+would expect:
+
+- the trigger is the newest record (the crash came before or during the model call, or
+  during a tool whose result was not stored yet): when it arrived less than
+  `RECOVERY_ANSWER_WINDOW` (10 min) ago the turn runs again and answers it; the model gets
+  the same conversation, with no half-finished tool call in it. When it is older (up to
+  `RECOVERY_NOTICE_WINDOW`, 6 h) an answer would come out of the blue, so the bot replies
+  once "I was restarted and missed this, please ask again". Older than that: nothing.
+  In groups only a message that would have been answered counts (a mention of the bot, a
+  reply to it, a command); chatter stays unanswered as before.
+- tool results are the newest record (the crash came between two model calls): the turn
+  continues from them, within the same answer window.
+- the newest record is a reply with unconfirmed bubbles (the crash came in the middle of a
+  multi-bubble reply): the confirmed bubbles stay stored and the record is replaced by one
+  holding only them (`runtime.settle_partial_reply`); the bot then says that its reply was
+  cut short by a restart and that `/retry` gives the whole answer. Resending the missing
+  bubbles could duplicate one Telegram delivered but never confirmed.
 """
 
 from __future__ import annotations
@@ -13,15 +37,33 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Literal
 
-from bot.agent.runtime import TurnOutcome, TurnRunner
+from bot.agent.runtime import TurnOutcome, TurnRunner, settle_partial_reply
 from bot.context.projection import record_tokens
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Scene, SessionKey
-from bot.domain.records import EventRecord, RecordBody, UserRecord
-from bot.ports import Clock, ConversationStore, Messenger, NewRecord, PlatformEvent, SessionInfo
+from bot.domain.records import (
+    AssistantRecord,
+    EventRecord,
+    RecordBody,
+    StoredRecord,
+    ToolResultsRecord,
+    UserRecord,
+)
+from bot.ports import (
+    Clock,
+    ConversationStore,
+    Delivery,
+    Messenger,
+    NewRecord,
+    PlatformEvent,
+    SessionInfo,
+)
+from bot.services.chat_lock import ChatLock, LockScope
 from bot.services.guard import RateLimiter, chat_allowed
 from bot.services.texts import text
 
@@ -30,6 +72,9 @@ log = logging.getLogger("tgbot.inbound")
 Locale = Literal["zh", "en"]
 CommandHandler = Callable[[InboundMessage, SessionInfo], Awaitable[bool]]
 """Handles a bot command; returns False when the command is not ours (then it is stored)."""
+
+RECOVERY_ANSWER_WINDOW = timedelta(minutes=10)
+RECOVERY_NOTICE_WINDOW = timedelta(hours=6)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,6 +123,7 @@ class InboundService:
         clock: Clock,
         policy: InboundPolicy,
         commands: CommandHandler | None = None,
+        chat_lock: ChatLock | None = None,
     ) -> None:
         self.store = store
         self.runner = runner
@@ -85,6 +131,7 @@ class InboundService:
         self.clock = clock
         self.policy = policy
         self.commands = commands
+        self.chat_lock = chat_lock
         self.limiter = RateLimiter(
             per_user=policy.user_messages_per_minute, per_chat=policy.chat_messages_per_minute
         )
@@ -117,7 +164,7 @@ class InboundService:
             if await self.commands(message, session):
                 return
         state = self._state(session.id)
-        async with state.store_lock:
+        async with state.store_lock, self._chat_held(session, "store"):
             if await self.store.find_event(message.chat_id, message.message_id) is not None:
                 log.info("duplicate message %s/%s", message.chat_id, message.message_id)
                 return
@@ -149,10 +196,10 @@ class InboundService:
             return
         session = await self.open(message)
         state = self._state(session.id)
-        async with state.store_lock:
+        async with state.store_lock, self._chat_held(session, "store"):
             known = await self.store.find_event(message.chat_id, message.message_id)
             await self.store.record_events([_event_of(message, record_id=None, known=known)])
-        async with state.lock:
+        async with state.lock, self._chat_held(session, "turn"):
             loaded = await self.store.load_history(session.id, max_records=200)
             last_user = next(
                 (r for r in reversed(loaded.records) if isinstance(r.body, UserRecord)), None
@@ -176,28 +223,148 @@ class InboundService:
                 ],
                 parent_id=last_user.parent_id,
             )
-            await self._run(session, reply_to=message.message_id)
+        self._spawn_turn(session, reply_to=message.message_id)
 
     async def retry(self, session: SessionInfo) -> bool:
-        """Regenerate the last answer on a new branch; False when there is nothing to retry."""
-        state = self._state(session.id)
-        async with state.lock:
-            loaded = await self.store.load_history(session.id, max_records=200)
-            last_user = next(
-                (r for r in reversed(loaded.records) if isinstance(r.body, UserRecord)), None
-            )
-            if last_user is None:
-                return False
-            await self.store.set_active_leaf(session.id, last_user.id)
-            await self._run(session, reply_to=last_user.message_id)
+        """Regenerate the last answer on a new branch; False when there is nothing to retry.
+        The new answer comes from a scheduled turn (`drain` waits for it)."""
+        loaded = await self.store.load_history(session.id, max_records=200)
+        last_user = next(
+            (r for r in reversed(loaded.records) if isinstance(r.body, UserRecord)), None
+        )
+        if last_user is None:
+            return False
+        self._spawn_turn(session, reply_to=last_user.message_id, leaf=last_user.id)
         return True
+
+    async def recover_interrupted(self, *, bot_id: int | None, bot_username: str | None) -> int:
+        """Finish or close the turns a crash interrupted (see the module docstring); returns
+        how many sessions needed it. Turns it starts run as tasks (`drain` waits)."""
+        now = self.clock.now()
+        recovered = 0
+        for session in await self.store.list_sessions():
+            if session.active_leaf_id is None or not chat_allowed(
+                session.key.chat_id, self.policy.allowed_chats
+            ):
+                continue
+            try:
+                if await self._recover(session, now, bot_id=bot_id, bot_username=bot_username):
+                    recovered += 1
+            except Exception:
+                log.exception("could not recover session %s", session.id)
+        if recovered:
+            log.info("recovered %d interrupted turn(s)", recovered)
+        return recovered
 
     async def drain(self) -> None:
         """Wait until every scheduled turn has finished (tests and shutdown)."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
+    # ------------------------------------------------------------------ scale-out hook
+
+    def _chat_held(
+        self, session: SessionInfo, scope: LockScope
+    ) -> AbstractAsyncContextManager[None]:
+        """The cross-worker chat lock (bot/services/chat_lock.py), taken after the in-process
+        session lock; nothing extra when no ChatLock is wired."""
+        if self.chat_lock is None:
+            return nullcontext()
+        return self.chat_lock.hold(session.key, scope=scope)
+
     # ------------------------------------------------------------------ internals
+
+    async def _recover(
+        self, session: SessionInfo, now: datetime, *, bot_id: int | None, bot_username: str | None
+    ) -> bool:
+        records = (await self.store.load_history(session.id, max_records=30)).records
+        if not records:
+            return False
+        leaf = records[-1]
+        age = now - leaf.created_at
+        match leaf.body:
+            case AssistantRecord() if leaf.message_id is not None and None in leaf.message_ids:
+                await self._close_cut_reply(session, leaf)
+                return True
+            case ToolResultsRecord() if age <= RECOVERY_ANSWER_WINDOW:
+                trigger = next(
+                    (r for r in reversed(records) if isinstance(r.body, UserRecord)), None
+                )
+                self._spawn_turn(session, reply_to=trigger.message_id if trigger else None)
+                return True
+            case UserRecord():
+                waiting = _unanswered(records)
+                if not any(
+                    self._was_trigger(r, session.scene, bot_id, bot_username) for r in waiting
+                ):
+                    return False
+                if age <= RECOVERY_ANSWER_WINDOW:
+                    self._spawn_turn(session, reply_to=leaf.message_id)
+                    return True
+                if age <= RECOVERY_NOTICE_WINDOW:
+                    await self._say(session, "restarted_missed", reply_to=leaf.message_id)
+                    return True
+                return False
+            case _:
+                return False
+
+    async def _close_cut_reply(self, session: SessionInfo, leaf: StoredRecord) -> None:
+        """A reply a crash cut short: keep the confirmed bubbles, say so once."""
+        texts: list[str] = []
+        trigger: int | None = None
+        for mid in leaf.message_ids:
+            event = None if mid is None else await self.store.find_event(session.key.chat_id, mid)
+            texts.append(event.text if event is not None else "")
+            if event is not None and trigger is None:
+                trigger = event.reply_to_message_id
+        delivery = Delivery(message_ids=leaf.message_ids, texts=tuple(texts))
+        await settle_partial_reply(self.runner, session, leaf, delivery, reply_to=trigger)
+        await self._say(session, "restarted_cut", reply_to=trigger)
+
+    def _was_trigger(
+        self, record: StoredRecord, scene: Scene, bot_id: int | None, bot_username: str | None
+    ) -> bool:
+        """Whether a stored message was one the bot answers (`_should_answer`, from the
+        stored facts: the mention's entity is gone, the text and quote remain)."""
+        body = record.body
+        if not isinstance(body, UserRecord) or body.sender.kind == "bot":
+            return False
+        if scene != "group":
+            return True
+        p = self.policy
+        mention = bot_username is not None and f"@{bot_username.lower()}" in body.text.lower()
+        replied = body.quote is not None and bot_id is not None and body.quote.sender_id == bot_id
+        command = body.text.startswith("/")
+        return (
+            (p.answer_on_mention and mention)
+            or (p.answer_on_reply and replied)
+            or (p.answer_on_command and command)
+        )
+
+    async def _say(self, session: SessionInfo, key: str, *, reply_to: int | None) -> None:
+        await self.messenger.send_text(
+            session.key.chat_id,
+            text(self.policy.locale, key),
+            thread_id=session.key.thread_id,
+            reply_to=reply_to,
+        )
+
+    def _spawn_turn(
+        self, session: SessionInfo, *, reply_to: int | None, leaf: int | None = None
+    ) -> None:
+        """Run a turn now (no merge window) as a task, under the session's locks; with
+        `leaf`, on a new branch from that record (`/retry`)."""
+        state = self._state(session.id)
+
+        async def turn() -> None:
+            async with state.lock, self._chat_held(session, "turn"):
+                if leaf is not None:
+                    await self.store.set_active_leaf(session.id, leaf)
+                await self._run(session, reply_to=reply_to)
+
+        task = asyncio.create_task(turn(), name=f"turn-{session.id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _should_answer(self, message: InboundMessage, scene: Scene) -> bool:
         if message.sender.is_bot and message.sender.kind == "bot":
@@ -250,7 +417,7 @@ class InboundService:
         async def later() -> None:
             if delay > 0:
                 await asyncio.sleep(delay)
-            async with state.lock:
+            async with state.lock, self._chat_held(session, "turn"):
                 if state.pending is not None and state.pending.task is task:
                     state.pending.started = True
                 try:
@@ -271,7 +438,12 @@ class InboundService:
         try:
             outcome = await self.runner.run_turn(fresh, reply_to=reply_to)
         except Exception:
+            # A bug or a storage failure: the user still hears back, once.
             log.exception("turn crashed in session %s", session.id)
+            try:
+                await self._say(session, "internal_error", reply_to=reply_to)
+            except Exception:
+                log.exception("could not tell chat %s about the failure", session.key.chat_id)
             return
         self.outcomes.append(outcome)
 
@@ -293,3 +465,14 @@ def _event_of(
         record_id=known.record_id if known is not None else record_id,
         edited_at=message.edit_date if message.is_edit else None,
     )
+
+
+def _unanswered(records: tuple[StoredRecord, ...]) -> list[StoredRecord]:
+    """The member messages after the newest reply, tool step or summary."""
+    waiting: list[StoredRecord] = []
+    for record in reversed(records):
+        if isinstance(record.body, UserRecord):
+            waiting.append(record)
+        elif not isinstance(record.body, EventRecord):
+            break
+    return waiting

@@ -1,4 +1,10 @@
-"""`tgbot run`: long polling (or a webhook) against the configured Bot API, with the scheduler."""
+"""`tgbot run`: long polling (or a webhook) against the configured Bot API, with the scheduler.
+
+SIGTERM / SIGINT stop taking updates (polling stops; the webhook answers 503 and closes after
+the requests in flight), then the turns already running finish (`InboundService.drain`)
+before the process exits. The chat lock comes from the database URL: asyncio locks on SQLite
+(one worker), PostgreSQL advisory locks for several workers on one database.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +16,19 @@ from bot.config import Settings
 
 log = logging.getLogger("tgbot.run")
 
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
 
 async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> int:
     from adapters.telegram.app import build_bot, build_dispatcher
     from adapters.telegram.sender import TelegramMessenger
-    from bot.main import build_app, open_store, start_daily_summary
+    from bot.main import build_app, open_chat_lock, open_store, start_daily_summary
 
     assert settings.bot_token is not None
     store = await open_store(settings)
+    chat_lock = open_chat_lock(settings)
     bot = build_bot(settings.bot_token.get_secret_value(), settings.telegram_api_base)
+    scheduler = None
     try:
         me = await bot.get_me()
         messenger = TelegramMessenger(bot)
@@ -28,28 +38,53 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             messenger=messenger,
             bot_id=me.id,
             bot_name=me.first_name or me.username or "tgbot",
+            chat_lock=chat_lock,
         )
         dispatcher = build_dispatcher(
             app.inbound, bot_id=me.id, bot_username=me.username, locale=settings.bot_locale
         )
         scheduler = start_daily_summary(app, messenger)
-        log.info("bot @%s (%s) started; polling %s", me.username, me.id, settings.telegram_api_base)
+        # before the first update: finish or close the turns a crash interrupted
+        await app.inbound.recover_interrupted(bot_id=me.id, bot_username=me.username)
+        loop = asyncio.get_running_loop()
         if webhook:
             from adapters.telegram.webhook import serve_webhook
 
-            await serve_webhook(dispatcher, bot, host=host, port=port)
+            log.info("bot @%s (%s) started; webhook mode", me.username, me.id)
+            stop = asyncio.Event()
+            for sig in _STOP_SIGNALS:
+                loop.add_signal_handler(sig, stop.set)
+            secret = settings.webhook_secret
+            await serve_webhook(
+                dispatcher,
+                bot,
+                host=host,
+                port=port,
+                stop=stop,
+                secret=secret.get_secret_value() if secret is not None else None,
+                public_url=settings.webhook_url,
+            )
         else:
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(
-                    sig, lambda: asyncio.ensure_future(dispatcher.stop_polling())
-                )
-            await dispatcher.start_polling(bot, handle_signals=False, close_bot_session=False)
+            log.info(
+                "bot @%s (%s) started; polling %s", me.username, me.id, settings.telegram_api_base
+            )
+            from adapters.telegram.polling_loop import poll_updates
+
+            stop_polling = asyncio.Event()
+            for sig in _STOP_SIGNALS:
+                loop.add_signal_handler(sig, stop_polling.set)
+            # confirms each batch only after it was stored; one chat's updates in order
+            await poll_updates(dispatcher, bot, stop=stop_polling)
+        log.info("finishing running turns")
         await app.inbound.drain()
-        if scheduler is not None:
-            scheduler.shutdown(wait=False)
         await app.routes.aclose()
     finally:
+        for sig in _STOP_SIGNALS:
+            asyncio.get_running_loop().remove_signal_handler(sig)
+        if scheduler is not None:
+            scheduler.shutdown(wait=False)
         await bot.session.close()
+        await chat_lock.close()
         await store.close()
+    log.info("stopped")
     return 0

@@ -16,6 +16,9 @@ TEXTS: dict[Locale, dict[str, str]] = {
         "model_unknown": "没有名为 {name} 的模型配置。可用：{choices}",
         "help": "在群里 @我 或回复我的消息即可对话。主人命令：/usage /context /model /retry",
         "unknown": "未知",
+        "restarted_missed": "抱歉，我刚重启过，没来得及回复这条消息。请再问我一次。",
+        "restarted_cut": "抱歉，我在回复时重启了，上面的回答可能不完整。发送 /retry 获取完整回答。",
+        "internal_error": "抱歉，处理这条消息时出错了。请稍后再试。",
     },
     "en": {
         "owner_only": "Sorry, only the bot's owner can use this command.",
@@ -27,6 +30,10 @@ TEXTS: dict[Locale, dict[str, str]] = {
         "help": "Mention me or reply to me in a group to talk. Owner commands: "
         "/usage /context /model /retry",
         "unknown": "unknown",
+        "restarted_missed": "Sorry, I was restarted and missed this message. Please ask again.",
+        "restarted_cut": "Sorry, I was restarted while replying, so the answer above may be "
+        "incomplete. Send /retry for the whole answer.",
+        "internal_error": "Sorry, something went wrong with this message. Please try again.",
     },
 }
 

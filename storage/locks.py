@@ -1,0 +1,124 @@
+"""PostgreSQL advisory locks: per-chat mutual exclusion across worker processes.
+
+`AdvisoryChatLock.hold(key, scope=...)` takes a session-level `pg_advisory_lock` on a
+connection of its own (from a pool kept apart from the store's, so a hundred long turns cannot
+starve the store of connections) and releases it in `finally`. The lock id is a signed 64-bit
+hash of (scope, platform, chat id, thread id): every worker computes the same id for a chat.
+
+A session-level advisory lock dies with its connection, so whenever acquiring or releasing
+goes wrong (a cancelled wait, a lost connection) the connection is invalidated, never handed
+back to the pool: a lock can never stay behind on a pooled connection. A worker that crashes
+likewise frees its locks when PostgreSQL notices the closed connection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from bot.domain.ids import SessionKey
+from bot.errors import StorageError
+from storage.engine import is_sqlite, normalise_url
+
+log = logging.getLogger(__name__)
+
+_LOCK = text("SELECT pg_advisory_lock(:id)")
+_UNLOCK = text("SELECT pg_advisory_unlock(:id)")
+
+LOCK_POOL_SIZE = 5
+"""Idle connections kept for locks; more are opened while more chats hold a lock at once."""
+
+
+def advisory_key(*parts: str | int) -> int:
+    """A stable signed 64-bit lock id for `parts` (the same in every process and version)."""
+    digest = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+MIGRATION_LOCK_ID = advisory_key("tgbot-migrate")
+"""Held around a schema upgrade, so workers starting together migrate one at a time."""
+
+
+def chat_key(key: SessionKey, scope: str) -> int:
+    return advisory_key("tgbot-chat", scope, key.platform, key.chat_id, key.thread_id)
+
+
+def create_lock_engine(url: str) -> AsyncEngine:
+    """An engine for lock connections only: a small idle pool, no overflow limit."""
+    parsed = normalise_url(url)
+    if is_sqlite(parsed):
+        raise ValueError("advisory locks need PostgreSQL; use LocalChatLock with SQLite")
+    return create_async_engine(
+        parsed, pool_size=LOCK_POOL_SIZE, max_overflow=-1, pool_pre_ping=True
+    )
+
+
+class AdvisoryChatLock:
+    """Implements `bot.services.chat_lock.ChatLock` with PostgreSQL advisory locks."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+
+    @classmethod
+    def for_url(cls, url: str) -> AdvisoryChatLock:
+        return cls(create_lock_engine(url))
+
+    @asynccontextmanager
+    async def hold(self, key: SessionKey, *, scope: str = "turn") -> AsyncIterator[None]:
+        async with self.hold_id(chat_key(key, scope)):
+            yield
+
+    @asynccontextmanager
+    async def hold_id(self, lock_id: int) -> AsyncIterator[None]:
+        """Hold the advisory lock `lock_id` (waits, without polling, for the holder)."""
+        conn = await self._acquire(lock_id)
+        try:
+            yield
+        finally:
+            await self._release(conn, lock_id)
+
+    async def close(self) -> None:
+        await self._engine.dispose()
+
+    async def _acquire(self, lock_id: int) -> AsyncConnection:
+        try:
+            conn = await self._engine.connect()
+        except SQLAlchemyError as exc:
+            raise StorageError(f"no connection for a chat lock: {exc}") from exc
+        try:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            await conn.execute(_LOCK, {"id": lock_id})
+        except BaseException as exc:
+            # Cancelled while waiting, or the connection broke: the server may have granted
+            # the lock anyway, so this connection must die with it rather than be pooled.
+            await _discard(conn)
+            if isinstance(exc, SQLAlchemyError):
+                raise StorageError(f"chat lock failed: {exc}") from exc
+            raise
+        return conn
+
+    async def _release(self, conn: AsyncConnection, lock_id: int) -> None:
+        try:
+            released = (await conn.execute(_UNLOCK, {"id": lock_id})).scalar_one()
+        except BaseException:
+            await _discard(conn)
+            raise
+        if not released:  # should never happen; a connection in doubt is not pooled
+            log.error("advisory lock %s was not held at release", lock_id)
+            await _discard(conn)
+            return
+        await conn.close()
+
+
+async def _discard(conn: AsyncConnection) -> None:
+    try:
+        await conn.invalidate()
+        await conn.close()
+    except Exception:
+        log.warning("closing a lock connection failed", exc_info=True)

@@ -1,0 +1,267 @@
+"""A real `tgbot run` process against the fake Bot API and the fake OpenAI server.
+
+`BotProcess` starts `python -m bot.cli run` with its settings in the environment, can be
+SIGKILLed at any moment and started again on the same data directory; its log goes to a
+file so tests can read what it wrote. `GatedModel` is a scripted model whose calls can be
+held at a gate, so a test knows a turn is inside its model call (an event, not a sleep).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.llm.fake_server import FakeOpenAIServer
+from adapters.llm.scripted import ScriptedModel
+from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.fake_api import FakeBotApi
+from adapters.telegram.polling_loop import poll_updates
+from adapters.telegram.sender import TelegramMessenger
+from bot.config import load_settings
+from bot.domain.ids import SessionKey
+from bot.domain.records import StoredRecord
+from bot.main import build_app
+from bot.ports import ConversationStore, LLMRequest, LLMResponse
+from storage.engine import create_engine_for
+from storage.sql import SqlStore
+
+ROOT = Path(__file__).resolve().parents[2]
+BOT_TOKEN = "424242:SECRET-bot-token-do-not-log"
+LLM_KEY = "sk-SECRET-llm-key-do-not-log"
+OWNER = 4242
+
+
+class GatedModel:
+    """An `LLMProvider` that answers with `respond(request)`. A call for which `hold(request)`
+    is true waits at `gate` while it is closed; `held` is set when such a call arrives."""
+
+    def __init__(
+        self,
+        respond: Callable[[LLMRequest], LLMResponse],
+        hold: Callable[[LLMRequest], bool] = lambda _request: False,
+    ) -> None:
+        self.respond = respond
+        self.hold = hold
+        self.gate = asyncio.Event()
+        self.held = asyncio.Event()
+        self.requests: list[LLMRequest] = []
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        self.requests.append(request)
+        if self.hold(request):
+            self.held.set()
+            await self.gate.wait()
+        return self.respond(request)
+
+
+class BotProcess:
+    def __init__(self, api: FakeBotApi, llm: FakeOpenAIServer, data_dir: Path) -> None:
+        self.api = api
+        self.llm = llm
+        self.data_dir = data_dir
+        self.log_path = data_dir / "bot.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(self.data_dir),
+            "BOT_TOKEN": BOT_TOKEN,
+            "TELEGRAM_API_BASE": self.api.base_url,
+            "LLM_BASE_URL": self.llm.base_url,
+            "LLM_API_KEY": LLM_KEY,
+            "DATA_DIR": str(self.data_dir),
+            "OWNER_ID": str(OWNER),
+            "BOT_LOCALE": "en",
+            "TRIGGERS__MERGE_WINDOW_SECONDS": "0",
+            "SCHEDULE__DAILY_SUMMARY": "false",
+            "RUNTIME__MAX_RETRIES": "0",
+            "TGBOT_LOG_LEVEL": "DEBUG",
+            **extra,
+        }
+
+    async def start(self, **extra: str) -> None:
+        """Start the process and wait until it polls (recovery has run by then)."""
+        assert self.process is None or self.process.poll() is not None
+        polls = len(self.api.calls_of("getUpdates"))
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(  # noqa: ASYNC220 (started, never waited on here)
+            [sys.executable, "-m", "bot.cli", "run"],
+            cwd=ROOT,
+            env=self.env(**extra),
+            stdout=log,
+            stderr=log,
+        )
+        log.close()
+        self.starts += 1
+        await self.api.wait_for_call("getUpdates", polls + 1, timeout=30)
+
+    def kill(self) -> None:
+        """SIGKILL: no handler runs, nothing is flushed."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    async def stop(self) -> int:
+        """SIGTERM and wait for a clean exit."""
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            await asyncio.to_thread(self.process.wait, 30)
+        return int(self.process.returncode)
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[FakeBotApi]:
+    async with FakeBotApi(BOT_TOKEN, username="test_bot", first_name="Helper") as server:
+        yield server
+
+
+@pytest.fixture
+async def llm() -> AsyncIterator[FakeOpenAIServer]:
+    """The model is set by each test (`llm.model = GatedModel(...)`)."""
+    async with FakeOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def bot(api: FakeBotApi, llm: FakeOpenAIServer, tmp_path: Path) -> AsyncIterator[BotProcess]:
+    process = BotProcess(api, llm, tmp_path)
+    try:
+        yield process
+    finally:
+        if process.process is not None and process.process.poll() is None:
+            process.kill()
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[SqlStore]:
+    """The bot's SQLite file, read from the test process while the bot runs."""
+    store = SqlStore(create_engine_for(f"sqlite+aiosqlite:///{tmp_path / 'tgbot.sqlite3'}"))
+    yield store
+    await store.close()
+
+
+async def eventually(
+    check: Callable[[], Awaitable[bool]],
+    timeout: float = 20,  # noqa: ASYNC109 (a test helper: the bound is its point)
+) -> None:
+    """Wait until `check()` holds. Only for state in another process, which sends no event."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.05)
+
+
+async def path_of(db: SqlStore, chat_id: int) -> tuple[StoredRecord, ...]:
+    session = await db.find_session(SessionKey(chat_id=chat_id))
+    if session is None:
+        return ()
+    return await db.load_path(session.id)
+
+
+def orphaned_tool_calls(body: dict[str, Any]) -> list[str]:
+    """Tool call ids in a chat-completions request body without a tool message answering
+    them, and tool messages answering no call."""
+    calls: list[str] = []
+    answered: list[str] = []
+    for message in body.get("messages", []):
+        for call in message.get("tool_calls") or []:
+            calls.append(call["id"])
+        if message.get("role") == "tool":
+            answered.append(message.get("tool_call_id"))
+    return sorted(set(calls).symmetric_difference(answered))
+
+
+class LiveBot:
+    """The app in this process, polling the fake Bot API through aiogram's real client
+    (`poll_updates`), with a scripted model; the store is given (in-memory or SQL)."""
+
+    def __init__(self, api: FakeBotApi, store: ConversationStore, data_dir: Path) -> None:
+        self.api = api
+        self.store = store
+        self.data_dir = data_dir
+        self.model = ScriptedModel()
+        self.slept: list[float] = []
+        self.stop_polling = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.bot = build_bot(api.token, api.base_url)
+
+        async def no_wait(seconds: float) -> None:
+            self.slept.append(seconds)
+
+        self.messenger = TelegramMessenger(self.bot, sleep=no_wait)
+        settings = load_settings(
+            data_dir=data_dir,
+            owner_id=OWNER,
+            bot_locale="en",
+            triggers={"merge_window_seconds": 0},
+            security={"user_messages_per_minute": 0, "chat_messages_per_minute": 0},
+        )
+        self.app = build_app(
+            settings,
+            store=store,
+            messenger=self.messenger,
+            bot_id=api.bot_id,
+            bot_name=api.first_name,
+            offline=self.model,
+        )
+        self.dispatcher = build_dispatcher(
+            self.app.inbound, bot_id=api.bot_id, bot_username=api.username, locale="en"
+        )
+
+    async def start(self) -> None:
+        polls = len(self.api.calls_of("getUpdates"))
+        self._task = asyncio.create_task(
+            poll_updates(self.dispatcher, self.bot, stop=self.stop_polling, poll_seconds=5)
+        )
+        await self.api.wait_for_call("getUpdates", polls + 1)
+
+    async def handled(self, last_update_id: int) -> None:
+        """Wait until every update up to `last_update_id` was handled and its turns ended."""
+        await wait_confirmed(self.api, last_update_id)
+        await self.app.inbound.drain()
+
+    async def close(self) -> None:
+        self.stop_polling.set()
+        if self._task is not None:
+            await self._task
+        await self.app.inbound.drain()
+        await self.bot.session.close()
+
+
+async def wait_confirmed(api: FakeBotApi, last_update_id: int) -> None:
+    """Wait until the bot asked for updates after `last_update_id`: everything up to it was
+    handled (the poller confirms a batch only after handling it)."""
+
+    async def confirmed() -> bool:
+        return any(
+            int(call.get("offset") or 0) > last_update_id for call in api.calls_of("getUpdates")
+        )
+
+    while not await confirmed():
+        calls = len(api.calls_of("getUpdates"))
+        await api.wait_for_call("getUpdates", calls + 1, timeout=10)
+
+
+@pytest.fixture
+async def live(api: FakeBotApi, tmp_path: Path) -> AsyncIterator[LiveBot]:
+    from storage.memory import InMemoryStore
+
+    bot = LiveBot(api, InMemoryStore(), tmp_path)
+    await bot.start()
+    yield bot
+    await bot.close()

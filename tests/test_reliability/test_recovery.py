@@ -1,0 +1,74 @@
+"""Start-up recovery policy (`InboundService.recover_interrupted`) over the in-memory store:
+which interrupted turns are answered, which get a short notice, which are left alone."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from adapters.llm.scripted import Reply, ScriptedModel
+from bot.config import load_settings
+from bot.domain.facts import Quote, Sender
+from bot.domain.ids import Scene, SessionKey
+from bot.domain.records import UserRecord
+from bot.main import build_app
+from bot.ports import NewRecord
+from bot.services.texts import TEXTS
+from storage.memory import InMemoryStore
+from tests.fakes import RecordingMessenger, SteppingClock
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+ALICE = Sender(id=1001, name="Alice")
+BOT_ID = 999
+
+
+async def recover_one(
+    tmp_path: Path, *, scene: Scene, text: str, age: timedelta, quote: Quote | None = None
+) -> tuple[RecordingMessenger, ScriptedModel]:
+    model = ScriptedModel([Reply("Answered after the restart.")])
+    messenger = RecordingMessenger()
+    store = InMemoryStore()
+    app = build_app(
+        load_settings(data_dir=tmp_path, bot_locale="en"),
+        store=store, messenger=messenger, bot_id=BOT_ID, bot_name="Helper",
+        clock=SteppingClock(NOW), offline=model,
+    )  # fmt: skip
+    chat = -100 if scene == "group" else ALICE.id
+    session = await store.open_session(SessionKey(chat_id=chat), scene=scene)
+    body = UserRecord(sender=ALICE, text=text, quote=quote)
+    await store.append(session.id, [NewRecord(body=body, created_at=NOW - age, message_ids=(7,))])
+    await app.inbound.recover_interrupted(bot_id=BOT_ID, bot_username="helper_bot")
+    await app.inbound.drain()
+    return messenger, model
+
+
+ANSWER = ["Answered after the restart."]
+MISSED = [TEXTS["en"]["restarted_missed"]]
+CASES = {
+    "private, 2 min ago: answered": ("private", "hi", timedelta(minutes=2), None, ANSWER),
+    "private, 1 h ago: told to ask again": ("private", "hi", timedelta(hours=1), None, MISSED),
+    "private, 2 days ago: left alone": ("private", "hi", timedelta(days=2), None, []),
+    "group mention: answered": ("group", "hey @Helper_Bot?", timedelta(minutes=1), None, ANSWER),
+    "group reply to the bot: answered": (
+        "group", "and then?", timedelta(minutes=1),
+        Quote(id=6, sender_id=BOT_ID, timestamp=NOW, summary="earlier"), ANSWER,
+    ),
+    "group chatter: left alone": ("group", "lunch?", timedelta(minutes=1), None, []),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+async def test_an_unanswered_message_after_a_crash(tmp_path: Path, case: str) -> None:
+    scene, text, age, quote, expected = CASES[case]
+    messenger, model = await recover_one(
+        tmp_path,
+        scene=scene,
+        text=text,
+        age=age,
+        quote=quote,  # type: ignore[arg-type]
+    )
+    assert [m.text for m in messenger.sent] == expected
+    assert all(m.reply_to == 7 for m in messenger.sent)
+    assert len(model.requests) == (1 if expected == ANSWER else 0)

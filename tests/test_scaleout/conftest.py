@@ -1,0 +1,43 @@
+"""Fixtures of the scale-out tests: a fresh PostgreSQL schema (skipped without
+TEST_POSTGRES_URL) and a migrated SQLite file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from storage.engine import create_engine_for
+from storage.migrate import upgrade_database
+
+POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
+
+
+async def fresh_postgres(*, migrate: bool = True) -> str:
+    """TEST_POSTGRES_URL with an empty (and migrated) `public` schema; skips when unset."""
+    if POSTGRES_URL is None:
+        pytest.skip("TEST_POSTGRES_URL is not set (run under scripts/with-postgres)")
+    engine = create_engine_for(POSTGRES_URL)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("DROP SCHEMA public CASCADE"))
+            await conn.execute(text("CREATE SCHEMA public"))
+    finally:
+        await engine.dispose()
+    if migrate:
+        await upgrade_database(POSTGRES_URL)
+    return POSTGRES_URL
+
+
+@pytest.fixture
+async def postgres_url() -> str:
+    return await fresh_postgres()
+
+
+@pytest.fixture
+async def sqlite_url(tmp_path: Path) -> str:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'db' / 'bot.sqlite3'}"
+    await upgrade_database(url)
+    return url

@@ -1,0 +1,156 @@
+"""One ChatLock contract for LocalChatLock and (under PostgreSQL) AdvisoryChatLock.
+
+Each case gets two lock objects standing for two workers: the same LocalChatLock twice, or
+two AdvisoryChatLocks with separate engines (separate connections, as in two processes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import text
+
+from bot.domain.ids import SessionKey
+from bot.services.chat_lock import ChatLock, LocalChatLock
+from storage.engine import create_engine_for
+from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock, advisory_key, chat_key
+from tests.test_scaleout.conftest import fresh_postgres
+
+CHAT = SessionKey(chat_id=-100500)
+TOPIC = SessionKey(chat_id=-100500, thread_id=7)
+OTHER = SessionKey(chat_id=-200)
+
+Workers = tuple[ChatLock, ChatLock]
+
+
+@pytest.fixture(params=["local", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def workers(request: pytest.FixtureRequest) -> AsyncIterator[Workers]:
+    if request.param == "local":
+        shared = LocalChatLock()
+        yield shared, shared
+        assert shared.held == 0
+        return
+    url = await fresh_postgres()
+    first, second = AdvisoryChatLock.for_url(url), AdvisoryChatLock.for_url(url)
+    try:
+        yield first, second
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_holders_of_one_chat_never_overlap(workers: Workers) -> None:
+    inside = 0
+    most = 0
+    order: list[int] = []
+
+    async def turn(n: int) -> None:
+        nonlocal inside, most
+        async with workers[n % 2].hold(CHAT):
+            inside += 1
+            most = max(most, inside)
+            await asyncio.sleep(0.005)  # the "work" of a turn; other workers try meanwhile
+            order.append(n)
+            inside -= 1
+
+    await asyncio.wait_for(asyncio.gather(*(turn(n) for n in range(10))), 20)
+    assert most == 1
+    assert sorted(order) == list(range(10))
+
+
+@pytest.mark.parametrize(
+    ("key", "scope"),
+    [(OTHER, "turn"), (TOPIC, "turn"), (CHAT, "store")],
+    ids=["another-chat", "another-topic", "same-chat-store-scope"],
+)
+async def test_other_chats_and_the_store_scope_are_not_blocked_by_a_turn(
+    workers: Workers, key: SessionKey, scope: str
+) -> None:
+    async with workers[0].hold(CHAT, scope="turn"):
+        entered = asyncio.Event()
+
+        async def other() -> None:
+            async with workers[1].hold(key, scope=scope):  # type: ignore[arg-type]
+                entered.set()
+
+        await asyncio.wait_for(other(), 5)
+        assert entered.is_set()
+
+
+async def test_a_waiter_enters_when_the_holder_leaves(workers: Workers) -> None:
+    release = asyncio.Event()
+    held = asyncio.Event()
+    entered = asyncio.Event()
+
+    async def holder() -> None:
+        async with workers[0].hold(CHAT):
+            held.set()
+            await release.wait()
+
+    async def waiter() -> None:
+        await held.wait()
+        async with workers[1].hold(CHAT):
+            entered.set()
+
+    tasks = [asyncio.create_task(holder()), asyncio.create_task(waiter())]
+    await held.wait()
+    assert not entered.is_set()
+    release.set()
+    await asyncio.wait_for(asyncio.gather(*tasks), 5)
+    assert entered.is_set()
+
+
+def test_lock_ids_are_stable_and_distinct() -> None:
+    # Every worker (and every version) must compute the same id for a chat.
+    assert chat_key(CHAT, "turn") == 1545539173468488027
+    assert chat_key(CHAT, "store") == 6106443932543400586
+    ids = {
+        chat_key(CHAT, "turn"),
+        chat_key(CHAT, "store"),
+        chat_key(TOPIC, "turn"),
+        chat_key(OTHER, "turn"),
+        MIGRATION_LOCK_ID,
+    }
+    assert len(ids) == 5
+    assert all(-(2**63) <= i < 2**63 for i in ids)
+    assert advisory_key("a", 1) != advisory_key("a1")
+
+
+async def _advisory_locks(url: str, *, granted: bool) -> int:
+    engine = create_engine_for(url)
+    try:
+        async with engine.connect() as conn:
+            query = text(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted = :g"
+            )
+            return int((await conn.execute(query, {"g": granted})).scalar_one())
+    finally:
+        await engine.dispose()
+
+
+async def _until(url: str, *, granted: bool, count: int) -> None:
+    """PostgreSQL offers no event for "a backend now waits on a lock"; poll pg_locks."""
+    async with asyncio.timeout(10):
+        while await _advisory_locks(url, granted=granted) != count:  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+
+
+@pytest.mark.postgres
+async def test_a_cancelled_wait_leaves_no_advisory_lock_behind(postgres_url: str) -> None:
+    first, second = AdvisoryChatLock.for_url(postgres_url), AdvisoryChatLock.for_url(postgres_url)
+    try:
+        async with first.hold(CHAT):
+            waiting = asyncio.create_task(second.hold(CHAT).__aenter__())
+            await _until(postgres_url, granted=False, count=1)
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            await _until(postgres_url, granted=False, count=0)
+        await _until(postgres_url, granted=True, count=0)
+        async with asyncio.timeout(5), second.hold(CHAT):
+            assert await _advisory_locks(postgres_url, granted=True) == 1
+    finally:
+        await first.close()
+        await second.close()

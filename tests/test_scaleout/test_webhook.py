@@ -1,0 +1,192 @@
+"""The webhook server in one process on SQLite: real HTTP in, the fake Bot API out."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiogram import Bot
+
+from adapters.llm.scripted import ScriptedModel
+from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.fake_api import FakeBotApi
+from adapters.telegram.sender import TelegramMessenger
+from adapters.telegram.webhook import (
+    HEALTH_PATH,
+    SECRET_HEADER,
+    WebhookServer,
+    register_webhook,
+)
+from bot.config import load_settings
+from bot.domain.facts import InboundMessage
+from bot.domain.ids import SessionKey
+from bot.domain.records import UserRecord
+from bot.main import App, build_app
+from bot.services.chat_lock import LocalChatLock
+from storage.engine import create_engine_for
+from storage.sql import SqlStore
+
+SECRET = "s3cret-token_1"
+USER = 1001
+
+
+@dataclass
+class Rig:
+    api: FakeBotApi
+    bot: Bot
+    app: App
+    store: SqlStore
+    server: WebhookServer
+    http: aiohttp.ClientSession
+
+    async def post(self, update: dict[str, Any], *, secret: str | None = SECRET) -> int:
+        headers = {SECRET_HEADER: secret} if secret is not None else {}
+        async with self.http.post(self.server.url, json=update, headers=headers) as response:
+            return response.status
+
+
+@pytest.fixture
+async def rig(tmp_path: Path, sqlite_url: str) -> AsyncIterator[Rig]:
+    settings = load_settings(
+        data_dir=tmp_path,
+        database_url=sqlite_url,
+        bot_locale="en",
+        triggers={"merge_window_seconds": 0},
+    )
+    store = SqlStore(create_engine_for(sqlite_url))
+    async with FakeBotApi() as api, aiohttp.ClientSession() as http:
+        bot = build_bot(api.token, api.base_url)
+        app = build_app(
+            settings,
+            store=store,
+            messenger=TelegramMessenger(bot),
+            bot_id=api.bot_id,
+            bot_name=api.first_name,
+            offline=ScriptedModel(),
+            chat_lock=LocalChatLock(),
+        )
+        dispatcher = build_dispatcher(
+            app.inbound, bot_id=api.bot_id, bot_username=api.username, locale="en"
+        )
+        server = WebhookServer(dispatcher, bot, secret=SECRET, port=0)
+        await server.start()
+        try:
+            yield Rig(api, bot, app, store, server, http)
+        finally:
+            await server.stop()
+            await app.inbound.drain()
+            await app.routes.aclose()
+            await bot.session.close()
+            await store.close()
+
+
+def private(api: FakeBotApi, update_id: int, text: str) -> dict[str, Any]:
+    return {"update_id": update_id, **api.user_message(USER, USER, text, chat_type="private")}
+
+
+async def test_an_update_and_its_retry_are_stored_once_and_answered_once(rig: Rig) -> None:
+    update = private(rig.api, 1, "hello over the webhook")
+    statuses = await asyncio.gather(rig.post(update), rig.post(update))
+    assert list(statuses) == [200, 200]
+    await rig.app.inbound.drain()
+
+    replies = rig.api.sent_messages(USER)
+    assert [r["reply_to_message"]["message_id"] for r in replies] == [1]
+    assert replies[0]["text"] == "Noted: hello over the webhook"
+    session = await rig.store.find_session(SessionKey(chat_id=USER))
+    assert session is not None
+    path = await rig.store.load_path(session.id)
+    assert [r.kind for r in path] == ["user", "assistant"]
+
+
+async def test_messages_keep_their_order_and_each_is_answered(rig: Rig) -> None:
+    posted: list[int] = []
+    for n in range(1, 5):
+        update = private(rig.api, n, f"message {n}")
+        posted.append(update["message"]["message_id"])
+        assert await rig.post(update) == 200
+        await rig.app.inbound.drain()
+    session = await rig.store.find_session(SessionKey(chat_id=USER))
+    assert session is not None
+    path = await rig.store.load_path(session.id)
+    users = [r.message_ids[0] for r in path if isinstance(r.body, UserRecord)]
+    assert users == posted
+    replies = rig.api.sent_messages(USER)
+    assert [r["reply_to_message"]["message_id"] for r in replies] == posted
+
+
+@pytest.mark.parametrize("secret", [None, "wrong", ""], ids=["missing", "wrong", "empty"])
+async def test_a_request_without_the_secret_is_refused(rig: Rig, secret: str | None) -> None:
+    assert await rig.post(private(rig.api, 1, "let me in"), secret=secret) == 401
+    assert await rig.store.find_session(SessionKey(chat_id=USER)) is None
+
+
+@pytest.mark.parametrize(
+    "body", [b"not json", b"[1, 2]", b'{"update_id": "x"}'], ids=["text", "list", "bad-update"]
+)
+async def test_a_body_that_is_not_an_update_is_refused(rig: Rig, body: bytes) -> None:
+    headers = {SECRET_HEADER: SECRET, "Content-Type": "application/json"}
+    async with rig.http.post(rig.server.url, data=body, headers=headers) as response:
+        assert response.status == 400
+
+
+async def test_the_health_endpoint_answers(rig: Rig) -> None:
+    url = f"http://127.0.0.1:{rig.server.port}{HEALTH_PATH}"
+    async with rig.http.get(url) as response:
+        assert response.status == 200
+        assert await response.json() == {"ok": True}
+
+
+async def test_register_webhook_sends_url_secret_and_used_update_kinds(rig: Rig) -> None:
+    dispatcher = build_dispatcher(
+        rig.app.inbound, bot_id=rig.api.bot_id, bot_username=rig.api.username, locale="en"
+    )
+    await register_webhook(rig.bot, dispatcher, url="https://bot.example/webhook", secret=SECRET)
+    assert rig.api.webhook_url == "https://bot.example/webhook"
+    (call,) = rig.api.calls_of("setWebhook")
+    assert call["secret_token"] == SECRET
+    assert {"message", "edited_message"} <= set(call["allowed_updates"])
+
+
+class _BlockingSink:
+    """An InboundSink that holds every message until released."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+        self.done: list[int] = []
+
+    async def on_message(self, message: InboundMessage) -> None:
+        self.entered.set()
+        await self.release.wait()
+        self.done.append(message.message_id)
+
+    async def on_edit(self, message: InboundMessage) -> None:
+        return None
+
+
+async def test_stopping_finishes_the_request_in_flight() -> None:
+    sink = _BlockingSink()
+    async with FakeBotApi() as api, aiohttp.ClientSession() as http:
+        bot = build_bot(api.token, api.base_url)
+        dispatcher = build_dispatcher(sink, bot_id=api.bot_id, bot_username=None, locale="en")
+        server = WebhookServer(dispatcher, bot, secret=None, port=0)
+        await server.start()
+        try:
+            update = private(api, 1, "slow one")
+            posting = asyncio.create_task(http.post(server.url, json=update))
+            await sink.entered.wait()
+            stopping = asyncio.create_task(server.stop())
+            sink.release.set()
+            async with await posting as response:
+                assert response.status == 200
+            await stopping
+        finally:
+            await server.stop()
+            await bot.session.close()
+    assert sink.done == [1]
