@@ -369,7 +369,9 @@ async def context_show(config: str | None, *, chat_id: int, thread_id: int) -> i
         app = build_app(
             settings, store=store, messenger=_NoMessenger(), bot_id=bot_id, bot_name=bot_name
         )
-        state, _aliases, _records = await app.runner.prepare(session, turn_id="preview")
+        state, _aliases, _records = await app.runner.prepare(
+            session, turn_id="preview", persist_window=False
+        )
         print(render_request_preview(state.messages, state.current_index, state.fixed_tokens))
     finally:
         await store.close()

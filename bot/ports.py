@@ -6,7 +6,7 @@ runtime and the services. Fakes in tests implement the same Protocols.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Protocol
@@ -118,6 +118,11 @@ class HistoryStore(Protocol):
     async def set_active_leaf(self, session_id: int, record_id: int) -> None: ...
 
     async def set_window_start(self, session_id: int, record_id: int | None) -> None: ...
+
+    async def find_aliases(self, session_id: int, message_ids: Collection[int]) -> dict[int, str]:
+        """Aliases of records whose first platform id is in `message_ids` (quotes of
+        messages outside the window keep their alias)."""
+        ...
 
     async def set_message_ids(
         self, record_id: int, message_ids: Sequence[int | None]

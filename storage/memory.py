@@ -6,7 +6,7 @@ Simplicity over speed: aliases are recomputed over the whole path on every read.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 
@@ -121,6 +121,16 @@ class InMemoryStore:
             has_earlier=(records[0].parent_id is not None) if records else bool(path),
             next_alias_seq=next_seq,
         )
+
+    async def find_aliases(self, session_id: int, message_ids: Collection[int]) -> dict[int, str]:
+        session = self._session(session_id)
+        wanted = set(message_ids)
+        found: dict[int, str] = {}
+        for record in self._aliased_path(session, session.info.active_leaf_id):
+            first = record.message_id
+            if first in wanted and record.alias_seq is not None:
+                found.setdefault(first, f"m{record.alias_seq}")
+        return found
 
     async def load_path(
         self, session_id: int, leaf_id: int | None = None

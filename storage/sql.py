@@ -26,7 +26,7 @@ reads only id, parent_id and the small `message_ids` column (never payloads), wi
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -271,6 +271,28 @@ class SqlStore:
                 next_alias_seq=rows[-1].alias_last + 1,
             )
         raise StorageError(f"aliases of session {session_id} could not be repaired")
+
+    async def find_aliases(self, session_id: int, message_ids: Collection[int]) -> dict[int, str]:
+        """Aliases (`m<n>`) of the session's records whose first platform id is one of
+        `message_ids`; the first record wins. One indexed query, whatever the history size."""
+        wanted = sorted(set(message_ids))
+        if not wanted:
+            return {}
+        query = (
+            select(MESSAGES.c.first_message_id, MESSAGES.c.alias_seq)
+            .where(
+                MESSAGES.c.session_id == session_id,
+                MESSAGES.c.first_message_id.in_(wanted),
+                MESSAGES.c.alias_seq.is_not(None),
+            )
+            .order_by(MESSAGES.c.id)
+        )
+        async with self._read() as conn:
+            rows = (await conn.execute(query)).all()
+        found: dict[int, str] = {}
+        for row in rows:
+            found.setdefault(int(row.first_message_id), f"m{row.alias_seq}")
+        return found
 
     async def load_path(
         self, session_id: int, leaf_id: int | None = None

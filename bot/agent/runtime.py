@@ -34,12 +34,13 @@ from bot.context.history_trim import (
     breadcrumb_message,
     trim_to_recent_turns,
 )
-from bot.context.projection import Projection, project, record_tokens
+from bot.context.projection import PER_TURN_SEPARATOR, Projection, project, record_tokens
 from bot.context.tokens import (
     IMAGE_TOKEN_ESTIMATE,
     compute_message_tokens,
     estimate_history_tokens,
     estimate_message_tokens,
+    estimate_text_tokens,
 )
 from bot.context.tool_results import truncate_tool_result
 from bot.context.window import (
@@ -232,23 +233,50 @@ class TurnRunner:
         )
 
     def _project(
-        self, records: Sequence[StoredRecord], scene: Scene, blocks: str, chat_id: int
+        self,
+        records: Sequence[StoredRecord],
+        session: SessionInfo,
+        blocks: str,
+        quote_targets: Mapping[int, str],
     ) -> Projection:
         return project(
             records,
             current_index=_current_record(records),
-            scene=scene,
+            scene=session.scene,
             zone=self.policy.zone,
             locale=self.policy.locale,
             bot_user_id=self.bot_id,
             per_turn_blocks=blocks,
-            chat_id=chat_id,
+            quote_targets=quote_targets,
+            chat_id=session.key.chat_id,
         )
 
+    async def _quote_targets(
+        self, session: SessionInfo, records: Sequence[StoredRecord]
+    ) -> dict[int, str]:
+        """Aliases of quoted messages that are not in `records` (the window), so an inline
+        quote line names them by alias, the same way on every call."""
+        shown = {mid for record in records for mid in record.message_ids if mid is not None}
+        quoted = set()
+        for record in records:
+            quote = record.body.quote if isinstance(record.body, UserRecord) else None
+            if quote is not None and quote.chat_id in (None, session.key.chat_id):
+                quoted.add(quote.id)
+        missing = quoted - shown
+        return await self.store.find_aliases(session.id, missing) if missing else {}
+
     async def prepare(
-        self, session: SessionInfo, *, turn_id: str, told_user: Sequence[str] = ()
+        self,
+        session: SessionInfo,
+        *,
+        turn_id: str,
+        told_user: Sequence[str] = (),
+        persist_window: bool = True,
     ) -> tuple[_TurnState, AliasTable, list[StoredRecord]]:
-        """Everything up to the first provider call: window, projection, proactive trim."""
+        """Everything up to the first provider call: window, projection, proactive trim.
+
+        `persist_window=False` previews without storing a moved window start
+        (`tgbot context show` is read-only)."""
         route = self.routes.resolve(session.route)
         loaded = await self.store.load_history(session.id, max_records=self.policy.max_records)
         records = list(loaded.records)
@@ -260,22 +288,9 @@ class TurnRunner:
             max_messages=self.policy.max_messages,
             headroom=self.policy.headroom,
         )
-        projection = self._project(records, session.scene, "", session.key.chat_id)
-        turn_tokens, turn_messages, starts = _turn_costs(projection.messages)
-        decision = select_window(turn_tokens, turn_messages, 0, limits)
-        window_event: HistoryTrimmed | None = None
-        if decision.moved and starts:
-            cut = projection.record_index[starts[decision.start]]
-            records = records[cut:]
-            has_earlier = True
-            await self.store.set_window_start(session.id, records[0].id)
-            window_event = HistoryTrimmed.from_window(
-                decision, budget=history_budget, session=session.id, turn_id=turn_id
-            )
-        now = self.clock.now()
         blocks = build_per_turn_blocks(
             TurnContext(
-                now=now,
+                now=self.clock.now(),
                 zone=self.policy.zone,
                 zone_name=self.policy.zone_name,
                 model=route.model,
@@ -285,7 +300,22 @@ class TurnRunner:
                 told_user=told_user,
             )
         )
-        projection = self._project(records, session.scene, blocks, session.key.chat_id)
+        targets = await self._quote_targets(session, records)
+        projection = self._project(records, session, blocks, targets)
+        turn_tokens, turn_messages, starts = _turn_costs(_without_blocks(projection, blocks))
+        decision = select_window(turn_tokens, turn_messages, 0, limits)
+        window_event: HistoryTrimmed | None = None
+        if decision.moved and starts:
+            cut = projection.record_index[starts[decision.start]]
+            targets = await self._quote_targets(session, records[cut:])
+            records = records[cut:]
+            has_earlier = True
+            if persist_window:
+                await self.store.set_window_start(session.id, records[0].id)
+            window_event = HistoryTrimmed.from_window(
+                decision, budget=history_budget, session=session.id, turn_id=turn_id
+            )
+            projection = self._project(records, session, blocks, targets)
         aliases = AliasTable()
         for alias, message_id in projection.aliases:
             aliases.register(alias, session.key.chat_id, message_id)
@@ -829,6 +859,18 @@ def _turn_costs(
         tokens.append(sum(estimate_message_tokens(m) for m in messages[begin:end]))
         counts.append(end - begin)
     return tokens, counts, starts
+
+
+def _without_blocks(projection: Projection, blocks: str) -> list[ChatMessage]:
+    """The projected messages with the current message costed without its per-turn blocks:
+    the window budget counts history, not this turn's context."""
+    messages = list(projection.messages)
+    index = projection.current_message_index
+    if index is not None and blocks:
+        current = messages[index]
+        extra = estimate_text_tokens(PER_TURN_SEPARATOR + blocks)
+        messages[index] = replace(current, tokens=max(0, (current.tokens or 0) - extra))
+    return messages
 
 
 def _current_record(records: Sequence[StoredRecord]) -> int | None:

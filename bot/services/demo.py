@@ -19,7 +19,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from bot.agent.prompt import TurnContext, build_per_turn_blocks
+from bot.agent.prompt import (
+    PromptFacts,
+    TurnContext,
+    build_per_turn_blocks,
+    build_system_prompt,
+)
 from bot.config import Settings
 from bot.context.tokens import estimate_message_tokens
 from bot.domain.facts import InboundMessage
@@ -216,9 +221,16 @@ async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
                     bot, handle_signals=False, close_bot_session=False, polling_timeout=1
                 )
             )
-            naive = NaiveBaseline(
-                system=ChatMessage(role="system", content=app.runner.system_prompt("group"))
+            # the naive bot sends rules and tool index with every message, not in its prompt
+            base_prompt = build_system_prompt(
+                PromptFacts(
+                    bot_name=me.first_name,
+                    scene="group",
+                    locale=demo.bot_locale,
+                    tool_names=tuple(app.runner.tools),
+                )
             )
+            naive = NaiveBaseline(system=ChatMessage(role="system", content=base_prompt))
             group_requests = await replay(api, app, sink, model, naive, demo, me.username or "")
             await dispatcher.stop_polling()
             await polling

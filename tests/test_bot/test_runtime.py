@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -12,6 +12,7 @@ from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.agent.ledger import read_entries
 from bot.config import load_settings
 from bot.context import BREADCRUMB_TEXT
+from bot.domain.facts import Quote
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
 from bot.main import App, build_app
@@ -193,3 +194,21 @@ async def test_the_history_prefix_is_byte_stable_between_window_moves(
     assert [m.content for m in second.messages[:shared]] == [
         m.content for m in first.messages[:shared]
     ]
+
+
+async def test_a_quote_outside_the_window_is_an_inline_line_naming_the_alias(
+    tmp_path: Path, messenger: RecordingMessenger
+) -> None:
+    model = ScriptedModel()
+    app, _store, clock = make_app(tmp_path, model, messenger, group_tokens=600)
+    first_at = clock.now() + timedelta(seconds=40)
+    await say(app, clock, 1, "the blue kettle is broken", sender=BOB)
+    for mid in range(2, 60):
+        await say(app, clock, mid, f"chatter {mid} " + "la " * 20, sender=CHEN)
+    quote = Quote(id=1, sender_id=BOB.id, timestamp=first_at, summary="the blue kettle is broken")
+    await say(app, clock, 60, "@Helper is it fixed?", mentions_bot=True, quote=quote)
+
+    current = model.requests[-1].messages[-1].content
+    assert "reply_to:" not in current.splitlines()[0]
+    assert "[quote id:m1;user_id:1002;time:" in current
+    assert current.splitlines()[1].endswith("the blue kettle is broken")

@@ -272,6 +272,16 @@ class TestAliases:
         assert elsewhere.alias_seq == 2
         await assert_aliases_match_full_path(store, sid, max_records=3)
 
+    async def test_find_aliases_names_quoted_messages_outside_the_window(
+        self, store: Store
+    ) -> None:
+        sid = await new_session(store)
+        records = await store.append(sid, [user(f"u{n}", BIG + n) for n in range(6)])
+        await store.set_window_start(sid, records[4].id)
+        found = await store.find_aliases(sid, [BIG + 1, BIG + 3, 999])
+        assert found == {BIG + 1: "m2", BIG + 3: "m4"}
+        assert await store.find_aliases(sid, []) == {}
+
     async def test_aliases_follow_branch_switches_and_window_moves(self, store: Store) -> None:
         sid = await new_session(store)
         trunk = await store.append(
