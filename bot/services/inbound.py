@@ -277,36 +277,42 @@ class InboundService:
     async def _recover(
         self, session: SessionInfo, now: datetime, *, bot_id: int | None, bot_username: str | None
     ) -> bool:
-        records = (await self.store.load_history(session.id, max_records=30)).records
-        if not records:
-            return False
-        leaf = records[-1]
-        age = now - leaf.created_at
-        match leaf.body:
-            case AssistantRecord() if leaf.message_id is not None and None in leaf.message_ids:
-                await self._close_cut_reply(session, leaf)
-                return True
-            case ToolResultsRecord() if age <= RECOVERY_ANSWER_WINDOW:
-                trigger = next(
-                    (r for r in reversed(records) if isinstance(r.body, UserRecord)), None
-                )
-                self._spawn_turn(session, reply_to=trigger.message_id if trigger else None)
-                return True
-            case UserRecord():
-                waiting = _unanswered(records)
-                if not any(
-                    self._was_trigger(r, session.scene, bot_id, bot_username) for r in waiting
-                ):
+        """Decide under the chat's turn lock, on a fresh read: another worker may be
+        finishing (or may just have finished) this very turn."""
+        state = self._state(session.id)
+        async with state.lock, self._chat_held(session, "turn"):
+            fresh = await self.store.find_session(session.key) or session
+            records = (await self.store.load_history(fresh.id, max_records=30)).records
+            if not records:
+                return False
+            leaf = records[-1]
+            age = now - leaf.created_at
+            match leaf.body:
+                case AssistantRecord() if leaf.message_id is not None and None in leaf.message_ids:
+                    await self._close_cut_reply(fresh, leaf)
+                    return True
+                case ToolResultsRecord() if age <= RECOVERY_ANSWER_WINDOW:
+                    trigger = next(
+                        (r for r in reversed(records) if isinstance(r.body, UserRecord)), None
+                    )
+                    reply_to = trigger.message_id if trigger else None
+                    self._spawn_turn(fresh, reply_to=reply_to, expect_leaf=leaf.id)
+                    return True
+                case UserRecord():
+                    waiting = _unanswered(records)
+                    if not any(
+                        self._was_trigger(r, fresh.scene, bot_id, bot_username) for r in waiting
+                    ):
+                        return False
+                    if age <= RECOVERY_ANSWER_WINDOW:
+                        self._spawn_turn(fresh, reply_to=leaf.message_id, expect_leaf=leaf.id)
+                        return True
+                    if age <= RECOVERY_NOTICE_WINDOW:
+                        await self._say(fresh, "restarted_missed", reply_to=leaf.message_id)
+                        return True
                     return False
-                if age <= RECOVERY_ANSWER_WINDOW:
-                    self._spawn_turn(session, reply_to=leaf.message_id)
-                    return True
-                if age <= RECOVERY_NOTICE_WINDOW:
-                    await self._say(session, "restarted_missed", reply_to=leaf.message_id)
-                    return True
-                return False
-            case _:
-                return False
+                case _:
+                    return False
 
     async def _close_cut_reply(self, session: SessionInfo, leaf: StoredRecord) -> None:
         """A reply a crash cut short: keep the confirmed bubbles, say so once."""
@@ -350,14 +356,25 @@ class InboundService:
         )
 
     def _spawn_turn(
-        self, session: SessionInfo, *, reply_to: int | None, leaf: int | None = None
+        self,
+        session: SessionInfo,
+        *,
+        reply_to: int | None,
+        leaf: int | None = None,
+        expect_leaf: int | None = None,
     ) -> None:
         """Run a turn now (no merge window) as a task, under the session's locks; with
-        `leaf`, on a new branch from that record (`/retry`)."""
+        `leaf`, on a new branch from that record (`/retry`); with `expect_leaf`, only if
+        nothing was added to the conversation since (recovery: another worker may have
+        answered in between)."""
         state = self._state(session.id)
 
         async def turn() -> None:
             async with state.lock, self._chat_held(session, "turn"):
+                if expect_leaf is not None:
+                    current = await self.store.find_session(session.key)
+                    if current is None or current.active_leaf_id != expect_leaf:
+                        return
                 if leaf is not None:
                     await self.store.set_active_leaf(session.id, leaf)
                 await self._run(session, reply_to=reply_to)

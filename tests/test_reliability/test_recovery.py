@@ -72,3 +72,34 @@ async def test_an_unanswered_message_after_a_crash(tmp_path: Path, case: str) ->
     assert [m.text for m in messenger.sent] == expected
     assert all(m.reply_to == 7 for m in messenger.sent)
     assert len(model.requests) == (1 if expected == ANSWER else 0)
+
+
+async def test_two_workers_recovering_together_answer_once(tmp_path: Path) -> None:
+    """Two workers start at once on one database (one chat lock, as PostgreSQL advisory
+    locks give them): the interrupted turn is answered by exactly one of them."""
+    from bot.services.chat_lock import LocalChatLock
+
+    store = InMemoryStore()
+    shared_lock = LocalChatLock()
+    model = ScriptedModel([Reply("Answered after the restart."), Reply("Answered twice!")])
+    messenger = RecordingMessenger()
+    apps = [
+        build_app(
+            load_settings(data_dir=tmp_path, bot_locale="en"),
+            store=store, messenger=messenger, bot_id=BOT_ID, bot_name="Helper",
+            clock=SteppingClock(NOW), offline=model, chat_lock=shared_lock,
+        )  # fmt: skip
+        for _ in range(2)
+    ]
+    session = await store.open_session(SessionKey(chat_id=ALICE.id), scene="private")
+    body = UserRecord(sender=ALICE, text="hi")
+    at = NOW - timedelta(minutes=1)
+    await store.append(session.id, [NewRecord(body=body, created_at=at, message_ids=(7,))])
+
+    for app in apps:
+        await app.inbound.recover_interrupted(bot_id=BOT_ID, bot_username="helper_bot")
+    for app in apps:
+        await app.inbound.drain()
+
+    assert [m.text for m in messenger.sent] == ANSWER
+    assert len(model.requests) == 1
