@@ -4,6 +4,7 @@
     ├── ConfigError                  a setting is missing or invalid; start-up stops with one line
     ├── NotBuiltError                a command that is not available in this build
     ├── StorageError                 the database refused or lost a write
+    │   ├── StorageUnavailable       the database failed a read or write; retry later
     │   └── SessionNotFound          no such session / record
     ├── ContextError                 the request cannot be built
     │   ├── CapacityExceeded         the request does not fit the model window; says what to change
@@ -22,7 +23,8 @@
 
 What a caller can do follows the branch: `ContextOverflow` → trim and retry once;
 `ProviderRateLimited`/`TelegramFloodWait` → wait `retry_after`; `TelegramForbidden` → stop
-writing to that chat; `ToolError` and `ReferenceNotConfirmed` → tell the model, not the user.
+writing to that chat; `StorageUnavailable` → leave the update unconfirmed (it comes
+again); `ToolError` and `ReferenceNotConfirmed` → tell the model, not the user.
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ class NotBuiltError(BotError):
 
 class StorageError(BotError):
     """The database refused or lost a write."""
+
+
+class StorageUnavailable(StorageError):
+    """A read or write failed in the database (locked, down, connection lost): the caller
+    may retry; an inbound update is left unconfirmed so it is delivered again."""
 
 
 class SessionNotFound(StorageError):

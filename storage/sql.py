@@ -51,7 +51,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from bot.context.aliases import AliasCounter
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import StoredRecord
-from bot.errors import SessionNotFound, StorageError
+from bot.errors import SessionNotFound, StorageError, StorageUnavailable
 from bot.ports import (
     ConversationStore,
     HistoryStore,
@@ -137,7 +137,7 @@ class SqlStore:
             async with self._engine.connect() as conn:
                 yield conn
         except SQLAlchemyError as exc:
-            raise StorageError(f"database read failed: {exc}") from exc
+            raise StorageUnavailable(f"database read failed: {exc}") from exc
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncConnection]:
@@ -147,7 +147,7 @@ class SqlStore:
                 async with conn.begin():
                     yield conn
         except SQLAlchemyError as exc:
-            raise StorageError(f"database write failed: {exc}") from exc
+            raise StorageUnavailable(f"database write failed: {exc}") from exc
 
     def _insert(self, conn: AsyncConnection, table: Any) -> Any:
         """The dialect's INSERT, which knows ON CONFLICT."""

@@ -14,6 +14,7 @@ from aiogram.types import Message, Update
 from adapters.telegram.parsing import parse_update_strict
 from adapters.telegram.placeholders import Locale
 from bot.domain.facts import InboundMessage
+from bot.errors import StorageUnavailable
 from bot.ports import InboundSink
 
 logger = logging.getLogger(__name__)
@@ -76,7 +77,9 @@ def get_routers(
 
 
 class _Inbound:
-    """Parse one update and hand it to the sink; nothing here may stop polling."""
+    """Parse one update and hand it to the sink. A malformed update or a bug in handling is
+    logged and skipped (retrying it would block the chat for good); a `StorageUnavailable` is
+    raised, so the update is not confirmed and Telegram (or the poller) delivers it again."""
 
     def __init__(
         self,
@@ -99,6 +102,8 @@ class _Inbound:
             return
         try:
             await (self._sink.on_edit(message) if edit else self._sink.on_message(message))
+        except StorageUnavailable:
+            raise
         except Exception:
             logger.exception("inbound sink failed on update %s", update.update_id)
 

@@ -9,7 +9,8 @@ confirmed by the next request:
   id (then update id, so an edit follows its message) even when a batch lists them out of
   order; different chats run concurrently;
 - a failing handler is logged and does not stop polling (the inbound service de-duplicates,
-  so an update seen twice after a crash is stored once);
+  so an update seen twice after a crash is stored once); `StorageUnavailable` (the
+  database is busy or away) is retried with backoff before the update is given up;
 - `getUpdates` failures back off exponentially up to `MAX_BACKOFF` seconds;
 - on `stop`, the batch in hand finishes and is confirmed before returning.
 """
@@ -24,9 +25,12 @@ from collections.abc import Sequence
 from aiogram import Bot, Dispatcher
 from aiogram.types import Message, Update
 
+from bot.errors import StorageUnavailable
+
 logger = logging.getLogger(__name__)
 
 MAX_BACKOFF = 30.0
+STORAGE_RETRIES = 4
 
 
 async def poll_updates(
@@ -82,10 +86,18 @@ async def handle_batch(dispatcher: Dispatcher, bot: Bot, updates: Sequence[Updat
 
     async def run_chat(group: list[Update]) -> None:
         for update in sorted(group, key=_order_key):
-            try:
-                await dispatcher.feed_update(bot, update)
-            except Exception:
-                logger.exception("handling update %s failed", update.update_id)
+            for attempt in range(STORAGE_RETRIES + 1):
+                try:
+                    await dispatcher.feed_update(bot, update)
+                except StorageUnavailable:
+                    if attempt == STORAGE_RETRIES:
+                        logger.exception("storing update %s failed; giving up", update.update_id)
+                    else:
+                        await asyncio.sleep(0.5 * 2**attempt)
+                        continue
+                except Exception:
+                    logger.exception("handling update %s failed", update.update_id)
+                break
 
     await asyncio.gather(*(run_chat(group) for group in chats.values()))
 

@@ -86,9 +86,14 @@ async def test_two_workers_recovering_together_answer_once(tmp_path: Path) -> No
     apps = [
         build_app(
             load_settings(data_dir=tmp_path, bot_locale="en"),
-            store=store, messenger=messenger, bot_id=BOT_ID, bot_name="Helper",
-            clock=SteppingClock(NOW), offline=model, chat_lock=shared_lock,
-        )  # fmt: skip
+            store=store,
+            messenger=messenger,
+            bot_id=BOT_ID,
+            bot_name="Helper",
+            clock=SteppingClock(NOW),
+            offline=model,
+            chat_lock=shared_lock,
+        )
         for _ in range(2)
     ]
     session = await store.open_session(SessionKey(chat_id=ALICE.id), scene="private")
