@@ -4,6 +4,8 @@ SQLite connections get WAL, `foreign_keys=ON`, a busy timeout and `synchronous=N
 SQLAlchemy, not the sqlite3 driver, emits `BEGIN`: plain (deferred) for reads and
 `BEGIN IMMEDIATE` for a connection marked with the `WRITE` execution options, so two
 writers queue on the busy timeout instead of failing when a read lock cannot be upgraded.
+A connection marked `ONE_STATEMENT` gets no `BEGIN` at all: a single read is a consistent
+snapshot on its own, and the round trip of a `BEGIN` costs about as much as the read.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 BUSY_TIMEOUT_MS = 10_000
 WRITE: dict[str, Any] = {"tgbot_write": True}
 """Execution options of a connection that will write (SQLite: `BEGIN IMMEDIATE`)."""
+ONE_STATEMENT: dict[str, Any] = {"tgbot_one_statement": True}
+"""Execution options of a connection that runs a single read (SQLite: no `BEGIN`)."""
 
 
 def normalise_url(url: str) -> URL:
@@ -62,5 +66,8 @@ def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _on_sqlite_begin(connection: Connection) -> None:
-    write = connection.get_execution_options().get("tgbot_write", False)
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+    options = connection.get_execution_options()
+    if options.get("tgbot_write", False):
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    elif not options.get("tgbot_one_statement", False):
+        connection.exec_driver_sql("BEGIN")

@@ -26,16 +26,19 @@ reads only id, parent_id and the small `message_ids` column (never payloads), wi
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import (
-    ColumnElement,
+    BigInteger,
     Integer,
     Select,
+    and_,
     bindparam,
     delete,
     func,
@@ -72,7 +75,7 @@ from storage.codec import (
     first_message_id,
     with_message_ids,
 )
-from storage.engine import WRITE
+from storage.engine import ONE_STATEMENT, WRITE
 from storage.retention import Node, PruneResult, plan_prune
 from storage.tables import EVENTS, MESSAGES, SESSIONS, SUMMARIES, UPDATES
 
@@ -108,6 +111,29 @@ def alias_parts(seq: int | None, message_ids: Sequence[int | None]) -> tuple[str
     return AliasCounter(seq - 1).assign(message_ids).parts
 
 
+class _WriteGate:
+    """Queues this process's SQLite writers in order, before they take a connection.
+
+    SQLite has one writer at a time; a second `BEGIN IMMEDIATE` waits in SQLite's busy
+    handler, which polls with sleeps of up to 100 ms, and holds a pooled connection while it
+    waits. Waiting here instead hands the lock over as soon as the writer before commits.
+    Other processes on the same file still meet at `BEGIN IMMEDIATE` and its busy timeout.
+    """
+
+    __slots__ = ("_lock", "_loop")
+
+    def __init__(self) -> None:
+        self._lock: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def hold(self) -> asyncio.Lock:
+        """The lock of the running event loop (an asyncio lock belongs to one loop)."""
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._loop is not loop:
+            self._lock, self._loop = asyncio.Lock(), loop
+        return self._lock
+
+
 @dataclass(frozen=True, slots=True)
 class _Derived:
     seq: int | None
@@ -125,6 +151,7 @@ class SqlStore:
     def __init__(self, engine: AsyncEngine, *, now: Callable[[], datetime] | None = None) -> None:
         self._engine = engine
         self._now = now or (lambda: datetime.now(UTC))
+        self._gate = _WriteGate() if engine.dialect.name == "sqlite" else None
 
     async def close(self) -> None:
         await self._engine.dispose()
@@ -132,22 +159,27 @@ class SqlStore:
     # ------------------------------------------------------------ transactions
 
     @asynccontextmanager
-    async def _read(self) -> AsyncIterator[AsyncConnection]:
+    async def _read(self, *, one_statement: bool = False) -> AsyncIterator[AsyncConnection]:
+        """A read-only connection; `one_statement` when it runs a single statement (which
+        is then its own transaction: SQLite skips the `BEGIN`)."""
         try:
             async with self._engine.connect() as conn:
+                if one_statement:
+                    await conn.execution_options(**ONE_STATEMENT)
                 yield conn
         except SQLAlchemyError as exc:
             raise StorageUnavailable(f"database read failed: {exc}") from exc
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncConnection]:
-        try:
-            async with self._engine.connect() as conn:
-                await conn.execution_options(**WRITE)
-                async with conn.begin():
-                    yield conn
-        except SQLAlchemyError as exc:
-            raise StorageUnavailable(f"database write failed: {exc}") from exc
+        async with self._gate.hold() if self._gate is not None else nullcontext():
+            try:
+                async with self._engine.connect() as conn:
+                    await conn.execution_options(**WRITE)
+                    async with conn.begin():
+                        yield conn
+            except SQLAlchemyError as exc:
+                raise StorageUnavailable(f"database write failed: {exc}") from exc
 
     def _insert(self, conn: AsyncConnection, table: Any) -> Any:
         """The dialect's INSERT, which knows ON CONFLICT."""
@@ -160,6 +192,11 @@ class SqlStore:
     async def open_session(
         self, key: SessionKey, *, scene: Scene, title: str | None = None
     ) -> SessionInfo:
+        # Nearly every call finds the session as it is: answer those with one read and
+        # keep the write lock for the first message of a chat and for changes.
+        known = await self.find_session(key)
+        if known is not None and known.scene == scene and title in (None, known.title):
+            return known
         now = self._now()
         async with self._write() as conn:
             stmt = (
@@ -177,7 +214,7 @@ class SqlStore:
                 .on_conflict_do_nothing(index_elements=["platform", "chat_id", "thread_id"])
             )
             await conn.execute(stmt)
-            row = (await conn.execute(_session_by_key(key))).one()
+            row = (await conn.execute(_SESSION_BY_KEY, _key_params(key))).one()
             changes: dict[str, Any] = {}
             if row.scene != scene:
                 changes["scene"] = scene
@@ -189,20 +226,20 @@ class SqlStore:
                     .where(SESSIONS.c.id == row.id)
                     .values(**changes, updated_at=now)
                 )
-                row = (await conn.execute(_session_by_key(key))).one()
+                row = (await conn.execute(_SESSION_BY_KEY, _key_params(key))).one()
             return _session_info(row)
 
     async def find_session(self, key: SessionKey) -> SessionInfo | None:
-        async with self._read() as conn:
-            row = (await conn.execute(_session_by_key(key))).first()
+        async with self._read(one_statement=True) as conn:
+            row = (await conn.execute(_SESSION_BY_KEY, _key_params(key))).first()
         return None if row is None else _session_info(row)
 
     async def get_session(self, session_id: int) -> SessionInfo:
-        async with self._read() as conn:
+        async with self._read(one_statement=True) as conn:
             return _session_info(await _session_row(conn, session_id))
 
     async def list_sessions(self) -> tuple[SessionInfo, ...]:
-        async with self._read() as conn:
+        async with self._read(one_statement=True) as conn:
             rows = (await conn.execute(select(SESSIONS).order_by(SESSIONS.c.id))).all()
         return tuple(_session_info(row) for row in rows)
 
@@ -250,16 +287,12 @@ class SqlStore:
                         has_earlier=False,
                         next_alias_seq=srow.alias_root_base + 1,
                     )
-                rows = (
-                    await conn.execute(
-                        _walk_up(
-                            session.active_leaf_id,
-                            _RECORD_COLUMNS,
-                            stop_at=session.window_start_id,
-                            limit=max(1, max_records),
-                        )
-                    )
-                ).all()
+                stop = session.window_start_id
+                walk = _walk_up("records", stop=stop is not None, limit=True)
+                params = _walk_params(
+                    session.active_leaf_id, stop_at=stop, limit=max(1, max_records)
+                )
+                rows = (await conn.execute(walk, params)).all()
             if any(row.alias_last is None for row in rows):
                 await self._repair_path(session_id, session.active_leaf_id)
                 continue
@@ -287,7 +320,7 @@ class SqlStore:
             )
             .order_by(MESSAGES.c.id)
         )
-        async with self._read() as conn:
+        async with self._read(one_statement=True) as conn:
             rows = (await conn.execute(query)).all()
         found: dict[int, str] = {}
         for row in rows:
@@ -305,7 +338,7 @@ class SqlStore:
                 if leaf is None:
                     return ()
                 await _require_record(conn, session_id, leaf)
-                rows = (await conn.execute(_walk_up(leaf, _RECORD_COLUMNS))).all()
+                rows = (await conn.execute(_walk_up("records"), _walk_params(leaf))).all()
             if any(row.alias_last is None for row in rows):
                 await self._repair_path(session_id, leaf)
                 continue
@@ -315,9 +348,8 @@ class SqlStore:
     async def get_record(self, record_id: int) -> StoredRecord | None:
         """One record with its aliases (those of its own path), or None."""
         for _attempt in range(2):
-            async with self._read() as conn:
-                query = select(*_RECORD_COLUMNS).where(MESSAGES.c.id == record_id)
-                row = (await conn.execute(query)).first()
+            async with self._read(one_statement=True) as conn:
+                row = (await conn.execute(_RECORD_BY_ID, {"record_id": record_id})).first()
             if row is None:
                 return None
             if row.alias_last is None:
@@ -334,42 +366,53 @@ class SqlStore:
         parent_id: int | None = None,
         events: Sequence[PlatformEvent] = (),
         move_leaf: bool = True,
+        at_root: bool = False,
     ) -> tuple[StoredRecord, ...]:
         if not records:
             raise ValueError("append needs at least one record")
+        first = first_message_id(records[0].message_ids)
         async with self._write() as conn:
-            srow = await _session_row(conn, session_id, lock=True)
-            parent = srow.active_leaf_id if parent_id is None else parent_id
-            last = srow.alias_root_base
+            if conn.dialect.name != "sqlite":  # SQLite: `BEGIN IMMEDIATE` locked already
+                await _session_row(conn, session_id, lock=True)
+            head = (
+                await conn.execute(
+                    _APPEND_HEAD,
+                    {"session_id": session_id, "parent_id": parent_id, "first": first},
+                )
+            ).first()
+            if head is None:
+                raise SessionNotFound(f"no session {session_id}")
+            parent = None if at_root else head.active_leaf_id if parent_id is None else parent_id
+            last = head.alias_root_base
+            earliest = head.earliest
             if parent is not None:
-                prow = await _require_record(conn, session_id, parent)
-                if prow.alias_last is None:
-                    await _repair(conn, srow, parent)
-                    prow = await _require_record(conn, session_id, parent)
-                last = prow.alias_last
+                if head.parent_row is None:
+                    raise SessionNotFound(f"no record {parent} in session {session_id}")
+                last = head.parent_last
+                if last is None:
+                    await _repair(conn, head, parent)
+                    last = (await _require_record(conn, session_id, parent)).alias_last
             stored: list[StoredRecord] = []
-            for record in records:
-                first = first_message_id(record.message_ids)
-                derived = await _derive(conn, session_id, parent, last, first)
+            for index, record in enumerate(records):
+                if index == 0:
+                    derived = await _derived(conn, parent, last, first, earliest=earliest)
+                else:
+                    first = first_message_id(record.message_ids)
+                    derived = await _derive(conn, session_id, parent, last, first)
                 created_at = utc(record.created_at)
-                new_id = (
-                    await conn.execute(
-                        insert(MESSAGES)
-                        .values(
-                            session_id=session_id,
-                            parent_id=parent,
-                            kind=record.body.kind,
-                            created_at=created_at,
-                            payload=encode_payload(record.body, record.message_ids),
-                            tokens=record.tokens,
-                            first_message_id=first,
-                            message_ids=encode_message_ids(record.message_ids),
-                            alias_seq=derived.seq,
-                            alias_last=derived.last,
-                        )
-                        .returning(MESSAGES.c.id)
-                    )
-                ).scalar_one()
+                values = {
+                    "session_id": session_id,
+                    "parent_id": parent,
+                    "kind": record.body.kind,
+                    "created_at": created_at,
+                    "payload": encode_payload(record.body, record.message_ids),
+                    "tokens": record.tokens,
+                    "first_message_id": first,
+                    "message_ids": encode_message_ids(record.message_ids),
+                    "alias_seq": derived.seq,
+                    "alias_last": derived.last,
+                }
+                new_id = (await conn.execute(_INSERT_RECORD, values)).scalar_one()
                 stored.append(
                     StoredRecord(
                         id=new_id,
@@ -385,13 +428,10 @@ class SqlStore:
                 )
                 parent, last = new_id, derived.last
             if events:
-                await self._upsert_events(conn, events, default_record_id=stored[-1].id)
+                await self._write_events(conn, events, default_record_id=stored[-1].id)
             if move_leaf:
-                await conn.execute(
-                    update(SESSIONS)
-                    .where(SESSIONS.c.id == session_id)
-                    .values(active_leaf_id=stored[-1].id, updated_at=self._now())
-                )
+                params = {"session_id": session_id, "leaf_id": stored[-1].id, "now": self._now()}
+                await conn.execute(_MOVE_LEAF, params)
         return tuple(stored)
 
     async def set_message_ids(
@@ -438,41 +478,22 @@ class SqlStore:
         if not events:
             return
         async with self._write() as conn:
-            await self._upsert_events(conn, events, default_record_id=None)
+            await self._write_events(conn, events, default_record_id=None)
 
     async def find_event(self, chat_id: int, message_id: int) -> PlatformEvent | None:
-        async with self._read() as conn:
-            row = (
-                await conn.execute(
-                    select(EVENTS).where(
-                        EVENTS.c.chat_id == chat_id, EVENTS.c.message_id == message_id
-                    )
-                )
-            ).first()
+        async with self._read(one_statement=True) as conn:
+            params = {"chat_id": chat_id, "message_id": message_id}
+            row = (await conn.execute(_EVENT_BY_KEY, params)).first()
         return None if row is None else _event(row)
 
-    async def _upsert_events(
+    async def _write_events(
         self,
         conn: AsyncConnection,
         events: Sequence[PlatformEvent],
         *,
         default_record_id: int | None,
     ) -> None:
-        stmt = self._insert(conn, EVENTS)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["chat_id", "message_id"],
-            set_={
-                "thread_id": stmt.excluded.thread_id,
-                "sender_id": stmt.excluded.sender_id,
-                "sender_name": stmt.excluded.sender_name,
-                "is_bot": stmt.excluded.is_bot,
-                "text": stmt.excluded.text,
-                "media": stmt.excluded.media,
-                "reply_to_message_id": stmt.excluded.reply_to_message_id,
-                "record_id": func.coalesce(stmt.excluded.record_id, EVENTS.c.record_id),
-                "edited_at": func.coalesce(stmt.excluded.edited_at, EVENTS.c.edited_at),
-            },
-        )
+        stmt = _upsert_events(conn.dialect.name)
         rows = [
             {
                 "chat_id": e.chat_id,
@@ -539,61 +560,154 @@ class SqlStore:
 # ---------------------------------------------------------------- queries
 
 
-def _session_by_key(key: SessionKey) -> Select[Any]:
-    return select(SESSIONS).where(
-        SESSIONS.c.platform == key.platform,
-        SESSIONS.c.chat_id == key.chat_id,
-        SESSIONS.c.thread_id == key.thread_id,
+# Hot statements are built once, with bound parameters: building a construct and its
+# cache key costs more than running the compiled SQL does. Parameter names differ from
+# column names where SQLAlchemy reserves those (INSERT and UPDATE).
+
+_SESSION_BY_KEY = select(SESSIONS).where(
+    SESSIONS.c.platform == bindparam("platform"),
+    SESSIONS.c.chat_id == bindparam("chat_id"),
+    SESSIONS.c.thread_id == bindparam("thread_id"),
+)
+_SESSION_BY_ID = select(SESSIONS).where(SESSIONS.c.id == bindparam("session_id"))
+_SESSION_BY_ID_LOCKED = _SESSION_BY_ID.with_for_update()
+_RECORD_IN_SESSION = select(MESSAGES.c.id, MESSAGES.c.alias_last).where(
+    MESSAGES.c.id == bindparam("record_id"), MESSAGES.c.session_id == bindparam("session_id")
+)
+_RECORD_BY_ID = select(*_RECORD_COLUMNS).where(MESSAGES.c.id == bindparam("record_id"))
+_EARLIEST_WITH_FIRST = select(func.min(MESSAGES.c.id)).where(
+    MESSAGES.c.session_id == bindparam("session_id"),
+    MESSAGES.c.first_message_id == bindparam("first"),
+    MESSAGES.c.id <= bindparam("parent_id"),
+)
+_EVENT_BY_KEY = select(EVENTS).where(
+    EVENTS.c.chat_id == bindparam("chat_id"), EVENTS.c.message_id == bindparam("message_id")
+)
+_INSERT_RECORD = insert(MESSAGES).returning(MESSAGES.c.id)
+_MOVE_LEAF = (
+    update(SESSIONS)
+    .where(SESSIONS.c.id == bindparam("session_id"))
+    .values(active_leaf_id=bindparam("leaf_id"), updated_at=bindparam("now"))
+)
+
+
+def _append_head() -> Select[Any]:
+    """What `append` needs before its first insert, in one round trip: the session row; the
+    parent (`parent_id`, or the active leaf when that is NULL) as `parent_row` and
+    `parent_last`; and as `earliest` the oldest record of the session up to the parent
+    whose first platform id is `first` (see `_derive`).
+
+    No `FOR UPDATE` here: PostgreSQL re-reads a row lock's row after waiting for it, but not
+    the rows joined to it, so the session row is locked by a statement before this one."""
+    parent = MESSAGES.alias("parent")
+    earlier = MESSAGES.alias("earlier")
+    parent_id = func.coalesce(bindparam("parent_id", type_=BigInteger), SESSIONS.c.active_leaf_id)
+    earliest = (
+        select(func.min(earlier.c.id))
+        .where(
+            earlier.c.session_id == SESSIONS.c.id,
+            earlier.c.first_message_id == bindparam("first", type_=BigInteger),
+            earlier.c.id <= parent.c.id,
+        )
+        .scalar_subquery()
+    )
+    joined = SESSIONS.outerjoin(
+        parent, and_(parent.c.id == parent_id, parent.c.session_id == SESSIONS.c.id)
+    )
+    return (
+        select(
+            SESSIONS,
+            parent.c.id.label("parent_row"),
+            parent.c.alias_last.label("parent_last"),
+            earliest.label("earliest"),
+        )
+        .select_from(joined)
+        .where(SESSIONS.c.id == bindparam("session_id"))
     )
 
 
+_APPEND_HEAD = _append_head()
+
+
+@functools.cache
+def _upsert_events(dialect: str) -> Any:
+    """Insert platform events, or update the known ones (keeping their record and edit
+    time when the new row has none)."""
+    stmt = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(EVENTS)
+    return stmt.on_conflict_do_update(
+        index_elements=["chat_id", "message_id"],
+        set_={
+            "thread_id": stmt.excluded.thread_id,
+            "sender_id": stmt.excluded.sender_id,
+            "sender_name": stmt.excluded.sender_name,
+            "is_bot": stmt.excluded.is_bot,
+            "text": stmt.excluded.text,
+            "media": stmt.excluded.media,
+            "reply_to_message_id": stmt.excluded.reply_to_message_id,
+            "record_id": func.coalesce(stmt.excluded.record_id, EVENTS.c.record_id),
+            "edited_at": func.coalesce(stmt.excluded.edited_at, EVENTS.c.edited_at),
+        },
+    )
+
+
+def _key_params(key: SessionKey) -> dict[str, Any]:
+    return {"platform": key.platform, "chat_id": key.chat_id, "thread_id": key.thread_id}
+
+
 async def _session_row(conn: AsyncConnection, session_id: int, *, lock: bool = False) -> Any:
-    query = select(SESSIONS).where(SESSIONS.c.id == session_id)
-    if lock:
-        query = query.with_for_update()
-    row = (await conn.execute(query)).first()
+    query = _SESSION_BY_ID_LOCKED if lock else _SESSION_BY_ID
+    row = (await conn.execute(query, {"session_id": session_id})).first()
     if row is None:
         raise SessionNotFound(f"no session {session_id}")
     return row
 
 
 async def _require_record(conn: AsyncConnection, session_id: int, record_id: int) -> Any:
-    query = select(MESSAGES.c.id, MESSAGES.c.alias_last).where(
-        MESSAGES.c.id == record_id, MESSAGES.c.session_id == session_id
-    )
-    row = (await conn.execute(query)).first()
+    params = {"record_id": record_id, "session_id": session_id}
+    row = (await conn.execute(_RECORD_IN_SESSION, params)).first()
     if row is None:
         raise SessionNotFound(f"no record {record_id} in session {session_id}")
     return row
 
 
+def _walk_params(
+    leaf_id: int, *, stop_at: int | None = None, limit: int | None = None
+) -> dict[str, Any]:
+    """The parameters of `_walk_up(..., stop=stop_at is not None, limit=limit is not None)`."""
+    params: dict[str, Any] = {"leaf_id": leaf_id}
+    if stop_at is not None:
+        params["stop_at"] = stop_at
+    if limit is not None:
+        params["limit"] = limit
+    return params
+
+
+@functools.cache
 def _walk_up(
-    leaf_id: int,
-    columns: Sequence[ColumnElement[Any]],
-    *,
-    stop_at: int | None = None,
-    limit: int | None = None,
+    columns: Literal["records", "aliases"], *, stop: bool = False, limit: bool = False
 ) -> Select[Any]:
-    """Rows of the path ending at `leaf_id`, oldest first: back to `stop_at` (included) or
-    the root, at most `limit` rows. A recursive CTE: one primary-key lookup per row."""
+    """Rows of the path ending at record `leaf_id`, oldest first: back to `stop_at`
+    (included) when `stop`, else the root; at most `limit` rows when `limit` (parameters
+    from `_walk_params`). A recursive CTE: one primary-key lookup per row."""
     walk = (
         select(
             MESSAGES.c.id,
             MESSAGES.c.parent_id,
             literal_column("1", Integer).label("depth"),
         )
-        .where(MESSAGES.c.id == leaf_id)
+        .where(MESSAGES.c.id == bindparam("leaf_id"))
         .cte("walk", recursive=True)
     )
     step = select(MESSAGES.c.id, MESSAGES.c.parent_id, (walk.c.depth + 1).label("depth")).join(
         walk, MESSAGES.c.id == walk.c.parent_id
     )
-    if stop_at is not None:
-        step = step.where(walk.c.id != stop_at)
-    if limit is not None:
-        step = step.where(walk.c.depth < limit)
+    if stop:
+        step = step.where(walk.c.id != bindparam("stop_at"))
+    if limit:
+        step = step.where(walk.c.depth < bindparam("limit"))
     walk = walk.union_all(step)
-    return select(*columns).join(walk, MESSAGES.c.id == walk.c.id).order_by(walk.c.depth.desc())
+    wanted = _RECORD_COLUMNS if columns == "records" else _ALIAS_COLUMNS
+    return select(*wanted).join(walk, MESSAGES.c.id == walk.c.id).order_by(walk.c.depth.desc())
 
 
 async def _derive(
@@ -604,20 +718,29 @@ async def _derive(
     first: int | None,
 ) -> _Derived:
     """A record's alias columns from its parent's (see the module docstring)."""
+    if first is None or parent_id is None:
+        return await _derived(conn, parent_id, parent_last, first, earliest=None)
+    params = {"session_id": session_id, "first": first, "parent_id": parent_id}
+    earliest = await conn.scalar(_EARLIEST_WITH_FIRST, params)
+    return await _derived(conn, parent_id, parent_last, first, earliest=earliest)
+
+
+async def _derived(
+    conn: AsyncConnection,
+    parent_id: int | None,
+    parent_last: int,
+    first: int | None,
+    *,
+    earliest: int | None,
+) -> _Derived:
+    """`_derive` once `earliest` is known: the oldest record of the session up to the
+    parent whose first platform id is `first` (None when there is none)."""
     if first is None:
         return _Derived(None, parent_last)
-    if parent_id is not None:
-        earliest = await conn.scalar(
-            select(func.min(MESSAGES.c.id)).where(
-                MESSAGES.c.session_id == session_id,
-                MESSAGES.c.first_message_id == first,
-                MESSAGES.c.id <= parent_id,
-            )
-        )
-        if earliest is not None:
-            seq = await _seq_on_path(conn, parent_id, first, down_to=earliest)
-            if seq is not None:
-                return _Derived(seq, parent_last)
+    if parent_id is not None and earliest is not None:
+        seq = await _seq_on_path(conn, parent_id, first, down_to=earliest)
+        if seq is not None:
+            return _Derived(seq, parent_last)
     return _Derived(parent_last + 1, parent_last + 1)
 
 
@@ -692,7 +815,7 @@ async def _rederive_subtree(conn: AsyncConnection, srow: Any, record_id: int) ->
 
 async def _repair(conn: AsyncConnection, srow: Any, leaf_id: int) -> None:
     """Recompute the alias columns of the whole path root → `leaf_id` in one pass."""
-    rows = (await conn.execute(_walk_up(leaf_id, _ALIAS_COLUMNS))).all()
+    rows = (await conn.execute(_walk_up("aliases"), _walk_params(leaf_id))).all()
     counter = AliasCounter(srow.alias_root_base)
     changed: list[dict[str, Any]] = []
     for row in rows:

@@ -276,9 +276,11 @@ class TurnRunner:
         """Everything up to the first provider call: window, projection, proactive trim.
 
         `persist_window=False` previews without storing a moved window start
-        (`tgbot context show` is read-only)."""
-        route = self.routes.resolve(session.route)
+        (`tgbot context show` is read-only). The turn works with the session as loaded with
+        its history (route, scene and window as stored now), not as the caller last saw it."""
         loaded = await self.store.load_history(session.id, max_records=self.policy.max_records)
+        session = loaded.session
+        route = self.routes.resolve(session.route)
         records = list(loaded.records)
         has_earlier = loaded.has_earlier
         history_budget = self.policy.scene_budgets.get(session.scene, 0)
@@ -360,6 +362,7 @@ class TurnRunner:
     ) -> TurnOutcome:
         turn_id = uuid.uuid4().hex[:12]
         state, aliases, records = await self.prepare(session, turn_id=turn_id, told_user=told_user)
+        session = state.session
         tool_ctx = ToolContext(
             chat_id=session.key.chat_id,
             thread_id=session.key.thread_id,
