@@ -106,10 +106,12 @@ class HistoryStore(Protocol):
         parent_id: int | None = None,
         events: Sequence[PlatformEvent] = (),
         move_leaf: bool = True,
+        at_root: bool = False,
     ) -> tuple[StoredRecord, ...]:
         """Append a chain of records atomically, with the platform events that belong to them.
 
-        The chain hangs under `parent_id`, or under the active leaf when `None`. Events whose
+        The chain hangs under `parent_id`, or under the active leaf when `None`, or starts a
+        new root (a sibling of the first record, e.g. an edit of it) when `at_root`. Events whose
         `record_id` is `None` are linked to the last appended record. When `move_leaf` the
         active leaf becomes the last record.
         """

@@ -155,11 +155,14 @@ class InMemoryStore:
         parent_id: int | None = None,
         events: Sequence[PlatformEvent] = (),
         move_leaf: bool = True,
+        at_root: bool = False,
     ) -> tuple[StoredRecord, ...]:
         if not records:
             raise ValueError("append needs at least one record")
         session = self._session(session_id)
-        parent = session.info.active_leaf_id if parent_id is None else parent_id
+        parent = (
+            None if at_root else session.info.active_leaf_id if parent_id is None else parent_id
+        )
         if parent is not None:
             self._record_in(session_id, parent)
         first_new = self._next_record

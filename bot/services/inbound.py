@@ -222,6 +222,7 @@ class InboundService:
                     )
                 ],
                 parent_id=last_user.parent_id,
+                at_root=last_user.parent_id is None,
             )
         self._spawn_turn(session, reply_to=message.message_id)
 
@@ -451,9 +452,9 @@ class InboundService:
         task.add_done_callback(self._tasks.discard)
 
     async def _run(self, session: SessionInfo, *, reply_to: int | None) -> None:
-        fresh = await self.store.find_session(session.key) or session
         try:
-            outcome = await self.runner.run_turn(fresh, reply_to=reply_to)
+            # The runner reads the session afresh with its history (route, window).
+            outcome = await self.runner.run_turn(session, reply_to=reply_to)
         except Exception:
             # A bug or a storage failure: the user still hears back, once.
             log.exception("turn crashed in session %s", session.id)

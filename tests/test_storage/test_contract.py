@@ -158,6 +158,15 @@ class TestRecords:
         assert [r.id for r in await store.load_path(sid)] == [a.id, b2.id, c.id]
         assert [r.id for r in await store.load_path(sid, b.id)] == [a.id, b.id]
 
+    async def test_a_new_root_is_a_sibling_of_the_first_record(self, store: Store) -> None:
+        sid = await new_session(store)
+        await store.append(sid, [user("first", 10), reply("answer", 11)])
+        (edited,) = await store.append(sid, [user("first, edited", 10)], at_root=True)
+        assert edited.parent_id is None
+        assert (edited.alias_seq, edited.alias_parts) == (1, ("m1",))
+        path = await store.load_path(sid)
+        assert [r.id for r in path] == [edited.id]
+
     async def test_records_of_another_session_are_refused(self, store: Store) -> None:
         sid = await new_session(store)
         other = (await store.open_session(SessionKey(chat_id=5), scene="private")).id
