@@ -6,14 +6,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from bot.context.budget import ProviderCapacity, resolve_route
-from bot.ports import LLMProvider
+from bot.ports import LLMProvider, Usage
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Prices:
+    """Per-million-token prices of a provider profile."""
+
     input_per_mtok: float = 0.0
     cached_input_per_mtok: float = 0.0
     output_per_mtok: float = 0.0
+
+    def cost(self, usage: Usage) -> float:
+        """Cached input at the cached price, the rest of the input at the input price, plus
+        output. `cached_tokens` is part of `input_tokens`; a provider that reports more
+        cached than input tokens is clamped rather than billed negative input."""
+        cached = max(0, min(usage.cached_tokens, usage.input_tokens))
+        uncached = max(0, usage.input_tokens) - cached
+        return (
+            uncached * self.input_per_mtok
+            + cached * self.cached_input_per_mtok
+            + max(0, usage.output_tokens) * self.output_per_mtok
+        ) / 1_000_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -661,14 +661,7 @@ class TurnRunner:
         usage = response.usage if response is not None else None
         trim = state.pending_trims[-1] if state.pending_trims else None
         prices = state.route.prices
-        cost = None
-        if usage is not None:
-            cached = usage.cached_tokens
-            cost = (
-                (usage.input_tokens - cached) * prices.input_per_mtok
-                + cached * prices.cached_input_per_mtok
-                + usage.output_tokens * prices.output_per_mtok
-            ) / 1_000_000
+        cost = prices.cost(usage) if usage is not None else None
         entry = LedgerEntry(
             ts=self.clock.now(),
             session=state.session.id,
