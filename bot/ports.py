@@ -282,3 +282,9 @@ class ConversationStore(HistoryStore, PlatformEventStore, UpdateLog, Protocol):
     async def list_sessions(self) -> tuple[SessionInfo, ...]: ...
 
     async def close(self) -> None: ...
+
+    async def prune(
+        self, older_than: datetime, *, events_older_than: datetime | None = None
+    ) -> object:
+        """Apply the retention policy (see `bot.services.retention`); returns the counts."""
+        ...

@@ -13,22 +13,33 @@ import logging
 import signal
 
 from bot.config import Settings
+from bot.services.retention import RetentionPolicy
 
 log = logging.getLogger("tgbot.run")
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
+def retention_policy(settings: Settings) -> RetentionPolicy:
+    return RetentionPolicy(
+        keep_records_days=settings.retention.keep_records_days,
+        keep_platform_events_days=settings.retention.keep_platform_events_days,
+    )
+
+
 async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> int:
     from adapters.telegram.app import build_bot, build_dispatcher
     from adapters.telegram.sender import TelegramMessenger
     from bot.main import build_app, open_chat_lock, open_store, start_daily_summary
+    from bot.services.retention import retention_loop
 
     assert settings.bot_token is not None
     store = await open_store(settings)
     chat_lock = open_chat_lock(settings)
     bot = build_bot(settings.bot_token.get_secret_value(), settings.telegram_api_base)
     scheduler = None
+    stopped = asyncio.Event()
+    retention: asyncio.Task[None] | None = None
     try:
         me = await bot.get_me()
         messenger = TelegramMessenger(bot)
@@ -44,6 +55,9 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             app.inbound, bot_id=me.id, bot_username=me.username, locale=settings.bot_locale
         )
         scheduler = start_daily_summary(app, messenger)
+        retention = asyncio.create_task(
+            retention_loop(store, retention_policy(settings), app.runner.clock, stop=stopped)
+        )
         # before the first update: finish or close the turns a crash interrupted
         await app.inbound.recover_interrupted(bot_id=me.id, bot_username=me.username)
         loop = asyncio.get_running_loop()
@@ -79,6 +93,9 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
         await app.inbound.drain()
         await app.routes.aclose()
     finally:
+        stopped.set()
+        if retention is not None:
+            await retention
         for sig in _STOP_SIGNALS:
             asyncio.get_running_loop().remove_signal_handler(sig)
         if scheduler is not None:
