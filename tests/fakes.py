@@ -4,11 +4,12 @@ and builders for inbound messages. They satisfy the same ports as the real adapt
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from bot.domain.facts import InboundMessage, Quote, Sender
 from bot.errors import TelegramError
 from bot.ports import BubbleHook, Delivery
+from storage.memory import InMemoryStore
 
 
 @dataclass(slots=True)
@@ -23,7 +24,10 @@ class SentMessage:
 @dataclass(slots=True)
 class RecordingMessenger:
     """Implements `bot.ports.Messenger`: records everything, assigns increasing ids, and
-    fails the bubbles whose number (1-based over all sends) is in `fail_bubbles`."""
+    fails the bubbles whose number (1-based over all sends) is in `fail_bubbles`.
+
+    `captions[i]` is the caption of `photos[i]`. When set, `fail_text` / `fail_photo` is
+    raised by every `send_text` / `send_photo` before anything is recorded."""
 
     next_id: int = 10_000
     limit: int = 4096
@@ -31,7 +35,10 @@ class RecordingMessenger:
     deleted: list[tuple[int, int]] = field(default_factory=list)
     reactions: list[tuple[int, int, str]] = field(default_factory=list)
     photos: list[tuple[int, bytes]] = field(default_factory=list)
+    captions: list[str] = field(default_factory=list)
     fail_bubbles: set[int] = field(default_factory=set)
+    fail_text: Exception | None = None
+    fail_photo: Exception | None = None
     bubbles: int = 0
 
     async def send_text(
@@ -43,6 +50,8 @@ class RecordingMessenger:
         reply_to: int | None = None,
         on_bubble: BubbleHook | None = None,
     ) -> Delivery:
+        if self.fail_text is not None:
+            raise self.fail_text
         parts = [text[i : i + self.limit] for i in range(0, len(text), self.limit)] or [""]
         ids: list[int | None] = [None] * len(parts)
         dates: list[datetime | None] = [None] * len(parts)
@@ -74,8 +83,11 @@ class RecordingMessenger:
     async def send_photo(
         self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0
     ) -> int:
+        if self.fail_photo is not None:
+            raise self.fail_photo
         self.next_id += 1
         self.photos.append((chat_id, photo))
+        self.captions.append(caption)
         return self.next_id
 
     def texts(self, chat_id: int) -> list[str]:
@@ -93,6 +105,11 @@ class SteppingClock:
 
     def advance(self, seconds: float) -> None:
         self.current += timedelta(seconds=seconds)
+
+
+def claimed_days(store: InMemoryStore) -> set[date]:
+    """The days `store` has handed out through `claim_daily_summary` (for assertions)."""
+    return set(store._summaries)
 
 
 ALICE = Sender(id=1001, name="Alice")

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -19,56 +18,13 @@ from adapters.scheduler import (
     register_daily_summary,
     run_daily_summary,
 )
-from bot.ports import Delivery
 from bot.services.daily_summary import DailySummary
+from storage.memory import InMemoryStore
+from tests.fakes import RecordingMessenger, SteppingClock, claimed_days
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 NOW = datetime(2026, 3, 2, 1, 0, tzinfo=UTC)  # 09:00 on 2026-03-02 in Shanghai
 DAY = date(2026, 3, 1)
-
-
-@dataclass
-class FixedClock:
-    moment: datetime
-
-    def now(self) -> datetime:
-        return self.moment
-
-
-@dataclass
-class SharedGuard:
-    claimed: set[date] = field(default_factory=set)
-
-    async def claim_update(self, update_id: int) -> bool:
-        return True
-
-    async def claim_daily_summary(self, day: date) -> bool:
-        if day in self.claimed:
-            return False
-        self.claimed.add(day)
-        return True
-
-
-@dataclass
-class RecordingMessenger:
-    texts: list[str] = field(default_factory=list)
-    photos: int = 0
-
-    async def send_text(
-        self, chat_id: int, text: str, *, thread_id: int = 0, reply_to: int | None = None
-    ) -> Delivery:
-        self.texts.append(text)
-        return Delivery(message_ids=(1,), texts=(text,))
-
-    async def delete_message(self, chat_id: int, message_id: int) -> None: ...
-
-    async def set_reaction(self, chat_id: int, message_id: int, emoji: str) -> None: ...
-
-    async def send_photo(
-        self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0
-    ) -> int:
-        self.photos += 1
-        return 2
 
 
 @pytest.fixture(autouse=True)
@@ -173,7 +129,7 @@ async def test_a_restart_keeps_one_job_and_its_next_run_time(tmp_path: Path) -> 
 async def test_a_run_missed_while_down_fires_once_after_restart_and_only_once_per_day(
     tmp_path: Path,
 ) -> None:
-    guard = SharedGuard()  # lives in the shared database
+    guard = InMemoryStore()  # stands for the shared database
     ledger = tmp_path / "agent-traces"
 
     # Process A goes down just before its 09:00 run: the stored run time is now in the past.
@@ -187,7 +143,7 @@ async def test_a_run_missed_while_down_fires_once_after_restart_and_only_once_pe
 
     # Restarted A fires the missed run (within the grace time) as soon as it starts.
     messenger_a = RecordingMessenger()
-    summary_a = DailySummary(ledger, SHANGHAI, 1, messenger_a, guard, FixedClock(NOW))
+    summary_a = DailySummary(ledger, SHANGHAI, 1, messenger_a, guard, SteppingClock(NOW))
     results: list[object] = []
 
     async def job_a() -> object:
@@ -205,9 +161,9 @@ async def test_a_run_missed_while_down_fires_once_after_restart_and_only_once_pe
         restarted.shutdown(wait=False)
     assert [e.code for e in seen] == [EVENT_JOB_EXECUTED]
     assert results == [True]
-    assert len(messenger_a.texts) == 1
-    assert messenger_a.texts[0].startswith("2026-03-01")
-    assert messenger_a.photos == 1
+    assert len(messenger_a.sent) == 1
+    assert messenger_a.sent[0].text.startswith("2026-03-01")
+    assert len(messenger_a.photos) == 1
 
     # Worker B (its own local job store) fires for the same day: the guard stops it.
     store_b = tmp_path / "worker-b.sqlite3"
@@ -218,7 +174,7 @@ async def test_a_run_missed_while_down_fires_once_after_restart_and_only_once_pe
     )
     paused_b.shutdown(wait=False)
     messenger_b = RecordingMessenger()
-    summary_b = DailySummary(ledger, SHANGHAI, 1, messenger_b, guard, FixedClock(NOW))
+    summary_b = DailySummary(ledger, SHANGHAI, 1, messenger_b, guard, SteppingClock(NOW))
     worker_b = build(store_b, summary_b.send_yesterday)
     done_b, seen_b = watch(worker_b)
     worker_b.start()
@@ -228,8 +184,8 @@ async def test_a_run_missed_while_down_fires_once_after_restart_and_only_once_pe
         worker_b.shutdown(wait=False)
     assert [e.code for e in seen_b] == [EVENT_JOB_EXECUTED]
     assert seen_b[0].retval is False
-    assert (messenger_b.texts, messenger_b.photos) == ([], 0)
-    assert guard.claimed == {DAY}
+    assert (messenger_b.sent, messenger_b.photos) == ([], [])
+    assert claimed_days(guard) == {DAY}
 
 
 async def test_a_run_missed_beyond_the_grace_time_is_skipped(tmp_path: Path) -> None:

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -10,9 +9,10 @@ import pytest
 
 from bot.agent.ledger import LedgerEntry, LedgerWriter
 from bot.errors import TelegramNetworkError
-from bot.ports import Delivery
 from bot.services.daily_summary import DailySummary, format_summary_text
 from bot.services.usage_report import build_report
+from storage.memory import InMemoryStore
+from tests.fakes import RecordingMessenger, SteppingClock, claimed_days
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 OWNER = 4242
@@ -20,60 +20,6 @@ OWNER = 4242
 NOW = datetime(2026, 3, 1, 16, 30, tzinfo=UTC)
 YESTERDAY = date(2026, 3, 1)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-@dataclass
-class FixedClock:
-    moment: datetime
-
-    def now(self) -> datetime:
-        return self.moment
-
-
-@dataclass
-class MemoryGuard:
-    """The once-a-day guard; one instance stands for the shared database."""
-
-    claimed: set[date] = field(default_factory=set)
-
-    async def claim_update(self, update_id: int) -> bool:
-        return True
-
-    async def claim_daily_summary(self, day: date) -> bool:
-        if day in self.claimed:
-            return False
-        self.claimed.add(day)
-        return True
-
-
-@dataclass
-class RecordingMessenger:
-    texts: list[tuple[int, str]] = field(default_factory=list)
-    photos: list[tuple[int, bytes, str]] = field(default_factory=list)
-    fail_text: Exception | None = None
-    fail_photo: Exception | None = None
-
-    async def send_text(
-        self, chat_id: int, text: str, *, thread_id: int = 0, reply_to: int | None = None
-    ) -> Delivery:
-        if self.fail_text is not None:
-            raise self.fail_text
-        self.texts.append((chat_id, text))
-        return Delivery(message_ids=(len(self.texts),), texts=(text,))
-
-    async def delete_message(self, chat_id: int, message_id: int) -> None:
-        raise AssertionError("not used")
-
-    async def set_reaction(self, chat_id: int, message_id: int, emoji: str) -> None:
-        raise AssertionError("not used")
-
-    async def send_photo(
-        self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0
-    ) -> int:
-        if self.fail_photo is not None:
-            raise self.fail_photo
-        self.photos.append((chat_id, photo, caption))
-        return 100 + len(self.photos)
 
 
 def call(ts: datetime, turn: str, **changes: object) -> LedgerEntry:
@@ -110,75 +56,78 @@ def traces(tmp_path: Path) -> Path:
 
 
 def summary(
-    traces: Path, messenger: RecordingMessenger, guard: MemoryGuard, locale: str = "en"
+    traces: Path, messenger: RecordingMessenger, guard: InMemoryStore, locale: str = "en"
 ) -> DailySummary:
-    return DailySummary(traces, SHANGHAI, OWNER, messenger, guard, FixedClock(NOW), locale=locale)
+    return DailySummary(
+        traces, SHANGHAI, OWNER, messenger, guard, SteppingClock(NOW), locale=locale
+    )
 
 
 def test_yesterday_is_the_calendar_day_before_now_in_the_bot_zone(traces: Path) -> None:
-    assert summary(traces, RecordingMessenger(), MemoryGuard()).yesterday() == YESTERDAY
+    assert summary(traces, RecordingMessenger(), InMemoryStore()).yesterday() == YESTERDAY
 
 
 async def test_sends_yesterdays_text_and_chart_to_the_owner(traces: Path) -> None:
-    messenger, guard = RecordingMessenger(), MemoryGuard()
+    messenger, guard = RecordingMessenger(), InMemoryStore()
     assert await summary(traces, messenger, guard).send_yesterday() is True
-    assert guard.claimed == {YESTERDAY}
-    [(chat, text)] = messenger.texts
+    assert claimed_days(guard) == {YESTERDAY}
+    [(chat, text)] = [(m.chat_id, m.text) for m in messenger.sent]
     assert chat == OWNER
     assert text.splitlines()[0] == "Usage for 2026-03-01 (Asia/Shanghai)"
     assert "Calls: 3 in 2 turns (1.5 per turn); 1 hit the iteration cap" in text
     assert "p50 9.8k / p90 9.8k" in text
     assert "Cache hit 50%" in text
     assert "cost 0.7500" in text
-    [(photo_chat, photo, caption)] = messenger.photos
+    [(photo_chat, photo)] = messenger.photos
+    [caption] = messenger.captions
     assert photo_chat == OWNER
     assert photo.startswith(PNG_MAGIC)
     assert "7 days" in caption
 
 
 async def test_a_claimed_day_sends_nothing_from_a_second_process(traces: Path) -> None:
-    guard = MemoryGuard()  # the shared database
+    guard = InMemoryStore()  # the shared database
     first, second = RecordingMessenger(), RecordingMessenger()
     assert await summary(traces, first, guard).send_for(YESTERDAY) is True
     assert await summary(traces, second, guard).send_for(YESTERDAY) is False
-    assert (second.texts, second.photos) == ([], [])
-    assert len(first.texts) == 1
+    assert (second.sent, second.photos) == ([], [])
+    assert len(first.sent) == 1
 
 
 async def test_a_failed_send_is_logged_and_keeps_the_claim(
     traces: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    guard = MemoryGuard()
+    guard = InMemoryStore()
     broken = RecordingMessenger(fail_text=TelegramNetworkError("Bot API unreachable"))
     with caplog.at_level(logging.ERROR, logger="bot.services.daily_summary"):
         assert await summary(traces, broken, guard).send_for(YESTERDAY) is False
     assert "daily summary text for 2026-03-01 was not sent" in caplog.text
-    assert guard.claimed == {YESTERDAY}
+    assert claimed_days(guard) == {YESTERDAY}
     assert len(broken.photos) == 1  # the chart still went out
     healthy = RecordingMessenger()
     assert await summary(traces, healthy, guard).send_for(YESTERDAY) is False
-    assert healthy.texts == []
+    assert healthy.sent == []
 
 
 async def test_a_failed_chart_does_not_undo_the_text(traces: Path) -> None:
     messenger = RecordingMessenger(fail_photo=TelegramNetworkError("timeout"))
-    assert await summary(traces, messenger, MemoryGuard()).send_for(YESTERDAY) is True
-    assert len(messenger.texts) == 1
+    assert await summary(traces, messenger, InMemoryStore()).send_for(YESTERDAY) is True
+    assert len(messenger.sent) == 1
 
 
 async def test_compose_neither_claims_nor_sends(traces: Path) -> None:
-    messenger, guard = RecordingMessenger(), MemoryGuard()
+    messenger, guard = RecordingMessenger(), InMemoryStore()
     message = await summary(traces, messenger, guard).compose(YESTERDAY)
-    assert guard.claimed == set()
-    assert messenger.texts == []
+    assert claimed_days(guard) == set()
+    assert messenger.sent == []
     assert message.chart is not None
     assert message.chart.startswith(PNG_MAGIC)
 
 
 async def test_a_day_without_calls_still_reports(tmp_path: Path) -> None:
     messenger = RecordingMessenger()
-    assert await summary(tmp_path / "none", messenger, MemoryGuard()).send_yesterday() is True
-    assert messenger.texts[0][1].endswith("No model calls.")
+    assert await summary(tmp_path / "none", messenger, InMemoryStore()).send_yesterday() is True
+    assert messenger.sent[0].text.endswith("No model calls.")
     assert not (tmp_path / "none").exists()
 
 

@@ -7,10 +7,9 @@ import os
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
 
-from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
+from tests.test_storage.conftest import reset_postgres
 
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
 
@@ -19,13 +18,7 @@ async def fresh_postgres(*, migrate: bool = True) -> str:
     """TEST_POSTGRES_URL with an empty (and migrated) `public` schema; skips when unset."""
     if POSTGRES_URL is None:
         pytest.skip("TEST_POSTGRES_URL is not set (run under scripts/with-postgres)")
-    engine = create_engine_for(POSTGRES_URL)
-    try:
-        async with engine.begin() as conn:
-            await conn.execute(text("DROP SCHEMA public CASCADE"))
-            await conn.execute(text("CREATE SCHEMA public"))
-    finally:
-        await engine.dispose()
+    await reset_postgres(POSTGRES_URL)
     if migrate:
         await upgrade_database(POSTGRES_URL)
     return POSTGRES_URL

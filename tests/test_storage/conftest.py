@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -19,23 +18,11 @@ from storage.engine import create_engine_for
 from storage.memory import InMemoryStore
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore
+from tests.fakes import SteppingClock
 
 Store = InMemoryStore | SqlStore
 
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
-
-
-@dataclass
-class FixedClock:
-    """A clock tests move by hand."""
-
-    at: datetime = field(default_factory=lambda: datetime(2026, 3, 1, 12, 0, tzinfo=UTC))
-
-    def __call__(self) -> datetime:
-        return self.at
-
-    def advance(self, **kwargs: float) -> None:
-        self.at += timedelta(**kwargs)
 
 
 async def reset_postgres(url: str) -> None:
@@ -66,20 +53,21 @@ SQL_BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
 @pytest.fixture
-def clock() -> FixedClock:
-    return FixedClock()
+def clock() -> SteppingClock:
+    """The stores' clock; tests move it by hand."""
+    return SteppingClock(datetime(2026, 3, 1, 12, 0, tzinfo=UTC))
 
 
 @pytest.fixture(params=BACKENDS)
 async def store(
-    request: pytest.FixtureRequest, tmp_path: Path, clock: FixedClock
+    request: pytest.FixtureRequest, tmp_path: Path, clock: SteppingClock
 ) -> AsyncIterator[Store]:
     backend: str = request.param
     if backend == "memory":
-        yield InMemoryStore(now=clock)
+        yield InMemoryStore(now=clock.now)
         return
     url = await database_url(backend, tmp_path)
-    sql_store = SqlStore(create_engine_for(url), now=clock)
+    sql_store = SqlStore(create_engine_for(url), now=clock.now)
     try:
         yield sql_store
     finally:

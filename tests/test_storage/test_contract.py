@@ -24,7 +24,8 @@ from bot.domain.records import (
 from bot.errors import SessionNotFound, StorageError
 from bot.ports import NewRecord, PlatformEvent
 from storage.retention import PruneResult
-from tests.test_storage.conftest import FixedClock, Store
+from tests.fakes import SteppingClock
+from tests.test_storage.conftest import Store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 CHAT = -1001234567890123
@@ -393,7 +394,7 @@ class TestClaims:
 
 class TestPrune:
     async def test_prunes_before_the_window_and_never_renumbers(
-        self, store: Store, clock: FixedClock
+        self, store: Store, clock: SteppingClock
     ) -> None:
         sid = await new_session(store)
         old = T0 - timedelta(days=40)
@@ -404,9 +405,9 @@ class TestPrune:
         await store.record_events(
             [PlatformEvent(chat_id=CHAT, message_id=9, sender_id=1, date=old, text="old message")]
         )
-        clock.at = old
+        clock.current = old
         await store.claim_update(77)
-        clock.at = T0
+        clock.current = T0
         before = await store.load_history(sid, max_records=50)
 
         result = await store.prune(T0 - timedelta(days=30))
