@@ -22,7 +22,7 @@ from datetime import datetime, tzinfo
 from typing import Literal
 
 from bot.agent.events import EventBus
-from bot.agent.ledger import LedgerEntry, LedgerWriter, TrimInfo
+from bot.agent.ledger import LedgerEntry, LedgerWriter, TrimInfo, describe_error
 from bot.agent.prompt import PromptFacts, TurnContext, build_per_turn_blocks, build_system_prompt
 from bot.agent.routes import ModelRoute, RouteTable
 from bot.context.alias_table import AliasTable
@@ -692,7 +692,7 @@ class TurnRunner:
                 budget=trim.budget,
             ),
             latency_ms=int((time.perf_counter() - started) * 1000) if started else 0,
-            error=None if error is None else f"{type(error).__name__}: {error}"[:300],
+            error=None if error is None else describe_error(error),
             hit_iteration_cap=hit_cap,
             cost=cost,
             tool_calls=len(response.tool_calls) if response else 0,
