@@ -219,6 +219,41 @@ class Delivery:
     def delivered(self) -> bool:
         return any(mid is not None for mid in self.message_ids)
 
+    def events(
+        self,
+        *,
+        chat_id: int,
+        thread_id: int,
+        sender_id: int | None,
+        sender_name: str,
+        reply_to: int | None,
+        now: datetime,
+        record_id: int | None = None,
+        slots: range | None = None,
+    ) -> list[PlatformEvent]:
+        """Platform events of the confirmed bubbles (only `slots` if given), as the bot's
+        messages; a bubble without a confirmed date is dated `now`."""
+        dates = self.dates or (None,) * len(self.message_ids)
+        wanted = slots if slots is not None else range(len(self.message_ids))
+        return [
+            PlatformEvent(
+                chat_id=chat_id,
+                thread_id=thread_id,
+                message_id=mid,
+                sender_id=sender_id,
+                sender_name=sender_name,
+                is_bot=True,
+                date=date or now,
+                text=bubble,
+                reply_to_message_id=reply_to,
+                record_id=record_id,
+            )
+            for index, (mid, bubble, date) in enumerate(
+                zip(self.message_ids, self.texts, dates, strict=False)
+            )
+            if mid is not None and index in wanted
+        ]
+
 
 BubbleHook = Callable[[Delivery], Awaitable[None]]
 """Called after each confirmed bubble with the delivery so far (later slots still `None`)."""

@@ -367,6 +367,8 @@ class TurnRunner:
             chat_id=session.key.chat_id,
             thread_id=session.key.thread_id,
             bot_id=self.bot_id,
+            bot_name=self.bot_name,
+            clock=self.clock,
             messenger=self.messenger,
             events=self.events,
             records=records,
@@ -616,28 +618,16 @@ class TurnRunner:
         slots: range | None = None,
     ) -> list[PlatformEvent]:
         """Platform events of the confirmed bubbles of `delivery` (only `slots` if given)."""
-        key = session.key
-        now = self.clock.now()
-        dates = delivery.dates or (None,) * len(delivery.message_ids)
-        wanted = slots if slots is not None else range(len(delivery.message_ids))
-        return [
-            PlatformEvent(
-                chat_id=key.chat_id,
-                thread_id=key.thread_id,
-                message_id=mid,
-                sender_id=self.bot_id,
-                sender_name=self.bot_name,
-                is_bot=True,
-                date=date or now,
-                text=bubble,
-                reply_to_message_id=reply_to,
-                record_id=record_id,
-            )
-            for index, (mid, bubble, date) in enumerate(
-                zip(delivery.message_ids, delivery.texts, dates, strict=False)
-            )
-            if mid is not None and index in wanted
-        ]
+        return delivery.events(
+            chat_id=session.key.chat_id,
+            thread_id=session.key.thread_id,
+            sender_id=self.bot_id,
+            sender_name=self.bot_name,
+            reply_to=reply_to,
+            now=self.clock.now(),
+            record_id=record_id,
+            slots=slots,
+        )
 
     # ------------------------------------------------------------------ ledger
 

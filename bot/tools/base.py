@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from bot.domain.records import StoredRecord
 from bot.errors import ToolError
-from bot.ports import Messenger, PlatformEvent, PlatformEventStore, ToolSpec
+from bot.ports import Clock, Messenger, PlatformEvent, PlatformEventStore, ToolSpec
 
 
 class RecordedBubbles(Protocol):
@@ -29,6 +29,8 @@ class ToolContext:
     chat_id: int
     thread_id: int
     bot_id: int | None
+    bot_name: str = ""
+    clock: Clock
     messenger: Messenger
     events: PlatformEventStore
     records: Sequence[StoredRecord] = ()

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.errors import ToolError
-from bot.ports import PlatformEvent, ToolSpec
+from bot.ports import ToolSpec
 from bot.tools.base import Tool, ToolContext, require_int, require_str
 
 
@@ -19,25 +19,14 @@ async def send_message(args: Mapping[str, Any], ctx: ToolContext) -> str:
     )
     if ctx.record_bubbles is not None:
         await ctx.record_bubbles(
-            [
-                PlatformEvent(
-                    chat_id=ctx.chat_id,
-                    thread_id=ctx.thread_id,
-                    message_id=mid,
-                    sender_id=ctx.bot_id,
-                    is_bot=True,
-                    date=date,
-                    text=bubble,
-                    reply_to_message_id=reply_to,
-                )
-                for mid, bubble, date in zip(
-                    delivery.message_ids,
-                    delivery.texts,
-                    delivery.dates or (None,) * len(delivery.texts),
-                    strict=False,
-                )
-                if mid is not None and date is not None
-            ]
+            delivery.events(
+                chat_id=ctx.chat_id,
+                thread_id=ctx.thread_id,
+                sender_id=ctx.bot_id,
+                sender_name=ctx.bot_name,
+                reply_to=reply_to,
+                now=ctx.clock.now(),
+            )
         )
     if not delivery.delivered:
         raise ToolError(f"the message was not delivered: {delivery.error}", code="not_delivered")

@@ -212,3 +212,21 @@ async def test_a_quote_outside_the_window_is_an_inline_line_naming_the_alias(
     assert "reply_to:" not in current.splitlines()[0]
     assert "[quote id:m1;user_id:1002;time:" in current
     assert current.splitlines()[1].endswith("the blue kettle is broken")
+
+
+async def test_send_message_replies_by_alias_and_records_its_bubble(
+    tmp_path: Path, messenger: RecordingMessenger
+) -> None:
+    model = ScriptedModel(
+        [CallTool("send_message", {"text": "ping Bob", "reply_to_message_id": "m1"}), Reply("ok")]
+    )
+    app, store, clock = make_app(tmp_path, model, messenger)
+    await say(app, clock, 71, "I'm Bob", sender=BOB)
+    await say(app, clock, 72, "@Helper poke Bob for me", mentions_bot=True)
+
+    extra = messenger.sent[0]
+    assert (extra.text, extra.reply_to) == ("ping Bob", 71)
+    event = await store.find_event(CHAT, extra.message_id)
+    assert event is not None
+    assert (event.is_bot, event.sender_id, event.sender_name) == (True, 999, "Helper")
+    assert messenger.texts(CHAT) == ["ping Bob", "ok"]
