@@ -16,6 +16,7 @@ import json
 import logging
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, tzinfo
@@ -87,6 +88,7 @@ log = logging.getLogger("tgbot.runtime")
 
 Locale = Literal["zh", "en"]
 TOOL_TIMEOUT_SECONDS = 30.0
+MAX_METERS = 10_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -216,7 +218,8 @@ class TurnRunner:
         self.bus = bus or EventBus()
         self.bot_id = bot_id
         self.bot_name = bot_name
-        self.meters: dict[int, CallMeter] = {}
+        self.meters: OrderedDict[int, CallMeter] = OrderedDict()
+        """The last call of the most recently active sessions (for `/context`)."""
 
     # ------------------------------------------------------------------ building
 
@@ -693,6 +696,9 @@ class TurnRunner:
             self.ledger.append(entry)
         except OSError:
             log.exception("could not write the ledger line")
+        self.meters.pop(state.session.id, None)
+        while len(self.meters) >= MAX_METERS:
+            self.meters.popitem(last=False)
         self.meters[state.session.id] = CallMeter(
             model=state.route.model,
             window=state.route.window,

@@ -103,6 +103,17 @@ class _SessionState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     store_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     pending: _Pending | None = None
+    tasks: int = 0
+    """Turn tasks created for this session and not finished yet."""
+
+    @property
+    def idle(self) -> bool:
+        return self.tasks == 0 and not self.lock.locked() and not self.store_lock.locked()
+
+
+MAX_IDLE_SESSIONS = 10_000
+"""Per-chat state is kept for active chats; idle entries beyond this are forgotten (they
+hold nothing but unlocked locks), so memory does not grow with every chat ever seen."""
 
 
 def scene_of(message: InboundMessage, owner_id: int | None) -> Scene:
@@ -141,7 +152,16 @@ class InboundService:
         """The latest turn outcomes, for diagnostics and tests."""
 
     def _state(self, session_id: int) -> _SessionState:
-        return self._sessions.setdefault(session_id, _SessionState())
+        state = self._sessions.get(session_id)
+        if state is None:
+            if len(self._sessions) >= MAX_IDLE_SESSIONS:
+                self._forget_idle()
+            state = self._sessions[session_id] = _SessionState()
+        return state
+
+    def _forget_idle(self) -> None:
+        for session_id in [sid for sid, st in self._sessions.items() if st.idle]:
+            del self._sessions[session_id]
 
     async def open(self, message: InboundMessage) -> SessionInfo:
         key = SessionKey(chat_id=message.chat_id, thread_id=message.thread_id)
@@ -380,9 +400,18 @@ class InboundService:
                     await self.store.set_active_leaf(session.id, leaf)
                 await self._run(session, reply_to=reply_to)
 
-        task = asyncio.create_task(turn(), name=f"turn-{session.id}")
+        self._track(state, asyncio.create_task(turn(), name=f"turn-{session.id}"))
+
+    def _track(self, state: _SessionState, task: asyncio.Task[None]) -> None:
+        """Keep the task for `drain`, and the session's state while the task may use it."""
+        state.tasks += 1
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+
+        def done(finished: asyncio.Task[None]) -> None:
+            state.tasks -= 1
+            self._tasks.discard(finished)
+
+        task.add_done_callback(done)
 
     def _should_answer(self, message: InboundMessage, scene: Scene) -> bool:
         if message.sender.is_bot and message.sender.kind == "bot":
@@ -448,8 +477,7 @@ class InboundService:
         state.pending = _Pending(
             task=task, sender_id=message.sender.id, reply_to=message.message_id
         )
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._track(state, task)
 
     async def _run(self, session: SessionInfo, *, reply_to: int | None) -> None:
         try:

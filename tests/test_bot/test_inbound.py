@@ -8,6 +8,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from adapters.llm.scripted import Reply, ScriptedModel
 from bot.config import load_settings
 from bot.domain.ids import SessionKey
@@ -160,3 +162,23 @@ async def test_the_owner_switches_models_and_sees_an_unknown_window(tmp_path: Pa
     await app.inbound.on_message(refused)
     await asyncio.sleep(0)
     assert messenger.texts(GROUP) == ["Sorry, only the bot's owner can use this command."]
+
+
+async def test_per_chat_state_stays_bounded_and_turns_stay_correct(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import bot.services.inbound as inbound_module
+
+    monkeypatch.setattr(inbound_module, "MAX_IDLE_SESSIONS", 5)
+    model = ScriptedModel()
+    app, _store, messenger, clock = make(tmp_path, model)
+    for chat in range(1, 31):
+        message = inbound(
+            chat_id=chat, chat_type="private", message_id=1, text=f"hi {chat}", at=clock.now()
+        )
+        await app.inbound.on_message(message)
+        if chat % 10 == 0:  # bursts of ten chats at once, then quiet
+            await app.inbound.drain()
+    await app.inbound.drain()
+    assert len(app.inbound._sessions) <= 11
+    assert all(len(messenger.texts(chat)) == 1 for chat in range(1, 31))
