@@ -269,10 +269,16 @@ async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
     out.write(
         f"\nDone in {elapsed:.1f} s. Data went to {data}: the SQLite database "
         f"{data / 'tgbot.sqlite3'} and the ledger {demo.traces_dir}/.\n"
-        f"Try: DATA_DIR={data} tgbot usage report --days 1\n"
-        f"     DATA_DIR={data} tgbot context show --chat {GROUP_CHAT}\n"
+        f"Try: DATA_DIR={data} {_command()} usage report --days 1\n"
+        f"     DATA_DIR={data} {_command()} context show --chat {GROUP_CHAT}\n"
     )
     return 0
+
+
+def _command() -> str:
+    """How this `tgbot` was invoked (e.g. `.venv/bin/tgbot`), for copy-paste hints."""
+    invoked = Path(sys.argv[0])
+    return str(invoked) if invoked.name == "tgbot" else "tgbot"
 
 
 async def replay(
