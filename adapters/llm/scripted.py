@@ -94,10 +94,6 @@ class ScriptedModel:
         """Steps not yet used."""
         return len(self._script)
 
-    @property
-    def last_request(self) -> LLMRequest:
-        return self.requests[-1]
-
     async def complete(self, request: LLMRequest) -> LLMResponse:
         self.requests.append(request)
         step: Step = self._script.popleft() if self._script else self._default

@@ -86,20 +86,6 @@ def parse_update_strict(
     return None
 
 
-def parse_message(
-    message: Message,
-    *,
-    bot_id: int,
-    bot_username: str | None,
-    locale: Locale,
-    update_id: int | None = None,
-    is_edit: bool = False,
-) -> InboundMessage:
-    """One message (not wrapped in an update); raises on input it cannot read."""
-    reader = _Reader(bot_id=bot_id, bot_username=bot_username, locale=locale)
-    return reader.message(message, update_id=update_id, is_edit=is_edit)
-
-
 class _Reader:
     """Holds the per-bot parameters while one message is read."""
 
