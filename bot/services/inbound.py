@@ -229,18 +229,9 @@ class InboundService:
             answered = any(r.kind == "assistant" for r in loaded.records if r.id > last_user.id)
             if not answered:
                 return
-            body = self._body(message, merged=False)
-            assert isinstance(body, UserRecord)
             await self.store.append(
                 session.id,
-                [
-                    NewRecord(
-                        body=body,
-                        created_at=message.date,
-                        message_ids=(message.message_id,),
-                        tokens=record_tokens(body),
-                    )
-                ],
+                [self._record_of(message, merged=False)],
                 parent_id=last_user.parent_id,
                 at_root=last_user.parent_id is None,
             )
@@ -437,20 +428,21 @@ class InboundService:
             merged=merged,
         )
 
+    def _record_of(self, message: InboundMessage, *, merged: bool) -> NewRecord:
+        body = self._body(message, merged=merged)
+        return NewRecord(
+            body=body,
+            created_at=message.date,
+            message_ids=(message.message_id,),
+            tokens=record_tokens(body),
+        )
+
     async def _store_inbound(
         self, session: SessionInfo, message: InboundMessage, *, merged: bool
     ) -> None:
-        body = self._body(message, merged=merged)
         await self.store.append(
             session.id,
-            [
-                NewRecord(
-                    body=body,
-                    created_at=message.date,
-                    message_ids=(message.message_id,),
-                    tokens=record_tokens(body),
-                )
-            ],
+            [self._record_of(message, merged=merged)],
             events=[_event_of(message, record_id=None, known=None)],
         )
 
