@@ -338,7 +338,7 @@ def usage_report(
     out: TextIO | None = None,
 ) -> int:
     settings = _settings(config)
-    from bot.services.usage_report import run_usage_report
+    from bot.services.usage_render import run_usage_report
 
     since_date = None
     if since is not None:

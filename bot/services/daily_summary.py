@@ -16,13 +16,8 @@ from pathlib import Path
 
 from bot.ports import Clock, Messenger, UpdateLog
 from bot.services.chart import render_usage_chart
-from bot.services.usage_report import (
-    UsageReport,
-    format_cost,
-    format_share,
-    format_tokens,
-    load_report,
-)
+from bot.services.usage_render import format_cost, format_share, format_tokens
+from bot.services.usage_report import UsageReport, load_report
 
 logger = logging.getLogger(__name__)
 

@@ -178,7 +178,7 @@ async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
     from adapters.telegram.fake_api import FakeBotApi
     from adapters.telegram.sender import TelegramMessenger
     from bot.main import build_app, open_store
-    from bot.services.usage_report import run_usage_report
+    from bot.services.usage_render import run_usage_report
 
     started = time.perf_counter()
     data = data_dir or Path(tempfile.mkdtemp(prefix="tgbot-demo-"))
