@@ -11,7 +11,7 @@ from bot.agent.runtime import CallMeter
 from bot.domain.facts import InboundMessage
 from bot.ports import ConversationStore, Messenger, SessionInfo
 from bot.services.guard import is_owner
-from bot.services.texts import text
+from bot.texts import text
 
 log = logging.getLogger("tgbot.commands")
 
