@@ -21,8 +21,8 @@ from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.sender import TelegramMessenger
 from bot.config import load_settings
 from bot.domain.ids import SessionKey
-from bot.main import build_app
-from bot.services.demo import CountingSink
+from bot.app.wiring import build_app
+from bot.app.demo import CountingSink
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore

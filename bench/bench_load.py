@@ -31,7 +31,7 @@ from adapters.telegram.sender import TelegramMessenger
 from bot.config import load_settings
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
-from bot.main import build_app, open_store
+from bot.app.wiring import build_app, open_store
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,7 +44,7 @@ from bot.context.tokens import estimate_history_tokens, estimate_message_tokens
 from bot.context.window import estimate_tool_schema_tokens
 from bot.domain.facts import InboundMessage, Quote
 from bot.domain.messages import ChatMessage, ToolCall
-from bot.main import build_app
+from bot.app.wiring import build_app
 from bot.ports import LLMRequest, ToolSpec
 from bot.tools import default_tools
 from bot.tools.base import Tool, ToolContext

@@ -15,7 +15,7 @@ from bot.context import BREADCRUMB_TEXT
 from bot.domain.facts import Quote
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
-from bot.main import App, build_app
+from bot.app.wiring import App, build_app
 from storage.memory import InMemoryStore
 from tests.fakes import ALICE, BOB, CHEN, RecordingMessenger, SteppingClock, inbound
 

@@ -20,7 +20,7 @@ import pytest
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.config import load_settings
 from bot.domain.ids import SessionKey
-from bot.main import App, build_app, open_store
+from bot.app.wiring import App, build_app, open_store
 from bot.ports import SessionInfo
 from tests.fakes import ALICE, BOB, CHEN, RecordingMessenger, SteppingClock, inbound
 
@@ -50,11 +50,11 @@ def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 async def tgbot(*args: str, env: dict[str, str]) -> Done:
-    """`python -m bot.cli ARGS`; killed if it is still running after 60 s."""
+    """`python -m bot.app.cli ARGS`; killed if it is still running after 60 s."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bot.cli",
+        "bot.app.cli",
         *args,
         env=env,
         cwd=ROOT,

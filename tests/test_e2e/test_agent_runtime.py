@@ -128,7 +128,7 @@ async def bot(tmp_path: Path) -> AsyncIterator[Bot]:
             "TGBOT_LOG_LEVEL": "INFO",
         }
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", "run", env=env, cwd=ROOT, stdout=log, stderr=log
+            sys.executable, "-m", "bot.app.cli", "run", env=env, cwd=ROOT, stdout=log, stderr=log
         )
         store: SqlStore | None = None
         try:

@@ -30,7 +30,7 @@ from bot.config import load_settings
 from bot.context import BREADCRUMB_TEXT
 from bot.context.turns import turn_starts
 from bot.domain.messages import ChatMessage
-from bot.main import App, build_app, open_store
+from bot.app.wiring import App, build_app, open_store
 from bot.ports import LLMRequest, LLMResponse
 from tests.fakes import SteppingClock
 

@@ -1,6 +1,6 @@
 """A real `tgbot run` process against the fake Bot API and the fake OpenAI server.
 
-`BotProcess` starts `python -m bot.cli run` with its settings in the environment, can be
+`BotProcess` starts `python -m bot.app.cli run` with its settings in the environment, can be
 SIGKILLed at any moment and started again on the same data directory; its log goes to a
 file so tests can read what it wrote. `GatedModel` is a scripted model whose calls can be
 held at a gate, so a test knows a turn is inside its model call (an event, not a sleep).
@@ -28,7 +28,7 @@ from adapters.telegram.sender import TelegramMessenger
 from bot.config import load_settings
 from bot.domain.ids import SessionKey
 from bot.domain.records import StoredRecord
-from bot.main import build_app
+from bot.app.wiring import build_app
 from bot.ports import ConversationStore, LLMRequest, LLMResponse
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
@@ -95,7 +95,7 @@ class BotProcess:
         polls = len(self.api.calls_of("getUpdates"))
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(  # noqa: ASYNC220 (started, never waited on here)
-            [sys.executable, "-m", "bot.cli", "run"],
+            [sys.executable, "-m", "bot.app.cli", "run"],
             cwd=ROOT,
             env=self.env(**extra),
             stdout=log,

@@ -16,7 +16,7 @@ from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.agent.runtime import USER_MESSAGES
 from bot.config import load_settings
 from bot.domain.ids import SessionKey
-from bot.main import App, build_app
+from bot.app.wiring import App, build_app
 from storage.memory import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock, inbound
 

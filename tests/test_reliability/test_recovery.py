@@ -13,7 +13,7 @@ from bot.config import load_settings
 from bot.domain.facts import Quote, Sender
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import UserRecord
-from bot.main import build_app
+from bot.app.wiring import build_app
 from bot.ports import NewRecord
 from bot.services.texts import TEXTS
 from storage.memory import InMemoryStore

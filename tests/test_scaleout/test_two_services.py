@@ -16,7 +16,7 @@ from bot.config import load_settings
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
-from bot.main import App, build_app
+from bot.app.wiring import App, build_app
 from bot.services.chat_lock import ChatLock, LocalChatLock
 from storage.engine import create_engine_for
 from storage.locks import AdvisoryChatLock

@@ -16,7 +16,8 @@ from adapters.llm.openai_provider import OpenAIProvider
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.config import load_settings
 from bot.domain.facts import Forward, InboundMessage, Quote, Sender
-from bot.main import App, build_app, context_show
+from bot.app.context_show import context_show
+from bot.app.wiring import App, build_app
 from bot.services.texts import TEXTS
 from storage.memory import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
