@@ -10,12 +10,12 @@ import pytest
 
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.agent.ledger import read_entries
+from bot.app.wiring import App, build_app
 from bot.config import load_settings
 from bot.context import BREADCRUMB_TEXT
 from bot.domain.facts import Quote
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
-from bot.app.wiring import App, build_app
 from storage.memory import InMemoryStore
 from tests.fakes import ALICE, BOB, CHEN, RecordingMessenger, SteppingClock, inbound
 

@@ -25,13 +25,12 @@ from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
-from bot.config import load_settings
 from bot.domain.ids import SessionKey
 from bot.domain.records import StoredRecord
-from bot.app.wiring import build_app
 from bot.ports import ConversationStore, LLMRequest, LLMResponse
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
+from tests.rig import rig_settings, wire_app
 
 ROOT = Path(__file__).resolve().parents[2]
 BOT_TOKEN = "424242:SECRET-bot-token-do-not-log"
@@ -204,20 +203,13 @@ class LiveBot:
             self.slept.append(seconds)
 
         self.messenger = TelegramMessenger(self.bot, sleep=no_wait)
-        settings = load_settings(
-            data_dir=data_dir,
-            owner_id=OWNER,
-            bot_locale="en",
-            triggers={"merge_window_seconds": 0},
-            security={"user_messages_per_minute": 0, "chat_messages_per_minute": 0},
-        )
-        self.app = build_app(
-            settings,
+        self.app = wire_app(
+            rig_settings(data_dir, owner_id=OWNER),
             store=store,
             messenger=self.messenger,
+            model=self.model,
             bot_id=api.bot_id,
             bot_name=api.first_name,
-            offline=self.model,
         )
         self.dispatcher = build_dispatcher(
             self.app.inbound, bot_id=api.bot_id, bot_username=api.username, locale="en"
