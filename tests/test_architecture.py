@@ -81,6 +81,11 @@ def test_only_the_app_imports_adapters_storage_and_settings(package: str) -> Non
     assert violations(package, OUTER) == []
 
 
+@pytest.mark.parametrize("package", ["adapters", "storage"])
+def test_adapters_and_storage_import_neither_the_app_nor_the_settings(package: str) -> None:
+    assert violations(package, ("bot.app", "bot.config")) == []
+
+
 def test_domain_does_not_import_the_context_core() -> None:
     assert violations("bot/domain", ("bot.context",)) == []
 

@@ -1,4 +1,4 @@
-"""Issue "Telegram adapter and what the model sees", end to end.
+"""What the model sees of a Telegram group conversation, end to end.
 
 aiogram's real HTTP client polls `FakeBotApi` on 127.0.0.1; the app is the one `build_app`
 wires (SQLite store, the TOML settings a deployment would use); a scripted model records
