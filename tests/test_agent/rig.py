@@ -9,14 +9,14 @@ from pathlib import Path
 from adapters.llm.scripted import ScriptedModel
 from bot.agent.events import ModelCalled
 from bot.agent.routes import ModelRoute, Prices
-from bot.config import load_settings
+from bot.app.wiring import App
 from bot.context.history_trim import HistoryTrimmed
 from bot.context.tokens import RequestTokens
 from bot.domain.ids import SessionKey
-from bot.main import App, build_app
 from bot.ports import SessionInfo, Usage
 from storage.memory import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock, inbound
+from tests.rig import rig_settings, wire_app
 
 START = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
 CHAT = -100500
@@ -30,26 +30,11 @@ def make_app(
     group_tokens: int = 8000,
     **env: str,
 ) -> tuple[App, InMemoryStore, SteppingClock]:
-    settings = load_settings(
-        data_dir=tmp_path,
-        owner_id=42,
-        bot_locale="en",
-        history={"group_tokens": group_tokens},
-        triggers={"merge_window_seconds": 0},
-        security={"user_messages_per_minute": 0, "chat_messages_per_minute": 0},
-        **env,
-    )
+    """The shared rig's app over an in-memory store, owner 42, the given group budget."""
+    settings = rig_settings(tmp_path, owner_id=42, history={"group_tokens": group_tokens}, **env)
     store = InMemoryStore()
     clock = SteppingClock(START)
-    app = build_app(
-        settings,
-        store=store,
-        messenger=messenger,
-        bot_id=999,
-        bot_name="Helper",
-        clock=clock,
-        offline=model,
-    )
+    app = wire_app(settings, store=store, messenger=messenger, model=model, clock=clock)
     return app, store, clock
 
 
