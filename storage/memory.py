@@ -16,16 +16,14 @@ from bot.domain.records import RecordBody, StoredRecord
 from bot.errors import SessionNotFound, StorageError
 from bot.ports import (
     ConversationStore,
-    HistoryStore,
     LoadedHistory,
     NewRecord,
     PlatformEvent,
-    PlatformEventStore,
     SessionInfo,
-    UpdateLog,
 )
 from storage.alias_cache import alias_parts, aliases_on_path, derive_path, path_to
 from storage.retention import Node, PruneResult, plan_prune
+from storage.rows import utc
 
 
 @dataclass(slots=True)
@@ -46,7 +44,7 @@ class _Session:
 
 
 class InMemoryStore:
-    """HistoryStore + PlatformEventStore + UpdateLog, and the extra methods of `SqlStore`."""
+    """`bot.ports.ConversationStore` in dictionaries: the contract of `SqlStore`."""
 
     def __init__(self, *, now: Callable[[], datetime] | None = None) -> None:
         self._now = now or (lambda: datetime.now(UTC))
@@ -173,7 +171,7 @@ class InMemoryStore:
                 id=self._next_record,
                 session_id=session_id,
                 parent_id=parent,
-                created_at=_utc(record.created_at),
+                created_at=utc(record.created_at),
                 body=record.body,
                 message_ids=tuple(record.message_ids),
                 tokens=record.tokens,
@@ -219,8 +217,8 @@ class InMemoryStore:
             record_id = event.record_id if event.record_id is not None else default_record_id
             new = replace(
                 event,
-                date=_utc(event.date),
-                edited_at=None if event.edited_at is None else _utc(event.edited_at),
+                date=utc(event.date),
+                edited_at=None if event.edited_at is None else utc(event.edited_at),
                 record_id=record_id,
             )
             if old is not None:
@@ -251,8 +249,8 @@ class InMemoryStore:
     async def prune(
         self, older_than: datetime, *, events_older_than: datetime | None = None
     ) -> PruneResult:
-        cutoff = _utc(older_than)
-        events_cutoff = cutoff if events_older_than is None else _utc(events_older_than)
+        cutoff = utc(older_than)
+        events_cutoff = cutoff if events_older_than is None else utc(events_older_than)
         removed = 0
         for session in self._sessions.values():
             nodes = [
@@ -325,12 +323,6 @@ class InMemoryStore:
         return derived[-1].last if derived else session.alias_root_base
 
 
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def _satisfies_the_ports(
-    store: InMemoryStore,
-) -> tuple[HistoryStore, PlatformEventStore, UpdateLog, ConversationStore]:
-    """Checked by mypy: the store implements the three ports of `bot.ports`."""
-    return store, store, store, store
+def _satisfies_the_ports(store: InMemoryStore) -> ConversationStore:
+    """Checked by mypy: the store implements `bot.ports.ConversationStore` (every store port)."""
+    return store

@@ -12,7 +12,6 @@ The SQL built once lives in `storage.queries`.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import asynccontextmanager, nullcontext
 from datetime import UTC, date, datetime
@@ -28,13 +27,10 @@ from bot.domain.records import StoredRecord
 from bot.errors import SessionNotFound, StorageError, StorageUnavailable
 from bot.ports import (
     ConversationStore,
-    HistoryStore,
     LoadedHistory,
     NewRecord,
     PlatformEvent,
-    PlatformEventStore,
     SessionInfo,
-    UpdateLog,
 )
 from storage.alias_cache import (
     alias_parts,
@@ -46,15 +42,12 @@ from storage.alias_cache import (
     repair_path,
 )
 from storage.codec import (
-    decode_media,
-    decode_payload,
-    encode_media,
     encode_message_ids,
     encode_payload,
     first_message_id,
     with_message_ids,
 )
-from storage.engine import ONE_STATEMENT, WRITE
+from storage.engine import ONE_STATEMENT, WRITE, WriteGate
 from storage.queries import (
     APPEND_HEAD,
     EVENT_BY_KEY,
@@ -72,41 +65,14 @@ from storage.queries import (
     walk_up,
 )
 from storage.retention import Node, PruneResult, plan_prune
+from storage.rows import event_row, platform_event, session_info, stored_record, utc
 from storage.tables import EVENTS, MESSAGES, SESSIONS, SUMMARIES, UPDATES
 
 _DELETE_CHUNK = 500
 
 
-def utc(value: datetime) -> datetime:
-    """Aware UTC; a naive value (SQLite hands those back) is taken as UTC."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-class _WriteGate:
-    """Queues this process's SQLite writers in order, before they take a connection.
-
-    SQLite has one writer at a time; a second `BEGIN IMMEDIATE` waits in SQLite's busy
-    handler, which polls with sleeps of up to 100 ms, and holds a pooled connection while it
-    waits. Waiting here instead hands the lock over as soon as the writer before commits.
-    Other processes on the same file still meet at `BEGIN IMMEDIATE` and its busy timeout.
-    """
-
-    __slots__ = ("_lock", "_loop")
-
-    def __init__(self) -> None:
-        self._lock: asyncio.Lock | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def hold(self) -> asyncio.Lock:
-        """The lock of the running event loop (an asyncio lock belongs to one loop)."""
-        loop = asyncio.get_running_loop()
-        if self._lock is None or self._loop is not loop:
-            self._lock, self._loop = asyncio.Lock(), loop
-        return self._lock
-
-
 class SqlStore:
-    """HistoryStore + PlatformEventStore + UpdateLog over one async SQLAlchemy engine.
+    """`bot.ports.ConversationStore` over one async SQLAlchemy engine.
 
     The schema comes from `storage.migrate.upgrade_database`; this class never creates it.
     Database failures surface as `StorageError`; unknown sessions or records as
@@ -116,7 +82,7 @@ class SqlStore:
     def __init__(self, engine: AsyncEngine, *, now: Callable[[], datetime] | None = None) -> None:
         self._engine = engine
         self._now = now or (lambda: datetime.now(UTC))
-        self._gate = _WriteGate() if engine.dialect.name == "sqlite" else None
+        self._gate = WriteGate() if engine.dialect.name == "sqlite" else None
 
     async def close(self) -> None:
         await self._engine.dispose()
@@ -192,21 +158,21 @@ class SqlStore:
                     .values(**changes, updated_at=now)
                 )
                 row = (await conn.execute(SESSION_BY_KEY, key_params(key))).one()
-            return _session_info(row)
+            return session_info(row)
 
     async def find_session(self, key: SessionKey) -> SessionInfo | None:
         async with self._read(one_statement=True) as conn:
             row = (await conn.execute(SESSION_BY_KEY, key_params(key))).first()
-        return None if row is None else _session_info(row)
+        return None if row is None else session_info(row)
 
     async def get_session(self, session_id: int) -> SessionInfo:
         async with self._read(one_statement=True) as conn:
-            return _session_info(await session_row(conn, session_id))
+            return session_info(await session_row(conn, session_id))
 
     async def list_sessions(self) -> tuple[SessionInfo, ...]:
         async with self._read(one_statement=True) as conn:
             rows = (await conn.execute(select(SESSIONS).order_by(SESSIONS.c.id))).all()
-        return tuple(_session_info(row) for row in rows)
+        return tuple(session_info(row) for row in rows)
 
     async def set_route(self, session_id: int, route: str | None) -> None:
         async with self._write() as conn:
@@ -244,7 +210,7 @@ class SqlStore:
         for _attempt in range(2):
             async with self._read() as conn:
                 srow = await session_row(conn, session_id)
-                session = _session_info(srow)
+                session = session_info(srow)
                 if session.active_leaf_id is None:
                     return LoadedHistory(
                         session=session,
@@ -264,7 +230,7 @@ class SqlStore:
             kept = rows[-max_records:] if max_records > 0 else []
             return LoadedHistory(
                 session=session,
-                records=tuple(_stored(row) for row in kept),
+                records=tuple(stored_record(row) for row in kept),
                 has_earlier=(kept[0].parent_id is not None) if kept else bool(rows),
                 next_alias_seq=rows[-1].alias_last + 1,
             )
@@ -318,7 +284,7 @@ class SqlStore:
             if any(row.alias_last is None for row in rows):
                 await self._repair_path(session_id, leaf)
                 continue
-            return tuple(_stored(row) for row in rows)
+            return tuple(stored_record(row) for row in rows)
         raise StorageError(f"aliases of session {session_id} could not be repaired")
 
     async def get_record(self, record_id: int) -> StoredRecord | None:
@@ -331,7 +297,7 @@ class SqlStore:
             if row.alias_last is None:
                 await self._repair_path(row.session_id, record_id)
                 continue
-            return _stored(row)
+            return stored_record(row)
         raise StorageError(f"aliases of record {record_id} could not be repaired")
 
     async def append(
@@ -441,7 +407,7 @@ class SqlStore:
                 result = (
                     await conn.execute(select(*RECORD_COLUMNS).where(MESSAGES.c.id == record_id))
                 ).one()
-        return _stored(result)
+        return stored_record(result)
 
     async def _repair_path(self, session_id: int, leaf_id: int) -> None:
         async with self._write() as conn:
@@ -460,7 +426,7 @@ class SqlStore:
         async with self._read(one_statement=True) as conn:
             params = {"chat_id": chat_id, "message_id": message_id}
             row = (await conn.execute(EVENT_BY_KEY, params)).first()
-        return None if row is None else _event(row)
+        return None if row is None else platform_event(row)
 
     async def _write_events(
         self,
@@ -470,23 +436,7 @@ class SqlStore:
         default_record_id: int | None,
     ) -> None:
         stmt = upsert_events(conn.dialect.name)
-        rows = [
-            {
-                "chat_id": e.chat_id,
-                "message_id": e.message_id,
-                "thread_id": e.thread_id,
-                "sender_id": e.sender_id,
-                "sender_name": e.sender_name,
-                "is_bot": e.is_bot,
-                "date": utc(e.date),
-                "text": e.text,
-                "media": encode_media(e.media),
-                "reply_to_message_id": e.reply_to_message_id,
-                "record_id": e.record_id if e.record_id is not None else default_record_id,
-                "edited_at": None if e.edited_at is None else utc(e.edited_at),
-            }
-            for e in events
-        ]
+        rows = [event_row(e, default_record_id=default_record_id) for e in events]
         await conn.execute(stmt, rows)
 
     # ------------------------------------------------------------ claims
@@ -571,55 +521,6 @@ async def _prune_session(conn: AsyncConnection, srow: Any, cutoff: datetime) -> 
     return len(doomed)
 
 
-# ---------------------------------------------------------------- row mapping
-
-
-def _session_info(row: Any) -> SessionInfo:
-    return SessionInfo(
-        id=row.id,
-        key=SessionKey(platform=row.platform, chat_id=row.chat_id, thread_id=row.thread_id),
-        scene=row.scene,
-        title=row.title,
-        active_leaf_id=row.active_leaf_id,
-        window_start_id=row.window_start_id,
-        route=row.route,
-    )
-
-
-def _stored(row: Any) -> StoredRecord:
-    body, message_ids = decode_payload(row.payload)
-    return StoredRecord(
-        id=row.id,
-        session_id=row.session_id,
-        parent_id=row.parent_id,
-        created_at=utc(row.created_at),
-        body=body,
-        message_ids=message_ids,
-        tokens=row.tokens,
-        alias_seq=row.alias_seq,
-        alias_parts=alias_parts(row.alias_seq, message_ids),
-    )
-
-
-def _event(row: Any) -> PlatformEvent:
-    return PlatformEvent(
-        chat_id=row.chat_id,
-        thread_id=row.thread_id,
-        message_id=row.message_id,
-        sender_id=row.sender_id,
-        sender_name=row.sender_name,
-        is_bot=row.is_bot,
-        date=utc(row.date),
-        text=row.text,
-        media=decode_media(row.media),
-        reply_to_message_id=row.reply_to_message_id,
-        record_id=row.record_id,
-        edited_at=None if row.edited_at is None else utc(row.edited_at),
-    )
-
-
-def _satisfies_the_ports(
-    store: SqlStore,
-) -> tuple[HistoryStore, PlatformEventStore, UpdateLog, ConversationStore]:
-    """Checked by mypy: the store implements the three ports of `bot.ports`."""
-    return store, store, store, store
+def _satisfies_the_ports(store: SqlStore) -> ConversationStore:
+    """Checked by mypy: the store implements `bot.ports.ConversationStore` (every store port)."""
+    return store
