@@ -1,7 +1,9 @@
-"""Small Protocols the runtime needs from the outside world, with the value objects they carry.
+"""Every Protocol the core needs from the outside world, with the value objects they carry.
 
-Adapters satisfy them structurally. Every port is owned by the code that uses it: the agent
-runtime and the services. Fakes in tests implement the same Protocols.
+Adapters satisfy them structurally. Every port is owned by the code that uses it (the agent
+runtime, the services, the tools) and is no wider than what that code calls; wide ones such
+as `ConversationStore` are unions the composition root wires. Fakes in tests implement the
+same Protocols.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from sqlalchemy import (
     BigInteger,
+    CompoundSelect,
     Integer,
     Select,
     and_,
@@ -66,10 +67,10 @@ EARLIEST_WITH_FIRST = select(func.min(MESSAGES.c.id)).where(
 )
 
 
-def _oldest_holder() -> Select[Any]:
-    """The oldest record of session `session_id` that holds one of the platform ids
-    `wanted`: as its first id (indexed), or as a later bubble linked by its platform event
-    (indexed on chat id + message id)."""
+def _holders() -> CompoundSelect[Any]:
+    """Records of session `session_id` that hold one of the platform ids `wanted`: as their
+    first id (indexed), or as a later bubble linked by its platform event (indexed on chat
+    id + message id). On any branch: `HOLDERS_ON_PATH` keeps those of the active path."""
     by_first = select(MESSAGES.c.id.label("id")).where(
         MESSAGES.c.session_id == bindparam("session_id"),
         MESSAGES.c.first_message_id.in_(bindparam("wanted", expanding=True)),
@@ -83,11 +84,36 @@ def _oldest_holder() -> Select[Any]:
             MESSAGES.c.session_id == bindparam("session_id"),
         )
     )
-    holders = by_first.union_all(by_event).subquery()
-    return select(func.min(holders.c.id))
+    return by_first.union(by_event)
 
 
-OLDEST_HOLDER = _oldest_holder()
+def _holders_on_path() -> Select[Any]:
+    """Of the records `holders`, those on the path ending at `leaf_id`, oldest first, with
+    their alias columns. The walk goes up from the leaf no further than record `floor` (the
+    oldest holder; ids grow from parent to child) and carries ids only."""
+    walk = (
+        select(MESSAGES.c.id, MESSAGES.c.parent_id)
+        .where(MESSAGES.c.id == bindparam("leaf_id"))
+        .cte("up", recursive=True)
+    )
+    step = (
+        select(MESSAGES.c.id, MESSAGES.c.parent_id)
+        .join(walk, MESSAGES.c.id == walk.c.parent_id)
+        .where(MESSAGES.c.id >= bindparam("floor"))
+    )
+    walk = walk.union_all(step)
+    return (
+        select(*ALIAS_COLUMNS)
+        .where(
+            MESSAGES.c.id.in_(bindparam("holders", expanding=True)),
+            MESSAGES.c.id.in_(select(walk.c.id)),
+        )
+        .order_by(MESSAGES.c.id)
+    )
+
+
+HOLDERS = _holders()
+HOLDERS_ON_PATH = _holders_on_path()
 EVENT_BY_KEY = select(EVENTS).where(
     EVENTS.c.chat_id == bindparam("chat_id"), EVENTS.c.message_id == bindparam("message_id")
 )
@@ -179,36 +205,24 @@ async def require_record(conn: AsyncConnection, session_id: int, record_id: int)
 
 
 def walk_params(
-    leaf_id: int,
-    *,
-    stop_at: int | None = None,
-    limit: int | None = None,
-    floor: int | None = None,
+    leaf_id: int, *, stop_at: int | None = None, limit: int | None = None
 ) -> dict[str, Any]:
-    """The parameters of `walk_up(..., stop=stop_at is not None, limit=limit is not None,
-    floor=floor is not None)`."""
+    """The parameters of `walk_up(..., stop=stop_at is not None, limit=limit is not None)`."""
     params: dict[str, Any] = {"leaf_id": leaf_id}
     if stop_at is not None:
         params["stop_at"] = stop_at
     if limit is not None:
         params["limit"] = limit
-    if floor is not None:
-        params["floor"] = floor
     return params
 
 
 @functools.cache
 def walk_up(
-    columns: Literal["records", "aliases"],
-    *,
-    stop: bool = False,
-    limit: bool = False,
-    floor: bool = False,
+    columns: Literal["records", "aliases"], *, stop: bool = False, limit: bool = False
 ) -> Select[Any]:
     """Rows of the path ending at record `leaf_id`, oldest first: back to `stop_at`
-    (included) when `stop`, else the root; at most `limit` rows when `limit`; no record
-    older than id `floor` when `floor` (ids grow from parent to child). Parameters from
-    `walk_params`. A recursive CTE: one primary-key lookup per row."""
+    (included) when `stop`, else the root; at most `limit` rows when `limit` (parameters
+    from `walk_params`). A recursive CTE: one primary-key lookup per row."""
     walk = (
         select(
             MESSAGES.c.id,
@@ -225,8 +239,6 @@ def walk_up(
         step = step.where(walk.c.id != bindparam("stop_at"))
     if limit:
         step = step.where(walk.c.depth < bindparam("limit"))
-    if floor:
-        step = step.where(MESSAGES.c.id >= bindparam("floor"))
     walk = walk.union_all(step)
     wanted = RECORD_COLUMNS if columns == "records" else ALIAS_COLUMNS
     return select(*wanted).join(walk, MESSAGES.c.id == walk.c.id).order_by(walk.c.depth.desc())

@@ -51,9 +51,10 @@ from storage.engine import ONE_STATEMENT, WRITE, WriteGate
 from storage.queries import (
     APPEND_HEAD,
     EVENT_BY_KEY,
+    HOLDERS,
+    HOLDERS_ON_PATH,
     INSERT_RECORD,
     MOVE_LEAF,
-    OLDEST_HOLDER,
     RECORD_BY_ID,
     RECORD_COLUMNS,
     SESSION_BY_KEY,
@@ -240,9 +241,10 @@ class SqlStore:
         """Aliases of the platform ids in `message_ids` held by records on the active path
         (`m<n>` for a first id, `m<n>.<slot>` for a later bubble; the earliest record wins).
 
-        Indexes find the oldest record holding one of them (a later bubble through its
-        platform event); the path is walked from the leaf back to that record only, reading
-        no payloads. Records off the active path (abandoned branches) give no alias."""
+        Indexes find the records holding them (a later bubble through its platform event);
+        the active path is then walked, ids only, from the leaf back to the oldest of them:
+        one primary-key lookup per record in between. Records off the active path
+        (abandoned branches) give no alias."""
         wanted = sorted(set(message_ids))
         if not wanted:
             return {}
@@ -258,11 +260,11 @@ class SqlStore:
                     "wanted": wanted,
                     "wanted_bubbles": wanted,
                 }
-                oldest = await conn.scalar(OLDEST_HOLDER, params)
-                if oldest is None:
+                holders = sorted((await conn.execute(HOLDERS, params)).scalars())
+                if not holders:
                     return {}
-                walk = walk_up("aliases", floor=True)
-                rows = (await conn.execute(walk, walk_params(leaf, floor=oldest))).all()
+                params = {"leaf_id": leaf, "floor": holders[0], "holders": holders}
+                rows = (await conn.execute(HOLDERS_ON_PATH, params)).all()
             if any(row.alias_last is None for row in rows):
                 await self._repair_path(session_id, leaf)
                 continue
