@@ -115,13 +115,13 @@ async def derive_record(
 ) -> Derived:
     """A record's alias columns from its parent's (see the module docstring)."""
     if first is None or parent_id is None:
-        return await derive_with(conn, parent_id, parent_last, first, earliest=None)
+        return await derive_with_earliest(conn, parent_id, parent_last, first, earliest=None)
     params = {"session_id": session_id, "first": first, "parent_id": parent_id}
     earliest = await conn.scalar(EARLIEST_WITH_FIRST, params)
-    return await derive_with(conn, parent_id, parent_last, first, earliest=earliest)
+    return await derive_with_earliest(conn, parent_id, parent_last, first, earliest=earliest)
 
 
-async def derive_with(
+async def derive_with_earliest(
     conn: AsyncConnection,
     parent_id: int | None,
     parent_last: int,

@@ -36,7 +36,7 @@ from storage.alias_cache import (
     alias_parts,
     aliases_on_path,
     derive_record,
-    derive_with,
+    derive_with_earliest,
     message_ids_of,
     rederive_subtree,
     repair_path,
@@ -339,7 +339,9 @@ class SqlStore:
             stored: list[StoredRecord] = []
             for index, record in enumerate(records):
                 if index == 0:
-                    derived = await derive_with(conn, parent, last, first, earliest=earliest)
+                    derived = await derive_with_earliest(
+                        conn, parent, last, first, earliest=earliest
+                    )
                 else:
                     first = first_message_id(record.message_ids)
                     derived = await derive_record(conn, session_id, parent, last, first)
