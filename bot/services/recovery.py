@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from bot.agent.runtime import TurnRunner, settle_partial_reply
+from bot.agent.bubbles import settle_partial_reply
+from bot.agent.runtime import TurnRunner
 from bot.domain.ids import Locale, Scene
 from bot.domain.records import (
     AssistantRecord,
@@ -222,7 +223,7 @@ class CrashRecovery:
             if event is not None and trigger is None:
                 trigger = event.reply_to_message_id
         delivery = Delivery(message_ids=leaf.message_ids, texts=tuple(texts))
-        await settle_partial_reply(self.runner, session, leaf, delivery, reply_to=trigger)
+        await settle_partial_reply(self.runner.bubbles, session, leaf, delivery, reply_to=trigger)
         await self._say(session, "restarted_cut", reply_to=trigger)
 
     async def _say(self, session: SessionInfo, key: str, *, reply_to: int | None) -> None:
