@@ -6,13 +6,16 @@ owner is never rate-limited and never locked out by the allow-list."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import pytest
 
+from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import ScriptedModel
 from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.fake_api import FakeBotApi
@@ -20,10 +23,17 @@ from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from bot.domain.messages import ToolCall
 from bot.ports import LLMProvider, LLMRequest, LLMResponse
+from bot.redact import register_secret, scrub
 from bot.texts import text
 from storage.memory import InMemoryStore
 from tests.rig import rig_settings, wire_app
-from tests.test_reliability.conftest import OWNER, GatedModel, wait_confirmed
+from tests.test_reliability.conftest import (
+    BOT_TOKEN,
+    OWNER,
+    BotProcess,
+    GatedModel,
+    wait_confirmed,
+)
 
 GROUP = -100919
 ALICE = {"id": 1001, "first_name": "Alice"}
@@ -343,3 +353,78 @@ async def test_the_model_can_tell_the_owner_from_a_member_named_owner(
     assert shown[0].startswith(f"[id:m1;user:Owner;user_id:{FAKE_OWNER['id']};")
     assert "owner:true;" not in shown[0]
     assert shown[-1].startswith(f"[id:m3;user:Olga;user_id:{OWNER};owner:true;")
+
+
+# ---------------------------------------------------------------- 6. secrets in error texts
+
+
+ODD_KEY = "live/KEY+with=odd:chars-0042"
+"""An LLM key whose URL-encoded and base64 forms differ from the raw one."""
+
+
+def secret_forms() -> dict[str, str]:
+    token_secret = BOT_TOKEN.split(":", 1)[1]
+    basic = base64.b64encode(f"user:{ODD_KEY}".encode()).decode()
+    return {
+        "token": BOT_TOKEN,
+        "token (secret half)": token_secret,
+        "token (url-encoded)": quote(BOT_TOKEN, safe=""),
+        "key": ODD_KEY,
+        "key (url-encoded)": quote(ODD_KEY, safe=""),
+        "key (form-encoded)": quote_plus(ODD_KEY),
+        "key (base64 in a Basic credential)": basic[8:-4],
+    }
+
+
+@pytest.mark.parametrize("level", ["INFO", "DEBUG"])
+async def test_echoing_errors_leave_no_secret_in_the_log_or_the_ledger(
+    bot: BotProcess, api: FakeBotApi, llm: FakeOpenAIServer, level: str
+) -> None:
+    llm.model = ScriptedModel(default=echo)
+    basic = base64.b64encode(f"user:{ODD_KEY}".encode()).decode()
+    llm.fail_next(
+        401,
+        {
+            "error": {
+                "message": f"key {quote(ODD_KEY, safe='')} rejected (Authorization: Basic {basic})"
+            }
+        },
+    )
+    # the failure notice to the member fails with a description echoing the request path
+    api.fail_next(
+        "sendMessage",
+        error_code=400,
+        description=f"Bad Request: message to /bot{BOT_TOKEN}/sendMessage is invalid",
+    )
+    await bot.start(TGBOT_LOG_LEVEL=level, LLM_API_KEY=ODD_KEY)
+    api.push_update(api.user_message(ALICE["id"], ALICE, "first", chat_type="private"))
+    await api.wait_for_call("sendMessage", 1, timeout=30)
+    api.push_update(api.user_message(ALICE["id"], ALICE, "second", chat_type="private"))
+    await api.wait_for_call("sendMessage", 2, timeout=30)
+    assert await bot.stop() == 0
+
+    log_text = bot.log()
+    ledger = "".join(
+        path.read_text(encoding="utf-8") for path in (bot.data_dir / "agent-traces").glob("*")
+    )
+    assert "[redacted]" in log_text  # both errors were logged, scrubbed
+    assert "[redacted]" in ledger  # the failed call's ledger line, scrubbed
+    for name, form in secret_forms().items():
+        assert form not in log_text, f"{name} in the log"
+        assert form not in ledger, f"{name} in the ledger"
+    for noisy in ("httpcore", "httpx", "hpack", "aiohttp.client"):
+        assert f" {noisy}" not in log_text  # no header dumps from HTTP clients
+    assert "b'authorization'" not in log_text.lower()  # no header tuples
+
+
+def test_every_form_of_a_registered_secret_is_scrubbed() -> None:
+    register_secret(ODD_KEY)
+    for name, form in secret_forms().items():
+        if "key (" in name and "base64" not in name:
+            assert scrub(f"before {form} after") == "before [redacted] after", name
+    basic = base64.b64encode(f"user:{ODD_KEY}".encode()).decode()
+    assert secret_forms()["key (base64 in a Basic credential)"] not in scrub(basic)
+    for shift in range(3):  # the key at every alignment inside a longer base64 string
+        encoded = base64.b64encode(b"x" * shift + ODD_KEY.encode() + b"tail").decode()
+        assert "[redacted]" in scrub(encoded), shift
+    assert scrub("an ordinary sentence") == "an ordinary sentence"
