@@ -29,7 +29,8 @@ async def test_a_webhook_without_a_secret_is_refused_in_one_line(tmp_path: Path)
     assert done.code == 2
     lines = done.err.strip().splitlines()
     assert len(lines) == 1, done.err
-    assert "WEBHOOK_SECRET" in lines[0] and "--insecure-webhook" in lines[0]
+    assert "WEBHOOK_SECRET" in lines[0]
+    assert "--insecure-webhook" in lines[0]
     assert "SECRET-bot-token" not in done.err
 
 
