@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from adapters.telegram.placeholders import Locale, summarize
+from adapters.telegram.quote_summaries import Locale, summarize
 from bot.domain.facts import Quote
 from bot.ports import PlatformEventStore
 

@@ -105,7 +105,8 @@ CASES: dict[str, InboundMessage | None] = {
             timestamp=at(1764390000),
             summary="[视频 12s] Rain expected on Friday",
             chat_id=NEWS,
-            is_manual=True,
+            fragment=True,
+            chat_name="Daily News",
         ),
     ),
     "external_reply_hidden_text": group(
@@ -114,7 +115,13 @@ CASES: dict[str, InboundMessage | None] = {
         BOB_PLAIN,
         update_id=900029,
         text="agreed",
-        quote=Quote(id=0, timestamp=at(1764001000), summary="the whole thing"),
+        quote=Quote(
+            id=0,
+            timestamp=at(1764001000),
+            summary="the whole thing",
+            fragment=True,
+            chat_name="另一个聊天",  # the update named no chat
+        ),
     ),
     "partial_quote": group(
         208,
@@ -128,7 +135,7 @@ CASES: dict[str, InboundMessage | None] = {
             timestamp=at(1764300000),
             summary="call mom",
             chat_id=GROUP,
-            is_manual=True,
+            fragment=True,
         ),
     ),
     "album_photo_1": group(
@@ -186,7 +193,7 @@ CASES: dict[str, InboundMessage | None] = {
         BOB_PLAIN,
         update_id=900013,
         text="Markets closed higher",
-        forward=Forward(from_name="Daily News", from_id=NEWS, date=at(1764395000)),
+        forward=Forward(from_name="Daily News (Ed)", from_id=NEWS, date=at(1764395000)),
     ),
     "forum_topic_message": InboundMessage(
         update_id=900014,
@@ -221,7 +228,7 @@ CASES: dict[str, InboundMessage | None] = {
     "anonymous_admin": group(
         217,
         1764396700,
-        Sender(id=GROUP, name="Tea Room", kind="anonymous_admin"),
+        Sender(id=GROUP, name="Tea Room (owner)", kind="anonymous_admin"),  # signed
         update_id=900016,
         text="Please keep it civil.",
     ),
@@ -305,7 +312,7 @@ CASES: dict[str, InboundMessage | None] = {
         chat_title="Daily News",
         message_id=4402,
         date=at(1764397000),
-        sender=Sender(id=NEWS, name="Daily News", username="dailynews", kind="channel"),
+        sender=Sender(id=NEWS, name="Daily News (Ed)", username="dailynews", kind="channel"),
         text="Breaking: tea prices fall",
     ),
     "callback_query": None,
