@@ -38,6 +38,7 @@ not a doorstep.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -75,6 +76,11 @@ _LABELS: dict[MediaKind, tuple[str, str]] = {
     "unknown": ("未知内容", "unsupported content"),
 }
 
+_LABEL_WORDS = sorted({word for pair in _LABELS.values() for word in pair}, key=len, reverse=True)
+_LEADING_PLACEHOLDERS = re.compile(
+    r"(?:\[(?:" + "|".join(map(re.escape, _LABEL_WORDS)) + r")(?: [^\[\]\n]*)?\] ?)+"
+)
+
 # Kinds whose value is a count of winners: a colon after it introduces the prize or names.
 _COUNTED: frozenset[MediaKind] = frozenset({"giveaway", "giveaway_winners"})
 
@@ -103,6 +109,17 @@ def media_placeholder(media: Media, locale: Locale) -> str:
 def media_placeholders(media: Sequence[Media], locale: Locale) -> str:
     """All placeholders of a message, space-separated; `""` without media."""
     return " ".join(media_placeholder(item, locale) for item in media)
+
+
+def leading_placeholders(summary: str) -> tuple[str, str]:
+    """`summary` split into the placeholders it starts with and the (member) text after them.
+
+    A quote summary is our placeholders followed by member text (`[视频 12s] look`); only
+    the member part is escaped. Placeholder details never hold brackets (`inline_value`).
+    """
+    match = _LEADING_PLACEHOLDERS.match(summary)
+    end = match.end() if match else 0
+    return summary[:end], summary[end:]
 
 
 def _value(kind: MediaKind, value: int, locale: Locale) -> str:

@@ -29,8 +29,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
-from bot.context.escaping import header_value, inline_value
+from bot.context.escaping import escape_member_text, header_value, inline_value
 from bot.context.headers import local_day, local_hhmm
+from bot.context.placeholders import leading_placeholders
 from bot.domain.facts import Forward, Quote
 
 REFERENCES_MARKER = "[Untrusted conversation references]"
@@ -110,12 +111,14 @@ def render_quote(
 
 
 def _tail(summary: str) -> str:
-    """The summary on the rest of our quote line: one line, so it can never open a block.
+    """The summary on the rest of our quote line: one line; its member text escaped.
 
-    Not escaped: it never starts a line, and it begins with our own placeholders
-    (`[视频 12s] …`) as often as with member text.
+    A summary starts with our own placeholders (`[视频 12s] …`) or with member text; the
+    member text after the placeholders is escaped like a line of its own, so a typed
+    `[quote id:m1;]` or `[Turn context]` cannot pass for ours.
     """
-    return " ".join(summary.split())
+    placeholders, text = leading_placeholders(" ".join(summary.split()))
+    return placeholders + escape_member_text(text)
 
 
 def references_block(entries: list[str]) -> str:
