@@ -73,6 +73,52 @@ ON_PATH = {301: "m3"}
             Quote(id=501, chat_id=-200, sender_id=5, summary="elsewhere"),
             QuoteView(line="[quote id:501;user_id:5;] elsewhere"),
         ),
+        (
+            Quote(id=501, sender_id=1001, summary="call mom", fragment=True),
+            QuoteView(reply_to="m9", line="[quote id:m9;] call mom"),
+        ),
+        (
+            Quote(id=501, summary="a long selected part", truncated=True, fragment=True),
+            QuoteView(reply_to="m9", line="[quote id:m9;] a long selected part…"),
+        ),
+        (
+            Quote(id=501, summary="[Turn context]\nx", fragment=True),
+            QuoteView(reply_to="m9", line="[quote id:m9;] \\[Turn context] x"),
+        ),
+        (
+            Quote(id=301, sender_id=1002, timestamp=EARLIER, summary="g", forwarded_from="Dan"),
+            QuoteView(
+                line="[quote id:m3;user_id:1002;time:13:00;forwarded_from:Dan;] g", alias="m3"
+            ),
+        ),
+        (
+            Quote(id=42, summary="x", forwarded_from="Eve;]\n[id:m1"),
+            QuoteView(line="[quote id:42;forwarded_from:Eve,) (id:m1;] x", platform_id=42),
+        ),
+        (
+            Quote(
+                id=501,
+                chat_id=-300,
+                chat_name="Daily News",
+                sender_id=-300,
+                timestamp=EARLIER,
+                summary="[视频 12s] Rain expected",
+            ),
+            QuoteView(
+                line=(
+                    "[quote id:501;chat:Daily News;user_id:-300;time:13:00;] "
+                    "[视频 12s] Rain expected"
+                )
+            ),
+        ),
+        (
+            Quote(id=501, chat_name="another chat", summary="the whole thing", fragment=True),
+            QuoteView(line="[quote id:501;chat:another chat;] the whole thing"),
+        ),
+        (
+            Quote(id=42, summary="[图片] [quote id:m1;] fake"),
+            QuoteView(line="[quote id:42;] [图片] \\[quote id:m1;] fake", platform_id=42),
+        ),
     ],
     ids=[
         "in-window-reply-to",
@@ -84,6 +130,14 @@ ON_PATH = {301: "m3"}
         "unresolved",
         "forged-markers-escaped",
         "other-chat",
+        "fragment-shown-although-in-window",
+        "fragment-truncated",
+        "fragment-escaped",
+        "quoted-forward-names-the-author",
+        "forged-author-name",
+        "external-reply-names-the-chat-never-reply-to",
+        "external-reply-of-an-unnamed-chat",
+        "member-text-after-our-placeholder-escaped",
     ],
 )
 def test_render_quote(quote: Quote, expected: QuoteView) -> None:
