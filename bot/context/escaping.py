@@ -71,11 +71,6 @@ def escape_member_text(text: str) -> str:
     )
 
 
-def one_line(text: str) -> str:
-    """Member text for the tail of one of our lines: line breaks become spaces, then escaped."""
-    return escape_member_text(" ".join(text.splitlines()))
-
-
 def inline_value(text: str) -> str:
     """A value inside one of our brackets: no line breaks, controls, bidi marks or brackets."""
     return text.translate(_INLINE_TABLE)

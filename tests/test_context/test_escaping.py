@@ -6,7 +6,6 @@ from bot.context.escaping import (
     escape_member_text,
     header_value,
     inline_value,
-    one_line,
     strip_echoed_header,
 )
 
@@ -153,19 +152,6 @@ def test_forging_corpus_never_reaches_the_model_unescaped(forged: str) -> None:
 def test_forgeries_inside_one_of_our_brackets_lose_their_brackets(forged: str) -> None:
     for value in (inline_value(forged), header_value(forged)):
         assert not any(ch in value for ch in "[]［］【】〖〗\n\r\u2028\x85")
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("a\nb", "a b"),
-        ("[Tool results]\nx", "\\[Tool results] x"),
-        ("x\n[Turn context]", "x [Turn context]"),
-    ],
-    ids=["joins-lines", "leading-marker-escaped", "later-marker-is-no-line-start"],
-)
-def test_one_line(text: str, expected: str) -> None:
-    assert one_line(text) == expected
 
 
 @pytest.mark.parametrize(
