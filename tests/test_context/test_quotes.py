@@ -4,8 +4,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from bot.context.projection import project
 from bot.context.quotes import QuoteView, forward_line, references_block, render_quote
-from bot.domain.facts import Forward, Quote
+from bot.domain.facts import Forward, Quote, Sender
+from bot.domain.records import StoredRecord, UserRecord
 
 AT = datetime(2026, 11, 29, 14, 3, tzinfo=UTC)
 EARLIER = datetime(2026, 11, 29, 13, 0, tzinfo=UTC)
@@ -163,3 +165,32 @@ def test_forward_line(forward: Forward, expected: str) -> None:
 def test_references_block() -> None:
     assert references_block([]) == ""
     assert references_block(["- a", "- b"]) == "[Untrusted conversation references]\n- a\n- b"
+
+
+def test_a_selected_fragment_is_shown_under_reply_to_when_the_target_is_in_the_window() -> None:
+    alice, bob = Sender(id=1001, name="Alice"), Sender(id=1002, name="Bob")
+    target = UserRecord(sender=alice, text="buy milk\ncall mom\nwalk the dog")
+    reply = UserRecord(
+        sender=bob,
+        text="done?",
+        quote=Quote(id=501, sender_id=1001, timestamp=EARLIER, summary="call mom", fragment=True),
+    )
+    records = [
+        StoredRecord(
+            id=i,
+            session_id=1,
+            parent_id=i - 1 or None,
+            created_at=at,
+            body=body,
+            message_ids=(mid,),
+            alias_seq=i,
+            alias_parts=(f"m{i}",),
+        )
+        for i, (body, mid, at) in enumerate([(target, 501, EARLIER), (reply, 502, AT)], start=1)
+    ]
+    projection = project(
+        records, current_index=1, scene="group", zone=UTC, locale="en", bot_user_id=None
+    )
+    assert projection.messages[1].content == (
+        "[id:m2;user:Bob;user_id:1002;time:14:03;reply_to:m1;]\n[quote id:m1;] call mom\ndone?"
+    )
