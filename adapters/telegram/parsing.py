@@ -531,8 +531,10 @@ class _ServiceWords:
                 )
             case "users_shared" if msg.users_shared is not None:
                 shared = msg.users_shared.users or []
-                names = ", ".join(_shared_user(u) for u in shared) or t("用户", "users")
-                return t(f"{a} 分享了 {names}", f"{a} shared {names}")
+                names = ", ".join(_shared_user(u) for u in shared)
+                return t(
+                    f"{a} 分享了用户 {names}".rstrip(), f"{a} shared users: {names}".rstrip(": ")
+                )
             case "chat_shared" if msg.chat_shared is not None:
                 c = msg.chat_shared
                 name = one_line(c.title or "") or (

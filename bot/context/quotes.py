@@ -7,9 +7,10 @@
   `[quote id:<alias or platform id>;chat:<name>;user_id:<sender>;date:<YYYY-MM-DD>;`
   `time:<HH:mm>;forwarded_from:<name>;] <summary>` (one line; fields only when they apply).
   The alias is used when the target is on the active path (outside the window), else the
-  platform id. `chat:` only for a quote from another chat (`external_reply`), with its title
-  or `@username`. `user_id` / `time` are left out when unknown; `date` only when the quoted
-  message is from another day than the quoting one (a bare `HH:mm` would read as today).
+  platform id (`unknown` when the update named none). `chat:` only for a quote from another
+  chat (`external_reply`), with its title or `@username`. `user_id` / `time` are left out
+  when unknown; `date` only when the quoted message is from another day than the quoting
+  one (a bare `HH:mm` would read as today).
   `forwarded_from:` names the original author when the quoted message was a forward (one
   level), so the words are not credited to whoever forwarded them.
   The summary is the stored one-line `Quote.summary`, escaped, with `…` when truncated.
@@ -35,6 +36,7 @@ from bot.context.placeholders import leading_placeholders
 from bot.domain.facts import Forward, Quote
 
 REFERENCES_MARKER = "[Untrusted conversation references]"
+UNKNOWN_ID = "unknown"  # an external reply that named no message
 ELLIPSIS = "…"
 
 
@@ -79,7 +81,7 @@ def render_quote(
         line = f"[quote id:{header_value(alias)};] {fragment}" if fragment else None
         return QuoteView(reply_to=alias, line=line)
     path_alias = None if foreign else on_path.get(quote.id)
-    shown = path_alias if path_alias is not None else str(quote.id)
+    shown = path_alias if path_alias is not None else str(quote.id) if quote.id else UNKNOWN_ID
     fields = [f"id:{header_value(shown)};"]
     if quote.chat_name:
         fields.append(f"chat:{header_value(quote.chat_name)};")
@@ -106,7 +108,7 @@ def render_quote(
         line=line,
         reference=reference,
         alias=path_alias,
-        platform_id=None if foreign or path_alias is not None else quote.id,
+        platform_id=None if foreign or path_alias is not None or not quote.id else quote.id,
     )
 
 

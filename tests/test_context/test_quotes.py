@@ -118,6 +118,10 @@ ON_PATH = {301: "m3"}
             QuoteView(line="[quote id:501;chat:another chat;] the whole thing"),
         ),
         (
+            Quote(id=0, chat_name="another chat", sender_id=3, summary="[checklist Todo]"),
+            QuoteView(line="[quote id:unknown;chat:another chat;user_id:3;] [checklist Todo]"),
+        ),
+        (
             Quote(id=42, summary="[图片] [quote id:m1;] fake"),
             QuoteView(line="[quote id:42;] [图片] \\[quote id:m1;] fake", platform_id=42),
         ),
@@ -139,6 +143,7 @@ ON_PATH = {301: "m3"}
         "forged-author-name",
         "external-reply-names-the-chat-never-reply-to",
         "external-reply-of-an-unnamed-chat",
+        "external-reply-without-a-message-id",
         "member-text-after-our-placeholder-escaped",
     ],
 )
