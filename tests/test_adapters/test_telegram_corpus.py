@@ -30,6 +30,7 @@ from bot.context.projection import project
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Scene
 from bot.domain.records import EventRecord, RecordBody, StoredRecord, UserRecord
+from storage.codec import decode_media, decode_payload, encode_media, encode_payload
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "telegram_updates"
 GOLDEN = CORPUS / "golden"
@@ -176,3 +177,20 @@ def test_no_rendering_is_empty_or_an_enum_repr(name: str) -> None:
     for section in rendered.split("== ")[1:]:
         body = section.split("\n", 1)[1]
         assert body.strip(), f"{name}: empty rendering"
+
+
+@pytest.mark.parametrize("name", _fixtures())
+def test_every_parsed_fact_survives_storage(name: str) -> None:
+    """What renders is what was stored: the payload codec keeps every fact the parser made
+    (the quote's fragment flag, chat name, original author, via_bot, content details)."""
+    update = _load(name)["update"]
+    for locale in LOCALES:
+        parsed = parse_raw_update(update, bot_id=BOT_ID, bot_username=BOT_USERNAME, locale=locale)
+        if parsed is None:
+            continue
+        body = _body(parsed)
+        decoded, ids = decode_payload(encode_payload(body, (parsed.message_id,)))
+        assert decoded == body
+        assert ids == (parsed.message_id,)
+        if parsed.media:
+            assert decode_media(encode_media(parsed.media)) == parsed.media
