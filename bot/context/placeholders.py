@@ -40,12 +40,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Literal
 
 from bot.context.escaping import inline_value
 from bot.domain.facts import Media, MediaKind
-
-Locale = Literal["zh", "en"]
+from bot.domain.ids import Locale
 
 DETAIL_LIMIT = 120
 ELLIPSIS = "…"

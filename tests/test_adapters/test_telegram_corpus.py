@@ -25,11 +25,11 @@ from aiogram.types import Update
 from pydantic import ValidationError
 
 from adapters.telegram.parsing import parse_raw_update
-from bot.context.placeholders import Locale
 from bot.context.projection import project
 from bot.domain.facts import InboundMessage
-from bot.domain.ids import Scene
-from bot.domain.records import EventRecord, RecordBody, StoredRecord, UserRecord
+from bot.domain.ids import Locale, Scene
+from bot.domain.records import RecordBody, StoredRecord
+from bot.services.message_records import record_of
 from storage.codec import decode_media, decode_payload, encode_media, encode_payload
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "telegram_updates"
@@ -50,16 +50,7 @@ def _load(name: str) -> dict[str, Any]:
 
 
 def _body(message: InboundMessage) -> RecordBody:
-    # the same record the inbound service stores for a message
-    if message.event is not None:
-        return EventRecord(text=message.event, actor=message.sender)
-    return UserRecord(
-        sender=message.sender,
-        text=message.text,
-        media=message.media,
-        quote=message.quote,
-        forward=message.forward,
-    )
+    return record_of(message, merged=False).body  # what the inbound service stores
 
 
 def _record(seq: int, message: InboundMessage) -> StoredRecord:

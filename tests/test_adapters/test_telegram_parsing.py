@@ -12,8 +12,8 @@ import pytest
 from aiogram.types import Update
 
 from adapters.telegram.parsing import parse_raw_update, parse_update
-from bot.context.placeholders import Locale
 from bot.domain.facts import Forward, InboundMessage, Media, Quote, Sender
+from bot.domain.ids import Locale
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telegram"
 BOT_ID = 5000000001

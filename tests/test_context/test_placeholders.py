@@ -5,12 +5,12 @@ from typing import get_args
 import pytest
 
 from bot.context.placeholders import (
-    Locale,
     leading_placeholders,
     media_placeholder,
     media_placeholders,
 )
 from bot.domain.facts import Media, MediaKind
+from bot.domain.ids import Locale
 
 
 @pytest.mark.parametrize(
