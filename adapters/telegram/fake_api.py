@@ -89,6 +89,7 @@ class FakeBotApi:
         self._next_message_id: dict[int, int] = {}
         self._failures: dict[str, list[_Failure]] = {}
         self._delays: dict[str, list[_Delay]] = {}
+        self._entity_rejections = 0
         self._pushed = asyncio.Event()
         self._called: asyncio.Condition | None = None
         self._stopped: asyncio.Event | None = None
@@ -244,6 +245,11 @@ class FakeBotApi:
         failure = _Failure(error_code, description, retry_after, times, after)
         self._failures.setdefault(method.lower(), []).append(failure)
 
+    def reject_entities(self, *, times: int = 1) -> None:
+        """The next `times` sendMessage calls that carry entities fail with Telegram's
+        "can't parse entities" error (calls without entities still go through)."""
+        self._entity_rejections += times
+
     def delay_next(self, method: str, seconds: float, *, times: int = 1, after: int = 0) -> None:
         """Hold the next `times` calls of `method`, once `after` more went through, for
         `seconds` before handling them (the call is recorded when it arrives)."""
@@ -377,8 +383,18 @@ class FakeBotApi:
             raise _ApiError(400, "Bad Request: message text is empty")
         if utf16_len(text) > 4096:
             raise _ApiError(400, "Bad Request: message is too long")
+        entities = params.get("entities")
+        if entities:
+            if self._entity_rejections > 0:
+                self._entity_rejections -= 1
+                raise _ApiError(
+                    400, "Bad Request: can't parse entities: unsupported entity in the message"
+                )
+            _check_entities(text, entities)
         msg = self._outgoing(chat_id, params)
         msg["text"] = text
+        if entities:
+            msg["entities"] = entities
         return self._store_sent(msg)
 
     async def _send_photo(self, params: Params) -> JSON:
@@ -615,6 +631,37 @@ def _user_json(user: Mapping[str, Any] | int) -> JSON:
     data.setdefault("is_bot", False)
     data.setdefault("first_name", f"User{data['id']}")
     return data
+
+
+_ENTITY_TYPES = frozenset(
+    {"mention", "hashtag", "cashtag", "bot_command", "url", "email", "phone_number", "bold",
+     "italic", "underline", "strikethrough", "spoiler", "blockquote", "expandable_blockquote",
+     "code", "pre", "text_link", "text_mention", "custom_emoji"}
+)  # fmt: skip
+
+
+def _check_entities(text: str, entities: Any) -> None:
+    """Entities must be a list of known types inside the text (UTF-16 units), as Telegram
+    demands; a text_link needs its url."""
+    size = utf16_len(text)
+    problem = ""
+    if not isinstance(entities, list):
+        problem = "entities must be an array"
+    for entity in entities if isinstance(entities, list) else []:
+        offset = entity.get("offset") if isinstance(entity, dict) else None
+        length = entity.get("length") if isinstance(entity, dict) else None
+        if not isinstance(entity, dict) or entity.get("type") not in _ENTITY_TYPES:
+            problem = f"unsupported entity {entity!r}"
+        elif not isinstance(offset, int) or not isinstance(length, int):
+            problem = "entity offset and length must be integers"
+        elif offset < 0 or length <= 0 or offset + length > size:
+            problem = f"entity at offset {offset} with length {length} is outside the text"
+        elif entity["type"] == "text_link" and not entity.get("url"):
+            problem = "text_link without url"
+        if problem:
+            break
+    if problem:
+        raise _ApiError(400, f"Bad Request: can't parse entities: {problem}")
 
 
 def _entities(text: str) -> list[JSON]:
