@@ -336,7 +336,8 @@ def render_markdown(source: str) -> Rendered:
 def format_markdown(source: str) -> tuple[str, tuple[Entity, ...]]:
     """The whole text with UTF-16 entities, unsplit."""
     rendered = render_markdown(source)
-    return rendered.text, _entities(rendered.text, rendered.spans, 0, len(rendered.text))
+    text = rendered.text
+    return text, _entities(text, _utf16_offsets(text), rendered.spans, 0, len(text))
 
 
 # ------------------------------------------------------------------- splitting
@@ -373,6 +374,7 @@ def plan_bubbles(source: str, limit: int = TELEGRAM_TEXT_LIMIT) -> tuple[Bubble,
         resumes.append(resume)
         start = _skip_space(text, resume, pres)
     bubbles: list[Bubble] = []
+    units = _utf16_offsets(text)
     cuts = [
         _source_at(rendered, resume, begin)
         for resume, (begin, _) in zip(resumes, ranges[1:], strict=False)
@@ -385,9 +387,9 @@ def plan_bubbles(source: str, limit: int = TELEGRAM_TEXT_LIMIT) -> tuple[Bubble,
         src_end = cuts[index] if index < len(cuts) else len(source)
         bubbles.append(
             Bubble(
-                source=source[src_start:src_end].strip(),
+                source=source[src_start:src_end].lstrip("\r\n").rstrip(),
                 text=text[begin:end],
-                entities=_entities(text, rendered.spans, begin, end),
+                entities=_entities(text, units, rendered.spans, begin, end),
             )
         )
     return tuple(bubbles)
@@ -424,9 +426,12 @@ def _best_cut(
     # A code block that crosses the window's end but fits in a bubble of its own moves to
     # the next bubble whole, even if this one ends up short.
     crossing = _inside(pres, fit)
-    if crossing is not None and crossing.start > start:
-        if utf16_len(text[crossing.start : crossing.end]) <= limit:
-            return crossing.start, crossing.start
+    if (
+        crossing is not None
+        and crossing.start > start
+        and utf16_len(text[crossing.start : crossing.end]) <= limit
+    ):
+        return crossing.start, crossing.start
     floor = start + (fit - start) // 2
     # Between top-level blocks first (lists and quotes stay whole when they can).
     blocks = [b for b in block_starts if floor <= b <= fit and b > start]
@@ -448,18 +453,34 @@ def _best_cut(
     return cut, cut
 
 
-def _entities(text: str, spans: Sequence[_Span], begin: int, end: int) -> tuple[Entity, ...]:
-    """Spans clipped to `begin`..`end`, in UTF-16 units relative to `begin`."""
+def _utf16_offsets(text: str) -> list[int]:
+    """`result[i]` is the UTF-16 offset of character `i` (and of the end, at `len(text)`)."""
+    offsets = [0] * (len(text) + 1)
+    units = 0
+    for index, ch in enumerate(text):
+        offsets[index] = units
+        units += 2 if ord(ch) > 0xFFFF else 1
+    offsets[len(text)] = units
+    return offsets
+
+
+def _entities(
+    text: str, units: Sequence[int], spans: Sequence[_Span], begin: int, end: int
+) -> tuple[Entity, ...]:
+    """Spans clipped to `begin`..`end`, in UTF-16 units relative to `begin` (`units` is
+    `_utf16_offsets(text)`)."""
     found: list[Entity] = []
     for span in spans:
+        if span.start >= end:
+            break  # sorted by start
         lo, hi = max(span.start, begin), min(span.end, end)
-        if hi <= lo or not text[lo:hi].strip():
+        if hi <= lo or text[lo:hi].isspace():
             continue
         found.append(
             Entity(
                 type=span.kind,
-                offset=utf16_len(text[begin:lo]),
-                length=utf16_len(text[lo:hi]),
+                offset=units[lo] - units[begin],
+                length=units[hi] - units[lo],
                 url=span.url,
                 language=span.language,
             )
