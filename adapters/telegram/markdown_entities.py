@@ -244,8 +244,6 @@ class _Renderer:
             if index:
                 self.write("\n", find=False)
             self.write(line)
-        if not token.content.strip():
-            self.write(" ", find=False)  # Telegram drops an empty pre
 
     # --------------------------------------------------------------- inline
 
@@ -287,6 +285,16 @@ class _Renderer:
                     if token.content:
                         self.write(token.content)
 
+    def _wrote_since(self, start: int, text: str) -> bool:
+        """Whether exactly `text` was written since rendered position `start`."""
+        if self.size - start != len(text):
+            return False
+        tail, parts = "", len(self.parts)
+        while len(tail) < len(text) and parts:
+            parts -= 1
+            tail = self.parts[parts] + tail
+        return tail.endswith(text)
+
     def _text_with_spoilers(self, text: str) -> None:
         pieces = text.split(_SPOILER)
         for index, piece in enumerate(pieces):
@@ -311,10 +319,13 @@ class _Renderer:
             case "s_open":
                 self.span("strikethrough", start)
             case "link_open":
-                shown = "".join(self.parts)[start:] if self.size > start else ""
                 # A bare URL shows itself; Telegram links it without an entity.
-                if _LINK_SCHEMES.match(href) and shown != href:
+                if _LINK_SCHEMES.match(href) and not self._wrote_since(start, href):
                     self.span("text_link", start, url=href)
+                    # Telegram lets no code entity sit inside a link: the link wins.
+                    self.spans = [
+                        s for s in self.spans if not (s.kind == "code" and s.start >= start)
+                    ]
 
     def result(self) -> Rendered:
         return Rendered(

@@ -46,6 +46,7 @@ def shown(text: str, entities: tuple[Entity, ...]) -> list[tuple[str, str, dict[
             [("text_link", "the docs", {"url": "https://example.com/a_b?q=1"})],
         ),
         ("<https://example.com>", "https://example.com", []),
+        ("[`f()`](https://x.io) here", "f() here", [("text_link", "f()", {"url": "https://x.io"})]),
         ("[relative](docs/x.md) link", "relative link", []),
         ("## Plan\nstep one", "Plan\n\nstep one", [("bold", "Plan", {})]),
         ("- one\n- two\n  - deeper", "• one\n• two\n   • deeper", []),
@@ -63,6 +64,7 @@ def shown(text: str, entities: tuple[Entity, ...]) -> list[tuple[str, str, dict[
         ("2 * 3 * 4 = 24, snake_case_name", "2 * 3 * 4 = 24, snake_case_name", []),
         ("a\\*b\\* &amp; <b>", "a*b* & <b>", []),
         ("first\n\n---\n\nsecond", "first\n\n———\n\nsecond", []),
+        ("before\n\n```\n```\n\nafter", "before\n\nafter", []),
     ],
     ids=[
         "bold-italic",
@@ -72,6 +74,7 @@ def shown(text: str, entities: tuple[Entity, ...]) -> list[tuple[str, str, dict[
         "inline-code",
         "link",
         "autolink-shows-itself",
+        "code-in-link-gives-way",
         "relative-link-stays-text",
         "heading-bold",
         "bullets",
@@ -84,6 +87,7 @@ def shown(text: str, entities: tuple[Entity, ...]) -> list[tuple[str, str, dict[
         "not-markdown",
         "escapes-and-references",
         "rule",
+        "empty-code-block",
     ],
 )  # fmt: skip
 def test_markdown_becomes_text_and_entities(
