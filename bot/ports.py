@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Protocol
 
-from bot.domain.facts import InboundMessage, Media, Quote
+from bot.domain.facts import InboundMessage, Media, MembershipChange, Quote, ReactionChange
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.messages import ChatMessage, ToolCall
 from bot.domain.records import RecordBody, StoredRecord
@@ -304,6 +304,18 @@ class InboundSink(Protocol):
 
     async def on_edit(self, message: InboundMessage) -> None:
         """An edited message (`is_edit` is set)."""
+        ...
+
+
+class ChatEventSink(Protocol):
+    """What the Telegram adapter hands updates about a chat to (not messages in it)."""
+
+    async def on_membership(self, change: MembershipChange) -> None:
+        """The bot was added to a chat, removed or kicked from it, or its rights changed."""
+        ...
+
+    async def on_reaction(self, reaction: ReactionChange) -> None:
+        """Someone changed their reactions to a message (any message; the sink filters)."""
         ...
 
 

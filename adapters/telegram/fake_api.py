@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from aiogram.types import ChatMemberAdministrator, ChatMemberRestricted
 from aiohttp import web
+from pydantic import BaseModel
 
 from adapters.telegram.text_units import utf16_len
 
@@ -223,6 +225,68 @@ class FakeBotApi:
             return {"edited_message": msg}
         self._remember(msg)
         return {"message": msg}
+
+    def member_update(
+        self,
+        chat_id: int,
+        actor: Mapping[str, Any] | int,
+        *,
+        old: str = "left",
+        new: str = "member",
+        chat_type: str = "supergroup",
+        chat_title: str | None = None,
+    ) -> JSON:
+        """A `my_chat_member` update: `actor` changed the bot's status in the chat from `old`
+        to `new` ("left" → "member" adds it, "member" → "kicked" removes it)."""
+        sender = _user_json(actor)
+        chat = self._chat(chat_id, chat_type, chat_title, sender)
+        return {
+            "my_chat_member": {
+                "chat": chat,
+                "from": sender,
+                "date": int(time.time()),
+                "old_chat_member": self._member(old),
+                "new_chat_member": self._member(new),
+            }
+        }
+
+    def reaction_update(
+        self,
+        chat_id: int,
+        message_id: int,
+        user: Mapping[str, Any] | int | None,
+        *,
+        old: tuple[str, ...] = (),
+        new: tuple[str, ...] = ("👍",),
+        actor_chat: Mapping[str, Any] | None = None,
+    ) -> JSON:
+        """A `message_reaction` update: `user` (or `actor_chat`, for an anonymous admin or a
+        channel) changed their emoji reactions to a message from `old` to `new`."""
+        chat = self._chats.get(chat_id) or self._chat(chat_id, "supergroup", None)
+        event: JSON = {
+            "chat": chat,
+            "message_id": message_id,
+            "date": int(time.time()),
+            "old_reaction": [{"type": "emoji", "emoji": e} for e in old],
+            "new_reaction": [{"type": "emoji", "emoji": e} for e in new],
+        }
+        if user is not None:
+            event["user"] = _user_json(user)
+        if actor_chat is not None:
+            event["actor_chat"] = dict(actor_chat)
+        return {"message_reaction": event}
+
+    def _member(self, status: str) -> JSON:
+        member: JSON = {"status": status, "user": self.bot_user}
+        if status in ("kicked", "restricted"):
+            member["until_date"] = 0
+        if status == "restricted":
+            member["is_member"] = True
+            member.update(_rights(ChatMemberRestricted, granted=False))
+        if status == "administrator":
+            member.update({"can_be_edited": False, "is_anonymous": False})
+            member.update(_rights(ChatMemberAdministrator, granted=True))
+        return member
 
     def sent_messages(self, chat_id: int) -> list[JSON]:
         """Messages the bot sent to `chat_id`, in order (edits applied, deletions kept)."""
@@ -638,6 +702,11 @@ _ENTITY_TYPES = frozenset(
      "italic", "underline", "strikethrough", "spoiler", "blockquote", "expandable_blockquote",
      "code", "pre", "text_link", "text_mention", "custom_emoji"}
 )  # fmt: skip
+
+
+def _rights(model: type[BaseModel], *, granted: bool) -> JSON:
+    """Every `can_*` flag a chat member of this kind carries in the current Bot API."""
+    return {name: granted for name in model.model_fields if name.startswith("can_")}
 
 
 def _check_entities(text: str, entities: Any) -> None:
