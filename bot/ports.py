@@ -207,7 +207,8 @@ class LLMProvider(Protocol):
 class Delivery:
     """What an outbound send achieved: one slot per planned bubble, `None` where it failed.
 
-    `texts[i]` is the text of bubble i; `error` is the failure that stopped the rest.
+    `texts[i]` is what bubble i was made from (the Markdown as the model wrote it, not the
+    formatted text Telegram shows); `error` is the failure that stopped the rest.
     """
 
     message_ids: tuple[int | None, ...]
