@@ -1,12 +1,13 @@
 """The model's Markdown as Telegram sees it: plain text plus message entities, split into bubbles.
 
-`render_markdown` parses CommonMark (with `~~strikethrough~~` and Telegram's `||spoiler||`)
-using markdown-it-py and walks the tokens into plain text and entity spans: no parse mode, so
-nothing is ever escaped. `plan_bubbles` cuts that text into bubbles of at most `limit` UTF-16
-code units, preferring block, then line, sentence and word boundaries; it keeps a code block
-whole when it fits in a bubble, clips every entity that crosses a cut into one entity per
-bubble, and gives each bubble the slice of the Markdown source it came from (what is stored,
-so the history shows the model its own words).
+`render_markdown` parses CommonMark (with `~~strikethrough~~`, tables as aligned monospace
+rows, and Telegram's `||spoiler||`) using markdown-it-py and walks the tokens into plain
+text and entity spans: no parse mode, so nothing is ever escaped. `plan_bubbles` cuts that
+text into bubbles of at most `limit` UTF-16 code units, preferring block, then line,
+sentence and word boundaries; it keeps a code block whole when it fits in a bubble, clips
+every entity that crosses a cut into one entity per bubble, and gives each bubble the slice
+of the Markdown source it came from (what is stored, so the history shows the model its own
+words).
 
 Entities here count characters while rendering and splitting; `Bubble.entities` are in
 UTF-16 code units, as the Bot API wants them.
@@ -105,7 +106,7 @@ class Rendered:
 
 
 def _parser() -> MarkdownIt:
-    return MarkdownIt("commonmark").enable("strikethrough")
+    return MarkdownIt("commonmark").enable(["strikethrough", "table"])
 
 
 _MD = _parser()
@@ -184,7 +185,19 @@ class _Renderer:
 
     def blocks(self, tokens: Sequence[Token]) -> None:
         opened: list[tuple[str, int]] = []  # (token type, where its content began)
+        table: list[list[str]] | None = None  # the rows of the table being read
         for token in tokens:
+            if table is not None:
+                if token.type == "tr_open":
+                    table.append([])
+                elif token.type == "inline" and table:
+                    table[-1].append(_plain(token.children or []))
+                elif token.type == "table_close":
+                    start = self.size
+                    self.write(_table_text(table), find=False)
+                    self.span("pre", start)
+                    table = None
+                continue
             match token.type:
                 case "heading_open" | "blockquote_open":
                     self.start_block(token)
@@ -229,6 +242,9 @@ class _Renderer:
                     self._code_lines(token)
                     language = token.info.split()[0] if token.info.strip() else ""
                     self.span("pre", start, language=language)
+                case "table_open":
+                    self.start_block(token)
+                    table = []
                 case "hr":
                     self.start_block(token)
                     self.write(_RULE, find=False)
@@ -335,6 +351,32 @@ class _Renderer:
             block_starts=tuple(self.block_starts),
             anchors=tuple(self.anchors),
         )
+
+
+def _plain(children: Sequence[Token]) -> str:
+    """The text of inline tokens without their markup (a table cell)."""
+    parts: list[str] = []
+    for token in children:
+        if token.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+        elif token.type == "image":
+            parts.append(_plain(token.children or []))
+        else:
+            parts.append(token.content)
+    return "".join(parts).strip()
+
+
+def _table_text(rows: Sequence[Sequence[str]]) -> str:
+    """Telegram has no tables: rows with padded columns, shown in monospace, a rule under
+    the header row."""
+    columns = max((len(row) for row in rows), default=0)
+    widths = [max((len(r[i]) for r in rows if i < len(r)), default=0) for i in range(columns)]
+    lines = [
+        " | ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows
+    ]
+    if len(lines) > 1:
+        lines.insert(1, "-+-".join("-" * width for width in widths))
+    return "\n".join(lines)
 
 
 def render_markdown(source: str) -> Rendered:

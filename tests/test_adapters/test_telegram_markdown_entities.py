@@ -65,6 +65,11 @@ def shown(text: str, entities: tuple[Entity, ...]) -> list[tuple[str, str, dict[
         ("a\\*b\\* &amp; <b>", "a*b* & <b>", []),
         ("first\n\n---\n\nsecond", "first\n\n———\n\nsecond", []),
         ("before\n\n```\n```\n\nafter", "before\n\nafter", []),
+        (
+            "| name | **n** |\n|---|--:|\n| apples | 3 |\n| 字 | 12 |",
+            "name   | n\n-------+---\napples | 3\n字      | 12",
+            [("pre", "name   | n\n-------+---\napples | 3\n字      | 12", {})],
+        ),
     ],
     ids=[
         "bold-italic",
@@ -88,6 +93,7 @@ def shown(text: str, entities: tuple[Entity, ...]) -> list[tuple[str, str, dict[
         "escapes-and-references",
         "rule",
         "empty-code-block",
+        "table-as-aligned-rows",
     ],
 )  # fmt: skip
 def test_markdown_becomes_text_and_entities(
@@ -235,6 +241,7 @@ def test_a_single_long_word_is_cut_hard_between_graphemes() -> None:
 PIECES = [
     "word", " ", "\n", "\n\n", "**", "*", "~~", "`", "||", "。", ". ", "😀", FAMILY, "字",
     "[a](https://x.io)", "\n```py\nx = 1\n  y\n```\n", "- ", "> ", "# ",
+    "\n| a | b |\n|---|---|\n| 1 | 2 |\n",
 ]  # fmt: skip
 
 
