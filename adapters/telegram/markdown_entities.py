@@ -1,6 +1,6 @@
 """The model's Markdown as Telegram sees it: plain text plus message entities, split into bubbles.
 
-`render_markdown` parses CommonMark (with `~~strikethrough~~`, tables as aligned monospace
+`format_markdown` parses CommonMark (with `~~strikethrough~~`, tables as aligned monospace
 rows, and Telegram's `||spoiler||`) using markdown-it-py and walks the tokens into plain
 text and entity spans: no parse mode, so nothing is ever escaped. `plan_bubbles` cuts that
 text into bubbles of at most `limit` UTF-16 code units, preferring block, then line,
@@ -85,7 +85,7 @@ class _Span:
 
 @dataclass(frozen=True, slots=True)
 class _Anchor:
-    """Rendered characters `rendered`.. `rendered + length` came from `source`.. in the
+    """_Rendered characters `rendered`.. `rendered + length` came from `source`.. in the
     Markdown (length 0: a block or line that starts there)."""
 
     rendered: int
@@ -94,7 +94,7 @@ class _Anchor:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Rendered:
+class _Rendered:
     """The rendered text, its entity spans (characters), where top-level blocks start,
     and anchors back into the Markdown source."""
 
@@ -343,8 +343,8 @@ class _Renderer:
                         s for s in self.spans if not (s.kind == "code" and s.start >= start)
                     ]
 
-    def result(self) -> Rendered:
-        return Rendered(
+    def result(self) -> _Rendered:
+        return _Rendered(
             source=self.source,
             text="".join(self.parts),
             spans=tuple(sorted(self.spans, key=lambda s: (s.start, -s.end))),
@@ -379,7 +379,7 @@ def _table_text(rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def render_markdown(source: str) -> Rendered:
+def _render(source: str) -> _Rendered:
     """Plain text and entity spans for the model's Markdown (pure; never raises on input)."""
     renderer = _Renderer(source)
     renderer.blocks(_MD.parse(source))
@@ -388,7 +388,7 @@ def render_markdown(source: str) -> Rendered:
 
 def format_markdown(source: str) -> tuple[str, tuple[Entity, ...]]:
     """The whole text with UTF-16 entities, unsplit."""
-    rendered = render_markdown(source)
+    rendered = _render(source)
     text = rendered.text
     return text, _entities(text, _utf16_offsets(text), rendered.spans, 0, len(text))
 
@@ -409,7 +409,7 @@ def plan_bubbles(source: str, limit: int = TELEGRAM_TEXT_LIMIT) -> tuple[Bubble,
     units of rendered text; blank input gives none."""
     if limit < 2:
         raise ValueError("limit must be at least 2 UTF-16 units")
-    rendered = render_markdown(source)
+    rendered = _render(source)
     text = rendered.text
     pres = [s for s in rendered.spans if s.kind == "pre"]
     ranges: list[tuple[int, int]] = []
@@ -541,7 +541,7 @@ def _entities(
     return tuple(found)
 
 
-def _source_at(rendered: Rendered, resume: int, index: int) -> int:
+def _source_at(rendered: _Rendered, resume: int, index: int) -> int:
     """The source position a bubble starting at rendered `index` came from (`resume`..`index`
     is the whitespace skipped before it, where a block or list item may be anchored)."""
     anchors = rendered.anchors
