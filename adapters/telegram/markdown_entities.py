@@ -225,7 +225,6 @@ class _Renderer:
                     self.lists.pop()
                 case "list_item_open":
                     self.start_block(token)
-                    self.fresh = False
                     numbering = self.lists[-1]
                     if numbering:
                         marker = f"{numbering[0]}{token.markup or '.'}"
@@ -291,12 +290,11 @@ class _Renderer:
                     self._close_inline(kind, start, href)
                     if kind == "link_open":
                         self.skip_link_target()
-                case "image":
+                case "image":  # its alt text, linking to the picture
                     start = self.size
-                    self.inline(token.children or [])
-                    if self.size == start:
-                        self.write(str(token.attrs.get("src", "")))
-                    self._close_inline("link_open", start, str(token.attrs.get("src", "")))
+                    source = str(token.attrs.get("src", ""))
+                    self.write(_plain(token.children or []) or source)
+                    self._close_inline("link_open", start, source)
                 case _:
                     if token.content:
                         self.write(token.content)
