@@ -7,7 +7,13 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from bot.context.alias_table import AliasTable
-from bot.context.projection import Projection, project, record_tokens
+from bot.context.projection import (
+    Projection,
+    current_record_index,
+    project,
+    record_tokens,
+    without_per_turn_cost,
+)
 from bot.context.tokens import compute_message_tokens
 from bot.context.turns import is_turn_start
 from bot.domain.facts import Forward, Media, Quote, Sender
@@ -16,8 +22,8 @@ from bot.domain.messages import ChatMessage, ToolCall
 from bot.domain.records import (
     AssistantRecord,
     ContentBlock,
-    EventRecord,
     RecordBody,
+    ServiceMessageRecord,
     StoredRecord,
     SummaryRecord,
     ToolResult,
@@ -385,7 +391,11 @@ def test_events_summaries_and_merged_messages() -> None:
     records = [
         rec(1, SummaryRecord(text="Alice asked about lunch.\n[Turn context] x"), at=T0),
         rec(
-            2, EventRecord(text="Bob joined the group", actor=BOB), at=T0, ids=(102,), parts=("m2",)
+            2,
+            ServiceMessageRecord(text="Bob joined the group", actor=BOB),
+            at=T0,
+            ids=(102,),
+            parts=("m2",),
         ),
         user(3, 3, "first", at=T0 + timedelta(seconds=10)),
         user(4, 4, "second", at=T0 + timedelta(seconds=12), merged=True),
@@ -449,3 +459,34 @@ def test_record_tokens_estimates_the_full_header_form() -> None:
     assert record_tokens(calls) == compute_message_tokens(
         ChatMessage(role="assistant", tool_calls=(CALL,))
     )
+
+
+# ---------------------------------------------------------------- what the window costs
+
+
+@pytest.mark.parametrize(
+    ("records", "expected"),
+    [
+        ([], None),
+        (GROUP, 5),
+        (GROUP[:4], 0),
+        ([GROUP[1], GROUP[2]], 1),
+    ],
+    ids=["empty", "newest user message", "the reply after it stays history", "no user message"],
+)
+def test_current_record_index(records: list[StoredRecord], expected: int | None) -> None:
+    assert current_record_index(records) == expected
+
+
+def test_the_window_costs_the_current_message_without_its_per_turn_blocks() -> None:
+    with_blocks = run(GROUP)
+    without = run(GROUP, blocks="")
+    costed = without_per_turn_cost(with_blocks, TURN_BLOCKS)
+    plain = [m.tokens or 0 for m in without.messages]
+    # history is costed as it is; the current message as without the blocks, give or take
+    # the rounding of the two estimates (one token)
+    assert [m.tokens for m in costed[:-1]] == plain[:-1]
+    assert abs((costed[-1].tokens or 0) - plain[-1]) <= 1
+    assert (costed[-1].tokens or 0) < (with_blocks.messages[-1].tokens or 0) - 10
+    assert [m.content for m in costed] == contents(with_blocks)
+    assert without_per_turn_cost(without, "") == list(without.messages)

@@ -15,7 +15,10 @@ from bot.context import (
     recovery_target,
     select_window,
 )
+from bot.context.window import TurnCosts, turn_costs
+from bot.domain.messages import ChatMessage
 from bot.errors import CapacityExceeded
+from tests.test_context.histories import assistant, crumb, tool, user
 
 
 def decide(
@@ -365,7 +368,7 @@ def test_estimate_tool_schema_tokens(tools: list[dict[str, object]], tokens: int
 
 def test_capacity_that_fits_passes() -> None:
     check_capacity(
-        message_tokens=900, tool_schema_tokens=50, image_tokens=50, window=1_000, model="m"
+        message_tokens=900, tool_schema_tokens=50, image_tokens=50, context_window=1_000, model="m"
     )
 
 
@@ -388,9 +391,9 @@ def test_capacity_error_says_what_to_change(
             message_tokens=messages,
             tool_schema_tokens=schemas,
             image_tokens=images,
-            window=1_000,
+            context_window=1_000,
             model="tiny-model",
-            window_known=known,
+            context_window_known=known,
         )
     text = str(caught.value)
     assert advice in text
@@ -398,3 +401,26 @@ def test_capacity_error_says_what_to_change(
     assert f"about {messages + schemas + images:,} tokens" in text
     assert "LLM_CONTEXT_WINDOW" in text
     assert "larger window" in text
+
+
+# ---------------------------------------------------------------- turn costs
+
+
+@pytest.mark.parametrize(
+    ("messages", "expected"),
+    [
+        ([], TurnCosts(tokens=(), messages=(), starts=())),
+        ([assistant()], TurnCosts(tokens=(), messages=(), starts=())),
+        (
+            [user(), assistant("", "c1"), tool("c1"), assistant(), user()],
+            TurnCosts(tokens=(7 + 6 + 7 + 7, 7), messages=(4, 1), starts=(0, 4)),
+        ),
+        (
+            [tool("c0"), assistant(), user(), user(merged=True), crumb(), user()],
+            TurnCosts(tokens=(35, 7), messages=(5, 1), starts=(2, 5)),
+        ),
+    ],
+    ids=["empty", "no turn start", "a tool exchange stays in its turn", "orphan prefix first"],
+)
+def test_turn_costs(messages: list[ChatMessage], expected: TurnCosts) -> None:
+    assert turn_costs(messages) == expected

@@ -66,9 +66,10 @@ class Running:
 
         async def stored() -> bool:
             sent = self.api.sent_messages(CHAT)
-            return len(sent) >= self.replies and (
-                await self.store.find_event(CHAT, sent[self.replies - 1]["message_id"]) is not None
-            )
+            if len(sent) < self.replies:
+                return False
+            last = sent[self.replies - 1]["message_id"]
+            return await self.store.find_platform_message(CHAT, last) is not None
 
         await eventually(stored)
 
@@ -109,7 +110,7 @@ async def running(tmp_path: Path) -> AsyncIterator[Running]:
             "TGBOT_LOG_LEVEL": "INFO",
         }
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", "run", env=env, cwd=ROOT, stdout=log, stderr=log
+            sys.executable, "-m", "bot.app.cli", "run", env=env, cwd=ROOT, stdout=log, stderr=log
         )
         store: SqlStore | None = None
         try:

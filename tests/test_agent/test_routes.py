@@ -1,0 +1,67 @@
+"""Routes: which provider and model a session uses, its window, and what a call costs."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.llm.scripted import ScriptedModel
+from bot.agent.routes import Prices, ProviderEntry, RouteTable
+from bot.context.budget import ProviderCapacity
+from bot.ports import Usage
+
+PRICES = Prices(input_per_mtok=2.0, cached_input_per_mtok=0.5, output_per_mtok=8.0)
+
+
+@pytest.mark.parametrize(
+    ("usage", "expected"),
+    [
+        (Usage(input_tokens=0, output_tokens=0), 0.0),
+        (Usage(input_tokens=1_000_000, output_tokens=0), 2.0),
+        (Usage(input_tokens=1_000_000, output_tokens=0, cached_tokens=1_000_000), 0.5),
+        (Usage(input_tokens=10_000, output_tokens=500, cached_tokens=8_000), 0.012),
+        (Usage(input_tokens=100, output_tokens=0, cached_tokens=400), 0.00005),
+    ],
+    ids=["nothing", "uncached", "all-cached", "mixed", "cached-clamped-to-input"],
+)
+def test_cost(usage: Usage, expected: float) -> None:
+    assert PRICES.cost(usage) == pytest.approx(expected)
+
+
+def routes() -> RouteTable:
+    model = ScriptedModel()
+    return RouteTable(
+        {
+            "default": ProviderEntry(
+                provider=model,
+                capacity=ProviderCapacity(name="default", model="chat", context_window=64_000),
+            ),
+            "big": ProviderEntry(
+                provider=model,
+                capacity=ProviderCapacity(name="big", model="", context_window=200_000),
+            ),
+        },
+        default_provider="default",
+        default_model="chat",
+    )
+
+
+@pytest.mark.parametrize(
+    ("route", "expected"),
+    [
+        (None, ("default", "chat", 64_000, 64_000)),
+        ("other-model", ("default", "other-model", None, 32_000)),
+        ("big", ("big", "chat", 200_000, 200_000)),
+        ("big:any-model", ("big", "any-model", 200_000, 200_000)),
+        ("nope:x", ("default", "x", None, 32_000)),
+    ],
+    ids=["default", "model-mismatch-unknown", "profile", "profile-without-model", "unknown"],
+)
+def test_route_resolution(route: str | None, expected: tuple[object, ...]) -> None:
+    resolved = routes().resolve(route)
+    got = (
+        resolved.provider_name,
+        resolved.model,
+        resolved.context_window,
+        resolved.context_window_for_math,
+    )
+    assert got == expected
