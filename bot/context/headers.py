@@ -11,6 +11,8 @@ Fields, in this order, each closed by `;`, only when they apply:
 - `owner:true` after the sender fields when the sender is the bot's owner (checked by user
   id, never by name): in a group the model can tell the owner from a member named "Owner".
 - `origin:peer_bot` when the sender is a bot that is not us.
+- `via:@<username>` when the message was sent through an inline bot (the words are the
+  bot's, picked by the sender); shown in every scene, also where sender fields are not.
 - `date:YYYY-MM-DD` on the first header of the window and the first of a new day in the
   bot's time zone; `time:HH:mm` with every date and whenever at least 60 s passed since the
   last header that *showed* a time.
@@ -45,6 +47,7 @@ class Header:
     user_id: int | None = None
     owner: bool = False
     peer_bot: bool = False
+    via: str | None = None
     date: str | None = None
     time: str | None = None
     reply_to: str | None = None
@@ -66,6 +69,8 @@ def render_header(header: Header) -> str:
         fields.append("owner:true;")
     if header.peer_bot:
         fields.append("origin:peer_bot;")
+    if header.via is not None:
+        fields.append(f"via:{header_value(header.via)};")
     if header.date is not None:
         fields.append(f"date:{header.date};")
     if header.time is not None:
@@ -142,6 +147,7 @@ class HeaderWalker:
                 and sender is not None
                 and sender.kind == "user",
                 peer_bot=peer_bot,
+                via=sender.via_bot if sender is not None else None,
                 date=day_text,
                 time=time_text,
                 reply_to=reply_to,
