@@ -167,6 +167,31 @@ async def test_an_edit_flood_in_a_waiting_chat_does_not_slow_another_chat_and_re
     assert texts(api, chat_a) == ["re: hello", "re: edit 50"]
 
 
+async def test_edits_spread_over_time_are_rate_limited_like_messages(
+    running: Callable[..., Any], api: FakeBotApi
+) -> None:
+    model = ScriptedModel(default=echo)
+    live: Live = await running(
+        model, security={"user_messages_per_minute": 3, "chat_messages_per_minute": 60}
+    )
+    first = api.user_message(ALICE["id"], ALICE, "hello", chat_type="private")
+    await live.handled(api.push_update(first))
+    trigger = first["message"]["message_id"]
+    for n in range(1, 11):  # each edit after the previous re-answer: no coalescing helps
+        edit = api.user_message(
+            ALICE["id"], ALICE, f"edit {n}", chat_type="private", message_id=trigger, edit=True
+        )
+        await live.handled(api.push_update(edit))
+
+    assert texts(api, ALICE["id"]) == [
+        "re: hello",
+        "re: edit 1",
+        "re: edit 2",
+        text("en", "rate_limited"),
+    ]
+    assert len(model.requests) == 3
+
+
 # ---------------------------------------------------------------- 2. command floods
 
 
