@@ -102,6 +102,8 @@ class _SessionState:
     """The newest text of each edited message whose re-answer is queued (coalescing)."""
     joining: asyncio.Task[None] | None = None
     """The last deferred message still waiting to join the conversation."""
+    deferred: dict[int, int] = field(default_factory=dict)
+    """Senders with messages waiting to join (sender id → how many)."""
     tasks: int = 0
     """Turn tasks created for this session and not finished yet."""
 
@@ -195,7 +197,8 @@ class InboundService:
             waiting = pending is not None and not pending.started
             merged = waiting and pending is not None and pending.sender_id == message.sender.id
             # someone else's turn waits out its merge window: this message waits its turn
-            defer = answer and waiting and not merged
+            # (and so does whatever its sender writes until it joined, to keep their order)
+            defer = (answer and waiting and not merged) or message.sender.id in state.deferred
             if defer:
                 await self.store.record_platform_messages([platform_message_of(message)])
             else:
@@ -331,18 +334,25 @@ class InboundService:
         """Add `message` to the conversation once the turns pending for other senders have
         answered (and after the messages deferred before it), then give it a turn."""
         previous = state.joining
+        sender = message.sender.id
+        state.deferred[sender] = state.deferred.get(sender, 0) + 1
 
         async def join() -> None:
-            if previous is not None:
-                await asyncio.wait([previous])
-            while (
-                (pending := state.pending) is not None
-                and pending.sender_id != message.sender.id
-                and not pending.task.done()
-            ):
-                await asyncio.wait([pending.task])
-            async with state.store_lock, self._chat_held(session, "store"):
-                await self._store_inbound(session, message, merged=False)
+            try:
+                if previous is not None:
+                    await asyncio.wait([previous])
+                while (
+                    (pending := state.pending) is not None
+                    and pending.sender_id != sender
+                    and not pending.task.done()
+                ):
+                    await asyncio.wait([pending.task])
+                async with state.store_lock, self._chat_held(session, "store"):
+                    await self._store_inbound(session, message, merged=False)
+            finally:
+                left = state.deferred.pop(sender, 1) - 1
+                if left:
+                    state.deferred[sender] = left
             if answer:
                 self._schedule_turn(session, state, message)
 

@@ -21,7 +21,9 @@ from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
+from bot.domain.ids import SessionKey
 from bot.domain.messages import ToolCall
+from bot.domain.records import AssistantRecord, UserRecord
 from bot.ports import LLMProvider, LLMRequest, LLMResponse
 from bot.redact import register_secret, scrub
 from bot.texts import text
@@ -321,6 +323,33 @@ async def test_a_mention_by_someone_else_waits_its_turn_and_both_are_answered(
         "re: @test_bot when is the meeting?",
         "re: @test_bot tell me a joke",
     ]
+
+
+async def test_what_waiting_member_writes_next_keeps_its_order(
+    running: Callable[..., Any], api: FakeBotApi
+) -> None:
+    model = ScriptedModel(default=echo)
+    live: Live = await running(model, triggers={"merge_window_seconds": 1.0})
+    await wait_confirmed(
+        api, api.push_update(api.user_message(GROUP, ALICE, "@test_bot when is the meeting?"))
+    )
+    mention = api.user_message(GROUP, MALLORY, "@test_bot tell me a joke")
+    api.push_update(mention)
+    await live.handled(api.push_update(api.user_message(GROUP, MALLORY, "a short one")))
+
+    session = await live.app.store.find_session(SessionKey(chat_id=GROUP))
+    assert session is not None
+    path = await live.app.store.load_path(session.id)
+    assert [
+        (r.kind, r.body.text) for r in path if isinstance(r.body, UserRecord | AssistantRecord)
+    ] == [
+        ("user", "@test_bot when is the meeting?"),
+        ("assistant", "re: @test_bot when is the meeting?"),
+        ("user", "@test_bot tell me a joke"),
+        ("user", "a short one"),
+        ("assistant", "re: a short one"),
+    ]
+    assert replies_to(api, GROUP)[1] == mention["message"]["message_id"]
 
 
 async def test_a_burst_of_one_sender_is_still_one_turn(
