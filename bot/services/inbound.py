@@ -18,9 +18,12 @@ Hostile members and busy chats:
 - A pending turn merges only messages of its own sender. When another member addresses the
   bot while someone's turn waits out the merge window, the newcomer's message waits its
   turn: it is recorded at once as a platform message (so a retried update is not stored
-  twice) and joins the conversation right after the pending turn has answered, followed by
-  a turn of its own. So each addressed message is answered, in order, and each turn's
-  current message is the one it answers.
+  twice), the pending turn starts without waiting out the rest of its window, and the
+  message joins the conversation right after that turn has answered, followed by a turn of
+  its own (so does whatever its sender writes meanwhile, in order). So each addressed
+  message is answered, and each turn's current message is the one it answers. A crash in
+  that short gap leaves the waiting message out of the conversation (it stays a recorded
+  platform message).
 
 Crash recovery (`recover_interrupted`, once at start-up) lives in `recovery.py`; which
 messages are answered, live or after a crash, is decided by `triggers.should_answer`.
@@ -29,6 +32,7 @@ messages are answered, live or after a crash, is decided by `triggers.should_ans
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import deque
@@ -91,6 +95,8 @@ class _Pending:
     sender_id: int
     reply_to: int
     started: bool = False
+    hurry: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when someone else waits: the turn starts without waiting out the merge window."""
 
 
 @dataclass(slots=True)
@@ -201,6 +207,8 @@ class InboundService:
             defer = (answer and waiting and not merged) or message.sender.id in state.deferred
             if defer:
                 await self.store.record_platform_messages([platform_message_of(message)])
+                if pending is not None:
+                    pending.hurry.set()  # keep the wait (and the unstored gap) short
             else:
                 await self._store_inbound(session, message, merged=merged)
         admitted = answer and await self._admit(message)
@@ -428,9 +436,12 @@ class InboundService:
             pending.task.cancel()  # the sender's burst: one turn answers it all
         delay = self.policy.merge_window_seconds
 
+        hurry = asyncio.Event()
+
         async def later() -> None:
             if delay > 0:
-                await asyncio.sleep(delay)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(hurry.wait(), delay)
             async with state.lock, self._chat_held(session, "turn"):
                 if state.pending is not None and state.pending.task is task:
                     state.pending.started = True
@@ -442,7 +453,7 @@ class InboundService:
 
         task = asyncio.create_task(later(), name=f"turn-{session.id}")
         state.pending = _Pending(
-            task=task, sender_id=message.sender.id, reply_to=message.message_id
+            task=task, sender_id=message.sender.id, reply_to=message.message_id, hurry=hurry
         )
         self._track(state, task)
 
