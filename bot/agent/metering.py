@@ -50,7 +50,11 @@ def ledger_entry(call: ModelCalled) -> LedgerEntry:
         scene=call.session.scene,
         turn_id=call.turn_id,
         iteration=call.iteration,
-        purpose="final_summary" if call.final else "turn",
+        purpose="compaction"
+        if call.purpose == "compaction"
+        else "final_summary"
+        if call.final
+        else "turn",
         provider=call.route.provider_name,
         model=call.route.model,
         input_tokens=usage.input_tokens if usage else None,
@@ -113,7 +117,8 @@ class CallMetering:
         return self.meters.get(session_id)
 
     async def on_model_call(self, call: ModelCalled) -> None:
-        self._remember(call)
+        if call.purpose != "compaction":  # `/context` shows the member's calls
+            self._remember(call)
         try:
             await self.ledger.append_async(ledger_entry(call))
         except OSError:

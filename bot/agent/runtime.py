@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from bot.agent.bubbles import ReplyBubbles
+from bot.agent.compaction import CompactionPolicy, Compactor
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
@@ -98,7 +99,23 @@ class TurnRunner:
         self.bus = bus or EventBus()
         self.tools = {tool.spec.name: tool for tool in tools}
         """The live tool table (name → tool), shared by every part."""
+        # --- compaction (issue 17): on when the policy bounds a summary for some scene
+        self.compactor: Compactor | None = None
+        if policy.summary_budgets:
+            self.compactor = Compactor(
+                store=store,
+                routes=routes,
+                tools=self.tools,
+                bus=self.bus,
+                clock=clock,
+                policy=CompactionPolicy(
+                    summary_budgets=policy.summary_budgets,
+                    route=policy.compaction_route,
+                    prepare_margin=policy.compaction_margin,
+                ),
+            )
         self.request = RequestBuilder(
+            compactor=self.compactor,
             store=store,
             routes=routes,
             tools=self.tools,
@@ -131,6 +148,11 @@ class TurnRunner:
     def system_prompt(self, scene: Scene) -> str:
         return self.request.system_prompt(scene)
 
+    async def aclose(self) -> None:
+        """Stop background work (summaries in preparation)."""
+        if self.compactor is not None:
+            await self.compactor.aclose()
+
     async def prepare(
         self,
         session: SessionInfo,
@@ -160,7 +182,12 @@ class TurnRunner:
                 if response.tool_calls and not hit_cap:
                     await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
                     continue
-                return await self._deliver(state, response, reply_to, hit_cap)
+                outcome = await self._deliver(state, response, reply_to, hit_cap)
+                if self.compactor is not None:  # compaction hook (issue 17)
+                    self.compactor.after_reply(
+                        session, self.request.fold_view, turn_id=turn_id
+                    )
+                return outcome
         except TurnFailed as failure:
             log.warning("turn %s failed: %s", turn_id, failure.detail)
             text = USER_MESSAGES[self.policy.locale][failure.key]

@@ -21,9 +21,11 @@ from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.routes import Prices, ProviderEntry, RouteTable
 from bot.agent.runtime import TurnPolicy, TurnRunner
+from bot.agent.turn import SceneCaps
 from bot.app.retention_loop import RetentionPolicy
-from bot.config import Settings
+from bot.config import HistorySettings, SceneHistory, Settings
 from bot.context.budget import ProviderCapacity, RuntimeLimits
+from bot.domain.ids import Scene
 from bot.errors import ConfigError
 from bot.ports import ChatLock, Clock, ConversationStore, LLMProvider, Messenger
 from bot.services.chat_lock import LocalChatLock
@@ -101,6 +103,7 @@ def turn_policy(settings: Settings) -> TurnPolicy:
             raise ConfigError("workspace_rules_file", str(exc)) from None
     runtime = settings.runtime
     history = settings.history
+    compaction = settings.compaction
     return TurnPolicy(
         scene_budgets={
             "group": history.group_tokens,
@@ -109,6 +112,26 @@ def turn_policy(settings: Settings) -> TurnPolicy:
         },
         max_turns=history.max_history_turns,
         max_messages=history.max_recent_messages,
+        scene_caps={
+            scene: SceneCaps(
+                max_turns=history.max_history_turns
+                if override.max_history_turns is None
+                else override.max_history_turns,
+                max_messages=history.max_recent_messages
+                if override.max_recent_messages is None
+                else override.max_recent_messages,
+            )
+            for scene, override in _scene_overrides(history)
+        },
+        summary_budgets={
+            "group": compaction.group_tokens,
+            "private": compaction.private_tokens,
+            "owner": compaction.owner_tokens,
+        }
+        if compaction.enabled
+        else {},
+        compaction_route=compaction.route,
+        compaction_margin=compaction.prepare_margin,
         headroom=history.headroom,
         limits=RuntimeLimits(
             max_context_tokens=runtime.max_context_tokens,
@@ -125,6 +148,10 @@ def turn_policy(settings: Settings) -> TurnPolicy:
         command_prefix=settings.triggers.command_prefix,
         workspace_rules=rules,
     )
+
+
+def _scene_overrides(history: HistorySettings) -> tuple[tuple[Scene, SceneHistory], ...]:
+    return (("group", history.group), ("private", history.private), ("owner", history.owner))
 
 
 @dataclass(slots=True)
