@@ -194,6 +194,15 @@ class Compactor:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(task)
 
+    async def drain(self) -> None:
+        """Wait for every summary in preparation."""
+        while self._pending:
+            tasks = dict(self._pending)
+            await asyncio.gather(*tasks.values(), return_exceptions=True)
+            for session_id, task in tasks.items():
+                if self._pending.get(session_id) is task:
+                    del self._pending[session_id]
+
     async def aclose(self) -> None:
         """Stop preparing (process shutdown)."""
         tasks = list(self._pending.values())

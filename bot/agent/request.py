@@ -181,7 +181,7 @@ class RequestBuilder:
         """The scene's window limits; the summary's bound is reserved inside its budget."""
         policy = self.policy
         history_budget = policy.scene_budgets.get(scene, 0)
-        reserve = policy.summary_budgets.get(scene, 0) if self.compactor is not None else 0
+        reserve = policy.summary_budget(scene) if self.compactor is not None else 0
         caps = policy.caps(scene)
         return WindowLimits(
             token_budget=max(1, history_budget - reserve) if history_budget > 0 else 0,

@@ -109,7 +109,7 @@ class TurnRunner:
                 bus=self.bus,
                 clock=clock,
                 policy=CompactionPolicy(
-                    summary_budgets=policy.summary_budgets,
+                    summary_budgets={s: policy.summary_budget(s) for s in policy.summary_budgets},
                     route=policy.compaction_route,
                     prepare_margin=policy.compaction_margin,
                 ),

@@ -50,6 +50,13 @@ class TurnPolicy:
     command_prefix: str = "/"
     workspace_rules: str = ""
 
+    def summary_budget(self, scene: Scene) -> int:
+        """The summary's bound in `scene`: as configured, but never more than a quarter of
+        the scene's history budget (0: compaction is off)."""
+        bound = self.summary_budgets.get(scene, 0)
+        history = self.scene_budgets.get(scene, 0)
+        return min(bound, history // 4) if history > 0 else bound
+
     def caps(self, scene: Scene) -> SceneCaps:
         return self.scene_caps.get(
             scene, SceneCaps(max_turns=self.max_turns, max_messages=self.max_messages)
