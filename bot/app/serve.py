@@ -92,6 +92,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
         await app.inbound.drain()
         await app.runner.aclose()
         await app.routes.aclose()
+        await app.ledger.flush()
     finally:
         stopped.set()
         if retention is not None:
