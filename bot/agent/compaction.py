@@ -31,7 +31,13 @@ from dataclasses import dataclass
 
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.routes import ModelRoute, RouteTable
-from bot.context.compaction import new_summary, plan_fold, predict_cut, summary_request
+from bot.context.compaction import (
+    new_summary,
+    plan_fold,
+    predict_cut,
+    prepared_start_fits,
+    summary_request,
+)
 from bot.context.tokens import estimate_message_tokens, split_request_tokens
 from bot.context.window import (
     TurnCosts,
@@ -130,28 +136,36 @@ class Compactor:
         records: Sequence[StoredRecord],
         cut: int,
         turn_starts: Sequence[int],
+        costs: TurnCosts,
+        limits: WindowLimits,
         previous: SummaryRecord | None,
         messages: Callable[[], Awaitable[list[ChatMessage]]],
         turn_id: str,
         call_model: bool = True,
     ) -> FoldResult:
-        """The new start and summary when the window moves to record `cut` (a turn start).
+        """The new start and summary when the window moves to record `cut` (a turn start;
+        `turn_starts[i]` is the record where turn i starts, `costs` what each turn costs).
 
         A summary prepared at a turn start at or after `cut` (not past the newest turn) is
-        used and the start moves to it; else, with `call_model`, the fold runs now."""
+        used and the start moves to it; so is one a little before `cut` when the window
+        from there still keeps half its headroom (`prepared_start_fits`). Else, with
+        `call_model`, the fold runs now."""
         await self.settle(session.id)
         if not turn_starts:
             return FoldResult(cut=cut, summary=None)
         newest = turn_starts[-1]
-        starts = set(turn_starts)
+        turn_of = {start: turn for turn, start in enumerate(turn_starts)}
         index = {record.id: i for i, record in enumerate(records)}
         found = await self.store.find_summaries(session.id, [r.id for r in records[:newest]])
         for record in reversed(found):
             at = index.get(record.parent_id or -1, -2) + 1
             body = record.body
-            if cut <= at <= newest and at in starts and isinstance(body, SummaryRecord):
-                if body.text:
-                    return FoldResult(cut=at, summary=body)
+            if not (isinstance(body, SummaryRecord) and body.text and at in turn_of):
+                continue
+            if cut <= at <= newest or (
+                0 < at < cut and prepared_start_fits(costs, turn_of[at], limits)
+            ):
+                return FoldResult(cut=at, summary=body)
         if not call_model or cut <= 0:
             return FoldResult(cut=cut, summary=None)
         self.sync_folds += 1
@@ -226,9 +240,7 @@ class Compactor:
                 return
             cut = view.turn_starts[turn]
             index = {record.id: i for i, record in enumerate(view.records)}
-            found = await self.store.find_summaries(
-                view.session.id, [r.id for r in view.records]
-            )
+            found = await self.store.find_summaries(view.session.id, [r.id for r in view.records])
             if any(index.get(r.parent_id or -1, -2) + 1 >= cut for r in found):
                 return  # prepared already, for this move or a later one
             self.prepared_folds += 1
@@ -297,7 +309,7 @@ class Compactor:
                 message_tokens=sum(estimate_message_tokens(m) for m in request_messages),
                 tool_schema_tokens=schema_tokens,
                 image_tokens=0,
-                window=route.window_for_math,
+                context_window=route.context_window_for_math,
                 model=route.model,
             )
             response = await route.provider.complete(request)

@@ -15,7 +15,7 @@ from bot.agent.prompt import PromptFacts, TurnContext, build_per_turn_blocks, bu
 from bot.agent.routes import RouteTable
 from bot.agent.turn import TurnPolicy, TurnState
 from bot.context.alias_table import AliasTable
-from bot.context.compaction import summary_message
+from bot.context.compaction import predict_cut, summary_message
 from bot.context.history_trim import HistoryTrimmed, breadcrumb_message
 from bot.context.projection import (
     Projection,
@@ -129,6 +129,8 @@ class RequestBuilder:
                     records=records,
                     cut=cut,
                     turn_starts=starts,
+                    costs=costs,
+                    limits=limits,
                     previous=summary,
                     messages=lambda: self.fold_messages(session, records, summary),
                     turn_id=turn_id,
@@ -175,6 +177,14 @@ class RequestBuilder:
         )
         if window_event is not None:
             state.pending_trims.append(window_event)
+        if self.compactor is not None:  # compaction hook (issue 17): is the next move near?
+            kept = (
+                costs
+                if window_event is None
+                else turn_costs(without_per_turn_cost(projection, blocks))
+            )
+            margin = policy.compaction_margin
+            state.fold_soon = predict_cut(kept, limits, margin) is not None
         return state, aliases, records
 
     def window_limits(self, scene: Scene) -> WindowLimits:
@@ -222,9 +232,7 @@ class RequestBuilder:
         loaded = await self.store.load_history(session.id, max_records=self.policy.max_records)
         session = loaded.session
         records = list(loaded.records)
-        summary = (
-            await summary_before(self.store, session, records) if loaded.has_earlier else None
-        )
+        summary = await summary_before(self.store, session, records) if loaded.has_earlier else None
         targets = await self._quote_targets(session, records)
         projection = self._project(records, session, "", targets)
         costs = turn_costs(projection.messages)

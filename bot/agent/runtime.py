@@ -168,10 +168,8 @@ class TurnRunner:
                     await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
                     continue
                 outcome = await self._deliver(state, response, reply_to, hit_cap)
-                if self.compactor is not None:  # compaction hook (issue 17)
-                    self.compactor.after_reply(
-                        session, self.request.fold_view, turn_id=turn_id
-                    )
+                if self.compactor is not None and state.fold_soon:  # compaction (issue 17)
+                    self.compactor.after_reply(session, self.request.fold_view, turn_id=turn_id)
                 return outcome
         except TurnFailed as failure:
             log.warning("turn %s failed: %s", turn_id, failure.detail)

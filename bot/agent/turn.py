@@ -95,6 +95,8 @@ class TurnState:
     kept_turns: int
     dropped_turns: int = 0
     pending_trims: list[HistoryTrimmed] = field(default_factory=list)
+    fold_soon: bool = False
+    """The next window move is near: prepare the summary after the reply (issue 17)."""
     published_trims: int = 0
     iteration: int = 0
 

@@ -185,6 +185,22 @@ def predict_cut(costs: TurnCosts, limits: WindowLimits, margin: float) -> int | 
     return decision.start
 
 
+def prepared_start_fits(costs: TurnCosts, start: int, limits: WindowLimits) -> bool:
+    """Whether the window may start at turn `start` (where a prepared summary ends) instead
+    of where the move would put it: every limit holds with at least half the headroom, so
+    a summary prepared a little early still saves the member's turn a model call without
+    bringing the next move much closer."""
+    keep = 1 - limits.headroom / 2
+    tokens = sum(costs.tokens[start:])
+    messages = sum(costs.messages[start:])
+    answered = costs.answered[start:] if costs.answered else (True,) * (len(costs.tokens) - start)
+    return (
+        (limits.token_budget <= 0 or tokens <= limits.token_budget * keep)
+        and messages <= max(limits.max_messages, 1) * keep
+        and sum(1 for a in answered if a) <= max(limits.max_turns, 1) * keep
+    )
+
+
 # ---------------------------------------------------------------- offline summary
 
 
