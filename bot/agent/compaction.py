@@ -313,7 +313,7 @@ class Compactor:
                 model=route.model,
             )
             response = await route.provider.complete(request)
-        except (BotError, OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, BotError, OSError) as exc:
             log.warning("summary call for session %s failed: %s", session.id, exc)
             await called.publish(None, started, exc)
             return None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from bot.agent.bubbles import ReplyBubbles
 from bot.agent.compaction import CompactionPolicy, Compactor
@@ -73,7 +73,10 @@ class TurnRunner:
         bus: EventBus | None = None,
         bot_id: int | None = None,
         bot_name: str = "tgbot",
+        told_user: Callable[[int, int], Sequence[str]] | None = None,
     ) -> None:
+        self.told_user = told_user
+        """Lines sent in a chat outside model turns since the last turn there (taken once)."""
         self.messenger = messenger
         self.clock = clock
         self.policy = policy
@@ -155,6 +158,8 @@ class TurnRunner:
         self, session: SessionInfo, *, reply_to: int | None, told_user: Sequence[str] = ()
     ) -> TurnOutcome:
         turn_id = uuid.uuid4().hex[:12]
+        if not told_user and self.told_user is not None:
+            told_user = self.told_user(session.key.chat_id, session.key.thread_id)
         state, aliases, records = await self.prepare(session, turn_id=turn_id, told_user=told_user)
         session = state.session
         tool_ctx = self.tool_runner.context(session, records)

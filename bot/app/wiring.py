@@ -32,6 +32,7 @@ from bot.services.chat_lock import LocalChatLock
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
 from bot.services.inbound import InboundPolicy, InboundService
+from bot.services.told_user import ToldUserLog, ToldUserMessenger
 from bot.tools import default_tools
 from storage.engine import create_engine_for, is_sqlite, normalise_url
 from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
@@ -166,6 +167,7 @@ class App:
     routes: RouteTable
     ledger: LedgerWriter
     bus: EventBus
+    told: ToldUserLog
 
 
 async def open_store(settings: Settings) -> ConversationStore:
@@ -206,7 +208,11 @@ def build_app(
     routes = build_routes(settings, offline=offline)
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
     bus = EventBus()
+    told = ToldUserLog()
+    outside = ToldUserMessenger(messenger, told)
+    """What services send outside model turns; the next turn there is told (issue 17)."""
     runner = TurnRunner(
+        told_user=told.take,
         store=store,
         platform_messages=store,
         messenger=messenger,
@@ -221,7 +227,7 @@ def build_app(
     )
 
     async def usage_reply() -> tuple[str, bytes | None]:
-        summary = daily_summary(settings, messenger=messenger, store=store, clock=clock)
+        summary = daily_summary(settings, messenger=outside, store=store, clock=clock)
         today = clock.now().astimezone(settings.zone).date()
         message = await summary.compose(today)
         return message.text, message.chart
@@ -229,7 +235,7 @@ def build_app(
     commands = Commands(
         owner_id=settings.owner_id,
         locale=settings.bot_locale,
-        messenger=messenger,
+        messenger=outside,
         store=store,
         routes=routes,
         meters=runner.meters.get,
@@ -238,7 +244,7 @@ def build_app(
     inbound = InboundService(
         store=store,
         runner=runner,
-        messenger=messenger,
+        messenger=outside,
         clock=clock,
         policy=InboundPolicy(
             owner_id=settings.owner_id,
@@ -264,6 +270,7 @@ def build_app(
         routes=routes,
         ledger=ledger,
         bus=bus,
+        told=told,
     )
 
 
@@ -286,7 +293,8 @@ def start_daily_summary(app: App, messenger: Messenger) -> AsyncIOScheduler | No
     settings = app.settings
     if not settings.schedule.daily_summary or settings.owner_id is None:
         return None
-    summary = daily_summary(settings, messenger=messenger, store=app.store, clock=SystemClock())
+    outside = ToldUserMessenger(messenger, app.told)
+    summary = daily_summary(settings, messenger=outside, store=app.store, clock=SystemClock())
     scheduler = build_scheduler(
         jobstore_url=f"sqlite:///{(settings.data_dir / 'scheduler.sqlite3').as_posix()}",
         zone=settings.zone,
