@@ -105,6 +105,9 @@ def _row_dict(row: UsageRow) -> dict[str, Any]:
         "trims": row.trims,
         "errors": row.errors,
         "cost": None if row.cost is None else round(row.cost, 6),
+        "compaction_calls": row.compaction_calls,
+        "compaction_cost": None if row.compaction_cost is None else round(row.compaction_cost, 6),
+        "compaction_share": _round(row.compaction_share),
     }
 
 
@@ -154,10 +157,20 @@ def _renderable(report: UsageReport) -> RenderableType:
         "in p50/p90: input tokens per call (nearest rank), as the provider reported them or, "
         "for the `est` calls, our estimate. history/fixed: share of our input estimate. "
         "cache hit: cached / reported input; billable in = reported - cached. "
-        "calls/turn: mean, then turns by number of model calls.",
+        "calls/turn: mean, then turns by number of model calls (summary calls count in "
+        "calls, in no turn).",
         style="dim",
     )
     parts: list[RenderableType] = [calls, turns, notes]
+    total = report.total
+    if total.compaction_calls:
+        parts.append(
+            Text(
+                f"compaction: {total.compaction_calls:,} summary calls, "
+                f"{format_share(total.compaction_share)} of the cost"
+                + ("" if total.cost else " (billable-equivalent input)")
+            )
+        )
     if report.corrupt_lines or report.partial_lines:
         parts.append(
             Text(

@@ -35,6 +35,7 @@ TEXTS: dict[str, str] = {
     "summary_shares": "History {history} · fixed {fixed} of input",
     "summary_cache": "Cache hit {cache} · billable input {billable} · output {output}",
     "summary_misc": "Trims {trims} · errors {errors} · cost {cost}",
+    "summary_compaction": "Compaction: {calls} summary calls, {share} of the cost",
     "summary_skipped": "Skipped {n} unreadable ledger lines",
     "summary_caption": "Input per call p50 and cache hit rate, last {n} days",
 }

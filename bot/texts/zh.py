@@ -30,6 +30,7 @@ TEXTS: dict[str, str] = {
     "summary_shares": "历史段 {history} · 固定段 {fixed}",
     "summary_cache": "缓存命中 {cache} · 计费输入 {billable} · 输出 {output}",
     "summary_misc": "裁剪 {trims} 次 · 错误 {errors} 次 · 费用 {cost}",
+    "summary_compaction": "压缩：{calls} 次摘要调用，占费用 {share}",
     "summary_skipped": "跳过 {n} 行无法读取的账本",
     "summary_caption": "最近 {n} 天单次输入 p50 与缓存命中率",
 }
