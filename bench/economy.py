@@ -139,7 +139,11 @@ def rules_file_text(workload: Workload, runtime_index_chars: int) -> str:
 
 
 async def _run_ours(
-    workload: Workload, workdir: Path, *, caps: int | None = None
+    workload: Workload,
+    workdir: Path,
+    *,
+    caps: int | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> tuple[Variant, list[LLMRequest]]:
     """Drive the real runtime; `caps` raises the turn and message caps of the window."""
     model = ScriptedModel()
@@ -151,11 +155,14 @@ async def _run_ours(
     tools = (*default_tools(), tool)
     index_chars = sum(len(t.summary) + 3 for t in tools if t.summary) + len("[Tool index]")
     rules = _write_rules(workdir, rules_file_text(workload, index_chars))
+    extra = dict(overrides or {})
     settings = load_settings(
         data_dir=workdir,
         bot_locale="zh",
         history={"group_tokens": HISTORY_BUDGET}
-        | ({"max_history_turns": caps, "max_recent_messages": caps} if caps else {}),
+        | ({"max_history_turns": caps, "max_recent_messages": caps} if caps else {})
+        | extra.pop("history", {}),
+        **extra,
         triggers={"merge_window_seconds": 0},
         security={"user_messages_per_minute": 0, "chat_messages_per_minute": 0},
         workspace_rules_file=rules,

@@ -48,7 +48,12 @@ class HistorySettings(BaseModel):
     max_history_turns: int = Field(50, ge=0)
     max_recent_messages: int = Field(100, ge=1)
     headroom: float = Field(0.25, ge=0.0, lt=1.0)
-    group: SceneHistory = SceneHistory()
+    turn_cap_counts: Literal["answered", "all"] = "answered"
+    """`all`: every turn counts against `max_history_turns`, as before issue 17."""
+    group: SceneHistory = SceneHistory(max_recent_messages=300)
+    """Groups: 300 messages, so the token budget governs (measured in bench/group_window:
+    at 100 a short-message group sees ~75 messages in ~2,500 of 8,000 tokens and moves its
+    window every ~25 messages, most of them with no reply in between to prepare a summary)."""
     private: SceneHistory = SceneHistory()
     owner: SceneHistory = SceneHistory()
 

@@ -115,7 +115,8 @@ class RequestBuilder:
         targets = await self._quote_targets(session, records)
         projection = self._project(records, session, blocks, targets)
         costs = turn_costs(without_per_turn_cost(projection, blocks))
-        decision = select_window(costs.tokens, costs.messages, 0, limits, answered=costs.answered)
+        answered = None if policy.count_unanswered_turns else costs.answered
+        decision = select_window(costs.tokens, costs.messages, 0, limits, answered=answered)
         # --- compaction hook (issue 17): the summary standing for what precedes the window
         summary = await summary_before(self.store, session, records) if has_earlier else None
         window_event: HistoryTrimmed | None = None

@@ -36,6 +36,8 @@ class TurnPolicy:
     max_messages: int = 100
     scene_caps: Mapping[Scene, SceneCaps] = field(default_factory=dict)
     summary_budgets: Mapping[Scene, int] = field(default_factory=dict)
+    count_unanswered_turns: bool = False
+    """Count every turn against the turn cap, answered or not (the behaviour before)."""
     compaction_route: str | None = None
     compaction_margin: float = 0.1
     headroom: float = 0.25

@@ -131,6 +131,7 @@ def turn_policy(settings: Settings) -> TurnPolicy:
         }
         if compaction.enabled
         else {},
+        count_unanswered_turns=history.turn_cap_counts == "all",
         compaction_route=compaction.route,
         compaction_margin=compaction.prepare_margin,
         headroom=history.headroom,

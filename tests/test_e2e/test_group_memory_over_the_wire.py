@@ -35,19 +35,13 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 CHAT = -1001234500017
 PEOPLE = [{"id": 2001 + n, "first_name": name} for n, name in enumerate(("Ann", "Bo", "Cy"))]
-CAP = 100
+CAP = 300  # the group message cap by default
 SUMMARY = "Ann, Bo and Cy traded short notes; Bo asked about the build in m3."
 TURN_CONTEXT = "\n\n[Turn context]\n"
 
 
 def config(summary_url: str) -> str:
     return f"""\
-[history]
-group_tokens = 8000
-
-[history.group]
-max_recent_messages = {CAP}
-
 [compaction]
 route = "summaries"
 
@@ -176,7 +170,7 @@ async def test_a_busy_group_keeps_its_window_and_its_memory(group: Group) -> Non
 
     # the summary route fails from now on: the member is still answered
     group.summaries.fail_next(503, {"error": {"message": "down", "type": "server_error"}}, times=50)
-    group.chatter(40)
+    group.chatter(CAP // 3)  # past the cap again: the window moves
     calls_before = len(group.summaries.requests)
     fourth = await group.mention("still with us?")
     assert len(group.summaries.requests) > calls_before  # the fold was tried, and failed
