@@ -62,13 +62,9 @@ POLICIES: dict[str, Mapping[str, Any]] = {
         "history": {"group": {"max_recent_messages": 100}},
         "compaction": {"enabled": False},
     },
-    "answered turns + compaction (cap 100)": {},
-    "answered turns + compaction, group cap 200": {
-        "history": {"group": {"max_recent_messages": 200}}
-    },
-    "answered turns + compaction, group cap 300": {
-        "history": {"group": {"max_recent_messages": 300}}
-    },
+    "answered turns + compaction, cap 100": {"history": {"group": {"max_recent_messages": 100}}},
+    "answered turns + compaction, cap 200": {"history": {"group": {"max_recent_messages": 200}}},
+    "new defaults (answered turns + compaction, group cap 300)": {},
 }
 
 

@@ -4,7 +4,8 @@
 the next step of its script, and once the script runs out with a default responder (by
 default an echo of the last user message's body; `ScriptedModel.demo()` adds rule-based
 tool calls). Summary (compaction) requests take their own queue (`summaries`), then are
-answered by `summarise_extractively`, deterministic and offline. Usage is simulated so the ledger has realistic numbers offline:
+answered by `summarise_extractively`, deterministic and offline. Usage is simulated so the
+ledger has realistic numbers offline:
 
 - `input_tokens`: our estimate of the request (messages + tool schemas as JSON).
 - `output_tokens`: our estimate of the reply (text + tool call names and arguments).

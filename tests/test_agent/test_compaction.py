@@ -135,7 +135,8 @@ async def test_a_failing_summary_call_never_fails_the_member(
     assert messenger.sent[-1].text == "Noted: @Helper still there?"
     entries = list(read_entries(tmp_path / "agent-traces"))
     (compaction,) = [e for e in entries if e.purpose == "compaction"]
-    assert compaction.error is not None and "summary route down" in compaction.error
+    assert compaction.error is not None
+    assert "summary route down" in compaction.error
 
     # the next move tries again, and this time it works
     after = await chatter(app, clock, after + 1, 30)

@@ -449,5 +449,6 @@ def test_answered_turns_still_bind_the_cap() -> None:
     tokens = [10] * 8
     limits = WindowLimits(token_budget=8_000, max_turns=4, max_messages=100)
     decision = select_window(tokens, [2] * 8, 0, limits, answered=[True] * 8)
-    assert decision.moved and decision.reason == "turn_limit"
+    assert decision.moved
+    assert decision.reason == "turn_limit"
     assert decision.kept_turns == 3  # floor(4 * 0.75)
