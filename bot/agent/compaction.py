@@ -241,8 +241,13 @@ class Compactor:
             cut = view.turn_starts[turn]
             index = {record.id: i for i, record in enumerate(view.records)}
             found = await self.store.find_summaries(view.session.id, [r.id for r in view.records])
-            if any(index.get(r.parent_id or -1, -2) + 1 >= cut for r in found):
-                return  # prepared already, for this move or a later one
+            turn_of = {start: turn for turn, start in enumerate(view.turn_starts)}
+            for record in found:
+                at = index.get(record.parent_id or -1, -2) + 1
+                if at >= cut or (
+                    at in turn_of and prepared_start_fits(view.costs, turn_of[at], view.limits)
+                ):
+                    return  # one prepared already would still do for the next move
             self.prepared_folds += 1
             await self.fold(
                 view.session,
