@@ -9,6 +9,7 @@ history is left out) in front.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from bot.agent.compaction import Compactor, FoldView, summary_before
 from bot.agent.prompt import PromptFacts, TurnContext, build_per_turn_blocks, build_system_prompt
@@ -26,6 +27,8 @@ from bot.context.projection import (
 from bot.context.tokens import ensure_token_estimate, estimate_message_tokens
 from bot.context.turns import count_turns
 from bot.context.window import (
+    TurnCosts,
+    WindowDecision,
     WindowLimits,
     estimate_tool_schema_tokens,
     select_window,
@@ -137,6 +140,8 @@ class RequestBuilder:
                     turn_id=turn_id,
                     call_model=persist_window,
                 )
+                if fold.cut != cut:  # a prepared summary moved the start a little
+                    decision = moved_to(decision, costs, starts.index(fold.cut))
                 cut, summary = fold.cut, fold.summary
             else:
                 summary = None
@@ -280,6 +285,19 @@ class RequestBuilder:
                 quoted.add(quote.id)
         missing = quoted - shown
         return await self.store.find_aliases(session.id, missing) if missing else {}
+
+
+def moved_to(decision: WindowDecision, costs: TurnCosts, start: int) -> WindowDecision:
+    """`decision` with the window starting at turn `start` instead (what it kept and left)."""
+    before = decision.start - decision.dropped_turns
+    return replace(
+        decision,
+        start=start,
+        tokens=sum(costs.tokens[start:]),
+        kept_turns=len(costs.tokens) - start,
+        dropped_turns=start - before,
+        dropped_messages=sum(costs.messages[before:start]),
+    )
 
 
 def tool_schema(tool: Tool) -> dict[str, object]:
