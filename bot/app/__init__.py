@@ -1,0 +1,1 @@
+"""The composition root and entry points: wiring, CLI command bodies, serving, demo, dashboard."""
