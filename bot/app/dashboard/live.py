@@ -49,26 +49,36 @@ class LiveFeed:
     def __init__(self, metrics: DashboardMetrics, *, trims_from_ledger: bool = True) -> None:
         self.metrics = metrics
         self.trims_from_ledger = trims_from_ledger
-        self._queues: set[asyncio.Queue[LiveEvent]] = set()
+        self._queues: set[asyncio.Queue[LiveEvent | None]] = set()
 
     @property
     def subscribers(self) -> int:
         return len(self._queues)
 
-    def subscribe(self) -> asyncio.Queue[LiveEvent]:
-        queue: asyncio.Queue[LiveEvent] = asyncio.Queue(QUEUE_SIZE)
+    def subscribe(self) -> asyncio.Queue[LiveEvent | None]:
+        """A queue of events; `None` means the server is shutting down."""
+        queue: asyncio.Queue[LiveEvent | None] = asyncio.Queue(QUEUE_SIZE)
         self._queues.add(queue)
         return queue
 
-    def unsubscribe(self, queue: asyncio.Queue[LiveEvent]) -> None:
+    def unsubscribe(self, queue: asyncio.Queue[LiveEvent | None]) -> None:
         self._queues.discard(queue)
+
+    def close(self) -> None:
+        """End every stream (shutdown: browsers would otherwise hold it open)."""
+        for queue in list(self._queues):
+            self._put(queue, None)
 
     def publish(self, event: LiveEvent) -> None:
         for queue in list(self._queues):
-            if queue.full():
-                with contextlib.suppress(asyncio.QueueEmpty):
-                    queue.get_nowait()
-            queue.put_nowait(event)
+            self._put(queue, event)
+
+    @staticmethod
+    def _put(queue: asyncio.Queue[LiveEvent | None], item: LiveEvent | None) -> None:
+        if queue.full():
+            with contextlib.suppress(asyncio.QueueEmpty):
+                queue.get_nowait()
+        queue.put_nowait(item)
 
     def on_ledger_entry(self, entry: LedgerEntry) -> None:
         """A model call was written to the ledger."""

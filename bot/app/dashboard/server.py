@@ -146,6 +146,7 @@ def build_application(dashboard: Dashboard) -> web.Application:
     app.router.add_get("/static/{name}", static)
     app.on_response_prepare.append(_security_headers)
     app.cleanup_ctx.append(_ledger_tail)
+    app.on_shutdown.append(_end_streams)
     return app
 
 
@@ -178,6 +179,10 @@ def render(
 async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:
     for name, value in SECURITY_HEADERS.items():
         response.headers.setdefault(name, value)
+
+
+async def _end_streams(app: web.Application) -> None:
+    app[DASHBOARD].feed.close()
 
 
 async def _ledger_tail(app: web.Application) -> AsyncIterator[None]:
@@ -361,6 +366,8 @@ async def events(request: web.Request) -> web.StreamResponse:
             except TimeoutError:
                 await response.write(b": keep-alive\n\n")
                 continue
+            if event is None:
+                break
             await response.write(event.sse())
     except (ConnectionResetError, ConnectionError):
         pass
@@ -403,7 +410,7 @@ async def static(request: web.Request) -> web.Response:
 async def start_dashboard(dashboard: Dashboard, *, host: str, port: int) -> web.AppRunner:
     """Start serving (returns the runner to clean up); refuses an open host without a token."""
     check_bind(host, has_token=dashboard.settings.dashboard_token is not None)
-    runner = web.AppRunner(build_application(dashboard), access_log=None)
+    runner = web.AppRunner(build_application(dashboard), access_log=None, shutdown_timeout=5)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
