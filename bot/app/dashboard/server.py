@@ -55,6 +55,8 @@ log = logging.getLogger("tgbot.dashboard")
 
 HERE = Path(__file__).parent
 HEARTBEAT_SECONDS = 15.0
+WARM_DAYS = 31
+"""Day files digested in the background at start, so the first overview is quick."""
 STATIC_TYPES = {"style.css": "text/css", "live.js": "text/javascript"}
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -145,7 +147,7 @@ def build_application(dashboard: Dashboard) -> web.Application:
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/static/{name}", static)
     app.on_response_prepare.append(_security_headers)
-    app.cleanup_ctx.append(_ledger_tail)
+    app.cleanup_ctx.append(_background)
     app.on_shutdown.append(_end_streams)
     return app
 
@@ -185,14 +187,24 @@ async def _end_streams(app: web.Application) -> None:
     app[DASHBOARD].feed.close()
 
 
-async def _ledger_tail(app: web.Application) -> AsyncIterator[None]:
+async def _background(app: web.Application) -> AsyncIterator[None]:
+    """The ledger tail for the live feed, and the warm-up of the day digests."""
     dashboard = app[DASHBOARD]
     dashboard.tail.start_at_end()
-    task = asyncio.create_task(dashboard.tail.run())
+    tail = asyncio.create_task(dashboard.tail.run())
+    warm = asyncio.create_task(asyncio.to_thread(_warm, dashboard.index))
     yield
-    task.cancel()
+    tail.cancel()
     with contextlib.suppress(asyncio.CancelledError):
-        await task
+        await tail
+    await warm
+
+
+def _warm(index: LedgerIndex) -> None:
+    try:
+        index.warm(WARM_DAYS)
+    except OSError:
+        log.exception("could not read the ledger ahead of the first page")
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
