@@ -124,23 +124,29 @@ class LedgerIndex:
         self.zone = zone
         self._today = today
         self._files: dict[date, _DayFile] = {}
-        self._lock = threading.Lock()
+        self._locks: dict[date, threading.Lock] = {}
+        self._guard = threading.Lock()
 
     def warm(self, days: int) -> None:
-        """Digest the last `days` days ahead of the first page (a fresh process)."""
+        """Digest the last `days` days ahead of the first page (a fresh process), newest
+        first; a page asking meanwhile waits only for the day being read, if it needs it."""
         today = self._today()
-        self.digests(today - timedelta(days=n) for n in range(days - 1, -1, -1))
+        for n in range(days):
+            self.digest(today - timedelta(days=n))
 
     def digests(self, days: Iterable[date]) -> list[DayDigest]:
         return [self.digest(day) for day in days]
 
     def digest(self, day: date) -> DayDigest:
-        with self._lock:
+        with self._guard:
+            lock = self._locks.setdefault(day, threading.Lock())
+        with lock:
             return self._digest(day)
 
     def _digest(self, day: date) -> DayDigest:
         path = ledger_file(self.traces_dir, day)
-        state = self._files.setdefault(day, _DayFile())
+        with self._guard:
+            state = self._files.setdefault(day, _DayFile())
         try:
             stat = os.stat(path)
         except FileNotFoundError:
