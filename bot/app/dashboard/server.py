@@ -47,7 +47,7 @@ from bot.app.dashboard.views import (
 )
 from bot.config import Settings
 from bot.domain.ids import SessionKey
-from bot.errors import SessionNotFound, StorageUnavailable
+from bot.errors import ConfigError, SessionNotFound, StorageUnavailable
 from bot.ports import ConversationStore
 from bot.services.usage_report import format_cost, format_share, format_tokens
 
@@ -425,7 +425,13 @@ async def start_dashboard(dashboard: Dashboard, *, host: str, port: int) -> web.
     runner = web.AppRunner(build_application(dashboard), access_log=None, shutdown_timeout=5)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
-    await site.start()
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise ConfigError(
+            "DASHBOARD_PORT", f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+        ) from None
     return runner
 
 
@@ -433,6 +439,33 @@ async def close_dashboard(dashboard: Dashboard, runner: web.AppRunner | None) ->
     if runner is not None:
         await runner.cleanup()
     await dashboard.store.close()
+
+
+@dataclass(slots=True)
+class RunningDashboard:
+    """The dashboard served beside the bot by `tgbot run`."""
+
+    dashboard: Dashboard
+    runner: web.AppRunner
+
+    async def close(self) -> None:
+        await close_dashboard(self.dashboard, self.runner)
+
+
+async def start_beside_bot(settings: Settings, bus: EventBus) -> RunningDashboard | None:
+    """Serve the dashboard inside `tgbot run` when DASHBOARD_PORT is set (None otherwise):
+    on all interfaces when DASHBOARD_TOKEN protects it, else on loopback only."""
+    if settings.dashboard_port is None:
+        return None
+    host = "0.0.0.0" if settings.dashboard_token is not None else "127.0.0.1"
+    dashboard = open_dashboard(settings, bus=bus)
+    try:
+        runner = await start_dashboard(dashboard, host=host, port=settings.dashboard_port)
+    except BaseException:
+        await close_dashboard(dashboard, None)
+        raise
+    log.info("dashboard on http://%s:%d/", host, settings.dashboard_port)
+    return RunningDashboard(dashboard, runner)
 
 
 async def serve_dashboard(settings: Settings, *, host: str, port: int) -> int:
