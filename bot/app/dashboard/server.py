@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import jinja2
 from aiohttp import web
@@ -265,7 +266,9 @@ def _auth(dashboard: Dashboard) -> Any:
         ):
             # The token leaves the address bar: the cookie carries a signed session instead.
             kept = {k: v for k, v in request.query.items() if k != "token"}
-            redirect = web.HTTPSeeOther(str(request.rel_url.with_query(kept)))
+            # one leading slash: `//host` would send the browser to another site
+            path = "/" + request.path.lstrip("/")
+            redirect = web.HTTPSeeOther(path + (f"?{urlencode(kept)}" if kept else ""))
             redirect.set_cookie(
                 COOKIE_NAME,
                 sign(secret, "session", int(now) + SESSION_SECONDS),

@@ -147,3 +147,12 @@ async def test_the_owner_link_opens_the_dashboard_until_it_expires(guarded: Clie
     response = await guarded.get("/", params={"token": fresh}, allow_redirects=False)
     assert response.status == 303
     assert (await guarded.get("/")).status == 200
+
+
+async def test_the_token_redirect_stays_on_this_site(guarded: Client) -> None:
+    root = str(guarded.make_url("/")).rstrip("/")
+    response = await guarded.session.get(
+        f"{root}//evil.example/x", params={"token": DASHBOARD_SECRET}, allow_redirects=False
+    )
+    assert response.status == 303
+    assert response.headers["Location"] == "/evil.example/x"
