@@ -9,9 +9,9 @@ the history. Nothing here writes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
-from sqlalchemy import text
+from sqlalchemy import bindparam, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -44,6 +44,7 @@ _CHAT_WINDOWS = text(
     WITH RECURSIVE walk(session_id, id, parent_id, tokens, kind, depth, stop_id) AS (
         SELECT s.id, m.id, m.parent_id, m.tokens, m.kind, 1, s.window_start_id
         FROM chat_sessions AS s JOIN agent_messages AS m ON m.id = s.active_leaf_id
+        WHERE s.id IN :ids
         UNION ALL
         SELECT w.session_id, m.id, m.parent_id, m.tokens, m.kind, w.depth + 1, w.stop_id
         FROM walk AS w JOIN agent_messages AS m ON m.id = w.parent_id
@@ -56,28 +57,42 @@ _CHAT_WINDOWS = text(
            SUM(CASE WHEN kind = 'summary' THEN 1 ELSE 0 END) AS summaries
     FROM walk GROUP BY session_id
     """
-)
+).bindparams(bindparam("ids", expanding=True))
 
 _SESSIONS = text(
     """
     SELECT s.id, s.platform, s.chat_id, s.thread_id, s.scene, s.title, s.window_start_id,
            m.created_at AS last_activity
     FROM chat_sessions AS s LEFT JOIN agent_messages AS m ON m.id = s.active_leaf_id
-    ORDER BY s.id
+    ORDER BY (m.created_at IS NULL), m.created_at DESC, s.id
+    LIMIT :limit OFFSET :offset
     """
 )
+_COUNT = text("SELECT COUNT(*) FROM chat_sessions")
 
 
-async def chat_windows(engine: AsyncEngine, *, max_records: int) -> tuple[ChatWindow, ...]:
-    """Every session with its stored window, most recently active first."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatPage:
+    chats: tuple[ChatWindow, ...]
+    total: int
+    """Sessions stored in all."""
+
+
+async def chat_windows(
+    engine: AsyncEngine, *, max_records: int, limit: int = 100, offset: int = 0
+) -> ChatPage:
+    """Sessions with their stored windows, most recently active first (`limit` of them from
+    `offset`): the cost follows the page, not the number of chats."""
     try:
         async with engine.connect() as conn:
-            conn = await conn.execution_options(**ONE_STATEMENT)
-            sessions = (await conn.execute(_SESSIONS)).all()
-            windows = {
-                row.session_id: row
-                for row in (await conn.execute(_CHAT_WINDOWS, {"limit": max(1, max_records)}))
-            }
+            total = int((await conn.execute(_COUNT)).scalar_one())
+            sessions = (
+                await conn.execute(_SESSIONS, {"limit": max(1, limit), "offset": max(0, offset)})
+            ).all()
+            windows = {}
+            if sessions:
+                params = {"limit": max(1, max_records), "ids": [row.id for row in sessions]}
+                windows = {row.session_id: row for row in await conn.execute(_CHAT_WINDOWS, params)}
     except SQLAlchemyError as exc:
         raise StorageUnavailable(f"could not read the chat list: {type(exc).__name__}") from exc
     chats = []
@@ -97,9 +112,7 @@ async def chat_windows(engine: AsyncEngine, *, max_records: int) -> tuple[ChatWi
                 window_start_id=row.window_start_id,
             )
         )
-    never = datetime.min.replace(tzinfo=UTC)
-    chats.sort(key=lambda c: c.last_activity or never, reverse=True)
-    return tuple(chats)
+    return ChatPage(chats=tuple(chats), total=total)
 
 
 async def store_answers(engine: AsyncEngine) -> bool:

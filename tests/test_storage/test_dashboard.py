@@ -37,9 +37,10 @@ async def test_each_chat_shows_its_stored_window_on_the_active_path(sql_url: str
         await store.record_events([event(10), event(11)])
         quiet = (await store.open_session(SessionKey(chat_id=-2), scene="private")).id
 
-        windows = await chat_windows(engine, max_records=220)
-        assert [w.key.chat_id for w in windows] == [-1, -2]  # most recent first
-        first, second = windows
+        found = await chat_windows(engine, max_records=220)
+        assert found.total == 2
+        assert [w.key.chat_id for w in found.chats] == [-1, -2]  # most recent first
+        first, second = found.chats
         assert first.session_id == busy
         assert first.title == "<b>T</b>"
         assert first.window_records == 5  # u3, u4, u5, the summary, the reply
@@ -52,7 +53,10 @@ async def test_each_chat_shows_its_stored_window_on_the_active_path(sql_url: str
         assert second.last_activity is None
 
         capped = await chat_windows(engine, max_records=2)
-        assert capped[0].window_records == 2
+        assert capped.chats[0].window_records == 2
+        paged = await chat_windows(engine, max_records=220, limit=1, offset=1)
+        assert [w.key.chat_id for w in paged.chats] == [-2]
+        assert paged.total == 2
 
         assert await inbound_message_count(engine) == 2
         assert await store_answers(engine)

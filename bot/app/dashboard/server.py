@@ -56,6 +56,7 @@ log = logging.getLogger("tgbot.dashboard")
 
 HERE = Path(__file__).parent
 HEARTBEAT_SECONDS = 15.0
+CHATS_PER_PAGE = 100
 WARM_DAYS = 31
 """Day files digested in the background at start, so the first overview is quick."""
 STATIC_TYPES = {"style.css": "text/css", "live.js": "text/javascript"}
@@ -321,18 +322,32 @@ async def chats(request: web.Request) -> web.Response:
     from storage.dashboard import chat_windows
 
     dashboard = _dashboard(request)
+    page = parse_int(request.query.get("page"), "page", default=1)
+    if page < 1:
+        raise BadQuery("page: pages start at 1")
     history = dashboard.settings.history
     budgets = {
         "group": history.group_tokens,
         "private": history.private_tokens,
         "owner": history.owner_tokens,
     }
-    rows = await chat_windows(dashboard.engine, max_records=dashboard.max_records)
+    found = await chat_windows(
+        dashboard.engine,
+        max_records=dashboard.max_records,
+        limit=CHATS_PER_PAGE,
+        offset=(page - 1) * CHATS_PER_PAGE,
+    )
+    pages = max(1, -(-found.total // CHATS_PER_PAGE))
+    if page > pages:
+        raise BadQuery(f"page: there are {pages} pages")
     return render(
         request,
         "chats.html",
         title="Chats",
-        chats=rows,
+        chats=found.chats,
+        total=found.total,
+        page=page,
+        pages=pages,
         budgets=budgets,
         max_messages=history.max_recent_messages,
     )

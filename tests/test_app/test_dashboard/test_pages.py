@@ -98,6 +98,8 @@ async def test_bad_query_values_are_400_without_a_trace(client: Client) -> None:
         assert "Bad request" in body
     response = await client.get("/chats/-1001000000777", params={"thread": "x"})
     assert response.status == 400
+    for page in ("0", "2", "x"):
+        assert (await client.get("/chats", params={"page": page})).status == 400, page
 
 
 async def test_unknown_chats_and_paths_are_404(client: Client) -> None:
