@@ -5,6 +5,7 @@
   var status = document.getElementById("live-status");
   if (!rows || !window.EventSource) { return; }
   var first = true;
+  var onlySession = rows.dataset.session ? Number(rows.dataset.session) : null;
   function cell(text, left) {
     var td = document.createElement("td");
     td.textContent = text === null || text === undefined ? "-" : String(text);
@@ -12,6 +13,7 @@
     return td;
   }
   function add(kind, data) {
+    if (onlySession !== null && data.session !== onlySession) { return; }
     if (first) { rows.textContent = ""; first = false; }
     var tr = document.createElement("tr");
     tr.className = "live-" + kind;
