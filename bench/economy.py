@@ -38,13 +38,13 @@ from bench.workload import (
 )
 from bot.agent.ledger import read_entries
 from bot.agent.prompt import PromptFacts, build_system_prompt
+from bot.app.wiring import build_app
 from bot.config import load_settings
 from bot.context.history_trim import HistoryTrimmed
 from bot.context.tokens import estimate_history_tokens, estimate_message_tokens
 from bot.context.window import estimate_tool_schema_tokens
 from bot.domain.facts import InboundMessage, Quote
 from bot.domain.messages import ChatMessage, ToolCall
-from bot.main import build_app
 from bot.ports import LLMRequest, ToolSpec
 from bot.tools import default_tools
 from bot.tools.base import Tool, ToolContext

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.domain.ids import Scene, SessionKey
 from bot.errors import StorageUnavailable
 from storage.engine import ONE_STATEMENT
-from storage.sql import utc
+from storage.rows import utc
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

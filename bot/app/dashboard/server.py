@@ -50,7 +50,7 @@ from bot.config import Settings
 from bot.domain.ids import SessionKey
 from bot.errors import ConfigError, SessionNotFound, StorageUnavailable
 from bot.ports import ConversationStore
-from bot.services.usage_report import format_cost, format_share, format_tokens
+from bot.services.usage_render import format_cost, format_share, format_tokens
 
 log = logging.getLogger("tgbot.dashboard")
 
@@ -107,7 +107,8 @@ def open_dashboard(
 ) -> Dashboard:
     """Wire the dashboard over the settings' database and data dir (read-only: it never
     migrates or writes). With `bus` (inside `tgbot run`) trims arrive as they happen."""
-    from bot.main import preview_request, turn_policy
+    from bot.app.context_show import preview_request
+    from bot.app.wiring import turn_policy
     from storage.engine import create_engine_for
     from storage.sql import SqlStore
 

@@ -12,7 +12,7 @@ from bot.agent.ledger import LedgerEntry
 from bot.app.dashboard.charts import bar_chart, line_chart
 from bot.app.dashboard.ledger_index import ChatDay, DayDigest, RangeTotals, range_totals
 from bot.domain.records import StoredRecord
-from bot.services.usage_report import format_cost, format_share, format_tokens
+from bot.services.usage_render import format_cost, format_share, format_tokens
 
 DEFAULT_DAYS = 14
 MAX_DAYS = 366

@@ -23,10 +23,10 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from adapters.llm.scripted import ScriptedModel
 from bot.app.dashboard.server import Dashboard, build_application, open_dashboard
+from bot.app.demo_scenario import GROUP_CHAT
+from bot.app.wiring import build_app, open_store
 from bot.config import Settings, load_settings
 from bot.domain.facts import Sender
-from bot.main import build_app, open_store
-from bot.services.demo_scenario import GROUP_CHAT
 from tests.fakes import RecordingMessenger, inbound
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -55,7 +55,7 @@ class DemoData:
 
 def run_tgbot(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args],
+        [sys.executable, "-m", "bot.app.cli", *args],
         env=env,
         cwd=ROOT,
         capture_output=True,

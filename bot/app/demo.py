@@ -1,0 +1,344 @@
+"""`tgbot demo`: the whole bot, offline, on the embedded defaults, in under a minute.
+
+It starts a fake Bot API on 127.0.0.1, points aiogram's real HTTP client at it, uses the
+offline scripted model and a SQLite file, replays the bundled scenario (a busy three-person
+group and a tool-using owner chat), then prints one request as the model saw it, the usage
+report, and a side-by-side with a naive baseline that stores per-turn context in every
+message and sends the last 100 messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TextIO
+
+from adapters.llm.scripted import ScriptedModel
+from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.fake_api import FakeBotApi
+from adapters.telegram.sender import TelegramMessenger
+from bot.agent.prompt import (
+    PromptFacts,
+    TurnContext,
+    build_per_turn_blocks,
+    build_system_prompt,
+)
+from bot.app.demo_scenario import GROUP_CHAT, OWNER_ID, WORKSPACE_RULES, build_scenario
+from bot.app.wiring import App, build_app, open_store
+from bot.config import Settings, load_settings
+from bot.context.tokens import estimate_message_tokens
+from bot.domain.facts import InboundMessage
+from bot.domain.messages import ChatMessage
+from bot.ports import InboundSink, LLMRequest, Usage
+from bot.services.usage_render import run_usage_report
+
+DEMO_TOKEN = "777000111:DEMO-offline-token"
+NAIVE_WINDOW = 100
+
+
+class CountingSink:
+    """Hands updates to the real sink and counts them, so the replay can wait on events."""
+
+    def __init__(self, sink: InboundSink) -> None:
+        self.sink = sink
+        self.handled = 0
+        self._changed = asyncio.Condition()
+
+    async def on_message(self, message: InboundMessage) -> None:
+        try:
+            await self.sink.on_message(message)
+        finally:
+            await self._bump()
+
+    async def on_edit(self, message: InboundMessage) -> None:
+        try:
+            await self.sink.on_edit(message)
+        finally:
+            await self._bump()
+
+    async def _bump(self) -> None:
+        async with self._changed:
+            self.handled += 1
+            self._changed.notify_all()
+
+    async def wait_for(self, count: int) -> None:
+        async with asyncio.timeout(30), self._changed:
+            await self._changed.wait_for(lambda: self.handled >= count)
+
+
+@dataclass(slots=True)
+class NaiveBaseline:
+    """What a naive bot would send: every stored user message keeps the per-turn context it
+    was sent with, and each call carries the last 100 stored messages."""
+
+    system: ChatMessage
+    history: dict[int, list[ChatMessage]] = field(default_factory=dict)
+    requests: list[LLMRequest] = field(default_factory=list)
+
+    def on_user(self, chat: int, text: str, blocks: str) -> None:
+        self.history.setdefault(chat, []).append(
+            ChatMessage(role="user", content=f"{text}\n\n{blocks}")
+        )
+
+    def on_turn(self, chat: int, ours: Sequence[LLMRequest], replies: Sequence[str]) -> None:
+        stored = self.history.setdefault(chat, [])
+        extras: list[ChatMessage] = []
+        for request in ours:
+            extras = _in_turn_messages(request.messages)
+            window = (stored + extras)[-NAIVE_WINDOW:]
+            self.requests.append(
+                LLMRequest(
+                    model=request.model, messages=(self.system, *window), tools=request.tools
+                )
+            )
+        stored.extend(extras)
+        stored.extend(ChatMessage(role="assistant", content=reply) for reply in replies)
+
+
+def _in_turn_messages(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """The tool calls and results after the current (context-carrying) message."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == "user" and "\n[Turn context]\n" in messages[index].content:
+            return list(messages[index + 1 :])
+    return []
+
+
+@dataclass(frozen=True, slots=True)
+class Economy:
+    calls: int
+    p50: int
+    p90: int
+    history_max: int
+    cache_hit: float
+
+
+def _percentile(values: Sequence[int], p: float) -> int:
+    ordered = sorted(values)
+    if not ordered:
+        return 0
+    rank = max(1, -(-len(ordered) * p // 100))
+    return ordered[int(rank) - 1]
+
+
+async def measure(requests: Sequence[LLMRequest]) -> Economy:
+    """Input tokens per call and a simulated provider prefix cache, the same for both sides."""
+    cache = ScriptedModel()
+    usages: list[Usage] = []
+    histories: list[int] = []
+    for request in requests:
+        response = await cache.complete(request)
+        assert response.usage is not None
+        usages.append(response.usage)
+        history = [m for m in request.messages[1:-1] if m.role != "system"]
+        histories.append(sum(estimate_message_tokens(m) for m in history))
+    inputs = [u.input_tokens for u in usages]
+    total = sum(inputs)
+    return Economy(
+        calls=len(requests),
+        p50=_percentile(inputs, 50),
+        p90=_percentile(inputs, 90),
+        history_max=max(histories, default=0),
+        cache_hit=sum(u.cached_tokens for u in usages) / total if total else 0.0,
+    )
+
+
+def _shorten(text: str, limit: int = 400) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} chars in all)"
+
+
+def print_request(request: LLMRequest, out: TextIO) -> None:
+    write = out.write
+    write(f"model: {request.model}; {len(request.messages)} messages, {len(request.tools)} tools\n")
+    for index, message in enumerate(request.messages):
+        tokens = estimate_message_tokens(message)
+        flag = " (breadcrumb)" if message.is_breadcrumb else ""
+        write(f"--- [{index}] {message.role}{flag}, {tokens} tokens\n")
+        content = (
+            message.content if index == len(request.messages) - 1 else _shorten(message.content)
+        )
+        if message.role == "system":
+            content = _shorten(content, 160)
+        write(content + "\n")
+        for call in message.tool_calls:
+            write(f"tool_call {call.name}({call.arguments})\n")
+
+
+async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
+    started = time.perf_counter()
+    data = data_dir or Path(tempfile.mkdtemp(prefix="tgbot-demo-"))
+    data.mkdir(parents=True, exist_ok=True)
+    rules = data / "workspace-rules.md"
+    rules.write_text(WORKSPACE_RULES, encoding="utf-8")
+    async with FakeBotApi(DEMO_TOKEN, username="demo_helper_bot", first_name="Helper") as api:
+        demo = settings.model_copy(
+            update={
+                "data_dir": data,
+                "database_url": None,
+                "owner_id": OWNER_ID,
+                "telegram_api_base": api.base_url,
+                "workspace_rules_file": rules,
+                "triggers": settings.triggers.model_copy(update={"merge_window_seconds": 0.0}),
+                "security": settings.security.model_copy(
+                    update={"user_messages_per_minute": 0, "chat_messages_per_minute": 0}
+                ),
+            }
+        )
+        store = await open_store(demo)
+        bot = build_bot(DEMO_TOKEN, api.base_url)
+        model = ScriptedModel.demo(model=settings.llm_model)
+        try:
+            me = await bot.get_me()
+            app = build_app(
+                demo,
+                store=store,
+                messenger=TelegramMessenger(bot),
+                bot_id=me.id,
+                bot_name=me.first_name,
+                offline=model,
+            )
+            sink = CountingSink(app.inbound)
+            dispatcher = build_dispatcher(
+                sink, bot_id=me.id, bot_username=me.username, locale=demo.bot_locale
+            )
+            polling = asyncio.create_task(
+                dispatcher.start_polling(
+                    bot, handle_signals=False, close_bot_session=False, polling_timeout=1
+                )
+            )
+            # the naive bot sends rules and tool index with every message, not in its prompt
+            base_prompt = build_system_prompt(
+                PromptFacts(
+                    bot_name=me.first_name,
+                    scene="group",
+                    locale=demo.bot_locale,
+                    tool_names=tuple(app.runner.tools),
+                )
+            )
+            naive = NaiveBaseline(system=ChatMessage(role="system", content=base_prompt))
+            group_requests = await replay(api, app, sink, model, naive, demo, me.username or "")
+            await dispatcher.stop_polling()
+            await polling
+        finally:
+            await bot.session.close()
+            await store.close()
+
+    out = sys.stdout
+    out.write("\n=== One request as the model saw it (the last group call) ===\n")
+    print_request(model.requests[group_requests - 1], out)
+    out.write("\n=== Usage report (tgbot usage report --days 1) ===\n")
+    run_usage_report(
+        demo.traces_dir,
+        zone=demo.zone,
+        today=datetime.now(UTC).astimezone(demo.zone).date(),
+        days=1,
+        since=None,
+        as_json=False,
+        chat=None,
+        out=out,
+    )
+    ours = await measure(model.requests)
+    base = await measure(naive.requests)
+    out.write("\n=== Naive baseline vs ours, same conversation, same estimator ===\n")
+    out.write("naive: stores per-turn context in every message, sends the last 100 messages\n")
+    out.write(f"{'':24}{'naive':>12}{'ours':>12}\n")
+    for label, left, right in (
+        ("model calls", base.calls, ours.calls),
+        ("input/call p50", base.p50, ours.p50),
+        ("input/call p90", base.p90, ours.p90),
+        ("history segment max", base.history_max, ours.history_max),
+    ):
+        out.write(f"{label:24}{left:>12,}{right:>12,}\n")
+    out.write(f"{'cache hit rate':24}{base.cache_hit:>12.0%}{ours.cache_hit:>12.0%}\n")
+    elapsed = time.perf_counter() - started
+    out.write(
+        f"\nDone in {elapsed:.1f} s. Data went to {data}: the SQLite database "
+        f"{data / 'tgbot.sqlite3'} and the ledger {demo.traces_dir}/.\n"
+        f"Try: DATA_DIR={data} {_command()} usage report --days 1\n"
+        f"     DATA_DIR={data} {_command()} context show --chat {GROUP_CHAT}\n"
+    )
+    return 0
+
+
+async def demo(config: str | None, *, data_dir: str | None) -> int:
+    settings = load_settings(config)
+    return await run_demo(settings, data_dir=Path(data_dir) if data_dir else None)
+
+
+def _command() -> str:
+    """How this `tgbot` was invoked (e.g. `.venv/bin/tgbot`), for copy-paste hints."""
+    invoked = Path(sys.argv[0])
+    return str(invoked) if invoked.name == "tgbot" else "tgbot"
+
+
+async def replay(
+    api: FakeBotApi,
+    app: App,
+    sink: CountingSink,
+    model: ScriptedModel,
+    naive: NaiveBaseline,
+    settings: Settings,
+    bot_username: str,
+) -> int:
+    """Push the scenario through the fake Bot API, one message at a time, waiting for each
+    answer; returns how many model calls the group chat made."""
+    clock = datetime.now(UTC) - timedelta(hours=5)
+    ids: dict[int, list[int]] = {}
+    group_requests = 0
+    for pushed, line in enumerate(build_scenario(bot_username=bot_username), start=1):
+        clock += timedelta(seconds=line.seconds_after)
+        chat_ids = ids.setdefault(line.chat, [])
+        reply_to = None
+        if line.reply_back is not None and len(chat_ids) >= line.reply_back:
+            reply_to = chat_ids[-line.reply_back]
+        update = api.user_message(
+            line.chat,
+            line.user,
+            line.text,
+            reply_to=reply_to,
+            date=clock,
+            chat_type="private" if line.private else "supergroup",
+            chat_title=None if line.private else "Design Review",
+        )
+        message_id = int(update["message"]["message_id"])
+        chat_ids.append(message_id)
+        before_requests = len(model.requests)
+        before_sent = len(api.sent_messages(line.chat))
+        naive.on_user(line.chat, line.text, _blocks(settings, app, line.private))
+        api.push_update(update)
+        await sink.wait_for(pushed)
+        await app.inbound.drain()
+        sent = api.sent_messages(line.chat)[before_sent:]
+        chat_ids.extend(int(m["message_id"]) for m in sent)
+        new = model.requests[before_requests:]
+        if new:
+            naive.on_turn(line.chat, new, [str(m.get("text", "")) for m in sent])
+        if line.chat == GROUP_CHAT:
+            group_requests = len(model.requests)
+    return group_requests
+
+
+def _blocks(settings: Settings, app: App, private: bool) -> str:
+    return build_per_turn_blocks(
+        TurnContext(
+            now=datetime.now(UTC),
+            zone=settings.zone,
+            zone_name=settings.bot_timezone,
+            model=settings.llm_model,
+            scene="owner" if private else "group",
+            locale=settings.bot_locale,
+            command_prefix=settings.triggers.command_prefix,
+            workspace_rules=WORKSPACE_RULES,
+            tool_index=tuple(t.summary for t in app.runner.tools.values()),
+        )
+    )
+
+
+__all__ = ["OWNER_ID", "CountingSink", "NaiveBaseline", "measure", "run_demo"]

@@ -1,0 +1,122 @@
+"""Serving `tgbot run`: long polling or a webhook against the configured Bot API, with the
+daily-summary scheduler and the retention loop.
+
+SIGTERM / SIGINT stop taking updates (polling stops; the webhook answers 503 and closes after
+the requests in flight), then the turns already running finish (`InboundService.drain`)
+before the process exits. The chat lock comes from the database URL: asyncio locks on SQLite
+(one worker), PostgreSQL advisory locks for several workers on one database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.polling_loop import poll_updates
+from adapters.telegram.sender import TelegramMessenger
+from adapters.telegram.webhook import serve_webhook
+from bot.app.retention_loop import retention_loop
+from bot.app.wiring import (
+    build_app,
+    open_chat_lock,
+    open_store,
+    retention_policy,
+    start_daily_summary,
+)
+from bot.config import Settings, load_settings
+from bot.errors import ConfigError
+
+log = logging.getLogger("tgbot.run")
+
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> int:
+    assert settings.bot_token is not None
+    store = await open_store(settings)
+    chat_lock = open_chat_lock(settings)
+    bot = build_bot(settings.bot_token.get_secret_value(), settings.telegram_api_base)
+    scheduler = None
+    stopped = asyncio.Event()
+    retention: asyncio.Task[None] | None = None
+    try:
+        me = await bot.get_me()
+        messenger = TelegramMessenger(bot)
+        app = build_app(
+            settings,
+            store=store,
+            messenger=messenger,
+            bot_id=me.id,
+            bot_name=me.first_name or me.username or "tgbot",
+            chat_lock=chat_lock,
+        )
+        dispatcher = build_dispatcher(
+            app.inbound, bot_id=me.id, bot_username=me.username, locale=settings.bot_locale
+        )
+        scheduler = start_daily_summary(app, messenger)
+        retention = asyncio.create_task(
+            retention_loop(store, retention_policy(settings), app.runner.clock, stop=stopped)
+        )
+        # before the first update: finish or close the turns a crash interrupted
+        await app.inbound.recover_interrupted(bot_id=me.id, bot_username=me.username)
+        loop = asyncio.get_running_loop()
+        if webhook:
+            log.info("bot @%s (%s) started; webhook mode", me.username, me.id)
+            stop = asyncio.Event()
+            for sig in _STOP_SIGNALS:
+                loop.add_signal_handler(sig, stop.set)
+            secret = settings.webhook_secret
+            await serve_webhook(
+                dispatcher,
+                bot,
+                host=host,
+                port=port,
+                stop=stop,
+                secret=secret.get_secret_value() if secret is not None else None,
+                public_url=settings.webhook_url,
+            )
+        else:
+            log.info(
+                "bot @%s (%s) started; polling %s", me.username, me.id, settings.telegram_api_base
+            )
+            stop_polling = asyncio.Event()
+            for sig in _STOP_SIGNALS:
+                loop.add_signal_handler(sig, stop_polling.set)
+            # confirms each batch only after it was stored; one chat's updates in order
+            await poll_updates(dispatcher, bot, stop=stop_polling)
+        log.info("finishing running turns")
+        await app.inbound.drain()
+        await app.routes.aclose()
+    finally:
+        stopped.set()
+        if retention is not None:
+            await retention
+        for sig in _STOP_SIGNALS:
+            asyncio.get_running_loop().remove_signal_handler(sig)
+        if scheduler is not None:
+            scheduler.shutdown(wait=False)
+        await bot.session.close()
+        await chat_lock.close()
+        await store.close()
+    log.info("stopped")
+    return 0
+
+
+async def run(config: str | None, *, webhook: bool, host: str, port: int) -> int:
+    settings = load_settings(config)
+    if settings.bot_token is None:
+        raise ConfigError("BOT_TOKEN", "required for `tgbot run` (use `tgbot demo` offline)")
+    _setup_logging()
+    return await serve(settings, webhook=webhook, host=host, port=port)
+
+
+def _setup_logging() -> None:
+    logging.basicConfig(
+        level=os.environ.get("TGBOT_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )

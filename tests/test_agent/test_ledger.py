@@ -1,0 +1,371 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from dataclasses import FrozenInstanceError, fields, replace
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from bot.agent.ledger import (
+    MAX_LINE_BYTES,
+    LedgerEntry,
+    LedgerWriter,
+    TrimInfo,
+    describe_error,
+    ledger_file,
+    read_entries,
+)
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+T0 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def entry(**changes: object) -> LedgerEntry:
+    values: dict[str, object] = {
+        "ts": T0,
+        "session": 7,
+        "chat": -100123,
+        "thread": 3,
+        "scene": "group",
+        "turn_id": "turn-1",
+        "provider": "deepseek",
+        "model": "deepseek-chat",
+    }
+    values.update(changes)
+    return LedgerEntry(**values)  # type: ignore[arg-type]
+
+
+FULL = entry(
+    iteration=2,
+    purpose="recovery_retry",
+    input_tokens=9_500,
+    cached_tokens=6_000,
+    output_tokens=320,
+    est_fixed=2_000,
+    est_history=5_000,
+    est_current=2_100,
+    est_images=85,
+    trim=TrimInfo(
+        reason="token_budget",
+        dropped_turns=2,
+        dropped_messages=7,
+        kept_turns=12,
+        tokens_before=11_000,
+        tokens_after=7_400,
+        budget=8_000,
+    ),
+    latency_ms=1_234,
+    error="ContextOverflow: prompt too long",
+    hit_iteration_cap=True,
+    cost=0.00123,
+    tool_calls=2,
+)
+
+
+def test_a_line_round_trips() -> None:
+    line = FULL.to_json_line()
+    assert line.endswith("\n")
+    assert line.count("\n") == 1
+    assert LedgerEntry.from_json(json.loads(line)) == FULL
+    assert FULL.est_total == 9_185
+
+
+def test_timestamps_are_written_in_utc() -> None:
+    local = entry(ts=datetime(2026, 3, 2, 1, 30, tzinfo=SHANGHAI))
+    data = json.loads(local.to_json_line())
+    assert data["ts"] == "2026-03-01T17:30:00.000+00:00"
+
+
+def test_missing_optional_keys_take_defaults() -> None:
+    parsed = LedgerEntry.from_json({"ts": "2026-03-01T10:00:00+00:00", "turn_id": "t"})
+    assert parsed.ts == T0
+    assert parsed.iteration == 1
+    assert parsed.purpose == "turn"
+    assert parsed.input_tokens is None
+    assert parsed.trim is None
+    assert parsed.est_total == 0
+    assert parsed.hit_iteration_cap is False
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {},
+        {"ts": "2026-03-01T10:00:00"},
+        {"ts": 12345},
+        {"ts": "2026-03-01T10:00:00+00:00", "purpose": "chat"},
+        {"ts": "2026-03-01T10:00:00+00:00", "input_tokens": "900"},
+        {"ts": "2026-03-01T10:00:00+00:00", "est_history": True},
+        {"ts": "2026-03-01T10:00:00+00:00", "trim": [1, 2]},
+    ],
+    ids=["no-ts", "naive-ts", "ts-not-text", "bad-purpose", "text-tokens", "bool-tokens", "trim"],
+)
+def test_bad_shapes_are_rejected(data: dict[str, object]) -> None:
+    with pytest.raises((ValueError, KeyError)):
+        LedgerEntry.from_json(data)
+
+
+def written(**changes: object) -> dict[str, object]:
+    """FULL as the writer puts it on disk and `json` reads it back, with `changes`."""
+    data: dict[str, object] = json.loads(FULL.to_json_line())
+    data.update(changes)
+    return data
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"ts": "2026-03-01T10:00:00"},
+        {"ts": 12345},
+        {"purpose": "chat"},
+        {"input_tokens": "900"},
+        {"est_history": True},
+        {"session": None, "chat": "x"},
+        {"trim": [1, 2]},
+        {"trim": {"reason": "r", "budget": "big"}},
+        {"cost": "free"},
+    ],
+    ids=[
+        "naive-ts",
+        "ts-not-text",
+        "bad-purpose",
+        "text-tokens",
+        "bool-tokens",
+        "text-chat",
+        "trim-list",
+        "trim-text-budget",
+        "text-cost",
+    ],
+)
+def test_bad_values_in_a_complete_line_are_rejected(changes: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match=r"valid ts|purpose|expected a number|must be an object"):
+        LedgerEntry.from_json(written(**changes))
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (written(), FULL),
+        (dict(reversed(written().items())), FULL),
+        ({k: v for k, v in written().items() if k != "thread"}, replace(FULL, thread=0)),
+        (written(cost=2, input_tokens=9_500.0), replace(FULL, cost=2.0)),
+        (
+            written(scene=None, model=None, error=None),
+            replace(FULL, scene="", model="", error=None),
+        ),
+        (
+            written(hit_iteration_cap=None, trim=None),
+            replace(FULL, hit_iteration_cap=False, trim=None),
+        ),
+        (written(session=7.9, iteration=None), replace(FULL, session=7, iteration=1)),
+    ],
+    ids=[
+        "as-written",
+        "keys-reordered",
+        "key-missing",
+        "other-number-kind",
+        "null-text",
+        "null-flag",
+        "odd-ints",
+    ],
+)
+def test_every_line_shape_decodes_to_the_same_entry(
+    data: dict[str, object], expected: LedgerEntry
+) -> None:
+    """A complete, plainly typed line takes the quick path; the rest the tolerant path."""
+    assert LedgerEntry.from_json(data) == expected
+
+
+def test_decoded_entries_are_ordinary_frozen_entries() -> None:
+    decoded = LedgerEntry.from_json(written())
+    assert [f.name for f in fields(decoded)] == list(written())  # the writer's key order
+    assert decoded == FULL
+    with pytest.raises(FrozenInstanceError):
+        decoded.session = 8  # type: ignore[misc]
+
+
+def test_a_naive_timestamp_is_refused() -> None:
+    with pytest.raises(ValueError, match="aware"):
+        entry(ts=datetime(2026, 3, 1, 10, 0))
+
+
+def test_describe_error_names_the_class_and_redacts_secrets() -> None:
+    exc = RuntimeError(
+        "401 for https://api.telegram.org/bot123456:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/send "
+        "with key sk-abcdefghijklmnop and Authorization: Bearer abc.def.ghi.jkl"
+    )
+    text = describe_error(exc)
+    assert text.startswith("RuntimeError: 401")
+    assert "AAHdqTcv" not in text
+    assert "sk-abcdef" not in text
+    assert "abc.def.ghi" not in text
+    assert text.count("[redacted]") == 3
+    assert len(describe_error(ValueError("x" * 10_000))) < 400
+    assert describe_error(ValueError()) == "ValueError"
+
+
+def test_an_oversized_entry_is_shortened_to_one_small_line() -> None:
+    big = entry(model="m" * 5_000, error="E: " + "y" * 5_000)
+    line = big.to_json_line()
+    assert len(line.encode()) <= MAX_LINE_BYTES
+    assert LedgerEntry.from_json(json.loads(line)).model == "m" * 120
+
+
+def test_the_writer_names_files_by_the_day_in_the_bot_zone(tmp_path: Path) -> None:
+    traces = tmp_path / "agent-traces"
+    writer = LedgerWriter(traces, SHANGHAI)
+    writer.append(entry(ts=datetime(2026, 3, 1, 15, 59, tzinfo=UTC)))  # 23:59 in Shanghai
+    writer.append(entry(ts=datetime(2026, 3, 1, 16, 0, tzinfo=UTC)))  # 00:00 next day
+    writer.append(entry(ts=datetime(2026, 3, 1, 16, 1, tzinfo=UTC)))
+    assert sorted(p.name for p in traces.iterdir()) == ["2026-03-01.jsonl", "2026-03-02.jsonl"]
+    assert (traces / "2026-03-02.jsonl").read_text().count("\n") == 2
+
+
+async def test_append_async_writes_the_same_line(tmp_path: Path) -> None:
+    writer = LedgerWriter(tmp_path, UTC)
+    await writer.append_async(FULL)
+    assert ledger_file(tmp_path, date(2026, 3, 1)).read_text() == FULL.to_json_line()
+
+
+async def test_async_appends_land_in_call_order(tmp_path: Path) -> None:
+    writer = LedgerWriter(tmp_path, UTC)
+    await asyncio.gather(*(writer.append_async(entry(turn_id=f"t{i}")) for i in range(200)))
+    assert [e.turn_id for e in read_entries(tmp_path)] == [f"t{i}" for i in range(200)]
+
+
+async def test_flush_waits_for_lines_whose_callers_gave_up(tmp_path: Path) -> None:
+    writer = LedgerWriter(tmp_path, UTC)
+    tasks = [asyncio.create_task(writer.append_async(entry(turn_id=f"t{i}"))) for i in range(5)]
+    await asyncio.sleep(0)  # every task has queued its line
+    for task in tasks:
+        task.cancel()
+    await writer.flush()
+    assert [e.turn_id for e in read_entries(tmp_path)] == [f"t{i}" for i in range(5)]
+
+
+async def test_an_async_append_that_fails_raises_to_its_caller(tmp_path: Path) -> None:
+    (tmp_path / "2026-03-01.jsonl").mkdir()  # the day file cannot be opened for writing
+    writer = LedgerWriter(tmp_path, UTC)
+    with pytest.raises(IsADirectoryError):
+        await writer.append_async(entry())
+    await writer.append_async(entry(ts=T0 + timedelta(days=1)))  # the writer goes on
+    assert len(list(read_entries(tmp_path, start=date(2026, 3, 2)))) == 1
+
+
+async def test_a_slow_disk_does_not_hold_up_the_event_loop(tmp_path: Path) -> None:
+    """The day file is a FIFO: opening it for writing blocks until a reader comes, as a
+    stalled disk would. The loop must keep running meanwhile (else the reader thread
+    releases the writer after its timeout and the test fails instead of hanging)."""
+    os.mkfifo(ledger_file(tmp_path, date(2026, 3, 1)))
+    writer = LedgerWriter(tmp_path, UTC)
+    loop_ran = threading.Event()
+    received: list[bytes] = []
+
+    def reader() -> None:
+        released_in_time = loop_ran.wait(timeout=10)
+        with ledger_file(tmp_path, date(2026, 3, 1)).open("rb") as fifo:
+            received.append(fifo.read())
+        received.append(b"in time" if released_in_time else b"timed out")
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    pending = asyncio.create_task(writer.append_async(FULL))
+    for _ in range(5):
+        await asyncio.sleep(0)  # the write is under way in the worker thread
+    loop_ran.set()
+    await pending
+    await asyncio.to_thread(thread.join, 10)
+    assert received == [FULL.to_json_line().encode(), b"in time"]
+
+
+def test_several_processes_append_without_tearing_lines(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+        from datetime import UTC, datetime
+        from pathlib import Path
+        from bot.agent.ledger import LedgerEntry, LedgerWriter
+        writer = LedgerWriter(Path(sys.argv[1]), UTC)
+        for i in range(300):
+            writer.append(LedgerEntry(
+                ts=datetime(2026, 3, 1, 12, tzinfo=UTC), session=int(sys.argv[2]), chat=1,
+                scene="group", turn_id=f"{sys.argv[2]}-{i}", provider="p", model="m",
+                error="x" * (i * 7 % 1500),
+            ))
+        """
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, str(tmp_path), str(n)], cwd=ROOT)
+        for n in range(4)
+    ]
+    assert [p.wait(timeout=60) for p in procs] == [0, 0, 0, 0]
+    scan = read_entries(tmp_path)
+    entries = list(scan)
+    assert (scan.corrupt, scan.partial) == (0, 0)
+    assert len(entries) == 1_200
+    assert len({(e.session, e.turn_id) for e in entries}) == 1_200
+
+
+def write_lines(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_corrupt_and_partial_lines_are_counted_and_skipped(tmp_path: Path) -> None:
+    good = entry().to_json_line()
+    write_lines(
+        ledger_file(tmp_path, date(2026, 3, 1)),
+        good + "not json\n\n" + '{"ts": 5}\n' + "1,2\n" + good + '{"ts":"2026-03-01T1',
+    )
+    scan = read_entries(tmp_path, start=date(2026, 3, 1), end=date(2026, 3, 1))
+    assert len(list(scan)) == 2
+    assert (scan.corrupt, scan.partial, scan.lines, scan.files_read) == (3, 1, 6, 1)
+
+
+def test_a_complete_last_line_without_newline_is_kept(tmp_path: Path) -> None:
+    write_lines(ledger_file(tmp_path, date(2026, 3, 1)), entry().to_json_line().rstrip("\n"))
+    scan = read_entries(tmp_path)
+    assert list(scan) == [entry()]
+    assert scan.partial == 0
+
+
+def test_the_range_reads_only_its_day_files(tmp_path: Path) -> None:
+    for day in range(1, 6):
+        ts = datetime(2026, 3, day, 12, tzinfo=UTC)
+        LedgerWriter(tmp_path, UTC).append(entry(ts=ts, turn_id=str(day)))
+    write_lines(tmp_path / "notes.jsonl", "garbage\n")
+    write_lines(tmp_path / "2026-03-06.jsonl.bak", "garbage\n")
+    scan = read_entries(tmp_path, start=date(2026, 3, 2), end=date(2026, 3, 4))
+    assert [e.turn_id for e in scan] == ["2", "3", "4"]
+    assert scan.files_read == 3
+    assert [e.turn_id for e in read_entries(tmp_path, start=date(2026, 3, 4))] == ["4", "5"]
+    assert [e.turn_id for e in read_entries(tmp_path, end=date(2026, 3, 1))] == ["1"]
+    assert len(list(read_entries(tmp_path))) == 5
+
+
+def test_a_missing_directory_reads_as_empty_and_is_not_created(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    assert list(read_entries(missing)) == []
+    assert list(read_entries(missing, start=date(2026, 3, 1), end=date(2026, 3, 3))) == []
+    assert not missing.exists()
+
+
+def test_other_offsets_parse_to_the_same_instant() -> None:
+    parsed = LedgerEntry.from_json({"ts": "2026-03-01T18:00:00+08:00"})
+    assert parsed.ts == T0
+    assert parsed.ts.utcoffset() == timedelta(hours=8)
+
+
+def test_entries_is_the_scan_itself(tmp_path: Path) -> None:
+    LedgerWriter(tmp_path, UTC).append(FULL)
+    scan = read_entries(tmp_path, start=date(2026, 3, 1), end=date(2026, 3, 1))
+    assert list(scan.entries) == list(scan) == [FULL]

@@ -1,0 +1,66 @@
+"""`tgbot db upgrade` creates the schema (SQLite file; PostgreSQL with TEST_POSTGRES_URL)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+from sqlalchemy import inspect, text
+
+from storage.engine import create_engine_for
+from tests.test_app.conftest import cli_env, tgbot
+
+TABLES = {
+    "alembic_version",
+    "chat_sessions",
+    "agent_messages",
+    "platform_events",
+    "processed_updates",
+    "daily_summaries",
+}
+
+
+async def test_it_creates_the_schema_on_an_empty_sqlite_file(tmp_path: Path) -> None:
+    database = tmp_path / "empty.sqlite3"
+    database.touch()
+    env = cli_env(tmp_path / "data", DATABASE_URL=f"sqlite:///{database}")
+
+    done = await tgbot("db", "upgrade", env=env)
+    assert done.code == 0, done.err
+    assert done.out.strip() == "database schema is up to date"
+    with sqlite3.connect(database) as conn:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        (version,) = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    conn.close()
+    assert tables >= TABLES
+    assert version
+
+    again = await tgbot("db", "upgrade", env=env)  # idempotent
+    assert again.code == 0, again.err
+
+
+async def test_the_default_database_lives_in_the_data_dir(tmp_path: Path) -> None:
+    done = await tgbot("db", "upgrade", env=cli_env(tmp_path / "data"))
+    assert done.code == 0, done.err
+    assert (tmp_path / "data" / "tgbot.sqlite3").is_file()
+
+
+@pytest.mark.postgres
+async def test_it_creates_the_schema_on_postgresql(tmp_path: Path) -> None:
+    url = os.environ.get("TEST_POSTGRES_URL")
+    if not url:
+        pytest.skip("TEST_POSTGRES_URL is not set (run under scripts/with-postgres)")
+    engine = create_engine_for(url)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("DROP SCHEMA public CASCADE"))
+            await conn.execute(text("CREATE SCHEMA public"))
+        done = await tgbot("db", "upgrade", env=cli_env(tmp_path, DATABASE_URL=url))
+        assert done.code == 0, done.err
+        async with engine.connect() as conn:
+            tables = set(await conn.run_sync(lambda sync: inspect(sync).get_table_names()))
+        assert tables >= TABLES
+    finally:
+        await engine.dispose()

@@ -1,0 +1,154 @@
+from __future__ import annotations
+
+import logging
+from datetime import UTC, date, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from bot.agent.ledger import LedgerEntry, LedgerWriter
+from bot.domain.ids import Locale
+from bot.errors import TelegramNetworkError
+from bot.services.daily_summary import DailySummary, format_summary_text
+from bot.services.usage_report import build_report
+from storage.memory import InMemoryStore
+from tests.fakes import RecordingMessenger, SteppingClock, claimed_days
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+OWNER = 4242
+# 00:30 on 2026-03-02 in Shanghai; still 2026-03-01 in UTC.
+NOW = datetime(2026, 3, 1, 16, 30, tzinfo=UTC)
+YESTERDAY = date(2026, 3, 1)
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def call(ts: datetime, turn: str, **changes: object) -> LedgerEntry:
+    values: dict[str, object] = {
+        "ts": ts,
+        "session": 1,
+        "chat": -100,
+        "scene": "group",
+        "turn_id": turn,
+        "provider": "deepseek",
+        "model": "deepseek-chat",
+        "input_tokens": 9_800,
+        "cached_tokens": 4_900,
+        "output_tokens": 200,
+        "est_fixed": 2_000,
+        "est_history": 4_000,
+        "est_current": 4_000,
+        "cost": 0.25,
+    }
+    values.update(changes)
+    return LedgerEntry(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def traces(tmp_path: Path) -> Path:
+    writer = LedgerWriter(tmp_path / "agent-traces", SHANGHAI)
+    # 2026-03-01 in Shanghai: two turns, three calls, one hits the cap.
+    writer.append(call(datetime(2026, 3, 1, 1, 0, tzinfo=UTC), "a"))
+    writer.append(call(datetime(2026, 3, 1, 2, 0, tzinfo=UTC), "b"))
+    writer.append(call(datetime(2026, 3, 1, 2, 1, tzinfo=UTC), "b", hit_iteration_cap=True))
+    # 2026-03-02 00:10 in Shanghai (today): not part of yesterday.
+    writer.append(call(datetime(2026, 3, 1, 16, 10, tzinfo=UTC), "c"))
+    return tmp_path / "agent-traces"
+
+
+def summary(
+    traces: Path, messenger: RecordingMessenger, guard: InMemoryStore, locale: Locale = "en"
+) -> DailySummary:
+    return DailySummary(
+        traces, SHANGHAI, OWNER, messenger, guard, SteppingClock(NOW), locale=locale
+    )
+
+
+def test_yesterday_is_the_calendar_day_before_now_in_the_bot_zone(traces: Path) -> None:
+    assert summary(traces, RecordingMessenger(), InMemoryStore()).yesterday() == YESTERDAY
+
+
+async def test_sends_yesterdays_text_and_chart_to_the_owner(traces: Path) -> None:
+    messenger, guard = RecordingMessenger(), InMemoryStore()
+    assert await summary(traces, messenger, guard).send_yesterday() is True
+    assert claimed_days(guard) == {YESTERDAY}
+    [(chat, text)] = [(m.chat_id, m.text) for m in messenger.sent]
+    assert chat == OWNER
+    assert text.splitlines()[0] == "Usage for 2026-03-01 (Asia/Shanghai)"
+    assert "Calls: 3 in 2 turns (1.5 per turn); 1 hit the iteration cap" in text
+    assert "p50 9.8k / p90 9.8k" in text
+    assert "Cache hit 50%" in text
+    assert "cost 0.7500" in text
+    [(photo_chat, photo)] = messenger.photos
+    [caption] = messenger.captions
+    assert photo_chat == OWNER
+    assert photo.startswith(PNG_MAGIC)
+    assert "7 days" in caption
+
+
+async def test_a_claimed_day_sends_nothing_from_a_second_process(traces: Path) -> None:
+    guard = InMemoryStore()  # the shared database
+    first, second = RecordingMessenger(), RecordingMessenger()
+    assert await summary(traces, first, guard).send_for(YESTERDAY) is True
+    assert await summary(traces, second, guard).send_for(YESTERDAY) is False
+    assert (second.sent, second.photos) == ([], [])
+    assert len(first.sent) == 1
+
+
+async def test_a_failed_send_is_logged_and_keeps_the_claim(
+    traces: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    guard = InMemoryStore()
+    broken = RecordingMessenger(fail_text=TelegramNetworkError("Bot API unreachable"))
+    with caplog.at_level(logging.ERROR, logger="bot.services.daily_summary"):
+        assert await summary(traces, broken, guard).send_for(YESTERDAY) is False
+    assert "daily summary text for 2026-03-01 was not sent" in caplog.text
+    assert claimed_days(guard) == {YESTERDAY}
+    assert len(broken.photos) == 1  # the chart still went out
+    healthy = RecordingMessenger()
+    assert await summary(traces, healthy, guard).send_for(YESTERDAY) is False
+    assert healthy.sent == []
+
+
+async def test_a_failed_chart_does_not_undo_the_text(traces: Path) -> None:
+    messenger = RecordingMessenger(fail_photo=TelegramNetworkError("timeout"))
+    assert await summary(traces, messenger, InMemoryStore()).send_for(YESTERDAY) is True
+    assert len(messenger.sent) == 1
+
+
+async def test_compose_neither_claims_nor_sends(traces: Path) -> None:
+    messenger, guard = RecordingMessenger(), InMemoryStore()
+    message = await summary(traces, messenger, guard).compose(YESTERDAY)
+    assert claimed_days(guard) == set()
+    assert messenger.sent == []
+    assert message.chart is not None
+    assert message.chart.startswith(PNG_MAGIC)
+
+
+async def test_a_day_without_calls_still_reports(tmp_path: Path) -> None:
+    messenger = RecordingMessenger()
+    assert await summary(tmp_path / "none", messenger, InMemoryStore()).send_yesterday() is True
+    assert messenger.sent[0].text.endswith("No model calls.")
+    assert not (tmp_path / "none").exists()
+
+
+@pytest.mark.parametrize(
+    ("locale", "expected"),
+    [
+        ("en", ["Usage for 2026-03-01", "p50 9.8k / p90 10.0k (1 estimated)", "History 40%"]),
+        (
+            "zh",
+            ["2026-03-01 用量", "p50 9.8k / p90 10.0k（1 次为估算）", "历史段 40% · 固定段 20%"],
+        ),
+    ],
+    ids=["en", "zh"],
+)
+def test_format_summary_text(locale: Locale, expected: list[str]) -> None:
+    day = datetime(2026, 3, 1, 1, 0, tzinfo=UTC)
+    report = build_report(
+        [call(day, "a"), call(day, "a", input_tokens=None)], zone=SHANGHAI, days=[YESTERDAY]
+    )
+    text = format_summary_text(report, YESTERDAY, locale)
+    for fragment in expected:
+        assert fragment in text
+    assert len(text.splitlines()) == 6
