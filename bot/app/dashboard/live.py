@@ -1,11 +1,11 @@
 """The live feed behind `/events` and `/metrics`: model calls, history trims and errors.
 
-Two sources feed it. The ledger tail polls today's day file and turns each appended line into
-a `model_call` (and an `error` when the call failed); it works in the bot's process and in a
-standalone `tgbot dashboard` beside a bot running elsewhere. Inside `tgbot run` the
-runtime's `EventBus` also delivers `HistoryTrimmed` as it happens; otherwise trims come from
-the ledger lines that carry trim info. Subscribers get bounded queues: a slow browser loses
-its oldest events, never slows the bot.
+Inside `tgbot run` the feed subscribes to the runtime's `EventBus`: `ModelCalled` (as the
+ledger line it becomes) and `HistoryTrimmed`, as they happen. A standalone `tgbot dashboard`
+beside a bot running elsewhere follows the ledger instead: the ledger tail polls today's day
+file and turns each appended line into a `model_call`, an `error` when the call failed and a
+`trim` when it carries trim info. Subscribers get bounded queues: a slow browser loses its
+oldest events, never slows the bot.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
+from bot.agent.events import EventBus, ModelCalled
 from bot.agent.ledger import LedgerEntry, ledger_file
+from bot.agent.metering import ledger_entry
 from bot.app.dashboard.metrics import DashboardMetrics
 from bot.context.history_trim import HistoryTrimmed
 
@@ -107,6 +109,16 @@ class LiveFeed:
                     },
                 )
             )
+
+    def attach(self, bus: EventBus) -> None:
+        """Follow the runtime of this process (instead of the ledger tail)."""
+        self.trims_from_ledger = False
+        bus.on(ModelCalled, self.on_model_called)
+        bus.on(HistoryTrimmed, self.on_trimmed)
+
+    def on_model_called(self, call: ModelCalled) -> None:
+        """An `EventBus` subscriber: a model call in this process, as its ledger line."""
+        self.on_ledger_entry(ledger_entry(call))
 
     async def on_trimmed(self, event: HistoryTrimmed) -> None:
         """An `EventBus` subscriber: a trim in this process, as it happens."""

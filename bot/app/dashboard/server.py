@@ -88,7 +88,8 @@ class Dashboard:
     engine: AsyncEngine
     index: LedgerIndex
     feed: LiveFeed
-    tail: LedgerTail
+    tail: LedgerTail | None
+    """Follows the ledger when no event bus feeds the live events (standalone)."""
     max_records: int
     preview: Preview
     now: Now = _system_now
@@ -113,10 +114,9 @@ def open_dashboard(
     from storage.sql import SqlStore
 
     engine = create_engine_for(settings.resolved_database_url)
-    metrics = DashboardMetrics()
-    feed = LiveFeed(metrics, trims_from_ledger=bus is None)
+    feed = LiveFeed(DashboardMetrics())
     if bus is not None:
-        bus.subscribe(feed.on_trimmed)
+        feed.attach(bus)
 
     def today() -> date:
         return now().astimezone(settings.zone).date()
@@ -127,7 +127,7 @@ def open_dashboard(
         engine=engine,
         index=LedgerIndex(settings.traces_dir, settings.zone, today=today),
         feed=feed,
-        tail=LedgerTail(settings.traces_dir, feed, today=today),
+        tail=None if bus is not None else LedgerTail(settings.traces_dir, feed, today=today),
         max_records=turn_policy(settings).max_records,
         preview=preview_request,
         now=now,
@@ -193,13 +193,16 @@ async def _end_streams(app: web.Application) -> None:
 async def _background(app: web.Application) -> AsyncIterator[None]:
     """The ledger tail for the live feed, and the warm-up of the day digests."""
     dashboard = app[DASHBOARD]
-    dashboard.tail.start_at_end()
-    tail = asyncio.create_task(dashboard.tail.run())
+    tail = None
+    if dashboard.tail is not None:
+        dashboard.tail.start_at_end()
+        tail = asyncio.create_task(dashboard.tail.run())
     warm = asyncio.create_task(asyncio.to_thread(_warm, dashboard.index))
     yield
-    tail.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await tail
+    if tail is not None:
+        tail.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await tail
     await warm
 
 

@@ -15,9 +15,12 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerEntry, LedgerWriter, TrimInfo
+from bot.app.dashboard.live import LedgerTail
 from bot.app.dashboard.server import Dashboard, build_application, open_dashboard
 from bot.config import load_settings
 from bot.context.history_trim import HistoryTrimmed
+from bot.errors import ProviderUnavailable
+from tests.test_agent.rig import model_call
 
 Client = TestClient[web.Request, web.Application]
 
@@ -52,6 +55,11 @@ async def next_event(stream: ClientResponse) -> tuple[str, dict[str, object]]:
                 return kind, json.loads(line.removeprefix("data: "))
 
 
+def tail_of(board: Dashboard) -> LedgerTail:
+    assert board.tail is not None, "a standalone dashboard follows the ledger"
+    return board.tail
+
+
 async def open_board(data_dir: Path, bus: EventBus | None = None) -> Dashboard:
     return open_dashboard(load_settings(data_dir=data_dir), bus=bus)
 
@@ -76,7 +84,7 @@ async def test_a_model_call_arrives_on_the_stream(
     assert stream.headers["Content-Type"] == "text/event-stream"
     await stream.content.readline()  # the stream is open
     writer.append(call(turn_id="t-live", tool_calls=2))
-    board.tail.poll()
+    tail_of(board).poll()
     kind, data = await next_event(stream)
     assert kind == "model_call"
     assert data["turn_id"] == "t-live"
@@ -101,7 +109,7 @@ async def test_errors_and_trims_from_the_ledger_are_events_too(
         budget=8000,
     )
     writer.append(call(error="ProviderUnavailable: <b>down</b>", input_tokens=None, trim=trim))
-    board.tail.poll()
+    tail_of(board).poll()
     kinds = [await next_event(stream) for _ in range(3)]
     assert [k for k, _ in kinds] == ["model_call", "error", "trim"]
     assert kinds[1][1]["error"] == "ProviderUnavailable: <b>down</b>"  # JSON; the page sets text
@@ -116,7 +124,7 @@ async def test_metrics_count_what_the_feed_saw(
     writer.append(call(turn_id="a", iteration=1, latency_ms=1000))
     writer.append(call(turn_id="a", iteration=2, latency_ms=500, error="X: y"))
     writer.append(call(turn_id="b", session=8, latency_ms=100))
-    assert board.tail.poll() == 3
+    assert tail_of(board).poll() == 3
     text = await (await client.get("/metrics")).text()
 
     def value(name: str) -> float:
@@ -132,15 +140,15 @@ async def test_metrics_count_what_the_feed_saw(
     assert value("tgbot_model_call_latency_seconds_count") == 3
     # turn `a` of session 7 is still open until it idles or its session starts another turn
     writer.append(call(turn_id="c"))
-    board.tail.poll()
+    tail_of(board).poll()
     text = await (await client.get("/metrics")).text()
     assert value("tgbot_turn_latency_seconds_count") == 1
 
 
-async def test_inside_the_bot_trims_come_from_the_event_bus(tmp_path: Path) -> None:
+async def test_inside_the_bot_the_event_bus_feeds_the_stream(tmp_path: Path) -> None:
     bus = EventBus()
     board = await open_board(tmp_path, bus=bus)
-    writer = LedgerWriter(tmp_path / "agent-traces", UTC)
+    assert board.tail is None  # no second source: each call is announced once
     try:
         async with TestClient(TestServer(build_application(board))) as client:
             stream = await client.get("/events")
@@ -160,23 +168,16 @@ async def test_inside_the_bot_trims_come_from_the_event_bus(tmp_path: Path) -> N
             )
             kind, data = await next_event(stream)
             assert (kind, data["turn_id"], data["reason"]) == ("trim", "t-bus", "turn_limit")
-            # the same trim in the ledger line is not announced twice
-            trim = TrimInfo(
-                reason="turn_limit",
-                dropped_turns=2,
-                dropped_messages=4,
-                kept_turns=9,
-                tokens_before=5000,
-                tokens_after=3000,
-                budget=8000,
-            )
-            writer.append(call(turn_id="t-bus", trim=trim))
-            board.tail.poll()
-            assert (await next_event(stream))[0] == "model_call"
-            writer.append(call(turn_id="t-next"))
-            board.tail.poll()
-            kind, data = await next_event(stream)
-            assert (kind, data["turn_id"]) == ("model_call", "t-next")
+            # the model call carries the same trim: it is not announced a second time
+            await bus.publish(model_call(turn_id="t-bus", error=ProviderUnavailable("502")))
+            kinds = [await next_event(stream) for _ in range(2)]
+            assert [k for k, _ in kinds] == ["model_call", "error"]
+            assert kinds[0][1]["turn_id"] == "t-bus"
+            assert kinds[0][1]["input_tokens"] == 1_000_000
+            assert "ProviderUnavailable" in str(kinds[1][1]["error"])
+            metrics = await (await client.get("/metrics")).text()
+            assert "tgbot_history_trims_total 1.0" in metrics
+            assert 'tgbot_model_calls_total{scene="group"} 1.0' in metrics
             stream.close()
     finally:
         await board.store.close()
