@@ -14,6 +14,8 @@ import base64
 import hashlib
 import hmac
 import ipaddress
+import time
+from collections.abc import Callable
 from typing import Literal
 
 from bot.errors import ConfigError
@@ -73,6 +75,17 @@ def link_url(base_url: str, secret: str, *, now: float) -> str:
     """The owner's `/dashboard` link: the public URL with a token valid `LINK_SECONDS`."""
     token = sign(secret, "link", int(now) + LINK_SECONDS)
     return f"{base_url.rstrip('/')}/?token={token}"
+
+
+def owner_link(base_url: str | None, secret: str | None) -> Callable[[], str] | None:
+    """What the owner's `/dashboard` command links to: None without a public URL; the plain
+    URL without a token (the dashboard is then on loopback: a tunnel reaches it); otherwise
+    a fresh short-lived signed link each time."""
+    if base_url is None:
+        return None
+    if secret is None:
+        return lambda: base_url.rstrip("/") + "/"
+    return lambda: link_url(base_url, secret, now=time.time())
 
 
 def _mac(secret: str, purpose: Purpose, expires_at: int) -> str:
