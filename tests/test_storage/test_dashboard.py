@@ -34,7 +34,7 @@ async def test_each_chat_shows_its_stored_window_on_the_active_path(sql_url: str
                 reply("ok", 50, at=last),
             ],
         )
-        await store.record_events([event(10), event(11)])
+        await store.record_platform_messages([event(10), event(11)])
         quiet = (await store.open_session(SessionKey(chat_id=-2), scene="private")).id
 
         found = await chat_windows(engine, max_records=220)
