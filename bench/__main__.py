@@ -19,7 +19,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
-from bench import bench_e2e, bench_projection, bench_report, bench_storage, bench_trim, economy
+from bench import (
+    bench_dashboard,
+    bench_e2e,
+    bench_projection,
+    bench_report,
+    bench_storage,
+    bench_trim,
+    economy,
+)
 
 REPORT = Path(__file__).with_name("REPORT.md")
 T = TypeVar("T")
@@ -83,6 +91,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     storage = _timed("storage", spent, lambda: bench_storage.run(sizes))
     report_lines = 20_000 if quick else bench_report.LINES
     usage = _timed("usage report", spent, lambda: bench_report.run(report_lines))
+    dashboard = _timed(
+        "dashboard",
+        spent,
+        lambda: bench_dashboard.run(10_000, 20_000, 3) if quick else bench_dashboard.run(),
+    )
     total = time.perf_counter() - started
 
     ours, legacy = found.ours, found.legacy
@@ -174,6 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             storage,
             "",
             usage.replace("## usage report", "## Usage report", 1),
+            "",
+            dashboard,
             "",
             "## Time spent",
             "",
