@@ -48,6 +48,13 @@ class TokenCorrection:
             return 0
         return math.ceil(estimate * self.ratio - 1e-9)
 
+    def to_estimate(self, tokens: int) -> int:
+        """How much of our estimate fits in `tokens` real tokens (a budget or a window):
+        the inverse of `apply`, rounded down so what fits really fits. 0 stays 0."""
+        if tokens <= 0:
+            return tokens
+        return max(1, math.floor(tokens / self.ratio + 1e-9))
+
     def to_dict(self) -> dict[str, float | int]:
         return {"ratio": round(self.ratio, 6), "samples": self.samples}
 

@@ -85,6 +85,17 @@ def test_apply_rounds_up_and_keeps_zero() -> None:
     assert NO_CORRECTION.apply(1234) == 1234
 
 
+def test_a_budget_in_real_tokens_converts_to_estimate_units() -> None:
+    over = TokenCorrection(ratio=0.8, samples=20)  # we over-count: more estimate fits
+    under = TokenCorrection(ratio=1.25, samples=20)
+    assert over.to_estimate(8_000) == 10_000
+    assert under.to_estimate(8_000) == 6_400
+    assert over.to_estimate(0) == 0  # "off" stays off
+    for state in (over, under, NO_CORRECTION):
+        for budget in (1, 999, 8_000, 131_072):
+            assert state.apply(state.to_estimate(budget)) <= budget
+
+
 def test_a_persisted_book_round_trips_through_json() -> None:
     book = {
         "default": _feed(NO_CORRECTION, [(9_000, 7_000)] * 7),
