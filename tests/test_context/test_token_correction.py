@@ -91,8 +91,9 @@ def test_a_budget_in_real_tokens_converts_to_estimate_units() -> None:
     assert over.to_estimate(8_000) == 10_000
     assert under.to_estimate(8_000) == 6_400
     assert over.to_estimate(0) == 0  # "off" stays off
+    assert under.to_estimate(1) == 1  # and a positive budget stays on
     for state in (over, under, NO_CORRECTION):
-        for budget in (1, 999, 8_000, 131_072):
+        for budget in (2, 999, 8_000, 131_072):
             assert state.apply(state.to_estimate(budget)) <= budget
 
 
