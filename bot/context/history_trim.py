@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import compress, islice, repeat
+from itertools import accumulate, compress, islice, repeat
 from operator import attrgetter, countOf, eq
 from typing import TYPE_CHECKING, Literal, overload
 
@@ -218,11 +218,18 @@ class IndexedHistory(Sequence[ChatMessage]):
     __slots__ = ("_counted", "_items", "_starts", "_tokens")
 
     def __init__(self, messages: Iterable[ChatMessage] = ()) -> None:
-        self._items: list[ChatMessage] = []
-        self._tokens = [0]
-        self._starts = [0]
-        self._counted = [0]
-        self.extend(messages)
+        items = list(messages)
+        self._items = items
+        # whole-list passes run in C where they can (map/accumulate); appends go one by one
+        costs = list(map(_TOKENS, items))
+        if None in costs:
+            costs = [
+                compute_message_tokens(m) if c is None else c
+                for m, c in zip(items, costs, strict=True)
+            ]
+        self._tokens: list[int] = list(accumulate(costs, initial=0))
+        self._starts: list[int] = list(accumulate(map(is_turn_start, items), initial=0))
+        self._counted: list[int] = list(accumulate(map(_counted, items), initial=0))
 
     def append(self, message: ChatMessage) -> None:
         cached = message.tokens
