@@ -24,7 +24,7 @@ shell can persist one per route and the correction survives a restart.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,3 +108,25 @@ def corrections_from_dict(data: Mapping[str, Any]) -> dict[str, TokenCorrection]
         for route, value in data.items()
         if isinstance(value, Mapping)
     }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Drift:
+    """How far estimates were from what the provider counted: |estimate - reported| /
+    reported over `calls` calls, median and p90 (nearest rank)."""
+
+    calls: int
+    median: float
+    p90: float
+
+
+def estimate_drift(pairs: Iterable[tuple[int, int]]) -> Drift | None:
+    """The drift of `(estimate, reported)` pairs; pairs without a positive report are
+    skipped, and None when none is left."""
+    errors = sorted(abs(est - rep) / rep for est, rep in pairs if rep > 0)
+    if not errors:
+        return None
+    n = len(errors)
+    middle = n // 2
+    median = errors[middle] if n % 2 else (errors[middle - 1] + errors[middle]) / 2
+    return Drift(calls=n, median=median, p90=errors[min(n - 1, math.ceil(0.9 * n) - 1)])
