@@ -19,10 +19,10 @@ from adapters.llm.scripted import ScriptedModel
 from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.sender import TelegramMessenger
+from bot.app.demo import CountingSink
+from bot.app.wiring import build_app
 from bot.config import load_settings
 from bot.domain.ids import SessionKey
-from bot.main import build_app
-from bot.services.demo import CountingSink
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore

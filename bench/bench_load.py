@@ -28,10 +28,10 @@ from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
+from bot.app.wiring import build_app, open_store
 from bot.config import load_settings
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
-from bot.main import build_app, open_store
 
 
 @dataclass(frozen=True, slots=True)

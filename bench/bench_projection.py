@@ -18,9 +18,9 @@ from pathlib import Path
 from adapters.llm.scripted import ScriptedModel
 from bench.bench_storage import CHAT, build_session
 from bench.fakes import CountingMessenger
+from bot.app.wiring import build_app
 from bot.config import load_settings
 from bot.domain.ids import SessionKey
-from bot.main import build_app
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore

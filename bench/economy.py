@@ -38,6 +38,7 @@ from bench.workload import (
 )
 from bot.agent.ledger import read_entries
 from bot.agent.prompt import PromptFacts, build_system_prompt
+from bot.app.wiring import build_app
 from bot.config import load_settings
 from bot.context.history_trim import BREADCRUMB_TEXT, HistoryTrimmed
 from bot.context.tokens import (
@@ -48,7 +49,6 @@ from bot.context.tokens import (
 from bot.context.window import estimate_tool_schema_tokens
 from bot.domain.facts import InboundMessage, Quote
 from bot.domain.messages import ChatMessage, ToolCall
-from bot.main import build_app
 from bot.ports import LLMRequest, ToolSpec
 from bot.tools import default_tools
 from bot.tools.base import Tool, ToolContext

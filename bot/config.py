@@ -1,6 +1,6 @@
 """One settings object: environment variables (DESIGN.md §7) plus an optional TOML file.
 
-Read once by the composition root (`bot.main` / `bot.cli`); everything else receives plain
+Read once by the composition root (`bot/app`); everything else receives plain
 values or small frozen policy objects. The TOML file (`--config PATH` or `BOT_CONFIG`) holds
 everything that is not an environment contract: scene budgets, caps, provider profiles,
 the daily schedule. Environment variables win over the file.

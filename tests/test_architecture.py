@@ -1,8 +1,11 @@
-"""The dependency direction of DESIGN.md §1: the core imports no I/O and no outer layer."""
+"""The dependency direction of DESIGN.md §1: the core imports no I/O and no outer layer, only
+the composition root (`bot/app`) reaches the adapters, the storage and the settings, and no
+two modules import each other, directly or round a circle."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
@@ -22,8 +25,7 @@ FORBIDDEN_IN_CORE = (
     "bot.agent",
     "bot.services",
     "bot.tools",
-    "bot.main",
-    "bot.cli",
+    "bot.app",
     "bot.config",
     "socket",
     "subprocess",
@@ -41,9 +43,13 @@ def imported_modules(path: Path) -> set[str]:
     return names
 
 
+def python_files(where: Path) -> list[Path]:
+    return [where] if where.is_file() else sorted(where.rglob("*.py"))
+
+
 def violations(package: str, forbidden: tuple[str, ...]) -> list[str]:
     found = []
-    for path in sorted((ROOT / package).rglob("*.py")):
+    for path in python_files(ROOT / package):
         for module in imported_modules(path):
             if any(module == f or module.startswith(f + ".") for f in forbidden):
                 found.append(f"{path.relative_to(ROOT)} imports {module}")
@@ -53,6 +59,31 @@ def violations(package: str, forbidden: tuple[str, ...]) -> list[str]:
 @pytest.mark.parametrize("package", ["bot/domain", "bot/context"])
 def test_core_imports_no_io_and_no_outer_layer(package: str) -> None:
     assert violations(package, FORBIDDEN_IN_CORE) == []
+
+
+# what only the composition root may import
+OUTER = ("adapters", "storage", "bot.config", "bot.app")
+
+
+@pytest.mark.parametrize(
+    "package",
+    [
+        "bot/domain",
+        "bot/context",
+        "bot/agent",
+        "bot/services",
+        "bot/tools",
+        "bot/ports.py",
+        "bot/errors.py",
+    ],
+)
+def test_only_the_app_imports_adapters_storage_and_settings(package: str) -> None:
+    assert violations(package, OUTER) == []
+
+
+@pytest.mark.parametrize("package", ["adapters", "storage"])
+def test_adapters_and_storage_import_neither_the_app_nor_the_settings(package: str) -> None:
+    assert violations(package, ("bot.app", "bot.config")) == []
 
 
 def test_domain_does_not_import_the_context_core() -> None:
@@ -74,3 +105,138 @@ def test_the_checker_sees_a_forbidden_import(tmp_path: Path) -> None:
     sample = tmp_path / "m.py"
     sample.write_text("import asyncio\nfrom sqlalchemy import select\n", encoding="utf-8")
     assert imported_modules(sample) == {"asyncio", "sqlalchemy"}
+
+
+# ---------------------------------------------------------------- import circles
+
+PACKAGES = ("bot", "adapters", "storage")
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def import_graph(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, set[str]]:
+    """Module → the modules of `packages` it imports, at module level or inside a function
+    (`from pkg import name` points at `pkg.name` when that is a module, else at `pkg`)."""
+    files = {
+        module_name(path, root): path
+        for package in packages
+        for path in sorted((root / package).rglob("*.py"))
+    }
+
+    def known(name: str) -> str | None:
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        targets: set[str | None] = set()
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets.update(known(alias.name) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    here = (
+                        module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+                    )
+                    here = here[: len(here) - node.level + 1]
+                    base = ".".join([*here, base] if base else here)
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    targets.add(full if full in files else known(base))
+        graph[module] = {t for t in targets if t is not None and t != module}
+    return graph
+
+
+def import_circles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each as a circle
+    path `a → b → … → a` through the component."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[set[str]] = []
+
+    def visit(start: str) -> None:
+        # iterative Tarjan: (node, iterator over its successors)
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, successors = work[-1]
+            advanced = False
+            for nxt in successors:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                    advanced = True
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component: set[str] = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    components.append(component)
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return [circle_through(graph, component) for component in components]
+
+
+def circle_through(graph: Mapping[str, set[str]], component: set[str]) -> list[str]:
+    """One shortest path from the component's first module back to itself."""
+    start = min(component)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for nxt in sorted(graph.get(node, set()) & component):
+                if nxt == start:
+                    return [*paths[node], start]
+                if nxt not in paths:
+                    paths[nxt] = [*paths[node], nxt]
+                    following.append(nxt)
+        frontier = following
+    raise AssertionError(f"not a circle: {sorted(component)}")
+
+
+def test_no_module_imports_itself_round_a_circle() -> None:
+    circles = import_circles(import_graph(ROOT))
+    assert circles == [], "import circles:\n" + "\n".join(" → ".join(c) for c in circles)
+
+
+def test_the_circle_finder_sees_a_circle_inside_functions(tmp_path: Path) -> None:
+    package = tmp_path / "bot"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "a.py").write_text("from bot.b import f\n", encoding="utf-8")
+    (package / "b.py").write_text("def f():\n    from bot import c\n", encoding="utf-8")
+    (package / "c.py").write_text("from . import a\n", encoding="utf-8")
+    (package / "d.py").write_text("import bot.a\n", encoding="utf-8")
+    graph = import_graph(tmp_path, ["bot"])
+    assert graph["bot.d"] == {"bot.a"}
+    assert import_circles(graph) == [["bot.a", "bot.b", "bot.c", "bot.a"]]

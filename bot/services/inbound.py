@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
-from bot.agent.runtime import TurnOutcome, TurnRunner, settle_partial_reply
+from bot.agent.bubbles import settle_partial_reply
+from bot.agent.runtime import TurnOutcome, TurnRunner
 from bot.context.projection import record_tokens
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Scene, SessionKey
@@ -336,7 +337,7 @@ class InboundService:
             if event is not None and trigger is None:
                 trigger = event.reply_to_message_id
         delivery = Delivery(message_ids=leaf.message_ids, texts=tuple(texts))
-        await settle_partial_reply(self.runner, session, leaf, delivery, reply_to=trigger)
+        await settle_partial_reply(self.runner.bubbles, session, leaf, delivery, reply_to=trigger)
         await self._say(session, "restarted_cut", reply_to=trigger)
 
     def _was_trigger(

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from adapters.llm.scripted import Reply, ScriptedModel
+from bot.app.wiring import App, build_app
 from bot.config import load_settings
 from bot.domain.ids import SessionKey
 from bot.domain.records import AssistantRecord, UserRecord
-from bot.main import App, build_app
 from storage.memory import InMemoryStore
 from tests.fakes import ALICE, BOB, OWNER, RecordingMessenger, SteppingClock, inbound
 

@@ -1,6 +1,6 @@
 """A real `tgbot run` process against the fake Bot API and the fake OpenAI server.
 
-`BotProcess` starts `python -m bot.cli run` with its settings in the environment, can be
+`BotProcess` starts `python -m bot.app.cli run` with its settings in the environment, can be
 SIGKILLed at any moment and started again on the same data directory; its log goes to a
 file so tests can read what it wrote. `GatedModel` is a scripted model whose calls can be
 held at a gate, so a test knows a turn is inside its model call (an event, not a sleep).
@@ -25,13 +25,12 @@ from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
-from bot.config import load_settings
 from bot.domain.ids import SessionKey
 from bot.domain.records import StoredRecord
-from bot.main import build_app
 from bot.ports import ConversationStore, LLMRequest, LLMResponse
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
+from tests.rig import rig_settings, wire_app
 
 ROOT = Path(__file__).resolve().parents[2]
 BOT_TOKEN = "424242:SECRET-bot-token-do-not-log"
@@ -95,7 +94,7 @@ class BotProcess:
         polls = len(self.api.calls_of("getUpdates"))
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(  # noqa: ASYNC220 (started, never waited on here)
-            [sys.executable, "-m", "bot.cli", "run"],
+            [sys.executable, "-m", "bot.app.cli", "run"],
             cwd=ROOT,
             env=self.env(**extra),
             stdout=log,
@@ -204,20 +203,13 @@ class LiveBot:
             self.slept.append(seconds)
 
         self.messenger = TelegramMessenger(self.bot, sleep=no_wait)
-        settings = load_settings(
-            data_dir=data_dir,
-            owner_id=OWNER,
-            bot_locale="en",
-            triggers={"merge_window_seconds": 0},
-            security={"user_messages_per_minute": 0, "chat_messages_per_minute": 0},
-        )
-        self.app = build_app(
-            settings,
+        self.app = wire_app(
+            rig_settings(data_dir, owner_id=OWNER),
             store=store,
             messenger=self.messenger,
+            model=self.model,
             bot_id=api.bot_id,
             bot_name=api.first_name,
-            offline=self.model,
         )
         self.dispatcher = build_dispatcher(
             self.app.inbound, bot_id=api.bot_id, bot_username=api.username, locale="en"

@@ -14,11 +14,11 @@ from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.openai_provider import OpenAIProvider
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.agent.runtime import USER_MESSAGES
-from bot.config import load_settings
+from bot.app.wiring import App
 from bot.domain.ids import SessionKey
-from bot.main import App, build_app
 from storage.memory import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock, inbound
+from tests.rig import rig_settings, wire_app
 
 CHAT = 5001
 START = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
@@ -69,19 +69,12 @@ async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
         provider = OpenAIProvider(
             server.base_url, "sk-test", timeout=0.5, max_retries=2, sleep=sleep
         )
-        settings = load_settings(
-            data_dir=tmp_path,
-            bot_locale="en",
-            triggers={"merge_window_seconds": 0},
-            security={"user_messages_per_minute": 0, "chat_messages_per_minute": 0},
-        )
         store = InMemoryStore()
         messenger = RecordingMessenger()
         clock = SteppingClock(START)
-        app = build_app(
-            settings, store=store, messenger=messenger, bot_id=999, bot_name="Helper",
-            clock=clock, offline=provider,
-        )  # fmt: skip
+        app = wire_app(
+            rig_settings(tmp_path), store=store, messenger=messenger, model=provider, clock=clock
+        )
         yield Rig(app, store, messenger, server, model, clock, slept)
         await provider.aclose()
 

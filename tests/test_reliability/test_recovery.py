@@ -13,15 +13,14 @@ from bot.config import load_settings
 from bot.domain.facts import Quote, Sender
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import UserRecord
-from bot.main import build_app
 from bot.ports import NewRecord
 from bot.services.texts import TEXTS
 from storage.memory import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
+from tests.rig import BOT_ID, wire_app
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 ALICE = Sender(id=1001, name="Alice")
-BOT_ID = 999
 
 
 async def recover_one(
@@ -30,10 +29,9 @@ async def recover_one(
     model = ScriptedModel([Reply("Answered after the restart.")])
     messenger = RecordingMessenger()
     store = InMemoryStore()
-    app = build_app(
+    app = wire_app(
         load_settings(data_dir=tmp_path, bot_locale="en"),
-        store=store, messenger=messenger, bot_id=BOT_ID, bot_name="Helper",
-        clock=SteppingClock(NOW), offline=model,
+        store=store, messenger=messenger, model=model, clock=SteppingClock(NOW),
     )  # fmt: skip
     chat = -100 if scene == "group" else ALICE.id
     session = await store.open_session(SessionKey(chat_id=chat), scene=scene)
@@ -84,14 +82,12 @@ async def test_two_workers_recovering_together_answer_once(tmp_path: Path) -> No
     model = ScriptedModel([Reply("Answered after the restart."), Reply("Answered twice!")])
     messenger = RecordingMessenger()
     apps = [
-        build_app(
+        wire_app(
             load_settings(data_dir=tmp_path, bot_locale="en"),
             store=store,
             messenger=messenger,
-            bot_id=BOT_ID,
-            bot_name="Helper",
+            model=model,
             clock=SteppingClock(NOW),
-            offline=model,
             chat_lock=shared_lock,
         )
         for _ in range(2)

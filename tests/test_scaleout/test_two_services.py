@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import load_settings
+from bot.app.wiring import App
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
-from bot.main import App, build_app
 from bot.services.chat_lock import ChatLock, LocalChatLock
 from storage.engine import create_engine_for
 from storage.locks import AdvisoryChatLock
 from storage.sql import SqlStore
 from tests.fakes import RecordingMessenger, inbound
+from tests.rig import rig_settings, wire_app
 from tests.test_scaleout.conftest import fresh_postgres
 from tests.test_scaleout.probes import OverlapProbe, tag
 
@@ -52,24 +52,10 @@ async def workers(
         locks = (AdvisoryChatLock.for_url(url), AdvisoryChatLock.for_url(url))
     pair = []
     for n, lock in enumerate(locks):
-        settings = load_settings(
-            data_dir=tmp_path / f"w{n}",
-            database_url=url,
-            bot_locale="en",
-            triggers={"merge_window_seconds": 0},
-            security={"user_messages_per_minute": 0, "chat_messages_per_minute": 0},
-        )
+        settings = rig_settings(tmp_path / f"w{n}", database_url=url)
         store = SqlStore(create_engine_for(url))
         messenger = RecordingMessenger(next_id=10_000 * (n + 1))
-        app = build_app(
-            settings,
-            store=store,
-            messenger=messenger,
-            bot_id=999,
-            bot_name="Helper",
-            offline=probe,
-            chat_lock=lock,
-        )
+        app = wire_app(settings, store=store, messenger=messenger, model=probe, chat_lock=lock)
         pair.append(Worker(app, store, lock, messenger))
     try:
         yield pair[0], pair[1]

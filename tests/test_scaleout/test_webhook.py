@@ -22,14 +22,15 @@ from adapters.telegram.webhook import (
     WebhookServer,
     register_webhook,
 )
+from bot.app.wiring import App
 from bot.config import load_settings
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
-from bot.main import App, build_app
 from bot.services.chat_lock import LocalChatLock
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
+from tests.rig import wire_app
 
 SECRET = "s3cret-token_1"
 USER = 1001
@@ -61,14 +62,14 @@ async def rig(tmp_path: Path, sqlite_url: str) -> AsyncIterator[Rig]:
     store = SqlStore(create_engine_for(sqlite_url))
     async with FakeBotApi() as api, aiohttp.ClientSession() as http:
         bot = build_bot(api.token, api.base_url)
-        app = build_app(
+        app = wire_app(
             settings,
             store=store,
             messenger=TelegramMessenger(bot),
+            model=ScriptedModel(),
+            chat_lock=LocalChatLock(),
             bot_id=api.bot_id,
             bot_name=api.first_name,
-            offline=ScriptedModel(),
-            chat_lock=LocalChatLock(),
         )
         dispatcher = build_dispatcher(
             app.inbound, bot_id=api.bot_id, bot_username=api.username, locale="en"

@@ -47,7 +47,7 @@ def free_port() -> int:
 
 
 class Worker:
-    """One `python -m bot.cli run --webhook` process; its log is kept for failure messages."""
+    """One `python -m bot.app.cli run --webhook` process; its log is kept for failure messages."""
 
     def __init__(self, name: str, env: Mapping[str, str]) -> None:
         self.name = name
@@ -66,7 +66,7 @@ class Worker:
         self.process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "bot.cli",
+            "bot.app.cli",
             "run",
             "--webhook",
             "--host",

@@ -14,12 +14,13 @@ import pytest
 from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.openai_provider import OpenAIProvider
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
-from bot.config import load_settings
+from bot.app.context_show import context_show
+from bot.app.wiring import App
 from bot.domain.facts import Forward, InboundMessage, Quote, Sender
-from bot.main import App, build_app, context_show
 from bot.services.texts import TEXTS
 from storage.memory import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
+from tests.rig import rig_settings, wire_app
 
 OWNER_ID = 42
 OWNER = Sender(id=OWNER_ID, name="Owner")
@@ -32,21 +33,14 @@ OWNER_ONLY = TEXTS["en"]["owner_only"]
 
 class Rig:
     def __init__(self, tmp_path: Path, model: object | None = None, **settings: object) -> None:
-        defaults: dict[str, object] = {
-            "triggers": {"merge_window_seconds": 0},
-            "security": {"user_messages_per_minute": 0, "chat_messages_per_minute": 0},
-        }
-        defaults.update(settings)
-        self.settings = load_settings(
-            data_dir=tmp_path, owner_id=OWNER_ID, bot_locale="en", **defaults
-        )
+        self.settings = rig_settings(tmp_path, owner_id=OWNER_ID, **settings)
         self.model = model if model is not None else ScriptedModel()
         self.store = InMemoryStore()
         self.messenger = RecordingMessenger()
         self.clock = SteppingClock(START)
-        self.app: App = build_app(
-            self.settings, store=self.store, messenger=self.messenger, bot_id=999,
-            bot_name="Helper", clock=self.clock, offline=self.model,  # type: ignore[arg-type]
+        self.app: App = wire_app(
+            self.settings, store=self.store, messenger=self.messenger, clock=self.clock,
+            model=self.model,  # type: ignore[arg-type]
         )  # fmt: skip
         self.next_id = 100
 
@@ -237,9 +231,9 @@ async def test_no_secret_in_logs_ledger_errors_or_context_show(
     store = SqlStore(create_engine_for(url))
     cli_rig = Rig(tmp_path / "cli", bot_token=token, llm_api_key=key)
     cli_rig.store = store  # type: ignore[assignment]
-    cli_rig.app = build_app(
-        cli_rig.settings, store=store, messenger=cli_rig.messenger, bot_id=999,
-        bot_name="Helper", clock=cli_rig.clock, offline=cli_rig.model,  # type: ignore[arg-type]
+    cli_rig.app = wire_app(
+        cli_rig.settings, store=store, messenger=cli_rig.messenger, clock=cli_rig.clock,
+        model=cli_rig.model,  # type: ignore[arg-type]
     )  # fmt: skip
     await cli_rig.send("@Helper hello", mentions_bot=True)
     await store.close()

@@ -17,25 +17,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
+from adapters.llm.scripted import ScriptedModel
+from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.fake_api import FakeBotApi
+from adapters.telegram.sender import TelegramMessenger
 from bot.agent.prompt import (
     PromptFacts,
     TurnContext,
     build_per_turn_blocks,
     build_system_prompt,
 )
-from bot.config import Settings
+from bot.app.demo_scenario import GROUP_CHAT, OWNER_ID, WORKSPACE_RULES, build_scenario
+from bot.app.wiring import App, build_app, open_store
+from bot.config import Settings, load_settings
 from bot.context.tokens import estimate_message_tokens
 from bot.domain.facts import InboundMessage
 from bot.domain.messages import ChatMessage
 from bot.ports import InboundSink, LLMRequest, Usage
-from bot.services.demo_scenario import GROUP_CHAT, OWNER_ID, WORKSPACE_RULES, build_scenario
-
-if TYPE_CHECKING:
-    from adapters.llm.scripted import ScriptedModel
-    from adapters.telegram.fake_api import FakeBotApi
-    from bot.main import App
+from bot.services.usage_report import run_usage_report
 
 DEMO_TOKEN = "777000111:DEMO-offline-token"
 NAIVE_WINDOW = 100
@@ -127,8 +128,6 @@ def _percentile(values: Sequence[int], p: float) -> int:
 
 async def measure(requests: Sequence[LLMRequest]) -> Economy:
     """Input tokens per call and a simulated provider prefix cache, the same for both sides."""
-    from adapters.llm.scripted import ScriptedModel
-
     cache = ScriptedModel()
     usages: list[Usage] = []
     histories: list[int] = []
@@ -173,13 +172,6 @@ def print_request(request: LLMRequest, out: TextIO) -> None:
 
 
 async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
-    from adapters.llm.scripted import ScriptedModel
-    from adapters.telegram.app import build_bot, build_dispatcher
-    from adapters.telegram.fake_api import FakeBotApi
-    from adapters.telegram.sender import TelegramMessenger
-    from bot.main import build_app, open_store
-    from bot.services.usage_report import run_usage_report
-
     started = time.perf_counter()
     data = data_dir or Path(tempfile.mkdtemp(prefix="tgbot-demo-"))
     data.mkdir(parents=True, exist_ok=True)
@@ -273,6 +265,11 @@ async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
         f"     DATA_DIR={data} {_command()} context show --chat {GROUP_CHAT}\n"
     )
     return 0
+
+
+async def demo(config: str | None, *, data_dir: str | None) -> int:
+    settings = load_settings(config)
+    return await run_demo(settings, data_dir=Path(data_dir) if data_dir else None)
 
 
 def _command() -> str:

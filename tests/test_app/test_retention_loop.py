@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+from bot.app.retention_loop import RetentionPolicy, apply_retention, retention_loop
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
 from bot.ports import NewRecord, PlatformEvent
-from bot.services.retention import RetentionPolicy, apply_retention, retention_loop
 from storage.memory import InMemoryStore
 from tests.fakes import SteppingClock
 

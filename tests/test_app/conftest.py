@@ -1,8 +1,8 @@
 """Running `tgbot` as a subprocess, and stored traffic for the commands to read.
 
-Traffic goes through the real wiring (`build_app` on the SQLite file under DATA_DIR, the
-scripted model offline, a recording messenger), so the commands read what a running bot
-would have written.
+Traffic goes through the real wiring (`tests.rig`: `build_app` on the SQLite file under
+DATA_DIR, the scripted model offline, a recording messenger), so the commands read what a
+running bot would have written.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
-from bot.config import load_settings
+from bot.app.wiring import App, open_store
 from bot.domain.ids import SessionKey
-from bot.main import App, build_app, open_store
 from bot.ports import SessionInfo
 from tests.fakes import ALICE, BOB, CHEN, RecordingMessenger, SteppingClock, inbound
+from tests.rig import rig_settings, wire_app
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT = -100500
@@ -50,11 +50,11 @@ def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 async def tgbot(*args: str, env: dict[str, str]) -> Done:
-    """`python -m bot.cli ARGS`; killed if it is still running after 60 s."""
+    """`python -m bot.app.cli ARGS`; killed if it is still running after 60 s."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bot.cli",
+        "bot.app.cli",
         *args,
         env=env,
         cwd=ROOT,
@@ -103,13 +103,7 @@ class Traffic:
 @pytest.fixture
 async def traffic(tmp_path: Path) -> AsyncIterator[Traffic]:
     """12 group messages, 3 answered (one with a tool call), then one unanswered message."""
-    settings = load_settings(
-        data_dir=tmp_path,
-        owner_id=42,
-        bot_locale="en",
-        triggers={"merge_window_seconds": 0},
-        security={"user_messages_per_minute": 0, "chat_messages_per_minute": 0},
-    )
+    settings = rig_settings(tmp_path, owner_id=42)
     store = await open_store(settings)
     model = ScriptedModel(
         [CallTool("inspect_conversation_reference", {"reference": "m1"}), Reply("It says hi.")]
@@ -117,15 +111,7 @@ async def traffic(tmp_path: Path) -> AsyncIterator[Traffic]:
     messenger = RecordingMessenger()
     start = datetime.now(UTC) - timedelta(minutes=10)
     clock = SteppingClock(start)
-    app = build_app(
-        settings,
-        store=store,
-        messenger=messenger,
-        bot_id=999,
-        bot_name="Helper",
-        clock=clock,
-        offline=model,
-    )
+    app = wire_app(settings, store=store, messenger=messenger, model=model, clock=clock)
     try:
         run = Traffic(app=app, model=model, messenger=messenger, clock=clock, data_dir=tmp_path)
         await run.say(

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from bot.cli import main
+from bot.app.cli import main
 
 
 @pytest.mark.parametrize(
@@ -30,7 +30,7 @@ def test_every_command_has_help(argv: list[str], capsys: pytest.CaptureFixture[s
 
 def test_bad_timezone_is_one_line_naming_the_setting() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "run"],
+        [sys.executable, "-m", "bot.app.cli", "run"],
         env={"BOT_TIMEZONE": "Mars/Base", "PATH": ""},
         capture_output=True,
         text=True,

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import inspect, text
 
 from storage.engine import create_engine_for
-from tests.test_cli.conftest import cli_env, tgbot
+from tests.test_app.conftest import cli_env, tgbot
 
 TABLES = {
     "alembic_version",

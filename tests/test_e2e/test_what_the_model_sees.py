@@ -1,4 +1,4 @@
-"""Issue "Telegram adapter and what the model sees", end to end.
+"""What the model sees of a Telegram group conversation, end to end.
 
 aiogram's real HTTP client polls `FakeBotApi` on 127.0.0.1; the app is the one `build_app`
 wires (SQLite store, the TOML settings a deployment would use); a scripted model records
@@ -26,13 +26,14 @@ from adapters.llm.scripted import ScriptedModel
 from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.sender import TelegramMessenger
+from bot.app.wiring import App, open_store
 from bot.config import load_settings
 from bot.context import BREADCRUMB_TEXT
 from bot.context.turns import turn_starts
 from bot.domain.messages import ChatMessage
-from bot.main import App, build_app, open_store
 from bot.ports import LLMRequest, LLMResponse
 from tests.fakes import SteppingClock
+from tests.rig import wire_app
 
 CHAT = -1002003004005
 ALICE = {"id": 1001, "first_name": "Alice"}
@@ -128,14 +129,14 @@ async def group(tmp_path: Path) -> AsyncIterator[Group]:
         bot: Bot = build_bot(api.token, api.base_url)
         model = ScriptedModel(default=answer)
         clock = SteppingClock(T0)
-        app = build_app(
+        app = wire_app(
             settings,
             store=store,
             messenger=TelegramMessenger(bot),
+            model=model,
+            clock=clock,
             bot_id=api.bot_id,
             bot_name=api.first_name,
-            clock=clock,
-            offline=model,
         )
         dispatcher: Dispatcher = build_dispatcher(
             app.inbound, bot_id=api.bot_id, bot_username=api.username, locale="en"

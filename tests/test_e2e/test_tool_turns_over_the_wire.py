@@ -1,4 +1,4 @@
-"""Issue "Agent runtime", end to end: `tgbot run` as a subprocess, over real HTTP.
+"""Tool-using turns end to end: `tgbot run` as a subprocess, over real HTTP.
 
 The bot process polls `FakeBotApi` and calls `FakeOpenAIServer` (both on 127.0.0.1); the
 fake server's scripted model decides each answer and the server keeps every raw request
@@ -128,7 +128,7 @@ async def bot(tmp_path: Path) -> AsyncIterator[Bot]:
             "TGBOT_LOG_LEVEL": "INFO",
         }
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", "run", env=env, cwd=ROOT, stdout=log, stderr=log
+            sys.executable, "-m", "bot.app.cli", "run", env=env, cwd=ROOT, stdout=log, stderr=log
         )
         store: SqlStore | None = None
         try:
@@ -157,7 +157,7 @@ def current_index(request: LLMRequest) -> int:
     return index
 
 
-async def test_the_agent_runtime_over_the_wire(bot: Bot) -> None:
+async def test_tool_turns_budgets_and_the_ledger_over_the_wire(bot: Bot) -> None:
     # --- an alias reaches the Bot API as the real id of that message
     await bot.turn(ALICE, "你好")  # m1; the bot's answer is m2
     m2_id = bot.api.sent_messages(CHAT)[0]["message_id"]

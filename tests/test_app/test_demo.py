@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
+from bot.app.cli import main
 
 
 def test_demo_prints_the_request_the_report_and_the_comparison(

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.test_cli.conftest import cli_env, tgbot
+from tests.test_app.conftest import cli_env, tgbot
 
 CHAT = -100777
 TURN_CONTEXT = "[Turn context]\ntime: 2026-10-28 14:03 Asia/Shanghai\nmodel: deepseek-chat"

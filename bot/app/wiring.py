@@ -1,49 +1,40 @@
-"""The composition root: reads the settings once and wires storage, adapters and services.
+"""The wiring: one `App` per process from the settings, read once by the entry points.
 
-Every command of `tgbot` lands here. Nothing below this module reads the environment.
+`build_app` puts the runtime, the inbound service and the chat commands together over a
+store and a messenger; `open_store`, `open_chat_lock`, `build_routes`, `turn_policy` and the
+scheduled jobs turn settings into the adapters and plain policy values the services take.
+Nothing outside `bot/app` reads the settings or imports `adapters` or `storage`.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-import sys
-from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from datetime import UTC, datetime
 
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from adapters.llm.openai_provider import OpenAIProvider
+from adapters.llm.scripted import ScriptedModel
+from adapters.scheduler import build_scheduler
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.routes import Prices, ProviderEntry, RouteTable
 from bot.agent.runtime import TurnPolicy, TurnRunner
-from bot.config import Settings, load_settings
+from bot.app.retention_loop import RetentionPolicy
+from bot.config import Settings
 from bot.context.budget import ProviderCapacity, RuntimeLimits
-from bot.context.tokens import estimate_message_tokens
-from bot.domain.ids import SessionKey
-from bot.domain.messages import ChatMessage
-from bot.domain.records import AssistantRecord
-from bot.errors import ConfigError, NotBuiltError, SessionNotFound
-from bot.ports import (
-    BubbleHook,
-    Clock,
-    ConversationStore,
-    Delivery,
-    LLMProvider,
-    Messenger,
-    SessionInfo,
-)
+from bot.errors import ConfigError
+from bot.ports import Clock, ConversationStore, LLMProvider, Messenger
 from bot.services.chat_lock import ChatLock, LocalChatLock
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
 from bot.services.inbound import InboundPolicy, InboundService
 from bot.tools import default_tools
-
-if TYPE_CHECKING:
-    from apscheduler.schedulers.asyncio import AsyncIOScheduler
-
-log = logging.getLogger("tgbot")
+from storage.engine import create_engine_for, is_sqlite, normalise_url
+from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
+from storage.migrate import upgrade_database
+from storage.sql import SqlStore
 
 
 class SystemClock:
@@ -51,19 +42,9 @@ class SystemClock:
         return datetime.now(UTC)
 
 
-def _settings(config: str | Path | None) -> Settings:
-    return load_settings(config)
-
-
-# ---------------------------------------------------------------------- wiring
-
-
 def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> RouteTable:
     """Provider profiles from the TOML plus the `default` route from LLM_* variables
     (the offline scripted model when no LLM_BASE_URL is set)."""
-    from adapters.llm.openai_provider import OpenAIProvider
-    from adapters.llm.scripted import ScriptedModel
-
     timeout = settings.runtime.request_timeout_seconds
     retries = settings.runtime.max_retries
     entries: dict[str, ProviderEntry] = {}
@@ -161,11 +142,6 @@ class App:
 
 
 async def open_store(settings: Settings) -> ConversationStore:
-    from storage.engine import create_engine_for, is_sqlite, normalise_url
-    from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
-    from storage.migrate import upgrade_database
-    from storage.sql import SqlStore
-
     url = settings.resolved_database_url
     if is_sqlite(normalise_url(url)):
         await upgrade_database(url)
@@ -182,9 +158,6 @@ async def open_store(settings: Settings) -> ConversationStore:
 def open_chat_lock(settings: Settings) -> ChatLock:
     """Per-chat serialisation: asyncio locks on SQLite (one worker), PostgreSQL advisory
     locks otherwise (several workers on one database)."""
-    from storage.engine import is_sqlite, normalise_url
-    from storage.locks import AdvisoryChatLock
-
     url = settings.resolved_database_url
     if is_sqlite(normalise_url(url)):
         return LocalChatLock()
@@ -286,8 +259,6 @@ def start_daily_summary(app: App, messenger: Messenger) -> AsyncIOScheduler | No
     settings = app.settings
     if not settings.schedule.daily_summary or settings.owner_id is None:
         return None
-    from adapters.scheduler import build_scheduler
-
     summary = daily_summary(settings, messenger=messenger, store=app.store, clock=SystemClock())
     scheduler = build_scheduler(
         jobstore_url=f"sqlite:///{(settings.data_dir / 'scheduler.sqlite3').as_posix()}",
@@ -300,172 +271,8 @@ def start_daily_summary(app: App, messenger: Messenger) -> AsyncIOScheduler | No
     return scheduler
 
 
-# ---------------------------------------------------------------------- commands
-
-
-def _setup_logging() -> None:
-    logging.basicConfig(
-        level=os.environ.get("TGBOT_LOG_LEVEL", "INFO"),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+def retention_policy(settings: Settings) -> RetentionPolicy:
+    return RetentionPolicy(
+        keep_records_days=settings.retention.keep_records_days,
+        keep_platform_events_days=settings.retention.keep_platform_events_days,
     )
-
-
-async def run(config: str | None, *, webhook: bool, host: str, port: int) -> int:
-    settings = _settings(config)
-    if settings.bot_token is None:
-        raise ConfigError("BOT_TOKEN", "required for `tgbot run` (use `tgbot demo` offline)")
-    _setup_logging()
-    from bot.services.polling import serve
-
-    return await serve(settings, webhook=webhook, host=host, port=port)
-
-
-async def demo(config: str | None, *, data_dir: str | None) -> int:
-    settings = _settings(config)
-    from bot.services.demo import run_demo
-
-    return await run_demo(settings, data_dir=Path(data_dir) if data_dir else None)
-
-
-def usage_report(
-    config: str | None,
-    *,
-    days: int,
-    since: str | None,
-    as_json: bool,
-    chat: int | None,
-    out: TextIO | None = None,
-) -> int:
-    settings = _settings(config)
-    from bot.services.usage_report import run_usage_report
-
-    since_date = None
-    if since is not None:
-        try:
-            since_date = date.fromisoformat(since)
-        except ValueError:
-            raise ConfigError("--since", f"expected YYYY-MM-DD, got {since!r}") from None
-    return run_usage_report(
-        settings.traces_dir,
-        zone=settings.zone,
-        today=datetime.now(UTC).astimezone(settings.zone).date(),
-        days=None if since_date else days,
-        since=since_date,
-        as_json=as_json,
-        chat=chat,
-        out=out or sys.stdout,
-    )
-
-
-async def context_show(config: str | None, *, chat_id: int, thread_id: int) -> int:
-    settings = _settings(config)
-    store = await open_store(settings)
-    try:
-        session = await store.find_session(SessionKey(chat_id=chat_id, thread_id=thread_id))
-        if session is None:
-            raise SessionNotFound(f"no conversation stored for chat {chat_id} thread {thread_id}")
-        bot_id, bot_name = await _stored_bot_identity(store, session)
-        app = build_app(
-            settings, store=store, messenger=_NoMessenger(), bot_id=bot_id, bot_name=bot_name
-        )
-        state, _aliases, _records = await app.runner.prepare(
-            session, turn_id="preview", persist_window=False
-        )
-        print(render_request_preview(state.messages, state.current_index, state.fixed_tokens))
-    finally:
-        await store.close()
-    return 0
-
-
-async def _stored_bot_identity(
-    store: ConversationStore, session: SessionInfo
-) -> tuple[int | None, str]:
-    """The bot's id and name as its last delivered reply in this chat recorded them, so the
-    preview renders the system prompt and headers as the running bot does (no network)."""
-    loaded = await store.load_history(session.id, max_records=200)
-    for record in reversed(loaded.records):
-        if isinstance(record.body, AssistantRecord) and record.message_id is not None:
-            event = await store.find_event(session.key.chat_id, record.message_id)
-            if event is not None and event.sender_id is not None:
-                return event.sender_id, event.sender_name or "tgbot"
-    return None, "tgbot"
-
-
-def render_request_preview(messages: Sequence[ChatMessage], current_index: int, fixed: int) -> str:
-    """Exactly what the model would be sent next, message by message, with the token split."""
-    lines: list[str] = []
-    history = 0
-    current = 0
-    for index, message in enumerate(messages):
-        tokens = estimate_message_tokens(message)
-        if message.role != "system":
-            if index < current_index:
-                history += tokens
-            else:
-                current += tokens
-        lines.append(f"--- [{index}] {message.role} ({tokens} tokens)")
-        if message.content:
-            lines.append(message.content)
-        for call in message.tool_calls:
-            lines.append(f"tool_call {call.id}: {call.name}({call.arguments})")
-    lines.append("---")
-    lines.append(
-        f"tokens: fixed {fixed} (system + tool schemas), history {history}, "
-        f"current {current}, total {fixed + history + current}"
-    )
-    return "\n".join(lines)
-
-
-async def import_legacy(config: str | None, file: str) -> int:
-    settings = _settings(config)
-    from bot.services.legacy_import import import_legacy_rows
-
-    try:
-        lines = Path(file).read_text(encoding="utf-8").splitlines()  # noqa: ASYNC240
-    except OSError as exc:
-        raise ConfigError("FILE", f"cannot read {file}: {exc.strerror}") from None
-    store = await open_store(settings)
-    try:
-        report = await import_legacy_rows(store, lines)
-    finally:
-        await store.close()
-    for error in report.errors:
-        print(error, file=sys.stderr)
-    print(f"imported {report.imported} rows into {report.sessions} sessions")
-    return 0 if not report.errors else 1
-
-
-async def db_upgrade(config: str | None) -> int:
-    settings = _settings(config)
-    from storage.migrate import upgrade_database
-
-    await upgrade_database(settings.resolved_database_url)
-    print("database schema is up to date")
-    return 0
-
-
-class _NoMessenger:
-    """For `context show`, which prepares a request and never sends anything."""
-
-    async def send_text(
-        self,
-        chat_id: int,
-        text: str,
-        *,
-        thread_id: int = 0,
-        reply_to: int | None = None,
-        on_bubble: BubbleHook | None = None,
-    ) -> Delivery:
-        raise NotBuiltError("context show does not send messages")
-
-    async def delete_message(self, chat_id: int, message_id: int) -> None:
-        raise NotBuiltError("context show does not send messages")
-
-    async def set_reaction(self, chat_id: int, message_id: int, emoji: str) -> None:
-        raise NotBuiltError("context show does not send messages")
-
-    async def send_photo(
-        self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0
-    ) -> int:
-        raise NotBuiltError("context show does not send messages")

@@ -6,7 +6,7 @@ import re
 
 from bot.context.tokens import estimate_message_tokens
 from bot.domain.messages import ChatMessage
-from tests.test_cli.conftest import CHAT, SECRET_KEY, SECRET_TOKEN, Traffic, cli_env, tgbot
+from tests.test_app.conftest import CHAT, SECRET_KEY, SECRET_TOKEN, Traffic, cli_env, tgbot
 
 SPLIT = re.compile(
     r"tokens: fixed (\d+) \(system \+ tool schemas\), history (\d+), current (\d+), total (\d+)"

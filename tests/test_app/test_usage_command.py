@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 
 from bot.agent.ledger import read_entries
-from tests.test_cli.conftest import Traffic, cli_env, tgbot
+from tests.test_app.conftest import Traffic, cli_env, tgbot
 
 
 def snapshot(traffic: Traffic) -> dict[str, tuple[int, int]]:

@@ -1,4 +1,5 @@
-"""`tgbot run`: long polling (or a webhook) against the configured Bot API, with the scheduler.
+"""Serving `tgbot run`: long polling or a webhook against the configured Bot API, with the
+daily-summary scheduler and the retention loop.
 
 SIGTERM / SIGINT stop taking updates (polling stops; the webhook answers 503 and closes after
 the requests in flight), then the turns already running finish (`InboundService.drain`)
@@ -10,29 +11,31 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
+import sys
 
-from bot.config import Settings
-from bot.services.retention import RetentionPolicy
+from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.polling_loop import poll_updates
+from adapters.telegram.sender import TelegramMessenger
+from adapters.telegram.webhook import serve_webhook
+from bot.app.retention_loop import retention_loop
+from bot.app.wiring import (
+    build_app,
+    open_chat_lock,
+    open_store,
+    retention_policy,
+    start_daily_summary,
+)
+from bot.config import Settings, load_settings
+from bot.errors import ConfigError
 
 log = logging.getLogger("tgbot.run")
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-def retention_policy(settings: Settings) -> RetentionPolicy:
-    return RetentionPolicy(
-        keep_records_days=settings.retention.keep_records_days,
-        keep_platform_events_days=settings.retention.keep_platform_events_days,
-    )
-
-
 async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> int:
-    from adapters.telegram.app import build_bot, build_dispatcher
-    from adapters.telegram.sender import TelegramMessenger
-    from bot.main import build_app, open_chat_lock, open_store, start_daily_summary
-    from bot.services.retention import retention_loop
-
     assert settings.bot_token is not None
     store = await open_store(settings)
     chat_lock = open_chat_lock(settings)
@@ -62,8 +65,6 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
         await app.inbound.recover_interrupted(bot_id=me.id, bot_username=me.username)
         loop = asyncio.get_running_loop()
         if webhook:
-            from adapters.telegram.webhook import serve_webhook
-
             log.info("bot @%s (%s) started; webhook mode", me.username, me.id)
             stop = asyncio.Event()
             for sig in _STOP_SIGNALS:
@@ -82,8 +83,6 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             log.info(
                 "bot @%s (%s) started; polling %s", me.username, me.id, settings.telegram_api_base
             )
-            from adapters.telegram.polling_loop import poll_updates
-
             stop_polling = asyncio.Event()
             for sig in _STOP_SIGNALS:
                 loop.add_signal_handler(sig, stop_polling.set)
@@ -105,3 +104,19 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
         await store.close()
     log.info("stopped")
     return 0
+
+
+async def run(config: str | None, *, webhook: bool, host: str, port: int) -> int:
+    settings = load_settings(config)
+    if settings.bot_token is None:
+        raise ConfigError("BOT_TOKEN", "required for `tgbot run` (use `tgbot demo` offline)")
+    _setup_logging()
+    return await serve(settings, webhook=webhook, host=host, port=port)
+
+
+def _setup_logging() -> None:
+    logging.basicConfig(
+        level=os.environ.get("TGBOT_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )

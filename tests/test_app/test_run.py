@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.test_cli.conftest import cli_env, tgbot
+from tests.test_app.conftest import cli_env, tgbot
 
 
 async def test_run_without_bot_token_exits_with_one_clear_line(tmp_path: Path) -> None:

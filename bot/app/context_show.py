@@ -1,0 +1,100 @@
+"""`tgbot context show`: print the next request the model would be sent for a chat, without
+sending anything (the stored history through the real wiring and `TurnRunner.prepare`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bot.app.wiring import build_app, open_store
+from bot.config import load_settings
+from bot.context.tokens import estimate_message_tokens
+from bot.domain.ids import SessionKey
+from bot.domain.messages import ChatMessage
+from bot.domain.records import AssistantRecord
+from bot.errors import NotBuiltError, SessionNotFound
+from bot.ports import BubbleHook, ConversationStore, Delivery, SessionInfo
+
+
+async def context_show(config: str | None, *, chat_id: int, thread_id: int) -> int:
+    settings = load_settings(config)
+    store = await open_store(settings)
+    try:
+        session = await store.find_session(SessionKey(chat_id=chat_id, thread_id=thread_id))
+        if session is None:
+            raise SessionNotFound(f"no conversation stored for chat {chat_id} thread {thread_id}")
+        bot_id, bot_name = await _stored_bot_identity(store, session)
+        app = build_app(
+            settings, store=store, messenger=_NoMessenger(), bot_id=bot_id, bot_name=bot_name
+        )
+        state, _aliases, _records = await app.runner.prepare(
+            session, turn_id="preview", persist_window=False
+        )
+        print(render_request_preview(state.messages, state.current_index, state.fixed_tokens))
+    finally:
+        await store.close()
+    return 0
+
+
+async def _stored_bot_identity(
+    store: ConversationStore, session: SessionInfo
+) -> tuple[int | None, str]:
+    """The bot's id and name as its last delivered reply in this chat recorded them, so the
+    preview renders the system prompt and headers as the running bot does (no network)."""
+    loaded = await store.load_history(session.id, max_records=200)
+    for record in reversed(loaded.records):
+        if isinstance(record.body, AssistantRecord) and record.message_id is not None:
+            event = await store.find_event(session.key.chat_id, record.message_id)
+            if event is not None and event.sender_id is not None:
+                return event.sender_id, event.sender_name or "tgbot"
+    return None, "tgbot"
+
+
+def render_request_preview(messages: Sequence[ChatMessage], current_index: int, fixed: int) -> str:
+    """Exactly what the model would be sent next, message by message, with the token split."""
+    lines: list[str] = []
+    history = 0
+    current = 0
+    for index, message in enumerate(messages):
+        tokens = estimate_message_tokens(message)
+        if message.role != "system":
+            if index < current_index:
+                history += tokens
+            else:
+                current += tokens
+        lines.append(f"--- [{index}] {message.role} ({tokens} tokens)")
+        if message.content:
+            lines.append(message.content)
+        for call in message.tool_calls:
+            lines.append(f"tool_call {call.id}: {call.name}({call.arguments})")
+    lines.append("---")
+    lines.append(
+        f"tokens: fixed {fixed} (system + tool schemas), history {history}, "
+        f"current {current}, total {fixed + history + current}"
+    )
+    return "\n".join(lines)
+
+
+class _NoMessenger:
+    """For `context show`, which prepares a request and never sends anything."""
+
+    async def send_text(
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        thread_id: int = 0,
+        reply_to: int | None = None,
+        on_bubble: BubbleHook | None = None,
+    ) -> Delivery:
+        raise NotBuiltError("context show does not send messages")
+
+    async def delete_message(self, chat_id: int, message_id: int) -> None:
+        raise NotBuiltError("context show does not send messages")
+
+    async def set_reaction(self, chat_id: int, message_id: int, emoji: str) -> None:
+        raise NotBuiltError("context show does not send messages")
+
+    async def send_photo(
+        self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0
+    ) -> int:
+        raise NotBuiltError("context show does not send messages")
