@@ -68,7 +68,9 @@ class LedgerEntry:
     `input_tokens` / `cached_tokens` / `output_tokens` are what the provider reported (`None`
     when it did not; cached tokens are part of input). `est_*` is our own estimate of the
     input, split into fixed (system prompt + tool schemas), history (window messages),
-    current (per-turn context + current message) and images. `error` is the error class and
+    current (per-turn context + current message) and images; `est_corrected` is their total
+    scaled by the route's learned correction at the time of the call (what budgets and the
+    capacity check used; `None` on lines written before it existed). `error` is the error class and
     a short message, passed through `describe_error` so no secret lands on disk.
     """
 
@@ -89,6 +91,7 @@ class LedgerEntry:
     est_history: int = 0
     est_current: int = 0
     est_images: int = 0
+    est_corrected: int | None = None
     trim: TrimInfo | None = None
     latency_ms: int = 0
     error: str | None = None
@@ -124,6 +127,7 @@ class LedgerEntry:
             "est_history": self.est_history,
             "est_current": self.est_current,
             "est_images": self.est_images,
+            "est_corrected": self.est_corrected,
             "trim": None
             if trim is None
             else {
@@ -186,6 +190,7 @@ class LedgerEntry:
             est_history=_int(get("est_history")),
             est_current=_int(get("est_current")),
             est_images=_int(get("est_images")),
+            est_corrected=_opt_int(get("est_corrected")),
             trim=None if trim is None else _trim_from_json(trim),
             latency_ms=_int(get("latency_ms")),
             error=None if get("error") is None else str(get("error")),

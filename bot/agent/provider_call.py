@@ -17,13 +17,13 @@ from bot.agent.events import EventBus, ModelCalled
 from bot.agent.turn import TurnFailed, TurnPolicy, TurnState
 from bot.context.history_trim import (
     HistoryTrimmed,
+    IndexedHistory,
     TrimResult,
     insert_breadcrumb,
     trim_to_recent_turns,
 )
 from bot.context.tokens import (
     ensure_token_estimate,
-    estimate_history_tokens,
     image_tokens,
     split_request_tokens,
     system_tokens,
@@ -79,10 +79,11 @@ class ProviderCaller:
             images = image_tokens(state.messages)
             try:
                 check_capacity(
-                    message_tokens=estimate_history_tokens(state.messages) - images,
+                    message_tokens=state.messages.tokens - images,
                     tool_schema_tokens=fixed - system_tokens(state.messages),
                     image_tokens=images,
-                    window=state.route.window_for_math,
+                    # the window is real tokens; the check adds up our estimate
+                    window=state.correction.to_estimate(state.route.window_for_math),
                     model=state.route.model,
                 )
             except CapacityExceeded as exc:
@@ -143,12 +144,13 @@ class ProviderCaller:
     def _proactive_trim(self, state: TurnState) -> None:
         if state.budget <= 0:
             return
-        result = trim_to_recent_turns(state.messages, state.budget, crumb_present=state.crumb)
+        budget = state.correction.to_estimate(state.budget)  # in estimate units
+        result = trim_to_recent_turns(state.messages, budget, crumb_present=state.crumb)
         if result.trimmed:
-            self._apply_trim(state, result, reason="token_budget", budget=state.budget)
+            self._apply_trim(state, result, reason="token_budget", budget=budget)
 
     def _recover(self, state: TurnState) -> bool:
-        target = recovery_target(estimate_history_tokens(state.messages))
+        target = recovery_target(state.messages.tokens)
         result = trim_to_recent_turns(state.messages, target, crumb_present=state.crumb)
         if not result.trimmed or result.dropped_turns == 0:
             return False
@@ -168,7 +170,7 @@ class ProviderCaller:
         if insert_breadcrumb(messages, state.crumb):
             dropped -= 1
         state.crumb = True
-        state.messages = messages
+        state.messages = IndexedHistory(messages)
         state.current_index = max(1, state.current_index - dropped)
         state.kept_turns = result.kept_turns
         state.dropped_turns += result.dropped_turns

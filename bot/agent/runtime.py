@@ -20,6 +20,7 @@ from bot.agent.bubbles import ReplyBubbles
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
+from bot.agent.token_truth import TokenTruth
 from bot.agent.prompt import Locale
 from bot.agent.provider_call import ProviderCaller
 from bot.agent.request import RequestBuilder
@@ -91,8 +92,11 @@ class TurnRunner:
         bus: EventBus | None = None,
         bot_id: int | None = None,
         bot_name: str = "tgbot",
+        truth: TokenTruth | None = None,
     ) -> None:
         self.messenger = messenger
+        self.truth = truth if truth is not None else TokenTruth()
+        """Per-route token corrections: learned by metering, used by budgets and checks."""
         self.clock = clock
         self.policy = policy
         self.bus = bus or EventBus()
@@ -106,6 +110,7 @@ class TurnRunner:
             policy=policy,
             bot_id=bot_id,
             bot_name=bot_name,
+            correction=self.truth.correction,
         )
         self.provider = ProviderCaller(tools=self.tools, bus=self.bus, clock=clock, policy=policy)
         self.tool_runner = ToolRunner(
@@ -121,7 +126,7 @@ class TurnRunner:
         self.bubbles = ReplyBubbles(
             store=store, events=events, clock=clock, bot_id=bot_id, bot_name=bot_name
         )
-        self.metering = CallMetering(ledger).attach(self.bus)
+        self.metering = CallMetering(ledger, truth=self.truth).attach(self.bus)
 
     @property
     def meters(self) -> OrderedDict[int, CallMeter]:

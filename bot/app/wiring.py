@@ -19,6 +19,7 @@ from adapters.llm.scripted import ScriptedModel
 from adapters.scheduler import build_scheduler
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
+from bot.agent.token_truth import TokenTruth
 from bot.agent.routes import Prices, ProviderEntry, RouteTable
 from bot.agent.runtime import TurnPolicy, TurnRunner
 from bot.app.retention_loop import RetentionPolicy
@@ -178,6 +179,7 @@ def build_app(
     clock = clock or SystemClock()
     routes = build_routes(settings, offline=offline)
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
+    truth = TokenTruth.load(settings.data_dir)
     bus = EventBus()
     runner = TurnRunner(
         store=store,
@@ -191,6 +193,7 @@ def build_app(
         bus=bus,
         bot_id=bot_id,
         bot_name=bot_name,
+        truth=truth,
     )
 
     async def usage_reply() -> tuple[str, bytes | None]:
