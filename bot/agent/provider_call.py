@@ -77,13 +77,13 @@ class ProviderCaller:
                 max_output_tokens=self.policy.max_output_tokens,
             )
             images = image_tokens(state.messages)
+            real = state.correction.apply  # the window is real tokens: so is what must fit
             try:
                 check_capacity(
-                    message_tokens=state.messages.tokens - images,
-                    tool_schema_tokens=fixed - system_tokens(state.messages),
-                    image_tokens=images,
-                    # the window is real tokens; the check adds up our estimate
-                    window=state.correction.to_estimate(state.route.window_for_math),
+                    message_tokens=real(state.messages.tokens - images),
+                    tool_schema_tokens=real(fixed - system_tokens(state.messages)),
+                    image_tokens=real(images),
+                    window=state.route.window_for_math,
                     model=state.route.model,
                 )
             except CapacityExceeded as exc:

@@ -120,3 +120,34 @@ async def test_the_correction_survives_a_restart_and_widens_an_over_counted_budg
     assert kept.kept_turns > plain.kept_turns
     await restarted.routes.aclose()
     await fresh.routes.aclose()
+
+
+async def test_the_capacity_check_counts_in_real_tokens(tmp_path: Path) -> None:
+    """A request our estimate puts over the window is sent when the route has learned that
+    its provider counts half of that; without the correction it is refused before sending."""
+
+    async def answered(data: Path, ratio: float | None) -> bool:
+        settings = rig_settings(data, owner_id=42, llm_context_window=3_000)
+        model = ScriptedModel()
+        messenger = RecordingMessenger()
+        clock = SteppingClock(START)
+        app = wire_app(
+            settings, store=InMemoryStore(), messenger=messenger, model=model, clock=clock
+        )
+        if ratio is not None:
+            route = app.runner.request.routes.resolve(None)
+            truth = app.runner.truth
+            for _ in range(40):
+                truth.observe(
+                    route.provider_name,
+                    route.model,
+                    estimated=10_000,
+                    reported=round(10_000 * ratio),
+                )
+        await say(app, clock, 1, "@bot " + "long question " * 950, mentions_bot=True)
+        await app.routes.aclose()
+        return bool(model.requests)
+
+    # ~3,800 estimated tokens, ~1,900 as this provider counts, against a 3,000-token window
+    assert not await answered(tmp_path / "plain", None)
+    assert await answered(tmp_path / "learned", 0.5)
