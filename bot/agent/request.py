@@ -15,13 +15,13 @@ from bot.agent.routes import RouteTable
 from bot.agent.turn import TurnPolicy, TurnState
 from bot.context.alias_table import AliasTable
 from bot.context.history_trim import HistoryTrimmed, IndexedHistory, breadcrumb_message
-from bot.context.token_correction import NO_CORRECTION, TokenCorrection
 from bot.context.projection import (
     Projection,
     current_record_index,
     project,
     without_per_turn_cost,
 )
+from bot.context.token_correction import NO_CORRECTION, TokenCorrection
 from bot.context.tokens import ensure_token_estimate, estimate_message_tokens
 from bot.context.turns import count_turns
 from bot.context.window import (

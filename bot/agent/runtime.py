@@ -20,11 +20,11 @@ from bot.agent.bubbles import ReplyBubbles
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
-from bot.agent.token_truth import TokenTruth
 from bot.agent.prompt import Locale
 from bot.agent.provider_call import ProviderCaller
 from bot.agent.request import RequestBuilder
 from bot.agent.routes import RouteTable
+from bot.agent.token_truth import TokenTruth
 from bot.agent.tool_runner import TOOL_TIMEOUT_SECONDS, ToolRunner
 from bot.agent.turn import TurnFailed, TurnOutcome, TurnPolicy, TurnState
 from bot.context.alias_table import AliasTable

@@ -19,9 +19,9 @@ from adapters.llm.scripted import ScriptedModel
 from adapters.scheduler import build_scheduler
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
-from bot.agent.token_truth import TokenTruth
 from bot.agent.routes import Prices, ProviderEntry, RouteTable
 from bot.agent.runtime import TurnPolicy, TurnRunner
+from bot.agent.token_truth import TokenTruth
 from bot.app.retention_loop import RetentionPolicy
 from bot.config import Settings
 from bot.context.budget import ProviderCapacity, RuntimeLimits
