@@ -129,7 +129,11 @@ class CallMetering:
         # the corrected estimate is what this call was budgeted with: before it teaches
         route = call.route
         entry = ledger_entry(call)
-        corrected = self.truth.corrected(route.provider_name, route.model, entry.est_total)
+        corrected = (
+            call.exact_tokens
+            if call.exact_tokens is not None
+            else self.truth.corrected(route.provider_name, route.model, entry.est_total)
+        )
         entry = replace(entry, est_corrected=corrected)
         self._remember(call, corrected)
         if call.error is None:

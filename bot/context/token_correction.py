@@ -24,9 +24,12 @@ shell can persist one per route and the correction survives a restart.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from bot.context.tokens import IMAGE_TOKEN_ESTIMATE, MESSAGE_OVERHEAD_TOKENS
+from bot.domain.messages import ChatMessage
 
 MIN_RATIO = 0.25
 MAX_RATIO = 4.0
@@ -130,3 +133,15 @@ def estimate_drift(pairs: Iterable[tuple[int, int]]) -> Drift | None:
     middle = n // 2
     median = errors[middle] if n % 2 else (errors[middle - 1] + errors[middle]) / 2
     return Drift(calls=n, median=median, p90=errors[min(n - 1, math.ceil(0.9 * n) - 1)])
+
+
+def exact_message_tokens(messages: Iterable[ChatMessage], count: Callable[[str], int]) -> int:
+    """The messages as an exact tokenizer (`count`) sees them, framed and charged like the
+    estimate: text, tool call names and arguments, 4 per message, the fixed image cost."""
+    total = 0
+    for message in messages:
+        total += count(message.content) + MESSAGE_OVERHEAD_TOKENS
+        for call in message.tool_calls:
+            total += count(call.name) + count(call.arguments)
+        total += IMAGE_TOKEN_ESTIMATE * len(message.images)
+    return total

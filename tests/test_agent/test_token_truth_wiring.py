@@ -3,16 +3,20 @@ and the learned correction survives a restart and moves the budgets it is used b
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import replace
 from datetime import UTC
 from pathlib import Path
 
+import pytest
+
 from adapters.llm.scripted import ScriptedModel
 from bot.agent.events import EventBus
-from bot.agent.ledger import LedgerWriter, read_entries
+from bot.agent.ledger import LedgerEntry, LedgerWriter, read_entries
 from bot.agent.metering import CallMetering
 from bot.agent.token_truth import FILE_NAME, TokenTruth
+from bot.errors import ConfigError
 from bot.ports import LLMRequest, LLMResponse, Usage
 from storage.memory import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
@@ -151,3 +155,49 @@ async def test_the_capacity_check_counts_in_real_tokens(tmp_path: Path) -> None:
     # ~3,800 estimated tokens, ~1,900 as this provider counts, against a 3,000-token window
     assert not await answered(tmp_path / "plain", None)
     assert await answered(tmp_path / "learned", 0.5)
+
+
+def _byte_tokenizer(path: Path) -> Path:
+    """A tiktoken file with no merges: every byte is one token (4x our ASCII estimate)."""
+    path.write_text("".join(f"{base64.b64encode(bytes([b])).decode()} {b}\n" for b in range(256)))
+    return path
+
+
+async def test_an_exact_tokenizer_file_is_what_the_capacity_check_counts(tmp_path: Path) -> None:
+    pytest.importorskip("tiktoken")
+    tokenizer = _byte_tokenizer(tmp_path / "bytes.tiktoken")
+
+    async def run(data: Path, **env: object) -> tuple[bool, list[LedgerEntry]]:
+        settings = rig_settings(data, owner_id=42, llm_context_window=12_000, **env)
+        model = ScriptedModel()
+        clock = SteppingClock(START)
+        app = wire_app(
+            settings,
+            store=InMemoryStore(),
+            messenger=RecordingMessenger(),
+            model=model,
+            clock=clock,
+        )
+        await say(app, clock, 1, "@bot " + "plain ascii words " * 500, mentions_bot=True)
+        await app.routes.aclose()
+        return bool(model.requests), list(read_entries(settings.traces_dir))
+
+    # our estimate (~4 bytes a token) fits the window: sent
+    sent, lines = await run(tmp_path / "estimate")
+    assert sent
+    assert lines[0].est_corrected == lines[0].est_total
+    # counted byte by byte, the same request does not fit: refused before sending, and
+    # the ledger line says how much the tokenizer counted
+    sent, lines = await run(tmp_path / "exact", llm_tokenizer_file=tokenizer)
+    assert not sent
+    (line,) = lines
+    assert line.error is not None
+    assert "CapacityExceeded" in line.error
+    assert line.est_corrected is not None
+    assert line.est_corrected > 12_000 > line.est_total
+
+
+def test_a_tokenizer_file_that_cannot_be_read_stops_the_start(tmp_path: Path) -> None:
+    settings = rig_settings(tmp_path, owner_id=42, llm_tokenizer_file=tmp_path / "absent.json")
+    with pytest.raises(ConfigError, match="llm_tokenizer_file"):
+        wire_app(settings, store=InMemoryStore(), messenger=RecordingMessenger())
