@@ -9,7 +9,7 @@ from typing import Literal
 from bot.agent.routes import RouteTable
 from bot.agent.runtime import CallMeter
 from bot.domain.facts import InboundMessage
-from bot.ports import ConversationStore, Messenger, SessionInfo
+from bot.ports import Messenger, RouteStore, SessionInfo
 from bot.services.guard import is_owner
 from bot.services.texts import text
 
@@ -33,7 +33,7 @@ class Commands:
         owner_id: int | None,
         locale: Locale,
         messenger: Messenger,
-        store: ConversationStore,
+        store: RouteStore,
         routes: RouteTable,
         meters: MeterLookup,
         usage_reply: UsageReply,
