@@ -7,12 +7,11 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import Literal
 
-from bot.agent.prompt import Locale
 from bot.agent.routes import ModelRoute
 from bot.context.budget import RuntimeLimits
 from bot.context.history_trim import HistoryTrimmed, IndexedHistory
 from bot.context.token_correction import NO_CORRECTION, TokenCorrection
-from bot.domain.ids import Scene
+from bot.domain.ids import Locale, Scene
 from bot.ports import Delivery, SessionInfo
 
 
