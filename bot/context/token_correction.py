@@ -126,9 +126,14 @@ class Drift:
 def estimate_drift(pairs: Iterable[tuple[int, int]]) -> Drift | None:
     """The drift of `(estimate, reported)` pairs; pairs without a positive report are
     skipped, and None when none is left."""
-    errors = sorted(abs(est - rep) / rep for est, rep in pairs if rep > 0)
+    return drift_of_errors([abs(est - rep) / rep for est, rep in pairs if rep > 0])
+
+
+def drift_of_errors(errors: list[float]) -> Drift | None:
+    """The drift of already computed absolute relative errors (sorted in place)."""
     if not errors:
         return None
+    errors.sort()
     n = len(errors)
     middle = n // 2
     median = errors[middle] if n % 2 else (errors[middle - 1] + errors[middle]) / 2

@@ -34,7 +34,7 @@ from datetime import date, timedelta, tzinfo
 from pathlib import Path
 
 from bot.agent.ledger import LedgerEntry, LedgerScan, ledger_file
-from bot.context.token_correction import Drift, estimate_drift
+from bot.context.token_correction import Drift, drift_of_errors
 
 DEFAULT_DAYS = 7
 CACHED_WEIGHT = 0.25
@@ -218,8 +218,8 @@ class _Bucket:
     def __init__(self) -> None:
         self.calls = self.estimated = self.reported = self.cached = self.output = 0
         self.reporting = 0
-        # route -> ([(estimate, reported)], [(corrected estimate, reported)])
-        self.drift: dict[str, tuple[list[tuple[int, int]], list[tuple[int, int]]]] = {}
+        # (provider, model) -> (raw errors, corrected errors): |estimate - reported| / reported
+        self.drift: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
         self.est_fixed = self.est_history = self.est_total = 0
         self.trims = self.errors = 0
         self.cost: float | None = None
@@ -243,13 +243,14 @@ class _Bucket:
             self.cached += entry.cached_tokens or 0
             self.reporting += 1
             if reported > 0:
-                route = f"{entry.provider}/{entry.model}"
-                pairs = self.drift.get(route)
-                if pairs is None:
-                    pairs = self.drift[route] = ([], [])
-                pairs[0].append((est_total, reported))
-                if entry.est_corrected is not None:
-                    pairs[1].append((entry.est_corrected, reported))
+                route = (entry.provider, entry.model)
+                errors = self.drift.get(route)
+                if errors is None:
+                    errors = self.drift[route] = ([], [])
+                errors[0].append(abs(est_total - reported) / reported)
+                corrected = entry.est_corrected
+                if corrected is not None:
+                    errors[1].append(abs(corrected - reported) / reported)
         self.output += entry.output_tokens or 0
         self.est_fixed += est_fixed
         self.est_history += est_history
@@ -330,10 +331,14 @@ class _Bucket:
         return self.reported - cached + CACHED_WEIGHT * cached
 
     def _drift(self) -> Iterable[RouteDrift]:
-        for route, (raw, corrected) in sorted(self.drift.items()):
-            raw_drift = estimate_drift(raw)
+        for (provider, model), (raw, corrected) in sorted(self.drift.items()):
+            raw_drift = drift_of_errors(raw)
             if raw_drift is not None:
-                yield RouteDrift(route=route, raw=raw_drift, corrected=estimate_drift(corrected))
+                yield RouteDrift(
+                    route=f"{provider}/{model}",
+                    raw=raw_drift,
+                    corrected=drift_of_errors(corrected),
+                )
 
 
 def _bucket_name(calls: int) -> str:
