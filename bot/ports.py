@@ -55,7 +55,7 @@ class NewRecord:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PlatformEvent:
+class PlatformMessage:
     """One real platform message (inbound, or a confirmed outbound bubble)."""
 
     chat_id: int
@@ -136,7 +136,7 @@ class RecordAppender(Protocol):
         records: Sequence[NewRecord],
         *,
         parent_id: int | None = None,
-        events: Sequence[PlatformEvent] = (),
+        platform_messages: Sequence[PlatformMessage] = (),
         move_leaf: bool = True,
         at_root: bool = False,
     ) -> tuple[StoredRecord, ...]:
@@ -166,16 +166,18 @@ class HistoryStore(HistoryReader, BubbleStore, Protocol):
     async def set_window_start(self, session_id: int, record_id: int | None) -> None: ...
 
 
-class EventLookup(Protocol):
+class PlatformMessageLookup(Protocol):
     """Finding a real platform message (tools resolve their targets with it)."""
 
-    async def find_event(self, chat_id: int, message_id: int) -> PlatformEvent | None: ...
+    async def find_platform_message(
+        self, chat_id: int, message_id: int
+    ) -> PlatformMessage | None: ...
 
 
-class PlatformEventStore(EventLookup, Protocol):
+class PlatformMessageStore(PlatformMessageLookup, Protocol):
     """Real platform messages, what quotes and references resolve against."""
 
-    async def record_events(self, events: Sequence[PlatformEvent]) -> None:
+    async def record_platform_messages(self, events: Sequence[PlatformMessage]) -> None:
         """Insert or update (on chat id + message id) platform events."""
         ...
 
@@ -211,7 +213,7 @@ class Prunable(Protocol):
 
 
 class InboundStore(
-    SessionStore, HistoryReader, RecordAppender, PlatformEventStore, UpdateClaims, Protocol
+    SessionStore, HistoryReader, RecordAppender, PlatformMessageStore, UpdateClaims, Protocol
 ):
     """What the inbound service needs: sessions, their history, new records and events,
     update claims, and moving the active leaf (an edit or a recovered branch)."""
@@ -293,7 +295,7 @@ class Delivery:
     def delivered(self) -> bool:
         return any(mid is not None for mid in self.message_ids)
 
-    def events(
+    def platform_messages(
         self,
         *,
         chat_id: int,
@@ -304,13 +306,13 @@ class Delivery:
         now: datetime,
         record_id: int | None = None,
         slots: range | None = None,
-    ) -> list[PlatformEvent]:
+    ) -> list[PlatformMessage]:
         """Platform events of the confirmed bubbles (only `slots` if given), as the bot's
         messages; a bubble without a confirmed date is dated `now`."""
         dates = self.dates or (None,) * len(self.message_ids)
         wanted = slots if slots is not None else range(len(self.message_ids))
         return [
-            PlatformEvent(
+            PlatformMessage(
                 chat_id=chat_id,
                 thread_id=thread_id,
                 message_id=mid,
@@ -366,7 +368,7 @@ class Messenger(Protocol):
 class RecordedBubbles(Protocol):
     """Called with the platform events of bubbles a tool delivered, to store them."""
 
-    async def __call__(self, events: Sequence[PlatformEvent]) -> None: ...
+    async def __call__(self, events: Sequence[PlatformMessage]) -> None: ...
 
 
 class InboundSink(Protocol):

@@ -29,7 +29,7 @@ from bot.ports import (
     ConversationStore,
     LoadedHistory,
     NewRecord,
-    PlatformEvent,
+    PlatformMessage,
     SessionInfo,
 )
 from storage.alias_cache import (
@@ -308,7 +308,7 @@ class SqlStore:
         records: Sequence[NewRecord],
         *,
         parent_id: int | None = None,
-        events: Sequence[PlatformEvent] = (),
+        platform_messages: Sequence[PlatformMessage] = (),
         move_leaf: bool = True,
         at_root: bool = False,
     ) -> tuple[StoredRecord, ...]:
@@ -373,8 +373,8 @@ class SqlStore:
                     )
                 )
                 parent, last = new_id, derived.last
-            if events:
-                await self._write_events(conn, events, default_record_id=stored[-1].id)
+            if platform_messages:
+                await self._write_events(conn, platform_messages, default_record_id=stored[-1].id)
             if move_leaf:
                 params = {"session_id": session_id, "leaf_id": stored[-1].id, "now": self._now()}
                 await conn.execute(MOVE_LEAF, params)
@@ -420,13 +420,13 @@ class SqlStore:
 
     # ------------------------------------------------------------ platform events
 
-    async def record_events(self, events: Sequence[PlatformEvent]) -> None:
+    async def record_platform_messages(self, events: Sequence[PlatformMessage]) -> None:
         if not events:
             return
         async with self._write() as conn:
             await self._write_events(conn, events, default_record_id=None)
 
-    async def find_event(self, chat_id: int, message_id: int) -> PlatformEvent | None:
+    async def find_platform_message(self, chat_id: int, message_id: int) -> PlatformMessage | None:
         async with self._read(one_statement=True) as conn:
             params = {"chat_id": chat_id, "message_id": message_id}
             row = (await conn.execute(EVENT_BY_KEY, params)).first()
@@ -435,7 +435,7 @@ class SqlStore:
     async def _write_events(
         self,
         conn: AsyncConnection,
-        events: Sequence[PlatformEvent],
+        events: Sequence[PlatformMessage],
         *,
         default_record_id: int | None,
     ) -> None:

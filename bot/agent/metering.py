@@ -27,7 +27,7 @@ class CallMeter:
     """What `/context` shows about the last model call of a session."""
 
     model: str
-    window: int | None
+    context_window: int | None
     budget: int
     history_budget: int
     estimated_input: int
@@ -88,7 +88,7 @@ def call_meter(call: ModelCalled, *, corrected: int | None = None) -> CallMeter:
     estimated = call.fixed_tokens + call.tokens.messages
     return CallMeter(
         model=call.route.model,
-        window=call.route.window,
+        context_window=call.route.context_window,
         budget=call.budget,
         history_budget=call.history_budget,
         estimated_input=estimated,

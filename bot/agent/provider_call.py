@@ -96,7 +96,7 @@ class ProviderCaller:
                     message_tokens=needs[0],
                     tool_schema_tokens=needs[1],
                     image_tokens=needs[2],
-                    window=state.route.window_for_math,
+                    context_window=state.route.context_window_for_math,
                     model=state.route.model,
                 )
             except CapacityExceeded as exc:

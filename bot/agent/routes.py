@@ -37,14 +37,14 @@ TokenCount = Callable[[str], int]
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelRoute:
     """A resolved route. `window` is None when the capacity is unknown (nothing reported
-    to clients); `window_for_math` is what budgets and capacity checks use. `count_tokens`
-    is the operator's exact tokenizer for this model, when one is configured."""
+    to clients); `context_window_for_math` is what budgets and capacity checks use.
+    `count_tokens` is the operator's exact tokenizer for this model, when one is configured."""
 
     provider_name: str
     model: str
     provider: LLMProvider
-    window: int | None
-    window_for_math: int
+    context_window: int | None
+    context_window_for_math: int
     prices: Prices = Prices()
     count_tokens: TokenCount | None = None
 
@@ -110,8 +110,8 @@ class RouteTable:
             provider_name=name,
             model=model,
             provider=entry.provider,
-            window=resolved.window,
-            window_for_math=resolved.window_for_math,
+            context_window=resolved.context_window,
+            context_window_for_math=resolved.context_window_for_math,
             prices=entry.prices,
             # a tokenizer file belongs to the model it was made for, like the window
             count_tokens=entry.count_tokens if entry.capacity.model in ("", model) else None,

@@ -35,7 +35,7 @@ from bot.ports import (
     HistoryStore,
     LLMResponse,
     Messenger,
-    PlatformEventStore,
+    PlatformMessageStore,
     SessionInfo,
 )
 from bot.texts import text as user_text
@@ -63,7 +63,7 @@ class TurnRunner:
         self,
         *,
         store: HistoryStore,
-        events: PlatformEventStore,
+        platform_messages: PlatformMessageStore,
         messenger: Messenger,
         routes: RouteTable,
         tools: Sequence[Tool],
@@ -97,7 +97,7 @@ class TurnRunner:
         self.tool_runner = ToolRunner(
             tools=self.tools,
             store=store,
-            events=events,
+            platform_messages=platform_messages,
             messenger=messenger,
             clock=clock,
             bot_id=bot_id,
@@ -105,7 +105,11 @@ class TurnRunner:
             max_result_chars=policy.max_tool_result_chars,
         )
         self.bubbles = ReplyBubbles(
-            store=store, events=events, clock=clock, bot_id=bot_id, bot_name=bot_name
+            store=store,
+            platform_messages=platform_messages,
+            clock=clock,
+            bot_id=bot_id,
+            bot_name=bot_name,
         )
         self.metering = CallMetering(ledger, truth=self.truth).attach(self.bus)
 

@@ -28,7 +28,7 @@ from bot.domain.records import UserRecord
 from bot.ports import Clock, ConversationStore, Messenger, SessionInfo
 from bot.services.chat_lock import ChatLock, LockScope
 from bot.services.guard import RateLimiter, chat_allowed
-from bot.services.message_records import platform_event_of, record_of, scene_of
+from bot.services.message_records import platform_message_of, record_of, scene_of
 from bot.services.recovery import CrashRecovery, RecoveryPolicy
 from bot.services.triggers import AnswerRules, BotIdentity, facts_of_message, should_answer
 from bot.texts import text
@@ -149,7 +149,10 @@ class InboundService:
                 return
         state = self._state(session.id)
         async with state.store_lock, self._chat_held(session, "store"):
-            if await self.store.find_event(message.chat_id, message.message_id) is not None:
+            if (
+                await self.store.find_platform_message(message.chat_id, message.message_id)
+                is not None
+            ):
                 log.info("duplicate message %s/%s", message.chat_id, message.message_id)
                 return
             answer = should_answer(facts_of_message(message), session.scene, self.policy.rules)
@@ -181,8 +184,8 @@ class InboundService:
         session = await self.open(message)
         state = self._state(session.id)
         async with state.store_lock, self._chat_held(session, "store"):
-            known = await self.store.find_event(message.chat_id, message.message_id)
-            await self.store.record_events([platform_event_of(message, known=known)])
+            known = await self.store.find_platform_message(message.chat_id, message.message_id)
+            await self.store.record_platform_messages([platform_message_of(message, known=known)])
         async with state.lock, self._chat_held(session, "turn"):
             loaded = await self.store.load_history(session.id, max_records=200)
             last_user = next(
@@ -305,7 +308,7 @@ class InboundService:
         await self.store.append(
             session.id,
             [record_of(message, merged=merged)],
-            events=[platform_event_of(message)],
+            platform_messages=[platform_message_of(message)],
         )
 
     def _schedule_turn(
