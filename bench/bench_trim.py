@@ -166,18 +166,36 @@ class TrimRow:
         return self.langchain_ms / self.runtime_ms
 
 
+def _interleaved_ms(calls: Sequence[Callable[[], object]], rounds: int) -> list[float]:
+    """Median ms of each call, timed round-robin: one call of each per round, so a burst of
+    load on the shared machine hits every column alike instead of one."""
+    for call in calls:
+        call()  # warm-up
+    times: list[list[float]] = [[] for _ in calls]
+    for _ in range(rounds):
+        for call, spent in zip(calls, times, strict=True):
+            started = time.perf_counter()
+            call()
+            spent.append(time.perf_counter() - started)
+    return [statistics.median(spent) * 1_000 for spent in times]
+
+
 def measure(sizes: Sequence[int] = SIZES) -> list[TrimRow]:
     rows = []
     for size in sizes:
         history = build_history(size)
-        repeats = 200 if size <= 10_000 else 30
-        lc_repeats = 30 if size <= 10_000 else 5
-        ours = _median_ms(partial(trim_to_recent_turns, history, BUDGET), repeats)
-        figures = _median_ms(partial(_event, history), repeats)
+        rounds = 60 if size <= 10_000 else 9
         indexed = IndexedHistory(history)
-        runtime = _median_ms(partial(_runtime_path, indexed), repeats)
-        index = _median_ms(partial(IndexedHistory, history), max(5, repeats // 10))
-        theirs = _median_ms(_langchain(history), lc_repeats)
+        ours, figures, runtime, theirs = _interleaved_ms(
+            (
+                partial(trim_to_recent_turns, history, BUDGET),
+                partial(_event, history),
+                partial(_runtime_path, indexed),
+                _langchain(history),
+            ),
+            rounds,
+        )
+        index = _median_ms(partial(IndexedHistory, history), 9)
         kept = len(trim_to_recent_turns(history, BUDGET).messages)
         rows.append(TrimRow(size, kept, ours, figures, runtime, index, theirs))
     return rows
