@@ -24,7 +24,7 @@ from aiogram.methods.base import Response
 from aiogram.types import Message, Update
 
 from adapters.telegram.parsing import parse_update_strict
-from adapters.telegram.placeholders import Locale
+from adapters.telegram.quote_summaries import Locale
 from bot.domain.facts import InboundMessage
 from bot.errors import StorageUnavailable
 from bot.ports import InboundSink
