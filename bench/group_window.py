@@ -81,7 +81,7 @@ async def measure(name: str, workload: Workload, policy: str) -> Row:
         workload=name,
         policy=policy,
         replies=found.calls,
-        visible_p50=found.history_messages_p50,
+        visible_p50=found.visible_p50,
         history_p50=found.history_p50,
         history_max=found.history_max,
         input_p50=found.p50,

@@ -97,6 +97,10 @@ class ProviderProfile(BaseModel):
     api_key_env: str | None = None
     model: str = ""
     context_window: int = 0
+    tokenizer_file: Path | None = None
+    """An exact offline tokenizer for `model`: a tiktoken BPE file or a `tokenizer.json`."""
+    tokenizer_pattern: str | None = None
+    """The split pattern of a tiktoken file: cl100k, o200k, qwen or a regex."""
     price_input_per_mtok: float = 0.0
     price_cached_input_per_mtok: float = 0.0
     price_output_per_mtok: float = 0.0
@@ -155,6 +159,8 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_model: str = "offline-demo"
     llm_context_window: int = Field(0, ge=0)
+    llm_tokenizer_file: Path | None = None
+    llm_tokenizer_pattern: str | None = None
     database_url: str | None = None
     data_dir: Path = Path("./data")
     bot_timezone: str = "UTC"
@@ -166,6 +172,12 @@ class Settings(BaseSettings):
     operator registers it."""
     webhook_secret: SecretStr | None = None
     """Checked against `X-Telegram-Bot-Api-Secret-Token` on every webhook request."""
+    dashboard_port: int | None = Field(None, ge=1, le=65535)
+    """When set, `tgbot run` serves the dashboard on this port too (DESIGN.md §9)."""
+    dashboard_token: SecretStr | None = None
+    """When set, every dashboard page but /healthz needs it; unset: loopback only."""
+    dashboard_url: str | None = None
+    """Public base URL of the dashboard, for the owner's `/dashboard` link."""
 
     history: HistorySettings = HistorySettings()
     compaction: CompactionSettings = CompactionSettings()
@@ -195,7 +207,7 @@ class Settings(BaseSettings):
             raise ValueError("expected 1-256 characters of A-Z, a-z, 0-9, _ and -")
         return value
 
-    @field_validator("telegram_api_base", "llm_base_url", "webhook_url")
+    @field_validator("telegram_api_base", "llm_base_url", "webhook_url", "dashboard_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("http://", "https://")):

@@ -46,6 +46,8 @@ class ModelCalled:
     dropped_turns: int
     purpose: Literal["turn", "compaction"] = "turn"
     """`compaction`: a summary call (issue 17), not part of the member's turn."""
+    exact_tokens: int | None = None
+    """The request as the route's exact tokenizer counts it, when one is configured."""
 
 
 RuntimeEvent = HistoryTrimmed | ModelCalled

@@ -8,7 +8,7 @@ history is left out) in front.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from bot.agent.compaction import Compactor, FoldView, summary_before
@@ -17,13 +17,14 @@ from bot.agent.routes import RouteTable
 from bot.agent.turn import TurnPolicy, TurnState
 from bot.context.alias_table import AliasTable
 from bot.context.compaction import predict_cut, summary_message
-from bot.context.history_trim import HistoryTrimmed, breadcrumb_message
+from bot.context.history_trim import HistoryTrimmed, IndexedHistory, breadcrumb_message
 from bot.context.projection import (
     Projection,
     current_record_index,
     project,
     without_per_turn_cost,
 )
+from bot.context.token_correction import NO_CORRECTION, TokenCorrection
 from bot.context.tokens import ensure_token_estimate, estimate_message_tokens
 from bot.context.turns import count_turns
 from bot.context.window import (
@@ -57,11 +58,14 @@ class RequestBuilder:
         policy: TurnPolicy,
         bot_id: int | None,
         bot_name: str,
+        correction: Callable[[str, str], TokenCorrection] | None = None,
         compactor: Compactor | None = None,
     ) -> None:
         self.compactor = compactor
         """Folds departing turns into the summary (issue 17); None: compaction is off."""
         self.store = store
+        self.correction = correction or (lambda provider, model: NO_CORRECTION)
+        """The learned token correction of a route (provider, model)."""
         self.routes = routes
         self.tools = tools
         self.clock = clock
@@ -102,7 +106,8 @@ class RequestBuilder:
         records = list(loaded.records)
         has_earlier = loaded.has_earlier
         history_budget = policy.scene_budgets.get(session.scene, 0)
-        limits = self.window_limits(session.scene)
+        correction = self.correction(route.provider_name, route.model)
+        limits = self.window_limits(session.scene, correction)
         blocks = build_per_turn_blocks(
             TurnContext(
                 now=self.clock.now(),
@@ -170,7 +175,7 @@ class RequestBuilder:
             session=session,
             route=route,
             turn_id=turn_id,
-            messages=head + list(projection.messages),
+            messages=IndexedHistory([*head, *projection.messages]),
             crumb=has_earlier,
             current_index=len(head)
             + (current if current is not None else len(projection.messages)),
@@ -180,6 +185,7 @@ class RequestBuilder:
             history_budget=history_budget,
             kept_turns=count_turns(projection.messages),
             dropped_turns=decision.dropped_turns if decision.moved else 0,
+            correction=correction,
         )
         if window_event is not None:
             state.pending_trims.append(window_event)
@@ -193,14 +199,22 @@ class RequestBuilder:
             state.fold_soon = predict_cut(kept, limits, margin) is not None
         return state, aliases, records
 
-    def window_limits(self, scene: Scene) -> WindowLimits:
-        """The scene's window limits; the summary's bound is reserved inside its budget."""
+    def route_correction(self, session: SessionInfo) -> TokenCorrection:
+        route = self.routes.resolve(session.route)
+        return self.correction(route.provider_name, route.model)
+
+    def window_limits(
+        self, scene: Scene, correction: TokenCorrection = NO_CORRECTION
+    ) -> WindowLimits:
+        """The scene's window limits; the summary's bound is reserved inside its budget.
+        Budgets are real tokens; the window counts our estimate (`correction`)."""
         policy = self.policy
         history_budget = policy.scene_budgets.get(scene, 0)
         reserve = policy.summary_budget(scene) if self.compactor is not None else 0
         caps = policy.caps(scene)
+        budget = max(1, history_budget - reserve) if history_budget > 0 else 0
         return WindowLimits(
-            token_budget=max(1, history_budget - reserve) if history_budget > 0 else 0,
+            token_budget=correction.to_estimate(budget) if budget > 0 else 0,
             max_turns=caps.max_turns,
             max_messages=caps.max_messages,
             headroom=policy.headroom,
@@ -248,7 +262,7 @@ class RequestBuilder:
             records=records,
             costs=costs,
             turn_starts=[projection.record_index[i] for i in costs.starts],
-            limits=self.window_limits(session.scene),
+            limits=self.window_limits(session.scene, self.route_correction(session)),
             summary=summary,
             messages=head + list(projection.messages),
         )

@@ -24,6 +24,7 @@ from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
 from bot.agent.provider_call import ProviderCaller
 from bot.agent.request import RequestBuilder
 from bot.agent.routes import RouteTable
+from bot.agent.token_truth import TokenTruth
 from bot.agent.tool_runner import TOOL_TIMEOUT_SECONDS, ToolRunner
 from bot.agent.turn import TurnFailed, TurnOutcome, TurnPolicy, TurnState
 from bot.context.alias_table import AliasTable
@@ -74,10 +75,13 @@ class TurnRunner:
         bot_id: int | None = None,
         bot_name: str = "tgbot",
         told_user: Callable[[int, int], Sequence[str]] | None = None,
+        truth: TokenTruth | None = None,
     ) -> None:
         self.told_user = told_user
         """Lines sent in a chat outside model turns since the last turn there (taken once)."""
         self.messenger = messenger
+        self.truth = truth if truth is not None else TokenTruth()
+        """Per-route token corrections: learned by metering, used by budgets and checks."""
         self.clock = clock
         self.policy = policy
         self.bus = bus or EventBus()
@@ -107,6 +111,7 @@ class TurnRunner:
             policy=policy,
             bot_id=bot_id,
             bot_name=bot_name,
+            correction=self.truth.correction,
         )
         self.provider = ProviderCaller(tools=self.tools, bus=self.bus, clock=clock, policy=policy)
         self.tool_runner = ToolRunner(
@@ -126,7 +131,7 @@ class TurnRunner:
             bot_id=bot_id,
             bot_name=bot_name,
         )
-        self.metering = CallMetering(ledger).attach(self.bus)
+        self.metering = CallMetering(ledger, truth=self.truth).attach(self.bus)
 
     @property
     def meters(self) -> OrderedDict[int, CallMeter]:
@@ -199,7 +204,7 @@ class TurnRunner:
         if not text:
             raise TurnFailed("bad_response", "the model's reply was empty after cleaning")
         key = state.session.key
-        recorder = self.bubbles.recorder(state.session, reply_to)
+        recorder = self.bubbles.recorder(state.session, reply_to, text)
         delivery = await self.messenger.send_text(
             key.chat_id, text, thread_id=key.thread_id, reply_to=reply_to, on_bubble=recorder
         )

@@ -133,3 +133,44 @@ class InboundMessage:
     replies_to_bot: bool = False
     command: str | None = None
     event: str | None = None
+
+
+MembershipChangeKind = Literal["added", "removed", "updated"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MembershipChange:
+    """The bot's own membership in a chat changed (Telegram's `my_chat_member`).
+
+    `change` is "added" when the bot can now read the chat, "removed" when it left or was
+    kicked (nothing more may be sent there), "updated" for anything else (promoted,
+    restricted but still a member). `status` is the new status as Telegram names it
+    ("member", "administrator", "left", "kicked", …); `actor` is who made the change.
+    """
+
+    update_id: int | None = None
+    chat_id: int
+    chat_type: Literal["private", "group", "supergroup", "channel"]
+    chat_title: str | None = None
+    date: datetime
+    actor: Sender
+    change: MembershipChangeKind
+    status: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReactionChange:
+    """Someone changed their reactions to a message (Telegram's `message_reaction`).
+
+    `added`/`removed` are the reactions that appeared or went away: an emoji, or
+    `custom_emoji:<id>`, or `paid`. `actor` is the user, or the chat for an anonymous
+    admin or a channel. Whether the message is the bot's is for the consumer to decide.
+    """
+
+    update_id: int | None = None
+    chat_id: int
+    message_id: int
+    date: datetime
+    actor: Sender
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
