@@ -24,8 +24,8 @@ from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.routes import Prices, ProviderEntry, RouteTable
 from bot.agent.runtime import TurnPolicy, TurnRunner
-from bot.agent.turn import SceneCaps
 from bot.agent.token_truth import TokenTruth
+from bot.agent.turn import SceneCaps
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
 from bot.config import HistorySettings, SceneHistory, Settings
