@@ -19,6 +19,7 @@ from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.webhook import serve_webhook
+from bot.app.dashboard.server import RunningDashboard, start_beside_bot
 from bot.app.retention_loop import retention_loop
 from bot.app.wiring import (
     build_app,
@@ -45,6 +46,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
     scheduler = None
     stopped = asyncio.Event()
     retention: asyncio.Task[None] | None = None
+    dashboard: RunningDashboard | None = None
     try:
         me = await bot.get_me()
         messenger = TelegramMessenger(bot)
@@ -60,6 +62,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             app.inbound, bot_id=me.id, bot_username=me.username, locale=settings.bot_locale
         )
         scheduler = start_daily_summary(app, messenger)
+        dashboard = await start_beside_bot(settings, app.bus)  # when DASHBOARD_PORT is set
         retention = asyncio.create_task(
             retention_loop(store, retention_policy(settings), app.runner.clock, stop=stopped)
         )
@@ -92,6 +95,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             await poll_updates(dispatcher, bot, stop=stop_polling)
         log.info("finishing running turns")
         await app.inbound.drain()
+        await app.runner.aclose()
         await app.routes.aclose()
         await app.ledger.flush()
     finally:
@@ -102,6 +106,8 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             asyncio.get_running_loop().remove_signal_handler(sig)
         if scheduler is not None:
             scheduler.shutdown(wait=False)
+        if dashboard is not None:
+            await dashboard.close()
         await bot.session.close()
         await chat_lock.close()
         await store.close()
