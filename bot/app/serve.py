@@ -4,7 +4,12 @@ daily-summary scheduler and the retention loop.
 SIGTERM / SIGINT stop taking updates (polling stops; the webhook answers 503 and closes after
 the requests in flight), then the turns already running finish (`InboundService.drain`)
 before the process exits. The chat lock comes from the database URL: asyncio locks on SQLite
-(one worker), PostgreSQL advisory locks for several workers on one database.
+(one worker), PostgreSQL advisory locks for several workers on one database. An update that
+does not validate is recorded in the update log (`claim_update`) and passed.
+
+Test-only: `TGBOT_FAULT=after_commit_before_confirm` SIGKILLs the process after the first
+batch of updates was stored and before its offset is confirmed (the crash tests use it; it
+is read here and nowhere else).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import signal
 import sys
 
 from adapters.telegram.app import build_bot, build_dispatcher
-from adapters.telegram.polling_loop import poll_updates
+from adapters.telegram.polling_loop import AfterBatchHook, poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.webhook import serve_webhook
 from bot.app.retention_loop import retention_loop
@@ -33,6 +38,20 @@ from bot.errors import ConfigError
 log = logging.getLogger("tgbot.run")
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+FAULT_ENV = "TGBOT_FAULT"
+"""Test-only fault injection (see the module docstring)."""
+
+
+def _fault_after_batch() -> AfterBatchHook | None:
+    if os.environ.get(FAULT_ENV) != "after_commit_before_confirm":
+        return None
+
+    def crash() -> None:
+        log.warning("%s: killing the process before the offset is confirmed", FAULT_ENV)
+        logging.shutdown()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    return crash
 
 
 async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> int:
@@ -57,6 +76,10 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
         dispatcher = build_dispatcher(
             app.inbound, bot_id=me.id, bot_username=me.username, locale=settings.bot_locale
         )
+
+        async def skipped(update_id: int, reason: str) -> None:
+            await store.claim_update(update_id)
+
         scheduler = start_daily_summary(app, messenger)
         retention = asyncio.create_task(
             retention_loop(store, retention_policy(settings), app.runner.clock, stop=stopped)
@@ -78,6 +101,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
                 stop=stop,
                 secret=secret.get_secret_value() if secret is not None else None,
                 public_url=settings.webhook_url,
+                on_skipped=skipped,
             )
         else:
             log.info(
@@ -87,7 +111,13 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             for sig in _STOP_SIGNALS:
                 loop.add_signal_handler(sig, stop_polling.set)
             # confirms each batch only after it was stored; one chat's updates in order
-            await poll_updates(dispatcher, bot, stop=stop_polling)
+            await poll_updates(
+                dispatcher,
+                bot,
+                stop=stop_polling,
+                on_skipped=skipped,
+                after_batch=_fault_after_batch(),
+            )
         log.info("finishing running turns")
         await app.inbound.drain()
         await app.routes.aclose()
