@@ -58,11 +58,13 @@ from bot.errors import SessionNotFound, StorageError, StorageUnavailable
 from bot.ports import (
     ConversationStore,
     HistoryStore,
+    InboundAppend,
     LoadedHistory,
     NewRecord,
     PlatformEvent,
     PlatformEventStore,
     SessionInfo,
+    SessionRequest,
     UpdateLog,
 )
 from storage.codec import (
@@ -76,6 +78,7 @@ from storage.codec import (
     with_message_ids,
 )
 from storage.engine import ONE_STATEMENT, WRITE
+from storage.inbound_batch import InboundBatchWriter
 from storage.retention import Node, PruneResult, plan_prune
 from storage.tables import EVENTS, MESSAGES, SESSIONS, SUMMARIES, UPDATES
 
@@ -152,6 +155,7 @@ class SqlStore:
         self._engine = engine
         self._now = now or (lambda: datetime.now(UTC))
         self._gate = _WriteGate() if engine.dialect.name == "sqlite" else None
+        self._batches = InboundBatchWriter(self._write, self._append_inbound_one, self._now)
 
     async def close(self) -> None:
         await self._engine.dispose()
@@ -434,6 +438,45 @@ class SqlStore:
                 await conn.execute(_MOVE_LEAF, params)
         return tuple(stored)
 
+    # ------------------------------------------------------------ group commit
+
+    async def open_sessions(self, requests: Sequence[SessionRequest]) -> tuple[SessionInfo, ...]:
+        """One read for the known sessions; `open_session` for new or changed ones."""
+        chat_ids = sorted({r.key.chat_id for r in requests})
+        async with self._read(one_statement=True) as conn:
+            rows = await conn.execute(_SESSIONS_OF_CHATS, {"chat_ids": chat_ids})
+            known = {_session_info(row).key: _session_info(row) for row in rows}
+        opened: list[SessionInfo] = []
+        for request in requests:
+            info = known.get(request.key)
+            if (
+                info is None
+                or info.scene != request.scene
+                or request.title
+                not in (
+                    None,
+                    info.title,
+                )
+            ):
+                info = await self.open_session(
+                    request.key, scene=request.scene, title=request.title
+                )
+                known[request.key] = info
+            opened.append(info)
+        return tuple(opened)
+
+    async def append_inbound(
+        self, items: Sequence[InboundAppend]
+    ) -> tuple[StoredRecord | None, ...]:
+        """See `bot.ports.InboundBatchStore` and `storage.inbound_batch`."""
+        return await self._batches.append(items)
+
+    async def _append_inbound_one(self, item: InboundAppend) -> StoredRecord | None:
+        if await self.find_event(item.event.chat_id, item.event.message_id) is not None:
+            return None
+        (stored,) = await self.append(item.session_id, [item.record], events=[item.event])
+        return stored
+
     async def set_message_ids(
         self, record_id: int, message_ids: Sequence[int | None]
     ) -> StoredRecord:
@@ -568,6 +611,9 @@ _SESSION_BY_KEY = select(SESSIONS).where(
     SESSIONS.c.platform == bindparam("platform"),
     SESSIONS.c.chat_id == bindparam("chat_id"),
     SESSIONS.c.thread_id == bindparam("thread_id"),
+)
+_SESSIONS_OF_CHATS = select(SESSIONS).where(
+    SESSIONS.c.chat_id.in_(bindparam("chat_ids", expanding=True))
 )
 _SESSION_BY_ID = select(SESSIONS).where(SESSIONS.c.id == bindparam("session_id"))
 _SESSION_BY_ID_LOCKED = _SESSION_BY_ID.with_for_update()
