@@ -33,6 +33,7 @@ from aiogram.methods.base import Response
 from aiogram.types import Message, Update
 from pydantic import ValidationError
 
+from adapters.telegram.app import BatchDelivery, batch_delivery
 from bot.errors import StorageUnavailable
 
 logger = logging.getLogger(__name__)
@@ -154,13 +155,28 @@ async def _report_skipped(hook: SkipHook | None, update_id: int | None, reason: 
 
 
 async def handle_batch(dispatcher: Dispatcher, bot: Bot, updates: Sequence[Update]) -> None:
-    """Feed one batch: chats concurrently, each chat's updates in message order."""
+    """Feed one batch: chats concurrently, each chat's updates in message order.
+
+    With a `BatchDelivery` (a sink that takes batches), each chat's leading new messages
+    go to it together, stored in one transaction; the rest of each chat (from its first
+    edit or other update on) then goes through the dispatcher, in order."""
     chats: dict[object, list[Update]] = {}
     for update in updates:
         chats.setdefault(_chat_key(update), []).append(update)
+    groups = [sorted(group, key=_order_key) for group in chats.values()]
+    batch = batch_delivery(dispatcher)
+    if batch is not None:
+        heads: list[Update] = []
+        rests: list[list[Update]] = []
+        for group in groups:
+            cut = next((i for i, u in enumerate(group) if not batch.takes(u)), len(group))
+            heads += group[:cut]
+            rests.append(group[cut:])
+        if not heads or await _deliver_batch(batch, heads):
+            groups = rests
 
     async def run_chat(group: list[Update]) -> None:
-        for update in sorted(group, key=_order_key):
+        for update in group:
             for attempt in range(STORAGE_RETRIES + 1):
                 try:
                     await dispatcher.feed_update(bot, update)
@@ -174,7 +190,27 @@ async def handle_batch(dispatcher: Dispatcher, bot: Bot, updates: Sequence[Updat
                     logger.exception("handling update %s failed", update.update_id)
                 break
 
-    await asyncio.gather(*(run_chat(group) for group in chats.values()))
+    await asyncio.gather(*(run_chat(group) for group in groups if group))
+
+
+async def _deliver_batch(batch: BatchDelivery, heads: list[Update]) -> bool:
+    """Hand the new messages over together; False when that failed for a reason other than
+    storage (a bug): then the caller feeds them one by one (duplicates are found there)."""
+    for attempt in range(STORAGE_RETRIES + 1):
+        try:
+            await batch.deliver(heads)
+        except StorageUnavailable:
+            if attempt == STORAGE_RETRIES:
+                ids = f"{heads[0].update_id}..{heads[-1].update_id}"
+                logger.exception("storing updates %s failed; giving up", ids)
+                return True
+            await asyncio.sleep(0.5 * 2**attempt)
+            continue
+        except Exception:
+            logger.exception("handling a batch failed; handling its updates one by one")
+            return False
+        return True
+    return True
 
 
 def _message(update: Update) -> Message | None:

@@ -36,8 +36,8 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, nullcontext
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
@@ -58,10 +58,12 @@ from bot.ports import (
     Clock,
     ConversationStore,
     Delivery,
+    InboundAppend,
     Messenger,
     NewRecord,
     PlatformEvent,
     SessionInfo,
+    SessionRequest,
 )
 from bot.services.chat_lock import ChatLock, LockScope
 from bot.services.guard import RateLimiter, chat_allowed
@@ -198,6 +200,85 @@ class InboundService:
             await self._store_inbound(session, message, merged=merged)
         if not answer or message.event is not None:
             return
+        await self._answer_stored(session, state, message)
+
+    async def on_batch(self, messages: Sequence[InboundMessage]) -> None:
+        """New messages of one `getUpdates` batch (no edits), each chat's in message order:
+        stored like `on_message` stores them, but one transaction per round
+        (`append_inbound`) instead of one per message. A round takes from every chat its
+        messages up to and including the first that starts a turn, so that turn is
+        scheduled before the messages after its trigger are stored, as when they arrive one
+        by one; a command at the head of a chat's queue goes alone through `on_message`.
+        Duplicates (a redelivered batch) are found inside the transaction.
+
+        Only the in-process session lock is taken, not the cross-worker chat lock: batches
+        come from long polling, which Telegram serves to one consumer at a time."""
+        queues: dict[SessionKey, deque[InboundMessage]] = {}
+        requests: dict[SessionKey, SessionRequest] = {}
+        for message in messages:
+            if not chat_allowed(message.chat_id, self.policy.allowed_chats):
+                log.info("ignoring chat %s (not in the allow-list)", message.chat_id)
+                continue
+            key = SessionKey(chat_id=message.chat_id, thread_id=message.thread_id)
+            queues.setdefault(key, deque()).append(message)
+            requests[key] = SessionRequest(
+                key=key, scene=scene_of(message, self.policy.owner_id), title=message.chat_title
+            )
+        if not queues:
+            return
+        opened = await self.store.open_sessions(list(requests.values()))
+        sessions = dict(zip(requests, opened, strict=True))
+        while queues:
+            batch: list[tuple[SessionInfo, InboundMessage]] = []
+            alone: list[InboundMessage] = []
+            for key in list(queues):
+                queue, session = queues[key], sessions[key]
+                if queue[0].command and self.commands is not None:
+                    alone.append(queue.popleft())
+                else:
+                    while queue and not (queue[0].command and self.commands is not None):
+                        message = queue.popleft()
+                        batch.append((session, message))
+                        if message.event is None and self._should_answer(message, session.scene):
+                            break
+                if not queue:
+                    del queues[key]
+            if batch:
+                await self._store_batch(batch)
+            for message in alone:
+                await self.on_message(message)
+
+    async def _store_batch(self, batch: list[tuple[SessionInfo, InboundMessage]]) -> None:
+        states = {session.id: self._state(session.id) for session, _ in batch}
+        async with AsyncExitStack() as held:
+            for session_id in sorted(states):
+                await held.enter_async_context(states[session_id].store_lock)
+            items: list[InboundAppend] = []
+            for session, message in batch:
+                pending = states[session.id].pending
+                merged = (
+                    pending is not None
+                    and not pending.started
+                    and pending.sender_id == message.sender.id
+                )
+                items.append(
+                    InboundAppend(
+                        session_id=session.id,
+                        record=self._record_of(message, merged=merged),
+                        event=_event_of(message, record_id=None, known=None),
+                    )
+                )
+            stored = await self.store.append_inbound(items)
+        for (session, message), record in zip(batch, stored, strict=True):
+            if record is None or message.event is not None:
+                continue  # a duplicate, or not storable (the store logged why)
+            if self._should_answer(message, session.scene):
+                await self._answer_stored(session, states[session.id], message)
+
+    async def _answer_stored(
+        self, session: SessionInfo, state: _SessionState, message: InboundMessage
+    ) -> None:
+        """A stored message that asks for an answer: rate limits, then a turn."""
         if not self.limiter.allow(
             user_id=message.sender.id, chat_id=message.chat_id, now=time.monotonic()
         ):
