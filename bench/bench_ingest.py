@@ -1,11 +1,12 @@
 """Ingest: a group backlog drained through a real `tgbot run` process.
 
 Run: `.venv/bin/python -m bench.bench_ingest [--messages 20000] [--chats 100]
-[--database-url URL] [--profile out.prof]`.
+[--postgres-url URL] [--profile out.prof]`.
 
 The fake Bot API (this process, 127.0.0.1, real HTTP) queues a backlog of group messages
 (no mention of the bot, so none is answered: every one is only stored). Then `tgbot run`
-starts as a subprocess against it (SQLite in a temp directory unless `--database-url`),
+starts as a subprocess against it (SQLite in a temp directory; with `--postgres-url`, that
+database, whose `public` schema is dropped and rebuilt first),
 polls in batches of 100 and confirms each batch only after storing it. Measured:
 
 - start-up: from spawning the process to its first `getUpdates`;
@@ -29,6 +30,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from sqlalchemy import text
 
 from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import ScriptedModel
@@ -117,7 +120,9 @@ async def run_ingest(
         command += ["-m", "bot.app.cli", "run"]
         log = (data_dir / "bot.log").open("wb")
         spawned = time.perf_counter()
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log)
+        process = subprocess.Popen(  # noqa: ASYNC220 (started, never waited on here)
+            command, cwd=ROOT, env=env, stdout=log, stderr=log
+        )
         try:
             await api.wait_for_call("getUpdates", 1, timeout=120)
             polled = time.perf_counter()
@@ -147,6 +152,17 @@ async def run_ingest(
     )
 
 
+async def reset_postgres(url: str) -> None:
+    """Drop and rebuild the `public` schema (`tgbot run` migrates it at start)."""
+    engine = create_engine_for(url)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("DROP SCHEMA public CASCADE"))
+            await conn.execute(text("CREATE SCHEMA public"))
+    finally:
+        await engine.dispose()
+
+
 async def _stored_in_order(url: str, chats: int, per_chat: int) -> bool:
     store = SqlStore(create_engine_for(url))
     try:
@@ -170,6 +186,8 @@ def run(
     database_url: str | None = None,
     profile: Path | None = None,
 ) -> IngestResult:
+    if database_url is not None:
+        asyncio.run(reset_postgres(database_url))
     with tempfile.TemporaryDirectory(prefix="tgbot-bench-ingest-") as tmp:
         return asyncio.run(
             run_ingest(messages, chats, Path(tmp), database_url=database_url, profile=profile)
@@ -180,12 +198,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="a group backlog through `tgbot run`")
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--chats", type=int, default=100)
-    parser.add_argument("--database-url", help="default: SQLite in a temp directory")
+    parser.add_argument(
+        "--postgres-url", help="a throw-away PostgreSQL database (default: SQLite in a temp dir)"
+    )
     parser.add_argument("--profile", type=Path, help="cProfile stats file of the bot process")
     args = parser.parse_args()
-    result = run(
-        args.messages, args.chats, database_url=args.database_url, profile=args.profile
-    )
+    result = run(args.messages, args.chats, database_url=args.postgres_url, profile=args.profile)
     print(result.markdown())
 
 

@@ -73,13 +73,14 @@ async def test_open_sessions_finds_creates_and_updates(store: Store) -> None:
     assert [s.id for s in again] == [b, a]
     assert again[1].title == "A renamed"
     found = await store.find_session(GROUP_A)
-    assert found is not None and found.title == "A renamed"
+    assert found is not None
+    assert found.title == "A renamed"
 
 
 async def test_a_batch_chains_each_session_in_order_and_moves_its_leaf(store: Store) -> None:
     a, b = await open_two(store)
     # a session with history: an answered message before the batch
-    (first,) = await store.append(a, [item(a, GROUP_A, 1, "before").record])
+    (_first,) = await store.append(a, [item(a, GROUP_A, 1, "before").record])
     await store.append(a, [reply("answer", 2)])
     batch = [
         item(a, GROUP_A, BIG + 3, "a1"),
@@ -93,7 +94,9 @@ async def test_a_batch_chains_each_session_in_order_and_moves_its_leaf(store: St
     assert await texts(store, b) == ["b1", "b2"]
     for session_id, last in ((a, stored[2]), (b, stored[3])):
         info = await store.find_session(GROUP_A if session_id == a else GROUP_B)
-        assert info is not None and last is not None and info.active_leaf_id == last.id
+        assert info is not None
+        assert last is not None
+        assert info.active_leaf_id == last.id
         await assert_aliases_match_full_path(store, session_id, max_records=10)
     # what it returned is what a read gives back
     path = await store.load_path(a)
@@ -101,7 +104,9 @@ async def test_a_batch_chains_each_session_in_order_and_moves_its_leaf(store: St
         (r.id, r.alias_seq, r.alias_parts) for r in (stored[0], stored[2]) if r is not None
     ]
     event = await store.find_event(GROUP_B.chat_id, 6)
-    assert event is not None and stored[3] is not None and event.record_id == stored[3].id
+    assert event is not None
+    assert stored[3] is not None
+    assert event.record_id == stored[3].id
     assert event.thread_id == GROUP_B.thread_id
 
 
