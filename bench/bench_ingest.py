@@ -59,18 +59,32 @@ class IngestResult:
     def per_second(self) -> float:
         return self.messages / self.drain_seconds
 
-    def markdown(self) -> str:
-        return "\n".join(
-            [
-                "| backlog | start-up | drain | inbound msgs/s | idle RSS | peak RSS "
-                "| stored once, in order |",
-                "|---|---:|---:|---:|---:|---:|---|",
-                f"| {self.chats} groups × {self.messages // self.chats} = {self.messages:,} "
-                f"| {self.startup_seconds:.2f} s | {self.drain_seconds:.2f} s "
-                f"| {self.per_second:,.0f} | {self.idle_rss_mb:.0f} MB "
-                f"| {self.peak_rss_mb:.0f} MB | {self.stored_in_order} |",
-            ]
+    def markdown(self, label: str = "SQLite") -> str:
+        return (
+            f"| {label} | {self.chats} groups × {self.messages // self.chats} = "
+            f"{self.messages:,} | {self.startup_seconds:.2f} s | {self.drain_seconds:.2f} s "
+            f"| {self.per_second:,.0f} | {self.idle_rss_mb:.0f} MB "
+            f"| {self.peak_rss_mb:.0f} MB | {self.stored_in_order} |"
         )
+
+
+INGEST_HEADER = (
+    "| database | backlog | start-up | drain | inbound msgs/s | idle RSS | peak RSS "
+    "| stored once, in order |\n|---|---|---:|---:|---:|---:|---:|---|"
+)
+
+
+def aiogram_floor_mb() -> float:
+    """Resident memory of a fresh interpreter that imports only aiogram (its types and
+    methods): the floor under `tgbot run`'s footprint."""
+    code = (
+        "import aiogram, aiogram.types, aiogram.methods\n"
+        "print([l for l in open('/proc/self/status') if l.startswith('VmRSS')][0].split()[1])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    return int(out.strip()) / 1024
 
 
 def _status_mb(pid: int, field: str) -> float:
@@ -204,7 +218,9 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="cProfile stats file of the bot process")
     args = parser.parse_args()
     result = run(args.messages, args.chats, database_url=args.postgres_url, profile=args.profile)
-    print(result.markdown())
+    print(INGEST_HEADER)
+    print(result.markdown("PostgreSQL" if args.postgres_url else "SQLite"))
+    print(f"aiogram alone: {aiogram_floor_mb():.0f} MB resident")
 
 
 if __name__ == "__main__":

@@ -54,6 +54,24 @@ class LoadResult:
     def per_second(self) -> float:
         return self.messages / self.seconds
 
+    def markdown(self, label: str = "SQLite") -> str:
+        return (
+            f"| {label} | {self.chats} × {self.per_chat} = {self.messages:,} "
+            f"| {self.replies:,} | {self.seconds:.1f} s | {self.per_second:,.0f} "
+            f"| {self.stored_in_order} | {self.peak_rss_mb:.0f} MB |"
+        )
+
+
+LOAD_HEADER = (
+    "| database | chats × messages | replies | wall time | answered msgs/s "
+    "| stored once, in order | peak RSS |\n|---|---|---:|---:|---:|---|---:|"
+)
+
+
+def run(chats: int = 200, per_chat: int = 50, *, database_url: str | None = None) -> LoadResult:
+    with tempfile.TemporaryDirectory(prefix="tgbot-bench-load-") as tmp:
+        return asyncio.run(run_load(chats, per_chat, Path(tmp), database_url=database_url))
+
 
 async def run_load(
     chats: int,

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, insert, select, text, update
+from sqlalchemy import and_, bindparam, func, insert, select, text, tuple_, update
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, StatementError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -217,15 +217,16 @@ _LOCK_SESSIONS = (
     .order_by(SESSIONS.c.id)
     .with_for_update()
 )
+# Row-value IN: one index probe per pair (two plain INs would probe every combination).
 _KNOWN_EVENTS = select(EVENTS.c.chat_id, EVENTS.c.message_id).where(
-    EVENTS.c.chat_id.in_(bindparam("chat_ids", expanding=True)),
-    EVENTS.c.message_id.in_(bindparam("message_ids", expanding=True)),
+    tuple_(EVENTS.c.chat_id, EVENTS.c.message_id).in_(bindparam("keys", expanding=True))
 )
 _KNOWN_FIRSTS = (
     select(MESSAGES.c.session_id, MESSAGES.c.first_message_id)
     .where(
-        MESSAGES.c.session_id.in_(bindparam("session_ids", expanding=True)),
-        MESSAGES.c.first_message_id.in_(bindparam("firsts", expanding=True)),
+        tuple_(MESSAGES.c.session_id, MESSAGES.c.first_message_id).in_(
+            bindparam("pairs", expanding=True)
+        )
     )
     .distinct()
 )
@@ -249,26 +250,18 @@ async def _write_batch(
     session_ids = sorted({p.item.session_id for p in prepared})
     if postgres:
         await conn.execute(_LOCK_SESSIONS, {"session_ids": session_ids})
+    keys = sorted({(p.item.event.chat_id, p.item.event.message_id) for p in prepared})
     known = {
-        (row.chat_id, row.message_id)
-        for row in await conn.execute(
-            _KNOWN_EVENTS,
-            {
-                "chat_ids": sorted({p.item.event.chat_id for p in prepared}),
-                "message_ids": sorted({p.item.event.message_id for p in prepared}),
-            },
-        )
+        (row.chat_id, row.message_id) for row in await conn.execute(_KNOWN_EVENTS, {"keys": keys})
     }
     heads = {row.id: row for row in await conn.execute(_HEADS, {"session_ids": session_ids})}
-    firsts = sorted({p.first for p in prepared if p.first is not None})
+    pairs = sorted({(p.item.session_id, p.first) for p in prepared if p.first is not None})
     on_record = (
         {
             (row.session_id, row.first_message_id)
-            for row in await conn.execute(
-                _KNOWN_FIRSTS, {"session_ids": session_ids, "firsts": firsts}
-            )
+            for row in await conn.execute(_KNOWN_FIRSTS, {"pairs": pairs})
         }
-        if firsts
+        if pairs
         else set()
     )
 
