@@ -12,7 +12,8 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from bot.agent.ledger import LedgerEntry, TrimInfo, ledger_file, read_entries
-from bot.services.usage_report import build_report, run_usage_report
+from bot.services.usage_render import run_usage_report
+from bot.services.usage_report import build_report
 
 LINES = 200_000
 DAYS = 30

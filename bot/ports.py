@@ -1,17 +1,20 @@
-"""Small Protocols the runtime needs from the outside world, with the value objects they carry.
+"""Every Protocol the core needs from the outside world, with the value objects they carry.
 
-Adapters satisfy them structurally. Every port is owned by the code that uses it: the agent
-runtime and the services. Fakes in tests implement the same Protocols.
+Adapters satisfy them structurally. Every port is owned by the code that uses it (the agent
+runtime, the services, the tools) and is no wider than what that code calls; wide ones such
+as `ConversationStore` are unions the composition root wires. Fakes in tests implement the
+same Protocols.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
-from bot.domain.facts import InboundMessage, Media, Quote
+from bot.domain.facts import InboundMessage, Media
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.messages import ChatMessage, ToolCall
 from bot.domain.records import RecordBody, StoredRecord
@@ -85,8 +88,13 @@ class LoadedHistory:
     next_alias_seq: int
 
 
-class HistoryStore(Protocol):
-    """Sessions and their record trees."""
+# Each consumer takes the smallest of these that covers what it calls; the stores
+# (`storage.sql.SqlStore`, `storage.memory.InMemoryStore`) implement `ConversationStore`,
+# which is all of them together.
+
+
+class SessionStore(Protocol):
+    """Sessions by chat."""
 
     async def open_session(
         self, key: SessionKey, *, scene: Scene, title: str | None = None
@@ -94,9 +102,33 @@ class HistoryStore(Protocol):
         """Get the session for `key`, creating it (or updating scene/title) as needed."""
         ...
 
+    async def find_session(self, key: SessionKey) -> SessionInfo | None: ...
+
+    async def list_sessions(self) -> tuple[SessionInfo, ...]: ...
+
+
+class RouteStore(Protocol):
+    """A session's model route (what `/model` switches)."""
+
+    async def set_route(self, session_id: int, route: str | None) -> None: ...
+
+
+class HistoryReader(Protocol):
+    """A session's history as the next model call sees it."""
+
     async def load_history(self, session_id: int, *, max_records: int) -> LoadedHistory:
         """The active path's tail for the window (see `LoadedHistory`)."""
         ...
+
+    async def find_aliases(self, session_id: int, message_ids: Collection[int]) -> dict[int, str]:
+        """Aliases of the platform ids in `message_ids` held by records on the active path
+        (`m<n>`, or `m<n>.<slot>` for a later bubble), so quotes of messages outside the
+        window keep their alias. Records off the active path give none."""
+        ...
+
+
+class RecordAppender(Protocol):
+    """Adding records to a session's tree."""
 
     async def append(
         self,
@@ -117,14 +149,9 @@ class HistoryStore(Protocol):
         """
         ...
 
-    async def set_active_leaf(self, session_id: int, record_id: int) -> None: ...
 
-    async def set_window_start(self, session_id: int, record_id: int | None) -> None: ...
-
-    async def find_aliases(self, session_id: int, message_ids: Collection[int]) -> dict[int, str]:
-        """Aliases of records whose first platform id is in `message_ids` (quotes of
-        messages outside the window keep their alias)."""
-        ...
+class BubbleStore(RecordAppender, Protocol):
+    """What recording a reply's bubbles needs: append the reply, then fill its slots."""
 
     async def set_message_ids(
         self, record_id: int, message_ids: Sequence[int | None]
@@ -133,26 +160,119 @@ class HistoryStore(Protocol):
         ...
 
 
-class PlatformEventStore(Protocol):
+class HistoryStore(HistoryReader, BubbleStore, Protocol):
+    """What the agent runtime needs from a session's records."""
+
+    async def set_window_start(self, session_id: int, record_id: int | None) -> None: ...
+
+
+class EventLookup(Protocol):
+    """Finding a real platform message (tools resolve their targets with it)."""
+
+    async def find_event(self, chat_id: int, message_id: int) -> PlatformEvent | None: ...
+
+
+class PlatformEventStore(EventLookup, Protocol):
     """Real platform messages, what quotes and references resolve against."""
 
     async def record_events(self, events: Sequence[PlatformEvent]) -> None:
         """Insert or update (on chat id + message id) platform events."""
         ...
 
-    async def find_event(self, chat_id: int, message_id: int) -> PlatformEvent | None: ...
 
-
-class UpdateLog(Protocol):
-    """De-duplication of inbound updates and once-a-day guards."""
+class UpdateClaims(Protocol):
+    """De-duplication of inbound updates."""
 
     async def claim_update(self, update_id: int) -> bool:
         """True the first time an update id is claimed, False for a duplicate."""
         ...
 
+
+class DailySummaryClaims(Protocol):
+    """The once-a-day guard of the daily summary."""
+
     async def claim_daily_summary(self, day: date) -> bool:
         """True for the first caller of a day across all processes."""
         ...
+
+
+class UpdateLog(UpdateClaims, DailySummaryClaims, Protocol):
+    """De-duplication of inbound updates and once-a-day guards."""
+
+
+class Prunable(Protocol):
+    """Retention: drop what the policy no longer keeps."""
+
+    async def prune(
+        self, older_than: datetime, *, events_older_than: datetime | None = None
+    ) -> object:
+        """Apply the retention policy (see `storage.retention`); returns the counts."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionRequest:
+    """A session to open (or find): what `HistoryStore.open_session` takes."""
+
+    key: SessionKey
+    scene: Scene
+    title: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InboundAppend:
+    """One new inbound message to store: its record, appended after the session's active
+    leaf (which moves to it), and its platform event (the de-duplication key)."""
+
+    session_id: int
+    record: NewRecord
+    event: PlatformEvent
+
+
+class InboundBatchStore(Protocol):
+    """Group commit of inbound messages (one `getUpdates` batch, one transaction)."""
+
+    async def open_sessions(self, requests: Sequence[SessionRequest]) -> tuple[SessionInfo, ...]:
+        """`open_session` for each request, in order (one read when all are known)."""
+        ...
+
+    async def append_inbound(
+        self, items: Sequence[InboundAppend]
+    ) -> tuple[StoredRecord | None, ...]:
+        """Store the items in one transaction, in order (each session's records chain in
+        item order). An item whose event (chat id + message id) is already stored, or
+        appears earlier in `items`, is a duplicate: not stored, None. An item that cannot
+        be stored (bad data) is logged and skipped, None; the others are stored. A failed
+        transaction is retried whole; `StorageUnavailable` when the database stays away
+        (what was committed stays: the same items again store the rest, the stored ones
+        being duplicates)."""
+        ...
+
+
+class InboundStore(
+    SessionStore,
+    HistoryReader,
+    RecordAppender,
+    PlatformEventStore,
+    UpdateClaims,
+    InboundBatchStore,
+    Protocol,
+):
+    """What the inbound service needs: sessions, their history, new records and events,
+    update claims, batches of new messages, and moving the active leaf (an edit or a
+    recovered branch)."""
+
+    async def set_active_leaf(self, session_id: int, record_id: int) -> None: ...
+
+
+class ImportStore(SessionStore, RecordAppender, Protocol):
+    """What importing legacy rows needs: sessions and appends."""
+
+
+class ConversationStore(InboundStore, HistoryStore, RouteStore, UpdateLog, Prunable, Protocol):
+    """The whole store, which the composition root opens, wires and closes."""
+
+    async def close(self) -> None: ...
 
 
 # ---------------------------------------------------------------- model provider
@@ -289,10 +409,10 @@ class Messenger(Protocol):
         ...
 
 
-class ReferenceResolver(Protocol):
-    """Resolves a quote target into a `Quote`, local events first; `None` when unknown."""
+class RecordedBubbles(Protocol):
+    """Called with the platform events of bubbles a tool delivered, to store them."""
 
-    async def resolve(self, chat_id: int, message_id: int) -> Quote | None: ...
+    async def __call__(self, events: Sequence[PlatformEvent]) -> None: ...
 
 
 class InboundSink(Protocol):
@@ -307,58 +427,22 @@ class InboundSink(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionRequest:
-    """A session to open (or find): what `HistoryStore.open_session` takes."""
+# ---------------------------------------------------------------- coordination
 
-    key: SessionKey
-    scene: Scene
-    title: str | None = None
+LockScope = Literal["store", "turn"]
+"""`"store"`: around "is this message new? then append it"; `"turn"`: around running a turn
+(see `bot.services.chat_lock`)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class InboundAppend:
-    """One new inbound message to store: its record, appended after the session's active
-    leaf (which moves to it), and its platform event (the de-duplication key)."""
+class ChatLock(Protocol):
+    """Mutual exclusion per (chat, scope), in this process or across workers; `hold` is an
+    async context manager. `bot.services.chat_lock.LocalChatLock` serves one worker,
+    `storage.locks.AdvisoryChatLock` several on one PostgreSQL database."""
 
-    session_id: int
-    record: NewRecord
-    event: PlatformEvent
+    def hold(
+        self, key: SessionKey, *, scope: LockScope = "turn"
+    ) -> AbstractAsyncContextManager[None]: ...
 
-
-class InboundBatchStore(Protocol):
-    """Group commit of inbound messages (one `getUpdates` batch, one transaction)."""
-
-    async def open_sessions(self, requests: Sequence[SessionRequest]) -> tuple[SessionInfo, ...]:
-        """`open_session` for each request, in order (one read when all are known)."""
-        ...
-
-    async def append_inbound(
-        self, items: Sequence[InboundAppend]
-    ) -> tuple[StoredRecord | None, ...]:
-        """Store the items in one transaction, in order (each session's records chain in
-        item order). An item whose event (chat id + message id) is already stored, or
-        appears earlier in `items`, is a duplicate: not stored, None. An item that cannot
-        be stored (bad data) is logged and skipped, None; the others are stored. A failed
-        transaction is retried whole; `StorageUnavailable` when the database stays away
-        (what was committed stays: the same items again store the rest, the stored ones
-        being duplicates)."""
-        ...
-
-
-class ConversationStore(HistoryStore, PlatformEventStore, UpdateLog, InboundBatchStore, Protocol):
-    """The whole store the services use (the SQL store and the in-memory store)."""
-
-    async def set_route(self, session_id: int, route: str | None) -> None: ...
-
-    async def find_session(self, key: SessionKey) -> SessionInfo | None: ...
-
-    async def list_sessions(self) -> tuple[SessionInfo, ...]: ...
-
-    async def close(self) -> None: ...
-
-    async def prune(
-        self, older_than: datetime, *, events_older_than: datetime | None = None
-    ) -> object:
-        """Apply the retention policy (see `bot.services.retention`); returns the counts."""
+    async def close(self) -> None:
+        """Release whatever the lock keeps open (connections); holds must have ended."""
         ...

@@ -18,8 +18,9 @@ Here a batch costs a fixed handful of statements, whatever its size:
 6. one multi-row INSERT of the records, one of the events, one UPDATE per moved leaf
    (executemany).
 
-Each session's new records chain in batch order (parent → child), and the aliases follow
-the same rule as `SqlStore.append`: the next ordinal after the parent's `alias_last`.
+Each session's new records chain in batch order (parent → child), and their alias columns
+come from `storage.alias_cache.derive`, the rule `SqlStore.append` uses (a first id not yet
+on record: the next ordinal after the parent's `alias_last`).
 Anything unusual for a session (a leaf whose alias cache is missing, a message id already
 on record) sends that session's remaining items down the ordinary one-by-one path after the
 commit, in order. An item that cannot be encoded is logged and skipped; a statement that
@@ -34,18 +35,19 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, bindparam, func, insert, select, text, tuple_, update
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, StatementError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from bot.context.aliases import AliasCounter
 from bot.domain.records import StoredRecord
 from bot.errors import StorageUnavailable
 from bot.ports import InboundAppend
-from storage.codec import encode_media, encode_message_ids, encode_payload, first_message_id
+from storage.alias_cache import alias_parts, derive
+from storage.codec import encode_message_ids, encode_payload, first_message_id
+from storage.rows import event_row, utc
 from storage.tables import EVENTS, MESSAGES, SESSIONS
 
 log = logging.getLogger(__name__)
@@ -166,32 +168,16 @@ def _reason(exc: BaseException) -> str:
     return f"{type(cause).__name__}: {cause}"
 
 
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
 def _prepare(index: int, item: InboundAppend) -> _Prepared:
     record, event = item.record, item.event
     return _Prepared(
         index=index,
         item=item,
-        created_at=_utc(record.created_at),
+        created_at=utc(record.created_at),
         payload=encode_payload(record.body, record.message_ids),
         message_ids=encode_message_ids(record.message_ids),
         first=first_message_id(record.message_ids),
-        event_row={
-            "chat_id": event.chat_id,
-            "message_id": event.message_id,
-            "thread_id": event.thread_id,
-            "sender_id": event.sender_id,
-            "sender_name": event.sender_name,
-            "is_bot": event.is_bot,
-            "date": _utc(event.date),
-            "text": event.text,
-            "media": encode_media(event.media),
-            "reply_to_message_id": event.reply_to_message_id,
-            "edited_at": None if event.edited_at is None else _utc(event.edited_at),
-        },
+        event_row=event_row(event, default_record_id=None),
     )
 
 
@@ -303,8 +289,8 @@ async def _write_batch(
     events: list[dict[str, Any]] = []
     leaves: dict[int, int] = {}
     for (entry, chain), new_id in zip(fast, ids, strict=True):
-        seq = None if entry.first is None else chain.last + 1
-        last = chain.last if seq is None else seq
+        derived = derive(chain.last, entry.first, seq_on_path=None)  # first id is new here
+        seq, last = derived.seq, derived.last
         item = entry.item
         records.append(
             {
@@ -331,7 +317,7 @@ async def _write_batch(
             message_ids=item.record.message_ids,
             tokens=item.record.tokens,
             alias_seq=seq,
-            alias_parts=_alias_parts(seq, item.record.message_ids),
+            alias_parts=alias_parts(seq, item.record.message_ids),
         )
         chain.parent, chain.last = new_id, last
         leaves[item.session_id] = new_id
@@ -342,9 +328,3 @@ async def _write_batch(
         [{"session_id": sid, "leaf_id": leaf, "now": now} for sid, leaf in leaves.items()],
     )
     return outcome
-
-
-def _alias_parts(seq: int | None, message_ids: Sequence[int | None]) -> tuple[str | None, ...]:
-    if seq is None:
-        return (None,) * len(message_ids)
-    return AliasCounter(seq - 1).assign(message_ids).parts

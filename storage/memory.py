@@ -1,7 +1,8 @@
 """`InMemoryStore`: the SQL store's contract in dictionaries, for tests and fakes.
 
 It passes the same contract tests as `SqlStore` (tests/test_storage/test_contract.py).
-Simplicity over speed: aliases are recomputed over the whole path on every read.
+Simplicity over speed: aliases are recomputed over the whole path on every read, with
+the pure derivation of `storage.alias_cache` (the definition the SQL cache must match).
 """
 
 from __future__ import annotations
@@ -10,23 +11,21 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 
-from bot.context.aliases import AliasCounter
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import RecordBody, StoredRecord
 from bot.errors import SessionNotFound, StorageError
 from bot.ports import (
     ConversationStore,
-    HistoryStore,
     InboundAppend,
     LoadedHistory,
     NewRecord,
     PlatformEvent,
-    PlatformEventStore,
     SessionInfo,
     SessionRequest,
-    UpdateLog,
 )
+from storage.alias_cache import alias_parts, aliases_on_path, derive_path, path_to
 from storage.retention import Node, PruneResult, plan_prune
+from storage.rows import utc
 
 
 @dataclass(slots=True)
@@ -47,7 +46,7 @@ class _Session:
 
 
 class InMemoryStore:
-    """HistoryStore + PlatformEventStore + UpdateLog, and the extra methods of `SqlStore`."""
+    """`bot.ports.ConversationStore` in dictionaries: the contract of `SqlStore`."""
 
     def __init__(self, *, now: Callable[[], datetime] | None = None) -> None:
         self._now = now or (lambda: datetime.now(UTC))
@@ -126,13 +125,8 @@ class InMemoryStore:
 
     async def find_aliases(self, session_id: int, message_ids: Collection[int]) -> dict[int, str]:
         session = self._session(session_id)
-        wanted = set(message_ids)
-        found: dict[int, str] = {}
-        for record in self._aliased_path(session, session.info.active_leaf_id):
-            first = record.message_id
-            if first in wanted and record.alias_seq is not None:
-                found.setdefault(first, f"m{record.alias_seq}")
-        return found
+        path = self._aliased_path(session, session.info.active_leaf_id)
+        return aliases_on_path(((r.alias_seq, r.message_ids) for r in path), set(message_ids))
 
     async def load_path(
         self, session_id: int, leaf_id: int | None = None
@@ -179,7 +173,7 @@ class InMemoryStore:
                 id=self._next_record,
                 session_id=session_id,
                 parent_id=parent,
-                created_at=_utc(record.created_at),
+                created_at=utc(record.created_at),
                 body=record.body,
                 message_ids=tuple(record.message_ids),
                 tokens=record.tokens,
@@ -243,8 +237,8 @@ class InMemoryStore:
             record_id = event.record_id if event.record_id is not None else default_record_id
             new = replace(
                 event,
-                date=_utc(event.date),
-                edited_at=None if event.edited_at is None else _utc(event.edited_at),
+                date=utc(event.date),
+                edited_at=None if event.edited_at is None else utc(event.edited_at),
                 record_id=record_id,
             )
             if old is not None:
@@ -275,8 +269,8 @@ class InMemoryStore:
     async def prune(
         self, older_than: datetime, *, events_older_than: datetime | None = None
     ) -> PruneResult:
-        cutoff = _utc(older_than)
-        events_cutoff = cutoff if events_older_than is None else _utc(events_older_than)
+        cutoff = utc(older_than)
+        events_cutoff = cutoff if events_older_than is None else utc(events_older_than)
         removed = 0
         for session in self._sessions.values():
             nodes = [
@@ -323,48 +317,32 @@ class InMemoryStore:
         return record
 
     def _path(self, leaf_id: int | None) -> list[_Record]:
-        path: list[_Record] = []
-        current = leaf_id
-        while current is not None:
-            record = self._records[current]
-            path.append(record)
-            current = record.parent_id
-        path.reverse()
-        return path
+        ids = path_to(leaf_id, lambda record_id: self._records[record_id].parent_id)
+        return [self._records[record_id] for record_id in ids]
 
     def _aliased_path(self, session: _Session, leaf_id: int | None) -> list[StoredRecord]:
-        counter = AliasCounter(session.alias_root_base)
-        out: list[StoredRecord] = []
-        for record in self._path(leaf_id):
-            alias = counter.assign(record.message_ids)
-            out.append(
-                StoredRecord(
-                    id=record.id,
-                    session_id=record.session_id,
-                    parent_id=record.parent_id,
-                    created_at=record.created_at,
-                    body=record.body,
-                    message_ids=record.message_ids,
-                    tokens=record.tokens,
-                    alias_seq=alias.seq,
-                    alias_parts=alias.parts,
-                )
+        path = self._path(leaf_id)
+        derived = derive_path(session.alias_root_base, (r.message_ids for r in path))
+        return [
+            StoredRecord(
+                id=record.id,
+                session_id=record.session_id,
+                parent_id=record.parent_id,
+                created_at=record.created_at,
+                body=record.body,
+                message_ids=record.message_ids,
+                tokens=record.tokens,
+                alias_seq=cache.seq,
+                alias_parts=alias_parts(cache.seq, record.message_ids),
             )
-        return out
+            for record, cache in zip(path, derived, strict=True)
+        ]
 
     def _last_seq(self, session: _Session, leaf_id: int | None) -> int:
-        counter = AliasCounter(session.alias_root_base)
-        for record in self._path(leaf_id):
-            counter.assign(record.message_ids)
-        return counter.last_seq
+        derived = derive_path(session.alias_root_base, (r.message_ids for r in self._path(leaf_id)))
+        return derived[-1].last if derived else session.alias_root_base
 
 
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def _satisfies_the_ports(
-    store: InMemoryStore,
-) -> tuple[HistoryStore, PlatformEventStore, UpdateLog, ConversationStore]:
-    """Checked by mypy: the store implements the three ports of `bot.ports`."""
-    return store, store, store, store
+def _satisfies_the_ports(store: InMemoryStore) -> ConversationStore:
+    """Checked by mypy: the store implements `bot.ports.ConversationStore` (every store port)."""
+    return store

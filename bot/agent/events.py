@@ -1,48 +1,98 @@
-"""Runtime events (trims, turn outcomes) delivered to the log and to subscribers."""
+"""Runtime events (trims, model calls) delivered to the log and to subscribers."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
 
+from bot.agent.routes import ModelRoute
 from bot.context.history_trim import HistoryTrimmed
+from bot.context.tokens import RequestTokens
+from bot.ports import SessionInfo, Usage
 
 log = logging.getLogger("tgbot.events")
 
-Subscriber = Callable[[HistoryTrimmed], Awaitable[None] | None]
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelCalled:
+    """One provider call of a turn, answered or not, with what we knew when it was made.
+
+    `final` is the summary call once the tool-call cap is hit; `error` what ended the call
+    (None when the provider answered), including a capacity check that stopped it before
+    sending (`latency_ms` 0). `trim` is the last trim since the previous call. `fixed_tokens`
+    and `tokens` are our estimate of the request (fixed part, then history / current /
+    images); `usage` what the provider reported.
+    """
+
+    at: datetime
+    session: SessionInfo
+    turn_id: str
+    iteration: int
+    final: bool
+    route: ModelRoute
+    usage: Usage | None
+    tool_calls: int
+    error: Exception | None
+    latency_ms: int
+    fixed_tokens: int
+    tokens: RequestTokens
+    trim: HistoryTrimmed | None
+    budget: int
+    history_budget: int
+    kept_turns: int
+    dropped_turns: int
+
+
+RuntimeEvent = HistoryTrimmed | ModelCalled
+E = TypeVar("E", HistoryTrimmed, ModelCalled)
+Subscriber = Callable[[E], Awaitable[None] | None]
 
 
 @dataclass(slots=True)
 class EventBus:
-    """Fan-out of `HistoryTrimmed` events; a failing subscriber never breaks a turn."""
+    """Fan-out of runtime events by type; a failing subscriber never breaks a turn."""
 
-    subscribers: list[Subscriber]
+    subscribers: list[tuple[type[Any], Callable[[Any], Awaitable[None] | None]]]
 
     def __init__(self) -> None:
         self.subscribers = []
 
-    def subscribe(self, subscriber: Subscriber) -> None:
-        self.subscribers.append(subscriber)
+    def on(self, kind: type[E], subscriber: Subscriber[E]) -> None:
+        """Call `subscriber` with every published event of type `kind`."""
+        self.subscribers.append((kind, subscriber))
 
-    async def publish(self, event: HistoryTrimmed) -> None:
-        log.info(
-            "HistoryTrimmed session=%s turn=%s reason=%s dropped_turns=%d dropped_messages=%d "
-            "kept_turns=%d tokens %d->%d budget=%d",
-            event.session,
-            event.turn_id,
-            event.reason,
-            event.dropped_turns,
-            event.dropped_messages,
-            event.kept_turns,
-            event.tokens_before,
-            event.tokens_after,
-            event.budget,
-        )
-        for subscriber in list(self.subscribers):
+    def subscribe(self, subscriber: Subscriber[HistoryTrimmed]) -> None:
+        """Call `subscriber` with every `HistoryTrimmed` (same as `on(HistoryTrimmed, …)`)."""
+        self.on(HistoryTrimmed, subscriber)
+
+    async def publish(self, event: RuntimeEvent) -> None:
+        if isinstance(event, HistoryTrimmed):
+            _log_trim(event)
+        for kind, subscriber in list(self.subscribers):
+            if not isinstance(event, kind):
+                continue
             try:
                 outcome = subscriber(event)
                 if outcome is not None:
                     await outcome
             except Exception:
-                log.exception("a HistoryTrimmed subscriber failed")
+                log.exception("a %s subscriber failed", type(event).__name__)
+
+
+def _log_trim(event: HistoryTrimmed) -> None:
+    log.info(
+        "HistoryTrimmed session=%s turn=%s reason=%s dropped_turns=%d dropped_messages=%d "
+        "kept_turns=%d tokens %d->%d budget=%d",
+        event.session,
+        event.turn_id,
+        event.reason,
+        event.dropped_turns,
+        event.dropped_messages,
+        event.kept_turns,
+        event.tokens_before,
+        event.tokens_after,
+        event.budget,
+    )

@@ -35,12 +35,12 @@ from typing import assert_never
 from bot.context.escaping import escape_member_text
 from bot.context.headers import HeaderWalker
 from bot.context.legacy import strip_per_turn_blocks, strip_per_turn_text
-from bot.context.placeholders import Locale, media_placeholders
+from bot.context.placeholders import media_placeholders
 from bot.context.quotes import QuoteView, forward_line, references_block, render_quote
-from bot.context.tokens import with_token_estimate
+from bot.context.tokens import estimate_text_tokens, with_token_estimate
 from bot.context.tool_results import shrink_old_tool_results
 from bot.context.turns import turn_starts
-from bot.domain.ids import Scene
+from bot.domain.ids import Locale, Scene
 from bot.domain.messages import ChatMessage
 from bot.domain.records import (
     AssistantRecord,
@@ -138,6 +138,27 @@ def project(
         history_tokens=sum(m.tokens or 0 for m in final) - current_tokens,
         current_tokens=current_tokens,
     )
+
+
+def current_record_index(records: Sequence[StoredRecord]) -> int | None:
+    """The record a turn answers: the newest user message (the per-turn blocks ride on
+    it), or the newest record when there is none; None for an empty window."""
+    for index in range(len(records) - 1, -1, -1):
+        if isinstance(records[index].body, UserRecord):
+            return index
+    return len(records) - 1 if records else None
+
+
+def without_per_turn_cost(projection: Projection, per_turn_blocks: str) -> list[ChatMessage]:
+    """The projected messages with the current message costed without `per_turn_blocks`:
+    the window budget counts history, not this turn's context."""
+    messages = list(projection.messages)
+    index = projection.current_message_index
+    if index is not None and per_turn_blocks:
+        current = messages[index]
+        extra = estimate_text_tokens(PER_TURN_SEPARATOR + per_turn_blocks)
+        messages[index] = replace(current, tokens=max(0, (current.tokens or 0) - extra))
+    return messages
 
 
 _ESTIMATE_TIME = datetime(2000, 1, 1, tzinfo=UTC)

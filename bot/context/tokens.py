@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from bot.domain.messages import ChatMessage
 
@@ -72,3 +72,50 @@ def estimate_span_tokens(messages: Sequence[ChatMessage], begin: int, end: int) 
         cached = messages[i].tokens
         total += compute_message_tokens(messages[i]) if cached is None else cached
     return total
+
+
+def ensure_token_estimate(message: ChatMessage) -> ChatMessage:
+    """The message with its estimate cached; unchanged when it already carries one."""
+    if message.tokens is not None:
+        return message
+    return with_token_estimate(message)
+
+
+def system_tokens(messages: Iterable[ChatMessage]) -> int:
+    """The estimate of the system messages among `messages`."""
+    return sum(estimate_message_tokens(m) for m in messages if m.role == "system")
+
+
+def image_tokens(messages: Iterable[ChatMessage]) -> int:
+    """What the images the messages dispatch add to their estimate."""
+    return IMAGE_TOKEN_ESTIMATE * sum(len(m.images) for m in messages)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestTokens:
+    """Our estimate of a request's messages, split at the current message.
+
+    `history` is the messages before `current_index` (system messages left out), `current`
+    the current message and everything after it (tool steps of this turn); both without
+    their images, which `images` counts for the whole request. `messages` is the plain sum
+    of the non-system estimates, images included.
+    """
+
+    history: int
+    current: int
+    images: int
+    messages: int
+
+
+def split_request_tokens(messages: Sequence[ChatMessage], current_index: int) -> RequestTokens:
+    """The history / current / images split of `messages` (the ledger's `est_*`)."""
+    before = messages[:current_index]
+    after = messages[current_index:]
+    history = sum(estimate_message_tokens(m) for m in before if m.role != "system")
+    current = estimate_history_tokens(after)
+    return RequestTokens(
+        history=max(0, history - image_tokens(before)),
+        current=max(0, current - image_tokens(after)),
+        images=image_tokens(messages),
+        messages=history + current,
+    )

@@ -15,6 +15,7 @@ backwards and never past the newest turn, which stays even when it alone is over
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -22,7 +23,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
-from bot.context.tokens import estimate_text_tokens
+from bot.context.tokens import estimate_message_tokens, estimate_text_tokens
+from bot.context.turns import turn_starts
+from bot.domain.messages import ChatMessage
 from bot.errors import CapacityExceeded
 
 WindowReason = Literal["token_budget", "turn_limit", "message_limit"]
@@ -56,6 +59,32 @@ class WindowDecision:
     kept_turns: int
     dropped_turns: int
     dropped_messages: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnCosts:
+    """Projected messages grouped into turns, oldest first: what `select_window` reads.
+
+    `tokens[i]` / `messages[i]` are the estimate and message count of turn i, `starts[i]`
+    the index of its first message. Messages before the first turn start (an orphan
+    prefix) are counted with the first turn.
+    """
+
+    tokens: tuple[int, ...]
+    messages: tuple[int, ...]
+    starts: tuple[int, ...]
+
+
+def turn_costs(messages: Sequence[ChatMessage]) -> TurnCosts:
+    """Per-turn token cost and message count of `messages`, and where each turn starts."""
+    starts = turn_starts(messages)
+    bounds = [0, *starts[1:], len(messages)] if starts else []
+    tokens: list[int] = []
+    counts: list[int] = []
+    for begin, end in itertools.pairwise(bounds):
+        tokens.append(sum(estimate_message_tokens(m) for m in messages[begin:end]))
+        counts.append(end - begin)
+    return TurnCosts(tokens=tuple(tokens), messages=tuple(counts), starts=tuple(starts))
 
 
 def _with_headroom(limit: int, keep: Fraction) -> int:

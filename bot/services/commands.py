@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Literal
 
 from bot.agent.routes import RouteTable
 from bot.agent.runtime import CallMeter
 from bot.domain.facts import InboundMessage
-from bot.ports import ConversationStore, Messenger, SessionInfo
+from bot.domain.ids import Locale
+from bot.ports import Messenger, RouteStore, SessionInfo
 from bot.services.guard import is_owner
-from bot.services.texts import text
+from bot.texts import text
 
 log = logging.getLogger("tgbot.commands")
 
-Locale = Literal["zh", "en"]
 UsageReply = Callable[[], Awaitable[tuple[str, bytes | None]]]
 Retry = Callable[[SessionInfo], Awaitable[bool]]
 MeterLookup = Callable[[int], CallMeter | None]
@@ -33,7 +32,7 @@ class Commands:
         owner_id: int | None,
         locale: Locale,
         messenger: Messenger,
-        store: ConversationStore,
+        store: RouteStore,
         routes: RouteTable,
         meters: MeterLookup,
         usage_reply: UsageReply,

@@ -7,7 +7,13 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from bot.context.alias_table import AliasTable
-from bot.context.projection import Projection, project, record_tokens
+from bot.context.projection import (
+    Projection,
+    current_record_index,
+    project,
+    record_tokens,
+    without_per_turn_cost,
+)
 from bot.context.tokens import compute_message_tokens
 from bot.context.turns import is_turn_start
 from bot.domain.facts import Forward, Media, Quote, Sender
@@ -449,3 +455,34 @@ def test_record_tokens_estimates_the_full_header_form() -> None:
     assert record_tokens(calls) == compute_message_tokens(
         ChatMessage(role="assistant", tool_calls=(CALL,))
     )
+
+
+# ---------------------------------------------------------------- what the window costs
+
+
+@pytest.mark.parametrize(
+    ("records", "expected"),
+    [
+        ([], None),
+        (GROUP, 5),
+        (GROUP[:4], 0),
+        ([GROUP[1], GROUP[2]], 1),
+    ],
+    ids=["empty", "newest user message", "the reply after it stays history", "no user message"],
+)
+def test_current_record_index(records: list[StoredRecord], expected: int | None) -> None:
+    assert current_record_index(records) == expected
+
+
+def test_the_window_costs_the_current_message_without_its_per_turn_blocks() -> None:
+    with_blocks = run(GROUP)
+    without = run(GROUP, blocks="")
+    costed = without_per_turn_cost(with_blocks, TURN_BLOCKS)
+    plain = [m.tokens or 0 for m in without.messages]
+    # history is costed as it is; the current message as without the blocks, give or take
+    # the rounding of the two estimates (one token)
+    assert [m.tokens for m in costed[:-1]] == plain[:-1]
+    assert abs((costed[-1].tokens or 0) - plain[-1]) <= 1
+    assert (costed[-1].tokens or 0) < (with_blocks.messages[-1].tokens or 0) - 10
+    assert [m.content for m in costed] == contents(with_blocks)
+    assert without_per_turn_cost(without, "") == list(without.messages)

@@ -4,9 +4,14 @@ import pytest
 
 from bot.context.tokens import (
     IMAGE_TOKEN_ESTIMATE,
+    RequestTokens,
+    ensure_token_estimate,
     estimate_message_tokens,
     estimate_span_tokens,
     estimate_text_tokens,
+    image_tokens,
+    split_request_tokens,
+    system_tokens,
 )
 from bot.domain.messages import ChatMessage, ToolCall
 
@@ -56,3 +61,60 @@ def test_estimate_span_tokens_reads_cached_costs() -> None:
     assert estimate_span_tokens(messages, 0, 3) == 15
     assert estimate_span_tokens(messages, 1, 2) == 1
     assert estimate_span_tokens(messages, 2, 2) == 0
+
+
+# ---------------------------------------------------------------- a request's split
+
+PHOTO = ChatMessage(role="user", content="look", images=("data:image/png;base64,AA",))
+
+
+def test_ensure_token_estimate_keeps_a_cached_estimate_and_fills_a_missing_one() -> None:
+    cached = ChatMessage(role="user", content="hello world!", tokens=99)
+    assert ensure_token_estimate(cached) is cached
+    assert ensure_token_estimate(ChatMessage(role="user", content="hello world!")).tokens == 7
+
+
+def test_system_and_image_tokens_count_only_their_part() -> None:
+    messages = [ChatMessage(role="system", content="hello world!"), PHOTO, PHOTO]
+    assert system_tokens(messages) == 7
+    assert image_tokens(messages) == 2 * IMAGE_TOKEN_ESTIMATE
+
+
+@pytest.mark.parametrize(
+    ("messages", "current_index", "expected"),
+    [
+        (
+            [
+                ChatMessage(role="system", content="x" * 400),
+                ChatMessage(role="user", content="hello world!"),
+                ChatMessage(role="user", content="hello world!!"),
+            ],
+            2,
+            RequestTokens(history=7, current=8, images=0, messages=15),
+        ),
+        (
+            [
+                ChatMessage(role="system", content="s"),
+                PHOTO,
+                ChatMessage(role="user", content="hi"),
+            ],
+            2,
+            RequestTokens(history=5, current=5, images=IMAGE_TOKEN_ESTIMATE, messages=10 + 765),
+        ),
+        (
+            [
+                ChatMessage(role="system", content="s"),
+                ChatMessage(role="user", content="hi"),
+                PHOTO,
+                ChatMessage(role="tool", content="ok", tool_call_id="c1", name="f"),
+            ],
+            2,
+            RequestTokens(history=5, current=10, images=IMAGE_TOKEN_ESTIMATE, messages=15 + 765),
+        ),
+    ],
+    ids=["system left out", "image in history", "image and tool step in current"],
+)
+def test_split_request_tokens(
+    messages: list[ChatMessage], current_index: int, expected: RequestTokens
+) -> None:
+    assert split_request_tokens(messages, current_index) == expected

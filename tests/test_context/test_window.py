@@ -15,7 +15,10 @@ from bot.context import (
     recovery_target,
     select_window,
 )
+from bot.context.window import TurnCosts, turn_costs
+from bot.domain.messages import ChatMessage
 from bot.errors import CapacityExceeded
+from tests.test_context.histories import assistant, crumb, tool, user
 
 
 def decide(
@@ -398,3 +401,26 @@ def test_capacity_error_says_what_to_change(
     assert f"about {messages + schemas + images:,} tokens" in text
     assert "LLM_CONTEXT_WINDOW" in text
     assert "larger window" in text
+
+
+# ---------------------------------------------------------------- turn costs
+
+
+@pytest.mark.parametrize(
+    ("messages", "expected"),
+    [
+        ([], TurnCosts(tokens=(), messages=(), starts=())),
+        ([assistant()], TurnCosts(tokens=(), messages=(), starts=())),
+        (
+            [user(), assistant("", "c1"), tool("c1"), assistant(), user()],
+            TurnCosts(tokens=(7 + 6 + 7 + 7, 7), messages=(4, 1), starts=(0, 4)),
+        ),
+        (
+            [tool("c0"), assistant(), user(), user(merged=True), crumb(), user()],
+            TurnCosts(tokens=(35, 7), messages=(5, 1), starts=(2, 5)),
+        ),
+    ],
+    ids=["empty", "no turn start", "a tool exchange stays in its turn", "orphan prefix first"],
+)
+def test_turn_costs(messages: list[ChatMessage], expected: TurnCosts) -> None:
+    assert turn_costs(messages) == expected

@@ -292,6 +292,36 @@ class TestAliases:
         assert found == {BIG + 1: "m2", BIG + 3: "m4"}
         assert await store.find_aliases(sid, []) == {}
 
+    async def test_find_aliases_ignores_a_reply_abandoned_by_a_retry(self, store: Store) -> None:
+        # /retry: a second child of the question becomes the active leaf; aliases are
+        # derived along the active path, and the first reply is no longer on it.
+        sid = await new_session(store)
+        question, first = await store.append(sid, [user("q", 100), reply("a", 200)])
+        (second,) = await store.append(sid, [reply("a again", 300)], parent_id=question.id)
+        await store.set_active_leaf(sid, second.id)
+        assert await store.find_aliases(sid, [100, 200, 300]) == {100: "m1", 300: "m2"}
+        # Back on the first branch, its reply is named again and the retry is not.
+        await store.set_active_leaf(sid, first.id)
+        assert await store.find_aliases(sid, [200, 300]) == {200: "m2"}
+
+    async def test_find_aliases_names_every_bubble_of_a_reply(self, store: Store) -> None:
+        sid = await new_session(store)
+        bubbles = (BIG + 1, BIG + 2, None, BIG + 4)
+        await store.append(sid, [user("q", BIG)])
+        # As a delivered reply is stored: its bubbles' events name it.
+        events = [event(mid) for mid in bubbles if mid is not None]
+        await store.append(sid, [reply("long", *bubbles)], events=events)
+        await store.append(sid, [user("next", BIG + 5)])
+        found = await store.find_aliases(sid, [BIG + 2, BIG + 4, BIG + 5])
+        assert found == {BIG + 2: "m2.2", BIG + 4: "m2.4", BIG + 5: "m3"}
+
+    async def test_find_aliases_names_bubbles_confirmed_later(self, store: Store) -> None:
+        sid = await new_session(store)
+        _, answer = await store.append(sid, [user("q", 10), reply("answer", None, None)])
+        await store.set_message_ids(answer.id, [11, 12])
+        await store.record_events([event(11, record_id=answer.id), event(12, record_id=answer.id)])
+        assert await store.find_aliases(sid, [12, 11]) == {11: "m2", 12: "m2.2"}
+
     async def test_aliases_follow_branch_switches_and_window_moves(self, store: Store) -> None:
         sid = await new_session(store)
         trunk = await store.append(

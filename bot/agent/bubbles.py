@@ -1,0 +1,152 @@
+"""Reply bubbles: a reply is stored bubble by bubble, as Telegram confirms each one (§8).
+
+The first confirmed bubble appends the assistant record (the whole planned text, one slot
+per bubble, unconfirmed slots `None`) with its platform event; each later bubble fills its
+slot (`set_message_ids`) and adds its event. So a crash in the middle of a reply leaves
+every confirmed bubble stored, and the `None` slots tell start-up recovery that the reply
+was cut short. When delivery stops at a failure instead, the record is replaced by a
+sibling holding only the delivered bubbles (`settle_partial_reply`): undelivered text is
+never stored as sent.
+"""
+
+from __future__ import annotations
+
+from bot.context.projection import record_tokens
+from bot.domain.records import AssistantRecord, StoredRecord
+from bot.ports import (
+    Clock,
+    Delivery,
+    HistoryStore,
+    NewRecord,
+    PlatformEvent,
+    PlatformEventStore,
+    SessionInfo,
+)
+
+
+class ReplyBubbles:
+    """Stores the bubbles of the bot's replies: records in `store`, platform events in
+    `events`, stamped with `clock` and the bot's identity."""
+
+    def __init__(
+        self,
+        *,
+        store: HistoryStore,
+        events: PlatformEventStore,
+        clock: Clock,
+        bot_id: int | None,
+        bot_name: str,
+    ) -> None:
+        self.store = store
+        self.events = events
+        self.clock = clock
+        self.bot_id = bot_id
+        self.bot_name = bot_name
+
+    def recorder(self, session: SessionInfo, reply_to: int | None) -> BubbleRecorder:
+        """A recorder for one reply (`Messenger.send_text(on_bubble=...)`)."""
+        return BubbleRecorder(self, session, reply_to)
+
+    def platform_events(
+        self,
+        session: SessionInfo,
+        delivery: Delivery,
+        *,
+        reply_to: int | None,
+        record_id: int | None,
+        slots: range | None = None,
+    ) -> list[PlatformEvent]:
+        """Platform events of the confirmed bubbles of `delivery` (only `slots` if given)."""
+        return delivery.events(
+            chat_id=session.key.chat_id,
+            thread_id=session.key.thread_id,
+            sender_id=self.bot_id,
+            sender_name=self.bot_name,
+            reply_to=reply_to,
+            now=self.clock.now(),
+            record_id=record_id,
+            slots=slots,
+        )
+
+
+class BubbleRecorder:
+    """Stores one reply as its bubbles are confirmed; `settle` it once delivery ends."""
+
+    def __init__(self, bubbles: ReplyBubbles, session: SessionInfo, reply_to: int | None) -> None:
+        self.bubbles = bubbles
+        self.session = session
+        self.reply_to = reply_to
+        self.record: StoredRecord | None = None
+        self.stored = 0
+
+    async def __call__(self, delivery: Delivery) -> None:
+        bubbles = self.bubbles
+        confirmed = sum(1 for mid in delivery.message_ids if mid is not None)
+        if self.record is None:
+            body = AssistantRecord(text="\n".join(delivery.texts))
+            (self.record,) = await bubbles.store.append(
+                self.session.id,
+                [
+                    NewRecord(
+                        body=body,
+                        created_at=bubbles.clock.now(),
+                        message_ids=delivery.message_ids,
+                        tokens=record_tokens(body),
+                    )
+                ],
+                events=bubbles.platform_events(
+                    self.session, delivery, reply_to=self.reply_to, record_id=None
+                ),
+            )
+        else:
+            self.record = await bubbles.store.set_message_ids(self.record.id, delivery.message_ids)
+            await bubbles.events.record_events(
+                bubbles.platform_events(
+                    self.session,
+                    delivery,
+                    reply_to=self.reply_to,
+                    record_id=self.record.id,
+                    slots=range(self.stored, confirmed),
+                )
+            )
+        self.stored = confirmed
+
+    async def settle(self, delivery: Delivery) -> None:
+        """After delivery: keep only what was delivered when it stopped early."""
+        if self.record is None or all(mid is not None for mid in delivery.message_ids):
+            return
+        await settle_partial_reply(
+            self.bubbles, self.session, self.record, delivery, reply_to=self.reply_to
+        )
+
+
+async def settle_partial_reply(
+    bubbles: ReplyBubbles,
+    session: SessionInfo,
+    record: StoredRecord,
+    delivery: Delivery,
+    *,
+    reply_to: int | None,
+) -> StoredRecord:
+    """Replace a partly delivered reply record by a sibling holding the delivered bubbles
+    only (a new branch under the same parent, like `/retry`; aliases stay the same)."""
+    confirmed = [
+        (mid, bubble)
+        for mid, bubble in zip(delivery.message_ids, delivery.texts, strict=False)
+        if mid is not None
+    ]
+    body = AssistantRecord(text="\n".join(bubble for _mid, bubble in confirmed))
+    ids = tuple(mid for mid, _bubble in confirmed)
+    (sibling,) = await bubbles.store.append(
+        session.id,
+        [
+            NewRecord(
+                body=body, created_at=record.created_at, message_ids=ids, tokens=record_tokens(body)
+            )
+        ],
+        parent_id=record.parent_id,
+    )
+    await bubbles.events.record_events(
+        bubbles.platform_events(session, delivery, reply_to=reply_to, record_id=sibling.id)
+    )
+    return sibling

@@ -1,0 +1,201 @@
+"""Preparing a turn's request: window, projection, quote targets, per-turn blocks, prompt.
+
+Everything up to the first provider call: load the window's records, select the window
+(it moves in chunks, and the move is persisted), project them with the per-turn blocks on
+the current message only, and put the system prompt (and the breadcrumb when earlier
+history is left out) in front.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from bot.agent.prompt import PromptFacts, TurnContext, build_per_turn_blocks, build_system_prompt
+from bot.agent.routes import RouteTable
+from bot.agent.turn import TurnPolicy, TurnState
+from bot.context.alias_table import AliasTable
+from bot.context.history_trim import HistoryTrimmed, breadcrumb_message
+from bot.context.projection import (
+    Projection,
+    current_record_index,
+    project,
+    without_per_turn_cost,
+)
+from bot.context.tokens import ensure_token_estimate, estimate_message_tokens
+from bot.context.turns import count_turns
+from bot.context.window import (
+    WindowLimits,
+    estimate_tool_schema_tokens,
+    select_window,
+    turn_costs,
+)
+from bot.domain.ids import Scene
+from bot.domain.messages import ChatMessage
+from bot.domain.records import StoredRecord, UserRecord
+from bot.ports import Clock, HistoryStore, SessionInfo
+from bot.tools.base import Tool
+
+
+class RequestBuilder:
+    """Builds the first request of a turn from the stored history.
+
+    `tools` is the runner's live tool table (name → tool): the prompt and the schema cost
+    follow it when tools are added."""
+
+    def __init__(
+        self,
+        *,
+        store: HistoryStore,
+        routes: RouteTable,
+        tools: Mapping[str, Tool],
+        clock: Clock,
+        policy: TurnPolicy,
+        bot_id: int | None,
+        bot_name: str,
+    ) -> None:
+        self.store = store
+        self.routes = routes
+        self.tools = tools
+        self.clock = clock
+        self.policy = policy
+        self.bot_id = bot_id
+        self.bot_name = bot_name
+
+    def system_prompt(self, scene: Scene) -> str:
+        return build_system_prompt(
+            PromptFacts(
+                bot_name=self.bot_name,
+                scene=scene,
+                locale=self.policy.locale,
+                tool_names=tuple(self.tools),
+                workspace_rules=self.policy.workspace_rules,
+                tool_index=tuple(t.summary for t in self.tools.values() if t.summary),
+            )
+        )
+
+    async def prepare(
+        self,
+        session: SessionInfo,
+        *,
+        turn_id: str,
+        told_user: Sequence[str] = (),
+        persist_window: bool = True,
+    ) -> tuple[TurnState, AliasTable, list[StoredRecord]]:
+        """The turn's state, its alias table and the window's records.
+
+        `persist_window=False` previews without storing a moved window start
+        (`tgbot context show` is read-only). The turn works with the session as loaded with
+        its history (route, scene and window as stored now), not as the caller last saw it."""
+        policy = self.policy
+        loaded = await self.store.load_history(session.id, max_records=policy.max_records)
+        session = loaded.session
+        route = self.routes.resolve(session.route)
+        records = list(loaded.records)
+        has_earlier = loaded.has_earlier
+        history_budget = policy.scene_budgets.get(session.scene, 0)
+        limits = WindowLimits(
+            token_budget=history_budget,
+            max_turns=policy.max_turns,
+            max_messages=policy.max_messages,
+            headroom=policy.headroom,
+        )
+        blocks = build_per_turn_blocks(
+            TurnContext(
+                now=self.clock.now(),
+                zone=policy.zone,
+                zone_name=policy.zone_name,
+                model=route.model,
+                scene=session.scene,
+                locale=policy.locale,
+                command_prefix=policy.command_prefix,
+                told_user=told_user,
+            )
+        )
+        targets = await self._quote_targets(session, records)
+        projection = self._project(records, session, blocks, targets)
+        costs = turn_costs(without_per_turn_cost(projection, blocks))
+        decision = select_window(costs.tokens, costs.messages, 0, limits)
+        window_event: HistoryTrimmed | None = None
+        if decision.moved and costs.starts:
+            cut = projection.record_index[costs.starts[decision.start]]
+            targets = await self._quote_targets(session, records[cut:])
+            records = records[cut:]
+            has_earlier = True
+            if persist_window:
+                await self.store.set_window_start(session.id, records[0].id)
+            window_event = HistoryTrimmed.from_window(
+                decision, budget=history_budget, session=session.id, turn_id=turn_id
+            )
+            projection = self._project(records, session, blocks, targets)
+        aliases = AliasTable()
+        for alias, message_id in projection.aliases:
+            aliases.register(alias, session.key.chat_id, message_id)
+        # Only quotes the projection showed by platform id: never a quote from another
+        # chat (its id means nothing here), never one the model was not shown.
+        for message_id in projection.references:
+            aliases.register_reference(message_id)
+        system = ChatMessage(role="system", content=self.system_prompt(session.scene))
+        head = [ensure_token_estimate(system)]
+        if has_earlier:
+            head.append(breadcrumb_message())
+        current = projection.current_message_index
+        state = TurnState(
+            session=session,
+            route=route,
+            turn_id=turn_id,
+            messages=head + list(projection.messages),
+            crumb=has_earlier,
+            current_index=len(head)
+            + (current if current is not None else len(projection.messages)),
+            fixed_tokens=estimate_message_tokens(head[0])
+            + estimate_tool_schema_tokens([tool_schema(t) for t in self.tools.values()]),
+            budget=policy.limits.effective_context_budget(route.window),
+            history_budget=history_budget,
+            kept_turns=count_turns(projection.messages),
+            dropped_turns=decision.dropped_turns if decision.moved else 0,
+        )
+        if window_event is not None:
+            state.pending_trims.append(window_event)
+        return state, aliases, records
+
+    def _project(
+        self,
+        records: Sequence[StoredRecord],
+        session: SessionInfo,
+        blocks: str,
+        quote_targets: Mapping[int, str],
+    ) -> Projection:
+        return project(
+            records,
+            current_index=current_record_index(records),
+            scene=session.scene,
+            zone=self.policy.zone,
+            locale=self.policy.locale,
+            bot_user_id=self.bot_id,
+            per_turn_blocks=blocks,
+            quote_targets=quote_targets,
+            chat_id=session.key.chat_id,
+        )
+
+    async def _quote_targets(
+        self, session: SessionInfo, records: Sequence[StoredRecord]
+    ) -> dict[int, str]:
+        """Aliases of quoted messages that are not in `records` (the window), so an inline
+        quote line names them by alias, the same way on every call."""
+        shown = {mid for record in records for mid in record.message_ids if mid is not None}
+        quoted = set()
+        for record in records:
+            quote = record.body.quote if isinstance(record.body, UserRecord) else None
+            if quote is not None and quote.chat_id in (None, session.key.chat_id):
+                quoted.add(quote.id)
+        missing = quoted - shown
+        return await self.store.find_aliases(session.id, missing) if missing else {}
+
+
+def tool_schema(tool: Tool) -> dict[str, object]:
+    """The tool as its schema is costed (name, description, parameters)."""
+    return {
+        "name": tool.spec.name,
+        "description": tool.spec.description,
+        "parameters": tool.spec.parameters,
+    }

@@ -1,0 +1,87 @@
+"""What a turn is made of: its policy, its growing request, and how it ends."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import tzinfo
+from typing import Literal
+
+from bot.agent.routes import ModelRoute
+from bot.context.budget import RuntimeLimits
+from bot.context.history_trim import HistoryTrimmed
+from bot.domain.ids import Locale, Scene
+from bot.domain.messages import ChatMessage
+from bot.ports import Delivery, SessionInfo
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnPolicy:
+    """Everything a turn needs from the settings, as plain values."""
+
+    scene_budgets: Mapping[Scene, int]
+    max_turns: int = 50
+    max_messages: int = 100
+    headroom: float = 0.25
+    limits: RuntimeLimits = field(default_factory=lambda: RuntimeLimits(max_context_tokens=None))
+    max_tool_iterations: int = 10
+    max_tool_result_chars: int = 50_000
+    max_output_tokens: int | None = None
+    locale: Locale = "zh"
+    zone: tzinfo
+    zone_name: str = "UTC"
+    command_prefix: str = "/"
+    workspace_rules: str = ""
+
+    @property
+    def max_records(self) -> int:
+        """How many records to load: the message cap plus room for tool rows."""
+        return self.max_messages * 2 + 20
+
+
+@dataclass(slots=True)
+class TurnState:
+    """The request of one turn as it grows call by call (never shared between turns).
+
+    `messages` is what the next provider call sends; `current_index` where the current
+    message sits in it (history before, this turn's message and tool steps from there);
+    `crumb` whether the breadcrumb is in. `pending_trims` are the trims since the last
+    model call: published on the bus as they are flushed, the last one reported with the
+    next call.
+    """
+
+    session: SessionInfo
+    route: ModelRoute
+    turn_id: str
+    messages: list[ChatMessage]
+    crumb: bool
+    current_index: int
+    fixed_tokens: int
+    budget: int
+    history_budget: int
+    kept_turns: int
+    dropped_turns: int = 0
+    pending_trims: list[HistoryTrimmed] = field(default_factory=list)
+    published_trims: int = 0
+    iteration: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnOutcome:
+    """How a turn ended: answered (the reply was delivered) or failed (with `error`)."""
+
+    status: Literal["answered", "failed"]
+    text: str = ""
+    delivery: Delivery | None = None
+    iterations: int = 0
+    hit_iteration_cap: bool = False
+    error: str | None = None
+
+
+class TurnFailed(Exception):
+    """Ends a turn with one clear message for the user."""
+
+    def __init__(self, user_message_key: str, detail: str) -> None:
+        super().__init__(detail)
+        self.key = user_message_key
+        self.detail = detail

@@ -1,0 +1,147 @@
+"""Metering: each model call is one ledger line and the session's `/context` meter, and a
+slow ledger disk never holds up the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import UTC
+from pathlib import Path
+
+import pytest
+
+from adapters.llm.scripted import CallTool, Reply, ScriptedModel
+from bot.agent.events import EventBus
+from bot.agent.ledger import LedgerEntry, LedgerWriter, read_entries
+from bot.agent.metering import CallMetering
+from bot.domain.ids import SessionKey
+from bot.errors import ProviderUnavailable
+from bot.ports import SessionInfo
+from tests.fakes import RecordingMessenger
+from tests.test_agent.rig import AT, CHAT, make_app, model_call, say
+
+
+async def test_a_model_call_is_one_ledger_line_and_the_sessions_meter(tmp_path: Path) -> None:
+    bus = EventBus()
+    metering = CallMetering(LedgerWriter(tmp_path, UTC)).attach(bus)
+
+    await bus.publish(model_call())
+
+    (entry,) = read_entries(tmp_path)
+    assert (entry.session, entry.chat, entry.thread, entry.scene) == (7, -100, 3, "group")
+    assert (entry.turn_id, entry.iteration, entry.purpose) == ("t1", 2, "turn")
+    assert (entry.provider, entry.model) == ("main", "gpt-test")
+    assert (entry.input_tokens, entry.cached_tokens, entry.output_tokens) == (
+        1_000_000,
+        500_000,
+        1000,
+    )
+    assert (entry.est_fixed, entry.est_history, entry.est_current, entry.est_images) == (
+        300,
+        4000,
+        200,
+        765,
+    )
+    assert entry.cost == pytest.approx(1.0 + 0.25 + 0.008)
+    assert entry.trim is not None
+    assert (entry.trim.reason, entry.trim.dropped_turns, entry.trim.budget) == (
+        "token_budget",
+        3,
+        6000,
+    )
+    assert (entry.latency_ms, entry.tool_calls, entry.error) == (120, 1, None)
+    assert not entry.hit_iteration_cap
+
+    meter = metering.last_call(7)
+    assert meter is not None
+    assert (meter.model, meter.window, meter.budget, meter.history_budget) == (
+        "gpt-test",
+        128_000,
+        100_000,
+        6000,
+    )
+    assert meter.estimated_input == 300 + 4965
+    assert (meter.reported_input, meter.cached_tokens) == (1_000_000, 500_000)
+    assert (meter.kept_turns, meter.dropped_turns, meter.at) == (4, 3, AT)
+
+
+async def test_a_failed_final_call_is_metered_without_usage_or_cost(tmp_path: Path) -> None:
+    bus = EventBus()
+    metering = CallMetering(LedgerWriter(tmp_path, UTC)).attach(bus)
+
+    await bus.publish(
+        model_call(final=True, usage=None, tool_calls=0, error=ProviderUnavailable("503"))
+    )
+
+    (entry,) = read_entries(tmp_path)
+    assert (entry.purpose, entry.hit_iteration_cap) == ("final_summary", True)
+    assert (entry.input_tokens, entry.cost) == (None, None)
+    assert entry.error == "ProviderUnavailable: 503"
+    meter = metering.last_call(7)
+    assert meter is not None
+    assert meter.reported_input is None
+
+
+async def test_meters_keep_the_most_recently_called_sessions(tmp_path: Path) -> None:
+    bus = EventBus()
+    metering = CallMetering(LedgerWriter(tmp_path, UTC), max_meters=2).attach(bus)
+    for session_id in (1, 2, 1, 3):
+        session = SessionInfo(id=session_id, key=SessionKey(chat_id=session_id), scene="group")
+        await bus.publish(model_call(session=session))
+    assert list(metering.meters) == [1, 3]
+
+
+class HeldLedger(LedgerWriter):
+    """Holds every write until released, noting the thread it ran on."""
+
+    def __init__(self, traces_dir: Path) -> None:
+        super().__init__(traces_dir, UTC)
+        self.writing = threading.Event()
+        self.release = threading.Event()
+        self.threads: list[int] = []
+
+    def append(self, entry: LedgerEntry) -> None:
+        self.threads.append(threading.get_ident())
+        self.writing.set()
+        self.release.wait(timeout=5)
+        super().append(entry)
+
+
+async def test_a_slow_ledger_write_leaves_the_event_loop_free(tmp_path: Path) -> None:
+    ledger = HeldLedger(tmp_path)
+    bus = EventBus()
+    CallMetering(ledger).attach(bus)
+
+    publishing = asyncio.create_task(bus.publish(model_call()))
+    await asyncio.to_thread(ledger.writing.wait, 5)
+    # The write is in progress and held: the loop still runs other work meanwhile.
+    other = asyncio.create_task(asyncio.sleep(0, result="ran"))
+    assert await other == "ran"
+    assert not publishing.done()
+
+    ledger.release.set()
+    await publishing
+    assert ledger.threads
+    assert threading.get_ident() not in ledger.threads
+    assert len(list(read_entries(tmp_path))) == 1
+
+
+async def test_every_call_of_a_real_turn_is_metered_in_order(
+    tmp_path: Path, messenger: RecordingMessenger
+) -> None:
+    model = ScriptedModel(
+        [CallTool("set_reaction", {"message_id": "m1", "emoji": "👍"}), Reply("Done.")]
+    )
+    app, store, clock = make_app(tmp_path, model, messenger)
+    await say(app, clock, 1, "@Helper react to this please", mentions_bot=True)
+
+    entries = list(read_entries(tmp_path / "agent-traces"))
+    assert [(e.iteration, e.tool_calls) for e in entries] == [(1, 1), (2, 0)]
+    assert len({e.turn_id for e in entries}) == 1
+    session = await store.find_session(SessionKey(chat_id=CHAT))
+    assert session is not None
+    meter = app.runner.meters[session.id]
+    assert meter.at == entries[-1].ts
+    assert meter.estimated_input == entries[-1].est_total
+    assert entries[-1].input_tokens is not None
+    assert meter.reported_input == entries[-1].input_tokens
