@@ -55,7 +55,7 @@ class NewRecord:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PlatformEvent:
+class PlatformMessage:
     """One real platform message (inbound, or a confirmed outbound bubble)."""
 
     chat_id: int
@@ -136,7 +136,7 @@ class RecordAppender(Protocol):
         records: Sequence[NewRecord],
         *,
         parent_id: int | None = None,
-        events: Sequence[PlatformEvent] = (),
+        platform_messages: Sequence[PlatformMessage] = (),
         move_leaf: bool = True,
         at_root: bool = False,
     ) -> tuple[StoredRecord, ...]:
@@ -166,16 +166,18 @@ class HistoryStore(HistoryReader, BubbleStore, Protocol):
     async def set_window_start(self, session_id: int, record_id: int | None) -> None: ...
 
 
-class EventLookup(Protocol):
+class PlatformMessageLookup(Protocol):
     """Finding a real platform message (tools resolve their targets with it)."""
 
-    async def find_event(self, chat_id: int, message_id: int) -> PlatformEvent | None: ...
+    async def find_platform_message(
+        self, chat_id: int, message_id: int
+    ) -> PlatformMessage | None: ...
 
 
-class PlatformEventStore(EventLookup, Protocol):
+class PlatformMessageStore(PlatformMessageLookup, Protocol):
     """Real platform messages, what quotes and references resolve against."""
 
-    async def record_events(self, events: Sequence[PlatformEvent]) -> None:
+    async def record_platform_messages(self, events: Sequence[PlatformMessage]) -> None:
         """Insert or update (on chat id + message id) platform events."""
         ...
 
@@ -222,11 +224,11 @@ class SessionRequest:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InboundAppend:
     """One new inbound message to store: its record, appended after the session's active
-    leaf (which moves to it), and its platform event (the de-duplication key)."""
+    leaf (which moves to it), and its platform message (the de-duplication key)."""
 
     session_id: int
     record: NewRecord
-    event: PlatformEvent
+    platform_message: PlatformMessage
 
 
 class InboundBatchStore(Protocol):
@@ -240,7 +242,7 @@ class InboundBatchStore(Protocol):
         self, items: Sequence[InboundAppend]
     ) -> tuple[StoredRecord | None, ...]:
         """Store the items in one transaction, in order (each session's records chain in
-        item order). An item whose event (chat id + message id) is already stored, or
+        item order). An item whose platform message (chat id + message id) is stored, or
         appears earlier in `items`, is a duplicate: not stored, None. An item that cannot
         be stored (bad data) is logged and skipped, None; the others are stored. A failed
         transaction is retried whole; `StorageUnavailable` when the database stays away
@@ -253,7 +255,7 @@ class InboundStore(
     SessionStore,
     HistoryReader,
     RecordAppender,
-    PlatformEventStore,
+    PlatformMessageStore,
     UpdateClaims,
     InboundBatchStore,
     Protocol,
@@ -339,7 +341,7 @@ class Delivery:
     def delivered(self) -> bool:
         return any(mid is not None for mid in self.message_ids)
 
-    def events(
+    def platform_messages(
         self,
         *,
         chat_id: int,
@@ -350,13 +352,13 @@ class Delivery:
         now: datetime,
         record_id: int | None = None,
         slots: range | None = None,
-    ) -> list[PlatformEvent]:
+    ) -> list[PlatformMessage]:
         """Platform events of the confirmed bubbles (only `slots` if given), as the bot's
         messages; a bubble without a confirmed date is dated `now`."""
         dates = self.dates or (None,) * len(self.message_ids)
         wanted = slots if slots is not None else range(len(self.message_ids))
         return [
-            PlatformEvent(
+            PlatformMessage(
                 chat_id=chat_id,
                 thread_id=thread_id,
                 message_id=mid,
@@ -412,7 +414,7 @@ class Messenger(Protocol):
 class RecordedBubbles(Protocol):
     """Called with the platform events of bubbles a tool delivered, to store them."""
 
-    async def __call__(self, events: Sequence[PlatformEvent]) -> None: ...
+    async def __call__(self, events: Sequence[PlatformMessage]) -> None: ...
 
 
 class InboundSink(Protocol):

@@ -23,8 +23,8 @@ from bot.domain.messages import ToolCall
 from bot.domain.records import (
     AssistantRecord,
     ContentBlock,
-    EventRecord,
     RecordBody,
+    ServiceMessageRecord,
     SummaryRecord,
     ToolResult,
     ToolResultsRecord,
@@ -134,7 +134,7 @@ def _encode_body(body: RecordBody) -> Json:
                     for r in body.results
                 ]
             }
-        case EventRecord():
+        case ServiceMessageRecord():
             return _compact(
                 {"text": body.text, "actor": _sender(body.actor) if body.actor else None}
             )
@@ -270,7 +270,7 @@ def _decode_body(data: Mapping[str, Any]) -> RecordBody:
                 )
             )
         case "event":
-            return EventRecord(
+            return ServiceMessageRecord(
                 text=str(data.get("text", "")), actor=_read_sender(data.get("actor"))
             )
         case "summary":

@@ -7,7 +7,7 @@ Here a batch costs a fixed handful of statements, whatever its size:
 
 1. (PostgreSQL) lock the batch's session rows, in id order (SQLite: `BEGIN IMMEDIATE`
    holds the only write lock already);
-2. which of the batch's platform events are already stored (the de-duplication key, read
+2. which of the batch's platform messages are already stored (the de-duplication key, read
    inside the transaction, so a redelivered update is found even after a crash between a
    commit and the offset's confirmation);
 3. each session's active leaf and its cached `alias_last`;
@@ -15,8 +15,8 @@ Here a batch costs a fixed handful of statements, whatever its size:
    simply the next ordinal: see `storage.sql`);
 5. record ids for the new rows (SQLite: after the largest id, under the write lock;
    PostgreSQL: from the sequence);
-6. one multi-row INSERT of the records, one of the events, one UPDATE per moved leaf
-   (executemany).
+6. one multi-row INSERT of the records, one of the platform messages, one UPDATE per moved
+   leaf (executemany).
 
 Each session's new records chain in batch order (parent → child), and their alias columns
 come from `storage.alias_cache.derive`, the rule `SqlStore.append` uses (a first id not yet
@@ -67,7 +67,7 @@ class _Prepared:
     payload: str
     message_ids: str
     first: int | None
-    event_row: dict[str, Any]
+    message_row: dict[str, Any]
 
 
 @dataclass(slots=True)
@@ -145,7 +145,12 @@ class InboundBatchWriter:
 
 
 def _skip(item: InboundAppend, reason: str) -> None:
-    log.warning("not storing message %s/%s: %s", item.event.chat_id, item.event.message_id, reason)
+    log.warning(
+        "not storing message %s/%s: %s",
+        item.platform_message.chat_id,
+        item.platform_message.message_id,
+        reason,
+    )
 
 
 _DRIVER_DATA_ERRORS = (OverflowError, ValueError, TypeError)
@@ -169,7 +174,7 @@ def _reason(exc: BaseException) -> str:
 
 
 def _prepare(index: int, item: InboundAppend) -> _Prepared:
-    record, event = item.record, item.event
+    record, message = item.record, item.platform_message
     return _Prepared(
         index=index,
         item=item,
@@ -177,7 +182,7 @@ def _prepare(index: int, item: InboundAppend) -> _Prepared:
         payload=encode_payload(record.body, record.message_ids),
         message_ids=encode_message_ids(record.message_ids),
         first=first_message_id(record.message_ids),
-        event_row=event_row(event, default_record_id=None),
+        message_row=event_row(message, default_record_id=None),
     )
 
 
@@ -204,7 +209,7 @@ _LOCK_SESSIONS = (
     .with_for_update()
 )
 # Row-value IN: one index probe per pair (two plain INs would probe every combination).
-_KNOWN_EVENTS = select(EVENTS.c.chat_id, EVENTS.c.message_id).where(
+_KNOWN_MESSAGES = select(EVENTS.c.chat_id, EVENTS.c.message_id).where(
     tuple_(EVENTS.c.chat_id, EVENTS.c.message_id).in_(bindparam("keys", expanding=True))
 )
 _KNOWN_FIRSTS = (
@@ -221,7 +226,7 @@ _PG_RECORD_IDS = text(
     "SELECT nextval(pg_get_serial_sequence('agent_messages', 'id')) FROM generate_series(1, :n)"
 )
 _INSERT_RECORDS = insert(MESSAGES)
-_INSERT_EVENTS = insert(EVENTS)
+_INSERT_MESSAGES = insert(EVENTS)
 _MOVE_LEAF = (
     update(SESSIONS)
     .where(SESSIONS.c.id == bindparam("session_id"))
@@ -236,9 +241,11 @@ async def _write_batch(
     session_ids = sorted({p.item.session_id for p in prepared})
     if postgres:
         await conn.execute(_LOCK_SESSIONS, {"session_ids": session_ids})
-    keys = sorted({(p.item.event.chat_id, p.item.event.message_id) for p in prepared})
+    keys = sorted(
+        {(p.item.platform_message.chat_id, p.item.platform_message.message_id) for p in prepared}
+    )
     known = {
-        (row.chat_id, row.message_id) for row in await conn.execute(_KNOWN_EVENTS, {"keys": keys})
+        (row.chat_id, row.message_id) for row in await conn.execute(_KNOWN_MESSAGES, {"keys": keys})
     }
     heads = {row.id: row for row in await conn.execute(_HEADS, {"session_ids": session_ids})}
     pairs = sorted({(p.item.session_id, p.first) for p in prepared if p.first is not None})
@@ -256,7 +263,7 @@ async def _write_batch(
     fast: list[tuple[_Prepared, _Chain]] = []
     seen: set[tuple[int, int]] = set()
     for entry in prepared:
-        key = (entry.item.event.chat_id, entry.item.event.message_id)
+        key = (entry.item.platform_message.chat_id, entry.item.platform_message.message_id)
         if key in known or key in seen:
             log.info("duplicate message %s/%s", *key)
             continue
@@ -286,7 +293,7 @@ async def _write_batch(
         top = int((await conn.execute(_MAX_RECORD_ID)).scalar_one())
         ids = list(range(top + 1, top + 1 + len(fast)))
     records: list[dict[str, Any]] = []
-    events: list[dict[str, Any]] = []
+    messages: list[dict[str, Any]] = []
     leaves: dict[int, int] = {}
     for (entry, chain), new_id in zip(fast, ids, strict=True):
         derived = derive(chain.last, entry.first, seq_on_path=None)  # first id is new here
@@ -307,7 +314,7 @@ async def _write_batch(
                 "alias_last": last,
             }
         )
-        events.append({**entry.event_row, "record_id": new_id})
+        messages.append({**entry.message_row, "record_id": new_id})
         outcome.stored[entry.index] = StoredRecord(
             id=new_id,
             session_id=item.session_id,
@@ -322,7 +329,7 @@ async def _write_batch(
         chain.parent, chain.last = new_id, last
         leaves[item.session_id] = new_id
     await conn.execute(_INSERT_RECORDS, records)
-    await conn.execute(_INSERT_EVENTS, events)
+    await conn.execute(_INSERT_MESSAGES, messages)
     await conn.execute(
         _MOVE_LEAF,
         [{"session_id": sid, "leaf_id": leaf, "now": now} for sid, leaf in leaves.items()],

@@ -19,7 +19,7 @@ from bot.ports import (
     InboundAppend,
     LoadedHistory,
     NewRecord,
-    PlatformEvent,
+    PlatformMessage,
     SessionInfo,
     SessionRequest,
 )
@@ -52,7 +52,7 @@ class InMemoryStore:
         self._now = now or (lambda: datetime.now(UTC))
         self._sessions: dict[int, _Session] = {}
         self._records: dict[int, _Record] = {}
-        self._events: dict[tuple[int, int], PlatformEvent] = {}
+        self._events: dict[tuple[int, int], PlatformMessage] = {}
         self._updates: dict[int, datetime] = {}
         self._summaries: set[date] = set()
         self._next_session = 1
@@ -149,7 +149,7 @@ class InMemoryStore:
         records: Sequence[NewRecord],
         *,
         parent_id: int | None = None,
-        events: Sequence[PlatformEvent] = (),
+        platform_messages: Sequence[PlatformMessage] = (),
         move_leaf: bool = True,
         at_root: bool = False,
     ) -> tuple[StoredRecord, ...]:
@@ -162,7 +162,7 @@ class InMemoryStore:
         if parent is not None:
             self._record_in(session_id, parent)
         first_new = self._next_record
-        for event in events:
+        for event in platform_messages:
             # What the foreign key does in SQL: checked before anything changes.
             known = event.record_id is None or event.record_id in self._records
             if not known and not first_new <= (event.record_id or 0) < first_new + len(records):
@@ -182,7 +182,7 @@ class InMemoryStore:
             self._next_record += 1
             ids.append(new.id)
             parent = new.id
-        self._put_events(events, default_record_id=ids[-1])
+        self._put_events(platform_messages, default_record_id=ids[-1])
         if move_leaf:
             session.info = replace(session.info, active_leaf_id=ids[-1])
         path = {r.id: r for r in self._aliased_path(session, ids[-1])}
@@ -198,11 +198,13 @@ class InMemoryStore:
     ) -> tuple[StoredRecord | None, ...]:
         stored: list[StoredRecord | None] = []
         for item in items:
-            key = (item.event.chat_id, item.event.message_id)
+            key = (item.platform_message.chat_id, item.platform_message.message_id)
             if key in self._events or item.session_id not in self._sessions:
                 stored.append(None)
                 continue
-            (record,) = await self.append(item.session_id, [item.record], events=[item.event])
+            (record,) = await self.append(
+                item.session_id, [item.record], platform_messages=[item.platform_message]
+            )
             stored.append(record)
         return tuple(stored)
 
@@ -219,17 +221,17 @@ class InMemoryStore:
 
     # ------------------------------------------------------------ platform events
 
-    async def record_events(self, events: Sequence[PlatformEvent]) -> None:
+    async def record_platform_messages(self, events: Sequence[PlatformMessage]) -> None:
         for event in events:
             if event.record_id is not None and event.record_id not in self._records:
                 raise StorageError(f"event names unknown record {event.record_id}")
         self._put_events(events, default_record_id=None)
 
-    async def find_event(self, chat_id: int, message_id: int) -> PlatformEvent | None:
+    async def find_platform_message(self, chat_id: int, message_id: int) -> PlatformMessage | None:
         return self._events.get((chat_id, message_id))
 
     def _put_events(
-        self, events: Sequence[PlatformEvent], *, default_record_id: int | None
+        self, events: Sequence[PlatformMessage], *, default_record_id: int | None
     ) -> None:
         for event in events:
             key = (event.chat_id, event.message_id)

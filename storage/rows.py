@@ -7,7 +7,7 @@ from typing import Any
 
 from bot.domain.ids import SessionKey
 from bot.domain.records import StoredRecord
-from bot.ports import PlatformEvent, SessionInfo
+from bot.ports import PlatformMessage, SessionInfo
 from storage.alias_cache import alias_parts
 from storage.codec import decode_media, decode_payload, encode_media
 
@@ -44,8 +44,8 @@ def stored_record(row: Any) -> StoredRecord:
     )
 
 
-def platform_event(row: Any) -> PlatformEvent:
-    return PlatformEvent(
+def platform_event(row: Any) -> PlatformMessage:
+    return PlatformMessage(
         chat_id=row.chat_id,
         thread_id=row.thread_id,
         message_id=row.message_id,
@@ -61,7 +61,7 @@ def platform_event(row: Any) -> PlatformEvent:
     )
 
 
-def event_row(event: PlatformEvent, *, default_record_id: int | None) -> dict[str, Any]:
+def event_row(event: PlatformMessage, *, default_record_id: int | None) -> dict[str, Any]:
     """The `platform_events` row of `event`; linked to `default_record_id` when it names no
     record."""
     return {

@@ -30,7 +30,7 @@ from bot.ports import (
     InboundAppend,
     LoadedHistory,
     NewRecord,
-    PlatformEvent,
+    PlatformMessage,
     SessionInfo,
     SessionRequest,
 )
@@ -313,7 +313,7 @@ class SqlStore:
         records: Sequence[NewRecord],
         *,
         parent_id: int | None = None,
-        events: Sequence[PlatformEvent] = (),
+        platform_messages: Sequence[PlatformMessage] = (),
         move_leaf: bool = True,
         at_root: bool = False,
     ) -> tuple[StoredRecord, ...]:
@@ -378,8 +378,8 @@ class SqlStore:
                     )
                 )
                 parent, last = new_id, derived.last
-            if events:
-                await self._write_events(conn, events, default_record_id=stored[-1].id)
+            if platform_messages:
+                await self._write_events(conn, platform_messages, default_record_id=stored[-1].id)
             if move_leaf:
                 params = {"session_id": session_id, "leaf_id": stored[-1].id, "now": self._now()}
                 await conn.execute(MOVE_LEAF, params)
@@ -419,9 +419,10 @@ class SqlStore:
         return await self._batches.append(items)
 
     async def _append_inbound_one(self, item: InboundAppend) -> StoredRecord | None:
-        if await self.find_event(item.event.chat_id, item.event.message_id) is not None:
+        message = item.platform_message
+        if await self.find_platform_message(message.chat_id, message.message_id) is not None:
             return None
-        (stored,) = await self.append(item.session_id, [item.record], events=[item.event])
+        (stored,) = await self.append(item.session_id, [item.record], platform_messages=[message])
         return stored
 
     async def set_message_ids(
@@ -464,13 +465,13 @@ class SqlStore:
 
     # ------------------------------------------------------------ platform events
 
-    async def record_events(self, events: Sequence[PlatformEvent]) -> None:
+    async def record_platform_messages(self, events: Sequence[PlatformMessage]) -> None:
         if not events:
             return
         async with self._write() as conn:
             await self._write_events(conn, events, default_record_id=None)
 
-    async def find_event(self, chat_id: int, message_id: int) -> PlatformEvent | None:
+    async def find_platform_message(self, chat_id: int, message_id: int) -> PlatformMessage | None:
         async with self._read(one_statement=True) as conn:
             params = {"chat_id": chat_id, "message_id": message_id}
             row = (await conn.execute(EVENT_BY_KEY, params)).first()
@@ -479,7 +480,7 @@ class SqlStore:
     async def _write_events(
         self,
         conn: AsyncConnection,
-        events: Sequence[PlatformEvent],
+        events: Sequence[PlatformMessage],
         *,
         default_record_id: int | None,
     ) -> None:

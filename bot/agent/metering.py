@@ -26,7 +26,7 @@ class CallMeter:
     """What `/context` shows about the last model call of a session."""
 
     model: str
-    window: int | None
+    context_window: int | None
     budget: int
     history_budget: int
     estimated_input: int
@@ -84,7 +84,7 @@ def call_meter(call: ModelCalled) -> CallMeter:
     usage = call.usage
     return CallMeter(
         model=call.route.model,
-        window=call.route.window,
+        context_window=call.route.context_window,
         budget=call.budget,
         history_budget=call.history_budget,
         estimated_input=call.fixed_tokens + call.tokens.messages,

@@ -82,7 +82,7 @@ class ProviderCaller:
                     message_tokens=estimate_history_tokens(state.messages) - images,
                     tool_schema_tokens=fixed - system_tokens(state.messages),
                     image_tokens=images,
-                    window=state.route.window_for_math,
+                    context_window=state.route.context_window_for_math,
                     model=state.route.model,
                 )
             except CapacityExceeded as exc:

@@ -149,7 +149,7 @@ class RequestBuilder:
             + (current if current is not None else len(projection.messages)),
             fixed_tokens=estimate_message_tokens(head[0])
             + estimate_tool_schema_tokens([tool_schema(t) for t in self.tools.values()]),
-            budget=policy.limits.effective_context_budget(route.window),
+            budget=policy.limits.effective_context_budget(route.context_window),
             history_budget=history_budget,
             kept_turns=count_turns(projection.messages),
             dropped_turns=decision.dropped_turns if decision.moved else 0,

@@ -34,7 +34,7 @@ from bot.ports import (
     HistoryStore,
     LLMResponse,
     Messenger,
-    PlatformEventStore,
+    PlatformMessageStore,
     SessionInfo,
 )
 from bot.texts import text as user_text
@@ -62,7 +62,7 @@ class TurnRunner:
         self,
         *,
         store: HistoryStore,
-        events: PlatformEventStore,
+        platform_messages: PlatformMessageStore,
         messenger: Messenger,
         routes: RouteTable,
         tools: Sequence[Tool],
@@ -92,7 +92,7 @@ class TurnRunner:
         self.tool_runner = ToolRunner(
             tools=self.tools,
             store=store,
-            events=events,
+            platform_messages=platform_messages,
             messenger=messenger,
             clock=clock,
             bot_id=bot_id,
@@ -100,7 +100,11 @@ class TurnRunner:
             max_result_chars=policy.max_tool_result_chars,
         )
         self.bubbles = ReplyBubbles(
-            store=store, events=events, clock=clock, bot_id=bot_id, bot_name=bot_name
+            store=store,
+            platform_messages=platform_messages,
+            clock=clock,
+            bot_id=bot_id,
+            bot_name=bot_name,
         )
         self.metering = CallMetering(ledger).attach(self.bus)
 

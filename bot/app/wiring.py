@@ -186,7 +186,7 @@ def build_app(
     bus = EventBus()
     runner = TurnRunner(
         store=store,
-        events=store,
+        platform_messages=store,
         messenger=messenger,
         routes=routes,
         tools=default_tools(),

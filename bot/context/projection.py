@@ -45,8 +45,8 @@ from bot.domain.messages import ChatMessage
 from bot.domain.records import (
     AssistantRecord,
     ContentBlock,
-    EventRecord,
     RecordBody,
+    ServiceMessageRecord,
     StoredRecord,
     SummaryRecord,
     ToolResult,
@@ -219,7 +219,7 @@ class _Renderer:
                 rendered = [self._assistant(record, body)]
             case ToolResultsRecord():
                 rendered = [_tool_message(result) for result in body.results]
-            case EventRecord():
+            case ServiceMessageRecord():
                 header = self._walker.header(
                     ids=record.alias_parts, at=record.created_at, sender=body.actor
                 )

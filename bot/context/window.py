@@ -174,9 +174,9 @@ def check_capacity(
     message_tokens: int,
     tool_schema_tokens: int,
     image_tokens: int,
-    window: int,
+    context_window: int,
     model: str,
-    window_known: bool = True,
+    context_window_known: bool = True,
 ) -> None:
     """Raise `CapacityExceeded` before dispatch when the request cannot fit the window.
 
@@ -184,7 +184,7 @@ def check_capacity(
     The message names the parts and says what to change.
     """
     total = message_tokens + tool_schema_tokens + image_tokens
-    if total <= window:
+    if total <= context_window:
         return
     parts = {
         "messages": message_tokens,
@@ -198,9 +198,9 @@ def check_capacity(
         "tool schemas": "enable fewer tools",
     }[largest]
     known = (
-        f"a {window:,}-token context window"
-        if window_known
-        else f"an unknown context window (assumed {window:,} tokens)"
+        f"a {context_window:,}-token context window"
+        if context_window_known
+        else f"an unknown context window (assumed {context_window:,} tokens)"
     )
     raise CapacityExceeded(
         f"the request needs about {total:,} tokens (messages {message_tokens:,}, images "

@@ -71,7 +71,7 @@ class ToolResultsRecord:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class EventRecord:
+class ServiceMessageRecord:
     """A chat event (member joined, title changed, pin…) described in one line."""
 
     kind: Literal["event"] = "event"
@@ -87,7 +87,7 @@ class SummaryRecord:
     text: str
 
 
-RecordBody = UserRecord | AssistantRecord | ToolResultsRecord | EventRecord | SummaryRecord
+RecordBody = UserRecord | AssistantRecord | ToolResultsRecord | ServiceMessageRecord | SummaryRecord
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -76,7 +76,7 @@ class Commands:
 
     def context_text(self, session: SessionInfo) -> str:
         route = self.routes.resolve(session.route)
-        window = str(route.window) if route.window else text(self.locale, "unknown")
+        window = str(route.context_window) if route.context_window else text(self.locale, "unknown")
         meter = self.meters(session.id)
         lines = [
             f"model: {route.provider_name}:{route.model}",
@@ -104,7 +104,9 @@ class Commands:
         choices = ", ".join(self.routes.provider_names)
         if not argument:
             route = self.routes.resolve(session.route)
-            window = str(route.window) if route.window else text(self.locale, "unknown")
+            window = (
+                str(route.context_window) if route.context_window else text(self.locale, "unknown")
+            )
             return text(
                 self.locale,
                 "model_current",
@@ -117,7 +119,7 @@ class Commands:
             return text(self.locale, "model_unknown", name=argument, choices=choices)
         await self.store.set_route(session.id, argument)
         route = self.routes.resolve(argument)
-        window = str(route.window) if route.window else text(self.locale, "unknown")
+        window = str(route.context_window) if route.context_window else text(self.locale, "unknown")
         return text(
             self.locale,
             "model_switched",

@@ -40,7 +40,7 @@ from bot.ports import (
 )
 from bot.services.chat_lock import ChatLock, LockScope
 from bot.services.guard import RateLimiter, chat_allowed
-from bot.services.message_records import platform_event_of, record_of, scene_of
+from bot.services.message_records import platform_message_of, record_of, scene_of
 from bot.services.recovery import CrashRecovery, RecoveryPolicy
 from bot.services.triggers import AnswerRules, BotIdentity, facts_of_message, should_answer
 from bot.texts import text
@@ -161,7 +161,10 @@ class InboundService:
                 return
         state = self._state(session.id)
         async with state.store_lock, self._chat_held(session, "store"):
-            if await self.store.find_event(message.chat_id, message.message_id) is not None:
+            if (
+                await self.store.find_platform_message(message.chat_id, message.message_id)
+                is not None
+            ):
                 log.info("duplicate message %s/%s", message.chat_id, message.message_id)
                 return
             answer = should_answer(facts_of_message(message), session.scene, self.policy.rules)
@@ -245,7 +248,7 @@ class InboundService:
                     InboundAppend(
                         session_id=session.id,
                         record=record_of(message, merged=merged),
-                        event=platform_event_of(message),
+                        platform_message=platform_message_of(message),
                     )
                 )
             stored = await self.store.append_inbound(items)
@@ -277,8 +280,8 @@ class InboundService:
         session = await self.open(message)
         state = self._state(session.id)
         async with state.store_lock, self._chat_held(session, "store"):
-            known = await self.store.find_event(message.chat_id, message.message_id)
-            await self.store.record_events([platform_event_of(message, known=known)])
+            known = await self.store.find_platform_message(message.chat_id, message.message_id)
+            await self.store.record_platform_messages([platform_message_of(message, known=known)])
         async with state.lock, self._chat_held(session, "turn"):
             loaded = await self.store.load_history(session.id, max_records=200)
             last_user = next(
@@ -401,7 +404,7 @@ class InboundService:
         await self.store.append(
             session.id,
             [record_of(message, merged=merged)],
-            events=[platform_event_of(message)],
+            platform_messages=[platform_message_of(message)],
         )
 
     def _schedule_turn(

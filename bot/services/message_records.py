@@ -5,8 +5,8 @@ from __future__ import annotations
 from bot.context.projection import record_tokens
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Scene
-from bot.domain.records import EventRecord, RecordBody, UserRecord
-from bot.ports import NewRecord, PlatformEvent
+from bot.domain.records import RecordBody, ServiceMessageRecord, UserRecord
+from bot.ports import NewRecord, PlatformMessage
 
 
 def scene_of(message: InboundMessage, owner_id: int | None) -> Scene:
@@ -27,12 +27,12 @@ def record_of(message: InboundMessage, *, merged: bool) -> NewRecord:
     )
 
 
-def platform_event_of(
-    message: InboundMessage, *, known: PlatformEvent | None = None
-) -> PlatformEvent:
+def platform_message_of(
+    message: InboundMessage, *, known: PlatformMessage | None = None
+) -> PlatformMessage:
     """The message as a platform event; for an edit, `known` (the stored event) keeps its
     first date and its record."""
-    return PlatformEvent(
+    return PlatformMessage(
         chat_id=message.chat_id,
         thread_id=message.thread_id,
         message_id=message.message_id,
@@ -50,7 +50,7 @@ def platform_event_of(
 
 def _body(message: InboundMessage, *, merged: bool) -> RecordBody:
     if message.event is not None:
-        return EventRecord(text=message.event, actor=message.sender)
+        return ServiceMessageRecord(text=message.event, actor=message.sender)
     return UserRecord(
         sender=message.sender,
         text=message.text,

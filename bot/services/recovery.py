@@ -39,7 +39,7 @@ from bot.agent.runtime import TurnRunner
 from bot.domain.ids import Locale, Scene
 from bot.domain.records import (
     AssistantRecord,
-    EventRecord,
+    ServiceMessageRecord,
     StoredRecord,
     ToolResultsRecord,
     UserRecord,
@@ -125,7 +125,7 @@ def unanswered(records: Sequence[StoredRecord]) -> list[UserRecord]:
     for record in reversed(records):
         if isinstance(record.body, UserRecord):
             waiting.append(record.body)
-        elif not isinstance(record.body, EventRecord):
+        elif not isinstance(record.body, ServiceMessageRecord):
             break
     return waiting
 
@@ -218,7 +218,11 @@ class CrashRecovery:
         texts: list[str] = []
         trigger: int | None = None
         for mid in leaf.message_ids:
-            event = None if mid is None else await self.store.find_event(session.key.chat_id, mid)
+            event = (
+                None
+                if mid is None
+                else await self.store.find_platform_message(session.key.chat_id, mid)
+            )
             texts.append(event.text if event is not None else "")
             if event is not None and trigger is None:
                 trigger = event.reply_to_message_id

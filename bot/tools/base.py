@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.domain.records import StoredRecord
 from bot.errors import ToolError
-from bot.ports import Clock, EventLookup, Messenger, RecordedBubbles, ToolSpec
+from bot.ports import Clock, Messenger, PlatformMessageLookup, RecordedBubbles, ToolSpec
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -26,7 +26,7 @@ class ToolContext:
     bot_name: str = ""
     clock: Clock
     messenger: Messenger
-    events: EventLookup
+    platform_messages: PlatformMessageLookup
     records: Sequence[StoredRecord] = ()
     record_bubbles: RecordedBubbles | None = None
 

@@ -13,8 +13,8 @@ from bot.domain.facts import Quote, Sender
 from bot.domain.ids import Scene
 from bot.domain.records import (
     AssistantRecord,
-    EventRecord,
     RecordBody,
+    ServiceMessageRecord,
     StoredRecord,
     SummaryRecord,
     ToolResult,
@@ -80,12 +80,13 @@ CASES: dict[str, tuple[Scene, list[StoredRecord], RecoveryStep | None]] = {
         RunTurn(reply_to=6, expect_leaf=2),
     ),
     "group mention, then an event": (
-        "group", path((MENTION, 2 * MIN, (5,)), (EventRecord(text="Bob joined"), MIN, (6,))),
+        "group",
+        path((MENTION, 2 * MIN, (5,)), (ServiceMessageRecord(text="Bob joined"), MIN, (6,))),
         None,  # the newest record is the event: nothing to answer after it
     ),
     "group mention, an event, then chatter": (
         "group",
-        path((MENTION, 3 * MIN, (5,)), (EventRecord(text="Bob joined"), 2 * MIN, (6,)),
+        path((MENTION, 3 * MIN, (5,)), (ServiceMessageRecord(text="Bob joined"), 2 * MIN, (6,)),
              (said("hi Bob"), MIN, (7,))),
         RunTurn(reply_to=7, expect_leaf=3),
     ),
@@ -137,7 +138,7 @@ def test_unanswered_lists_member_messages_after_the_last_reply_newest_first() ->
         (said("old"), 4 * MIN, (1,)),
         (REPLY, 3 * MIN, (2,)),
         (said("a"), 2 * MIN, (3,)),
-        (EventRecord(text="Bob joined"), 2 * MIN, (4,)),
+        (ServiceMessageRecord(text="Bob joined"), 2 * MIN, (4,)),
         (said("b"), MIN, (5,)),
     )
     assert [body.text for body in unanswered(records)] == ["b", "a"]

@@ -11,7 +11,7 @@ import pytest
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
-from bot.ports import InboundAppend, NewRecord, PlatformEvent, SessionRequest
+from bot.ports import InboundAppend, NewRecord, PlatformMessage, SessionRequest
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
 from tests.test_storage.conftest import Store
@@ -33,7 +33,7 @@ def item(session_id: int, key: SessionKey, message_id: int, text: str) -> Inboun
             message_ids=(message_id,),
             tokens=2,
         ),
-        event=PlatformEvent(
+        platform_message=PlatformMessage(
             chat_id=key.chat_id,
             thread_id=key.thread_id,
             message_id=message_id,
@@ -103,7 +103,7 @@ async def test_a_batch_chains_each_session_in_order_and_moves_its_leaf(store: St
     assert [(r.id, r.alias_seq, r.alias_parts) for r in path[-2:]] == [
         (r.id, r.alias_seq, r.alias_parts) for r in (stored[0], stored[2]) if r is not None
     ]
-    event = await store.find_event(GROUP_B.chat_id, 6)
+    event = await store.find_platform_message(GROUP_B.chat_id, 6)
     assert event is not None
     assert stored[3] is not None
     assert event.record_id == stored[3].id
