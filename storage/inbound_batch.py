@@ -158,14 +158,24 @@ _DRIVER_DATA_ERRORS = (OverflowError, ValueError, TypeError)
 
 
 def _bad_data(exc: BaseException) -> bool:
-    """A failure caused by the rows themselves (retrying cannot help), not the database."""
-    if isinstance(exc, _DRIVER_DATA_ERRORS):
-        return True
-    cause = exc.__cause__
-    if isinstance(cause, IntegrityError | DataError):
-        return True
-    # a StatementError that is not the driver's: the parameters could not be processed
-    return isinstance(cause, StatementError) and not isinstance(cause, DBAPIError)
+    """A failure caused by the rows themselves (retrying cannot help), not the database:
+    a constraint or a value the database refuses, or one the driver cannot send (asyncpg
+    raises its own `DataError`, a ValueError, which SQLAlchemy passes on as a generic
+    error), found anywhere along the chain of causes."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, (IntegrityError, DataError, *_DRIVER_DATA_ERRORS)):
+            return True
+        if isinstance(current, StatementError) and not isinstance(current, DBAPIError):
+            return True  # SQLAlchemy could not process the parameters
+        orig = getattr(current, "orig", None)
+        todo += [current.__cause__, orig if isinstance(orig, BaseException) else None]
+    return False
 
 
 def _reason(exc: BaseException) -> str:
