@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from bench import (
+    bench_dashboard,
     bench_e2e,
     bench_ingest,
     bench_load,
@@ -121,6 +122,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     floor = bench_ingest.aiogram_floor_mb()
     report_lines = 20_000 if quick else bench_report.LINES
     usage = _timed("usage report", spent, lambda: bench_report.run(report_lines))
+    dashboard = _timed(
+        "dashboard",
+        spent,
+        lambda: bench_dashboard.run(10_000, 20_000, 3) if quick else bench_dashboard.run(),
+    )
     total = time.perf_counter() - started
 
     ours, legacy = found.ours, found.legacy
@@ -249,6 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             storage,
             "",
             usage.replace("## usage report", "## Usage report", 1),
+            "",
+            dashboard,
             "",
             "## Time spent",
             "",

@@ -133,6 +133,12 @@ class Settings(BaseSettings):
     operator registers it."""
     webhook_secret: SecretStr | None = None
     """Checked against `X-Telegram-Bot-Api-Secret-Token` on every webhook request."""
+    dashboard_port: int | None = Field(None, ge=1, le=65535)
+    """When set, `tgbot run` serves the dashboard on this port too (DESIGN.md §9)."""
+    dashboard_token: SecretStr | None = None
+    """When set, every dashboard page but /healthz needs it; unset: loopback only."""
+    dashboard_url: str | None = None
+    """Public base URL of the dashboard, for the owner's `/dashboard` link."""
 
     history: HistorySettings = HistorySettings()
     runtime: RuntimeSettings = RuntimeSettings()
@@ -161,7 +167,7 @@ class Settings(BaseSettings):
             raise ValueError("expected 1-256 characters of A-Z, a-z, 0-9, _ and -")
         return value
 
-    @field_validator("telegram_api_base", "llm_base_url", "webhook_url")
+    @field_validator("telegram_api_base", "llm_base_url", "webhook_url", "dashboard_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("http://", "https://")):

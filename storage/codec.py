@@ -144,7 +144,13 @@ def _encode_body(body: RecordBody) -> Json:
 
 def _sender(sender: Sender) -> Json:
     data = _compact(
-        {"id": sender.id, "name": sender.name, "username": sender.username, "isBot": sender.is_bot}
+        {
+            "id": sender.id,
+            "name": sender.name,
+            "username": sender.username,
+            "isBot": sender.is_bot,
+            "viaBot": sender.via_bot,
+        }
     )
     if sender.kind != "user":
         data["kind"] = sender.kind
@@ -152,12 +158,14 @@ def _sender(sender: Sender) -> Json:
 
 
 def _media(media: Media) -> Json:
+    details = _compact({"title": media.title, "detail": media.detail, "value": media.value})
     return {
         "kind": media.kind,
         "duration": media.duration,
         "fileName": media.file_name,
         "emoji": media.emoji,
         "fileId": media.file_id,
+        **details,
     }
 
 
@@ -170,6 +178,9 @@ def _quote(quote: Quote) -> Json:
             "summary": quote.summary,
             "truncated": quote.truncated,
             "chatId": quote.chat_id,
+            "fragment": quote.fragment,
+            "chatName": quote.chat_name,
+            "forwardedFrom": quote.forwarded_from,
         }
     )
 
@@ -295,6 +306,7 @@ def _read_sender(raw: object) -> Sender | None:
         username=_opt_str(raw.get("username")),
         is_bot=bool(raw.get("isBot", False)),
         kind=cast(SenderKind, kind if kind in _SENDER_KINDS else "user"),
+        via_bot=_opt_str(raw.get("viaBot")),
     )
 
 
@@ -306,6 +318,9 @@ def _read_media(raw: Mapping[str, Any]) -> Media:
         file_name=_opt_str(raw.get("fileName")),
         emoji=_opt_str(raw.get("emoji")),
         file_id=_opt_str(raw.get("fileId")),
+        title=_opt_str(raw.get("title")),
+        detail=_opt_str(raw.get("detail")),
+        value=_opt_int(raw.get("value")),
     )
 
 
@@ -319,6 +334,9 @@ def _read_quote(raw: object) -> Quote | None:
         summary=str(raw.get("summary", "")),
         truncated=bool(raw.get("truncated", False)),
         chat_id=_opt_int(raw.get("chatId")),
+        fragment=bool(raw.get("fragment", False)),
+        chat_name=_opt_str(raw.get("chatName")),
+        forwarded_from=_opt_str(raw.get("forwardedFrom")),
     )
 
 

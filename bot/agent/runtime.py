@@ -169,7 +169,7 @@ class TurnRunner:
         if not text:
             raise TurnFailed("bad_response", "the model's reply was empty after cleaning")
         key = state.session.key
-        recorder = self.bubbles.recorder(state.session, reply_to)
+        recorder = self.bubbles.recorder(state.session, reply_to, text)
         delivery = await self.messenger.send_text(
             key.chat_id, text, thread_id=key.thread_id, reply_to=reply_to, on_bubble=recorder
         )

@@ -57,6 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
     legacy.add_argument("file", metavar="FILE")
     legacy.set_defaults(handler=_import_legacy)
 
+    dashboard = commands.add_parser("dashboard", help="serve the operator dashboard (web)")
+    dashboard.add_argument("--host", default="127.0.0.1", help="listen address")
+    dashboard.add_argument("--port", type=int, help="listen port (DASHBOARD_PORT, else 8080)")
+    dashboard.set_defaults(handler=_dashboard)
+
     db = commands.add_parser("db", help="database maintenance")
     db_commands = db.add_subparsers(dest="db_command", metavar="SUBCOMMAND", required=True)
     upgrade = db_commands.add_parser("upgrade", help="create or migrate the schema")
@@ -102,6 +107,12 @@ def _db_upgrade(args: argparse.Namespace) -> int:
     from bot.app import db_commands
 
     return asyncio.run(db_commands.db_upgrade(args.config))
+
+
+def _dashboard(args: argparse.Namespace) -> int:
+    from bot.app.dashboard.server import run_dashboard
+
+    return asyncio.run(run_dashboard(args.config, host=args.host, port=args.port))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

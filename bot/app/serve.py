@@ -24,6 +24,7 @@ from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.polling_loop import AfterBatchHook, poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.webhook import serve_webhook
+from bot.app.dashboard.server import RunningDashboard, start_beside_bot
 from bot.app.retention_loop import retention_loop
 from bot.app.wiring import (
     build_app,
@@ -62,6 +63,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
     scheduler = None
     stopped = asyncio.Event()
     retention: asyncio.Task[None] | None = None
+    dashboard: RunningDashboard | None = None
     try:
         me = await bot.get_me()
         messenger = TelegramMessenger(bot)
@@ -81,6 +83,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             await store.claim_update(update_id)
 
         scheduler = start_daily_summary(app, messenger)
+        dashboard = await start_beside_bot(settings, app.bus)  # when DASHBOARD_PORT is set
         retention = asyncio.create_task(
             retention_loop(store, retention_policy(settings), app.runner.clock, stop=stopped)
         )
@@ -130,6 +133,8 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             asyncio.get_running_loop().remove_signal_handler(sig)
         if scheduler is not None:
             scheduler.shutdown(wait=False)
+        if dashboard is not None:
+            await dashboard.close()
         await bot.session.close()
         await chat_lock.close()
         await store.close()

@@ -21,6 +21,7 @@ from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.routes import Prices, ProviderEntry, RouteTable
 from bot.agent.runtime import TurnPolicy, TurnRunner
+from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
 from bot.config import Settings
 from bot.context.budget import ProviderCapacity, RuntimeLimits
@@ -212,6 +213,10 @@ def build_app(
         routes=routes,
         meters=runner.meters.get,
         usage_reply=usage_reply,
+        dashboard_link=owner_link(
+            settings.dashboard_url,
+            settings.dashboard_token.get_secret_value() if settings.dashboard_token else None,
+        ),
     )
     inbound = InboundService(
         store=store,

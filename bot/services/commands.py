@@ -1,4 +1,5 @@
-"""Bot commands: /usage, /context and /model for the owner; /retry and /help for everyone."""
+"""Bot commands: /usage, /context, /model and /dashboard for the owner; /retry and /help for
+everyone."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ log = logging.getLogger("tgbot.commands")
 UsageReply = Callable[[], Awaitable[tuple[str, bytes | None]]]
 Retry = Callable[[SessionInfo], Awaitable[bool]]
 MeterLookup = Callable[[int], CallMeter | None]
+DashboardLink = Callable[[], str]
+"""A fresh link to the dashboard (with a short-lived signed token when one is set)."""
 
-OWNER_COMMANDS = frozenset({"usage", "context", "model"})
+OWNER_COMMANDS = frozenset({"usage", "context", "model", "dashboard"})
 PUBLIC_COMMANDS = frozenset({"retry", "help", "start"})
 
 
@@ -37,6 +40,7 @@ class Commands:
         meters: MeterLookup,
         usage_reply: UsageReply,
         retry: Retry | None = None,
+        dashboard_link: DashboardLink | None = None,
     ) -> None:
         self.owner_id = owner_id
         self.locale = locale
@@ -46,6 +50,7 @@ class Commands:
         self.meters = meters
         self.usage_reply = usage_reply
         self.retry = retry
+        self.dashboard_link = dashboard_link
 
     async def __call__(self, message: InboundMessage, session: SessionInfo) -> bool:
         name = (message.command or "").lstrip("/").lower()
@@ -67,6 +72,13 @@ class Commands:
                 await self._say(message, self.context_text(session))
             case "model":
                 await self._say(message, await self.switch_model(message, session))
+            case "dashboard":
+                if self.dashboard_link is None:
+                    await self._say(message, text(self.locale, "dashboard_unset"))
+                else:
+                    await self._say(
+                        message, text(self.locale, "dashboard_link", url=self.dashboard_link())
+                    )
             case "retry":
                 if self.retry is None or not await self.retry(session):
                     await self._say(message, text(self.locale, "nothing_to_retry"))

@@ -10,8 +10,12 @@ TEXTS: dict[str, str] = {
     "model_current": "Current model: {route} (context window: {window}). Available: {choices}",
     "model_unknown": "No model profile named {name}. Available: {choices}",
     "help": "Mention me or reply to me in a group to talk. Owner commands: "
-    "/usage /context /model /retry",
+    "/usage /context /model /dashboard /retry",
     "unknown": "unknown",
+    "dashboard_link": "The dashboard (this link works for 15 minutes): {url}",
+    "dashboard_unset": "No dashboard link yet: set DASHBOARD_URL (its public address) and "
+    "DASHBOARD_TOKEN, and DASHBOARD_PORT for `tgbot run` to serve it; or run `tgbot dashboard` "
+    "on the bot's machine and open http://127.0.0.1:8080/ there.",
     # inbound and crash recovery
     "rate_limited": "That's a lot of messages — please give me a minute.",
     "restarted_missed": "Sorry, I was restarted and missed this message. Please ask again.",

@@ -9,8 +9,12 @@ TEXTS: dict[str, str] = {
     "model_switched": "本会话的模型已切换为 {route}（上下文窗口：{window}）。",
     "model_current": "当前模型：{route}（上下文窗口：{window}）。可用：{choices}",
     "model_unknown": "没有名为 {name} 的模型配置。可用：{choices}",
-    "help": "在群里 @我 或回复我的消息即可对话。主人命令：/usage /context /model /retry",
+    "help": "在群里 @我 或回复我的消息即可对话。主人命令：/usage /context /model /dashboard /retry",
     "unknown": "未知",
+    "dashboard_link": "控制台（链接 15 分钟内有效）：{url}",
+    "dashboard_unset": "还没有控制台链接：请设置 DASHBOARD_URL（公开地址）和 DASHBOARD_TOKEN，"
+    "并设置 DASHBOARD_PORT 让 `tgbot run` 一并提供；或在机器人所在的机器上运行 `tgbot dashboard`，"
+    "在那里打开 http://127.0.0.1:8080/ 。",
     # inbound and crash recovery
     "rate_limited": "消息有点多，请稍等一分钟再找我。",
     "restarted_missed": "抱歉，我刚重启过，没来得及回复这条消息。请再问我一次。",
