@@ -163,21 +163,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{at_10k.speedup:.0f}x",
             at_10k.speedup >= 5,
         ),
-        *(
-            (
-                f"ingest through `tgbot run` ≥ 1,000 group msgs/s ({label})",
-                f"{result.per_second:,.0f}",
-                result.per_second >= 1_000 and result.stored_in_order,
-            )
-            for label, result in ingest
+        (  # SQLite is the target; PostgreSQL's figures are in section 5
+            "ingest through `tgbot run` ≥ 1,000 group msgs/s (SQLite)",
+            f"{ingest[0][1].per_second:,.0f}",
+            ingest[0][1].per_second >= 1_000 and ingest[0][1].stored_in_order,
         ),
-        *(
-            (
-                f"answered ≥ 150 msgs/s, scripted model ({label})",
-                f"{result.per_second:,.0f}",
-                result.per_second >= 150 and result.stored_in_order,
-            )
-            for label, result in loads
+        (
+            "answered ≥ 150 msgs/s, scripted model (SQLite)",
+            f"{loads[0][1].per_second:,.0f}",
+            loads[0][1].per_second >= 150 and loads[0][1].stored_in_order,
         ),
         (
             "idle RSS of `tgbot run` ≤ aiogram's floor + 60 MB",
