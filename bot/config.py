@@ -64,6 +64,10 @@ class ProviderProfile(BaseModel):
     api_key_env: str | None = None
     model: str = ""
     context_window: int = 0
+    tokenizer_file: Path | None = None
+    """An exact offline tokenizer for `model`: a tiktoken BPE file or a `tokenizer.json`."""
+    tokenizer_pattern: str | None = None
+    """The split pattern of a tiktoken file: cl100k, o200k, qwen or a regex."""
     price_input_per_mtok: float = 0.0
     price_cached_input_per_mtok: float = 0.0
     price_output_per_mtok: float = 0.0
@@ -122,6 +126,8 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_model: str = "offline-demo"
     llm_context_window: int = Field(0, ge=0)
+    llm_tokenizer_file: Path | None = None
+    llm_tokenizer_pattern: str | None = None
     database_url: str | None = None
     data_dir: Path = Path("./data")
     bot_timezone: str = "UTC"

@@ -44,6 +44,8 @@ class ModelCalled:
     history_budget: int
     kept_turns: int
     dropped_turns: int
+    exact_tokens: int | None = None
+    """The request as the route's exact tokenizer counts it, when one is configured."""
 
 
 RuntimeEvent = HistoryTrimmed | ModelCalled

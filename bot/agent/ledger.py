@@ -73,8 +73,11 @@ class LedgerEntry:
     `input_tokens` / `cached_tokens` / `output_tokens` are what the provider reported (`None`
     when it did not; cached tokens are part of input). `est_*` is our own estimate of the
     input, split into fixed (system prompt + tool schemas), history (window messages),
-    current (per-turn context + current message) and images. `error` is the error class and
-    a short message, passed through `describe_error` so no secret lands on disk.
+    current (per-turn context + current message) and images; `est_corrected` is the total as
+    budgets and the capacity check saw it (scaled by the route's learned correction, or the
+    exact count of the route's tokenizer file; `None` on lines from before it existed).
+    `error` is the error class and a short message, passed through `describe_error` so no
+    secret lands on disk.
     """
 
     ts: datetime
@@ -94,6 +97,7 @@ class LedgerEntry:
     est_history: int = 0
     est_current: int = 0
     est_images: int = 0
+    est_corrected: int | None = None
     trim: TrimInfo | None = None
     latency_ms: int = 0
     error: str | None = None
@@ -129,6 +133,7 @@ class LedgerEntry:
             "est_history": self.est_history,
             "est_current": self.est_current,
             "est_images": self.est_images,
+            "est_corrected": self.est_corrected,
             "trim": None
             if trim is None
             else {
@@ -178,7 +183,8 @@ class LedgerEntry:
         # fmt: off
         (ts, session, chat, thread, scene, turn_id, iteration, purpose, provider, model,
          input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
-         est_images, trim, latency_ms, error, hit_iteration_cap, cost, tool_calls) = values
+         est_images, est_corrected, trim, latency_ms, error, hit_iteration_cap, cost,
+         tool_calls) = values
         if not (
             type(ts) is str and type(session) is int and type(chat) is int
             and type(thread) is int and type(scene) is str and type(turn_id) is str
@@ -188,6 +194,7 @@ class LedgerEntry:
             and (type(output_tokens) is int or output_tokens is None)
             and type(est_fixed) is int and type(est_history) is int
             and type(est_current) is int and type(est_images) is int
+            and (type(est_corrected) is int or est_corrected is None)
             and type(latency_ms) is int and (type(error) is str or error is None)
             and type(hit_iteration_cap) is bool and (type(cost) is float or cost is None)
             and type(tool_calls) is int
@@ -199,8 +206,8 @@ class LedgerEntry:
         return _assemble((
             parsed, session, chat, thread, scene, turn_id, iteration, purpose, provider, model,
             input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
-            est_images, None if trim is None else _trim_from_json(trim), latency_ms, error,
-            hit_iteration_cap, cost, tool_calls,
+            est_images, est_corrected, None if trim is None else _trim_from_json(trim),
+            latency_ms, error, hit_iteration_cap, cost, tool_calls,
         ))
         # fmt: on
 
@@ -236,6 +243,7 @@ def _from_partial(data: Mapping[str, Any]) -> LedgerEntry:
             _int(get("est_history")),
             _int(get("est_current")),
             _int(get("est_images")),
+            _opt_int(get("est_corrected")),
             None if trim is None else _trim_from_json(trim),
             _int(get("latency_ms")),
             None if error is None else str(error),

@@ -17,18 +17,19 @@ from bot.agent.events import EventBus, ModelCalled
 from bot.agent.turn import TurnFailed, TurnPolicy, TurnState
 from bot.context.history_trim import (
     HistoryTrimmed,
+    IndexedHistory,
     TrimResult,
     insert_breadcrumb,
     trim_to_recent_turns,
 )
+from bot.context.token_correction import exact_message_tokens
 from bot.context.tokens import (
     ensure_token_estimate,
-    estimate_history_tokens,
     image_tokens,
     split_request_tokens,
     system_tokens,
 )
-from bot.context.window import check_capacity, recovery_target
+from bot.context.window import check_capacity, recovery_target, tool_schema_text
 from bot.domain.messages import ChatMessage
 from bot.errors import (
     CapacityExceeded,
@@ -37,7 +38,7 @@ from bot.errors import (
     ProviderRateLimited,
     ProviderUnavailable,
 )
-from bot.ports import Clock, LLMRequest, LLMResponse
+from bot.ports import Clock, LLMRequest, LLMResponse, ToolSpec
 from bot.tools.base import Tool
 
 FINAL_CALL_NOTE = (
@@ -77,33 +78,46 @@ class ProviderCaller:
                 max_output_tokens=self.policy.max_output_tokens,
             )
             images = image_tokens(state.messages)
+            schemas = fixed - system_tokens(state.messages)
+            # the window is real tokens: so is what must fit, counted exactly when the
+            # route has a tokenizer file, else our estimate scaled by the route's correction
+            count = state.route.count_tokens
+            exact = None
+            if count is not None:
+                exact_messages = exact_message_tokens(state.messages, count) - images
+                exact_schemas = count(tool_schema_text([_schema(t) for t in tools]))
+                exact = exact_messages + exact_schemas + images
+                needs = (exact_messages, exact_schemas, images)
+            else:
+                real = state.correction.apply
+                needs = (real(state.messages.tokens - images), real(schemas), real(images))
             try:
                 check_capacity(
-                    message_tokens=estimate_history_tokens(state.messages) - images,
-                    tool_schema_tokens=fixed - system_tokens(state.messages),
-                    image_tokens=images,
+                    message_tokens=needs[0],
+                    tool_schema_tokens=needs[1],
+                    image_tokens=needs[2],
                     context_window=state.route.context_window_for_math,
                     model=state.route.model,
                 )
             except CapacityExceeded as exc:
-                await self._called(state, None, None, error=exc, final=final)
+                await self._called(state, None, None, error=exc, final=final, exact=exact)
                 raise TurnFailed("capacity", str(exc)) from exc
             started = time.perf_counter()
             try:
                 response = await state.route.provider.complete(request)
             except ContextOverflow as exc:
-                await self._called(state, None, started, error=exc, final=final)
+                await self._called(state, None, started, error=exc, final=final, exact=exact)
                 if recovered or not self._recover(state):
                     raise TurnFailed("overflow", f"context overflow: {exc}") from exc
                 recovered = True
                 await self._flush_trims(state)
                 continue
             except ProviderError as exc:
-                await self._called(state, None, started, error=exc, final=final)
+                await self._called(state, None, started, error=exc, final=final, exact=exact)
                 transient = isinstance(exc, ProviderUnavailable | ProviderRateLimited)
                 key = "provider" if transient else "bad_response"
                 raise TurnFailed(key, f"{type(exc).__name__}: {exc}") from exc
-            await self._called(state, response, started, error=None, final=final)
+            await self._called(state, response, started, error=None, final=final, exact=exact)
             return response
 
     async def _called(
@@ -114,6 +128,7 @@ class ProviderCaller:
         *,
         error: Exception | None,
         final: bool,
+        exact: int | None = None,
     ) -> None:
         """Publish the call; the trims reported with it are done with."""
         latency = 0 if started is None else int((time.perf_counter() - started) * 1000)
@@ -135,6 +150,7 @@ class ProviderCaller:
             history_budget=state.history_budget,
             kept_turns=state.kept_turns,
             dropped_turns=state.dropped_turns,
+            exact_tokens=exact,
         )
         state.pending_trims.clear()
         state.published_trims = 0
@@ -143,12 +159,13 @@ class ProviderCaller:
     def _proactive_trim(self, state: TurnState) -> None:
         if state.budget <= 0:
             return
-        result = trim_to_recent_turns(state.messages, state.budget, crumb_present=state.crumb)
+        budget = state.correction.to_estimate(state.budget)  # in estimate units
+        result = trim_to_recent_turns(state.messages, budget, crumb_present=state.crumb)
         if result.trimmed:
-            self._apply_trim(state, result, reason="token_budget", budget=state.budget)
+            self._apply_trim(state, result, reason="token_budget", budget=budget)
 
     def _recover(self, state: TurnState) -> bool:
-        target = recovery_target(estimate_history_tokens(state.messages))
+        target = recovery_target(state.messages.tokens)
         result = trim_to_recent_turns(state.messages, target, crumb_present=state.crumb)
         if not result.trimmed or result.dropped_turns == 0:
             return False
@@ -168,7 +185,7 @@ class ProviderCaller:
         if insert_breadcrumb(messages, state.crumb):
             dropped -= 1
         state.crumb = True
-        state.messages = messages
+        state.messages = IndexedHistory(messages)
         state.current_index = max(1, state.current_index - dropped)
         state.kept_turns = result.kept_turns
         state.dropped_turns += result.dropped_turns
@@ -187,3 +204,7 @@ class ProviderCaller:
         for event in state.pending_trims[state.published_trims :]:
             await self.bus.publish(event)
         state.published_trims = len(state.pending_trims)
+
+
+def _schema(spec: ToolSpec) -> dict[str, object]:
+    return {"name": spec.name, "description": spec.description, "parameters": spec.parameters}

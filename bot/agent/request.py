@@ -8,19 +8,20 @@ history is left out) in front.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from bot.agent.prompt import PromptFacts, TurnContext, build_per_turn_blocks, build_system_prompt
 from bot.agent.routes import RouteTable
 from bot.agent.turn import TurnPolicy, TurnState
 from bot.context.alias_table import AliasTable
-from bot.context.history_trim import HistoryTrimmed, breadcrumb_message
+from bot.context.history_trim import HistoryTrimmed, IndexedHistory, breadcrumb_message
 from bot.context.projection import (
     Projection,
     current_record_index,
     project,
     without_per_turn_cost,
 )
+from bot.context.token_correction import NO_CORRECTION, TokenCorrection
 from bot.context.tokens import ensure_token_estimate, estimate_message_tokens
 from bot.context.turns import count_turns
 from bot.context.window import (
@@ -52,8 +53,11 @@ class RequestBuilder:
         policy: TurnPolicy,
         bot_id: int | None,
         bot_name: str,
+        correction: Callable[[str, str], TokenCorrection] | None = None,
     ) -> None:
         self.store = store
+        self.correction = correction or (lambda provider, model: NO_CORRECTION)
+        """The learned token correction of a route (provider, model)."""
         self.routes = routes
         self.tools = tools
         self.clock = clock
@@ -93,8 +97,10 @@ class RequestBuilder:
         records = list(loaded.records)
         has_earlier = loaded.has_earlier
         history_budget = policy.scene_budgets.get(session.scene, 0)
+        correction = self.correction(route.provider_name, route.model)
         limits = WindowLimits(
-            token_budget=history_budget,
+            # budgets are real tokens; the window counts our estimate
+            token_budget=correction.to_estimate(history_budget),
             max_turns=policy.max_turns,
             max_messages=policy.max_messages,
             headroom=policy.headroom,
@@ -143,7 +149,7 @@ class RequestBuilder:
             session=session,
             route=route,
             turn_id=turn_id,
-            messages=head + list(projection.messages),
+            messages=IndexedHistory([*head, *projection.messages]),
             crumb=has_earlier,
             current_index=len(head)
             + (current if current is not None else len(projection.messages)),
@@ -153,6 +159,7 @@ class RequestBuilder:
             history_budget=history_budget,
             kept_turns=count_turns(projection.messages),
             dropped_turns=decision.dropped_turns if decision.moved else 0,
+            correction=correction,
         )
         if window_event is not None:
             state.pending_trims.append(window_event)

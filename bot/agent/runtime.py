@@ -23,6 +23,7 @@ from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
 from bot.agent.provider_call import ProviderCaller
 from bot.agent.request import RequestBuilder
 from bot.agent.routes import RouteTable
+from bot.agent.token_truth import TokenTruth
 from bot.agent.tool_runner import TOOL_TIMEOUT_SECONDS, ToolRunner
 from bot.agent.turn import TurnFailed, TurnOutcome, TurnPolicy, TurnState
 from bot.context.alias_table import AliasTable
@@ -72,8 +73,11 @@ class TurnRunner:
         bus: EventBus | None = None,
         bot_id: int | None = None,
         bot_name: str = "tgbot",
+        truth: TokenTruth | None = None,
     ) -> None:
         self.messenger = messenger
+        self.truth = truth if truth is not None else TokenTruth()
+        """Per-route token corrections: learned by metering, used by budgets and checks."""
         self.clock = clock
         self.policy = policy
         self.bus = bus or EventBus()
@@ -87,6 +91,7 @@ class TurnRunner:
             policy=policy,
             bot_id=bot_id,
             bot_name=bot_name,
+            correction=self.truth.correction,
         )
         self.provider = ProviderCaller(tools=self.tools, bus=self.bus, clock=clock, policy=policy)
         self.tool_runner = ToolRunner(
@@ -106,7 +111,7 @@ class TurnRunner:
             bot_id=bot_id,
             bot_name=bot_name,
         )
-        self.metering = CallMetering(ledger).attach(self.bus)
+        self.metering = CallMetering(ledger, truth=self.truth).attach(self.bus)
 
     @property
     def meters(self) -> OrderedDict[int, CallMeter]:

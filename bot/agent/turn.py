@@ -9,9 +9,9 @@ from typing import Literal
 
 from bot.agent.routes import ModelRoute
 from bot.context.budget import RuntimeLimits
-from bot.context.history_trim import HistoryTrimmed
+from bot.context.history_trim import HistoryTrimmed, IndexedHistory
+from bot.context.token_correction import NO_CORRECTION, TokenCorrection
 from bot.domain.ids import Locale, Scene
-from bot.domain.messages import ChatMessage
 from bot.ports import Delivery, SessionInfo
 
 
@@ -47,13 +47,16 @@ class TurnState:
     message sits in it (history before, this turn's message and tool steps from there);
     `crumb` whether the breadcrumb is in. `pending_trims` are the trims since the last
     model call: published on the bus as they are flushed, the last one reported with the
-    next call.
+    next call. `messages` keeps running totals (`IndexedHistory`), so a trim reads its
+    event's figures without scanning what it drops. `correction` is the route's learned
+    ratio of reported to estimated tokens: `budget`, `history_budget` and the capacity
+    check are in real tokens and are converted into estimate units through it.
     """
 
     session: SessionInfo
     route: ModelRoute
     turn_id: str
-    messages: list[ChatMessage]
+    messages: IndexedHistory
     crumb: bool
     current_index: int
     fixed_tokens: int
@@ -64,6 +67,7 @@ class TurnState:
     pending_trims: list[HistoryTrimmed] = field(default_factory=list)
     published_trims: int = 0
     iteration: int = 0
+    correction: TokenCorrection = NO_CORRECTION
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,18 +9,22 @@ Nothing outside `bot/app` reads the settings or imports `adapters` or `storage`.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from adapters.llm.openai_provider import OpenAIProvider
 from adapters.llm.scripted import ScriptedModel
 from adapters.scheduler import build_scheduler
+from adapters.tokenizers import TokenizerUnavailable, load_token_counter
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.routes import Prices, ProviderEntry, RouteTable
 from bot.agent.runtime import TurnPolicy, TurnRunner
+from bot.agent.token_truth import TokenTruth
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
 from bot.config import Settings
@@ -61,6 +65,11 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
                 cached_input_per_mtok=profile.price_cached_input_per_mtok,
                 output_per_mtok=profile.price_output_per_mtok,
             ),
+            count_tokens=_token_counter(
+                f"providers.{name}.tokenizer_file",
+                profile.tokenizer_file,
+                profile.tokenizer_pattern,
+            ),
         )
     default_provider: LLMProvider
     if offline is not None:
@@ -79,6 +88,9 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
             capacity=ProviderCapacity(
                 name="default", model=settings.llm_model, context_window=settings.llm_context_window
             ),
+            count_tokens=_token_counter(
+                "llm_tokenizer_file", settings.llm_tokenizer_file, settings.llm_tokenizer_pattern
+            ),
         ),
     )
     default_name = settings.default_provider or "default"
@@ -91,6 +103,18 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
         default_model=default_model,
         fallback_window=settings.llm_context_window,
     )
+
+
+def _token_counter(
+    setting: str, path: Path | None, pattern: str | None
+) -> Callable[[str], int] | None:
+    """The exact tokenizer an operator configured (read once, offline), or None."""
+    if path is None:
+        return None
+    try:
+        return load_token_counter(path, pattern=pattern).count
+    except TokenizerUnavailable as exc:
+        raise ConfigError(setting, str(exc)) from None
 
 
 def turn_policy(settings: Settings) -> TurnPolicy:
@@ -184,6 +208,7 @@ def build_app(
     clock = clock or SystemClock()
     routes = build_routes(settings, offline=offline)
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
+    truth = TokenTruth.load(settings.data_dir)
     bus = EventBus()
     runner = TurnRunner(
         store=store,
@@ -197,6 +222,7 @@ def build_app(
         bus=bus,
         bot_id=bot_id,
         bot_name=bot_name,
+        truth=truth,
     )
 
     async def usage_reply() -> tuple[str, bytes | None]:

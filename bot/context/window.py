@@ -159,14 +159,18 @@ def recovery_target(estimate: int) -> int:
     return (estimate * 2) // 3
 
 
-def estimate_tool_schema_tokens(tools: Sequence[Mapping[str, object]]) -> int:
-    """The estimate of the tool schemas as sent (compact JSON, non-ASCII kept as written)."""
+def tool_schema_text(tools: Sequence[Mapping[str, object]]) -> str:
+    """The tool schemas as costed: compact JSON, non-ASCII kept as written ("" for none)."""
     if not tools:
-        return 0
-    text = json.dumps(
+        return ""
+    return json.dumps(
         [dict(tool) for tool in tools], ensure_ascii=False, separators=(",", ":"), default=str
     )
-    return estimate_text_tokens(text)
+
+
+def estimate_tool_schema_tokens(tools: Sequence[Mapping[str, object]]) -> int:
+    """The estimate of the tool schemas as sent (compact JSON, non-ASCII kept as written)."""
+    return estimate_text_tokens(tool_schema_text(tools))
 
 
 def check_capacity(

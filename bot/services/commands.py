@@ -104,7 +104,8 @@ class Commands:
         )
         lines += [
             f"budget: {meter.budget} (history {meter.history_budget})",
-            f"last call: estimated {meter.estimated_input}, reported "
+            f"last call: estimated {meter.estimated_input} (corrected "
+            f"{meter.corrected_input}), reported "
             f"{meter.reported_input if meter.reported_input is not None else 'n/a'}",
             f"turns: kept {meter.kept_turns}, dropped {meter.dropped_turns}",
             f"cache hit: {hit}",

@@ -9,6 +9,12 @@ Definitions (one row per calendar day in the bot's zone, plus a total row):
   `sum(est_fixed) / sum(est_total)` from our estimate split.
 - cache hit rate: `sum(cached) / sum(reported input)` over calls that reported input;
   billable input (`reported input - cached`) is kept apart.
+- billable-equivalent input: `uncached + 0.25 x cached` over calls that reported input (a
+  cached token bills about a quarter of an uncached one): the one number to compare window
+  policies by; per call, its mean over those calls. Real cost is `cost` where prices are set.
+- drift, per route (`provider/model`): `|estimate - reported| / reported` over calls that
+  reported input, median and p90 (nearest rank): `raw` for our heuristic (`est_total`),
+  `corrected` for `est_corrected` (lines that have it), what budgets and checks used.
 - turns: distinct `(session, turn_id)` pairs; calls per turn are bucketed 1 / 2 / 3-5 / 6+.
   A turn that spans midnight counts on both days, once in the total.
 - cap turns: turns with a call marked `hit_iteration_cap`; trims: calls carrying trim info.
@@ -28,8 +34,10 @@ from datetime import date, timedelta, tzinfo
 from pathlib import Path
 
 from bot.agent.ledger import LedgerEntry, LedgerScan, ledger_file
+from bot.context.token_correction import Drift, drift_of_errors
 
 DEFAULT_DAYS = 7
+CACHED_WEIGHT = 0.25
 CALLS_PER_TURN_BUCKETS = ("1", "2", "3-5", "6+")
 
 
@@ -54,6 +62,15 @@ class CallsPerTurn:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RouteDrift:
+    """How far our input estimate was from the provider's count on one route."""
+
+    route: str
+    raw: Drift
+    corrected: Drift | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UsageRow:
     """One day (or the total, `day is None`). Ratios are `None` when their base is zero."""
 
@@ -68,6 +85,8 @@ class UsageRow:
     reported_input_tokens: int = 0
     cached_tokens: int = 0
     billable_input_tokens: int = 0
+    billable_equivalent_tokens: float = 0.0
+    billable_equivalent_per_call: float | None = None
     cache_hit_rate: float | None = None
     history_share: float | None = None
     fixed_share: float | None = None
@@ -77,6 +96,7 @@ class UsageRow:
     trims: int = 0
     errors: int = 0
     cost: float | None = None
+    drift: tuple[RouteDrift, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -181,6 +201,7 @@ class _Bucket:
         "calls",
         "cap_turns",
         "cost",
+        "drift",
         "errors",
         "est_fixed",
         "est_history",
@@ -189,12 +210,16 @@ class _Bucket:
         "inputs",
         "output",
         "reported",
+        "reporting",
         "trims",
         "turn_calls",
     )
 
     def __init__(self) -> None:
         self.calls = self.estimated = self.reported = self.cached = self.output = 0
+        self.reporting = 0
+        # (provider, model) -> (raw errors, corrected errors): |estimate - reported| / reported
+        self.drift: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
         self.est_fixed = self.est_history = self.est_total = 0
         self.trims = self.errors = 0
         self.cost: float | None = None
@@ -216,6 +241,16 @@ class _Bucket:
             self.inputs.append(reported)
             self.reported += reported
             self.cached += entry.cached_tokens or 0
+            self.reporting += 1
+            if reported > 0:
+                route = (entry.provider, entry.model)
+                errors = self.drift.get(route)
+                if errors is None:
+                    errors = self.drift[route] = ([], [])
+                errors[0].append(abs(est_total - reported) / reported)
+                corrected = entry.est_corrected
+                if corrected is not None:
+                    errors[1].append(abs(corrected - reported) / reported)
         self.output += entry.output_tokens or 0
         self.est_fixed += est_fixed
         self.est_history += est_history
@@ -237,6 +272,11 @@ class _Bucket:
         self.estimated += other.estimated
         self.reported += other.reported
         self.cached += other.cached
+        self.reporting += other.reporting
+        for route, (raw, corrected) in other.drift.items():
+            mine = self.drift.setdefault(route, ([], []))
+            mine[0].extend(raw)
+            mine[1].extend(corrected)
         self.output += other.output
         self.est_fixed += other.est_fixed
         self.est_history += other.est_history
@@ -264,6 +304,10 @@ class _Bucket:
             reported_input_tokens=self.reported,
             cached_tokens=self.cached,
             billable_input_tokens=self.reported - self.cached,
+            billable_equivalent_tokens=self._billable_equivalent(),
+            billable_equivalent_per_call=(
+                self._billable_equivalent() / self.reporting if self.reporting else None
+            ),
             cache_hit_rate=_ratio(self.cached, self.reported),
             history_share=_ratio(self.est_history, self.est_total),
             fixed_share=_ratio(self.est_fixed, self.est_total),
@@ -279,7 +323,22 @@ class _Bucket:
             trims=self.trims,
             errors=self.errors,
             cost=self.cost,
+            drift=tuple(self._drift()),
         )
+
+    def _billable_equivalent(self) -> float:
+        cached = min(self.cached, self.reported)
+        return self.reported - cached + CACHED_WEIGHT * cached
+
+    def _drift(self) -> Iterable[RouteDrift]:
+        for (provider, model), (raw, corrected) in sorted(self.drift.items()):
+            raw_drift = drift_of_errors(raw)
+            if raw_drift is not None:
+                yield RouteDrift(
+                    route=f"{provider}/{model}",
+                    raw=raw_drift,
+                    corrected=drift_of_errors(corrected),
+                )
 
 
 def _bucket_name(calls: int) -> str:

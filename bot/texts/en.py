@@ -37,7 +37,10 @@ TEXTS: dict[str, str] = {
     "summary_input": "Input per call: p50 {p50} / p90 {p90}",
     "summary_estimated": " ({n} estimated)",
     "summary_shares": "History {history} · fixed {fixed} of input",
-    "summary_cache": "Cache hit {cache} · billable input {billable} · output {output}",
+    "summary_cache": "Cache hit {cache} · billable-equivalent input {billable}/call · "
+    "output {output}",
+    "summary_drift": "Estimate error ({route}): median {median}, p90 {p90}; corrected p90 "
+    "{corrected}",
     "summary_misc": "Trims {trims} · errors {errors} · cost {cost}",
     "summary_skipped": "Skipped {n} unreadable ledger lines",
     "summary_caption": "Input per call p50 and cache hit rate, last {n} days",
