@@ -131,6 +131,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             )
         log.info("finishing running turns")
         await app.inbound.drain()
+        await app.runner.aclose()
         await app.routes.aclose()
         await app.ledger.flush()
     finally:

@@ -25,16 +25,19 @@ from bot.agent.ledger import LedgerWriter
 from bot.agent.routes import Prices, ProviderEntry, RouteTable
 from bot.agent.runtime import TurnPolicy, TurnRunner
 from bot.agent.token_truth import TokenTruth
+from bot.agent.turn import SceneCaps
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
-from bot.config import Settings
+from bot.config import HistorySettings, SceneHistory, Settings
 from bot.context.budget import ProviderCapacity, RuntimeLimits
+from bot.domain.ids import Scene
 from bot.errors import ConfigError
 from bot.ports import ChatLock, Clock, ConversationStore, LLMProvider, Messenger
 from bot.services.chat_lock import LocalChatLock
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
 from bot.services.inbound import InboundPolicy, InboundService
+from bot.services.told_user import ToldUserLog, ToldUserMessenger
 from bot.tools import default_tools
 from storage.engine import create_engine_for, is_sqlite, normalise_url
 from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
@@ -126,6 +129,7 @@ def turn_policy(settings: Settings) -> TurnPolicy:
             raise ConfigError("workspace_rules_file", str(exc)) from None
     runtime = settings.runtime
     history = settings.history
+    compaction = settings.compaction
     return TurnPolicy(
         scene_budgets={
             "group": history.group_tokens,
@@ -134,6 +138,27 @@ def turn_policy(settings: Settings) -> TurnPolicy:
         },
         max_turns=history.max_history_turns,
         max_messages=history.max_recent_messages,
+        scene_caps={
+            scene: SceneCaps(
+                max_turns=history.max_history_turns
+                if override.max_history_turns is None
+                else override.max_history_turns,
+                max_messages=history.max_recent_messages
+                if override.max_recent_messages is None
+                else override.max_recent_messages,
+            )
+            for scene, override in _scene_overrides(history)
+        },
+        summary_budgets={
+            "group": compaction.group_tokens,
+            "private": compaction.private_tokens,
+            "owner": compaction.owner_tokens,
+        }
+        if compaction.enabled
+        else {},
+        count_unanswered_turns=history.turn_cap_counts == "all",
+        compaction_route=compaction.route,
+        compaction_margin=compaction.prepare_margin,
         headroom=history.headroom,
         limits=RuntimeLimits(
             max_context_tokens=runtime.max_context_tokens,
@@ -152,6 +177,10 @@ def turn_policy(settings: Settings) -> TurnPolicy:
     )
 
 
+def _scene_overrides(history: HistorySettings) -> tuple[tuple[Scene, SceneHistory], ...]:
+    return (("group", history.group), ("private", history.private), ("owner", history.owner))
+
+
 @dataclass(slots=True)
 class App:
     """The wired application (one per process)."""
@@ -164,6 +193,7 @@ class App:
     routes: RouteTable
     ledger: LedgerWriter
     bus: EventBus
+    told: ToldUserLog
 
 
 async def open_store(settings: Settings) -> ConversationStore:
@@ -210,7 +240,11 @@ def build_app(
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
     truth = TokenTruth.load(settings.data_dir)
     bus = EventBus()
+    told = ToldUserLog()
+    outside = ToldUserMessenger(messenger, told)
+    """What services send outside model turns; the next turn there is told (issue 17)."""
     runner = TurnRunner(
+        told_user=told.take,
         store=store,
         platform_messages=store,
         messenger=messenger,
@@ -226,7 +260,7 @@ def build_app(
     )
 
     async def usage_reply() -> tuple[str, bytes | None]:
-        summary = daily_summary(settings, messenger=messenger, store=store, clock=clock)
+        summary = daily_summary(settings, messenger=outside, store=store, clock=clock)
         today = clock.now().astimezone(settings.zone).date()
         message = await summary.compose(today)
         return message.text, message.chart
@@ -234,7 +268,7 @@ def build_app(
     commands = Commands(
         owner_id=settings.owner_id,
         locale=settings.bot_locale,
-        messenger=messenger,
+        messenger=outside,
         store=store,
         routes=routes,
         meters=runner.meters.get,
@@ -247,7 +281,7 @@ def build_app(
     inbound = InboundService(
         store=store,
         runner=runner,
-        messenger=messenger,
+        messenger=outside,
         clock=clock,
         policy=InboundPolicy(
             owner_id=settings.owner_id,
@@ -273,6 +307,7 @@ def build_app(
         routes=routes,
         ledger=ledger,
         bus=bus,
+        told=told,
     )
 
 
@@ -295,7 +330,8 @@ def start_daily_summary(app: App, messenger: Messenger) -> AsyncIOScheduler | No
     settings = app.settings
     if not settings.schedule.daily_summary or settings.owner_id is None:
         return None
-    summary = daily_summary(settings, messenger=messenger, store=app.store, clock=SystemClock())
+    outside = ToldUserMessenger(messenger, app.told)
+    summary = daily_summary(settings, messenger=outside, store=app.store, clock=SystemClock())
     scheduler = build_scheduler(
         jobstore_url=f"sqlite:///{(settings.data_dir / 'scheduler.sqlite3').as_posix()}",
         zone=settings.zone,

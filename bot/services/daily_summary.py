@@ -188,6 +188,15 @@ def format_summary_text(report: UsageReport, day: date, locale: Locale = "zh") -
                 cost=format_cost(row.cost),
             )
         )
+        if row.compaction_calls:
+            lines.append(
+                text(
+                    locale,
+                    "summary_compaction",
+                    calls=row.compaction_calls,
+                    share=format_share(row.compaction_share),
+                )
+            )
     skipped = report.corrupt_lines + report.partial_lines
     if skipped:
         lines.append(text(locale, "summary_skipped", n=skipped))
