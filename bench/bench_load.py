@@ -1,8 +1,9 @@
 """Load: many private chats at once through aiogram's real client and the fake Bot API.
 
-Run: `.venv/bin/python -m bench.bench_load [--chats 200] [--messages 50]` (SQLite in a temp
-directory, the scripted model, every message answered). All messages are queued on the fake
-Bot API first; the bot polls them with `poll_updates` (batches of 100, chats concurrently),
+Run: `.venv/bin/python -m bench.bench_load [--chats 200] [--messages 50] [--postgres-url URL]`
+(SQLite in a temp directory, or a throw-away PostgreSQL database whose `public` schema is
+dropped and rebuilt; the scripted model, every message answered). All messages are queued on
+the fake Bot API first; the bot polls them with `poll_updates` (batches of 100, chats concurrently),
 stores each, runs a turn, and sends the reply over HTTP. Measured until every message is
 stored and every turn has ended:
 
@@ -28,6 +29,7 @@ from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
+from bench.bench_ingest import reset_postgres
 from bot.app.wiring import build_app, open_store
 from bot.config import load_settings
 from bot.domain.ids import SessionKey
@@ -52,15 +54,41 @@ class LoadResult:
     def per_second(self) -> float:
         return self.messages / self.seconds
 
+    def markdown(self, label: str = "SQLite") -> str:
+        return (
+            f"| {label} | {self.chats} × {self.per_chat} = {self.messages:,} "
+            f"| {self.replies:,} | {self.seconds:.1f} s | {self.per_second:,.0f} "
+            f"| {self.stored_in_order} | {self.peak_rss_mb:.0f} MB |"
+        )
+
+
+LOAD_HEADER = (
+    "| database | chats × messages | replies | wall time | answered msgs/s "
+    "| stored once, in order | peak RSS |\n|---|---|---:|---:|---:|---|---:|"
+)
+
+
+def run(chats: int = 200, per_chat: int = 50, *, database_url: str | None = None) -> LoadResult:
+    with tempfile.TemporaryDirectory(prefix="tgbot-bench-load-") as tmp:
+        return asyncio.run(run_load(chats, per_chat, Path(tmp), database_url=database_url))
+
 
 async def run_load(
-    chats: int, per_chat: int, data_dir: Path, *, trace_memory: bool = False
+    chats: int,
+    per_chat: int,
+    data_dir: Path,
+    *,
+    trace_memory: bool = False,
+    database_url: str | None = None,
 ) -> LoadResult:
     if trace_memory:
         tracemalloc.start()
     async with FakeBotApi(username="load_bot") as api:
+        if database_url is not None:
+            await reset_postgres(database_url)
         settings = load_settings(
             data_dir=data_dir,
+            database_url=database_url,
             bot_locale="en",
             triggers={"merge_window_seconds": 0},
             security={"user_messages_per_minute": 0, "chat_messages_per_minute": 0},
@@ -119,10 +147,17 @@ def main() -> None:
     parser.add_argument("--chats", type=int, default=200)
     parser.add_argument("--messages", type=int, default=50, help="messages per chat")
     parser.add_argument("--trace-memory", action="store_true")
+    parser.add_argument("--postgres-url", help="a throw-away PostgreSQL database")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         result = asyncio.run(
-            run_load(args.chats, args.messages, Path(tmp), trace_memory=args.trace_memory)
+            run_load(
+                args.chats,
+                args.messages,
+                Path(tmp),
+                trace_memory=args.trace_memory,
+                database_url=args.postgres_url,
+            )
         )
     print(f"{result.chats} chats x {result.per_chat} messages = {result.messages} messages")
     print(f"  {result.seconds:.1f} s, {result.per_second:.0f} messages/s, {result.replies} replies")

@@ -222,11 +222,57 @@ class Prunable(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionRequest:
+    """A session to open (or find): what `HistoryStore.open_session` takes."""
+
+    key: SessionKey
+    scene: Scene
+    title: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InboundAppend:
+    """One new inbound message to store: its record, appended after the session's active
+    leaf (which moves to it), and its platform message (the de-duplication key)."""
+
+    session_id: int
+    record: NewRecord
+    platform_message: PlatformMessage
+
+
+class InboundBatchStore(Protocol):
+    """Group commit of inbound messages (one `getUpdates` batch, one transaction)."""
+
+    async def open_sessions(self, requests: Sequence[SessionRequest]) -> tuple[SessionInfo, ...]:
+        """`open_session` for each request, in order (one read when all are known)."""
+        ...
+
+    async def append_inbound(
+        self, items: Sequence[InboundAppend]
+    ) -> tuple[StoredRecord | None, ...]:
+        """Store the items in one transaction, in order (each session's records chain in
+        item order). An item whose platform message (chat id + message id) is stored, or
+        appears earlier in `items`, is a duplicate: not stored, None. An item that cannot
+        be stored (bad data) is logged and skipped, None; the others are stored. A failed
+        transaction is retried whole; `StorageUnavailable` when the database stays away
+        (what was committed stays: the same items again store the rest, the stored ones
+        being duplicates)."""
+        ...
+
+
 class InboundStore(
-    SessionStore, HistoryReader, RecordAppender, PlatformMessageStore, UpdateClaims, Protocol
+    SessionStore,
+    HistoryReader,
+    RecordAppender,
+    PlatformMessageStore,
+    UpdateClaims,
+    InboundBatchStore,
+    Protocol,
 ):
     """What the inbound service needs: sessions, their history, new records and events,
-    update claims, and moving the active leaf (an edit or a recovered branch)."""
+    update claims, batches of new messages, and moving the active leaf (an edit or a
+    recovered branch)."""
 
     async def set_active_leaf(self, session_id: int, record_id: int) -> None: ...
 

@@ -16,10 +16,12 @@ from bot.domain.records import RecordBody, StoredRecord
 from bot.errors import SessionNotFound, StorageError
 from bot.ports import (
     ConversationStore,
+    InboundAppend,
     LoadedHistory,
     NewRecord,
     PlatformMessage,
     SessionInfo,
+    SessionRequest,
 )
 from storage.alias_cache import alias_parts, aliases_on_path, derive_path, path_to
 from storage.retention import Node, PruneResult, plan_prune
@@ -197,6 +199,26 @@ class InMemoryStore:
             session.info = replace(session.info, active_leaf_id=ids[-1])
         path = {r.id: r for r in self._aliased_path(session, ids[-1])}
         return tuple(path[i] for i in ids)
+
+    async def open_sessions(self, requests: Sequence[SessionRequest]) -> tuple[SessionInfo, ...]:
+        return tuple(
+            [await self.open_session(r.key, scene=r.scene, title=r.title) for r in requests]
+        )
+
+    async def append_inbound(
+        self, items: Sequence[InboundAppend]
+    ) -> tuple[StoredRecord | None, ...]:
+        stored: list[StoredRecord | None] = []
+        for item in items:
+            key = (item.platform_message.chat_id, item.platform_message.message_id)
+            if key in self._events or item.session_id not in self._sessions:
+                stored.append(None)
+                continue
+            (record,) = await self.append(
+                item.session_id, [item.record], platform_messages=[item.platform_message]
+            )
+            stored.append(record)
+        return tuple(stored)
 
     async def set_message_ids(
         self, record_id: int, message_ids: Sequence[int | None]

@@ -49,6 +49,9 @@ ALIAS_COLUMNS = (
 )
 
 
+SESSIONS_OF_CHATS = select(SESSIONS).where(
+    SESSIONS.c.chat_id.in_(bindparam("chat_ids", expanding=True))
+)
 SESSION_BY_KEY = select(SESSIONS).where(
     SESSIONS.c.platform == bindparam("platform"),
     SESSIONS.c.chat_id == bindparam("chat_id"),

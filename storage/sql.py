@@ -27,10 +27,12 @@ from bot.domain.records import StoredRecord
 from bot.errors import SessionNotFound, StorageError, StorageUnavailable
 from bot.ports import (
     ConversationStore,
+    InboundAppend,
     LoadedHistory,
     NewRecord,
     PlatformMessage,
     SessionInfo,
+    SessionRequest,
 )
 from storage.alias_cache import (
     alias_parts,
@@ -48,6 +50,7 @@ from storage.codec import (
     with_message_ids,
 )
 from storage.engine import ONE_STATEMENT, WRITE, WriteGate
+from storage.inbound_batch import InboundBatchWriter
 from storage.queries import (
     APPEND_HEAD,
     EVENT_BY_KEY,
@@ -58,6 +61,7 @@ from storage.queries import (
     RECORD_BY_ID,
     RECORD_COLUMNS,
     SESSION_BY_KEY,
+    SESSIONS_OF_CHATS,
     key_params,
     require_record,
     session_row,
@@ -84,6 +88,7 @@ class SqlStore:
         self._engine = engine
         self._now = now or (lambda: datetime.now(UTC))
         self._gate = WriteGate() if engine.dialect.name == "sqlite" else None
+        self._batches = InboundBatchWriter(self._write, self._append_inbound_one, self._now)
 
     async def close(self) -> None:
         await self._engine.dispose()
@@ -401,6 +406,46 @@ class SqlStore:
                 params = {"session_id": session_id, "leaf_id": stored[-1].id, "now": self._now()}
                 await conn.execute(MOVE_LEAF, params)
         return tuple(stored)
+
+    # ------------------------------------------------------------ group commit
+
+    async def open_sessions(self, requests: Sequence[SessionRequest]) -> tuple[SessionInfo, ...]:
+        """One read for the known sessions; `open_session` for new or changed ones."""
+        chat_ids = sorted({r.key.chat_id for r in requests})
+        async with self._read(one_statement=True) as conn:
+            rows = await conn.execute(SESSIONS_OF_CHATS, {"chat_ids": chat_ids})
+            known = {info.key: info for info in map(session_info, rows)}
+        opened: list[SessionInfo] = []
+        for request in requests:
+            info = known.get(request.key)
+            if (
+                info is None
+                or info.scene != request.scene
+                or request.title
+                not in (
+                    None,
+                    info.title,
+                )
+            ):
+                info = await self.open_session(
+                    request.key, scene=request.scene, title=request.title
+                )
+                known[request.key] = info
+            opened.append(info)
+        return tuple(opened)
+
+    async def append_inbound(
+        self, items: Sequence[InboundAppend]
+    ) -> tuple[StoredRecord | None, ...]:
+        """See `bot.ports.InboundBatchStore` and `storage.inbound_batch`."""
+        return await self._batches.append(items)
+
+    async def _append_inbound_one(self, item: InboundAppend) -> StoredRecord | None:
+        message = item.platform_message
+        if await self.find_platform_message(message.chat_id, message.message_id) is not None:
+            return None
+        (stored,) = await self.append(item.session_id, [item.record], platform_messages=[message])
+        return stored
 
     async def set_message_ids(
         self, record_id: int, message_ids: Sequence[int | None]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from aiogram import Bot, Dispatcher, Router
@@ -35,6 +35,10 @@ from bot.ports import ChatEventSink, InboundSink
 logger = logging.getLogger(__name__)
 
 ParseErrorHook = Callable[[Update, Exception], Awaitable[None]]
+BatchHook = Callable[[Sequence[InboundMessage]], Awaitable[None]]
+
+BATCH_DELIVERY = "tgbot_batch_delivery"
+"""Where `build_dispatcher` keeps the `BatchDelivery` of a sink that has `on_batch`."""
 
 # aiogram reads every reply through `Response[method.__returning__]`, and pydantic keeps
 # parametrised models only weakly: once a collection frees one, the next reply rebuilds it
@@ -84,8 +88,51 @@ def build_dispatcher(
         chat_events=chat_events,
     )
     dispatcher.include_routers(*routers)
+    on_batch = getattr(sink, "on_batch", None)
+    if callable(on_batch):
+        dispatcher.workflow_data[BATCH_DELIVERY] = BatchDelivery(
+            _Inbound(
+                sink,
+                bot_id=bot_id,
+                bot_username=bot_username,
+                locale=locale,
+                on_parse_error=on_parse_error,
+            ),
+            on_batch,
+        )
     dispatcher.update.outer_middleware(_log_unhandled)
     return dispatcher
+
+
+class BatchDelivery:
+    """New messages of a `getUpdates` batch, parsed and handed to the sink's `on_batch` in
+    one call (it stores them in one transaction); the poller sends everything else through
+    the dispatcher. A message that does not parse is logged and skipped, as one by one."""
+
+    def __init__(self, inbound: _Inbound, on_batch: BatchHook) -> None:
+        self._inbound = inbound
+        self._on_batch = on_batch
+
+    @staticmethod
+    def takes(update: Update) -> bool:
+        """Whether the update is a new message or channel post (not an edit)."""
+        return update.message is not None or update.channel_post is not None
+
+    async def deliver(self, updates: Sequence[Update]) -> None:
+        """Parse and hand on; `StorageUnavailable` propagates (nothing is confirmed)."""
+        messages: list[InboundMessage] = []
+        for update in updates:
+            message = await self._inbound.parse(update)
+            if message is not None:
+                messages.append(message)
+        if messages:
+            await self._on_batch(messages)
+
+
+def batch_delivery(dispatcher: Dispatcher) -> BatchDelivery | None:
+    """The dispatcher's `BatchDelivery`, when its sink takes batches."""
+    found = dispatcher.workflow_data.get(BATCH_DELIVERY)
+    return found if isinstance(found, BatchDelivery) else None
 
 
 async def _log_unhandled(
@@ -200,7 +247,7 @@ class _Inbound:
         self._on_parse_error = on_parse_error
 
     async def deliver(self, update: Update, *, edit: bool) -> None:
-        message = await self._parse(update)
+        message = await self.parse(update)
         if message is None:
             return
         try:
@@ -210,7 +257,8 @@ class _Inbound:
         except Exception:
             logger.exception("inbound sink failed on update %s", update.update_id)
 
-    async def _parse(self, update: Update) -> InboundMessage | None:
+    async def parse(self, update: Update) -> InboundMessage | None:
+        """The parsed message, or None (logged, reported to `on_parse_error`)."""
         try:
             return parse_update_strict(
                 update, bot_id=self._bot_id, bot_username=self._bot_username, locale=self._locale

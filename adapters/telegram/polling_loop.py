@@ -14,6 +14,10 @@ confirmed by the next request:
   so an update seen twice after a crash is stored once); `StorageUnavailable` (the
   database is busy or away) is retried with backoff before the update is given up;
 - `getUpdates` failures back off exponentially up to `MAX_BACKOFF` seconds;
+- the reply of `getUpdates` is read as raw JSON and validated update by update: one update
+  aiogram cannot validate (an older or newer Bot API shape) is logged with its `update_id`
+  and the reason, reported to `on_skipped` (the update log), and passed; the rest of the
+  batch is handled and the offset moves past it;
 - on `stop`, the batch in hand finishes and is confirmed before returning.
 """
 
@@ -22,11 +26,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from aiogram import Bot, Dispatcher
+from aiogram.methods import GetUpdates
+from aiogram.methods.base import Response
 from aiogram.types import Message, Update
+from pydantic import ValidationError
 
+from adapters.telegram.app import BatchDelivery, batch_delivery
 from bot.errors import StorageUnavailable
 
 logger = logging.getLogger(__name__)
@@ -34,9 +43,31 @@ logger = logging.getLogger(__name__)
 MAX_BACKOFF = 30.0
 STORAGE_RETRIES = 4
 
+SkipHook = Callable[[int, str], Awaitable[None]]
+"""Called with (update_id, reason) for an update that was passed without being handled."""
+AfterBatchHook = Callable[[], None]
+"""Called after a batch was handled, before its offset is confirmed (fault injection)."""
+
+
+class GetRawUpdates(GetUpdates):
+    """`getUpdates` whose result stays raw JSON objects: aiogram validates a reply as one
+    model, so one update it cannot read would fail the whole call, again and again."""
+
+    __returning__ = list[dict[str, Any]]
+
+
+# pydantic keeps parametrised models only weakly (see adapters/telegram/app.py)
+_RAW_RESPONSE = Response[list[dict[str, Any]]]
+
 
 async def poll_updates(
-    dispatcher: Dispatcher, bot: Bot, *, stop: asyncio.Event, poll_seconds: int = 30
+    dispatcher: Dispatcher,
+    bot: Bot,
+    *,
+    stop: asyncio.Event,
+    poll_seconds: int = 30,
+    on_skipped: SkipHook | None = None,
+    after_batch: AfterBatchHook | None = None,
 ) -> None:
     """Poll until `stop` is set."""
     allowed = dispatcher.resolve_used_update_types()
@@ -44,14 +75,8 @@ async def poll_updates(
     offset: int | None = None
     backoff = 0.5
     while not stop.is_set():
-        fetch = asyncio.ensure_future(
-            bot.get_updates(
-                offset=offset,
-                timeout=poll_seconds,
-                allowed_updates=allowed,
-                request_timeout=request_timeout,
-            )
-        )
+        method = GetRawUpdates(offset=offset, timeout=poll_seconds, allowed_updates=allowed)
+        fetch = asyncio.ensure_future(bot(method, request_timeout=request_timeout))
         stopping = asyncio.ensure_future(stop.wait())
         await asyncio.wait({fetch, stopping}, return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
@@ -61,7 +86,7 @@ async def poll_updates(
                 await fetch
             break
         try:
-            updates = fetch.result()
+            raw = fetch.result()
         except Exception as exc:
             logger.error(
                 "getUpdates failed (%s: %s); retrying in %.1fs", type(exc).__name__, exc, backoff
@@ -71,23 +96,89 @@ async def poll_updates(
             backoff = min(MAX_BACKOFF, backoff * 2)
             continue
         backoff = 0.5
-        if not updates:
+        if not raw:
             continue
+        updates, skipped = validate_updates(raw, bot)
+        for update_id, reason in skipped:
+            await _report_skipped(on_skipped, update_id, reason)
         await handle_batch(dispatcher, bot, updates)
-        offset = max(update.update_id for update in updates) + 1
+        if after_batch is not None:
+            after_batch()
+        ids = [u.update_id for u in updates] + [uid for uid, _ in skipped if uid is not None]
+        if ids:
+            offset = max(ids) + 1
     if offset is not None:  # confirm the last batch, so a restart does not see it again
         with contextlib.suppress(Exception):
-            await bot.get_updates(offset=offset, limit=1, timeout=0)
+            await bot(GetRawUpdates(offset=offset, limit=1, timeout=0))
+
+
+def validate_updates(
+    raw: Sequence[Any], bot: Bot
+) -> tuple[list[Update], list[tuple[int | None, str]]]:
+    """Validate a `getUpdates` result update by update: the valid ones, and (update_id,
+    reason) of each one that is not (its id is None when even that is unreadable)."""
+    updates: list[Update] = []
+    skipped: list[tuple[int | None, str]] = []
+    for item in raw:
+        update_id = _update_id(item)
+        try:
+            updates.append(Update.model_validate(item, context={"bot": bot}))
+        except ValidationError as exc:
+            skipped.append((update_id, invalid_reason(exc)))
+    return updates, skipped
+
+
+def invalid_reason(exc: ValidationError) -> str:
+    """A short, loggable reason: the first failing fields and what was wrong."""
+    parts = []
+    for error in exc.errors(include_url=False, include_input=False)[:3]:
+        where = ".".join(str(part) for part in error.get("loc", ()))
+        parts.append(f"{where}: {error.get('msg', '')}")
+    more = exc.error_count() - len(parts)
+    return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
+
+
+def _update_id(item: Any) -> int | None:
+    if isinstance(item, dict):
+        value = item.get("update_id")
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+async def _report_skipped(hook: SkipHook | None, update_id: int | None, reason: str) -> None:
+    logger.warning("skipping update %s that does not validate: %s", update_id, reason)
+    if hook is None or update_id is None:
+        return
+    try:
+        await hook(update_id, reason)
+    except Exception:
+        logger.exception("recording skipped update %s failed", update_id)
 
 
 async def handle_batch(dispatcher: Dispatcher, bot: Bot, updates: Sequence[Update]) -> None:
-    """Feed one batch: chats concurrently, each chat's updates in message order."""
+    """Feed one batch: chats concurrently, each chat's updates in message order.
+
+    With a `BatchDelivery` (a sink that takes batches), each chat's leading new messages
+    go to it together, stored in one transaction; the rest of each chat (from its first
+    edit or other update on) then goes through the dispatcher, in order."""
     chats: dict[object, list[Update]] = {}
     for update in updates:
         chats.setdefault(_chat_key(update), []).append(update)
+    groups = [sorted(group, key=_order_key) for group in chats.values()]
+    batch = batch_delivery(dispatcher)
+    if batch is not None:
+        heads: list[Update] = []
+        rests: list[list[Update]] = []
+        for group in groups:
+            cut = next((i for i, u in enumerate(group) if not batch.takes(u)), len(group))
+            heads += group[:cut]
+            rests.append(group[cut:])
+        if not heads or await _deliver_batch(batch, heads):
+            groups = rests
 
     async def run_chat(group: list[Update]) -> None:
-        for update in sorted(group, key=_order_key):
+        for update in group:
             for attempt in range(STORAGE_RETRIES + 1):
                 try:
                     await dispatcher.feed_update(bot, update)
@@ -101,7 +192,27 @@ async def handle_batch(dispatcher: Dispatcher, bot: Bot, updates: Sequence[Updat
                     logger.exception("handling update %s failed", update.update_id)
                 break
 
-    await asyncio.gather(*(run_chat(group) for group in chats.values()))
+    await asyncio.gather(*(run_chat(group) for group in groups if group))
+
+
+async def _deliver_batch(batch: BatchDelivery, heads: list[Update]) -> bool:
+    """Hand the new messages over together; False when that failed for a reason other than
+    storage (a bug): then the caller feeds them one by one (duplicates are found there)."""
+    for attempt in range(STORAGE_RETRIES + 1):
+        try:
+            await batch.deliver(heads)
+        except StorageUnavailable:
+            if attempt == STORAGE_RETRIES:
+                ids = f"{heads[0].update_id}..{heads[-1].update_id}"
+                logger.exception("storing updates %s failed; giving up", ids)
+                return True
+            await asyncio.sleep(0.5 * 2**attempt)
+            continue
+        except Exception:
+            logger.exception("handling a batch failed; handling its updates one by one")
+            return False
+        return True
+    return True
 
 
 def _message(update: Update) -> Message | None:

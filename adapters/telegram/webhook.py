@@ -7,6 +7,9 @@ Routes:
   the dispatcher has handled the update (the message is stored; the turn runs in the
   background), so the order in which one chat's updates are answered is the order they are
   stored in; an error that reaches this handler answers 500, and Telegram sends it again.
+  A JSON object that aiogram cannot validate as an update (an older or newer Bot API shape)
+  is logged with its `update_id`, reported to `on_skipped`, and answered 200: Telegram would
+  otherwise send it again and again. A body that is not a JSON object answers 400.
 - `GET /healthz` — 200 while serving, 503 once shutting down (take the worker out of the pool).
 
 Stopping (`WebhookServer.stop`) refuses new work first, then lets requests in flight finish;
@@ -23,6 +26,8 @@ from aiogram import Bot, Dispatcher
 from aiogram.types import Update
 from aiohttp import web
 from pydantic import ValidationError
+
+from adapters.telegram.polling_loop import SkipHook, invalid_reason
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +49,10 @@ class WebhookServer:
         secret: str | None,
         host: str = "127.0.0.1",
         port: int = 8080,
+        on_skipped: SkipHook | None = None,
     ) -> None:
         self._dispatcher = dispatcher
+        self._on_skipped = on_skipped
         self._bot = bot
         self._secret = secret
         self._host = host
@@ -82,6 +89,15 @@ class WebhookServer:
             await self._runner.cleanup()
             self._runner = None
 
+    async def _skip(self, update_id: object, reason: str) -> None:
+        log.warning("skipping update %s that does not validate: %s", update_id, reason)
+        if self._on_skipped is None or not isinstance(update_id, int):
+            return
+        try:
+            await self._on_skipped(update_id, reason)
+        except Exception:
+            log.exception("recording skipped update %s failed", update_id)
+
     async def _on_health(self, request: web.Request) -> web.Response:
         if self._stopping:
             return web.json_response({"ok": False, "status": "stopping"}, status=503)
@@ -96,10 +112,18 @@ class WebhookServer:
         if self._stopping:  # Telegram retries; another worker will take it
             return web.json_response({"ok": False, "status": "stopping"}, status=503)
         try:
-            update = Update.model_validate(await request.json(), context={"bot": self._bot})
-        except (ValueError, ValidationError) as exc:
-            log.warning("webhook request is not a Telegram update: %s", exc)
+            data = await request.json()
+        except ValueError as exc:
+            log.warning("webhook request is not JSON: %s", exc)
             return web.json_response({"ok": False}, status=400)
+        if not isinstance(data, dict):
+            log.warning("webhook request is not a JSON object")
+            return web.json_response({"ok": False}, status=400)
+        try:
+            update = Update.model_validate(data, context={"bot": self._bot})
+        except ValidationError as exc:
+            await self._skip(data.get("update_id"), invalid_reason(exc))
+            return web.json_response({"ok": True})
         try:
             await self._dispatcher.feed_webhook_update(self._bot, update)
         except Exception:
@@ -131,12 +155,15 @@ async def serve_webhook(
     stop: asyncio.Event,
     secret: str | None = None,
     public_url: str | None = None,
+    on_skipped: SkipHook | None = None,
 ) -> None:
     """Serve until `stop` is set, then stop gracefully. With `public_url` the webhook is
     registered first; it is never deleted on the way out (other workers still serve it)."""
     if secret is None:
         log.warning("WEBHOOK_SECRET is not set: anyone who finds the URL can post updates")
-    server = WebhookServer(dispatcher, bot, secret=secret, host=host, port=port)
+    server = WebhookServer(
+        dispatcher, bot, secret=secret, host=host, port=port, on_skipped=on_skipped
+    )
     await server.start()
     try:
         if public_url is not None:

@@ -4,7 +4,12 @@ daily-summary scheduler and the retention loop.
 SIGTERM / SIGINT stop taking updates (polling stops; the webhook answers 503 and closes after
 the requests in flight), then the turns already running finish (`InboundService.drain`)
 before the process exits. The chat lock comes from the database URL: asyncio locks on SQLite
-(one worker), PostgreSQL advisory locks for several workers on one database.
+(one worker), PostgreSQL advisory locks for several workers on one database. An update that
+does not validate is recorded in the update log (`claim_update`) and passed.
+
+Test-only: `TGBOT_FAULT=after_commit_before_confirm` SIGKILLs the process after the first
+batch of updates was stored and before its offset is confirmed (the crash tests use it; it
+is read here and nowhere else).
 """
 
 from __future__ import annotations
@@ -14,12 +19,12 @@ import logging
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from adapters.telegram.app import build_bot, build_dispatcher
-from adapters.telegram.polling_loop import poll_updates
+from adapters.telegram.polling_loop import AfterBatchHook, poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.webhook import serve_webhook
-from bot.app.dashboard.server import RunningDashboard, start_beside_bot
 from bot.app.retention_loop import retention_loop
 from bot.app.wiring import (
     build_app,
@@ -33,9 +38,26 @@ from bot.config import Settings, load_settings
 from bot.errors import ConfigError
 from bot.redact import install_log_scrubbing
 
+if TYPE_CHECKING:
+    from bot.app.dashboard.server import RunningDashboard
+
 log = logging.getLogger("tgbot.run")
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+FAULT_ENV = "TGBOT_FAULT"
+"""Test-only fault injection (see the module docstring)."""
+
+
+def _fault_after_batch() -> AfterBatchHook | None:
+    if os.environ.get(FAULT_ENV) != "after_commit_before_confirm":
+        return None
+
+    def crash() -> None:
+        log.warning("%s: killing the process before the offset is confirmed", FAULT_ENV)
+        logging.shutdown()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    return crash
 
 
 async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> int:
@@ -61,8 +83,17 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
         dispatcher = build_dispatcher(
             app.inbound, bot_id=me.id, bot_username=me.username, locale=settings.bot_locale
         )
+
+        async def skipped(update_id: int, reason: str) -> None:
+            await store.claim_update(update_id)
+
         scheduler = start_daily_summary(app, messenger)
-        dashboard = await start_beside_bot(settings, app.bus)  # when DASHBOARD_PORT is set
+        if settings.dashboard_port is not None:
+            # Deferred: most runs serve no dashboard, and importing it (jinja2,
+            # prometheus-client, its views) costs ~7 MB resident and ~0.1-0.3 s of start-up.
+            from bot.app.dashboard.server import start_beside_bot
+
+            dashboard = await start_beside_bot(settings, app.bus)
         retention = asyncio.create_task(
             retention_loop(store, retention_policy(settings), app.runner.clock, stop=stopped)
         )
@@ -83,6 +114,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
                 stop=stop,
                 secret=secret.get_secret_value() if secret is not None else None,
                 public_url=settings.webhook_url,
+                on_skipped=skipped,
             )
         else:
             log.info(
@@ -92,7 +124,13 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             for sig in _STOP_SIGNALS:
                 loop.add_signal_handler(sig, stop_polling.set)
             # confirms each batch only after it was stored; one chat's updates in order
-            await poll_updates(dispatcher, bot, stop=stop_polling)
+            await poll_updates(
+                dispatcher,
+                bot,
+                stop=stop_polling,
+                on_skipped=skipped,
+                after_batch=_fault_after_batch(),
+            )
         log.info("finishing running turns")
         await app.inbound.drain()
         await app.runner.aclose()

@@ -42,7 +42,7 @@ from bot.services.told_user import ToldUserLog, ToldUserMessenger
 from bot.tools import default_tools
 from storage.engine import create_engine_for, is_sqlite, normalise_url
 from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
-from storage.migrate import upgrade_database
+from storage.schema import schema_at_head
 from storage.sql import SqlStore
 
 
@@ -202,6 +202,11 @@ class App:
 
 async def open_store(settings: Settings) -> ConversationStore:
     url = settings.resolved_database_url
+    if await schema_at_head(url):  # the usual start: Alembic is not even imported
+        return SqlStore(create_engine_for(url))
+    # Deferred (measured: ~11 MB resident and 0.1-0.3 s of start-up, see storage.schema).
+    from storage.migrate import upgrade_database
+
     if is_sqlite(normalise_url(url)):
         await upgrade_database(url)
     else:  # workers starting together migrate one after the other

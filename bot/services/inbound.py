@@ -36,8 +36,13 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from collections.abc import AsyncIterator, Sequence
+from contextlib import (
+    AbstractAsyncContextManager,
+    AsyncExitStack,
+    asynccontextmanager,
+    nullcontext,
+)
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -45,7 +50,14 @@ from bot.agent.runtime import TurnOutcome, TurnRunner
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale, SessionKey
 from bot.domain.records import UserRecord
-from bot.ports import Clock, ConversationStore, Messenger, SessionInfo
+from bot.ports import (
+    Clock,
+    ConversationStore,
+    InboundAppend,
+    Messenger,
+    SessionInfo,
+    SessionRequest,
+)
 from bot.services.chat_lock import ChatLock, LockScope
 from bot.services.guard import RateLimiter, chat_allowed
 from bot.services.message_records import platform_message_of, record_of, scene_of
@@ -216,6 +228,101 @@ class InboundService:
             self._join_later(session, state, message, answer=admitted)
         elif admitted:
             self._schedule_turn(session, state, message)
+
+    async def on_batch(self, messages: Sequence[InboundMessage]) -> None:
+        """New messages of one `getUpdates` batch (no edits), each chat's in message order:
+        stored like `on_message` stores them, but one transaction per round
+        (`append_inbound`) instead of one per message. A round takes from every chat its
+        messages up to and including the first that starts a turn, so that turn is
+        scheduled before the messages after its trigger are stored, as when they arrive one
+        by one; a command at the head of a chat's queue goes alone through `on_message`.
+        Duplicates (a redelivered batch) are found inside the transaction.
+
+        Only the in-process session lock is taken, not the cross-worker chat lock: batches
+        come from long polling, which Telegram serves to one consumer at a time."""
+        queues: dict[SessionKey, deque[InboundMessage]] = {}
+        requests: dict[SessionKey, SessionRequest] = {}
+        for message in messages:
+            if not self._allowed(message.chat_id):
+                log.info("ignoring chat %s (not in the allow-list)", message.chat_id)
+                continue
+            key = SessionKey(chat_id=message.chat_id, thread_id=message.thread_id)
+            queues.setdefault(key, deque()).append(message)
+            requests[key] = SessionRequest(
+                key=key, scene=scene_of(message, self.policy.owner_id), title=message.chat_title
+            )
+        if not queues:
+            return
+        opened = await self.store.open_sessions(list(requests.values()))
+        sessions = dict(zip(requests, opened, strict=True))
+        while queues:
+            batch: list[tuple[SessionInfo, InboundMessage]] = []
+            alone: list[InboundMessage] = []
+            for key in list(queues):
+                queue, session = queues[key], sessions[key]
+                if self._goes_alone(queue[0], session):
+                    alone.append(queue.popleft())
+                else:
+                    while queue and not self._goes_alone(queue[0], session):
+                        message = queue.popleft()
+                        batch.append((session, message))
+                        if self._answers(message, session):
+                            break
+                if not queue:
+                    del queues[key]
+            if batch:
+                await self._store_batch(batch)
+            for message in alone:
+                await self.on_message(message)
+
+    def _goes_alone(self, message: InboundMessage, session: SessionInfo) -> bool:
+        """Whether a batched message takes the one-by-one path of `on_message`: a command,
+        or a message `on_message` holds back behind another member's waiting turn (and what
+        its sender writes until it joined), so those keep their order and their turn."""
+        if message.command is not None and self.commands is not None:
+            return True
+        state = self._sessions.get(session.id)
+        if state is None:
+            return False
+        if message.sender.id in state.deferred:
+            return True
+        pending = state.pending
+        waiting = pending is not None and not pending.started
+        others = pending is not None and pending.sender_id != message.sender.id
+        return waiting and others and self._answers(message, session)
+
+    def _answers(self, message: InboundMessage, session: SessionInfo) -> bool:
+        return should_answer(facts_of_message(message), session.scene, self.policy.rules)
+
+    async def _store_batch(self, batch: list[tuple[SessionInfo, InboundMessage]]) -> None:
+        states = {session.id: self._state(session.id) for session, _ in batch}
+        async with AsyncExitStack() as held:
+            for session_id in sorted(states):
+                await held.enter_async_context(states[session_id].store_lock)
+            items: list[InboundAppend] = []
+            for session, message in batch:
+                pending = states[session.id].pending
+                merged = (
+                    pending is not None
+                    and not pending.started
+                    and pending.sender_id == message.sender.id
+                )
+                items.append(
+                    InboundAppend(
+                        session_id=session.id,
+                        record=record_of(message, merged=merged),
+                        platform_message=platform_message_of(message),
+                    )
+                )
+            stored = await self.store.append_inbound(items)
+        for (session, message), record in zip(batch, stored, strict=True):
+            # None: a duplicate, or not storable (the store logged why)
+            if (
+                record is not None
+                and self._answers(message, session)
+                and await self._admit(message)
+            ):
+                self._schedule_turn(session, states[session.id], message)
 
     async def on_edit(self, message: InboundMessage) -> None:
         """Record the new text and queue the re-answer for the chat; never waits on a turn."""

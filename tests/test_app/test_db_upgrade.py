@@ -7,9 +7,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
 from storage.engine import create_engine_for
+from storage.migrate import alembic_config, upgrade_database
+from storage.schema import HEAD_REVISION, schema_at_head, schema_revision
 from tests.test_app.conftest import cli_env, tgbot
 
 TABLES = {
@@ -64,3 +67,13 @@ async def test_it_creates_the_schema_on_postgresql(tmp_path: Path) -> None:
         assert tables >= TABLES
     finally:
         await engine.dispose()
+
+
+async def test_the_start_up_check_knows_the_newest_migration(tmp_path: Path) -> None:
+    """`tgbot run` skips Alembic when `schema_at_head`: that must track the scripts."""
+    assert ScriptDirectory.from_config(alembic_config()).get_current_head() == HEAD_REVISION
+    url = f"sqlite+aiosqlite:///{tmp_path / 'bot.sqlite3'}"
+    assert await schema_revision(url) is None
+    assert not await schema_at_head(url)
+    await upgrade_database(url)
+    assert await schema_at_head(url)
