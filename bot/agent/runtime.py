@@ -31,6 +31,7 @@ from bot.context.escaping import strip_echoed_header
 from bot.domain.ids import Scene
 from bot.domain.records import StoredRecord
 from bot.ports import (
+    ChatEventStore,
     Clock,
     HistoryStore,
     LLMResponse,
@@ -74,6 +75,7 @@ class TurnRunner:
         bot_id: int | None = None,
         bot_name: str = "tgbot",
         truth: TokenTruth | None = None,
+        reactions: ChatEventStore | None = None,
     ) -> None:
         self.messenger = messenger
         self.truth = truth if truth is not None else TokenTruth()
@@ -92,6 +94,7 @@ class TurnRunner:
             bot_id=bot_id,
             bot_name=bot_name,
             correction=self.truth.correction,
+            reactions=reactions,
         )
         self.provider = ProviderCaller(tools=self.tools, bus=self.bus, clock=clock, policy=policy)
         self.tool_runner = ToolRunner(

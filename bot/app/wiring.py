@@ -31,6 +31,7 @@ from bot.config import Settings
 from bot.context.budget import ProviderCapacity, RuntimeLimits
 from bot.errors import ConfigError
 from bot.ports import ChatLock, Clock, ConversationStore, LLMProvider, Messenger
+from bot.services.chat_events import ChatEventPolicy, ChatEventService, ClosedChatGuard
 from bot.services.chat_lock import LocalChatLock
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
@@ -164,6 +165,10 @@ class App:
     routes: RouteTable
     ledger: LedgerWriter
     bus: EventBus
+    chat_events: ChatEventService
+    """The `ChatEventSink`: the bot's membership of chats, reactions on its messages."""
+    messenger: Messenger
+    """The messenger every outbound path uses: sends nothing to a closed chat."""
 
 
 async def open_store(settings: Settings) -> ConversationStore:
@@ -201,6 +206,9 @@ def build_app(
     chat_lock: ChatLock | None = None,
 ) -> App:
     clock = clock or SystemClock()
+    # The one outbound door: turns, tools, commands, refusals, the daily summary and
+    # recovery notices all send through it, so a chat the bot left hears nothing more.
+    messenger = ClosedChatGuard(messenger, store)
     routes = build_routes(settings, offline=offline)
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
     truth = TokenTruth.load(settings.data_dir)
@@ -218,6 +226,7 @@ def build_app(
         bot_id=bot_id,
         bot_name=bot_name,
         truth=truth,
+        reactions=store,
     )
 
     async def usage_reply() -> tuple[str, bytes | None]:
@@ -259,6 +268,15 @@ def build_app(
         chat_lock=chat_lock,
     )
     commands.retry = inbound.retry
+    chat_events = ChatEventService(
+        store=store,
+        policy=ChatEventPolicy(
+            owner_id=settings.owner_id,
+            bot_id=bot_id,
+            allowed_chats=tuple(settings.security.allowed_chats),
+        ),
+        clock=clock,
+    )
     return App(
         settings=settings,
         store=store,
@@ -268,6 +286,8 @@ def build_app(
         routes=routes,
         ledger=ledger,
         bus=bus,
+        chat_events=chat_events,
+        messenger=messenger,
     )
 
 
@@ -282,15 +302,22 @@ def daily_summary(
         store,
         clock,
         locale=settings.bot_locale,
+        reactions=store,
     )
 
 
 def start_daily_summary(app: App, messenger: Messenger) -> AsyncIOScheduler | None:
-    """Schedule yesterday's report to the owner; None when disabled or no owner is set."""
+    """Schedule yesterday's report to the owner; None when disabled or no owner is set.
+    `messenger` is wrapped like the app's (nothing goes to a chat the bot was removed from)."""
     settings = app.settings
     if not settings.schedule.daily_summary or settings.owner_id is None:
         return None
-    summary = daily_summary(settings, messenger=messenger, store=app.store, clock=SystemClock())
+    summary = daily_summary(
+        settings,
+        messenger=ClosedChatGuard(messenger, app.store),
+        store=app.store,
+        clock=SystemClock(),
+    )
     scheduler = build_scheduler(
         jobstore_url=f"sqlite:///{(settings.data_dir / 'scheduler.sqlite3').as_posix()}",
         zone=settings.zone,

@@ -163,7 +163,7 @@ class InboundService:
                 and pending.sender_id == message.sender.id
             )
             await self._store_inbound(session, message, merged=merged)
-        if not answer:
+        if not answer or session.closed:  # closed: removed from the chat, nothing is sent
             return
         if not self.limiter.allow(
             user_id=message.sender.id, chat_id=message.chat_id, now=time.monotonic()
