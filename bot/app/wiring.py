@@ -307,17 +307,11 @@ def daily_summary(
 
 
 def start_daily_summary(app: App, messenger: Messenger) -> AsyncIOScheduler | None:
-    """Schedule yesterday's report to the owner; None when disabled or no owner is set.
-    `messenger` is wrapped like the app's (nothing goes to a chat the bot was removed from)."""
+    """Schedule yesterday's report to the owner; None when disabled or no owner is set."""
     settings = app.settings
     if not settings.schedule.daily_summary or settings.owner_id is None:
         return None
-    summary = daily_summary(
-        settings,
-        messenger=ClosedChatGuard(messenger, app.store),
-        store=app.store,
-        clock=SystemClock(),
-    )
+    summary = scheduled_summary(app, messenger)
     scheduler = build_scheduler(
         jobstore_url=f"sqlite:///{(settings.data_dir / 'scheduler.sqlite3').as_posix()}",
         zone=settings.zone,
@@ -327,6 +321,17 @@ def start_daily_summary(app: App, messenger: Messenger) -> AsyncIOScheduler | No
     )
     scheduler.start()
     return scheduler
+
+
+def scheduled_summary(app: App, messenger: Messenger) -> DailySummary:
+    """The daily summary the scheduler runs; `messenger` is wrapped like the app's, so
+    nothing goes to an owner chat the bot was removed from (the owner blocked it)."""
+    return daily_summary(
+        app.settings,
+        messenger=ClosedChatGuard(messenger, app.store),
+        store=app.store,
+        clock=SystemClock(),
+    )
 
 
 def retention_policy(settings: Settings) -> RetentionPolicy:
