@@ -46,7 +46,8 @@ async def test_closing_a_chat_closes_every_thread_and_reopening_opens_them(store
     assert await store.is_chat_closed(CHAT)
     assert not await store.is_chat_closed(OTHER)
     found = await store.find_session(topic.key)
-    assert found is not None and found.closed
+    assert found is not None
+    assert found.closed
     # opening the session again (a message, a title change) does not reopen it
     reread = await store.open_session(main.key, scene="group", title="New title")
     assert reread.closed
@@ -55,7 +56,8 @@ async def test_closing_a_chat_closes_every_thread_and_reopening_opens_them(store
     assert await store.set_chat_closed(CHAT, False) == 2
     assert not await store.is_chat_closed(CHAT)
     found = await store.find_session(main.key)
-    assert found is not None and not found.closed
+    assert found is not None
+    assert not found.closed
 
 
 async def test_closing_an_unknown_chat_changes_nothing(store: Store) -> None:
@@ -98,7 +100,8 @@ async def test_reactions_between_is_half_open_across_chats(store: Store) -> None
     )
     found = await store.reactions_between(T0, T0 + day)
     assert [(r.emoji, r.chat_id) for r in found] == [("👍", CHAT), ("👎", OTHER)]
-    assert found[0].created_at == T0 and found[0].created_at.tzinfo is not None
+    assert found[0].created_at == T0
+    assert found[0].created_at.tzinfo is not None
 
 
 async def test_retention_drops_old_reactions(store: Store) -> None:
