@@ -1,8 +1,12 @@
 """`tgbot usage report`: the per-day usage report from the ledger (read-only).
 
 Reads the settings and the ledger files, and the feedback reactions from the database,
-opened read-only (a SQLite file only when it exists, with `mode=ro`; nothing is migrated or
-created). The store is imported only then, so the command still starts quickly.
+opened read-only: nothing is migrated, created or touched. A SQLite file is read only when
+it exists, as `immutable` (no lock, no WAL index), so a running bot's reactions that are
+still in its write-ahead log (SQLite moves them into the file every ~1,000 pages and when
+the bot stops) are not counted yet; the owner's daily summary and `/usage` read through
+the bot's own store and are exact. The store is imported only then, so the command still
+starts quickly.
 """
 
 from __future__ import annotations
@@ -79,11 +83,11 @@ async def _read_reactions(
     from storage.engine import create_engine_for
     from storage.sql import SqlStore
 
-    engine = (
-        create_async_engine(f"sqlite+aiosqlite:///file:{sqlite_path.as_posix()}?mode=ro&uri=true")
-        if sqlite_path is not None
-        else create_engine_for(url)
-    )
+    if sqlite_path is not None:
+        ro = f"file:{sqlite_path.as_posix()}?mode=ro&immutable=1&uri=true"
+        engine = create_async_engine(f"sqlite+aiosqlite:///{ro}")
+    else:
+        engine = create_engine_for(url)
     store = SqlStore(engine)
     try:
         found = await store.reactions_between(start, end)
