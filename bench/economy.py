@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from adapters.llm.scripted import CallTool, Reply, ScriptedModel, Step
+from adapters.llm.scripted import CallTool, Reply, ScriptedModel, Step, is_summary_request
 from bench.cache_sim import CacheResult, PrefixCache, hit_rate, serialize
 from bench.fakes import CountingMessenger, SetClock
 from bench.workload import (
@@ -100,6 +100,10 @@ class Variant:
     prefix_breaks: int = 0
     quote_calls: int = 0
     window_moves: int = 0
+    compaction_calls: int = 0
+    compaction_hit: float = 0.0
+    compaction_share: float = 0.0
+    sync_folds: int = 0
     notes: dict[str, str] = field(default_factory=dict)
 
 
@@ -146,7 +150,11 @@ def rules_file_text(workload: Workload, runtime_index_chars: int) -> str:
 
 
 async def _run_ours(
-    workload: Workload, workdir: Path, *, caps: int | None = None
+    workload: Workload,
+    workdir: Path,
+    *,
+    caps: int | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> tuple[Variant, list[LLMRequest]]:
     """Drive the real runtime; `caps` raises the turn and message caps of the window."""
     model = ScriptedModel()
@@ -158,11 +166,14 @@ async def _run_ours(
     tools = (*default_tools(), tool)
     index_chars = sum(len(t.summary) + 3 for t in tools if t.summary) + len("[Tool index]")
     rules = _write_rules(workdir, rules_file_text(workload, index_chars))
+    extra = dict(overrides or {})
     settings = load_settings(
         data_dir=workdir,
         bot_locale="zh",
         history={"group_tokens": HISTORY_BUDGET}
-        | ({"max_history_turns": caps, "max_recent_messages": caps} if caps else {}),
+        | ({"max_history_turns": caps, "max_recent_messages": caps} if caps else {})
+        | extra.pop("history", {}),
+        **extra,
         triggers={"merge_window_seconds": 0},
         security={"user_messages_per_minute": 0, "chat_messages_per_minute": 0},
         workspace_rules_file=rules,
@@ -243,13 +254,32 @@ async def _run_ours(
         "per_turn_chars": str(_per_turn_chars(model.requests)),
         "system_chars": str(len(model.requests[0].messages[0].content)),
     }
-    for request in model.requests:
+    await app.runner.aclose()
+    replies = [r for r in model.requests if not is_summary_request(r)]
+    summaries = [e for e in entries if e.purpose == "compaction"]
+    variant.compaction_calls = len(summaries)
+    summary_input = sum(e.input_tokens or 0 for e in summaries)
+    summary_cached = sum(e.cached_tokens or 0 for e in summaries)
+    variant.compaction_hit = summary_cached / summary_input if summary_input else 0.0
+    variant.compaction_share = (
+        _billable(summary_input, summary_cached) / _billable(reported_input, reported_cached)
+        if reported_input
+        else 0.0
+    )
+    compactor = app.runner.compactor
+    variant.sync_folds = compactor.sync_folds if compactor is not None else 0
+    for request in replies:
         schema = estimate_tool_schema_tokens([_schema(s) for s in request.tools])
         variant.calls.append(
             Call(messages=request.messages, current=_current_of(request), schema_tokens=schema)
         )
     await app.routes.aclose()
-    return variant, model.requests
+    return variant, replies
+
+
+def _billable(input_tokens: int, cached_tokens: int) -> float:
+    """Billable-equivalent input: uncached + 0.25 × cached."""
+    return (input_tokens - cached_tokens) + 0.25 * cached_tokens
 
 
 def _write_rules(workdir: Path, text: str) -> Path:

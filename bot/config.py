@@ -28,8 +28,19 @@ DEFAULT_TELEGRAM_API_BASE = "https://api.telegram.org"
 _WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
 
 
+class SceneHistory(BaseModel):
+    """Per-scene overrides of the caps (`[history.group]`, `HISTORY__GROUP__…`); unset: the
+    shared value."""
+
+    max_history_turns: int | None = Field(None, ge=0)
+    max_recent_messages: int | None = Field(None, ge=1)
+
+
 class HistorySettings(BaseModel):
-    """History window limits per scene; the first limit reached wins."""
+    """History window limits per scene; the first limit reached wins.
+
+    `max_history_turns` counts the turns the bot answered (in a group most member messages
+    are never answered; see `bot.context.window`)."""
 
     group_tokens: int = Field(8_000, ge=0)
     private_tokens: int = Field(12_000, ge=0)
@@ -37,6 +48,28 @@ class HistorySettings(BaseModel):
     max_history_turns: int = Field(50, ge=0)
     max_recent_messages: int = Field(100, ge=1)
     headroom: float = Field(0.25, ge=0.0, lt=1.0)
+    turn_cap_counts: Literal["answered", "all"] = "answered"
+    """`all`: every turn counts against `max_history_turns`, as before issue 17."""
+    group: SceneHistory = SceneHistory(max_recent_messages=300)
+    """Groups: 300 messages, so the token budget governs (measured in bench/group_window:
+    at 100 a short-message group sees ~75 messages in ~2,500 of 8,000 tokens and moves its
+    window every ~25 messages, most of them with no reply in between to prepare a summary)."""
+    private: SceneHistory = SceneHistory()
+    owner: SceneHistory = SceneHistory()
+
+
+class CompactionSettings(BaseModel):
+    """The rolling summary of turns that left the window (DESIGN.md §3.8)."""
+
+    enabled: bool = True
+    group_tokens: int = Field(600, ge=1)
+    private_tokens: int = Field(800, ge=1)
+    owner_tokens: int = Field(1_500, ge=1)
+    route: str | None = None
+    """`provider` or `provider:model`; unset: the chat's own route (its cache is warm)."""
+    prepare_margin: float = Field(0.1, ge=0.0, lt=1.0)
+    """Prepare the next summary after a reply once the window is within this share of a
+    limit."""
 
 
 class HistoryPruning(BaseModel):
@@ -147,6 +180,7 @@ class Settings(BaseSettings):
     """Public base URL of the dashboard, for the owner's `/dashboard` link."""
 
     history: HistorySettings = HistorySettings()
+    compaction: CompactionSettings = CompactionSettings()
     runtime: RuntimeSettings = RuntimeSettings()
     providers: dict[str, ProviderProfile] = Field(default_factory=dict)
     default_provider: str | None = None

@@ -35,8 +35,8 @@ from typing import Any, Literal
 
 log = logging.getLogger("tgbot.ledger")
 
-Purpose = Literal["turn", "final_summary", "recovery_retry"]
-PURPOSES: tuple[Purpose, ...] = ("turn", "final_summary", "recovery_retry")
+Purpose = Literal["turn", "final_summary", "recovery_retry", "compaction"]
+PURPOSES: tuple[Purpose, ...] = ("turn", "final_summary", "recovery_retry", "compaction")
 
 MAX_LINE_BYTES = 4096
 """Upper bound of one encoded line; keeps each append a single small write."""

@@ -52,7 +52,11 @@ def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEn
         scene=call.session.scene,
         turn_id=call.turn_id,
         iteration=call.iteration,
-        purpose="final_summary" if call.final else "turn",
+        purpose="compaction"
+        if call.purpose == "compaction"
+        else "final_summary"
+        if call.final
+        else "turn",
         provider=call.route.provider_name,
         model=call.route.model,
         input_tokens=usage.input_tokens if usage else None,
@@ -135,7 +139,8 @@ class CallMetering:
             else self.truth.corrected(route.provider_name, route.model, entry.est_total)
         )
         entry = replace(entry, est_corrected=corrected)
-        self._remember(call, corrected)
+        if call.purpose != "compaction":  # `/context` shows the member's calls
+            self._remember(call, corrected)
         if call.error is None:
             self.truth.observe(
                 route.provider_name,

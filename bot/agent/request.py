@@ -9,11 +9,14 @@ history is left out) in front.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
+from bot.agent.compaction import Compactor, FoldView, summary_before
 from bot.agent.prompt import PromptFacts, TurnContext, build_per_turn_blocks, build_system_prompt
 from bot.agent.routes import RouteTable
 from bot.agent.turn import TurnPolicy, TurnState
 from bot.context.alias_table import AliasTable
+from bot.context.compaction import predict_cut, summary_message
 from bot.context.escaping import inline_value
 from bot.context.history_trim import HistoryTrimmed, IndexedHistory, breadcrumb_message
 from bot.context.projection import (
@@ -26,6 +29,8 @@ from bot.context.token_correction import NO_CORRECTION, TokenCorrection
 from bot.context.tokens import ensure_token_estimate, estimate_message_tokens
 from bot.context.turns import count_turns
 from bot.context.window import (
+    TurnCosts,
+    WindowDecision,
     WindowLimits,
     estimate_tool_schema_tokens,
     select_window,
@@ -33,7 +38,7 @@ from bot.context.window import (
 )
 from bot.domain.ids import Scene
 from bot.domain.messages import ChatMessage
-from bot.domain.records import StoredRecord, UserRecord
+from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
 from bot.ports import ChatEventStore, Clock, HistoryStore, SessionInfo
 from bot.tools.base import Tool
 
@@ -58,8 +63,11 @@ class RequestBuilder:
         bot_id: int | None,
         bot_name: str,
         correction: Callable[[str, str], TokenCorrection] | None = None,
+        compactor: Compactor | None = None,
         reactions: ChatEventStore | None = None,
     ) -> None:
+        self.compactor = compactor
+        """Folds departing turns into the summary (issue 17); None: compaction is off."""
         self.store = store
         self.reactions = reactions
         """Where reactions on the bot's messages are read (none shown when unset)."""
@@ -94,9 +102,10 @@ class RequestBuilder:
     ) -> tuple[TurnState, AliasTable, list[StoredRecord]]:
         """The turn's state, its alias table and the window's records.
 
-        `persist_window=False` previews without storing a moved window start
-        (`tgbot context show` is read-only). The turn works with the session as loaded with
-        its history (route, scene and window as stored now), not as the caller last saw it."""
+        `persist_window=False` previews without storing a moved window start and without
+        calling the summary model (`tgbot context show` is read-only). The turn works with
+        the session as loaded with its history (route, scene and window as stored now), not
+        as the caller last saw it."""
         policy = self.policy
         loaded = await self.store.load_history(session.id, max_records=policy.max_records)
         session = loaded.session
@@ -105,13 +114,7 @@ class RequestBuilder:
         has_earlier = loaded.has_earlier
         history_budget = policy.scene_budgets.get(session.scene, 0)
         correction = self.correction(route.provider_name, route.model)
-        limits = WindowLimits(
-            # budgets are real tokens; the window counts our estimate
-            token_budget=correction.to_estimate(history_budget),
-            max_turns=policy.max_turns,
-            max_messages=policy.max_messages,
-            headroom=policy.headroom,
-        )
+        limits = self.window_limits(session.scene, correction)
         blocks = build_per_turn_blocks(
             TurnContext(
                 now=self.clock.now(),
@@ -128,10 +131,33 @@ class RequestBuilder:
         targets = await self._quote_targets(session, records)
         projection = self._project(records, session, blocks, targets)
         costs = turn_costs(without_per_turn_cost(projection, blocks))
-        decision = select_window(costs.tokens, costs.messages, 0, limits)
+        answered = None if policy.count_unanswered_turns else costs.answered
+        decision = select_window(costs.tokens, costs.messages, 0, limits, answered=answered)
+        # --- compaction hook (issue 17): the summary standing for what precedes the window
+        summary = await summary_before(self.store, session, records) if has_earlier else None
         window_event: HistoryTrimmed | None = None
         if decision.moved and costs.starts:
             cut = projection.record_index[costs.starts[decision.start]]
+            # --- compaction hook (issue 17): fold what departs, or use a prepared summary
+            if self.compactor is not None:
+                starts = [projection.record_index[i] for i in costs.starts]
+                fold = await self.compactor.on_move(
+                    session,
+                    records=records,
+                    cut=cut,
+                    turn_starts=starts,
+                    costs=costs,
+                    limits=limits,
+                    previous=summary,
+                    messages=lambda: self.fold_messages(session, records, summary),
+                    turn_id=turn_id,
+                    call_model=persist_window,
+                )
+                if fold.cut != cut:  # a prepared summary moved the start a little
+                    decision = moved_to(decision, costs, starts.index(fold.cut))
+                cut, summary = fold.cut, fold.summary
+            else:
+                summary = None
             targets = await self._quote_targets(session, records[cut:])
             records = records[cut:]
             has_earlier = True
@@ -148,10 +174,10 @@ class RequestBuilder:
         # chat (its id means nothing here), never one the model was not shown.
         for message_id in projection.references:
             aliases.register_reference(message_id)
-        system = ChatMessage(role="system", content=self.system_prompt(session.scene))
-        head = [ensure_token_estimate(system)]
-        if has_earlier:
-            head.append(breadcrumb_message())
+        head = self.head(session, has_earlier=has_earlier, summary=summary)
+        if summary is not None:  # the aliases the summary mentions are valid references
+            for alias, message_id in summary.aliases:
+                aliases.register(alias, session.key.chat_id, message_id)
         current = projection.current_message_index
         state = TurnState(
             session=session,
@@ -171,7 +197,83 @@ class RequestBuilder:
         )
         if window_event is not None:
             state.pending_trims.append(window_event)
+        if self.compactor is not None:  # compaction hook (issue 17): is the next move near?
+            kept = (
+                costs
+                if window_event is None
+                else turn_costs(without_per_turn_cost(projection, blocks))
+            )
+            margin = policy.compaction_margin
+            state.fold_soon = predict_cut(kept, limits, margin) is not None
         return state, aliases, records
+
+    def route_correction(self, session: SessionInfo) -> TokenCorrection:
+        route = self.routes.resolve(session.route)
+        return self.correction(route.provider_name, route.model)
+
+    def window_limits(
+        self, scene: Scene, correction: TokenCorrection = NO_CORRECTION
+    ) -> WindowLimits:
+        """The scene's window limits; the summary's bound is reserved inside its budget.
+        Budgets are real tokens; the window counts our estimate (`correction`)."""
+        policy = self.policy
+        history_budget = policy.scene_budgets.get(scene, 0)
+        reserve = policy.summary_budget(scene) if self.compactor is not None else 0
+        caps = policy.caps(scene)
+        budget = max(1, history_budget - reserve) if history_budget > 0 else 0
+        return WindowLimits(
+            token_budget=correction.to_estimate(budget) if budget > 0 else 0,
+            max_turns=caps.max_turns,
+            max_messages=caps.max_messages,
+            headroom=policy.headroom,
+        )
+
+    def head(
+        self, session: SessionInfo, *, has_earlier: bool, summary: SummaryRecord | None
+    ) -> list[ChatMessage]:
+        """System prompt, then the breadcrumb and the summary when earlier history is out."""
+        system = ChatMessage(role="system", content=self.system_prompt(session.scene))
+        head = [ensure_token_estimate(system)]
+        if has_earlier:
+            head.append(breadcrumb_message())
+            if summary is not None:
+                head.append(summary_message(summary))
+        return head
+
+    async def fold_messages(
+        self,
+        session: SessionInfo,
+        records: Sequence[StoredRecord],
+        summary: SummaryRecord | None,
+    ) -> list[ChatMessage]:
+        """The window as the chat's reply requests show it, without this turn's per-turn
+        blocks: what a summary request repeats before its instruction."""
+        targets = await self._quote_targets(session, records)
+        projection = self._project(records, session, "", targets)
+        has_earlier = bool(records) and records[0].parent_id is not None
+        return self.head(session, has_earlier=has_earlier, summary=summary) + list(
+            projection.messages
+        )
+
+    async def fold_view(self, session: SessionInfo) -> FoldView:
+        """The window as it stands after a reply (for preparing the next summary)."""
+        loaded = await self.store.load_history(session.id, max_records=self.policy.max_records)
+        session = loaded.session
+        records = list(loaded.records)
+        summary = await summary_before(self.store, session, records) if loaded.has_earlier else None
+        targets = await self._quote_targets(session, records)
+        projection = self._project(records, session, "", targets)
+        costs = turn_costs(projection.messages)
+        head = self.head(session, has_earlier=loaded.has_earlier, summary=summary)
+        return FoldView(
+            session=session,
+            records=records,
+            costs=costs,
+            turn_starts=[projection.record_index[i] for i in costs.starts],
+            limits=self.window_limits(session.scene, self.route_correction(session)),
+            summary=summary,
+            messages=head + list(projection.messages),
+        )
 
     def _project(
         self,
@@ -239,6 +341,19 @@ class RequestBuilder:
                 quoted.add(quote.id)
         missing = quoted - shown
         return await self.store.find_aliases(session.id, missing) if missing else {}
+
+
+def moved_to(decision: WindowDecision, costs: TurnCosts, start: int) -> WindowDecision:
+    """`decision` with the window starting at turn `start` instead (what it kept and left)."""
+    before = decision.start - decision.dropped_turns
+    return replace(
+        decision,
+        start=start,
+        tokens=sum(costs.tokens[start:]),
+        kept_turns=len(costs.tokens) - start,
+        dropped_turns=start - before,
+        dropped_messages=sum(costs.messages[before:start]),
+    )
 
 
 def tool_schema(tool: Tool) -> dict[str, object]:

@@ -14,9 +14,10 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from bot.agent.bubbles import ReplyBubbles
+from bot.agent.compaction import CompactionPolicy, Compactor
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
@@ -74,9 +75,12 @@ class TurnRunner:
         bus: EventBus | None = None,
         bot_id: int | None = None,
         bot_name: str = "tgbot",
+        told_user: Callable[[int, int], Sequence[str]] | None = None,
         truth: TokenTruth | None = None,
         reactions: ChatEventStore | None = None,
     ) -> None:
+        self.told_user = told_user
+        """Lines sent in a chat outside model turns since the last turn there (taken once)."""
         self.messenger = messenger
         self.truth = truth if truth is not None else TokenTruth()
         """Per-route token corrections: learned by metering, used by budgets and checks."""
@@ -85,7 +89,23 @@ class TurnRunner:
         self.bus = bus or EventBus()
         self.tools = {tool.spec.name: tool for tool in tools}
         """The live tool table (name → tool), shared by every part."""
+        # --- compaction (issue 17): on when the policy bounds a summary for some scene
+        self.compactor: Compactor | None = None
+        if policy.summary_budgets:
+            self.compactor = Compactor(
+                store=store,
+                routes=routes,
+                tools=self.tools,
+                bus=self.bus,
+                clock=clock,
+                policy=CompactionPolicy(
+                    summary_budgets={s: policy.summary_budget(s) for s in policy.summary_budgets},
+                    route=policy.compaction_route,
+                    prepare_margin=policy.compaction_margin,
+                ),
+            )
         self.request = RequestBuilder(
+            compactor=self.compactor,
             store=store,
             routes=routes,
             tools=self.tools,
@@ -124,6 +144,11 @@ class TurnRunner:
     def system_prompt(self, scene: Scene) -> str:
         return self.request.system_prompt(scene)
 
+    async def aclose(self) -> None:
+        """Stop background work (summaries in preparation)."""
+        if self.compactor is not None:
+            await self.compactor.aclose()
+
     async def prepare(
         self,
         session: SessionInfo,
@@ -141,6 +166,8 @@ class TurnRunner:
         self, session: SessionInfo, *, reply_to: int | None, told_user: Sequence[str] = ()
     ) -> TurnOutcome:
         turn_id = uuid.uuid4().hex[:12]
+        if not told_user and self.told_user is not None:
+            told_user = self.told_user(session.key.chat_id, session.key.thread_id)
         state, aliases, records = await self.prepare(session, turn_id=turn_id, told_user=told_user)
         session = state.session
         tool_ctx = self.tool_runner.context(session, records)
@@ -153,7 +180,10 @@ class TurnRunner:
                 if response.tool_calls and not hit_cap:
                     await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
                     continue
-                return await self._deliver(state, response, reply_to, hit_cap)
+                outcome = await self._deliver(state, response, reply_to, hit_cap)
+                if self.compactor is not None and state.fold_soon:  # compaction (issue 17)
+                    self.compactor.after_reply(session, self.request.fold_view, turn_id=turn_id)
+                return outcome
         except TurnFailed as failure:
             log.warning("turn %s failed: %s", turn_id, failure.detail)
             text = user_text(self.policy.locale, failure.key)

@@ -16,12 +16,30 @@ from bot.ports import Delivery, SessionInfo
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SceneCaps:
+    """The turn and message caps of one scene's window."""
+
+    max_turns: int
+    max_messages: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnPolicy:
-    """Everything a turn needs from the settings, as plain values."""
+    """Everything a turn needs from the settings, as plain values.
+
+    `max_turns` / `max_messages` are the shared caps; `scene_caps` overrides them per scene.
+    `summary_budgets`: the compaction summary's bound per scene, reserved inside the scene's
+    history budget (empty: compaction is off)."""
 
     scene_budgets: Mapping[Scene, int]
     max_turns: int = 50
     max_messages: int = 100
+    scene_caps: Mapping[Scene, SceneCaps] = field(default_factory=dict)
+    summary_budgets: Mapping[Scene, int] = field(default_factory=dict)
+    count_unanswered_turns: bool = False
+    """Count every turn against the turn cap, answered or not (the behaviour before)."""
+    compaction_route: str | None = None
+    compaction_margin: float = 0.1
     headroom: float = 0.25
     limits: RuntimeLimits = field(default_factory=lambda: RuntimeLimits(max_context_tokens=None))
     max_tool_iterations: int = 10
@@ -33,10 +51,27 @@ class TurnPolicy:
     command_prefix: str = "/"
     workspace_rules: str = ""
 
+    def summary_budget(self, scene: Scene) -> int:
+        """The summary's bound in `scene`: as configured, but never more than a quarter of
+        the scene's history budget (0: compaction is off)."""
+        bound = self.summary_budgets.get(scene, 0)
+        history = self.scene_budgets.get(scene, 0)
+        return min(bound, history // 4) if history > 0 else bound
+
+    def caps(self, scene: Scene) -> SceneCaps:
+        return self.scene_caps.get(
+            scene, SceneCaps(max_turns=self.max_turns, max_messages=self.max_messages)
+        )
+
+    def records_for(self, scene: Scene) -> int:
+        """How many records to load for `scene`: its message cap plus room for tool rows."""
+        return self.caps(scene).max_messages * 2 + 20
+
     @property
     def max_records(self) -> int:
-        """How many records to load: the message cap plus room for tool rows."""
-        return self.max_messages * 2 + 20
+        """How many records to load: the largest message cap plus room for tool rows."""
+        largest = max([self.max_messages, *(c.max_messages for c in self.scene_caps.values())])
+        return largest * 2 + 20
 
 
 @dataclass(slots=True)
@@ -65,6 +100,8 @@ class TurnState:
     kept_turns: int
     dropped_turns: int = 0
     pending_trims: list[HistoryTrimmed] = field(default_factory=list)
+    fold_soon: bool = False
+    """The next window move is near: prepare the summary after the reply (issue 17)."""
     published_trims: int = 0
     iteration: int = 0
     correction: TokenCorrection = NO_CORRECTION

@@ -98,6 +98,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             await poll_updates(dispatcher, bot, stop=stop_polling)
         log.info("finishing running turns")
         await app.inbound.drain()
+        await app.runner.aclose()
         await app.routes.aclose()
         await app.ledger.flush()
     finally:

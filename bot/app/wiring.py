@@ -25,10 +25,12 @@ from bot.agent.ledger import LedgerWriter
 from bot.agent.routes import Prices, ProviderEntry, RouteTable
 from bot.agent.runtime import TurnPolicy, TurnRunner
 from bot.agent.token_truth import TokenTruth
+from bot.agent.turn import SceneCaps
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
-from bot.config import Settings
+from bot.config import HistorySettings, SceneHistory, Settings
 from bot.context.budget import ProviderCapacity, RuntimeLimits
+from bot.domain.ids import Scene
 from bot.errors import ConfigError
 from bot.ports import ChatLock, Clock, ConversationStore, LLMProvider, Messenger
 from bot.services.chat_events import ChatEventPolicy, ChatEventService, ClosedChatGuard
@@ -36,6 +38,7 @@ from bot.services.chat_lock import LocalChatLock
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
 from bot.services.inbound import InboundPolicy, InboundService
+from bot.services.told_user import ToldUserLog, ToldUserMessenger
 from bot.tools import default_tools
 from storage.engine import create_engine_for, is_sqlite, normalise_url
 from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
@@ -127,6 +130,7 @@ def turn_policy(settings: Settings) -> TurnPolicy:
             raise ConfigError("workspace_rules_file", str(exc)) from None
     runtime = settings.runtime
     history = settings.history
+    compaction = settings.compaction
     return TurnPolicy(
         scene_budgets={
             "group": history.group_tokens,
@@ -135,6 +139,27 @@ def turn_policy(settings: Settings) -> TurnPolicy:
         },
         max_turns=history.max_history_turns,
         max_messages=history.max_recent_messages,
+        scene_caps={
+            scene: SceneCaps(
+                max_turns=history.max_history_turns
+                if override.max_history_turns is None
+                else override.max_history_turns,
+                max_messages=history.max_recent_messages
+                if override.max_recent_messages is None
+                else override.max_recent_messages,
+            )
+            for scene, override in _scene_overrides(history)
+        },
+        summary_budgets={
+            "group": compaction.group_tokens,
+            "private": compaction.private_tokens,
+            "owner": compaction.owner_tokens,
+        }
+        if compaction.enabled
+        else {},
+        count_unanswered_turns=history.turn_cap_counts == "all",
+        compaction_route=compaction.route,
+        compaction_margin=compaction.prepare_margin,
         headroom=history.headroom,
         limits=RuntimeLimits(
             max_context_tokens=runtime.max_context_tokens,
@@ -153,6 +178,10 @@ def turn_policy(settings: Settings) -> TurnPolicy:
     )
 
 
+def _scene_overrides(history: HistorySettings) -> tuple[tuple[Scene, SceneHistory], ...]:
+    return (("group", history.group), ("private", history.private), ("owner", history.owner))
+
+
 @dataclass(slots=True)
 class App:
     """The wired application (one per process)."""
@@ -165,6 +194,7 @@ class App:
     routes: RouteTable
     ledger: LedgerWriter
     bus: EventBus
+    told: ToldUserLog
     chat_events: ChatEventService
     """The `ChatEventSink`: the bot's membership of chats, reactions on its messages."""
     messenger: Messenger
@@ -213,7 +243,11 @@ def build_app(
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
     truth = TokenTruth.load(settings.data_dir)
     bus = EventBus()
+    told = ToldUserLog()
+    outside = ToldUserMessenger(messenger, told)
+    """What services send outside model turns; the next turn there is told (issue 17)."""
     runner = TurnRunner(
+        told_user=told.take,
         store=store,
         platform_messages=store,
         messenger=messenger,
@@ -230,7 +264,7 @@ def build_app(
     )
 
     async def usage_reply() -> tuple[str, bytes | None]:
-        summary = daily_summary(settings, messenger=messenger, store=store, clock=clock)
+        summary = daily_summary(settings, messenger=outside, store=store, clock=clock)
         today = clock.now().astimezone(settings.zone).date()
         message = await summary.compose(today)
         return message.text, message.chart
@@ -238,7 +272,7 @@ def build_app(
     commands = Commands(
         owner_id=settings.owner_id,
         locale=settings.bot_locale,
-        messenger=messenger,
+        messenger=outside,
         store=store,
         routes=routes,
         meters=runner.meters.get,
@@ -251,7 +285,7 @@ def build_app(
     inbound = InboundService(
         store=store,
         runner=runner,
-        messenger=messenger,
+        messenger=outside,
         clock=clock,
         policy=InboundPolicy(
             owner_id=settings.owner_id,
@@ -286,6 +320,7 @@ def build_app(
         routes=routes,
         ledger=ledger,
         bus=bus,
+        told=told,
         chat_events=chat_events,
         messenger=messenger,
     )
@@ -324,11 +359,12 @@ def start_daily_summary(app: App, messenger: Messenger) -> AsyncIOScheduler | No
 
 
 def scheduled_summary(app: App, messenger: Messenger) -> DailySummary:
-    """The daily summary the scheduler runs; `messenger` is wrapped like the app's, so
-    nothing goes to an owner chat the bot was removed from (the owner blocked it)."""
+    """The daily summary the scheduler runs; `messenger` is wrapped like the app's: nothing
+    goes to an owner chat the bot was removed from (the owner blocked it), and what is sent
+    is noted for the next turn there (`[Already told the user]`)."""
     return daily_summary(
         app.settings,
-        messenger=ClosedChatGuard(messenger, app.store),
+        messenger=ToldUserMessenger(ClosedChatGuard(messenger, app.store), app.told),
         store=app.store,
         clock=SystemClock(),
     )

@@ -198,6 +198,15 @@ def format_summary_text(report: UsageReport, day: date, locale: Locale = "zh") -
                 cost=format_cost(row.cost),
             )
         )
+        if row.compaction_calls:
+            lines.append(
+                text(
+                    locale,
+                    "summary_compaction",
+                    calls=row.compaction_calls,
+                    share=format_share(row.compaction_share),
+                )
+            )
     if row.feedback.total:
         feedback = row.feedback
         lines.append(

@@ -122,6 +122,9 @@ def _row_dict(row: UsageRow) -> dict[str, Any]:
         "trims": row.trims,
         "errors": row.errors,
         "cost": None if row.cost is None else round(row.cost, 6),
+        "compaction_calls": row.compaction_calls,
+        "compaction_cost": None if row.compaction_cost is None else round(row.compaction_cost, 6),
+        "compaction_share": _round(row.compaction_share),
         "feedback": {
             "up": row.feedback.up,
             "down": row.feedback.down,
@@ -196,7 +199,8 @@ def _renderable(report: UsageReport) -> RenderableType:
         "for the `est` calls, our estimate. history/fixed: share of our input estimate. "
         "cache hit: cached / reported input. bill-eq/call: billable-equivalent input per "
         "call, uncached + 0.25 x cached (cost: at the configured prices). "
-        "calls/turn: mean, then turns by number of model calls. Drift: |estimate - "
+        "calls/turn: mean, then turns by number of model calls (summary calls count in "
+        "calls, in no turn). Drift: |estimate - "
         "reported| / reported; corrected = what budgets and the capacity check used.",
         style="dim",
     )
@@ -218,6 +222,15 @@ def _renderable(report: UsageReport) -> RenderableType:
     if report.total.drift:
         parts.append(drift)
     parts.append(notes)
+    total = report.total
+    if total.compaction_calls:
+        parts.append(
+            Text(
+                f"compaction: {total.compaction_calls:,} summary calls, "
+                f"{format_share(total.compaction_share)} of the cost"
+                + ("" if total.cost else " (billable-equivalent input)")
+            )
+        )
     if report.corrupt_lines or report.partial_lines:
         parts.append(
             Text(

@@ -119,6 +119,12 @@ class UsageRow:
     trims: int = 0
     errors: int = 0
     cost: float | None = None
+    compaction_calls: int = 0
+    """Summary calls (`purpose: "compaction"`); counted in the call totals, in no turn."""
+    compaction_cost: float | None = None
+    compaction_share: float | None = None
+    """Their share of the cost where prices are configured, else of the billable-equivalent
+    input (uncached + 0.25 × cached)."""
     drift: tuple[RouteDrift, ...] = ()
     feedback: Feedback = Feedback()
 
@@ -248,6 +254,9 @@ class _Bucket:
         "cached",
         "calls",
         "cap_turns",
+        "compaction",
+        "compaction_cost",
+        "compaction_weight",
         "cost",
         "drift",
         "errors",
@@ -261,6 +270,7 @@ class _Bucket:
         "reporting",
         "trims",
         "turn_calls",
+        "weight",
     )
 
     def __init__(self) -> None:
@@ -271,6 +281,9 @@ class _Bucket:
         self.est_fixed = self.est_history = self.est_total = 0
         self.trims = self.errors = 0
         self.cost: float | None = None
+        self.compaction = 0
+        self.compaction_cost: float | None = None
+        self.weight = self.compaction_weight = 0.0
         self.inputs: list[int] = []
         self.turn_calls: Counter[object] = Counter()
         self.cap_turns: set[object] = set()
@@ -303,14 +316,22 @@ class _Bucket:
         self.est_fixed += est_fixed
         self.est_history += est_history
         self.est_total += est_total
-        self.turn_calls[turn] += 1
+        weight = _billable_equivalent(reported, entry.cached_tokens, est_total)
+        self.weight += weight
+        cost = entry.cost
+        if entry.purpose == "compaction":  # part of the bill, not of any member's turn
+            self.compaction += 1
+            self.compaction_weight += weight
+            if cost is not None:
+                self.compaction_cost = (self.compaction_cost or 0.0) + cost
+        else:
+            self.turn_calls[turn] += 1
         if entry.hit_iteration_cap:
             self.cap_turns.add(turn)
         if entry.trim is not None:
             self.trims += 1
         if entry.error is not None:
             self.errors += 1
-        cost = entry.cost
         if cost is not None:
             self.cost = cost if self.cost is None else self.cost + cost
 
@@ -335,6 +356,11 @@ class _Bucket:
         self.errors += other.errors
         if other.cost is not None:
             self.cost = other.cost if self.cost is None else self.cost + other.cost
+        self.compaction += other.compaction
+        self.weight += other.weight
+        self.compaction_weight += other.compaction_weight
+        if other.compaction_cost is not None:
+            self.compaction_cost = (self.compaction_cost or 0.0) + other.compaction_cost
 
     def row(self, label: str, day: date | None) -> UsageRow:
         inputs = sorted(self.inputs)
@@ -365,12 +391,21 @@ class _Bucket:
                 two=per_turn["2"],
                 three_to_five=per_turn["3-5"],
                 six_plus=per_turn["6+"],
-                mean=_ratio(self.calls, turns),
+                mean=_ratio(self.calls - self.compaction, turns),
             ),
             cap_turns=len(self.cap_turns),
             trims=self.trims,
             errors=self.errors,
             cost=self.cost,
+            compaction_calls=self.compaction,
+            compaction_cost=self.compaction_cost,
+            compaction_share=(
+                _ratio(self.compaction_cost or 0.0, self.cost)
+                if self.cost
+                else _ratio(self.compaction_weight, self.weight)
+            )
+            if self.compaction
+            else None,
             drift=tuple(self._drift()),
         )
 
@@ -393,6 +428,14 @@ def _bucket_name(calls: int) -> str:
     if calls <= 2:
         return str(calls)
     return "3-5" if calls <= 5 else "6+"
+
+
+def _billable_equivalent(reported: int | None, cached: int | None, estimate: int) -> float:
+    """Uncached + 0.25 × cached input (our estimate when the provider reported nothing)."""
+    if reported is None:
+        return float(estimate)
+    cached = cached or 0
+    return (reported - cached) + 0.25 * cached
 
 
 def _ratio(part: float, whole: float) -> float | None:

@@ -42,6 +42,7 @@ TEXTS: dict[str, str] = {
     "summary_drift": "Estimate error ({route}): median {median}, p90 {p90}; corrected p90 "
     "{corrected}",
     "summary_misc": "Trims {trims} · errors {errors} · cost {cost}",
+    "summary_compaction": "Compaction: {calls} summary calls, {share} of the cost",
     "summary_feedback": "Feedback reactions: 👍 {up} · 👎 {down} · other {other}",
     "summary_skipped": "Skipped {n} unreadable ledger lines",
     "summary_caption": "Input per call p50 and cache hit rate, last {n} days",

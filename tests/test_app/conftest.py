@@ -129,5 +129,6 @@ async def traffic(tmp_path: Path) -> AsyncIterator[Traffic]:
         yield run
     finally:
         await app.inbound.drain()
+        await app.runner.aclose()
         await app.routes.aclose()
         await store.close()

@@ -144,7 +144,7 @@ async def test_the_chat_page_is_exactly_what_context_show_prints(
     # the alias table, the trims of the demo and the ledger's turns are there
     assert re.search(r"<code>m\d+</code>", page)
     assert 'id="trims"' in page
-    assert "turn_limit" in page
+    assert re.search(r"turn_limit|message_limit|token_budget", page)  # a window move
     assert re.search(r'<tr class="turn-start">', page)
 
 
