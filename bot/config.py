@@ -85,6 +85,10 @@ class RuntimeSettings(BaseModel):
     history_pruning: HistoryPruning = HistoryPruning()
     max_tool_iterations: int = Field(10, ge=1)
     max_tool_result_chars: int = Field(50_000, ge=0)
+    max_tool_calls_per_step: int = Field(8, ge=0)
+    """Tool calls of one model response that run; the rest are refused (0: no cap)."""
+    max_messages_per_turn: int = Field(5, ge=0)
+    """Messages tools may post in one turn, besides its reply (0: no cap)."""
     max_output_tokens: int | None = Field(None, ge=1)
     request_timeout_seconds: float = Field(60.0, gt=0)
     max_retries: int = Field(3, ge=0)

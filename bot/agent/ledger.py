@@ -25,13 +25,14 @@ import json
 import logging
 import operator
 import os
-import re
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any, Literal
+
+from bot.redact import scrub
 
 log = logging.getLogger("tgbot.ledger")
 
@@ -44,13 +45,6 @@ MAX_LINE_BYTES = 4096
 MAX_ERROR_CHARS = 300
 
 _BAD_LINE = (ValueError, TypeError, KeyError, AttributeError)
-
-_SECRET_PATTERNS = (
-    re.compile(r"\d{5,}:[A-Za-z0-9_-]{30,}"),  # Telegram bot token (also inside /bot<token>/)
-    re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"),  # OpenAI-style API key
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),
-    re.compile(r"(?i)\b(api[_-]?key|token|secret|password)=[^\s&]+"),
-)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -275,9 +269,7 @@ def _assemble(values: tuple[Any, ...]) -> LedgerEntry:
 
 def describe_error(exc: BaseException) -> str:
     """`ClassName: short message` for the ledger, with token-like substrings redacted."""
-    text = " ".join(str(exc).split())
-    for pattern in _SECRET_PATTERNS:
-        text = pattern.sub("[redacted]", text)
+    text = scrub(" ".join(str(exc).split()))
     if len(text) > MAX_ERROR_CHARS:
         text = text[: MAX_ERROR_CHARS - 1] + "…"
     name = type(exc).__name__

@@ -89,6 +89,7 @@ class RequestBuilder:
                 tool_names=tuple(self.tools),
                 workspace_rules=self.policy.workspace_rules,
                 tool_index=tuple(t.summary for t in self.tools.values() if t.summary),
+                owner_id=self.policy.owner_id,
             )
         )
 
@@ -292,6 +293,7 @@ class RequestBuilder:
             per_turn_blocks=blocks,
             quote_targets=quote_targets,
             chat_id=session.key.chat_id,
+            owner_id=self.policy.owner_id,
         )
 
     async def _reaction_lines(

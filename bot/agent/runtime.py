@@ -126,6 +126,8 @@ class TurnRunner:
             bot_id=bot_id,
             bot_name=bot_name,
             max_result_chars=policy.max_tool_result_chars,
+            max_calls_per_step=policy.max_tool_calls_per_step,
+            max_messages_per_turn=policy.max_messages_per_turn,
         )
         self.bubbles = ReplyBubbles(
             store=store,

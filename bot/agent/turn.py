@@ -44,6 +44,9 @@ class TurnPolicy:
     limits: RuntimeLimits = field(default_factory=lambda: RuntimeLimits(max_context_tokens=None))
     max_tool_iterations: int = 10
     max_tool_result_chars: int = 50_000
+    max_tool_calls_per_step: int = 8
+    max_messages_per_turn: int = 5
+    owner_id: int | None = None
     max_output_tokens: int | None = None
     locale: Locale = "zh"
     zone: tzinfo

@@ -28,6 +28,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--webhook", action="store_true", help="serve a webhook instead of polling")
     run.add_argument("--host", default="127.0.0.1", help="webhook listen address")
     run.add_argument("--port", type=int, default=8080, help="webhook listen port")
+    run.add_argument(
+        "--insecure-webhook",
+        action="store_true",
+        help="serve the webhook without WEBHOOK_SECRET (anyone who finds the URL can forge "
+        "updates; for local tests only)",
+    )
     run.set_defaults(handler=_run)
 
     demo = commands.add_parser("demo", help="offline end-to-end showcase (no token needed)")
@@ -72,7 +78,15 @@ def build_parser() -> argparse.ArgumentParser:
 def _run(args: argparse.Namespace) -> int:
     from bot.app import serve
 
-    return asyncio.run(serve.run(args.config, webhook=args.webhook, host=args.host, port=args.port))
+    return asyncio.run(
+        serve.run(
+            args.config,
+            webhook=args.webhook,
+            host=args.host,
+            port=args.port,
+            insecure_webhook=args.insecure_webhook,
+        )
+    )
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -25,11 +25,13 @@ from bot.app.wiring import (
     build_app,
     open_chat_lock,
     open_store,
+    register_settings_secrets,
     retention_policy,
     start_daily_summary,
 )
 from bot.config import Settings, load_settings
 from bot.errors import ConfigError
+from bot.redact import install_log_scrubbing
 
 log = logging.getLogger("tgbot.run")
 
@@ -118,15 +120,33 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
     return 0
 
 
-async def run(config: str | None, *, webhook: bool, host: str, port: int) -> int:
+async def run(
+    config: str | None,
+    *,
+    webhook: bool,
+    host: str,
+    port: int,
+    insecure_webhook: bool = False,
+) -> int:
     settings = load_settings(config)
     if settings.bot_token is None:
         raise ConfigError("BOT_TOKEN", "required for `tgbot run` (use `tgbot demo` offline)")
+    if webhook and settings.webhook_secret is None and not insecure_webhook:
+        # without the secret header check anyone who finds the URL can post forged updates
+        raise ConfigError(
+            "WEBHOOK_SECRET",
+            "required for `tgbot run --webhook` (or pass --insecure-webhook to accept "
+            "unauthenticated updates)",
+        )
+    register_settings_secrets(settings)  # before the first log line
     _setup_logging()
     return await serve(settings, webhook=webhook, host=host, port=port)
 
 
 def _setup_logging() -> None:
+    """Log to stderr at TGBOT_LOG_LEVEL; secrets scrubbed from every record and the HTTP
+    clients' header dumps silenced (`bot.redact`)."""
+    install_log_scrubbing()
     logging.basicConfig(
         level=os.environ.get("TGBOT_LOG_LEVEL", "INFO"),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

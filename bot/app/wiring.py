@@ -33,6 +33,7 @@ from bot.context.budget import ProviderCapacity, RuntimeLimits
 from bot.domain.ids import Scene
 from bot.errors import ConfigError
 from bot.ports import ChatLock, Clock, ConversationStore, LLMProvider, Messenger
+from bot.redact import register_secret
 from bot.services.chat_events import ChatEventPolicy, ChatEventService, ClosedChatGuard
 from bot.services.chat_lock import LocalChatLock
 from bot.services.commands import Commands
@@ -169,6 +170,9 @@ def turn_policy(settings: Settings) -> TurnPolicy:
         ),
         max_tool_iterations=runtime.max_tool_iterations,
         max_tool_result_chars=runtime.max_tool_result_chars,
+        max_tool_calls_per_step=runtime.max_tool_calls_per_step,
+        max_messages_per_turn=runtime.max_messages_per_turn,
+        owner_id=settings.owner_id,
         max_output_tokens=runtime.max_output_tokens,
         locale=settings.bot_locale,
         zone=settings.zone,
@@ -224,6 +228,16 @@ def open_chat_lock(settings: Settings) -> ChatLock:
     return AdvisoryChatLock.for_url(url)
 
 
+def register_settings_secrets(settings: Settings) -> None:
+    """Every secret the settings name, for `bot.redact.scrub` (logs, ledger, errors)."""
+    for secret in (settings.bot_token, settings.llm_api_key, settings.webhook_secret):
+        if secret is not None:
+            register_secret(secret.get_secret_value())
+    for profile in settings.providers.values():
+        if profile.api_key_env:
+            register_secret(os.environ.get(profile.api_key_env))
+
+
 def build_app(
     settings: Settings,
     *,
@@ -235,6 +249,7 @@ def build_app(
     offline: LLMProvider | None = None,
     chat_lock: ChatLock | None = None,
 ) -> App:
+    register_settings_secrets(settings)
     clock = clock or SystemClock()
     # The one outbound door: turns, tools, commands, refusals, the daily summary and
     # recovery notices all send through it, so a chat the bot left hears nothing more.

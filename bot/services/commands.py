@@ -4,6 +4,7 @@ everyone."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from bot.agent.routes import RouteTable
@@ -11,7 +12,7 @@ from bot.agent.runtime import CallMeter
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale
 from bot.ports import Messenger, RouteStore, SessionInfo
-from bot.services.guard import is_owner
+from bot.services.guard import OncePerMinute, is_owner
 from bot.texts import text
 
 log = logging.getLogger("tgbot.commands")
@@ -51,14 +52,25 @@ class Commands:
         self.usage_reply = usage_reply
         self.retry = retry
         self.dashboard_link = dashboard_link
+        self._refused = OncePerMinute()
+
+    @staticmethod
+    def name_of(message: InboundMessage) -> str:
+        return (message.command or "").lstrip("/").lower()
+
+    def handles(self, message: InboundMessage) -> bool:
+        """Whether the message is one of our commands (then it is not stored as a message)."""
+        return self.name_of(message) in OWNER_COMMANDS | PUBLIC_COMMANDS
 
     async def __call__(self, message: InboundMessage, session: SessionInfo) -> bool:
-        name = (message.command or "").lstrip("/").lower()
+        name = self.name_of(message)
         if name not in OWNER_COMMANDS | PUBLIC_COMMANDS:
             return False
         if name in OWNER_COMMANDS and not is_owner(message.sender, self.owner_id):
             log.info("refused /%s from %s", name, message.sender.id)
-            await self._say(message, text(self.locale, "owner_only"))
+            # one refusal per chat a minute: a flood of /usage gets one answer
+            if self._refused(("owner_only", message.chat_id), time.monotonic()):
+                await self._say(message, text(self.locale, "owner_only"))
             return True
         match name:
             case "usage":

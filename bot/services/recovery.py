@@ -152,6 +152,7 @@ class RecoveryPolicy:
     locale: Locale
     rules: AnswerRules
     allowed_chats: tuple[int, ...] = ()
+    owner_id: int | None = None
 
 
 class CrashRecovery:
@@ -183,7 +184,9 @@ class CrashRecovery:
             if (
                 session.active_leaf_id is None
                 or session.closed  # the bot was removed from the chat: nothing goes there
-                or not chat_allowed(session.key.chat_id, self.policy.allowed_chats)
+                or not chat_allowed(
+                    session.key.chat_id, self.policy.allowed_chats, self.policy.owner_id
+                )
             ):
                 continue
             try:
