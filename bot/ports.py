@@ -42,6 +42,8 @@ class SessionInfo:
     active_leaf_id: int | None = None
     window_start_id: int | None = None
     route: str | None = None
+    closed: bool = False
+    """The bot was removed or kicked from the chat: nothing more is sent there."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -261,6 +263,46 @@ class InboundBatchStore(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredReaction:
+    """One reaction a member put on one of the bot's messages (`emoji` as the adapter
+    labels it: an emoji, `custom_emoji:<id>` or `paid`)."""
+
+    chat_id: int
+    thread_id: int = 0
+    message_id: int
+    user_id: int
+    user_name: str = ""
+    emoji: str
+    created_at: datetime
+
+
+class ChatEventStore(Protocol):
+    """The bot's membership of chats and the reactions on its messages."""
+
+    async def set_chat_closed(self, chat_id: int, closed: bool) -> int:
+        """Mark every session of the chat closed (the bot was removed or kicked) or open
+        again; returns how many sessions changed."""
+        ...
+
+    async def is_chat_closed(self, chat_id: int) -> bool:
+        """True when a session of the chat is marked closed."""
+        ...
+
+    async def record_reactions(self, reactions: Sequence[StoredReaction]) -> None: ...
+
+    async def reactions_since(
+        self, chat_id: int, thread_id: int, since: datetime | None, *, limit: int
+    ) -> tuple[StoredReaction, ...]:
+        """The newest `limit` reactions in the chat's thread after `since` (all when None),
+        oldest first."""
+        ...
+
+    async def reactions_between(self, start: datetime, end: datetime) -> tuple[StoredReaction, ...]:
+        """Every reaction with `start <= created_at < end` (the usage report's days)."""
+        ...
+
+
 class InboundStore(
     SessionStore,
     HistoryReader,
@@ -281,7 +323,9 @@ class ImportStore(SessionStore, RecordAppender, Protocol):
     """What importing legacy rows needs: sessions and appends."""
 
 
-class ConversationStore(InboundStore, HistoryStore, RouteStore, UpdateLog, Prunable, Protocol):
+class ConversationStore(
+    InboundStore, HistoryStore, RouteStore, UpdateLog, Prunable, ChatEventStore, Protocol
+):
     """The whole store, which the composition root opens, wires and closes."""
 
     async def close(self) -> None: ...

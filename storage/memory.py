@@ -22,6 +22,7 @@ from bot.ports import (
     PlatformMessage,
     SessionInfo,
     SessionRequest,
+    StoredReaction,
 )
 from storage.alias_cache import alias_parts, aliases_on_path, derive_path, path_to
 from storage.retention import Node, PruneResult, plan_prune
@@ -55,6 +56,7 @@ class InMemoryStore:
         self._events: dict[tuple[int, int], PlatformMessage] = {}
         self._updates: dict[int, datetime] = {}
         self._summaries: set[date] = set()
+        self._reactions: list[StoredReaction] = []
         self._next_session = 1
         self._next_record = 1
 
@@ -278,6 +280,39 @@ class InMemoryStore:
         self._summaries.add(day)
         return True
 
+    # ------------------------------------------------------------ chat events
+
+    async def set_chat_closed(self, chat_id: int, closed: bool) -> int:
+        changed = 0
+        for session in self._sessions.values():
+            if session.info.key.chat_id == chat_id and session.info.closed != closed:
+                session.info = replace(session.info, closed=closed)
+                changed += 1
+        return changed
+
+    async def is_chat_closed(self, chat_id: int) -> bool:
+        return any(s.info.closed and s.info.key.chat_id == chat_id for s in self._sessions.values())
+
+    async def record_reactions(self, reactions: Sequence[StoredReaction]) -> None:
+        self._reactions.extend(replace(r, created_at=utc(r.created_at)) for r in reactions)
+
+    async def reactions_since(
+        self, chat_id: int, thread_id: int, since: datetime | None, *, limit: int
+    ) -> tuple[StoredReaction, ...]:
+        found = [
+            r
+            for r in self._reactions
+            if r.chat_id == chat_id
+            and r.thread_id == thread_id
+            and (since is None or r.created_at > utc(since))
+        ]
+        found.sort(key=lambda r: r.created_at)  # stable: equal times keep insertion order
+        return tuple(found[-limit:]) if limit > 0 else ()
+
+    async def reactions_between(self, start: datetime, end: datetime) -> tuple[StoredReaction, ...]:
+        found = [r for r in self._reactions if utc(start) <= r.created_at < utc(end)]
+        return tuple(sorted(found, key=lambda r: r.created_at))
+
     # ------------------------------------------------------------ retention
 
     async def prune(
@@ -311,6 +346,7 @@ class InMemoryStore:
         old_events = [k for k, e in self._events.items() if e.date < events_cutoff]
         for key in old_events:
             del self._events[key]
+        self._reactions = [r for r in self._reactions if r.created_at >= events_cutoff]
         old_updates = [u for u, at in self._updates.items() if at < events_cutoff]
         for update_id in old_updates:
             del self._updates[update_id]

@@ -7,7 +7,7 @@ from typing import Any
 
 from bot.domain.ids import SessionKey
 from bot.domain.records import StoredRecord
-from bot.ports import PlatformMessage, SessionInfo
+from bot.ports import PlatformMessage, SessionInfo, StoredReaction
 from storage.alias_cache import alias_parts
 from storage.codec import decode_media, decode_payload, encode_media
 
@@ -26,6 +26,7 @@ def session_info(row: Any) -> SessionInfo:
         active_leaf_id=row.active_leaf_id,
         window_start_id=row.window_start_id,
         route=row.route,
+        closed=row.closed_at is not None,
     )
 
 
@@ -77,4 +78,28 @@ def event_row(event: PlatformMessage, *, default_record_id: int | None) -> dict[
         "reply_to_message_id": event.reply_to_message_id,
         "record_id": event.record_id if event.record_id is not None else default_record_id,
         "edited_at": None if event.edited_at is None else utc(event.edited_at),
+    }
+
+
+def stored_reaction(row: Any) -> StoredReaction:
+    return StoredReaction(
+        chat_id=row.chat_id,
+        thread_id=row.thread_id,
+        message_id=row.message_id,
+        user_id=row.user_id,
+        user_name=row.user_name,
+        emoji=row.emoji,
+        created_at=utc(row.created_at),
+    )
+
+
+def reaction_row(reaction: StoredReaction) -> dict[str, Any]:
+    return {
+        "chat_id": reaction.chat_id,
+        "thread_id": reaction.thread_id,
+        "message_id": reaction.message_id,
+        "user_id": reaction.user_id,
+        "user_name": reaction.user_name,
+        "emoji": reaction.emoji,
+        "created_at": utc(reaction.created_at),
     }

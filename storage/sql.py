@@ -33,6 +33,7 @@ from bot.ports import (
     PlatformMessage,
     SessionInfo,
     SessionRequest,
+    StoredReaction,
 )
 from storage.alias_cache import (
     alias_parts,
@@ -70,8 +71,16 @@ from storage.queries import (
     walk_up,
 )
 from storage.retention import Node, PruneResult, plan_prune
-from storage.rows import event_row, platform_event, session_info, stored_record, utc
-from storage.tables import EVENTS, MESSAGES, SESSIONS, SUMMARIES, UPDATES
+from storage.rows import (
+    event_row,
+    platform_event,
+    reaction_row,
+    session_info,
+    stored_reaction,
+    stored_record,
+    utc,
+)
+from storage.tables import EVENTS, MESSAGES, REACTIONS, SESSIONS, SUMMARIES, UPDATES
 
 _DELETE_CHUNK = 500
 
@@ -532,6 +541,60 @@ class SqlStore:
             )
             return (await conn.execute(stmt)).first() is not None
 
+    # ------------------------------------------------------------ chat events
+
+    async def set_chat_closed(self, chat_id: int, closed: bool) -> int:
+        now = self._now()
+        where = SESSIONS.c.chat_id == chat_id
+        where = where & (
+            SESSIONS.c.closed_at.is_(None) if closed else SESSIONS.c.closed_at.is_not(None)
+        )
+        async with self._write() as conn:
+            result = await conn.execute(
+                update(SESSIONS).where(where).values(closed_at=now if closed else None)
+            )
+        return int(result.rowcount or 0)
+
+    async def is_chat_closed(self, chat_id: int) -> bool:
+        async with self._read(one_statement=True) as conn:
+            row = (
+                await conn.execute(
+                    select(SESSIONS.c.id)
+                    .where(SESSIONS.c.chat_id == chat_id, SESSIONS.c.closed_at.is_not(None))
+                    .limit(1)
+                )
+            ).first()
+        return row is not None
+
+    async def record_reactions(self, reactions: Sequence[StoredReaction]) -> None:
+        if not reactions:
+            return
+        async with self._write() as conn:
+            await conn.execute(REACTIONS.insert(), [reaction_row(r) for r in reactions])
+
+    async def reactions_since(
+        self, chat_id: int, thread_id: int, since: datetime | None, *, limit: int
+    ) -> tuple[StoredReaction, ...]:
+        query = select(REACTIONS).where(
+            REACTIONS.c.chat_id == chat_id, REACTIONS.c.thread_id == thread_id
+        )
+        if since is not None:
+            query = query.where(REACTIONS.c.created_at > utc(since))
+        query = query.order_by(REACTIONS.c.created_at.desc(), REACTIONS.c.id.desc()).limit(limit)
+        async with self._read(one_statement=True) as conn:
+            rows = (await conn.execute(query)).all()
+        return tuple(stored_reaction(row) for row in reversed(rows))
+
+    async def reactions_between(self, start: datetime, end: datetime) -> tuple[StoredReaction, ...]:
+        query = (
+            select(REACTIONS)
+            .where(REACTIONS.c.created_at >= utc(start), REACTIONS.c.created_at < utc(end))
+            .order_by(REACTIONS.c.created_at, REACTIONS.c.id)
+        )
+        async with self._read(one_statement=True) as conn:
+            rows = (await conn.execute(query)).all()
+        return tuple(stored_reaction(row) for row in rows)
+
     # ------------------------------------------------------------ retention
 
     async def prune(
@@ -551,6 +614,7 @@ class SqlStore:
             updates = await conn.execute(
                 delete(UPDATES).where(UPDATES.c.processed_at < events_cutoff)
             )
+            await conn.execute(delete(REACTIONS).where(REACTIONS.c.created_at < events_cutoff))
         return PruneResult(records=removed, events=events.rowcount, updates=updates.rowcount)
 
 

@@ -56,6 +56,8 @@ class ChatSession(SQLModel, table=True):
     route: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
     updated_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+    closed_at: dt.datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+    """When the bot was removed or kicked from the chat (NULL while it is a member)."""
 
 
 class AgentMessage(SQLModel, table=True):
@@ -127,6 +129,25 @@ class DailySummary(SQLModel, table=True):
     claimed_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
 
 
+class ReactionRow(SQLModel, table=True):
+    """A reaction a member put on one of the bot's messages (migration 0002)."""
+
+    __tablename__ = "reactions"
+    __table_args__ = (
+        Index("ix_reactions_chat_at", "chat_id", "thread_id", "created_at"),
+        Index("ix_reactions_at", "created_at"),
+    )
+
+    id: int | None = Field(default=None, sa_column=Column(ID_TYPE, primary_key=True))
+    chat_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    thread_id: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, default=0))
+    message_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    user_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    user_name: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    emoji: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
 def _table(name: str) -> Table:
     return SQLModel.metadata.tables[name]
 
@@ -136,3 +157,4 @@ MESSAGES = _table("agent_messages")
 EVENTS = _table("platform_events")
 UPDATES = _table("processed_updates")
 SUMMARIES = _table("daily_summaries")
+REACTIONS = _table("reactions")

@@ -86,6 +86,8 @@ class TurnContext:
     locale: Locale
     command_prefix: str
     told_user: Sequence[str] = ()
+    reactions: Sequence[str] = ()
+    """`Alice 👍 on m12`: reactions on the bot's messages since its last reply here."""
     workspace_rules: str = ""
     tool_index: Sequence[str] = ()
 
@@ -108,6 +110,10 @@ def build_per_turn_blocks(ctx: TurnContext) -> str:
     ]
     if ctx.told_user:
         blocks.append("\n".join(["[Already told the user]", *(f"- {t}" for t in ctx.told_user)]))
+    if ctx.reactions:
+        blocks.append(
+            "\n".join(["[Reactions since your last reply]", *(f"- {r}" for r in ctx.reactions)])
+        )
     if ctx.workspace_rules.strip():
         blocks.append("[Workspace rules]\n" + ctx.workspace_rules.strip())
     if ctx.tool_index:

@@ -17,6 +17,7 @@ from bot.agent.routes import RouteTable
 from bot.agent.turn import TurnPolicy, TurnState
 from bot.context.alias_table import AliasTable
 from bot.context.compaction import predict_cut, summary_message
+from bot.context.escaping import inline_value
 from bot.context.history_trim import HistoryTrimmed, IndexedHistory, breadcrumb_message
 from bot.context.projection import (
     Projection,
@@ -38,8 +39,11 @@ from bot.context.window import (
 from bot.domain.ids import Scene
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
-from bot.ports import Clock, HistoryStore, SessionInfo
+from bot.ports import ChatEventStore, Clock, HistoryStore, SessionInfo
 from bot.tools.base import Tool
+
+MAX_REACTION_LINES = 10
+"""At most this many reactions (the newest) in `[Reactions since your last reply]`."""
 
 
 class RequestBuilder:
@@ -60,10 +64,13 @@ class RequestBuilder:
         bot_name: str,
         correction: Callable[[str, str], TokenCorrection] | None = None,
         compactor: Compactor | None = None,
+        reactions: ChatEventStore | None = None,
     ) -> None:
         self.compactor = compactor
         """Folds departing turns into the summary (issue 17); None: compaction is off."""
         self.store = store
+        self.reactions = reactions
+        """Where reactions on the bot's messages are read (none shown when unset)."""
         self.correction = correction or (lambda provider, model: NO_CORRECTION)
         """The learned token correction of a route (provider, model)."""
         self.routes = routes
@@ -119,6 +126,7 @@ class RequestBuilder:
                 locale=policy.locale,
                 command_prefix=policy.command_prefix,
                 told_user=told_user,
+                reactions=await self._reaction_lines(session, records),
             )
         )
         targets = await self._quote_targets(session, records)
@@ -287,6 +295,40 @@ class RequestBuilder:
             chat_id=session.key.chat_id,
             owner_id=self.policy.owner_id,
         )
+
+    async def _reaction_lines(
+        self, session: SessionInfo, records: Sequence[StoredRecord]
+    ) -> tuple[str, ...]:
+        """`Alice 👍 on m12` for each reaction on the bot's messages since its last reply on
+        the loaded path (or since the oldest loaded record when no reply is loaded), newest
+        `MAX_REACTION_LINES`. Old messages never re-render: the block rides on this turn."""
+        if self.reactions is None or not records:
+            return ()
+        replies = [r.created_at for r in records if r.kind == "assistant"]
+        since = max(replies) if replies else records[0].created_at
+        found = await self.reactions.reactions_since(
+            session.key.chat_id, session.key.thread_id, since, limit=MAX_REACTION_LINES
+        )
+        if not found:
+            return ()
+        aliases = dict(self._loaded_aliases(records))
+        missing = {r.message_id for r in found} - set(aliases)
+        if missing:
+            aliases.update(await self.store.find_aliases(session.id, missing))
+        return tuple(
+            f"{inline_value(r.user_name) or r.user_id} {inline_value(r.emoji)} on "
+            f"{aliases.get(r.message_id, f'message {r.message_id}')}"
+            for r in found
+        )
+
+    @staticmethod
+    def _loaded_aliases(records: Sequence[StoredRecord]) -> dict[int, str]:
+        return {
+            mid: alias
+            for record in records
+            for mid, alias in zip(record.message_ids, record.alias_parts, strict=False)
+            if mid is not None and alias is not None
+        }
 
     async def _quote_targets(
         self, session: SessionInfo, records: Sequence[StoredRecord]

@@ -32,6 +32,7 @@ from bot.context.escaping import strip_echoed_header
 from bot.domain.ids import Scene
 from bot.domain.records import StoredRecord
 from bot.ports import (
+    ChatEventStore,
     Clock,
     HistoryStore,
     LLMResponse,
@@ -76,6 +77,7 @@ class TurnRunner:
         bot_name: str = "tgbot",
         told_user: Callable[[int, int], Sequence[str]] | None = None,
         truth: TokenTruth | None = None,
+        reactions: ChatEventStore | None = None,
     ) -> None:
         self.told_user = told_user
         """Lines sent in a chat outside model turns since the last turn there (taken once)."""
@@ -112,6 +114,7 @@ class TurnRunner:
             bot_id=bot_id,
             bot_name=bot_name,
             correction=self.truth.correction,
+            reactions=reactions,
         )
         self.provider = ProviderCaller(tools=self.tools, bus=self.bus, clock=clock, policy=policy)
         self.tool_runner = ToolRunner(

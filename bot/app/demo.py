@@ -215,7 +215,11 @@ async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
             )
             sink = CountingSink(app.inbound)
             dispatcher = build_dispatcher(
-                sink, bot_id=me.id, bot_username=me.username, locale=demo.bot_locale
+                sink,
+                bot_id=me.id,
+                bot_username=me.username,
+                locale=demo.bot_locale,
+                chat_events=app.chat_events,
             )
             polling = asyncio.create_task(
                 dispatcher.start_polling(

@@ -80,8 +80,13 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             bot_name=me.first_name or me.username or "tgbot",
             chat_lock=chat_lock,
         )
+        # with chat_events, allowed_updates asks for my_chat_member and message_reaction too
         dispatcher = build_dispatcher(
-            app.inbound, bot_id=me.id, bot_username=me.username, locale=settings.bot_locale
+            app.inbound,
+            bot_id=me.id,
+            bot_username=me.username,
+            locale=settings.bot_locale,
+            chat_events=app.chat_events,
         )
 
         async def skipped(update_id: int, reason: str) -> None:

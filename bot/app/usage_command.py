@@ -1,18 +1,29 @@
 """`tgbot usage report`: the per-day usage report from the ledger (read-only).
 
-Reads only the settings and the ledger files; it wires no store and no adapter, so it starts
-in a fraction of a second.
+Reads the settings and the ledger files, and the feedback reactions from the database,
+opened read-only: nothing is migrated, created or touched. A SQLite file is read only when
+it exists, as `immutable` (no lock, no WAL index), so a running bot's reactions that are
+still in its write-ahead log (SQLite moves them into the file every ~1,000 pages and when
+the bot stops) are not counted yet; the owner's daily summary and `/usage` read through
+the bot's own store and are exact. The store is imported only then, so the command still
+starts quickly.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import sys
-from datetime import UTC, date, datetime
+from collections.abc import Iterable
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
 from typing import TextIO
 
-from bot.config import load_settings
-from bot.errors import ConfigError
-from bot.services.usage_render import run_usage_report
+from bot.config import Settings, load_settings
+from bot.errors import ConfigError, StorageError
+from bot.services.usage_render import FeedbackSource, run_usage_report
+
+log = logging.getLogger("tgbot.usage")
 
 
 def usage_report(
@@ -40,4 +51,56 @@ def usage_report(
         as_json=as_json,
         chat=chat,
         out=out or sys.stdout,
+        feedback=feedback_source(settings),
     )
+
+
+def feedback_source(settings: Settings) -> FeedbackSource | None:
+    """Reactions on the bot's messages for the report's days, from the database opened
+    read-only; None when there is no database yet."""
+    url = settings.resolved_database_url
+    sqlite_path = _sqlite_path(url)
+    if sqlite_path is not None and not sqlite_path.exists():
+        return None
+
+    def read(days: list[date]) -> Iterable[tuple[datetime, int, str]]:
+        start = datetime.combine(days[0], time(), settings.zone)
+        end = datetime.combine(days[-1] + timedelta(days=1), time(), settings.zone)
+        try:
+            return asyncio.run(_read_reactions(url, sqlite_path, start, end))
+        except StorageError as exc:
+            log.warning("feedback reactions not read: %s", exc)
+            return ()
+
+    return read
+
+
+async def _read_reactions(
+    url: str, sqlite_path: Path | None, start: datetime, end: datetime
+) -> list[tuple[datetime, int, str]]:
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from storage.engine import create_engine_for
+    from storage.sql import SqlStore
+
+    if sqlite_path is not None:
+        ro = f"file:{sqlite_path.as_posix()}?mode=ro&immutable=1&uri=true"
+        engine = create_async_engine(f"sqlite+aiosqlite:///{ro}")
+    else:
+        engine = create_engine_for(url)
+    store = SqlStore(engine)
+    try:
+        found = await store.reactions_between(start, end)
+    finally:
+        await store.close()
+    return [(r.created_at, r.chat_id, r.emoji) for r in found]
+
+
+def _sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL (None for another database)."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return None
+    return Path(parsed.database or "").expanduser()

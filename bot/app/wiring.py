@@ -34,6 +34,7 @@ from bot.domain.ids import Scene
 from bot.errors import ConfigError
 from bot.ports import ChatLock, Clock, ConversationStore, LLMProvider, Messenger
 from bot.redact import register_secret
+from bot.services.chat_events import ChatEventPolicy, ChatEventService, ClosedChatGuard
 from bot.services.chat_lock import LocalChatLock
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
@@ -198,6 +199,10 @@ class App:
     ledger: LedgerWriter
     bus: EventBus
     told: ToldUserLog
+    chat_events: ChatEventService
+    """The `ChatEventSink`: the bot's membership of chats, reactions on its messages."""
+    messenger: Messenger
+    """The messenger every outbound path uses: sends nothing to a closed chat."""
 
 
 async def open_store(settings: Settings) -> ConversationStore:
@@ -251,6 +256,9 @@ def build_app(
 ) -> App:
     register_settings_secrets(settings)
     clock = clock or SystemClock()
+    # The one outbound door: turns, tools, commands, refusals, the daily summary and
+    # recovery notices all send through it, so a chat the bot left hears nothing more.
+    messenger = ClosedChatGuard(messenger, store)
     routes = build_routes(settings, offline=offline)
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
     truth = TokenTruth.load(settings.data_dir)
@@ -272,6 +280,7 @@ def build_app(
         bot_id=bot_id,
         bot_name=bot_name,
         truth=truth,
+        reactions=store,
     )
 
     async def usage_reply() -> tuple[str, bytes | None]:
@@ -313,6 +322,15 @@ def build_app(
         chat_lock=chat_lock,
     )
     commands.retry = inbound.retry
+    chat_events = ChatEventService(
+        store=store,
+        policy=ChatEventPolicy(
+            owner_id=settings.owner_id,
+            bot_id=bot_id,
+            allowed_chats=tuple(settings.security.allowed_chats),
+        ),
+        clock=clock,
+    )
     return App(
         settings=settings,
         store=store,
@@ -323,6 +341,8 @@ def build_app(
         ledger=ledger,
         bus=bus,
         told=told,
+        chat_events=chat_events,
+        messenger=messenger,
     )
 
 
@@ -337,6 +357,7 @@ def daily_summary(
         store,
         clock,
         locale=settings.bot_locale,
+        reactions=store,
     )
 
 
@@ -345,8 +366,7 @@ def start_daily_summary(app: App, messenger: Messenger) -> AsyncIOScheduler | No
     settings = app.settings
     if not settings.schedule.daily_summary or settings.owner_id is None:
         return None
-    outside = ToldUserMessenger(messenger, app.told)
-    summary = daily_summary(settings, messenger=outside, store=app.store, clock=SystemClock())
+    summary = scheduled_summary(app, messenger)
     scheduler = build_scheduler(
         jobstore_url=f"sqlite:///{(settings.data_dir / 'scheduler.sqlite3').as_posix()}",
         zone=settings.zone,
@@ -356,6 +376,18 @@ def start_daily_summary(app: App, messenger: Messenger) -> AsyncIOScheduler | No
     )
     scheduler.start()
     return scheduler
+
+
+def scheduled_summary(app: App, messenger: Messenger) -> DailySummary:
+    """The daily summary the scheduler runs; `messenger` is wrapped like the app's: nothing
+    goes to an owner chat the bot was removed from (the owner blocked it), and what is sent
+    is noted for the next turn there (`[Already told the user]`)."""
+    return daily_summary(
+        app.settings,
+        messenger=ToldUserMessenger(ClosedChatGuard(messenger, app.store), app.told),
+        store=app.store,
+        clock=SystemClock(),
+    )
 
 
 def retention_policy(settings: Settings) -> RetentionPolicy:

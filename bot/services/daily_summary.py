@@ -11,14 +11,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from datetime import date, timedelta, tzinfo
+from datetime import date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 
 from bot.domain.ids import Locale
-from bot.ports import Clock, Messenger, UpdateLog
+from bot.ports import ChatEventStore, Clock, Messenger, UpdateLog
 from bot.services.chart import render_usage_chart
 from bot.services.usage_render import format_cost, format_error, format_share, format_tokens
-from bot.services.usage_report import UsageReport, load_report
+from bot.services.usage_report import UsageReport, load_report, with_feedback
 from bot.texts import text
 
 logger = logging.getLogger(__name__)
@@ -49,7 +49,10 @@ class DailySummary:
         clock: Clock,
         *,
         locale: Locale = "zh",
+        reactions: ChatEventStore | None = None,
     ) -> None:
+        self._reactions = reactions
+        """Where the 👍/👎 feedback is read (none counted when unset)."""
         self._ledger_dir = ledger_dir
         self._zone = zone
         self._owner = owner_chat_id
@@ -85,6 +88,13 @@ class DailySummary:
         """The summary of `day` without claiming or sending (for `/usage`)."""
         days = [day - timedelta(days=CHART_DAYS - 1 - i) for i in range(CHART_DAYS)]
         report = await asyncio.to_thread(load_report, self._ledger_dir, zone=self._zone, days=days)
+        if self._reactions is not None:
+            start = datetime.combine(days[0], time(), self._zone)
+            end = datetime.combine(day + timedelta(days=1), time(), self._zone)
+            found = await self._reactions.reactions_between(start, end)
+            report = with_feedback(
+                report, ((r.created_at, r.chat_id, r.emoji) for r in found), zone=self._zone
+            )
         try:
             chart: bytes | None = await asyncio.to_thread(render_usage_chart, report)
         except Exception:  # a chart is a nicety; the text still goes out
@@ -197,6 +207,17 @@ def format_summary_text(report: UsageReport, day: date, locale: Locale = "zh") -
                     share=format_share(row.compaction_share),
                 )
             )
+    if row.feedback.total:
+        feedback = row.feedback
+        lines.append(
+            text(
+                locale,
+                "summary_feedback",
+                up=feedback.up,
+                down=feedback.down,
+                other=feedback.other,
+            )
+        )
     skipped = report.corrupt_lines + report.partial_lines
     if skipped:
         lines.append(text(locale, "summary_skipped", n=skipped))

@@ -223,7 +223,8 @@ class InboundService:
                     pending.hurry.set()  # keep the wait (and the unstored gap) short
             else:
                 await self._store_inbound(session, message, merged=merged)
-        admitted = answer and await self._admit(message)
+        # closed: the bot was removed from the chat; what was said is stored, nothing is sent
+        admitted = answer and not session.closed and await self._admit(message)
         if defer:
             self._join_later(session, state, message, answer=admitted)
         elif admitted:
@@ -320,6 +321,7 @@ class InboundService:
             if (
                 record is not None
                 and self._answers(message, session)
+                and not session.closed
                 and await self._admit(message)
             ):
                 self._schedule_turn(session, states[session.id], message)

@@ -181,8 +181,12 @@ class CrashRecovery:
         now = self.clock.now()
         recovered = 0
         for session in await self.store.list_sessions():
-            if session.active_leaf_id is None or not chat_allowed(
-                session.key.chat_id, self.policy.allowed_chats, self.policy.owner_id
+            if (
+                session.active_leaf_id is None
+                or session.closed  # the bot was removed from the chat: nothing goes there
+                or not chat_allowed(
+                    session.key.chat_id, self.policy.allowed_chats, self.policy.owner_id
+                )
             ):
                 continue
             try:

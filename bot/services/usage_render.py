@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import io
 import json
-from datetime import date, tzinfo
+from collections.abc import Callable, Iterable
+from datetime import date, datetime, tzinfo
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -24,7 +25,11 @@ from bot.services.usage_report import (
     UsageRow,
     load_report,
     report_days,
+    with_feedback,
 )
+
+FeedbackSource = Callable[[list[date]], Iterable[tuple[datetime, int, str]]]
+"""Reactions `(received at, chat id, emoji)` on the given days, read from the store."""
 
 TABLE_WIDTH = 100
 
@@ -39,6 +44,7 @@ def run_usage_report(
     as_json: bool,
     chat: int | None,
     out: TextIO,
+    feedback: FeedbackSource | None = None,
 ) -> int:
     """`tgbot usage report`: print the report; 0 on success, 2 on a bad span, 1 on I/O errors.
 
@@ -51,6 +57,8 @@ def run_usage_report(
         return 2
     try:
         report = load_report(traces_dir, zone=zone, days=selected, chat=chat)
+        if feedback is not None:
+            report = with_feedback(report, feedback(selected), zone=zone)
     except OSError as exc:
         out.write(f"error: cannot read the ledger in {traces_dir}: {exc.strerror or exc}\n")
         return 1
@@ -117,6 +125,11 @@ def _row_dict(row: UsageRow) -> dict[str, Any]:
         "compaction_calls": row.compaction_calls,
         "compaction_cost": None if row.compaction_cost is None else round(row.compaction_cost, 6),
         "compaction_share": _round(row.compaction_share),
+        "feedback": {
+            "up": row.feedback.up,
+            "down": row.feedback.down,
+            "other": row.feedback.other,
+        },
     }
 
 
@@ -192,6 +205,20 @@ def _renderable(report: UsageReport) -> RenderableType:
         style="dim",
     )
     parts: list[RenderableType] = [calls, turns]
+    if report.total.feedback.total:
+        feedback = _table("Feedback reactions on the bot's messages", ("day", "👍", "👎", "other"))
+        for row in (*report.days, report.total):
+            if row is report.total:
+                feedback.add_section()
+            counts = row.feedback
+            feedback.add_row(
+                row.label,
+                f"{counts.up:,}",
+                f"{counts.down:,}",
+                f"{counts.other:,}",
+                style="bold" if row is report.total else None,
+            )
+        parts.append(feedback)
     if report.total.drift:
         parts.append(drift)
     parts.append(notes)

@@ -18,6 +18,9 @@ Definitions (one row per calendar day in the bot's zone, plus a total row):
 - turns: distinct `(session, turn_id)` pairs; calls per turn are bucketed 1 / 2 / 3-5 / 6+.
   A turn that spans midnight counts on both days, once in the total.
 - cap turns: turns with a call marked `hit_iteration_cap`; trims: calls carrying trim info.
+- feedback: reactions members put on the bot's messages (stored in the database, not the
+  ledger; `with_feedback` adds them): 👍 up, 👎 down, any other reaction "other", on the
+  day they were received in the zone.
 
 Only the day files asked for are read; a call lands on the day of its `ts` in the zone (after
 a zone change a call may sit in a neighbouring file and is then left out). Lines are decoded
@@ -29,8 +32,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import date, timedelta, tzinfo
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timedelta, tzinfo
 from pathlib import Path
 
 from bot.agent.ledger import LedgerEntry, LedgerScan, ledger_file
@@ -71,6 +74,26 @@ class RouteDrift:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Feedback:
+    """Reactions on the bot's messages: 👍, 👎 and every other reaction."""
+
+    up: int = 0
+    down: int = 0
+    other: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.up + self.down + self.other
+
+    def plus(self, emoji: str) -> Feedback:
+        if emoji == "👍":
+            return replace(self, up=self.up + 1)
+        if emoji == "👎":
+            return replace(self, down=self.down + 1)
+        return replace(self, other=self.other + 1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UsageRow:
     """One day (or the total, `day is None`). Ratios are `None` when their base is zero."""
 
@@ -103,6 +126,7 @@ class UsageRow:
     """Their share of the cost where prices are configured, else of the billable-equivalent
     input (uncached + 0.25 × cached)."""
     drift: tuple[RouteDrift, ...] = ()
+    feedback: Feedback = Feedback()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,6 +188,30 @@ def build_report(
         chat=chat,
         corrupt_lines=corrupt_lines,
         partial_lines=partial_lines,
+    )
+
+
+def with_feedback(
+    report: UsageReport, reactions: Iterable[tuple[datetime, int, str]], *, zone: tzinfo
+) -> UsageReport:
+    """`report` with the reactions `(received at, chat id, emoji)` counted per day (only the
+    report's chat when it has one; days outside the report are left out)."""
+    per_day = {row.day: row.feedback for row in report.days}
+    for at, chat_id, emoji in reactions:
+        if report.chat is not None and chat_id != report.chat:
+            continue
+        day = at.astimezone(zone).date()
+        if day in per_day:
+            per_day[day] = per_day[day].plus(emoji)
+    total = Feedback(
+        up=sum(f.up for f in per_day.values()),
+        down=sum(f.down for f in per_day.values()),
+        other=sum(f.other for f in per_day.values()),
+    )
+    return replace(
+        report,
+        days=tuple(replace(row, feedback=per_day[row.day]) for row in report.days),
+        total=replace(report.total, feedback=total),
     )
 
 

@@ -43,6 +43,7 @@ TEXTS: dict[str, str] = {
     "{corrected}",
     "summary_misc": "Trims {trims} · errors {errors} · cost {cost}",
     "summary_compaction": "Compaction: {calls} summary calls, {share} of the cost",
+    "summary_feedback": "Feedback reactions: 👍 {up} · 👎 {down} · other {other}",
     "summary_skipped": "Skipped {n} unreadable ledger lines",
     "summary_caption": "Input per call p50 and cache hit rate, last {n} days",
 }

@@ -36,6 +36,7 @@ TEXTS: dict[str, str] = {
     "summary_drift": "估算误差（{route}）：中位 {median}，p90 {p90}；校正后 p90 {corrected}",
     "summary_misc": "裁剪 {trims} 次 · 错误 {errors} 次 · 费用 {cost}",
     "summary_compaction": "压缩：{calls} 次摘要调用，占费用 {share}",
+    "summary_feedback": "反馈表情：👍 {up} · 👎 {down} · 其他 {other}",
     "summary_skipped": "跳过 {n} 行无法读取的账本",
     "summary_caption": "最近 {n} 天单次输入 p50 与缓存命中率",
 }

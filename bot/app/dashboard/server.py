@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,7 @@ from bot.domain.ids import SessionKey
 from bot.errors import ConfigError, SessionNotFound, StorageUnavailable
 from bot.ports import ConversationStore
 from bot.services.usage_render import format_cost, format_share, format_tokens
+from bot.services.usage_report import Feedback
 
 log = logging.getLogger("tgbot.dashboard")
 
@@ -313,11 +314,19 @@ async def overview(request: web.Request) -> web.Response:
         today=dashboard.today(),
     )
     digests = await asyncio.to_thread(dashboard.index.digests, days)
+    zone = dashboard.settings.zone
+    reactions = await dashboard.store.reactions_between(
+        datetime.combine(days[0], datetime.min.time(), zone),
+        datetime.combine(days[-1] + timedelta(days=1), datetime.min.time(), zone),
+    )
+    feedback = Feedback()
+    for reaction in reactions:
+        feedback = feedback.plus(reaction.emoji)
     return render(
         request,
         "overview.html",
         title="Overview",
-        overview=build_overview(digests),
+        overview=replace(build_overview(digests), feedback=feedback),
         today=dashboard.today(),
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 
 from markupsafe import Markup
@@ -13,6 +13,7 @@ from bot.app.dashboard.charts import bar_chart, line_chart
 from bot.app.dashboard.ledger_index import ChatDay, DayDigest, RangeTotals, range_totals
 from bot.domain.records import StoredRecord
 from bot.services.usage_render import format_cost, format_share, format_tokens
+from bot.services.usage_report import Feedback
 
 DEFAULT_DAYS = 14
 MAX_DAYS = 366
@@ -85,6 +86,8 @@ class Overview:
     totals: RangeTotals
     charts: Mapping[str, Markup]
     corrupt_lines: int
+    feedback: Feedback = field(default_factory=Feedback)
+    """Reactions on the bot's messages over the range (from the store, not the ledger)."""
 
 
 def build_overview(digests: Sequence[DayDigest]) -> Overview:

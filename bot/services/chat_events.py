@@ -1,0 +1,193 @@
+"""The bot's membership of chats and the reactions on its messages (`bot.ports.ChatEventSink`).
+
+- Added to a chat (`my_chat_member`): the chat's session opens (or reopens).
+- Removed or kicked: every session of the chat is marked closed, and `ClosedChatGuard` (the
+  messenger every outbound path of the app goes through: turns and their tools, command
+  replies, refusals, the daily summary, recovery notices) sends nothing more there. The
+  inbound service also stops scheduling turns for a closed session, so no model call is
+  spent on an answer that could not be sent.
+- A reaction on one of the bot's own messages is stored; the next turn in that chat shows
+  it in `[Reactions since your last reply]` and the usage report counts 👍/👎 per day.
+  Reactions on anyone else's message are ignored; a withdrawn reaction is only logged
+  (feedback once given stays counted, the model already saw it).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.domain.facts import MembershipChange, ReactionChange
+from bot.domain.ids import Scene, SessionKey
+from bot.errors import TelegramForbidden
+from bot.ports import (
+    BubbleHook,
+    ChatEventStore,
+    Clock,
+    Delivery,
+    Messenger,
+    PlatformMessageLookup,
+    SessionStore,
+    StoredReaction,
+)
+from bot.services.guard import chat_allowed
+
+log = logging.getLogger("tgbot.chat_events")
+
+
+class ChatClosed(TelegramForbidden):
+    """Nothing is sent to a chat the bot was removed or kicked from."""
+
+
+class ChatEventServiceStore(SessionStore, PlatformMessageLookup, ChatEventStore, Protocol):
+    """What `ChatEventService` needs from the store."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatEventPolicy:
+    owner_id: int | None
+    bot_id: int | None
+    allowed_chats: tuple[int, ...] = ()
+
+
+class ChatEventService:
+    """Implements `bot.ports.ChatEventSink`."""
+
+    def __init__(
+        self, *, store: ChatEventServiceStore, policy: ChatEventPolicy, clock: Clock
+    ) -> None:
+        self.store = store
+        self.policy = policy
+        self.clock = clock
+
+    async def on_membership(self, change: MembershipChange) -> None:
+        if change.change == "added":
+            if not chat_allowed(change.chat_id, self.policy.allowed_chats, self.policy.owner_id):
+                log.info("added to chat %s (not in the allow-list): ignored", change.chat_id)
+                return
+            await self.store.open_session(
+                SessionKey(chat_id=change.chat_id),
+                scene=self._scene(change),
+                title=change.chat_title,
+            )
+            reopened = await self.store.set_chat_closed(change.chat_id, False)
+            log.info(
+                "added to chat %s by %s (%s)%s",
+                change.chat_id,
+                change.actor.id,
+                change.status,
+                "; reopened" if reopened else "",
+            )
+        elif change.change == "removed":
+            closed = await self.store.set_chat_closed(change.chat_id, True)
+            log.info(
+                "%s from chat %s by %s; %d session(s) closed, nothing more is sent there",
+                change.status,
+                change.chat_id,
+                change.actor.id,
+                closed,
+            )
+        else:
+            log.info("membership in chat %s updated: %s", change.chat_id, change.status)
+
+    async def on_reaction(self, reaction: ReactionChange) -> None:
+        if not chat_allowed(reaction.chat_id, self.policy.allowed_chats, self.policy.owner_id):
+            return
+        target = await self.store.find_platform_message(reaction.chat_id, reaction.message_id)
+        if target is None or not self._is_ours(target.sender_id, is_bot=target.is_bot):
+            log.debug(
+                "reaction on %s/%s ignored (not the bot's message)",
+                reaction.chat_id,
+                reaction.message_id,
+            )
+            return
+        if reaction.removed:
+            log.info(
+                "%s withdrew %s on %s/%s",
+                reaction.actor.id,
+                " ".join(reaction.removed),
+                reaction.chat_id,
+                reaction.message_id,
+            )
+        await self.store.record_reactions(
+            [
+                StoredReaction(
+                    chat_id=reaction.chat_id,
+                    thread_id=target.thread_id,
+                    message_id=reaction.message_id,
+                    user_id=reaction.actor.id,
+                    user_name=reaction.actor.name,
+                    emoji=emoji,
+                    # when it was handled: after the reply it is on was stored, so "since
+                    # the last reply" never misses one dated within the reply's second
+                    created_at=self.clock.now(),
+                )
+                for emoji in reaction.added
+            ]
+        )
+
+    def _is_ours(self, sender_id: int | None, *, is_bot: bool) -> bool:
+        if self.policy.bot_id is not None:
+            return sender_id == self.policy.bot_id
+        return is_bot
+
+    def _scene(self, change: MembershipChange) -> Scene:
+        if change.chat_type == "private":
+            owner = self.policy.owner_id
+            return "owner" if owner is not None and change.chat_id == owner else "private"
+        return "group"
+
+
+class ClosedChatGuard:
+    """A `Messenger` that sends nothing to a chat the bot was removed or kicked from.
+
+    The app wraps its one messenger in this, so every outbound path passes it; the check
+    reads the store (no cache), so a kick handled by another worker counts at once.
+    `send_text` reports an undelivered `Delivery` (like a refused send); the other
+    actions raise `ChatClosed`, which tools report to the model as an error.
+    """
+
+    def __init__(self, inner: Messenger, store: ChatEventStore) -> None:
+        self.inner = inner
+        self.store = store
+
+    async def _closed(self, chat_id: int, action: str) -> bool:
+        if await self.store.is_chat_closed(chat_id):
+            log.info("not sending %s to chat %s: the bot was removed from it", action, chat_id)
+            return True
+        return False
+
+    async def send_text(
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        thread_id: int = 0,
+        reply_to: int | None = None,
+        on_bubble: BubbleHook | None = None,
+    ) -> Delivery:
+        if await self._closed(chat_id, "a message"):
+            return Delivery(
+                message_ids=(None,), texts=(text,), error=ChatClosed(f"chat {chat_id} is closed")
+            )
+        return await self.inner.send_text(
+            chat_id, text, thread_id=thread_id, reply_to=reply_to, on_bubble=on_bubble
+        )
+
+    async def delete_message(self, chat_id: int, message_id: int) -> None:
+        if await self._closed(chat_id, "a deletion"):
+            raise ChatClosed(f"chat {chat_id} is closed")
+        await self.inner.delete_message(chat_id, message_id)
+
+    async def set_reaction(self, chat_id: int, message_id: int, emoji: str) -> None:
+        if await self._closed(chat_id, "a reaction"):
+            raise ChatClosed(f"chat {chat_id} is closed")
+        await self.inner.set_reaction(chat_id, message_id, emoji)
+
+    async def send_photo(
+        self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0
+    ) -> int:
+        if await self._closed(chat_id, "a photo"):
+            raise ChatClosed(f"chat {chat_id} is closed")
+        return await self.inner.send_photo(chat_id, photo, caption=caption, thread_id=thread_id)
