@@ -9,7 +9,7 @@ breadcrumb, `[Summary of earlier conversation …]`, the per-turn blocks (`[Turn
 Rule (chosen over a list of names): in member content (text, captions, quotes, event
 text; names and options go through `inline_value`) every line that opens with an opening
 bracket followed by a word is escaped. "Opens" allows leading whitespace and invisible
-characters (zero-width, bidi, soft hyphen, BOM) before the bracket and between the bracket
+characters (C0/C1 controls, zero-width, bidi, soft hyphen, BOM) before the bracket and between the bracket
 and the word; the brackets are `[`, full-width `［`, `【`, `〖`, `〘` and `〚`; "a word" is
 any letter or digit in any script. A list of names failed once already (new blocks slipped
 through unescaped), and every future block name is covered without anyone remembering to
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 
-_INVISIBLE = r"[\s\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
+_INVISIBLE = r"[\s\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
 OPENING_BRACKETS = "[［【〖〘〚"
 HEADER_FIELDS = (
     "id",
