@@ -9,9 +9,9 @@ breadcrumb, `[Summary of earlier conversation …]`, the per-turn blocks (`[Turn
 Rule (chosen over a list of names): in member content (text, captions, quotes, event
 text; names and options go through `inline_value`) every line that opens with an opening
 bracket followed by a word is escaped. "Opens" allows leading whitespace and invisible
-characters (C0/C1 controls, zero-width, bidi, soft hyphen, BOM) before the bracket and between the bracket
-and the word; the brackets are `[`, full-width `［`, `【`, `〖`, `〘` and `〚`; "a word" is
-any letter or digit in any script. A list of names failed once already (new blocks slipped
+characters (C0/C1 controls, zero-width, bidi, soft hyphen, BOM) before the bracket and
+between the bracket and the word; the brackets are `[`, full-width `［`, `【`, `〖`, `〘`
+and `〚`; "a word" is any letter or digit in any script. A list of names failed once already (new blocks slipped
 through unescaped), and every future block name is covered without anyone remembering to
 add it; the cost is a backslash before a member's `[1] footnote` or `[link](url)` line,
 which reads the same to a model.
