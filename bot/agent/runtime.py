@@ -107,7 +107,9 @@ class TurnRunner:
             bot_id=bot_id,
             bot_name=bot_name,
         )
-        self.provider = ProviderCaller(tools=self.tools, bus=self.bus, clock=clock, policy=policy)
+        self.provider = ProviderCaller(
+            tools=self.tools, bus=self.bus, clock=clock, policy=policy, window=self.request
+        )
         self.tool_runner = ToolRunner(
             tools=self.tools,
             store=store,

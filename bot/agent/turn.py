@@ -9,10 +9,13 @@ from typing import Literal
 
 from bot.agent.prompt import Locale
 from bot.agent.routes import ModelRoute
+from bot.context.alias_table import AliasTable
 from bot.context.budget import RuntimeLimits
 from bot.context.history_trim import HistoryTrimmed
 from bot.domain.ids import Scene
+from bot.context.projection import Projection
 from bot.domain.messages import ChatMessage
+from bot.domain.records import StoredRecord
 from bot.ports import Delivery, SessionInfo
 
 
@@ -33,6 +36,8 @@ class TurnPolicy:
     zone_name: str = "UTC"
     command_prefix: str = "/"
     workspace_rules: str = ""
+    owner_id: int | None = None
+    """The bot's owner: tools act with an administrator's rights on the owner's behalf."""
 
     @property
     def max_records(self) -> int:
@@ -44,11 +49,13 @@ class TurnPolicy:
 class TurnState:
     """The request of one turn as it grows call by call (never shared between turns).
 
-    `messages` is what the next provider call sends; `current_index` where the current
-    message sits in it (history before, this turn's message and tool steps from there);
-    `crumb` whether the breadcrumb is in. `pending_trims` are the trims since the last
-    model call: published on the bus as they are flushed, the last one reported with the
-    next call.
+    `messages` is what the next provider call sends: the head (system prompt, breadcrumb
+    when earlier history is left out), the window rendered from `window.records`, then this
+    turn's tool steps; `history_end` is where the rendered window ends and `current_index`
+    where the current message sits. A runtime trim drops whole turns from `window` and
+    renders it again (`RequestBuilder.drop_turns`). `crumb` says whether the breadcrumb is
+    in. `pending_trims` are the trims since the last model call: published on the bus as
+    they are flushed, and all of them reported with the next call.
     """
 
     session: SessionInfo
@@ -61,10 +68,28 @@ class TurnState:
     budget: int
     history_budget: int
     kept_turns: int
+    window: TurnWindow
+    history_end: int
     dropped_turns: int = 0
     pending_trims: list[HistoryTrimmed] = field(default_factory=list)
     published_trims: int = 0
     iteration: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnWindow:
+    """The window's records as this turn shows them, and what rendering them needs again.
+
+    `records` are the kept records, oldest first; `projection` their rendering (before the
+    orphan repair); `blocks` the per-turn blocks the current message carries, rendered once
+    per turn so a re-render keeps them byte for byte; `aliases` the turn's alias table,
+    which a re-render adds to (an alias shown once stays valid for the turn).
+    """
+
+    records: tuple[StoredRecord, ...]
+    projection: Projection
+    blocks: str
+    aliases: AliasTable
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
