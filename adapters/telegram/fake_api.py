@@ -86,6 +86,8 @@ class FakeBotApi:
         self._messages: dict[tuple[int, int], JSON] = {}
         self._sent: dict[int, list[JSON]] = {}
         self._chats: dict[int, JSON] = {}
+        self._admins: dict[int, set[int]] = {}
+        self._creators: dict[int, int] = {}
         self._next_message_id: dict[int, int] = {}
         self._failures: dict[str, list[_Failure]] = {}
         self._delays: dict[str, list[_Delay]] = {}
@@ -102,6 +104,7 @@ class FakeBotApi:
             "editmessagetext": self._edit_message_text,
             "deletemessage": self._delete_message,
             "setmessagereaction": self._set_message_reaction,
+            "getchatmember": self._get_chat_member,
             "sendphoto": self._send_photo,
             "sendchataction": self._true,
             "setwebhook": self._set_webhook,
@@ -222,6 +225,12 @@ class FakeBotApi:
             return {"edited_message": msg}
         self._remember(msg)
         return {"message": msg}
+
+    def set_admins(self, chat_id: int, user_ids: set[int], *, creator: int | None = None) -> None:
+        """Who `getChatMember` says administers `chat_id` (and its creator, if any)."""
+        self._admins[chat_id] = set(user_ids)
+        if creator is not None:
+            self._creators[chat_id] = creator
 
     def sent_messages(self, chat_id: int) -> list[JSON]:
         """Messages the bot sent to `chat_id`, in order (edits applied, deletions kept)."""
@@ -432,6 +441,20 @@ class FakeBotApi:
         self.reactions.append((chat_id, int(msg["message_id"]), emojis))
         return True
 
+    async def _get_chat_member(self, params: Params) -> JSON:
+        chat_id = self._chat_id(params)
+        user_id = _int(params.get("user_id"), 0)
+        if not user_id:
+            raise _ApiError(400, "Bad Request: user not found")
+        user = {"id": user_id, "is_bot": user_id == self.bot_id, "first_name": f"User {user_id}"}
+        if self._creators.get(chat_id) == user_id:
+            return {"status": "creator", "user": user, "is_anonymous": False}
+        if user_id in self._admins.get(chat_id, set()):
+            rights = dict.fromkeys(_ADMIN_RIGHTS, False)
+            rights["can_delete_messages"] = True
+            return {"status": "administrator", "user": user, **rights}
+        return {"status": "member", "user": user}
+
     async def _set_webhook(self, params: Params) -> bool:
         self.webhook_url = str(params.get("url") or "")
         return True
@@ -568,6 +591,24 @@ async def _read_params(request: web.Request) -> Params:
             else:
                 params[key] = _decode(key, str(value))
     return params
+
+
+_ADMIN_RIGHTS = (
+    "can_be_edited",
+    "is_anonymous",
+    "can_manage_chat",
+    "can_delete_messages",
+    "can_manage_video_chats",
+    "can_restrict_members",
+    "can_promote_members",
+    "can_change_info",
+    "can_invite_users",
+    "can_post_stories",
+    "can_edit_stories",
+    "can_delete_stories",
+    "can_send_welcome_messages",
+)
+"""The boolean fields a `ChatMemberAdministrator` must carry."""
 
 
 def _decode(key: str, value: str) -> Any:

@@ -119,6 +119,7 @@ class TurnRunner:
             bot_id=bot_id,
             bot_name=bot_name,
             max_result_chars=policy.max_tool_result_chars,
+            owner_id=policy.owner_id,
         )
         self.bubbles = ReplyBubbles(
             store=store, events=events, clock=clock, bot_id=bot_id, bot_name=bot_name

@@ -124,6 +124,7 @@ def turn_policy(settings: Settings) -> TurnPolicy:
         zone_name=settings.bot_timezone,
         command_prefix=settings.triggers.command_prefix,
         workspace_rules=rules,
+        owner_id=settings.owner_id,
     )
 
 

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Literal, assert_never
 
 from bot.context.tokens import compute_message_tokens
+from bot.context.turns import TOOL_RESULTS_PREFIX
 from bot.domain.messages import ChatMessage, ToolCall
 
 IMAGE_MARKER_OPEN = "[IMAGE:"
@@ -123,6 +124,13 @@ def _shrink(message: ChatMessage, locale: Locale) -> ChatMessage:
             if calls == message.tool_calls:
                 return message
             changed = replace(message, tool_calls=calls)
+        case "user" if message.content.startswith(TOOL_RESULTS_PREFIX):
+            # a legacy carrier of prompt-mode tool results (member text never starts so:
+            # it is escaped and follows a header)
+            content = shorten(message.content, locale)
+            if content == message.content:
+                return message
+            changed = replace(message, content=content)
         case "system" | "user":
             return message
         case _:

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from bot.domain.records import StoredRecord
 from bot.errors import ToolError
 from bot.ports import Clock, Messenger, PlatformEvent, PlatformEventStore, ToolSpec
+from bot.tools.rights import MemberRights
 
 
 class RecordedBubbles(Protocol):
@@ -35,6 +36,9 @@ class ToolContext:
     events: PlatformEventStore
     records: Sequence[StoredRecord] = ()
     record_bubbles: RecordedBubbles | None = None
+    rights: MemberRights | None = None
+    """The rights of the member who triggered the turn; None: only the bot's own rights
+    (a tool that needs a member's rights refuses)."""
 
 
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], Awaitable[str]]
