@@ -12,7 +12,8 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from bot.agent.ledger import LedgerEntry, TrimInfo, ledger_file, read_entries
-from bot.services.usage_report import build_report, run_usage_report
+from bot.services.usage_render import run_usage_report
+from bot.services.usage_report import build_report
 
 LINES = 200_000
 DAYS = 30
@@ -57,17 +58,19 @@ def write_month(traces_dir: Path, *, lines: int = LINES, days: int = DAYS) -> in
                 est_fixed=2_500,
                 est_history=history,
                 est_current=1_900,
-                trim=TrimInfo(
-                    reason="token_budget",
-                    dropped_turns=2,
-                    dropped_messages=6,
-                    kept_turns=20,
-                    tokens_before=9_000,
-                    tokens_after=6_000,
-                    budget=8_000,
+                trims=(
+                    TrimInfo(
+                        reason="token_budget",
+                        dropped_turns=2,
+                        dropped_messages=6,
+                        kept_turns=20,
+                        tokens_before=9_000,
+                        tokens_after=6_000,
+                        budget=8_000,
+                    ),
                 )
                 if rng.random() < 0.03
-                else None,
+                else (),
                 latency_ms=rng.randint(300, 9_000),
                 error="ProviderUnavailable: 502 Bad Gateway" if rng.random() < 0.01 else None,
                 hit_iteration_cap=rng.random() < 0.002,

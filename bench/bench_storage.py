@@ -36,7 +36,7 @@ from bot.domain.records import (
     ToolResultsRecord,
     UserRecord,
 )
-from bot.ports import NewRecord, PlatformEvent
+from bot.ports import NewRecord, PlatformMessage
 from storage.codec import encode_message_ids, encode_payload, first_message_id
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
@@ -152,10 +152,10 @@ async def _measure(size: int, workdir: Path) -> dict[str, float]:
                 message_ids=(mid,),
                 tokens=5,
             )
-            event = PlatformEvent(
+            event = PlatformMessage(
                 chat_id=CHAT, message_id=mid, sender_id=PEOPLE[0].id, date=T0, text="x"
             )
-            await fresh_store.append(sid, [record], events=[event])
+            await fresh_store.append(sid, [record], platform_messages=[event])
         inbound = INBOUND / (time.perf_counter() - start)
     finally:
         await fresh_store.close()

@@ -1,17 +1,20 @@
-"""Small Protocols the runtime needs from the outside world, with the value objects they carry.
+"""Every Protocol the core needs from the outside world, with the value objects they carry.
 
-Adapters satisfy them structurally. Every port is owned by the code that uses it: the agent
-runtime and the services. Fakes in tests implement the same Protocols.
+Adapters satisfy them structurally. Every port is owned by the code that uses it (the agent
+runtime, the services, the tools) and is no wider than what that code calls; wide ones such
+as `ConversationStore` are unions the composition root wires. Fakes in tests implement the
+same Protocols.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
-from bot.domain.facts import InboundMessage, Media, Quote
+from bot.domain.facts import InboundMessage, Media
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.messages import ChatMessage, ToolCall
 from bot.domain.records import RecordBody, StoredRecord
@@ -52,7 +55,7 @@ class NewRecord:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PlatformEvent:
+class PlatformMessage:
     """One real platform message (inbound, or a confirmed outbound bubble)."""
 
     chat_id: int
@@ -85,8 +88,13 @@ class LoadedHistory:
     next_alias_seq: int
 
 
-class HistoryStore(Protocol):
-    """Sessions and their record trees."""
+# Each consumer takes the smallest of these that covers what it calls; the stores
+# (`storage.sql.SqlStore`, `storage.memory.InMemoryStore`) implement `ConversationStore`,
+# which is all of them together.
+
+
+class SessionStore(Protocol):
+    """Sessions by chat."""
 
     async def open_session(
         self, key: SessionKey, *, scene: Scene, title: str | None = None
@@ -94,9 +102,33 @@ class HistoryStore(Protocol):
         """Get the session for `key`, creating it (or updating scene/title) as needed."""
         ...
 
+    async def find_session(self, key: SessionKey) -> SessionInfo | None: ...
+
+    async def list_sessions(self) -> tuple[SessionInfo, ...]: ...
+
+
+class RouteStore(Protocol):
+    """A session's model route (what `/model` switches)."""
+
+    async def set_route(self, session_id: int, route: str | None) -> None: ...
+
+
+class HistoryReader(Protocol):
+    """A session's history as the next model call sees it."""
+
     async def load_history(self, session_id: int, *, max_records: int) -> LoadedHistory:
         """The active path's tail for the window (see `LoadedHistory`)."""
         ...
+
+    async def find_aliases(self, session_id: int, message_ids: Collection[int]) -> dict[int, str]:
+        """Aliases of the platform ids in `message_ids` held by records on the active path
+        (`m<n>`, or `m<n>.<slot>` for a later bubble), so quotes of messages outside the
+        window keep their alias. Records off the active path give none."""
+        ...
+
+
+class RecordAppender(Protocol):
+    """Adding records to a session's tree."""
 
     async def append(
         self,
@@ -104,7 +136,7 @@ class HistoryStore(Protocol):
         records: Sequence[NewRecord],
         *,
         parent_id: int | None = None,
-        events: Sequence[PlatformEvent] = (),
+        platform_messages: Sequence[PlatformMessage] = (),
         move_leaf: bool = True,
         at_root: bool = False,
     ) -> tuple[StoredRecord, ...]:
@@ -117,14 +149,9 @@ class HistoryStore(Protocol):
         """
         ...
 
-    async def set_active_leaf(self, session_id: int, record_id: int) -> None: ...
 
-    async def set_window_start(self, session_id: int, record_id: int | None) -> None: ...
-
-    async def find_aliases(self, session_id: int, message_ids: Collection[int]) -> dict[int, str]:
-        """Aliases of records whose first platform id is in `message_ids` (quotes of
-        messages outside the window keep their alias)."""
-        ...
+class BubbleStore(RecordAppender, Protocol):
+    """What recording a reply's bubbles needs: append the reply, then fill its slots."""
 
     async def set_message_ids(
         self, record_id: int, message_ids: Sequence[int | None]
@@ -133,26 +160,75 @@ class HistoryStore(Protocol):
         ...
 
 
-class PlatformEventStore(Protocol):
+class HistoryStore(HistoryReader, BubbleStore, Protocol):
+    """What the agent runtime needs from a session's records."""
+
+    async def set_window_start(self, session_id: int, record_id: int | None) -> None: ...
+
+
+class PlatformMessageLookup(Protocol):
+    """Finding a real platform message (tools resolve their targets with it)."""
+
+    async def find_platform_message(
+        self, chat_id: int, message_id: int
+    ) -> PlatformMessage | None: ...
+
+
+class PlatformMessageStore(PlatformMessageLookup, Protocol):
     """Real platform messages, what quotes and references resolve against."""
 
-    async def record_events(self, events: Sequence[PlatformEvent]) -> None:
+    async def record_platform_messages(self, events: Sequence[PlatformMessage]) -> None:
         """Insert or update (on chat id + message id) platform events."""
         ...
 
-    async def find_event(self, chat_id: int, message_id: int) -> PlatformEvent | None: ...
 
-
-class UpdateLog(Protocol):
-    """De-duplication of inbound updates and once-a-day guards."""
+class UpdateClaims(Protocol):
+    """De-duplication of inbound updates."""
 
     async def claim_update(self, update_id: int) -> bool:
         """True the first time an update id is claimed, False for a duplicate."""
         ...
 
+
+class DailySummaryClaims(Protocol):
+    """The once-a-day guard of the daily summary."""
+
     async def claim_daily_summary(self, day: date) -> bool:
         """True for the first caller of a day across all processes."""
         ...
+
+
+class UpdateLog(UpdateClaims, DailySummaryClaims, Protocol):
+    """De-duplication of inbound updates and once-a-day guards."""
+
+
+class Prunable(Protocol):
+    """Retention: drop what the policy no longer keeps."""
+
+    async def prune(
+        self, older_than: datetime, *, events_older_than: datetime | None = None
+    ) -> object:
+        """Apply the retention policy (see `storage.retention`); returns the counts."""
+        ...
+
+
+class InboundStore(
+    SessionStore, HistoryReader, RecordAppender, PlatformMessageStore, UpdateClaims, Protocol
+):
+    """What the inbound service needs: sessions, their history, new records and events,
+    update claims, and moving the active leaf (an edit or a recovered branch)."""
+
+    async def set_active_leaf(self, session_id: int, record_id: int) -> None: ...
+
+
+class ImportStore(SessionStore, RecordAppender, Protocol):
+    """What importing legacy rows needs: sessions and appends."""
+
+
+class ConversationStore(InboundStore, HistoryStore, RouteStore, UpdateLog, Prunable, Protocol):
+    """The whole store, which the composition root opens, wires and closes."""
+
+    async def close(self) -> None: ...
 
 
 # ---------------------------------------------------------------- model provider
@@ -219,7 +295,7 @@ class Delivery:
     def delivered(self) -> bool:
         return any(mid is not None for mid in self.message_ids)
 
-    def events(
+    def platform_messages(
         self,
         *,
         chat_id: int,
@@ -230,13 +306,13 @@ class Delivery:
         now: datetime,
         record_id: int | None = None,
         slots: range | None = None,
-    ) -> list[PlatformEvent]:
+    ) -> list[PlatformMessage]:
         """Platform events of the confirmed bubbles (only `slots` if given), as the bot's
         messages; a bubble without a confirmed date is dated `now`."""
         dates = self.dates or (None,) * len(self.message_ids)
         wanted = slots if slots is not None else range(len(self.message_ids))
         return [
-            PlatformEvent(
+            PlatformMessage(
                 chat_id=chat_id,
                 thread_id=thread_id,
                 message_id=mid,
@@ -294,10 +370,10 @@ class Messenger(Protocol):
         ...
 
 
-class ReferenceResolver(Protocol):
-    """Resolves a quote target into a `Quote`, local events first; `None` when unknown."""
+class RecordedBubbles(Protocol):
+    """Called with the platform events of bubbles a tool delivered, to store them."""
 
-    async def resolve(self, chat_id: int, message_id: int) -> Quote | None: ...
+    async def __call__(self, events: Sequence[PlatformMessage]) -> None: ...
 
 
 class InboundSink(Protocol):
@@ -312,19 +388,22 @@ class InboundSink(Protocol):
         ...
 
 
-class ConversationStore(HistoryStore, PlatformEventStore, UpdateLog, Protocol):
-    """The whole store the services use (the SQL store and the in-memory store)."""
+# ---------------------------------------------------------------- coordination
 
-    async def set_route(self, session_id: int, route: str | None) -> None: ...
+LockScope = Literal["store", "turn"]
+"""`"store"`: around "is this message new? then append it"; `"turn"`: around running a turn
+(see `bot.services.chat_lock`)."""
 
-    async def find_session(self, key: SessionKey) -> SessionInfo | None: ...
 
-    async def list_sessions(self) -> tuple[SessionInfo, ...]: ...
+class ChatLock(Protocol):
+    """Mutual exclusion per (chat, scope), in this process or across workers; `hold` is an
+    async context manager. `bot.services.chat_lock.LocalChatLock` serves one worker,
+    `storage.locks.AdvisoryChatLock` several on one PostgreSQL database."""
 
-    async def close(self) -> None: ...
+    def hold(
+        self, key: SessionKey, *, scope: LockScope = "turn"
+    ) -> AbstractAsyncContextManager[None]: ...
 
-    async def prune(
-        self, older_than: datetime, *, events_older_than: datetime | None = None
-    ) -> object:
-        """Apply the retention policy (see `bot.services.retention`); returns the counts."""
+    async def close(self) -> None:
+        """Release whatever the lock keeps open (connections); holds must have ended."""
         ...

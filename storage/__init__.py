@@ -2,7 +2,9 @@
 
 - `storage.engine.create_engine_for(url)`: the async engine (SQLite tuned, or asyncpg);
 - `storage.migrate.upgrade_database(url)`: Alembic upgrade to head (packaged scripts);
-- `storage.sql.SqlStore(engine)`: HistoryStore + PlatformEventStore + UpdateLog;
+- `storage.sql.SqlStore(engine)`: `bot.ports.ConversationStore` (every store port);
 - `storage.memory.InMemoryStore()`: the same contract in memory, for tests and fakes;
+- `storage.alias_cache`: the per-record alias ordinals and their pure derivation;
+- `storage.queries`: prebuilt SQL; `storage.rows`: table rows to domain values;
 - `storage.retention`: the prune policy and `PruneResult`; `storage.codec`: payload JSON.
 """

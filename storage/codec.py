@@ -23,8 +23,8 @@ from bot.domain.messages import ToolCall
 from bot.domain.records import (
     AssistantRecord,
     ContentBlock,
-    EventRecord,
     RecordBody,
+    ServiceMessageRecord,
     SummaryRecord,
     ToolResult,
     ToolResultsRecord,
@@ -103,6 +103,7 @@ def _encode_body(body: RecordBody) -> Json:
                     "quote": _quote(body.quote) if body.quote else None,
                     "forward": _forward(body.forward) if body.forward else None,
                     "merged": body.merged,
+                    "legacy": body.legacy,
                     "blocks": [
                         _compact({"type": b.type, "text": b.text, "key": b.key})
                         for b in body.blocks
@@ -134,7 +135,7 @@ def _encode_body(body: RecordBody) -> Json:
                     for r in body.results
                 ]
             }
-        case EventRecord():
+        case ServiceMessageRecord():
             return _compact(
                 {"text": body.text, "actor": _sender(body.actor) if body.actor else None}
             )
@@ -242,6 +243,7 @@ def _decode_body(data: Mapping[str, Any]) -> RecordBody:
                 quote=_read_quote(data.get("quote")),
                 forward=_read_forward(data.get("forward")),
                 merged=bool(data.get("merged", False)),
+                legacy=bool(data.get("legacy", False)),
                 blocks=tuple(_read_block(b) for b in _list(data, "blocks")),
             )
         case "assistant":
@@ -270,7 +272,7 @@ def _decode_body(data: Mapping[str, Any]) -> RecordBody:
                 )
             )
         case "event":
-            return EventRecord(
+            return ServiceMessageRecord(
                 text=str(data.get("text", "")), actor=_read_sender(data.get("actor"))
             )
         case "summary":

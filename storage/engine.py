@@ -10,6 +10,7 @@ snapshot on its own, and the round trip of a `BEGIN` costs about as much as the 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +72,26 @@ def _on_sqlite_begin(connection: Connection) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
     elif not options.get("tgbot_one_statement", False):
         connection.exec_driver_sql("BEGIN")
+
+
+class WriteGate:
+    """Queues this process's SQLite writers in order, before they take a connection.
+
+    SQLite has one writer at a time; a second `BEGIN IMMEDIATE` waits in SQLite's busy
+    handler, which polls with sleeps of up to 100 ms, and holds a pooled connection while it
+    waits. Waiting here instead hands the lock over as soon as the writer before commits.
+    Other processes on the same file still meet at `BEGIN IMMEDIATE` and its busy timeout.
+    """
+
+    __slots__ = ("_lock", "_loop")
+
+    def __init__(self) -> None:
+        self._lock: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def hold(self) -> asyncio.Lock:
+        """The lock of the running event loop (an asyncio lock belongs to one loop)."""
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._loop is not loop:
+            self._lock, self._loop = asyncio.Lock(), loop
+        return self._lock

@@ -60,7 +60,7 @@ def create_lock_engine(url: str) -> AsyncEngine:
 
 
 class AdvisoryChatLock:
-    """Implements `bot.services.chat_lock.ChatLock` with PostgreSQL advisory locks."""
+    """Implements `bot.ports.ChatLock` with PostgreSQL advisory locks."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine

@@ -1,7 +1,8 @@
 """`InMemoryStore`: the SQL store's contract in dictionaries, for tests and fakes.
 
 It passes the same contract tests as `SqlStore` (tests/test_storage/test_contract.py).
-Simplicity over speed: aliases are recomputed over the whole path on every read.
+Simplicity over speed: aliases are recomputed over the whole path on every read, with
+the pure derivation of `storage.alias_cache` (the definition the SQL cache must match).
 """
 
 from __future__ import annotations
@@ -10,21 +11,19 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 
-from bot.context.aliases import AliasCounter
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import RecordBody, StoredRecord
 from bot.errors import SessionNotFound, StorageError
 from bot.ports import (
     ConversationStore,
-    HistoryStore,
     LoadedHistory,
     NewRecord,
-    PlatformEvent,
-    PlatformEventStore,
+    PlatformMessage,
     SessionInfo,
-    UpdateLog,
 )
+from storage.alias_cache import alias_parts, aliases_on_path, derive_path, path_to
 from storage.retention import Node, PruneResult, plan_prune
+from storage.rows import utc
 
 
 @dataclass(slots=True)
@@ -45,13 +44,13 @@ class _Session:
 
 
 class InMemoryStore:
-    """HistoryStore + PlatformEventStore + UpdateLog, and the extra methods of `SqlStore`."""
+    """`bot.ports.ConversationStore` in dictionaries: the contract of `SqlStore`."""
 
     def __init__(self, *, now: Callable[[], datetime] | None = None) -> None:
         self._now = now or (lambda: datetime.now(UTC))
         self._sessions: dict[int, _Session] = {}
         self._records: dict[int, _Record] = {}
-        self._events: dict[tuple[int, int], PlatformEvent] = {}
+        self._events: dict[tuple[int, int], PlatformMessage] = {}
         self._updates: dict[int, datetime] = {}
         self._summaries: set[date] = set()
         self._next_session = 1
@@ -124,13 +123,8 @@ class InMemoryStore:
 
     async def find_aliases(self, session_id: int, message_ids: Collection[int]) -> dict[int, str]:
         session = self._session(session_id)
-        wanted = set(message_ids)
-        found: dict[int, str] = {}
-        for record in self._aliased_path(session, session.info.active_leaf_id):
-            first = record.message_id
-            if first in wanted and record.alias_seq is not None:
-                found.setdefault(first, f"m{record.alias_seq}")
-        return found
+        path = self._aliased_path(session, session.info.active_leaf_id)
+        return aliases_on_path(((r.alias_seq, r.message_ids) for r in path), set(message_ids))
 
     async def load_path(
         self, session_id: int, leaf_id: int | None = None
@@ -153,7 +147,7 @@ class InMemoryStore:
         records: Sequence[NewRecord],
         *,
         parent_id: int | None = None,
-        events: Sequence[PlatformEvent] = (),
+        platform_messages: Sequence[PlatformMessage] = (),
         move_leaf: bool = True,
         at_root: bool = False,
     ) -> tuple[StoredRecord, ...]:
@@ -166,7 +160,7 @@ class InMemoryStore:
         if parent is not None:
             self._record_in(session_id, parent)
         first_new = self._next_record
-        for event in events:
+        for event in platform_messages:
             # What the foreign key does in SQL: checked before anything changes.
             known = event.record_id is None or event.record_id in self._records
             if not known and not first_new <= (event.record_id or 0) < first_new + len(records):
@@ -177,7 +171,7 @@ class InMemoryStore:
                 id=self._next_record,
                 session_id=session_id,
                 parent_id=parent,
-                created_at=_utc(record.created_at),
+                created_at=utc(record.created_at),
                 body=record.body,
                 message_ids=tuple(record.message_ids),
                 tokens=record.tokens,
@@ -186,7 +180,7 @@ class InMemoryStore:
             self._next_record += 1
             ids.append(new.id)
             parent = new.id
-        self._put_events(events, default_record_id=ids[-1])
+        self._put_events(platform_messages, default_record_id=ids[-1])
         if move_leaf:
             session.info = replace(session.info, active_leaf_id=ids[-1])
         path = {r.id: r for r in self._aliased_path(session, ids[-1])}
@@ -205,17 +199,17 @@ class InMemoryStore:
 
     # ------------------------------------------------------------ platform events
 
-    async def record_events(self, events: Sequence[PlatformEvent]) -> None:
+    async def record_platform_messages(self, events: Sequence[PlatformMessage]) -> None:
         for event in events:
             if event.record_id is not None and event.record_id not in self._records:
                 raise StorageError(f"event names unknown record {event.record_id}")
         self._put_events(events, default_record_id=None)
 
-    async def find_event(self, chat_id: int, message_id: int) -> PlatformEvent | None:
+    async def find_platform_message(self, chat_id: int, message_id: int) -> PlatformMessage | None:
         return self._events.get((chat_id, message_id))
 
     def _put_events(
-        self, events: Sequence[PlatformEvent], *, default_record_id: int | None
+        self, events: Sequence[PlatformMessage], *, default_record_id: int | None
     ) -> None:
         for event in events:
             key = (event.chat_id, event.message_id)
@@ -223,8 +217,8 @@ class InMemoryStore:
             record_id = event.record_id if event.record_id is not None else default_record_id
             new = replace(
                 event,
-                date=_utc(event.date),
-                edited_at=None if event.edited_at is None else _utc(event.edited_at),
+                date=utc(event.date),
+                edited_at=None if event.edited_at is None else utc(event.edited_at),
                 record_id=record_id,
             )
             if old is not None:
@@ -255,8 +249,8 @@ class InMemoryStore:
     async def prune(
         self, older_than: datetime, *, events_older_than: datetime | None = None
     ) -> PruneResult:
-        cutoff = _utc(older_than)
-        events_cutoff = cutoff if events_older_than is None else _utc(events_older_than)
+        cutoff = utc(older_than)
+        events_cutoff = cutoff if events_older_than is None else utc(events_older_than)
         removed = 0
         for session in self._sessions.values():
             nodes = [
@@ -303,48 +297,32 @@ class InMemoryStore:
         return record
 
     def _path(self, leaf_id: int | None) -> list[_Record]:
-        path: list[_Record] = []
-        current = leaf_id
-        while current is not None:
-            record = self._records[current]
-            path.append(record)
-            current = record.parent_id
-        path.reverse()
-        return path
+        ids = path_to(leaf_id, lambda record_id: self._records[record_id].parent_id)
+        return [self._records[record_id] for record_id in ids]
 
     def _aliased_path(self, session: _Session, leaf_id: int | None) -> list[StoredRecord]:
-        counter = AliasCounter(session.alias_root_base)
-        out: list[StoredRecord] = []
-        for record in self._path(leaf_id):
-            alias = counter.assign(record.message_ids)
-            out.append(
-                StoredRecord(
-                    id=record.id,
-                    session_id=record.session_id,
-                    parent_id=record.parent_id,
-                    created_at=record.created_at,
-                    body=record.body,
-                    message_ids=record.message_ids,
-                    tokens=record.tokens,
-                    alias_seq=alias.seq,
-                    alias_parts=alias.parts,
-                )
+        path = self._path(leaf_id)
+        derived = derive_path(session.alias_root_base, (r.message_ids for r in path))
+        return [
+            StoredRecord(
+                id=record.id,
+                session_id=record.session_id,
+                parent_id=record.parent_id,
+                created_at=record.created_at,
+                body=record.body,
+                message_ids=record.message_ids,
+                tokens=record.tokens,
+                alias_seq=cache.seq,
+                alias_parts=alias_parts(cache.seq, record.message_ids),
             )
-        return out
+            for record, cache in zip(path, derived, strict=True)
+        ]
 
     def _last_seq(self, session: _Session, leaf_id: int | None) -> int:
-        counter = AliasCounter(session.alias_root_base)
-        for record in self._path(leaf_id):
-            counter.assign(record.message_ids)
-        return counter.last_seq
+        derived = derive_path(session.alias_root_base, (r.message_ids for r in self._path(leaf_id)))
+        return derived[-1].last if derived else session.alias_root_base
 
 
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def _satisfies_the_ports(
-    store: InMemoryStore,
-) -> tuple[HistoryStore, PlatformEventStore, UpdateLog, ConversationStore]:
-    """Checked by mypy: the store implements the three ports of `bot.ports`."""
-    return store, store, store, store
+def _satisfies_the_ports(store: InMemoryStore) -> ConversationStore:
+    """Checked by mypy: the store implements `bot.ports.ConversationStore` (every store port)."""
+    return store

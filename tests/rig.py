@@ -14,8 +14,7 @@ from typing import Any
 
 from bot.app.wiring import App, build_app
 from bot.config import Settings, load_settings
-from bot.ports import Clock, ConversationStore, LLMProvider, Messenger
-from bot.services.chat_lock import ChatLock
+from bot.ports import ChatLock, Clock, ConversationStore, LLMProvider, Messenger
 
 BOT_ID = 999
 BOT_NAME = "Helper"

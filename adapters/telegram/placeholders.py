@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from adapters.telegram.text_units import safe_cut
-from bot.context.placeholders import Locale as Locale
 from bot.context.placeholders import media_placeholder
 from bot.domain.facts import Media
+from bot.domain.ids import Locale as Locale
 
 SUMMARY_LIMIT = 120
 

@@ -18,8 +18,8 @@ from bot.ports import (
     Delivery,
     HistoryStore,
     NewRecord,
-    PlatformEvent,
-    PlatformEventStore,
+    PlatformMessage,
+    PlatformMessageStore,
     SessionInfo,
 )
 
@@ -32,13 +32,13 @@ class ReplyBubbles:
         self,
         *,
         store: HistoryStore,
-        events: PlatformEventStore,
+        platform_messages: PlatformMessageStore,
         clock: Clock,
         bot_id: int | None,
         bot_name: str,
     ) -> None:
         self.store = store
-        self.events = events
+        self.platform_messages = platform_messages
         self.clock = clock
         self.bot_id = bot_id
         self.bot_name = bot_name
@@ -47,7 +47,7 @@ class ReplyBubbles:
         """A recorder for one reply (`Messenger.send_text(on_bubble=...)`)."""
         return BubbleRecorder(self, session, reply_to)
 
-    def platform_events(
+    def bubble_messages(
         self,
         session: SessionInfo,
         delivery: Delivery,
@@ -55,9 +55,9 @@ class ReplyBubbles:
         reply_to: int | None,
         record_id: int | None,
         slots: range | None = None,
-    ) -> list[PlatformEvent]:
+    ) -> list[PlatformMessage]:
         """Platform events of the confirmed bubbles of `delivery` (only `slots` if given)."""
-        return delivery.events(
+        return delivery.platform_messages(
             chat_id=session.key.chat_id,
             thread_id=session.key.thread_id,
             sender_id=self.bot_id,
@@ -94,14 +94,14 @@ class BubbleRecorder:
                         tokens=record_tokens(body),
                     )
                 ],
-                events=bubbles.platform_events(
+                platform_messages=bubbles.bubble_messages(
                     self.session, delivery, reply_to=self.reply_to, record_id=None
                 ),
             )
         else:
             self.record = await bubbles.store.set_message_ids(self.record.id, delivery.message_ids)
-            await bubbles.events.record_events(
-                bubbles.platform_events(
+            await bubbles.platform_messages.record_platform_messages(
+                bubbles.bubble_messages(
                     self.session,
                     delivery,
                     reply_to=self.reply_to,
@@ -146,7 +146,7 @@ async def settle_partial_reply(
         ],
         parent_id=record.parent_id,
     )
-    await bubbles.events.record_events(
-        bubbles.platform_events(session, delivery, reply_to=reply_to, record_id=sibling.id)
+    await bubbles.platform_messages.record_platform_messages(
+        bubbles.bubble_messages(session, delivery, reply_to=reply_to, record_id=sibling.id)
     )
     return sibling

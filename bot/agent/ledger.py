@@ -9,10 +9,12 @@ Concurrency. `LedgerWriter.append` opens the day file with `O_APPEND` and writes
 encoded line with one `os.write`. On Linux a single append-mode write to a regular file is not
 interleaved with another process's, so several bot processes may share one traces directory
 without locks. A line is capped at `MAX_LINE_BYTES` (the error text is shortened first).
+Inside the bot, `LedgerWriter.append_async` hands lines to one writer thread at a time, in
+call order, so the event loop never waits on the disk; `flush` waits for them at shutdown.
 
-Reading. `read_entries` never fails on a bad line: a line that does not parse is counted as
-`corrupt`, a last line without its newline that does not parse (a crash mid-write) as
-`partial`, and both are skipped.
+Reading. `LedgerEntry.from_json` is the one decoder of a line; `read_entries` never fails
+on a bad line: a line that does not parse is counted as `corrupt`, a last line without its
+newline that does not parse (a crash mid-write) as `partial`, and both are skipped.
 """
 
 from __future__ import annotations
@@ -20,15 +22,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
+import operator
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
-_T = TypeVar("_T")
+log = logging.getLogger("tgbot.ledger")
 
 Purpose = Literal["turn", "final_summary", "recovery_retry"]
 PURPOSES: tuple[Purpose, ...] = ("turn", "final_summary", "recovery_retry")
@@ -68,7 +73,9 @@ class LedgerEntry:
     `input_tokens` / `cached_tokens` / `output_tokens` are what the provider reported (`None`
     when it did not; cached tokens are part of input). `est_*` is our own estimate of the
     input, split into fixed (system prompt + tool schemas), history (window messages),
-    current (per-turn context + current message) and images. `error` is the error class and
+    current (per-turn context + current message) and images. `trims` are every history
+    trim made before this call since the previous one, in order (a window move and a
+    proactive trim of one call are two); `trim` is the last. `error` is the error class and
     a short message, passed through `describe_error` so no secret lands on disk.
     """
 
@@ -89,7 +96,7 @@ class LedgerEntry:
     est_history: int = 0
     est_current: int = 0
     est_images: int = 0
-    trim: TrimInfo | None = None
+    trims: tuple[TrimInfo, ...] = ()
     latency_ms: int = 0
     error: str | None = None
     hit_iteration_cap: bool = False
@@ -101,11 +108,16 @@ class LedgerEntry:
             raise ValueError("LedgerEntry.ts must be timezone-aware")
 
     @property
+    def trim(self) -> TrimInfo | None:
+        """The last trim before this call (what older lines carried as `trim`)."""
+        return self.trims[-1] if self.trims else None
+
+    @property
     def est_total(self) -> int:
         return self.est_fixed + self.est_history + self.est_current + self.est_images
 
     def to_dict(self) -> dict[str, Any]:
-        trim = self.trim
+        trims = [_trim_to_json(trim) for trim in self.trims]
         return {
             "ts": self.ts.astimezone(UTC).isoformat(timespec="milliseconds"),
             "session": self.session,
@@ -124,17 +136,7 @@ class LedgerEntry:
             "est_history": self.est_history,
             "est_current": self.est_current,
             "est_images": self.est_images,
-            "trim": None
-            if trim is None
-            else {
-                "reason": trim.reason,
-                "dropped_turns": trim.dropped_turns,
-                "dropped_messages": trim.dropped_messages,
-                "kept_turns": trim.kept_turns,
-                "tokens_before": trim.tokens_before,
-                "tokens_after": trim.tokens_after,
-                "budget": trim.budget,
-            },
+            "trims": trims,
             "latency_ms": self.latency_ms,
             "error": self.error,
             "hit_iteration_cap": self.hit_iteration_cap,
@@ -159,40 +161,110 @@ class LedgerEntry:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LedgerEntry:
-        """Parse one decoded line; only `ts` is required. Raises `ValueError` on bad shapes."""
-        ts = _parse_ts(data["ts"]) if "ts" in data else None
-        if ts is None:
+        """Parse one decoded line; only `ts` is required. Raises `ValueError` on bad shapes.
+
+        The one decoder of the format; the usage report reads a month of lines through it,
+        so a line as `LedgerWriter` writes it (every key, plain JSON types) takes a quick
+        path: one lookup for all keys, exact-type checks, and the values go straight into
+        the slots. Anything else takes the tolerant path (`_from_partial`); both agree.
+        """
+        try:
+            values = _every_field(data)
+        except KeyError:
+            return _from_partial(data)
+        # fmt: off
+        (ts, session, chat, thread, scene, turn_id, iteration, purpose, provider, model,
+         input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
+         est_images, trims, latency_ms, error, hit_iteration_cap, cost, tool_calls) = values
+        if not (
+            type(ts) is str and type(session) is int and type(chat) is int
+            and type(thread) is int and type(scene) is str and type(turn_id) is str
+            and type(iteration) is int and purpose in PURPOSES and type(provider) is str
+            and type(model) is str and (type(input_tokens) is int or input_tokens is None)
+            and (type(cached_tokens) is int or cached_tokens is None)
+            and (type(output_tokens) is int or output_tokens is None)
+            and type(est_fixed) is int and type(est_history) is int
+            and type(est_current) is int and type(est_images) is int
+            and type(latency_ms) is int and (type(error) is str or error is None)
+            and type(hit_iteration_cap) is bool and (type(cost) is float or cost is None)
+            and type(tool_calls) is int and type(trims) is list
+        ):
+            return _from_partial(data)
+        parsed = datetime.fromisoformat(ts)
+        if parsed.tzinfo is None:
             raise ValueError("ledger line without a valid ts")
-        get = data.get
-        purpose = get("purpose") or "turn"
-        if purpose not in PURPOSES:
-            raise ValueError(f"unknown purpose {purpose!r}")
+        return _assemble((
+            parsed, session, chat, thread, scene, turn_id, iteration, purpose, provider, model,
+            input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
+            est_images, tuple(map(_trim_from_json, trims)), latency_ms, error,
+            hit_iteration_cap, cost, tool_calls,
+        ))
+        # fmt: on
+
+
+def _from_partial(data: Mapping[str, Any]) -> LedgerEntry:
+    """The tolerant path of `LedgerEntry.from_json`: missing keys take their defaults,
+    numbers of the other JSON kind convert, `null` strings read as empty."""
+    get = data.get
+    ts = _parse_ts(data["ts"]) if "ts" in data else None
+    if ts is None:
+        raise ValueError("ledger line without a valid ts")
+    purpose = get("purpose") or "turn"
+    if purpose not in PURPOSES:
+        raise ValueError(f"unknown purpose {purpose!r}")
+    trims = get("trims")
+    if trims is None:  # an older line kept only the last trim, as `trim`
         trim = get("trim")
-        return cls(
-            ts=ts,
-            session=_int(get("session")),
-            chat=_int(get("chat")),
-            thread=_int(get("thread")),
-            scene=str(get("scene") or ""),
-            turn_id=str(get("turn_id") or ""),
-            iteration=_int(get("iteration"), 1),
-            purpose=purpose,
-            provider=str(get("provider") or ""),
-            model=str(get("model") or ""),
-            input_tokens=_opt_int(get("input_tokens")),
-            cached_tokens=_opt_int(get("cached_tokens")),
-            output_tokens=_opt_int(get("output_tokens")),
-            est_fixed=_int(get("est_fixed")),
-            est_history=_int(get("est_history")),
-            est_current=_int(get("est_current")),
-            est_images=_int(get("est_images")),
-            trim=None if trim is None else _trim_from_json(trim),
-            latency_ms=_int(get("latency_ms")),
-            error=None if get("error") is None else str(get("error")),
-            hit_iteration_cap=bool(get("hit_iteration_cap", False)),
-            cost=_opt_float(get("cost")),
-            tool_calls=_int(get("tool_calls")),
+        trims = [] if trim is None else [trim]
+    if not isinstance(trims, list):
+        raise ValueError("trims must be a list")
+    error = get("error")
+    return _assemble(
+        (  # in the order of `_FIELDS`
+            ts,
+            _int(get("session")),
+            _int(get("chat")),
+            _int(get("thread")),
+            _str(get("scene")),
+            _str(get("turn_id")),
+            _int(get("iteration"), 1),
+            purpose,
+            _str(get("provider")),
+            _str(get("model")),
+            _opt_int(get("input_tokens")),
+            _opt_int(get("cached_tokens")),
+            _opt_int(get("output_tokens")),
+            _int(get("est_fixed")),
+            _int(get("est_history")),
+            _int(get("est_current")),
+            _int(get("est_images")),
+            tuple(map(_trim_from_json, trims)),
+            _int(get("latency_ms")),
+            None if error is None else str(error),
+            bool(get("hit_iteration_cap", False)),
+            _opt_float(get("cost")),
+            _int(get("tool_calls")),
         )
+    )
+
+
+_FIELDS = tuple(f.name for f in fields(LedgerEntry))
+"""The field order `from_json` passes values to `_assemble` in."""
+_every_field = operator.itemgetter(*_FIELDS)
+_SLOT_SETTERS = tuple(getattr(LedgerEntry, name).__set__ for name in _FIELDS)
+_new_entry = object.__new__
+
+
+def _assemble(values: tuple[Any, ...]) -> LedgerEntry:
+    """A `LedgerEntry` from already checked values, set slot by slot.
+
+    Half the cost of `LedgerEntry(**fields)` (keyword binding and the frozen `__setattr__`
+    calls dominate it); only `from_json` uses it, after checking what `__post_init__` would.
+    """
+    entry: LedgerEntry = _new_entry(LedgerEntry)
+    for set_slot, value in zip(_SLOT_SETTERS, values, strict=True):
+        set_slot(entry, value)
+    return entry
 
 
 def describe_error(exc: BaseException) -> str:
@@ -211,11 +283,19 @@ def ledger_file(traces_dir: Path, day: date) -> Path:
 
 
 class LedgerWriter:
-    """Appends entries to the day file of the bot's zone; safe across processes."""
+    """Appends entries to the day file of the bot's zone; safe across processes.
+
+    `append` writes at once (blocking: tools and tests). `append_async` is the bot's way:
+    the line joins a queue that one drain task empties through a worker thread, so the
+    event loop never waits on the disk, lines land in call order, and at most one thread
+    writes the ledger at a time. `flush` waits for the queue (shutdown).
+    """
 
     def __init__(self, traces_dir: Path, zone: tzinfo) -> None:
         self._dir = traces_dir
         self._zone = zone
+        self._queue: deque[tuple[LedgerEntry, asyncio.Future[None]]] = deque()
+        self._drainer: asyncio.Task[None] | None = None
 
     def path_for(self, entry: LedgerEntry) -> Path:
         return ledger_file(self._dir, entry.ts.astimezone(self._zone).date())
@@ -237,8 +317,48 @@ class LedgerWriter:
             os.close(fd)
 
     async def append_async(self, entry: LedgerEntry) -> None:
-        """`append` in a worker thread, so the event loop never waits on the disk."""
-        await asyncio.to_thread(self.append, entry)
+        """`append` off the event loop, after every line queued before it; raises its
+        `OSError`. A caller cancelled while waiting does not withdraw the line."""
+        loop = asyncio.get_running_loop()
+        written: asyncio.Future[None] = loop.create_future()
+        self._queue.append((entry, written))
+        drainer = self._drainer
+        if drainer is None or drainer.done() or drainer.get_loop() is not loop:
+            self._drainer = loop.create_task(self._drain(), name="ledger-writer")
+        await written
+
+    async def flush(self) -> None:
+        """Wait until every line handed to `append_async` is written (or failed)."""
+        drainer = self._drainer
+        while drainer is not None and not drainer.done():
+            await asyncio.shield(drainer)
+            drainer = self._drainer
+
+    async def _drain(self) -> None:
+        while self._queue:
+            batch = list(self._queue)
+            self._queue.clear()
+            failures = await asyncio.to_thread(self._write_batch, [e for e, _ in batch])
+            for (_, written), failure in zip(batch, failures, strict=True):
+                if written.done():  # its caller was cancelled; the line was still written
+                    if failure is not None:
+                        log.error("could not write a ledger line: %s", failure)
+                elif failure is None:
+                    written.set_result(None)
+                else:
+                    written.set_exception(failure)
+
+    def _write_batch(self, entries: list[LedgerEntry]) -> list[OSError | None]:
+        """Runs in the worker thread: one `append` per entry, each its own single write."""
+        failures: list[OSError | None] = []
+        for entry in entries:
+            try:
+                self.append(entry)
+            except OSError as exc:
+                failures.append(exc)
+            else:
+                failures.append(None)
+        return failures
 
 
 @dataclass(slots=True)
@@ -256,18 +376,15 @@ class LedgerScan:
     lines: int = 0
 
     def __iter__(self) -> Iterator[LedgerEntry]:
-        return self._scan(LedgerEntry.from_json)
+        return self._scan()
 
     @property
     def entries(self) -> Iterator[LedgerEntry]:
         """Same as iterating the scan."""
         return iter(self)
 
-    def raw(self) -> Iterator[dict[str, Any]]:
-        """Decoded JSON objects without building entries (the report's fast path)."""
-        return self._scan(_as_object)
-
-    def _scan(self, decode: Callable[[Any], _T]) -> Iterator[_T]:
+    def _scan(self) -> Iterator[LedgerEntry]:
+        decode = LedgerEntry.from_json
         self.corrupt = self.partial = self.files_read = self.lines = 0
         for path in self.paths:
             try:
@@ -280,7 +397,7 @@ class LedgerScan:
             chunks = [part for part in parts if part.strip()]
             tail = last if last.strip() else None
             self.lines += len(chunks) + (tail is not None)
-            yield from self._decode_lines(chunks, decode)
+            yield from self._decode_lines(chunks)
             if tail is not None:
                 try:
                     item = decode(json.loads(tail))
@@ -289,9 +406,10 @@ class LedgerScan:
                 else:
                     yield item
 
-    def _decode_lines(self, chunks: list[bytes], decode: Callable[[Any], _T]) -> Iterator[_T]:
+    def _decode_lines(self, chunks: list[bytes]) -> Iterator[LedgerEntry]:
         # One json.loads over the whole file is about twice as fast as one call per line;
         # any failure (or a line holding two values) falls back to line by line.
+        decode = LedgerEntry.from_json
         values: Any = None
         with contextlib.suppress(*_BAD_LINE):
             values = json.loads(b"[" + b",".join(chunks) + b"]")
@@ -340,37 +458,54 @@ def _day_paths(traces_dir: Path, start: date | None, end: date | None) -> tuple[
     return tuple(path for _, path in sorted(found))
 
 
-def _as_object(value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ValueError("ledger line is not a JSON object")
-    return value
-
-
 def _parse_ts(value: Any) -> datetime | None:
-    if not isinstance(value, str):
+    if type(value) is not str:
         return None
     ts = datetime.fromisoformat(value)
     return ts if ts.tzinfo is not None else None
 
 
+# The converters test the exact JSON type first: this runs for every field of every line.
+
+
 def _int(value: Any, default: int = 0) -> int:
+    if type(value) is int:
+        return value
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"expected a number, got {value!r}")
-    return int(value)
+    if type(value) is float:
+        return int(value)
+    raise ValueError(f"expected a number, got {value!r}")
 
 
 def _opt_int(value: Any) -> int | None:
-    return None if value is None else _int(value)
+    if type(value) is int or value is None:
+        return value
+    return _int(value)
 
 
 def _opt_float(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"expected a number, got {value!r}")
-    return float(value)
+    if type(value) is float or value is None:
+        return value
+    if type(value) is int:
+        return float(value)
+    raise ValueError(f"expected a number, got {value!r}")
+
+
+def _str(value: Any) -> str:
+    return value if type(value) is str else str(value or "")
+
+
+def _trim_to_json(trim: TrimInfo) -> dict[str, Any]:
+    return {
+        "reason": trim.reason,
+        "dropped_turns": trim.dropped_turns,
+        "dropped_messages": trim.dropped_messages,
+        "kept_turns": trim.kept_turns,
+        "tokens_before": trim.tokens_before,
+        "tokens_after": trim.tokens_after,
+        "budget": trim.budget,
+    }
 
 
 def _trim_from_json(data: Any) -> TrimInfo:

@@ -26,7 +26,7 @@ class CallMeter:
     """What `/context` shows about the last model call of a session."""
 
     model: str
-    window: int | None
+    context_window: int | None
     budget: int
     history_budget: int
     estimated_input: int
@@ -40,7 +40,6 @@ class CallMeter:
 def ledger_entry(call: ModelCalled) -> LedgerEntry:
     """The ledger line of one model call."""
     usage = call.usage
-    trim = call.trim
     key = call.session.key
     return LedgerEntry(
         ts=call.at,
@@ -60,16 +59,17 @@ def ledger_entry(call: ModelCalled) -> LedgerEntry:
         est_history=call.tokens.history,
         est_current=call.tokens.current,
         est_images=call.tokens.images,
-        trim=None
-        if trim is None
-        else TrimInfo(
-            reason=trim.reason,
-            dropped_turns=trim.dropped_turns,
-            dropped_messages=trim.dropped_messages,
-            kept_turns=trim.kept_turns,
-            tokens_before=trim.tokens_before,
-            tokens_after=trim.tokens_after,
-            budget=trim.budget,
+        trims=tuple(
+            TrimInfo(
+                reason=trim.reason,
+                dropped_turns=trim.dropped_turns,
+                dropped_messages=trim.dropped_messages,
+                kept_turns=trim.kept_turns,
+                tokens_before=trim.tokens_before,
+                tokens_after=trim.tokens_after,
+                budget=trim.budget,
+            )
+            for trim in call.trims
         ),
         latency_ms=call.latency_ms,
         error=None if call.error is None else describe_error(call.error),
@@ -84,7 +84,7 @@ def call_meter(call: ModelCalled) -> CallMeter:
     usage = call.usage
     return CallMeter(
         model=call.route.model,
-        window=call.route.window,
+        context_window=call.route.context_window,
         budget=call.budget,
         history_budget=call.history_budget,
         estimated_input=call.fixed_tokens + call.tokens.messages,

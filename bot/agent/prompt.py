@@ -5,11 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
-from typing import Literal
 
-from bot.domain.ids import Scene
-
-Locale = Literal["zh", "en"]
+from bot.domain.ids import Locale, Scene
 
 _SCENE_RULES: dict[Scene, str] = {
     "group": (

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from typing import Literal, Protocol
 
 from bot.agent.events import EventBus, ModelCalled
-from bot.agent.turn import TurnFailed, TurnPolicy, TurnState
 from bot.agent.routes import ModelRoute
+from bot.agent.turn import TurnFailed, TurnPolicy, TurnState
 from bot.context.budget import RuntimeLimits
 from bot.context.history_trim import HistoryTrimmed, trim_to_recent_turns
 from bot.context.orphans import remove_orphaned_tool_messages
@@ -61,12 +61,12 @@ def capacity_window(route: ModelRoute, limits: RuntimeLimits) -> tuple[int, Capa
     The resolved window when known; else a positive `max_context_tokens`, honoured as the
     window (DESIGN.md §3.2's documented quirk, the same operand the budget uses); else the
     32,000 assumed for unknown capacity."""
-    if route.window is not None and route.window > 0:
-        return route.window, "known"
+    if route.context_window is not None and route.context_window > 0:
+        return route.context_window, "known"
     honoured = limits.max_context_tokens
     if honoured is not None and honoured > 0:
         return honoured, "max_context_tokens"
-    return route.window_for_math, "assumed"
+    return route.context_window_for_math, "assumed"
 
 
 class ProviderCaller:
@@ -121,9 +121,9 @@ class ProviderCaller:
                     message_tokens=estimate_history_tokens(messages) - images,
                     tool_schema_tokens=fixed - system_tokens(messages),
                     image_tokens=images,
-                    window=window,
+                    context_window=window,
                     model=state.route.model,
-                    window_known=source == "known",
+                    context_window_known=source == "known",
                     honoured=source == "max_context_tokens",
                 )
             except CapacityExceeded as exc:

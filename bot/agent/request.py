@@ -19,6 +19,7 @@ from bot.agent.routes import RouteTable
 from bot.agent.turn import TurnPolicy, TurnState, TurnWindow
 from bot.context.alias_table import AliasTable
 from bot.context.history_trim import HistoryTrimmed, breadcrumb_message
+from bot.context.orphans import remove_orphaned_tool_messages
 from bot.context.projection import (
     Projection,
     current_record_index,
@@ -26,7 +27,6 @@ from bot.context.projection import (
     without_per_turn_cost,
 )
 from bot.context.tokens import ensure_token_estimate, estimate_message_tokens
-from bot.context.orphans import remove_orphaned_tool_messages
 from bot.context.turns import count_turns, turn_starts
 from bot.context.window import (
     WindowLimits,
@@ -145,7 +145,7 @@ class RequestBuilder:
             crumb=has_earlier,
             current_index=0,
             fixed_tokens=0,
-            budget=policy.limits.effective_context_budget(route.window),
+            budget=policy.limits.effective_context_budget(route.context_window),
             history_budget=history_budget,
             kept_turns=0,
             dropped_turns=decision.dropped_turns if decision.moved else 0,
@@ -153,9 +153,9 @@ class RequestBuilder:
             history_end=0,
         )
         self._lay_out(state, window, tail=[])
-        state.fixed_tokens = estimate_message_tokens(state.messages[0]) + estimate_tool_schema_tokens(
-            [tool_schema(t) for t in self.tools.values()]
-        )
+        state.fixed_tokens = estimate_message_tokens(
+            state.messages[0]
+        ) + estimate_tool_schema_tokens([tool_schema(t) for t in self.tools.values()])
         if window_event is not None:
             state.pending_trims.append(window_event)
         return state, aliases, records

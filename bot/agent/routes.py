@@ -33,13 +33,13 @@ class Prices:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelRoute:
     """A resolved route. `window` is None when the capacity is unknown (nothing reported
-    to clients); `window_for_math` is what budgets and capacity checks use."""
+    to clients); `context_window_for_math` is what budgets and capacity checks use."""
 
     provider_name: str
     model: str
     provider: LLMProvider
-    window: int | None
-    window_for_math: int
+    context_window: int | None
+    context_window_for_math: int
     prices: Prices = Prices()
 
 
@@ -102,7 +102,7 @@ class RouteTable:
             provider_name=name,
             model=model,
             provider=entry.provider,
-            window=resolved.window,
-            window_for_math=resolved.window_for_math,
+            context_window=resolved.context_window,
+            context_window_for_math=resolved.context_window_for_math,
             prices=entry.prices,
         )

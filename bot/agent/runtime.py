@@ -20,7 +20,6 @@ from bot.agent.bubbles import ReplyBubbles
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
-from bot.agent.prompt import Locale
 from bot.agent.provider_call import ProviderCaller
 from bot.agent.request import RequestBuilder
 from bot.agent.routes import RouteTable
@@ -35,15 +34,15 @@ from bot.ports import (
     HistoryStore,
     LLMResponse,
     Messenger,
-    PlatformEventStore,
+    PlatformMessageStore,
     SessionInfo,
 )
+from bot.texts import text as user_text
 from bot.tools.base import Tool
 
 __all__ = [
     "MAX_METERS",
     "TOOL_TIMEOUT_SECONDS",
-    "USER_MESSAGES",
     "CallMeter",
     "TurnFailed",
     "TurnOutcome",
@@ -55,24 +54,6 @@ __all__ = [
 log = logging.getLogger("tgbot.runtime")
 
 
-USER_MESSAGES: dict[Locale, dict[str, str]] = {
-    "zh": {
-        "overflow": "这段对话太长，模型放不下了。请发 /retry 重试，或换一个上下文更大的模型。",
-        "capacity": "这次请求超出了模型的上下文容量，没有发送。请缩短消息或换一个更大的模型。",
-        "provider": "模型暂时不可用，请稍后再试。",
-        "bad_response": "模型返回了无法理解的结果，请稍后再试。",
-    },
-    "en": {
-        "overflow": "This conversation no longer fits the model. Send /retry, or switch to a "
-        "model with a larger context window.",
-        "capacity": "This request does not fit the model's context window and was not sent. "
-        "Shorten the message or choose a larger model.",
-        "provider": "The model is unavailable right now. Please try again in a moment.",
-        "bad_response": "The model sent a reply I could not read. Please try again.",
-    },
-}
-
-
 class TurnRunner:
     """Answers the newest message of a session. Turns of one session must not overlap:
     the caller serialises them (one lock per session)."""
@@ -81,7 +62,7 @@ class TurnRunner:
         self,
         *,
         store: HistoryStore,
-        events: PlatformEventStore,
+        platform_messages: PlatformMessageStore,
         messenger: Messenger,
         routes: RouteTable,
         tools: Sequence[Tool],
@@ -113,7 +94,7 @@ class TurnRunner:
         self.tool_runner = ToolRunner(
             tools=self.tools,
             store=store,
-            events=events,
+            platform_messages=platform_messages,
             messenger=messenger,
             clock=clock,
             bot_id=bot_id,
@@ -122,7 +103,11 @@ class TurnRunner:
             owner_id=policy.owner_id,
         )
         self.bubbles = ReplyBubbles(
-            store=store, events=events, clock=clock, bot_id=bot_id, bot_name=bot_name
+            store=store,
+            platform_messages=platform_messages,
+            clock=clock,
+            bot_id=bot_id,
+            bot_name=bot_name,
         )
         self.metering = CallMetering(ledger).attach(self.bus)
 
@@ -166,7 +151,7 @@ class TurnRunner:
                 return await self._deliver(state, response, reply_to, hit_cap)
         except TurnFailed as failure:
             log.warning("turn %s failed: %s", turn_id, failure.detail)
-            text = USER_MESSAGES[self.policy.locale][failure.key]
+            text = user_text(self.policy.locale, failure.key)
             delivery = await self.messenger.send_text(
                 session.key.chat_id, text, thread_id=session.key.thread_id, reply_to=reply_to
             )

@@ -34,7 +34,7 @@ from bot.ports import (
     LLMResponse,
     Messenger,
     NewRecord,
-    PlatformEventStore,
+    PlatformMessageStore,
     SessionInfo,
 )
 from bot.tools.base import Tool, ToolContext
@@ -53,7 +53,7 @@ class ToolRunner:
         *,
         tools: Mapping[str, Tool],
         store: HistoryStore,
-        events: PlatformEventStore,
+        platform_messages: PlatformMessageStore,
         messenger: Messenger,
         clock: Clock,
         bot_id: int | None,
@@ -63,7 +63,7 @@ class ToolRunner:
     ) -> None:
         self.tools = tools
         self.store = store
-        self.events = events
+        self.platform_messages = platform_messages
         self.messenger = messenger
         self.clock = clock
         self.bot_id = bot_id
@@ -89,9 +89,9 @@ class ToolRunner:
             bot_name=self.bot_name,
             clock=self.clock,
             messenger=self.messenger,
-            events=self.events,
+            platform_messages=self.platform_messages,
             records=records,
-            record_bubbles=self.events.record_events,
+            record_bubbles=self.platform_messages.record_platform_messages,
             rights=rights,
         )
 

@@ -7,13 +7,12 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import Literal
 
-from bot.agent.prompt import Locale
 from bot.agent.routes import ModelRoute
 from bot.context.alias_table import AliasTable
 from bot.context.budget import RuntimeLimits
 from bot.context.history_trim import HistoryTrimmed
-from bot.domain.ids import Scene
 from bot.context.projection import Projection
+from bot.domain.ids import Locale, Scene
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord
 from bot.ports import Delivery, SessionInfo

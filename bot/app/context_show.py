@@ -43,7 +43,7 @@ async def _stored_bot_identity(
     loaded = await store.load_history(session.id, max_records=200)
     for record in reversed(loaded.records):
         if isinstance(record.body, AssistantRecord) and record.message_id is not None:
-            event = await store.find_event(session.key.chat_id, record.message_id)
+            event = await store.find_platform_message(session.key.chat_id, record.message_id)
             if event is not None and event.sender_id is not None:
                 return event.sender_id, event.sender_name or "tgbot"
     return None, "tgbot"

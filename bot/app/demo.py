@@ -36,7 +36,7 @@ from bot.context.tokens import estimate_message_tokens
 from bot.domain.facts import InboundMessage
 from bot.domain.messages import ChatMessage
 from bot.ports import InboundSink, LLMRequest, Usage
-from bot.services.usage_report import run_usage_report
+from bot.services.usage_render import run_usage_report
 
 DEMO_TOKEN = "777000111:DEMO-offline-token"
 NAIVE_WINDOW = 100

@@ -15,20 +15,13 @@ import contextlib
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
 
-from bot.ports import Clock
+from bot.ports import Clock, Prunable
 
 log = logging.getLogger("tgbot.retention")
 
 DAY = timedelta(days=1)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-class Prunable(Protocol):
-    async def prune(
-        self, older_than: datetime, *, events_older_than: datetime | None = None
-    ) -> object: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

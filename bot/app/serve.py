@@ -91,6 +91,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
         log.info("finishing running turns")
         await app.inbound.drain()
         await app.routes.aclose()
+        await app.ledger.flush()
     finally:
         stopped.set()
         if retention is not None:

@@ -12,7 +12,7 @@ from typing import TextIO
 
 from bot.config import load_settings
 from bot.errors import ConfigError
-from bot.services.usage_report import run_usage_report
+from bot.services.usage_render import run_usage_report
 
 
 def usage_report(

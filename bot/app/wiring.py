@@ -25,8 +25,8 @@ from bot.app.retention_loop import RetentionPolicy
 from bot.config import Settings
 from bot.context.budget import ProviderCapacity, RuntimeLimits
 from bot.errors import ConfigError
-from bot.ports import Clock, ConversationStore, LLMProvider, Messenger
-from bot.services.chat_lock import ChatLock, LocalChatLock
+from bot.ports import ChatLock, Clock, ConversationStore, LLMProvider, Messenger
+from bot.services.chat_lock import LocalChatLock
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
 from bot.services.inbound import InboundPolicy, InboundService
@@ -182,7 +182,7 @@ def build_app(
     bus = EventBus()
     runner = TurnRunner(
         store=store,
-        events=store,
+        platform_messages=store,
         messenger=messenger,
         routes=routes,
         tools=default_tools(),

@@ -90,13 +90,13 @@ class ResolvedRoute:
 
     `window` is None when capacity is unknown: nothing is reported to clients (`/context`
     says "unknown"), and `effective_context_budget` should receive this None so the
-    documented quirk applies. `window_for_math` is always positive, for capacity checks.
+    documented quirk applies. `context_window_for_math` is always positive, for capacity checks.
     """
 
     provider: str | None
     model: str
-    window: int | None
-    window_for_math: int
+    context_window: int | None
+    context_window_for_math: int
 
 
 def resolve_route(
@@ -126,8 +126,8 @@ def resolve_route(
     return ResolvedRoute(
         provider=provider,
         model=model,
-        window=window,
-        window_for_math=window if window is not None else UNKNOWN_WINDOW_TOKENS,
+        context_window=window,
+        context_window_for_math=window if window is not None else UNKNOWN_WINDOW_TOKENS,
     )
 
 

@@ -23,12 +23,10 @@ a missing detail is left out (`[语音]`). File names and emoji are member conte
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 from bot.context.escaping import inline_value
 from bot.domain.facts import Media, MediaKind
-
-Locale = Literal["zh", "en"]
+from bot.domain.ids import Locale
 
 _LABELS: dict[MediaKind, tuple[str, str]] = {
     "photo": ("图片", "photo"),

@@ -38,18 +38,18 @@ from typing import assert_never
 from bot.context.escaping import escape_member_text
 from bot.context.headers import HeaderWalker
 from bot.context.legacy import strip_per_turn_blocks, strip_per_turn_text
-from bot.context.placeholders import Locale, media_placeholders
+from bot.context.placeholders import media_placeholders
 from bot.context.quotes import QuoteView, forward_line, references_block, render_quote
 from bot.context.tokens import estimate_text_tokens, with_token_estimate
 from bot.context.tool_results import shrink_old_tool_results
 from bot.context.turns import TOOL_RESULTS_PREFIX, turn_starts
-from bot.domain.ids import Scene
+from bot.domain.ids import Locale, Scene
 from bot.domain.messages import ChatMessage
 from bot.domain.records import (
     AssistantRecord,
     ContentBlock,
-    EventRecord,
     RecordBody,
+    ServiceMessageRecord,
     StoredRecord,
     SummaryRecord,
     ToolResult,
@@ -226,7 +226,7 @@ class _Renderer:
                 rendered = [self._assistant(record, body)]
             case ToolResultsRecord():
                 rendered = [_tool_message(result) for result in body.results]
-            case EventRecord():
+            case ServiceMessageRecord():
                 header = self._walker.header(
                     ids=record.alias_parts, at=record.created_at, sender=body.actor
                 )

@@ -12,17 +12,16 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Literal, assert_never
+from typing import assert_never
 
 from bot.context.tokens import compute_message_tokens
 from bot.context.turns import TOOL_RESULTS_PREFIX
+from bot.domain.ids import Locale
 from bot.domain.messages import ChatMessage, ToolCall
 
 IMAGE_MARKER_OPEN = "[IMAGE:"
 OLD_RESULT_KEEP_CHARS = 200
 """Characters of an ended turn's tool result (and of each long argument string) kept."""
-
-Locale = Literal["zh", "en"]
 
 
 # ---------------------------------------------------------------- record time

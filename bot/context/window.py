@@ -174,19 +174,19 @@ def check_capacity(
     message_tokens: int,
     tool_schema_tokens: int,
     image_tokens: int,
-    window: int,
+    context_window: int,
     model: str,
-    window_known: bool = True,
+    context_window_known: bool = True,
     honoured: bool = False,
 ) -> None:
     """Raise `CapacityExceeded` before dispatch when the request cannot fit the window.
 
     Runs before every dispatch, also with trimming off and for the final summary request.
     The message names the parts and says what to change. `honoured`: the window is
-    unknown and `window` is `runtime.max_context_tokens`, honoured as the window.
+    unknown and `context_window` is `runtime.max_context_tokens`, honoured as the window.
     """
     total = message_tokens + tool_schema_tokens + image_tokens
-    if total <= window:
+    if total <= context_window:
         return
     parts = {
         "messages": message_tokens,
@@ -199,17 +199,17 @@ def check_capacity(
         "images": "send fewer or smaller images",
         "tool schemas": "enable fewer tools",
     }[largest]
-    if window_known:
-        known = f"a {window:,}-token context window"
+    if context_window_known:
+        known = f"a {context_window:,}-token context window"
         budget = "Raising the trimming budget cannot help."
     elif honoured:
         known = (
-            f"an unknown context window, so runtime.max_context_tokens ({window:,} tokens) "
-            "is used as its window"
+            "an unknown context window, so runtime.max_context_tokens "
+            f"({context_window:,} tokens) is used as its window"
         )
         budget = "Raise runtime.max_context_tokens only if the model really takes more."
     else:
-        known = f"an unknown context window (assumed {window:,} tokens)"
+        known = f"an unknown context window (assumed {context_window:,} tokens)"
         budget = "Raising the trimming budget cannot help."
     raise CapacityExceeded(
         f"the request needs about {total:,} tokens (messages {message_tokens:,}, images "

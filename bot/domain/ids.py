@@ -1,9 +1,13 @@
-"""Identifiers of conversations: the session key and the scene a chat belongs to."""
+"""Identifiers of conversations (the session key, the scene a chat belongs to) and the
+bot's locale."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+Locale = Literal["zh", "en"]
+"""The language the bot speaks to people and writes placeholders in (`BOT_LOCALE`)."""
 
 Scene = Literal["group", "private", "owner"]
 """`group` covers groups, supergroups and forum topics; `owner` is the owner's private chat."""

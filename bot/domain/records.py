@@ -2,8 +2,8 @@
 
 A record body is a closed union discriminated by `kind`. Bodies hold conversation only:
 per-turn context is never stored (legacy rows, marked `UserRecord.legacy`, may still carry
-it, and projection strips it from them only). `StoredRecord` wraps a body with its tree position, its platform
-message ids and the runtime-only alias fields attached on load.
+it, and projection strips it from them only). `StoredRecord` wraps a body with its tree
+position, its platform message ids and the runtime-only alias fields attached on load.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class ToolResultsRecord:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class EventRecord:
+class ServiceMessageRecord:
     """A chat event (member joined, title changed, pin…) described in one line."""
 
     kind: Literal["event"] = "event"
@@ -91,7 +91,7 @@ class SummaryRecord:
     text: str
 
 
-RecordBody = UserRecord | AssistantRecord | ToolResultsRecord | EventRecord | SummaryRecord
+RecordBody = UserRecord | AssistantRecord | ToolResultsRecord | ServiceMessageRecord | SummaryRecord
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -8,7 +8,8 @@ import math
 
 from PIL import Image, ImageDraw, ImageFont
 
-from bot.services.usage_report import UsageReport, UsageRow, format_tokens
+from bot.services.usage_render import format_tokens
+from bot.services.usage_report import UsageReport, UsageRow
 
 MAX_DAYS = 31
 BACKGROUND = (255, 255, 255)

@@ -1,4 +1,4 @@
-"""The ChatLock port: one holder at a time per chat, in this process or across workers.
+"""`LocalChatLock`: the `bot.ports.ChatLock` of a single worker (per-chat asyncio locks).
 
 `InboundService` holds a chat's lock in two scopes, so a long turn never blocks storing the
 next message:
@@ -9,31 +9,21 @@ next message:
 
 `LocalChatLock` (asyncio locks) serves one worker on SQLite; `storage.locks.AdvisoryChatLock`
 (PostgreSQL advisory locks) serves several workers on one database. Both satisfy `ChatLock`.
+`ChatLock` and `LockScope` are declared in `bot.ports`; they are re-exported here until
+every import names `bot.ports`.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
 
 from bot.domain.ids import SessionKey
+from bot.ports import ChatLock, LockScope
 
-LockScope = Literal["store", "turn"]
-
-
-class ChatLock(Protocol):
-    """Mutual exclusion per (chat, scope); `hold` is an async context manager."""
-
-    def hold(
-        self, key: SessionKey, *, scope: LockScope = "turn"
-    ) -> AbstractAsyncContextManager[None]: ...
-
-    async def close(self) -> None:
-        """Release whatever the lock keeps open (connections); holds must have ended."""
-        ...
+__all__ = ["ChatLock", "LocalChatLock", "LockScope"]
 
 
 @dataclass(slots=True)

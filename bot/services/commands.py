@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Literal
 
 from bot.agent.routes import RouteTable
 from bot.agent.runtime import CallMeter
 from bot.domain.facts import InboundMessage
-from bot.ports import ConversationStore, Messenger, SessionInfo
+from bot.domain.ids import Locale
+from bot.ports import Messenger, RouteStore, SessionInfo
 from bot.services.guard import is_owner
-from bot.services.texts import text
+from bot.texts import text
 
 log = logging.getLogger("tgbot.commands")
 
-Locale = Literal["zh", "en"]
 UsageReply = Callable[[], Awaitable[tuple[str, bytes | None]]]
 Retry = Callable[[SessionInfo], Awaitable[bool]]
 MeterLookup = Callable[[int], CallMeter | None]
@@ -33,7 +32,7 @@ class Commands:
         owner_id: int | None,
         locale: Locale,
         messenger: Messenger,
-        store: ConversationStore,
+        store: RouteStore,
         routes: RouteTable,
         meters: MeterLookup,
         usage_reply: UsageReply,
@@ -77,7 +76,7 @@ class Commands:
 
     def context_text(self, session: SessionInfo) -> str:
         route = self.routes.resolve(session.route)
-        window = str(route.window) if route.window else text(self.locale, "unknown")
+        window = str(route.context_window) if route.context_window else text(self.locale, "unknown")
         meter = self.meters(session.id)
         lines = [
             f"model: {route.provider_name}:{route.model}",
@@ -105,7 +104,9 @@ class Commands:
         choices = ", ".join(self.routes.provider_names)
         if not argument:
             route = self.routes.resolve(session.route)
-            window = str(route.window) if route.window else text(self.locale, "unknown")
+            window = (
+                str(route.context_window) if route.context_window else text(self.locale, "unknown")
+            )
             return text(
                 self.locale,
                 "model_current",
@@ -118,7 +119,7 @@ class Commands:
             return text(self.locale, "model_unknown", name=argument, choices=choices)
         await self.store.set_route(session.id, argument)
         route = self.routes.resolve(argument)
-        window = str(route.window) if route.window else text(self.locale, "unknown")
+        window = str(route.context_window) if route.context_window else text(self.locale, "unknown")
         return text(
             self.locale,
             "model_switched",

@@ -14,15 +14,12 @@ from dataclasses import dataclass
 from datetime import date, timedelta, tzinfo
 from pathlib import Path
 
+from bot.domain.ids import Locale
 from bot.ports import Clock, Messenger, UpdateLog
 from bot.services.chart import render_usage_chart
-from bot.services.usage_report import (
-    UsageReport,
-    format_cost,
-    format_share,
-    format_tokens,
-    load_report,
-)
+from bot.services.usage_render import format_cost, format_share, format_tokens
+from bot.services.usage_report import UsageReport, load_report
+from bot.texts import text
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +48,7 @@ class DailySummary:
         guard: UpdateLog,
         clock: Clock,
         *,
-        locale: str = "zh",
+        locale: Locale = "zh",
     ) -> None:
         self._ledger_dir = ledger_dir
         self._zone = zone
@@ -97,7 +94,7 @@ class DailySummary:
             day=day,
             text=format_summary_text(report, day, self._locale),
             chart=chart,
-            caption=_text(self._locale, "caption").format(n=CHART_DAYS),
+            caption=text(self._locale, "summary_caption", n=CHART_DAYS),
         )
 
     async def _deliver(self, message: SummaryMessage) -> bool:
@@ -121,71 +118,46 @@ class DailySummary:
         return sent
 
 
-_TEXTS: dict[str, dict[str, str]] = {
-    "en": {
-        "title": "Usage for {day} ({zone})",
-        "empty": "No model calls.",
-        "calls": "Calls: {calls} in {turns} turns ({mean} per turn); {cap} hit the iteration cap",
-        "input": "Input per call: p50 {p50} / p90 {p90}",
-        "estimated": " ({n} estimated)",
-        "shares": "History {history} · fixed {fixed} of input",
-        "cache": "Cache hit {cache} · billable input {billable} · output {output}",
-        "misc": "Trims {trims} · errors {errors} · cost {cost}",
-        "skipped": "Skipped {n} unreadable ledger lines",
-        "caption": "Input per call p50 and cache hit rate, last {n} days",
-    },
-    "zh": {
-        "title": "{day} 用量（{zone}）",
-        "empty": "当天没有模型调用。",
-        "calls": "调用 {calls} 次，{turns} 轮（每轮 {mean} 次）；{cap} 轮撞到迭代上限",
-        "input": "单次输入：p50 {p50} / p90 {p90}",
-        "estimated": "（{n} 次为估算）",
-        "shares": "历史段 {history} · 固定段 {fixed}",
-        "cache": "缓存命中 {cache} · 计费输入 {billable} · 输出 {output}",
-        "misc": "裁剪 {trims} 次 · 错误 {errors} 次 · 费用 {cost}",
-        "skipped": "跳过 {n} 行无法读取的账本",
-        "caption": "最近 {n} 天单次输入 p50 与缓存命中率",
-    },
-}
-
-
-def _text(locale: str, key: str) -> str:
-    return _TEXTS.get(locale, _TEXTS["en"])[key]
-
-
-def format_summary_text(report: UsageReport, day: date, locale: str = "zh") -> str:
+def format_summary_text(report: UsageReport, day: date, locale: Locale = "zh") -> str:
     """A few short lines about `day` from `report` (which must cover that day)."""
     row = report.row_for(day)
 
-    def t(key: str) -> str:
-        return _text(locale, key)
-
-    lines = [t("title").format(day=day.isoformat(), zone=report.zone)]
+    lines = [text(locale, "summary_title", day=day.isoformat(), zone=report.zone)]
     if not row.calls:
-        lines.append(t("empty"))
+        lines.append(text(locale, "summary_empty"))
     else:
         mean = row.calls_per_turn.mean
         lines.append(
-            t("calls").format(
+            text(
+                locale,
+                "summary_calls",
                 calls=f"{row.calls:,}",
                 turns=f"{row.turns:,}",
                 mean="-" if mean is None else f"{mean:.1f}",
                 cap=row.cap_turns,
             )
         )
-        input_line = t("input").format(
-            p50=format_tokens(row.input_p50), p90=format_tokens(row.input_p90)
+        input_line = text(
+            locale,
+            "summary_input",
+            p50=format_tokens(row.input_p50),
+            p90=format_tokens(row.input_p90),
         )
         if row.estimated_calls:
-            input_line += t("estimated").format(n=row.estimated_calls)
+            input_line += text(locale, "summary_estimated", n=row.estimated_calls)
         lines.append(input_line)
         lines.append(
-            t("shares").format(
-                history=format_share(row.history_share), fixed=format_share(row.fixed_share)
+            text(
+                locale,
+                "summary_shares",
+                history=format_share(row.history_share),
+                fixed=format_share(row.fixed_share),
             )
         )
         lines.append(
-            t("cache").format(
+            text(
+                locale,
+                "summary_cache",
                 cache=format_share(row.cache_hit_rate),
                 billable=format_tokens(
                     row.billable_input_tokens if row.reported_input_tokens else None
@@ -194,9 +166,15 @@ def format_summary_text(report: UsageReport, day: date, locale: str = "zh") -> s
             )
         )
         lines.append(
-            t("misc").format(trims=row.trims, errors=row.errors, cost=format_cost(row.cost))
+            text(
+                locale,
+                "summary_misc",
+                trims=row.trims,
+                errors=row.errors,
+                cost=format_cost(row.cost),
+            )
         )
     skipped = report.corrupt_lines + report.partial_lines
     if skipped:
-        lines.append(t("skipped").format(n=skipped))
+        lines.append(text(locale, "summary_skipped", n=skipped))
     return "\n".join(lines)

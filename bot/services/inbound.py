@@ -7,27 +7,8 @@ becomes one turn (later messages are stored with `merged`). Turns always run as 
 for edits and `/retry`), so handling an update only stores it: the poller confirms an
 update to Telegram after it was handled, and a slow model never holds up other chats.
 
-Crash recovery (`recover_interrupted`, run once at start-up, before the first update). A
-turn runs after its trigger is committed, tool calls are stored together with their results,
-and reply bubbles are stored one by one as Telegram confirms them, so a crash leaves one of
-three shapes at the end of a session's active path, and we treat them the way a person
-would expect:
-
-- the trigger is the newest record (the crash came before or during the model call, or
-  during a tool whose result was not stored yet): when it arrived less than
-  `RECOVERY_ANSWER_WINDOW` (10 min) ago the turn runs again and answers it; the model gets
-  the same conversation, with no half-finished tool call in it. When it is older (up to
-  `RECOVERY_NOTICE_WINDOW`, 6 h) an answer would come out of the blue, so the bot replies
-  once "I was restarted and missed this, please ask again". Older than that: nothing.
-  In groups only a message that would have been answered counts (a mention of the bot, a
-  reply to it, a command); chatter stays unanswered as before.
-- tool results are the newest record (the crash came between two model calls): the turn
-  continues from them, within the same answer window.
-- the newest record is a reply with unconfirmed bubbles (the crash came in the middle of a
-  multi-bubble reply): the confirmed bubbles stay stored and the record is replaced by one
-  holding only them (`runtime.settle_partial_reply`); the bot then says that its reply was
-  cut short by a restart and that `/retry` gives the whole answer. Resending the missing
-  bubbles could duplicate one Telegram delivered but never confirmed.
+Crash recovery (`recover_interrupted`, once at start-up) lives in `recovery.py`; which
+messages are answered, live or after a crash, is decided by `triggers.should_answer`.
 """
 
 from __future__ import annotations
@@ -36,46 +17,26 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, nullcontext
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import Literal
 
-from bot.agent.bubbles import settle_partial_reply
 from bot.agent.runtime import TurnOutcome, TurnRunner
-from bot.context.projection import record_tokens
 from bot.domain.facts import InboundMessage
-from bot.domain.ids import Scene, SessionKey
-from bot.domain.records import (
-    AssistantRecord,
-    EventRecord,
-    RecordBody,
-    StoredRecord,
-    ToolResultsRecord,
-    UserRecord,
-)
-from bot.ports import (
-    Clock,
-    ConversationStore,
-    Delivery,
-    Messenger,
-    NewRecord,
-    PlatformEvent,
-    SessionInfo,
-)
+from bot.domain.ids import Locale, SessionKey
+from bot.domain.records import UserRecord
+from bot.ports import Clock, ConversationStore, Messenger, SessionInfo
 from bot.services.chat_lock import ChatLock, LockScope
 from bot.services.guard import RateLimiter, chat_allowed
-from bot.services.texts import text
+from bot.services.message_records import platform_message_of, record_of, scene_of
+from bot.services.recovery import CrashRecovery, RecoveryPolicy
+from bot.services.triggers import AnswerRules, BotIdentity, facts_of_message, should_answer
+from bot.texts import text
 
 log = logging.getLogger("tgbot.inbound")
 
-Locale = Literal["zh", "en"]
 CommandHandler = Callable[[InboundMessage, SessionInfo], Awaitable[bool]]
 """Handles a bot command; returns False when the command is not ours (then it is stored)."""
-
-RECOVERY_ANSWER_WINDOW = timedelta(minutes=10)
-RECOVERY_NOTICE_WINDOW = timedelta(hours=6)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,6 +50,14 @@ class InboundPolicy:
     allowed_chats: tuple[int, ...] = ()
     user_messages_per_minute: int = 20
     chat_messages_per_minute: int = 60
+
+    @property
+    def rules(self) -> AnswerRules:
+        return AnswerRules(
+            on_mention=self.answer_on_mention,
+            on_reply=self.answer_on_reply,
+            on_command=self.answer_on_command,
+        )
 
 
 @dataclass(slots=True)
@@ -115,12 +84,6 @@ class _SessionState:
 MAX_IDLE_SESSIONS = 10_000
 """Per-chat state is kept for active chats; idle entries beyond this are forgotten (they
 hold nothing but unlocked locks), so memory does not grow with every chat ever seen."""
-
-
-def scene_of(message: InboundMessage, owner_id: int | None) -> Scene:
-    if message.chat_type == "private":
-        return "owner" if owner_id is not None and message.sender.id == owner_id else "private"
-    return "group"
 
 
 class InboundService:
@@ -186,10 +149,13 @@ class InboundService:
                 return
         state = self._state(session.id)
         async with state.store_lock, self._chat_held(session, "store"):
-            if await self.store.find_event(message.chat_id, message.message_id) is not None:
+            if (
+                await self.store.find_platform_message(message.chat_id, message.message_id)
+                is not None
+            ):
                 log.info("duplicate message %s/%s", message.chat_id, message.message_id)
                 return
-            answer = self._should_answer(message, session.scene)
+            answer = should_answer(facts_of_message(message), session.scene, self.policy.rules)
             pending = state.pending
             merged = (
                 pending is not None
@@ -197,7 +163,7 @@ class InboundService:
                 and pending.sender_id == message.sender.id
             )
             await self._store_inbound(session, message, merged=merged)
-        if not answer or message.event is not None:
+        if not answer:
             return
         if not self.limiter.allow(
             user_id=message.sender.id, chat_id=message.chat_id, now=time.monotonic()
@@ -218,8 +184,8 @@ class InboundService:
         session = await self.open(message)
         state = self._state(session.id)
         async with state.store_lock, self._chat_held(session, "store"):
-            known = await self.store.find_event(message.chat_id, message.message_id)
-            await self.store.record_events([_event_of(message, record_id=None, known=known)])
+            known = await self.store.find_platform_message(message.chat_id, message.message_id)
+            await self.store.record_platform_messages([platform_message_of(message, known=known)])
         async with state.lock, self._chat_held(session, "turn"):
             loaded = await self.store.load_history(session.id, max_records=200)
             last_user = next(
@@ -232,11 +198,11 @@ class InboundService:
                 return
             await self.store.append(
                 session.id,
-                [self._record_of(message, merged=False)],
+                [record_of(message, merged=False)],
                 parent_id=last_user.parent_id,
                 at_root=last_user.parent_id is None,
             )
-        self._spawn_turn(session, reply_to=message.message_id)
+        self.spawn_turn(session, reply_to=message.message_id)
 
     async def retry(self, session: SessionInfo) -> bool:
         """Regenerate the last answer on a new branch; False when there is nothing to retry.
@@ -247,27 +213,25 @@ class InboundService:
         )
         if last_user is None:
             return False
-        self._spawn_turn(session, reply_to=last_user.message_id, leaf=last_user.id)
+        self.spawn_turn(session, reply_to=last_user.message_id, leaf=last_user.id)
         return True
 
     async def recover_interrupted(self, *, bot_id: int | None, bot_username: str | None) -> int:
-        """Finish or close the turns a crash interrupted (see the module docstring); returns
-        how many sessions needed it. Turns it starts run as tasks (`drain` waits)."""
-        now = self.clock.now()
-        recovered = 0
-        for session in await self.store.list_sessions():
-            if session.active_leaf_id is None or not chat_allowed(
-                session.key.chat_id, self.policy.allowed_chats
-            ):
-                continue
-            try:
-                if await self._recover(session, now, bot_id=bot_id, bot_username=bot_username):
-                    recovered += 1
-            except Exception:
-                log.exception("could not recover session %s", session.id)
-        if recovered:
-            log.info("recovered %d interrupted turn(s)", recovered)
-        return recovered
+        """Finish or close the turns a crash interrupted (`recovery.py`); returns how many
+        sessions needed it. Turns it starts run as tasks (`drain` waits)."""
+        recovery = CrashRecovery(
+            store=self.store,
+            runner=self.runner,
+            messenger=self.messenger,
+            clock=self.clock,
+            turns=self,
+            policy=RecoveryPolicy(
+                locale=self.policy.locale,
+                rules=self.policy.rules,
+                allowed_chats=self.policy.allowed_chats,
+            ),
+        )
+        return await recovery.recover(BotIdentity(id=bot_id, username=bot_username))
 
     async def drain(self) -> None:
         """Wait until every scheduled turn has finished (tests and shutdown)."""
@@ -285,80 +249,13 @@ class InboundService:
             return nullcontext()
         return self.chat_lock.hold(session.key, scope=scope)
 
+    @asynccontextmanager
+    async def turn_lock(self, session: SessionInfo) -> AsyncIterator[None]:
+        """The session's turn lock: in-process first, then across workers."""
+        async with self._state(session.id).lock, self._chat_held(session, "turn"):
+            yield
+
     # ------------------------------------------------------------------ internals
-
-    async def _recover(
-        self, session: SessionInfo, now: datetime, *, bot_id: int | None, bot_username: str | None
-    ) -> bool:
-        """Decide under the chat's turn lock, on a fresh read: another worker may be
-        finishing (or may just have finished) this very turn."""
-        state = self._state(session.id)
-        async with state.lock, self._chat_held(session, "turn"):
-            fresh = await self.store.find_session(session.key) or session
-            records = (await self.store.load_history(fresh.id, max_records=30)).records
-            if not records:
-                return False
-            leaf = records[-1]
-            age = now - leaf.created_at
-            match leaf.body:
-                case AssistantRecord() if leaf.message_id is not None and None in leaf.message_ids:
-                    await self._close_cut_reply(fresh, leaf)
-                    return True
-                case ToolResultsRecord() if age <= RECOVERY_ANSWER_WINDOW:
-                    trigger = next(
-                        (r for r in reversed(records) if isinstance(r.body, UserRecord)), None
-                    )
-                    reply_to = trigger.message_id if trigger else None
-                    self._spawn_turn(fresh, reply_to=reply_to, expect_leaf=leaf.id)
-                    return True
-                case UserRecord():
-                    waiting = _unanswered(records)
-                    if not any(
-                        self._was_trigger(r, fresh.scene, bot_id, bot_username) for r in waiting
-                    ):
-                        return False
-                    if age <= RECOVERY_ANSWER_WINDOW:
-                        self._spawn_turn(fresh, reply_to=leaf.message_id, expect_leaf=leaf.id)
-                        return True
-                    if age <= RECOVERY_NOTICE_WINDOW:
-                        await self._say(fresh, "restarted_missed", reply_to=leaf.message_id)
-                        return True
-                    return False
-                case _:
-                    return False
-
-    async def _close_cut_reply(self, session: SessionInfo, leaf: StoredRecord) -> None:
-        """A reply a crash cut short: keep the confirmed bubbles, say so once."""
-        texts: list[str] = []
-        trigger: int | None = None
-        for mid in leaf.message_ids:
-            event = None if mid is None else await self.store.find_event(session.key.chat_id, mid)
-            texts.append(event.text if event is not None else "")
-            if event is not None and trigger is None:
-                trigger = event.reply_to_message_id
-        delivery = Delivery(message_ids=leaf.message_ids, texts=tuple(texts))
-        await settle_partial_reply(self.runner.bubbles, session, leaf, delivery, reply_to=trigger)
-        await self._say(session, "restarted_cut", reply_to=trigger)
-
-    def _was_trigger(
-        self, record: StoredRecord, scene: Scene, bot_id: int | None, bot_username: str | None
-    ) -> bool:
-        """Whether a stored message was one the bot answers (`_should_answer`, from the
-        stored facts: the mention's entity is gone, the text and quote remain)."""
-        body = record.body
-        if not isinstance(body, UserRecord) or body.sender.kind == "bot":
-            return False
-        if scene != "group":
-            return True
-        p = self.policy
-        mention = bot_username is not None and f"@{bot_username.lower()}" in body.text.lower()
-        replied = body.quote is not None and bot_id is not None and body.quote.sender_id == bot_id
-        command = body.text.startswith("/")
-        return (
-            (p.answer_on_mention and mention)
-            or (p.answer_on_reply and replied)
-            or (p.answer_on_command and command)
-        )
 
     async def _say(self, session: SessionInfo, key: str, *, reply_to: int | None) -> None:
         await self.messenger.send_text(
@@ -368,7 +265,7 @@ class InboundService:
             reply_to=reply_to,
         )
 
-    def _spawn_turn(
+    def spawn_turn(
         self,
         session: SessionInfo,
         *,
@@ -405,46 +302,13 @@ class InboundService:
 
         task.add_done_callback(done)
 
-    def _should_answer(self, message: InboundMessage, scene: Scene) -> bool:
-        if message.sender.is_bot and message.sender.kind == "bot":
-            return False  # never answer bots: two bots could talk forever
-        if scene != "group":
-            return message.event is None
-        p = self.policy
-        return (
-            (p.answer_on_mention and message.mentions_bot)
-            or (p.answer_on_reply and message.replies_to_bot)
-            or (p.answer_on_command and message.command is not None)
-        )
-
-    def _body(self, message: InboundMessage, *, merged: bool) -> RecordBody:
-        if message.event is not None:
-            return EventRecord(text=message.event, actor=message.sender)
-        return UserRecord(
-            sender=message.sender,
-            text=message.text,
-            media=message.media,
-            quote=message.quote,
-            forward=message.forward,
-            merged=merged,
-        )
-
-    def _record_of(self, message: InboundMessage, *, merged: bool) -> NewRecord:
-        body = self._body(message, merged=merged)
-        return NewRecord(
-            body=body,
-            created_at=message.date,
-            message_ids=(message.message_id,),
-            tokens=record_tokens(body),
-        )
-
     async def _store_inbound(
         self, session: SessionInfo, message: InboundMessage, *, merged: bool
     ) -> None:
         await self.store.append(
             session.id,
-            [self._record_of(message, merged=merged)],
-            events=[_event_of(message, record_id=None, known=None)],
+            [record_of(message, merged=merged)],
+            platform_messages=[platform_message_of(message)],
         )
 
     def _schedule_turn(
@@ -485,33 +349,3 @@ class InboundService:
                 log.exception("could not tell chat %s about the failure", session.key.chat_id)
             return
         self.outcomes.append(outcome)
-
-
-def _event_of(
-    message: InboundMessage, *, record_id: int | None, known: PlatformEvent | None
-) -> PlatformEvent:
-    return PlatformEvent(
-        chat_id=message.chat_id,
-        thread_id=message.thread_id,
-        message_id=message.message_id,
-        sender_id=message.sender.id,
-        sender_name=message.sender.name,
-        is_bot=message.sender.is_bot,
-        date=known.date if known is not None else message.date,
-        text=message.text if message.event is None else message.event,
-        media=message.media,
-        reply_to_message_id=message.quote.id if message.quote is not None else None,
-        record_id=known.record_id if known is not None else record_id,
-        edited_at=message.edit_date if message.is_edit else None,
-    )
-
-
-def _unanswered(records: tuple[StoredRecord, ...]) -> list[StoredRecord]:
-    """The member messages after the newest reply, tool step or summary."""
-    waiting: list[StoredRecord] = []
-    for record in reversed(records):
-        if isinstance(record.body, UserRecord):
-            waiting.append(record)
-        elif not isinstance(record.body, EventRecord):
-            break
-    return waiting

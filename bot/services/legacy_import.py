@@ -16,8 +16,9 @@ User rows keep their blocks exactly as exported (per-turn blocks included) and a
 legacy (`UserRecord.legacy`): projection strips `[Turn context]` / `[Already told the user]`
 text blocks and the per-turn context-ref keys from legacy messages that are not the current
 one, and reads a legacy row starting with `[Tool results]` as a tool-results carrier. Rows
-written by the bot itself are never marked, so a member's own text is never stripped. Consecutive tool rows become one
-tool-results record. A bad line is reported with its number and skipped.
+written by the bot itself are never marked, so a member's own text is never stripped.
+Consecutive tool rows become one tool-results record. A bad line is reported with its
+number and skipped.
 """
 
 from __future__ import annotations

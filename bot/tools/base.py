@@ -8,19 +8,13 @@ a tool result the model reads.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 from bot.domain.records import StoredRecord
 from bot.errors import ToolError
-from bot.ports import Clock, Messenger, PlatformEvent, PlatformEventStore, ToolSpec
+from bot.ports import Clock, Messenger, PlatformMessageLookup, RecordedBubbles, ToolSpec
 from bot.tools.rights import MemberRights
-
-
-class RecordedBubbles(Protocol):
-    """Called with the platform events of bubbles a tool delivered, to store them."""
-
-    async def __call__(self, events: Sequence[PlatformEvent]) -> None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,7 +27,7 @@ class ToolContext:
     bot_name: str = ""
     clock: Clock
     messenger: Messenger
-    events: PlatformEventStore
+    platform_messages: PlatformMessageLookup
     records: Sequence[StoredRecord] = ()
     record_bubbles: RecordedBubbles | None = None
     rights: MemberRights | None = None
@@ -50,8 +44,6 @@ class Tool:
     run: ToolFunction
     summary: str = ""
     """One line for the per-turn tool index."""
-    reads_messages: tuple[str, ...] = field(default=())
-    """Argument names holding message references (rewritten from aliases before `run`)."""
 
 
 def require_int(args: Mapping[str, Any], name: str) -> int:

@@ -17,7 +17,7 @@ async def delete_message(args: Mapping[str, Any], ctx: ToolContext) -> str:
     message_id = require_int(args, "message_id")
     if ctx.rights is None:
         raise ToolError("not allowed: no member's rights to act with", code="not_allowed")
-    await ctx.rights.check_may_delete(ctx.chat_id, message_id, ctx.events)
+    await ctx.rights.check_may_delete(ctx.chat_id, message_id, ctx.platform_messages)
     await ctx.messenger.delete_message(ctx.chat_id, message_id)
     return json.dumps({"deleted": True})
 

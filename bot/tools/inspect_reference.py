@@ -28,7 +28,7 @@ async def inspect_conversation_reference(args: Mapping[str, Any], ctx: ToolConte
         if next_id is None or next_id in seen or len(entries) >= MAX_ENTRIES:
             break
         seen.add(next_id)
-        event = await ctx.events.find_event(ctx.chat_id, next_id)
+        event = await ctx.platform_messages.find_platform_message(ctx.chat_id, next_id)
         if event is None:
             if not entries:
                 raise ToolError("that message is not known in this chat", code="not_found")

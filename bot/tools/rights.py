@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from bot.errors import TelegramError, ToolError
-from bot.ports import Clock, Messenger, PlatformEventStore
+from bot.ports import Clock, Messenger, PlatformMessageLookup
 
 ADMIN_CACHE_SECONDS = 60.0
 
@@ -51,11 +51,11 @@ class MemberRights:
     admins: ChatAdmins
 
     async def check_may_delete(
-        self, chat_id: int, message_id: int, events: PlatformEventStore
+        self, chat_id: int, message_id: int, platform_messages: PlatformMessageLookup
     ) -> None:
         """Raise `ToolError` ("not allowed: …") unless the requester may delete it."""
-        event = await events.find_event(chat_id, message_id)
-        author = None if event is None else event.sender_id
+        message = await platform_messages.find_platform_message(chat_id, message_id)
+        author = None if message is None else message.sender_id
         if author is not None and author == self.bot_id:
             return
         requester = self.requester_id

@@ -19,7 +19,7 @@ async def send_message(args: Mapping[str, Any], ctx: ToolContext) -> str:
     )
     if ctx.record_bubbles is not None:
         await ctx.record_bubbles(
-            delivery.events(
+            delivery.platform_messages(
                 chat_id=ctx.chat_id,
                 thread_id=ctx.thread_id,
                 sender_id=ctx.bot_id,

@@ -53,8 +53,8 @@ ROUTE = ModelRoute(
     provider_name="main",
     model="gpt-test",
     provider=ScriptedModel(),
-    window=128_000,
-    window_for_math=128_000,
+    context_window=128_000,
+    context_window_for_math=128_000,
     prices=Prices(input_per_mtok=2.0, cached_input_per_mtok=0.5, output_per_mtok=8.0),
 )
 TRIM = HistoryTrimmed(

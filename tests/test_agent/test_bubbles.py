@@ -24,7 +24,11 @@ class Rig:
     @property
     def bubbles(self) -> ReplyBubbles:
         return ReplyBubbles(
-            store=self.store, events=self.store, clock=self.clock, bot_id=999, bot_name="Helper"
+            store=self.store,
+            platform_messages=self.store,
+            clock=self.clock,
+            bot_id=999,
+            bot_name="Helper",
         )
 
     async def session(self) -> SessionInfo:
@@ -62,7 +66,7 @@ async def test_each_confirmed_bubble_is_stored_when_it_is_confirmed() -> None:
     assert path[-1].body == AssistantRecord(text="aaaaa\nbbbbb\nccccc")
     for mid, text in zip((a, b, c), ("aaaaa", "bbbbb", "ccccc"), strict=True):
         assert mid is not None
-        event = await rig.store.find_event(CHAT, mid)
+        event = await rig.store.find_platform_message(CHAT, mid)
         assert event is not None
         assert (event.text, event.sender_id, event.sender_name, event.is_bot) == (
             text,
@@ -89,7 +93,7 @@ async def test_a_reply_cut_short_keeps_only_the_delivered_bubbles() -> None:
     assert [r.kind for r in path] == ["user", "assistant"]
     assert path[-1].body == AssistantRecord(text="aaaaa")
     assert path[-1].message_ids == (first,)
-    event = await rig.store.find_event(CHAT, first)
+    event = await rig.store.find_platform_message(CHAT, first)
     assert event is not None
     assert event.record_id == path[-1].id
 
@@ -129,6 +133,6 @@ async def test_settling_a_reply_a_crash_cut_short_replaces_it_by_its_delivered_p
     assert (sibling.body, sibling.message_ids) == (AssistantRecord(text="one"), (501,))
     assert sibling.created_at == cut.created_at
     assert (await rig.store.load_path(session.id))[-1].id == sibling.id
-    event = await rig.store.find_event(CHAT, 501)
+    event = await rig.store.find_platform_message(CHAT, 501)
     assert event is not None
     assert (event.record_id, event.date) == (sibling.id, rig.clock.now())

@@ -54,7 +54,7 @@ async def test_a_model_call_is_one_ledger_line_and_the_sessions_meter(tmp_path: 
 
     meter = metering.last_call(7)
     assert meter is not None
-    assert (meter.model, meter.window, meter.budget, meter.history_budget) == (
+    assert (meter.model, meter.context_window, meter.budget, meter.history_budget) == (
         "gpt-test",
         128_000,
         100_000,

@@ -58,5 +58,10 @@ def routes() -> RouteTable:
 )
 def test_route_resolution(route: str | None, expected: tuple[object, ...]) -> None:
     resolved = routes().resolve(route)
-    got = (resolved.provider_name, resolved.model, resolved.window, resolved.window_for_math)
+    got = (
+        resolved.provider_name,
+        resolved.model,
+        resolved.context_window,
+        resolved.context_window_for_math,
+    )
     assert got == expected

@@ -80,7 +80,7 @@ def tool_runner(*tools: Tool, max_result_chars: int = 1000) -> ToolRunner:
     return ToolRunner(
         tools={t.spec.name: t for t in tools},
         store=store,
-        events=store,
+        platform_messages=store,
         messenger=RecordingMessenger(),
         clock=SteppingClock(),
         bot_id=999,

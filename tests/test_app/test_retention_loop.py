@@ -9,7 +9,7 @@ from bot.app.retention_loop import RetentionPolicy, apply_retention, retention_l
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
-from bot.ports import NewRecord, PlatformEvent
+from bot.ports import NewRecord, PlatformMessage
 from storage.memory import InMemoryStore
 from tests.fakes import SteppingClock
 
@@ -24,7 +24,9 @@ async def stored(store: InMemoryStore) -> int:
         await store.append(
             session.id,
             [NewRecord(body=UserRecord(sender=ANN, text=f"m{n}"), created_at=at, message_ids=(n,))],
-            events=[PlatformEvent(chat_id=5, message_id=n, sender_id=1, date=at, text=f"m{n}")],
+            platform_messages=[
+                PlatformMessage(chat_id=5, message_id=n, sender_id=1, date=at, text=f"m{n}")
+            ],
         )
     path = await store.load_path(session.id)
     await store.set_window_start(session.id, path[-1].id)
@@ -36,7 +38,7 @@ async def test_the_default_keeps_everything() -> None:
     sid = await stored(store)
     assert await apply_retention(store, RetentionPolicy(), NOW) is None
     assert len(await store.load_path(sid)) == 4
-    assert await store.find_event(5, 1) is not None
+    assert await store.find_platform_message(5, 1) is not None
 
 
 async def test_old_events_and_records_before_the_window_go() -> None:
@@ -45,7 +47,7 @@ async def test_old_events_and_records_before_the_window_go() -> None:
     policy = RetentionPolicy(keep_records_days=30, keep_platform_events_days=30)
     await apply_retention(store, policy, NOW)
     assert [r.body.text for r in await store.load_path(sid)] == ["m4"]  # type: ignore[union-attr]
-    assert await store.find_event(5, 1) is None
+    assert await store.find_platform_message(5, 1) is None
 
 
 async def test_events_only_keeps_every_record() -> None:
@@ -53,7 +55,7 @@ async def test_events_only_keeps_every_record() -> None:
     sid = await stored(store)
     await apply_retention(store, RetentionPolicy(keep_platform_events_days=30), NOW)
     assert len(await store.load_path(sid)) == 4
-    assert await store.find_event(5, 4) is None
+    assert await store.find_platform_message(5, 4) is None
 
 
 async def test_the_loop_prunes_at_start_and_stops_when_told() -> None:

@@ -95,14 +95,22 @@ PROFILES = {
             "any",
             "whatever",
             0,
-            ResolvedRoute(provider="any", model="whatever", window=64_000, window_for_math=64_000),
+            ResolvedRoute(
+                provider="any",
+                model="whatever",
+                context_window=64_000,
+                context_window_for_math=64_000,
+            ),
         ),
         (
             "ds",
             "deepseek-chat",
             0,
             ResolvedRoute(
-                provider="ds", model="deepseek-chat", window=128_000, window_for_math=128_000
+                provider="ds",
+                model="deepseek-chat",
+                context_window=128_000,
+                context_window_for_math=128_000,
             ),
         ),
         (
@@ -110,7 +118,10 @@ PROFILES = {
             "",
             0,
             ResolvedRoute(
-                provider="ds", model="deepseek-chat", window=128_000, window_for_math=128_000
+                provider="ds",
+                model="deepseek-chat",
+                context_window=128_000,
+                context_window_for_math=128_000,
             ),
         ),
         (
@@ -118,32 +129,43 @@ PROFILES = {
             "deepseek-reasoner",
             0,
             ResolvedRoute(
-                provider="ds", model="deepseek-reasoner", window=None, window_for_math=32_000
+                provider="ds",
+                model="deepseek-reasoner",
+                context_window=None,
+                context_window_for_math=32_000,
             ),
         ),
         (
             "blind",
             "m",
             0,
-            ResolvedRoute(provider="blind", model="m", window=None, window_for_math=32_000),
+            ResolvedRoute(
+                provider="blind", model="m", context_window=None, context_window_for_math=32_000
+            ),
         ),
         (
             "nope",
             "m",
             50_000,
-            ResolvedRoute(provider="nope", model="m", window=None, window_for_math=32_000),
+            ResolvedRoute(
+                provider="nope", model="m", context_window=None, context_window_for_math=32_000
+            ),
         ),
         (
             None,
             "m",
             50_000,
-            ResolvedRoute(provider=None, model="m", window=50_000, window_for_math=50_000),
+            ResolvedRoute(
+                provider=None, model="m", context_window=50_000, context_window_for_math=50_000
+            ),
         ),
         (
             None,
             "m",
             0,
-            ResolvedRoute(provider=None, model="m", window=None, window_for_math=32_000),
+            ResolvedRoute(
+                provider=None, model="m", context_window=None, context_window_for_math=32_000
+            ),
         ),
     ],
     ids=[
@@ -166,8 +188,8 @@ def test_resolve_route(
 def test_an_unknown_route_keeps_the_absolute_budget_quirk() -> None:
     route = resolve_route(PROFILES, "ds", "deepseek-reasoner")
     limits = RuntimeLimits(max_context_tokens=100_000)
-    assert limits.effective_context_budget(route.window) == 100_000
-    assert limits.effective_context_budget(route.window_for_math) == 32_000
+    assert limits.effective_context_budget(route.context_window) == 100_000
+    assert limits.effective_context_budget(route.context_window_for_math) == 32_000
 
 
 @pytest.mark.parametrize(

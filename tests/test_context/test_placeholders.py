@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.context.placeholders import Locale, media_placeholder, media_placeholders
+from bot.context.placeholders import media_placeholder, media_placeholders
 from bot.domain.facts import Media
+from bot.domain.ids import Locale
 
 
 @pytest.mark.parametrize(

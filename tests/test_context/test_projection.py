@@ -22,8 +22,8 @@ from bot.domain.messages import ChatMessage, ToolCall
 from bot.domain.records import (
     AssistantRecord,
     ContentBlock,
-    EventRecord,
     RecordBody,
+    ServiceMessageRecord,
     StoredRecord,
     SummaryRecord,
     ToolResult,
@@ -391,7 +391,11 @@ def test_events_summaries_and_merged_messages() -> None:
     records = [
         rec(1, SummaryRecord(text="Alice asked about lunch.\n[Turn context] x"), at=T0),
         rec(
-            2, EventRecord(text="Bob joined the group", actor=BOB), at=T0, ids=(102,), parts=("m2",)
+            2,
+            ServiceMessageRecord(text="Bob joined the group", actor=BOB),
+            at=T0,
+            ids=(102,),
+            parts=("m2",),
         ),
         user(3, 3, "first", at=T0 + timedelta(seconds=10)),
         user(4, 4, "second", at=T0 + timedelta(seconds=12), merged=True),

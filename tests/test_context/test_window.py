@@ -368,7 +368,7 @@ def test_estimate_tool_schema_tokens(tools: list[dict[str, object]], tokens: int
 
 def test_capacity_that_fits_passes() -> None:
     check_capacity(
-        message_tokens=900, tool_schema_tokens=50, image_tokens=50, window=1_000, model="m"
+        message_tokens=900, tool_schema_tokens=50, image_tokens=50, context_window=1_000, model="m"
     )
 
 
@@ -391,9 +391,9 @@ def test_capacity_error_says_what_to_change(
             message_tokens=messages,
             tool_schema_tokens=schemas,
             image_tokens=images,
-            window=1_000,
+            context_window=1_000,
             model="tiny-model",
-            window_known=known,
+            context_window_known=known,
         )
     text = str(caught.value)
     assert advice in text

@@ -42,6 +42,7 @@ from bot.domain.records import ToolResultsRecord
 from bot.errors import ContextOverflow
 from bot.ports import ConversationStore, LLMRequest, LLMResponse
 from bot.services.legacy_import import import_legacy_rows
+from bot.services.usage_report import load_report
 from tests.fakes import SteppingClock
 from tests.rig import rig_settings, wire_app
 
@@ -122,7 +123,7 @@ class Chat:
 
     async def stored(self, message_id: int) -> None:
         for _ in range(2000):
-            if await self.store.find_event(CHAT, message_id) is not None:
+            if await self.store.find_platform_message(CHAT, message_id) is not None:
                 return
             await asyncio.sleep(0.005)
         raise TimeoutError(f"message {message_id} was never stored")
@@ -257,7 +258,8 @@ def assert_rendered_fresh(request: LLMRequest) -> None:
     assert crumbs(request) == 1
     assert request.messages[1].content == BREADCRUMB_TEXT
     first = header_fields(request.messages[2])
-    assert "date" in first and "time" in first, first
+    assert "date" in first, first
+    assert "time" in first, first
     assert "user" in first, first
 
 
@@ -324,7 +326,7 @@ async def test_a_proactive_trim_at_turn_start_renders_the_kept_turns_again(
         assert f"[quote id:{target};user_id:1001;" in current.content
         assert estimate_history_tokens(request.messages) <= fixed + 500
         (line,) = chat.ledger()
-        assert line["trim"] is not None
+        assert [trim["reason"] for trim in line["trims"]] == ["token_budget"]
 
 
 async def test_a_proactive_trim_between_tool_iterations_renders_again(tmp_path: Path) -> None:
@@ -351,7 +353,7 @@ async def test_a_proactive_trim_between_tool_iterations_renders_again(tmp_path: 
         body = current_message(first).content.split("\n", 1)[1]
         assert current_message(second).content.split("\n", 1)[1] == body
         lines = chat.ledger()
-        assert [line["trim"] is not None for line in lines] == [False, True]
+        assert [len(line["trims"]) for line in lines] == [0, 1]
 
 
 # ---------------------------------------------------------------- overflow recovery
@@ -363,7 +365,11 @@ async def test_an_overflow_is_recovered_once_with_two_thirds_of_the_history(
     async with running(tmp_path, over_http=True) as chat:
         notes = await chatter(chat, 9)
         await chat.ask(
-            CHEN, "sum up", Fail(ContextOverflow("too long")), Reply("here it is"), reply_to=notes[1]
+            CHEN,
+            "sum up",
+            Fail(ContextOverflow("too long")),
+            Reply("here it is"),
+            reply_to=notes[1],
         )
         first, second = chat.requests
         assert chat.last_text() == "here it is"
@@ -375,8 +381,8 @@ async def test_an_overflow_is_recovered_once_with_two_thirds_of_the_history(
         head = current_message(second).content.split("\n", 1)[0]
         assert f"reply_to:{notes[1]}" not in head
         assert f"[quote id:{notes[1]};" in current_message(second).content
-        trims = [line["trim"] for line in chat.ledger()]
-        assert trims[0] is None and trims[1] is not None
+        trims = [[trim["reason"] for trim in line["trims"]] for line in chat.ledger()]
+        assert trims == [[], ["overflow_recovery"]]
 
 
 async def test_a_second_overflow_fails_clearly_without_looping(tmp_path: Path) -> None:
@@ -442,7 +448,7 @@ async def test_capacity_names_the_honoured_budget_when_it_refuses(tmp_path: Path
         await chat.ask(CHEN, CJK_REPORT, inspect_many("m1", 9))
         assert len(chat.requests) == 1
         error = chat.ledger()[-1]["error"]
-        assert "36,000" in error and "max_context_tokens" in error
+        assert "runtime.max_context_tokens (36,000 tokens) is used as its window" in error
         assert "32,000" not in error
 
 
@@ -567,15 +573,19 @@ async def test_the_ledger_records_a_window_move_and_a_proactive_trim_of_one_call
     fixed = fixed_tokens(tmp_path)
     async with running(
         tmp_path,
-        history={"group_tokens": 1400},
-        runtime={"max_context_tokens": fixed + 700},
+        history={"group_tokens": 600},
+        runtime={"max_context_tokens": fixed + 300},
     ) as chat:
         await chatter(chat, 9)
         await chat.ask(CHEN, "sum up")
         (line,) = chat.ledger()
-        reasons = [trim["reason"] for trim in line["trims"]]
-        assert reasons == ["token_budget", "token_budget"]
-        assert line["trim"] == line["trims"][-1]
+        window_move, proactive = line["trims"]
+        assert window_move["reason"] == proactive["reason"] == "token_budget"
+        assert window_move["budget"] == 600
+        assert proactive["dropped_turns"] >= 1
+        assert proactive["tokens_after"] < proactive["tokens_before"]
+        report = load_report(chat.data_dir / "agent-traces", zone=UTC, days=[T0.date()])
+        assert report.total.trims == 2
 
 
 # ---------------------------------------------------------------- item 10: rights
@@ -592,7 +602,8 @@ async def test_a_member_cannot_have_another_members_message_deleted(tmp_path: Pa
         )
         assert chat.api.calls_of("deleteMessage") == []
         refusal = chat.requests[1].messages[-1]
-        assert refusal.role == "tool" and refusal.is_error
+        assert refusal.role == "tool"
+        assert refusal.is_error
         assert "not allowed" in refusal.content
         assert chat.last_text() == "I can't"
 

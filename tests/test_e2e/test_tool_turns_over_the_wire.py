@@ -97,7 +97,8 @@ class Bot:
             if len(sent) < self.replies:
                 return False
             return (
-                await self.store.find_event(CHAT, sent[self.replies - 1]["message_id"]) is not None
+                await self.store.find_platform_message(CHAT, sent[self.replies - 1]["message_id"])
+                is not None
             )
 
         await eventually(stored)

@@ -117,7 +117,7 @@ async def test_a_crash_mid_turn_loses_and_doubles_nothing_and_every_turn_ends_cl
     path = await path_of(db, DANA["id"])
     assert user_texts(path) == ["hello?"]
     assert path[-1].message_ids == (api.sent_messages(DANA["id"])[0]["message_id"],)
-    inbound = await db.find_event(DANA["id"], path[0].message_ids[0] or 0)
+    inbound = await db.find_platform_message(DANA["id"], path[0].message_ids[0] or 0)
     assert inbound is not None
     assert inbound.record_id == path[0].id
 
@@ -136,7 +136,7 @@ async def test_a_crash_mid_turn_loses_and_doubles_nothing_and_every_turn_ends_cl
     reply = path[-1]
     assert isinstance(reply.body, AssistantRecord)
     assert (reply.message_ids, reply.body.text) == ((first_bubble,), PART_ONE)
-    bubble = await db.find_event(EVE["id"], first_bubble)
+    bubble = await db.find_platform_message(EVE["id"], first_bubble)
     assert bubble is not None
     assert (bubble.record_id, bubble.is_bot) == (reply.id, True)
 

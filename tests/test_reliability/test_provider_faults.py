@@ -13,17 +13,17 @@ import pytest
 from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.openai_provider import OpenAIProvider
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
-from bot.agent.runtime import USER_MESSAGES
 from bot.app.wiring import App
 from bot.domain.ids import SessionKey
+from bot.texts import text
 from storage.memory import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock, inbound
 from tests.rig import rig_settings, wire_app
 
 CHAT = 5001
 START = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
-UNAVAILABLE = USER_MESSAGES["en"]["provider"]
-UNREADABLE = USER_MESSAGES["en"]["bad_response"]
+UNAVAILABLE = text("en", "provider")
+UNREADABLE = text("en", "bad_response")
 
 
 @dataclass

@@ -14,7 +14,7 @@ from bot.domain.facts import Quote, Sender
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import UserRecord
 from bot.ports import NewRecord
-from bot.services.texts import TEXTS
+from bot.texts import text
 from storage.memory import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 from tests.rig import BOT_ID, wire_app
@@ -43,7 +43,7 @@ async def recover_one(
 
 
 ANSWER = ["Answered after the restart."]
-MISSED = [TEXTS["en"]["restarted_missed"]]
+MISSED = [text("en", "restarted_missed")]
 CASES = {
     "private, 2 min ago: answered": ("private", "hi", timedelta(minutes=2), None, ANSWER),
     "private, 1 h ago: told to ask again": ("private", "hi", timedelta(hours=1), None, MISSED),

@@ -58,7 +58,7 @@ async def test_updates_of_one_chat_listed_out_of_order_are_stored_in_message_ord
     await live.handled(104)
 
     assert await stored(live, GROUP) == [("user", "first"), ("user", "second")]
-    event = await live.store.find_event(GROUP, first["message"]["message_id"])
+    event = await live.store.find_platform_message(GROUP, first["message"]["message_id"])
     assert event is not None
     assert event.text == "first (edited)"  # the edit was applied after its message
     assert await stored(live, GROUP - 1) == [("user", "elsewhere")]
@@ -108,7 +108,7 @@ async def test_a_multi_bubble_reply_cut_by_an_error_keeps_only_what_was_delivere
     delivered = api.sent_messages(ALICE["id"])
     assert [m["text"] for m in delivered] == [one]
     assert await stored(live, ALICE["id"]) == [("user", "long please"), ("assistant", one)]
-    bubble = await live.store.find_event(ALICE["id"], delivered[0]["message_id"])
+    bubble = await live.store.find_platform_message(ALICE["id"], delivered[0]["message_id"])
     assert bubble is not None
     assert bubble.is_bot
     assert bubble.record_id is not None

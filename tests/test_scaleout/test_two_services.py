@@ -16,7 +16,8 @@ from bot.app.wiring import App
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
-from bot.services.chat_lock import ChatLock, LocalChatLock
+from bot.ports import ChatLock
+from bot.services.chat_lock import LocalChatLock
 from storage.engine import create_engine_for
 from storage.locks import AdvisoryChatLock
 from storage.sql import SqlStore

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from adapters.telegram.parsing import parse_raw_update
 from bot.context.projection import project
 from bot.domain.facts import InboundMessage, Sender
-from bot.domain.records import EventRecord, RecordBody, StoredRecord, UserRecord
+from bot.domain.records import RecordBody, ServiceMessageRecord, StoredRecord, UserRecord
 
 BOT_ID = 999
 PER_TURN = "[Turn context]\ntime: 2026-11-30 12:00 UTC"
@@ -171,7 +171,7 @@ def marker_of(line: str) -> str | None:
 def body_of(message: InboundMessage) -> RecordBody:
     """As the inbound service stores it."""
     if message.event is not None:
-        return EventRecord(text=message.event, actor=message.sender)
+        return ServiceMessageRecord(text=message.event, actor=message.sender)
     return UserRecord(
         sender=message.sender, text=message.text, media=message.media,
         quote=message.quote, forward=message.forward,
@@ -189,7 +189,7 @@ def check_rendered(content: str, body: RecordBody, *, current: bool) -> None:
         1 if quoted and "reply_to:" not in content.splitlines()[0] else 0
     )
     assert markers.count("forwarded") == (1 if forwarded else 0)
-    assert markers.count("event") == (1 if isinstance(body, EventRecord) else 0)
+    assert markers.count("event") == (1 if isinstance(body, ServiceMessageRecord) else 0)
     assert markers.count("turn context") == (1 if current else 0)
     assert markers.count("untrusted conversation references") <= (1 if quoted else 0)
     for never in ("tool results", "earlier turns omitted", "already told the user",

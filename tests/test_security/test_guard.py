@@ -17,7 +17,7 @@ from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.app.context_show import context_show
 from bot.app.wiring import App
 from bot.domain.facts import Forward, InboundMessage, Quote, Sender
-from bot.services.texts import TEXTS
+from bot.texts import text
 from storage.memory import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 from tests.rig import rig_settings, wire_app
@@ -28,7 +28,7 @@ MALLORY = Sender(id=666, name="Mallory")
 GROUP = -100500
 OTHER_GROUP = -100600
 START = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
-OWNER_ONLY = TEXTS["en"]["owner_only"]
+OWNER_ONLY = text("en", "owner_only")
 
 
 class Rig:
@@ -126,7 +126,7 @@ async def test_rate_limits_refuse_politely_once_and_still_store_everything(
     replies = [await rig.send(f"@Helper q{n}", sender=s, mentions_bot=True)
                for n, s in enumerate(senders)]  # fmt: skip
     assert [len(r) for r in replies[:3]] == [1, 1, 1]
-    assert replies[3] == [TEXTS["en"]["rate_limited"]]
+    assert replies[3] == [text("en", "rate_limited")]
     assert replies[4:] == [[], []]  # one refusal per minute, not one per message
     assert len(rig.model.requests) == 3  # type: ignore[attr-defined]
     session = (await rig.store.list_sessions())[0]

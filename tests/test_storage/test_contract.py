@@ -14,15 +14,15 @@ from bot.domain.messages import ToolCall
 from bot.domain.records import (
     AssistantRecord,
     ContentBlock,
-    EventRecord,
     RecordBody,
+    ServiceMessageRecord,
     SummaryRecord,
     ToolResult,
     ToolResultsRecord,
     UserRecord,
 )
 from bot.errors import SessionNotFound, StorageError
-from bot.ports import NewRecord, PlatformEvent
+from bot.ports import NewRecord, PlatformMessage
 from storage.retention import PruneResult
 from tests.fakes import SteppingClock
 from tests.test_storage.conftest import Store
@@ -44,8 +44,8 @@ def reply(text: str, *ids: int | None, at: datetime = T0) -> NewRecord:
     return NewRecord(body=AssistantRecord(text=text), created_at=at, message_ids=ids, tokens=2)
 
 
-def event(message_id: int, text: str = "hi", record_id: int | None = None) -> PlatformEvent:
-    return PlatformEvent(
+def event(message_id: int, text: str = "hi", record_id: int | None = None) -> PlatformMessage:
+    return PlatformMessage(
         chat_id=CHAT,
         message_id=message_id,
         sender_id=ALICE.id,
@@ -127,7 +127,7 @@ class TestRecords:
             ToolResultsRecord(
                 results=(ToolResult(call_id="c1", name="f", content="no", is_error=True),)
             ),
-            EventRecord(text="Bob joined", actor=Sender(id=8, name="Bob")),
+            ServiceMessageRecord(text="Bob joined", actor=Sender(id=8, name="Bob")),
             SummaryRecord(text="they agreed"),
         ]
         new = [NewRecord(body=b, created_at=T0, tokens=i) for i, b in enumerate(bodies)]
@@ -186,16 +186,16 @@ class TestRecords:
 
     async def test_a_failing_append_leaves_nothing(self, store: Store) -> None:
         sid = await new_session(store)
-        (a,) = await store.append(sid, [user("a", 1)], events=[event(1)])
+        (a,) = await store.append(sid, [user("a", 1)], platform_messages=[event(1)])
         with pytest.raises(StorageError):
             await store.append(
                 sid,
                 [user("b", 2), reply("c", 3)],
-                events=[event(2), event(3, record_id=a.id + 10_000)],
+                platform_messages=[event(2), event(3, record_id=a.id + 10_000)],
             )
         assert [r.id for r in await store.load_path(sid)] == [a.id]
         assert (await store.get_session(sid)).active_leaf_id == a.id
-        assert await store.find_event(CHAT, 2) is None
+        assert await store.find_platform_message(CHAT, 2) is None
         (b,) = await store.append(sid, [user("b", 2)])
         assert b.parent_id == a.id
         assert b.alias_seq == 2
@@ -292,6 +292,38 @@ class TestAliases:
         assert found == {BIG + 1: "m2", BIG + 3: "m4"}
         assert await store.find_aliases(sid, []) == {}
 
+    async def test_find_aliases_ignores_a_reply_abandoned_by_a_retry(self, store: Store) -> None:
+        # /retry: a second child of the question becomes the active leaf; aliases are
+        # derived along the active path, and the first reply is no longer on it.
+        sid = await new_session(store)
+        question, first = await store.append(sid, [user("q", 100), reply("a", 200)])
+        (second,) = await store.append(sid, [reply("a again", 300)], parent_id=question.id)
+        await store.set_active_leaf(sid, second.id)
+        assert await store.find_aliases(sid, [100, 200, 300]) == {100: "m1", 300: "m2"}
+        # Back on the first branch, its reply is named again and the retry is not.
+        await store.set_active_leaf(sid, first.id)
+        assert await store.find_aliases(sid, [200, 300]) == {200: "m2"}
+
+    async def test_find_aliases_names_every_bubble_of_a_reply(self, store: Store) -> None:
+        sid = await new_session(store)
+        bubbles = (BIG + 1, BIG + 2, None, BIG + 4)
+        await store.append(sid, [user("q", BIG)])
+        # As a delivered reply is stored: its bubbles' events name it.
+        events = [event(mid) for mid in bubbles if mid is not None]
+        await store.append(sid, [reply("long", *bubbles)], platform_messages=events)
+        await store.append(sid, [user("next", BIG + 5)])
+        found = await store.find_aliases(sid, [BIG + 2, BIG + 4, BIG + 5])
+        assert found == {BIG + 2: "m2.2", BIG + 4: "m2.4", BIG + 5: "m3"}
+
+    async def test_find_aliases_names_bubbles_confirmed_later(self, store: Store) -> None:
+        sid = await new_session(store)
+        _, answer = await store.append(sid, [user("q", 10), reply("answer", None, None)])
+        await store.set_message_ids(answer.id, [11, 12])
+        await store.record_platform_messages(
+            [event(11, record_id=answer.id), event(12, record_id=answer.id)]
+        )
+        assert await store.find_aliases(sid, [12, 11]) == {11: "m2", 12: "m2.2"}
+
     async def test_aliases_follow_branch_switches_and_window_moves(self, store: Store) -> None:
         sid = await new_session(store)
         trunk = await store.append(
@@ -340,20 +372,22 @@ class TestPlatformEvents:
     async def test_append_links_events_to_the_last_record(self, store: Store) -> None:
         sid = await new_session(store)
         _, b = await store.append(
-            sid, [user("a", BIG), reply("b", BIG + 1)], events=[event(BIG), event(BIG + 1)]
+            sid,
+            [user("a", BIG), reply("b", BIG + 1)],
+            platform_messages=[event(BIG), event(BIG + 1)],
         )
-        found = await store.find_event(CHAT, BIG + 1)
+        found = await store.find_platform_message(CHAT, BIG + 1)
         assert found is not None
         assert found.record_id == b.id
         assert found.sender_id == ALICE.id
         assert found.date == T0
-        assert await store.find_event(CHAT + 1, BIG + 1) is None
+        assert await store.find_platform_message(CHAT + 1, BIG + 1) is None
 
     async def test_an_edit_updates_the_event(self, store: Store) -> None:
         sid = await new_session(store)
-        (a,) = await store.append(sid, [user("a", BIG)], events=[event(BIG, "draft")])
+        (a,) = await store.append(sid, [user("a", BIG)], platform_messages=[event(BIG, "draft")])
         edited_at = T0 + timedelta(minutes=2)
-        edit = PlatformEvent(
+        edit = PlatformMessage(
             chat_id=CHAT,
             message_id=BIG,
             sender_id=ALICE.id,
@@ -364,8 +398,8 @@ class TestPlatformEvents:
             reply_to_message_id=BIG - 1,
             edited_at=edited_at,
         )
-        await store.record_events([edit])
-        found = await store.find_event(CHAT, BIG)
+        await store.record_platform_messages([edit])
+        found = await store.find_platform_message(CHAT, BIG)
         assert found is not None
         assert (found.text, found.sender_name, found.media) == ("final", "Alice B.", edit.media)
         assert (found.record_id, found.edited_at, found.date) == (a.id, edited_at, T0)
@@ -373,8 +407,8 @@ class TestPlatformEvents:
 
     async def test_events_naming_unknown_records_are_refused(self, store: Store) -> None:
         with pytest.raises(StorageError):
-            await store.record_events([event(1, record_id=123_456)])
-        assert await store.find_event(CHAT, 1) is None
+            await store.record_platform_messages([event(1, record_id=123_456)])
+        assert await store.find_platform_message(CHAT, 1) is None
 
 
 class TestClaims:
@@ -401,9 +435,9 @@ class TestPrune:
         early = await store.append(sid, [user(f"o{i}", 10 + i, at=old) for i in range(5)])
         recent = await store.append(sid, [user(f"r{i}", 20 + i) for i in range(3)])
         await store.set_window_start(sid, early[3].id)
-        await store.record_events([event(10), event(20)])
-        await store.record_events(
-            [PlatformEvent(chat_id=CHAT, message_id=9, sender_id=1, date=old, text="old message")]
+        await store.record_platform_messages([event(10), event(20)])
+        await store.record_platform_messages(
+            [PlatformMessage(chat_id=CHAT, message_id=9, sender_id=1, date=old, text="old message")]
         )
         clock.current = old
         await store.claim_update(77)
@@ -426,8 +460,8 @@ class TestPrune:
         assert after.next_alias_seq == 9
         (new,) = await store.append(sid, [user("new", 99)])
         assert new.alias_seq == 9
-        assert await store.find_event(CHAT, 9) is None
-        assert (await store.find_event(CHAT, 10)) is not None
+        assert await store.find_platform_message(CHAT, 9) is None
+        assert (await store.find_platform_message(CHAT, 10)) is not None
         assert await store.claim_update(77)
 
     async def test_keeps_what_is_too_new_or_has_no_window(self, store: Store) -> None:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.errors import TelegramNetworkError, ToolError
-from bot.ports import PlatformEvent
+from bot.ports import PlatformMessage
 from bot.tools.base import ToolContext
 from bot.tools.delete_message import delete_message
 from bot.tools.rights import ChatAdmins, MemberRights
@@ -23,9 +23,9 @@ AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 async def chat_with(store: InMemoryStore, chat_id: int) -> None:
     """m10 by Alice, m11 by Bob, m12 by the bot; 13 is not known."""
-    await store.record_events(
+    await store.record_platform_messages(
         [
-            PlatformEvent(chat_id=chat_id, message_id=mid, sender_id=sender, date=AT)
+            PlatformMessage(chat_id=chat_id, message_id=mid, sender_id=sender, date=AT)
             for mid, sender in ((10, ALICE), (11, BOB), (12, BOT))
         ]
     )
@@ -53,7 +53,7 @@ def context(
         bot_id=BOT,
         clock=clock,
         messenger=messenger,
-        events=store,
+        platform_messages=store,
         rights=rights,
     )
 
@@ -94,7 +94,7 @@ async def test_who_may_delete_what(
         await delete_message({"message_id": message_id}, ctx)
         assert messenger.deleted == [(GROUP, message_id)]
     else:
-        with pytest.raises(ToolError, match="^not allowed: ") as refused:
+        with pytest.raises(ToolError, match=r"^not allowed: ") as refused:
             await delete_message({"message_id": message_id}, ctx)
         assert refused.value.code == "not_allowed"
         assert messenger.deleted == []
@@ -115,7 +115,7 @@ async def test_admin_answers_are_cached_for_a_minute(messenger: RecordingMesseng
     assert messenger.admin_checks == [(GROUP, DANA)]
     messenger.admins[GROUP] = set()  # Dana is no longer an admin; the cache expires
     clock.advance(61)
-    with pytest.raises(ToolError, match="^not allowed: "):
+    with pytest.raises(ToolError, match=r"^not allowed: "):
         await delete_message({"message_id": 10}, context(messenger, store, DANA, admins=admins))
     assert messenger.admin_checks == [(GROUP, DANA)] * 2
 
@@ -127,7 +127,7 @@ async def test_the_owner_and_private_chats_never_ask_telegram(
     await chat_with(store, GROUP)
     await chat_with(store, BOB)
     await delete_message({"message_id": 10}, context(messenger, store, OWNER))
-    with pytest.raises(ToolError, match="^not allowed: "):
+    with pytest.raises(ToolError, match=r"^not allowed: "):
         await delete_message({"message_id": 10}, context(messenger, store, BOB, chat_id=BOB))
     assert messenger.admin_checks == []
 

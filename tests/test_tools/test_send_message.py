@@ -21,7 +21,7 @@ async def test_send_message_replies_by_alias_and_records_its_bubble(
 
     extra = messenger.sent[0]
     assert (extra.text, extra.reply_to) == ("ping Bob", 71)
-    event = await store.find_event(CHAT, extra.message_id)
+    event = await store.find_platform_message(CHAT, extra.message_id)
     assert event is not None
     assert (event.is_bot, event.sender_id, event.sender_name) == (True, 999, "Helper")
     assert messenger.texts(CHAT) == ["ping Bob", "ok"]

@@ -108,7 +108,7 @@ async def test_editing_the_answered_message_answers_again_on_a_new_branch(tmp_pa
         ("user", "capital of Italy?"),
         ("assistant", "Rome."),
     ]
-    event = await store.find_event(ALICE.id, 5)
+    event = await store.find_platform_message(ALICE.id, 5)
     assert event is not None
     assert event.text == "capital of Italy?"
     current = model.requests[-1].messages[-1].content

@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from bot.agent.ledger import LedgerEntry, LedgerWriter
+from bot.domain.ids import Locale
 from bot.errors import TelegramNetworkError
 from bot.services.daily_summary import DailySummary, format_summary_text
 from bot.services.usage_report import build_report
@@ -56,7 +57,7 @@ def traces(tmp_path: Path) -> Path:
 
 
 def summary(
-    traces: Path, messenger: RecordingMessenger, guard: InMemoryStore, locale: str = "en"
+    traces: Path, messenger: RecordingMessenger, guard: InMemoryStore, locale: Locale = "en"
 ) -> DailySummary:
     return DailySummary(
         traces, SHANGHAI, OWNER, messenger, guard, SteppingClock(NOW), locale=locale
@@ -142,7 +143,7 @@ async def test_a_day_without_calls_still_reports(tmp_path: Path) -> None:
     ],
     ids=["en", "zh"],
 )
-def test_format_summary_text(locale: str, expected: list[str]) -> None:
+def test_format_summary_text(locale: Locale, expected: list[str]) -> None:
     day = datetime(2026, 3, 1, 1, 0, tzinfo=UTC)
     report = build_report(
         [call(day, "a"), call(day, "a", input_tokens=None)], zone=SHANGHAI, days=[YESTERDAY]

@@ -1,0 +1,61 @@
+"""What an inbound message becomes in storage: its scene, its record, its platform event."""
+
+from __future__ import annotations
+
+from bot.context.projection import record_tokens
+from bot.domain.facts import InboundMessage
+from bot.domain.ids import Scene
+from bot.domain.records import RecordBody, ServiceMessageRecord, UserRecord
+from bot.ports import NewRecord, PlatformMessage
+
+
+def scene_of(message: InboundMessage, owner_id: int | None) -> Scene:
+    if message.chat_type == "private":
+        return "owner" if owner_id is not None and message.sender.id == owner_id else "private"
+    return "group"
+
+
+def record_of(message: InboundMessage, *, merged: bool) -> NewRecord:
+    """The record of a new (or edited) message; `merged` marks a later message of a burst
+    that joins the turn of the one before."""
+    body = _body(message, merged=merged)
+    return NewRecord(
+        body=body,
+        created_at=message.date,
+        message_ids=(message.message_id,),
+        tokens=record_tokens(body),
+    )
+
+
+def platform_message_of(
+    message: InboundMessage, *, known: PlatformMessage | None = None
+) -> PlatformMessage:
+    """The message as a platform event; for an edit, `known` (the stored event) keeps its
+    first date and its record."""
+    return PlatformMessage(
+        chat_id=message.chat_id,
+        thread_id=message.thread_id,
+        message_id=message.message_id,
+        sender_id=message.sender.id,
+        sender_name=message.sender.name,
+        is_bot=message.sender.is_bot,
+        date=known.date if known is not None else message.date,
+        text=message.text if message.event is None else message.event,
+        media=message.media,
+        reply_to_message_id=message.quote.id if message.quote is not None else None,
+        record_id=known.record_id if known is not None else None,
+        edited_at=message.edit_date if message.is_edit else None,
+    )
+
+
+def _body(message: InboundMessage, *, merged: bool) -> RecordBody:
+    if message.event is not None:
+        return ServiceMessageRecord(text=message.event, actor=message.sender)
+    return UserRecord(
+        sender=message.sender,
+        text=message.text,
+        media=message.media,
+        quote=message.quote,
+        forward=message.forward,
+        merged=merged,
+    )

@@ -1,0 +1,232 @@
+"""The usage report on screen: a table for terminals and pipes, JSON, and the command.
+
+`run_usage_report` is the body of `tgbot usage report` (the app's CLI calls it): it picks
+the days, loads the report (`usage_report`), and prints it: JSON with `--json`, a rich
+table on a terminal, the same table as plain text in a pipe.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import date, tzinfo
+from pathlib import Path
+from typing import Any, TextIO
+
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from bot.services.usage_report import UsageReport, UsageRow, load_report, report_days
+
+TABLE_WIDTH = 100
+
+
+def run_usage_report(
+    traces_dir: Path,
+    *,
+    zone: tzinfo,
+    today: date,
+    days: int | None,
+    since: date | None,
+    as_json: bool,
+    chat: int | None,
+    out: TextIO,
+) -> int:
+    """`tgbot usage report`: print the report; 0 on success, 2 on a bad span, 1 on I/O errors.
+
+    Writes nothing and creates nothing: a missing traces directory prints an empty report.
+    """
+    try:
+        selected = report_days(today, days=days, since=since)
+    except ValueError as exc:
+        out.write(f"error: {exc}\n")
+        return 2
+    try:
+        report = load_report(traces_dir, zone=zone, days=selected, chat=chat)
+    except OSError as exc:
+        out.write(f"error: cannot read the ledger in {traces_dir}: {exc.strerror or exc}\n")
+        return 1
+    if as_json:
+        out.write(to_json(report) + "\n")
+    elif _is_tty(out):
+        Console(file=out, width=max(TABLE_WIDTH, Console(file=out).width)).print(
+            _renderable(report)
+        )
+    else:
+        out.write(render_table(report))
+    return 0
+
+
+def _is_tty(out: TextIO) -> bool:
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def to_json(report: UsageReport) -> str:
+    return json.dumps(_report_dict(report), ensure_ascii=False, indent=2)
+
+
+def _report_dict(report: UsageReport) -> dict[str, Any]:
+    return {
+        "zone": report.zone,
+        "chat": report.chat,
+        "percentiles": "nearest-rank",
+        "days": [_row_dict(row) for row in report.days],
+        "total": _row_dict(report.total),
+        "corrupt_lines": report.corrupt_lines,
+        "partial_lines": report.partial_lines,
+    }
+
+
+def _row_dict(row: UsageRow) -> dict[str, Any]:
+    per_turn = row.calls_per_turn
+    return {
+        "day": None if row.day is None else row.day.isoformat(),
+        "calls": row.calls,
+        "turns": row.turns,
+        "estimated_calls": row.estimated_calls,
+        "input_per_call_p50": row.input_p50,
+        "input_per_call_p90": row.input_p90,
+        "input_tokens": row.input_tokens,
+        "reported_input_tokens": row.reported_input_tokens,
+        "cached_tokens": row.cached_tokens,
+        "billable_input_tokens": row.billable_input_tokens,
+        "cache_hit_rate": _round(row.cache_hit_rate),
+        "history_share": _round(row.history_share),
+        "fixed_share": _round(row.fixed_share),
+        "output_tokens": row.output_tokens,
+        "calls_per_turn": per_turn.as_dict(),
+        "calls_per_turn_mean": _round(per_turn.mean),
+        "cap_turns": row.cap_turns,
+        "trims": row.trims,
+        "errors": row.errors,
+        "cost": None if row.cost is None else round(row.cost, 6),
+    }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def render_table(report: UsageReport, *, width: int = TABLE_WIDTH) -> str:
+    """The report as plain text for a terminal or a pipe (no colour codes)."""
+    console = Console(
+        record=True, width=width, file=io.StringIO(), color_system=None, force_terminal=False
+    )
+    console.print(_renderable(report))
+    text = console.export_text(styles=False)
+    return "".join(line.rstrip() + "\n" for line in text.splitlines())
+
+
+def _renderable(report: UsageReport) -> RenderableType:
+    scope = f" · chat {report.chat}" if report.chat is not None else ""
+    calls = _table(
+        f"Input per model call · {report.zone}{scope}",
+        (
+            "day",
+            "calls",
+            "in p50",
+            "in p90",
+            "est",
+            "history",
+            "fixed",
+            "cache hit",
+            "billable in",
+            "output",
+            "cost",
+        ),
+    )
+    turns = _table(
+        "Turns",
+        ("day", "turns", "calls/turn", "1", "2", "3-5", "6+", "hit cap", "trims", "errors"),
+    )
+    for row in report.days:
+        calls.add_row(*_call_cells(row))
+        turns.add_row(*_turn_cells(row))
+    for table, cells in ((calls, _call_cells), (turns, _turn_cells)):
+        table.add_section()
+        table.add_row(*cells(report.total), style="bold")
+    notes = Text(
+        "in p50/p90: input tokens per call (nearest rank), as the provider reported them or, "
+        "for the `est` calls, our estimate. history/fixed: share of our input estimate. "
+        "cache hit: cached / reported input; billable in = reported - cached. "
+        "calls/turn: mean, then turns by number of model calls.",
+        style="dim",
+    )
+    parts: list[RenderableType] = [calls, turns, notes]
+    if report.corrupt_lines or report.partial_lines:
+        parts.append(
+            Text(
+                f"skipped {report.corrupt_lines} corrupt and {report.partial_lines} partial "
+                "ledger lines",
+                style="yellow",
+            )
+        )
+    return Group(*parts)
+
+
+def _table(title: str, headers: tuple[str, ...]) -> Table:
+    table = Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for header in headers:
+        table.add_column(header, justify="left" if header == "day" else "right", no_wrap=True)
+    return table
+
+
+def _call_cells(row: UsageRow) -> tuple[str, ...]:
+    return (
+        row.label,
+        f"{row.calls:,}",
+        format_tokens(row.input_p50),
+        format_tokens(row.input_p90),
+        f"{row.estimated_calls:,}" if row.estimated_calls else "-",
+        format_share(row.history_share),
+        format_share(row.fixed_share),
+        format_share(row.cache_hit_rate),
+        format_tokens(row.billable_input_tokens if row.reported_input_tokens else None),
+        format_tokens(row.output_tokens if row.calls else None),
+        format_cost(row.cost),
+    )
+
+
+def _turn_cells(row: UsageRow) -> tuple[str, ...]:
+    per_turn = row.calls_per_turn
+    return (
+        row.label,
+        f"{row.turns:,}",
+        "-" if per_turn.mean is None else f"{per_turn.mean:.2f}",
+        *(f"{n:,}" for n in per_turn.as_dict().values()),
+        f"{row.cap_turns:,}",
+        f"{row.trims:,}",
+        f"{row.errors:,}",
+    )
+
+
+def format_tokens(value: int | None) -> str:
+    """`9.8k`, `1.25M`; `-` for none."""
+    if value is None:
+        return "-"
+    if value < 1_000:
+        return str(value)
+    if value < 1_000_000:
+        return f"{value / 1_000:.1f}k"
+    return f"{value / 1_000_000:.2f}M"
+
+
+def format_share(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.0f}%"
+
+
+def format_cost(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4f}" if value < 10 else f"{value:,.2f}"

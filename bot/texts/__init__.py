@@ -1,0 +1,32 @@
+"""What the bot says to people outside model answers: one flat catalogue per locale.
+
+`bot/texts/zh.py` and `bot/texts/en.py` each hold a `TEXTS` dict with the same keys and the
+same `{placeholders}` (a test holds them equal). Look a text up with `text(locale, key,
+**values)`; an unknown key raises `KeyError`, so a typo fails loudly instead of sending
+nothing. Pure data and `str.format`, no I/O: any layer may import it.
+
+Keys by user: commands (`owner_only` … `unknown`), inbound and recovery (`rate_limited`,
+`restarted_*`, `internal_error`), a failed turn (`overflow`, `capacity`, `provider`,
+`bad_response`: `TurnFailed.key`), the daily usage summary (`summary_*`).
+
+Not here: the media placeholders and notes a model reads (`bot/context`), which are part
+of the prompt format, and the operator's English CLI output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from bot.domain.ids import Locale
+from bot.texts import en, zh
+
+CATALOGUES: Mapping[Locale, Mapping[str, str]] = {"zh": zh.TEXTS, "en": en.TEXTS}
+
+
+def text(locale: Locale, key: str, **values: object) -> str:
+    """The text `key` of `locale` with its `{placeholders}` filled from `values`."""
+    try:
+        template = CATALOGUES[locale][key]
+    except KeyError:
+        raise KeyError(f"no text {key!r} in the {locale!r} catalogue") from None
+    return template.format(**values)

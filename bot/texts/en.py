@@ -1,0 +1,40 @@
+"""The bot's words in English (keys and placeholders as in `zh.py`)."""
+
+from __future__ import annotations
+
+TEXTS: dict[str, str] = {
+    # commands
+    "owner_only": "Sorry, only the bot's owner can use this command.",
+    "nothing_to_retry": "There is no message to retry yet.",
+    "model_switched": "This chat now uses {route} (context window: {window}).",
+    "model_current": "Current model: {route} (context window: {window}). Available: {choices}",
+    "model_unknown": "No model profile named {name}. Available: {choices}",
+    "help": "Mention me or reply to me in a group to talk. Owner commands: "
+    "/usage /context /model /retry",
+    "unknown": "unknown",
+    # inbound and crash recovery
+    "rate_limited": "That's a lot of messages — please give me a minute.",
+    "restarted_missed": "Sorry, I was restarted and missed this message. Please ask again.",
+    "restarted_cut": "Sorry, I was restarted while replying, so the answer above may be "
+    "incomplete. Send /retry for the whole answer.",
+    "internal_error": "Sorry, something went wrong with this message. Please try again.",
+    # a turn that failed (`TurnFailed.key`)
+    "overflow": "This conversation no longer fits the model. Send /retry, or switch to a "
+    "model with a larger context window.",
+    "capacity": "This request does not fit the model's context window and was not sent. "
+    "Shorten the message or choose a larger model.",
+    "provider": "The model is unavailable right now. Please try again in a moment.",
+    "bad_response": "The model sent a reply I could not read. Please try again.",
+    # the daily usage summary
+    "summary_title": "Usage for {day} ({zone})",
+    "summary_empty": "No model calls.",
+    "summary_calls": "Calls: {calls} in {turns} turns ({mean} per turn); {cap} hit the "
+    "iteration cap",
+    "summary_input": "Input per call: p50 {p50} / p90 {p90}",
+    "summary_estimated": " ({n} estimated)",
+    "summary_shares": "History {history} · fixed {fixed} of input",
+    "summary_cache": "Cache hit {cache} · billable input {billable} · output {output}",
+    "summary_misc": "Trims {trims} · errors {errors} · cost {cost}",
+    "summary_skipped": "Skipped {n} unreadable ledger lines",
+    "summary_caption": "Input per call p50 and cache hit rate, last {n} days",
+}

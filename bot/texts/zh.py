@@ -1,0 +1,35 @@
+"""The bot's words in Chinese (keys and placeholders as in `en.py`)."""
+
+from __future__ import annotations
+
+TEXTS: dict[str, str] = {
+    # commands
+    "owner_only": "抱歉，这个命令只有机器人的主人可以使用。",
+    "nothing_to_retry": "还没有可以重试的消息。",
+    "model_switched": "本会话的模型已切换为 {route}（上下文窗口：{window}）。",
+    "model_current": "当前模型：{route}（上下文窗口：{window}）。可用：{choices}",
+    "model_unknown": "没有名为 {name} 的模型配置。可用：{choices}",
+    "help": "在群里 @我 或回复我的消息即可对话。主人命令：/usage /context /model /retry",
+    "unknown": "未知",
+    # inbound and crash recovery
+    "rate_limited": "消息有点多，请稍等一分钟再找我。",
+    "restarted_missed": "抱歉，我刚重启过，没来得及回复这条消息。请再问我一次。",
+    "restarted_cut": "抱歉，我在回复时重启了，上面的回答可能不完整。发送 /retry 获取完整回答。",
+    "internal_error": "抱歉，处理这条消息时出错了。请稍后再试。",
+    # a turn that failed (`TurnFailed.key`)
+    "overflow": "这段对话太长，模型放不下了。请发 /retry 重试，或换一个上下文更大的模型。",
+    "capacity": "这次请求超出了模型的上下文容量，没有发送。请缩短消息或换一个更大的模型。",
+    "provider": "模型暂时不可用，请稍后再试。",
+    "bad_response": "模型返回了无法理解的结果，请稍后再试。",
+    # the daily usage summary
+    "summary_title": "{day} 用量（{zone}）",
+    "summary_empty": "当天没有模型调用。",
+    "summary_calls": "调用 {calls} 次，{turns} 轮（每轮 {mean} 次）；{cap} 轮撞到迭代上限",
+    "summary_input": "单次输入：p50 {p50} / p90 {p90}",
+    "summary_estimated": "（{n} 次为估算）",
+    "summary_shares": "历史段 {history} · 固定段 {fixed}",
+    "summary_cache": "缓存命中 {cache} · 计费输入 {billable} · 输出 {output}",
+    "summary_misc": "裁剪 {trims} 次 · 错误 {errors} 次 · 费用 {cost}",
+    "summary_skipped": "跳过 {n} 行无法读取的账本",
+    "summary_caption": "最近 {n} 天单次输入 p50 与缓存命中率",
+}

@@ -1,0 +1,244 @@
+"""The SQL of `SqlStore` that is built once: column sets, hot statements and path walks.
+
+Hot statements are built at import, with bound parameters: building a construct and its
+cache key costs more than running the compiled SQL does. Parameter names differ from
+column names where SQLAlchemy reserves those (INSERT and UPDATE).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Literal
+
+from sqlalchemy import (
+    BigInteger,
+    CompoundSelect,
+    Integer,
+    Select,
+    and_,
+    bindparam,
+    func,
+    insert,
+    literal_column,
+    select,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from bot.domain.ids import SessionKey
+from bot.errors import SessionNotFound
+from storage.tables import EVENTS, MESSAGES, SESSIONS
+
+RECORD_COLUMNS = (
+    MESSAGES.c.id,
+    MESSAGES.c.session_id,
+    MESSAGES.c.parent_id,
+    MESSAGES.c.created_at,
+    MESSAGES.c.payload,
+    MESSAGES.c.tokens,
+    MESSAGES.c.alias_seq,
+    MESSAGES.c.alias_last,
+)
+ALIAS_COLUMNS = (
+    MESSAGES.c.id,
+    MESSAGES.c.parent_id,
+    MESSAGES.c.message_ids,
+    MESSAGES.c.alias_seq,
+    MESSAGES.c.alias_last,
+)
+
+
+SESSION_BY_KEY = select(SESSIONS).where(
+    SESSIONS.c.platform == bindparam("platform"),
+    SESSIONS.c.chat_id == bindparam("chat_id"),
+    SESSIONS.c.thread_id == bindparam("thread_id"),
+)
+SESSION_BY_ID = select(SESSIONS).where(SESSIONS.c.id == bindparam("session_id"))
+SESSION_BY_ID_LOCKED = SESSION_BY_ID.with_for_update()
+RECORD_IN_SESSION = select(MESSAGES.c.id, MESSAGES.c.alias_last).where(
+    MESSAGES.c.id == bindparam("record_id"), MESSAGES.c.session_id == bindparam("session_id")
+)
+RECORD_BY_ID = select(*RECORD_COLUMNS).where(MESSAGES.c.id == bindparam("record_id"))
+EARLIEST_WITH_FIRST = select(func.min(MESSAGES.c.id)).where(
+    MESSAGES.c.session_id == bindparam("session_id"),
+    MESSAGES.c.first_message_id == bindparam("first"),
+    MESSAGES.c.id <= bindparam("parent_id"),
+)
+
+
+def _holders() -> CompoundSelect[Any]:
+    """Records of session `session_id` that hold one of the platform ids `wanted`: as their
+    first id (indexed), or as a later bubble linked by its platform event (indexed on chat
+    id + message id). On any branch: `HOLDERS_ON_PATH` keeps those of the active path."""
+    by_first = select(MESSAGES.c.id.label("id")).where(
+        MESSAGES.c.session_id == bindparam("session_id"),
+        MESSAGES.c.first_message_id.in_(bindparam("wanted", expanding=True)),
+    )
+    by_event = (
+        select(MESSAGES.c.id.label("id"))
+        .select_from(EVENTS.join(MESSAGES, MESSAGES.c.id == EVENTS.c.record_id))
+        .where(
+            EVENTS.c.chat_id == bindparam("chat_id"),
+            EVENTS.c.message_id.in_(bindparam("wanted_bubbles", expanding=True)),
+            MESSAGES.c.session_id == bindparam("session_id"),
+        )
+    )
+    return by_first.union(by_event)
+
+
+def _holders_on_path() -> Select[Any]:
+    """Of the records `holders`, those on the path ending at `leaf_id`, oldest first, with
+    their alias columns. The walk goes up from the leaf no further than record `floor` (the
+    oldest holder; ids grow from parent to child) and carries ids only."""
+    walk = (
+        select(MESSAGES.c.id, MESSAGES.c.parent_id)
+        .where(MESSAGES.c.id == bindparam("leaf_id"))
+        .cte("up", recursive=True)
+    )
+    step = (
+        select(MESSAGES.c.id, MESSAGES.c.parent_id)
+        .join(walk, MESSAGES.c.id == walk.c.parent_id)
+        .where(MESSAGES.c.id >= bindparam("floor"))
+    )
+    walk = walk.union_all(step)
+    return (
+        select(*ALIAS_COLUMNS)
+        .where(
+            MESSAGES.c.id.in_(bindparam("holders", expanding=True)),
+            MESSAGES.c.id.in_(select(walk.c.id)),
+        )
+        .order_by(MESSAGES.c.id)
+    )
+
+
+HOLDERS = _holders()
+HOLDERS_ON_PATH = _holders_on_path()
+EVENT_BY_KEY = select(EVENTS).where(
+    EVENTS.c.chat_id == bindparam("chat_id"), EVENTS.c.message_id == bindparam("message_id")
+)
+INSERT_RECORD = insert(MESSAGES).returning(MESSAGES.c.id)
+MOVE_LEAF = (
+    update(SESSIONS)
+    .where(SESSIONS.c.id == bindparam("session_id"))
+    .values(active_leaf_id=bindparam("leaf_id"), updated_at=bindparam("now"))
+)
+
+
+def _append_head() -> Select[Any]:
+    """What `append` needs before its first insert, in one round trip: the session row; the
+    parent (`parent_id`, or the active leaf when that is NULL) as `parent_row` and
+    `parent_last`; and as `earliest` the oldest record of the session up to the parent
+    whose first platform id is `first` (see `storage.alias_cache`).
+
+    No `FOR UPDATE` here: PostgreSQL re-reads a row lock's row after waiting for it, but not
+    the rows joined to it, so the session row is locked by a statement before this one."""
+    parent = MESSAGES.alias("parent")
+    earlier = MESSAGES.alias("earlier")
+    parent_id = func.coalesce(bindparam("parent_id", type_=BigInteger), SESSIONS.c.active_leaf_id)
+    earliest = (
+        select(func.min(earlier.c.id))
+        .where(
+            earlier.c.session_id == SESSIONS.c.id,
+            earlier.c.first_message_id == bindparam("first", type_=BigInteger),
+            earlier.c.id <= parent.c.id,
+        )
+        .scalar_subquery()
+    )
+    joined = SESSIONS.outerjoin(
+        parent, and_(parent.c.id == parent_id, parent.c.session_id == SESSIONS.c.id)
+    )
+    return (
+        select(
+            SESSIONS,
+            parent.c.id.label("parent_row"),
+            parent.c.alias_last.label("parent_last"),
+            earliest.label("earliest"),
+        )
+        .select_from(joined)
+        .where(SESSIONS.c.id == bindparam("session_id"))
+    )
+
+
+APPEND_HEAD = _append_head()
+
+
+@functools.cache
+def upsert_events(dialect: str) -> Any:
+    """Insert platform events, or update the known ones (keeping their record and edit
+    time when the new row has none)."""
+    stmt = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(EVENTS)
+    return stmt.on_conflict_do_update(
+        index_elements=["chat_id", "message_id"],
+        set_={
+            "thread_id": stmt.excluded.thread_id,
+            "sender_id": stmt.excluded.sender_id,
+            "sender_name": stmt.excluded.sender_name,
+            "is_bot": stmt.excluded.is_bot,
+            "text": stmt.excluded.text,
+            "media": stmt.excluded.media,
+            "reply_to_message_id": stmt.excluded.reply_to_message_id,
+            "record_id": func.coalesce(stmt.excluded.record_id, EVENTS.c.record_id),
+            "edited_at": func.coalesce(stmt.excluded.edited_at, EVENTS.c.edited_at),
+        },
+    )
+
+
+def key_params(key: SessionKey) -> dict[str, Any]:
+    return {"platform": key.platform, "chat_id": key.chat_id, "thread_id": key.thread_id}
+
+
+async def session_row(conn: AsyncConnection, session_id: int, *, lock: bool = False) -> Any:
+    query = SESSION_BY_ID_LOCKED if lock else SESSION_BY_ID
+    row = (await conn.execute(query, {"session_id": session_id})).first()
+    if row is None:
+        raise SessionNotFound(f"no session {session_id}")
+    return row
+
+
+async def require_record(conn: AsyncConnection, session_id: int, record_id: int) -> Any:
+    params = {"record_id": record_id, "session_id": session_id}
+    row = (await conn.execute(RECORD_IN_SESSION, params)).first()
+    if row is None:
+        raise SessionNotFound(f"no record {record_id} in session {session_id}")
+    return row
+
+
+def walk_params(
+    leaf_id: int, *, stop_at: int | None = None, limit: int | None = None
+) -> dict[str, Any]:
+    """The parameters of `walk_up(..., stop=stop_at is not None, limit=limit is not None)`."""
+    params: dict[str, Any] = {"leaf_id": leaf_id}
+    if stop_at is not None:
+        params["stop_at"] = stop_at
+    if limit is not None:
+        params["limit"] = limit
+    return params
+
+
+@functools.cache
+def walk_up(
+    columns: Literal["records", "aliases"], *, stop: bool = False, limit: bool = False
+) -> Select[Any]:
+    """Rows of the path ending at record `leaf_id`, oldest first: back to `stop_at`
+    (included) when `stop`, else the root; at most `limit` rows when `limit` (parameters
+    from `walk_params`). A recursive CTE: one primary-key lookup per row."""
+    walk = (
+        select(
+            MESSAGES.c.id,
+            MESSAGES.c.parent_id,
+            literal_column("1", Integer).label("depth"),
+        )
+        .where(MESSAGES.c.id == bindparam("leaf_id"))
+        .cte("walk", recursive=True)
+    )
+    step = select(MESSAGES.c.id, MESSAGES.c.parent_id, (walk.c.depth + 1).label("depth")).join(
+        walk, MESSAGES.c.id == walk.c.parent_id
+    )
+    if stop:
+        step = step.where(walk.c.id != bindparam("stop_at"))
+    if limit:
+        step = step.where(walk.c.depth < bindparam("limit"))
+    walk = walk.union_all(step)
+    wanted = RECORD_COLUMNS if columns == "records" else ALIAS_COLUMNS
+    return select(*wanted).join(walk, MESSAGES.c.id == walk.c.id).order_by(walk.c.depth.desc())

@@ -1,0 +1,80 @@
+"""Rows of the SQL tables to and from the domain's values (sessions, records, events)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.domain.ids import SessionKey
+from bot.domain.records import StoredRecord
+from bot.ports import PlatformMessage, SessionInfo
+from storage.alias_cache import alias_parts
+from storage.codec import decode_media, decode_payload, encode_media
+
+
+def utc(value: datetime) -> datetime:
+    """Aware UTC; a naive value (SQLite hands those back) is taken as UTC."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def session_info(row: Any) -> SessionInfo:
+    return SessionInfo(
+        id=row.id,
+        key=SessionKey(platform=row.platform, chat_id=row.chat_id, thread_id=row.thread_id),
+        scene=row.scene,
+        title=row.title,
+        active_leaf_id=row.active_leaf_id,
+        window_start_id=row.window_start_id,
+        route=row.route,
+    )
+
+
+def stored_record(row: Any) -> StoredRecord:
+    body, message_ids = decode_payload(row.payload)
+    return StoredRecord(
+        id=row.id,
+        session_id=row.session_id,
+        parent_id=row.parent_id,
+        created_at=utc(row.created_at),
+        body=body,
+        message_ids=message_ids,
+        tokens=row.tokens,
+        alias_seq=row.alias_seq,
+        alias_parts=alias_parts(row.alias_seq, message_ids),
+    )
+
+
+def platform_event(row: Any) -> PlatformMessage:
+    return PlatformMessage(
+        chat_id=row.chat_id,
+        thread_id=row.thread_id,
+        message_id=row.message_id,
+        sender_id=row.sender_id,
+        sender_name=row.sender_name,
+        is_bot=row.is_bot,
+        date=utc(row.date),
+        text=row.text,
+        media=decode_media(row.media),
+        reply_to_message_id=row.reply_to_message_id,
+        record_id=row.record_id,
+        edited_at=None if row.edited_at is None else utc(row.edited_at),
+    )
+
+
+def event_row(event: PlatformMessage, *, default_record_id: int | None) -> dict[str, Any]:
+    """The `platform_events` row of `event`; linked to `default_record_id` when it names no
+    record."""
+    return {
+        "chat_id": event.chat_id,
+        "message_id": event.message_id,
+        "thread_id": event.thread_id,
+        "sender_id": event.sender_id,
+        "sender_name": event.sender_name,
+        "is_bot": event.is_bot,
+        "date": utc(event.date),
+        "text": event.text,
+        "media": encode_media(event.media),
+        "reply_to_message_id": event.reply_to_message_id,
+        "record_id": event.record_id if event.record_id is not None else default_record_id,
+        "edited_at": None if event.edited_at is None else utc(event.edited_at),
+    }

@@ -1,0 +1,117 @@
+"""The usage report on screen: the table, JSON, and the `tgbot usage report` command."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, date
+from pathlib import Path
+
+import pytest
+
+from bot.agent.ledger import ledger_file
+from bot.services.usage_render import render_table, run_usage_report, to_json
+from bot.services.usage_report import UsageReport, build_report
+from tests.test_services.ledger_days import D1, D2, DAY1, DAY2, SHANGHAI, write_ledger
+
+
+def run(traces: Path, **kwargs: object) -> tuple[int, str]:
+    out = io.StringIO()
+    options: dict[str, object] = {
+        "zone": SHANGHAI,
+        "today": D2,
+        "days": 2,
+        "since": None,
+        "as_json": False,
+        "chat": None,
+        "out": out,
+    }
+    options.update(kwargs)
+    code = run_usage_report(traces, **options)  # type: ignore[arg-type]
+    return code, out.getvalue()
+
+
+def test_the_command_prints_a_table(tmp_path: Path) -> None:
+    write_ledger(tmp_path, DAY1 + DAY2)
+    code, text = run(tmp_path)
+    assert code == 0
+    assert "2026-03-01" in text
+    assert "total" in text
+    assert "\x1b[" not in text
+    assert "10.0k" in text  # p50 of day 1
+    assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_the_command_prints_json(tmp_path: Path) -> None:
+    write_ledger(tmp_path, DAY1 + DAY2)
+    code, text = run(tmp_path, as_json=True, chat=-100)
+    assert code == 0
+    data = json.loads(text)
+    assert data["zone"] == "Asia/Shanghai"
+    assert data["chat"] == -100
+    assert [d["day"] for d in data["days"]] == ["2026-03-01", "2026-03-02"]
+    assert data["days"][0]["calls_per_turn"] == {"1": 1, "2": 1, "3-5": 1, "6+": 0}
+    assert data["total"]["calls"] == 9
+    assert data["percentiles"] == "nearest-rank"
+
+
+def test_a_missing_directory_prints_an_empty_report_and_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "data" / "agent-traces"
+    code, text = run(missing, as_json=True)
+    assert code == 0
+    assert json.loads(text)["total"]["calls"] == 0
+    assert not (tmp_path / "data").exists()
+
+
+def test_the_command_is_read_only_and_reads_only_the_days_asked(tmp_path: Path) -> None:
+    write_ledger(tmp_path, DAY1 + DAY2)
+    ledger_file(tmp_path, date(2026, 2, 28)).write_text("garbage outside the range\n")
+    before = {p.name: (p.stat().st_mtime_ns, p.stat().st_size) for p in tmp_path.iterdir()}
+    code, text = run(tmp_path, as_json=True)
+    assert code == 0
+    assert json.loads(text)["corrupt_lines"] == 0
+    after = {p.name: (p.stat().st_mtime_ns, p.stat().st_size) for p in tmp_path.iterdir()}
+    assert after == before
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"days": 0}, {"days": None, "since": date(2026, 3, 5)}],
+    ids=["zero-days", "since-future"],
+)
+def test_a_bad_span_is_a_usage_error(tmp_path: Path, kwargs: dict[str, object]) -> None:
+    code, text = run(tmp_path, **kwargs)
+    assert code == 2
+    assert text.startswith("error:")
+
+
+def test_an_unreadable_day_file_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    write_ledger(tmp_path, DAY2)
+    ledger_file(tmp_path, D1).mkdir()  # reading it fails with an OSError, even as root
+    code, text = run(tmp_path)
+    assert code == 1
+    assert text.startswith("error: cannot read the ledger")
+
+
+def test_a_terminal_gets_the_table_too(tmp_path: Path) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    write_ledger(tmp_path, DAY1)
+    out = Terminal()
+    code, _ = run(tmp_path, out=out)
+    assert code == 0
+    assert "total" in out.getvalue()
+
+
+def test_render_and_json_show_skipped_lines() -> None:
+    report = UsageReport(
+        zone="UTC",
+        days=(),
+        total=build_report([], zone=UTC, days=[]).total,
+        corrupt_lines=2,
+        partial_lines=1,
+    )
+    assert "skipped 2 corrupt and 1 partial" in render_table(report)
+    assert json.loads(to_json(report))["partial_lines"] == 1
