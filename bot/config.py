@@ -22,6 +22,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from bot.context.tool_results import DEFAULT_MAX_TOOL_RESULT_CHARS
 from bot.errors import ConfigError
 
 DEFAULT_TELEGRAM_API_BASE = "https://api.telegram.org"
@@ -51,7 +52,7 @@ class RuntimeSettings(BaseModel):
     context_compact_ratio: float | None = None
     history_pruning: HistoryPruning = HistoryPruning()
     max_tool_iterations: int = Field(10, ge=1)
-    max_tool_result_chars: int = Field(50_000, ge=0)
+    max_tool_result_chars: int = Field(DEFAULT_MAX_TOOL_RESULT_CHARS, ge=0)
     max_output_tokens: int | None = Field(None, ge=1)
     request_timeout_seconds: float = Field(60.0, gt=0)
     max_retries: int = Field(3, ge=0)

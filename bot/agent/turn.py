@@ -12,6 +12,7 @@ from bot.context.alias_table import AliasTable
 from bot.context.budget import RuntimeLimits
 from bot.context.history_trim import HistoryTrimmed
 from bot.context.projection import Projection
+from bot.context.tool_results import DEFAULT_MAX_TOOL_RESULT_CHARS
 from bot.domain.ids import Locale, Scene
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord
@@ -28,7 +29,7 @@ class TurnPolicy:
     headroom: float = 0.25
     limits: RuntimeLimits = field(default_factory=lambda: RuntimeLimits(max_context_tokens=None))
     max_tool_iterations: int = 10
-    max_tool_result_chars: int = 50_000
+    max_tool_result_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS
     max_output_tokens: int | None = None
     locale: Locale = "zh"
     zone: tzinfo
