@@ -150,6 +150,7 @@ class RequestBuilder:
             kept_turns=0,
             dropped_turns=decision.dropped_turns if decision.moved else 0,
             window=window,
+            history_start=0,
             history_end=0,
         )
         self._lay_out(state, window, tail=[])
@@ -186,14 +187,11 @@ class RequestBuilder:
             records=records, projection=projection, blocks=window.blocks, aliases=window.aliases
         )
         register_shown(window.aliases, projection, session.key.chat_id)
-        before = state.history_end - self._head_length(state)
+        before = state.history_end - state.history_start
         tail = state.messages[state.history_end :]
         state.crumb = True
         self._lay_out(state, kept, tail=tail)
-        return count, before - (state.history_end - self._head_length(state))
-
-    def _head_length(self, state: TurnState) -> int:
-        return 2 if state.crumb else 1
+        return count, before - (state.history_end - state.history_start)
 
     def _lay_out(self, state: TurnState, window: TurnWindow, *, tail: list[ChatMessage]) -> None:
         """Put the system prompt (and the breadcrumb), the window's messages without orphaned
@@ -212,6 +210,7 @@ class RequestBuilder:
         )
         state.window = window
         state.messages = [*head, *history, *tail]
+        state.history_start = len(head)
         state.history_end = len(head) + len(history)
         state.current_index = len(head) + current
         state.kept_turns = count_turns(state.messages)

@@ -51,8 +51,8 @@ class TurnState:
 
     `messages` is what the next provider call sends: the head (system prompt, breadcrumb
     when earlier history is left out), the window rendered from `window.records`, then this
-    turn's tool steps; `history_end` is where the rendered window ends and `current_index`
-    where the current message sits. A runtime trim drops whole turns from `window` and
+    turn's tool steps; `messages[history_start:history_end]` is the rendered window and
+    `current_index` where the current message sits. A runtime trim drops whole turns from `window` and
     renders it again (`RequestBuilder.drop_turns`). `crumb` says whether the breadcrumb is
     in. `pending_trims` are the trims since the last model call: published on the bus as
     they are flushed, and all of them reported with the next call.
@@ -69,6 +69,7 @@ class TurnState:
     history_budget: int
     kept_turns: int
     window: TurnWindow
+    history_start: int
     history_end: int
     dropped_turns: int = 0
     pending_trims: list[HistoryTrimmed] = field(default_factory=list)
