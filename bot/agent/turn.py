@@ -52,9 +52,9 @@ class TurnState:
     `messages` is what the next provider call sends: the head (system prompt, breadcrumb
     when earlier history is left out), the window rendered from `window.records`, then this
     turn's tool steps; `messages[history_start:history_end]` is the rendered window and
-    `current_index` where the current message sits. A runtime trim drops whole turns from `window` and
-    renders it again (`RequestBuilder.drop_turns`). `crumb` says whether the breadcrumb is
-    in. `pending_trims` are the trims since the last model call: published on the bus as
+    `current_index` where the current message sits. A runtime trim drops whole turns from
+    `window` and renders it again (`RequestBuilder.drop_turns`). `crumb` says whether the
+    breadcrumb is in. `pending_trims` are the trims since the last model call: published on the bus as
     they are flushed, and all of them reported with the next call.
     """
 
