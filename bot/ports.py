@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal, Protocol
 
-from bot.domain.facts import InboundMessage, Media
+from bot.domain.facts import InboundMessage, Media, MembershipChange, ReactionChange
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.messages import ChatMessage, ToolCall
 from bot.domain.records import RecordBody, StoredRecord
@@ -283,7 +283,8 @@ class LLMProvider(Protocol):
 class Delivery:
     """What an outbound send achieved: one slot per planned bubble, `None` where it failed.
 
-    `texts[i]` is the text of bubble i; `error` is the failure that stopped the rest.
+    `texts[i]` is what bubble i was made from (the Markdown as the model wrote it, not the
+    formatted text Telegram shows); `error` is the failure that stopped the rest.
     """
 
     message_ids: tuple[int | None, ...]
@@ -385,6 +386,18 @@ class InboundSink(Protocol):
 
     async def on_edit(self, message: InboundMessage) -> None:
         """An edited message (`is_edit` is set)."""
+        ...
+
+
+class ChatEventSink(Protocol):
+    """What the Telegram adapter hands updates about a chat to (not messages in it)."""
+
+    async def on_membership(self, change: MembershipChange) -> None:
+        """The bot was added to a chat, removed or kicked from it, or its rights changed."""
+        ...
+
+    async def on_reaction(self, reaction: ReactionChange) -> None:
+        """Someone changed their reactions to a message (any message; the sink filters)."""
         ...
 
 

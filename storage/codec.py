@@ -145,7 +145,13 @@ def _encode_body(body: RecordBody) -> Json:
 
 def _sender(sender: Sender) -> Json:
     data = _compact(
-        {"id": sender.id, "name": sender.name, "username": sender.username, "isBot": sender.is_bot}
+        {
+            "id": sender.id,
+            "name": sender.name,
+            "username": sender.username,
+            "isBot": sender.is_bot,
+            "viaBot": sender.via_bot,
+        }
     )
     if sender.kind != "user":
         data["kind"] = sender.kind
@@ -153,12 +159,14 @@ def _sender(sender: Sender) -> Json:
 
 
 def _media(media: Media) -> Json:
+    details = _compact({"title": media.title, "detail": media.detail, "value": media.value})
     return {
         "kind": media.kind,
         "duration": media.duration,
         "fileName": media.file_name,
         "emoji": media.emoji,
         "fileId": media.file_id,
+        **details,
     }
 
 
@@ -171,6 +179,9 @@ def _quote(quote: Quote) -> Json:
             "summary": quote.summary,
             "truncated": quote.truncated,
             "chatId": quote.chat_id,
+            "fragment": quote.fragment,
+            "chatName": quote.chat_name,
+            "forwardedFrom": quote.forwarded_from,
         }
     )
 
@@ -297,6 +308,7 @@ def _read_sender(raw: object) -> Sender | None:
         username=_opt_str(raw.get("username")),
         is_bot=bool(raw.get("isBot", False)),
         kind=cast(SenderKind, kind if kind in _SENDER_KINDS else "user"),
+        via_bot=_opt_str(raw.get("viaBot")),
     )
 
 
@@ -308,6 +320,9 @@ def _read_media(raw: Mapping[str, Any]) -> Media:
         file_name=_opt_str(raw.get("fileName")),
         emoji=_opt_str(raw.get("emoji")),
         file_id=_opt_str(raw.get("fileId")),
+        title=_opt_str(raw.get("title")),
+        detail=_opt_str(raw.get("detail")),
+        value=_opt_int(raw.get("value")),
     )
 
 
@@ -321,6 +336,9 @@ def _read_quote(raw: object) -> Quote | None:
         summary=str(raw.get("summary", "")),
         truncated=bool(raw.get("truncated", False)),
         chat_id=_opt_int(raw.get("chatId")),
+        fragment=bool(raw.get("fragment", False)),
+        chat_name=_opt_str(raw.get("chatName")),
+        forwarded_from=_opt_str(raw.get("forwardedFrom")),
     )
 
 

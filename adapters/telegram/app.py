@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiogram import Bot, Dispatcher, Router
 from aiogram.client.default import DefaultBotProperties
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
+from aiogram.dispatcher.event.bases import UNHANDLED
 from aiogram.methods import (
     DeleteMessage,
     DeleteWebhook,
@@ -21,13 +23,14 @@ from aiogram.methods import (
     SetWebhook,
 )
 from aiogram.methods.base import Response
-from aiogram.types import Message, Update
+from aiogram.types import ChatMemberUpdated, Message, MessageReactionUpdated, TelegramObject, Update
 
+from adapters.telegram.chat_events import parse_membership, parse_reaction
 from adapters.telegram.parsing import parse_update_strict
-from adapters.telegram.placeholders import Locale
+from adapters.telegram.quote_summaries import Locale
 from bot.domain.facts import InboundMessage
 from bot.errors import StorageUnavailable
-from bot.ports import InboundSink
+from bot.ports import ChatEventSink, InboundSink
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +69,11 @@ def build_dispatcher(
     bot_username: str | None,
     locale: Locale,
     on_parse_error: ParseErrorHook | None = None,
+    chat_events: ChatEventSink | None = None,
 ) -> Dispatcher:
-    """A Dispatcher whose routers parse messages and edits and pass them to `sink`."""
+    """A Dispatcher whose routers parse messages and edits and pass them to `sink` (and the
+    bot's membership changes and reactions to `chat_events`, when given). An update no
+    router handles is logged and skipped."""
     dispatcher = Dispatcher()
     routers = get_routers(
         sink,
@@ -75,9 +81,27 @@ def build_dispatcher(
         bot_username=bot_username,
         locale=locale,
         on_parse_error=on_parse_error,
+        chat_events=chat_events,
     )
     dispatcher.include_routers(*routers)
+    dispatcher.update.outer_middleware(_log_unhandled)
     return dispatcher
+
+
+async def _log_unhandled(
+    handler: Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]],
+    event: TelegramObject,
+    data: dict[str, Any],
+) -> Any:
+    """Say why an update went nowhere: no router asked for its kind."""
+    result = await handler(event, data)
+    if result is UNHANDLED and isinstance(event, Update):
+        try:
+            kind = event.event_type
+        except Exception:  # a kind newer than this aiogram build
+            kind = "unknown"
+        logger.info("skipping update %s: nothing handles %s updates", event.update_id, kind)
+    return result
 
 
 def get_routers(
@@ -87,8 +111,11 @@ def get_routers(
     bot_username: str | None,
     locale: Locale,
     on_parse_error: ParseErrorHook | None = None,
+    chat_events: ChatEventSink | None = None,
 ) -> tuple[Router, ...]:
-    """What reacts to what: messages and channel posts are new, edits are edits."""
+    """What reacts to what: messages and channel posts are new, edits are edits; with
+    `chat_events`, the bot's membership changes and reactions go there. Only kinds with a
+    handler are asked for (`allowed_updates` follows these routers)."""
     inbound = _Inbound(
         sink, bot_id=bot_id, bot_username=bot_username, locale=locale, on_parse_error=on_parse_error
     )
@@ -104,7 +131,52 @@ def get_routers(
     async def on_edit(message: Message, event_update: Update) -> None:
         await inbound.deliver(event_update, edit=True)
 
-    return (router,)
+    if chat_events is None:
+        return (router,)
+    chats = Router(name="chat_events")
+    events = _ChatEvents(chat_events)
+
+    @chats.my_chat_member()
+    async def on_membership(member: ChatMemberUpdated, event_update: Update) -> None:
+        await events.membership(member, event_update.update_id)
+
+    @chats.message_reaction()
+    async def on_reaction(reaction: MessageReactionUpdated, event_update: Update) -> None:
+        await events.reaction(reaction, event_update.update_id)
+
+    return (router, chats)
+
+
+class _ChatEvents:
+    """Parse a membership or reaction update and hand it on; failures as in `_Inbound`."""
+
+    def __init__(self, sink: ChatEventSink) -> None:
+        self._sink = sink
+
+    async def membership(self, event: ChatMemberUpdated, update_id: int) -> None:
+        try:
+            change = parse_membership(event, update_id=update_id)
+        except Exception:
+            logger.warning("skipping my_chat_member update %s", update_id, exc_info=True)
+            return
+        logger.info("bot %s in chat %s (%s)", change.change, change.chat_id, change.status)
+        await self._guard(self._sink.on_membership(change), update_id)
+
+    async def reaction(self, event: MessageReactionUpdated, update_id: int) -> None:
+        try:
+            reaction = parse_reaction(event, update_id=update_id)
+        except Exception:
+            logger.warning("skipping message_reaction update %s", update_id, exc_info=True)
+            return
+        await self._guard(self._sink.on_reaction(reaction), update_id)
+
+    async def _guard(self, call: Awaitable[None], update_id: int) -> None:
+        try:
+            await call
+        except StorageUnavailable:
+            raise
+        except Exception:
+            logger.exception("chat event sink failed on update %s", update_id)
 
 
 class _Inbound:

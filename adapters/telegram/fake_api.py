@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from aiogram.types import ChatMemberAdministrator, ChatMemberRestricted
 from aiohttp import web
+from pydantic import BaseModel
 
 from adapters.telegram.text_units import utf16_len
 
@@ -91,6 +93,7 @@ class FakeBotApi:
         self._next_message_id: dict[int, int] = {}
         self._failures: dict[str, list[_Failure]] = {}
         self._delays: dict[str, list[_Delay]] = {}
+        self._entity_rejections = 0
         self._pushed = asyncio.Event()
         self._called: asyncio.Condition | None = None
         self._stopped: asyncio.Event | None = None
@@ -232,6 +235,68 @@ class FakeBotApi:
         if creator is not None:
             self._creators[chat_id] = creator
 
+    def member_update(
+        self,
+        chat_id: int,
+        actor: Mapping[str, Any] | int,
+        *,
+        old: str = "left",
+        new: str = "member",
+        chat_type: str = "supergroup",
+        chat_title: str | None = None,
+    ) -> JSON:
+        """A `my_chat_member` update: `actor` changed the bot's status in the chat from `old`
+        to `new` ("left" → "member" adds it, "member" → "kicked" removes it)."""
+        sender = _user_json(actor)
+        chat = self._chat(chat_id, chat_type, chat_title, sender)
+        return {
+            "my_chat_member": {
+                "chat": chat,
+                "from": sender,
+                "date": int(time.time()),
+                "old_chat_member": self._member(old),
+                "new_chat_member": self._member(new),
+            }
+        }
+
+    def reaction_update(
+        self,
+        chat_id: int,
+        message_id: int,
+        user: Mapping[str, Any] | int | None,
+        *,
+        old: tuple[str, ...] = (),
+        new: tuple[str, ...] = ("👍",),
+        actor_chat: Mapping[str, Any] | None = None,
+    ) -> JSON:
+        """A `message_reaction` update: `user` (or `actor_chat`, for an anonymous admin or a
+        channel) changed their emoji reactions to a message from `old` to `new`."""
+        chat = self._chats.get(chat_id) or self._chat(chat_id, "supergroup", None)
+        event: JSON = {
+            "chat": chat,
+            "message_id": message_id,
+            "date": int(time.time()),
+            "old_reaction": [{"type": "emoji", "emoji": e} for e in old],
+            "new_reaction": [{"type": "emoji", "emoji": e} for e in new],
+        }
+        if user is not None:
+            event["user"] = _user_json(user)
+        if actor_chat is not None:
+            event["actor_chat"] = dict(actor_chat)
+        return {"message_reaction": event}
+
+    def _member(self, status: str) -> JSON:
+        member: JSON = {"status": status, "user": self.bot_user}
+        if status in ("kicked", "restricted"):
+            member["until_date"] = 0
+        if status == "restricted":
+            member["is_member"] = True
+            member.update(_rights(ChatMemberRestricted, granted=False))
+        if status == "administrator":
+            member.update({"can_be_edited": False, "is_anonymous": False})
+            member.update(_rights(ChatMemberAdministrator, granted=True))
+        return member
+
     def sent_messages(self, chat_id: int) -> list[JSON]:
         """Messages the bot sent to `chat_id`, in order (edits applied, deletions kept)."""
         return list(self._sent.get(chat_id, []))
@@ -252,6 +317,11 @@ class FakeBotApi:
         """The next `times` calls of `method`, once `after` more succeeded, answer with this."""
         failure = _Failure(error_code, description, retry_after, times, after)
         self._failures.setdefault(method.lower(), []).append(failure)
+
+    def reject_entities(self, *, times: int = 1) -> None:
+        """The next `times` sendMessage calls that carry entities fail with Telegram's
+        "can't parse entities" error (calls without entities still go through)."""
+        self._entity_rejections += times
 
     def delay_next(self, method: str, seconds: float, *, times: int = 1, after: int = 0) -> None:
         """Hold the next `times` calls of `method`, once `after` more went through, for
@@ -386,8 +456,18 @@ class FakeBotApi:
             raise _ApiError(400, "Bad Request: message text is empty")
         if utf16_len(text) > 4096:
             raise _ApiError(400, "Bad Request: message is too long")
+        entities = params.get("entities")
+        if entities:
+            if self._entity_rejections > 0:
+                self._entity_rejections -= 1
+                raise _ApiError(
+                    400, "Bad Request: can't parse entities: unsupported entity in the message"
+                )
+            _check_entities(text, entities)
         msg = self._outgoing(chat_id, params)
         msg["text"] = text
+        if entities:
+            msg["entities"] = entities
         return self._store_sent(msg)
 
     async def _send_photo(self, params: Params) -> JSON:
@@ -450,9 +530,15 @@ class FakeBotApi:
         if self._creators.get(chat_id) == user_id:
             return {"status": "creator", "user": user, "is_anonymous": False}
         if user_id in self._admins.get(chat_id, set()):
-            rights = dict.fromkeys(_ADMIN_RIGHTS, False)
+            rights = _rights(ChatMemberAdministrator, granted=False)
             rights["can_delete_messages"] = True
-            return {"status": "administrator", "user": user, **rights}
+            return {
+                "status": "administrator",
+                "user": user,
+                "can_be_edited": False,
+                "is_anonymous": False,
+                **rights,
+            }
         return {"status": "member", "user": user}
 
     async def _set_webhook(self, params: Params) -> bool:
@@ -593,24 +679,6 @@ async def _read_params(request: web.Request) -> Params:
     return params
 
 
-_ADMIN_RIGHTS = (
-    "can_be_edited",
-    "is_anonymous",
-    "can_manage_chat",
-    "can_delete_messages",
-    "can_manage_video_chats",
-    "can_restrict_members",
-    "can_promote_members",
-    "can_change_info",
-    "can_invite_users",
-    "can_post_stories",
-    "can_edit_stories",
-    "can_delete_stories",
-    "can_send_welcome_messages",
-)
-"""The boolean fields a `ChatMemberAdministrator` must carry."""
-
-
 def _decode(key: str, value: str) -> Any:
     """Form fields carry JSON for numbers, booleans and objects; strings stay strings."""
     if key in _STRING_FIELDS:
@@ -656,6 +724,42 @@ def _user_json(user: Mapping[str, Any] | int) -> JSON:
     data.setdefault("is_bot", False)
     data.setdefault("first_name", f"User{data['id']}")
     return data
+
+
+_ENTITY_TYPES = frozenset(
+    {"mention", "hashtag", "cashtag", "bot_command", "url", "email", "phone_number", "bold",
+     "italic", "underline", "strikethrough", "spoiler", "blockquote", "expandable_blockquote",
+     "code", "pre", "text_link", "text_mention", "custom_emoji"}
+)  # fmt: skip
+
+
+def _rights(model: type[BaseModel], *, granted: bool) -> JSON:
+    """Every `can_*` flag a chat member of this kind carries in the current Bot API."""
+    return {name: granted for name in model.model_fields if name.startswith("can_")}
+
+
+def _check_entities(text: str, entities: Any) -> None:
+    """Entities must be a list of known types inside the text (UTF-16 units), as Telegram
+    demands; a text_link needs its url."""
+    size = utf16_len(text)
+    problem = ""
+    if not isinstance(entities, list):
+        problem = "entities must be an array"
+    for entity in entities if isinstance(entities, list) else []:
+        offset = entity.get("offset") if isinstance(entity, dict) else None
+        length = entity.get("length") if isinstance(entity, dict) else None
+        if not isinstance(entity, dict) or entity.get("type") not in _ENTITY_TYPES:
+            problem = f"unsupported entity {entity!r}"
+        elif not isinstance(offset, int) or not isinstance(length, int):
+            problem = "entity offset and length must be integers"
+        elif offset < 0 or length <= 0 or offset + length > size:
+            problem = f"entity at offset {offset} with length {length} is outside the text"
+        elif entity["type"] == "text_link" and not entity.get("url"):
+            problem = "text_link without url"
+        if problem:
+            break
+    if problem:
+        raise _ApiError(400, f"Bad Request: can't parse entities: {problem}")
 
 
 def _entities(text: str) -> list[JSON]:

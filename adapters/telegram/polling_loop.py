@@ -7,7 +7,9 @@ confirmed by the next request:
 
 - updates are grouped by chat; a chat's updates run one after the other, ordered by message
   id (then update id, so an edit follows its message) even when a batch lists them out of
-  order; different chats run concurrently;
+  order; different chats run concurrently; changes to the bot's own membership run first
+  (a bot kicked in this batch answers none of it: it could not send there anyway), and
+  reactions go with the message they react to;
 - a failing handler is logged and does not stop polling (the inbound service de-duplicates,
   so an update seen twice after a crash is stored once); `StorageUnavailable` (the
   database is busy or away) is retried with backoff before the update is given up;
@@ -110,11 +112,24 @@ def _message(update: Update) -> Message | None:
 
 def _chat_key(update: Update) -> object:
     message = _message(update)
-    if message is None:
+    chat = message.chat if message is not None else None
+    if update.my_chat_member is not None:
+        chat = update.my_chat_member.chat
+    elif update.message_reaction is not None:
+        chat = update.message_reaction.chat
+    if chat is None:
         return ("update", update.update_id)
-    return ("chat", message.chat.id)
+    return ("chat", chat.id)
 
 
-def _order_key(update: Update) -> tuple[int, int]:
+def _order_key(update: Update) -> tuple[int, int, int]:
+    """(phase, message id, update id): membership changes first, then messages, edits and
+    reactions in message order."""
     message = _message(update)
-    return (message.message_id if message is not None else 0, update.update_id)
+    if message is not None:
+        return (1, message.message_id, update.update_id)
+    if update.message_reaction is not None:
+        return (1, update.message_reaction.message_id, update.update_id)
+    if update.my_chat_member is not None:
+        return (0, 0, update.update_id)
+    return (1, 0, update.update_id)

@@ -1,4 +1,5 @@
-"""Outbound Telegram: split text into bubbles, send them as replies, map aiogram errors."""
+"""Outbound Telegram: the model's Markdown as formatted bubbles sent as replies; aiogram errors
+mapped into `bot.errors`."""
 
 from __future__ import annotations
 
@@ -12,9 +13,15 @@ import aiohttp
 from aiogram import Bot
 from aiogram import exceptions as tg
 from aiogram.enums import ChatMemberStatus
-from aiogram.types import BufferedInputFile, Message, ReactionTypeEmoji, ReplyParameters
+from aiogram.types import (
+    BufferedInputFile,
+    Message,
+    MessageEntity,
+    ReactionTypeEmoji,
+    ReplyParameters,
+)
 
-from adapters.telegram.text_units import prefix_fitting, safe_cut, utf16_len
+from adapters.telegram.markdown_entities import TELEGRAM_TEXT_LIMIT, Bubble, plan_bubbles
 from bot.errors import (
     TelegramBadRequest,
     TelegramError,
@@ -26,55 +33,10 @@ from bot.ports import BubbleHook, Delivery
 
 logger = logging.getLogger(__name__)
 
-TELEGRAM_TEXT_LIMIT = 4096
 DEFAULT_MAX_FLOOD_WAIT = 10.0
-
-# Where a bubble may end, best first. Each pattern matches the separator after the cut.
-_BOUNDARIES: tuple[re.Pattern[str], ...] = (
-    re.compile(r"\n[ \t]*\n\s*"),  # paragraph
-    re.compile(r"\n\s*"),  # line
-    re.compile(r"(?<=[.!?…])\s+|(?<=[。！？；])\s*"),  # sentence
-    re.compile(r"[ \t\u3000]+"),  # word
-)
-
-
-def split_text(text: str, limit: int = TELEGRAM_TEXT_LIMIT) -> tuple[str, ...]:
-    """Bubbles of at most `limit` UTF-16 units, cut at the best boundary that fills half a bubble.
-
-    Prefers paragraph, then line, then sentence, then word boundaries; a run with none of
-    them is cut hard, but never inside a character or a grapheme cluster. Whitespace at the
-    cuts is dropped; an empty or blank text gives no bubbles.
-    """
-    if limit < 2:
-        raise ValueError("limit must be at least 2 UTF-16 units")
-    bubbles: list[str] = []
-    rest = text.strip()
-    while rest:
-        if utf16_len(rest) <= limit:
-            bubbles.append(rest)
-            break
-        fit = prefix_fitting(rest, limit)
-        end, resume = _best_cut(rest, fit)
-        bubble = rest[:end].rstrip()
-        if bubble:
-            bubbles.append(bubble)
-        rest = rest[resume:].lstrip()
-    return tuple(bubbles)
-
-
-def _best_cut(text: str, fit: int) -> tuple[int, int]:
-    """(end of this bubble, start of the next) for a window of `fit` characters."""
-    floor = fit // 2
-    for pattern in _BOUNDARIES:
-        best: tuple[int, int] | None = None
-        for match in pattern.finditer(text, floor, fit + 1):
-            if match.start() > 0 and floor <= match.start() <= fit:
-                best = (match.start(), match.end())
-        if best is not None:
-            return best
-    cut = safe_cut(text, fit)
-    return cut, cut
-
+# Telegram's answer when it rejects a message's entities ("Bad Request: can't parse
+# entities: ..."); the bubble then goes again as plain text.
+_ENTITIES_REJECTED = re.compile(r"can'?t parse entities|cannot parse entities", re.IGNORECASE)
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -104,13 +66,18 @@ class TelegramMessenger:
         reply_to: int | None = None,
         on_bubble: BubbleHook | None = None,
     ) -> Delivery:
-        """Send the bubbles in order, each replying to `reply_to`; stop at the first failure.
+        """Send `text` (the model's Markdown) as formatted bubbles in order, each replying to
+        `reply_to`; stop at the first failure.
 
-        Never raises for a Telegram failure: the failure that stopped delivery is
-        `Delivery.error`, and the slots it left unsent are `None`. `on_bubble` gets the
-        delivery so far after each confirmed bubble (its own errors propagate).
+        Each bubble carries Telegram entities (no parse mode, nothing escaped); one whose
+        entities Telegram rejects goes again as the same plain text. `Delivery.texts` hold
+        the Markdown each bubble came from, as the model wrote it. Never raises for a
+        Telegram failure: the failure that stopped delivery is `Delivery.error`, and the
+        slots it left unsent are `None`. `on_bubble` gets the delivery so far after each
+        confirmed bubble (its own errors propagate).
         """
-        bubbles = split_text(text, self._limit)
+        bubbles = plan_bubbles(text, self._limit)
+        sources = tuple(bubble.source for bubble in bubbles)
         ids: list[int | None] = [None] * len(bubbles)
         dates: list[datetime | None] = [None] * len(bubbles)
         error: Exception | None = None
@@ -126,11 +93,34 @@ class TelegramMessenger:
             ids[index] = sent.message_id
             dates[index] = _utc(sent.date)
             if on_bubble is not None:
-                await on_bubble(Delivery(message_ids=tuple(ids), texts=bubbles, dates=tuple(dates)))
-        return Delivery(message_ids=tuple(ids), texts=bubbles, dates=tuple(dates), error=error)
+                await on_bubble(Delivery(message_ids=tuple(ids), texts=sources, dates=tuple(dates)))
+        return Delivery(message_ids=tuple(ids), texts=sources, dates=tuple(dates), error=error)
 
     async def _send_bubble(
-        self, chat_id: int, text: str, thread_id: int, reply_to: int | None
+        self, chat_id: int, bubble: Bubble, thread_id: int, reply_to: int | None
+    ) -> Message:
+        entities = [MessageEntity(**entity.to_api()) for entity in bubble.entities]
+        try:
+            return await self._send_plain_or_formatted(
+                chat_id, bubble.text, entities or None, thread_id, reply_to
+            )
+        except TelegramBadRequest as exc:
+            if not entities or not _ENTITIES_REJECTED.search(str(exc)):
+                raise
+            logger.warning(
+                "chat %s rejected the entities of a bubble (%s); sending it as plain text",
+                chat_id,
+                exc,
+            )
+        return await self._send_plain_or_formatted(chat_id, bubble.text, None, thread_id, reply_to)
+
+    async def _send_plain_or_formatted(
+        self,
+        chat_id: int,
+        text: str,
+        entities: list[MessageEntity] | None,
+        thread_id: int,
+        reply_to: int | None,
     ) -> Message:
         reply = (
             ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
@@ -143,6 +133,7 @@ class TelegramMessenger:
                 return await self._bot.send_message(
                     chat_id=chat_id,
                     text=text,
+                    entities=entities,
                     message_thread_id=thread_id or None,
                     reply_parameters=reply,
                 )

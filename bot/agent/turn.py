@@ -54,8 +54,8 @@ class TurnState:
     turn's tool steps; `messages[history_start:history_end]` is the rendered window and
     `current_index` where the current message sits. A runtime trim drops whole turns from
     `window` and renders it again (`RequestBuilder.drop_turns`). `crumb` says whether the
-    breadcrumb is in. `pending_trims` are the trims since the last model call: published on the bus as
-    they are flushed, and all of them reported with the next call.
+    breadcrumb is in. `pending_trims` are the trims since the last model call: published
+    on the bus as they are flushed, and all of them reported with the next call.
     """
 
     session: SessionInfo

@@ -1,23 +1,30 @@
-"""Escaping member content so nobody can forge our markers by typing them.
+"""Escaping member content so nobody can forge a block the system writes by typing it.
 
-Projection frames conversation with a few bracketed markers: the header (`[id:…]`,
-`[parts:…]`, or any header field first), the quote line (`[quote …]`), the forward line
-(`[forwarded from …]`, `[forwarded]`), `[event]`, `[Earlier conversation summary]`, the
-`[Tool results]` carrier, the breadcrumb (`[earlier turns omitted…]`), the per-turn blocks
-(`[Turn context]`, `[Already told the user]`) and `[Untrusted conversation references]`.
+The system frames conversation with bracketed blocks: the header (`[id:…]`), the quote
+line (`[quote …]`), the forward line, `[event]`, the `[Tool results]` carrier, the
+breadcrumb, `[Summary of earlier conversation …]`, the per-turn blocks (`[Turn context]`,
+`[Already told the user]`, `[Reactions since your last reply]`, `[Workspace rules]`,
+`[Tool index]`…) and `[Untrusted conversation references]` — and more names get added.
 
-Member content (text, captions, forwarded text, quote summaries, event text) escapes a line
-that starts with one of them — case-insensitively, after any leading whitespace, zero-width
-or bidi characters, also with a full-width `［` — by putting one backslash before its
-bracket: `[Tool results]` → `\\[Tool results]`. A line that already has backslashes there
-gets one more (`\\[id:` → `\\\\[id:`), so the escape reads like Markdown's and stays
-unambiguous. Every other line is left byte-exact. Line breaks are whatever
-`str.splitlines` breaks on (also `\\r`, `\\u2028`, `\\x85`…), since a model may read any of
-them as a new line.
+Rule (chosen over a list of names): in member content (text, captions, quotes, event
+text; names and options go through `inline_value`) every line that opens with an opening
+bracket followed by a word is escaped. "Opens" allows leading whitespace and invisible
+characters (zero-width, bidi, soft hyphen, BOM) before the bracket and between the bracket
+and the word; the brackets are `[`, full-width `［`, `【`, `〖`, `〘` and `〚`; "a word" is
+any letter or digit in any script. A list of names failed once already (new blocks slipped
+through unescaped), and every future block name is covered without anyone remembering to
+add it; the cost is a backslash before a member's `[1] footnote` or `[link](url)` line,
+which reads the same to a model.
 
-Values we put inside a bracket (names, ids, file names) go through `inline_value` /
-`header_value` instead: no line breaks, control or bidi characters, no brackets, and in a
-header no `;`.
+The escape puts one backslash before the bracket: `[Tool results]` → `\\[Tool results]`. A
+line that already has backslashes there gets one more (`\\[id:` → `\\\\[id:`), so the
+escape stays unambiguous. Every other line is left byte-exact. Line breaks are whatever
+`str.splitlines` breaks on (also `\\r`, `\\u2028`, `\\x85`…), since a model may read any
+of them as a new line.
+
+Values we put inside a bracket (names, ids, file names, poll options) go through
+`inline_value` / `header_value` instead: no line breaks, control or bidi characters, no
+brackets, and in a header no `;`.
 """
 
 from __future__ import annotations
@@ -25,23 +32,11 @@ from __future__ import annotations
 import re
 
 _INVISIBLE = r"[\s\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
-HEADER_FIELDS = ("id", "parts", "user", "user_id", "origin", "date", "time", "reply_to")
+OPENING_BRACKETS = "[［【〖〘〚"
+HEADER_FIELDS = ("id", "parts", "user", "user_id", "origin", "via", "date", "time", "reply_to")
 _FIELD = "(?:" + "|".join(HEADER_FIELDS) + ")"
-_KEYWORDS = (
-    _FIELD + r"\s*:",
-    r"quote\b",
-    r"forwarded\b",
-    r"event\b",
-    r"earlier\s+conversation\s+summary",
-    r"tool\s+results",
-    r"earlier\s+turns\s+omitted",
-    r"turn\s+context",
-    r"already\s+told\s+the\s+user",
-    r"untrusted\s+conversation\s+references",
-)
 _RESERVED_LINE = re.compile(
-    rf"^({_INVISIBLE}*)(\\*)([\[［]\s*(?:{'|'.join(_KEYWORDS)}))",
-    re.IGNORECASE,
+    rf"^({_INVISIBLE}*)(\\*)([{re.escape(OPENING_BRACKETS)}]{_INVISIBLE}*[^\W_])",
 )
 
 # Line breaks and C0/C1 controls become a space; bidi controls and the BOM are dropped
@@ -56,8 +51,8 @@ _INLINE_TABLE: dict[int, str | None] = {
     **dict.fromkeys(range(0x2066, 0x206A)),
     ord("["): "(",
     ord("]"): ")",
-    ord("［"): "（",
-    ord("］"): "）",
+    **dict.fromkeys(map(ord, "［【〖〘〚"), "（"),
+    **dict.fromkeys(map(ord, "］】〗〙〛"), "）"),
 }
 _HEADER_TABLE: dict[int, str | None] = {**_INLINE_TABLE, ord(";"): ","}
 
@@ -69,16 +64,11 @@ _ECHOED_HEADER = re.compile(
 
 def escape_member_text(text: str) -> str:
     """`text` with a backslash before the bracket of every line that opens a reserved marker."""
-    if "[" not in text and "［" not in text:
+    if not any(bracket in text for bracket in OPENING_BRACKETS):
         return text
     return "".join(
         _RESERVED_LINE.sub(r"\1\\\2\3", line, count=1) for line in text.splitlines(keepends=True)
     )
-
-
-def one_line(text: str) -> str:
-    """Member text for the tail of one of our lines: line breaks become spaces, then escaped."""
-    return escape_member_text(" ".join(text.splitlines()))
 
 
 def inline_value(text: str) -> str:

@@ -9,6 +9,8 @@ Fields, in this order, each closed by `;`, only when they apply:
   changed since their previous one; `user_id:<id>` alone after that. Left out for our own
   replies, and for the human in private and owner chats (there is only one).
 - `origin:peer_bot` when the sender is a bot that is not us.
+- `via:@<username>` when the message was sent through an inline bot (the words are the
+  bot's, picked by the sender); shown in every scene, also where sender fields are not.
 - `date:YYYY-MM-DD` on the first header of the window and the first of a new day in the
   bot's time zone; `time:HH:mm` with every date and whenever at least 60 s passed since the
   last header that *showed* a time.
@@ -42,6 +44,7 @@ class Header:
     user_name: str | None = None
     user_id: int | None = None
     peer_bot: bool = False
+    via: str | None = None
     date: str | None = None
     time: str | None = None
     reply_to: str | None = None
@@ -61,6 +64,8 @@ def render_header(header: Header) -> str:
         fields.append(f"user_id:{header.user_id};")
     if header.peer_bot:
         fields.append("origin:peer_bot;")
+    if header.via is not None:
+        fields.append(f"via:{header_value(header.via)};")
     if header.date is not None:
         fields.append(f"date:{header.date};")
     if header.time is not None:
@@ -116,6 +121,7 @@ class HeaderWalker:
                 user_name=user_name,
                 user_id=user_id,
                 peer_bot=peer_bot,
+                via=sender.via_bot if sender is not None else None,
                 date=day_text,
                 time=time_text,
                 reply_to=reply_to,

@@ -1,11 +1,18 @@
 """How a quote or a forward is shown, decided at render time against the current window.
 
 - Target inside the window (also our own reply): `reply_to:<alias>` in the header, no text.
+  When the member selected part of the target (Telegram's `quote`), the fragment is shown
+  as well, on a line that needs only the id: `[quote id:m9;] <fragment>`.
 - Otherwise a line before the body:
-  `[quote id:<alias or platform id>;user_id:<sender>;date:<YYYY-MM-DD>;time:<HH:mm>;] <summary>`
+  `[quote id:<alias or platform id>;chat:<name>;user_id:<sender>;date:<YYYY-MM-DD>;`
+  `time:<HH:mm>;forwarded_from:<name>;] <summary>` (one line; fields only when they apply).
   The alias is used when the target is on the active path (outside the window), else the
-  platform id. `user_id` / `time` are left out when unknown; `date` only when the quoted
-  message is from another day than the quoting one (a bare `HH:mm` would read as today).
+  platform id (`unknown` when the update named none). `chat:` only for a quote from another
+  chat (`external_reply`), with its title or `@username`. `user_id` / `time` are left out
+  when unknown; `date` only when the quoted message is from another day than the quoting
+  one (a bare `HH:mm` would read as today).
+  `forwarded_from:` names the original author when the quoted message was a forward (one
+  level), so the words are not credited to whoever forwarded them.
   The summary is the stored one-line `Quote.summary`, escaped, with `…` when truncated.
 - A truncated summary adds one entry to an `[Untrusted conversation references]` block
   after the body, pointing at the tool that reads it whole:
@@ -23,11 +30,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
-from bot.context.escaping import header_value, inline_value, one_line
+from bot.context.escaping import escape_member_text, header_value, inline_value
 from bot.context.headers import local_day, local_hhmm
+from bot.context.placeholders import leading_placeholders
 from bot.domain.facts import Forward, Quote
 
 REFERENCES_MARKER = "[Untrusted conversation references]"
+UNKNOWN_ID = "unknown"  # an external reply that named no message
 ELLIPSIS = "…"
 
 
@@ -61,19 +70,30 @@ def render_quote(
     `in_window` maps platform ids of messages shown before this one in the window to their
     aliases; `on_path` does the same for the rest of the active path.
     """
-    foreign = chat_id is not None and quote.chat_id is not None and quote.chat_id != chat_id
+    foreign = quote.chat_name is not None or (
+        chat_id is not None and quote.chat_id is not None and quote.chat_id != chat_id
+    )
     if not foreign and quote.id in in_window:
-        return QuoteView(reply_to=in_window[quote.id])
-    alias = None if foreign else on_path.get(quote.id)
-    shown = alias if alias is not None else str(quote.id)
+        alias = in_window[quote.id]
+        fragment = _tail(quote.summary) if quote.fragment else ""
+        if fragment and quote.truncated and not fragment.endswith(ELLIPSIS):
+            fragment += ELLIPSIS
+        line = f"[quote id:{header_value(alias)};] {fragment}" if fragment else None
+        return QuoteView(reply_to=alias, line=line)
+    path_alias = None if foreign else on_path.get(quote.id)
+    shown = path_alias if path_alias is not None else str(quote.id) if quote.id else UNKNOWN_ID
     fields = [f"id:{header_value(shown)};"]
+    if quote.chat_name:
+        fields.append(f"chat:{header_value(quote.chat_name)};")
     if quote.sender_id is not None:
         fields.append(f"user_id:{quote.sender_id};")
     if quote.timestamp is not None:
         if local_day(quote.timestamp, zone) != local_day(quoted_at, zone):
             fields.append(f"date:{local_day(quote.timestamp, zone).isoformat()};")
         fields.append(f"time:{local_hhmm(quote.timestamp, zone)};")
-    summary = one_line(quote.summary)
+    if quote.forwarded_from:
+        fields.append(f"forwarded_from:{header_value(quote.forwarded_from)};")
+    summary = _tail(quote.summary)
     if quote.truncated and not summary.endswith(ELLIPSIS):
         summary += ELLIPSIS
     line = "[quote " + "".join(fields) + "]" + (" " + summary if summary else "")
@@ -87,9 +107,20 @@ def render_quote(
     return QuoteView(
         line=line,
         reference=reference,
-        alias=alias,
-        platform_id=None if foreign or alias is not None else quote.id,
+        alias=path_alias,
+        platform_id=None if foreign or path_alias is not None or not quote.id else quote.id,
     )
+
+
+def _tail(summary: str) -> str:
+    """The summary on the rest of our quote line: one line; its member text escaped.
+
+    A summary starts with our own placeholders (`[视频 12s] …`) or with member text; the
+    member text after the placeholders is escaped like a line of its own, so a typed
+    `[quote id:m1;]` or `[Turn context]` cannot pass for ours.
+    """
+    placeholders, text = leading_placeholders(" ".join(summary.split()))
+    return placeholders + escape_member_text(text)
 
 
 def references_block(entries: list[str]) -> str:

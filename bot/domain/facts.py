@@ -21,29 +21,54 @@ MediaKind = Literal[
     "contact",
     "poll",
     "other",
+    "dice",
+    "venue",
+    "game",
+    "story",
+    "invoice",
+    "paid_media",
+    "giveaway",
+    "giveaway_winners",
+    "checklist",
+    "live_photo",
+    "unknown",
 ]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Sender:
-    """Who wrote a message. For an anonymous admin or a channel, `id` is the sender chat's id."""
+    """Who wrote a message. For an anonymous admin or a channel, `id` is the sender chat's id.
+
+    `via_bot` names the inline bot the message was sent through (`@gif`, `@quiz_bot`): the
+    words are that bot's, chosen by the sender. `@username` when the bot has one, else its name.
+    """
 
     id: int
     name: str
     username: str | None = None
     is_bot: bool = False
     kind: SenderKind = "user"
+    via_bot: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Media:
-    """A media attachment, kept as facts for a placeholder such as `[语音 3s]`."""
+    """A media attachment or a non-text content, kept as facts for a placeholder (`[语音 3s]`).
+
+    The details people care about, by kind: `title` (venue title, contact name, poll
+    question, game / invoice / checklist title, giveaway prize, story's chat), `detail`
+    (venue address, rounded coordinates, poll options, checklist tasks, giveaway winners)
+    and `value` (dice value, winner count, star count). Title and detail are member content.
+    """
 
     kind: MediaKind
     duration: int | None = None
     file_name: str | None = None
     emoji: str | None = None
     file_id: str | None = None
+    title: str | None = None
+    detail: str | None = None
+    value: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,7 +78,10 @@ class Quote:
     `id` is the quoted message's platform id. `summary` is already one line with media
     placeholders; `truncated` says whether it was cut. `sender_id` and `timestamp` are
     `None` when the target could not be resolved (only the id is then known).
-    `is_manual` says the sender selected part of the message (Telegram's `quote`).
+    `fragment` says `summary` is the part of the message the sender selected (Telegram's
+    `quote`), shown even when the target is in the window. `chat_name` names the other
+    chat of an external reply (title or `@username`); `forwarded_from` the original author
+    when the quoted message was itself a forward (one level).
     """
 
     id: int
@@ -62,7 +90,9 @@ class Quote:
     summary: str = ""
     truncated: bool = False
     chat_id: int | None = None
-    is_manual: bool = False
+    fragment: bool = False
+    chat_name: str | None = None
+    forwarded_from: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,3 +133,44 @@ class InboundMessage:
     replies_to_bot: bool = False
     command: str | None = None
     event: str | None = None
+
+
+MembershipChangeKind = Literal["added", "removed", "updated"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MembershipChange:
+    """The bot's own membership in a chat changed (Telegram's `my_chat_member`).
+
+    `change` is "added" when the bot can now read the chat, "removed" when it left or was
+    kicked (nothing more may be sent there), "updated" for anything else (promoted,
+    restricted but still a member). `status` is the new status as Telegram names it
+    ("member", "administrator", "left", "kicked", …); `actor` is who made the change.
+    """
+
+    update_id: int | None = None
+    chat_id: int
+    chat_type: Literal["private", "group", "supergroup", "channel"]
+    chat_title: str | None = None
+    date: datetime
+    actor: Sender
+    change: MembershipChangeKind
+    status: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReactionChange:
+    """Someone changed their reactions to a message (Telegram's `message_reaction`).
+
+    `added`/`removed` are the reactions that appeared or went away: an emoji, or
+    `custom_emoji:<id>`, or `paid`. `actor` is the user, or the chat for an anonymous
+    admin or a channel. Whether the message is the bot's is for the consumer to decide.
+    """
+
+    update_id: int | None = None
+    chat_id: int
+    message_id: int
+    date: datetime
+    actor: Sender
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()

@@ -102,7 +102,7 @@ async def test_polling_delivers_parsed_messages_and_edits(api: FakeBotApi, bot: 
     )
     assert reply.quote is not None
     assert (reply.quote.id, reply.quote.sender_id, reply.quote.summary) == (first_id, 1001, "hello")
-    assert reply.quote.is_manual
+    assert reply.quote.fragment
     assert (edit.is_edit, edit.message_id, edit.text) == (True, first_id, "@test_bot hello!")
     offsets = [c.get("offset") for c in api.calls_of("getUpdates")]
     assert offsets[-1] == 4  # all three updates were confirmed

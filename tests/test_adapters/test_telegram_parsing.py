@@ -13,6 +13,7 @@ from aiogram.types import Update
 
 from adapters.telegram.parsing import parse_raw_update, parse_update
 from bot.domain.facts import Forward, InboundMessage, Media, Quote, Sender
+from bot.domain.ids import Locale
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telegram"
 BOT_ID = 5000000001
@@ -105,7 +106,8 @@ CASES: dict[str, InboundMessage | None] = {
             timestamp=at(1764390000),
             summary="[视频 12s] Rain expected on Friday",
             chat_id=NEWS,
-            is_manual=True,
+            fragment=True,
+            chat_name="Daily News",
         ),
     ),
     "external_reply_hidden_text": group(
@@ -114,7 +116,13 @@ CASES: dict[str, InboundMessage | None] = {
         BOB_PLAIN,
         update_id=900029,
         text="agreed",
-        quote=Quote(id=0, timestamp=at(1764001000), summary="the whole thing"),
+        quote=Quote(
+            id=0,
+            timestamp=at(1764001000),
+            summary="the whole thing",
+            fragment=True,
+            chat_name="另一个聊天",  # the update named no chat
+        ),
     ),
     "partial_quote": group(
         208,
@@ -128,7 +136,7 @@ CASES: dict[str, InboundMessage | None] = {
             timestamp=at(1764300000),
             summary="call mom",
             chat_id=GROUP,
-            is_manual=True,
+            fragment=True,
         ),
     ),
     "album_photo_1": group(
@@ -186,7 +194,7 @@ CASES: dict[str, InboundMessage | None] = {
         BOB_PLAIN,
         update_id=900013,
         text="Markets closed higher",
-        forward=Forward(from_name="Daily News", from_id=NEWS, date=at(1764395000)),
+        forward=Forward(from_name="Daily News (Ed)", from_id=NEWS, date=at(1764395000)),
     ),
     "forum_topic_message": InboundMessage(
         update_id=900014,
@@ -221,7 +229,7 @@ CASES: dict[str, InboundMessage | None] = {
     "anonymous_admin": group(
         217,
         1764396700,
-        Sender(id=GROUP, name="Tea Room", kind="anonymous_admin"),
+        Sender(id=GROUP, name="Tea Room (owner)", kind="anonymous_admin"),  # signed
         update_id=900016,
         text="Please keep it civil.",
     ),
@@ -305,7 +313,7 @@ CASES: dict[str, InboundMessage | None] = {
         chat_title="Daily News",
         message_id=4402,
         date=at(1764397000),
-        sender=Sender(id=NEWS, name="Daily News", username="dailynews", kind="channel"),
+        sender=Sender(id=NEWS, name="Daily News (Ed)", username="dailynews", kind="channel"),
         text="Breaking: tea prices fall",
     ),
     "callback_query": None,
@@ -386,3 +394,159 @@ def test_an_error_inside_the_parser_becomes_none(caplog: pytest.LogCaptureFixtur
     caplog.set_level(logging.WARNING)
     assert parse_update(broken, bot_id=BOT_ID, bot_username="x", locale="zh") is None
     assert "could not parse update 900001" in caplog.text
+
+
+# ---------------------------------------------------------------- who said what
+
+CORPUS = FIXTURES.parent / "telegram_updates"
+
+
+def corpus(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((CORPUS / f"{name}.json").read_text(encoding="utf-8"))
+    return data["update"]  # type: ignore[no-any-return]
+
+
+def parse(data: dict[str, Any], locale: Locale = "en") -> InboundMessage:
+    parsed = parse_raw_update(data, bot_id=BOT_ID, bot_username="test_bot", locale=locale)
+    assert parsed is not None
+    return parsed
+
+
+def message_with(**fields: Any) -> dict[str, Any]:
+    return {
+        "update_id": 1,
+        "message": {
+            "message_id": 50,
+            "date": 1764400000,
+            "chat": {"id": GROUP, "type": "supergroup", "title": "Tea Room"},
+            "from": {"id": 1002, "is_bot": False, "first_name": "Bob"},
+            "text": "look",
+            **fields,
+        },
+    }
+
+
+DAN = {"id": 77, "is_bot": False, "first_name": "Dan", "last_name": "Wu"}
+NEWS_CHAT = {"id": NEWS, "type": "channel", "title": "Daily News", "username": "dailynews"}
+
+
+@pytest.mark.parametrize(
+    ("modern", "legacy", "expected"),
+    [
+        (
+            {"type": "user", "date": 1764300000, "sender_user": DAN},
+            {"forward_from": DAN, "forward_date": 1764300000},
+            Forward(from_name="Dan Wu", from_id=77, date=at(1764300000)),
+        ),
+        (
+            {"type": "hidden_user", "date": 1764300000, "sender_user_name": "Mystery"},
+            {"forward_sender_name": "Mystery", "forward_date": 1764300000},
+            Forward(from_name="Mystery", hidden=True, date=at(1764300000)),
+        ),
+        (
+            {"type": "channel", "date": 1764300000, "chat": NEWS_CHAT, "message_id": 9},
+            {"forward_from_chat": NEWS_CHAT, "forward_date": 1764300000},
+            Forward(from_name="Daily News", from_id=NEWS, date=at(1764300000)),
+        ),
+        (
+            {
+                "type": "chat",
+                "date": 1764300000,
+                "sender_chat": {"id": GROUP, "type": "supergroup", "title": "Tea Room"},
+                "author_signature": "mod",
+            },
+            {
+                "forward_from_chat": {"id": GROUP, "type": "supergroup", "title": "Tea Room"},
+                "forward_signature": "mod",
+                "forward_date": 1764300000,
+            },
+            Forward(from_name="Tea Room (mod)", from_id=GROUP, date=at(1764300000)),
+        ),
+    ],
+    ids=["user", "hidden-user", "channel", "chat-signed"],
+)
+def test_legacy_forward_fields_give_the_same_forward(
+    modern: dict[str, Any], legacy: dict[str, Any], expected: Forward
+) -> None:
+    assert parse(message_with(forward_origin=modern)).forward == expected
+    assert parse(message_with(**legacy)).forward == expected
+
+
+def test_a_reply_to_a_forward_names_the_original_author() -> None:
+    parsed = parse(corpus("group_reply_to_legacy_forward_from"))
+    assert parsed.quote is not None
+    assert parsed.quote.forwarded_from == "Daniil Okhlopkov"
+    assert parsed.quote.sender_id == 1440913096  # who forwarded it, kept as the sender
+
+
+def test_via_bot_is_kept_on_the_sender() -> None:
+    parsed = parse(corpus("private_via_bot_inline_keyboard"))
+    assert parsed.sender.via_bot == "@redzonetest2_bot"
+    assert parsed.text == "message text"
+
+
+def test_an_external_reply_names_its_chat_and_keeps_its_content() -> None:
+    parsed = parse(corpus("nam_via_bot_external_reply_quote_filled"))
+    assert parsed.quote == Quote(
+        id=11,
+        sender_id=8,
+        timestamp=at(1749000000),
+        summary="[poll Best?] the quoted bit",
+        chat_id=-1002,
+        fragment=True,
+        chat_name="News",
+    )
+
+
+def test_an_external_reply_from_another_topic_of_this_chat_is_an_ordinary_quote() -> None:
+    origin = {"type": "user", "date": 1764300000, "sender_user": DAN}
+    here = {"id": GROUP, "type": "supergroup", "title": "Tea Room"}
+    parsed = parse(message_with(external_reply={"origin": origin, "chat": here, "message_id": 9}))
+    assert parsed.quote is not None
+    assert parsed.quote.chat_name is None
+    assert parsed.quote.chat_id == GROUP
+
+
+def test_a_poll_is_a_placeholder_with_its_options_not_member_text() -> None:
+    poll = {
+        "id": "p",
+        "question": "Lunch?",
+        "options": [
+            {"text": "noodles", "voter_count": 0, "persistent_id": "a"},
+            {"text": "rice", "voter_count": 0, "persistent_id": "b"},
+        ],
+        "total_voter_count": 0,
+        "is_closed": False,
+        "is_anonymous": True,
+        "type": "regular",
+        "allows_multiple_answers": False,
+        "allows_revoting": False,
+        "members_only": False,
+    }
+    data = message_with(poll=poll)
+    del data["message"]["text"]
+    parsed = parse(data)
+    assert parsed.text == ""
+    assert parsed.media == (Media(kind="poll", title="Lunch?", detail="noodles / rice"),)
+
+
+def test_a_reply_to_a_service_message_quotes_its_description() -> None:
+    target = message_with(giveaway_created={"prize_star_count": 500})["message"]
+    del target["text"]
+    parsed = parse(message_with(reply_to_message=target), locale="zh")
+    assert parsed.quote is not None
+    assert parsed.quote.summary == "Bob 创建了抽奖（500 星）"
+
+
+def test_a_field_from_a_newer_bot_api_renders_as_unsupported_content() -> None:
+    data = message_with(shiny_new_content={"x": 1})
+    del data["message"]["text"]
+    parsed = parse(data)
+    assert parsed.media == (Media(kind="unknown"),)
+    assert parsed.event is None
+
+
+def test_a_private_message_without_from_is_the_other_person() -> None:
+    parsed = parse(corpus("service_chat_shared_no_sender"))
+    assert parsed.sender == Sender(id=250918540, name="Андрей Власов", username="aka_dude")
+    assert parsed.event == 'Андрей Власов shared the chat "384939"'

@@ -10,6 +10,7 @@ from aiogram import Bot
 from adapters.telegram.app import build_bot
 from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.sender import TelegramMessenger
+from adapters.telegram.text_units import utf16_len, utf16_slice
 from bot.errors import (
     TelegramBadRequest,
     TelegramFloodWait,
@@ -222,3 +223,105 @@ async def test_an_unreachable_api_is_a_network_error_in_the_delivery() -> None:
         await bot.session.close()
     assert delivery.message_ids == (None,)
     assert isinstance(delivery.error, TelegramNetworkError)
+
+
+# ------------------------------------------------------------------ formatted replies
+
+
+async def test_markdown_goes_out_as_entities_and_the_delivery_keeps_the_markdown(
+    api: FakeBotApi, messenger: TelegramMessenger
+) -> None:
+    markdown = "## 结果\n\n**Done** 😀 see [docs](https://example.com/x) and `main.py`."
+    delivery = await messenger.send_text(CHAT, markdown)
+    (sent,) = api.sent_messages(CHAT)
+    assert sent["text"] == "结果\n\nDone 😀 see docs and main.py."
+    assert sent["entities"] == [
+        {"type": "bold", "offset": 0, "length": 2},
+        {"type": "bold", "offset": 4, "length": 4},
+        {"type": "text_link", "offset": 16, "length": 4, "url": "https://example.com/x"},
+        {"type": "code", "offset": 25, "length": 7},
+    ]
+    (call,) = api.calls_of("sendMessage")
+    assert "parse_mode" not in call
+    assert delivery.texts == (markdown,)  # what is stored: the model's words as written
+
+
+async def test_plain_text_is_sent_without_entities(
+    api: FakeBotApi, messenger: TelegramMessenger
+) -> None:
+    await messenger.send_text(CHAT, "no markup here, 2 * 3 = 6")
+    (call,) = api.calls_of("sendMessage")
+    assert call["text"] == "no markup here, 2 * 3 = 6"
+    assert "entities" not in call
+
+
+async def test_rejected_entities_resend_the_same_bubble_as_plain_text(
+    api: FakeBotApi, messenger: TelegramMessenger, caplog: pytest.LogCaptureFixture
+) -> None:
+    trigger_id = trigger(api)
+    api.reject_entities()
+    delivery = await messenger.send_text(CHAT, "**bold** _claim_", reply_to=trigger_id)
+    first, second = api.calls_of("sendMessage")
+    assert first["entities"]
+    assert first["text"] == "bold claim"
+    assert second["text"] == "bold claim"
+    assert "entities" not in second
+    (sent,) = api.sent_messages(CHAT)
+    assert sent["reply_to_message"]["message_id"] == trigger_id
+    assert delivery.error is None
+    assert delivery.message_ids == (sent["message_id"],)
+    assert delivery.texts == ("**bold** _claim_",)
+    assert "sending it as plain text" in caplog.text
+
+
+async def test_only_the_rejected_bubble_falls_back_to_plain_text(
+    api: FakeBotApi, messenger: TelegramMessenger
+) -> None:
+    part = " ".join(f"**w{n}**" for n in range(1200))  # 5,889 characters shown
+    api.reject_entities()
+    delivery = await messenger.send_text(CHAT, part)
+    sent = api.sent_messages(CHAT)
+    assert len(sent) == 2
+    assert "entities" not in sent[0]
+    assert len(sent[1]["entities"]) == len(sent[1]["text"].split())
+    assert delivery.error is None
+    assert all(mid is not None for mid in delivery.message_ids)
+
+
+async def test_other_bad_requests_are_not_retried_as_plain_text(
+    api: FakeBotApi, messenger: TelegramMessenger
+) -> None:
+    api.fail_next("sendMessage", error_code=400, description="Bad Request: chat not found")
+    delivery = await messenger.send_text(CHAT, "**hello**")
+    assert len(api.calls_of("sendMessage")) == 1
+    assert delivery.message_ids == (None,)
+    assert isinstance(delivery.error, TelegramBadRequest)
+
+
+async def test_entities_across_the_4096_boundary_are_accepted_by_the_api_in_each_bubble(
+    api: FakeBotApi, messenger: TelegramMessenger
+) -> None:
+    words = " ".join(["字😀"] * 1200)  # 4,799 UTF-16 units
+    lines = [f"row_{n} = '字😀' * {n}" for n in range(400)]
+    code_block = "\n".join(lines)
+    markdown = f"*{words}*\n\n```python\n{code_block}\n```"
+    delivery = await messenger.send_text(CHAT, markdown)
+    sent = api.sent_messages(CHAT)
+    assert delivery.error is None
+    assert len(sent) == len(delivery.message_ids) == 4
+    # The fake refuses any entity outside its text in UTF-16 units, as Telegram does.
+    assert all(utf16_len(m["text"]) <= 4096 for m in sent)
+    assert [[e["type"] for e in m["entities"]] for m in sent] == [
+        ["italic"],
+        ["italic", "pre"],
+        ["pre"],
+        ["pre"],
+    ]
+    italic = [utf16_slice(m["text"], *_span(m["entities"][0])) for m in sent[:2]]
+    assert " ".join(italic) == words
+    code = [utf16_slice(m["text"], *_span(m["entities"][-1])) for m in sent[1:]]
+    assert "\n".join(code).split("\n") == lines
+
+
+def _span(entity: dict[str, int]) -> tuple[int, int]:
+    return entity["offset"], entity["length"]

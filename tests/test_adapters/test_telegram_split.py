@@ -6,10 +6,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.telegram.sender import split_text
+from adapters.telegram.markdown_entities import TELEGRAM_TEXT_LIMIT, plan_bubbles
 from adapters.telegram.text_units import is_grapheme_boundary, utf16_len
 
 FAMILY = "👨‍👩‍👧"  # 8 UTF-16 units, 5 code points, 1 grapheme
+
+
+def split_text(text: str, limit: int = TELEGRAM_TEXT_LIMIT) -> tuple[str, ...]:
+    """What each bubble shows, for text without Markdown."""
+    return tuple(bubble.text for bubble in plan_bubbles(text, limit))
 
 
 @pytest.mark.parametrize(

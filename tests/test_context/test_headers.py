@@ -36,8 +36,23 @@ US = Sender(id=9000, name="Us", is_bot=True)
             "[user:Helper;user_id:2001;origin:peer_bot;date:2026-11-29;time:14:03;]",
         ),
         (Header(ids=("m1",), user_name="A;b]\n[c", user_id=1), "[id:m1;user:A,b) (c;user_id:1;]"),
+        (
+            Header(ids=("m2",), user_id=1, via="@gif", time="14:03", reply_to="m1"),
+            "[id:m2;user_id:1;via:@gif;time:14:03;reply_to:m1;]",
+        ),
+        (Header(ids=("m2",), via="@x;]\n[id:m9"), "[id:m2;via:@x,) (id:m9;]"),
     ],
-    ids=["full", "short", "parts-with-unknown", "unconfirmed-no-id", "empty", "peer-bot", "name"],
+    ids=[
+        "full",
+        "short",
+        "parts-with-unknown",
+        "unconfirmed-no-id",
+        "empty",
+        "peer-bot",
+        "name",
+        "via-after-sender-fields",
+        "forged-via",
+    ],
 )
 def test_render_header(header: Header, expected: str) -> None:
     assert render_header(header) == expected
@@ -132,3 +147,15 @@ def test_ids_and_reply_to_through_the_walker() -> None:
     second = walker.header(ids=("m12",), at=T0, sender=ALICE, reply_to="m9")
     assert first == "[id:m9;user:Alice;user_id:1001;date:2026-11-29;time:14:03;]"
     assert second == "[id:m12;user_id:1001;reply_to:m9;]"
+
+
+def test_via_bot_is_shown_on_every_message_and_in_private_scenes() -> None:
+    via = Sender(id=1001, name="Alice", via_bot="@gif")
+    assert walk([(T0, via), (T0, via)]) == [
+        "[user:Alice;user_id:1001;via:@gif;date:2026-11-29;time:06:03;]",
+        "[user_id:1001;via:@gif;]",
+    ]
+    assert walk([(T0, via), (T0, ALICE)], scene="private") == [
+        "[via:@gif;date:2026-11-29;time:06:03;]",
+        "",
+    ]

@@ -1,0 +1,170 @@
+"""Issue 13 "Replies people can read", end to end: `tgbot run` as a subprocess over real HTTP.
+
+The scripted model answers in Markdown. The member sees formatted text (Telegram entities,
+no asterisks), a bubble whose entities Telegram rejects arrives as plain text, and the
+conversation keeps the model's words as written: the stored record and the next request
+to the model hold the Markdown, so the cached prefix does not change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.llm.fake_server import FakeOpenAIServer
+from adapters.llm.scripted import Reply, ScriptedModel
+from adapters.telegram.fake_api import FakeBotApi
+from bot.domain.ids import SessionKey
+from bot.domain.records import AssistantRecord
+from bot.ports import LLMRequest, LLMResponse
+from storage.engine import create_engine_for
+from storage.sql import SqlStore
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAT = -1009876500001
+ALICE = {"id": 1001, "first_name": "Alice"}
+CONFIG = """\
+[triggers]
+merge_window_seconds = 0
+
+[security]
+user_messages_per_minute = 0
+chat_messages_per_minute = 0
+"""
+PLAN = "## Plan\n\n1. **Build** with `make`\n2. Read [the notes](https://example.com/notes)"
+FALLBACK = "_Done_ — **all green**."
+
+
+@dataclass
+class Running:
+    api: FakeBotApi
+    llm: FakeOpenAIServer
+    model: ScriptedModel
+    store: SqlStore
+    next_id: int = 5001
+    replies: int = 0
+
+    async def ask(self, text: str, answer: str) -> None:
+        """One mention answered with `answer`; returns once the reply is stored."""
+        self.model.add(Reply(answer))
+        self.api.push_update(
+            self.api.user_message(CHAT, ALICE, f"@test_bot {text}", message_id=self.next_id)
+        )
+        self.next_id += 10
+        self.replies += 1
+        await self.api.wait_for_call("sendMessage", self.replies, timeout=20)
+
+        async def stored() -> bool:
+            sent = self.api.sent_messages(CHAT)
+            if len(sent) < self.replies:
+                return False
+            last = sent[self.replies - 1]["message_id"]
+            return await self.store.find_platform_message(CHAT, last) is not None
+
+        await eventually(stored)
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], within: float = 10) -> None:
+    """Poll `check`: the bot process commits its reply after the Bot API saw the send."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not await check():
+        if loop.time() > deadline:
+            raise TimeoutError("condition not met in time")
+        await asyncio.sleep(0.01)
+
+
+def default_answer(request: LLMRequest) -> LLMResponse:
+    return LLMResponse(text="ok")
+
+
+@pytest.fixture
+async def running(tmp_path: Path) -> AsyncIterator[Running]:
+    config = tmp_path / "bot.toml"
+    config.write_text(CONFIG, encoding="utf-8")
+    model = ScriptedModel(default=default_answer)
+    log_path = tmp_path / "bot.log"
+    log = log_path.open("wb")
+    async with FakeBotApi(username="test_bot") as api, FakeOpenAIServer(model) as llm:
+        env: dict[str, Any] = {
+            **os.environ,
+            "BOT_TOKEN": api.token,
+            "TELEGRAM_API_BASE": api.base_url,
+            "LLM_BASE_URL": llm.base_url,
+            "LLM_API_KEY": "sk-test",
+            "LLM_MODEL": "fake-model",
+            "DATA_DIR": str(tmp_path),
+            "OWNER_ID": "42",
+            "BOT_LOCALE": "en",
+            "BOT_CONFIG": str(config),
+            "TGBOT_LOG_LEVEL": "INFO",
+        }
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot.app.cli", "run", env=env, cwd=ROOT, stdout=log, stderr=log
+        )
+        store: SqlStore | None = None
+        try:
+            await api.wait_for_call("getUpdates", timeout=30)
+            store = SqlStore(create_engine_for(f"sqlite+aiosqlite:///{tmp_path / 'tgbot.sqlite3'}"))
+            yield Running(api=api, llm=llm, model=model, store=store)
+        finally:
+            if process.returncode is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    await asyncio.wait_for(process.wait(), 15)
+                except TimeoutError:
+                    process.kill()
+                    await process.wait()
+            if store is not None:
+                await store.close()
+            log.close()
+    logged = log_path.read_text(errors="replace")
+    assert process.returncode == 0, logged
+    assert "sending it as plain text" in logged
+
+
+async def test_markdown_replies_are_formatted_for_people_and_kept_as_written(
+    running: Running,
+) -> None:
+    api = running.api
+    await running.ask("what is the plan?", PLAN)
+    (plan,) = api.sent_messages(CHAT)
+    assert plan["text"] == "Plan\n\n1. Build with make\n2. Read the notes"
+    assert plan["entities"] == [
+        {"type": "bold", "offset": 0, "length": 4},
+        {"type": "bold", "offset": 9, "length": 5},
+        {"type": "code", "offset": 20, "length": 4},
+        {"type": "text_link", "offset": 33, "length": 9, "url": "https://example.com/notes"},
+    ]
+
+    # --- Telegram refuses the entities once: the same words arrive as plain text
+    api.reject_entities()
+    await running.ask("and now?", FALLBACK)
+    rejected, resent = api.calls_of("sendMessage")[-2:]
+    assert rejected["entities"]
+    assert resent["text"] == rejected["text"] == "Done — all green."
+    assert "entities" not in resent
+    assert api.sent_messages(CHAT)[-1]["text"] == "Done — all green."
+
+    # --- the conversation holds the model's Markdown, in the store and in the next request
+    await running.ask("thanks", "You're welcome.")
+    session = await running.store.find_session(SessionKey(chat_id=CHAT))
+    assert session is not None
+    path = await running.store.load_path(session.id)
+    replies = [r.body.text for r in path if isinstance(r.body, AssistantRecord)]
+    assert replies == [PLAN, FALLBACK, "You're welcome."]
+    last = running.llm.requests[-1]["messages"]
+    assistant = [m["content"] for m in last if m["role"] == "assistant"]
+    assert len(assistant) == 2
+    assert assistant[0].endswith(PLAN)
+    assert assistant[1].endswith(FALLBACK)
