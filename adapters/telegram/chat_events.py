@@ -16,7 +16,7 @@ from aiogram.types import (
     User,
 )
 
-from adapters.telegram.parsing import chat_name, user_sender
+from adapters.telegram.parsing import chat_name_of, user_sender
 from bot.domain.facts import MembershipChange, MembershipChangeKind, ReactionChange, Sender
 
 ChatType = Literal["private", "group", "supergroup", "channel"]
@@ -72,7 +72,7 @@ def _reactor(chat: Chat, user: User | None, actor_chat: Chat | None) -> Sender:
             "anonymous_admin" if actor_chat.id == chat.id else "channel"
         )
         return Sender(
-            id=actor_chat.id, name=chat_name(actor_chat), username=actor_chat.username, kind=kind
+            id=actor_chat.id, name=chat_name_of(actor_chat), username=actor_chat.username, kind=kind
         )
     return Sender(id=0, name="")
 
