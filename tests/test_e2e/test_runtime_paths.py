@@ -375,7 +375,10 @@ async def test_an_overflow_is_recovered_once_with_two_thirds_of_the_history(
         assert chat.last_text() == "here it is"
         assert crumbs(first) == 0
         assert_rendered_fresh(second)
-        assert estimate_history_tokens(second.messages) <= estimate_history_tokens(first.messages)
+        # whole turns down to two thirds of the estimate that overflowed
+        assert estimate_history_tokens(second.messages) <= (
+            estimate_history_tokens(first.messages) * 2 // 3
+        )
         shown = {header_fields(m)["id"] for m in history_of(second)}
         assert notes[1] not in shown
         head = current_message(second).content.split("\n", 1)[0]
