@@ -12,7 +12,6 @@ rights a member's turn gives the delete tool.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
 from collections.abc import AsyncIterator, Sequence
@@ -194,6 +193,7 @@ async def running(
                 bot, handle_signals=False, close_bot_session=False, handle_as_tasks=False
             )
         )
+        await api.wait_for_call("getUpdates", timeout=10)  # polling runs: it can be stopped
         chat = Chat(
             api=api, app=app, store=store, model=model, clock=clock, data_dir=tmp_path, llm=llm
         )
@@ -204,8 +204,7 @@ async def running(
         try:
             yield chat
         finally:
-            with contextlib.suppress(RuntimeError):  # polling already ended
-                await dispatcher.stop_polling()
+            await dispatcher.stop_polling()
             await polling
             await app.inbound.drain()
             await app.routes.aclose()
@@ -314,7 +313,7 @@ async def test_a_proactive_trim_at_turn_start_renders_the_kept_turns_again(
 ) -> None:
     fixed = fixed_tokens(tmp_path)
     async with running(tmp_path, runtime={"max_context_tokens": fixed + 500}) as chat:
-        notes = await chatter(chat, 9)
+        notes = await chatter(chat, 14)
         target = notes[0]
         await chat.ask(CHEN, "what did Alice mean back then?", reply_to=target)
         (request,) = chat.requests
