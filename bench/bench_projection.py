@@ -60,8 +60,9 @@ async def _measure(size: int, workdir: Path, repeats: int) -> tuple[float, int]:
     return statistics.median(times), len(state.messages)
 
 
-async def _run(sizes: Sequence[int], repeats: int) -> tuple[str, dict[int, float]]:
+async def _run(sizes: Sequence[int], repeats: int) -> tuple[str, dict[int, float], dict[int, int]]:
     found: dict[int, float] = {}
+    sent: dict[int, int] = {}
     lines = [
         "| stored records | prepare (median) | messages sent |",
         "|---:|---:|---:|",
@@ -70,15 +71,18 @@ async def _run(sizes: Sequence[int], repeats: int) -> tuple[str, dict[int, float
         for size in sizes:
             median, messages = await _measure(size, Path(tmp), repeats)
             found[size] = median
+            sent[size] = messages
             lines.append(f"| {size:,} | {median * 1000:.2f} ms | {messages} |")
     if len(sizes) > 1:
         ratio = found[max(sizes)] / found[min(sizes)]
         lines += ["", f"{max(sizes):,} / {min(sizes):,}: {ratio:.2f}x"]
-    return "\n".join(lines), found
+    return "\n".join(lines), found, sent
 
 
-def run(sizes: Sequence[int] = SIZES, repeats: int = 15) -> tuple[str, dict[int, float]]:
-    """The markdown table and the median seconds per size."""
+def run(
+    sizes: Sequence[int] = SIZES, repeats: int = 15
+) -> tuple[str, dict[int, float], dict[int, int]]:
+    """The markdown table, the median seconds and the messages sent, per size."""
     return asyncio.run(_run(sizes, repeats))
 
 

@@ -6,9 +6,12 @@ cost, read from a value computed once (our `ChatMessage.tokens`; a dict for Lang
 whose per-message counter is detected by its `BaseMessage` annotation). LangChain runs with
 strategy="last", include_system=True, start_on="human", allow_partial=False.
 
-Columns: our trim alone (what LangChain also returns: the kept messages); our trim plus
-reading the `HistoryTrimmed` figures (dropped messages/turns, tokens before), which are
-computed over the dropped part when read; LangChain; and the speed-up of the first column.
+Columns: our trim alone over a plain list (what LangChain also returns: the kept
+messages); the same plus the `HistoryTrimmed` event (dropped messages/turns, tokens before),
+computed over the dropped part when read; the agent loop's path: the history held as an
+`IndexedHistory` (running totals, built once like LangChain's converted list and cost dict),
+trim, event, and the next state with the breadcrumb in front; LangChain; and the speed-ups
+of the trim alone and of the agent loop's path. The target is on the agent loop's path.
 Run with `python -m bench.bench_trim`; `run()` returns the markdown table.
 """
 
@@ -23,7 +26,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from bot.context.history_trim import trim_to_recent_turns
+from bot.context.history_trim import (
+    HistoryTrimmed,
+    IndexedHistory,
+    trim_to_recent_turns,
+    with_breadcrumb,
+)
 from bot.context.tokens import with_token_estimate
 from bot.domain.messages import ChatMessage, ToolCall
 
@@ -120,9 +128,21 @@ def _median_ms(call: Callable[[], object], repeats: int) -> float:
     return statistics.median(times) * 1_000
 
 
-def _with_figures(history: Sequence[ChatMessage]) -> object:
+def _event(history: Sequence[ChatMessage]) -> HistoryTrimmed:
+    """The trim and the event the runtime emits for it."""
     result = trim_to_recent_turns(history, BUDGET)
-    return result.dropped_messages, result.dropped_turns, result.tokens_before
+    return HistoryTrimmed.from_result(
+        result, reason="token_budget", budget=BUDGET, session=1, turn_id="t"
+    )
+
+
+def _runtime_path(history: IndexedHistory) -> tuple[HistoryTrimmed, IndexedHistory]:
+    """What the agent loop does per trim: trim, event, next state with the breadcrumb."""
+    result = trim_to_recent_turns(history, BUDGET)
+    event = HistoryTrimmed.from_result(
+        result, reason="token_budget", budget=BUDGET, session=1, turn_id="t"
+    )
+    return event, IndexedHistory(with_breadcrumb(result.messages))
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,24 +151,53 @@ class TrimRow:
     kept: int
     ours_ms: float
     figures_ms: float
+    runtime_ms: float
+    index_ms: float
     langchain_ms: float
 
     @property
     def speedup(self) -> float:
+        """Trim alone."""
         return self.langchain_ms / self.ours_ms
+
+    @property
+    def runtime_speedup(self) -> float:
+        """The agent loop's path (trim + event + next state): the target's figure."""
+        return self.langchain_ms / self.runtime_ms
+
+
+def _interleaved_ms(calls: Sequence[Callable[[], object]], rounds: int) -> list[float]:
+    """Median ms of each call, timed round-robin: one call of each per round, so a burst of
+    load on the shared machine hits every column alike instead of one."""
+    for call in calls:
+        call()  # warm-up
+    times: list[list[float]] = [[] for _ in calls]
+    for _ in range(rounds):
+        for call, spent in zip(calls, times, strict=True):
+            started = time.perf_counter()
+            call()
+            spent.append(time.perf_counter() - started)
+    return [statistics.median(spent) * 1_000 for spent in times]
 
 
 def measure(sizes: Sequence[int] = SIZES) -> list[TrimRow]:
     rows = []
     for size in sizes:
         history = build_history(size)
-        repeats = 200 if size <= 10_000 else 30
-        lc_repeats = 30 if size <= 10_000 else 5
-        ours = _median_ms(partial(trim_to_recent_turns, history, BUDGET), repeats)
-        figures = _median_ms(partial(_with_figures, history), repeats)
-        theirs = _median_ms(_langchain(history), lc_repeats)
+        rounds = 60 if size <= 10_000 else 9
+        indexed = IndexedHistory(history)
+        ours, figures, runtime, theirs = _interleaved_ms(
+            (
+                partial(trim_to_recent_turns, history, BUDGET),
+                partial(_event, history),
+                partial(_runtime_path, indexed),
+                _langchain(history),
+            ),
+            rounds,
+        )
+        index = _median_ms(partial(IndexedHistory, history), 9)
         kept = len(trim_to_recent_turns(history, BUDGET).messages)
-        rows.append(TrimRow(size, kept, ours, figures, theirs))
+        rows.append(TrimRow(size, kept, ours, figures, runtime, index, theirs))
     return rows
 
 
@@ -157,12 +206,15 @@ def table(rows: Sequence[TrimRow]) -> str:
         [
             f"Trim to {BUDGET:,} tokens (median ms per call, lower is better)",
             "",
-            "| messages | trim_to_recent_turns | + event figures | LangChain trim_messages "
-            "| speed-up |",
-            "|---:|---:|---:|---:|---:|",
+            "| messages | trim alone (list) | trim + event (list) "
+            "| agent loop: trim + event + next state (IndexedHistory) "
+            "| LangChain trim_messages | speed-up, trim alone | speed-up, agent loop "
+            "| building the IndexedHistory (once) |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|",
             *(
                 f"| {r.size:,} (kept {r.kept}) | {r.ours_ms:.3f} | {r.figures_ms:.3f} "
-                f"| {r.langchain_ms:.3f} | {r.speedup:.0f}x |"
+                f"| {r.runtime_ms:.3f} | {r.langchain_ms:.3f} | {r.speedup:.0f}x "
+                f"| {r.runtime_speedup:.1f}x | {r.index_ms:.2f} |"
                 for r in rows
             ),
         ]

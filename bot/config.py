@@ -29,8 +29,19 @@ DEFAULT_TELEGRAM_API_BASE = "https://api.telegram.org"
 _WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
 
 
+class SceneHistory(BaseModel):
+    """Per-scene overrides of the caps (`[history.group]`, `HISTORY__GROUP__…`); unset: the
+    shared value."""
+
+    max_history_turns: int | None = Field(None, ge=0)
+    max_recent_messages: int | None = Field(None, ge=1)
+
+
 class HistorySettings(BaseModel):
-    """History window limits per scene; the first limit reached wins."""
+    """History window limits per scene; the first limit reached wins.
+
+    `max_history_turns` counts the turns the bot answered (in a group most member messages
+    are never answered; see `bot.context.window`)."""
 
     group_tokens: int = Field(8_000, ge=0)
     private_tokens: int = Field(12_000, ge=0)
@@ -38,6 +49,28 @@ class HistorySettings(BaseModel):
     max_history_turns: int = Field(50, ge=0)
     max_recent_messages: int = Field(100, ge=1)
     headroom: float = Field(0.25, ge=0.0, lt=1.0)
+    turn_cap_counts: Literal["answered", "all"] = "answered"
+    """`all`: every turn counts against `max_history_turns`, as before issue 17."""
+    group: SceneHistory = SceneHistory(max_recent_messages=300)
+    """Groups: 300 messages, so the token budget governs (measured in bench/group_window:
+    at 100 a short-message group sees ~75 messages in ~2,500 of 8,000 tokens and moves its
+    window every ~25 messages, most of them with no reply in between to prepare a summary)."""
+    private: SceneHistory = SceneHistory()
+    owner: SceneHistory = SceneHistory()
+
+
+class CompactionSettings(BaseModel):
+    """The rolling summary of turns that left the window (DESIGN.md §3.8)."""
+
+    enabled: bool = True
+    group_tokens: int = Field(600, ge=1)
+    private_tokens: int = Field(800, ge=1)
+    owner_tokens: int = Field(1_500, ge=1)
+    route: str | None = None
+    """`provider` or `provider:model`; unset: the chat's own route (its cache is warm)."""
+    prepare_margin: float = Field(0.1, ge=0.0, lt=1.0)
+    """Prepare the next summary after a reply once the window is within this share of a
+    limit."""
 
 
 class HistoryPruning(BaseModel):
@@ -53,6 +86,10 @@ class RuntimeSettings(BaseModel):
     history_pruning: HistoryPruning = HistoryPruning()
     max_tool_iterations: int = Field(10, ge=1)
     max_tool_result_chars: int = Field(DEFAULT_MAX_TOOL_RESULT_CHARS, ge=0)
+    max_tool_calls_per_step: int = Field(8, ge=0)
+    """Tool calls of one model response that run; the rest are refused (0: no cap)."""
+    max_messages_per_turn: int = Field(5, ge=0)
+    """Messages tools may post in one turn, besides its reply (0: no cap)."""
     max_output_tokens: int | None = Field(None, ge=1)
     request_timeout_seconds: float = Field(60.0, gt=0)
     max_retries: int = Field(3, ge=0)
@@ -65,6 +102,10 @@ class ProviderProfile(BaseModel):
     api_key_env: str | None = None
     model: str = ""
     context_window: int = 0
+    tokenizer_file: Path | None = None
+    """An exact offline tokenizer for `model`: a tiktoken BPE file or a `tokenizer.json`."""
+    tokenizer_pattern: str | None = None
+    """The split pattern of a tiktoken file: cl100k, o200k, qwen or a regex."""
     price_input_per_mtok: float = 0.0
     price_cached_input_per_mtok: float = 0.0
     price_output_per_mtok: float = 0.0
@@ -123,6 +164,8 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_model: str = "offline-demo"
     llm_context_window: int = Field(0, ge=0)
+    llm_tokenizer_file: Path | None = None
+    llm_tokenizer_pattern: str | None = None
     database_url: str | None = None
     data_dir: Path = Path("./data")
     bot_timezone: str = "UTC"
@@ -134,8 +177,15 @@ class Settings(BaseSettings):
     operator registers it."""
     webhook_secret: SecretStr | None = None
     """Checked against `X-Telegram-Bot-Api-Secret-Token` on every webhook request."""
+    dashboard_port: int | None = Field(None, ge=1, le=65535)
+    """When set, `tgbot run` serves the dashboard on this port too (DESIGN.md §9)."""
+    dashboard_token: SecretStr | None = None
+    """When set, every dashboard page but /healthz needs it; unset: loopback only."""
+    dashboard_url: str | None = None
+    """Public base URL of the dashboard, for the owner's `/dashboard` link."""
 
     history: HistorySettings = HistorySettings()
+    compaction: CompactionSettings = CompactionSettings()
     runtime: RuntimeSettings = RuntimeSettings()
     providers: dict[str, ProviderProfile] = Field(default_factory=dict)
     default_provider: str | None = None
@@ -162,7 +212,7 @@ class Settings(BaseSettings):
             raise ValueError("expected 1-256 characters of A-Z, a-z, 0-9, _ and -")
         return value
 
-    @field_validator("telegram_api_base", "llm_base_url", "webhook_url")
+    @field_validator("telegram_api_base", "llm_base_url", "webhook_url", "dashboard_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("http://", "https://")):

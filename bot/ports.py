@@ -127,6 +127,16 @@ class HistoryReader(Protocol):
         ...
 
 
+class SummaryReader(Protocol):
+    """Compaction summaries (records of kind `summary`, stored off the active path)."""
+
+    async def find_summaries(
+        self, session_id: int, parent_ids: Collection[int]
+    ) -> tuple[StoredRecord, ...]:
+        """Summary records whose parent is one of `parent_ids`, oldest first."""
+        ...
+
+
 class RecordAppender(Protocol):
     """Adding records to a session's tree."""
 
@@ -160,7 +170,7 @@ class BubbleStore(RecordAppender, Protocol):
         ...
 
 
-class HistoryStore(HistoryReader, BubbleStore, Protocol):
+class HistoryStore(HistoryReader, BubbleStore, SummaryReader, Protocol):
     """What the agent runtime needs from a session's records."""
 
     async def set_window_start(self, session_id: int, record_id: int | None) -> None: ...
@@ -250,6 +260,8 @@ class LLMRequest:
     tools: tuple[ToolSpec, ...] = ()
     max_output_tokens: int | None = None
     temperature: float | None = None
+    tool_choice: Literal["auto", "none"] | None = None
+    """`none`: the tools are shown (the cached prefix holds) but must not be called."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -140,7 +140,14 @@ def _encode_body(body: RecordBody) -> Json:
                 {"text": body.text, "actor": _sender(body.actor) if body.actor else None}
             )
         case SummaryRecord():
-            return {"text": body.text}
+            return _compact(
+                {
+                    "text": body.text,
+                    "first": body.first_alias or None,
+                    "last": body.last_alias or None,
+                    "aliases": [[alias, mid] for alias, mid in body.aliases] or None,
+                }
+            )
 
 
 def _sender(sender: Sender) -> Json:
@@ -287,7 +294,17 @@ def _decode_body(data: Mapping[str, Any]) -> RecordBody:
                 text=str(data.get("text", "")), actor=_read_sender(data.get("actor"))
             )
         case "summary":
-            return SummaryRecord(text=str(data.get("text", "")))
+            pairs = data.get("aliases") or []
+            return SummaryRecord(
+                text=str(data.get("text", "")),
+                first_alias=str(data.get("first") or ""),
+                last_alias=str(data.get("last") or ""),
+                aliases=tuple(
+                    (str(pair[0]), int(pair[1]))
+                    for pair in pairs
+                    if isinstance(pair, list) and len(pair) == 2
+                ),
+            )
     raise PayloadError(f"unknown record kind {kind!r}")
 
 

@@ -135,6 +135,18 @@ class InMemoryStore:
             self._record_in(session_id, leaf)
         return tuple(self._aliased_path(session, leaf))
 
+    async def find_summaries(
+        self, session_id: int, parent_ids: Collection[int]
+    ) -> tuple[StoredRecord, ...]:
+        wanted = set(parent_ids)
+        found = [
+            r
+            for r in self._records.values()
+            if r.session_id == session_id and r.body.kind == "summary" and r.parent_id in wanted
+        ]
+        records = [await self.get_record(r.id) for r in sorted(found, key=lambda r: r.id)]
+        return tuple(r for r in records if r is not None)
+
     async def get_record(self, record_id: int) -> StoredRecord | None:
         record = self._records.get(record_id)
         if record is None:

@@ -289,6 +289,28 @@ class SqlStore:
             return tuple(stored_record(row) for row in rows)
         raise StorageError(f"aliases of session {session_id} could not be repaired")
 
+    async def find_summaries(
+        self, session_id: int, parent_ids: Collection[int]
+    ) -> tuple[StoredRecord, ...]:
+        """Summary records hanging under any of `parent_ids`, oldest first."""
+        wanted = sorted(set(parent_ids))
+        if not wanted:
+            return ()
+        found: list[StoredRecord] = []
+        async with self._read() as conn:
+            for begin in range(0, len(wanted), 500):
+                query = (
+                    select(*RECORD_COLUMNS)
+                    .where(
+                        MESSAGES.c.session_id == session_id,
+                        MESSAGES.c.kind == "summary",
+                        MESSAGES.c.parent_id.in_(wanted[begin : begin + 500]),
+                    )
+                    .order_by(MESSAGES.c.id)
+                )
+                found.extend(stored_record(row) for row in (await conn.execute(query)).all())
+        return tuple(sorted(found, key=lambda record: record.id))
+
     async def get_record(self, record_id: int) -> StoredRecord | None:
         """One record with its aliases (those of its own path), or None."""
         for _attempt in range(2):

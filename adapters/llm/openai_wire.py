@@ -47,6 +47,8 @@ def to_request(request: LLMRequest) -> JSON:
     }
     if request.tools:
         body["tools"] = [_tool_to_wire(t) for t in request.tools]
+        if request.tool_choice is not None:
+            body["tool_choice"] = request.tool_choice
     if request.max_output_tokens is not None:
         body["max_tokens"] = request.max_output_tokens
     if request.temperature is not None:
@@ -291,12 +293,14 @@ def from_request(body: object) -> LLMRequest:
     max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
     temperature = body.get("temperature")
     model = body.get("model")
+    choice = body.get("tool_choice")
     return LLMRequest(
         model=model if isinstance(model, str) else "",
         messages=tuple(messages),
         tools=tuple(_tool_from_wire(raw) for raw in raw_tools),
         max_output_tokens=max_tokens if isinstance(max_tokens, int) else None,
         temperature=float(temperature) if isinstance(temperature, int | float) else None,
+        tool_choice=choice if choice in ("auto", "none") else None,
     )
 
 

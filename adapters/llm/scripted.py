@@ -3,7 +3,9 @@
 `ScriptedModel` implements `LLMProvider`. It records every request it receives, answers with
 the next step of its script, and once the script runs out with a default responder (by
 default an echo of the last user message's body; `ScriptedModel.demo()` adds rule-based
-tool calls). Usage is simulated so the ledger has realistic numbers offline:
+tool calls). Summary (compaction) requests take their own queue (`summaries`), then are
+answered by `summarise_extractively`, deterministic and offline. Usage is simulated so the
+ledger has realistic numbers offline:
 
 - `input_tokens`: our estimate of the request (messages + tool schemas as JSON).
 - `output_tokens`: our estimate of the reply (text + tool call names and arguments).
@@ -24,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from bot.context.compaction import INSTRUCTION_MARKER, extractive_summary
 from bot.context.tokens import estimate_history_tokens, estimate_text_tokens
 from bot.domain.messages import ChatMessage, ToolCall
 from bot.ports import LLMRequest, LLMResponse, ToolSpec, Usage
@@ -71,8 +74,11 @@ class ScriptedModel:
         *,
         default: Responder | None = None,
         model: str = "scripted",
+        summaries: Iterable[Step] = (),
     ) -> None:
         self.requests: list[LLMRequest] = []
+        self._summaries: deque[Step] = deque(summaries)
+        """Steps for summary (compaction) requests; once used up, `summarise_extractively`."""
         self.model = model
         self._script: deque[Step] = deque(script)
         self._default = default or echo_last_user
@@ -86,8 +92,12 @@ class ScriptedModel:
         return cls(default=demo_responder, model=model)
 
     def add(self, *steps: Step) -> None:
-        """Append steps to the script."""
+        """Append steps to the script (summary requests never take them)."""
         self._script.extend(steps)
+
+    def add_summaries(self, *steps: Step) -> None:
+        """Append steps answering summary requests."""
+        self._summaries.extend(steps)
 
     @property
     def remaining(self) -> int:
@@ -96,7 +106,13 @@ class ScriptedModel:
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         self.requests.append(request)
-        step: Step = self._script.popleft() if self._script else self._default
+        step: Step
+        if is_summary_request(request):
+            step = self._summaries.popleft() if self._summaries else summarise_extractively
+        elif self._script:
+            step = self._script.popleft()
+        else:
+            step = self._default
         response = self._run(step, request)
         usage = self._cache.usage(request, response)
         return replace(
@@ -261,6 +277,23 @@ def demo_responder(request: LLMRequest) -> LLMResponse:
     return LLMResponse(tool_calls=calls)
 
 
+def is_summary_request(request: LLMRequest) -> bool:
+    """A compaction request: tools shown but not callable, the fold instruction last."""
+    last = request.messages[-1] if request.messages else None
+    return (
+        request.tool_choice == "none"
+        and last is not None
+        and last.role == "user"
+        and last.content.startswith(INSTRUCTION_MARKER)
+    )
+
+
+def summarise_extractively(request: LLMRequest) -> LLMResponse:
+    """The offline summary: one line per folded message, deterministic (see
+    `bot.context.compaction.extractive_summary`)."""
+    return LLMResponse(text=extractive_summary(request.messages))
+
+
 def _summarise_tool_results(messages: Sequence[ChatMessage]) -> str:
     results: list[ChatMessage] = []
     for message in reversed(messages):
@@ -287,6 +320,8 @@ __all__ = [
     "Step",
     "demo_responder",
     "echo_last_user",
+    "is_summary_request",
     "last_user_body",
+    "summarise_extractively",
     "user_body",
 ]

@@ -43,9 +43,9 @@ class ReplyBubbles:
         self.bot_id = bot_id
         self.bot_name = bot_name
 
-    def recorder(self, session: SessionInfo, reply_to: int | None) -> BubbleRecorder:
-        """A recorder for one reply (`Messenger.send_text(on_bubble=...)`)."""
-        return BubbleRecorder(self, session, reply_to)
+    def recorder(self, session: SessionInfo, reply_to: int | None, text: str) -> BubbleRecorder:
+        """A recorder for one reply of `text` (`Messenger.send_text(on_bubble=...)`)."""
+        return BubbleRecorder(self, session, reply_to, text)
 
     def bubble_messages(
         self,
@@ -70,10 +70,16 @@ class ReplyBubbles:
 
 
 class BubbleRecorder:
-    """Stores one reply as its bubbles are confirmed; `settle` it once delivery ends."""
+    """Stores one reply as its bubbles are confirmed; `settle` it once delivery ends.
 
-    def __init__(self, bubbles: ReplyBubbles, session: SessionInfo, reply_to: int | None) -> None:
+    The record holds `text` exactly as the model wrote it (the bubbles are cut from it and
+    may be formatted), so the next request replays the same bytes the provider cached."""
+
+    def __init__(
+        self, bubbles: ReplyBubbles, session: SessionInfo, reply_to: int | None, text: str
+    ) -> None:
         self.bubbles = bubbles
+        self.text = text
         self.session = session
         self.reply_to = reply_to
         self.record: StoredRecord | None = None
@@ -83,7 +89,7 @@ class BubbleRecorder:
         bubbles = self.bubbles
         confirmed = sum(1 for mid in delivery.message_ids if mid is not None)
         if self.record is None:
-            body = AssistantRecord(text="\n".join(delivery.texts))
+            body = AssistantRecord(text=self.text)
             (self.record,) = await bubbles.store.append(
                 self.session.id,
                 [

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from bot.agent.routes import ModelRoute
 from bot.context.history_trim import HistoryTrimmed
@@ -45,6 +45,10 @@ class ModelCalled:
     history_budget: int
     kept_turns: int
     dropped_turns: int
+    purpose: Literal["turn", "compaction"] = "turn"
+    """`compaction`: a summary call (issue 17), not part of the member's turn."""
+    exact_tokens: int | None = None
+    """The request as the route's exact tokenizer counts it, when one is configured."""
 
     @property
     def trim(self) -> HistoryTrimmed | None:

@@ -25,7 +25,6 @@ import json
 import logging
 import operator
 import os
-import re
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, replace
@@ -33,10 +32,12 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any, Literal
 
+from bot.redact import scrub
+
 log = logging.getLogger("tgbot.ledger")
 
-Purpose = Literal["turn", "final_summary", "recovery_retry"]
-PURPOSES: tuple[Purpose, ...] = ("turn", "final_summary", "recovery_retry")
+Purpose = Literal["turn", "final_summary", "recovery_retry", "compaction"]
+PURPOSES: tuple[Purpose, ...] = ("turn", "final_summary", "recovery_retry", "compaction")
 
 MAX_LINE_BYTES = 4096
 """Upper bound of one encoded line; keeps each append a single small write."""
@@ -44,13 +45,6 @@ MAX_LINE_BYTES = 4096
 MAX_ERROR_CHARS = 300
 
 _BAD_LINE = (ValueError, TypeError, KeyError, AttributeError)
-
-_SECRET_PATTERNS = (
-    re.compile(r"\d{5,}:[A-Za-z0-9_-]{30,}"),  # Telegram bot token (also inside /bot<token>/)
-    re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"),  # OpenAI-style API key
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),
-    re.compile(r"(?i)\b(api[_-]?key|token|secret|password)=[^\s&]+"),
-)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,10 +67,13 @@ class LedgerEntry:
     `input_tokens` / `cached_tokens` / `output_tokens` are what the provider reported (`None`
     when it did not; cached tokens are part of input). `est_*` is our own estimate of the
     input, split into fixed (system prompt + tool schemas), history (window messages),
-    current (per-turn context + current message) and images. `trims` are every history
-    trim made before this call since the previous one, in order (a window move and a
-    proactive trim of one call are two); `trim` is the last. `error` is the error class and
-    a short message, passed through `describe_error` so no secret lands on disk.
+    current (per-turn context + current message) and images; `est_corrected` is the total as
+    budgets and the capacity check saw it (scaled by the route's learned correction, or the
+    exact count of the route's tokenizer file; `None` on lines from before it existed).
+    `trims` are every history trim made before this call since the previous one, in order
+    (a window move and a proactive trim of one call are two); `trim` is the last. `error` is
+    the error class and a short message, passed through `describe_error` so no secret lands
+    on disk.
     """
 
     ts: datetime
@@ -96,6 +93,7 @@ class LedgerEntry:
     est_history: int = 0
     est_current: int = 0
     est_images: int = 0
+    est_corrected: int | None = None
     trims: tuple[TrimInfo, ...] = ()
     latency_ms: int = 0
     error: str | None = None
@@ -136,6 +134,7 @@ class LedgerEntry:
             "est_history": self.est_history,
             "est_current": self.est_current,
             "est_images": self.est_images,
+            "est_corrected": self.est_corrected,
             "trims": trims,
             "latency_ms": self.latency_ms,
             "error": self.error,
@@ -175,7 +174,8 @@ class LedgerEntry:
         # fmt: off
         (ts, session, chat, thread, scene, turn_id, iteration, purpose, provider, model,
          input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
-         est_images, trims, latency_ms, error, hit_iteration_cap, cost, tool_calls) = values
+         est_images, est_corrected, trims, latency_ms, error, hit_iteration_cap, cost,
+         tool_calls) = values
         if not (
             type(ts) is str and type(session) is int and type(chat) is int
             and type(thread) is int and type(scene) is str and type(turn_id) is str
@@ -185,6 +185,7 @@ class LedgerEntry:
             and (type(output_tokens) is int or output_tokens is None)
             and type(est_fixed) is int and type(est_history) is int
             and type(est_current) is int and type(est_images) is int
+            and (type(est_corrected) is int or est_corrected is None)
             and type(latency_ms) is int and (type(error) is str or error is None)
             and type(hit_iteration_cap) is bool and (type(cost) is float or cost is None)
             and type(tool_calls) is int and type(trims) is list
@@ -196,8 +197,8 @@ class LedgerEntry:
         return _assemble((
             parsed, session, chat, thread, scene, turn_id, iteration, purpose, provider, model,
             input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
-            est_images, tuple(map(_trim_from_json, trims)), latency_ms, error,
-            hit_iteration_cap, cost, tool_calls,
+            est_images, est_corrected, tuple(map(_trim_from_json, trims)),
+            latency_ms, error, hit_iteration_cap, cost, tool_calls,
         ))
         # fmt: on
 
@@ -238,6 +239,7 @@ def _from_partial(data: Mapping[str, Any]) -> LedgerEntry:
             _int(get("est_history")),
             _int(get("est_current")),
             _int(get("est_images")),
+            _opt_int(get("est_corrected")),
             tuple(map(_trim_from_json, trims)),
             _int(get("latency_ms")),
             None if error is None else str(error),
@@ -269,9 +271,7 @@ def _assemble(values: tuple[Any, ...]) -> LedgerEntry:
 
 def describe_error(exc: BaseException) -> str:
     """`ClassName: short message` for the ledger, with token-like substrings redacted."""
-    text = " ".join(str(exc).split())
-    for pattern in _SECRET_PATTERNS:
-        text = pattern.sub("[redacted]", text)
+    text = scrub(" ".join(str(exc).split()))
     if len(text) > MAX_ERROR_CHARS:
         text = text[: MAX_ERROR_CHARS - 1] + "…"
     name = type(exc).__name__

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.ledger import LedgerEntry, LedgerWriter, TrimInfo, describe_error
+from bot.agent.token_truth import TokenTruth
 
 log = logging.getLogger("tgbot.runtime")
 
@@ -30,6 +31,7 @@ class CallMeter:
     budget: int
     history_budget: int
     estimated_input: int
+    corrected_input: int
     reported_input: int | None
     cached_tokens: int | None
     kept_turns: int
@@ -37,8 +39,8 @@ class CallMeter:
     at: datetime
 
 
-def ledger_entry(call: ModelCalled) -> LedgerEntry:
-    """The ledger line of one model call."""
+def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEntry:
+    """The ledger line of one model call; `corrected` is the corrected total estimate."""
     usage = call.usage
     key = call.session.key
     return LedgerEntry(
@@ -49,7 +51,11 @@ def ledger_entry(call: ModelCalled) -> LedgerEntry:
         scene=call.session.scene,
         turn_id=call.turn_id,
         iteration=call.iteration,
-        purpose="final_summary" if call.final else "turn",
+        purpose="compaction"
+        if call.purpose == "compaction"
+        else "final_summary"
+        if call.final
+        else "turn",
         provider=call.route.provider_name,
         model=call.route.model,
         input_tokens=usage.input_tokens if usage else None,
@@ -59,6 +65,7 @@ def ledger_entry(call: ModelCalled) -> LedgerEntry:
         est_history=call.tokens.history,
         est_current=call.tokens.current,
         est_images=call.tokens.images,
+        est_corrected=corrected,
         trims=tuple(
             TrimInfo(
                 reason=trim.reason,
@@ -79,15 +86,17 @@ def ledger_entry(call: ModelCalled) -> LedgerEntry:
     )
 
 
-def call_meter(call: ModelCalled) -> CallMeter:
+def call_meter(call: ModelCalled, *, corrected: int | None = None) -> CallMeter:
     """The `/context` meter of one model call."""
     usage = call.usage
+    estimated = call.fixed_tokens + call.tokens.messages
     return CallMeter(
         model=call.route.model,
         context_window=call.route.context_window,
         budget=call.budget,
         history_budget=call.history_budget,
-        estimated_input=call.fixed_tokens + call.tokens.messages,
+        estimated_input=estimated,
+        corrected_input=estimated if corrected is None else corrected,
         reported_input=usage.input_tokens if usage else None,
         cached_tokens=usage.cached_tokens if usage else None,
         kept_turns=call.kept_turns,
@@ -97,10 +106,18 @@ def call_meter(call: ModelCalled) -> CallMeter:
 
 
 class CallMetering:
-    """Writes the ledger and keeps the last call of the most recently active sessions."""
+    """Writes the ledger, keeps the last call of the most recently active sessions, and
+    teaches each route's token correction what the provider counted."""
 
-    def __init__(self, ledger: LedgerWriter, *, max_meters: int = MAX_METERS) -> None:
+    def __init__(
+        self,
+        ledger: LedgerWriter,
+        *,
+        max_meters: int = MAX_METERS,
+        truth: TokenTruth | None = None,
+    ) -> None:
         self.ledger = ledger
+        self.truth = truth if truth is not None else TokenTruth()
         self.max_meters = max_meters
         self.meters: OrderedDict[int, CallMeter] = OrderedDict()
         """Session id → its last call, least recently called first (for `/context`)."""
@@ -113,15 +130,32 @@ class CallMetering:
         return self.meters.get(session_id)
 
     async def on_model_call(self, call: ModelCalled) -> None:
-        self._remember(call)
+        # the corrected estimate is what this call was budgeted with: before it teaches
+        route = call.route
+        entry = ledger_entry(call)
+        corrected = (
+            call.exact_tokens
+            if call.exact_tokens is not None
+            else self.truth.corrected(route.provider_name, route.model, entry.est_total)
+        )
+        entry = replace(entry, est_corrected=corrected)
+        if call.purpose != "compaction":  # `/context` shows the member's calls
+            self._remember(call, corrected)
+        if call.error is None:
+            self.truth.observe(
+                route.provider_name,
+                route.model,
+                estimated=entry.est_total,
+                reported=entry.input_tokens,
+            )
         try:
-            await self.ledger.append_async(ledger_entry(call))
+            await self.ledger.append_async(entry)
         except OSError:
             log.exception("could not write the ledger line")
 
-    def _remember(self, call: ModelCalled) -> None:
+    def _remember(self, call: ModelCalled, corrected: int) -> None:
         meters = self.meters
         meters.pop(call.session.id, None)
         while len(meters) >= self.max_meters:
             meters.popitem(last=False)
-        meters[call.session.id] = call_meter(call)
+        meters[call.session.id] = call_meter(call, corrected=corrected)

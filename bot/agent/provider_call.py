@@ -21,14 +21,14 @@ from bot.agent.turn import TurnFailed, TurnPolicy, TurnState
 from bot.context.budget import RuntimeLimits
 from bot.context.history_trim import HistoryTrimmed, trim_to_recent_turns
 from bot.context.orphans import remove_orphaned_tool_messages
+from bot.context.token_correction import exact_message_tokens
 from bot.context.tokens import (
     ensure_token_estimate,
-    estimate_history_tokens,
     image_tokens,
     split_request_tokens,
     system_tokens,
 )
-from bot.context.window import check_capacity, recovery_target
+from bot.context.window import check_capacity, recovery_target, tool_schema_text
 from bot.domain.messages import ChatMessage
 from bot.errors import (
     CapacityExceeded,
@@ -37,7 +37,7 @@ from bot.errors import (
     ProviderRateLimited,
     ProviderUnavailable,
 )
-from bot.ports import Clock, LLMRequest, LLMResponse
+from bot.ports import Clock, LLMRequest, LLMResponse, ToolSpec
 from bot.tools.base import Tool
 
 FINAL_CALL_NOTE = (
@@ -99,9 +99,11 @@ class ProviderCaller:
         fixed = state.fixed_tokens if not final else system_tokens(state.messages)
         if state.budget > 0:
             # the budget holds the whole request, so the messages get what the tool
-            # schemas leave (with an honoured max_context_tokens it is also the window)
+            # schemas leave (with an honoured max_context_tokens it is also the window);
+            # the budget is in real tokens, the trim in estimate units
             schemas = fixed - system_tokens(state.messages)
-            await self._trim(state, max(1, state.budget - schemas), reason="token_budget")
+            budget = state.correction.to_estimate(state.budget) - schemas
+            await self._trim(state, max(1, budget), reason="token_budget")
         await self._flush_trims(state)
         window, source = capacity_window(state.route, self.policy.limits)
         recovered = False
@@ -115,36 +117,49 @@ class ProviderCaller:
                 tools=tools,
                 max_output_tokens=self.policy.max_output_tokens,
             )
-            images = image_tokens(messages)
+            images = image_tokens(state.messages)
+            schemas = fixed - system_tokens(state.messages)
+            # the window is real tokens: so is what must fit, counted exactly when the
+            # route has a tokenizer file, else our estimate scaled by the route's correction
+            count = state.route.count_tokens
+            exact = None
+            if count is not None:
+                exact_messages = exact_message_tokens(state.messages, count) - images
+                exact_schemas = count(tool_schema_text([_schema(t) for t in tools]))
+                exact = exact_messages + exact_schemas + images
+                needs = (exact_messages, exact_schemas, images)
+            else:
+                real = state.correction.apply
+                needs = (real(state.messages.tokens - images), real(schemas), real(images))
             try:
                 check_capacity(
-                    message_tokens=estimate_history_tokens(messages) - images,
-                    tool_schema_tokens=fixed - system_tokens(messages),
-                    image_tokens=images,
+                    message_tokens=needs[0],
+                    tool_schema_tokens=needs[1],
+                    image_tokens=needs[2],
                     context_window=window,
                     model=state.route.model,
                     context_window_known=source == "known",
                     honoured=source == "max_context_tokens",
                 )
             except CapacityExceeded as exc:
-                await self._called(state, None, None, error=exc, final=final)
+                await self._called(state, None, None, error=exc, final=final, exact=exact)
                 raise TurnFailed("capacity", str(exc)) from exc
             started = time.perf_counter()
             try:
                 response = await state.route.provider.complete(request)
             except ContextOverflow as exc:
-                await self._called(state, None, started, error=exc, final=final)
+                await self._called(state, None, started, error=exc, final=final, exact=exact)
                 if recovered or not await self._recover(state):
                     raise TurnFailed("overflow", f"context overflow: {exc}") from exc
                 recovered = True
                 await self._flush_trims(state)
                 continue
             except ProviderError as exc:
-                await self._called(state, None, started, error=exc, final=final)
+                await self._called(state, None, started, error=exc, final=final, exact=exact)
                 transient = isinstance(exc, ProviderUnavailable | ProviderRateLimited)
                 key = "provider" if transient else "bad_response"
                 raise TurnFailed(key, f"{type(exc).__name__}: {exc}") from exc
-            await self._called(state, response, started, error=None, final=final)
+            await self._called(state, response, started, error=None, final=final, exact=exact)
             return response
 
     async def _called(
@@ -155,6 +170,7 @@ class ProviderCaller:
         *,
         error: Exception | None,
         final: bool,
+        exact: int | None = None,
     ) -> None:
         """Publish the call with every trim made since the previous one; those are done with."""
         latency = 0 if started is None else int((time.perf_counter() - started) * 1000)
@@ -176,6 +192,7 @@ class ProviderCaller:
             history_budget=state.history_budget,
             kept_turns=state.kept_turns,
             dropped_turns=state.dropped_turns,
+            exact_tokens=exact,
         )
         state.pending_trims.clear()
         state.published_trims = 0
@@ -183,7 +200,7 @@ class ProviderCaller:
 
     async def _recover(self, state: TurnState) -> bool:
         """After an overflow: down to two thirds of the estimate, whole turns only."""
-        target = recovery_target(estimate_history_tokens(state.messages))
+        target = recovery_target(state.messages.tokens)
         return await self._trim(state, target, reason="overflow_recovery")
 
     async def _trim(
@@ -196,7 +213,7 @@ class ProviderCaller:
         """Drop the fewest oldest whole turns until the request fits `budget`, rendering the
         kept ones again after each cut (a re-rendered first message is a little longer, so
         it may take a second cut). Records one `HistoryTrimmed`; False when nothing went."""
-        tokens_before = estimate_history_tokens(state.messages)
+        tokens_before = state.messages.tokens
         turns = messages = 0
         while True:
             plan = trim_to_recent_turns(state.messages, budget, crumb_present=state.crumb)
@@ -219,7 +236,7 @@ class ProviderCaller:
                 kept_turns=state.kept_turns,
                 reason=reason,
                 tokens_before=tokens_before,
-                tokens_after=estimate_history_tokens(state.messages),
+                tokens_after=state.messages.tokens,
                 budget=budget,
                 session=state.session.id,
                 turn_id=state.turn_id,
@@ -232,3 +249,7 @@ class ProviderCaller:
         for event in state.pending_trims[state.published_trims :]:
             await self.bus.publish(event)
         state.published_trims = len(state.pending_trims)
+
+
+def _schema(spec: ToolSpec) -> dict[str, object]:
+    return {"name": spec.name, "description": spec.description, "parameters": spec.parameters}

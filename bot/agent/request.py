@@ -12,13 +12,16 @@ leave the records and the rest is rendered again, never cut out of the rendered 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
+from bot.agent.compaction import Compactor, FoldView, summary_before
 from bot.agent.prompt import PromptFacts, TurnContext, build_per_turn_blocks, build_system_prompt
 from bot.agent.routes import RouteTable
 from bot.agent.turn import TurnPolicy, TurnState, TurnWindow
 from bot.context.alias_table import AliasTable
-from bot.context.history_trim import HistoryTrimmed, breadcrumb_message
+from bot.context.compaction import predict_cut, summary_message
+from bot.context.history_trim import HistoryTrimmed, IndexedHistory, breadcrumb_message
 from bot.context.orphans import remove_orphaned_tool_messages
 from bot.context.projection import (
     Projection,
@@ -26,9 +29,12 @@ from bot.context.projection import (
     project,
     without_per_turn_cost,
 )
+from bot.context.token_correction import NO_CORRECTION, TokenCorrection
 from bot.context.tokens import ensure_token_estimate, estimate_message_tokens
 from bot.context.turns import count_turns, turn_starts
 from bot.context.window import (
+    TurnCosts,
+    WindowDecision,
     WindowLimits,
     estimate_tool_schema_tokens,
     select_window,
@@ -36,7 +42,7 @@ from bot.context.window import (
 )
 from bot.domain.ids import Scene
 from bot.domain.messages import ChatMessage
-from bot.domain.records import StoredRecord, UserRecord
+from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
 from bot.ports import Clock, HistoryStore, SessionInfo
 from bot.tools.base import Tool
 
@@ -57,8 +63,14 @@ class RequestBuilder:
         policy: TurnPolicy,
         bot_id: int | None,
         bot_name: str,
+        correction: Callable[[str, str], TokenCorrection] | None = None,
+        compactor: Compactor | None = None,
     ) -> None:
+        self.compactor = compactor
+        """Folds departing turns into the summary (issue 17); None: compaction is off."""
         self.store = store
+        self.correction = correction or (lambda provider, model: NO_CORRECTION)
+        """The learned token correction of a route (provider, model)."""
         self.routes = routes
         self.tools = tools
         self.clock = clock
@@ -75,6 +87,7 @@ class RequestBuilder:
                 tool_names=tuple(self.tools),
                 workspace_rules=self.policy.workspace_rules,
                 tool_index=tuple(t.summary for t in self.tools.values() if t.summary),
+                owner_id=self.policy.owner_id,
             )
         )
 
@@ -88,9 +101,10 @@ class RequestBuilder:
     ) -> tuple[TurnState, AliasTable, list[StoredRecord]]:
         """The turn's state, its alias table and the window's records.
 
-        `persist_window=False` previews without storing a moved window start
-        (`tgbot context show` is read-only). The turn works with the session as loaded with
-        its history (route, scene and window as stored now), not as the caller last saw it."""
+        `persist_window=False` previews without storing a moved window start and without
+        calling the summary model (`tgbot context show` is read-only). The turn works with
+        the session as loaded with its history (route, scene and window as stored now), not
+        as the caller last saw it."""
         policy = self.policy
         loaded = await self.store.load_history(session.id, max_records=policy.max_records)
         session = loaded.session
@@ -98,12 +112,8 @@ class RequestBuilder:
         records = list(loaded.records)
         has_earlier = loaded.has_earlier
         history_budget = policy.scene_budgets.get(session.scene, 0)
-        limits = WindowLimits(
-            token_budget=history_budget,
-            max_turns=policy.max_turns,
-            max_messages=policy.max_messages,
-            headroom=policy.headroom,
-        )
+        correction = self.correction(route.provider_name, route.model)
+        limits = self.window_limits(session.scene, correction)
         blocks = build_per_turn_blocks(
             TurnContext(
                 now=self.clock.now(),
@@ -119,10 +129,33 @@ class RequestBuilder:
         targets = await self._quote_targets(session, records)
         projection = self._project(records, session, blocks, targets)
         costs = turn_costs(without_per_turn_cost(projection, blocks))
-        decision = select_window(costs.tokens, costs.messages, 0, limits)
+        answered = None if policy.count_unanswered_turns else costs.answered
+        decision = select_window(costs.tokens, costs.messages, 0, limits, answered=answered)
+        # --- compaction hook (issue 17): the summary standing for what precedes the window
+        summary = await summary_before(self.store, session, records) if has_earlier else None
         window_event: HistoryTrimmed | None = None
         if decision.moved and costs.starts:
             cut = projection.record_index[costs.starts[decision.start]]
+            # --- compaction hook (issue 17): fold what departs, or use a prepared summary
+            if self.compactor is not None:
+                starts = [projection.record_index[i] for i in costs.starts]
+                fold = await self.compactor.on_move(
+                    session,
+                    records=records,
+                    cut=cut,
+                    turn_starts=starts,
+                    costs=costs,
+                    limits=limits,
+                    previous=summary,
+                    messages=lambda: self.fold_messages(session, records, summary),
+                    turn_id=turn_id,
+                    call_model=persist_window,
+                )
+                if fold.cut != cut:  # a prepared summary moved the start a little
+                    decision = moved_to(decision, costs, starts.index(fold.cut))
+                cut, summary = fold.cut, fold.summary
+            else:
+                summary = None
             targets = await self._quote_targets(session, records[cut:])
             records = records[cut:]
             has_earlier = True
@@ -134,14 +167,21 @@ class RequestBuilder:
             projection = self._project(records, session, blocks, targets)
         aliases = AliasTable()
         window = TurnWindow(
-            records=tuple(records), projection=projection, blocks=blocks, aliases=aliases
+            records=tuple(records),
+            projection=projection,
+            blocks=blocks,
+            aliases=aliases,
+            summary=summary,
         )
         register_shown(aliases, projection, session.key.chat_id)
+        if summary is not None:  # the aliases the summary mentions are valid references
+            for alias, message_id in summary.aliases:
+                aliases.register(alias, session.key.chat_id, message_id)
         state = TurnState(
             session=session,
             route=route,
             turn_id=turn_id,
-            messages=[],
+            messages=IndexedHistory(),
             crumb=has_earlier,
             current_index=0,
             fixed_tokens=0,
@@ -152,6 +192,7 @@ class RequestBuilder:
             window=window,
             history_start=0,
             history_end=0,
+            correction=correction,
         )
         self._lay_out(state, window, tail=[])
         state.fixed_tokens = estimate_message_tokens(
@@ -159,6 +200,14 @@ class RequestBuilder:
         ) + estimate_tool_schema_tokens([tool_schema(t) for t in self.tools.values()])
         if window_event is not None:
             state.pending_trims.append(window_event)
+        if self.compactor is not None:  # compaction hook (issue 17): is the next move near?
+            kept = (
+                costs
+                if window_event is None
+                else turn_costs(without_per_turn_cost(projection, blocks))
+            )
+            margin = policy.compaction_margin
+            state.fold_soon = predict_cut(kept, limits, margin) is not None
         return state, aliases, records
 
     async def drop_turns(self, state: TurnState, count: int) -> tuple[int, int]:
@@ -183,9 +232,7 @@ class RequestBuilder:
         session = state.session
         targets = await self._quote_targets(session, records)
         projection = self._project(records, session, window.blocks, targets)
-        kept = TurnWindow(
-            records=records, projection=projection, blocks=window.blocks, aliases=window.aliases
-        )
+        kept = replace(window, records=records, projection=projection)
         register_shown(window.aliases, projection, session.key.chat_id)
         before = state.history_end - state.history_start
         tail = state.messages[state.history_end :]
@@ -193,13 +240,13 @@ class RequestBuilder:
         self._lay_out(state, kept, tail=tail)
         return count, before - (state.history_end - state.history_start)
 
-    def _lay_out(self, state: TurnState, window: TurnWindow, *, tail: list[ChatMessage]) -> None:
-        """Put the system prompt (and the breadcrumb), the window's messages without orphaned
-        tool steps, and this turn's tool steps in `state.messages`."""
-        system = ChatMessage(role="system", content=self.system_prompt(state.session.scene))
-        head = [ensure_token_estimate(system)]
-        if state.crumb:
-            head.append(breadcrumb_message())
+    def _lay_out(
+        self, state: TurnState, window: TurnWindow, *, tail: Sequence[ChatMessage]
+    ) -> None:
+        """Put the head (system prompt, and the breadcrumb and summary when earlier history
+        is out), the window's messages without orphaned tool steps, and this turn's tool
+        steps in `state.messages`."""
+        head = self.head(state.session, has_earlier=state.crumb, summary=window.summary)
         projection = window.projection
         history = remove_orphaned_tool_messages(projection.messages)
         index = projection.current_message_index
@@ -209,11 +256,79 @@ class RequestBuilder:
             else next(i for i, m in enumerate(history) if m is projection.messages[index])
         )
         state.window = window
-        state.messages = [*head, *history, *tail]
+        state.messages = IndexedHistory([*head, *history, *tail])
         state.history_start = len(head)
         state.history_end = len(head) + len(history)
         state.current_index = len(head) + current
         state.kept_turns = count_turns(state.messages)
+
+    def route_correction(self, session: SessionInfo) -> TokenCorrection:
+        route = self.routes.resolve(session.route)
+        return self.correction(route.provider_name, route.model)
+
+    def window_limits(
+        self, scene: Scene, correction: TokenCorrection = NO_CORRECTION
+    ) -> WindowLimits:
+        """The scene's window limits; the summary's bound is reserved inside its budget.
+        Budgets are real tokens; the window counts our estimate (`correction`)."""
+        policy = self.policy
+        history_budget = policy.scene_budgets.get(scene, 0)
+        reserve = policy.summary_budget(scene) if self.compactor is not None else 0
+        caps = policy.caps(scene)
+        budget = max(1, history_budget - reserve) if history_budget > 0 else 0
+        return WindowLimits(
+            token_budget=correction.to_estimate(budget) if budget > 0 else 0,
+            max_turns=caps.max_turns,
+            max_messages=caps.max_messages,
+            headroom=policy.headroom,
+        )
+
+    def head(
+        self, session: SessionInfo, *, has_earlier: bool, summary: SummaryRecord | None
+    ) -> list[ChatMessage]:
+        """System prompt, then the breadcrumb and the summary when earlier history is out."""
+        system = ChatMessage(role="system", content=self.system_prompt(session.scene))
+        head = [ensure_token_estimate(system)]
+        if has_earlier:
+            head.append(breadcrumb_message())
+            if summary is not None:
+                head.append(summary_message(summary))
+        return head
+
+    async def fold_messages(
+        self,
+        session: SessionInfo,
+        records: Sequence[StoredRecord],
+        summary: SummaryRecord | None,
+    ) -> list[ChatMessage]:
+        """The window as the chat's reply requests show it, without this turn's per-turn
+        blocks: what a summary request repeats before its instruction."""
+        targets = await self._quote_targets(session, records)
+        projection = self._project(records, session, "", targets)
+        has_earlier = bool(records) and records[0].parent_id is not None
+        return self.head(session, has_earlier=has_earlier, summary=summary) + list(
+            projection.messages
+        )
+
+    async def fold_view(self, session: SessionInfo) -> FoldView:
+        """The window as it stands after a reply (for preparing the next summary)."""
+        loaded = await self.store.load_history(session.id, max_records=self.policy.max_records)
+        session = loaded.session
+        records = list(loaded.records)
+        summary = await summary_before(self.store, session, records) if loaded.has_earlier else None
+        targets = await self._quote_targets(session, records)
+        projection = self._project(records, session, "", targets)
+        costs = turn_costs(projection.messages)
+        head = self.head(session, has_earlier=loaded.has_earlier, summary=summary)
+        return FoldView(
+            session=session,
+            records=records,
+            costs=costs,
+            turn_starts=[projection.record_index[i] for i in costs.starts],
+            limits=self.window_limits(session.scene, self.route_correction(session)),
+            summary=summary,
+            messages=head + list(projection.messages),
+        )
 
     def _project(
         self,
@@ -232,6 +347,7 @@ class RequestBuilder:
             per_turn_blocks=blocks,
             quote_targets=quote_targets,
             chat_id=session.key.chat_id,
+            owner_id=self.policy.owner_id,
         )
 
     async def _quote_targets(
@@ -257,6 +373,19 @@ def register_shown(aliases: AliasTable, projection: Projection, chat_id: int) ->
     # chat (its id means nothing here), never one the model was not shown.
     for message_id in projection.references:
         aliases.register_reference(message_id)
+
+
+def moved_to(decision: WindowDecision, costs: TurnCosts, start: int) -> WindowDecision:
+    """`decision` with the window starting at turn `start` instead (what it kept and left)."""
+    before = decision.start - decision.dropped_turns
+    return replace(
+        decision,
+        start=start,
+        tokens=sum(costs.tokens[start:]),
+        kept_turns=len(costs.tokens) - start,
+        dropped_turns=start - before,
+        dropped_messages=sum(costs.messages[before:start]),
+    )
 
 
 def tool_schema(tool: Tool) -> dict[str, object]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from bot.context.budget import ProviderCapacity, resolve_route
@@ -30,10 +30,15 @@ class Prices:
         ) / 1_000_000
 
 
+TokenCount = Callable[[str], int]
+"""An exact offline tokenizer's count of one text (`adapters.tokenizers`)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelRoute:
     """A resolved route. `window` is None when the capacity is unknown (nothing reported
-    to clients); `context_window_for_math` is what budgets and capacity checks use."""
+    to clients); `context_window_for_math` is what budgets and capacity checks use.
+    `count_tokens` is the operator's exact tokenizer for this model, when one is configured."""
 
     provider_name: str
     model: str
@@ -41,6 +46,7 @@ class ModelRoute:
     context_window: int | None
     context_window_for_math: int
     prices: Prices = Prices()
+    count_tokens: TokenCount | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,6 +54,8 @@ class ProviderEntry:
     provider: LLMProvider
     capacity: ProviderCapacity
     prices: Prices = Prices()
+    count_tokens: TokenCount | None = None
+    """Counts for the profile's configured model (any model when it names none)."""
 
 
 class RouteTable:
@@ -105,4 +113,6 @@ class RouteTable:
             context_window=resolved.context_window,
             context_window_for_math=resolved.context_window_for_math,
             prices=entry.prices,
+            # a tokenizer file belongs to the model it was made for, like the window
+            count_tokens=entry.count_tokens if entry.capacity.model in ("", model) else None,
         )

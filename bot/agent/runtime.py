@@ -14,15 +14,17 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from bot.agent.bubbles import ReplyBubbles
+from bot.agent.compaction import CompactionPolicy, Compactor
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
 from bot.agent.provider_call import ProviderCaller
 from bot.agent.request import RequestBuilder
 from bot.agent.routes import RouteTable
+from bot.agent.token_truth import TokenTruth
 from bot.agent.tool_runner import TOOL_TIMEOUT_SECONDS, ToolRunner
 from bot.agent.turn import TurnFailed, TurnOutcome, TurnPolicy, TurnState
 from bot.context.alias_table import AliasTable
@@ -72,14 +74,36 @@ class TurnRunner:
         bus: EventBus | None = None,
         bot_id: int | None = None,
         bot_name: str = "tgbot",
+        told_user: Callable[[int, int], Sequence[str]] | None = None,
+        truth: TokenTruth | None = None,
     ) -> None:
+        self.told_user = told_user
+        """Lines sent in a chat outside model turns since the last turn there (taken once)."""
         self.messenger = messenger
+        self.truth = truth if truth is not None else TokenTruth()
+        """Per-route token corrections: learned by metering, used by budgets and checks."""
         self.clock = clock
         self.policy = policy
         self.bus = bus or EventBus()
         self.tools = {tool.spec.name: tool for tool in tools}
         """The live tool table (name → tool), shared by every part."""
+        # --- compaction (issue 17): on when the policy bounds a summary for some scene
+        self.compactor: Compactor | None = None
+        if policy.summary_budgets:
+            self.compactor = Compactor(
+                store=store,
+                routes=routes,
+                tools=self.tools,
+                bus=self.bus,
+                clock=clock,
+                policy=CompactionPolicy(
+                    summary_budgets={s: policy.summary_budget(s) for s in policy.summary_budgets},
+                    route=policy.compaction_route,
+                    prepare_margin=policy.compaction_margin,
+                ),
+            )
         self.request = RequestBuilder(
+            compactor=self.compactor,
             store=store,
             routes=routes,
             tools=self.tools,
@@ -87,6 +111,7 @@ class TurnRunner:
             policy=policy,
             bot_id=bot_id,
             bot_name=bot_name,
+            correction=self.truth.correction,
         )
         self.provider = ProviderCaller(
             tools=self.tools, bus=self.bus, clock=clock, policy=policy, window=self.request
@@ -101,6 +126,8 @@ class TurnRunner:
             bot_name=bot_name,
             max_result_chars=policy.max_tool_result_chars,
             owner_id=policy.owner_id,
+            max_calls_per_step=policy.max_tool_calls_per_step,
+            max_messages_per_turn=policy.max_messages_per_turn,
         )
         self.bubbles = ReplyBubbles(
             store=store,
@@ -109,7 +136,7 @@ class TurnRunner:
             bot_id=bot_id,
             bot_name=bot_name,
         )
-        self.metering = CallMetering(ledger).attach(self.bus)
+        self.metering = CallMetering(ledger, truth=self.truth).attach(self.bus)
 
     @property
     def meters(self) -> OrderedDict[int, CallMeter]:
@@ -118,6 +145,11 @@ class TurnRunner:
 
     def system_prompt(self, scene: Scene) -> str:
         return self.request.system_prompt(scene)
+
+    async def aclose(self) -> None:
+        """Stop background work (summaries in preparation)."""
+        if self.compactor is not None:
+            await self.compactor.aclose()
 
     async def prepare(
         self,
@@ -136,6 +168,8 @@ class TurnRunner:
         self, session: SessionInfo, *, reply_to: int | None, told_user: Sequence[str] = ()
     ) -> TurnOutcome:
         turn_id = uuid.uuid4().hex[:12]
+        if not told_user and self.told_user is not None:
+            told_user = self.told_user(session.key.chat_id, session.key.thread_id)
         state, aliases, records = await self.prepare(session, turn_id=turn_id, told_user=told_user)
         session = state.session
         tool_ctx = self.tool_runner.context(session, records)
@@ -148,7 +182,10 @@ class TurnRunner:
                 if response.tool_calls and not hit_cap:
                     await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
                     continue
-                return await self._deliver(state, response, reply_to, hit_cap)
+                outcome = await self._deliver(state, response, reply_to, hit_cap)
+                if self.compactor is not None and state.fold_soon:  # compaction (issue 17)
+                    self.compactor.after_reply(session, self.request.fold_view, turn_id=turn_id)
+                return outcome
         except TurnFailed as failure:
             log.warning("turn %s failed: %s", turn_id, failure.detail)
             text = user_text(self.policy.locale, failure.key)
@@ -172,7 +209,7 @@ class TurnRunner:
         if not text:
             raise TurnFailed("bad_response", "the model's reply was empty after cleaning")
         key = state.session.key
-        recorder = self.bubbles.recorder(state.session, reply_to)
+        recorder = self.bubbles.recorder(state.session, reply_to, text)
         delivery = await self.messenger.send_text(
             key.chat_id, text, thread_id=key.thread_id, reply_to=reply_to, on_bubble=recorder
         )

@@ -5,6 +5,13 @@ turn's alias table, and a reference the model was not shown is refused before th
 runs. Whatever goes wrong (unknown tool, bad arguments, a `ToolError`, a Telegram error, a
 timeout, a bug) becomes an error result the model reads, never a crashed turn. The call and
 its results are stored together.
+
+Two caps keep one mention from flooding a chat (the iteration cap alone limits steps, not
+calls): at most `max_calls_per_step` calls of one model response run, and at most
+`max_messages_per_turn` messages are posted by tools in one turn (the final answer is not
+counted: it is the turn's reply). A call over either cap is not run; its result is an error
+the model reads (`error[too_many_calls]` / `error[too_many_messages]`), so it can fold the
+rest into its answer. 0 switches a cap off.
 """
 
 from __future__ import annotations
@@ -37,12 +44,29 @@ from bot.ports import (
     PlatformMessageStore,
     SessionInfo,
 )
+from bot.redact import scrub
 from bot.tools.base import Tool, ToolContext
 from bot.tools.rights import ChatAdmins, MemberRights
 
 log = logging.getLogger("tgbot.runtime")
 
 TOOL_TIMEOUT_SECONDS = 30.0
+
+SENDING_TOOLS = frozenset({"send_message"})
+"""Tools that post a new message to the chat (counted against `max_messages_per_turn`)."""
+
+
+def _failed(call: ToolCall, code: str, message: str) -> ToolResult:
+    return ToolResult(
+        call_id=call.id,
+        name=call.name,
+        content=f"error[{code}]: {message}",
+        is_error=True,
+        error_code=code,
+    )
+
+
+_CAPPED = frozenset({"too_many_calls", "too_many_messages"})
 
 
 class ToolRunner:
@@ -60,6 +84,8 @@ class ToolRunner:
         bot_name: str,
         max_result_chars: int,
         owner_id: int | None = None,
+        max_calls_per_step: int = 0,
+        max_messages_per_turn: int = 0,
     ) -> None:
         self.tools = tools
         self.store = store
@@ -72,6 +98,8 @@ class ToolRunner:
         self.owner_id = owner_id
         self.admins = ChatAdmins(messenger=messenger, clock=clock)
         """Who administers which chat, cached briefly across turns."""
+        self.max_calls_per_step = max_calls_per_step
+        self.max_messages_per_turn = max_messages_per_turn
 
     def context(self, session: SessionInfo, records: Sequence[StoredRecord]) -> ToolContext:
         """Where the turn's tools act: its chat, with the window's records and the rights of
@@ -99,8 +127,38 @@ class ToolRunner:
         self, state: TurnState, response: LLMResponse, aliases: AliasTable, ctx: ToolContext
     ) -> None:
         """Run every call of `response` in order, store the call with its results, and add
-        both to the turn's request."""
-        results = [await self.run(call, aliases, ctx) for call in response.tool_calls]
+        both to the turn's request. Calls over the caps are answered with an error."""
+        results: list[ToolResult] = []
+        sent = self.sent_this_turn(state)
+        per_step = self.max_calls_per_step
+        per_turn = self.max_messages_per_turn
+        for index, call in enumerate(response.tool_calls):
+            if per_step and index >= per_step:
+                results.append(
+                    _failed(
+                        call,
+                        "too_many_calls",
+                        f"not run: at most {per_step} tool calls per step; "
+                        "repeat it in a later step only if it is still needed",
+                    )
+                )
+                continue
+            if per_turn and call.name in SENDING_TOOLS and sent >= per_turn:
+                results.append(
+                    _failed(
+                        call,
+                        "too_many_messages",
+                        f"not sent: at most {per_turn} messages per turn; "
+                        "put what is left into your final answer",
+                    )
+                )
+                continue
+            result = await self.run(call, aliases, ctx)
+            if call.name in SENDING_TOOLS and not result.is_error:
+                sent += 1
+            results.append(result)
+        if capped := sum(r.error_code in _CAPPED for r in results):
+            log.warning("turn %s: %d tool calls over the caps", state.turn_id, capped)
         now = self.clock.now()
         call_body = AssistantRecord(text=response.text, tool_calls=response.tool_calls)
         results_body = ToolResultsRecord(results=tuple(results))
@@ -129,17 +187,20 @@ class ToolRunner:
                 )
             )
 
+    @staticmethod
+    def sent_this_turn(state: TurnState) -> int:
+        """Messages tools posted so far in this turn (read from the turn's own request)."""
+        return sum(
+            1
+            for message in state.messages[state.current_index :]
+            if message.role == "tool" and message.name in SENDING_TOOLS and not message.is_error
+        )
+
     async def run(self, call: ToolCall, aliases: AliasTable, ctx: ToolContext) -> ToolResult:
         """One call's result; a failure is an error result (`error[<code>]: …`)."""
 
         def failed(code: str, message: str) -> ToolResult:
-            return ToolResult(
-                call_id=call.id,
-                name=call.name,
-                content=f"error[{code}]: {message}",
-                is_error=True,
-                error_code=code,
-            )
+            return _failed(call, code, message)
 
         tool = self.tools.get(call.name)
         if tool is None:
@@ -161,7 +222,7 @@ class ToolRunner:
         except ToolError as exc:
             return failed(exc.code, str(exc))
         except TelegramError as exc:
-            return failed("telegram", f"{type(exc).__name__}: {exc}")
+            return failed("telegram", scrub(f"{type(exc).__name__}: {exc}"))
         except TimeoutError:
             return failed("timeout", f"the tool took longer than {TOOL_TIMEOUT_SECONDS:.0f} s")
         except Exception as exc:  # a tool bug must not crash the turn

@@ -28,6 +28,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--webhook", action="store_true", help="serve a webhook instead of polling")
     run.add_argument("--host", default="127.0.0.1", help="webhook listen address")
     run.add_argument("--port", type=int, default=8080, help="webhook listen port")
+    run.add_argument(
+        "--insecure-webhook",
+        action="store_true",
+        help="serve the webhook without WEBHOOK_SECRET (anyone who finds the URL can forge "
+        "updates; for local tests only)",
+    )
     run.set_defaults(handler=_run)
 
     demo = commands.add_parser("demo", help="offline end-to-end showcase (no token needed)")
@@ -57,6 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     legacy.add_argument("file", metavar="FILE")
     legacy.set_defaults(handler=_import_legacy)
 
+    dashboard = commands.add_parser("dashboard", help="serve the operator dashboard (web)")
+    dashboard.add_argument("--host", default="127.0.0.1", help="listen address")
+    dashboard.add_argument("--port", type=int, help="listen port (DASHBOARD_PORT, else 8080)")
+    dashboard.set_defaults(handler=_dashboard)
+
     db = commands.add_parser("db", help="database maintenance")
     db_commands = db.add_subparsers(dest="db_command", metavar="SUBCOMMAND", required=True)
     upgrade = db_commands.add_parser("upgrade", help="create or migrate the schema")
@@ -67,7 +78,15 @@ def build_parser() -> argparse.ArgumentParser:
 def _run(args: argparse.Namespace) -> int:
     from bot.app import serve
 
-    return asyncio.run(serve.run(args.config, webhook=args.webhook, host=args.host, port=args.port))
+    return asyncio.run(
+        serve.run(
+            args.config,
+            webhook=args.webhook,
+            host=args.host,
+            port=args.port,
+            insecure_webhook=args.insecure_webhook,
+        )
+    )
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -102,6 +121,12 @@ def _db_upgrade(args: argparse.Namespace) -> int:
     from bot.app import db_commands
 
     return asyncio.run(db_commands.db_upgrade(args.config))
+
+
+def _dashboard(args: argparse.Namespace) -> int:
+    from bot.app.dashboard.server import run_dashboard
+
+    return asyncio.run(run_dashboard(args.config, host=args.host, port=args.port))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

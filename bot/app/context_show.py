@@ -4,13 +4,14 @@ sending anything (the stored history through the real wiring and `TurnRunner.pre
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from bot.app.wiring import build_app, open_store
-from bot.config import load_settings
+from bot.config import Settings, load_settings
 from bot.context.tokens import estimate_message_tokens
 from bot.domain.ids import SessionKey
 from bot.domain.messages import ChatMessage
-from bot.domain.records import AssistantRecord
+from bot.domain.records import AssistantRecord, StoredRecord
 from bot.errors import NotBuiltError, SessionNotFound
 from bot.ports import BubbleHook, ConversationStore, Delivery, SessionInfo
 
@@ -19,20 +20,55 @@ async def context_show(config: str | None, *, chat_id: int, thread_id: int) -> i
     settings = load_settings(config)
     store = await open_store(settings)
     try:
-        session = await store.find_session(SessionKey(chat_id=chat_id, thread_id=thread_id))
-        if session is None:
-            raise SessionNotFound(f"no conversation stored for chat {chat_id} thread {thread_id}")
-        bot_id, bot_name = await _stored_bot_identity(store, session)
-        app = build_app(
-            settings, store=store, messenger=_NoMessenger(), bot_id=bot_id, bot_name=bot_name
-        )
-        state, _aliases, _records = await app.runner.prepare(
-            session, turn_id="preview", persist_window=False
-        )
-        print(render_request_preview(state.messages, state.current_index, state.fixed_tokens))
+        key = SessionKey(chat_id=chat_id, thread_id=thread_id)
+        print((await preview_request(settings, store, key)).text)
     finally:
         await store.close()
     return 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestPreview:
+    """The next request of a session: `text` is what `tgbot context show` prints (the
+    dashboard's chat page shows the same)."""
+
+    session: SessionInfo
+    text: str
+    fixed_tokens: int
+    history_tokens: int
+    current_tokens: int
+    records: tuple[StoredRecord, ...]
+    """The window the request was projected from, oldest first."""
+
+
+async def preview_request(
+    settings: Settings, store: ConversationStore, key: SessionKey
+) -> RequestPreview:
+    """Prepare the session's next request without sending or storing anything."""
+    session = await store.find_session(key)
+    if session is None:
+        raise SessionNotFound(
+            f"no conversation stored for chat {key.chat_id} thread {key.thread_id}"
+        )
+    bot_id, bot_name = await _stored_bot_identity(store, session)
+    app = build_app(
+        settings, store=store, messenger=_NoMessenger(), bot_id=bot_id, bot_name=bot_name
+    )
+    try:
+        state, _aliases, records = await app.runner.prepare(
+            session, turn_id="preview", persist_window=False
+        )
+    finally:
+        await app.routes.aclose()
+    history, current = token_split(state.messages, state.current_index)
+    return RequestPreview(
+        session=state.session,
+        text=render_request_preview(state.messages, state.current_index, state.fixed_tokens),
+        fixed_tokens=state.fixed_tokens,
+        history_tokens=history,
+        current_tokens=current,
+        records=tuple(records),
+    )
 
 
 async def _stored_bot_identity(
@@ -49,23 +85,31 @@ async def _stored_bot_identity(
     return None, "tgbot"
 
 
+def token_split(messages: Sequence[ChatMessage], current_index: int) -> tuple[int, int]:
+    """(history, current) tokens of a request: the non-system messages before the current
+    message, and the current message with what follows it."""
+    history = current = 0
+    for index, message in enumerate(messages):
+        if message.role == "system":
+            continue
+        if index < current_index:
+            history += estimate_message_tokens(message)
+        else:
+            current += estimate_message_tokens(message)
+    return history, current
+
+
 def render_request_preview(messages: Sequence[ChatMessage], current_index: int, fixed: int) -> str:
     """Exactly what the model would be sent next, message by message, with the token split."""
     lines: list[str] = []
-    history = 0
-    current = 0
     for index, message in enumerate(messages):
         tokens = estimate_message_tokens(message)
-        if message.role != "system":
-            if index < current_index:
-                history += tokens
-            else:
-                current += tokens
         lines.append(f"--- [{index}] {message.role} ({tokens} tokens)")
         if message.content:
             lines.append(message.content)
         for call in message.tool_calls:
             lines.append(f"tool_call {call.id}: {call.name}({call.arguments})")
+    history, current = token_split(messages, current_index)
     lines.append("---")
     lines.append(
         f"tokens: fixed {fixed} (system + tool schemas), history {history}, "

@@ -31,7 +31,7 @@ from bot.agent.prompt import (
 )
 from bot.app.demo_scenario import GROUP_CHAT, OWNER_ID, WORKSPACE_RULES, build_scenario
 from bot.app.wiring import App, build_app, open_store
-from bot.config import Settings, load_settings
+from bot.config import SceneHistory, Settings, load_settings
 from bot.context.tokens import estimate_message_tokens
 from bot.domain.facts import InboundMessage
 from bot.domain.messages import ChatMessage
@@ -171,6 +171,11 @@ def print_request(request: LLMRequest, out: TextIO) -> None:
             write(f"tool_call {call.name}({call.arguments})\n")
 
 
+DEMO_GROUP_CAP = 16
+"""The demo's group message cap: its short scenario moves the window, so the last group
+request shows the summary (made offline by the scripted model) after the breadcrumb."""
+
+
 async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
     started = time.perf_counter()
     data = data_dir or Path(tempfile.mkdtemp(prefix="tgbot-demo-"))
@@ -186,6 +191,10 @@ async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
                 "telegram_api_base": api.base_url,
                 "workspace_rules_file": rules,
                 "triggers": settings.triggers.model_copy(update={"merge_window_seconds": 0.0}),
+                # a small group window, so the short scenario moves it and shows a summary
+                "history": settings.history.model_copy(
+                    update={"group": SceneHistory(max_recent_messages=DEMO_GROUP_CAP)}
+                ),
                 "security": settings.security.model_copy(
                     update={"user_messages_per_minute": 0, "chat_messages_per_minute": 0}
                 ),
@@ -224,6 +233,7 @@ async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
             )
             naive = NaiveBaseline(system=ChatMessage(role="system", content=base_prompt))
             group_requests = await replay(api, app, sink, model, naive, demo, me.username or "")
+            await app.runner.aclose()
             await dispatcher.stop_polling()
             await polling
         finally:

@@ -19,16 +19,19 @@ from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.webhook import serve_webhook
+from bot.app.dashboard.server import RunningDashboard, start_beside_bot
 from bot.app.retention_loop import retention_loop
 from bot.app.wiring import (
     build_app,
     open_chat_lock,
     open_store,
+    register_settings_secrets,
     retention_policy,
     start_daily_summary,
 )
 from bot.config import Settings, load_settings
 from bot.errors import ConfigError
+from bot.redact import install_log_scrubbing
 
 log = logging.getLogger("tgbot.run")
 
@@ -43,6 +46,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
     scheduler = None
     stopped = asyncio.Event()
     retention: asyncio.Task[None] | None = None
+    dashboard: RunningDashboard | None = None
     try:
         me = await bot.get_me()
         messenger = TelegramMessenger(bot)
@@ -58,6 +62,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             app.inbound, bot_id=me.id, bot_username=me.username, locale=settings.bot_locale
         )
         scheduler = start_daily_summary(app, messenger)
+        dashboard = await start_beside_bot(settings, app.bus)  # when DASHBOARD_PORT is set
         retention = asyncio.create_task(
             retention_loop(store, retention_policy(settings), app.runner.clock, stop=stopped)
         )
@@ -90,6 +95,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             await poll_updates(dispatcher, bot, stop=stop_polling)
         log.info("finishing running turns")
         await app.inbound.drain()
+        await app.runner.aclose()
         await app.routes.aclose()
         await app.ledger.flush()
     finally:
@@ -100,6 +106,8 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             asyncio.get_running_loop().remove_signal_handler(sig)
         if scheduler is not None:
             scheduler.shutdown(wait=False)
+        if dashboard is not None:
+            await dashboard.close()
         await bot.session.close()
         await chat_lock.close()
         await store.close()
@@ -107,15 +115,33 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
     return 0
 
 
-async def run(config: str | None, *, webhook: bool, host: str, port: int) -> int:
+async def run(
+    config: str | None,
+    *,
+    webhook: bool,
+    host: str,
+    port: int,
+    insecure_webhook: bool = False,
+) -> int:
     settings = load_settings(config)
     if settings.bot_token is None:
         raise ConfigError("BOT_TOKEN", "required for `tgbot run` (use `tgbot demo` offline)")
+    if webhook and settings.webhook_secret is None and not insecure_webhook:
+        # without the secret header check anyone who finds the URL can post forged updates
+        raise ConfigError(
+            "WEBHOOK_SECRET",
+            "required for `tgbot run --webhook` (or pass --insecure-webhook to accept "
+            "unauthenticated updates)",
+        )
+    register_settings_secrets(settings)  # before the first log line
     _setup_logging()
     return await serve(settings, webhook=webhook, host=host, port=port)
 
 
 def _setup_logging() -> None:
+    """Log to stderr at TGBOT_LOG_LEVEL; secrets scrubbed from every record and the HTTP
+    clients' header dumps silenced (`bot.redact`)."""
+    install_log_scrubbing()
     logging.basicConfig(
         level=os.environ.get("TGBOT_LOG_LEVEL", "INFO"),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

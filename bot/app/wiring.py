@@ -9,27 +9,36 @@ Nothing outside `bot/app` reads the settings or imports `adapters` or `storage`.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from adapters.llm.openai_provider import OpenAIProvider
 from adapters.llm.scripted import ScriptedModel
 from adapters.scheduler import build_scheduler
+from adapters.tokenizers import TokenizerUnavailable, load_token_counter
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.routes import Prices, ProviderEntry, RouteTable
 from bot.agent.runtime import TurnPolicy, TurnRunner
+from bot.agent.token_truth import TokenTruth
+from bot.agent.turn import SceneCaps
+from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
-from bot.config import Settings
+from bot.config import HistorySettings, SceneHistory, Settings
 from bot.context.budget import ProviderCapacity, RuntimeLimits
+from bot.domain.ids import Scene
 from bot.errors import ConfigError
 from bot.ports import ChatLock, Clock, ConversationStore, LLMProvider, Messenger
+from bot.redact import register_secret
 from bot.services.chat_lock import LocalChatLock
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
 from bot.services.inbound import InboundPolicy, InboundService
+from bot.services.told_user import ToldUserLog, ToldUserMessenger
 from bot.tools import default_tools
 from storage.engine import create_engine_for, is_sqlite, normalise_url
 from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
@@ -60,6 +69,11 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
                 cached_input_per_mtok=profile.price_cached_input_per_mtok,
                 output_per_mtok=profile.price_output_per_mtok,
             ),
+            count_tokens=_token_counter(
+                f"providers.{name}.tokenizer_file",
+                profile.tokenizer_file,
+                profile.tokenizer_pattern,
+            ),
         )
     default_provider: LLMProvider
     if offline is not None:
@@ -78,6 +92,9 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
             capacity=ProviderCapacity(
                 name="default", model=settings.llm_model, context_window=settings.llm_context_window
             ),
+            count_tokens=_token_counter(
+                "llm_tokenizer_file", settings.llm_tokenizer_file, settings.llm_tokenizer_pattern
+            ),
         ),
     )
     default_name = settings.default_provider or "default"
@@ -92,6 +109,18 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
     )
 
 
+def _token_counter(
+    setting: str, path: Path | None, pattern: str | None
+) -> Callable[[str], int] | None:
+    """The exact tokenizer an operator configured (read once, offline), or None."""
+    if path is None:
+        return None
+    try:
+        return load_token_counter(path, pattern=pattern).count
+    except TokenizerUnavailable as exc:
+        raise ConfigError(setting, str(exc)) from None
+
+
 def turn_policy(settings: Settings) -> TurnPolicy:
     rules = ""
     if settings.workspace_rules_file is not None:
@@ -101,6 +130,7 @@ def turn_policy(settings: Settings) -> TurnPolicy:
             raise ConfigError("workspace_rules_file", str(exc)) from None
     runtime = settings.runtime
     history = settings.history
+    compaction = settings.compaction
     return TurnPolicy(
         scene_budgets={
             "group": history.group_tokens,
@@ -109,6 +139,27 @@ def turn_policy(settings: Settings) -> TurnPolicy:
         },
         max_turns=history.max_history_turns,
         max_messages=history.max_recent_messages,
+        scene_caps={
+            scene: SceneCaps(
+                max_turns=history.max_history_turns
+                if override.max_history_turns is None
+                else override.max_history_turns,
+                max_messages=history.max_recent_messages
+                if override.max_recent_messages is None
+                else override.max_recent_messages,
+            )
+            for scene, override in _scene_overrides(history)
+        },
+        summary_budgets={
+            "group": compaction.group_tokens,
+            "private": compaction.private_tokens,
+            "owner": compaction.owner_tokens,
+        }
+        if compaction.enabled
+        else {},
+        count_unanswered_turns=history.turn_cap_counts == "all",
+        compaction_route=compaction.route,
+        compaction_margin=compaction.prepare_margin,
         headroom=history.headroom,
         limits=RuntimeLimits(
             max_context_tokens=runtime.max_context_tokens,
@@ -118,14 +169,20 @@ def turn_policy(settings: Settings) -> TurnPolicy:
         ),
         max_tool_iterations=runtime.max_tool_iterations,
         max_tool_result_chars=runtime.max_tool_result_chars,
+        max_tool_calls_per_step=runtime.max_tool_calls_per_step,
+        max_messages_per_turn=runtime.max_messages_per_turn,
+        owner_id=settings.owner_id,
         max_output_tokens=runtime.max_output_tokens,
         locale=settings.bot_locale,
         zone=settings.zone,
         zone_name=settings.bot_timezone,
         command_prefix=settings.triggers.command_prefix,
         workspace_rules=rules,
-        owner_id=settings.owner_id,
     )
+
+
+def _scene_overrides(history: HistorySettings) -> tuple[tuple[Scene, SceneHistory], ...]:
+    return (("group", history.group), ("private", history.private), ("owner", history.owner))
 
 
 @dataclass(slots=True)
@@ -140,6 +197,7 @@ class App:
     routes: RouteTable
     ledger: LedgerWriter
     bus: EventBus
+    told: ToldUserLog
 
 
 async def open_store(settings: Settings) -> ConversationStore:
@@ -165,6 +223,16 @@ def open_chat_lock(settings: Settings) -> ChatLock:
     return AdvisoryChatLock.for_url(url)
 
 
+def register_settings_secrets(settings: Settings) -> None:
+    """Every secret the settings name, for `bot.redact.scrub` (logs, ledger, errors)."""
+    for secret in (settings.bot_token, settings.llm_api_key, settings.webhook_secret):
+        if secret is not None:
+            register_secret(secret.get_secret_value())
+    for profile in settings.providers.values():
+        if profile.api_key_env:
+            register_secret(os.environ.get(profile.api_key_env))
+
+
 def build_app(
     settings: Settings,
     *,
@@ -176,11 +244,17 @@ def build_app(
     offline: LLMProvider | None = None,
     chat_lock: ChatLock | None = None,
 ) -> App:
+    register_settings_secrets(settings)
     clock = clock or SystemClock()
     routes = build_routes(settings, offline=offline)
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
+    truth = TokenTruth.load(settings.data_dir)
     bus = EventBus()
+    told = ToldUserLog()
+    outside = ToldUserMessenger(messenger, told)
+    """What services send outside model turns; the next turn there is told (issue 17)."""
     runner = TurnRunner(
+        told_user=told.take,
         store=store,
         platform_messages=store,
         messenger=messenger,
@@ -192,10 +266,11 @@ def build_app(
         bus=bus,
         bot_id=bot_id,
         bot_name=bot_name,
+        truth=truth,
     )
 
     async def usage_reply() -> tuple[str, bytes | None]:
-        summary = daily_summary(settings, messenger=messenger, store=store, clock=clock)
+        summary = daily_summary(settings, messenger=outside, store=store, clock=clock)
         today = clock.now().astimezone(settings.zone).date()
         message = await summary.compose(today)
         return message.text, message.chart
@@ -203,16 +278,20 @@ def build_app(
     commands = Commands(
         owner_id=settings.owner_id,
         locale=settings.bot_locale,
-        messenger=messenger,
+        messenger=outside,
         store=store,
         routes=routes,
         meters=runner.meters.get,
         usage_reply=usage_reply,
+        dashboard_link=owner_link(
+            settings.dashboard_url,
+            settings.dashboard_token.get_secret_value() if settings.dashboard_token else None,
+        ),
     )
     inbound = InboundService(
         store=store,
         runner=runner,
-        messenger=messenger,
+        messenger=outside,
         clock=clock,
         policy=InboundPolicy(
             owner_id=settings.owner_id,
@@ -238,6 +317,7 @@ def build_app(
         routes=routes,
         ledger=ledger,
         bus=bus,
+        told=told,
     )
 
 
@@ -260,7 +340,8 @@ def start_daily_summary(app: App, messenger: Messenger) -> AsyncIOScheduler | No
     settings = app.settings
     if not settings.schedule.daily_summary or settings.owner_id is None:
         return None
-    summary = daily_summary(settings, messenger=messenger, store=app.store, clock=SystemClock())
+    outside = ToldUserMessenger(messenger, app.told)
+    summary = daily_summary(settings, messenger=outside, store=app.store, clock=SystemClock())
     scheduler = build_scheduler(
         jobstore_url=f"sqlite:///{(settings.data_dir / 'scheduler.sqlite3').as_posix()}",
         zone=settings.zone,

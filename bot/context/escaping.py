@@ -33,7 +33,18 @@ import re
 
 _INVISIBLE = r"[\s\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
 OPENING_BRACKETS = "[［【〖〘〚"
-HEADER_FIELDS = ("id", "parts", "user", "user_id", "origin", "via", "date", "time", "reply_to")
+HEADER_FIELDS = (
+    "id",
+    "parts",
+    "user",
+    "user_id",
+    "owner",
+    "origin",
+    "via",
+    "date",
+    "time",
+    "reply_to",
+)
 _FIELD = "(?:" + "|".join(HEADER_FIELDS) + ")"
 _RESERVED_LINE = re.compile(
     rf"^({_INVISIBLE}*)(\\*)([{re.escape(OPENING_BRACKETS)}]{_INVISIBLE}*[^\W_])",

@@ -8,6 +8,8 @@ Fields, in this order, each closed by `;`, only when they apply:
 - `user:<name>;user_id:<id>` on a sender's first message in the window and when their name
   changed since their previous one; `user_id:<id>` alone after that. Left out for our own
   replies, and for the human in private and owner chats (there is only one).
+- `owner:true` after the sender fields when the sender is the bot's owner (checked by user
+  id, never by name): in a group the model can tell the owner from a member named "Owner".
 - `origin:peer_bot` when the sender is a bot that is not us.
 - `via:@<username>` when the message was sent through an inline bot (the words are the
   bot's, picked by the sender); shown in every scene, also where sender fields are not.
@@ -43,6 +45,7 @@ class Header:
     ids: tuple[str | None, ...] = ()
     user_name: str | None = None
     user_id: int | None = None
+    owner: bool = False
     peer_bot: bool = False
     via: str | None = None
     date: str | None = None
@@ -62,6 +65,8 @@ def render_header(header: Header) -> str:
         fields.append(f"user:{header_value(header.user_name)};")
     if header.user_id is not None:
         fields.append(f"user_id:{header.user_id};")
+    if header.owner:
+        fields.append("owner:true;")
     if header.peer_bot:
         fields.append("origin:peer_bot;")
     if header.via is not None:
@@ -91,9 +96,25 @@ def local_day(moment: datetime, zone: tzinfo) -> date:
 class HeaderWalker:
     """Builds the headers of one window, oldest message first (used inside projection only)."""
 
-    __slots__ = ("_bot_user_id", "_last_day", "_last_shown", "_names", "_scene", "_zone")
+    __slots__ = (
+        "_bot_user_id",
+        "_last_day",
+        "_last_shown",
+        "_names",
+        "_owner_id",
+        "_scene",
+        "_zone",
+    )
 
-    def __init__(self, *, zone: tzinfo, scene: Scene, bot_user_id: int | None) -> None:
+    def __init__(
+        self,
+        *,
+        zone: tzinfo,
+        scene: Scene,
+        bot_user_id: int | None,
+        owner_id: int | None = None,
+    ) -> None:
+        self._owner_id = owner_id
         self._zone = zone
         self._scene = scene
         self._bot_user_id = bot_user_id
@@ -120,6 +141,11 @@ class HeaderWalker:
                 ids=tuple(ids),
                 user_name=user_name,
                 user_id=user_id,
+                owner=user_id is not None
+                and self._owner_id is not None
+                and user_id == self._owner_id
+                and sender is not None
+                and sender.kind == "user",
                 peer_bot=peer_bot,
                 via=sender.via_bot if sender is not None else None,
                 date=day_text,

@@ -16,16 +16,19 @@ stops once over budget, so deciding and building the kept list follow the kept w
 dropped part is kept as one slice (`TrimResult.dropped`) and the statistics about it
 (`dropped_messages`, `dropped_turns`, `tokens_before`) are computed when read, in
 O(dropped). Callers that emit `HistoryTrimmed` pay that once per trim; a caller that only
-needs the kept messages never does.
+needs the kept messages never does. A caller that trims the same growing list again and
+again (the agent loop trims at every provider call) can hold it as an `IndexedHistory`:
+running totals kept as messages are appended, so the dropped figures cost O(1) and the
+whole trim, event included, follows the kept window.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from itertools import compress, islice, repeat
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import accumulate, compress, islice, repeat
 from operator import attrgetter, countOf, eq
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, overload
 
 from bot.context.tokens import compute_message_tokens, estimate_history_tokens, estimate_span_tokens
 from bot.context.turns import count_turns, is_turn_start, leading_system_count
@@ -56,6 +59,9 @@ class TrimResult:
     dropped: tuple[ChatMessage, ...] = ()
     kept_turns: int
     tokens_after: int
+    # (dropped_messages, dropped_turns, dropped tokens) when the trim read them from an
+    # `IndexedHistory`; None means "scan `dropped` when read"
+    known: tuple[int, int, int] | None = field(default=None, repr=False, compare=False)
 
     @property
     def trimmed(self) -> bool:
@@ -67,6 +73,8 @@ class TrimResult:
     @property
     def dropped_messages(self) -> int:
         """Dropped conversation messages; system rows and breadcrumbs are not counted."""
+        if self.known is not None:
+            return self.known[0]
         dropped = self.dropped
         uncounted = countOf(map(_ROLE, dropped), "system")
         if any(map(_IS_CRUMB, dropped)):
@@ -75,11 +83,15 @@ class TrimResult:
 
     @property
     def dropped_turns(self) -> int:
+        if self.known is not None:
+            return self.known[1]
         users = compress(self.dropped, map(eq, map(_ROLE, self.dropped), repeat("user")))
         return sum(map(is_turn_start, users))
 
     @property
     def tokens_before(self) -> int:
+        if self.known is not None:
+            return self.tokens_after + self.known[2]
         try:
             dropped: int = sum(map(_TOKENS, self.dropped))
         except TypeError:  # some message has no cached estimate
@@ -185,6 +197,86 @@ def with_breadcrumb(
     return (*messages[:s], breadcrumb_message(), *messages[s:])
 
 
+# ---------------------------------------------------------------- indexed history
+
+
+def _counted(message: ChatMessage) -> bool:
+    """Whether `dropped_messages` counts this message."""
+    return message.role != "system" and not message.is_breadcrumb
+
+
+class IndexedHistory(Sequence[ChatMessage]):
+    """A provider-facing message list with running totals kept as messages are appended.
+
+    Totals per prefix: token estimate (the cached `tokens` when set), turn starts and
+    counted messages, so the figures of any span cost O(1). It is a `Sequence`, so every
+    function of this module takes it; the token trim reads the dropped part's figures from
+    it instead of scanning. Append-only: to insert (the breadcrumb) build a new one, which
+    costs O(len) once, not once per trim.
+    """
+
+    __slots__ = ("_counted", "_items", "_starts", "_tokens")
+
+    def __init__(self, messages: Iterable[ChatMessage] = ()) -> None:
+        items = list(messages)
+        self._items = items
+        # whole-list passes run in C where they can (map/accumulate); appends go one by one
+        costs = list(map(_TOKENS, items))
+        if None in costs:
+            costs = [
+                compute_message_tokens(m) if c is None else c
+                for m, c in zip(items, costs, strict=True)
+            ]
+        self._tokens: list[int] = list(accumulate(costs, initial=0))
+        self._starts: list[int] = list(accumulate(map(is_turn_start, items), initial=0))
+        self._counted: list[int] = list(accumulate(map(_counted, items), initial=0))
+
+    def append(self, message: ChatMessage) -> None:
+        cached = message.tokens
+        cost = compute_message_tokens(message) if cached is None else cached
+        self._items.append(message)
+        self._tokens.append(self._tokens[-1] + cost)
+        self._starts.append(self._starts[-1] + is_turn_start(message))
+        self._counted.append(self._counted[-1] + _counted(message))
+
+    def extend(self, messages: Iterable[ChatMessage]) -> None:
+        for message in messages:
+            self.append(message)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> ChatMessage: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[ChatMessage]: ...
+
+    def __getitem__(self, index: int | slice) -> ChatMessage | list[ChatMessage]:
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[ChatMessage]:
+        return iter(self._items)
+
+    @property
+    def items(self) -> list[ChatMessage]:
+        """The messages themselves (do not mutate: the totals would go stale)."""
+        return self._items
+
+    @property
+    def tokens(self) -> int:
+        """The estimate of the whole list."""
+        return self._tokens[-1]
+
+    def span(self, begin: int, end: int) -> tuple[int, int, int]:
+        """(counted messages, turn starts, tokens) of `self[begin:end]`."""
+        return (
+            self._counted[end] - self._counted[begin],
+            self._starts[end] - self._starts[begin],
+            self._tokens[end] - self._tokens[begin],
+        )
+
+
 # ---------------------------------------------------------------- trimming
 
 
@@ -214,6 +306,15 @@ def _unchanged(messages: Sequence[ChatMessage], *, turns: int, tokens: int) -> T
 def _cut(
     messages: Sequence[ChatMessage], prefix: int, cut: int, *, turns: int, tokens: int
 ) -> TrimResult:
+    if isinstance(messages, IndexedHistory):
+        items = messages.items
+        return TrimResult(
+            messages=(*items[:prefix], *items[cut:]),
+            dropped=tuple(items[prefix:cut]),
+            kept_turns=turns,
+            tokens_after=tokens,
+            known=messages.span(prefix, cut),
+        )
     return TrimResult(
         messages=(*messages[:prefix], *messages[cut:]),
         dropped=_slice(messages, prefix, cut),
@@ -243,7 +344,13 @@ def trim_to_recent_turns(
         return _unchanged(
             messages, turns=count_turns(messages, prefix), tokens=estimate_history_tokens(messages)
         )
-    acc = estimate_span_tokens(messages, 0, prefix)
+    walk: Sequence[ChatMessage] = messages
+    if isinstance(messages, IndexedHistory):
+        if messages.tokens <= budget:
+            _, turns, _ = messages.span(prefix, n)
+            return _unchanged(messages, turns=turns, tokens=messages.tokens)
+        walk = messages.items  # plain list indexing in the loop below
+    acc = estimate_span_tokens(walk, 0, prefix)
     seen = 0  # turn starts walked so far
     cut = cut_tokens = cut_turns = -1  # oldest turn start whose suffix fits (or the newest)
     cut_fits = False
@@ -251,7 +358,7 @@ def trim_to_recent_turns(
     i = n
     while i > prefix:
         i -= 1
-        message = messages[i]
+        message = walk[i]
         cached = message.tokens
         acc += compute_message_tokens(message) if cached is None else cached
         starts = is_turn_start(message)
@@ -272,11 +379,11 @@ def trim_to_recent_turns(
 
     # `cut` must not be the oldest turn start: cutting there would drop only the orphan
     # prefix, which belongs to the first turn.
-    earlier = (i < cut and is_turn_start(messages[i])) or _has_turn_start(messages, prefix, i)
+    earlier = (i < cut and is_turn_start(walk[i])) or _has_turn_start(walk, prefix, i)
     if not earlier:
         if cut_fits and newer >= 0:
             return _cut(messages, prefix, newer, turns=newer_turns, tokens=newer_tokens)
-        rest = estimate_span_tokens(messages, prefix, i)
+        rest = estimate_span_tokens(walk, prefix, i)
         return _unchanged(messages, turns=1, tokens=acc + rest)
     return _cut(messages, prefix, cut, turns=cut_turns, tokens=cut_tokens)
 

@@ -96,12 +96,14 @@ def project(
     per_turn_blocks: str = "",
     quote_targets: Mapping[int, str] | None = None,
     chat_id: int | None = None,
+    owner_id: int | None = None,
 ) -> Projection:
     """Render the window `records` (oldest first, aliases attached) for the model.
 
     `current_index` is the record that receives `per_turn_blocks` (the newest user message
     of the turn). `quote_targets` maps platform ids on the active path outside the window to
     their aliases. `chat_id`, when given, keeps quotes from other chats out of `reply_to`.
+    `owner_id` marks the owner's messages (`owner:true;` in the header).
     """
     renderer = _Renderer(
         scene=scene,
@@ -110,6 +112,7 @@ def project(
         bot_user_id=bot_user_id,
         on_path=quote_targets or {},
         chat_id=chat_id,
+        owner_id=owner_id,
     )
     messages: list[ChatMessage] = []
     record_index: list[int] = []
@@ -203,8 +206,11 @@ class _Renderer:
         bot_user_id: int | None,
         on_path: Mapping[int, str],
         chat_id: int | None,
+        owner_id: int | None = None,
     ) -> None:
-        self._walker = HeaderWalker(zone=zone, scene=scene, bot_user_id=bot_user_id)
+        self._walker = HeaderWalker(
+            zone=zone, scene=scene, bot_user_id=bot_user_id, owner_id=owner_id
+        )
         self._zone = zone
         self._locale = locale
         self._on_path = on_path

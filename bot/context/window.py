@@ -11,6 +11,13 @@ jumps forward to the first turn boundary at which every limit holds with headroo
 
 so the prefix breaks once per chunk, not once per message. The start never moves
 backwards and never past the newest turn, which stays even when it alone is over.
+
+`turns` counts only the turns the caller says count (`answered`): the turns the bot
+answered. In a group every member message starts a turn, and most are never answered; were
+they counted, the turn cap would bind long before the message cap and the token budget
+(measured: 36 messages, about 800 of 8,000 tokens). Counting answered turns keeps the cap
+meaning one thing in every scene (exchanges with the bot, whose tool steps make them long),
+while unanswered chatter is bounded by the message cap and the token budget.
 """
 
 from __future__ import annotations
@@ -67,12 +74,14 @@ class TurnCosts:
 
     `tokens[i]` / `messages[i]` are the estimate and message count of turn i, `starts[i]`
     the index of its first message. Messages before the first turn start (an orphan
-    prefix) are counted with the first turn.
+    prefix) are counted with the first turn. `answered[i]`: turn i holds a reply of the bot
+    (an assistant message), so it counts against the turn cap.
     """
 
     tokens: tuple[int, ...]
     messages: tuple[int, ...]
     starts: tuple[int, ...]
+    answered: tuple[bool, ...] = ()
 
 
 def turn_costs(messages: Sequence[ChatMessage]) -> TurnCosts:
@@ -81,10 +90,17 @@ def turn_costs(messages: Sequence[ChatMessage]) -> TurnCosts:
     bounds = [0, *starts[1:], len(messages)] if starts else []
     tokens: list[int] = []
     counts: list[int] = []
+    answered: list[bool] = []
     for begin, end in itertools.pairwise(bounds):
         tokens.append(sum(estimate_message_tokens(m) for m in messages[begin:end]))
         counts.append(end - begin)
-    return TurnCosts(tokens=tuple(tokens), messages=tuple(counts), starts=tuple(starts))
+        answered.append(any(m.role == "assistant" for m in messages[begin:end]))
+    return TurnCosts(
+        tokens=tuple(tokens),
+        messages=tuple(counts),
+        starts=tuple(starts),
+        answered=tuple(answered),
+    )
 
 
 def _with_headroom(limit: int, keep: Fraction) -> int:
@@ -96,14 +112,22 @@ def select_window(
     turn_messages: Sequence[int],
     current_start: int,
     limits: WindowLimits,
+    *,
+    answered: Sequence[bool] | None = None,
 ) -> WindowDecision:
-    """Decide the window start for the next call (pure; cost follows the window)."""
+    """Decide the window start for the next call (pure; cost follows the window).
+
+    `answered[i]` says whether turn i counts against the turn cap; None: every turn does."""
     if len(turn_tokens) != len(turn_messages):
         raise ValueError("turn_tokens and turn_messages must describe the same turns")
     n = len(turn_tokens)
+    if answered is not None and len(answered) != n:
+        raise ValueError("answered must describe the same turns")
+    weight = [1] * n if answered is None else [1 if a else 0 for a in answered]
     start = min(max(current_start, 0), max(n - 1, 0))
     tokens = sum(turn_tokens[start:])
     messages = sum(turn_messages[start:])
+    counted = sum(weight[start:])
     max_turns = max(limits.max_turns, 1)
     max_messages = max(limits.max_messages, 1)
     budget = limits.token_budget
@@ -111,7 +135,7 @@ def select_window(
     reason: WindowReason | None = None
     if budget > 0 and tokens > budget:
         reason = "token_budget"
-    elif n - start > max_turns:
+    elif counted > max_turns:
         reason = "turn_limit"
     elif messages > max_messages:
         reason = "message_limit"
@@ -133,14 +157,15 @@ def select_window(
     turn_target = max(1, _with_headroom(max_turns, keep))
     message_target = max(1, _with_headroom(max_messages, keep))
 
-    new_start, kept_tokens, kept_messages = start, tokens, messages
+    new_start, kept_tokens, kept_messages, kept_counted = start, tokens, messages, counted
     while new_start < n - 1 and not (
         (token_target is None or kept_tokens <= token_target)
-        and n - new_start <= turn_target
+        and kept_counted <= turn_target
         and kept_messages <= message_target
     ):
         kept_tokens -= turn_tokens[new_start]
         kept_messages -= turn_messages[new_start]
+        kept_counted -= weight[new_start]
         new_start += 1
     return WindowDecision(
         start=new_start,
@@ -159,14 +184,18 @@ def recovery_target(estimate: int) -> int:
     return (estimate * 2) // 3
 
 
-def estimate_tool_schema_tokens(tools: Sequence[Mapping[str, object]]) -> int:
-    """The estimate of the tool schemas as sent (compact JSON, non-ASCII kept as written)."""
+def tool_schema_text(tools: Sequence[Mapping[str, object]]) -> str:
+    """The tool schemas as costed: compact JSON, non-ASCII kept as written ("" for none)."""
     if not tools:
-        return 0
-    text = json.dumps(
+        return ""
+    return json.dumps(
         [dict(tool) for tool in tools], ensure_ascii=False, separators=(",", ":"), default=str
     )
-    return estimate_text_tokens(text)
+
+
+def estimate_tool_schema_tokens(tools: Sequence[Mapping[str, object]]) -> int:
+    """The estimate of the tool schemas as sent (compact JSON, non-ASCII kept as written)."""
+    return estimate_text_tokens(tool_schema_text(tools))
 
 
 def check_capacity(

@@ -85,10 +85,19 @@ class ServiceMessageRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SummaryRecord:
-    """A compaction summary standing in for earlier turns."""
+    """A compaction summary standing in for earlier turns (DESIGN.md §3.8).
+
+    Stored off the active path, as a child of the last record it covers, so a branch uses
+    the summary of its own path. `first_alias`–`last_alias` name the range it covers;
+    `aliases` are the `(alias, platform id)` pairs of messages the text mentions (they join
+    the turn's alias table). Older rows hold only `text`.
+    """
 
     kind: Literal["summary"] = "summary"
     text: str
+    first_alias: str = ""
+    last_alias: str = ""
+    aliases: tuple[tuple[str, int], ...] = ()
 
 
 RecordBody = UserRecord | AssistantRecord | ToolResultsRecord | ServiceMessageRecord | SummaryRecord

@@ -1,8 +1,10 @@
-"""Bot commands: /usage, /context and /model for the owner; /retry and /help for everyone."""
+"""Bot commands: /usage, /context, /model and /dashboard for the owner; /retry and /help for
+everyone."""
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from bot.agent.routes import RouteTable
@@ -10,7 +12,7 @@ from bot.agent.runtime import CallMeter
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale
 from bot.ports import Messenger, RouteStore, SessionInfo
-from bot.services.guard import is_owner
+from bot.services.guard import OncePerMinute, is_owner
 from bot.texts import text
 
 log = logging.getLogger("tgbot.commands")
@@ -18,8 +20,10 @@ log = logging.getLogger("tgbot.commands")
 UsageReply = Callable[[], Awaitable[tuple[str, bytes | None]]]
 Retry = Callable[[SessionInfo], Awaitable[bool]]
 MeterLookup = Callable[[int], CallMeter | None]
+DashboardLink = Callable[[], str]
+"""A fresh link to the dashboard (with a short-lived signed token when one is set)."""
 
-OWNER_COMMANDS = frozenset({"usage", "context", "model"})
+OWNER_COMMANDS = frozenset({"usage", "context", "model", "dashboard"})
 PUBLIC_COMMANDS = frozenset({"retry", "help", "start"})
 
 
@@ -37,6 +41,7 @@ class Commands:
         meters: MeterLookup,
         usage_reply: UsageReply,
         retry: Retry | None = None,
+        dashboard_link: DashboardLink | None = None,
     ) -> None:
         self.owner_id = owner_id
         self.locale = locale
@@ -46,14 +51,26 @@ class Commands:
         self.meters = meters
         self.usage_reply = usage_reply
         self.retry = retry
+        self.dashboard_link = dashboard_link
+        self._refused = OncePerMinute()
+
+    @staticmethod
+    def name_of(message: InboundMessage) -> str:
+        return (message.command or "").lstrip("/").lower()
+
+    def handles(self, message: InboundMessage) -> bool:
+        """Whether the message is one of our commands (then it is not stored as a message)."""
+        return self.name_of(message) in OWNER_COMMANDS | PUBLIC_COMMANDS
 
     async def __call__(self, message: InboundMessage, session: SessionInfo) -> bool:
-        name = (message.command or "").lstrip("/").lower()
+        name = self.name_of(message)
         if name not in OWNER_COMMANDS | PUBLIC_COMMANDS:
             return False
         if name in OWNER_COMMANDS and not is_owner(message.sender, self.owner_id):
             log.info("refused /%s from %s", name, message.sender.id)
-            await self._say(message, text(self.locale, "owner_only"))
+            # one refusal per chat a minute: a flood of /usage gets one answer
+            if self._refused(("owner_only", message.chat_id), time.monotonic()):
+                await self._say(message, text(self.locale, "owner_only"))
             return True
         match name:
             case "usage":
@@ -67,6 +84,13 @@ class Commands:
                 await self._say(message, self.context_text(session))
             case "model":
                 await self._say(message, await self.switch_model(message, session))
+            case "dashboard":
+                if self.dashboard_link is None:
+                    await self._say(message, text(self.locale, "dashboard_unset"))
+                else:
+                    await self._say(
+                        message, text(self.locale, "dashboard_link", url=self.dashboard_link())
+                    )
             case "retry":
                 if self.retry is None or not await self.retry(session):
                     await self._say(message, text(self.locale, "nothing_to_retry"))
@@ -92,7 +116,8 @@ class Commands:
         )
         lines += [
             f"budget: {meter.budget} (history {meter.history_budget})",
-            f"last call: estimated {meter.estimated_input}, reported "
+            f"last call: estimated {meter.estimated_input} (corrected "
+            f"{meter.corrected_input}), reported "
             f"{meter.reported_input if meter.reported_input is not None else 'n/a'}",
             f"turns: kept {meter.kept_turns}, dropped {meter.dropped_turns}",
             f"cache hit: {hit}",

@@ -17,7 +17,7 @@ from pathlib import Path
 from bot.domain.ids import Locale
 from bot.ports import Clock, Messenger, UpdateLog
 from bot.services.chart import render_usage_chart
-from bot.services.usage_render import format_cost, format_share, format_tokens
+from bot.services.usage_render import format_cost, format_error, format_share, format_tokens
 from bot.services.usage_report import UsageReport, load_report
 from bot.texts import text
 
@@ -160,11 +160,25 @@ def format_summary_text(report: UsageReport, day: date, locale: Locale = "zh") -
                 "summary_cache",
                 cache=format_share(row.cache_hit_rate),
                 billable=format_tokens(
-                    row.billable_input_tokens if row.reported_input_tokens else None
+                    None
+                    if row.billable_equivalent_per_call is None
+                    else round(row.billable_equivalent_per_call)
                 ),
                 output=format_tokens(row.output_tokens),
             )
         )
+        for drift in row.drift:
+            corrected = drift.corrected
+            lines.append(
+                text(
+                    locale,
+                    "summary_drift",
+                    route=drift.route,
+                    median=format_error(drift.raw.median),
+                    p90=format_error(drift.raw.p90),
+                    corrected="-" if corrected is None else format_error(corrected.p90),
+                )
+            )
         lines.append(
             text(
                 locale,
@@ -174,6 +188,15 @@ def format_summary_text(report: UsageReport, day: date, locale: Locale = "zh") -
                 cost=format_cost(row.cost),
             )
         )
+        if row.compaction_calls:
+            lines.append(
+                text(
+                    locale,
+                    "summary_compaction",
+                    calls=row.compaction_calls,
+                    share=format_share(row.compaction_share),
+                )
+            )
     skipped = report.corrupt_lines + report.partial_lines
     if skipped:
         lines.append(text(locale, "summary_skipped", n=skipped))

@@ -1,4 +1,9 @@
-"""Who may use the bot: the chat allow-list, owner-only commands, and rate limits."""
+"""Who may use the bot: the chat allow-list, owner-only commands, and rate limits.
+
+The owner (checked by id, never by name) is exempt from every rate limit, and the owner's
+private chat (whose chat id is the owner's user id) is always allowed, whatever
+`allowed_chats` says: an operator cannot lock themselves out.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +20,10 @@ def is_owner(sender: Sender, owner_id: int | None) -> bool:
     return owner_id is not None and sender.kind == "user" and sender.id == owner_id
 
 
-def chat_allowed(chat_id: int, allowed: Sequence[int]) -> bool:
-    return not allowed or chat_id in allowed
+def chat_allowed(chat_id: int, allowed: Sequence[int], owner_id: int | None = None) -> bool:
+    """Every chat when the allow-list is empty; else the listed chats and the owner's
+    private chat (a private chat's id is its user's id)."""
+    return not allowed or chat_id in allowed or (owner_id is not None and chat_id == owner_id)
 
 
 @dataclass(slots=True)
@@ -54,6 +61,13 @@ class RateLimiter:
         self._warned[chat_id] = now
         return True
 
+    def admit(self, sender: Sender, *, chat_id: int, owner_id: int | None, now: float) -> bool:
+        """Whether a message (or command, or edit) from `sender` may start work now: the
+        owner always; everyone else within the per-user and per-chat limits."""
+        if is_owner(sender, owner_id):
+            return True
+        return self.allow(user_id=sender.id, chat_id=chat_id, now=now)
+
     def sweep(self, now: float) -> None:
         """Forget windows and refusals older than a minute."""
         for buckets in (self._users, self._chats):
@@ -66,6 +80,23 @@ class RateLimiter:
     def tracked(self) -> int:
         """How many users, chats and refusals are remembered (for tests)."""
         return len(self._users) + len(self._chats) + len(self._warned)
+
+
+@dataclass(slots=True)
+class OncePerMinute:
+    """Says yes to a key at most once a minute (refusals: one per chat per window)."""
+
+    _last: dict[object, float] = field(default_factory=dict)
+
+    def __call__(self, key: object, now: float) -> bool:
+        if len(self._last) > 4096:
+            for old in [k for k, at in self._last.items() if now - at >= 60]:
+                del self._last[old]
+        last = self._last.get(key)
+        if last is not None and now - last < 60:
+            return False
+        self._last[key] = now
+        return True
 
 
 def _take(

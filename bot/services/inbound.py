@@ -2,10 +2,28 @@
 
 Every message of an allowed chat is stored exactly once (the platform event's chat + message
 id is the de-duplication key, written in the same transaction as the record). Turns of one
-session are serialised by a per-session lock; a burst of messages inside the merge window
-becomes one turn (later messages are stored with `merged`). Turns always run as tasks (also
-for edits and `/retry`), so handling an update only stores it: the poller confirms an
-update to Telegram after it was handled, and a slow model never holds up other chats.
+session are serialised by a per-session lock; a burst of one sender's messages inside the
+merge window becomes one turn (later messages are stored with `merged`). Turns always run
+as tasks (also for edits and `/retry`), so handling an update only stores it and never
+waits on a turn: the poller confirms an update to Telegram after it was handled, and a slow
+model in one chat never holds up another.
+
+Hostile members and busy chats:
+- Messages, commands and edits that would start work go through the same per-user and
+  per-chat rate limits (`guard.RateLimiter`); the owner, checked by id, is exempt. A refusal
+  is sent at most once per chat a minute.
+- An edit is queued for its chat: the handler records the new text and returns. Edits of
+  one message that arrive before their queued re-answer runs are coalesced: it re-answers
+  once, for the last text.
+- A pending turn merges only messages of its own sender. When another member addresses the
+  bot while someone's turn waits out the merge window, the newcomer's message waits its
+  turn: it is recorded at once as a platform message (so a retried update is not stored
+  twice), the pending turn starts without waiting out the rest of its window, and the
+  message joins the conversation right after that turn has answered, followed by a turn of
+  its own (so does whatever its sender writes meanwhile, in order). So each addressed
+  message is answered, and each turn's current message is the one it answers. A crash in
+  that short gap leaves the waiting message out of the conversation (it stays a recorded
+  platform message).
 
 Crash recovery (`recover_interrupted`, once at start-up) lives in `recovery.py`; which
 messages are answered, live or after a crash, is decided by `triggers.should_answer`.
@@ -14,12 +32,14 @@ messages are answered, live or after a crash, is decided by `triggers.should_ans
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from bot.agent.runtime import TurnOutcome, TurnRunner
 from bot.domain.facts import InboundMessage
@@ -35,8 +55,17 @@ from bot.texts import text
 
 log = logging.getLogger("tgbot.inbound")
 
-CommandHandler = Callable[[InboundMessage, SessionInfo], Awaitable[bool]]
-"""Handles a bot command; returns False when the command is not ours (then it is stored)."""
+
+class CommandHandler(Protocol):
+    """Handles a bot command (`bot.services.commands.Commands`)."""
+
+    def handles(self, message: InboundMessage) -> bool:
+        """Whether the command is ours (else it is stored as a message)."""
+        ...
+
+    async def __call__(self, message: InboundMessage, session: SessionInfo) -> bool:
+        """Handles it; False when it turned out not to be ours."""
+        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,6 +95,8 @@ class _Pending:
     sender_id: int
     reply_to: int
     started: bool = False
+    hurry: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when someone else waits: the turn starts without waiting out the merge window."""
 
 
 @dataclass(slots=True)
@@ -73,6 +104,12 @@ class _SessionState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     store_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     pending: _Pending | None = None
+    edits: dict[int, InboundMessage] = field(default_factory=dict)
+    """The newest text of each edited message whose re-answer is queued (coalescing)."""
+    joining: asyncio.Task[None] | None = None
+    """The last deferred message still waiting to join the conversation."""
+    deferred: dict[int, int] = field(default_factory=dict)
+    """Senders with messages waiting to join (sender id → how many)."""
     tasks: int = 0
     """Turn tasks created for this session and not finished yet."""
 
@@ -135,15 +172,21 @@ class InboundService:
 
     # ------------------------------------------------------------------ InboundSink
 
+    def _allowed(self, chat_id: int) -> bool:
+        return chat_allowed(chat_id, self.policy.allowed_chats, self.policy.owner_id)
+
     async def on_message(self, message: InboundMessage) -> None:
-        if not chat_allowed(message.chat_id, self.policy.allowed_chats):
+        if not self._allowed(message.chat_id):
             log.info("ignoring chat %s (not in the allow-list)", message.chat_id)
             return
         session = await self.open(message)
-        if message.command and self.commands is not None:
+        if message.command and self.commands is not None and self.commands.handles(message):
             if message.update_id is not None and not await self.store.claim_update(
                 message.update_id
             ):
+                return
+            # commands start work too (/retry a whole turn, /help a post): same limits
+            if not await self._admit(message):
                 return
             if await self.commands(message, session):
                 return
@@ -157,36 +200,51 @@ class InboundService:
                 return
             answer = should_answer(facts_of_message(message), session.scene, self.policy.rules)
             pending = state.pending
-            merged = (
-                pending is not None
-                and not pending.started
-                and pending.sender_id == message.sender.id
-            )
-            await self._store_inbound(session, message, merged=merged)
-        if not answer:
-            return
-        if not self.limiter.allow(
-            user_id=message.sender.id, chat_id=message.chat_id, now=time.monotonic()
-        ):
-            if self.limiter.should_warn(message.chat_id, time.monotonic()):
-                await self.messenger.send_text(
-                    message.chat_id,
-                    text(self.policy.locale, "rate_limited"),
-                    thread_id=message.thread_id,
-                    reply_to=message.message_id,
-                )
-            return
-        self._schedule_turn(session, state, message)
+            waiting = pending is not None and not pending.started
+            merged = waiting and pending is not None and pending.sender_id == message.sender.id
+            # someone else's turn waits out its merge window: this message waits its turn
+            # (and so does whatever its sender writes until it joined, to keep their order)
+            defer = (answer and waiting and not merged) or message.sender.id in state.deferred
+            if defer:
+                await self.store.record_platform_messages([platform_message_of(message)])
+                if pending is not None:
+                    pending.hurry.set()  # keep the wait (and the unstored gap) short
+            else:
+                await self._store_inbound(session, message, merged=merged)
+        admitted = answer and await self._admit(message)
+        if defer:
+            self._join_later(session, state, message, answer=admitted)
+        elif admitted:
+            self._schedule_turn(session, state, message)
 
     async def on_edit(self, message: InboundMessage) -> None:
-        if not chat_allowed(message.chat_id, self.policy.allowed_chats):
+        """Record the new text and queue the re-answer for the chat; never waits on a turn."""
+        if not self._allowed(message.chat_id):
             return
         session = await self.open(message)
         state = self._state(session.id)
         async with state.store_lock, self._chat_held(session, "store"):
             known = await self.store.find_platform_message(message.chat_id, message.message_id)
             await self.store.record_platform_messages([platform_message_of(message, known=known)])
+        queued = message.message_id in state.edits
+        state.edits[message.message_id] = message  # the queued re-answer takes the last text
+        if queued:
+            return
+        task = asyncio.create_task(
+            self._reanswer_edit(session, state, message.message_id), name=f"edit-{session.id}"
+        )
+        self._track(state, task)
+
+    async def _reanswer_edit(
+        self, session: SessionInfo, state: _SessionState, message_id: int
+    ) -> None:
+        """Re-answer an edited trigger on a new branch, once for a burst of its edits."""
+        if self.policy.merge_window_seconds > 0:
+            await asyncio.sleep(self.policy.merge_window_seconds)
         async with state.lock, self._chat_held(session, "turn"):
+            message = state.edits.pop(message_id, None)
+            if message is None:
+                return
             loaded = await self.store.load_history(session.id, max_records=200)
             last_user = next(
                 (r for r in reversed(loaded.records) if isinstance(r.body, UserRecord)), None
@@ -196,13 +254,15 @@ class InboundService:
             answered = any(r.kind == "assistant" for r in loaded.records if r.id > last_user.id)
             if not answered:
                 return
+            if not await self._admit(message):
+                return
             await self.store.append(
                 session.id,
                 [record_of(message, merged=False)],
                 parent_id=last_user.parent_id,
                 at_root=last_user.parent_id is None,
             )
-        self.spawn_turn(session, reply_to=message.message_id)
+            await self._run(session, reply_to=message.message_id)
 
     async def retry(self, session: SessionInfo) -> bool:
         """Regenerate the last answer on a new branch; False when there is nothing to retry.
@@ -229,6 +289,7 @@ class InboundService:
                 locale=self.policy.locale,
                 rules=self.policy.rules,
                 allowed_chats=self.policy.allowed_chats,
+                owner_id=self.policy.owner_id,
             ),
         )
         return await recovery.recover(BotIdentity(id=bot_id, username=bot_username))
@@ -256,6 +317,62 @@ class InboundService:
             yield
 
     # ------------------------------------------------------------------ internals
+
+    async def _admit(self, message: InboundMessage) -> bool:
+        """Whether the sender may start work now (the owner always); a refusal is sent at
+        most once per chat a minute."""
+        now = time.monotonic()
+        if self.limiter.admit(
+            message.sender, chat_id=message.chat_id, owner_id=self.policy.owner_id, now=now
+        ):
+            return True
+        log.info("rate limit: %s in chat %s", message.sender.id, message.chat_id)
+        if self.limiter.should_warn(message.chat_id, now):
+            await self.messenger.send_text(
+                message.chat_id,
+                text(self.policy.locale, "rate_limited"),
+                thread_id=message.thread_id,
+                reply_to=message.message_id,
+            )
+        return False
+
+    def _join_later(
+        self, session: SessionInfo, state: _SessionState, message: InboundMessage, *, answer: bool
+    ) -> None:
+        """Add `message` to the conversation once the turns pending for other senders have
+        answered (and after the messages deferred before it), then give it a turn."""
+        previous = state.joining
+        sender = message.sender.id
+        state.deferred[sender] = state.deferred.get(sender, 0) + 1
+
+        async def join() -> None:
+            try:
+                if previous is not None:
+                    await asyncio.wait([previous])
+                while (
+                    (pending := state.pending) is not None
+                    and pending.sender_id != sender
+                    and not pending.task.done()
+                ):
+                    await asyncio.wait([pending.task])
+                async with state.store_lock, self._chat_held(session, "store"):
+                    await self._store_inbound(session, message, merged=False)
+            finally:
+                left = state.deferred.pop(sender, 1) - 1
+                if left:
+                    state.deferred[sender] = left
+            if answer:
+                self._schedule_turn(session, state, message)
+
+        task = asyncio.create_task(join(), name=f"join-{session.id}")
+        state.joining = task
+
+        def forget(finished: asyncio.Task[None]) -> None:
+            if state.joining is finished:
+                state.joining = None
+
+        task.add_done_callback(forget)
+        self._track(state, task)
 
     async def _say(self, session: SessionInfo, key: str, *, reply_to: int | None) -> None:
         await self.messenger.send_text(
@@ -314,13 +431,17 @@ class InboundService:
     def _schedule_turn(
         self, session: SessionInfo, state: _SessionState, message: InboundMessage
     ) -> None:
-        if state.pending is not None and not state.pending.started:
-            state.pending.task.cancel()
+        pending = state.pending
+        if pending is not None and not pending.started and pending.sender_id == message.sender.id:
+            pending.task.cancel()  # the sender's burst: one turn answers it all
         delay = self.policy.merge_window_seconds
+
+        hurry = asyncio.Event()
 
         async def later() -> None:
             if delay > 0:
-                await asyncio.sleep(delay)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(hurry.wait(), delay)
             async with state.lock, self._chat_held(session, "turn"):
                 if state.pending is not None and state.pending.task is task:
                     state.pending.started = True
@@ -332,7 +453,7 @@ class InboundService:
 
         task = asyncio.create_task(later(), name=f"turn-{session.id}")
         state.pending = _Pending(
-            task=task, sender_id=message.sender.id, reply_to=message.message_id
+            task=task, sender_id=message.sender.id, reply_to=message.message_id, hurry=hurry
         )
         self._track(state, task)
 

@@ -152,6 +152,7 @@ class RecoveryPolicy:
     locale: Locale
     rules: AnswerRules
     allowed_chats: tuple[int, ...] = ()
+    owner_id: int | None = None
 
 
 class CrashRecovery:
@@ -181,7 +182,7 @@ class CrashRecovery:
         recovered = 0
         for session in await self.store.list_sessions():
             if session.active_leaf_id is None or not chat_allowed(
-                session.key.chat_id, self.policy.allowed_chats
+                session.key.chat_id, self.policy.allowed_chats, self.policy.owner_id
             ):
                 continue
             try:

@@ -18,7 +18,13 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from bot.services.usage_report import UsageReport, UsageRow, load_report, report_days
+from bot.services.usage_report import (
+    RouteDrift,
+    UsageReport,
+    UsageRow,
+    load_report,
+    report_days,
+)
 
 TABLE_WIDTH = 100
 
@@ -77,6 +83,7 @@ def _report_dict(report: UsageReport) -> dict[str, Any]:
         "percentiles": "nearest-rank",
         "days": [_row_dict(row) for row in report.days],
         "total": _row_dict(report.total),
+        "drift": [_drift_dict(d) for d in report.total.drift],
         "corrupt_lines": report.corrupt_lines,
         "partial_lines": report.partial_lines,
     }
@@ -95,6 +102,8 @@ def _row_dict(row: UsageRow) -> dict[str, Any]:
         "reported_input_tokens": row.reported_input_tokens,
         "cached_tokens": row.cached_tokens,
         "billable_input_tokens": row.billable_input_tokens,
+        "billable_equivalent_input_tokens": round(row.billable_equivalent_tokens),
+        "billable_equivalent_per_call": _round(row.billable_equivalent_per_call),
         "cache_hit_rate": _round(row.cache_hit_rate),
         "history_share": _round(row.history_share),
         "fixed_share": _round(row.fixed_share),
@@ -105,6 +114,22 @@ def _row_dict(row: UsageRow) -> dict[str, Any]:
         "trims": row.trims,
         "errors": row.errors,
         "cost": None if row.cost is None else round(row.cost, 6),
+        "compaction_calls": row.compaction_calls,
+        "compaction_cost": None if row.compaction_cost is None else round(row.compaction_cost, 6),
+        "compaction_share": _round(row.compaction_share),
+    }
+
+
+def _drift_dict(drift: RouteDrift) -> dict[str, Any]:
+    corrected = drift.corrected
+    return {
+        "route": drift.route,
+        "calls": drift.raw.calls,
+        "raw_median": _round(drift.raw.median),
+        "raw_p90": _round(drift.raw.p90),
+        "corrected_calls": 0 if corrected is None else corrected.calls,
+        "corrected_median": None if corrected is None else _round(corrected.median),
+        "corrected_p90": None if corrected is None else _round(corrected.p90),
     }
 
 
@@ -135,7 +160,7 @@ def _renderable(report: UsageReport) -> RenderableType:
             "history",
             "fixed",
             "cache hit",
-            "billable in",
+            "bill-eq/call",
             "output",
             "cost",
         ),
@@ -150,14 +175,35 @@ def _renderable(report: UsageReport) -> RenderableType:
     for table, cells in ((calls, _call_cells), (turns, _turn_cells)):
         table.add_section()
         table.add_row(*cells(report.total), style="bold")
+    drift = _table(
+        "Estimate vs reported input, per route (absolute error)",
+        ("route", "calls", "raw p50", "raw p90", "corrected p50", "corrected p90"),
+    )
+    for route in report.total.drift:
+        drift.add_row(*_drift_cells(route))
     notes = Text(
         "in p50/p90: input tokens per call (nearest rank), as the provider reported them or, "
         "for the `est` calls, our estimate. history/fixed: share of our input estimate. "
-        "cache hit: cached / reported input; billable in = reported - cached. "
-        "calls/turn: mean, then turns by number of model calls.",
+        "cache hit: cached / reported input. bill-eq/call: billable-equivalent input per "
+        "call, uncached + 0.25 x cached (cost: at the configured prices). "
+        "calls/turn: mean, then turns by number of model calls (summary calls count in "
+        "calls, in no turn). Drift: |estimate - "
+        "reported| / reported; corrected = what budgets and the capacity check used.",
         style="dim",
     )
-    parts: list[RenderableType] = [calls, turns, notes]
+    parts: list[RenderableType] = [calls, turns]
+    if report.total.drift:
+        parts.append(drift)
+    parts.append(notes)
+    total = report.total
+    if total.compaction_calls:
+        parts.append(
+            Text(
+                f"compaction: {total.compaction_calls:,} summary calls, "
+                f"{format_share(total.compaction_share)} of the cost"
+                + ("" if total.cost else " (billable-equivalent input)")
+            )
+        )
     if report.corrupt_lines or report.partial_lines:
         parts.append(
             Text(
@@ -192,7 +238,11 @@ def _call_cells(row: UsageRow) -> tuple[str, ...]:
         format_share(row.history_share),
         format_share(row.fixed_share),
         format_share(row.cache_hit_rate),
-        format_tokens(row.billable_input_tokens if row.reported_input_tokens else None),
+        format_tokens(
+            None
+            if row.billable_equivalent_per_call is None
+            else round(row.billable_equivalent_per_call)
+        ),
         format_tokens(row.output_tokens if row.calls else None),
         format_cost(row.cost),
     )
@@ -209,6 +259,23 @@ def _turn_cells(row: UsageRow) -> tuple[str, ...]:
         f"{row.trims:,}",
         f"{row.errors:,}",
     )
+
+
+def _drift_cells(drift: RouteDrift) -> tuple[str, ...]:
+    corrected = drift.corrected
+    return (
+        drift.route,
+        f"{drift.raw.calls:,}",
+        format_error(drift.raw.median),
+        format_error(drift.raw.p90),
+        "-" if corrected is None else format_error(corrected.median),
+        "-" if corrected is None else format_error(corrected.p90),
+    )
+
+
+def format_error(value: float) -> str:
+    """A relative error: `4.2%`."""
+    return f"{value * 100:.1f}%"
 
 
 def format_tokens(value: int | None) -> str:

@@ -9,6 +9,12 @@ Definitions (one row per calendar day in the bot's zone, plus a total row):
   `sum(est_fixed) / sum(est_total)` from our estimate split.
 - cache hit rate: `sum(cached) / sum(reported input)` over calls that reported input;
   billable input (`reported input - cached`) is kept apart.
+- billable-equivalent input: `uncached + 0.25 x cached` over calls that reported input (a
+  cached token bills about a quarter of an uncached one): the one number to compare window
+  policies by; per call, its mean over those calls. Real cost is `cost` where prices are set.
+- drift, per route (`provider/model`): `|estimate - reported| / reported` over calls that
+  reported input, median and p90 (nearest rank): `raw` for our heuristic (`est_total`),
+  `corrected` for `est_corrected` (lines that have it), what budgets and checks used.
 - turns: distinct `(session, turn_id)` pairs; calls per turn are bucketed 1 / 2 / 3-5 / 6+.
   A turn that spans midnight counts on both days, once in the total.
 - cap turns: turns with a call marked `hit_iteration_cap`; trims: every history trim the
@@ -29,8 +35,10 @@ from datetime import date, timedelta, tzinfo
 from pathlib import Path
 
 from bot.agent.ledger import LedgerEntry, LedgerScan, ledger_file
+from bot.context.token_correction import Drift, drift_of_errors
 
 DEFAULT_DAYS = 7
+CACHED_WEIGHT = 0.25
 CALLS_PER_TURN_BUCKETS = ("1", "2", "3-5", "6+")
 
 
@@ -55,6 +63,15 @@ class CallsPerTurn:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RouteDrift:
+    """How far our input estimate was from the provider's count on one route."""
+
+    route: str
+    raw: Drift
+    corrected: Drift | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UsageRow:
     """One day (or the total, `day is None`). Ratios are `None` when their base is zero."""
 
@@ -69,6 +86,8 @@ class UsageRow:
     reported_input_tokens: int = 0
     cached_tokens: int = 0
     billable_input_tokens: int = 0
+    billable_equivalent_tokens: float = 0.0
+    billable_equivalent_per_call: float | None = None
     cache_hit_rate: float | None = None
     history_share: float | None = None
     fixed_share: float | None = None
@@ -78,6 +97,13 @@ class UsageRow:
     trims: int = 0
     errors: int = 0
     cost: float | None = None
+    compaction_calls: int = 0
+    """Summary calls (`purpose: "compaction"`); counted in the call totals, in no turn."""
+    compaction_cost: float | None = None
+    compaction_share: float | None = None
+    """Their share of the cost where prices are configured, else of the billable-equivalent
+    input (uncached + 0.25 × cached)."""
+    drift: tuple[RouteDrift, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -181,7 +207,11 @@ class _Bucket:
         "cached",
         "calls",
         "cap_turns",
+        "compaction",
+        "compaction_cost",
+        "compaction_weight",
         "cost",
+        "drift",
         "errors",
         "est_fixed",
         "est_history",
@@ -190,15 +220,23 @@ class _Bucket:
         "inputs",
         "output",
         "reported",
+        "reporting",
         "trims",
         "turn_calls",
+        "weight",
     )
 
     def __init__(self) -> None:
         self.calls = self.estimated = self.reported = self.cached = self.output = 0
+        self.reporting = 0
+        # (provider, model) -> (raw errors, corrected errors): |estimate - reported| / reported
+        self.drift: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
         self.est_fixed = self.est_history = self.est_total = 0
         self.trims = self.errors = 0
         self.cost: float | None = None
+        self.compaction = 0
+        self.compaction_cost: float | None = None
+        self.weight = self.compaction_weight = 0.0
         self.inputs: list[int] = []
         self.turn_calls: Counter[object] = Counter()
         self.cap_turns: set[object] = set()
@@ -217,17 +255,35 @@ class _Bucket:
             self.inputs.append(reported)
             self.reported += reported
             self.cached += entry.cached_tokens or 0
+            self.reporting += 1
+            if reported > 0:
+                route = (entry.provider, entry.model)
+                errors = self.drift.get(route)
+                if errors is None:
+                    errors = self.drift[route] = ([], [])
+                errors[0].append(abs(est_total - reported) / reported)
+                corrected = entry.est_corrected
+                if corrected is not None:
+                    errors[1].append(abs(corrected - reported) / reported)
         self.output += entry.output_tokens or 0
         self.est_fixed += est_fixed
         self.est_history += est_history
         self.est_total += est_total
-        self.turn_calls[turn] += 1
+        weight = _billable_equivalent(reported, entry.cached_tokens, est_total)
+        self.weight += weight
+        cost = entry.cost
+        if entry.purpose == "compaction":  # part of the bill, not of any member's turn
+            self.compaction += 1
+            self.compaction_weight += weight
+            if cost is not None:
+                self.compaction_cost = (self.compaction_cost or 0.0) + cost
+        else:
+            self.turn_calls[turn] += 1
         if entry.hit_iteration_cap:
             self.cap_turns.add(turn)
         self.trims += len(entry.trims)
         if entry.error is not None:
             self.errors += 1
-        cost = entry.cost
         if cost is not None:
             self.cost = cost if self.cost is None else self.cost + cost
 
@@ -237,6 +293,11 @@ class _Bucket:
         self.estimated += other.estimated
         self.reported += other.reported
         self.cached += other.cached
+        self.reporting += other.reporting
+        for route, (raw, corrected) in other.drift.items():
+            mine = self.drift.setdefault(route, ([], []))
+            mine[0].extend(raw)
+            mine[1].extend(corrected)
         self.output += other.output
         self.est_fixed += other.est_fixed
         self.est_history += other.est_history
@@ -247,6 +308,11 @@ class _Bucket:
         self.errors += other.errors
         if other.cost is not None:
             self.cost = other.cost if self.cost is None else self.cost + other.cost
+        self.compaction += other.compaction
+        self.weight += other.weight
+        self.compaction_weight += other.compaction_weight
+        if other.compaction_cost is not None:
+            self.compaction_cost = (self.compaction_cost or 0.0) + other.compaction_cost
 
     def row(self, label: str, day: date | None) -> UsageRow:
         inputs = sorted(self.inputs)
@@ -264,6 +330,10 @@ class _Bucket:
             reported_input_tokens=self.reported,
             cached_tokens=self.cached,
             billable_input_tokens=self.reported - self.cached,
+            billable_equivalent_tokens=self._billable_equivalent(),
+            billable_equivalent_per_call=(
+                self._billable_equivalent() / self.reporting if self.reporting else None
+            ),
             cache_hit_rate=_ratio(self.cached, self.reported),
             history_share=_ratio(self.est_history, self.est_total),
             fixed_share=_ratio(self.est_fixed, self.est_total),
@@ -273,19 +343,51 @@ class _Bucket:
                 two=per_turn["2"],
                 three_to_five=per_turn["3-5"],
                 six_plus=per_turn["6+"],
-                mean=_ratio(self.calls, turns),
+                mean=_ratio(self.calls - self.compaction, turns),
             ),
             cap_turns=len(self.cap_turns),
             trims=self.trims,
             errors=self.errors,
             cost=self.cost,
+            compaction_calls=self.compaction,
+            compaction_cost=self.compaction_cost,
+            compaction_share=(
+                _ratio(self.compaction_cost or 0.0, self.cost)
+                if self.cost
+                else _ratio(self.compaction_weight, self.weight)
+            )
+            if self.compaction
+            else None,
+            drift=tuple(self._drift()),
         )
+
+    def _billable_equivalent(self) -> float:
+        cached = min(self.cached, self.reported)
+        return self.reported - cached + CACHED_WEIGHT * cached
+
+    def _drift(self) -> Iterable[RouteDrift]:
+        for (provider, model), (raw, corrected) in sorted(self.drift.items()):
+            raw_drift = drift_of_errors(raw)
+            if raw_drift is not None:
+                yield RouteDrift(
+                    route=f"{provider}/{model}",
+                    raw=raw_drift,
+                    corrected=drift_of_errors(corrected),
+                )
 
 
 def _bucket_name(calls: int) -> str:
     if calls <= 2:
         return str(calls)
     return "3-5" if calls <= 5 else "6+"
+
+
+def _billable_equivalent(reported: int | None, cached: int | None, estimate: int) -> float:
+    """Uncached + 0.25 × cached input (our estimate when the provider reported nothing)."""
+    if reported is None:
+        return float(estimate)
+    cached = cached or 0
+    return (reported - cached) + 0.25 * cached
 
 
 def _ratio(part: float, whole: float) -> float | None:

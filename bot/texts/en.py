@@ -10,8 +10,12 @@ TEXTS: dict[str, str] = {
     "model_current": "Current model: {route} (context window: {window}). Available: {choices}",
     "model_unknown": "No model profile named {name}. Available: {choices}",
     "help": "Mention me or reply to me in a group to talk. Owner commands: "
-    "/usage /context /model /retry",
+    "/usage /context /model /dashboard /retry",
     "unknown": "unknown",
+    "dashboard_link": "The dashboard (this link works for 15 minutes): {url}",
+    "dashboard_unset": "No dashboard link yet: set DASHBOARD_URL (its public address) and "
+    "DASHBOARD_TOKEN, and DASHBOARD_PORT for `tgbot run` to serve it; or run `tgbot dashboard` "
+    "on the bot's machine and open http://127.0.0.1:8080/ there.",
     # inbound and crash recovery
     "rate_limited": "That's a lot of messages — please give me a minute.",
     "restarted_missed": "Sorry, I was restarted and missed this message. Please ask again.",
@@ -33,8 +37,12 @@ TEXTS: dict[str, str] = {
     "summary_input": "Input per call: p50 {p50} / p90 {p90}",
     "summary_estimated": " ({n} estimated)",
     "summary_shares": "History {history} · fixed {fixed} of input",
-    "summary_cache": "Cache hit {cache} · billable input {billable} · output {output}",
+    "summary_cache": "Cache hit {cache} · billable-equivalent input {billable}/call · "
+    "output {output}",
+    "summary_drift": "Estimate error ({route}): median {median}, p90 {p90}; corrected p90 "
+    "{corrected}",
     "summary_misc": "Trims {trims} · errors {errors} · cost {cost}",
+    "summary_compaction": "Compaction: {calls} summary calls, {share} of the cost",
     "summary_skipped": "Skipped {n} unreadable ledger lines",
     "summary_caption": "Input per call p50 and cache hit rate, last {n} days",
 }

@@ -9,8 +9,12 @@ TEXTS: dict[str, str] = {
     "model_switched": "本会话的模型已切换为 {route}（上下文窗口：{window}）。",
     "model_current": "当前模型：{route}（上下文窗口：{window}）。可用：{choices}",
     "model_unknown": "没有名为 {name} 的模型配置。可用：{choices}",
-    "help": "在群里 @我 或回复我的消息即可对话。主人命令：/usage /context /model /retry",
+    "help": "在群里 @我 或回复我的消息即可对话。主人命令：/usage /context /model /dashboard /retry",
     "unknown": "未知",
+    "dashboard_link": "控制台（链接 15 分钟内有效）：{url}",
+    "dashboard_unset": "还没有控制台链接：请设置 DASHBOARD_URL（公开地址）和 DASHBOARD_TOKEN，"
+    "并设置 DASHBOARD_PORT 让 `tgbot run` 一并提供；或在机器人所在的机器上运行 `tgbot dashboard`，"
+    "在那里打开 http://127.0.0.1:8080/ 。",
     # inbound and crash recovery
     "rate_limited": "消息有点多，请稍等一分钟再找我。",
     "restarted_missed": "抱歉，我刚重启过，没来得及回复这条消息。请再问我一次。",
@@ -28,8 +32,10 @@ TEXTS: dict[str, str] = {
     "summary_input": "单次输入：p50 {p50} / p90 {p90}",
     "summary_estimated": "（{n} 次为估算）",
     "summary_shares": "历史段 {history} · 固定段 {fixed}",
-    "summary_cache": "缓存命中 {cache} · 计费输入 {billable} · 输出 {output}",
+    "summary_cache": "缓存命中 {cache} · 每次计费等效输入 {billable} · 输出 {output}",
+    "summary_drift": "估算误差（{route}）：中位 {median}，p90 {p90}；校正后 p90 {corrected}",
     "summary_misc": "裁剪 {trims} 次 · 错误 {errors} 次 · 费用 {cost}",
+    "summary_compaction": "压缩：{calls} 次摘要调用，占费用 {share}",
     "summary_skipped": "跳过 {n} 行无法读取的账本",
     "summary_caption": "最近 {n} 天单次输入 p50 与缓存命中率",
 }

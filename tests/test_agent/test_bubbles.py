@@ -49,7 +49,7 @@ class Rig:
 async def test_each_confirmed_bubble_is_stored_when_it_is_confirmed() -> None:
     rig = Rig()
     session = await rig.session()
-    recorder = rig.bubbles.recorder(session, reply_to=7)
+    recorder = rig.bubbles.recorder(session, reply_to=7, text=TEXT)
     stored_after_each: list[tuple[int | None, ...]] = []
 
     async def on_bubble(delivery: Delivery) -> None:
@@ -63,7 +63,8 @@ async def test_each_confirmed_bubble_is_stored_when_it_is_confirmed() -> None:
     assert stored_after_each == [(a, None, None), (a, b, None), (a, b, c)]
     path = await rig.store.load_path(session.id)
     assert len(path) == 2
-    assert path[-1].body == AssistantRecord(text="aaaaa\nbbbbb\nccccc")
+    # the record holds the reply as the model wrote it, not the bubbles joined
+    assert path[-1].body == AssistantRecord(text=TEXT)
     for mid, text in zip((a, b, c), ("aaaaa", "bbbbb", "ccccc"), strict=True):
         assert mid is not None
         event = await rig.store.find_platform_message(CHAT, mid)
@@ -81,7 +82,7 @@ async def test_a_reply_cut_short_keeps_only_the_delivered_bubbles() -> None:
     rig = Rig()
     rig.messenger.fail_bubbles = {2}
     session = await rig.session()
-    recorder = rig.bubbles.recorder(session, reply_to=7)
+    recorder = rig.bubbles.recorder(session, reply_to=7, text=TEXT)
 
     delivery = await rig.messenger.send_text(CHAT, TEXT, reply_to=7, on_bubble=recorder)
     await recorder.settle(delivery)
@@ -102,7 +103,7 @@ async def test_nothing_delivered_stores_nothing() -> None:
     rig = Rig()
     rig.messenger.fail_bubbles = {1}
     session = await rig.session()
-    recorder = rig.bubbles.recorder(session, reply_to=7)
+    recorder = rig.bubbles.recorder(session, reply_to=7, text=TEXT)
 
     delivery = await rig.messenger.send_text(CHAT, TEXT, reply_to=7, on_bubble=recorder)
     await recorder.settle(delivery)

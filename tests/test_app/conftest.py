@@ -28,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CHAT = -100500
 SECRET_TOKEN = "123456:SECRET-bot-token"
 SECRET_KEY = "sk-live-do-not-print"
+OWNER = 42
+"""The owner of the traffic's deployment (the system prompt names the owner's id)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,7 @@ def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
         "BOT_TOKEN": SECRET_TOKEN,
         "LLM_API_KEY": SECRET_KEY,
         "BOT_LOCALE": "en",
+        "OWNER_ID": str(OWNER),
         **extra,
     }
 
@@ -103,7 +106,7 @@ class Traffic:
 @pytest.fixture
 async def traffic(tmp_path: Path) -> AsyncIterator[Traffic]:
     """12 group messages, 3 answered (one with a tool call), then one unanswered message."""
-    settings = rig_settings(tmp_path, owner_id=42)
+    settings = rig_settings(tmp_path, owner_id=OWNER)
     store = await open_store(settings)
     model = ScriptedModel(
         [CallTool("inspect_conversation_reference", {"reference": "m1"}), Reply("It says hi.")]
@@ -129,5 +132,6 @@ async def traffic(tmp_path: Path) -> AsyncIterator[Traffic]:
         yield run
     finally:
         await app.inbound.drain()
+        await app.runner.aclose()
         await app.routes.aclose()
         await store.close()

@@ -1,7 +1,9 @@
-"""`tgbot run` refuses to start without its token, in one clear line."""
+"""`tgbot run` refuses to start without its token or, for a webhook, its secret, in one
+clear line."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from tests.test_app.conftest import cli_env, tgbot
@@ -18,3 +20,32 @@ async def test_run_without_bot_token_exits_with_one_clear_line(tmp_path: Path) -
     assert "BOT_TOKEN" in lines[0]
     assert "Traceback" not in done.err
     assert "sk-live" not in done.err
+
+
+async def test_a_webhook_without_a_secret_is_refused_in_one_line(tmp_path: Path) -> None:
+    env = cli_env(tmp_path)
+    env.pop("WEBHOOK_SECRET", None)
+    done = await tgbot("run", "--webhook", env=env)
+    assert done.code == 2
+    lines = done.err.strip().splitlines()
+    assert len(lines) == 1, done.err
+    assert "WEBHOOK_SECRET" in lines[0]
+    assert "--insecure-webhook" in lines[0]
+    assert "SECRET-bot-token" not in done.err
+
+
+async def test_the_secret_or_an_explicit_insecure_flag_passes_that_check(tmp_path: Path) -> None:
+    # nothing listens on the API base: the run gets past the webhook check, then fails
+    unreachable = {"TELEGRAM_API_BASE": "http://127.0.0.1:9"}
+    with_secret, insecure = await asyncio.gather(
+        tgbot(
+            "run",
+            "--webhook",
+            env=cli_env(tmp_path / "a", WEBHOOK_SECRET="s3cret-header", **unreachable),
+        ),
+        tgbot("run", "--webhook", "--insecure-webhook", env=cli_env(tmp_path / "b", **unreachable)),
+    )
+    for done in (with_secret, insecure):
+        assert done.code != 0
+        assert "WEBHOOK_SECRET" not in done.err, done.err
+        assert "SECRET-bot-token" not in done.err

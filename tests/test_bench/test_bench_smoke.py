@@ -58,12 +58,28 @@ def test_a_request_that_appends_hits_on_the_shared_prefix_only() -> None:
 def test_the_runtime_keeps_its_history_prefix_between_window_moves() -> None:
     from bench.economy import run
 
-    found = run(size=80, seed=5)
+    found = run(size=130, seed=5)
     ours = found.ours
     assert ours.calls >= found.workload.turns
     assert ours.prefix_breaks <= ours.window_moves
     assert ours.history_max <= 8_000
     assert ours.quote_calls == 0
     assert found.legacy.quote_calls == found.workload.quoted_turns
+    rows = found.rows
+    # holding the legacy window for the turn is what makes its cache work at all
+    assert rows["legacy_held"].hit_rate > rows["legacy_resliced"].hit_rate
+    assert rows["legacy_held"].prefix_breaks < rows["legacy_resliced"].prefix_breaks
+    assert rows["legacy_summary"].summary_calls >= 1
+    assert rows["legacy_held"].summary_calls == 0
+    # LangChain on conversation-only storage needs no quote call and sees more conversation
+    fair_lc = rows["langchain_conv"]
+    assert fair_lc.quote_calls == 0
+    assert fair_lc.calls == ours.calls
+    assert fair_lc.visible_p50 > rows["langchain_legacy"].visible_p50
+    assert fair_lc.history_max <= 8_000
+    # billable-equivalent input lies between a quarter of the input and all of it
+    for row in rows.values():
+        assert row.billable_per_call > 0
+        assert row.input_cost > 0
     # the stable rules and tool index live in the system prompt, not on every current message
     assert int(found.notes["per_turn_chars"]) < 500

@@ -430,14 +430,42 @@ def test_capacity_error_says_what_to_change(
         ([assistant()], TurnCosts(tokens=(), messages=(), starts=())),
         (
             [user(), assistant("", "c1"), tool("c1"), assistant(), user()],
-            TurnCosts(tokens=(7 + 6 + 7 + 7, 7), messages=(4, 1), starts=(0, 4)),
+            TurnCosts(
+                tokens=(7 + 6 + 7 + 7, 7),
+                messages=(4, 1),
+                starts=(0, 4),
+                answered=(True, False),
+            ),
         ),
         (
             [tool("c0"), assistant(), user(), user(merged=True), crumb(), user()],
-            TurnCosts(tokens=(35, 7), messages=(5, 1), starts=(2, 5)),
+            TurnCosts(tokens=(35, 7), messages=(5, 1), starts=(2, 5), answered=(True, False)),
         ),
     ],
     ids=["empty", "no turn start", "a tool exchange stays in its turn", "orphan prefix first"],
 )
 def test_turn_costs(messages: list[ChatMessage], expected: TurnCosts) -> None:
     assert turn_costs(messages) == expected
+
+
+# ---------------------------------------------------------------- answered turns (issue 17)
+
+
+def test_unanswered_turns_do_not_count_against_the_turn_cap() -> None:
+    # a group: 60 member messages, the bot answered 3 of them; the turn cap is 50
+    tokens = [10] * 60
+    answered = [i in (10, 30, 50) for i in range(60)]
+    limits = WindowLimits(token_budget=8_000, max_turns=50, max_messages=100)
+    decision = select_window(tokens, [1] * 60, 0, limits, answered=answered)
+    assert not decision.moved
+    # counted as before (every turn), the cap binds
+    assert select_window(tokens, [1] * 60, 0, limits).reason == "turn_limit"
+
+
+def test_answered_turns_still_bind_the_cap() -> None:
+    tokens = [10] * 8
+    limits = WindowLimits(token_budget=8_000, max_turns=4, max_messages=100)
+    decision = select_window(tokens, [2] * 8, 0, limits, answered=[True] * 8)
+    assert decision.moved
+    assert decision.reason == "turn_limit"
+    assert decision.kept_turns == 3  # floor(4 * 0.75)

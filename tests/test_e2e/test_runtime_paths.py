@@ -428,7 +428,7 @@ def inspect_many(alias: str, count: int) -> tuple[CallTool, ...]:
 
 async def test_capacity_with_an_unknown_window_assumes_32000(tmp_path: Path) -> None:
     async with running(tmp_path) as chat:
-        await chat.ask(CHEN, CJK_REPORT, inspect_many("m1", 9))
+        await chat.ask(CHEN, CJK_REPORT, inspect_many("m1", 8))
         assert len(chat.requests) == 1  # the second call was refused before sending
         assert chat.last_text().startswith("This request does not fit the model's context window")
         error = chat.ledger()[-1]["error"]
@@ -439,18 +439,18 @@ async def test_capacity_honours_max_context_tokens_when_the_window_is_unknown(
     tmp_path: Path,
 ) -> None:
     async with running(tmp_path, runtime={"max_context_tokens": 100_000}) as chat:
-        await chat.ask(CHEN, CJK_REPORT, inspect_many("m1", 9), Reply("read them all"))
+        await chat.ask(CHEN, CJK_REPORT, inspect_many("m1", 8), Reply("read them all"))
         assert len(chat.requests) == 2
         assert estimate_history_tokens(chat.requests[1].messages) > 32_000
         assert chat.last_text() == "read them all"
 
 
 async def test_capacity_names_the_honoured_budget_when_it_refuses(tmp_path: Path) -> None:
-    async with running(tmp_path, runtime={"max_context_tokens": 36_000}) as chat:
-        await chat.ask(CHEN, CJK_REPORT, inspect_many("m1", 9))
+    async with running(tmp_path, runtime={"max_context_tokens": 34_000}) as chat:
+        await chat.ask(CHEN, CJK_REPORT, inspect_many("m1", 8))
         assert len(chat.requests) == 1
         error = chat.ledger()[-1]["error"]
-        assert "runtime.max_context_tokens (36,000 tokens) is used as its window" in error
+        assert "runtime.max_context_tokens (34,000 tokens) is used as its window" in error
         assert "32,000" not in error
 
 

@@ -47,6 +47,9 @@ CONFIG = f"""\
 [history]
 group_tokens = {GROUP_TOKENS}
 
+[compaction]
+enabled = false
+
 [triggers]
 merge_window_seconds = 0
 

@@ -53,6 +53,9 @@ bot_locale = "en"
 [history]
 group_tokens = 600
 
+[compaction]
+enabled = false
+
 [triggers]
 merge_window_seconds = 0
 

@@ -17,6 +17,7 @@ from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.app.context_show import context_show
 from bot.app.wiring import App
 from bot.domain.facts import Forward, InboundMessage, Quote, Sender
+from bot.services.guard import RateLimiter, chat_allowed
 from bot.texts import text
 from storage.memory import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
@@ -256,3 +257,23 @@ def test_the_rate_limiter_forgets_who_was_quiet_for_a_minute() -> None:
         limiter.allow(user_id=1, chat_id=-1, now=1000.0 + n / 1000)
     assert limiter.tracked <= 2  # only the one still talking
     assert not limiter.allow(user_id=1, chat_id=-1, now=1002.0)  # and still limited
+
+
+def test_the_owner_private_chat_is_allowed_whatever_the_allow_list() -> None:
+    assert chat_allowed(OWNER_ID, [GROUP], OWNER_ID)
+    assert chat_allowed(GROUP, [GROUP], OWNER_ID)
+    assert not chat_allowed(MALLORY.id, [GROUP], OWNER_ID)
+    assert not chat_allowed(OWNER_ID, [GROUP], None)  # no owner configured
+
+
+def test_the_owner_is_admitted_past_every_limit_without_using_them_up() -> None:
+    limiter = RateLimiter(per_user=1, per_chat=1)
+    assert all(
+        limiter.admit(OWNER, chat_id=GROUP, owner_id=OWNER_ID, now=float(n)) for n in range(50)
+    )
+    assert limiter.admit(MALLORY, chat_id=GROUP, owner_id=OWNER_ID, now=50.0)
+    assert not limiter.admit(MALLORY, chat_id=GROUP, owner_id=OWNER_ID, now=51.0)
+    # a member named like the owner is a member
+    impostor = Sender(id=667, name="Owner")
+    assert limiter.admit(impostor, chat_id=OTHER_GROUP, owner_id=OWNER_ID, now=52.0)
+    assert not limiter.admit(impostor, chat_id=OTHER_GROUP, owner_id=OWNER_ID, now=53.0)

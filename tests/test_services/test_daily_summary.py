@@ -135,10 +135,28 @@ async def test_a_day_without_calls_still_reports(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("locale", "expected"),
     [
-        ("en", ["Usage for 2026-03-01", "p50 9.8k / p90 10.0k (1 estimated)", "History 40%"]),
+        (
+            "en",
+            [
+                "Usage for 2026-03-01",
+                "p50 9.8k / p90 10.0k (1 estimated)",
+                "History 40%",
+                # 4,900 uncached + 0.25 x 4,900 cached, over the one call that reported
+                "billable-equivalent input 6.1k/call",
+                # estimate 10,000 vs 9,800 reported; the corrected estimate 9,900
+                "Estimate error (deepseek/deepseek-chat): median 2.0%, p90 2.0%; "
+                "corrected p90 1.0%",
+            ],
+        ),
         (
             "zh",
-            ["2026-03-01 用量", "p50 9.8k / p90 10.0k（1 次为估算）", "历史段 40% · 固定段 20%"],
+            [
+                "2026-03-01 用量",
+                "p50 9.8k / p90 10.0k（1 次为估算）",
+                "历史段 40% · 固定段 20%",
+                "每次计费等效输入 6.1k",
+                "估算误差（deepseek/deepseek-chat）：中位 2.0%，p90 2.0%；校正后 p90 1.0%",
+            ],
         ),
     ],
     ids=["en", "zh"],
@@ -146,9 +164,11 @@ async def test_a_day_without_calls_still_reports(tmp_path: Path) -> None:
 def test_format_summary_text(locale: Locale, expected: list[str]) -> None:
     day = datetime(2026, 3, 1, 1, 0, tzinfo=UTC)
     report = build_report(
-        [call(day, "a"), call(day, "a", input_tokens=None)], zone=SHANGHAI, days=[YESTERDAY]
+        [call(day, "a", est_corrected=9_900), call(day, "a", input_tokens=None)],
+        zone=SHANGHAI,
+        days=[YESTERDAY],
     )
     text = format_summary_text(report, YESTERDAY, locale)
     for fragment in expected:
         assert fragment in text
-    assert len(text.splitlines()) == 6
+    assert len(text.splitlines()) == 7

@@ -1,0 +1,101 @@
+"""Per-route token corrections learned from the ledger, kept in one JSON file in DATA_DIR.
+
+Every ledger line carries our estimate of the call's input (`est_total`) and, when the
+provider answered, the `input_tokens` it counted. `TokenTruth.observe` feeds that pair to the
+route's `TokenCorrection` (bounded, see `bot.context.token_correction`) and writes the book
+back, so the correction survives a restart. A route is `provider/model`, the same key the
+ledger and the usage report use.
+
+File: `<data dir>/token-corrections.json`, `{"version": 1, "routes": {"<provider>/<model>":
+{"ratio": 0.83, "samples": 57}}}`, replaced atomically (write a temporary file, then
+`os.replace`). A missing or unreadable file starts every route fresh; it is never fatal.
+Several bot processes sharing a data dir each keep their own copy in memory and the last
+writer wins: every copy converges to the same ratio from the same kind of traffic.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from bot.context.token_correction import (
+    NO_CORRECTION,
+    TokenCorrection,
+    corrections_from_dict,
+    corrections_to_dict,
+    observe,
+)
+
+log = logging.getLogger(__name__)
+
+FILE_NAME = "token-corrections.json"
+VERSION = 1
+
+
+def route_key(provider: str, model: str) -> str:
+    return f"{provider}/{model}"
+
+
+class TokenTruth:
+    """The corrections of every route, in memory, persisted after each change."""
+
+    def __init__(
+        self, path: Path | None = None, routes: Mapping[str, TokenCorrection] | None = None
+    ) -> None:
+        self.path = path
+        self._routes: dict[str, TokenCorrection] = dict(routes or {})
+
+    @classmethod
+    def load(cls, data_dir: Path) -> TokenTruth:
+        """The book persisted in `data_dir` (fresh when there is none or it is unreadable)."""
+        path = data_dir / FILE_NAME
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return cls(path)
+        except (OSError, ValueError) as exc:
+            log.warning("token corrections: %s unreadable (%s); starting fresh", path, exc)
+            return cls(path)
+        routes = raw.get("routes") if isinstance(raw, dict) else None
+        if not isinstance(routes, dict):
+            log.warning("token corrections: %s has no routes; starting fresh", path)
+            return cls(path)
+        return cls(path, corrections_from_dict(routes))
+
+    @property
+    def routes(self) -> Mapping[str, TokenCorrection]:
+        return dict(self._routes)
+
+    def correction(self, provider: str, model: str) -> TokenCorrection:
+        return self._routes.get(route_key(provider, model), NO_CORRECTION)
+
+    def corrected(self, provider: str, model: str, estimate: int) -> int:
+        """Our estimate scaled by what the route has learned."""
+        return self.correction(provider, model).apply(estimate)
+
+    def observe(
+        self, provider: str, model: str, *, estimated: int, reported: int | None
+    ) -> TokenCorrection:
+        """Learn from one call and persist when the state changed; returns the new state."""
+        key = route_key(provider, model)
+        before = self._routes.get(key, NO_CORRECTION)
+        after = observe(before, estimated=estimated, reported=reported)
+        if after != before:
+            self._routes[key] = after
+            self.save()
+        return after
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        data = {"version": VERSION, "routes": corrections_to_dict(self._routes)}
+        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temporary.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+            os.replace(temporary, self.path)
+        except OSError as exc:  # a full disk must not fail a member's turn
+            log.warning("token corrections: could not write %s (%s)", self.path, exc)

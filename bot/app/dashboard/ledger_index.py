@@ -1,0 +1,215 @@
+"""The ledger as the dashboard reads it: one digest per day file, rebuilt only when it changes.
+
+A closed day's file no longer grows, so its digest is computed once and kept (the entries
+themselves are dropped). Today's file is read incrementally: each request decodes only the
+lines appended since the last one. A month of ledger is therefore read once per process,
+and a page costs one small read of today's tail.
+
+Per-day figures come from the usage report's own aggregation (`build_report`), so the
+overview shows exactly the numbers `tgbot usage report --json` prints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, timedelta, tzinfo
+from itertools import chain
+from pathlib import Path
+
+from bot.agent.ledger import LedgerEntry, ledger_file, read_entries
+from bot.services.usage_report import UsageRow, build_report, percentile
+
+RECENT_CALLS_PER_CHAT = 60
+"""Calls kept per chat and day for the chat page's recent turns."""
+TRIMS_PER_CHAT = 200
+CACHED_INPUT_WEIGHT = 0.25
+"""Billable-equivalent input = uncached input + 0.25 × cached input (DESIGN.md §6)."""
+
+
+def billable_equivalent(row: UsageRow) -> float:
+    """Uncached reported input plus a quarter of the cached input."""
+    return row.billable_input_tokens + CACHED_INPUT_WEIGHT * row.cached_tokens
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatDay:
+    """One chat's calls on one day: those that trimmed history, and the newest ones."""
+
+    trims: tuple[LedgerEntry, ...] = ()
+    recent: tuple[LedgerEntry, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DayDigest:
+    """What the dashboard needs from one day file."""
+
+    day: date
+    row: UsageRow
+    inputs: tuple[int, ...]
+    """Input per call, sorted (for percentiles over a date range)."""
+    chats: Mapping[int, ChatDay]
+    corrupt_lines: int = 0
+
+    @property
+    def billable_equivalent(self) -> float:
+        return billable_equivalent(self.row)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RangeTotals:
+    """The figures of a span of days taken together."""
+
+    calls: int
+    turns: int
+    input_p50: int | None
+    input_p90: int | None
+    cached_tokens: int
+    reported_input_tokens: int
+    billable_input_tokens: int
+    output_tokens: int
+    cache_hit_rate: float | None
+    billable_equivalent: float
+    cost: float | None
+    trims: int
+    errors: int
+
+
+def range_totals(digests: Sequence[DayDigest]) -> RangeTotals:
+    """Sum the days; percentiles over every call of the span (nearest rank, as the report).
+    Turns are summed per day, so a turn that spans midnight counts twice here."""
+    inputs = sorted(chain.from_iterable(d.inputs for d in digests))  # sorted runs: fast
+    rows = [d.row for d in digests]
+    reported = sum(r.reported_input_tokens for r in rows)
+    cached = sum(r.cached_tokens for r in rows)
+    costs = [r.cost for r in rows if r.cost is not None]
+    return RangeTotals(
+        calls=sum(r.calls for r in rows),
+        turns=sum(r.turns for r in rows),
+        input_p50=percentile(inputs, 50),
+        input_p90=percentile(inputs, 90),
+        cached_tokens=cached,
+        reported_input_tokens=reported,
+        billable_input_tokens=sum(r.billable_input_tokens for r in rows),
+        output_tokens=sum(r.output_tokens for r in rows),
+        cache_hit_rate=cached / reported if reported else None,
+        billable_equivalent=sum(d.billable_equivalent for d in digests),
+        cost=sum(costs) if costs else None,
+        trims=sum(r.trims for r in rows),
+        errors=sum(r.errors for r in rows),
+    )
+
+
+@dataclass(slots=True)
+class _DayFile:
+    """What is known about one day file."""
+
+    key: tuple[int, int, int] | None = None
+    """(inode, size, mtime) when `digest` was built."""
+    digest: DayDigest | None = None
+    offset: int = 0
+    """Bytes decoded so far (today's file only)."""
+    entries: list[LedgerEntry] = field(default_factory=list)
+    corrupt: int = 0
+
+
+class LedgerIndex:
+    """Day digests of a traces directory, cached per file state. Thread-safe; blocking."""
+
+    def __init__(self, traces_dir: Path, zone: tzinfo, *, today: Callable[[], date]) -> None:
+        self.traces_dir = traces_dir
+        self.zone = zone
+        self._today = today
+        self._files: dict[date, _DayFile] = {}
+        self._locks: dict[date, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def warm(self, days: int) -> None:
+        """Digest the last `days` days ahead of the first page (a fresh process), newest
+        first; a page asking meanwhile waits only for the day being read, if it needs it."""
+        today = self._today()
+        for n in range(days):
+            self.digest(today - timedelta(days=n))
+
+    def digests(self, days: Iterable[date]) -> list[DayDigest]:
+        return [self.digest(day) for day in days]
+
+    def digest(self, day: date) -> DayDigest:
+        with self._guard:
+            lock = self._locks.setdefault(day, threading.Lock())
+        with lock:
+            return self._digest(day)
+
+    def _digest(self, day: date) -> DayDigest:
+        path = ledger_file(self.traces_dir, day)
+        with self._guard:
+            state = self._files.setdefault(day, _DayFile())
+        try:
+            stat = os.stat(path)
+        except FileNotFoundError:
+            state.key, state.offset, state.entries, state.corrupt = None, 0, [], 0
+            state.digest = _build(day, [], self.zone, 0)
+            return state.digest
+        key = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        if state.digest is not None and state.key == key:
+            return state.digest
+        if day >= self._today():
+            self._read_tail(path, state, key)
+        else:  # a closed day: read whole, keep the digest only
+            scan = read_entries(self.traces_dir, start=day, end=day)
+            entries = list(scan)
+            state.entries, state.offset = [], 0
+            state.corrupt = scan.corrupt + scan.partial
+            state.digest = _build(day, entries, self.zone, state.corrupt)
+            state.key = key
+            return state.digest
+        state.digest = _build(day, state.entries, self.zone, state.corrupt)
+        state.key = key
+        return state.digest
+
+    def _read_tail(self, path: Path, state: _DayFile, key: tuple[int, int, int]) -> None:
+        """Decode the complete lines appended since the last read (all of them after the
+        file was replaced or shrank)."""
+        inode, size, _ = key
+        if state.key is None or state.key[0] != inode or size < state.offset:
+            state.offset, state.entries, state.corrupt = 0, [], 0
+        with path.open("rb") as handle:
+            handle.seek(state.offset)
+            data = handle.read(max(0, size - state.offset))
+        end = data.rfind(b"\n") + 1  # an unterminated last line waits for its newline
+        for line in data[:end].split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                state.entries.append(LedgerEntry.from_json(json.loads(line)))
+            except (ValueError, TypeError, KeyError, AttributeError):
+                state.corrupt += 1
+        state.offset += end
+
+
+def _build(day: date, entries: list[LedgerEntry], zone: tzinfo, corrupt: int) -> DayDigest:
+    report = build_report(entries, zone=zone, days=[day])
+    inputs: list[int] = []
+    trims: dict[int, list[LedgerEntry]] = {}
+    recent: dict[int, list[LedgerEntry]] = {}
+    for entry in entries:
+        if entry.ts.astimezone(zone).date() != day:
+            continue  # the report leaves such calls out too
+        inputs.append(entry.est_total if entry.input_tokens is None else entry.input_tokens)
+        recent.setdefault(entry.chat, []).append(entry)
+        if entry.trim is not None:
+            trims.setdefault(entry.chat, []).append(entry)
+    inputs.sort()
+    chats = {
+        chat: ChatDay(
+            trims=tuple(trims.get(chat, ())[-TRIMS_PER_CHAT:]),
+            recent=tuple(calls[-RECENT_CALLS_PER_CHAT:]),
+        )
+        for chat, calls in recent.items()
+    }
+    return DayDigest(
+        day=day, row=report.row_for(day), inputs=tuple(inputs), chats=chats, corrupt_lines=corrupt
+    )

@@ -1,0 +1,233 @@
+"""The live feed behind `/events` and `/metrics`: model calls, history trims and errors.
+
+Inside `tgbot run` the feed subscribes to the runtime's `EventBus`: `ModelCalled` (as the
+ledger line it becomes) and `HistoryTrimmed`, as they happen. A standalone `tgbot dashboard`
+beside a bot running elsewhere follows the ledger instead: the ledger tail polls today's day
+file and turns each appended line into a `model_call`, an `error` when the call failed and a
+`trim` when it carries trim info. Subscribers get bounded queues: a slow browser loses its
+oldest events, never slows the bot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any, Literal
+
+from bot.agent.events import EventBus, ModelCalled
+from bot.agent.ledger import LedgerEntry, ledger_file
+from bot.agent.metering import ledger_entry
+from bot.app.dashboard.metrics import DashboardMetrics
+from bot.context.history_trim import HistoryTrimmed
+
+log = logging.getLogger("tgbot.dashboard")
+
+EventKind = Literal["model_call", "trim", "error"]
+QUEUE_SIZE = 256
+POLL_SECONDS = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class LiveEvent:
+    kind: EventKind
+    data: dict[str, Any]
+
+    def sse(self) -> bytes:
+        """The event in the server-sent events wire format."""
+        payload = json.dumps(self.data, ensure_ascii=False, separators=(",", ":"))
+        return f"event: {self.kind}\ndata: {payload}\n\n".encode()
+
+
+class LiveFeed:
+    """Fan-out of live events to `/events` subscribers, counted by the metrics."""
+
+    def __init__(self, metrics: DashboardMetrics, *, trims_from_ledger: bool = True) -> None:
+        self.metrics = metrics
+        self.trims_from_ledger = trims_from_ledger
+        self._queues: set[asyncio.Queue[LiveEvent | None]] = set()
+
+    @property
+    def subscribers(self) -> int:
+        return len(self._queues)
+
+    def subscribe(self) -> asyncio.Queue[LiveEvent | None]:
+        """A queue of events; `None` means the server is shutting down."""
+        queue: asyncio.Queue[LiveEvent | None] = asyncio.Queue(QUEUE_SIZE)
+        self._queues.add(queue)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[LiveEvent | None]) -> None:
+        self._queues.discard(queue)
+
+    def close(self) -> None:
+        """End every stream (shutdown: browsers would otherwise hold it open)."""
+        for queue in list(self._queues):
+            self._put(queue, None)
+
+    def publish(self, event: LiveEvent) -> None:
+        for queue in list(self._queues):
+            self._put(queue, event)
+
+    @staticmethod
+    def _put(queue: asyncio.Queue[LiveEvent | None], item: LiveEvent | None) -> None:
+        if queue.full():
+            with contextlib.suppress(asyncio.QueueEmpty):
+                queue.get_nowait()
+        queue.put_nowait(item)
+
+    def on_ledger_entry(self, entry: LedgerEntry) -> None:
+        """A model call was written to the ledger."""
+        self.metrics.observe_call(entry)
+        self.publish(LiveEvent("model_call", _call_data(entry)))
+        if entry.error is not None:
+            self.publish(LiveEvent("error", {**_call_data(entry), "error": entry.error}))
+        if entry.trim is not None and self.trims_from_ledger:
+            self.metrics.observe_trim()
+            trim = entry.trim
+            self.publish(
+                LiveEvent(
+                    "trim",
+                    {
+                        "ts": _ts(entry),
+                        "chat": entry.chat,
+                        "session": entry.session,
+                        "turn_id": entry.turn_id,
+                        "reason": trim.reason,
+                        "dropped_turns": trim.dropped_turns,
+                        "dropped_messages": trim.dropped_messages,
+                        "kept_turns": trim.kept_turns,
+                        "tokens_before": trim.tokens_before,
+                        "tokens_after": trim.tokens_after,
+                        "budget": trim.budget,
+                    },
+                )
+            )
+
+    def attach(self, bus: EventBus) -> None:
+        """Follow the runtime of this process (instead of the ledger tail)."""
+        self.trims_from_ledger = False
+        bus.on(ModelCalled, self.on_model_called)
+        bus.on(HistoryTrimmed, self.on_trimmed)
+
+    def on_model_called(self, call: ModelCalled) -> None:
+        """An `EventBus` subscriber: a model call in this process, as its ledger line."""
+        self.on_ledger_entry(ledger_entry(call))
+
+    async def on_trimmed(self, event: HistoryTrimmed) -> None:
+        """An `EventBus` subscriber: a trim in this process, as it happens."""
+        self.metrics.observe_trim()
+        self.publish(
+            LiveEvent(
+                "trim",
+                {
+                    "session": event.session,
+                    "turn_id": event.turn_id,
+                    "reason": event.reason,
+                    "dropped_turns": event.dropped_turns,
+                    "dropped_messages": event.dropped_messages,
+                    "kept_turns": event.kept_turns,
+                    "tokens_before": event.tokens_before,
+                    "tokens_after": event.tokens_after,
+                    "budget": event.budget,
+                },
+            )
+        )
+
+
+def _ts(entry: LedgerEntry) -> str:
+    return entry.ts.isoformat(timespec="seconds")
+
+
+def _call_data(entry: LedgerEntry) -> dict[str, Any]:
+    return {
+        "ts": _ts(entry),
+        "chat": entry.chat,
+        "session": entry.session,
+        "scene": entry.scene,
+        "turn_id": entry.turn_id,
+        "iteration": entry.iteration,
+        "model": entry.model,
+        "input_tokens": entry.input_tokens,
+        "cached_tokens": entry.cached_tokens,
+        "output_tokens": entry.output_tokens,
+        "latency_ms": entry.latency_ms,
+        "tool_calls": entry.tool_calls,
+        "error": entry.error is not None,
+    }
+
+
+class LedgerTail:
+    """Follows today's day file from its current end and hands each new line to the feed."""
+
+    def __init__(
+        self,
+        traces_dir: Path,
+        feed: LiveFeed,
+        *,
+        today: Callable[[], date],
+        poll_seconds: float = POLL_SECONDS,
+    ) -> None:
+        self.traces_dir = traces_dir
+        self.feed = feed
+        self._today = today
+        self.poll_seconds = poll_seconds
+        self._day: date | None = None
+        self._offset = 0
+        self._inode: int | None = None
+
+    def start_at_end(self) -> None:
+        """Skip what is already written: only calls made from now on are live."""
+        self._day = self._today()
+        try:
+            stat = os.stat(ledger_file(self.traces_dir, self._day))
+        except FileNotFoundError:
+            self._offset, self._inode = 0, None
+        else:
+            self._offset, self._inode = stat.st_size, stat.st_ino
+
+    def poll(self) -> int:
+        """Read what was appended since the last poll; returns how many calls it found."""
+        today = self._today()
+        if today != self._day:  # a new day file: read it from the start
+            self._day, self._offset, self._inode = today, 0, None
+        path = ledger_file(self.traces_dir, today)
+        try:
+            stat = os.stat(path)
+        except FileNotFoundError:
+            return 0
+        if stat.st_ino != self._inode or stat.st_size < self._offset:
+            self._offset, self._inode = 0, stat.st_ino
+        if stat.st_size == self._offset:
+            return 0
+        with path.open("rb") as handle:
+            handle.seek(self._offset)
+            data = handle.read(stat.st_size - self._offset)
+        end = data.rfind(b"\n") + 1
+        self._offset += end
+        found = 0
+        for line in data[:end].split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                entry = LedgerEntry.from_json(json.loads(line))
+            except (ValueError, TypeError, KeyError, AttributeError):
+                continue
+            self.feed.on_ledger_entry(entry)
+            found += 1
+        return found
+
+    async def run(self) -> None:
+        """Poll until cancelled; a failing read is logged and retried on the next poll."""
+        while True:
+            try:
+                self.poll()
+            except OSError:
+                log.exception("could not read the ledger tail")
+            await asyncio.sleep(self.poll_seconds)

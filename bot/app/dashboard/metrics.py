@@ -1,0 +1,128 @@
+"""`/metrics`: the bot's counters in the Prometheus text format (prometheus-client).
+
+Counters count what this process saw since it started (the live feed: ledger lines and
+trims); inbound messages are read from the store at scrape time, so they are right in a
+standalone dashboard too. A turn's latency runs from the start of its first model call to
+the end of its last one; a turn is closed when its session starts another turn or after
+`TURN_IDLE_SECONDS` without a call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from bot.agent.ledger import LedgerEntry
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+TURN_IDLE_SECONDS = 60.0
+MAX_OPEN_TURNS = 10_000
+LATENCY_BUCKETS = (0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120)
+
+
+@dataclass(slots=True)
+class _OpenTurn:
+    turn_id: str
+    started: datetime
+    ended: datetime
+
+
+class _InboundCollector(Collector):
+    """Reports the stored inbound message count last read from the store."""
+
+    def __init__(self) -> None:
+        self.value: int | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "tgbot_inbound_messages", "Inbound messages from people stored so far"
+        )
+        if self.value is not None:
+            family.add_metric([], self.value)
+        yield family
+
+
+class DashboardMetrics:
+    """One registry per dashboard (tests run several side by side)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.inbound = _InboundCollector()
+        self.registry.register(self.inbound)
+        self.calls = Counter("tgbot_model_calls", "Model calls", ["scene"], registry=self.registry)
+        self.input_tokens = Counter(
+            "tgbot_input_tokens", "Input tokens the provider reported", registry=self.registry
+        )
+        self.cached_tokens = Counter(
+            "tgbot_cached_input_tokens", "Cached input tokens", registry=self.registry
+        )
+        self.output_tokens = Counter(
+            "tgbot_output_tokens", "Output tokens the provider reported", registry=self.registry
+        )
+        self.trims = Counter("tgbot_history_trims", "History trims", registry=self.registry)
+        self.errors = Counter("tgbot_model_errors", "Failed model calls", registry=self.registry)
+        self.call_latency = Histogram(
+            "tgbot_model_call_latency_seconds",
+            "Latency of one model call",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.turn_latency = Histogram(
+            "tgbot_turn_latency_seconds",
+            "From the first model call of a turn to the end of its last one",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self._turns: dict[int, _OpenTurn] = {}
+
+    def observe_call(self, entry: LedgerEntry) -> None:
+        self.calls.labels(scene=entry.scene or "unknown").inc()
+        if entry.input_tokens is not None:
+            self.input_tokens.inc(entry.input_tokens)
+        if entry.cached_tokens is not None:
+            self.cached_tokens.inc(entry.cached_tokens)
+        if entry.output_tokens is not None:
+            self.output_tokens.inc(entry.output_tokens)
+        if entry.error is not None:
+            self.errors.inc()
+        self.call_latency.observe(entry.latency_ms / 1000)
+        self._follow_turn(entry)
+
+    def observe_trim(self) -> None:
+        self.trims.inc()
+
+    def _follow_turn(self, entry: LedgerEntry) -> None:
+        ended = entry.ts
+        started = ended - timedelta(milliseconds=entry.latency_ms)
+        open_turn = self._turns.get(entry.session)
+        if open_turn is not None and open_turn.turn_id == entry.turn_id:
+            open_turn.ended = max(open_turn.ended, ended)
+            return
+        if open_turn is not None:
+            self._close(entry.session)
+        if len(self._turns) >= MAX_OPEN_TURNS:
+            self._close(next(iter(self._turns)))
+        self._turns[entry.session] = _OpenTurn(entry.turn_id, started, ended)
+
+    def _close(self, session: int) -> None:
+        turn = self._turns.pop(session)
+        self.turn_latency.observe((turn.ended - turn.started).total_seconds())
+
+    def close_idle_turns(self, now: datetime) -> None:
+        idle = [
+            session
+            for session, turn in self._turns.items()
+            if (now - turn.ended).total_seconds() >= TURN_IDLE_SECONDS
+        ]
+        for session in idle:
+            self._close(session)
+
+    def render(self, *, now: datetime, inbound_messages: int | None) -> bytes:
+        self.close_idle_turns(now)
+        self.inbound.value = inbound_messages
+        return generate_latest(self.registry)

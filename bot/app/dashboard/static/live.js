@@ -1,0 +1,37 @@
+// The live panel: one row per server-sent event, newest first. Text only (textContent).
+(function () {
+  "use strict";
+  var rows = document.getElementById("live-rows");
+  var status = document.getElementById("live-status");
+  if (!rows || !window.EventSource) { return; }
+  var first = true;
+  var onlySession = rows.dataset.session ? Number(rows.dataset.session) : null;
+  function cell(text, left) {
+    var td = document.createElement("td");
+    td.textContent = text === null || text === undefined ? "-" : String(text);
+    if (left) { td.className = "l"; }
+    return td;
+  }
+  function add(kind, data) {
+    if (onlySession !== null && data.session !== onlySession) { return; }
+    if (first) { rows.textContent = ""; first = false; }
+    var tr = document.createElement("tr");
+    tr.className = "live-" + kind;
+    tr.dataset.kind = kind;
+    var detail = kind === "trim"
+      ? data.reason + ": dropped " + data.dropped_turns + " turns, " + data.tokens_before + " → " + data.tokens_after + " tokens"
+      : kind === "error" ? data.error : (data.model || "") + (data.tool_calls ? ", " + data.tool_calls + " tool calls" : "");
+    [cell((data.ts || new Date().toISOString()).slice(11, 19), true), cell(kind, true), cell(data.chat, true),
+     cell(data.input_tokens), cell(data.cached_tokens), cell(data.output_tokens),
+     cell(data.latency_ms === undefined ? null : data.latency_ms + " ms"), cell(detail, true)
+    ].forEach(function (td) { tr.appendChild(td); });
+    rows.insertBefore(tr, rows.firstChild);
+    while (rows.children.length > 50) { rows.removeChild(rows.lastChild); }
+  }
+  var source = new EventSource("/events");
+  source.onopen = function () { status.textContent = "connected"; status.className = "status on"; };
+  source.onerror = function () { status.textContent = "reconnecting…"; status.className = "status off"; };
+  ["model_call", "trim", "error"].forEach(function (kind) {
+    source.addEventListener(kind, function (event) { add(kind, JSON.parse(event.data)); });
+  });
+}());

@@ -1,0 +1,248 @@
+"""What each page shows, as plain values for the templates (no HTTP, no HTML here)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, tzinfo
+
+from markupsafe import Markup
+
+from bot.agent.ledger import LedgerEntry
+from bot.app.dashboard.charts import bar_chart, line_chart
+from bot.app.dashboard.ledger_index import ChatDay, DayDigest, RangeTotals, range_totals
+from bot.domain.records import StoredRecord
+from bot.services.usage_render import format_cost, format_share, format_tokens
+
+DEFAULT_DAYS = 14
+MAX_DAYS = 366
+RECENT_TURNS = 20
+CHAT_DAYS = 7
+"""How far back the chat page looks in the ledger for turns and trims."""
+
+
+class BadQuery(ValueError):
+    """A query parameter the page cannot use (answered with 400)."""
+
+
+def parse_day(value: str | None, name: str) -> date | None:
+    if value is None or value == "":
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise BadQuery(f"{name}: expected a date as YYYY-MM-DD") from None
+
+
+def parse_int(value: str | None, name: str, *, default: int) -> int:
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise BadQuery(f"{name}: expected a whole number") from None
+    if abs(number) >= 2**63:
+        raise BadQuery(f"{name}: out of range")
+    return number
+
+
+def date_range(start: date | None, end: date | None, *, today: date) -> list[date]:
+    """The days from `start` to `end` (defaults: the last 14 days up to today)."""
+    end = end or today
+    start = start or end - timedelta(days=DEFAULT_DAYS - 1)
+    if end > today:
+        raise BadQuery("to: the range cannot end after today")
+    if start > end:
+        raise BadQuery("from: the range starts after it ends")
+    if (end - start).days + 1 > MAX_DAYS:
+        raise BadQuery(f"from: at most {MAX_DAYS} days at once")
+    return [start + timedelta(days=i) for i in range((end - start).days + 1)]
+
+
+# ---------------------------------------------------------------- overview
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DayLine:
+    day: date
+    calls: int
+    turns: int
+    input_p50: int | None
+    input_p90: int | None
+    cache_hit_rate: float | None
+    billable_equivalent: float
+    output_tokens: int
+    cost: float | None
+    trims: int
+    errors: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Overview:
+    start: date
+    end: date
+    days: tuple[DayLine, ...]
+    totals: RangeTotals
+    charts: Mapping[str, Markup]
+    corrupt_lines: int
+
+
+def build_overview(digests: Sequence[DayDigest]) -> Overview:
+    lines = tuple(
+        DayLine(
+            day=d.day,
+            calls=d.row.calls,
+            turns=d.row.turns,
+            input_p50=d.row.input_p50,
+            input_p90=d.row.input_p90,
+            cache_hit_rate=d.row.cache_hit_rate,
+            billable_equivalent=d.billable_equivalent,
+            output_tokens=d.row.output_tokens,
+            cost=d.row.cost,
+            trims=d.row.trims,
+            errors=d.row.errors,
+        )
+        for d in digests
+    )
+    labels = [line.day.strftime("%m-%d") for line in lines]
+    charts = {
+        "calls": bar_chart(
+            labels, [line.calls for line in lines], title="Model calls per day", fmt=_count
+        ),
+        "input": line_chart(
+            labels,
+            [
+                ("p50", [line.input_p50 for line in lines]),
+                ("p90", [line.input_p90 for line in lines]),
+            ],
+            title="Input tokens per call, p50 and p90",
+            fmt=_tokens,
+        ),
+        "billable": bar_chart(
+            labels,
+            [line.billable_equivalent for line in lines],
+            title="Billable-equivalent input per day",
+            fmt=_tokens,
+        ),
+        "cache": line_chart(
+            labels,
+            [("cache hit", [line.cache_hit_rate for line in lines])],
+            title="Cache hit rate per day",
+            fmt=lambda v: format_share(v),
+        ),
+    }
+    if any(line.cost for line in lines):
+        charts["cost"] = bar_chart(
+            labels, [line.cost for line in lines], title="Cost per day", fmt=format_cost
+        )
+    return Overview(
+        start=digests[0].day,
+        end=digests[-1].day,
+        days=lines,
+        totals=range_totals(digests),
+        charts=charts,
+        corrupt_lines=sum(d.corrupt_lines for d in digests),
+    )
+
+
+def _count(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def _tokens(value: float) -> str:
+    return format_tokens(round(value))
+
+
+# ---------------------------------------------------------------- one chat
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AliasLine:
+    alias: str
+    message_id: int | None
+    kind: str
+    sender: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnCalls:
+    turn_id: str
+    started: datetime
+    calls: tuple[LedgerEntry, ...]
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(c.input_tokens or 0 for c in self.calls)
+
+    @property
+    def latency_ms(self) -> int:
+        return sum(c.latency_ms for c in self.calls)
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for c in self.calls if c.error is not None)
+
+
+def alias_lines(records: Sequence[StoredRecord], *, limit: int = 80) -> tuple[AliasLine, ...]:
+    """Aliases of the window's records, newest last (the last `limit` of them)."""
+    lines: list[AliasLine] = []
+    for record in records:
+        body = record.body
+        sender = ""
+        text = ""
+        match body.kind:
+            case "user":
+                sender, text = body.sender.name, body.text
+            case "assistant":
+                sender, text = "bot", body.text
+            case "event":
+                sender, text = (body.actor.name if body.actor else ""), body.text
+            case _:
+                pass
+        for alias, message_id in zip(record.alias_parts, record.message_ids, strict=False):
+            if alias is None:
+                continue
+            lines.append(
+                AliasLine(
+                    alias=alias,
+                    message_id=message_id,
+                    kind=record.kind,
+                    sender=sender,
+                    text=_excerpt(text),
+                )
+            )
+    return tuple(lines[-limit:])
+
+
+def _excerpt(text: str, limit: int = 90) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def chat_ledger(
+    days: Sequence[ChatDay], *, session: int, turns: int = RECENT_TURNS
+) -> tuple[tuple[LedgerEntry, ...], tuple[TurnCalls, ...]]:
+    """(trims newest first, recent turns newest first) of one session, from its chat's days
+    (oldest day first)."""
+    trims = [entry for day in days for entry in day.trims if entry.session == session]
+    calls = [entry for day in days for entry in day.recent if entry.session == session]
+    grouped: dict[tuple[int, str], list[LedgerEntry]] = {}
+    for entry in calls:
+        grouped.setdefault((entry.session, entry.turn_id or entry.ts.isoformat()), []).append(entry)
+    ordered = sorted(grouped.values(), key=lambda group: group[0].ts, reverse=True)[:turns]
+    recent = tuple(
+        TurnCalls(
+            turn_id=group[0].turn_id,
+            started=group[0].ts,
+            calls=tuple(sorted(group, key=lambda e: (e.ts, e.iteration))),
+        )
+        for group in ordered
+    )
+    return tuple(reversed(trims)), recent
+
+
+def local(value: datetime | None, zone: tzinfo) -> str:
+    if value is None:
+        return "-"
+    return value.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S")

@@ -1,0 +1,104 @@
+"""`[Already told the user]`: what the bot sent in a chat outside a model turn (DESIGN §3.7).
+
+Command outputs (`/usage`, `/context`, …), rate-limit refusals, restart and recovery notices
+and the daily summary are sent by services, not by the model, so the model would otherwise
+not know the chat has seen them. `ToldUserMessenger` wraps the messenger those services use
+and notes one line per message sent (its first line, whitespace collapsed, at most 120
+characters); `ToldUserLog.take` hands a chat's newest 5 to the next model turn there and
+forgets them, so each is shown once, on that turn's current message only.
+
+Kept in memory, per chat and thread: a restart loses only notes not yet shown, and what a
+restart itself announces is sent (and noted) by the new process. Storing them would mean a
+query over the bot's platform messages without a record on every turn, for a block that
+matters only until the next reply.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+
+from bot.ports import BubbleHook, Delivery, Messenger
+
+MAX_LINE_CHARS = 120
+MAX_LINES = 5
+MAX_CHATS = 10_000
+
+
+def told_line(text: str) -> str:
+    """One line for `text`: its first non-empty line, whitespace collapsed, ≤120 chars."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    line = " ".join(first.split())
+    more = line != " ".join(text.split())
+    if len(line) > MAX_LINE_CHARS or (more and len(line) + 1 > MAX_LINE_CHARS):
+        return line[: MAX_LINE_CHARS - 1].rstrip() + "…"
+    return line + "…" if more else line
+
+
+class ToldUserLog:
+    """The newest lines sent outside model turns, per (chat, thread)."""
+
+    def __init__(self, *, max_chats: int = MAX_CHATS) -> None:
+        self._lines: OrderedDict[tuple[int, int], deque[str]] = OrderedDict()
+        self._max_chats = max_chats
+
+    def note(self, chat_id: int, thread_id: int, text: str) -> None:
+        line = told_line(text)
+        if not line:
+            return
+        key = (chat_id, thread_id)
+        lines = self._lines.pop(key, None) or deque(maxlen=MAX_LINES)
+        lines.append(line)
+        self._lines[key] = lines
+        while len(self._lines) > self._max_chats:
+            self._lines.popitem(last=False)
+
+    def take(self, chat_id: int, thread_id: int = 0) -> tuple[str, ...]:
+        """The chat's lines since the last take, oldest first; forgets them."""
+        lines = self._lines.pop((chat_id, thread_id), None)
+        return tuple(lines) if lines else ()
+
+    def peek(self, chat_id: int, thread_id: int = 0) -> tuple[str, ...]:
+        """The same without forgetting (for `tgbot context show`)."""
+        return tuple(self._lines.get((chat_id, thread_id), ()))
+
+
+class ToldUserMessenger:
+    """A `Messenger` that notes what it delivers in a `ToldUserLog`."""
+
+    def __init__(self, inner: Messenger, log: ToldUserLog) -> None:
+        self.inner = inner
+        self.log = log
+
+    async def send_text(
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        thread_id: int = 0,
+        reply_to: int | None = None,
+        on_bubble: BubbleHook | None = None,
+    ) -> Delivery:
+        delivery = await self.inner.send_text(
+            chat_id, text, thread_id=thread_id, reply_to=reply_to, on_bubble=on_bubble
+        )
+        if delivery.delivered:
+            self.log.note(chat_id, thread_id, text)
+        return delivery
+
+    async def delete_message(self, chat_id: int, message_id: int) -> None:
+        await self.inner.delete_message(chat_id, message_id)
+
+    async def set_reaction(self, chat_id: int, message_id: int, emoji: str) -> None:
+        await self.inner.set_reaction(chat_id, message_id, emoji)
+
+    async def is_chat_admin(self, chat_id: int, user_id: int) -> bool:
+        return await self.inner.is_chat_admin(chat_id, user_id)
+
+    async def send_photo(
+        self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0
+    ) -> int:
+        message_id = await self.inner.send_photo(
+            chat_id, photo, caption=caption, thread_id=thread_id
+        )
+        self.log.note(chat_id, thread_id, caption or "[chart]")
+        return message_id

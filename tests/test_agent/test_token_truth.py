@@ -1,0 +1,71 @@
+"""Per-route token corrections: learned from calls, persisted in DATA_DIR, kept across a restart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bot.agent.token_truth import FILE_NAME, TokenTruth, route_key
+
+
+def _calls(truth: TokenTruth, *, ratio: float, count: int, route: str = "deepseek") -> None:
+    for n in range(count):
+        estimated = 6_000 + 97 * n
+        truth.observe(
+            route, "deepseek-chat", estimated=estimated, reported=round(estimated * ratio)
+        )
+
+
+def test_a_route_learns_and_the_book_survives_a_restart(tmp_path: Path) -> None:
+    truth = TokenTruth.load(tmp_path)
+    _calls(truth, ratio=0.82, count=25)
+    learned = truth.correction("deepseek", "deepseek-chat")
+    assert learned.samples == 25
+    assert learned.ratio == pytest.approx(0.82, rel=0.02)
+
+    restarted = TokenTruth.load(tmp_path)  # a new process reads the same data dir
+    again = restarted.correction("deepseek", "deepseek-chat")
+    assert again.samples == 25
+    assert again.ratio == pytest.approx(learned.ratio, rel=1e-6)
+    assert restarted.corrected("deepseek", "deepseek-chat", 10_000) == learned.apply(10_000)
+    # and it goes on learning from where it was
+    _calls(restarted, ratio=0.82, count=1)
+    assert TokenTruth.load(tmp_path).correction("deepseek", "deepseek-chat").samples == 26
+
+
+def test_routes_are_kept_apart(tmp_path: Path) -> None:
+    truth = TokenTruth.load(tmp_path)
+    _calls(truth, ratio=0.7, count=20, route="qwen")
+    _calls(truth, ratio=1.2, count=20, route="openai")
+    assert (
+        truth.correction("qwen", "deepseek-chat").ratio
+        < 1
+        < truth.correction("openai", "deepseek-chat").ratio
+    )
+    assert truth.correction("other", "model").samples == 0
+    assert set(TokenTruth.load(tmp_path).routes) == {
+        route_key("qwen", "deepseek-chat"),
+        route_key("openai", "deepseek-chat"),
+    }
+
+
+def test_a_call_without_a_reported_count_writes_nothing(tmp_path: Path) -> None:
+    truth = TokenTruth.load(tmp_path)
+    truth.observe("p", "m", estimated=5_000, reported=None)
+    assert not (tmp_path / FILE_NAME).exists()
+
+
+@pytest.mark.parametrize(
+    "content", ["{not json", "[]", '{"routes": 3}'], ids=["broken", "a list", "no routes"]
+)
+def test_an_unreadable_file_starts_fresh(tmp_path: Path, content: str) -> None:
+    (tmp_path / FILE_NAME).write_text(content)
+    truth = TokenTruth.load(tmp_path)
+    assert truth.routes == {}
+    _calls(truth, ratio=0.9, count=3)
+    saved = json.loads((tmp_path / FILE_NAME).read_text())
+    assert saved["version"] == 1
+    assert saved["routes"][route_key("deepseek", "deepseek-chat")]["samples"] == 3
+    assert not list(tmp_path.glob(".*.tmp")), "the temporary file is renamed into place"
