@@ -135,10 +135,11 @@ class Chat:
         return str(self.api.sent_messages(CHAT)[-1]["text"])
 
     def ledger(self) -> list[dict[str, Any]]:
+        """The ledger lines of the chat's turns (compaction calls left out)."""
         lines: list[dict[str, Any]] = []
         for path in sorted((self.data_dir / "agent-traces").glob("*.jsonl")):
             lines.extend(json.loads(line) for line in path.read_text().splitlines() if line)
-        return lines
+        return [line for line in lines if line["purpose"] != "compaction"]
 
     async def session_id(self) -> int:
         info = await self.store.find_session(SessionKey(chat_id=CHAT, thread_id=0))
