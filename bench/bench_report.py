@@ -58,17 +58,19 @@ def write_month(traces_dir: Path, *, lines: int = LINES, days: int = DAYS) -> in
                 est_fixed=2_500,
                 est_history=history,
                 est_current=1_900,
-                trim=TrimInfo(
-                    reason="token_budget",
-                    dropped_turns=2,
-                    dropped_messages=6,
-                    kept_turns=20,
-                    tokens_before=9_000,
-                    tokens_after=6_000,
-                    budget=8_000,
+                trims=(
+                    TrimInfo(
+                        reason="token_budget",
+                        dropped_turns=2,
+                        dropped_messages=6,
+                        kept_turns=20,
+                        tokens_before=9_000,
+                        tokens_after=6_000,
+                        budget=8_000,
+                    ),
                 )
                 if rng.random() < 0.03
-                else None,
+                else (),
                 latency_ms=rng.randint(300, 9_000),
                 error="ProviderUnavailable: 502 Bad Gateway" if rng.random() < 0.01 else None,
                 hit_iteration_cap=rng.random() < 0.002,

@@ -48,6 +48,9 @@ class CountingMessenger:
     async def set_reaction(self, chat_id: int, message_id: int, emoji: str) -> None:
         return None
 
+    async def is_chat_admin(self, chat_id: int, user_id: int) -> bool:
+        return False
+
     async def send_photo(
         self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0
     ) -> int:

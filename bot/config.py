@@ -22,6 +22,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from bot.context.tool_results import DEFAULT_MAX_TOOL_RESULT_CHARS
 from bot.errors import ConfigError
 
 DEFAULT_TELEGRAM_API_BASE = "https://api.telegram.org"
@@ -84,7 +85,7 @@ class RuntimeSettings(BaseModel):
     context_compact_ratio: float | None = None
     history_pruning: HistoryPruning = HistoryPruning()
     max_tool_iterations: int = Field(10, ge=1)
-    max_tool_result_chars: int = Field(50_000, ge=0)
+    max_tool_result_chars: int = Field(DEFAULT_MAX_TOOL_RESULT_CHARS, ge=0)
     max_tool_calls_per_step: int = Field(8, ge=0)
     """Tool calls of one model response that run; the rest are refused (0: no cap)."""
     max_messages_per_turn: int = Field(5, ge=0)

@@ -461,6 +461,11 @@ class Messenger(Protocol):
 
     async def set_reaction(self, chat_id: int, message_id: int, emoji: str) -> None: ...
 
+    async def is_chat_admin(self, chat_id: int, user_id: int) -> bool:
+        """Whether the member is the chat's creator or one of its administrators, as the
+        platform says now (callers cache the answer briefly)."""
+        ...
+
     async def send_photo(
         self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0
     ) -> int:

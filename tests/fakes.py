@@ -40,6 +40,9 @@ class RecordingMessenger:
     fail_text: Exception | None = None
     fail_photo: Exception | None = None
     bubbles: int = 0
+    admins: dict[int, set[int]] = field(default_factory=dict)
+    """chat id → its administrators (what `is_chat_admin` answers)."""
+    admin_checks: list[tuple[int, int]] = field(default_factory=list)
 
     async def send_text(
         self,
@@ -79,6 +82,10 @@ class RecordingMessenger:
 
     async def set_reaction(self, chat_id: int, message_id: int, emoji: str) -> None:
         self.reactions.append((chat_id, message_id, emoji))
+
+    async def is_chat_admin(self, chat_id: int, user_id: int) -> bool:
+        self.admin_checks.append((chat_id, user_id))
+        return user_id in self.admins.get(chat_id, set())
 
     async def send_photo(
         self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0

@@ -88,6 +88,8 @@ class FakeBotApi:
         self._messages: dict[tuple[int, int], JSON] = {}
         self._sent: dict[int, list[JSON]] = {}
         self._chats: dict[int, JSON] = {}
+        self._admins: dict[int, set[int]] = {}
+        self._creators: dict[int, int] = {}
         self._next_message_id: dict[int, int] = {}
         self._failures: dict[str, list[_Failure]] = {}
         self._delays: dict[str, list[_Delay]] = {}
@@ -105,6 +107,7 @@ class FakeBotApi:
             "editmessagetext": self._edit_message_text,
             "deletemessage": self._delete_message,
             "setmessagereaction": self._set_message_reaction,
+            "getchatmember": self._get_chat_member,
             "sendphoto": self._send_photo,
             "sendchataction": self._true,
             "setwebhook": self._set_webhook,
@@ -226,6 +229,12 @@ class FakeBotApi:
             return {"edited_message": msg}
         self._remember(msg)
         return {"message": msg}
+
+    def set_admins(self, chat_id: int, user_ids: set[int], *, creator: int | None = None) -> None:
+        """Who `getChatMember` says administers `chat_id` (and its creator, if any)."""
+        self._admins[chat_id] = set(user_ids)
+        if creator is not None:
+            self._creators[chat_id] = creator
 
     def member_update(
         self,
@@ -512,6 +521,26 @@ class FakeBotApi:
         )
         self.reactions.append((chat_id, int(msg["message_id"]), emojis))
         return True
+
+    async def _get_chat_member(self, params: Params) -> JSON:
+        chat_id = self._chat_id(params)
+        user_id = _int(params.get("user_id"), 0)
+        if not user_id:
+            raise _ApiError(400, "Bad Request: user not found")
+        user = {"id": user_id, "is_bot": user_id == self.bot_id, "first_name": f"User {user_id}"}
+        if self._creators.get(chat_id) == user_id:
+            return {"status": "creator", "user": user, "is_anonymous": False}
+        if user_id in self._admins.get(chat_id, set()):
+            rights = _rights(ChatMemberAdministrator, granted=False)
+            rights["can_delete_messages"] = True
+            return {
+                "status": "administrator",
+                "user": user,
+                "can_be_edited": False,
+                "is_anonymous": False,
+                **rights,
+            }
+        return {"status": "member", "user": user}
 
     async def _set_webhook(self, params: Params) -> bool:
         self.webhook_url = str(params.get("url") or "")

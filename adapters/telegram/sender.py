@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 import aiohttp
 from aiogram import Bot
 from aiogram import exceptions as tg
+from aiogram.enums import ChatMemberStatus
 from aiogram.types import (
     BufferedInputFile,
     Message,
@@ -157,6 +158,14 @@ class TelegramMessenger:
             )
         except Exception as exc:
             raise map_error(exc) from exc
+
+    async def is_chat_admin(self, chat_id: int, user_id: int) -> bool:
+        """`getChatMember`: the creator or an administrator."""
+        try:
+            member = await self._bot.get_chat_member(chat_id=chat_id, user_id=user_id)
+        except Exception as exc:
+            raise map_error(exc) from exc
+        return member.status in (ChatMemberStatus.CREATOR, ChatMemberStatus.ADMINISTRATOR)
 
     async def send_photo(
         self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0

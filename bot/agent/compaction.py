@@ -367,7 +367,7 @@ class _Call:
                 latency_ms=int((time.perf_counter() - started) * 1000),
                 fixed_tokens=self.fixed_tokens,
                 tokens=split_request_tokens(self.messages, len(self.messages) - 1),
-                trim=None,
+                trims=(),
                 budget=0,
                 history_budget=self.budget,
                 kept_turns=0,

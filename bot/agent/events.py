@@ -22,7 +22,8 @@ class ModelCalled:
 
     `final` is the summary call once the tool-call cap is hit; `error` what ended the call
     (None when the provider answered), including a capacity check that stopped it before
-    sending (`latency_ms` 0). `trim` is the last trim since the previous call. `fixed_tokens`
+    sending (`latency_ms` 0). `trims` are every trim since the previous call, in order (a
+    window move and a proactive trim of one call are two); `trim` the last. `fixed_tokens`
     and `tokens` are our estimate of the request (fixed part, then history / current /
     images); `usage` what the provider reported.
     """
@@ -39,7 +40,7 @@ class ModelCalled:
     latency_ms: int
     fixed_tokens: int
     tokens: RequestTokens
-    trim: HistoryTrimmed | None
+    trims: tuple[HistoryTrimmed, ...]
     budget: int
     history_budget: int
     kept_turns: int
@@ -48,6 +49,10 @@ class ModelCalled:
     """`compaction`: a summary call (issue 17), not part of the member's turn."""
     exact_tokens: int | None = None
     """The request as the route's exact tokenizer counts it, when one is configured."""
+
+    @property
+    def trim(self) -> HistoryTrimmed | None:
+        return self.trims[-1] if self.trims else None
 
 
 RuntimeEvent = HistoryTrimmed | ModelCalled

@@ -70,8 +70,10 @@ class LedgerEntry:
     current (per-turn context + current message) and images; `est_corrected` is the total as
     budgets and the capacity check saw it (scaled by the route's learned correction, or the
     exact count of the route's tokenizer file; `None` on lines from before it existed).
-    `error` is the error class and a short message, passed through `describe_error` so no
-    secret lands on disk.
+    `trims` are every history trim made before this call since the previous one, in order
+    (a window move and a proactive trim of one call are two); `trim` is the last. `error` is
+    the error class and a short message, passed through `describe_error` so no secret lands
+    on disk.
     """
 
     ts: datetime
@@ -92,7 +94,7 @@ class LedgerEntry:
     est_current: int = 0
     est_images: int = 0
     est_corrected: int | None = None
-    trim: TrimInfo | None = None
+    trims: tuple[TrimInfo, ...] = ()
     latency_ms: int = 0
     error: str | None = None
     hit_iteration_cap: bool = False
@@ -104,11 +106,16 @@ class LedgerEntry:
             raise ValueError("LedgerEntry.ts must be timezone-aware")
 
     @property
+    def trim(self) -> TrimInfo | None:
+        """The last trim before this call (what older lines carried as `trim`)."""
+        return self.trims[-1] if self.trims else None
+
+    @property
     def est_total(self) -> int:
         return self.est_fixed + self.est_history + self.est_current + self.est_images
 
     def to_dict(self) -> dict[str, Any]:
-        trim = self.trim
+        trims = [_trim_to_json(trim) for trim in self.trims]
         return {
             "ts": self.ts.astimezone(UTC).isoformat(timespec="milliseconds"),
             "session": self.session,
@@ -128,17 +135,7 @@ class LedgerEntry:
             "est_current": self.est_current,
             "est_images": self.est_images,
             "est_corrected": self.est_corrected,
-            "trim": None
-            if trim is None
-            else {
-                "reason": trim.reason,
-                "dropped_turns": trim.dropped_turns,
-                "dropped_messages": trim.dropped_messages,
-                "kept_turns": trim.kept_turns,
-                "tokens_before": trim.tokens_before,
-                "tokens_after": trim.tokens_after,
-                "budget": trim.budget,
-            },
+            "trims": trims,
             "latency_ms": self.latency_ms,
             "error": self.error,
             "hit_iteration_cap": self.hit_iteration_cap,
@@ -177,7 +174,7 @@ class LedgerEntry:
         # fmt: off
         (ts, session, chat, thread, scene, turn_id, iteration, purpose, provider, model,
          input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
-         est_images, est_corrected, trim, latency_ms, error, hit_iteration_cap, cost,
+         est_images, est_corrected, trims, latency_ms, error, hit_iteration_cap, cost,
          tool_calls) = values
         if not (
             type(ts) is str and type(session) is int and type(chat) is int
@@ -191,7 +188,7 @@ class LedgerEntry:
             and (type(est_corrected) is int or est_corrected is None)
             and type(latency_ms) is int and (type(error) is str or error is None)
             and type(hit_iteration_cap) is bool and (type(cost) is float or cost is None)
-            and type(tool_calls) is int
+            and type(tool_calls) is int and type(trims) is list
         ):
             return _from_partial(data)
         parsed = datetime.fromisoformat(ts)
@@ -200,7 +197,7 @@ class LedgerEntry:
         return _assemble((
             parsed, session, chat, thread, scene, turn_id, iteration, purpose, provider, model,
             input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
-            est_images, est_corrected, None if trim is None else _trim_from_json(trim),
+            est_images, est_corrected, tuple(map(_trim_from_json, trims)),
             latency_ms, error, hit_iteration_cap, cost, tool_calls,
         ))
         # fmt: on
@@ -216,7 +213,12 @@ def _from_partial(data: Mapping[str, Any]) -> LedgerEntry:
     purpose = get("purpose") or "turn"
     if purpose not in PURPOSES:
         raise ValueError(f"unknown purpose {purpose!r}")
-    trim = get("trim")
+    trims = get("trims")
+    if trims is None:  # an older line kept only the last trim, as `trim`
+        trim = get("trim")
+        trims = [] if trim is None else [trim]
+    if not isinstance(trims, list):
+        raise ValueError("trims must be a list")
     error = get("error")
     return _assemble(
         (  # in the order of `_FIELDS`
@@ -238,7 +240,7 @@ def _from_partial(data: Mapping[str, Any]) -> LedgerEntry:
             _int(get("est_current")),
             _int(get("est_images")),
             _opt_int(get("est_corrected")),
-            None if trim is None else _trim_from_json(trim),
+            tuple(map(_trim_from_json, trims)),
             _int(get("latency_ms")),
             None if error is None else str(error),
             bool(get("hit_iteration_cap", False)),
@@ -492,6 +494,18 @@ def _opt_float(value: Any) -> float | None:
 
 def _str(value: Any) -> str:
     return value if type(value) is str else str(value or "")
+
+
+def _trim_to_json(trim: TrimInfo) -> dict[str, Any]:
+    return {
+        "reason": trim.reason,
+        "dropped_turns": trim.dropped_turns,
+        "dropped_messages": trim.dropped_messages,
+        "kept_turns": trim.kept_turns,
+        "tokens_before": trim.tokens_before,
+        "tokens_after": trim.tokens_after,
+        "budget": trim.budget,
+    }
 
 
 def _trim_from_json(data: Any) -> TrimInfo:

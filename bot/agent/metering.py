@@ -42,7 +42,6 @@ class CallMeter:
 def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEntry:
     """The ledger line of one model call; `corrected` is the corrected total estimate."""
     usage = call.usage
-    trim = call.trim
     key = call.session.key
     return LedgerEntry(
         ts=call.at,
@@ -67,16 +66,17 @@ def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEn
         est_current=call.tokens.current,
         est_images=call.tokens.images,
         est_corrected=corrected,
-        trim=None
-        if trim is None
-        else TrimInfo(
-            reason=trim.reason,
-            dropped_turns=trim.dropped_turns,
-            dropped_messages=trim.dropped_messages,
-            kept_turns=trim.kept_turns,
-            tokens_before=trim.tokens_before,
-            tokens_after=trim.tokens_after,
-            budget=trim.budget,
+        trims=tuple(
+            TrimInfo(
+                reason=trim.reason,
+                dropped_turns=trim.dropped_turns,
+                dropped_messages=trim.dropped_messages,
+                kept_turns=trim.kept_turns,
+                tokens_before=trim.tokens_before,
+                tokens_after=trim.tokens_after,
+                budget=trim.budget,
+            )
+            for trim in call.trims
         ),
         latency_ms=call.latency_ms,
         error=None if call.error is None else describe_error(call.error),

@@ -1,27 +1,26 @@
 """Calling the provider: proactive trim, capacity check, one overflow recovery, events.
 
-Before each call the request is trimmed to the runtime budget (whole turns, breadcrumb
-in) and checked against the model's capacity; a request that cannot fit is never sent.
+Before each call the request is trimmed to the runtime budget (whole turns dropped from
+the window's records, the rest rendered again, breadcrumb in), cleared of orphaned tool
+steps, and checked against the model's capacity; a request that cannot fit is never sent.
 When the provider still reports a context overflow, the history is trimmed to two thirds
 of the estimate and the call retried once. Every attempt is published as `ModelCalled`
-(metering turns it into the ledger line), every trim as `HistoryTrimmed`.
+(metering turns it into the ledger line) with every trim made since the previous call,
+and every trim as `HistoryTrimmed`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Literal
+from typing import Literal, Protocol
 
 from bot.agent.events import EventBus, ModelCalled
+from bot.agent.routes import ModelRoute
 from bot.agent.turn import TurnFailed, TurnPolicy, TurnState
-from bot.context.history_trim import (
-    HistoryTrimmed,
-    IndexedHistory,
-    TrimResult,
-    insert_breadcrumb,
-    trim_to_recent_turns,
-)
+from bot.context.budget import RuntimeLimits
+from bot.context.history_trim import HistoryTrimmed, trim_to_recent_turns
+from bot.context.orphans import remove_orphaned_tool_messages
 from bot.context.token_correction import exact_message_tokens
 from bot.context.tokens import (
     ensure_token_estimate,
@@ -47,16 +46,47 @@ FINAL_CALL_NOTE = (
 )
 
 
+class WindowTrimmer(Protocol):
+    """Drops whole turns from a turn's window and renders the rest again."""
+
+    async def drop_turns(self, state: TurnState, count: int) -> tuple[int, int]: ...
+
+
+CapacitySource = Literal["known", "max_context_tokens", "assumed"]
+
+
+def capacity_window(route: ModelRoute, limits: RuntimeLimits) -> tuple[int, CapacitySource]:
+    """The window the capacity check holds a request to, and where it comes from.
+
+    The resolved window when known; else a positive `max_context_tokens`, honoured as the
+    window (DESIGN.md §3.2's documented quirk, the same operand the budget uses); else the
+    32,000 assumed for unknown capacity."""
+    if route.context_window is not None and route.context_window > 0:
+        return route.context_window, "known"
+    honoured = limits.max_context_tokens
+    if honoured is not None and honoured > 0:
+        return honoured, "max_context_tokens"
+    return route.context_window_for_math, "assumed"
+
+
 class ProviderCaller:
-    """Makes the model calls of a turn. `tools` is the runner's live tool table."""
+    """Makes the model calls of a turn. `tools` is the runner's live tool table; `window`
+    renders the turn's window again after a trim."""
 
     def __init__(
-        self, *, tools: Mapping[str, Tool], bus: EventBus, clock: Clock, policy: TurnPolicy
+        self,
+        *,
+        tools: Mapping[str, Tool],
+        bus: EventBus,
+        clock: Clock,
+        policy: TurnPolicy,
+        window: WindowTrimmer,
     ) -> None:
         self.tools = tools
         self.bus = bus
         self.clock = clock
         self.policy = policy
+        self.window = window
 
     async def call(self, state: TurnState, *, final: bool) -> LLMResponse:
         """One model call of the turn; `final` asks for the answer without tools (the
@@ -66,14 +96,24 @@ class ProviderCaller:
             state.messages.append(
                 ensure_token_estimate(ChatMessage(role="user", content=FINAL_CALL_NOTE))
             )
-        self._proactive_trim(state)
-        await self._flush_trims(state)
         fixed = state.fixed_tokens if not final else system_tokens(state.messages)
+        if state.budget > 0:
+            # the budget holds the whole request, so the messages get what the tool
+            # schemas leave (with an honoured max_context_tokens it is also the window);
+            # the budget is in real tokens, the trim in estimate units
+            schemas = fixed - system_tokens(state.messages)
+            budget = state.correction.to_estimate(state.budget) - schemas
+            await self._trim(state, max(1, budget), reason="token_budget")
+        await self._flush_trims(state)
+        window, source = capacity_window(state.route, self.policy.limits)
         recovered = False
         while True:
+            # the last safety net: whatever a trim or a stored history left, the provider
+            # never receives a tool result without its call (or a call without its result)
+            messages = remove_orphaned_tool_messages(state.messages)
             request = LLMRequest(
                 model=state.route.model,
-                messages=tuple(state.messages),
+                messages=messages,
                 tools=tools,
                 max_output_tokens=self.policy.max_output_tokens,
             )
@@ -96,8 +136,10 @@ class ProviderCaller:
                     message_tokens=needs[0],
                     tool_schema_tokens=needs[1],
                     image_tokens=needs[2],
-                    context_window=state.route.context_window_for_math,
+                    context_window=window,
                     model=state.route.model,
+                    context_window_known=source == "known",
+                    honoured=source == "max_context_tokens",
                 )
             except CapacityExceeded as exc:
                 await self._called(state, None, None, error=exc, final=final, exact=exact)
@@ -107,7 +149,7 @@ class ProviderCaller:
                 response = await state.route.provider.complete(request)
             except ContextOverflow as exc:
                 await self._called(state, None, started, error=exc, final=final, exact=exact)
-                if recovered or not self._recover(state):
+                if recovered or not await self._recover(state):
                     raise TurnFailed("overflow", f"context overflow: {exc}") from exc
                 recovered = True
                 await self._flush_trims(state)
@@ -130,7 +172,7 @@ class ProviderCaller:
         final: bool,
         exact: int | None = None,
     ) -> None:
-        """Publish the call; the trims reported with it are done with."""
+        """Publish the call with every trim made since the previous one; those are done with."""
         latency = 0 if started is None else int((time.perf_counter() - started) * 1000)
         event = ModelCalled(
             at=self.clock.now(),
@@ -145,7 +187,7 @@ class ProviderCaller:
             latency_ms=latency,
             fixed_tokens=state.fixed_tokens,
             tokens=split_request_tokens(state.messages, state.current_index),
-            trim=state.pending_trims[-1] if state.pending_trims else None,
+            trims=tuple(state.pending_trims),
             budget=state.budget,
             history_budget=state.history_budget,
             kept_turns=state.kept_turns,
@@ -156,51 +198,54 @@ class ProviderCaller:
         state.published_trims = 0
         await self.bus.publish(event)
 
-    def _proactive_trim(self, state: TurnState) -> None:
-        if state.budget <= 0:
-            return
-        budget = state.correction.to_estimate(state.budget)  # in estimate units
-        result = trim_to_recent_turns(state.messages, budget, crumb_present=state.crumb)
-        if result.trimmed:
-            self._apply_trim(state, result, reason="token_budget", budget=budget)
-
-    def _recover(self, state: TurnState) -> bool:
+    async def _recover(self, state: TurnState) -> bool:
+        """After an overflow: down to two thirds of the estimate, whole turns only."""
         target = recovery_target(state.messages.tokens)
-        result = trim_to_recent_turns(state.messages, target, crumb_present=state.crumb)
-        if not result.trimmed or result.dropped_turns == 0:
-            return False
-        self._apply_trim(state, result, reason="overflow_recovery", budget=target)
-        return True
+        return await self._trim(state, target, reason="overflow_recovery")
 
-    def _apply_trim(
+    async def _trim(
         self,
         state: TurnState,
-        result: TrimResult,
+        budget: int,
         *,
         reason: Literal["token_budget", "overflow_recovery"],
-        budget: int,
-    ) -> None:
-        messages = list(result.messages)
-        dropped = len(state.messages) - len(messages)
-        if insert_breadcrumb(messages, state.crumb):
-            dropped -= 1
-        state.crumb = True
-        state.messages = IndexedHistory(messages)
-        state.current_index = max(1, state.current_index - dropped)
-        state.kept_turns = result.kept_turns
-        state.dropped_turns += result.dropped_turns
+    ) -> bool:
+        """Drop the fewest oldest whole turns until the request fits `budget`, rendering the
+        kept ones again after each cut (a re-rendered first message is a little longer, so
+        it may take a second cut). Records one `HistoryTrimmed`; False when nothing went."""
+        tokens_before = state.messages.tokens
+        turns = messages = 0
+        while True:
+            plan = trim_to_recent_turns(state.messages, budget, crumb_present=state.crumb)
+            if not plan.trimmed or plan.dropped_turns == 0:
+                break
+            dropped_turns, dropped_messages = await self.window.drop_turns(
+                state, plan.dropped_turns
+            )
+            if dropped_turns == 0:
+                break
+            turns += dropped_turns
+            messages += dropped_messages
+        if turns == 0:
+            return False
+        state.dropped_turns += turns
         state.pending_trims.append(
-            HistoryTrimmed.from_result(
-                result,
+            HistoryTrimmed(
+                dropped_messages=messages,
+                dropped_turns=turns,
+                kept_turns=state.kept_turns,
                 reason=reason,
+                tokens_before=tokens_before,
+                tokens_after=state.messages.tokens,
                 budget=budget,
                 session=state.session.id,
                 turn_id=state.turn_id,
             )
         )
+        return True
 
     async def _flush_trims(self, state: TurnState) -> None:
-        """Publish the trims not yet published; the next call reports the last one."""
+        """Publish the trims not yet published; the next call reports them all."""
         for event in state.pending_trims[state.published_trims :]:
             await self.bus.publish(event)
         state.published_trims = len(state.pending_trims)

@@ -3,7 +3,11 @@
 Everything up to the first provider call: load the window's records, select the window
 (it moves in chunks, and the move is persisted), project them with the per-turn blocks on
 the current message only, and put the system prompt (and the breadcrumb when earlier
-history is left out) in front.
+history is left out) in front. Tool steps left without their partner (an imported or
+edited history) never reach the provider (`remove_orphaned_tool_messages`).
+
+A runtime trim (proactive, or after an overflow) goes through `drop_turns`: whole turns
+leave the records and the rest is rendered again, never cut out of the rendered list.
 """
 
 from __future__ import annotations
@@ -14,11 +18,12 @@ from dataclasses import replace
 from bot.agent.compaction import Compactor, FoldView, summary_before
 from bot.agent.prompt import PromptFacts, TurnContext, build_per_turn_blocks, build_system_prompt
 from bot.agent.routes import RouteTable
-from bot.agent.turn import TurnPolicy, TurnState
+from bot.agent.turn import TurnPolicy, TurnState, TurnWindow
 from bot.context.alias_table import AliasTable
 from bot.context.compaction import predict_cut, summary_message
 from bot.context.escaping import inline_value
 from bot.context.history_trim import HistoryTrimmed, IndexedHistory, breadcrumb_message
+from bot.context.orphans import remove_orphaned_tool_messages
 from bot.context.projection import (
     Projection,
     current_record_index,
@@ -27,7 +32,7 @@ from bot.context.projection import (
 )
 from bot.context.token_correction import NO_CORRECTION, TokenCorrection
 from bot.context.tokens import ensure_token_estimate, estimate_message_tokens
-from bot.context.turns import count_turns
+from bot.context.turns import count_turns, turn_starts
 from bot.context.window import (
     TurnCosts,
     WindowDecision,
@@ -169,33 +174,38 @@ class RequestBuilder:
             )
             projection = self._project(records, session, blocks, targets)
         aliases = AliasTable()
-        for alias, message_id in projection.aliases:
-            aliases.register(alias, session.key.chat_id, message_id)
-        # Only quotes the projection showed by platform id: never a quote from another
-        # chat (its id means nothing here), never one the model was not shown.
-        for message_id in projection.references:
-            aliases.register_reference(message_id)
-        head = self.head(session, has_earlier=has_earlier, summary=summary)
+        window = TurnWindow(
+            records=tuple(records),
+            projection=projection,
+            blocks=blocks,
+            aliases=aliases,
+            summary=summary,
+        )
+        register_shown(aliases, projection, session.key.chat_id)
         if summary is not None:  # the aliases the summary mentions are valid references
             for alias, message_id in summary.aliases:
                 aliases.register(alias, session.key.chat_id, message_id)
-        current = projection.current_message_index
         state = TurnState(
             session=session,
             route=route,
             turn_id=turn_id,
-            messages=IndexedHistory([*head, *projection.messages]),
+            messages=IndexedHistory(),
             crumb=has_earlier,
-            current_index=len(head)
-            + (current if current is not None else len(projection.messages)),
-            fixed_tokens=estimate_message_tokens(head[0])
-            + estimate_tool_schema_tokens([tool_schema(t) for t in self.tools.values()]),
+            current_index=0,
+            fixed_tokens=0,
             budget=policy.limits.effective_context_budget(route.context_window),
             history_budget=history_budget,
-            kept_turns=count_turns(projection.messages),
+            kept_turns=0,
             dropped_turns=decision.dropped_turns if decision.moved else 0,
+            window=window,
+            history_start=0,
+            history_end=0,
             correction=correction,
         )
+        self._lay_out(state, window, tail=[])
+        state.fixed_tokens = estimate_message_tokens(
+            state.messages[0]
+        ) + estimate_tool_schema_tokens([tool_schema(t) for t in self.tools.values()])
         if window_event is not None:
             state.pending_trims.append(window_event)
         if self.compactor is not None:  # compaction hook (issue 17): is the next move near?
@@ -207,6 +217,58 @@ class RequestBuilder:
             margin = policy.compaction_margin
             state.fold_soon = predict_cut(kept, limits, margin) is not None
         return state, aliases, records
+
+    async def drop_turns(self, state: TurnState, count: int) -> tuple[int, int]:
+        """Drop the `count` oldest whole turns of the window from its records, then render
+        the rest again (DESIGN.md §3.5): the first kept message opens the window (date, full
+        sender name) and a quote of a dropped message degrades to its inline line.
+
+        This turn's tool steps after the window stay as they are; the newest turn is never
+        dropped. Returns (turns, messages) dropped from the rendered window: (0, 0) when
+        nothing could be dropped."""
+        window = state.window
+        projection = window.projection
+        starts = turn_starts(projection.messages)
+        current = projection.current_message_index
+        if current is not None:  # the current message's turn always stays
+            starts = [s for s in starts if s <= current]
+        count = min(count, len(starts) - 1)
+        if count <= 0:
+            return 0, 0
+        cut = projection.record_index[starts[count]]
+        records = window.records[cut:]
+        session = state.session
+        targets = await self._quote_targets(session, records)
+        projection = self._project(records, session, window.blocks, targets)
+        kept = replace(window, records=records, projection=projection)
+        register_shown(window.aliases, projection, session.key.chat_id)
+        before = state.history_end - state.history_start
+        tail = state.messages[state.history_end :]
+        state.crumb = True
+        self._lay_out(state, kept, tail=tail)
+        return count, before - (state.history_end - state.history_start)
+
+    def _lay_out(
+        self, state: TurnState, window: TurnWindow, *, tail: Sequence[ChatMessage]
+    ) -> None:
+        """Put the head (system prompt, and the breadcrumb and summary when earlier history
+        is out), the window's messages without orphaned tool steps, and this turn's tool
+        steps in `state.messages`."""
+        head = self.head(state.session, has_earlier=state.crumb, summary=window.summary)
+        projection = window.projection
+        history = remove_orphaned_tool_messages(projection.messages)
+        index = projection.current_message_index
+        current = (
+            len(history)
+            if index is None
+            else next(i for i, m in enumerate(history) if m is projection.messages[index])
+        )
+        state.window = window
+        state.messages = IndexedHistory([*head, *history, *tail])
+        state.history_start = len(head)
+        state.history_end = len(head) + len(history)
+        state.current_index = len(head) + current
+        state.kept_turns = count_turns(state.messages)
 
     def route_correction(self, session: SessionInfo) -> TokenCorrection:
         route = self.routes.resolve(session.route)
@@ -343,6 +405,16 @@ class RequestBuilder:
                 quoted.add(quote.id)
         missing = quoted - shown
         return await self.store.find_aliases(session.id, missing) if missing else {}
+
+
+def register_shown(aliases: AliasTable, projection: Projection, chat_id: int) -> None:
+    """Every alias the projection showed, and the quotes it showed by platform id."""
+    for alias, message_id in projection.aliases:
+        aliases.register(alias, chat_id, message_id)
+    # Only quotes the projection showed by platform id: never a quote from another
+    # chat (its id means nothing here), never one the model was not shown.
+    for message_id in projection.references:
+        aliases.register_reference(message_id)
 
 
 def moved_to(decision: WindowDecision, costs: TurnCosts, start: int) -> WindowDecision:

@@ -116,7 +116,9 @@ class TurnRunner:
             correction=self.truth.correction,
             reactions=reactions,
         )
-        self.provider = ProviderCaller(tools=self.tools, bus=self.bus, clock=clock, policy=policy)
+        self.provider = ProviderCaller(
+            tools=self.tools, bus=self.bus, clock=clock, policy=policy, window=self.request
+        )
         self.tool_runner = ToolRunner(
             tools=self.tools,
             store=store,
@@ -126,6 +128,7 @@ class TurnRunner:
             bot_id=bot_id,
             bot_name=bot_name,
             max_result_chars=policy.max_tool_result_chars,
+            owner_id=policy.owner_id,
             max_calls_per_step=policy.max_tool_calls_per_step,
             max_messages_per_turn=policy.max_messages_per_turn,
         )

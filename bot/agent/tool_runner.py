@@ -23,11 +23,17 @@ from collections.abc import Mapping, Sequence
 
 from bot.agent.turn import TurnState
 from bot.context.alias_table import AliasTable
-from bot.context.projection import record_tokens
+from bot.context.projection import current_record_index, record_tokens
 from bot.context.tokens import ensure_token_estimate
 from bot.context.tool_results import truncate_tool_result
 from bot.domain.messages import ChatMessage, ToolCall
-from bot.domain.records import AssistantRecord, StoredRecord, ToolResult, ToolResultsRecord
+from bot.domain.records import (
+    AssistantRecord,
+    StoredRecord,
+    ToolResult,
+    ToolResultsRecord,
+    UserRecord,
+)
 from bot.errors import ReferenceNotConfirmed, TelegramError, ToolError
 from bot.ports import (
     Clock,
@@ -40,6 +46,7 @@ from bot.ports import (
 )
 from bot.redact import scrub
 from bot.tools.base import Tool, ToolContext
+from bot.tools.rights import ChatAdmins, MemberRights
 
 log = logging.getLogger("tgbot.runtime")
 
@@ -76,6 +83,7 @@ class ToolRunner:
         bot_id: int | None,
         bot_name: str,
         max_result_chars: int,
+        owner_id: int | None = None,
         max_calls_per_step: int = 0,
         max_messages_per_turn: int = 0,
     ) -> None:
@@ -87,11 +95,21 @@ class ToolRunner:
         self.bot_id = bot_id
         self.bot_name = bot_name
         self.max_result_chars = max_result_chars
+        self.owner_id = owner_id
+        self.admins = ChatAdmins(messenger=messenger, clock=clock)
+        """Who administers which chat, cached briefly across turns."""
         self.max_calls_per_step = max_calls_per_step
         self.max_messages_per_turn = max_messages_per_turn
 
     def context(self, session: SessionInfo, records: Sequence[StoredRecord]) -> ToolContext:
-        """Where the turn's tools act: its chat, with the window's records."""
+        """Where the turn's tools act: its chat, with the window's records and the rights of
+        the member whose message the turn answers."""
+        current = current_record_index(records)
+        body = records[current].body if current is not None else None
+        requester = body.sender.id if isinstance(body, UserRecord) else None
+        rights = MemberRights(
+            requester_id=requester, owner_id=self.owner_id, bot_id=self.bot_id, admins=self.admins
+        )
         return ToolContext(
             chat_id=session.key.chat_id,
             thread_id=session.key.thread_id,
@@ -102,6 +120,7 @@ class ToolRunner:
             platform_messages=self.platform_messages,
             records=records,
             record_bubbles=self.platform_messages.record_platform_messages,
+            rights=rights,
         )
 
     async def run_calls(

@@ -8,10 +8,14 @@ from datetime import tzinfo
 from typing import Literal
 
 from bot.agent.routes import ModelRoute
+from bot.context.alias_table import AliasTable
 from bot.context.budget import RuntimeLimits
 from bot.context.history_trim import HistoryTrimmed, IndexedHistory
+from bot.context.projection import Projection
 from bot.context.token_correction import NO_CORRECTION, TokenCorrection
+from bot.context.tool_results import DEFAULT_MAX_TOOL_RESULT_CHARS
 from bot.domain.ids import Locale, Scene
+from bot.domain.records import StoredRecord, SummaryRecord
 from bot.ports import Delivery, SessionInfo
 
 
@@ -43,7 +47,7 @@ class TurnPolicy:
     headroom: float = 0.25
     limits: RuntimeLimits = field(default_factory=lambda: RuntimeLimits(max_context_tokens=None))
     max_tool_iterations: int = 10
-    max_tool_result_chars: int = 50_000
+    max_tool_result_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS
     max_tool_calls_per_step: int = 8
     max_messages_per_turn: int = 5
     owner_id: int | None = None
@@ -81,14 +85,17 @@ class TurnPolicy:
 class TurnState:
     """The request of one turn as it grows call by call (never shared between turns).
 
-    `messages` is what the next provider call sends; `current_index` where the current
-    message sits in it (history before, this turn's message and tool steps from there);
-    `crumb` whether the breadcrumb is in. `pending_trims` are the trims since the last
-    model call: published on the bus as they are flushed, the last one reported with the
-    next call. `messages` keeps running totals (`IndexedHistory`), so a trim reads its
-    event's figures without scanning what it drops. `correction` is the route's learned
-    ratio of reported to estimated tokens: `budget`, `history_budget` and the capacity
-    check are in real tokens and are converted into estimate units through it.
+    `messages` is what the next provider call sends: the head (system prompt, breadcrumb
+    when earlier history is left out), the window rendered from `window.records`, then this
+    turn's tool steps; `messages[history_start:history_end]` is the rendered window and
+    `current_index` where the current message sits. A runtime trim drops whole turns from
+    `window` and renders it again (`RequestBuilder.drop_turns`). `crumb` says whether the
+    breadcrumb is in. `pending_trims` are the trims since the last model call: published
+    on the bus as they are flushed, and all of them reported with the next call.
+    `messages` keeps running totals (`IndexedHistory`), so a trim reads its event's figures
+    without scanning what it drops. `correction` is the route's learned ratio of reported
+    to estimated tokens: `budget`, `history_budget` and the capacity check are in real
+    tokens and are converted into estimate units through it.
     """
 
     session: SessionInfo
@@ -101,6 +108,9 @@ class TurnState:
     budget: int
     history_budget: int
     kept_turns: int
+    window: TurnWindow
+    history_start: int
+    history_end: int
     dropped_turns: int = 0
     pending_trims: list[HistoryTrimmed] = field(default_factory=list)
     fold_soon: bool = False
@@ -108,6 +118,24 @@ class TurnState:
     published_trims: int = 0
     iteration: int = 0
     correction: TokenCorrection = NO_CORRECTION
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnWindow:
+    """The window's records as this turn shows them, and what rendering them needs again.
+
+    `records` are the kept records, oldest first; `projection` their rendering (before the
+    orphan repair); `blocks` the per-turn blocks the current message carries, rendered once
+    per turn so a re-render keeps them byte for byte; `aliases` the turn's alias table,
+    which a re-render adds to (an alias shown once stays valid for the turn).
+    """
+
+    records: tuple[StoredRecord, ...]
+    projection: Projection
+    blocks: str
+    aliases: AliasTable
+    summary: SummaryRecord | None = None
+    """The compaction summary shown after the breadcrumb (issue 17), if any."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -138,6 +138,9 @@ class _NoMessenger:
     async def set_reaction(self, chat_id: int, message_id: int, emoji: str) -> None:
         raise NotBuiltError("context show does not send messages")
 
+    async def is_chat_admin(self, chat_id: int, user_id: int) -> bool:
+        raise NotBuiltError("context show does not ask Telegram")
+
     async def send_photo(
         self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0
     ) -> int:

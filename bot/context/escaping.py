@@ -11,10 +11,10 @@ text; names and options go through `inline_value`) every line that opens with an
 bracket followed by a word is escaped. "Opens" allows leading whitespace and invisible
 characters (C0/C1 controls, zero-width, bidi, soft hyphen, BOM) before the bracket and
 between the bracket and the word; the brackets are `[`, full-width `［`, `【`, `〖`, `〘`
-and `〚`; "a word" is any letter or digit in any script. A list of names failed once already (new blocks slipped
-through unescaped), and every future block name is covered without anyone remembering to
-add it; the cost is a backslash before a member's `[1] footnote` or `[link](url)` line,
-which reads the same to a model.
+and `〚`; "a word" is any letter or digit in any script. A list of names failed once
+already (new blocks slipped through unescaped), and every future block name is covered
+without anyone remembering to add it; the cost is a backslash before a member's
+`[1] footnote` or `[link](url)` line, which reads the same to a model.
 
 The escape puts one backslash before the bracket: `[Tool results]` → `\\[Tool results]`. A
 line that already has backslashes there gets one more (`\\[id:` → `\\\\[id:`), so the
@@ -31,7 +31,10 @@ from __future__ import annotations
 
 import re
 
-_INVISIBLE = r"[\s\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
+_INVISIBLE = (
+    r"[\s\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e"
+    r"\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
+)
 OPENING_BRACKETS = "[［【〖〘〚"
 HEADER_FIELDS = (
     "id",

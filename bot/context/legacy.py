@@ -12,9 +12,11 @@ blocks, each `{"type": "text", "text": ...}` or `{"type": "contextRef", "key": .
   prefixes. The per-turn part runs paragraph by paragraph and ends at the first paragraph
   that does not start with a prefix: that one is conversation again and is kept.
 
-These rules apply to rows written before per-turn context left storage; new rows carry
-conversation only. A member who typed a line starting with `[Turn context]` in a legacy
-row loses that paragraph: such rows cannot tell the two apart, and escaping covers new rows.
+These rules apply only to legacy rows (`UserRecord.legacy`, marked when imported), written
+before per-turn context left storage; new rows carry conversation only and are never
+stripped, so a member who types `[Turn context]` keeps the words (escaped). A member's line
+starting with `[Turn context]` inside a legacy row is lost: such rows cannot tell the two
+apart.
 """
 
 from __future__ import annotations

@@ -4,9 +4,12 @@ One record renders as (DESIGN.md §3.5–§3.7):
 - user: `<header>\\n[forwarded from …]\\n[quote …] …\\n<escaped body>\\n<media placeholders>`
   then, when a quote is truncated or unresolved, an `[Untrusted conversation references]`
   block; absent parts leave no empty line. A burst message merged into the previous turn
-  keeps `continues_turn`. Unless it is the current message, legacy per-turn blocks and
-  paragraphs are stripped (`legacy.strip_per_turn_blocks` / `strip_per_turn_text`); kept
-  legacy blocks are joined with a blank line.
+  keeps `continues_turn`. In a legacy row (`UserRecord.legacy`) that is not the current
+  message, per-turn blocks and paragraphs are stripped (`legacy.strip_per_turn_blocks` /
+  `strip_per_turn_text`); kept legacy blocks are joined with a blank line. A legacy row
+  that is a `[Tool results]` carrier renders as the carrier alone (no header, not escaped),
+  so it stays in the previous turn and is shrunk with the old tool results. A new row is
+  never stripped: its text is the member's, escaped.
 - assistant: `<header>\\n<text>` with its tool calls; a tool-call-only step without platform
   ids gets no header (it was never a chat message) and empty content. The text is the
   model's own (its echoed headers were stripped before sending), so it is not escaped.
@@ -39,7 +42,7 @@ from bot.context.placeholders import media_placeholders
 from bot.context.quotes import QuoteView, forward_line, references_block, render_quote
 from bot.context.tokens import estimate_text_tokens, with_token_estimate
 from bot.context.tool_results import shrink_old_tool_results
-from bot.context.turns import turn_starts
+from bot.context.turns import TOOL_RESULTS_PREFIX, turn_starts
 from bot.domain.ids import Locale, Scene
 from bot.domain.messages import ChatMessage
 from bot.domain.records import (
@@ -220,7 +223,11 @@ class _Renderer:
         body = record.body
         match body:
             case UserRecord():
-                rendered = [self._user(record, body, is_current=is_current)]
+                carrier = legacy_carrier(body)
+                if carrier is not None:  # written by the old system, not by a member
+                    rendered = [ChatMessage(role="user", content=carrier)]
+                else:
+                    rendered = [self._user(record, body, is_current=is_current)]
             case AssistantRecord():
                 rendered = [self._assistant(record, body)]
             case ToolResultsRecord():
@@ -287,13 +294,26 @@ class _Renderer:
 
 
 def _user_text(body: UserRecord, *, is_current: bool) -> str:
+    """The member's words. Per-turn context is stripped from legacy rows only (and not
+    while current): a member who types `[Turn context]` keeps every word, escaped."""
     if not body.blocks:
-        # a flat legacy text may still carry per-turn paragraphs; new rows never do
-        return body.text if is_current else strip_per_turn_text(body.text)
+        if not body.legacy or is_current:
+            return body.text
+        return strip_per_turn_text(body.text)
     blocks: Sequence[ContentBlock] = (
-        body.blocks if is_current else strip_per_turn_blocks(body.blocks)
+        body.blocks if is_current or not body.legacy else strip_per_turn_blocks(body.blocks)
     )
     return LEGACY_BLOCK_SEPARATOR.join(block.text for block in blocks if block.text)
+
+
+def legacy_carrier(body: UserRecord) -> str | None:
+    """The text of a legacy `[Tool results]` carrier (prompt-mode tool results stored as a
+    user row), or None. It belongs to the previous turn and is shrunk like a tool result
+    once that turn has ended; a member's text that starts so is escaped, never a carrier."""
+    if not body.legacy:
+        return None
+    text = _user_text(body, is_current=True)
+    return text if text.startswith(TOOL_RESULTS_PREFIX) else None
 
 
 def _tool_message(result: ToolResult) -> ChatMessage:

@@ -14,11 +14,22 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import assert_never
 
+from bot.context.budget import UNKNOWN_WINDOW_TOKENS
 from bot.context.tokens import compute_message_tokens
+from bot.context.turns import TOOL_RESULTS_PREFIX
 from bot.domain.ids import Locale
 from bot.domain.messages import ChatMessage, ToolCall
 
 IMAGE_MARKER_OPEN = "[IMAGE:"
+DEFAULT_MAX_TOOL_RESULT_CHARS = UNKNOWN_WINDOW_TOKENS // 2
+"""The default record-time cap (`runtime.max_tool_result_chars`): 16,000 characters.
+
+Chosen against the unknown-window default rather than the other way round: the estimate
+counts a CJK character as a whole token, so a capped result of Chinese text is at most
+16,000 tokens, half the 32,000 assumed when a route's window is unknown. The system prompt,
+the tool schemas and the newest turn still fit beside it (the old 50,000 was ≈50k tokens of
+Chinese, over the whole assumed window, refused before sending). English text at the cap is
+about 4,000 tokens."""
 OLD_RESULT_KEEP_CHARS = 200
 """Characters of an ended turn's tool result (and of each long argument string) kept."""
 
@@ -122,6 +133,13 @@ def _shrink(message: ChatMessage, locale: Locale) -> ChatMessage:
             if calls == message.tool_calls:
                 return message
             changed = replace(message, tool_calls=calls)
+        case "user" if message.content.startswith(TOOL_RESULTS_PREFIX):
+            # a legacy carrier of prompt-mode tool results (member text never starts so:
+            # it is escaped and follows a header)
+            content = shorten(message.content, locale)
+            if content == message.content:
+                return message
+            changed = replace(message, content=content)
         case "system" | "user":
             return message
         case _:

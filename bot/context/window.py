@@ -206,11 +206,13 @@ def check_capacity(
     context_window: int,
     model: str,
     context_window_known: bool = True,
+    honoured: bool = False,
 ) -> None:
     """Raise `CapacityExceeded` before dispatch when the request cannot fit the window.
 
     Runs before every dispatch, also with trimming off and for the final summary request.
-    The message names the parts and says what to change.
+    The message names the parts and says what to change. `honoured`: the window is
+    unknown and `context_window` is `runtime.max_context_tokens`, honoured as the window.
     """
     total = message_tokens + tool_schema_tokens + image_tokens
     if total <= context_window:
@@ -226,15 +228,22 @@ def check_capacity(
         "images": "send fewer or smaller images",
         "tool schemas": "enable fewer tools",
     }[largest]
-    known = (
-        f"a {context_window:,}-token context window"
-        if context_window_known
-        else f"an unknown context window (assumed {context_window:,} tokens)"
-    )
+    if context_window_known:
+        known = f"a {context_window:,}-token context window"
+        budget = "Raising the trimming budget cannot help."
+    elif honoured:
+        known = (
+            "an unknown context window, so runtime.max_context_tokens "
+            f"({context_window:,} tokens) is used as its window"
+        )
+        budget = "Raise runtime.max_context_tokens only if the model really takes more."
+    else:
+        known = f"an unknown context window (assumed {context_window:,} tokens)"
+        budget = "Raising the trimming budget cannot help."
     raise CapacityExceeded(
         f"the request needs about {total:,} tokens (messages {message_tokens:,}, images "
         f"{image_tokens:,}, tool schemas {tool_schema_tokens:,}) but model {model!r} has "
         f"{known}. To fix: {advice}; or choose a model with a larger window; or, if the "
         "model's real window is larger, set LLM_CONTEXT_WINDOW or the provider profile's "
-        "context_window. Raising the trimming budget cannot help."
+        f"context_window. {budget}"
     )

@@ -1,9 +1,9 @@
 """Conversation records: what a session stores, one node of the session tree each.
 
 A record body is a closed union discriminated by `kind`. Bodies hold conversation only:
-per-turn context is never stored (legacy rows may still carry it in `UserRecord.blocks`,
-and projection strips it). `StoredRecord` wraps a body with its tree position, its platform
-message ids and the runtime-only alias fields attached on load.
+per-turn context is never stored (legacy rows, marked `UserRecord.legacy`, may still carry
+it, and projection strips it from them only). `StoredRecord` wraps a body with its tree
+position, its platform message ids and the runtime-only alias fields attached on load.
 """
 
 from __future__ import annotations
@@ -40,6 +40,10 @@ class UserRecord:
     merged: bool = False
     blocks: tuple[ContentBlock, ...] = ()
     """Legacy rows only: the original blocks, stripped of per-turn ones at projection."""
+    legacy: bool = False
+    """Stored before conversation-only storage (marked by `tgbot import-legacy`): only
+    such rows may carry per-turn blocks or a `[Tool results]` carrier, so only they are
+    stripped or read as one. A member's own text is never stripped."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -180,6 +180,9 @@ class ClosedChatGuard:
             raise ChatClosed(f"chat {chat_id} is closed")
         await self.inner.delete_message(chat_id, message_id)
 
+    async def is_chat_admin(self, chat_id: int, user_id: int) -> bool:
+        return await self.inner.is_chat_admin(chat_id, user_id)
+
     async def set_reaction(self, chat_id: int, message_id: int, emoji: str) -> None:
         if await self._closed(chat_id, "a reaction"):
             raise ChatClosed(f"chat {chat_id} is closed")

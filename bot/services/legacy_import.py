@@ -12,10 +12,13 @@ The accepted legacy row shape, one JSON object per line (unknown keys are ignore
      "tool_calls": [{"id": "c1", "name": "search", "arguments": "{…}"}],   # assistant rows
      "tool_call_id": "c1", "name": "search", "is_error": false}           # tool rows
 
-User rows keep their blocks exactly as exported (per-turn blocks included); projection strips
-`[Turn context]` / `[Already told the user]` text blocks and the per-turn context-ref keys
-from every message that is not the current one. Consecutive tool rows become one
-tool-results record. A bad line is reported with its number and skipped.
+User rows keep their blocks exactly as exported (per-turn blocks included) and are marked
+legacy (`UserRecord.legacy`): projection strips `[Turn context]` / `[Already told the user]`
+text blocks and the per-turn context-ref keys from legacy messages that are not the current
+one, and reads a legacy row starting with `[Tool results]` as a tool-results carrier. Rows
+written by the bot itself are never marked, so a member's own text is never stripped.
+Consecutive tool rows become one tool-results record. A bad line is reported with its
+number and skipped.
 """
 
 from __future__ import annotations
@@ -112,6 +115,7 @@ def parse_row(row: Any) -> tuple[SessionKey, Scene, str, NewRecord]:
             ),
             text=content if isinstance(content, str) else "",
             blocks=() if isinstance(content, str) else _blocks(content),
+            legacy=True,
         )
     elif role == "assistant":
         calls = tuple(

@@ -91,6 +91,9 @@ class ToldUserMessenger:
     async def set_reaction(self, chat_id: int, message_id: int, emoji: str) -> None:
         await self.inner.set_reaction(chat_id, message_id, emoji)
 
+    async def is_chat_admin(self, chat_id: int, user_id: int) -> bool:
+        return await self.inner.is_chat_admin(chat_id, user_id)
+
     async def send_photo(
         self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0
     ) -> int:

@@ -17,7 +17,8 @@ Definitions (one row per calendar day in the bot's zone, plus a total row):
   `corrected` for `est_corrected` (lines that have it), what budgets and checks used.
 - turns: distinct `(session, turn_id)` pairs; calls per turn are bucketed 1 / 2 / 3-5 / 6+.
   A turn that spans midnight counts on both days, once in the total.
-- cap turns: turns with a call marked `hit_iteration_cap`; trims: calls carrying trim info.
+- cap turns: turns with a call marked `hit_iteration_cap`; trims: every history trim the
+  calls record (a window move and a proactive trim before one call count as two).
 - feedback: reactions members put on the bot's messages (stored in the database, not the
   ledger; `with_feedback` adds them): 👍 up, 👎 down, any other reaction "other", on the
   day they were received in the zone.
@@ -328,8 +329,7 @@ class _Bucket:
             self.turn_calls[turn] += 1
         if entry.hit_iteration_cap:
             self.cap_turns.add(turn)
-        if entry.trim is not None:
-            self.trims += 1
+        self.trims += len(entry.trims)
         if entry.error is not None:
             self.errors += 1
         if cost is not None:

@@ -14,6 +14,7 @@ from typing import Any
 from bot.domain.records import StoredRecord
 from bot.errors import ToolError
 from bot.ports import Clock, Messenger, PlatformMessageLookup, RecordedBubbles, ToolSpec
+from bot.tools.rights import MemberRights
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -29,6 +30,9 @@ class ToolContext:
     platform_messages: PlatformMessageLookup
     records: Sequence[StoredRecord] = ()
     record_bubbles: RecordedBubbles | None = None
+    rights: MemberRights | None = None
+    """The rights of the member who triggered the turn; None: only the bot's own rights
+    (a tool that needs a member's rights refuses)."""
 
 
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], Awaitable[str]]

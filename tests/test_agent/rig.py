@@ -84,7 +84,7 @@ def model_call(**changes: object) -> ModelCalled:
         "latency_ms": 120,
         "fixed_tokens": 300,
         "tokens": RequestTokens(history=4000, current=200, images=765, messages=4965),
-        "trim": TRIM,
+        "trims": (TRIM,),
         "budget": 100_000,
         "history_budget": 6000,
         "kept_turns": 4,

@@ -54,14 +54,16 @@ FULL = entry(
     est_history=5_000,
     est_current=2_100,
     est_images=85,
-    trim=TrimInfo(
-        reason="token_budget",
-        dropped_turns=2,
-        dropped_messages=7,
-        kept_turns=12,
-        tokens_before=11_000,
-        tokens_after=7_400,
-        budget=8_000,
+    trims=(
+        TrimInfo(
+            reason="token_budget",
+            dropped_turns=2,
+            dropped_messages=7,
+            kept_turns=12,
+            tokens_before=11_000,
+            tokens_after=7_400,
+            budget=8_000,
+        ),
     ),
     latency_ms=1_234,
     error="ContextOverflow: prompt too long",
@@ -130,8 +132,9 @@ def written(**changes: object) -> dict[str, object]:
         {"input_tokens": "900"},
         {"est_history": True},
         {"session": None, "chat": "x"},
-        {"trim": [1, 2]},
-        {"trim": {"reason": "r", "budget": "big"}},
+        {"trims": [[1, 2]]},
+        {"trims": [{"reason": "r", "budget": "big"}]},
+        {"trims": {"reason": "r"}},
         {"cost": "free"},
     ],
     ids=[
@@ -143,11 +146,14 @@ def written(**changes: object) -> dict[str, object]:
         "text-chat",
         "trim-list",
         "trim-text-budget",
+        "trims-not-a-list",
         "text-cost",
     ],
 )
 def test_bad_values_in_a_complete_line_are_rejected(changes: dict[str, object]) -> None:
-    with pytest.raises(ValueError, match=r"valid ts|purpose|expected a number|must be an object"):
+    with pytest.raises(
+        ValueError, match=r"valid ts|purpose|expected a number|must be an object|must be a list"
+    ):
         LedgerEntry.from_json(written(**changes))
 
 
@@ -163,8 +169,12 @@ def test_bad_values_in_a_complete_line_are_rejected(changes: dict[str, object]) 
             replace(FULL, scene="", model="", error=None),
         ),
         (
-            written(hit_iteration_cap=None, trim=None),
-            replace(FULL, hit_iteration_cap=False, trim=None),
+            written(hit_iteration_cap=None, trims=[]),
+            replace(FULL, hit_iteration_cap=False, trims=()),
+        ),
+        (
+            {**{k: v for k, v in written().items() if k != "trims"}, "trim": written()["trims"][0]},  # type: ignore[index]
+            FULL,
         ),
         (written(session=7.9, iteration=None), replace(FULL, session=7, iteration=1)),
     ],
@@ -175,6 +185,7 @@ def test_bad_values_in_a_complete_line_are_rejected(changes: dict[str, object]) 
         "other-number-kind",
         "null-text",
         "null-flag",
+        "line-before-every-trim-was-kept",
         "odd-ints",
     ],
 )

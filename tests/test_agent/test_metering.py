@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import replace
 from datetime import UTC
 from pathlib import Path
 
@@ -17,8 +18,22 @@ from bot.agent.metering import CallMetering
 from bot.domain.ids import SessionKey
 from bot.errors import ProviderUnavailable
 from bot.ports import SessionInfo
+from bot.services.usage_report import build_report
 from tests.fakes import RecordingMessenger
-from tests.test_agent.rig import AT, CHAT, make_app, model_call, say
+from tests.test_agent.rig import AT, CHAT, TRIM, make_app, model_call, say
+
+
+async def test_every_trim_before_a_call_is_on_its_ledger_line(tmp_path: Path) -> None:
+    bus = EventBus()
+    CallMetering(LedgerWriter(tmp_path, UTC)).attach(bus)
+    window_move = replace(TRIM, budget=8000, dropped_turns=5)
+    await bus.publish(model_call(trims=(window_move, TRIM)))
+
+    (entry,) = read_entries(tmp_path)
+    assert [(t.budget, t.dropped_turns) for t in entry.trims] == [(8000, 5), (6000, 3)]
+    assert entry.trim == entry.trims[-1]
+    report = build_report([entry], zone=UTC, days=[entry.ts.date()])
+    assert report.total.trims == 2
 
 
 async def test_a_model_call_is_one_ledger_line_and_the_sessions_meter(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ async def test_tool_call_rewrites_the_alias_and_stores_call_with_result(
     model = ScriptedModel([CallTool("delete_message", {"message_id": "m1"}), Reply("Deleted it.")])
     app, store, clock = make_app(tmp_path, model, messenger)
     await say(app, clock, 501, "spam spam", sender=CHEN)
-    await say(app, clock, 502, "@Helper delete m1 please", mentions_bot=True)
+    await say(app, clock, 502, "@Helper delete m1 please", mentions_bot=True, sender=CHEN)
 
     assert messenger.deleted == [(CHAT, 501)]
     second = model.requests[1]

@@ -5,6 +5,9 @@ from pathlib import Path
 import pytest
 
 from bot.config import load_settings
+from bot.context.budget import UNKNOWN_WINDOW_TOKENS
+from bot.context.tokens import estimate_text_tokens
+from bot.context.tool_results import truncate_tool_result
 from bot.errors import ConfigError
 
 
@@ -18,7 +21,16 @@ def test_defaults_are_the_embedded_ones() -> None:
     assert settings.history.private_tokens == 12_000
     assert settings.history.owner_tokens == 24_000
     assert settings.runtime.max_tool_iterations == 10
-    assert settings.runtime.max_tool_result_chars == 50_000
+    assert settings.runtime.max_tool_result_chars == 16_000
+
+
+def test_a_default_sized_cjk_tool_result_fits_the_unknown_window() -> None:
+    """The defaults agree: a result capped at the default is, even in Chinese (one token
+    per character), at most half the window assumed when a route's window is unknown."""
+    cap = load_settings(data_dir=Path("./data")).runtime.max_tool_result_chars
+    capped = truncate_tool_result("字" * 100_000, cap)
+    note = estimate_text_tokens("\n\n[... 84000 characters truncated ...]\n\n")
+    assert estimate_text_tokens(capped) <= UNKNOWN_WINDOW_TOKENS // 2 + note
 
 
 def test_environment_names_of_the_contract(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -421,11 +421,17 @@ LEGACY_BLOCKS = (
 
 def test_legacy_per_turn_blocks_are_stripped_from_history_only() -> None:
     legacy = rec(
-        1, UserRecord(sender=ALICE, blocks=LEGACY_BLOCKS), at=T0, ids=(101,), parts=("m1",)
+        1,
+        UserRecord(sender=ALICE, blocks=LEGACY_BLOCKS, legacy=True),
+        at=T0,
+        ids=(101,),
+        parts=("m1",),
     )
     flat = rec(
         2,
-        UserRecord(sender=ALICE, text="noodles?\n\n[Already told the user]\n- lunch at 12"),
+        UserRecord(
+            sender=ALICE, text="noodles?\n\n[Already told the user]\n- lunch at 12", legacy=True
+        ),
         at=T0,
         ids=(102,),
         parts=("m2",),
@@ -440,6 +446,32 @@ def test_legacy_per_turn_blocks_are_stripped_from_history_only() -> None:
     assert current.messages[0].content == (
         head + "\\[Turn context]\ntime: old\n\ntool index\n\nwhat about lunch?\n\nlikes noodles"
     )
+
+
+def test_a_members_own_text_is_never_stripped_only_escaped() -> None:
+    text = "[Turn context] is the block name\n\n[Already told the user] too"
+    own = rec(1, UserRecord(sender=ALICE, text=text), at=T0, ids=(101,), parts=("m1",))
+    blocks = UserRecord(sender=ALICE, blocks=LEGACY_BLOCKS)  # blocks, but not a legacy row
+    unmarked = rec(2, blocks, at=T0, ids=(102,), parts=("m2",))
+    current = run([own], blocks="").messages[0].content
+    later = run([own, unmarked], current=None, blocks="")
+    escaped = "\\[Turn context] is the block name\n\n\\[Already told the user] too"
+    assert current.endswith("\n" + escaped)
+    assert later.messages[0].content == current  # a byte-exact prefix, call after call
+    assert "\\[Turn context]\ntime: old" in later.messages[1].content
+
+
+@pytest.mark.parametrize("legacy", [True, False], ids=["legacy carrier", "member text"])
+def test_only_a_legacy_tool_results_row_is_a_carrier(legacy: bool) -> None:
+    text = "[Tool results]\nsearch: " + "line. " * 60
+    ask = rec(1, UserRecord(sender=ALICE, text="find it"), at=T0, ids=(101,), parts=("m1",))
+    row = rec(2, UserRecord(sender=ALICE, text=text, legacy=legacy), at=T0)
+    later = rec(3, UserRecord(sender=BOB, text="thanks"), at=T0, ids=(103,), parts=("m2",))
+    projection = run([ask, row, later], blocks="")
+    shown = projection.messages[1].content
+    assert shown.startswith("[Tool results]\nsearch: line.") == legacy
+    assert shown.endswith("字)") == legacy
+    assert len(projection.turn_start_indexes) == (2 if legacy else 3)
 
 
 def test_no_current_message_has_no_per_turn_tail() -> None:

@@ -372,6 +372,23 @@ def test_capacity_that_fits_passes() -> None:
     )
 
 
+def test_capacity_error_names_an_honoured_max_context_tokens() -> None:
+    with pytest.raises(CapacityExceeded) as caught:
+        check_capacity(
+            message_tokens=40_000,
+            tool_schema_tokens=500,
+            image_tokens=0,
+            context_window=36_000,
+            model="m",
+            context_window_known=False,
+            honoured=True,
+        )
+    text = str(caught.value)
+    assert "runtime.max_context_tokens (36,000 tokens) is used as its window" in text
+    assert "32,000" not in text
+    assert "Raise runtime.max_context_tokens only if" in text
+
+
 @pytest.mark.parametrize(
     ("parts", "known", "advice"),
     [

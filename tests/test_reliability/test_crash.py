@@ -80,6 +80,7 @@ async def test_a_crash_mid_turn_loses_and_doubles_nothing_and_every_turn_ends_cl
     first_bubble = api.sent_messages(EVE["id"])[0]["message_id"]
     # B: the tool's Bot API call hangs
     api.delay_next("deleteMessage", 60)
+    api.set_admins(GROUP, {DANA["id"]})  # only an admin may have a member's message deleted
     api.push_update(api.user_message(GROUP, SPAMMER, "buy coins"))
     api.push_update(api.user_message(GROUP, DANA, "@test_bot please delete m1"))
     await api.wait_for_call("deleteMessage", 1, timeout=20)

@@ -138,6 +138,7 @@ async def test_a_tool_whose_telegram_call_fails_returns_an_error_to_the_model(
 
     live.model.add(CallTool("delete_message", {"message_id": "m1"}), Reply("Could not."))
     first = api.push_update(api.user_message(GROUP, BOB, "spam"))
+    api.set_admins(GROUP, {ALICE["id"]})  # she may have Bob's message deleted
     api.fail_next("deleteMessage", error_code=400,
                   description="Bad Request: message can't be deleted")  # fmt: skip
     last = api.push_update(api.user_message(GROUP, ALICE, "@test_bot delete m1"))

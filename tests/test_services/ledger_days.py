@@ -48,7 +48,7 @@ def call(ts: datetime, turn: str, **changes: object) -> LedgerEntry:
 # (hits the cap; one call is in another chat). 00:10 Shanghai is still the previous UTC day.
 DAY1 = [
     call(at(D1, 0, 10), "a", input_tokens=1_000, cached_tokens=500, output_tokens=10, cost=0.5),
-    call(at(D1, 9), "b", input_tokens=3_000, cached_tokens=0, output_tokens=20, trim=TRIM),
+    call(at(D1, 9), "b", input_tokens=3_000, cached_tokens=0, output_tokens=20, trims=(TRIM,)),
     call(at(D1, 9, 1), "b", iteration=2, est_images=100, error="ProviderUnavailable: 502"),
     *[
         call(

@@ -32,14 +32,22 @@ ANN = Sender(id=2**40, name="安", is_bot=True, kind="bot")
             ),
             (2**35,),
         ),
+        (UserRecord(sender=ANN, text="[Tool results]\nok", legacy=True), ()),
         (AssistantRecord(text="long"), (5, None, 7)),
         (SummaryRecord(text="s"), ()),
     ],
-    ids=["user", "multi-bubble", "no-ids"],
+    ids=["user", "legacy user row", "multi-bubble", "no-ids"],
 )
 def test_round_trip(body: RecordBody, ids: tuple[int | None, ...]) -> None:
     payload = encode_payload(body, ids)
     assert decode_payload(payload) == (body, ids)
+
+
+def test_only_a_legacy_row_carries_the_legacy_mark() -> None:
+    member = json.loads(encode_payload(UserRecord(sender=ANN, text="[Turn context] hi"), ()))
+    imported = json.loads(encode_payload(UserRecord(sender=ANN, text="hi", legacy=True), ()))
+    assert "legacy" not in member
+    assert imported["legacy"] is True
 
 
 def test_payload_carries_message_id_and_slots() -> None:

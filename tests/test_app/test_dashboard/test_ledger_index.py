@@ -62,7 +62,7 @@ def test_a_closed_day_is_read_once_and_again_only_when_its_file_changes(tmp_path
     write(tmp_path, [entry(day, n) for n in range(6)])
     first = index.digest(day)
     assert index.digest(day) is first
-    write(tmp_path, [entry(day, 6, trim=None)])
+    write(tmp_path, [entry(day, 6, trims=())])
     assert index.digest(day).row.calls == 7
     assert index.digest(day).row == load_report(tmp_path, zone=UTC, days=[day]).row_for(day)
 
@@ -91,7 +91,7 @@ def test_a_chat_keeps_its_trims_and_newest_calls(tmp_path: Path) -> None:
         tokens_after=700,
         budget=800,
     )
-    write(tmp_path, [entry(TODAY, n, trim=trim if n == 3 else None) for n in range(9)])
+    write(tmp_path, [entry(TODAY, n, trims=(trim,) if n == 3 else ()) for n in range(9)])
     digest = LedgerIndex(tmp_path, UTC, today=lambda: TODAY).digest(TODAY)
     chat = digest.chats[-1]  # n % 3 == 0
     assert [e.turn_id for e in chat.recent] == ["t0", "t1", "t3"]

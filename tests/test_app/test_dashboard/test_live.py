@@ -108,7 +108,7 @@ async def test_errors_and_trims_from_the_ledger_are_events_too(
         tokens_after=6000,
         budget=8000,
     )
-    writer.append(call(error="ProviderUnavailable: <b>down</b>", input_tokens=None, trim=trim))
+    writer.append(call(error="ProviderUnavailable: <b>down</b>", input_tokens=None, trims=(trim,)))
     tail_of(board).poll()
     kinds = [await next_event(stream) for _ in range(3)]
     assert [k for k, _ in kinds] == ["model_call", "error", "trim"]
