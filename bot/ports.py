@@ -522,3 +522,29 @@ class ChatLock(Protocol):
     async def close(self) -> None:
         """Release whatever the lock keeps open (connections); holds must have ended."""
         ...
+
+
+class CommandHandler(Protocol):
+    """Handles a bot command (`bot.services.commands.Commands`)."""
+
+    def handles(self, message: InboundMessage) -> bool:
+        """Whether the command is ours (else it is stored as a message)."""
+        ...
+
+    async def __call__(self, message: InboundMessage, session: SessionInfo) -> bool:
+        """Handles it; False when it turned out not to be ours."""
+        ...
+
+
+class TurnStarter(Protocol):
+    """What recovery needs from the live path (`InboundService`)."""
+
+    def turn_lock(self, session: SessionInfo) -> AbstractAsyncContextManager[None]:
+        """The session's turn lock (in-process and, when wired, across workers)."""
+        ...
+
+    def spawn_turn(
+        self, session: SessionInfo, *, reply_to: int | None, expect_leaf: int | None = None
+    ) -> None:
+        """Start a turn as a task; with `expect_leaf`, only if that is still the newest."""
+        ...

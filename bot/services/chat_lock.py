@@ -9,8 +9,7 @@ next message:
 
 `LocalChatLock` (asyncio locks) serves one worker on SQLite; `storage.locks.AdvisoryChatLock`
 (PostgreSQL advisory locks) serves several workers on one database. Both satisfy `ChatLock`.
-`ChatLock` and `LockScope` are declared in `bot.ports`; they are re-exported here until
-every import names `bot.ports`.
+`ChatLock` and `LockScope` are declared in `bot.ports`.
 """
 
 from __future__ import annotations
@@ -21,9 +20,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from bot.domain.ids import SessionKey
-from bot.ports import ChatLock, LockScope
-
-__all__ = ["ChatLock", "LocalChatLock", "LockScope"]
+from bot.ports import LockScope
 
 
 @dataclass(slots=True)

@@ -44,21 +44,22 @@ from contextlib import (
     nullcontext,
 )
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from bot.agent.runtime import TurnOutcome, TurnRunner
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale, SessionKey
 from bot.domain.records import UserRecord
 from bot.ports import (
+    ChatLock,
     Clock,
+    CommandHandler,
     ConversationStore,
     InboundAppend,
+    LockScope,
     Messenger,
     SessionInfo,
     SessionRequest,
 )
-from bot.services.chat_lock import ChatLock, LockScope
 from bot.services.guard import RateLimiter, chat_allowed
 from bot.services.message_records import platform_message_of, record_of, scene_of
 from bot.services.recovery import CrashRecovery, RecoveryPolicy
@@ -66,18 +67,6 @@ from bot.services.triggers import AnswerRules, BotIdentity, facts_of_message, sh
 from bot.texts import text
 
 log = logging.getLogger("tgbot.inbound")
-
-
-class CommandHandler(Protocol):
-    """Handles a bot command (`bot.services.commands.Commands`)."""
-
-    def handles(self, message: InboundMessage) -> bool:
-        """Whether the command is ours (else it is stored as a message)."""
-        ...
-
-    async def __call__(self, message: InboundMessage, session: SessionInfo) -> bool:
-        """Handles it; False when it turned out not to be ours."""
-        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

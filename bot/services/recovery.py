@@ -29,10 +29,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
 
 from bot.agent.bubbles import settle_partial_reply
 from bot.agent.runtime import TurnRunner
@@ -44,7 +42,7 @@ from bot.domain.records import (
     ToolResultsRecord,
     UserRecord,
 )
-from bot.ports import Clock, ConversationStore, Delivery, Messenger, SessionInfo
+from bot.ports import Clock, ConversationStore, Delivery, Messenger, SessionInfo, TurnStarter
 from bot.services.guard import chat_allowed
 from bot.services.triggers import AnswerRules, BotIdentity, facts_of_record, should_answer
 from bot.texts import text
@@ -131,20 +129,6 @@ def unanswered(records: Sequence[StoredRecord]) -> list[UserRecord]:
 
 
 # ---------------------------------------------------------------- acting on it
-
-
-class TurnStarter(Protocol):
-    """What recovery needs from the live path (`InboundService`)."""
-
-    def turn_lock(self, session: SessionInfo) -> AbstractAsyncContextManager[None]:
-        """The session's turn lock (in-process and, when wired, across workers)."""
-        ...
-
-    def spawn_turn(
-        self, session: SessionInfo, *, reply_to: int | None, expect_leaf: int | None = None
-    ) -> None:
-        """Start a turn as a task; with `expect_leaf`, only if that is still the newest."""
-        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
