@@ -83,3 +83,28 @@ def test_the_runtime_keeps_its_history_prefix_between_window_moves() -> None:
         assert row.input_cost > 0
     # the stable rules and tool index live in the system prompt, not on every current message
     assert int(found.notes["per_turn_chars"]) < 500
+
+
+def test_the_postgres_rows_say_which_database_ran_them_and_how_to_run_them() -> None:
+    from bench.__main__ import RUN_WITH_POSTGRES, backend_lines, postgres_figure, postgres_url
+    from bench.bench_ingest import INGEST_HEADER, IngestResult
+
+    flag, env = "postgresql+asyncpg://flag/db", {"TEST_POSTGRES_URL": "postgresql+asyncpg://env/db"}
+    assert postgres_url(flag, env) == flag  # the flag wins
+    assert postgres_url(None, env) == env["TEST_POSTGRES_URL"]
+    assert postgres_url(None, {}) is None
+
+    sqlite = IngestResult(2_000, 20, 1.0, 2.0, 200.0, 210.0, stored_in_order=True)
+    alone = backend_lines(INGEST_HEADER, [("SQLite", sqlite)])
+    assert alone[-1] == f"| PostgreSQL | not run: `{RUN_WITH_POSTGRES}` |"
+    assert postgres_figure("ingest", None) == (
+        "ingest (PostgreSQL, no target)",
+        f"not run (`{RUN_WITH_POSTGRES}`)",
+        None,
+    )
+
+    postgres = IngestResult(2_000, 20, 1.5, 4.0, 200.0, 210.0, stored_in_order=False)
+    both = backend_lines(INGEST_HEADER, [("SQLite", sqlite), ("PostgreSQL", postgres)])
+    assert [line.split(" | ")[0] for line in both[1:]] == ["| SQLite", "| PostgreSQL"]
+    assert "| 500 |" in both[-1]  # 2,000 messages in 4 s
+    assert postgres_figure("ingest", postgres)[1] == "500 (NOT stored once, in order)"
