@@ -31,6 +31,20 @@ from tests.rig import rig_settings, wire_app
 BOT_TOKEN = "424242:SECRET-bot-token-do-not-log"
 LLM_KEY = "sk-SECRET-llm-key-do-not-log"
 OWNER = 4242
+SETTINGS = {
+    "LLM_API_KEY": LLM_KEY,
+    "OWNER_ID": str(OWNER),
+    "BOT_LOCALE": "en",
+    "TRIGGERS__MERGE_WINDOW_SECONDS": "0",
+    "SCHEDULE__DAILY_SUMMARY": "false",
+    "RUNTIME__MAX_RETRIES": "0",
+    "TGBOT_LOG_LEVEL": "DEBUG",
+}
+
+
+def suite_bot(api: FakeBotApi, llm: FakeOpenAIServer, data_dir: Path) -> BotProcess:
+    """A `BotProcess` with this suite's `SETTINGS` (not started)."""
+    return BotProcess(api, llm, data_dir, **SETTINGS)
 
 
 class GatedModel:
@@ -71,18 +85,7 @@ async def llm() -> AsyncIterator[FakeOpenAIServer]:
 
 @pytest.fixture
 async def bot(api: FakeBotApi, llm: FakeOpenAIServer, tmp_path: Path) -> AsyncIterator[BotProcess]:
-    process = BotProcess(
-        api,
-        llm,
-        tmp_path,
-        LLM_API_KEY=LLM_KEY,
-        OWNER_ID=str(OWNER),
-        BOT_LOCALE="en",
-        TRIGGERS__MERGE_WINDOW_SECONDS="0",
-        SCHEDULE__DAILY_SUMMARY="false",
-        RUNTIME__MAX_RETRIES="0",
-        TGBOT_LOG_LEVEL="DEBUG",
-    )
+    process = suite_bot(api, llm, tmp_path)
     try:
         yield process
     finally:
