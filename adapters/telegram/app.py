@@ -25,7 +25,7 @@ from aiogram.methods import (
 from aiogram.methods.base import Response
 from aiogram.types import ChatMemberUpdated, Message, MessageReactionUpdated, TelegramObject, Update
 
-from adapters.telegram.chat_events import parse_membership, parse_reaction
+from adapters.telegram.chat_event_parsing import parse_membership, parse_reaction
 from adapters.telegram.parsing import parse_update_strict
 from adapters.telegram.quote_summaries import Locale
 from bot.domain.facts import InboundMessage

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from bot.agent.compaction import Compactor, FoldView, summary_before
+from bot.agent.compactor import Compactor, FoldView, summary_before
 from bot.agent.prompt import PromptFacts, TurnContext, build_per_turn_blocks, build_system_prompt
 from bot.agent.routes import RouteTable
 from bot.agent.turn import TurnPolicy, TurnState, TurnWindow

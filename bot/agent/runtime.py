@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from bot.agent.bubbles import ReplyBubbles
-from bot.agent.compaction import CompactionPolicy, Compactor
+from bot.agent.compactor import CompactionPolicy, Compactor
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import MAX_METERS, CallMeter, CallMetering

@@ -1,7 +1,7 @@
 """Compaction, the pure part (DESIGN.md §3.8): what departs, the summary request, the block.
 
 When the window start moves forward, the turns that left are folded into a rolling summary
-of the session. This module decides nothing asynchronous; `bot.agent.compaction` calls the
+of the session. This module decides nothing asynchronous; `bot.agent.compactor` calls the
 model and stores the result. Here:
 
 - `summary_message`: the summary as the model sees it, right after the breadcrumb, a

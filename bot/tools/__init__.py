@@ -5,7 +5,7 @@ from __future__ import annotations
 from bot.tools import (
     delete_message,
     expand_tool_result,
-    inspect_reference,
+    inspect_conversation_reference,
     send_message,
     set_reaction,
 )
@@ -17,7 +17,7 @@ def default_tools() -> tuple[Tool, ...]:
         send_message.TOOL,
         delete_message.TOOL,
         set_reaction.TOOL,
-        inspect_reference.TOOL,
+        inspect_conversation_reference.TOOL,
         expand_tool_result.TOOL,
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from bot.context.aliases import AliasCounter
+from bot.context.alias_derivation import AliasCounter
 from bot.domain.ids import SessionKey
 from storage.engine import create_engine_for
 from storage.sql import SqlStore

@@ -12,7 +12,7 @@ from aiogram import Bot
 from aiogram.types import Update
 
 from adapters.telegram.app import build_dispatcher
-from adapters.telegram.chat_events import parse_membership, parse_reaction
+from adapters.telegram.chat_event_parsing import parse_membership, parse_reaction
 from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.polling_loop import handle_batch, poll_updates
 from bot.domain.facts import InboundMessage, MembershipChange, ReactionChange, Sender
