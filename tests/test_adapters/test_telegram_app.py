@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
-import pytest
 from aiogram import Bot
 from aiogram.types import Update
 
-from adapters.telegram.app import ParseErrorHook, build_bot, build_dispatcher
+from adapters.telegram.app import ParseErrorHook, build_dispatcher
 from adapters.telegram.fake_api import FakeBotApi
 from bot.domain.facts import InboundMessage
 
@@ -39,19 +37,6 @@ class RecordingSink:
             self.done.set()
         if message.text == self.fail_on:
             raise RuntimeError("the sink broke")
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[FakeBotApi]:
-    async with FakeBotApi(username="test_bot") as server:
-        yield server
-
-
-@pytest.fixture
-async def bot(api: FakeBotApi) -> AsyncIterator[Bot]:
-    client = build_bot(api.token, api.base_url)
-    yield client
-    await client.session.close()
 
 
 async def poll_until(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 from aiogram import Bot
 from aiogram.types import Update
 
-from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.app import build_dispatcher
 from adapters.telegram.chat_event_parsing import parse_membership, parse_reaction
 from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.polling_loop import handle_batch, poll_updates
@@ -179,19 +178,6 @@ class Recorder:
 
     async def on_reaction(self, reaction: ReactionChange) -> None:
         self._record(reaction)
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[FakeBotApi]:
-    async with FakeBotApi(username="test_bot") as server:
-        yield server
-
-
-@pytest.fixture
-async def bot(api: FakeBotApi) -> AsyncIterator[Bot]:
-    client = build_bot(api.token, api.base_url)
-    yield client
-    await client.session.close()
 
 
 async def test_membership_and_reactions_are_asked_for_and_reach_the_sink(

@@ -37,13 +37,6 @@ async def api() -> AsyncIterator[FakeBotApi]:
 
 
 @pytest.fixture
-async def bot(api: FakeBotApi) -> AsyncIterator[Bot]:
-    client = build_bot(api.token, api.base_url)
-    yield client
-    await client.session.close()
-
-
-@pytest.fixture
 def sleep() -> RecordingSleep:
     return RecordingSleep()
 

@@ -27,9 +27,9 @@ from storage.sql import SqlStore
 from tests.test_reliability.conftest import (
     BOT_TOKEN,
     OWNER,
-    BotProcess,
     GatedModel,
     LiveBot,
+    suite_bot,
     wait_confirmed,
 )
 
@@ -177,7 +177,7 @@ async def test_tgbot_run_asks_for_chat_events_and_stops_sending_after_a_kick(
 ) -> None:
     async with FakeOpenAIServer() as llm:
         llm.model = GatedModel(lambda request: LLMResponse(text="pong"))
-        bot = BotProcess(api, llm, tmp_path)
+        bot = suite_bot(api, llm, tmp_path)
         try:
             await bot.start()
             allowed = api.calls_of("getUpdates")[-1].get("allowed_updates") or []

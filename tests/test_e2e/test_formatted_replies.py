@@ -8,14 +8,9 @@ to the model hold the Markdown, so the cached prefix does not change.
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
-import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,12 +20,11 @@ from adapters.telegram.fake_api import FakeBotApi
 from bot.domain.ids import SessionKey
 from bot.domain.records import AssistantRecord
 from bot.ports import LLMRequest, LLMResponse
-from storage.engine import create_engine_for
 from storage.sql import SqlStore
+from tests.bot_process import bot_running, reply_stored, sqlite_store
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 CHAT = -1009876500001
 ALICE = {"id": 1001, "first_name": "Alice"}
 CONFIG = """\
@@ -62,26 +56,7 @@ class Running:
         )
         self.next_id += 10
         self.replies += 1
-        await self.api.wait_for_call("sendMessage", self.replies, timeout=20)
-
-        async def stored() -> bool:
-            sent = self.api.sent_messages(CHAT)
-            if len(sent) < self.replies:
-                return False
-            last = sent[self.replies - 1]["message_id"]
-            return await self.store.find_platform_message(CHAT, last) is not None
-
-        await eventually(stored)
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], within: float = 10) -> None:
-    """Poll `check`: the bot process commits its reply after the Bot API saw the send."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not await check():
-        if loop.time() > deadline:
-            raise TimeoutError("condition not met in time")
-        await asyncio.sleep(0.01)
+        await reply_stored(self.api, self.store, CHAT, self.replies)
 
 
 def default_answer(request: LLMRequest) -> LLMResponse:
@@ -93,43 +68,25 @@ async def running(tmp_path: Path) -> AsyncIterator[Running]:
     config = tmp_path / "bot.toml"
     config.write_text(CONFIG, encoding="utf-8")
     model = ScriptedModel(default=default_answer)
-    log_path = tmp_path / "bot.log"
-    log = log_path.open("wb")
-    async with FakeBotApi(username="test_bot") as api, FakeOpenAIServer(model) as llm:
-        env: dict[str, Any] = {
-            **os.environ,
-            "BOT_TOKEN": api.token,
-            "TELEGRAM_API_BASE": api.base_url,
-            "LLM_BASE_URL": llm.base_url,
-            "LLM_API_KEY": "sk-test",
-            "LLM_MODEL": "fake-model",
-            "DATA_DIR": str(tmp_path),
-            "OWNER_ID": "42",
-            "BOT_LOCALE": "en",
-            "BOT_CONFIG": str(config),
-            "TGBOT_LOG_LEVEL": "INFO",
-        }
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.app.cli", "run", env=env, cwd=ROOT, stdout=log, stderr=log
-        )
-        store: SqlStore | None = None
-        try:
-            await api.wait_for_call("getUpdates", timeout=30)
-            store = SqlStore(create_engine_for(f"sqlite+aiosqlite:///{tmp_path / 'tgbot.sqlite3'}"))
-            yield Running(api=api, llm=llm, model=model, store=store)
-        finally:
-            if process.returncode is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    await asyncio.wait_for(process.wait(), 15)
-                except TimeoutError:
-                    process.kill()
-                    await process.wait()
-            if store is not None:
-                await store.close()
-            log.close()
-    logged = log_path.read_text(errors="replace")
-    assert process.returncode == 0, logged
+    async with (
+        FakeBotApi(username="test_bot") as api,
+        FakeOpenAIServer(model) as llm,
+        bot_running(
+            api,
+            llm,
+            tmp_path,
+            LLM_API_KEY="sk-test",
+            LLM_MODEL="fake-model",
+            OWNER_ID="42",
+            BOT_LOCALE="en",
+            BOT_CONFIG=str(config),
+            TGBOT_LOG_LEVEL="INFO",
+        ) as bot,
+        sqlite_store(tmp_path) as store,
+    ):
+        yield Running(api=api, llm=llm, model=model, store=store)
+    logged = bot.log()
+    assert await bot.stop() == 0, logged
     assert "sending it as plain text" in logged
 
 

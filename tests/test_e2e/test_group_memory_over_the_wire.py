@@ -11,10 +11,6 @@ still answered.
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,10 +25,10 @@ from bot.context import BREADCRUMB_TEXT
 from bot.context.compaction import INSTRUCTION_MARKER, SUMMARY_PREFIX
 from bot.context.tokens import estimate_message_tokens
 from bot.ports import LLMRequest, LLMResponse
+from tests.bot_process import bot_running
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 CHAT = -1001234500017
 PEOPLE = [{"id": 2001 + n, "first_name": name} for n, name in enumerate(("Ann", "Bo", "Cy"))]
 CAP = 300  # the group message cap by default
@@ -96,44 +92,26 @@ class Group:
 
 @pytest.fixture
 async def group(tmp_path: Path) -> AsyncIterator[Group]:
-    log = (tmp_path / "bot.log").open("wb")
     model = ScriptedModel(default=answer)
     summarizer = ScriptedModel(summaries=[Reply(SUMMARY)])
+    config_path = tmp_path / "bot.toml"
     async with (
         FakeBotApi(username="test_bot") as api,
         FakeOpenAIServer(model) as llm,
         FakeOpenAIServer(summarizer) as summaries,
     ):
-        path = tmp_path / "bot.toml"
-        path.write_text(config(summaries.base_url), encoding="utf-8")
-        env = {
-            **os.environ,
-            "BOT_TOKEN": api.token,
-            "TELEGRAM_API_BASE": api.base_url,
-            "LLM_BASE_URL": llm.base_url,
-            "LLM_API_KEY": "sk-test",
-            "LLM_MODEL": "fake-model",
-            "DATA_DIR": str(tmp_path),
-            "BOT_LOCALE": "en",
-            "BOT_CONFIG": str(path),
-        }
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.app.cli", "run", env=env, cwd=ROOT, stdout=log, stderr=log
-        )
-        try:
-            await api.wait_for_call("getUpdates", timeout=30)
+        config_path.write_text(config(summaries.base_url), encoding="utf-8")
+        async with bot_running(
+            api,
+            llm,
+            tmp_path,
+            LLM_API_KEY="sk-test",
+            LLM_MODEL="fake-model",
+            BOT_LOCALE="en",
+            BOT_CONFIG=str(config_path),
+        ) as process:
             yield Group(api=api, llm=llm, summaries=summaries)
-        finally:
-            if process.returncode is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    await asyncio.wait_for(process.wait(), 15)
-                except TimeoutError:
-                    process.kill()
-                    await process.wait()
-            log.close()
-    logged = (tmp_path / "bot.log").read_text(errors="replace")
-    assert process.returncode == 0, logged
+    assert await process.stop() == 0, process.log()
 
 
 async def test_a_busy_group_keeps_its_window_and_its_memory(group: Group) -> None:

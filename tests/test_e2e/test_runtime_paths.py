@@ -22,13 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiogram import Bot, Dispatcher
 
 from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import CallTool, Fail, Reply, ScriptedModel, Step
-from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.fake_api import FakeBotApi
-from adapters.telegram.sender import TelegramMessenger
 from bot.agent.provider_call import FINAL_CALL_NOTE
 from bot.agent.request import tool_schema
 from bot.app.wiring import App, open_store
@@ -43,7 +40,7 @@ from bot.ports import ConversationStore, LLMRequest, LLMResponse
 from bot.services.legacy_import import import_legacy_rows
 from bot.services.usage_report import load_report
 from tests.fakes import SteppingClock
-from tests.rig import rig_settings, wire_app
+from tests.rig import polling_app, rig_settings, wire_app
 
 pytestmark = pytest.mark.slow
 
@@ -175,42 +172,26 @@ async def running(
         if legacy:
             report = await import_legacy_rows(store, [json.dumps(row) for row in legacy])
             assert report.errors == ()
-        bot: Bot = build_bot(api.token, api.base_url)
         clock = SteppingClock(T0)
-        app = wire_app(
-            settings,
-            store=store,
-            messenger=TelegramMessenger(bot),
-            model=None if over_http else model,
-            clock=clock,
-            bot_id=api.bot_id,
-            bot_name=api.first_name,
-        )
-        dispatcher: Dispatcher = build_dispatcher(
-            app.inbound, bot_id=api.bot_id, bot_username=api.username, locale="en"
-        )
-        polling = asyncio.create_task(
-            dispatcher.start_polling(
-                bot, handle_signals=False, close_bot_session=False, handle_as_tasks=False
-            )
-        )
-        await api.wait_for_call("getUpdates", timeout=10)  # polling runs: it can be stopped
-        chat = Chat(
-            api=api, app=app, store=store, model=model, clock=clock, data_dir=tmp_path, llm=llm
-        )
-        for row in legacy:
-            for mid in row.get("message_ids") or [row.get("message_id")]:
-                if mid is not None and mid not in chat.ids.values():
-                    chat.ids[f"m{len(chat.ids) + 1}"] = mid
         try:
-            yield chat
+            async with polling_app(
+                settings, api, store=store, model=None if over_http else model, clock=clock
+            ) as app:
+                chat = Chat(
+                    api=api,
+                    app=app,
+                    store=store,
+                    model=model,
+                    clock=clock,
+                    data_dir=tmp_path,
+                    llm=llm,
+                )
+                for row in legacy:
+                    for mid in row.get("message_ids") or [row.get("message_id")]:
+                        if mid is not None and mid not in chat.ids.values():
+                            chat.ids[f"m{len(chat.ids) + 1}"] = mid
+                yield chat
         finally:
-            await dispatcher.stop_polling()
-            await polling
-            await app.inbound.drain()
-            await app.routes.aclose()
-            await bot.session.close()
-            await store.close()
             if llm is not None:
                 await llm.close()
 

@@ -11,12 +11,8 @@ the system prompt, one ledger line per call, and stored records hold conversatio
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import signal
-import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,12 +27,11 @@ from bot.context import BREADCRUMB_TEXT
 from bot.context.tokens import estimate_message_tokens
 from bot.domain.ids import SessionKey
 from bot.ports import LLMRequest, LLMResponse
-from storage.engine import create_engine_for
 from storage.sql import SqlStore
+from tests.bot_process import bot_running, reply_stored, sqlite_store
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 CHAT = -1009876543210
 ALICE = {"id": 1001, "first_name": "Alice"}
 BOB = {"id": 1002, "first_name": "Bob"}
@@ -63,17 +58,6 @@ def answer(request: LLMRequest) -> LLMResponse:
     return LLMResponse(text="好的")
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], within: float = 10) -> None:
-    """Poll `check` until true. Only for what no event announces: the bot process commits
-    its reply record after the sendMessage call the fake Bot API has already seen."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not await check():
-        if loop.time() > deadline:
-            raise TimeoutError("condition not met in time")
-        await asyncio.sleep(0.01)
-
-
 @dataclass
 class Bot:
     api: FakeBotApi
@@ -93,18 +77,7 @@ class Bot:
             self.api.user_message(CHAT, user, f"@test_bot {text}", message_id=message_id)
         )
         self.replies += 1
-        await self.api.wait_for_call("sendMessage", self.replies, timeout=20)
-
-        async def stored() -> bool:
-            sent = self.api.sent_messages(CHAT)
-            if len(sent) < self.replies:
-                return False
-            return (
-                await self.store.find_platform_message(CHAT, sent[self.replies - 1]["message_id"])
-                is not None
-            )
-
-        await eventually(stored)
+        await reply_stored(self.api, self.store, CHAT, self.replies)
         return message_id
 
     def request(self, index: int) -> LLMRequest:
@@ -116,42 +89,25 @@ async def bot(tmp_path: Path) -> AsyncIterator[Bot]:
     config = tmp_path / "bot.toml"
     config.write_text(CONFIG, encoding="utf-8")
     model = ScriptedModel(default=answer)
-    log = (tmp_path / "bot.log").open("wb")
-    async with FakeBotApi(username="test_bot") as api, FakeOpenAIServer(model) as llm:
-        env = {
-            **os.environ,
-            "BOT_TOKEN": api.token,
-            "TELEGRAM_API_BASE": api.base_url,
-            "LLM_BASE_URL": llm.base_url,
-            "LLM_API_KEY": "sk-test",
-            "LLM_MODEL": "fake-model",
-            "DATA_DIR": str(tmp_path),
-            "OWNER_ID": "42",
-            "BOT_LOCALE": "zh",
-            "BOT_CONFIG": str(config),
-            "TGBOT_LOG_LEVEL": "INFO",
-        }
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.app.cli", "run", env=env, cwd=ROOT, stdout=log, stderr=log
-        )
-        store: SqlStore | None = None
-        try:
-            await api.wait_for_call("getUpdates", timeout=30)  # migrated, started, polling
-            store = SqlStore(create_engine_for(f"sqlite+aiosqlite:///{tmp_path / 'tgbot.sqlite3'}"))
-            yield Bot(api=api, llm=llm, model=model, store=store, data_dir=tmp_path)
-        finally:
-            if process.returncode is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    await asyncio.wait_for(process.wait(), 15)
-                except TimeoutError:
-                    process.kill()
-                    await process.wait()
-            if store is not None:
-                await store.close()
-            log.close()
-    logged = (tmp_path / "bot.log").read_text(errors="replace")
-    assert process.returncode == 0, logged
+    async with (
+        FakeBotApi(username="test_bot") as api,
+        FakeOpenAIServer(model) as llm,
+        bot_running(
+            api,
+            llm,
+            tmp_path,
+            LLM_API_KEY="sk-test",
+            LLM_MODEL="fake-model",
+            OWNER_ID="42",
+            BOT_LOCALE="zh",
+            BOT_CONFIG=str(config),
+            TGBOT_LOG_LEVEL="INFO",
+        ) as process,
+        sqlite_store(tmp_path) as store,
+    ):
+        yield Bot(api=api, llm=llm, model=model, store=store, data_dir=tmp_path)
+    logged = process.log()
+    assert await process.stop() == 0, logged
     assert api.token not in logged
     assert "sk-test" not in logged
 

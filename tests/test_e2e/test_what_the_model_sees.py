@@ -10,7 +10,6 @@ header or `[Tool results]` changes neither headers nor turn boundaries.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -20,12 +19,9 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from aiogram import Bot, Dispatcher
 
 from adapters.llm.scripted import ScriptedModel
-from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.fake_api import FakeBotApi
-from adapters.telegram.sender import TelegramMessenger
 from bot.app.wiring import App, open_store
 from bot.config import load_settings
 from bot.context import BREADCRUMB_TEXT
@@ -33,7 +29,7 @@ from bot.context.turns import turn_starts
 from bot.domain.messages import ChatMessage
 from bot.ports import LLMRequest, LLMResponse
 from tests.fakes import SteppingClock
-from tests.rig import wire_app
+from tests.rig import polling_app
 
 CHAT = -1002003004005
 ALICE = {"id": 1001, "first_name": "Alice"}
@@ -129,35 +125,10 @@ async def group(tmp_path: Path) -> AsyncIterator[Group]:
         )
         assert settings.history.group_tokens == 600  # the TOML file was read
         store = await open_store(settings)
-        bot: Bot = build_bot(api.token, api.base_url)
         model = ScriptedModel(default=answer)
         clock = SteppingClock(T0)
-        app = wire_app(
-            settings,
-            store=store,
-            messenger=TelegramMessenger(bot),
-            model=model,
-            clock=clock,
-            bot_id=api.bot_id,
-            bot_name=api.first_name,
-        )
-        dispatcher: Dispatcher = build_dispatcher(
-            app.inbound, bot_id=api.bot_id, bot_username=api.username, locale="en"
-        )
-        polling = asyncio.create_task(
-            dispatcher.start_polling(
-                bot, handle_signals=False, close_bot_session=False, handle_as_tasks=False
-            )
-        )
-        try:
+        async with polling_app(settings, api, store=store, model=model, clock=clock) as app:
             yield Group(api=api, app=app, model=model, clock=clock)
-        finally:
-            await dispatcher.stop_polling()
-            await polling
-            await app.inbound.drain()
-            await app.routes.aclose()
-            await bot.session.close()
-            await store.close()
 
 
 def by_alias(request: LLMRequest) -> dict[str, ChatMessage]:

@@ -1,19 +1,15 @@
 """A real `tgbot run` process against the fake Bot API and the fake OpenAI server.
 
-`BotProcess` starts `python -m bot.app.cli run` with its settings in the environment, can be
-SIGKILLed at any moment and started again on the same data directory; its log goes to a
-file so tests can read what it wrote. `GatedModel` is a scripted model whose calls can be
-held at a gate, so a test knows a turn is inside its model call (an event, not a sleep).
+`bot` is a `BotProcess` (tests/bot_process.py) with this suite's settings: owner 4242,
+English, no merge window, no daily summary, no retries, DEBUG logs. `GatedModel` is a
+scripted model whose calls can be held at a gate, so a test knows a turn is inside its
+model call (an event, not a sleep).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +24,27 @@ from adapters.telegram.sender import TelegramMessenger
 from bot.domain.ids import SessionKey
 from bot.domain.records import StoredRecord
 from bot.ports import ConversationStore, LLMRequest, LLMResponse
-from storage.engine import create_engine_for
 from storage.sql import SqlStore
+from tests.bot_process import BotProcess, sqlite_store
 from tests.rig import rig_settings, wire_app
 
-ROOT = Path(__file__).resolve().parents[2]
 BOT_TOKEN = "424242:SECRET-bot-token-do-not-log"
 LLM_KEY = "sk-SECRET-llm-key-do-not-log"
 OWNER = 4242
+SETTINGS = {
+    "LLM_API_KEY": LLM_KEY,
+    "OWNER_ID": str(OWNER),
+    "BOT_LOCALE": "en",
+    "TRIGGERS__MERGE_WINDOW_SECONDS": "0",
+    "SCHEDULE__DAILY_SUMMARY": "false",
+    "RUNTIME__MAX_RETRIES": "0",
+    "TGBOT_LOG_LEVEL": "DEBUG",
+}
+
+
+def suite_bot(api: FakeBotApi, llm: FakeOpenAIServer, data_dir: Path) -> BotProcess:
+    """A `BotProcess` with this suite's `SETTINGS` (not started)."""
+    return BotProcess(api, llm, data_dir, **SETTINGS)
 
 
 class GatedModel:
@@ -61,67 +70,6 @@ class GatedModel:
         return self.respond(request)
 
 
-class BotProcess:
-    def __init__(self, api: FakeBotApi, llm: FakeOpenAIServer, data_dir: Path) -> None:
-        self.api = api
-        self.llm = llm
-        self.data_dir = data_dir
-        self.log_path = data_dir / "bot.log"
-        self.process: subprocess.Popen[bytes] | None = None
-        self.starts = 0
-
-    def env(self, **extra: str) -> dict[str, str]:
-        return {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(self.data_dir),
-            "BOT_TOKEN": BOT_TOKEN,
-            "TELEGRAM_API_BASE": self.api.base_url,
-            "LLM_BASE_URL": self.llm.base_url,
-            "LLM_API_KEY": LLM_KEY,
-            "DATA_DIR": str(self.data_dir),
-            "OWNER_ID": str(OWNER),
-            "BOT_LOCALE": "en",
-            "TRIGGERS__MERGE_WINDOW_SECONDS": "0",
-            "SCHEDULE__DAILY_SUMMARY": "false",
-            "RUNTIME__MAX_RETRIES": "0",
-            "TGBOT_LOG_LEVEL": "DEBUG",
-            **extra,
-        }
-
-    async def start(self, **extra: str) -> None:
-        """Start the process and wait until it polls (recovery has run by then)."""
-        assert self.process is None or self.process.poll() is not None
-        polls = len(self.api.calls_of("getUpdates"))
-        log = self.log_path.open("ab")
-        self.process = subprocess.Popen(  # noqa: ASYNC220 (started, never waited on here)
-            [sys.executable, "-m", "bot.app.cli", "run"],
-            cwd=ROOT,
-            env=self.env(**extra),
-            stdout=log,
-            stderr=log,
-        )
-        log.close()
-        self.starts += 1
-        await self.api.wait_for_call("getUpdates", polls + 1, timeout=30)
-
-    def kill(self) -> None:
-        """SIGKILL: no handler runs, nothing is flushed."""
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    async def stop(self) -> int:
-        """SIGTERM and wait for a clean exit."""
-        assert self.process is not None
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            await asyncio.to_thread(self.process.wait, 30)
-        return int(self.process.returncode)
-
-    def log(self) -> str:
-        return self.log_path.read_text(encoding="utf-8", errors="replace")
-
-
 @pytest.fixture
 async def api() -> AsyncIterator[FakeBotApi]:
     async with FakeBotApi(BOT_TOKEN, username="test_bot", first_name="Helper") as server:
@@ -137,7 +85,7 @@ async def llm() -> AsyncIterator[FakeOpenAIServer]:
 
 @pytest.fixture
 async def bot(api: FakeBotApi, llm: FakeOpenAIServer, tmp_path: Path) -> AsyncIterator[BotProcess]:
-    process = BotProcess(api, llm, tmp_path)
+    process = suite_bot(api, llm, tmp_path)
     try:
         yield process
     finally:
@@ -148,21 +96,8 @@ async def bot(api: FakeBotApi, llm: FakeOpenAIServer, tmp_path: Path) -> AsyncIt
 @pytest.fixture
 async def db(tmp_path: Path) -> AsyncIterator[SqlStore]:
     """The bot's SQLite file, read from the test process while the bot runs."""
-    store = SqlStore(create_engine_for(f"sqlite+aiosqlite:///{tmp_path / 'tgbot.sqlite3'}"))
-    yield store
-    await store.close()
-
-
-async def eventually(
-    check: Callable[[], Awaitable[bool]],
-    timeout: float = 20,  # noqa: ASYNC109 (a test helper: the bound is its point)
-) -> None:
-    """Wait until `check()` holds. Only for state in another process, which sends no event."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.05)
+    async with sqlite_store(tmp_path) as store:
+        yield store
 
 
 async def path_of(db: SqlStore, chat_id: int) -> tuple[StoredRecord, ...]:

@@ -18,7 +18,8 @@ from adapters.telegram.fake_api import FakeBotApi
 from bot.domain.records import AssistantRecord, UserRecord
 from bot.ports import LLMRequest, LLMResponse
 from storage.sql import SqlStore
-from tests.test_reliability.conftest import BotProcess, GatedModel, eventually, path_of
+from tests.bot_process import BotProcess, eventually
+from tests.test_reliability.conftest import GatedModel, path_of
 
 pytestmark = pytest.mark.slow
 

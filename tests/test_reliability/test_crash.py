@@ -21,12 +21,11 @@ from bot.domain.messages import ToolCall
 from bot.domain.records import AssistantRecord, StoredRecord, UserRecord
 from bot.ports import LLMRequest, LLMResponse
 from storage.sql import SqlStore
+from tests.bot_process import BotProcess, eventually
 from tests.test_reliability.conftest import (
     BOT_TOKEN,
     LLM_KEY,
-    BotProcess,
     GatedModel,
-    eventually,
     orphaned_tool_calls,
     path_of,
 )

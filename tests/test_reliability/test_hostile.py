@@ -28,11 +28,11 @@ from bot.ports import LLMProvider, LLMRequest, LLMResponse
 from bot.redact import register_secret, scrub
 from bot.texts import text
 from storage.memory import InMemoryStore
+from tests.bot_process import BotProcess
 from tests.rig import rig_settings, wire_app
 from tests.test_reliability.conftest import (
     BOT_TOKEN,
     OWNER,
-    BotProcess,
     GatedModel,
     wait_confirmed,
 )

@@ -13,7 +13,8 @@ from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.telegram.fake_api import FakeBotApi
 from bot.ports import LLMRequest, LLMResponse
 from storage.sql import SqlStore
-from tests.test_reliability.conftest import BotProcess, GatedModel, eventually
+from tests.bot_process import BotProcess, eventually
+from tests.test_reliability.conftest import GatedModel
 
 pytestmark = pytest.mark.slow
 

@@ -3,19 +3,19 @@ from __future__ import annotations
 import logging
 from datetime import UTC, date, datetime
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.agent.ledger import LedgerEntry, LedgerWriter
+from bot.agent.ledger import LedgerEntry
 from bot.domain.ids import Locale
 from bot.errors import TelegramNetworkError
 from bot.services.daily_summary import DailySummary, format_summary_text
 from bot.services.usage_report import build_report
 from storage.memory import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock, claimed_days
+from tests.test_services.ledger_days import SHANGHAI, write_ledger
+from tests.test_services.ledger_days import call as ledger_call
 
-SHANGHAI = ZoneInfo("Asia/Shanghai")
 OWNER = 4242
 # 00:30 on 2026-03-02 in Shanghai; still 2026-03-01 in UTC.
 NOW = datetime(2026, 3, 1, 16, 30, tzinfo=UTC)
@@ -24,14 +24,8 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def call(ts: datetime, turn: str, **changes: object) -> LedgerEntry:
-    values: dict[str, object] = {
-        "ts": ts,
-        "session": 1,
-        "chat": -100,
-        "scene": "group",
-        "turn_id": turn,
-        "provider": "deepseek",
-        "model": "deepseek-chat",
+    """A ledger line of a 9.8k-token call costing 0.25 (half of it cached)."""
+    typical: dict[str, object] = {
         "input_tokens": 9_800,
         "cached_tokens": 4_900,
         "output_tokens": 200,
@@ -40,20 +34,24 @@ def call(ts: datetime, turn: str, **changes: object) -> LedgerEntry:
         "est_current": 4_000,
         "cost": 0.25,
     }
-    values.update(changes)
-    return LedgerEntry(**values)  # type: ignore[arg-type]
+    return ledger_call(ts, turn, **{**typical, **changes})
 
 
 @pytest.fixture
 def traces(tmp_path: Path) -> Path:
-    writer = LedgerWriter(tmp_path / "agent-traces", SHANGHAI)
-    # 2026-03-01 in Shanghai: two turns, three calls, one hits the cap.
-    writer.append(call(datetime(2026, 3, 1, 1, 0, tzinfo=UTC), "a"))
-    writer.append(call(datetime(2026, 3, 1, 2, 0, tzinfo=UTC), "b"))
-    writer.append(call(datetime(2026, 3, 1, 2, 1, tzinfo=UTC), "b", hit_iteration_cap=True))
-    # 2026-03-02 00:10 in Shanghai (today): not part of yesterday.
-    writer.append(call(datetime(2026, 3, 1, 16, 10, tzinfo=UTC), "c"))
-    return tmp_path / "agent-traces"
+    traces = tmp_path / "agent-traces"
+    write_ledger(
+        traces,
+        [
+            # 2026-03-01 in Shanghai: two turns, three calls, one hits the cap.
+            call(datetime(2026, 3, 1, 1, 0, tzinfo=UTC), "a"),
+            call(datetime(2026, 3, 1, 2, 0, tzinfo=UTC), "b"),
+            call(datetime(2026, 3, 1, 2, 1, tzinfo=UTC), "b", hit_iteration_cap=True),
+            # 2026-03-02 00:10 in Shanghai (today): not part of yesterday.
+            call(datetime(2026, 3, 1, 16, 10, tzinfo=UTC), "c"),
+        ],
+    )
+    return traces
 
 
 def summary(

@@ -15,7 +15,8 @@ import pytest
 from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import Reply, ScriptedModel
 from adapters.telegram.fake_api import FakeBotApi
-from tests.test_reliability.conftest import BOT_TOKEN, BotProcess
+from tests.bot_process import BotProcess
+from tests.test_reliability.conftest import BOT_TOKEN, suite_bot
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +39,7 @@ async def running(tmp_path: Path) -> AsyncIterator[tuple[FakeBotApi, BotProcess,
         FakeBotApi(BOT_TOKEN, username="test_bot", first_name="Helper") as api,
         FakeOpenAIServer(model=ScriptedModel([Reply("Hello from the model.")])) as llm,
     ):
-        bot = BotProcess(api, llm, tmp_path)
+        bot = suite_bot(api, llm, tmp_path)
         await bot.start(DASHBOARD_PORT=str(port), DASHBOARD_TOKEN=DASHBOARD_TOKEN)
         try:
             yield api, bot, port

@@ -1,0 +1,147 @@
+"""`tgbot run` as a real subprocess against the fake Bot API and a fake OpenAI server.
+
+`BotProcess` starts `python -m bot.app.cli run` on a data directory with its settings in
+the environment (only those: the test's own environment does not leak in), waits until it
+polls, can be SIGKILLed at any moment and started again on the same directory, and logs to
+`bot.log` there so tests can read what it wrote. `bot_running` is one such process for the
+length of a block; `sqlite_store` opens the bot's SQLite file from the test process, to
+read what the bot stored while it runs; `reply_stored` waits until a reply is sent and
+stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from adapters.llm.fake_server import FakeOpenAIServer
+from adapters.telegram.fake_api import FakeBotApi
+from storage.engine import create_engine_for
+from storage.sql import SqlStore
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@asynccontextmanager
+async def sqlite_store(data_dir: Path) -> AsyncIterator[SqlStore]:
+    """The bot's SQLite file in `data_dir`, opened from the test process (while the bot
+    runs, too) and closed when the block ends."""
+    store = SqlStore(create_engine_for(f"sqlite+aiosqlite:///{data_dir / 'tgbot.sqlite3'}"))
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+class BotProcess:
+    """One bot process at a time on `data_dir`. `settings` are environment variables every
+    start passes (`LLM_API_KEY="sk-test"`, `BOT_CONFIG=...`); `start(**extra)` adds more."""
+
+    def __init__(
+        self, api: FakeBotApi, llm: FakeOpenAIServer, data_dir: Path, **settings: str
+    ) -> None:
+        self.api = api
+        self.llm = llm
+        self.data_dir = data_dir
+        self.settings = settings
+        self.log_path = data_dir / "bot.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(self.data_dir),
+            "BOT_TOKEN": self.api.token,
+            "TELEGRAM_API_BASE": self.api.base_url,
+            "LLM_BASE_URL": self.llm.base_url,
+            "DATA_DIR": str(self.data_dir),
+            **self.settings,
+            **extra,
+        }
+
+    async def start(self, **extra: str) -> None:
+        """Start the process and wait until it polls (migrated, recovered, started)."""
+        assert self.process is None or self.process.poll() is not None
+        polls = len(self.api.calls_of("getUpdates"))
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(  # noqa: ASYNC220 (started, never waited on here)
+            [sys.executable, "-m", "bot.app.cli", "run"],
+            cwd=ROOT,
+            env=self.env(**extra),
+            stdout=log,
+            stderr=log,
+        )
+        log.close()
+        self.starts += 1
+        await self.api.wait_for_call("getUpdates", polls + 1, timeout=30)
+
+    def kill(self) -> None:
+        """SIGKILL: no handler runs, nothing is flushed."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    async def stop(self) -> int:
+        """SIGTERM and wait for the exit; a process still running after 30 s is killed (and
+        its non-zero code returned)."""
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.to_thread(self.process.wait, 30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        return int(self.process.returncode)
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+
+@asynccontextmanager
+async def bot_running(
+    api: FakeBotApi, llm: FakeOpenAIServer, data_dir: Path, **settings: str
+) -> AsyncIterator[BotProcess]:
+    """A started `BotProcess`, stopped with SIGTERM however the block ends; after it,
+    `await bot.stop()` gives the exit code again."""
+    bot = BotProcess(api, llm, data_dir, **settings)
+    try:
+        await bot.start()
+        yield bot
+    finally:
+        if bot.process is not None:
+            await bot.stop()
+
+
+async def eventually(
+    check: Callable[[], Awaitable[bool]],
+    timeout: float = 20,  # noqa: ASYNC109 (a test helper: the bound is its point)
+) -> None:
+    """Wait until `check()` holds. Only for state in another process, which sends no event."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.05)
+
+
+async def reply_stored(api: FakeBotApi, store: SqlStore, chat_id: int, replies: int) -> None:
+    """Wait until the bot has sent `replies` messages and stored the last one in `chat_id`:
+    the process commits its reply record after the send the fake Bot API already saw."""
+    await api.wait_for_call("sendMessage", replies, timeout=20)
+
+    async def stored() -> bool:
+        sent = api.sent_messages(chat_id)
+        if len(sent) < replies:
+            return False
+        return (
+            await store.find_platform_message(chat_id, sent[replies - 1]["message_id"]) is not None
+        )
+
+    await eventually(stored)
