@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TextIO
 
-from adapters.llm.scripted import ScriptedModel
+from adapters.llm.scripted import ScriptedModel, is_summary_request
 from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.sender import TelegramMessenger
@@ -171,7 +171,7 @@ def print_request(request: LLMRequest, out: TextIO) -> None:
             write(f"tool_call {call.name}({call.arguments})\n")
 
 
-DEMO_GROUP_CAP = 16
+DEMO_GROUP_CAP = 60
 """The demo's group message cap: its short scenario moves the window, so the last group
 request shows the summary (made offline by the scripted model) after the breadcrumb."""
 
@@ -258,7 +258,9 @@ async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
         chat=None,
         out=out,
     )
-    ours = await measure(model.requests)
+    # member turns only on both sides: the naive bot makes no summary calls (their share
+    # is the usage report's compaction line above)
+    ours = await measure([r for r in model.requests if not is_summary_request(r)])
     base = await measure(naive.requests)
     out.write("\n=== Naive baseline vs ours, same conversation, same estimator ===\n")
     out.write("naive: stores per-turn context in every message, sends the last 100 messages\n")
@@ -331,11 +333,11 @@ async def replay(
         await app.inbound.drain()
         sent = api.sent_messages(line.chat)[before_sent:]
         chat_ids.extend(int(m["message_id"]) for m in sent)
-        new = model.requests[before_requests:]
+        new = [r for r in model.requests[before_requests:] if not is_summary_request(r)]
         if new:
             naive.on_turn(line.chat, new, [str(m.get("text", "")) for m in sent])
-        if line.chat == GROUP_CHAT:
-            group_requests = len(model.requests)
+        if line.chat == GROUP_CHAT and new:
+            group_requests = model.requests.index(new[-1]) + 1
     return group_requests
 
 
