@@ -4,8 +4,9 @@ Inside `tgbot run` the feed subscribes to the runtime's `EventBus`: `ModelCalled
 ledger line it becomes) and `HistoryTrimmed`, as they happen. A standalone `tgbot dashboard`
 beside a bot running elsewhere follows the ledger instead: the ledger tail polls today's day
 file and turns each appended line into a `model_call` (a `compaction` when it is a summary call,
-`purpose: "compaction"`), an `error` when the call failed and a `trim` when it carries trim info. Subscribers get bounded queues: a slow browser loses its
-oldest events, never slows the bot.
+`purpose: "compaction"`), an `error` when the call failed and a `trim` when it carries trim
+info. Subscribers get bounded queues: a slow browser loses its oldest events, never slows the
+bot.
 """
 
 from __future__ import annotations

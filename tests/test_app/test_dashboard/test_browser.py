@@ -236,7 +236,8 @@ async def test_every_page_in_a_browser(browser: Any, open_site: str, data_copy: 
     assert scripts == ["/static/live.js"]  # ... never run: the only script is ours
     assert HOSTILE_TEXT.split(" is")[0] in browser.find_element(By.ID, "aliases").text
     folds = browser.find_elements(By.CSS_SELECTOR, '#trims li[data-kind="compaction"]')
-    assert folds and "summary call" in folds[0].text
+    assert folds
+    assert "summary call" in folds[0].text
     assert "2,500 in" in folds[0].text  # the live one above, the newest
     assert browser.find_elements(By.CSS_SELECTOR, '#turns tr[data-purpose="compaction"]')
     await blocking(lambda: screenshot(browser, "chat"))

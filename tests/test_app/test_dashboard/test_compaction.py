@@ -21,7 +21,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerEntry, LedgerWriter, read_entries
-from bot.app.dashboard.server import Dashboard, build_application, open_dashboard
+from bot.app.dashboard.server import build_application, open_dashboard
 from tests.test_agent.rig import model_call
 from tests.test_app.test_dashboard.conftest import DemoData
 from tests.test_app.test_dashboard.test_live import call, next_event, tail_of
@@ -165,9 +165,13 @@ async def test_the_chat_page_shows_compactions_in_its_timeline_and_turns(
     assert 'data-kind="trim"' in timeline
     # the recent turns mark summary calls
     for n in (2, 3):
-        row = re.search(rf'<tr[^>]*data-purpose="(\w+)">\s*<td[^>]*>[^<]*</td>\s*'
-                        rf'<td class="l"><code>fold-{n}</code>', page)
-        assert row is not None and row.group(1) == "compaction"
+        row = re.search(
+            rf'<tr[^>]*data-purpose="(\w+)">\s*<td[^>]*>[^<]*</td>\s*'
+            rf'<td class="l"><code>fold-{n}</code>',
+            page,
+        )
+        assert row is not None
+        assert row.group(1) == "compaction"
     assert '<span class="pill compaction">compaction</span>' in page[page.index('id="turns"') :]
 
 
