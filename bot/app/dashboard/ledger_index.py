@@ -6,7 +6,10 @@ lines appended since the last one. A month of ledger is therefore read once per 
 and a page costs one small read of today's tail.
 
 Per-day figures come from the usage report's own aggregation (`build_report`), so the
-overview shows exactly the numbers `tgbot usage report --json` prints.
+overview shows exactly the numbers `tgbot usage report --json` prints. Compaction calls
+(`purpose: "compaction"`, issue 17) are kept per chat beside the trims, and each digest carries
+the day's billable-equivalent weight of all calls and of those, so a span of days gets its
+compaction share the way the report's total row does.
 """
 
 from __future__ import annotations
@@ -37,9 +40,11 @@ def billable_equivalent(row: UsageRow) -> float:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChatDay:
-    """One chat's calls on one day: those that trimmed history, and the newest ones."""
+    """One chat's calls on one day: those that trimmed history, the compaction (summary)
+    calls, and the newest ones."""
 
     trims: tuple[LedgerEntry, ...] = ()
+    compactions: tuple[LedgerEntry, ...] = ()
     recent: tuple[LedgerEntry, ...] = ()
 
 
@@ -53,6 +58,11 @@ class DayDigest:
     """Input per call, sorted (for percentiles over a date range)."""
     chats: Mapping[int, ChatDay]
     corrupt_lines: int = 0
+    weight: float = 0.0
+    """Billable-equivalent input of every call, our estimate standing in where the provider
+    reported none (the base of the report's compaction share when no price is set)."""
+    compaction_weight: float = 0.0
+    """The same over the compaction calls only."""
 
     @property
     def billable_equivalent(self) -> float:
@@ -76,6 +86,11 @@ class RangeTotals:
     cost: float | None
     trims: int
     errors: int
+    compaction_calls: int = 0
+    compaction_cost: float | None = None
+    compaction_share: float | None = None
+    """Share of the cost where prices are set, else of the billable-equivalent input (as
+    the report's total row); None without a compaction call."""
 
 
 def range_totals(digests: Sequence[DayDigest]) -> RangeTotals:
@@ -86,6 +101,17 @@ def range_totals(digests: Sequence[DayDigest]) -> RangeTotals:
     reported = sum(r.reported_input_tokens for r in rows)
     cached = sum(r.cached_tokens for r in rows)
     costs = [r.cost for r in rows if r.cost is not None]
+    compaction_costs = [r.compaction_cost for r in rows if r.compaction_cost is not None]
+    compaction_calls = sum(r.compaction_calls for r in rows)
+    cost = sum(costs) if costs else None
+    compaction_cost = sum(compaction_costs) if compaction_costs else None
+    share: float | None = None
+    if compaction_calls:
+        if cost:
+            share = (compaction_cost or 0.0) / cost
+        else:
+            weight = sum(d.weight for d in digests)
+            share = sum(d.compaction_weight for d in digests) / weight if weight else None
     return RangeTotals(
         calls=sum(r.calls for r in rows),
         turns=sum(r.turns for r in rows),
@@ -97,9 +123,12 @@ def range_totals(digests: Sequence[DayDigest]) -> RangeTotals:
         output_tokens=sum(r.output_tokens for r in rows),
         cache_hit_rate=cached / reported if reported else None,
         billable_equivalent=sum(d.billable_equivalent for d in digests),
-        cost=sum(costs) if costs else None,
+        cost=cost,
         trims=sum(r.trims for r in rows),
         errors=sum(r.errors for r in rows),
+        compaction_calls=compaction_calls,
+        compaction_cost=compaction_cost,
+        compaction_share=share,
     )
 
 
@@ -194,7 +223,9 @@ def _build(day: date, entries: list[LedgerEntry], zone: tzinfo, corrupt: int) ->
     report = build_report(entries, zone=zone, days=[day])
     inputs: list[int] = []
     trims: dict[int, list[LedgerEntry]] = {}
+    compactions: dict[int, list[LedgerEntry]] = {}
     recent: dict[int, list[LedgerEntry]] = {}
+    weight = compaction_weight = 0.0
     for entry in entries:
         if entry.ts.astimezone(zone).date() != day:
             continue  # the report leaves such calls out too
@@ -202,14 +233,35 @@ def _build(day: date, entries: list[LedgerEntry], zone: tzinfo, corrupt: int) ->
         recent.setdefault(entry.chat, []).append(entry)
         if entry.trim is not None:
             trims.setdefault(entry.chat, []).append(entry)
+        call_weight = _call_weight(entry)
+        weight += call_weight
+        if entry.purpose == "compaction":
+            compactions.setdefault(entry.chat, []).append(entry)
+            compaction_weight += call_weight
     inputs.sort()
     chats = {
         chat: ChatDay(
             trims=tuple(trims.get(chat, ())[-TRIMS_PER_CHAT:]),
+            compactions=tuple(compactions.get(chat, ())[-TRIMS_PER_CHAT:]),
             recent=tuple(calls[-RECENT_CALLS_PER_CHAT:]),
         )
         for chat, calls in recent.items()
     }
     return DayDigest(
-        day=day, row=report.row_for(day), inputs=tuple(inputs), chats=chats, corrupt_lines=corrupt
+        day=day,
+        row=report.row_for(day),
+        inputs=tuple(inputs),
+        chats=chats,
+        corrupt_lines=corrupt,
+        weight=weight,
+        compaction_weight=compaction_weight,
     )
+
+
+def _call_weight(entry: LedgerEntry) -> float:
+    """One call's billable-equivalent input (uncached + 0.25 × cached), or our estimate when
+    the provider reported no input: the report's per-call weight."""
+    if entry.input_tokens is None:
+        return float(entry.est_total)
+    cached = entry.cached_tokens or 0
+    return (entry.input_tokens - cached) + CACHED_INPUT_WEIGHT * cached

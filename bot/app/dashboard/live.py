@@ -3,9 +3,10 @@
 Inside `tgbot run` the feed subscribes to the runtime's `EventBus`: `ModelCalled` (as the
 ledger line it becomes) and `HistoryTrimmed`, as they happen. A standalone `tgbot dashboard`
 beside a bot running elsewhere follows the ledger instead: the ledger tail polls today's day
-file and turns each appended line into a `model_call`, an `error` when the call failed and a
-`trim` when it carries trim info. Subscribers get bounded queues: a slow browser loses its
-oldest events, never slows the bot.
+file and turns each appended line into a `model_call` (a `compaction` when it is a summary call,
+`purpose: "compaction"`), an `error` when the call failed and a `trim` when it carries trim
+info. Subscribers get bounded queues: a slow browser loses its oldest events, never slows the
+bot.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from bot.context.history_trim import HistoryTrimmed
 
 log = logging.getLogger("tgbot.dashboard")
 
-EventKind = Literal["model_call", "trim", "error"]
+EventKind = Literal["model_call", "compaction", "trim", "error"]
 QUEUE_SIZE = 256
 POLL_SECONDS = 0.5
 
@@ -83,9 +84,10 @@ class LiveFeed:
         queue.put_nowait(item)
 
     def on_ledger_entry(self, entry: LedgerEntry) -> None:
-        """A model call was written to the ledger."""
+        """A model call was written to the ledger (a summary call is its own kind)."""
         self.metrics.observe_call(entry)
-        self.publish(LiveEvent("model_call", _call_data(entry)))
+        kind: EventKind = "compaction" if entry.purpose == "compaction" else "model_call"
+        self.publish(LiveEvent(kind, _call_data(entry)))
         if entry.error is not None:
             self.publish(LiveEvent("error", {**_call_data(entry), "error": entry.error}))
         if entry.trim is not None and self.trims_from_ledger:
@@ -153,6 +155,7 @@ def _call_data(entry: LedgerEntry) -> dict[str, Any]:
         "scene": entry.scene,
         "turn_id": entry.turn_id,
         "iteration": entry.iteration,
+        "purpose": entry.purpose,
         "model": entry.model,
         "input_tokens": entry.input_tokens,
         "cached_tokens": entry.cached_tokens,

@@ -4,7 +4,8 @@ Counters count what this process saw since it started (the live feed: ledger lin
 trims); inbound messages are read from the store at scrape time, so they are right in a
 standalone dashboard too. A turn's latency runs from the start of its first model call to
 the end of its last one; a turn is closed when its session starts another turn or after
-`TURN_IDLE_SECONDS` without a call.
+`TURN_IDLE_SECONDS` without a call. Compaction (summary) calls are model calls and count their
+tokens; they are counted apart too, and belong to no turn's latency.
 """
 
 from __future__ import annotations
@@ -66,6 +67,11 @@ class DashboardMetrics:
         )
         self.trims = Counter("tgbot_history_trims", "History trims", registry=self.registry)
         self.errors = Counter("tgbot_model_errors", "Failed model calls", registry=self.registry)
+        self.compactions = Counter(
+            "tgbot_compactions",
+            "Compaction calls (summaries of old turns), included in the model calls",
+            registry=self.registry,
+        )
         self.call_latency = Histogram(
             "tgbot_model_call_latency_seconds",
             "Latency of one model call",
@@ -91,6 +97,9 @@ class DashboardMetrics:
         if entry.error is not None:
             self.errors.inc()
         self.call_latency.observe(entry.latency_ms / 1000)
+        if entry.purpose == "compaction":
+            self.compactions.inc()
+            return  # off the member's turn: its latency is not the turn's
         self._follow_turn(entry)
 
     def observe_trim(self) -> None:

@@ -377,7 +377,7 @@ async def chat(request: web.Request) -> web.Response:
     days = [today - timedelta(days=n) for n in range(CHAT_DAYS - 1, -1, -1)]
     digests = await asyncio.to_thread(dashboard.index.digests, days)
     chat_days = [d.chats[chat_id] for d in digests if chat_id in d.chats]
-    trims, turns = chat_ledger(chat_days, session=preview.session.id)
+    timeline, turns = chat_ledger(chat_days, session=preview.session.id)
     budget = getattr(dashboard.settings.history, f"{preview.session.scene}_tokens", 0)
     return render(
         request,
@@ -387,7 +387,7 @@ async def chat(request: web.Request) -> web.Response:
         session=preview.session,
         budget=budget,
         aliases=alias_lines(preview.records),
-        trims=trims,
+        timeline=timeline,
         turns=turns,
         days=CHAT_DAYS,
     )

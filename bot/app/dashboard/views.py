@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
+from typing import Literal
 
 from markupsafe import Markup
 
@@ -76,6 +77,10 @@ class DayLine:
     cost: float | None
     trims: int
     errors: int
+    compaction_calls: int = 0
+    compaction_share: float | None = None
+    """Of the cost where prices are set, else of the billable-equivalent input (the report's
+    `compaction_share`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,6 +109,8 @@ def build_overview(digests: Sequence[DayDigest]) -> Overview:
             cost=d.row.cost,
             trims=d.row.trims,
             errors=d.row.errors,
+            compaction_calls=d.row.compaction_calls,
+            compaction_share=d.row.compaction_share,
         )
         for d in digests
     )
@@ -169,6 +176,18 @@ class AliasLine:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TimelineEvent:
+    """A history trim or a compaction call of the chat page's timeline."""
+
+    kind: Literal["trim", "compaction"]
+    entry: LedgerEntry
+
+    @property
+    def ts(self) -> datetime:
+        return self.entry.ts
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnCalls:
     turn_id: str
     started: datetime
@@ -225,10 +244,23 @@ def _excerpt(text: str, limit: int = 90) -> str:
 
 def chat_ledger(
     days: Sequence[ChatDay], *, session: int, turns: int = RECENT_TURNS
-) -> tuple[tuple[LedgerEntry, ...], tuple[TurnCalls, ...]]:
-    """(trims newest first, recent turns newest first) of one session, from its chat's days
-    (oldest day first)."""
-    trims = [entry for day in days for entry in day.trims if entry.session == session]
+) -> tuple[tuple[TimelineEvent, ...], tuple[TurnCalls, ...]]:
+    """(trims and compaction calls newest first, recent turns newest first) of one session,
+    from its chat's days (oldest day first). A compaction call that also carries a trim
+    appears twice: the trim and the summary call are two things that happened."""
+    timeline = [
+        TimelineEvent(kind="trim", entry=entry)
+        for day in days
+        for entry in day.trims
+        if entry.session == session
+    ]
+    timeline.extend(
+        TimelineEvent(kind="compaction", entry=entry)
+        for day in days
+        for entry in day.compactions
+        if entry.session == session
+    )
+    timeline.sort(key=lambda event: (event.ts, event.kind == "compaction"), reverse=True)
     calls = [entry for day in days for entry in day.recent if entry.session == session]
     grouped: dict[tuple[int, str], list[LedgerEntry]] = {}
     for entry in calls:
@@ -242,7 +274,7 @@ def chat_ledger(
         )
         for group in ordered
     )
-    return tuple(reversed(trims)), recent
+    return tuple(timeline), recent
 
 
 def local(value: datetime | None, zone: tzinfo) -> str:

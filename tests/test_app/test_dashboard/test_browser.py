@@ -160,6 +160,10 @@ async def test_every_page_in_a_browser(browser: Any, open_site: str, data_copy: 
                 By.CSS_SELECTOR, f'tr[data-day="{day["day"]}"] [data-field="calls"]'
             )
             assert cell.text == f"{day['calls']:,}"
+    # the demo's long group conversation made summary calls: the compactions card
+    assert report["total"]["compaction_calls"] > 0
+    compactions = browser.find_element(By.CSS_SELECTOR, '[data-total="compaction_calls"]')
+    assert compactions.text == f"{report['total']['compaction_calls']:,}"
     charts = browser.find_elements(By.CSS_SELECTOR, "svg.chart")
     assert len(charts) >= 4
     assert all(chart.size["width"] > 300 for chart in charts)
@@ -183,6 +187,26 @@ async def test_every_page_in_a_browser(browser: Any, open_site: str, data_copy: 
     row = await blocking(lambda: wait_for(browser, '#live-rows tr[data-kind="model_call"]'))
     assert "live-model" in row.text
     assert "4321" in row.text
+    # ... and a summary call is announced as a compaction
+    LedgerWriter(data_copy.data_dir / "agent-traces", UTC).append(
+        LedgerEntry(
+            ts=datetime.now(UTC),
+            session=1,
+            chat=data_copy.group_chat,
+            scene="group",
+            turn_id="live-turn",
+            iteration=0,
+            purpose="compaction",
+            provider="default",
+            model="fold-model",
+            input_tokens=2500,
+            output_tokens=180,
+            latency_ms=900,
+        )
+    )
+    row = await blocking(lambda: wait_for(browser, '#live-rows tr[data-kind="compaction"]'))
+    assert "fold-model" in row.text
+    assert "summary call" in row.text
     await blocking(lambda: screenshot(browser, "overview"))
 
     # Chats: every chat with its window meter
@@ -211,6 +235,11 @@ async def test_every_page_in_a_browser(browser: Any, open_site: str, data_copy: 
     )
     assert scripts == ["/static/live.js"]  # ... never run: the only script is ours
     assert HOSTILE_TEXT.split(" is")[0] in browser.find_element(By.ID, "aliases").text
+    folds = browser.find_elements(By.CSS_SELECTOR, '#trims li[data-kind="compaction"]')
+    assert folds
+    assert "summary call" in folds[0].text
+    assert "2,500 in" in folds[0].text  # the live one above, the newest
+    assert browser.find_elements(By.CSS_SELECTOR, '#turns tr[data-purpose="compaction"]')
     await blocking(lambda: screenshot(browser, "chat"))
 
 

@@ -145,7 +145,7 @@ async def test_the_chat_page_is_exactly_what_context_show_prints(
     assert re.search(r"<code>m\d+</code>", page)
     assert 'id="trims"' in page
     assert re.search(r"turn_limit|message_limit|token_budget", page)  # a window move
-    assert re.search(r'<tr class="turn-start">', page)
+    assert re.search(r'<tr class="turn-start"', page)
 
 
 async def test_member_text_is_escaped(client: Client, demo_data: DemoData) -> None:

@@ -20,7 +20,9 @@
     tr.dataset.kind = kind;
     var detail = kind === "trim"
       ? data.reason + ": dropped " + data.dropped_turns + " turns, " + data.tokens_before + " → " + data.tokens_after + " tokens"
-      : kind === "error" ? data.error : (data.model || "") + (data.tool_calls ? ", " + data.tool_calls + " tool calls" : "");
+      : kind === "error" ? data.error
+      : kind === "compaction" ? "summary call, " + (data.model || "")
+      : (data.model || "") + (data.tool_calls ? ", " + data.tool_calls + " tool calls" : "");
     [cell((data.ts || new Date().toISOString()).slice(11, 19), true), cell(kind, true), cell(data.chat, true),
      cell(data.input_tokens), cell(data.cached_tokens), cell(data.output_tokens),
      cell(data.latency_ms === undefined ? null : data.latency_ms + " ms"), cell(detail, true)
@@ -31,7 +33,7 @@
   var source = new EventSource("/events");
   source.onopen = function () { status.textContent = "connected"; status.className = "status on"; };
   source.onerror = function () { status.textContent = "reconnecting…"; status.className = "status off"; };
-  ["model_call", "trim", "error"].forEach(function (kind) {
+  ["model_call", "compaction", "trim", "error"].forEach(function (kind) {
     source.addEventListener(kind, function (event) { add(kind, JSON.parse(event.data)); });
   });
 }());
