@@ -40,11 +40,11 @@ from bot.agent.ledger import read_entries
 from bot.agent.prompt import PromptFacts, build_system_prompt
 from bot.app.wiring import build_app
 from bot.config import load_settings
+from bot.context.compaction import newest_lines_within
 from bot.context.history_trim import BREADCRUMB_TEXT, HistoryTrimmed
 from bot.context.tokens import (
     estimate_history_tokens,
     estimate_message_tokens,
-    estimate_text_tokens,
 )
 from bot.context.window import estimate_tool_schema_tokens
 from bot.domain.facts import InboundMessage, Quote
@@ -457,15 +457,7 @@ class _Summary:
 
 def _bounded(lines: Sequence[str]) -> str:
     """The newest lines whose estimate fits `SUMMARY_TOKENS`."""
-    kept: list[str] = []
-    total = 0
-    for line in reversed(lines):
-        cost = estimate_text_tokens(line) + 1
-        if total + cost > SUMMARY_TOKENS:
-            break
-        kept.append(line)
-        total += cost
-    return "\n".join(reversed(kept))
+    return newest_lines_within(lines, SUMMARY_TOKENS)
 
 
 def _run_legacy(

@@ -258,6 +258,11 @@ def extractive_summary(messages: Sequence[ChatMessage], *, line_chars: int = 60)
         if len(text) > line_chars:
             text = text[: line_chars - 1] + "…"
         lines.append(f"{alias} {who}: {text}")
+    return newest_lines_within(lines, budget)
+
+
+def newest_lines_within(lines: Sequence[str], budget: int) -> str:
+    """The newest `lines` whose estimates (+1 per line break) fit `budget` tokens, in order."""
     kept: list[str] = []
     used = 0
     for line in reversed(lines):
