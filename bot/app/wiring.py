@@ -34,7 +34,12 @@ from bot.domain.ids import Scene
 from bot.errors import ConfigError
 from bot.ports import ChatLock, Clock, ConversationStore, LLMProvider, Messenger
 from bot.redact import register_secret
-from bot.services.chat_events import ChatEventPolicy, ChatEventService, ClosedChatGuard
+from bot.services.chat_events import (
+    ChatEventPolicy,
+    ChatEventService,
+    ClosedChatGuard,
+    ClosedChats,
+)
 from bot.services.chat_lock import LocalChatLock
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
@@ -258,7 +263,8 @@ def build_app(
     clock = clock or SystemClock()
     # The one outbound door: turns, tools, commands, refusals, the daily summary and
     # recovery notices all send through it, so a chat the bot left hears nothing more.
-    messenger = ClosedChatGuard(messenger, store)
+    closed_chats = ClosedChats(store)
+    messenger = ClosedChatGuard(messenger, closed_chats)
     routes = build_routes(settings, offline=offline)
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
     truth = TokenTruth.load(settings.data_dir)
@@ -330,6 +336,7 @@ def build_app(
             allowed_chats=tuple(settings.security.allowed_chats),
         ),
         clock=clock,
+        closed=closed_chats,
     )
     return App(
         settings=settings,
@@ -384,7 +391,9 @@ def scheduled_summary(app: App, messenger: Messenger) -> DailySummary:
     is noted for the next turn there (`[Already told the user]`)."""
     return daily_summary(
         app.settings,
-        messenger=ToldUserMessenger(ClosedChatGuard(messenger, app.store), app.told),
+        messenger=ToldUserMessenger(
+            ClosedChatGuard(messenger, app.chat_events.closed or app.store), app.told
+        ),
         store=app.store,
         clock=SystemClock(),
     )

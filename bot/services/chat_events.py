@@ -15,6 +15,8 @@
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -55,11 +57,17 @@ class ChatEventService:
     """Implements `bot.ports.ChatEventSink`."""
 
     def __init__(
-        self, *, store: ChatEventServiceStore, policy: ChatEventPolicy, clock: Clock
+        self,
+        *,
+        store: ChatEventServiceStore,
+        policy: ChatEventPolicy,
+        clock: Clock,
+        closed: ClosedChats | None = None,
     ) -> None:
         self.store = store
         self.policy = policy
         self.clock = clock
+        self.closed = closed
 
     async def on_membership(self, change: MembershipChange) -> None:
         if change.change == "added":
@@ -72,6 +80,8 @@ class ChatEventService:
                 title=change.chat_title,
             )
             reopened = await self.store.set_chat_closed(change.chat_id, False)
+            if self.closed is not None:
+                self.closed.note(change.chat_id, False)
             log.info(
                 "added to chat %s by %s (%s)%s",
                 change.chat_id,
@@ -81,6 +91,8 @@ class ChatEventService:
             )
         elif change.change == "removed":
             closed = await self.store.set_chat_closed(change.chat_id, True)
+            if self.closed is not None:
+                self.closed.note(change.chat_id, True)
             log.info(
                 "%s from chat %s by %s; %d session(s) closed, nothing more is sent there",
                 change.status,
@@ -139,21 +151,59 @@ class ChatEventService:
         return "group"
 
 
+class ClosedLookup(Protocol):
+    async def is_chat_closed(self, chat_id: int) -> bool: ...
+
+
+class ClosedChats:
+    """Whether a chat is closed, as the guard asks it on every send: read from the store at
+    most once per `ttl` seconds per chat (a query per bubble cost answered turns a third of
+    their throughput), while this process's own membership changes (`note`) count at once.
+    A kick handled by another worker counts within `ttl`; a send in that gap is refused by
+    Telegram itself (the bot is no longer a member)."""
+
+    def __init__(
+        self,
+        store: ClosedLookup,
+        *,
+        ttl: float = 5.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.ttl = ttl
+        self.monotonic = monotonic
+        self._known: dict[int, tuple[bool, float]] = {}
+
+    async def is_chat_closed(self, chat_id: int) -> bool:
+        now = self.monotonic()
+        known = self._known.get(chat_id)
+        if known is not None and now - known[1] < self.ttl:
+            return known[0]
+        if len(self._known) >= 10_000:
+            self._known.clear()
+        closed = await self.store.is_chat_closed(chat_id)
+        self._known[chat_id] = (closed, now)
+        return closed
+
+    def note(self, chat_id: int, closed: bool) -> None:
+        self._known[chat_id] = (closed, self.monotonic())
+
+
 class ClosedChatGuard:
     """A `Messenger` that sends nothing to a chat the bot was removed or kicked from.
 
-    The app wraps its one messenger in this, so every outbound path passes it; the check
-    reads the store (no cache), so a kick handled by another worker counts at once.
-    `send_text` reports an undelivered `Delivery` (like a refused send); the other
-    actions raise `ChatClosed`, which tools report to the model as an error.
+    The app wraps its one messenger in this, so every outbound path passes it; `closed`
+    answers from the store or through `ClosedChats`. `send_text` reports an undelivered
+    `Delivery` (like a refused send); the other actions raise `ChatClosed`, which tools
+    report to the model as an error.
     """
 
-    def __init__(self, inner: Messenger, store: ChatEventStore) -> None:
+    def __init__(self, inner: Messenger, closed: ClosedLookup) -> None:
         self.inner = inner
-        self.store = store
+        self.closed = closed
 
     async def _closed(self, chat_id: int, action: str) -> bool:
-        if await self.store.is_chat_closed(chat_id):
+        if await self.closed.is_chat_closed(chat_id):
             log.info("not sending %s to chat %s: the bot was removed from it", action, chat_id)
             return True
         return False

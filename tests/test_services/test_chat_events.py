@@ -15,6 +15,7 @@ from bot.services.chat_events import (
     ChatEventPolicy,
     ChatEventService,
     ClosedChatGuard,
+    ClosedChats,
 )
 from storage.memory import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
@@ -152,3 +153,34 @@ async def test_a_closed_chat_is_sent_nothing_other_chats_are(store: InMemoryStor
     assert inner.photos == []
     assert inner.deleted == []
     assert inner.reactions == []
+
+
+class CountingStore:
+    """Answers `is_chat_closed` from a set and counts the questions."""
+
+    def __init__(self) -> None:
+        self.closed: set[int] = set()
+        self.asked = 0
+
+    async def is_chat_closed(self, chat_id: int) -> bool:
+        self.asked += 1
+        return chat_id in self.closed
+
+
+async def test_closed_chats_asks_the_store_once_per_ttl_and_counts_its_own_kicks_at_once() -> None:
+    store = CountingStore()
+    now = [100.0]
+    closed = ClosedChats(store, ttl=5.0, monotonic=lambda: now[0])
+
+    assert not await closed.is_chat_closed(GROUP)
+    assert not await closed.is_chat_closed(GROUP)  # a reply's bubbles: one query, not one each
+    assert store.asked == 1
+
+    closed.note(GROUP, True)  # this process handled the kick: no wait for the ttl
+    assert await closed.is_chat_closed(GROUP)
+    assert store.asked == 1
+
+    store.closed.discard(GROUP)  # another worker re-added the bot: seen once the ttl ran out
+    now[0] += 5.0
+    assert not await closed.is_chat_closed(GROUP)
+    assert store.asked == 2
