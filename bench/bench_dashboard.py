@@ -31,13 +31,11 @@ from aiohttp.test_utils import TestClient, TestServer
 from sqlalchemy import insert, update
 
 from bench.bench_report import DAYS, FIRST_DAY, ZONE, write_month
-from bench.bench_storage import WINDOW_BACK, _turn_record
+from bench.bench_storage import WINDOW_BACK, _turn_record, bulk_rows
 from bot.agent.ledger import LedgerEntry, LedgerWriter
 from bot.app.dashboard.server import build_application, open_dashboard
 from bot.config import load_settings
 from bot.domain.ids import SessionKey
-from bot.domain.records import UserRecord
-from storage.codec import encode_message_ids, encode_payload, first_message_id
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore
@@ -80,37 +78,19 @@ async def seed_store(url: str, *, chats: int, records: int) -> list[int]:
             for i in range(per_chat):
                 body, ids = _turn_record(i)
                 ids = tuple(None if m is None else m + n * 10_000_000 for m in ids)
-                at = t0 + timedelta(seconds=i * 20)
-                rows.append(
-                    {
-                        "id": offset + i + 1,
-                        "session_id": sid,
-                        "parent_id": offset + i if i else None,
-                        "kind": body.kind,
-                        "created_at": at,
-                        "payload": encode_payload(body, ids),
-                        "tokens": 20,
-                        "first_message_id": first_message_id(ids),
-                        "message_ids": encode_message_ids(ids),
-                        "alias_seq": None,
-                        "alias_last": None,
-                    }
+                record, event = bulk_rows(
+                    sid,
+                    chat,
+                    body,
+                    ids,
+                    at=t0 + timedelta(seconds=i * 20),
+                    record_id=offset + i + 1,
                 )
-                if isinstance(body, UserRecord) and ids[0] is not None:
-                    events.append(
-                        {
-                            "chat_id": chat,
-                            "message_id": ids[0],
-                            "thread_id": 0,
-                            "sender_id": body.sender.id,
-                            "sender_name": body.sender.name,
-                            "is_bot": False,
-                            "date": at,
-                            "text": body.text,
-                            "media": "[]",
-                            "record_id": offset + i + 1,
-                        }
-                    )
+                if i == 0:
+                    record["parent_id"] = None  # each chat's path starts at its own root
+                rows.append(record)
+                if event is not None:
+                    events.append(event)
             async with engine.begin() as conn:
                 await conn.execute(insert(MESSAGES), rows)
                 await conn.execute(insert(EVENTS), events)

@@ -69,6 +69,47 @@ def _turn_record(index: int) -> tuple[RecordBody, tuple[int | None, ...]]:
     return AssistantRecord(text="The build is green. " * 6), ids
 
 
+def bulk_rows(
+    sid: int,
+    chat: int,
+    body: RecordBody,
+    ids: tuple[int | None, ...],
+    *,
+    at: datetime,
+    record_id: int,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A record row (child of `record_id - 1`, no alias cache yet) and, for a user message
+    with a platform id, its platform-message row: what a bulk `insert` seeds."""
+    record = {
+        "id": record_id,
+        "session_id": sid,
+        "parent_id": record_id - 1 or None,
+        "kind": body.kind,
+        "created_at": at,
+        "payload": encode_payload(body, ids),
+        "tokens": 20,
+        "first_message_id": first_message_id(ids),
+        "message_ids": encode_message_ids(ids),
+        "alias_seq": None,
+        "alias_last": None,
+    }
+    if not isinstance(body, UserRecord) or ids[0] is None:
+        return record, None
+    event = {
+        "chat_id": chat,
+        "message_id": ids[0],
+        "thread_id": 0,
+        "sender_id": body.sender.id,
+        "sender_name": body.sender.name,
+        "is_bot": False,
+        "date": at,
+        "text": body.text,
+        "media": "[]",
+        "record_id": record_id,
+    }
+    return record, event
+
+
 async def build_session(store: SqlStore, url: str, size: int) -> int:
     """A session with `size` records on one path, bulk-inserted without the alias cache."""
     sid = (await store.open_session(SessionKey(chat_id=CHAT), scene="group")).id
@@ -77,37 +118,12 @@ async def build_session(store: SqlStore, url: str, size: int) -> int:
     events: list[dict[str, Any]] = []
     for i in range(size):
         body, ids = _turn_record(i)
-        at = T0 + timedelta(seconds=i)
-        rows.append(
-            {
-                "id": i + 1,
-                "session_id": sid,
-                "parent_id": i or None,
-                "kind": body.kind,
-                "created_at": at,
-                "payload": encode_payload(body, ids),
-                "tokens": 20,
-                "first_message_id": first_message_id(ids),
-                "message_ids": encode_message_ids(ids),
-                "alias_seq": None,
-                "alias_last": None,
-            }
+        record, event = bulk_rows(
+            sid, CHAT, body, ids, at=T0 + timedelta(seconds=i), record_id=i + 1
         )
-        if isinstance(body, UserRecord):
-            events.append(
-                {
-                    "chat_id": CHAT,
-                    "message_id": ids[0],
-                    "thread_id": 0,
-                    "sender_id": body.sender.id,
-                    "sender_name": body.sender.name,
-                    "is_bot": False,
-                    "date": at,
-                    "text": body.text,
-                    "media": "[]",
-                    "record_id": i + 1,
-                }
-            )
+        rows.append(record)
+        if event is not None:
+            events.append(event)
     try:
         async with engine.begin() as conn:
             await conn.execute(insert(MESSAGES), rows)
