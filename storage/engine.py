@@ -47,8 +47,9 @@ def is_sqlite(url: URL) -> bool:
     return url.get_backend_name() == "sqlite"
 
 
-def create_engine_for(url: str) -> AsyncEngine:
-    """An engine for `url`; for a SQLite file, its directory is created."""
+def create_engine_for(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> AsyncEngine:
+    """An engine for `url`; for a SQLite file, its directory is created, and a writer that
+    finds the database locked waits up to `busy_timeout_ms` before it fails."""
     parsed = normalise_url(url)
     if not is_sqlite(parsed):
         return create_async_engine(parsed, pool_pre_ping=True)
@@ -60,29 +61,35 @@ def create_engine_for(url: str) -> AsyncEngine:
     args, options = parsed.get_dialect()().create_connect_args(parsed)
     # Transaction control belongs to SQLAlchemy (see `_on_sqlite_begin`); every call on a
     # connection runs on that connection's thread, so sqlite3 may keep checking it.
-    options.update(isolation_level=None, check_same_thread=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    options.update(isolation_level=None, check_same_thread=True, timeout=busy_timeout_ms / 1000)
     opener = partial(sqlite3.connect, *args, **options)
     # A file gets as many connections as SQLAlchemy's default pool (5 + 10 overflow), all
     # kept: under load an overflow connection is otherwise opened and closed over and over,
     # a thread, a file handle and the pragmas each time. `:memory:` has its one connection.
     pool: dict[str, Any] = {} if in_memory else {"pool_size": SQLITE_POOL_SIZE, "max_overflow": 0}
     engine = create_async_engine(
-        parsed, async_creator=partial(sqlite_driver.connect, opener, setup=_prepare_sqlite), **pool
+        parsed,
+        async_creator=partial(
+            sqlite_driver.connect, opener, setup=partial(_prepare_sqlite, busy_timeout_ms)
+        ),
+        **pool,
     )
     event.listen(engine.sync_engine, "begin", _on_sqlite_begin)
     return engine
 
 
-def _prepare_sqlite(conn: sqlite3.Connection) -> None:
+def _prepare_sqlite(busy_timeout_ms: int, conn: sqlite3.Connection) -> None:
     """Run on the connection's thread as it opens."""
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
     conn.execute("PRAGMA synchronous=NORMAL")
 
 
 def _on_sqlite_begin(connection: Connection) -> None:
     options = connection.get_execution_options()
+    if options.get("isolation_level") == "AUTOCOMMIT":
+        return  # every statement its own transaction, as asked
     if options.get("tgbot_write", False):
         connection.exec_driver_sql("BEGIN IMMEDIATE")
     elif not options.get("tgbot_one_statement", False):

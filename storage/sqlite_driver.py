@@ -172,6 +172,7 @@ class Connection:
         "_stopped",
         "_thread",
         "_tx",
+        "trips",
     )
 
     def __init__(self) -> None:
@@ -185,6 +186,8 @@ class Connection:
         self._pending = 0
         self._stopped = False
         self._tx = _AdapterQueue(self)
+        self.trips = 0
+        """Jobs handed to the thread so far (each one trip there and back)."""
         # Dropped without close(): the thread still ends (it holds the queue, not us).
         weakref.finalize(self, self._jobs.put, None)
 
@@ -222,6 +225,7 @@ class Connection:
                 future.set_exception(value)
 
         self._pending += 1
+        self.trips += 1
         self._jobs.put((future.get_loop(), settle, work))
 
     def _hold_begin(self, operation: str, parameters: Any) -> bool:
