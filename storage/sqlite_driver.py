@@ -230,7 +230,7 @@ class Connection:
 
     def _hold_begin(self, operation: str, parameters: Any) -> bool:
         """Keep a bare `BEGIN` for the next trip, if nothing could make it fail sooner."""
-        if parameters or self._begin is not None or not self._idle():
+        if parameters or self._stopped or self._begin is not None or not self._idle():
             return False
         if " ".join(operation.upper().split()) not in _BEGINS:
             return False

@@ -123,6 +123,9 @@ async def test_a_write_transaction_is_a_trip_per_statement_plus_the_commit(
         # BEGIN IMMEDIATE rode with the first INSERT.
         assert driver.trips == before + 3
         assert not driver.in_transaction
+        async with conn.begin():
+            pass  # a transaction without statements never reaches SQLite
+        assert driver.trips == before + 3
 
 
 # ------------------------------------------------------------------ transactions and locks
@@ -315,5 +318,6 @@ async def test_a_closed_connection_refuses_work(path: Path) -> None:
     conn = await sqlite_driver.connect(partial(sqlite3.connect, path))
     await conn.close()
     await conn.close()  # again: nothing
-    with pytest.raises(sqlite3.ProgrammingError, match="closed database"):
-        await conn.cursor().execute("SELECT 1")
+    for statement in ("SELECT 1", "BEGIN"):
+        with pytest.raises(sqlite3.ProgrammingError, match="closed database"):
+            await conn.cursor().execute(statement)
