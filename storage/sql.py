@@ -72,6 +72,7 @@ from storage.queries import (
 )
 from storage.retention import Node, PruneResult, plan_prune
 from storage.rows import (
+    DecodedRecords,
     event_row,
     platform_event,
     reaction_row,
@@ -98,6 +99,7 @@ class SqlStore:
         self._now = now or (lambda: datetime.now(UTC))
         self._gate = WriteGate() if engine.dialect.name == "sqlite" else None
         self._batches = InboundBatchWriter(self._write, self._append_inbound_one, self._now)
+        self._decoded = DecodedRecords()
 
     async def close(self) -> None:
         await self._engine.dispose()
@@ -245,7 +247,7 @@ class SqlStore:
             kept = rows[-max_records:] if max_records > 0 else []
             return LoadedHistory(
                 session=session,
-                records=tuple(stored_record(row) for row in kept),
+                records=tuple(map(self._decoded.record, kept)),
                 has_earlier=(kept[0].parent_id is not None) if kept else bool(rows),
                 next_alias_seq=rows[-1].alias_last + 1,
             )
@@ -300,7 +302,7 @@ class SqlStore:
             if any(row.alias_last is None for row in rows):
                 await self._repair_path(session_id, leaf)
                 continue
-            return tuple(stored_record(row) for row in rows)
+            return tuple(map(self._decoded.record, rows))
         raise StorageError(f"aliases of session {session_id} could not be repaired")
 
     async def find_summaries(
