@@ -59,6 +59,7 @@ from storage.queries import (
     HOLDERS_ON_PATH,
     INSERT_RECORD,
     MOVE_LEAF,
+    REACTIONS_SINCE,
     RECORD_BY_ID,
     RECORD_COLUMNS,
     SESSION_BY_KEY,
@@ -84,6 +85,7 @@ from storage.rows import (
 from storage.tables import EVENTS, MESSAGES, REACTIONS, SESSIONS, SUMMARIES, UPDATES
 
 _DELETE_CHUNK = 500
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class SqlStore:
@@ -577,14 +579,14 @@ class SqlStore:
     async def reactions_since(
         self, chat_id: int, thread_id: int, since: datetime | None, *, limit: int
     ) -> tuple[StoredReaction, ...]:
-        query = select(REACTIONS).where(
-            REACTIONS.c.chat_id == chat_id, REACTIONS.c.thread_id == thread_id
-        )
-        if since is not None:
-            query = query.where(REACTIONS.c.created_at > utc(since))
-        query = query.order_by(REACTIONS.c.created_at.desc(), REACTIONS.c.id.desc()).limit(limit)
+        params = {
+            "chat_id": chat_id,
+            "thread_id": thread_id,
+            "since": EPOCH if since is None else utc(since),
+            "limit": limit,
+        }
         async with self._read(one_statement=True) as conn:
-            rows = (await conn.execute(query)).all()
+            rows = (await conn.execute(REACTIONS_SINCE, params)).all()
         return tuple(stored_reaction(row) for row in reversed(rows))
 
     async def reactions_between(self, start: datetime, end: datetime) -> tuple[StoredReaction, ...]:
