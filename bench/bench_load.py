@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import resource
 import tempfile
 import time
@@ -30,6 +31,7 @@ from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from bench.bench_ingest import reset_postgres
+from bot.app.heap import settle_heap
 from bot.app.wiring import build_app, open_store
 from bot.config import load_settings
 from bot.domain.ids import SessionKey
@@ -102,7 +104,7 @@ async def run_load(
             messenger=TelegramMessenger(bot),
             bot_id=api.bot_id,
             bot_name="Load",
-            offline=ScriptedModel(),
+            offline=ScriptedModel(keep_requests=False),
         )
         dispatcher = build_dispatcher(
             app.inbound, bot_id=api.bot_id, bot_username=api.username, locale="en"
@@ -113,6 +115,8 @@ async def run_load(
             for chat in chat_ids:
                 update = api.user_message(chat, chat, f"message {n}", chat_type="private")
                 last = api.push_update(update)
+        thresholds = gc.get_threshold()
+        settle_heap()  # as `tgbot run` does before its first update
         stop = asyncio.Event()
         started = time.perf_counter()
         polling = asyncio.create_task(poll_updates(dispatcher, bot, stop=stop, poll_seconds=1))
@@ -122,6 +126,8 @@ async def run_load(
         seconds = time.perf_counter() - started
         stop.set()
         await polling
+        gc.unfreeze()  # the next bench in this process starts from the defaults
+        gc.set_threshold(*thresholds)
         ordered = True
         for chat in chat_ids:
             session = await store.find_session(SessionKey(chat_id=chat))

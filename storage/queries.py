@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.domain.ids import SessionKey
 from bot.errors import SessionNotFound
-from storage.tables import EVENTS, MESSAGES, SESSIONS
+from storage.tables import EVENTS, MESSAGES, REACTIONS, SESSIONS
 
 RECORD_COLUMNS = (
     MESSAGES.c.id,
@@ -62,6 +62,18 @@ SESSION_BY_ID_LOCKED = SESSION_BY_ID.with_for_update()
 RECORD_IN_SESSION = select(MESSAGES.c.id, MESSAGES.c.alias_last).where(
     MESSAGES.c.id == bindparam("record_id"), MESSAGES.c.session_id == bindparam("session_id")
 )
+REACTIONS_SINCE = (
+    select(REACTIONS)
+    .where(
+        REACTIONS.c.chat_id == bindparam("chat_id"),
+        REACTIONS.c.thread_id == bindparam("thread_id"),
+        REACTIONS.c.created_at > bindparam("since"),
+    )
+    .order_by(REACTIONS.c.created_at.desc(), REACTIONS.c.id.desc())
+    .limit(bindparam("limit"))
+)
+"""The newest `limit` reactions of a chat (thread) after `since`, newest first; built once
+(every turn asks)."""
 RECORD_BY_ID = select(*RECORD_COLUMNS).where(MESSAGES.c.id == bindparam("record_id"))
 EARLIEST_WITH_FIRST = select(func.min(MESSAGES.c.id)).where(
     MESSAGES.c.session_id == bindparam("session_id"),

@@ -59,6 +59,7 @@ from storage.queries import (
     HOLDERS_ON_PATH,
     INSERT_RECORD,
     MOVE_LEAF,
+    REACTIONS_SINCE,
     RECORD_BY_ID,
     RECORD_COLUMNS,
     SESSION_BY_KEY,
@@ -72,6 +73,7 @@ from storage.queries import (
 )
 from storage.retention import Node, PruneResult, plan_prune
 from storage.rows import (
+    DecodedRecords,
     event_row,
     platform_event,
     reaction_row,
@@ -83,6 +85,7 @@ from storage.rows import (
 from storage.tables import EVENTS, MESSAGES, REACTIONS, SESSIONS, SUMMARIES, UPDATES
 
 _DELETE_CHUNK = 500
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class SqlStore:
@@ -98,6 +101,7 @@ class SqlStore:
         self._now = now or (lambda: datetime.now(UTC))
         self._gate = WriteGate() if engine.dialect.name == "sqlite" else None
         self._batches = InboundBatchWriter(self._write, self._append_inbound_one, self._now)
+        self._decoded = DecodedRecords()
 
     async def close(self) -> None:
         await self._engine.dispose()
@@ -245,7 +249,7 @@ class SqlStore:
             kept = rows[-max_records:] if max_records > 0 else []
             return LoadedHistory(
                 session=session,
-                records=tuple(stored_record(row) for row in kept),
+                records=tuple(map(self._decoded.record, kept)),
                 has_earlier=(kept[0].parent_id is not None) if kept else bool(rows),
                 next_alias_seq=rows[-1].alias_last + 1,
             )
@@ -300,7 +304,7 @@ class SqlStore:
             if any(row.alias_last is None for row in rows):
                 await self._repair_path(session_id, leaf)
                 continue
-            return tuple(stored_record(row) for row in rows)
+            return tuple(map(self._decoded.record, rows))
         raise StorageError(f"aliases of session {session_id} could not be repaired")
 
     async def find_summaries(
@@ -575,14 +579,14 @@ class SqlStore:
     async def reactions_since(
         self, chat_id: int, thread_id: int, since: datetime | None, *, limit: int
     ) -> tuple[StoredReaction, ...]:
-        query = select(REACTIONS).where(
-            REACTIONS.c.chat_id == chat_id, REACTIONS.c.thread_id == thread_id
-        )
-        if since is not None:
-            query = query.where(REACTIONS.c.created_at > utc(since))
-        query = query.order_by(REACTIONS.c.created_at.desc(), REACTIONS.c.id.desc()).limit(limit)
+        params = {
+            "chat_id": chat_id,
+            "thread_id": thread_id,
+            "since": EPOCH if since is None else utc(since),
+            "limit": limit,
+        }
         async with self._read(one_statement=True) as conn:
-            rows = (await conn.execute(query)).all()
+            rows = (await conn.execute(REACTIONS_SINCE, params)).all()
         return tuple(stored_reaction(row) for row in reversed(rows))
 
     async def reactions_between(self, start: datetime, end: datetime) -> tuple[StoredReaction, ...]:

@@ -66,7 +66,9 @@ Step = Reply | CallTool | Fail | tuple[Reply | CallTool, ...] | Responder
 
 
 class ScriptedModel:
-    """An `LLMProvider` that answers from a script; `requests` holds everything it was sent."""
+    """An `LLMProvider` that answers from a script; `requests` holds everything it was sent
+    (unless `keep_requests` is False: a load test's model, like a real provider, keeps
+    nothing, and half a million kept messages would make the bot's own heap look slow)."""
 
     def __init__(
         self,
@@ -75,8 +77,10 @@ class ScriptedModel:
         default: Responder | None = None,
         model: str = "scripted",
         summaries: Iterable[Step] = (),
+        keep_requests: bool = True,
     ) -> None:
         self.requests: list[LLMRequest] = []
+        self._keep_requests = keep_requests
         self._summaries: deque[Step] = deque(summaries)
         """Steps for summary (compaction) requests; once used up, `summarise_extractively`."""
         self.model = model
@@ -105,7 +109,8 @@ class ScriptedModel:
         return len(self._script)
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        self.requests.append(request)
+        if self._keep_requests:
+            self.requests.append(request)
         step: Step
         if is_summary_request(request):
             step = self._summaries.popleft() if self._summaries else summarise_extractively

@@ -78,6 +78,8 @@ class FakeBotApi:
         self.username = username
         self.first_name = first_name
         self.calls: list[tuple[str, Params]] = []
+        self._calls_by_method: dict[str, list[Params]] = {}
+        """`calls` by lower-cased method name (a busy load test waits on these counts)."""
         self.deleted: list[tuple[int, int]] = []
         self.reactions: list[tuple[int, int, tuple[str, ...]]] = []
         self.photos: list[tuple[int, bytes]] = []
@@ -330,7 +332,7 @@ class FakeBotApi:
         self._delays.setdefault(method.lower(), []).append(_Delay(seconds, times, after))
 
     def calls_of(self, method: str) -> list[Params]:
-        return [params for name, params in self.calls if name.lower() == method.lower()]
+        return list(self._calls_by_method.get(method.lower(), ()))
 
     async def wait_for_call(
         self,
@@ -344,7 +346,10 @@ class FakeBotApi:
         condition = self._called
         async with condition:
             await asyncio.wait_for(
-                condition.wait_for(lambda: len(self.calls_of(method)) >= count), timeout
+                condition.wait_for(
+                    lambda: len(self._calls_by_method.get(method.lower(), ())) >= count
+                ),
+                timeout,
             )
         return self.calls_of(method)
 
@@ -375,6 +380,7 @@ class FakeBotApi:
 
     async def _record(self, name: str, params: Params) -> None:
         self.calls.append((name, params))
+        self._calls_by_method.setdefault(name.lower(), []).append(params)
         if self._called is not None:
             async with self._called:
                 self._called.notify_all()

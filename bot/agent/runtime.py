@@ -150,9 +150,11 @@ class TurnRunner:
         return self.request.system_prompt(scene)
 
     async def aclose(self) -> None:
-        """Stop background work (summaries in preparation)."""
+        """Stop background work (summaries in preparation) and save the token corrections
+        learned since their last save."""
         if self.compactor is not None:
             await self.compactor.aclose()
+        self.truth.flush()
 
     async def prepare(
         self,

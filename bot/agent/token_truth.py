@@ -3,7 +3,10 @@
 Every ledger line carries our estimate of the call's input (`est_total`) and, when the
 provider answered, the `input_tokens` it counted. `TokenTruth.observe` feeds that pair to the
 route's `TokenCorrection` (bounded, see `bot.context.token_correction`) and writes the book
-back, so the correction survives a restart. A route is `provider/model`, the same key the
+back, so the correction survives a restart: at once after the first change, then at most once
+every `SAVE_INTERVAL_SECONDS` while calls keep coming (a busy bot makes many calls a second),
+and whatever is pending at shutdown (`flush`). A crash loses at most those few seconds of
+learning. A route is `provider/model`, the same key the
 ledger and the usage report use.
 
 File: `<data dir>/token-corrections.json`, `{"version": 1, "routes": {"<provider>/<model>":
@@ -18,7 +21,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from bot.context.token_correction import (
@@ -33,6 +37,7 @@ log = logging.getLogger(__name__)
 
 FILE_NAME = "token-corrections.json"
 VERSION = 1
+SAVE_INTERVAL_SECONDS = 5.0
 
 
 def route_key(provider: str, model: str) -> str:
@@ -40,13 +45,23 @@ def route_key(provider: str, model: str) -> str:
 
 
 class TokenTruth:
-    """The corrections of every route, in memory, persisted after each change."""
+    """The corrections of every route, in memory, persisted after a change (at most once
+    every `save_interval` seconds; `flush` writes what is pending)."""
 
     def __init__(
-        self, path: Path | None = None, routes: Mapping[str, TokenCorrection] | None = None
+        self,
+        path: Path | None = None,
+        routes: Mapping[str, TokenCorrection] | None = None,
+        *,
+        save_interval: float = SAVE_INTERVAL_SECONDS,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path = path
         self._routes: dict[str, TokenCorrection] = dict(routes or {})
+        self._save_interval = save_interval
+        self._monotonic = monotonic
+        self._saved_at: float | None = None
+        self._pending = False
 
     @classmethod
     def load(cls, data_dir: Path) -> TokenTruth:
@@ -85,10 +100,20 @@ class TokenTruth:
         after = observe(before, estimated=estimated, reported=reported)
         if after != before:
             self._routes[key] = after
-            self.save()
+            self._pending = True
+            now = self._monotonic()
+            if self._saved_at is None or now - self._saved_at >= self._save_interval:
+                self.save()
         return after
 
+    def flush(self) -> None:
+        """Write the changes not yet saved (at shutdown)."""
+        if self._pending:
+            self.save()
+
     def save(self) -> None:
+        self._pending = False
+        self._saved_at = self._monotonic()
         if self.path is None:
             return
         data = {"version": VERSION, "routes": corrections_to_dict(self._routes)}

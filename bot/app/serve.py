@@ -25,6 +25,7 @@ from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.polling_loop import AfterBatchHook, poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.webhook import serve_webhook
+from bot.app.heap import settle_heap
 from bot.app.retention_loop import retention_loop
 from bot.app.wiring import (
     build_app,
@@ -104,6 +105,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
         )
         # before the first update: finish or close the turns a crash interrupted
         await app.inbound.recover_interrupted(bot_id=me.id, bot_username=me.username)
+        settle_heap()
         loop = asyncio.get_running_loop()
         if webhook:
             log.info("bot @%s (%s) started; webhook mode", me.username, me.id)

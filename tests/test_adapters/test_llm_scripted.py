@@ -239,3 +239,12 @@ async def test_demo_model_runs_a_whole_tool_turn() -> None:
     # tool schemas + the user message were sent before: cached in whole 64-token blocks
     assert 0 < second.usage.cached_tokens < second.usage.input_tokens
     assert second.usage.cached_tokens % CACHE_BLOCK_TOKENS == 0
+
+
+async def test_a_load_model_keeps_no_requests_but_still_simulates_the_cache() -> None:
+    model = ScriptedModel(keep_requests=False)
+    first = await model.complete(request(user("x" * 400)))
+    second = await model.complete(request(user("x" * 400), user("again")))
+    assert model.requests == []
+    assert usage_of(first).cached_tokens == 0
+    assert usage_of(second).cached_tokens == CACHE_BLOCK_TOKENS

@@ -24,6 +24,7 @@ def test_a_route_learns_and_the_book_survives_a_restart(tmp_path: Path) -> None:
     learned = truth.correction("deepseek", "deepseek-chat")
     assert learned.samples == 25
     assert learned.ratio == pytest.approx(0.82, rel=0.02)
+    truth.flush()  # the bot shuts down
 
     restarted = TokenTruth.load(tmp_path)  # a new process reads the same data dir
     again = restarted.correction("deepseek", "deepseek-chat")
@@ -31,7 +32,7 @@ def test_a_route_learns_and_the_book_survives_a_restart(tmp_path: Path) -> None:
     assert again.ratio == pytest.approx(learned.ratio, rel=1e-6)
     assert restarted.corrected("deepseek", "deepseek-chat", 10_000) == learned.apply(10_000)
     # and it goes on learning from where it was
-    _calls(restarted, ratio=0.82, count=1)
+    _calls(restarted, ratio=0.82, count=1)  # its first change is written at once
     assert TokenTruth.load(tmp_path).correction("deepseek", "deepseek-chat").samples == 26
 
 
@@ -45,6 +46,7 @@ def test_routes_are_kept_apart(tmp_path: Path) -> None:
         < truth.correction("openai", "deepseek-chat").ratio
     )
     assert truth.correction("other", "model").samples == 0
+    truth.flush()
     assert set(TokenTruth.load(tmp_path).routes) == {
         route_key("qwen", "deepseek-chat"),
         route_key("openai", "deepseek-chat"),
@@ -65,7 +67,32 @@ def test_an_unreadable_file_starts_fresh(tmp_path: Path, content: str) -> None:
     truth = TokenTruth.load(tmp_path)
     assert truth.routes == {}
     _calls(truth, ratio=0.9, count=3)
+    truth.flush()
     saved = json.loads((tmp_path / FILE_NAME).read_text())
     assert saved["version"] == 1
     assert saved["routes"][route_key("deepseek", "deepseek-chat")]["samples"] == 3
     assert not list(tmp_path.glob(".*.tmp")), "the temporary file is renamed into place"
+
+
+def test_a_busy_route_writes_the_book_at_most_once_an_interval(tmp_path: Path) -> None:
+    """Many calls a second rewrite the file once per interval, not once per call; what is
+    pending is written at shutdown, and a crash loses at most one interval of learning."""
+    now = [100.0]
+    truth = TokenTruth(tmp_path / FILE_NAME, save_interval=5.0, monotonic=lambda: now[0])
+
+    def saved_samples() -> int:
+        book = json.loads((tmp_path / FILE_NAME).read_text())
+        return int(book["routes"][route_key("deepseek", "deepseek-chat")]["samples"])
+
+    _calls(truth, ratio=0.8, count=1)
+    assert saved_samples() == 1, "the first change is written at once"
+    _calls(truth, ratio=0.8, count=30)
+    assert saved_samples() == 1, "within the interval nothing more is written"
+    now[0] += 5.0
+    _calls(truth, ratio=0.8, count=1)
+    assert saved_samples() == 32
+    _calls(truth, ratio=0.8, count=4)
+    crashed = TokenTruth.load(tmp_path)  # a process killed now restarts from the last write
+    assert crashed.correction("deepseek", "deepseek-chat").samples == 32
+    truth.flush()
+    assert saved_samples() == 36

@@ -62,6 +62,7 @@ async def test_every_line_carries_the_corrected_estimate_and_teaches_the_route(
     meter = metering.last_call(7)
     assert meter is not None
     assert meter.corrected_input == lines[-1].est_corrected
+    truth.flush()
     saved = json.loads((tmp_path / FILE_NAME).read_text())
     assert saved["routes"]["main/gpt-test"]["samples"] == 25
 
@@ -89,6 +90,7 @@ async def _chat(
         await say(
             app, clock, 100 + n, f"@bot please check the {words} number {n}", mentions_bot=True
         )
+    await app.runner.aclose()  # the bot shuts down: what it learned is saved
     await app.routes.aclose()
 
 

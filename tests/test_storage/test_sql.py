@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from types import SimpleNamespace
+
 from sqlalchemy import text
 
 from bot.context.alias_derivation import AliasCounter
 from bot.domain.ids import SessionKey
+from storage.codec import encode_payload
 from storage.engine import create_engine_for
+from storage.rows import DecodedRecords
 from storage.sql import SqlStore
 from tests.test_storage.test_contract import user
 
@@ -69,3 +74,56 @@ async def test_everything_survives_a_new_store_instance(sql_url: str) -> None:
         assert not await second.claim_update(5)
     finally:
         await second.close()
+
+
+async def test_another_process_changing_a_row_is_seen_on_the_next_read(sql_url: str) -> None:
+    """Decoded records are reused across reads (every turn reads its window again), but a
+    row another worker changed since is read as it is now."""
+    ours = SqlStore(create_engine_for(sql_url))
+    theirs = SqlStore(create_engine_for(sql_url))
+    try:
+        sid = (await ours.open_session(SessionKey(chat_id=-8), scene="group")).id
+        first, second = await ours.append(sid, [user("hello", 11), user("later", None)])
+        before = await ours.load_history(sid, max_records=10)
+        again = await ours.load_history(sid, max_records=10)
+        assert again == before
+        assert again.records[0] is before.records[0], "an unchanged row is not decoded again"
+
+        await theirs.set_message_ids(second.id, [12, 13])  # the other worker confirms bubbles
+        async with theirs._engine.begin() as conn:  # and an edit rewrites the first payload
+            await conn.execute(
+                text("UPDATE agent_messages SET payload = replace(payload, 'hello', 'edited')")
+            )
+        now = await ours.load_history(sid, max_records=10)
+        assert [r.id for r in now.records] == [first.id, second.id]
+        assert now.records[0].body == user("edited", 11).body
+        assert now.records[1].message_ids == (12, 13)
+        assert now.records[1].alias_parts == ("m2", "m2.2")
+    finally:
+        await ours.close()
+        await theirs.close()
+
+
+def test_the_decoded_records_kept_are_bounded() -> None:
+    body = user("x", 1).body
+
+    def row(record_id: int) -> SimpleNamespace:
+        return SimpleNamespace(
+            id=record_id,
+            session_id=1,
+            parent_id=None,
+            created_at=datetime(2026, 1, 1, tzinfo=UTC),
+            payload=encode_payload(body, (record_id,)),
+            tokens=3,
+            alias_seq=record_id,
+        )
+
+    decoded = DecodedRecords(capacity=3)
+    first, second = decoded.record(row(1)), decoded.record(row(2))
+    for record_id in (3, 1, 4):  # 1 was used again: 2 is now the least recently used
+        decoded.record(row(record_id))
+    assert len(decoded) == 3
+    assert decoded.record(row(1)) is first, "kept"
+    again = decoded.record(row(2))
+    assert again == second
+    assert again is not second, "evicted, so decoded afresh"
