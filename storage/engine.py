@@ -8,7 +8,8 @@ SQLAlchemy, not the sqlite3 driver, emits `BEGIN`: plain (deferred) for reads an
 `BEGIN IMMEDIATE` for a connection marked with the `WRITE` execution options, so two
 writers queue on the busy timeout instead of failing when a read lock cannot be upgraded.
 A connection marked `ONE_STATEMENT` gets no `BEGIN` at all: a single read is a consistent
-snapshot on its own, and the round trip of a `BEGIN` costs about as much as the read.
+snapshot on its own, and with no transaction to end, handing the connection back to the pool
+costs no trip to its thread. An `AUTOCOMMIT` connection gets no `BEGIN` either.
 """
 
 from __future__ import annotations
