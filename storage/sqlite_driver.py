@@ -34,7 +34,7 @@ import asyncio
 import sqlite3
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Sequence
 from contextlib import suppress
 from queue import SimpleQueue
 from typing import Any, TypeAlias
@@ -251,6 +251,10 @@ class Connection:
     def cursor(self) -> Cursor:
         return Cursor(self)
 
+    async def execute(self, operation: str, parameters: Any = None) -> Cursor:
+        """A statement on a new cursor (SQLAlchemy 2.0's adapter has this shortcut)."""
+        return await Cursor(self).execute(operation, parameters)
+
     async def commit(self) -> None:
         if not self._end_held():
             await self._run(_commit)
@@ -326,6 +330,10 @@ class Cursor:
 
     async def __aenter__(self) -> Cursor:
         return self
+
+    def __await__(self) -> Generator[Any, None, Cursor]:
+        # SQLAlchemy 2.0's adapter awaits `connection.cursor()`; 2.1's enters it.
+        return self.__aenter__().__await__()
 
     async def __aexit__(self, *_exc: object) -> None:
         await self.close()

@@ -257,6 +257,16 @@ async def test_executemany_lastrowid_and_the_dialects_functions(engine: AsyncEng
         assert sorted(matched.scalars()) == ["alpha", "beta"]
 
 
+async def test_streamed_results_arrive_whole(engine: AsyncEngine) -> None:
+    async with engine.begin() as conn:
+        await conn.execute(NOTES.insert(), [{"body": f"note {n}"} for n in range(250)])
+    async with engine.connect() as conn:
+        streamed = await conn.stream(select(NOTES.c.body).order_by(NOTES.c.id))
+        first = await streamed.fetchmany(100)
+        rest = [body async for body in streamed.scalars()]
+    assert [row.body for row in first] + rest == [f"note {n}" for n in range(250)]
+
+
 async def test_autocommit_connections_work(engine: AsyncEngine) -> None:
     async with engine.connect() as conn:
         await conn.execution_options(isolation_level="AUTOCOMMIT")
