@@ -1,16 +1,22 @@
-"""The async engine for a database URL: SQLite (aiosqlite) tuned for a bot, or PostgreSQL.
+"""The async engine for a database URL: SQLite tuned for a bot, or PostgreSQL (asyncpg).
 
-SQLite connections get WAL, `foreign_keys=ON`, a busy timeout and `synchronous=NORMAL`.
+SQLite runs under SQLAlchemy's `sqlite+aiosqlite` dialect, but its connections come from
+`storage.sqlite_driver` (one thread per connection, one hop to it per statement) rather
+than from aiosqlite. They get WAL, `foreign_keys=ON`, a busy timeout and
+`synchronous=NORMAL`, set on that thread as the connection opens.
 SQLAlchemy, not the sqlite3 driver, emits `BEGIN`: plain (deferred) for reads and
 `BEGIN IMMEDIATE` for a connection marked with the `WRITE` execution options, so two
 writers queue on the busy timeout instead of failing when a read lock cannot be upgraded.
 A connection marked `ONE_STATEMENT` gets no `BEGIN` at all: a single read is a consistent
-snapshot on its own, and the round trip of a `BEGIN` costs about as much as the read.
+snapshot on its own, and with no transaction to end, handing the connection back to the pool
+costs no trip to its thread. An `AUTOCOMMIT` connection gets no `BEGIN` either.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +24,10 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from storage import sqlite_driver
+
 BUSY_TIMEOUT_MS = 10_000
+SQLITE_POOL_SIZE = 15
 WRITE: dict[str, Any] = {"tgbot_write": True}
 """Execution options of a connection that will write (SQLite: `BEGIN IMMEDIATE`)."""
 ONE_STATEMENT: dict[str, Any] = {"tgbot_one_statement": True}
@@ -39,35 +48,49 @@ def is_sqlite(url: URL) -> bool:
     return url.get_backend_name() == "sqlite"
 
 
-def create_engine_for(url: str) -> AsyncEngine:
-    """An engine for `url`; for a SQLite file, its directory is created."""
+def create_engine_for(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> AsyncEngine:
+    """An engine for `url`; for a SQLite file, its directory is created, and a writer that
+    finds the database locked waits up to `busy_timeout_ms` before it fails."""
     parsed = normalise_url(url)
     if not is_sqlite(parsed):
         return create_async_engine(parsed, pool_pre_ping=True)
     database = parsed.database or ""
-    if database and database != ":memory:" and not database.startswith("file:"):
+    in_memory = database in ("", ":memory:")
+    if not in_memory and not database.startswith("file:"):
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    engine = create_async_engine(parsed, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
-    event.listen(engine.sync_engine, "connect", _on_sqlite_connect)
+    # The URL's file name and sqlite3 options, read the way the pysqlite dialect reads them.
+    args, options = parsed.get_dialect()().create_connect_args(parsed)
+    # Transaction control belongs to SQLAlchemy (see `_on_sqlite_begin`); every call on a
+    # connection runs on that connection's thread, so sqlite3 may keep checking it.
+    options.update(isolation_level=None, check_same_thread=True, timeout=busy_timeout_ms / 1000)
+    opener = partial(sqlite3.connect, *args, **options)
+    # A file gets as many connections as SQLAlchemy's default pool (5 + 10 overflow), all
+    # kept: under load an overflow connection is otherwise opened and closed over and over,
+    # a thread, a file handle and the pragmas each time. `:memory:` has its one connection.
+    pool: dict[str, Any] = {} if in_memory else {"pool_size": SQLITE_POOL_SIZE, "max_overflow": 0}
+    engine = create_async_engine(
+        parsed,
+        async_creator=partial(
+            sqlite_driver.connect, opener, setup=partial(_prepare_sqlite, busy_timeout_ms)
+        ),
+        **pool,
+    )
     event.listen(engine.sync_engine, "begin", _on_sqlite_begin)
     return engine
 
 
-def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
-    # Hand transaction control to SQLAlchemy (see `_on_sqlite_begin`).
-    dbapi_connection.isolation_level = None
-    cursor = dbapi_connection.cursor()
-    try:
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-    finally:
-        cursor.close()
+def _prepare_sqlite(busy_timeout_ms: int, conn: sqlite3.Connection) -> None:
+    """Run on the connection's thread as it opens."""
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+    conn.execute("PRAGMA synchronous=NORMAL")
 
 
 def _on_sqlite_begin(connection: Connection) -> None:
     options = connection.get_execution_options()
+    if options.get("isolation_level") == "AUTOCOMMIT":
+        return  # every statement its own transaction, as asked
     if options.get("tgbot_write", False):
         connection.exec_driver_sql("BEGIN IMMEDIATE")
     elif not options.get("tgbot_one_statement", False):

@@ -1,0 +1,384 @@
+"""An asyncio SQLite connection for SQLAlchemy's aiosqlite dialect: one thread hop per statement.
+
+`create_async_engine(..., async_creator=...)` hands SQLAlchemy a driver connection; its
+`sqlite+aiosqlite` adapter then awaits `cursor()`, `execute()`, `fetchall()` and `close()` on
+it for every statement, and a `rollback()` whenever the pool takes a connection back. With
+aiosqlite each of those is a trip to the connection's thread and back (a future, a queue put,
+a wake-up of the event loop through its self-pipe, and the GIL passed twice). Here one
+connection owns one thread running the standard `sqlite3` module, and:
+
+- `execute` runs the statement and fetches every row in one trip; `description`, `rowcount`
+  and `lastrowid` come back with the rows, so `fetchall`, `close` and the attributes are local;
+- a bare `BEGIN` (any of `BEGIN [DEFERRED|IMMEDIATE|EXCLUSIVE]`) outside a transaction is
+  held here and runs on the thread just before the next statement, in the same trip, so the
+  transaction still starts (and `BEGIN IMMEDIATE` still takes the write lock) before its first
+  statement runs; a failing `BEGIN` (say, `database is locked` after the busy timeout) is
+  raised by that statement. A transaction ended before any statement never reaches SQLite;
+- `commit` and `rollback` are answered here when no transaction is open and no work is queued
+  (`sqlite3.Connection.in_transaction`, read on the thread after every job), which is what
+  `sqlite3` itself does then: nothing;
+- errors are the `sqlite3` exceptions themselves, raised where the statement is awaited, so
+  SQLAlchemy maps them as it maps pysqlite's.
+
+Besides the awaitable methods, the adapter reads three attributes of the connection:
+`_connection` (truthy while open), and `_conn` with `_tx.put_nowait((future, function))` for
+its `isolation_level` setter, which runs `function` on the connection's thread.
+
+A connection that is dropped without `close()` stops its thread all the same (a weakref
+finaliser); `close()` returns after the thread has ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import weakref
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Sequence
+from contextlib import suppress
+from queue import SimpleQueue
+from typing import Any, TypeAlias
+
+Row: TypeAlias = tuple[Any, ...]
+Description: TypeAlias = tuple[tuple[Any, ...], ...] | None
+Opener: TypeAlias = Callable[[], sqlite3.Connection]
+Setup: TypeAlias = Callable[[sqlite3.Connection], None]
+
+_BEGINS = frozenset(
+    f"BEGIN{kind}{word}"
+    for kind in ("", " DEFERRED", " IMMEDIATE", " EXCLUSIVE")
+    for word in ("", " TRANSACTION")
+)
+_CLOSED = "Cannot operate on a closed database."
+"""sqlite3's own words, which SQLAlchemy's pysqlite dialect reads as a disconnect."""
+
+
+class _Thread:
+    """What lives on the worker thread: the sqlite3 connection, once opened."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self) -> None:
+        self.conn: sqlite3.Connection | None = None
+
+    def open(self) -> sqlite3.Connection:
+        if self.conn is None:
+            raise sqlite3.ProgrammingError(_CLOSED)
+        return self.conn
+
+
+Work: TypeAlias = Callable[[_Thread], Any]
+Settle: TypeAlias = Callable[[bool, Any, bool], None]
+Job: TypeAlias = tuple[asyncio.AbstractEventLoop, Settle, Work] | None
+
+
+def _serve(jobs: SimpleQueue[Job]) -> None:
+    """The worker thread: run jobs in order until a `None` arrives, then close."""
+    here = _Thread()
+    try:
+        while (job := jobs.get()) is not None:
+            loop, settle, work = job
+            try:
+                ok, value = True, work(here)
+            except BaseException as exc:  # handed to the awaiting task, whatever it is
+                ok, value = False, exc
+            in_transaction = here.conn is not None and here.conn.in_transaction
+            with suppress(RuntimeError):  # the loop is closed: nobody waits for this answer
+                loop.call_soon_threadsafe(settle, ok, value, in_transaction)
+            del job, settle, work, value
+    finally:
+        if here.conn is not None:
+            here.conn.close()
+            here.conn = None
+
+
+# --------------------------------------------------------------- work run on the thread
+
+
+def _open(opener: Opener, setup: Setup | None) -> Work:
+    def work(here: _Thread) -> sqlite3.Connection:
+        conn = opener()
+        try:
+            if setup is not None:
+                setup(conn)
+        except BaseException:
+            conn.close()
+            raise
+        here.conn = conn
+        return conn
+
+    return work
+
+
+def _statement(operation: str, parameters: Any) -> Work:
+    def work(here: _Thread) -> tuple[Description, int, int | None, list[Row]]:
+        cursor = here.open().execute(operation, () if parameters is None else parameters)
+        try:
+            description = cursor.description
+            rows = cursor.fetchall() if description is not None else []
+            return description, cursor.rowcount, cursor.lastrowid, rows
+        finally:
+            cursor.close()
+
+    return work
+
+
+def _begun(begin: str, work: Work) -> Work:
+    def begun(here: _Thread) -> Any:
+        here.open().execute(begin)
+        return work(here)
+
+    return begun
+
+
+def _statements(operation: str, seq_of_parameters: Iterable[Any]) -> Work:
+    def work(here: _Thread) -> tuple[int, int | None]:
+        cursor = here.open().executemany(operation, seq_of_parameters)
+        try:
+            return cursor.rowcount, cursor.lastrowid
+        finally:
+            cursor.close()
+
+    return work
+
+
+def _commit(here: _Thread) -> None:
+    here.open().commit()
+
+
+def _rollback(here: _Thread) -> None:
+    here.open().rollback()
+
+
+def _close(here: _Thread) -> None:
+    if here.conn is not None:
+        here.conn.close()
+        here.conn = None
+
+
+# --------------------------------------------------------------- the event loop's side
+
+
+class Connection:
+    """One SQLite connection and its thread, as SQLAlchemy's asyncio adapter drives it."""
+
+    __slots__ = (
+        "__weakref__",
+        "_begin",
+        "_connection",
+        "_in_transaction",
+        "_jobs",
+        "_pending",
+        "_stopped",
+        "_thread",
+        "_tx",
+        "trips",
+    )
+
+    def __init__(self) -> None:
+        self._jobs: SimpleQueue[Job] = SimpleQueue()
+        self._thread = threading.Thread(
+            target=_serve, args=(self._jobs,), name="tgbot-sqlite", daemon=True
+        )
+        self._connection: sqlite3.Connection | None = None
+        self._begin: str | None = None
+        self._in_transaction = False
+        self._pending = 0
+        self._stopped = False
+        self._tx = _AdapterQueue(self)
+        self.trips = 0
+        """Jobs handed to the thread so far (each one trip there and back)."""
+        # Dropped without close(): the thread still ends (it holds the queue, not us).
+        weakref.finalize(self, self._jobs.put, None)
+
+    async def _start(self, opener: Opener, setup: Setup | None) -> Connection:
+        self._thread.start()
+        try:
+            self._connection = await self._run(_open(opener, setup))
+        except BaseException:
+            self.stop()
+            self._thread.join()
+            raise
+        return self
+
+    # -- the hop to the thread
+
+    def _run(self, work: Work) -> asyncio.Future[Any]:
+        if self._stopped:
+            raise sqlite3.ProgrammingError(_CLOSED)
+        if self._begin is not None:
+            work, self._begin = _begun(self._begin, work), None
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._submit(future, work)
+        return future
+
+    def _submit(self, future: asyncio.Future[Any], work: Work) -> None:
+        def settle(ok: bool, value: Any, in_transaction: bool) -> None:
+            # Runs on the loop even when the waiter was cancelled, so the state stays true.
+            self._pending -= 1
+            self._in_transaction = in_transaction
+            if future.done():
+                return
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+
+        self._pending += 1
+        self.trips += 1
+        self._jobs.put((future.get_loop(), settle, work))
+
+    def _hold_begin(self, operation: str, parameters: Any) -> bool:
+        """Keep a bare `BEGIN` for the next trip, if nothing could make it fail sooner."""
+        if parameters or self._stopped or self._begin is not None or not self._idle():
+            return False
+        if " ".join(operation.upper().split()) not in _BEGINS:
+            return False
+        self._begin = operation
+        return True
+
+    def _idle(self) -> bool:
+        """No transaction open and nothing queued: commit and rollback have nothing to do."""
+        return self._pending == 0 and not self._in_transaction
+
+    def _end_held(self) -> bool:
+        """Drop a `BEGIN` that no statement followed; whether nothing is left to end."""
+        self._begin = None
+        return self._idle()
+
+    # -- what SQLAlchemy's adapter calls
+
+    def cursor(self) -> Cursor:
+        return Cursor(self)
+
+    async def execute(self, operation: str, parameters: Any = None) -> Cursor:
+        """A statement on a new cursor (SQLAlchemy 2.0's adapter has this shortcut)."""
+        return await Cursor(self).execute(operation, parameters)
+
+    async def commit(self) -> None:
+        if not self._end_held():
+            await self._run(_commit)
+
+    async def rollback(self) -> None:
+        if not self._end_held():
+            await self._run(_rollback)
+
+    async def create_function(self, *args: Any, **kwargs: Any) -> None:
+        await self._run(lambda here: here.open().create_function(*args, **kwargs))
+
+    async def close(self) -> None:
+        """Close the connection and end its thread (again: nothing)."""
+        if self._stopped:
+            return
+        closing = self._run(_close)
+        self.stop()
+        try:
+            await closing
+        finally:
+            # The thread has answered its last job and is leaving `_serve`.
+            self._thread.join()
+
+    def stop(self) -> None:
+        """End the thread after the work already queued, without waiting (any thread may call)."""
+        if not self._stopped:
+            self._stopped = True
+            self._connection = None
+            self._begin = None
+            self._jobs.put(None)
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a transaction is open (or its `BEGIN` held), as of the last answer."""
+        return self._in_transaction or self._begin is not None
+
+    @property
+    def isolation_level(self) -> str | None:
+        return self._conn.isolation_level  # sqlite3 lets other threads read it
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        if self._connection is None:
+            raise ValueError("no active connection")
+        return self._connection
+
+
+class _AdapterQueue:
+    """`_tx` for the adapter's `isolation_level` setter: runs `function()` on the thread."""
+
+    __slots__ = ("_owner",)
+
+    def __init__(self, owner: Connection) -> None:
+        self._owner = weakref.proxy(owner)
+
+    def put_nowait(self, item: tuple[asyncio.Future[Any], Callable[[], Any]]) -> None:
+        future, function = item
+        self._owner._submit(future, lambda _here: function())
+
+
+class Cursor:
+    """A statement's answer, fetched whole in the one hop that ran it."""
+
+    __slots__ = ("_connection", "_rows", "arraysize", "description", "lastrowid", "rowcount")
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._rows: list[Row] = []
+        self.description: Description = None
+        self.rowcount = -1
+        self.lastrowid: int | None = None
+        self.arraysize = 1
+
+    async def __aenter__(self) -> Cursor:
+        return self
+
+    def __await__(self) -> Generator[Any, None, Cursor]:
+        # SQLAlchemy 2.0's adapter awaits `connection.cursor()`; 2.1's enters it.
+        return self.__aenter__().__await__()
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()
+
+    async def execute(self, operation: str, parameters: Any = None) -> Cursor:
+        if self._connection._hold_begin(operation, parameters):
+            self.description, self.rowcount, self._rows = None, -1, []
+            return self
+        answer = await self._connection._run(_statement(operation, parameters))
+        self.description, self.rowcount, self.lastrowid, self._rows = answer
+        return self
+
+    async def executemany(self, operation: str, seq_of_parameters: Iterable[Any]) -> Cursor:
+        self.rowcount, self.lastrowid = await self._connection._run(
+            _statements(operation, seq_of_parameters)
+        )
+        self.description, self._rows = None, []
+        return self
+
+    async def fetchone(self) -> Row | None:
+        return self._rows.pop(0) if self._rows else None
+
+    async def fetchmany(self, size: int | None = None) -> Sequence[Row]:
+        count = self.arraysize if size is None else size
+        taken, self._rows = self._rows[:count], self._rows[count:]
+        return taken
+
+    async def fetchall(self) -> Sequence[Row]:
+        taken, self._rows = self._rows, []
+        return taken
+
+    async def close(self) -> None:
+        self._rows = []
+
+    async def setinputsizes(self, *_sizes: Any) -> None:
+        return None
+
+    def setoutputsize(self, *_args: Any) -> None:
+        return None
+
+    async def __aiter__(self) -> AsyncIterator[Row]:
+        while self._rows:
+            yield self._rows.pop(0)
+
+
+async def connect(opener: Opener, *, setup: Setup | None = None) -> Connection:
+    """A connection whose thread runs `opener()` and then `setup(conn)` before anything else."""
+    return await Connection()._start(opener, setup)
