@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -81,10 +82,25 @@ def create_engine_for(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> As
 
 def _prepare_sqlite(busy_timeout_ms: int, conn: sqlite3.Connection) -> None:
     """Run on the connection's thread as it opens."""
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA foreign_keys=ON")
     conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+    conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA synchronous=NORMAL")
+    _use_wal(conn, deadline=time.monotonic() + busy_timeout_ms / 1000)
+
+
+def _use_wal(conn: sqlite3.Connection, *, deadline: float) -> None:
+    """Switch the file to WAL (it stays so): a no-op for a file already in WAL. The switch
+    needs the file to itself, and SQLite answers "database is locked" at once, without its
+    busy handler, while another connection opening at the same moment reads it; so retry
+    until the busy timeout."""
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)
 
 
 def _on_sqlite_begin(connection: Connection) -> None:

@@ -331,3 +331,21 @@ async def test_a_closed_connection_refuses_work(path: Path) -> None:
     for statement in ("SELECT 1", "BEGIN"):
         with pytest.raises(sqlite3.ProgrammingError, match="closed database"):
             await conn.cursor().execute(statement)
+
+
+async def test_connections_opening_together_on_a_new_file_all_get_wal(tmp_path: Path) -> None:
+    """The switch to WAL needs the file to itself, and SQLite refuses it at once ("database
+    is locked") while another connection is switching: connections opened at the same moment
+    on a new file (a fresh bot's first burst) wait for each other instead of failing."""
+    for attempt in range(20):
+        engine = create_engine_for(f"sqlite:///{tmp_path / f'new-{attempt}.sqlite3'}")
+
+        async def journal_mode(engine: AsyncEngine = engine) -> str:
+            async with engine.connect() as conn:
+                return str((await conn.execute(text("PRAGMA journal_mode"))).scalar_one())
+
+        try:
+            modes = await asyncio.gather(*(journal_mode() for _ in range(8)))
+        finally:
+            await engine.dispose()
+        assert modes == ["wal"] * 8
