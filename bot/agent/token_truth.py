@@ -6,8 +6,7 @@ route's `TokenCorrection` (bounded, see `bot.context.token_correction`) and writ
 back, so the correction survives a restart: at once after the first change, then at most once
 every `SAVE_INTERVAL_SECONDS` while calls keep coming (a busy bot makes many calls a second),
 and whatever is pending at shutdown (`flush`). A crash loses at most those few seconds of
-learning. A route is `provider/model`, the same key the
-ledger and the usage report use.
+learning. A route is `provider/model`, the same key the ledger and the usage report use.
 
 File: `<data dir>/token-corrections.json`, `{"version": 1, "routes": {"<provider>/<model>":
 {"ratio": 0.83, "samples": 57}}}`, replaced atomically (write a temporary file, then

@@ -5,7 +5,7 @@ the wiring, the decoded records of recent windows) and creates many short-lived 
 turn. With CPython's default thresholds (700, 10, 10), the objects of turns in flight
 outlive the frequent young collections, so full collections ran about every two seconds
 and each walked every object: 15 % of wall time in the 200 × 50 answered-load bench
-(`bench.bench_load`: 10.5 s of GC in 71 s). Freezing what start-up built takes it out of
+(`bench.bench_load`: 11.5 s of GC in 77 s). Freezing what start-up built takes it out of
 every collection, and a young generation of 50,000 lets a turn's objects die young: the same
 bench spent 0.4 s in GC. Cyclic garbage now waits for at most 50,000 net allocations.
 """
