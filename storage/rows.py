@@ -48,11 +48,14 @@ def stored_record(row: Any) -> StoredRecord:
 
 DECODED_RECORDS = 20_000
 """How many decoded records a store keeps (a window of ~100-300 records for each busy chat)."""
+DECODED_CHARS = 8_000_000
+"""And at most this many payload characters (tool results run to 16,000 characters each;
+each kept record holds its payload and its decoded body: some 20-40 MB at the bound)."""
 
 
 class DecodedRecords:
     """`stored_record` with the decoded records of recent rows kept, least recently used
-    out first.
+    out first, within `capacity` records and `max_chars` payload characters.
 
     Every turn reads its whole window again; decoding each payload and deriving its aliases
     was a fifth of a busy bot's CPU. A kept record is reused only while its row is exactly
@@ -60,14 +63,21 @@ class DecodedRecords:
     (confirmed bubbles, repaired aliases, a pruned root) or a reused id is decoded afresh.
     """
 
-    __slots__ = ("_capacity", "_kept")
+    __slots__ = ("_capacity", "_chars", "_kept", "_max_chars")
 
-    def __init__(self, capacity: int = DECODED_RECORDS) -> None:
+    def __init__(self, capacity: int = DECODED_RECORDS, max_chars: int = DECODED_CHARS) -> None:
         self._capacity = capacity
+        self._max_chars = max_chars
+        self._chars = 0
         self._kept: OrderedDict[int, tuple[tuple[Any, ...], StoredRecord]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._kept)
+
+    @property
+    def chars(self) -> int:
+        """The payload characters kept."""
+        return self._chars
 
     def record(self, row: Any) -> StoredRecord:
         """The record of a row of `storage.queries.RECORD_COLUMNS`."""
@@ -80,15 +90,18 @@ class DecodedRecords:
             row.session_id,
             row.created_at,
         )
-        entry = kept.get(row.id)
-        if entry is not None and entry[0] == version:
-            kept.move_to_end(row.id)
-            return entry[1]
+        entry = kept.pop(row.id, None)
+        if entry is not None:
+            if entry[0] == version:
+                kept[row.id] = entry  # now the most recently used
+                return entry[1]
+            self._chars -= len(entry[0][0])
         record = stored_record(row)
         kept[row.id] = (version, record)
-        kept.move_to_end(row.id)
-        if len(kept) > self._capacity:
-            kept.popitem(last=False)
+        self._chars += len(version[0])
+        while len(kept) > self._capacity or (self._chars > self._max_chars and len(kept) > 1):
+            _id, (old, _record) = kept.popitem(last=False)
+            self._chars -= len(old[0])
         return record
 
 

@@ -104,26 +104,36 @@ async def test_another_process_changing_a_row_is_seen_on_the_next_read(sql_url: 
         await theirs.close()
 
 
+def _record_row(record_id: int, text: str = "x") -> SimpleNamespace:
+    """A row of `RECORD_COLUMNS` as the database hands it back."""
+    return SimpleNamespace(
+        id=record_id,
+        session_id=1,
+        parent_id=None,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        payload=encode_payload(user(text, 1).body, (record_id,)),
+        tokens=3,
+        alias_seq=record_id,
+    )
+
+
 def test_the_decoded_records_kept_are_bounded() -> None:
-    body = user("x", 1).body
-
-    def row(record_id: int) -> SimpleNamespace:
-        return SimpleNamespace(
-            id=record_id,
-            session_id=1,
-            parent_id=None,
-            created_at=datetime(2026, 1, 1, tzinfo=UTC),
-            payload=encode_payload(body, (record_id,)),
-            tokens=3,
-            alias_seq=record_id,
-        )
-
     decoded = DecodedRecords(capacity=3)
-    first, second = decoded.record(row(1)), decoded.record(row(2))
+    first, second = decoded.record(_record_row(1)), decoded.record(_record_row(2))
     for record_id in (3, 1, 4):  # 1 was used again: 2 is now the least recently used
-        decoded.record(row(record_id))
+        decoded.record(_record_row(record_id))
     assert len(decoded) == 3
-    assert decoded.record(row(1)) is first, "kept"
-    again = decoded.record(row(2))
+    assert decoded.record(_record_row(1)) is first, "kept"
+    again = decoded.record(_record_row(2))
     assert again == second
     assert again is not second, "evicted, so decoded afresh"
+
+
+def test_the_decoded_records_kept_are_bounded_in_characters_too() -> None:
+    """Long tool results: the bound on payload characters evicts before the count does."""
+    size = len(_record_row(1, "x" * 900).payload)
+    decoded = DecodedRecords(capacity=100, max_chars=2 * size + 10)
+    kept = [decoded.record(_record_row(record_id, "x" * 900)) for record_id in range(1, 6)]
+    assert len(decoded) == 2
+    assert decoded.chars == 2 * size
+    assert decoded.record(_record_row(5, "x" * 900)) is kept[-1], "the newest are kept"
