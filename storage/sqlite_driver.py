@@ -318,11 +318,21 @@ class _AdapterQueue:
 class Cursor:
     """A statement's answer, fetched whole in the one hop that ran it."""
 
-    __slots__ = ("_connection", "_rows", "arraysize", "description", "lastrowid", "rowcount")
+    __slots__ = (
+        "_connection",
+        "_next",
+        "_rows",
+        "arraysize",
+        "description",
+        "lastrowid",
+        "rowcount",
+    )
 
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
         self._rows: list[Row] = []
+        self._next = 0
+        """The index of the next row to hand out (fetching one at a time is O(1))."""
         self.description: Description = None
         self.rowcount = -1
         self.lastrowid: int | None = None
@@ -340,33 +350,40 @@ class Cursor:
 
     async def execute(self, operation: str, parameters: Any = None) -> Cursor:
         if self._connection._hold_begin(operation, parameters):
-            self.description, self.rowcount, self._rows = None, -1, []
+            self.description, self.rowcount = None, -1
+            self._rows, self._next = [], 0
             return self
         answer = await self._connection._run(_statement(operation, parameters))
         self.description, self.rowcount, self.lastrowid, self._rows = answer
+        self._next = 0
         return self
 
     async def executemany(self, operation: str, seq_of_parameters: Iterable[Any]) -> Cursor:
         self.rowcount, self.lastrowid = await self._connection._run(
             _statements(operation, seq_of_parameters)
         )
-        self.description, self._rows = None, []
+        self.description, self._rows, self._next = None, [], 0
         return self
 
     async def fetchone(self) -> Row | None:
-        return self._rows.pop(0) if self._rows else None
+        if self._next >= len(self._rows):
+            return None
+        self._next += 1
+        return self._rows[self._next - 1]
 
     async def fetchmany(self, size: int | None = None) -> Sequence[Row]:
         count = self.arraysize if size is None else size
-        taken, self._rows = self._rows[:count], self._rows[count:]
+        taken = self._rows[self._next : self._next + count]
+        self._next += len(taken)
         return taken
 
     async def fetchall(self) -> Sequence[Row]:
-        taken, self._rows = self._rows, []
+        taken = self._rows if self._next == 0 else self._rows[self._next :]
+        self._rows, self._next = [], 0
         return taken
 
     async def close(self) -> None:
-        self._rows = []
+        self._rows, self._next = [], 0
 
     async def setinputsizes(self, *_sizes: Any) -> None:
         return None
@@ -375,8 +392,8 @@ class Cursor:
         return None
 
     async def __aiter__(self) -> AsyncIterator[Row]:
-        while self._rows:
-            yield self._rows.pop(0)
+        while (row := await self.fetchone()) is not None:
+            yield row
 
 
 async def connect(opener: Opener, *, setup: Setup | None = None) -> Connection:

@@ -267,6 +267,24 @@ async def test_streamed_results_arrive_whole(engine: AsyncEngine) -> None:
     assert [row.body for row in first] + rest == [f"note {n}" for n in range(250)]
 
 
+async def test_a_cursor_hands_out_its_rows_once_in_order(path: Path) -> None:
+    conn = await sqlite_driver.connect(partial(sqlite3.connect, path))
+    try:
+        cursor = await conn.cursor().execute(
+            "WITH RECURSIVE n(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM n WHERE v < 6) "
+            "SELECT v FROM n"
+        )
+        assert await cursor.fetchone() == (1,)
+        assert await cursor.fetchmany(2) == [(2,), (3,)]
+        assert [row async for row in cursor] == [(4,), (5,), (6,)]
+        assert await cursor.fetchall() == []
+        again = await conn.cursor().execute("SELECT 7")
+        assert await again.fetchall() == [(7,)]
+        assert await again.fetchone() is None
+    finally:
+        await conn.close()
+
+
 async def test_autocommit_connections_work(engine: AsyncEngine) -> None:
     async with engine.connect() as conn:
         await conn.execution_options(isolation_level="AUTOCOMMIT")
