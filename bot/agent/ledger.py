@@ -115,7 +115,7 @@ class LedgerEntry:
         return self.est_fixed + self.est_history + self.est_current + self.est_images
 
     def to_dict(self) -> dict[str, Any]:
-        trims = [_trim_to_json(trim) for trim in self.trims]
+        trims = [trim_to_json(trim) for trim in self.trims]
         return {
             "ts": self.ts.astimezone(UTC).isoformat(timespec="milliseconds"),
             "session": self.session,
@@ -496,7 +496,8 @@ def _str(value: Any) -> str:
     return value if type(value) is str else str(value or "")
 
 
-def _trim_to_json(trim: TrimInfo) -> dict[str, Any]:
+def trim_to_json(trim: TrimInfo) -> dict[str, Any]:
+    """A trim as the ledger line (and the dashboard's live feed) writes it."""
     return {
         "reason": trim.reason,
         "dropped_turns": trim.dropped_turns,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bot.agent.events import EventBus, ModelCalled
-from bot.agent.ledger import LedgerEntry, ledger_file
+from bot.agent.ledger import LedgerEntry, ledger_file, trim_to_json
 from bot.agent.metering import ledger_entry
 from bot.app.dashboard.metrics import DashboardMetrics
 from bot.context.history_trim import HistoryTrimmed
@@ -92,25 +92,14 @@ class LiveFeed:
             self.publish(LiveEvent("error", {**_call_data(entry), "error": entry.error}))
         if entry.trim is not None and self.trims_from_ledger:
             self.metrics.observe_trim()
-            trim = entry.trim
-            self.publish(
-                LiveEvent(
-                    "trim",
-                    {
-                        "ts": _ts(entry),
-                        "chat": entry.chat,
-                        "session": entry.session,
-                        "turn_id": entry.turn_id,
-                        "reason": trim.reason,
-                        "dropped_turns": trim.dropped_turns,
-                        "dropped_messages": trim.dropped_messages,
-                        "kept_turns": trim.kept_turns,
-                        "tokens_before": trim.tokens_before,
-                        "tokens_after": trim.tokens_after,
-                        "budget": trim.budget,
-                    },
-                )
-            )
+            data = {
+                "ts": _ts(entry),
+                "chat": entry.chat,
+                "session": entry.session,
+                "turn_id": entry.turn_id,
+                **trim_to_json(entry.trim),
+            }
+            self.publish(LiveEvent("trim", data))
 
     def attach(self, bus: EventBus) -> None:
         """Follow the runtime of this process (instead of the ledger tail)."""
