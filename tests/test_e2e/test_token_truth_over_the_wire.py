@@ -16,7 +16,8 @@ from tests.bot_process import bot_running, reply_stored, sqlite_store
 
 pytestmark = pytest.mark.slow
 
-ALICE = {"id": 1001, "first_name": "Alice"}
+CHAT = 1001  # a private chat: Alice's own id
+ALICE = {"id": CHAT, "first_name": "Alice"}
 CONFIG = """\
 [triggers]
 merge_window_seconds = 0
@@ -36,7 +37,6 @@ def learned_samples(data_dir: Path) -> int:
 async def test_what_the_bot_learned_is_saved_when_it_stops(tmp_path: Path) -> None:
     config = tmp_path / "bot.toml"
     config.write_text(CONFIG, encoding="utf-8")
-    chat = ALICE["id"]
     async with (
         FakeBotApi(username="test_bot") as api,
         FakeOpenAIServer(ScriptedModel()) as llm,
@@ -52,8 +52,8 @@ async def test_what_the_bot_learned_is_saved_when_it_stops(tmp_path: Path) -> No
             BOT_CONFIG=str(config),
         ) as bot:
             for n in range(6):
-                api.push_update(api.user_message(chat, ALICE, f"question {n}", chat_type="private"))
-                await reply_stored(api, store, chat, n + 1)
+                api.push_update(api.user_message(CHAT, ALICE, f"question {n}", chat_type="private"))
+                await reply_stored(api, store, CHAT, n + 1)
             # the first call's correction was written at once; the bot is still learning
             assert 1 <= learned_samples(tmp_path) <= 6
             assert await bot.stop() == 0, bot.log()
