@@ -19,9 +19,11 @@ MIDDLE_THRESHOLD = 20
 OLD_THRESHOLD = 10
 
 
-def settle_heap() -> None:
+def settle_heap() -> int:
     """Call once the app is wired, before the first update: freeze what start-up built and
     raise the young generation's threshold. No collection first: it would find a handful of
-    unreachable objects and add 0.2 s to start-up (measured)."""
+    unreachable objects and add 0.2 s to start-up (measured). Returns how many objects are
+    frozen."""
     gc.freeze()
     gc.set_threshold(YOUNG_THRESHOLD, MIDDLE_THRESHOLD, OLD_THRESHOLD)
+    return gc.get_freeze_count()

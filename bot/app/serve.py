@@ -105,7 +105,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
         )
         # before the first update: finish or close the turns a crash interrupted
         await app.inbound.recover_interrupted(bot_id=me.id, bot_username=me.username)
-        settle_heap()
+        log.info("start-up objects frozen out of garbage collection: %d", settle_heap())
         loop = asyncio.get_running_loop()
         if webhook:
             log.info("bot @%s (%s) started; webhook mode", me.username, me.id)

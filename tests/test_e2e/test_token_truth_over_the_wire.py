@@ -1,5 +1,6 @@
 """Token corrections through `tgbot run`: a busy bot writes its book at most every few
-seconds, and what it learned since is on disk once it stops (SIGTERM), not lost."""
+seconds, and what it learned since is on disk once it stops (SIGTERM), not lost. The same
+run settles its heap before the first update (`bot.app.heap`)."""
 
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ async def test_what_the_bot_learned_is_saved_when_it_stops(tmp_path: Path) -> No
             # the first call's correction was written at once; the bot is still learning
             assert 1 <= learned_samples(tmp_path) <= 6
             assert await bot.stop() == 0, bot.log()
+            assert "start-up objects frozen out of garbage collection" in bot.log()
         calls = len(llm.requests)
         assert calls == 6
         assert learned_samples(tmp_path) == calls, "every call's lesson is on disk after a stop"
