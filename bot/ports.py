@@ -407,10 +407,19 @@ class LLMResponse:
     model: str | None = None
 
 
+TextSink = Callable[[str], Awaitable[None]]
+"""Receives the reply's text so far while a provider streams (a live draft's feed)."""
+
+
 class LLMProvider(Protocol):
     """One chat-completions endpoint. Raises the `ProviderError` branch of `bot.errors`."""
 
-    async def complete(self, request: LLMRequest) -> LLMResponse: ...
+    async def complete(
+        self, request: LLMRequest, *, on_text: TextSink | None = None
+    ) -> LLMResponse:
+        """The whole response. With `on_text`, a provider that can stream does, and calls it
+        with the text so far as it grows; one that cannot ignores it."""
+        ...
 
 
 # ---------------------------------------------------------------- chat platform

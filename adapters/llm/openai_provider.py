@@ -35,7 +35,7 @@ from bot.errors import (
     ProviderRateLimited,
     ProviderUnavailable,
 )
-from bot.ports import LLMRequest, LLMResponse
+from bot.ports import LLMRequest, LLMResponse, TextSink
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +100,9 @@ class OpenAIProvider:
     ) -> None:
         await self.aclose()
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
+    async def complete(
+        self, request: LLMRequest, *, on_text: TextSink | None = None
+    ) -> LLMResponse:
         payload = to_request(request)
         bad_responses = 0
         attempt = 0

@@ -29,7 +29,7 @@ from typing import Any
 from bot.context.compaction import INSTRUCTION_MARKER, extractive_summary
 from bot.context.tokens import estimate_history_tokens, estimate_text_tokens
 from bot.domain.messages import ChatMessage, ToolCall
-from bot.ports import LLMRequest, LLMResponse, ToolSpec, Usage
+from bot.ports import LLMRequest, LLMResponse, TextSink, ToolSpec, Usage
 
 CACHE_BLOCK_TOKENS = 64
 ECHO_PREFIX = "Noted: "
@@ -108,7 +108,9 @@ class ScriptedModel:
         """Steps not yet used."""
         return len(self._script)
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
+    async def complete(
+        self, request: LLMRequest, *, on_text: TextSink | None = None
+    ) -> LLMResponse:
         if self._keep_requests:
             self.requests.append(request)
         step: Step

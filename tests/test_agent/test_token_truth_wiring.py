@@ -17,7 +17,7 @@ from bot.agent.ledger import LedgerEntry, LedgerWriter, read_entries
 from bot.agent.metering import CallMetering
 from bot.agent.token_truth import FILE_NAME, TokenTruth
 from bot.errors import ConfigError
-from bot.ports import LLMRequest, LLMResponse, Usage
+from bot.ports import LLMRequest, LLMResponse, TextSink, Usage
 from storage.memory import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 from tests.rig import rig_settings, wire_app
@@ -32,7 +32,9 @@ class CountsDifferently:
         self.model = ScriptedModel()
         self.ratio = ratio
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
+    async def complete(
+        self, request: LLMRequest, *, on_text: TextSink | None = None
+    ) -> LLMResponse:
         response = await self.model.complete(request)
         assert response.usage is not None
         usage = replace(

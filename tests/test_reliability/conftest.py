@@ -23,7 +23,7 @@ from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from bot.domain.ids import SessionKey
 from bot.domain.records import StoredRecord
-from bot.ports import ConversationStore, LLMRequest, LLMResponse
+from bot.ports import ConversationStore, LLMRequest, LLMResponse, TextSink
 from storage.sql import SqlStore
 from tests.bot_process import BotProcess, sqlite_store
 from tests.rig import rig_settings, wire_app
@@ -62,7 +62,9 @@ class GatedModel:
         self.held = asyncio.Event()
         self.requests: list[LLMRequest] = []
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
+    async def complete(
+        self, request: LLMRequest, *, on_text: TextSink | None = None
+    ) -> LLMResponse:
         self.requests.append(request)
         if self.hold(request):
             self.held.set()

@@ -6,7 +6,7 @@ import asyncio
 import re
 from collections import Counter
 
-from bot.ports import LLMRequest, LLMResponse
+from bot.ports import LLMRequest, LLMResponse, TextSink
 
 TAG = re.compile(r"\bc(-?\d+)-m(\d+)\b")
 
@@ -29,7 +29,9 @@ class OverlapProbe:
         self.overlaps = 0
         self.calls = 0
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
+    async def complete(
+        self, request: LLMRequest, *, on_text: TextSink | None = None
+    ) -> LLMResponse:
         user = next(m.content for m in reversed(request.messages) if m.role == "user")
         found = TAG.search(user)
         assert found is not None, user
