@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -15,10 +16,10 @@ from adapters.llm.fake_anthropic import FakeAnthropicServer
 from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
-from bot.app.wiring import build_provider
-from bot.config import ProviderProfile
+from bot.app.wiring import build_provider, build_routes
+from bot.config import ProviderProfile, load_settings
 from bot.domain.messages import ChatMessage
-from bot.errors import ContextOverflow, ProviderBadResponse, ProviderUnavailable
+from bot.errors import ConfigError, ContextOverflow, ProviderBadResponse, ProviderUnavailable
 from bot.ports import CachePlan, LLMRequest, ToolSpec, Usage
 
 KEY = "sk-ant-test-key"
@@ -292,3 +293,37 @@ async def test_a_profile_that_does_not_stream_ignores_on_text() -> None:
     assert response.text
     assert drafts == []
     assert "stream" not in server.requests[0]
+
+
+async def test_env_and_toml_routes_pick_kind_and_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "bot.toml"
+    config.write_text(
+        '[providers.claude]\nbase_url = "https://api.anthropic.com"\nkind = "anthropic"\n'
+        'cache_ttl = "1h"\nmodel = "claude-sonnet-4-5"\n'
+        '[providers.router]\nbase_url = "https://openrouter.ai/api/v1"\ncache = "off"\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("LLM_BASE_URL", "https://api.deepseek.com/anthropic")
+    monkeypatch.setenv("LLM_KIND", "anthropic")
+    monkeypatch.setenv("LLM_CACHE", "auto")
+    monkeypatch.setenv("LLM_CACHE_TTL", "1h")
+    routes = build_routes(load_settings(config))
+    try:
+        default = routes.resolve("default").provider
+        claude = routes.resolve("claude").provider
+        router = routes.resolve("router").provider
+        assert isinstance(default, AnthropicProvider)
+        assert default.options.cache == "auto"
+        assert default.options.cache_ttl == "1h"
+        assert isinstance(claude, AnthropicProvider)
+        assert claude.options.cache == "breakpoints"
+        assert claude.options.cache_ttl == "1h"
+        assert type(router) is OpenAIProvider
+        assert not router.options.marks_breakpoints
+    finally:
+        await routes.aclose()
+    monkeypatch.setenv("LLM_CACHE", "sometimes")
+    with pytest.raises(ConfigError, match="LLM_CACHE"):
+        load_settings()
