@@ -245,6 +245,12 @@ class OpenAIProvider:
                         response.status_code, self._scrub(text), response.headers
                     )
                     raise self._failed(error, response.headers)
+                if response.headers.get("content-type", "").startswith("application/json"):
+                    # a server (or proxy) that does not stream answers with the whole body
+                    whole = await self._whole_body(response)
+                    if whole.text:
+                        await on_text(whole.text)
+                    return whole
                 event = ""
                 data: list[str] = []
                 async for line in response.aiter_lines():
@@ -269,6 +275,14 @@ class OpenAIProvider:
         except httpx.TransportError as exc:
             raise self._unreachable(exc) from exc
         return self._mapped(state.result)
+
+    async def _whole_body(self, response: httpx.Response) -> LLMResponse:
+        try:
+            body = json.loads(await response.aread())
+        except ValueError as exc:
+            not_json = ProviderBadResponse(f"HTTP {response.status_code}: body is not JSON")
+            raise _Failed(not_json, kind="bad_body") from exc
+        return self._mapped(lambda: self._decode(body))
 
     async def _dispatch(self, state: _Stream, event: str, raw: str, on_text: TextSink) -> bool:
         """Feed one SSE event; True at the end of the stream (`[DONE]`)."""

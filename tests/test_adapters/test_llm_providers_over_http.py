@@ -327,3 +327,14 @@ async def test_env_and_toml_routes_pick_kind_and_cache(
     monkeypatch.setenv("LLM_CACHE", "sometimes")
     with pytest.raises(ConfigError, match="LLM_CACHE"):
         load_settings()
+
+
+async def test_a_server_that_ignores_stream_still_answers() -> None:
+    body = json.loads((Path(__file__).parents[1] / "fixtures/llm/openai/usage.json").read_text())
+    transport = httpx.MockTransport(lambda _: httpx.Response(200, json=body["body"]))
+    drafts = Drafts()
+    async with OpenAIProvider("https://x/v1", "k", transport=transport) as provider:
+        response = await provider.complete(turn([], "q"), on_text=drafts)
+    assert response.text == "Done."
+    assert drafts == ["Done."]
+    assert usage_tuple(response.usage) == (12480, 64, 10240, 1920)
