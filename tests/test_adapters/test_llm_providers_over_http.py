@@ -4,9 +4,11 @@ with the breakpoints sent, SSE streaming, errors mid-stream."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -338,3 +340,28 @@ async def test_a_server_that_ignores_stream_still_answers() -> None:
     assert response.text == "Done."
     assert drafts == ["Done."]
     assert usage_tuple(response.usage) == (12480, 64, 10240, 1920)
+
+
+OVERFLOWS = sorted((Path(__file__).parents[1] / "fixtures" / "llm").glob("*/overflow*.json"))
+
+
+@pytest.mark.parametrize("path", OVERFLOWS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_overflow_reaches_the_caller_as_context_overflow_at_once(path: Path) -> None:
+    """Through the real adapter: no retry, the reactive recovery gets `ContextOverflow`."""
+    fixture = json.loads(path.read_text(encoding="utf-8"))
+    asyncio.run(_overflow_once(path, fixture))
+
+
+async def _overflow_once(path: Path, fixture: Any) -> None:
+    calls: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        return httpx.Response(fixture["status"], json=fixture["body"])
+
+    kind = AnthropicProvider if path.parent.name == "anthropic" else OpenAIProvider
+    transport = httpx.MockTransport(answer)
+    async with kind("https://x/v1", KEY, transport=transport) as provider:
+        with pytest.raises(ContextOverflow):
+            await provider.complete(turn([], "q"))
+    assert len(calls) == 1
