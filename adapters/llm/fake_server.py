@@ -60,6 +60,7 @@ class FakeOpenAIServer:
         delay: float = 0.0,
         model_name: str = "fake-model",
         cache: Literal["none", "auto", "breakpoints"] = "none",
+        usage_shape: Literal["openai", "deepseek", "moonshot"] = "openai",
     ) -> None:
         self.model: LLMProvider = model if model is not None else ScriptedModel()
         self.requests: list[dict[str, Any]] = []
@@ -68,6 +69,10 @@ class FakeOpenAIServer:
         self.reported: list[Usage | None] = []
         """The usage each answer reported, in order."""
         self.cache = PrefixCache(mode=cache) if cache != "none" else None
+        self.usage_shape = usage_shape
+        """Whose usage fields the answers carry: OpenAI's `prompt_tokens_details`,
+        DeepSeek's `prompt_cache_hit/miss_tokens` (with the nested zero newer responses also
+        carry) or Moonshot's top-level `cached_tokens`."""
         self.delay = delay
         """Seconds every answer waits (after `delay_next` delays are used up)."""
         self.model_name = model_name
@@ -188,6 +193,8 @@ class FakeOpenAIServer:
             )
         self.reported.append(response.usage)
         answer = to_response(response, model=model)
+        if "usage" in answer:
+            answer["usage"] = _shaped(answer["usage"], self.usage_shape)
         if body.get("stream") is True:
             return await self._stream(http_request, answer, body)
         return web.json_response(answer)
@@ -233,6 +240,27 @@ class FakeOpenAIServer:
     async def _wait(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._closing.wait(), timeout=seconds)
+
+
+def _shaped(usage: dict[str, Any], shape: str) -> dict[str, Any]:
+    cached = usage["prompt_tokens_details"]["cached_tokens"]
+    if shape == "deepseek":
+        return {
+            "prompt_tokens": usage["prompt_tokens"],
+            "completion_tokens": usage["completion_tokens"],
+            "total_tokens": usage["total_tokens"],
+            "prompt_tokens_details": {"cached_tokens": 0},
+            "prompt_cache_hit_tokens": cached,
+            "prompt_cache_miss_tokens": usage["prompt_tokens"] - cached,
+        }
+    if shape == "moonshot":
+        return {
+            "prompt_tokens": usage["prompt_tokens"],
+            "completion_tokens": usage["completion_tokens"],
+            "total_tokens": usage["total_tokens"],
+            "cached_tokens": cached,
+        }
+    return usage
 
 
 def _refusal(body: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -8,7 +8,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
@@ -365,3 +365,20 @@ async def _overflow_once(path: Path, fixture: Any) -> None:
         with pytest.raises(ContextOverflow):
             await provider.complete(turn([], "q"))
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("shape", ["openai", "deepseek", "moonshot"])
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_automatic_cache_usage_in_each_providers_shape(
+    shape: Literal["openai", "deepseek", "moonshot"], stream: bool
+) -> None:
+    async with FakeOpenAIServer(ScriptedModel(), cache="auto", usage_shape=shape) as server:
+        provider = OpenAIProvider(server.base_url, "sk-long-enough-key")
+        try:
+            usages = await three_turns(provider, stream=stream)
+        finally:
+            await provider.aclose()
+    assert [usage_tuple(u) for u in usages] == [usage_tuple(u) for u in server.reported]
+    assert usages[-1] is not None
+    assert usages[-1].cached_tokens > 0
+    assert all(u is not None and u.cache_write_tokens == 0 for u in usages)
