@@ -228,7 +228,7 @@ class OpenAIProvider:
                 not_json = ProviderBadResponse(f"HTTP {response.status_code}: body is not JSON")
                 raise _Failed(not_json, kind="bad_body") from exc
             return self._mapped(lambda: self._decode(body))
-        error = classify_error(response.status_code, self._scrub(response.text), response.headers)
+        error = self._classified(response.status_code, response.text, response.headers)
         raise self._failed(error, response.headers)
 
     async def _attempt_stream(
@@ -241,9 +241,7 @@ class OpenAIProvider:
             ) as response:
                 if not response.is_success:
                     text = (await response.aread()).decode("utf-8", "replace")
-                    error = classify_error(
-                        response.status_code, self._scrub(text), response.headers
-                    )
+                    error = self._classified(response.status_code, text, response.headers)
                     raise self._failed(error, response.headers)
                 if response.headers.get("content-type", "").startswith("application/json"):
                     # a server (or proxy) that does not stream answers with the whole body
@@ -326,6 +324,19 @@ class OpenAIProvider:
     def _unreachable(self, exc: Exception) -> _Failed:
         message = self._scrub(f"cannot reach {self._url}: {type(exc).__name__}: {exc}")
         return _Failed(ProviderUnavailable(message))
+
+    def _classified(
+        self, status: int, text: str, headers: Mapping[str, str] | None
+    ) -> ProviderError:
+        """The error branch of a response, read from the provider's own words (a short key
+        must not break a phrase), its message scrubbed of the key afterwards."""
+        error = classify_error(status, text, headers)
+        scrubbed = self._scrub(str(error))
+        if scrubbed == str(error):
+            return error
+        if isinstance(error, ProviderRateLimited):
+            return ProviderRateLimited(scrubbed, retry_after=error.retry_after)
+        return type(error)(scrubbed)
 
     def _scrub(self, text: str) -> str:
         if self._api_key and self._api_key in text:
