@@ -82,9 +82,10 @@ def to_request(
 def breakpoint_indexes(request: LLMRequest, limit: int) -> tuple[int, ...]:
     """The plan's points a wire may mark, oldest first, at most `limit`.
 
-    A point outside the messages, or on the current (last user) message or after it, is
-    refused whatever the plan says: its per-turn blocks are dropped next turn, so a write
-    there is never read. Over the limit, the points the next request reads first win: the
+    A point outside the messages, or on the current (last user) message, is refused whatever
+    the plan says: its per-turn blocks are dropped next turn, so a write there is never read.
+    (A point after it, a tool step of the same turn, is the plan's call: the next step of
+    the turn repeats it.) Over the limit, the points the next request reads first win: the
     last stable message, the previous read point, the system prompt, the window head.
     """
     plan = request.cache_plan
@@ -94,7 +95,9 @@ def breakpoint_indexes(request: LLMRequest, limit: int) -> tuple[int, ...]:
     ranked = (plan.last_stable, plan.previous_read, plan.system_end, plan.window_head)
     chosen: list[int] = []
     for index in ranked:
-        if index is None or index in chosen or not 0 <= index < current:
+        if index is None or index in chosen or index == current:
+            continue
+        if not 0 <= index < len(request.messages):
             continue
         if len(chosen) < limit:
             chosen.append(index)

@@ -4,6 +4,7 @@ billed and overflow from every provider's own bodies (fixtures under tests/fixtu
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -312,3 +313,23 @@ def test_anthropic_error_and_retry_headers() -> None:
     assert getattr(limited, "retry_after", None) == 7.0
     with pytest.raises(ProviderUnavailable):
         anthropic_wire.StreamState().feed("error", body)
+
+
+def test_a_tool_step_after_the_current_message_may_be_a_point() -> None:
+    base = conversation(None)
+    step = LLMRequest(
+        model="m",
+        messages=(
+            *base.messages,
+            ChatMessage(
+                role="assistant",
+                content="",
+                tool_calls=(ToolCall(id="c2", name="search", arguments="{}"),),
+            ),
+            ChatMessage(role="tool", content="more", tool_call_id="c2", name="search"),
+        ),
+        cache_plan=CachePlan(system_end=0, previous_read=5, last_stable=8),
+    )
+    assert openai_wire.breakpoint_indexes(step, 4) == (0, 5, 8)
+    refused = CachePlan(system_end=0, last_stable=6)
+    assert openai_wire.breakpoint_indexes(replace(step, cache_plan=refused), 4) == (0,)
