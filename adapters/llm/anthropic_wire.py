@@ -70,10 +70,10 @@ def to_request(
         else:
             messages.append({"role": role, "content": blocks})
         last_block[index] = blocks[-1]
+    marker: JSON = {"type": "ephemeral"}
+    if options.cache_ttl == "1h":
+        marker["ttl"] = "1h"
     if options.marks_breakpoints:
-        marker: JSON = {"type": "ephemeral"}
-        if options.cache_ttl == "1h":
-            marker["ttl"] = "1h"
         for index in breakpoint_indexes(request, MAX_BREAKPOINTS):
             target = last_block.get(index)
             if target is not None:
@@ -83,6 +83,10 @@ def to_request(
         "max_tokens": request.max_output_tokens or DEFAULT_MAX_TOKENS,
         "messages": messages,
     }
+    if options.cache == "auto":
+        # Anthropic's automatic mode: one breakpoint on the last cacheable block (the newest
+        # message, whose per-turn blocks the next request drops, so its write is never read)
+        body["cache_control"] = marker
     if system:
         body["system"] = system
     if request.tools:
@@ -306,15 +310,20 @@ class Breakpoint:
 
 
 def cache_breakpoints(body: Mapping[str, Any]) -> list[Breakpoint]:
-    """Every `cache_control` in the body, in prefix order (tools, system, messages)."""
+    """Every `cache_control` in the body, in prefix order (tools, system, messages); a
+    top-level one (automatic mode) is a breakpoint on the last block."""
     found: list[Breakpoint] = []
     position = 0
+    place = "tools"
     for place, blocks in _prefix_blocks(body):
         for block in blocks:
             position += 1
             marker = block.get("cache_control") if isinstance(block, Mapping) else None
             if isinstance(marker, Mapping):
                 found.append(Breakpoint(place, position, str(marker.get("ttl", "5m"))))
+    automatic = body.get("cache_control")
+    if isinstance(automatic, Mapping) and position:
+        found.append(Breakpoint(place, position, str(automatic.get("ttl", "5m"))))
     return found
 
 

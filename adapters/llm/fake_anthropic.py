@@ -195,6 +195,8 @@ def _blocks(body: dict[str, Any]) -> list[Block]:
         content = message.get("content")
         for block in content if isinstance(content, list) else [content]:
             blocks.append(_block(block, role=message.get("role")))
+    if isinstance(body.get("cache_control"), dict) and blocks:
+        blocks[-1] = Block(blocks[-1].content, marked=True)  # automatic mode: the last block
     return blocks
 
 

@@ -382,3 +382,20 @@ async def test_automatic_cache_usage_in_each_providers_shape(
     assert usages[-1] is not None
     assert usages[-1].cached_tokens > 0
     assert all(u is not None and u.cache_write_tokens == 0 for u in usages)
+
+
+async def test_anthropic_automatic_mode_writes_what_is_never_read(
+    anthropic: FakeAnthropicServer,
+) -> None:
+    """Automatic mode marks the newest block, which carries the per-turn blocks: each turn
+    writes, the next cannot read it; our breakpoints read the stable prefix back."""
+    auto = options_for("https://api.anthropic.com", kind="anthropic", cache="auto")
+    async with AnthropicProvider(anthropic.base_url, KEY, options=auto) as provider:
+        automatic = await three_turns(provider)
+    assert all("cache_control" in body for body in anthropic.requests)
+    anthropic.prompt_cache = type(anthropic.prompt_cache)(mode="breakpoints")
+    async with AnthropicProvider(anthropic.base_url, KEY) as provider:
+        planned = await three_turns(provider)
+    assert sum(u.cached_tokens for u in automatic if u) == 0
+    assert sum(u.cache_write_tokens for u in automatic if u) > 0
+    assert sum(u.cached_tokens for u in planned if u) > 0
