@@ -573,23 +573,6 @@ def error_body(
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
-__all__ = (
-    "StreamState",
-    "anthropic_usage",
-    "breakpoint_indexes",
-    "classify_error",
-    "current_index",
-    "error_body",
-    "error_in_body",
-    "from_request",
-    "from_response",
-    "retry_after_seconds",
-    "to_request",
-    "to_response",
-    "usage_from_wire",
-)
-
-
 # ---------------------------------------------------------------- client side: streaming
 
 
@@ -657,3 +640,20 @@ class StreamState:
             finish_reason=self.finish_reason,
             model=self.model,
         )
+
+
+__all__ = (
+    "StreamState",
+    "anthropic_usage",
+    "breakpoint_indexes",
+    "classify_error",
+    "current_index",
+    "error_body",
+    "error_in_body",
+    "from_request",
+    "from_response",
+    "retry_after_seconds",
+    "to_request",
+    "to_response",
+    "usage_from_wire",
+)
