@@ -56,6 +56,8 @@ def to_request(
     leading = True
     for index, message in enumerate(request.messages):
         if message.role == "system" and leading:
+            if not message.content:
+                continue  # the API refuses empty text blocks
             block: JSON = {"type": "text", "text": message.content}
             system.append(block)
             last_block[index] = block

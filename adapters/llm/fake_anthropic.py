@@ -169,6 +169,10 @@ def _refusal(body: dict[str, Any]) -> str | None:
                 f"messages.{index}.role: Input should be 'user' or 'assistant' (a system "
                 "prompt goes in the top-level system parameter)"
             )
+    for block in _blocks(body):
+        inner = block.content.get("block") if isinstance(block.content, dict) else None
+        if isinstance(inner, dict) and inner.get("type") == "text" and not inner.get("text"):
+            return "text content blocks must be non-empty"
     points = cache_breakpoints(body)
     if len(points) > MAX_CACHE_CONTROL:
         return (

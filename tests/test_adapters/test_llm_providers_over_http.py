@@ -399,3 +399,32 @@ async def test_anthropic_automatic_mode_writes_what_is_never_read(
     assert sum(u.cached_tokens for u in automatic if u) == 0
     assert sum(u.cache_write_tokens for u in automatic if u) > 0
     assert sum(u.cached_tokens for u in planned if u) > 0
+
+
+async def test_empty_messages_never_become_empty_anthropic_blocks(
+    anthropic: FakeAnthropicServer,
+) -> None:
+    request = LLMRequest(
+        model="m",
+        messages=(
+            ChatMessage(role="system", content=""),
+            ChatMessage(role="user", content="hi"),
+            ChatMessage(role="assistant", content=""),
+            ChatMessage(role="user", content="again"),
+        ),
+    )
+    async with AnthropicProvider(anthropic.base_url, KEY, max_retries=0) as provider:
+        response = await provider.complete(request)
+    assert response.text
+    async with httpx.AsyncClient() as client:
+        refused = await client.post(
+            anthropic.base_url + "/v1/messages",
+            json={
+                "model": "m",
+                "max_tokens": 5,
+                "system": [{"type": "text", "text": ""}],
+                "messages": [{"role": "user", "content": "x"}],
+            },
+            headers={"x-api-key": KEY, "anthropic-version": "2023-06-01"},
+        )
+    assert refused.status_code == 400
