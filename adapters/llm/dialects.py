@@ -64,7 +64,9 @@ class WireOptions:
         return self.kind == "anthropic" or self.cache_dialect != "none"
 
 
-_OPENAI = WireOptions(prompt_cache_key=True)
+_OPENAI = WireOptions(prompt_cache_key=True, cache="breakpoints", cache_dialect="openai_breakpoint")
+"""Explicit breakpoints go only to GPT-5.6 and later (decided per request, since `/model`
+may switch a route's model); older models keep the automatic cache."""
 _ANTHROPIC = WireOptions(kind="anthropic", cache="breakpoints")
 _CACHE_CONTROL = WireOptions(cache="breakpoints", cache_dialect="cache_control")
 
@@ -99,7 +101,6 @@ def options_for(
     base_url: str,
     *,
     kind: Kind | None = None,
-    model: str = "",
     cache: CacheMode | None = None,
     cache_ttl: CacheTTL | None = None,
     prompt_cache_key: bool | None = None,
@@ -117,8 +118,6 @@ def options_for(
     elif kind == "openai" and base.kind != "openai":
         base = WireOptions()
     options = base
-    if host == "api.openai.com" and _is_gpt56_or_later(model):
-        options = replace(options, cache="breakpoints", cache_dialect="openai_breakpoint")
     overrides: dict[str, object] = {
         "cache": cache,
         "cache_ttl": cache_ttl,
@@ -139,9 +138,9 @@ def max_tokens_key(options: WireOptions, model: str) -> MaxTokensParam:
     return "max_completion_tokens" if name.startswith(_REASONING_PREFIXES) else "max_tokens"
 
 
-def _is_gpt56_or_later(model: str) -> bool:
+def is_gpt56_or_later(model: str) -> bool:
     """`gpt-5.6`, `gpt-5.7-mini`, `gpt-6`…: the families with explicit breakpoints."""
-    name = model.lower().removeprefix("gpt-")
+    name = model.lower().rpartition("/")[2].removeprefix("gpt-")
     head = name.split("-", 1)[0]
     major, _, minor = head.partition(".")
     if not major.isdigit():
@@ -160,6 +159,7 @@ __all__ = [
     "MaxTokensParam",
     "WireOptions",
     "host_of",
+    "is_gpt56_or_later",
     "max_tokens_key",
     "options_for",
 ]

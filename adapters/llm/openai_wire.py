@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from adapters.llm.dialects import WireOptions, max_tokens_key
+from adapters.llm.dialects import WireOptions, is_gpt56_or_later, max_tokens_key
 from bot.domain.messages import ChatMessage, Role, ToolCall
 from bot.errors import (
     ContextOverflow,
@@ -114,6 +114,8 @@ def current_index(messages: tuple[ChatMessage, ...]) -> int:
 
 def _mark_breakpoints(messages: list[JSON], request: LLMRequest, options: WireOptions) -> None:
     if options.cache_dialect == "openai_breakpoint":
+        if not is_gpt56_or_later(request.model):
+            return  # older models take no explicit breakpoint; their cache is automatic
         candidates = [
             i for i, m in enumerate(request.messages) if m.role in _OPENAI_BREAKPOINT_ROLES
         ]

@@ -65,7 +65,6 @@ def build_provider(
     options = options_for(
         profile.base_url,
         kind=profile.kind,
-        model=profile.model,
         cache=profile.cache,
         cache_ttl=profile.cache_ttl,
         prompt_cache_key=profile.prompt_cache_key,

@@ -189,17 +189,22 @@ def test_cache_off_and_auto_send_no_markers() -> None:
 
 
 def test_gpt56_gets_explicit_breakpoints_not_on_assistant_output() -> None:
-    options = options_for("https://api.openai.com/v1", model="gpt-5.6")
+    options = options_for("https://api.openai.com/v1")
     assert options.cache_dialect == "openai_breakpoint"
-    body = openai_wire.to_request(conversation(PLAN), options)
+    body = openai_wire.to_request(replace(conversation(PLAN), model="gpt-5.6"), options)
     found = markers(body, "prompt_cache_breakpoint")
     assert found == [0, 1, 4]  # three at most (the implicit one takes the fourth); no assistant
     assert markers(body) == []
     assert body["prompt_cache_key"] == "s1"
-    older = options_for("https://api.openai.com/v1", model="gpt-4.1")
-    assert (
-        markers(openai_wire.to_request(conversation(PLAN), older), "prompt_cache_breakpoint") == []
-    )
+    for model in ("gpt-4.1", "gpt-5", "gpt-5.5-mini", "o3"):
+        older = openai_wire.to_request(replace(conversation(PLAN), model=model), options)
+        assert markers(older, "prompt_cache_breakpoint") == [], model
+    for model in ("gpt-5.6-mini", "gpt-6", "openai/gpt-5.7"):
+        newer = openai_wire.to_request(replace(conversation(PLAN), model=model), options)
+        assert markers(newer, "prompt_cache_breakpoint") == [0, 1, 4], model
+    auto = options_for("https://api.openai.com/v1", cache="auto")
+    plain = openai_wire.to_request(replace(conversation(PLAN), model="gpt-5.6"), auto)
+    assert markers(plain, "prompt_cache_breakpoint") == []
 
 
 def test_max_tokens_param_by_model_and_profile() -> None:
