@@ -169,6 +169,9 @@ def _refusal(body: dict[str, Any]) -> str | None:
                 f"messages.{index}.role: Input should be 'user' or 'assistant' (a system "
                 "prompt goes in the top-level system parameter)"
             )
+    unanswered = _unanswered_tool_use(body.get("messages") or [])
+    if unanswered is not None:
+        return unanswered
     for block in _blocks(body):
         inner = block.content.get("block") if isinstance(block.content, dict) else None
         if isinstance(inner, dict) and inner.get("type") == "text" and not inner.get("text"):
@@ -185,6 +188,32 @@ def _refusal(body: dict[str, Any]) -> str | None:
             seen_short = True
         elif seen_short:
             return "a ttl='1h' cache_control block must not come after a ttl='5m' one"
+    return None
+
+
+def _unanswered_tool_use(messages: list[Any]) -> str | None:
+    """The API's rule: every `tool_use` is answered by a `tool_result` in the very next
+    message, which is a user message that starts with those results."""
+    for index, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            continue
+        ids = [b.get("id") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+        if not ids:
+            continue
+        following = messages[index + 1] if index + 1 < len(messages) else {}
+        answer = following.get("content") if isinstance(following, dict) else None
+        blocks = answer if isinstance(answer, list) else []
+        leading = []
+        for block in blocks:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                break
+            leading.append(block.get("tool_use_id"))
+        if following.get("role") != "user" or set(ids) - set(leading):
+            return (
+                f"messages.{index + 1}: `tool_use` ids were found without `tool_result` "
+                "blocks immediately after"
+            )
     return None
 
 

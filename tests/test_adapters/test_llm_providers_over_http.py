@@ -428,3 +428,26 @@ async def test_empty_messages_never_become_empty_anthropic_blocks(
             headers={"x-api-key": KEY, "anthropic-version": "2023-06-01"},
         )
     assert refused.status_code == 400
+
+
+async def test_the_fake_anthropic_refuses_an_unanswered_tool_use(
+    anthropic: FakeAnthropicServer,
+) -> None:
+    use = {"type": "tool_use", "id": "toolu_1", "name": "search", "input": {}}
+    body = {
+        "model": "m",
+        "max_tokens": 5,
+        "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": [use]},
+            {"role": "user", "content": [{"type": "text", "text": "no result"}]},
+        ],
+    }
+    async with httpx.AsyncClient() as client:
+        refused = await client.post(
+            anthropic.base_url + "/v1/messages",
+            json=body,
+            headers={"x-api-key": KEY, "anthropic-version": "2023-06-01"},
+        )
+    assert refused.status_code == 400
+    assert "tool_result" in refused.json()["error"]["message"]
