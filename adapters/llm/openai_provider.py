@@ -305,7 +305,7 @@ class OpenAIProvider:
             unmapped = ProviderBadResponse(self._scrub(str(exc)))
             raise _Failed(unmapped, kind="bad_body") from None
         except ProviderError as exc:
-            raise self._failed(exc, None) from None
+            raise self._failed(self._scrubbed(exc), None) from None
 
     def _failed(self, error: ProviderError, headers: Mapping[str, str] | None) -> _Failed:
         match error:
@@ -330,7 +330,10 @@ class OpenAIProvider:
     ) -> ProviderError:
         """The error branch of a response, read from the provider's own words (a short key
         must not break a phrase), its message scrubbed of the key afterwards."""
-        error = classify_error(status, text, headers)
+        return self._scrubbed(classify_error(status, text, headers))
+
+    def _scrubbed(self, error: ProviderError) -> ProviderError:
+        """`error` with the key taken out of its message."""
         scrubbed = self._scrub(str(error))
         if scrubbed == str(error):
             return error
