@@ -95,11 +95,29 @@ class RuntimeSettings(BaseModel):
     max_retries: int = Field(3, ge=0)
 
 
+ProviderKind = Literal["openai", "anthropic"]
+CacheSetting = Literal["auto", "breakpoints", "off"]
+CacheTTLSetting = Literal["5m", "1h"]
+
+
 class ProviderProfile(BaseModel):
-    """One OpenAI-compatible endpoint. The key is read from the env variable `api_key_env`."""
+    """One endpoint (`[providers.<name>]`). The key is read from the env variable
+    `api_key_env`. Unset dialect settings take the defaults of the base URL's host."""
 
     base_url: str
     api_key_env: str | None = None
+    kind: ProviderKind = "openai"
+    """`openai` (chat completions) or `anthropic` (the native Messages API)."""
+    cache: CacheSetting | None = None
+    """`breakpoints` marks the cache plan, `auto` leaves caching to the provider, `off` sends
+    no cache hints; unset: `breakpoints` for anthropic and the hosts that take markers."""
+    cache_ttl: CacheTTLSetting = "5m"
+    prompt_cache_key: bool | None = None
+    """Send one key per chat session as `prompt_cache_key`; unset: on for api.openai.com."""
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None
+    """Unset: `max_completion_tokens` for GPT-5-family and o-series models."""
+    stream: bool = True
+    """Stream replies where a live draft asks for it."""
     model: str = ""
     context_window: int = 0
     tokenizer_file: Path | None = None
@@ -163,6 +181,9 @@ class Settings(BaseSettings):
     llm_base_url: str | None = None
     llm_api_key: SecretStr | None = None
     llm_model: str = "offline-demo"
+    llm_kind: ProviderKind = "openai"
+    llm_cache: CacheSetting | None = None
+    llm_cache_ttl: CacheTTLSetting = "5m"
     llm_context_window: int = Field(0, ge=0)
     llm_tokenizer_file: Path | None = None
     llm_tokenizer_pattern: str | None = None
@@ -210,6 +231,14 @@ class Settings(BaseSettings):
     def _telegram_secret(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None and not _WEBHOOK_SECRET.fullmatch(value.get_secret_value()):
             raise ValueError("expected 1-256 characters of A-Z, a-z, 0-9, _ and -")
+        return value
+
+    @field_validator("providers")
+    @classmethod
+    def _provider_urls(cls, value: dict[str, ProviderProfile]) -> dict[str, ProviderProfile]:
+        for name, profile in value.items():
+            if not profile.base_url.startswith(("http://", "https://")):
+                raise ValueError(f"providers.{name}.base_url: expected an http(s) URL")
         return value
 
     @field_validator("telegram_api_base", "llm_base_url", "webhook_url", "dashboard_url")

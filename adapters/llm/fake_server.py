@@ -7,6 +7,12 @@ delegate raises come back as the HTTP errors a real provider sends (overflow →
 `context_length_exceeded`, rate limit → 429 with `Retry-After`, unavailable → 503, a bad
 response → an empty reply). `fail_next` and `delay_next` inject failures and slowness.
 
+It validates what OpenAI rejects (`max_tokens` for GPT-5-family and o-series models, 400
+`unsupported_parameter`; more than 4 `cache_control` parts, which OpenRouter's Anthropic
+upstreams refuse), streams SSE chunks when asked (`stream: true`, the usage in a last chunk
+with `stream_options.include_usage`), and with `cache` set reports usage from
+`fake_cache.PrefixCache` (`reported` keeps each usage it sent).
+
 Run alone with `python -m adapters.llm.fake_server [--port N]` (the demo model answers).
 """
 
@@ -21,14 +27,19 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from aiohttp import web
 
+from adapters.llm.fake_cache import Block, PrefixCache
 from adapters.llm.openai_wire import error_body, from_request, to_response
 from adapters.llm.scripted import ScriptedModel
 from bot.errors import ContextOverflow, ProviderBadResponse, ProviderError, ProviderRateLimited
-from bot.ports import LLMProvider, LLMResponse
+from bot.ports import LLMProvider, LLMResponse, Usage
+
+_COMPLETION_ONLY = ("gpt-5", "o1", "o3", "o4")
+"""Models that reject `max_tokens` (they take `max_completion_tokens`)."""
+_MARKERS = ("cache_control", "prompt_cache_breakpoint")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,9 +59,20 @@ class FakeOpenAIServer:
         port: int = 0,
         delay: float = 0.0,
         model_name: str = "fake-model",
+        cache: Literal["none", "auto", "breakpoints"] = "none",
+        usage_shape: Literal["openai", "deepseek", "moonshot"] = "openai",
     ) -> None:
         self.model: LLMProvider = model if model is not None else ScriptedModel()
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        """The headers of each request, lower-cased names."""
+        self.reported: list[Usage | None] = []
+        """The usage each answer reported, in order."""
+        self.cache = PrefixCache(mode=cache) if cache != "none" else None
+        self.usage_shape = usage_shape
+        """Whose usage fields the answers carry: OpenAI's `prompt_tokens_details`,
+        DeepSeek's `prompt_cache_hit/miss_tokens` (with the nested zero newer responses also
+        carry) or Moonshot's top-level `cached_tokens`."""
         self.delay = delay
         """Seconds every answer waits (after `delay_next` delays are used up)."""
         self.model_name = model_name
@@ -117,7 +139,7 @@ class FakeOpenAIServer:
     async def _models(self, _: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": self.model_name}]})
 
-    async def _complete(self, http_request: web.Request) -> web.Response:
+    async def _complete(self, http_request: web.Request) -> web.StreamResponse:
         raw = await http_request.text()
         try:
             body = json.loads(raw)
@@ -125,12 +147,16 @@ class FakeOpenAIServer:
             self.requests.append({"invalid_json": raw})
             return web.json_response(error_body("request body is not JSON"), status=400)
         self.requests.append(body)
+        self.headers.append({k.lower(): v for k, v in http_request.headers.items()})
         delay = self._delays.popleft() if self._delays else self.delay
         if delay > 0:
             await self._wait(delay)
         if self._failures:
             injected = self._failures.popleft()
             return _error_response(injected.status, injected.body, injected.headers)
+        refused = _refusal(body)
+        if refused is not None:
+            return web.json_response(refused, status=400)
         try:
             request = from_request(body)
         except ValueError as exc:
@@ -150,11 +176,131 @@ class FakeOpenAIServer:
         except ProviderError as exc:
             return _error_response(503, error_body(str(exc), kind="server_error"))
         model = request.model or self.model_name
-        return web.json_response(to_response(response, model=model))
+        if self.cache is not None:
+            seen = self.cache.account(_blocks(body))
+            output = response.usage.output_tokens if response.usage else len(response.text) // 4
+            response = LLMResponse(
+                text=response.text,
+                tool_calls=response.tool_calls,
+                finish_reason=response.finish_reason,
+                model=response.model,
+                usage=Usage(
+                    input_tokens=seen.total,
+                    output_tokens=output,
+                    cached_tokens=seen.read,
+                    cache_write_tokens=seen.written,
+                ),
+            )
+        self.reported.append(response.usage)
+        answer = to_response(response, model=model)
+        if "usage" in answer:
+            answer["usage"] = _shaped(answer["usage"], self.usage_shape)
+        if body.get("stream") is True:
+            return await self._stream(http_request, answer, body)
+        return web.json_response(answer)
+
+    async def _stream(
+        self, http_request: web.Request, answer: dict[str, Any], body: dict[str, Any]
+    ) -> web.StreamResponse:
+        """The answer as chat-completion chunks: the text in pieces, each tool call as a
+        name chunk and two argument chunks, then the finish reason, then usage."""
+        stream = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await stream.prepare(http_request)
+        base = {"id": answer["id"], "object": "chat.completion.chunk", "model": answer["model"]}
+        choice = answer["choices"][0]
+        message = choice["message"]
+
+        async def send(payload: object) -> None:
+            await stream.write(f"data: {json.dumps(payload, ensure_ascii=False)}\n\n".encode())
+
+        text = message.get("content") or ""
+        await send({**base, "choices": [{"index": 0, "delta": {"role": "assistant"}}]})
+        for start in range(0, len(text), 7):
+            piece = {"content": text[start : start + 7]}
+            await send({**base, "choices": [{"index": 0, "delta": piece}]})
+        for index, call in enumerate(message.get("tool_calls") or []):
+            arguments = call["function"]["arguments"]
+            half = len(arguments) // 2
+            head = {"index": index, "id": call["id"], "type": "function"}
+            for delta in (
+                {**head, "function": {"name": call["function"]["name"], "arguments": ""}},
+                {"index": index, "function": {"arguments": arguments[:half]}},
+                {"index": index, "function": {"arguments": arguments[half:]}},
+            ):
+                await send({**base, "choices": [{"index": 0, "delta": {"tool_calls": [delta]}}]})
+        finish = {"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}
+        await send({**base, "choices": [finish]})
+        options = body.get("stream_options")
+        if isinstance(options, dict) and options.get("include_usage") and "usage" in answer:
+            await send({**base, "choices": [], "usage": answer["usage"]})
+        await stream.write(b"data: [DONE]\n\n")
+        await stream.write_eof()
+        return stream
 
     async def _wait(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._closing.wait(), timeout=seconds)
+
+
+def _shaped(usage: dict[str, Any], shape: str) -> dict[str, Any]:
+    cached = usage["prompt_tokens_details"]["cached_tokens"]
+    if shape == "deepseek":
+        return {
+            "prompt_tokens": usage["prompt_tokens"],
+            "completion_tokens": usage["completion_tokens"],
+            "total_tokens": usage["total_tokens"],
+            "prompt_tokens_details": {"cached_tokens": 0},
+            "prompt_cache_hit_tokens": cached,
+            "prompt_cache_miss_tokens": usage["prompt_tokens"] - cached,
+        }
+    if shape == "moonshot":
+        return {
+            "prompt_tokens": usage["prompt_tokens"],
+            "completion_tokens": usage["completion_tokens"],
+            "total_tokens": usage["total_tokens"],
+            "cached_tokens": cached,
+        }
+    return usage
+
+
+def _refusal(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The 400 body a real endpoint answers this request with, or None."""
+    model = str(body.get("model", "")).lower().rpartition("/")[2]
+    if "max_tokens" in body and model.startswith(_COMPLETION_ONLY):
+        return {
+            "error": {
+                "message": "Unsupported parameter: 'max_tokens' is not supported with this "
+                "model. Use 'max_completion_tokens' instead.",
+                "type": "invalid_request_error",
+                "param": "max_tokens",
+                "code": "unsupported_parameter",
+            }
+        }
+    marked = sum(block.marked for block in _blocks(body))
+    if marked > 4:
+        message = f"A maximum of 4 blocks with cache_control may be provided. Found {marked}."
+        return error_body(message)
+    return None
+
+
+def _blocks(body: Mapping[str, Any]) -> list[Block]:
+    """The request in prefix order (tools, then each message's parts), markers noted."""
+    blocks = [Block(tool) for tool in body.get("tools") or []]
+    for message in body.get("messages") or []:
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        parts = content if isinstance(content, list) else [content]
+        head = {k: v for k, v in message.items() if k != "content"}
+        for part in parts:
+            bare: object
+            if isinstance(part, dict):
+                bare = {k: v for k, v in part.items() if k not in _MARKERS}
+                marked = any(k in part for k in _MARKERS)
+            else:
+                bare, marked = part, False
+            blocks.append(Block({"message": head, "part": bare}, marked=marked))
+    return blocks
 
 
 def _error_response(

@@ -13,22 +13,32 @@ What goes on the wire is `openai_wire`'s job; this module only sends it. Retry p
   improve by asking again and again.
 - `ContextOverflow` and other 4xx are never retried: the caller must change the request.
 
-The API key travels only in the Authorization header; error messages and logs are scrubbed
-of it in case a provider echoes it back.
+The API key travels only in the Authorization header (`x-api-key` for Anthropic); error
+messages and logs are scrubbed of it in case a provider echoes it back.
+
+Streaming: given `on_text` (and a profile that streams), the request asks for an event stream
+and `on_text` gets the reply's text so far as it grows; the result is the response `complete`
+would return without streaming, usage included. An error inside the stream maps to the same
+`ProviderError` branch as an error response. A retried attempt starts its text from scratch.
+
+`AnthropicProvider` is the same transport and retry policy over `anthropic_wire`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal, Protocol, Self, TypeVar
 
 import httpx
 
-from adapters.llm.openai_wire import classify_error, from_response, retry_after_seconds, to_request
+from adapters.llm import anthropic_wire, openai_wire
+from adapters.llm.dialects import WireOptions
+from adapters.llm.openai_wire import classify_error, retry_after_seconds
 from bot.errors import (
     ProviderBadResponse,
     ProviderError,
@@ -40,11 +50,38 @@ from bot.ports import LLMRequest, LLMResponse, TextSink
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_RETRY_AFTER = 60.0
+_T = TypeVar("_T")
 _BAD_RESPONSE_RETRIES = 1
+
+
+class _Stream(Protocol):
+    def feed(self, event: str, data: Mapping[str, Any]) -> bool: ...
+
+    def result(self) -> LLMResponse: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+class _OpenAIStream:
+    def __init__(self) -> None:
+        self._state = openai_wire.StreamState()
+
+    @property
+    def text(self) -> str:
+        return self._state.text
+
+    def feed(self, event: str, data: Mapping[str, Any]) -> bool:
+        return self._state.feed(data)
+
+    def result(self) -> LLMResponse:
+        return self._state.result()
 
 
 class OpenAIProvider:
     """`LLMProvider` for any OpenAI-compatible `/chat/completions` endpoint."""
+
+    _PATH = "/chat/completions"
 
     def __init__(
         self,
@@ -59,10 +96,12 @@ class OpenAIProvider:
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
+        options: WireOptions | None = None,
     ) -> None:
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
-        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._url = self._endpoint(base_url.rstrip("/"))
+        self._options = options or self._default_options()
         self._api_key = api_key or None
         self._timeout = timeout
         self._max_retries = max_retries
@@ -71,15 +110,47 @@ class OpenAIProvider:
         self._max_retry_after = max_retry_after
         self._sleep = sleep
         self._rng = rng or random.Random()
+        self._client = httpx.AsyncClient(
+            transport=transport, timeout=httpx.Timeout(timeout), headers=self._headers()
+        )
+
+    # the dialect hooks (`AnthropicProvider` overrides them)
+
+    def _endpoint(self, base_url: str) -> str:
+        return base_url + self._PATH
+
+    def _default_options(self) -> WireOptions:
+        return WireOptions()
+
+    def _headers(self) -> dict[str, str]:
         headers = {"Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        self._client = httpx.AsyncClient(
-            transport=transport, timeout=httpx.Timeout(timeout), headers=headers
-        )
+        return headers
+
+    def _encode(self, request: LLMRequest, *, stream: bool) -> dict[str, Any]:
+        return openai_wire.to_request(request, self._options, stream=stream)
+
+    def _decode(self, body: object) -> LLMResponse:
+        return openai_wire.from_response(body)
+
+    def _new_stream(self) -> _Stream:
+        return _OpenAIStream()
+
+    def _request_headers(self, request: LLMRequest) -> dict[str, str]:
+        header = self._options.conversation_header
+        plan = request.cache_plan
+        if header and plan and plan.session_key and self._options.cache != "off":
+            return {header: plan.session_key}
+        return {}
 
     def __repr__(self) -> str:
-        return f"OpenAIProvider({self._url!r})"
+        return f"{type(self).__name__}({self._url!r})"
+
+    @property
+    def options(self) -> WireOptions:
+        """The dialect this provider speaks."""
+        return self._options
 
     @property
     def url(self) -> str:
@@ -103,12 +174,16 @@ class OpenAIProvider:
     async def complete(
         self, request: LLMRequest, *, on_text: TextSink | None = None
     ) -> LLMResponse:
-        payload = to_request(request)
+        stream = on_text is not None and self._options.stream
+        payload = self._encode(request, stream=stream)
+        headers = self._request_headers(request)
         bad_responses = 0
         attempt = 0
         while True:
             try:
-                return await self._attempt(payload)
+                if stream and on_text is not None:
+                    return await self._attempt_stream(payload, headers, on_text)
+                return await self._attempt(payload, headers)
             except _Failed as failed:
                 failure = failed
             error = failure.error
@@ -139,40 +214,168 @@ class OpenAIProvider:
         ceiling = min(self._backoff_max, self._backoff_base * 2.0**attempt)
         return ceiling * (0.5 + 0.5 * self._rng.random())
 
-    async def _attempt(self, payload: dict[str, Any]) -> LLMResponse:
+    async def _attempt(self, payload: dict[str, Any], headers: dict[str, str]) -> LLMResponse:
         try:
-            response = await self._client.post(self._url, json=payload)
+            response = await self._client.post(self._url, json=payload, headers=headers)
         except httpx.TimeoutException as exc:
-            message = f"no answer from {self._url} within {self._timeout:g}s"
-            raise _Failed(ProviderUnavailable(f"{message} ({type(exc).__name__})")) from exc
+            raise self._timed_out(exc) from exc
         except httpx.TransportError as exc:
-            message = self._scrub(f"cannot reach {self._url}: {type(exc).__name__}: {exc}")
-            raise _Failed(ProviderUnavailable(message)) from exc
+            raise self._unreachable(exc) from exc
         if response.is_success:
             try:
                 body = response.json()
             except ValueError as exc:
                 not_json = ProviderBadResponse(f"HTTP {response.status_code}: body is not JSON")
                 raise _Failed(not_json, kind="bad_body") from exc
-            try:
-                return from_response(body)
-            except ProviderBadResponse as exc:
-                unmapped = ProviderBadResponse(self._scrub(str(exc)))
-                raise _Failed(unmapped, kind="bad_body") from None
-        error = classify_error(response.status_code, self._scrub(response.text), response.headers)
+            return self._mapped(lambda: self._decode(body))
+        error = self._classified(response.status_code, response.text, response.headers)
+        raise self._failed(error, response.headers)
+
+    async def _attempt_stream(
+        self, payload: dict[str, Any], headers: dict[str, str], on_text: TextSink
+    ) -> LLMResponse:
+        state = self._new_stream()
+        try:
+            async with self._client.stream(
+                "POST", self._url, json=payload, headers={**headers, "Accept": "text/event-stream"}
+            ) as response:
+                if not response.is_success:
+                    text = (await response.aread()).decode("utf-8", "replace")
+                    error = self._classified(response.status_code, text, response.headers)
+                    raise self._failed(error, response.headers)
+                if response.headers.get("content-type", "").startswith("application/json"):
+                    # a server (or proxy) that does not stream answers with the whole body
+                    whole = await self._whole_body(response)
+                    if whole.text:
+                        await on_text(whole.text)
+                    return whole
+                event = ""
+                data: list[str] = []
+                async for line in response.aiter_lines():
+                    if line.startswith(":"):
+                        continue  # an SSE comment (OpenRouter's keep-alive)
+                    if line:
+                        field, _, value = line.partition(":")
+                        value = value.removeprefix(" ")
+                        if field == "event":
+                            event = value
+                        elif field == "data":
+                            data.append(value)
+                        continue
+                    if data and await self._dispatch(state, event, "\n".join(data), on_text):
+                        break
+                    event, data = "", []
+                else:
+                    if data:
+                        await self._dispatch(state, event, "\n".join(data), on_text)
+        except httpx.TimeoutException as exc:
+            raise self._timed_out(exc) from exc
+        except httpx.TransportError as exc:
+            raise self._unreachable(exc) from exc
+        return self._mapped(state.result)
+
+    async def _whole_body(self, response: httpx.Response) -> LLMResponse:
+        try:
+            body = json.loads(await response.aread())
+        except ValueError as exc:
+            not_json = ProviderBadResponse(f"HTTP {response.status_code}: body is not JSON")
+            raise _Failed(not_json, kind="bad_body") from exc
+        return self._mapped(lambda: self._decode(body))
+
+    async def _dispatch(self, state: _Stream, event: str, raw: str, on_text: TextSink) -> bool:
+        """Feed one SSE event; True at the end of the stream (`[DONE]`)."""
+        if raw.strip() == "[DONE]":
+            return True
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            broken = ProviderBadResponse("a stream event is not JSON")
+            raise _Failed(broken, kind="bad_body") from exc
+        if not isinstance(data, dict):
+            raise _Failed(ProviderBadResponse("a stream event is not an object"), kind="bad_body")
+        if self._mapped(lambda: state.feed(event, data)):
+            await on_text(state.text)
+        return False
+
+    def _mapped(self, step: Callable[[], _T]) -> _T:
+        """Run a wire step; its errors become failed attempts of the right kind."""
+        try:
+            return step()
+        except ProviderBadResponse as exc:
+            unmapped = ProviderBadResponse(self._scrub(str(exc)))
+            raise _Failed(unmapped, kind="bad_body") from None
+        except ProviderError as exc:
+            raise self._failed(self._scrubbed(exc), None) from None
+
+    def _failed(self, error: ProviderError, headers: Mapping[str, str] | None) -> _Failed:
         match error:
             case ProviderRateLimited():
-                raise _Failed(error, retry_after=error.retry_after)
+                return _Failed(error, retry_after=error.retry_after)
             case ProviderUnavailable():
                 # a 503 may also say when to come back
-                raise _Failed(error, retry_after=retry_after_seconds(response.headers))
+                return _Failed(error, retry_after=retry_after_seconds(headers))
             case _:
-                raise _Failed(error, kind="final")
+                return _Failed(error, kind="final")
+
+    def _timed_out(self, exc: Exception) -> _Failed:
+        message = f"no answer from {self._url} within {self._timeout:g}s"
+        return _Failed(ProviderUnavailable(f"{message} ({type(exc).__name__})"))
+
+    def _unreachable(self, exc: Exception) -> _Failed:
+        message = self._scrub(f"cannot reach {self._url}: {type(exc).__name__}: {exc}")
+        return _Failed(ProviderUnavailable(message))
+
+    def _classified(
+        self, status: int, text: str, headers: Mapping[str, str] | None
+    ) -> ProviderError:
+        """The error branch of a response, read from the provider's own words (a short key
+        must not break a phrase), its message scrubbed of the key afterwards."""
+        return self._scrubbed(classify_error(status, text, headers))
+
+    def _scrubbed(self, error: ProviderError) -> ProviderError:
+        """`error` with the key taken out of its message."""
+        scrubbed = self._scrub(str(error))
+        if scrubbed == str(error):
+            return error
+        if isinstance(error, ProviderRateLimited):
+            return ProviderRateLimited(scrubbed, retry_after=error.retry_after)
+        return type(error)(scrubbed)
 
     def _scrub(self, text: str) -> str:
         if self._api_key and self._api_key in text:
             return text.replace(self._api_key, "***")
         return text
+
+
+class AnthropicProvider(OpenAIProvider):
+    """`LLMProvider` for the native Messages API (Anthropic, and other vendors' Anthropic-format
+    endpoints such as DeepSeek's): `POST <base>/v1/messages`, the key in `x-api-key`."""
+
+    def _endpoint(self, base_url: str) -> str:
+        if base_url.endswith("/v1"):
+            return base_url + "/messages"
+        return base_url + "/v1/messages"
+
+    def _default_options(self) -> WireOptions:
+        return WireOptions(kind="anthropic", cache="breakpoints")
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "application/json", "anthropic-version": anthropic_wire.API_VERSION}
+        if self._api_key:
+            headers["x-api-key"] = self._api_key
+        return headers
+
+    def _encode(self, request: LLMRequest, *, stream: bool) -> dict[str, Any]:
+        return anthropic_wire.to_request(request, self._options, stream=stream)
+
+    def _decode(self, body: object) -> LLMResponse:
+        return anthropic_wire.from_response(body)
+
+    def _new_stream(self) -> _Stream:
+        return anthropic_wire.StreamState()
+
+    def _request_headers(self, request: LLMRequest) -> dict[str, str]:
+        return {}
 
 
 class _Failed(Exception):
@@ -191,4 +394,4 @@ class _Failed(Exception):
         self.retry_after = retry_after
 
 
-__all__ = ["DEFAULT_MAX_RETRY_AFTER", "OpenAIProvider"]
+__all__ = ["DEFAULT_MAX_RETRY_AFTER", "AnthropicProvider", "OpenAIProvider"]

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from adapters.llm.dialects import WireOptions, is_gpt56_or_later, max_tokens_key
 from bot.domain.messages import ChatMessage, Role, ToolCall
 from bot.errors import (
     ContextOverflow,
@@ -27,10 +28,14 @@ from bot.ports import LLMRequest, LLMResponse, ToolSpec, Usage
 
 JSON = dict[str, Any]
 
-_OVERFLOW_CODES = frozenset({"context_length_exceeded"})
+_OVERFLOW_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
+# one phrase per provider family (each from a fixture under tests/fixtures/llm/); alternation
+# of literals only, so matching stays linear
 _OVERFLOW_PHRASES = re.compile(
     r"maximum context length|prompt is too long|context window|too many tokens"
-    r"|context_length_exceeded",
+    r"|context_length_exceeded|exceeds the available context size|range of input length"
+    r"|exceeded model token limit|exceeds the maximum number of tokens|maximum prompt length"
+    r"|input length exceeds|input is too long",
     re.IGNORECASE,
 )
 _MAX_ERROR_TEXT = 300
@@ -39,21 +44,112 @@ _ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
 # ---------------------------------------------------------------- client side: request
 
 
-def to_request(request: LLMRequest) -> JSON:
-    """The chat-completions body for `request`; our private message fields stay behind."""
-    body: JSON = {
-        "model": request.model,
-        "messages": [_message_to_wire(m) for m in request.messages],
-    }
+_DEFAULT_OPTIONS = WireOptions()
+_MAX_CACHE_CONTROL = 4
+"""Anthropic's limit, which OpenRouter passes on; Qwen takes the same number."""
+_MAX_OPENAI_BREAKPOINTS = 3
+"""GPT-5.6 caches at most four prefixes per request; its implicit breakpoint uses one."""
+_OPENAI_BREAKPOINT_ROLES = frozenset({"system", "user", "tool"})
+"""OpenAI accepts a breakpoint on these messages' text parts, not on assistant output."""
+
+
+def to_request(
+    request: LLMRequest, options: WireOptions = _DEFAULT_OPTIONS, *, stream: bool = False
+) -> JSON:
+    """The chat-completions body for `request` in the dialect `options` describe; our private
+    message fields stay behind."""
+    messages = [_message_to_wire(m) for m in request.messages]
+    if options.marks_breakpoints:
+        _mark_breakpoints(messages, request, options)
+    body: JSON = {"model": request.model, "messages": messages}
     if request.tools:
         body["tools"] = [_tool_to_wire(t) for t in request.tools]
         if request.tool_choice is not None:
             body["tool_choice"] = request.tool_choice
     if request.max_output_tokens is not None:
-        body["max_tokens"] = request.max_output_tokens
+        body[max_tokens_key(options, request.model)] = request.max_output_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
+    plan = request.cache_plan
+    if options.prompt_cache_key and options.cache != "off" and plan and plan.session_key:
+        body["prompt_cache_key"] = plan.session_key
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
     return body
+
+
+def breakpoint_indexes(request: LLMRequest, limit: int) -> tuple[int, ...]:
+    """The plan's points a wire may mark, oldest first, at most `limit`.
+
+    A point outside the messages, or on the current (last user) message, is refused whatever
+    the plan says: its per-turn blocks are dropped next turn, so a write there is never read.
+    (A point after it, a tool step of the same turn, is the plan's call: the next step of
+    the turn repeats it.) Over the limit, the points the next request reads first win: the
+    last stable message, the previous read point, the system prompt, the window head.
+    """
+    plan = request.cache_plan
+    if plan is None:
+        return ()
+    current = current_index(request.messages)
+    ranked = (plan.last_stable, plan.previous_read, plan.system_end, plan.window_head)
+    chosen: list[int] = []
+    for index in ranked:
+        if index is None or index in chosen or index == current:
+            continue
+        if not 0 <= index < len(request.messages):
+            continue
+        if len(chosen) < limit:
+            chosen.append(index)
+    return tuple(sorted(chosen))
+
+
+def current_index(messages: tuple[ChatMessage, ...]) -> int:
+    """The index of the current message: the last user message (the length when none)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == "user":
+            return index
+    return len(messages)
+
+
+def _mark_breakpoints(messages: list[JSON], request: LLMRequest, options: WireOptions) -> None:
+    if options.cache_dialect == "openai_breakpoint":
+        if not is_gpt56_or_later(request.model):
+            return  # older models take no explicit breakpoint; their cache is automatic
+        candidates = [
+            i for i, m in enumerate(request.messages) if m.role in _OPENAI_BREAKPOINT_ROLES
+        ]
+        allowed = set(candidates)
+        points = [i for i in breakpoint_indexes(request, len(messages)) if i in allowed]
+        for index in points[-_MAX_OPENAI_BREAKPOINTS:]:
+            part = _last_text_part(messages[index])
+            if part is not None:
+                part["prompt_cache_breakpoint"] = {"mode": "explicit"}
+        return
+    marker: JSON = {"type": "ephemeral"}
+    if options.cache_ttl == "1h":
+        marker["ttl"] = "1h"
+    for index in breakpoint_indexes(request, _MAX_CACHE_CONTROL):
+        part = _last_text_part(messages[index])
+        if part is not None:
+            part["cache_control"] = dict(marker)
+
+
+def _last_text_part(wire: JSON) -> JSON | None:
+    """The message's last text part, turning string content into one part; None when the
+    message has no text (an assistant message of only tool calls)."""
+    content = wire.get("content")
+    if isinstance(content, str):
+        if not content:
+            return None
+        part: JSON = {"type": "text", "text": content}
+        wire["content"] = [part]
+        return part
+    if isinstance(content, list):
+        for part in reversed(content):
+            if isinstance(part, dict) and part.get("type") == "text":
+                return part
+    return None
 
 
 def _message_to_wire(message: ChatMessage) -> JSON:
@@ -101,9 +197,12 @@ def _tool_to_wire(tool: ToolSpec) -> JSON:
 
 
 def from_response(body: object) -> LLMResponse:
-    """The first choice of a chat-completions body; `ProviderBadResponse` when it cannot map."""
+    """The first choice of a chat-completions body; `ProviderBadResponse` when it cannot map,
+    the error's own branch when a 200 body carries an error (OpenRouter does)."""
     if not isinstance(body, dict):
         raise ProviderBadResponse(f"response body is {type(body).__name__}, not an object")
+    if body.get("error") and not body.get("choices"):
+        raise error_in_body(body)
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices:
         raise ProviderBadResponse("response has no choices")
@@ -123,7 +222,7 @@ def from_response(body: object) -> LLMResponse:
     return LLMResponse(
         text=text,
         tool_calls=calls,
-        usage=_usage_from_wire(body.get("usage")),
+        usage=usage_from_wire(body.get("usage")),
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         model=model if isinstance(model, str) else None,
     )
@@ -166,20 +265,88 @@ def _tool_call_from_wire(raw: object, index: int) -> ToolCall:
     return ToolCall(id=call_id, name=name, arguments=arguments)
 
 
-def _usage_from_wire(raw: object) -> Usage | None:
+def error_in_body(body: Mapping[str, Any]) -> ProviderError:
+    """The error a 2xx body (or a stream chunk) carries; its `code` gives the status when it
+    is an HTTP status, else it counts as an upstream failure (502)."""
+    error = body.get("error")
+    code = error.get("code") if isinstance(error, Mapping) else None
+    status = code if isinstance(code, int) and 400 <= code < 600 else 502
+    return classify_error(status, body)
+
+
+def usage_from_wire(raw: object) -> Usage | None:
+    """Usage as billed from any OpenAI-wire provider (see `Usage`).
+
+    - `prompt_tokens` is the whole input; reads are `prompt_tokens_details.cached_tokens`
+      (OpenAI, OpenRouter, Qwen, xAI, Gemini), DeepSeek's `prompt_cache_hit_tokens` (which
+      wins over a nested zero), or Moonshot's top-level `cached_tokens`.
+    - writes are `prompt_tokens_details.cache_write_tokens` (OpenAI GPT-5.6, OpenRouter) or
+      `cache_creation_input_tokens` (Qwen's explicit cache, nested; gateways relaying
+      Anthropic usage, top level).
+    - an Anthropic-shaped body (`input_tokens`, no `prompt_tokens`) is summed as Anthropic
+      bills it: input + cache reads + cache writes.
+    """
     if raw is None:
         return None
     if not isinstance(raw, dict):
         raise ProviderBadResponse("usage is not an object")
+    if raw.get("prompt_tokens") is None and raw.get("input_tokens") is not None:
+        return anthropic_usage(raw)
     prompt = _int_field(raw, "prompt_tokens")
     completion = _int_field(raw, "completion_tokens")
-    cached = 0
     details = raw.get("prompt_tokens_details")
-    if isinstance(details, dict) and details.get("cached_tokens") is not None:
-        cached = _int_field(details, "cached_tokens")
-    elif raw.get("prompt_cache_hit_tokens") is not None:  # DeepSeek
+    details = details if isinstance(details, dict) else {}
+    if raw.get("prompt_cache_hit_tokens") is not None:  # DeepSeek
         cached = _int_field(raw, "prompt_cache_hit_tokens")
-    return Usage(input_tokens=prompt, output_tokens=completion, cached_tokens=min(cached, prompt))
+    elif details.get("cached_tokens") is not None:
+        cached = _int_field(details, "cached_tokens")
+    elif raw.get("cached_tokens") is not None:  # Moonshot
+        cached = _int_field(raw, "cached_tokens")
+    else:
+        cached = _int_field(raw, "cache_read_input_tokens")
+    written = 0
+    for source, key in (
+        (details, "cache_write_tokens"),
+        (details, "cache_creation_input_tokens"),
+        (raw, "cache_creation_input_tokens"),
+    ):
+        if source.get(key) is not None:
+            written = _int_field(source, key)
+            break
+    cached = min(cached, prompt)
+    return Usage(
+        input_tokens=prompt,
+        output_tokens=completion,
+        cached_tokens=cached,
+        cache_write_tokens=min(written, prompt - cached),
+    )
+
+
+def anthropic_usage(raw: Mapping[str, Any]) -> Usage:
+    """Anthropic's usage: `input_tokens` counts only what follows the last breakpoint, so the
+    billed input adds the cache reads and writes (`cache_creation` splits writes by TTL; its
+    sum is used when the total is missing)."""
+    uncached = _int_field(raw, "input_tokens")
+    read = _int_field(raw, "cache_read_input_tokens")
+    if raw.get("cache_creation_input_tokens") is not None:
+        written = _int_field(raw, "cache_creation_input_tokens")
+    else:
+        creation = raw.get("cache_creation")
+        written = 0
+        if isinstance(creation, dict):
+            written = sum(
+                _int_field(creation, key)
+                for key in ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")
+            )
+    output = _int_field(raw, "output_tokens")
+    if raw.get("output_tokens") is None:
+        output = _int_field(raw, "completion_tokens")
+    return Usage(
+        input_tokens=uncached + read + written,
+        output_tokens=output,
+        cached_tokens=read,
+        cache_write_tokens=written,
+    )
 
 
 def _int_field(raw: Mapping[str, Any], key: str) -> int:
@@ -196,7 +363,7 @@ def _int_field(raw: Mapping[str, Any], key: str) -> int:
 
 def classify_error(
     status: int,
-    body: Mapping[str, Any] | str,
+    body: Mapping[str, Any] | list[Any] | str,
     headers: Mapping[str, str] | None = None,
     *,
     now: datetime | None = None,
@@ -213,15 +380,21 @@ def classify_error(
     return ProviderBadResponse(described)
 
 
-def _error_message_and_code(body: Mapping[str, Any] | str) -> tuple[str, str | None]:
+def _error_message_and_code(body: object) -> tuple[str, str | None]:
     if isinstance(body, str):
         try:
             parsed = json.loads(body)
         except ValueError:
             return _clip(body), None
+        if isinstance(parsed, list) and parsed and isinstance(parsed[0], dict):
+            parsed = parsed[0]  # Gemini wraps its error body in a list
         if not isinstance(parsed, dict):
             return _clip(body), None
         body = parsed
+    if isinstance(body, list) and body and isinstance(body[0], Mapping):
+        body = body[0]
+    if not isinstance(body, Mapping):
+        return _clip(str(body)), None
     error = body.get("error", body)
     if isinstance(error, str):
         return _clip(error), None
@@ -230,7 +403,9 @@ def _error_message_and_code(body: Mapping[str, Any] | str) -> tuple[str, str | N
     message = error.get("message") or error.get("detail") or body.get("detail") or ""
     if not isinstance(message, str):
         message = json.dumps(message, ensure_ascii=False, default=str)
-    code = error.get("code") or error.get("type")
+    code = error.get("code")
+    if not isinstance(code, str):  # llama.cpp and Gemini send the HTTP status as the code
+        code = error.get("type") or error.get("status")
     return _clip(message), code if isinstance(code, str) else None
 
 
@@ -385,7 +560,10 @@ def to_response(response: LLMResponse, *, model: str, response_id: str = "chatcm
             "prompt_tokens": usage.input_tokens,
             "completion_tokens": usage.output_tokens,
             "total_tokens": usage.input_tokens + usage.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
+            "prompt_tokens_details": {
+                "cached_tokens": usage.cached_tokens,
+                "cache_write_tokens": usage.cache_write_tokens,
+            },
         }
     return body
 
@@ -397,12 +575,87 @@ def error_body(
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
+# ---------------------------------------------------------------- client side: streaming
+
+
+class StreamState:
+    """Folds chat-completions SSE chunks into the response `from_response` would give: text
+    deltas, tool-call deltas (by `index`), the finish reason and the final usage chunk."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.usage: Usage | None = None
+        self.finish_reason: str | None = None
+        self.model: str | None = None
+        self._calls: dict[int, JSON] = {}
+
+    def feed(self, chunk: Mapping[str, Any]) -> bool:
+        """Take one chunk; True when the text grew. A chunk carrying an error raises it."""
+        if chunk.get("error"):
+            raise error_in_body(chunk)
+        if isinstance(chunk.get("model"), str):
+            self.model = chunk["model"]
+        if chunk.get("usage") is not None:
+            self.usage = usage_from_wire(chunk["usage"])
+        grew = False
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
+                continue
+            if isinstance(choice.get("finish_reason"), str):
+                self.finish_reason = choice["finish_reason"]
+            delta = choice.get("delta")
+            if not isinstance(delta, Mapping):
+                continue
+            piece = _content_text(delta.get("content"))
+            if piece:
+                self.text += piece
+                grew = True
+            for raw in delta.get("tool_calls") or []:
+                if not isinstance(raw, Mapping):
+                    raise ProviderBadResponse("a tool-call delta is not an object")
+                index = raw.get("index", len(self._calls))
+                call = self._calls.setdefault(
+                    index if isinstance(index, int) else 0,
+                    {"id": None, "function": {"name": "", "arguments": ""}},
+                )
+                if isinstance(raw.get("id"), str):
+                    call["id"] = raw["id"]
+                function = raw.get("function")
+                if isinstance(function, Mapping):
+                    if isinstance(function.get("name"), str):
+                        call["function"]["name"] += function["name"]
+                    if isinstance(function.get("arguments"), str):
+                        call["function"]["arguments"] += function["arguments"]
+        return grew
+
+    def result(self) -> LLMResponse:
+        calls = tuple(
+            _tool_call_from_wire(self._calls[index], position)
+            for position, index in enumerate(sorted(self._calls))
+        )
+        if not self.text and not calls:
+            raise ProviderBadResponse("empty reply")
+        return LLMResponse(
+            text=self.text,
+            tool_calls=calls,
+            usage=self.usage,
+            finish_reason=self.finish_reason,
+            model=self.model,
+        )
+
+
 __all__ = (
+    "StreamState",
+    "anthropic_usage",
+    "breakpoint_indexes",
     "classify_error",
+    "current_index",
     "error_body",
+    "error_in_body",
     "from_request",
     "from_response",
     "retry_after_seconds",
     "to_request",
     "to_response",
+    "usage_from_wire",
 )

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 
 from bot.agent.turn import TurnState
 from bot.context.alias_table import AliasTable
-from bot.context.projection import current_record_index, record_tokens
+from bot.context.projection import current_record_index, record_tokens, tool_result_message
 from bot.context.tokens import ensure_token_estimate
 from bot.context.tool_results import truncate_tool_result
 from bot.domain.messages import ChatMessage, ToolCall
@@ -60,7 +60,7 @@ def _failed(call: ToolCall, code: str, message: str) -> ToolResult:
     return ToolResult(
         call_id=call.id,
         name=call.name,
-        content=f"error[{code}]: {message}",
+        content=message,  # `tool_result_message` adds `error[<code>]: ` where the model reads it
         is_error=True,
         error_code=code,
     )
@@ -175,17 +175,7 @@ class ToolRunner:
             )
         )
         for result in results:
-            state.messages.append(
-                ensure_token_estimate(
-                    ChatMessage(
-                        role="tool",
-                        content=result.content,
-                        tool_call_id=result.call_id,
-                        name=result.name,
-                        is_error=result.is_error,
-                    )
-                )
-            )
+            state.messages.append(ensure_token_estimate(tool_result_message(result)))
 
     @staticmethod
     def sent_this_turn(state: TurnState) -> int:

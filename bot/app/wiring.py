@@ -16,7 +16,8 @@ from pathlib import Path
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from adapters.llm.openai_provider import OpenAIProvider
+from adapters.llm.dialects import options_for
+from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
 from adapters.llm.scripted import ScriptedModel
 from adapters.scheduler import build_scheduler
 from adapters.tokenizers import TokenizerUnavailable, load_token_counter
@@ -28,7 +29,7 @@ from bot.agent.token_truth import TokenTruth
 from bot.agent.turn import SceneCaps
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
-from bot.config import HistorySettings, SceneHistory, Settings
+from bot.config import HistorySettings, ProviderProfile, SceneHistory, Settings
 from bot.context.budget import ProviderCapacity, RuntimeLimits
 from bot.domain.ids import Scene
 from bot.errors import ConfigError
@@ -57,6 +58,25 @@ class SystemClock:
         return datetime.now(UTC)
 
 
+def build_provider(
+    profile: ProviderProfile, api_key: str | None, *, timeout: float, max_retries: int
+) -> OpenAIProvider:
+    """The adapter of the profile's kind, speaking the dialect of its host and settings."""
+    options = options_for(
+        profile.base_url,
+        kind=profile.kind,
+        cache=profile.cache,
+        cache_ttl=profile.cache_ttl,
+        prompt_cache_key=profile.prompt_cache_key,
+        max_tokens_param=profile.max_tokens_param,
+        stream=profile.stream,
+    )
+    adapter = AnthropicProvider if options.kind == "anthropic" else OpenAIProvider
+    return adapter(
+        profile.base_url, api_key, timeout=timeout, max_retries=max_retries, options=options
+    )
+
+
 def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> RouteTable:
     """Provider profiles from the TOML plus the `default` route from LLM_* variables
     (the offline scripted model when no LLM_BASE_URL is set)."""
@@ -66,7 +86,7 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
     for name, profile in settings.providers.items():
         key = os.environ.get(profile.api_key_env) if profile.api_key_env else None
         entries[name] = ProviderEntry(
-            provider=OpenAIProvider(profile.base_url, key, timeout=timeout, max_retries=retries),
+            provider=build_provider(profile, key, timeout=timeout, max_retries=retries),
             capacity=ProviderCapacity(
                 name=name, model=profile.model, context_window=profile.context_window
             ),
@@ -86,8 +106,17 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
         default_provider = offline
     elif settings.llm_base_url:
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-        default_provider = OpenAIProvider(
-            settings.llm_base_url, key, timeout=timeout, max_retries=retries
+        default_provider = build_provider(
+            ProviderProfile(
+                base_url=settings.llm_base_url,
+                kind=settings.llm_kind,
+                cache=settings.llm_cache,
+                cache_ttl=settings.llm_cache_ttl,
+                model=settings.llm_model,
+            ),
+            key,
+            timeout=timeout,
+            max_retries=retries,
         )
     else:
         default_provider = ScriptedModel.demo()

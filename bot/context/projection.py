@@ -231,7 +231,7 @@ class _Renderer:
             case AssistantRecord():
                 rendered = [self._assistant(record, body)]
             case ToolResultsRecord():
-                rendered = [_tool_message(result) for result in body.results]
+                rendered = [tool_result_message(result) for result in body.results]
             case ServiceMessageRecord():
                 header = self._walker.header(
                     ids=record.alias_parts, at=record.created_at, sender=body.actor
@@ -316,11 +316,15 @@ def legacy_carrier(body: UserRecord) -> str | None:
     return text if text.startswith(TOOL_RESULTS_PREFIX) else None
 
 
-def _tool_message(result: ToolResult) -> ChatMessage:
+def tool_result_message(result: ToolResult) -> ChatMessage:
+    """The `tool` message the model reads for a result, the same in the turn that ran it and
+    every later one: an error reads `error[<code>]: <content>` (the prefix is added here
+    only; a result stored with it already, as older versions did, keeps one)."""
     content = result.content
     if result.is_error:
-        prefix = f"error[{result.error_code}]" if result.error_code else "error"
-        content = f"{prefix}: {content}"
+        prefix = f"error[{result.error_code}]: " if result.error_code else "error: "
+        if not content.startswith(prefix):
+            content = prefix + content
     return ChatMessage(
         role="tool",
         content=content,

@@ -291,3 +291,14 @@ async def test_async_context_manager_closes_the_client() -> None:
         await provider.complete(REQUEST)
     with pytest.raises(RuntimeError):
         await provider.complete(REQUEST)
+
+
+async def test_a_short_key_does_not_hide_an_overflow_and_is_still_scrubbed() -> None:
+    body = {"error": {"message": "Your request exceeded model token limit (k)", "type": "x"}}
+    server = Server([httpx.Response(400, json=body)])
+    transport = httpx.MockTransport(server)
+    async with OpenAIProvider(BASE, "k", transport=transport, max_retries=0) as provider:
+        with pytest.raises(ContextOverflow) as caught:
+            await provider.complete(REQUEST)
+    assert "token" not in str(caught.value)  # the key "k" is scrubbed from the message
+    assert "***" in str(caught.value)

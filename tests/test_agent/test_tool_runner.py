@@ -14,6 +14,7 @@ import bot.agent.tool_runner as tool_runner_module
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.agent.tool_runner import ToolRunner
 from bot.context.alias_table import AliasTable
+from bot.context.projection import tool_result_message
 from bot.domain.ids import SessionKey
 from bot.domain.messages import ToolCall
 from bot.domain.records import ToolResult
@@ -58,6 +59,35 @@ async def test_an_unknown_alias_sends_nothing_and_the_model_reads_an_error(
     assert result.role == "tool"
     assert result.is_error
     assert "reference not confirmed" in result.content
+
+
+async def test_a_failed_result_reads_with_one_prefix_this_turn_and_the_next(
+    tmp_path: Path, messenger: RecordingMessenger
+) -> None:
+    model = ScriptedModel(
+        [CallTool("delete_message", {"message_id": "m999"}), Reply("I could not."), Reply("Hi.")]
+    )
+    app, _store, clock = make_app(tmp_path, model, messenger)
+    await say(app, clock, 7, "@Helper delete m999", mentions_bot=True)
+    await say(app, clock, 8, "@Helper hello again", mentions_bot=True)
+
+    this_turn = [m for m in model.requests[1].messages if m.role == "tool"]
+    next_turn = [m for m in model.requests[2].messages if m.role == "tool"]
+    assert len(this_turn) == len(next_turn) == 1
+    assert this_turn[0].content.startswith("error[reference_not_confirmed]: ")
+    assert next_turn[0].content.startswith("error[reference_not_confirmed]: ")
+    assert next_turn[0].content.count("error[") == 1
+
+
+def test_a_result_stored_with_its_prefix_keeps_one() -> None:
+    legacy = ToolResult(
+        call_id="c",
+        name="t",
+        content="error[not_found]: gone",
+        is_error=True,
+        error_code="not_found",
+    )
+    assert tool_result_message(legacy).content == "error[not_found]: gone"
 
 
 # ---------------------------------------------------------------- one call, over fakes
@@ -155,7 +185,7 @@ async def test_every_failure_is_an_error_result_the_model_reads(
 ) -> None:
     result = await run_call(tool_runner(tool), name, arguments)
     assert result.is_error
-    assert result.content.startswith(content)
+    assert tool_result_message(result).content.startswith(content)
     assert result.error_code == content.removeprefix("error[").split("]")[0]
 
 

@@ -1,0 +1,504 @@
+"""Pure mapping between our LLM vocabulary and Anthropic's Messages API JSON, both directions.
+
+No I/O, like `openai_wire`. Client side: `to_request` (system blocks, `tool_use` /
+`tool_result` blocks, images, tools with `input_schema`, the cache plan as `cache_control`),
+`from_response`, `StreamState` (the Messages event stream). Server side (the fake server):
+`from_request`, `to_response`, `cache_breakpoints`. Errors use `openai_wire.classify_error`,
+which reads Anthropic's `{"type": "error", "error": {"type", "message"}}` as well.
+
+Reference: docs.anthropic.com/en/api/messages, /en/docs/build-with-claude/prompt-caching,
+/en/api/messages-streaming.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapters.llm.dialects import WireOptions
+from adapters.llm.openai_wire import anthropic_usage, breakpoint_indexes, classify_error
+from bot.domain.messages import ChatMessage, ToolCall
+from bot.errors import ProviderBadResponse, ProviderError
+from bot.ports import LLMRequest, LLMResponse, ToolSpec, Usage
+
+JSON = dict[str, Any]
+
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096
+"""`max_tokens` is required by the Messages API; used when the request sets none."""
+MAX_BREAKPOINTS = 4
+_ANTHROPIC_OPTIONS = WireOptions(kind="anthropic", cache="breakpoints")
+_ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+"""The HTTP status each documented error type comes with (for errors inside a stream)."""
+
+# ---------------------------------------------------------------- client side: request
+
+
+def to_request(
+    request: LLMRequest, options: WireOptions = _ANTHROPIC_OPTIONS, *, stream: bool = False
+) -> JSON:
+    """The Messages body for `request`; breakpoints from its cache plan when `options` say."""
+    system: list[JSON] = []
+    messages: list[JSON] = []
+    last_block: dict[int, JSON] = {}
+    """The wire block each source message ended in (where its breakpoint goes)."""
+    leading = True
+    for index, message in enumerate(request.messages):
+        if message.role == "system" and leading:
+            if not message.content:
+                continue  # the API refuses empty text blocks
+            block: JSON = {"type": "text", "text": message.content}
+            system.append(block)
+            last_block[index] = block
+            continue
+        leading = False
+        blocks = _blocks(message)
+        if not blocks:
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        if message.role == "tool" and messages and _all_tool_results(messages[-1]):
+            messages[-1]["content"].extend(blocks)  # results of one step share a user turn
+        else:
+            messages.append({"role": role, "content": blocks})
+        last_block[index] = blocks[-1]
+    marker: JSON = {"type": "ephemeral"}
+    if options.cache_ttl == "1h":
+        marker["ttl"] = "1h"
+    if options.marks_breakpoints:
+        for index in breakpoint_indexes(request, MAX_BREAKPOINTS):
+            target = last_block.get(index)
+            if target is not None:
+                target["cache_control"] = dict(marker)
+    body: JSON = {
+        "model": request.model,
+        "max_tokens": request.max_output_tokens or DEFAULT_MAX_TOKENS,
+        "messages": messages,
+    }
+    if options.cache == "auto":
+        # Anthropic's automatic mode: one breakpoint on the last cacheable block (the newest
+        # message, whose per-turn blocks the next request drops, so its write is never read)
+        body["cache_control"] = marker
+    if system:
+        body["system"] = system
+    if request.tools:
+        body["tools"] = [_tool_to_wire(tool) for tool in request.tools]
+        if request.tool_choice is not None:
+            body["tool_choice"] = {"type": request.tool_choice}
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if stream:
+        body["stream"] = True
+    return body
+
+
+def _all_tool_results(message: JSON) -> bool:
+    content = message.get("content")
+    return (
+        message.get("role") == "user"
+        and isinstance(content, list)
+        and bool(content)
+        and all(block.get("type") == "tool_result" for block in content)
+    )
+
+
+def _blocks(message: ChatMessage) -> list[JSON]:
+    if message.role == "tool":
+        result: JSON = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id or "",
+            "content": message.content,
+        }
+        if message.is_error:
+            result["is_error"] = True
+        return [result]
+    blocks: list[JSON] = []
+    if message.content:
+        text = message.content
+        if message.role == "system":  # a system note inside the conversation
+            text = f"[system]\n{text}"
+        blocks.append({"type": "text", "text": text})
+    blocks.extend(_image_block(url) for url in message.images)
+    for call in message.tool_calls:
+        blocks.append(
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": _arguments(call)}
+        )
+    return blocks
+
+
+def _arguments(call: ToolCall) -> JSON:
+    try:
+        parsed = json.loads(call.arguments or "{}")
+    except ValueError:
+        return {}  # the runner already answered the bad call; the API wants an object here
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _image_block(url: str) -> JSON:
+    if url.startswith("data:") and ";base64," in url:
+        media_type, _, data = url.removeprefix("data:").partition(";base64,")
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": media_type, "data": data},
+        }
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def _tool_to_wire(tool: ToolSpec) -> JSON:
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "input_schema": tool.parameters or {"type": "object", "properties": {}},
+    }
+
+
+# ---------------------------------------------------------------- client side: response
+
+
+def from_response(body: object) -> LLMResponse:
+    """A Messages response; `ProviderBadResponse` when it cannot map."""
+    if not isinstance(body, dict):
+        raise ProviderBadResponse(f"response body is {type(body).__name__}, not an object")
+    if body.get("type") == "error":
+        raise stream_error(body)
+    content = body.get("content")
+    if not isinstance(content, list):
+        raise ProviderBadResponse("response has no content list")
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for index, block in enumerate(content):
+        if not isinstance(block, dict):
+            raise ProviderBadResponse(f"content[{index}] is not an object")
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif block.get("type") == "tool_use":
+            calls.append(_tool_call(block, index))
+    text = "".join(texts)
+    if not text and not calls:
+        raise ProviderBadResponse("empty reply")
+    usage = body.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        raise ProviderBadResponse("usage is not an object")
+    stop = body.get("stop_reason")
+    model = body.get("model")
+    return LLMResponse(
+        text=text,
+        tool_calls=tuple(calls),
+        usage=anthropic_usage(usage) if usage is not None else None,
+        finish_reason=stop if isinstance(stop, str) else None,
+        model=model if isinstance(model, str) else None,
+    )
+
+
+def _tool_call(block: Mapping[str, Any], index: int) -> ToolCall:
+    name = block.get("name")
+    if not isinstance(name, str) or not name:
+        raise ProviderBadResponse(f"tool_use {index} has no name")
+    raw = block.get("input")
+    arguments = raw if isinstance(raw, str) else json.dumps(raw or {}, ensure_ascii=False)
+    call_id = block.get("id")
+    return ToolCall(
+        id=call_id if isinstance(call_id, str) and call_id else f"toolu_{index}",
+        name=name,
+        arguments=arguments,
+    )
+
+
+def stream_error(body: Mapping[str, Any]) -> ProviderError:
+    """The `ProviderError` of an `error` event (or a 200 body of type error)."""
+    error = body.get("error")
+    kind = error.get("type") if isinstance(error, Mapping) else None
+    status = _ERROR_STATUS.get(kind, 500) if isinstance(kind, str) else 500
+    return classify_error(status, dict(body))
+
+
+@dataclass(slots=True)
+class StreamState:
+    """Folds the Messages event stream into the response `from_response` would give."""
+
+    text: str = ""
+    usage: JSON = field(default_factory=dict)
+    stop_reason: str | None = None
+    model: str | None = None
+    _blocks: dict[int, JSON] = field(default_factory=dict)
+    _done: bool = False
+
+    def feed(self, event: str, data: Mapping[str, Any]) -> bool:
+        """Take one event; True when the text grew. An `error` event raises its error."""
+        kind = data.get("type", event)
+        if kind == "error":
+            raise stream_error(data)
+        if kind == "message_start":
+            message = data.get("message")
+            if isinstance(message, Mapping):
+                if isinstance(message.get("usage"), Mapping):
+                    self.usage.update(message["usage"])
+                if isinstance(message.get("model"), str):
+                    self.model = message["model"]
+        elif kind == "content_block_start":
+            block = data.get("content_block")
+            if isinstance(block, Mapping):
+                self._blocks[_index(data)] = {**block, "partial": ""}
+        elif kind == "content_block_delta":
+            delta = data.get("delta")
+            block = self._blocks.setdefault(_index(data), {"type": "text", "partial": ""})
+            if isinstance(delta, Mapping):
+                if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
+                    self.text += delta["text"]
+                    return bool(delta["text"])
+                if delta.get("type") == "input_json_delta":
+                    block["partial"] += str(delta.get("partial_json", ""))
+        elif kind == "message_delta":
+            delta = data.get("delta")
+            if isinstance(delta, Mapping) and isinstance(delta.get("stop_reason"), str):
+                self.stop_reason = delta["stop_reason"]
+            if isinstance(data.get("usage"), Mapping):
+                self.usage.update(data["usage"])  # cumulative counts
+        elif kind == "message_stop":
+            self._done = True
+        return False
+
+    def result(self) -> LLMResponse:
+        if not self._done and self.stop_reason is None:
+            raise ProviderBadResponse("the event stream ended before message_stop")
+        calls: list[ToolCall] = []
+        for index in sorted(self._blocks):
+            block = self._blocks[index]
+            if block.get("type") != "tool_use":
+                continue
+            partial = block.get("partial") or ""
+            try:
+                arguments = json.loads(partial) if partial else block.get("input") or {}
+            except ValueError as exc:
+                raise ProviderBadResponse(f"tool_use {index}: arguments are not JSON") from exc
+            calls.append(_tool_call({**block, "input": arguments}, index))
+        if not self.text and not calls:
+            raise ProviderBadResponse("empty reply")
+        return LLMResponse(
+            text=self.text,
+            tool_calls=tuple(calls),
+            usage=anthropic_usage(self.usage) if self.usage else None,
+            finish_reason=self.stop_reason,
+            model=self.model,
+        )
+
+
+def _index(data: Mapping[str, Any]) -> int:
+    index = data.get("index", 0)
+    return index if isinstance(index, int) else 0
+
+
+# ---------------------------------------------------------------- server side (fake server)
+
+
+@dataclass(frozen=True, slots=True)
+class Breakpoint:
+    """One `cache_control` marker as received: where (`system`, `tools` or the message
+    index), the prefix length in blocks up to and including it, and its TTL."""
+
+    where: str
+    prefix_blocks: int
+    ttl: str
+
+
+def cache_breakpoints(body: Mapping[str, Any]) -> list[Breakpoint]:
+    """Every `cache_control` in the body, in prefix order (tools, system, messages); a
+    top-level one (automatic mode) is a breakpoint on the last block."""
+    found: list[Breakpoint] = []
+    position = 0
+    place = "tools"
+    for place, blocks in _prefix_blocks(body):
+        for block in blocks:
+            position += 1
+            marker = block.get("cache_control") if isinstance(block, Mapping) else None
+            if isinstance(marker, Mapping):
+                found.append(Breakpoint(place, position, str(marker.get("ttl", "5m"))))
+    automatic = body.get("cache_control")
+    if isinstance(automatic, Mapping) and position:
+        found.append(Breakpoint(place, position, str(automatic.get("ttl", "5m"))))
+    return found
+
+
+def _prefix_blocks(body: Mapping[str, Any]) -> list[tuple[str, list[Any]]]:
+    parts: list[tuple[str, list[Any]]] = [("tools", list(body.get("tools") or []))]
+    system = body.get("system")
+    if isinstance(system, list):
+        parts.append(("system", system))
+    elif isinstance(system, str):
+        parts.append(("system", [{"type": "text", "text": system}]))
+    for index, message in enumerate(body.get("messages") or []):
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        parts.append((f"messages[{index}]", list(content or [])))
+    return parts
+
+
+def from_request(body: object) -> LLMRequest:
+    """The inverse of `to_request` (cache markers dropped); `ValueError` when it cannot map."""
+    if not isinstance(body, dict):
+        raise ValueError("request body is not an object")
+    messages: list[ChatMessage] = []
+    system = body.get("system")
+    if isinstance(system, str):
+        messages.append(ChatMessage(role="system", content=system))
+    elif isinstance(system, list):
+        for block in system:
+            if not isinstance(block, dict) or block.get("type") != "text":
+                raise ValueError("system blocks must be text blocks")
+            messages.append(ChatMessage(role="system", content=str(block.get("text", ""))))
+    raw_messages = body.get("messages")
+    if not isinstance(raw_messages, list) or not raw_messages:
+        raise ValueError("messages: at least one message is required")
+    names: dict[str, str] = {}
+    for index, raw in enumerate(raw_messages):
+        messages.extend(_from_wire_message(raw, index, names))
+    tools = []
+    for raw_tool in body.get("tools") or []:
+        if not isinstance(raw_tool, dict) or not isinstance(raw_tool.get("input_schema"), dict):
+            raise ValueError("tools: each tool needs an input_schema object")
+        tools.append(
+            ToolSpec(
+                name=str(raw_tool.get("name", "")),
+                description=str(raw_tool.get("description", "")),
+                parameters=raw_tool["input_schema"],
+            )
+        )
+    choice = body.get("tool_choice")
+    choice_type = choice.get("type") if isinstance(choice, dict) else None
+    temperature = body.get("temperature")
+    return LLMRequest(
+        model=str(body.get("model", "")),
+        messages=tuple(messages),
+        tools=tuple(tools),
+        max_output_tokens=body.get("max_tokens")
+        if isinstance(body.get("max_tokens"), int)
+        else None,
+        temperature=float(temperature) if isinstance(temperature, int | float) else None,
+        tool_choice=choice_type if choice_type in ("auto", "none") else None,
+    )
+
+
+def _from_wire_message(raw: object, index: int, names: dict[str, str]) -> list[ChatMessage]:
+    if not isinstance(raw, dict) or raw.get("role") not in ("user", "assistant"):
+        raise ValueError(f"messages.{index}.role: must be user or assistant")
+    content = raw.get("content")
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    if not isinstance(content, list):
+        raise ValueError(f"messages.{index}.content: must be a string or a list of blocks")
+    out: list[ChatMessage] = []
+    texts: list[str] = []
+    images: list[str] = []
+    calls: list[ToolCall] = []
+    for block in content:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text":
+            texts.append(str(block.get("text", "")))
+        elif kind == "image":
+            source = block.get("source") or {}
+            if source.get("type") == "base64":
+                images.append(f"data:{source.get('media_type')};base64,{source.get('data')}")
+            else:
+                images.append(str(source.get("url", "")))
+        elif kind == "tool_use":
+            call = _tool_call(block, len(calls))
+            names[call.id] = call.name
+            calls.append(call)
+        elif kind == "tool_result":
+            call_id = str(block.get("tool_use_id", ""))
+            result = block.get("content", "")
+            if isinstance(result, list):
+                result = "".join(str(part.get("text", "")) for part in result)
+            out.append(
+                ChatMessage(
+                    role="tool",
+                    content=str(result),
+                    tool_call_id=call_id,
+                    name=names.get(call_id),
+                    is_error=bool(block.get("is_error")),
+                )
+            )
+        else:
+            raise ValueError(f"messages.{index}.content: unknown block type {kind!r}")
+    if texts or images or calls:
+        out.append(
+            ChatMessage(
+                role="assistant" if raw["role"] == "assistant" else "user",
+                content="\n".join(texts),
+                images=tuple(images),
+                tool_calls=tuple(calls),
+            )
+        )
+    return out
+
+
+def to_response(response: LLMResponse, *, model: str, usage: Usage | None = None) -> JSON:
+    """A Messages response carrying `response`; `usage` in Anthropic's split (uncached
+    `input_tokens` plus the cache reads and writes)."""
+    content: list[JSON] = []
+    if response.text:
+        content.append({"type": "text", "text": response.text})
+    for call in response.tool_calls:
+        content.append(
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": _arguments(call)}
+        )
+    stop = "tool_use" if response.tool_calls else "end_turn"
+    body: JSON = {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": response.model or model,
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+    }
+    billed = usage or response.usage
+    if billed is not None:
+        body["usage"] = usage_to_wire(billed)
+    return body
+
+
+def usage_to_wire(usage: Usage, *, ttl: str = "5m") -> JSON:
+    uncached = max(0, usage.input_tokens - usage.cached_tokens - usage.cache_write_tokens)
+    writes = {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0}
+    writes[f"ephemeral_{ttl}_input_tokens"] = usage.cache_write_tokens
+    return {
+        "input_tokens": uncached,
+        "cache_creation_input_tokens": usage.cache_write_tokens,
+        "cache_read_input_tokens": usage.cached_tokens,
+        "cache_creation": writes,
+        "output_tokens": usage.output_tokens,
+    }
+
+
+def error_body(message: str, *, kind: str = "invalid_request_error") -> JSON:
+    """An Anthropic-shaped error body (used by the fake server)."""
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+__all__ = [
+    "API_VERSION",
+    "DEFAULT_MAX_TOKENS",
+    "MAX_BREAKPOINTS",
+    "Breakpoint",
+    "StreamState",
+    "cache_breakpoints",
+    "error_body",
+    "from_request",
+    "from_response",
+    "stream_error",
+    "to_request",
+    "to_response",
+    "usage_to_wire",
+]
