@@ -5,6 +5,14 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests judge behaviour, never speed: a loaded machine (helpers running suites in
+# parallel, CI on two cores) must not fail an example for taking longer than 200 ms.
+settings.register_profile(
+    "loaded", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.load_profile("loaded")
 
 
 @pytest.fixture(autouse=True)
