@@ -12,10 +12,21 @@ from sqlmodel import SQLModel
 
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
+from storage.search import SEARCH_TABLE
 
 
 def _differences(connection: Connection) -> list[Any]:
-    context = MigrationContext.configure(connection, opts={"compare_type": True})
+    """Differences from the models, but for the search index (`storage.search` owns it,
+    outside the models: an FTS5 table and its shadow tables, or a tsvector table)."""
+    context = MigrationContext.configure(
+        connection,
+        opts={
+            "compare_type": True,
+            "include_name": lambda name, kind, _parent: not (
+                kind in ("table", "index") and str(name).startswith(SEARCH_TABLE)
+            ),
+        },
+    )
     return list(compare_metadata(context, SQLModel.metadata))
 
 

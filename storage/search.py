@@ -1,0 +1,280 @@
+"""Full-text search over a chat's platform messages: the index, its upkeep, and the query.
+
+What is indexed: every platform event (`platform_events`: what members said and the bot's
+confirmed bubbles), its newest text, keyed by the event's row id. One tokenizer, written
+here in Python, serves every store, so SQLite, PostgreSQL and the in-memory store find the
+same messages:
+
+- a run of letters, digits and marks that is not `Lo` (Latin, Cyrillic, Greek…) is one
+  lower-cased token (at most `MAX_TOKEN_CHARS`);
+- a run of `Lo` letters (Han, kana, Hangul, Thai: scripts written without spaces between
+  words) becomes its overlapping bigrams plus its last character alone, so every character
+  starts a token: `wifi密码是` → `wifi`, `密码`, `码是`, `是`.
+
+A query takes the same path (cut to `MAX_QUERY_CHARS` first, at most `MAX_TERMS` terms):
+a word of three or more characters matches as a prefix (`pass` finds `password`), a CJK
+run of two or more characters as its bigrams, a single CJK character as a prefix. Nothing
+in a query is an operator: every term is quoted for the engine, and a query of only
+punctuation has no terms (no match, never a syntax error).
+
+Ranking: the engine's own rank (FTS5 bm25, `ts_rank`) picks `CANDIDATES` candidates; they
+are shown by the number of distinct query terms they contain, then newest first.
+
+Storage. SQLite: an FTS5 table `message_search(scope, body)` with the `ascii` tokenizer over
+the pre-tokenized body (the `scope` column holds one token per chat and thread), its rowid
+the event id; a trigger drops the entry when the event is deleted (retention).
+PostgreSQL: a table `message_search(event_id → platform_events ON DELETE CASCADE, chat_id,
+thread_id, terms tsvector)` with a GIN index; the tsvector is built from the token array
+(`array_to_tsvector`), so the server's parser and locale play no part. The writers of
+platform events call `index_events` in the same transaction (edits re-index the newest
+text); migration 0003 builds the index for existing databases.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    MetaData,
+    Table,
+    Text,
+    bindparam,
+    cast,
+    delete,
+    func,
+    insert,
+    select,
+    text,
+    tuple_,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY, TSVECTOR
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from storage.tables import EVENTS
+
+MAX_QUERY_CHARS = 256
+"""A longer query is cut to its first 256 characters."""
+MAX_TERMS = 24
+MAX_TOKEN_CHARS = 64
+CANDIDATES = 200
+_PREFIX_MIN = 3
+
+SEARCH_TABLE = "message_search"
+"""The index's table (SQLite: with FTS5's shadow tables `message_search_*`)."""
+_SEARCH_META = MetaData()
+PG_SEARCH = Table(
+    "message_search",
+    _SEARCH_META,
+    Column("event_id", BigInteger, primary_key=True),
+    Column("chat_id", BigInteger, nullable=False),
+    Column("thread_id", BigInteger, nullable=False),
+    Column("terms", TSVECTOR, nullable=False),
+)
+"""The PostgreSQL index table (SQLite's is the FTS5 table of migration 0003)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    text: str
+    prefix: bool
+
+
+# ---------------------------------------------------------------- tokenizer
+
+
+def _runs(text_: str) -> Iterable[tuple[bool, list[str]]]:
+    """Runs of (is_cjk, units): a unit is one character with the marks that follow it."""
+    cjk = False
+    units: list[str] = []
+    for ch in text_:
+        category = unicodedata.category(ch)
+        if category[0] == "M":
+            if units:
+                units[-1] += ch
+            continue
+        if category == "Lo":
+            kind: bool | None = True
+        elif category[0] in "LN":
+            kind = False
+        else:
+            kind = None
+        if units and kind is not cjk:
+            yield cjk, units
+            units = []
+        if kind is not None:
+            cjk = kind
+            units.append(ch)
+    if units:
+        yield cjk, units
+
+
+def index_tokens(text_: str) -> list[str]:
+    """The tokens `text_` is indexed under (module docstring), in order, with repeats."""
+    tokens: list[str] = []
+    for cjk, units in _runs(text_):
+        if cjk:
+            tokens.extend(units[i] + units[i + 1] for i in range(len(units) - 1))
+            tokens.append(units[-1])
+        else:
+            tokens.append("".join(units).lower()[:MAX_TOKEN_CHARS])
+    return tokens
+
+
+def query_terms(query: str) -> tuple[Term, ...]:
+    """The terms of a plain-words query (module docstring); () when it has none."""
+    terms: dict[str, Term] = {}
+    for cjk, units in _runs(query[:MAX_QUERY_CHARS]):
+        if cjk and len(units) > 1:
+            found = [Term(units[i] + units[i + 1], False) for i in range(len(units) - 1)]
+        elif cjk:
+            found = [Term(units[0], True)]
+        else:
+            word = "".join(units).lower()[:MAX_TOKEN_CHARS]
+            found = [Term(word, len(word) >= _PREFIX_MIN)]
+        for term in found:
+            terms.setdefault(term.text, term)
+    return tuple(terms.values())[:MAX_TERMS]
+
+
+def matched_terms(terms: Sequence[Term], tokens: Iterable[str]) -> int:
+    """How many of `terms` the document with `tokens` contains."""
+    have = set(tokens)
+    return sum(
+        1
+        for term in terms
+        if term.text in have or (term.prefix and any(t.startswith(term.text) for t in have))
+    )
+
+
+def rank_texts(
+    terms: Sequence[Term], candidates: Iterable[tuple[Any, str]], *, newest_key: Any
+) -> list[Any]:
+    """Candidates (item, text) that match, best first: most terms, then newest."""
+    scored = []
+    for item, body in candidates:
+        score = matched_terms(terms, index_tokens(body))
+        if score:
+            scored.append((score, newest_key(item), item))
+    scored.sort(key=lambda entry: (entry[0], entry[1]), reverse=True)
+    return [item for _score, _key, item in scored]
+
+
+def scope_token(chat_id: int, thread_id: int) -> str:
+    """One `ascii`-tokenizer token naming a chat and thread (`-100…` → `cn100…t0`)."""
+    return f"c{chat_id}t{thread_id}".replace("-", "n")
+
+
+def fts_query(chat_id: int, thread_id: int, terms: Sequence[Term]) -> str:
+    """The FTS5 MATCH string; every term quoted (a term holds no quote: letters only)."""
+    alternatives = " OR ".join(f'"{t.text}"' + ("*" if t.prefix else "") for t in terms)
+    return f'scope:"{scope_token(chat_id, thread_id)}" AND body:({alternatives})'
+
+
+def ts_query(terms: Sequence[Term]) -> str:
+    """The tsquery text; lexemes quoted (they hold letters, digits and marks only)."""
+    return " | ".join(f"'{t.text}'" + (":*" if t.prefix else "") for t in terms)
+
+
+# ---------------------------------------------------------------- upkeep
+
+_EVENTS_BY_KEY = select(EVENTS.c.id, EVENTS.c.chat_id, EVENTS.c.thread_id, EVENTS.c.text).where(
+    tuple_(EVENTS.c.chat_id, EVENTS.c.message_id).in_(bindparam("keys", expanding=True))
+)
+_SQLITE_DROP = text("DELETE FROM message_search WHERE rowid IN :ids").bindparams(
+    bindparam("ids", expanding=True)
+)
+_SQLITE_ADD = text("INSERT INTO message_search(rowid, scope, body) VALUES (:id, :scope, :body)")
+_PG_DROP = delete(PG_SEARCH).where(PG_SEARCH.c.event_id.in_(bindparam("ids", expanding=True)))
+_PG_ADD = insert(PG_SEARCH).values(
+    event_id=bindparam("id"),
+    chat_id=bindparam("chat"),
+    thread_id=bindparam("thread"),
+    terms=func.array_to_tsvector(bindparam("tokens", type_=ARRAY(Text))),
+)
+_KEY_CHUNK = 400
+
+
+async def index_events(conn: AsyncConnection, keys: Iterable[tuple[int, int]]) -> None:
+    """(Re-)index the platform events with these (chat id, message id) keys, from their
+    stored text (so an edit indexes the newest version)."""
+    wanted = sorted(set(keys))
+    for start in range(0, len(wanted), _KEY_CHUNK):
+        chunk = wanted[start : start + _KEY_CHUNK]
+        rows = (await conn.execute(_EVENTS_BY_KEY, {"keys": chunk})).all()
+        if rows:
+            await write_index(conn, rows)
+
+
+async def write_index(conn: AsyncConnection, rows: Sequence[Any]) -> None:
+    """Replace the entries of event rows (`id`, `chat_id`, `thread_id`, `text`)."""
+    ids = [row.id for row in rows]
+    entries = [(row, index_tokens(row.text)) for row in rows]
+    if conn.dialect.name == "postgresql":
+        await conn.execute(_PG_DROP, {"ids": ids})
+        params: list[dict[str, Any]] = [
+            {"id": r.id, "chat": r.chat_id, "thread": r.thread_id, "tokens": sorted(set(tokens))}
+            for r, tokens in entries
+            if tokens
+        ]
+        if params:
+            await conn.execute(_PG_ADD, params)
+        return
+    await conn.execute(_SQLITE_DROP, {"ids": ids})
+    params = [
+        {"id": r.id, "scope": scope_token(r.chat_id, r.thread_id), "body": " ".join(tokens)}
+        for r, tokens in entries
+        if tokens
+    ]
+    if params:
+        await conn.execute(_SQLITE_ADD, params)
+
+
+# ---------------------------------------------------------------- query
+
+_SQLITE_MATCH = text(
+    "SELECT rowid FROM message_search WHERE message_search MATCH :q ORDER BY rank LIMIT :n"
+)
+_PG_QUERY = cast(bindparam("q", type_=Text), TSQUERY)
+_PG_MATCH = (
+    select(PG_SEARCH.c.event_id)
+    .where(
+        PG_SEARCH.c.chat_id == bindparam("chat"),
+        PG_SEARCH.c.thread_id == bindparam("thread"),
+        PG_SEARCH.c.terms.op("@@")(_PG_QUERY),
+    )
+    .order_by(func.ts_rank(PG_SEARCH.c.terms, _PG_QUERY).desc())
+    .limit(bindparam("n"))
+)
+
+
+async def search_event_rows(
+    conn: AsyncConnection, chat_id: int, thread_id: int, query: str, *, limit: int
+) -> list[Any]:
+    """Event rows of this chat and thread matching `query`, best first (at most `limit`)."""
+    terms = query_terms(query)
+    if not terms or limit <= 0:
+        return []
+    if conn.dialect.name == "postgresql":
+        params = {"chat": chat_id, "thread": thread_id, "q": ts_query(terms), "n": CANDIDATES}
+        ids = list((await conn.execute(_PG_MATCH, params)).scalars())
+    else:
+        params = {"q": fts_query(chat_id, thread_id, terms), "n": CANDIDATES}
+        ids = list((await conn.execute(_SQLITE_MATCH, params)).scalars())
+    if not ids:
+        return []
+    rows = (
+        await conn.execute(
+            select(EVENTS).where(
+                EVENTS.c.id.in_(ids), EVENTS.c.chat_id == chat_id, EVENTS.c.thread_id == thread_id
+            )
+        )
+    ).all()
+    ranked = rank_texts(
+        terms, ((row, row.text) for row in rows), newest_key=lambda row: (row.date, row.id)
+    )
+    return ranked[:limit]
