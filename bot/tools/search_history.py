@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bot.context.escaping import escape_member_text, header_value
+from bot.context.escaping import header_value
 from bot.context.headers import local_day, local_hhmm
 from bot.errors import ToolError
 from bot.ports import PlatformMessage, ToolSpec
@@ -56,7 +56,9 @@ def render_hit(message: PlatformMessage, shown_id: str, ctx: ToolContext) -> str
     body = " ".join(message.text.split())
     if len(body) > MAX_TEXT_CHARS:
         body = body[:MAX_TEXT_CHARS] + "…"
-    return f"[quote {fields}] {escape_member_text(body)}"
+    # one line of member text after our fields: every bracket escaped, not only a line's
+    # first, so no part of it can pass for one of our markers
+    return f"[quote {fields}] " + body.replace("[", "\\[")
 
 
 async def search_history(args: Mapping[str, Any], ctx: ToolContext) -> str:

@@ -22,8 +22,8 @@ def _differences(connection: Connection) -> list[Any]:
         connection,
         opts={
             "compare_type": True,
-            "include_name": lambda name, kind, _parent: not (
-                kind in ("table", "index") and str(name).startswith(SEARCH_TABLE)
+            "include_name": lambda name, kind, _parent: (
+                not (kind in ("table", "index") and str(name).startswith(SEARCH_TABLE))
             ),
         },
     )
