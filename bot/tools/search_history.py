@@ -5,6 +5,7 @@ never an argument), so no query reaches another chat. The query is plain words: 
 quotes every term, so operators, quotes or only punctuation are never a syntax error; a
 query longer than `MAX_QUERY_CHARS` is cut to its first `MAX_QUERY_CHARS` characters.
 
+The message the turn answers is left out (it holds the question's words, not the answer).
 One line per hit, best first:
 `[quote id:m12;user:Alice;date:2026-11-02;time:14:03;] the text, on one line…`
 The id is the message's alias on the active path (it joins the turn's alias table, so every
@@ -21,6 +22,7 @@ from typing import Any
 
 from bot.context.escaping import header_value
 from bot.context.headers import local_day, local_hhmm
+from bot.context.projection import current_record_index
 from bot.errors import ToolError
 from bot.ports import PlatformMessage, ToolSpec
 from bot.tools.base import Tool, ToolContext
@@ -61,6 +63,14 @@ def render_hit(message: PlatformMessage, shown_id: str, ctx: ToolContext) -> str
     return f"[quote {fields}] " + body.replace("[", "\\[")
 
 
+def _current_message_ids(ctx: ToolContext) -> frozenset[int]:
+    """The message the turn answers: it holds the question's words, not the answer."""
+    index = current_record_index(ctx.records)
+    if index is None:
+        return frozenset()
+    return frozenset(mid for mid in ctx.records[index].message_ids if mid is not None)
+
+
 async def search_history(args: Mapping[str, Any], ctx: ToolContext) -> str:
     query = args.get("query")
     if not isinstance(query, str):
@@ -71,7 +81,11 @@ async def search_history(args: Mapping[str, Any], ctx: ToolContext) -> str:
     limit = _limit(args)
     if ctx.search is None:
         raise ToolError("history search is not available here", code="unavailable")
-    hits = await ctx.search.search_messages(ctx.chat_id, ctx.thread_id, query, limit=limit)
+    asking = _current_message_ids(ctx)
+    found = await ctx.search.search_messages(
+        ctx.chat_id, ctx.thread_id, query, limit=limit + len(asking)
+    )
+    hits = [hit for hit in found if hit.message_id not in asking][:limit]
     if not hits:
         return f"no message in this chat's history matches {query!r}"
     ids = [hit.message_id for hit in hits]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -150,3 +151,17 @@ async def test_a_huge_query_is_cut_not_refused() -> None:
     result = await search_history({"query": query}, context(store, sid, AliasTable()))
     assert result.startswith("[quote id:m1;")
     assert len(query) > MAX_QUERY_CHARS
+
+
+async def test_the_question_itself_is_not_an_answer() -> None:
+    store = InMemoryStore()
+    sid = await chat(store)
+    await store.append(
+        sid,
+        [NewRecord(body=UserRecord(sender=BOB, text="?"), created_at=AT, message_ids=(15,))],
+        platform_messages=[said(15, BOB, "what was the wifi password?", hours=3)],
+    )
+    ctx = context(store, sid, AliasTable())
+    ctx = replace(ctx, records=await store.load_path(sid))
+    result = await search_history({"query": "wifi password", "limit": 1}, ctx)
+    assert result.startswith("[quote id:m1;"), result
