@@ -54,7 +54,7 @@ CASES = {
     "en": {
         "fact": "the wifi password is Tr0ub4dor-42, don't share it",
         "other_chat": "our wifi password is NOT-THIS-ONE",
-        "filler": "status update {n}: the build is green and the release is on track",
+        "filler": "status update {n}: the wifi in room {n} works, the build is green",
         "question": "what was the wifi password Alice posted?",
         "query": "wifi password",
         "secret": "Tr0ub4dor-42",
@@ -62,7 +62,7 @@ CASES = {
     "zh": {
         "fact": "无线网密码是 Tr0ub4dor-42，别外传",
         "other_chat": "我们的无线网密码是 NOT-THIS-ONE",
-        "filler": "第{n}条进度：构建通过，测试全绿，明天按计划发布。",
+        "filler": "第{n}条进度：会议室无线网正常，构建通过。",
         "question": "Alice 之前发的无线网密码是什么？",
         "query": "无线网密码",
         "secret": "Tr0ub4dor-42",
@@ -178,3 +178,13 @@ async def test_the_model_recalls_what_left_the_window(chat: Chat, locale: str) -
     assert reacted.role == "tool"
     assert not reacted.content.startswith("error"), reacted.content
     assert chat.api.sent_messages(CHAT)[-1]["text"] == f"Alice: {case['secret']}"
+
+    # --- a later turn: the search result is an ordinary old tool result, shrunk
+    chat.api.push_update(chat.api.user_message(CHAT, ALICE, "@test_bot thanks", message_id=99999))
+    await reply_stored(chat.api, chat.store, CHAT, 2)
+    later = chat.model.requests[-1].messages
+    (old,) = [m for m in later if m.role == "tool" and m.content.startswith(top[:100])]
+    assert len(searched.content.splitlines()) == 5  # the limit; fillers name the wifi too
+    assert old.content.startswith(searched.content[:200])
+    assert old.content.endswith("字)")
+    assert len(old.content) < len(searched.content)
