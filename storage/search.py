@@ -21,10 +21,11 @@ punctuation has no terms (no match, never a syntax error).
 Ranking: by the number of distinct query terms a message holds, then newest first (the
 memory store ranks every message so). The SQL stores read the newest messages holding every
 term straight from the index in row order and, when those are fewer than asked, rank the
-newest `ANY_CANDIDATES` holding any term by the tokens stored in the index. No relevance
-score over every match: bm25 over half a million matches of a common word cost ~150 ms at
-1M messages (measured). An older message holding only some of the terms can be missed when
-more than `ANY_CANDIDATES` newer ones hold one of them.
+newest `PER_TERM_CANDIDATES` holders of each of the first `PER_TERM_QUERIES` terms by the
+tokens stored in the index. No relevance score over every match: bm25 over half a million
+matches of a common word cost ~150 ms at 1M messages (measured). An older message holding
+only some of the terms can be missed when more than `PER_TERM_CANDIDATES` newer ones hold
+each of its terms.
 
 Storage. SQLite: an FTS5 table `message_search(scope, body)` with the `ascii` tokenizer over
 the pre-tokenized body (the `scope` column holds one token per chat and thread), its rowid
@@ -68,7 +69,8 @@ MAX_QUERY_CHARS = 256
 """A longer query is cut to its first 256 characters."""
 MAX_TERMS = 24
 MAX_TOKEN_CHARS = 64
-ANY_CANDIDATES = 300
+PER_TERM_QUERIES = 8
+PER_TERM_CANDIDATES = 75
 _PREFIX_MIN = 4
 
 SEARCH_TABLE = "message_search"
@@ -271,18 +273,27 @@ async def search_event_rows(
         return []
     postgres = conn.dialect.name == "postgresql"
 
-    async def newest(every: bool, count: int) -> list[int]:
+    async def newest(of: Sequence[Term], count: int) -> list[int]:
+        """The newest `count` messages holding every term of `of`."""
         if postgres:
-            query_text = ts_query(terms, every=every)
+            query_text = ts_query(of, every=True)
             params = {"chat": chat_id, "thread": thread_id, "q": query_text, "n": count}
             return list((await conn.execute(_PG_MATCH, params)).scalars())
-        params = {"q": fts_query(chat_id, thread_id, terms, every=every), "n": count}
+        params = {"q": fts_query(chat_id, thread_id, of, every=True), "n": count}
         return list((await conn.execute(_SQLITE_MATCH, params)).scalars())
 
     # Holding every term is the best score: those come newest first, straight from the index.
-    chosen = await newest(True, limit) if len(terms) > 1 else []
+    chosen = await newest(terms, limit) if len(terms) > 1 else []
     if len(chosen) < limit:
-        partial = [i for i in await newest(False, ANY_CANDIDATES) if i not in set(chosen)]
+        # then the newest holders of each term on its own, so a rare term's few messages are
+        # not crowded out by a common one's many
+        seen = set(chosen)
+        partial: list[int] = []
+        for term in terms[:PER_TERM_QUERIES]:
+            for event_id in await newest((term,), PER_TERM_CANDIDATES):
+                if event_id not in seen:
+                    seen.add(event_id)
+                    partial.append(event_id)
         scored = sorted(
             (
                 (matched_terms(terms, tokens), event_id)
