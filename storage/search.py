@@ -75,6 +75,14 @@ _PREFIX_MIN = 4
 
 SEARCH_TABLE = "message_search"
 """The index's table (SQLite: with FTS5's shadow tables `message_search_*`)."""
+
+
+def outside_the_search_index(name: str | None, kind: str, _parent: object) -> bool:
+    """An Alembic `include_name` filter: schema comparisons leave the index alone (this
+    module owns it, outside the models)."""
+    return not (kind in ("table", "index") and str(name).startswith(SEARCH_TABLE))
+
+
 _SEARCH_META = MetaData()
 PG_SEARCH = Table(
     "message_search",

@@ -12,7 +12,7 @@ from sqlmodel import SQLModel
 
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
-from storage.search import SEARCH_TABLE
+from storage.search import outside_the_search_index
 
 
 def _differences(connection: Connection) -> list[Any]:
@@ -22,9 +22,7 @@ def _differences(connection: Connection) -> list[Any]:
         connection,
         opts={
             "compare_type": True,
-            "include_name": lambda name, kind, _parent: (
-                not (kind in ("table", "index") and str(name).startswith(SEARCH_TABLE))
-            ),
+            "include_name": outside_the_search_index,
         },
     )
     return list(compare_metadata(context, SQLModel.metadata))
