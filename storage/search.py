@@ -72,6 +72,8 @@ MAX_TOKEN_CHARS = 64
 PER_TERM_QUERIES = 8
 PER_TERM_CANDIDATES = 75
 _PREFIX_MIN = 4
+_MAX_UNIT_CHARS = 8
+"""A character and at most 7 marks: a CJK token stays far under PostgreSQL's 2 KB lexeme."""
 
 SEARCH_TABLE = "message_search"
 """The index's table (SQLite: with FTS5's shadow tables `message_search_*`)."""
@@ -111,7 +113,7 @@ def _runs(text_: str) -> Iterable[tuple[bool, list[str]]]:
     for ch in text_:
         category = unicodedata.category(ch)
         if category[0] == "M":
-            if units:
+            if units and len(units[-1]) < _MAX_UNIT_CHARS:  # a pile of marks stays bounded
                 units[-1] += ch
             continue
         if category == "Lo":

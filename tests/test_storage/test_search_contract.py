@@ -194,6 +194,30 @@ async def test_any_text_is_a_query(store: Store, query: str) -> None:
     assert len(hits) <= 1
 
 
+_STORABLE = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
+_CHATS = iter(range(-1002000000000, -1001000000000))
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(body=st.text(alphabet=_STORABLE, max_size=400))
+async def test_any_text_is_stored_and_found_by_its_own_words(store: Store, body: str) -> None:
+    chat = next(_CHATS)  # a chat of its own per example
+    await store.record_platform_messages([said(1, body, chat=chat)])
+    found = await search(store, body, chat=chat)
+    assert found == ([1] if query_terms(body) else [])
+
+
+async def test_a_pile_of_combining_marks_is_stored_and_found(store: Store) -> None:
+    zalgo = "密" + "\u0301" * 5_000 + "码" + "\u0302" * 5_000 + " e" + "\u0303" * 5_000
+    await store.record_platform_messages([said(1, zalgo)])
+    assert await search(store, zalgo) == [1]
+    assert await search(store, "密") == [1]
+
+
 @given(text=st.text(max_size=300))
 def test_a_message_is_found_by_any_of_its_own_words(text: str) -> None:
     """The tokenizer contract every store shares: each query term of a text is a term the
