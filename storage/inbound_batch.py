@@ -341,7 +341,9 @@ async def _write_batch(
         leaves[item.session_id] = new_id
     await conn.execute(_INSERT_RECORDS, records)
     await conn.execute(_INSERT_MESSAGES, messages)
-    await index_events(conn, ((m["chat_id"], m["message_id"]) for m in messages))
+    await index_events(
+        conn, ((m["chat_id"], m["thread_id"], m["message_id"], m["text"]) for m in messages)
+    )
     await conn.execute(
         _MOVE_LEAF,
         [{"session_id": sid, "leaf_id": leaf, "now": now} for sid, leaf in leaves.items()],

@@ -523,7 +523,7 @@ class SqlStore:
         stmt = upsert_events(conn.dialect.name)
         rows = [event_row(e, default_record_id=default_record_id) for e in events]
         await conn.execute(stmt, rows)
-        await index_events(conn, ((e.chat_id, e.message_id) for e in events))
+        await index_events(conn, ((e.chat_id, e.thread_id, e.message_id, e.text) for e in events))
 
     async def search_messages(
         self, chat_id: int, thread_id: int, query: str, *, limit: int
