@@ -32,7 +32,9 @@ the pre-tokenized body (the `scope` column holds one token per chat and thread),
 the event id; a trigger drops the entry when the event is deleted (retention).
 PostgreSQL: a table `message_search(event_id → platform_events ON DELETE CASCADE, chat_id,
 thread_id, terms tsvector)` with a GIN index; the tsvector is built from the token array
-(`array_to_tsvector`), so the server's parser and locale play no part. The writers of
+(`array_to_tsvector`), so the server's parser and locale play no part. Built in: no
+extension to create (`pg_trgm`, in Debian's contrib, needs `CREATE EXTENSION` and, like
+FTS5's trigram, cannot use its index for a two-character word). The writers of
 platform events call `index_events` in the same transaction (edits re-index the newest
 text); migration 0003 builds the index for existing databases.
 """
