@@ -28,6 +28,7 @@ from bench import (
     bench_load,
     bench_projection,
     bench_report,
+    bench_search,
     bench_storage,
     bench_tokens,
     bench_trim,
@@ -169,6 +170,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         spent,
         lambda: bench_dashboard.run(10_000, 20_000, 3) if quick else bench_dashboard.run(),
     )
+    search = _timed(
+        "history search",
+        spent,
+        lambda: bench_search.run((10_000,) if quick else (100_000,), 100 if quick else 400),
+    )
     total = time.perf_counter() - started
 
     ours, legacy = found.ours, found.legacy
@@ -238,6 +244,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             loads[0][1].per_second >= 150 and loads[0][1].stored_in_order,
         ),
         postgres_figure("answered msgs/s, scripted model", pg_load),
+        (
+            f"history search p99 ≤ {bench_search.LATENCY_TARGET_MS:.0f} ms "
+            f"({search.largest.messages:,} messages; 1M: `python -m bench.bench_search`)",
+            f"{search.largest.p99_ms:.1f} ms",
+            search.largest.p99_ms <= bench_search.LATENCY_TARGET_MS,
+        ),
         (
             "idle RSS of `tgbot run` ≤ aiogram's floor + 60 MB",
             f"{ingest[0][1].idle_rss_mb:.0f} MB (floor {floor:.0f} MB)",
@@ -361,6 +373,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "## Storage",
             "",
             storage,
+            "",
+            "## History search (`search_history`, SQLite; `bench/bench_search.py`)",
+            "",
+            search.markdown(),
             "",
             usage.replace("## usage report", "## Usage report", 1),
             "",

@@ -194,6 +194,18 @@ class PlatformMessageStore(PlatformMessageLookup, Protocol):
         ...
 
 
+class HistorySearch(Protocol):
+    """Full-text search over one chat's platform messages (the `search_history` tool)."""
+
+    async def search_messages(
+        self, chat_id: int, thread_id: int, query: str, *, limit: int
+    ) -> tuple[PlatformMessage, ...]:
+        """Messages of this chat and thread (newest text) matching the plain words of
+        `query`, best first, at most `limit`; () when nothing matches. Never raises on what
+        the query contains."""
+        ...
+
+
 class UpdateClaims(Protocol):
     """De-duplication of inbound updates."""
 
@@ -324,7 +336,14 @@ class ImportStore(SessionStore, RecordAppender, Protocol):
 
 
 class ConversationStore(
-    InboundStore, HistoryStore, RouteStore, UpdateLog, Prunable, ChatEventStore, Protocol
+    InboundStore,
+    HistoryStore,
+    RouteStore,
+    UpdateLog,
+    Prunable,
+    ChatEventStore,
+    HistorySearch,
+    Protocol,
 ):
     """The whole store, which the composition root opens, wires and closes."""
 

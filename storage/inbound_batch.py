@@ -48,6 +48,7 @@ from bot.ports import InboundAppend
 from storage.alias_cache import alias_parts, derive
 from storage.codec import encode_message_ids, encode_payload, first_message_id
 from storage.rows import event_row, utc
+from storage.search import index_events
 from storage.tables import EVENTS, MESSAGES, SESSIONS
 
 log = logging.getLogger(__name__)
@@ -340,6 +341,9 @@ async def _write_batch(
         leaves[item.session_id] = new_id
     await conn.execute(_INSERT_RECORDS, records)
     await conn.execute(_INSERT_MESSAGES, messages)
+    await index_events(
+        conn, ((m["chat_id"], m["thread_id"], m["message_id"], m["text"]) for m in messages)
+    )
     await conn.execute(
         _MOVE_LEAF,
         [{"session_id": sid, "leaf_id": leaf, "now": now} for sid, leaf in leaves.items()],

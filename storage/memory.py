@@ -27,6 +27,7 @@ from bot.ports import (
 from storage.alias_cache import alias_parts, aliases_on_path, derive_path, path_to
 from storage.retention import Node, PruneResult, plan_prune
 from storage.rows import utc
+from storage.search import query_terms, rank_texts
 
 
 @dataclass(slots=True)
@@ -243,6 +244,23 @@ class InMemoryStore:
 
     async def find_platform_message(self, chat_id: int, message_id: int) -> PlatformMessage | None:
         return self._events.get((chat_id, message_id))
+
+    async def search_messages(
+        self, chat_id: int, thread_id: int, query: str, *, limit: int
+    ) -> tuple[PlatformMessage, ...]:
+        """The same tokens and ranking as the SQL stores (`storage.search`), by a scan."""
+        terms = query_terms(query)
+        if not terms or limit <= 0:
+            return ()
+        candidates = (
+            (event, event.text)
+            for event in self._events.values()
+            if event.chat_id == chat_id and event.thread_id == thread_id
+        )
+        ranked = rank_texts(
+            terms, candidates, newest_key=lambda event: (event.date, event.message_id)
+        )
+        return tuple(ranked[:limit])
 
     def _put_events(
         self, events: Sequence[PlatformMessage], *, default_record_id: int | None

@@ -82,6 +82,7 @@ from storage.rows import (
     stored_record,
     utc,
 )
+from storage.search import index_events, search_event_rows
 from storage.tables import EVENTS, MESSAGES, REACTIONS, SESSIONS, SUMMARIES, UPDATES
 
 _DELETE_CHUNK = 500
@@ -522,6 +523,15 @@ class SqlStore:
         stmt = upsert_events(conn.dialect.name)
         rows = [event_row(e, default_record_id=default_record_id) for e in events]
         await conn.execute(stmt, rows)
+        await index_events(conn, ((e.chat_id, e.thread_id, e.message_id, e.text) for e in events))
+
+    async def search_messages(
+        self, chat_id: int, thread_id: int, query: str, *, limit: int
+    ) -> tuple[PlatformMessage, ...]:
+        """See `bot.ports.HistorySearch` and `storage.search`."""
+        async with self._read() as conn:
+            rows = await search_event_rows(conn, chat_id, thread_id, query, limit=limit)
+        return tuple(map(platform_event, rows))
 
     # ------------------------------------------------------------ claims
 

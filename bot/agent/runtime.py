@@ -34,6 +34,7 @@ from bot.domain.records import StoredRecord
 from bot.ports import (
     ChatEventStore,
     Clock,
+    HistorySearch,
     HistoryStore,
     LLMResponse,
     Messenger,
@@ -78,6 +79,7 @@ class TurnRunner:
         told_user: Callable[[int, int], Sequence[str]] | None = None,
         truth: TokenTruth | None = None,
         reactions: ChatEventStore | None = None,
+        search: HistorySearch | None = None,
     ) -> None:
         self.told_user = told_user
         """Lines sent in a chat outside model turns since the last turn there (taken once)."""
@@ -131,6 +133,8 @@ class TurnRunner:
             owner_id=policy.owner_id,
             max_calls_per_step=policy.max_tool_calls_per_step,
             max_messages_per_turn=policy.max_messages_per_turn,
+            search=search,
+            zone=policy.zone,
         )
         self.bubbles = ReplyBubbles(
             store=store,

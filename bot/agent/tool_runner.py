@@ -20,6 +20,8 @@ import asyncio
 import json
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, tzinfo
 
 from bot.agent.turn import TurnState
 from bot.context.alias_table import AliasTable
@@ -37,6 +39,7 @@ from bot.domain.records import (
 from bot.errors import ReferenceNotConfirmed, TelegramError, ToolError
 from bot.ports import (
     Clock,
+    HistorySearch,
     HistoryStore,
     LLMResponse,
     Messenger,
@@ -86,7 +89,11 @@ class ToolRunner:
         owner_id: int | None = None,
         max_calls_per_step: int = 0,
         max_messages_per_turn: int = 0,
+        search: HistorySearch | None = None,
+        zone: tzinfo = UTC,
     ) -> None:
+        self.search = search
+        self.zone = zone
         self.tools = tools
         self.store = store
         self.platform_messages = platform_messages
@@ -121,6 +128,10 @@ class ToolRunner:
             records=records,
             record_bubbles=self.platform_messages.record_platform_messages,
             rights=rights,
+            session_id=session.id,
+            zone=self.zone,
+            search=self.search,
+            history=self.store,
         )
 
     async def run_calls(
@@ -208,7 +219,8 @@ class ToolRunner:
             return failed("reference_not_confirmed", str(exc))
         log.info("tool %s(%s)", call.name, call.arguments)
         try:
-            content = await asyncio.wait_for(tool.run(args, ctx), TOOL_TIMEOUT_SECONDS)
+            run = tool.run(args, replace(ctx, shown=aliases))
+            content = await asyncio.wait_for(run, TOOL_TIMEOUT_SECONDS)
         except ToolError as exc:
             return failed(exc.code, str(exc))
         except TelegramError as exc:

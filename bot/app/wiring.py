@@ -316,6 +316,7 @@ def build_app(
         bot_name=bot_name,
         truth=truth,
         reactions=store,
+        search=store,
     )
 
     async def usage_reply() -> tuple[str, bytes | None]:

@@ -46,4 +46,9 @@ TEXTS: dict[str, str] = {
     "summary_feedback": "Feedback reactions: 👍 {up} · 👎 {down} · other {other}",
     "summary_skipped": "Skipped {n} unreadable ledger lines",
     "summary_caption": "Input per call p50 and cache hit rate, last {n} days",
+    # the system prompt: when to search the chat's history
+    "prompt_search_history": "When someone asks about something said earlier that neither "
+    "the messages in view nor the summary hold (a password, a date, a link, who said what), "
+    "call search_history with a few distinctive words before you answer; never guess. If it "
+    "finds nothing, say so.",
 }

@@ -39,4 +39,8 @@ TEXTS: dict[str, str] = {
     "summary_feedback": "反馈表情：👍 {up} · 👎 {down} · 其他 {other}",
     "summary_skipped": "跳过 {n} 行无法读取的账本",
     "summary_caption": "最近 {n} 天单次输入 p50 与缓存命中率",
+    # 系统提示：何时搜索聊天记录
+    "prompt_search_history": "如果有人问起以前说过、但眼前的消息和摘要里都没有的内容（密码、日期、"
+    "链接、谁说过什么），先用几个有区分度的词调用 search_history 再回答，不要猜；"
+    "搜不到就如实说。",
 }

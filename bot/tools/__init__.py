@@ -6,6 +6,7 @@ from bot.tools import (
     delete_message,
     expand_tool_result,
     inspect_conversation_reference,
+    search_history,
     send_message,
     set_reaction,
 )
@@ -19,6 +20,7 @@ def default_tools() -> tuple[Tool, ...]:
         set_reaction.TOOL,
         inspect_conversation_reference.TOOL,
         expand_tool_result.TOOL,
+        search_history.TOOL,
     )
 
 

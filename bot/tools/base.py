@@ -9,11 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, tzinfo
 from typing import Any
 
+from bot.context.alias_table import AliasTable
 from bot.domain.records import StoredRecord
 from bot.errors import ToolError
-from bot.ports import Clock, Messenger, PlatformMessageLookup, RecordedBubbles, ToolSpec
+from bot.ports import (
+    Clock,
+    HistoryReader,
+    HistorySearch,
+    Messenger,
+    PlatformMessageLookup,
+    RecordedBubbles,
+    ToolSpec,
+)
 from bot.tools.rights import MemberRights
 
 
@@ -33,6 +43,13 @@ class ToolContext:
     rights: MemberRights | None = None
     """The rights of the member who triggered the turn; None: only the bot's own rights
     (a tool that needs a member's rights refuses)."""
+    session_id: int = 0
+    zone: tzinfo = UTC
+    search: HistorySearch | None = None
+    history: HistoryReader | None = None
+    """Aliases of messages beyond the window (`find_aliases`), for what a tool shows."""
+    shown: AliasTable | None = None
+    """The turn's alias table: a tool that shows messages adds their aliases to it."""
 
 
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], Awaitable[str]]

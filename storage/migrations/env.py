@@ -14,6 +14,7 @@ from sqlmodel import SQLModel
 
 import storage.tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 from storage.engine import create_engine_for
+from storage.search import outside_the_search_index
 
 target_metadata = SQLModel.metadata
 
@@ -24,6 +25,7 @@ def _configure_and_run(connection: Connection) -> None:
         target_metadata=target_metadata,
         render_as_batch=True,  # SQLite cannot ALTER most things; batch mode copies tables
         compare_type=True,
+        include_name=outside_the_search_index,
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -12,10 +12,19 @@ from sqlmodel import SQLModel
 
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
+from storage.search import outside_the_search_index
 
 
 def _differences(connection: Connection) -> list[Any]:
-    context = MigrationContext.configure(connection, opts={"compare_type": True})
+    """Differences from the models, but for the search index (`storage.search` owns it,
+    outside the models: an FTS5 table and its shadow tables, or a tsvector table)."""
+    context = MigrationContext.configure(
+        connection,
+        opts={
+            "compare_type": True,
+            "include_name": outside_the_search_index,
+        },
+    )
     return list(compare_metadata(context, SQLModel.metadata))
 
 
