@@ -328,14 +328,21 @@ def gpt56_implicit(request: LLMRequest) -> list[tuple[int, str]]:
     return []
 
 
-def gpt56_ours(request: LLMRequest) -> list[tuple[int, str]]:
-    """The implicit breakpoint plus the plan's points on system/user/tool content."""
-    implicit = gpt56_implicit(request)
+def gpt56_ours(request: LLMRequest, *, implicit: bool = True) -> list[tuple[int, str]]:
+    """The plan's points on system/user/tool content (at most 3 beside the implicit one, 4
+    without it), plus the implicit breakpoint unless the request turns it off
+    (`prompt_cache_options: {"mode": "explicit"}`)."""
+    managed = gpt56_implicit(request) if implicit else []
     allowed = [
         i for i, _ in anthropic_points(request, "5m") if request.messages[i].role != "assistant"
     ]
-    explicit = [(i, "5m") for i in allowed[-MAX_OPENAI_EXPLICIT:]]
-    return sorted({*implicit, *explicit})
+    limit = MAX_OPENAI_EXPLICIT if implicit else MAX_BREAKPOINTS
+    explicit = [(i, "5m") for i in allowed[-limit:]]
+    return sorted({*managed, *explicit})
+
+
+def gpt56_explicit(request: LLMRequest) -> list[tuple[int, str]]:
+    return gpt56_ours(request, implicit=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -468,6 +475,12 @@ def provider_rows(sent: Sent, tools_text: str) -> dict[str, list[ProviderRow]]:
             "gpt-5.6",
             "ours (implicit + plan as explicit)",
             replay_breakpoints(sent, gpt56_ours, min_tokens=1024, lookback=None),
+            True,
+        ),
+        row(
+            "gpt-5.6",
+            "ours, explicit only (implicit turned off)",
+            replay_breakpoints(sent, gpt56_explicit, min_tokens=1024, lookback=None),
             True,
         ),
     ]
