@@ -32,6 +32,7 @@ from bench import (
     bench_storage,
     bench_tokens,
     bench_trim,
+    cache_sim,
     economy,
 )
 
@@ -126,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lambda: bench_e2e.run(chats=10, per_chat=10) if quick else bench_e2e.run(),
     )
     found = _timed("token economy", spent, lambda: economy.run(messages, args.seed))
+    caches = _timed("provider caches", spent, lambda: cache_sim.run(messages, args.seed))
     tokens = _timed("token truth", spent, bench_tokens.run)
     projection, prepare, sent = _timed(
         "projection cost", spent, lambda: bench_projection.run(sizes, repeats=7 if quick else 15)
@@ -203,6 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{ours.hit_rate / legacy.hit_rate:.2f}x",
             ours.hit_rate >= 1.5 * legacy.hit_rate,
         ),
+        *caches.targets(),
         (
             "history prefix changes only when the window moves",
             f"{ours.prefix_breaks} changes, {ours.window_moves} moves",
@@ -307,6 +310,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             "has no old-tool-result shrinking and no chunked window moves. (c2) shows the "
             "token budget binding: with the default caps (50 turns, 100 messages) the turn cap "
             "binds first in a group chat, where every member message starts a turn.",
+            "",
+            "## 2b. Every provider, its own cache: the ADR workload per provider",
+            "",
+            caches.markdown,
+            "",
+            "*Automatic* is what the provider does unasked: Anthropic's top-level "
+            "`cache_control` (and LangChain's caching middleware) and GPT-5.6's implicit "
+            "breakpoint mark the newest message, which carries this turn's per-turn blocks; "
+            "they are dropped next turn, so what is written there is never read again. "
+            "*Ours* is the `CachePlan` the real request builder put on each request "
+            "(`bot/context/cache_plan.py`: system prompt, window head, the previous read "
+            "point, the last stable message), marked the way the Anthropic adapter marks it "
+            "(at most 4, never the current message, one TTL). On automatic prefix caches the "
+            "plan is not sent: the stable prefix alone does the work. The DeepSeek row is a "
+            "lower bound: units at fixed token intervals (undocumented interval) and common "
+            "prefixes inside a message are not modelled.",
             "",
             "## 3. Preparing the next call against stored history (SQLite)",
             "",

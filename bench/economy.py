@@ -21,6 +21,7 @@ import statistics
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,9 @@ class Variant:
     compaction_share: float = 0.0
     sync_folds: int = 0
     notes: dict[str, str] = field(default_factory=dict)
+    sent: list[tuple[datetime, LLMRequest]] = field(default_factory=list)
+    """Every request the model received (summaries too), with the clock when the
+    inbound message that caused it was handled (`bench/cache_sim.py` replays them)."""
 
 
 # ---------------------------------------------------------------------- the bench tool
@@ -231,6 +235,7 @@ async def _run_ours(
         )
         await app.inbound.on_message(message)
         await app.inbound.drain()
+        variant.sent += [(event.at, r) for r in model.requests[len(variant.sent) :]]
         if event.addressed:
             assert model.remaining == 0, "the turn did not use its whole script"
             assert messenger.sent > answered, f"message {event.index} was not answered"

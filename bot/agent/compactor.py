@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.routes import ModelRoute, RouteTable
+from bot.context.cache_plan import ReadPoints, plan_cache, session_cache_key
 from bot.context.compaction import (
     new_summary,
     plan_fold,
@@ -114,7 +115,10 @@ class Compactor:
         bus: EventBus,
         clock: Clock,
         policy: CompactionPolicy,
+        read_points: ReadPoints | None = None,
     ) -> None:
+        self.read_points = read_points if read_points is not None else ReadPoints()
+        """Shared with the turn calls: a summary request reads what the replies wrote."""
         self.store = store
         self.routes = routes
         self.tools = tools
@@ -284,12 +288,21 @@ class Compactor:
             messages, first=plan.first, last=plan.last, max_tokens=budget
         )
         specs = tuple(tool.spec for tool in self.tools.values())
+        # the instruction is the one message nobody repeats: the window before it is read
+        # from (and written for) the chat's reply requests
+        cache = plan_cache(
+            request_messages,
+            current=len(request_messages) - 1,
+            previous=self.read_points.get(session.id, route.model),
+            session_key=session_cache_key(session.id),
+        )
         request = LLMRequest(
             model=route.model,
             messages=tuple(request_messages),
             tools=specs,
             max_output_tokens=budget * 2,
             tool_choice="none" if specs else None,
+            cache_plan=cache.plan,
         )
         schema_tokens = estimate_tool_schema_tokens(
             [
@@ -322,6 +335,7 @@ class Compactor:
             log.warning("summary call for session %s failed: %s", session.id, exc)
             await called.publish(None, started, exc)
             return None
+        self.read_points.remember(session.id, route.model, cache.remember)
         await called.publish(response, started, None)
         summary = new_summary(response.text, plan=plan, departing=departing, previous=previous)
         if summary is None:

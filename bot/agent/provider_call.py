@@ -19,6 +19,7 @@ from bot.agent.events import EventBus, ModelCalled
 from bot.agent.routes import ModelRoute
 from bot.agent.turn import TurnFailed, TurnPolicy, TurnState
 from bot.context.budget import RuntimeLimits
+from bot.context.cache_plan import PlannedCache, ReadPoints, plan_cache, session_cache_key
 from bot.context.history_trim import HistoryTrimmed, trim_to_recent_turns
 from bot.context.orphans import remove_orphaned_tool_messages
 from bot.context.token_correction import exact_message_tokens
@@ -81,7 +82,10 @@ class ProviderCaller:
         clock: Clock,
         policy: TurnPolicy,
         window: WindowTrimmer,
+        read_points: ReadPoints | None = None,
     ) -> None:
+        self.read_points = read_points if read_points is not None else ReadPoints()
+        """Where each session's requests wrote the cache (the next request reads there)."""
         self.tools = tools
         self.bus = bus
         self.clock = clock
@@ -111,11 +115,13 @@ class ProviderCaller:
             # the last safety net: whatever a trim or a stored history left, the provider
             # never receives a tool result without its call (or a call without its result)
             messages = remove_orphaned_tool_messages(state.messages)
+            cache = self._plan(state, messages)
             request = LLMRequest(
                 model=state.route.model,
                 messages=messages,
                 tools=tools,
                 max_output_tokens=self.policy.max_output_tokens,
+                cache_plan=cache.plan,
             )
             images = image_tokens(state.messages)
             schemas = fixed - system_tokens(state.messages)
@@ -159,8 +165,24 @@ class ProviderCaller:
                 transient = isinstance(exc, ProviderUnavailable | ProviderRateLimited)
                 key = "provider" if transient else "bad_response"
                 raise TurnFailed(key, f"{type(exc).__name__}: {exc}") from exc
+            self.read_points.remember(state.session.id, state.route.model, cache.remember)
             await self._called(state, response, started, error=None, final=final, exact=exact)
             return response
+
+    def _plan(self, state: TurnState, messages: tuple[ChatMessage, ...]) -> PlannedCache:
+        """The request's cache plan: the current message found by identity (an orphan
+        repair may have shifted it), the session's read points for this model."""
+        current = None
+        if state.current_index < len(state.messages):
+            held = state.messages[state.current_index]
+            if held.role == "user":
+                current = next((i for i, m in enumerate(messages) if m is held), None)
+        return plan_cache(
+            messages,
+            current=current,
+            previous=self.read_points.get(state.session.id, state.route.model),
+            session_key=session_cache_key(state.session.id),
+        )
 
     async def _called(
         self,

@@ -28,6 +28,7 @@ from bot.agent.token_truth import TokenTruth
 from bot.agent.tool_runner import TOOL_TIMEOUT_SECONDS, ToolRunner
 from bot.agent.turn import TurnFailed, TurnOutcome, TurnPolicy, TurnState
 from bot.context.alias_table import AliasTable
+from bot.context.cache_plan import ReadPoints
 from bot.context.escaping import strip_echoed_header
 from bot.domain.ids import Scene
 from bot.domain.records import StoredRecord
@@ -93,6 +94,7 @@ class TurnRunner:
         """The live tool table (name → tool), shared by every part."""
         # --- compaction (issue 17): on when the policy bounds a summary for some scene
         self.compactor: Compactor | None = None
+        read_points = ReadPoints()  # where the cache was written, shared by every call
         if policy.summary_budgets:
             self.compactor = Compactor(
                 store=store,
@@ -105,6 +107,7 @@ class TurnRunner:
                     route=policy.compaction_route,
                     prepare_margin=policy.compaction_margin,
                 ),
+                read_points=read_points,
             )
         self.request = RequestBuilder(
             compactor=self.compactor,
@@ -119,7 +122,12 @@ class TurnRunner:
             reactions=reactions,
         )
         self.provider = ProviderCaller(
-            tools=self.tools, bus=self.bus, clock=clock, policy=policy, window=self.request
+            tools=self.tools,
+            bus=self.bus,
+            clock=clock,
+            policy=policy,
+            window=self.request,
+            read_points=read_points,
         )
         self.tool_runner = ToolRunner(
             tools=self.tools,

@@ -1,0 +1,142 @@
+"""The provider cache models of `bench/cache_sim.py` on tiny hand-checked requests: a wrong
+model makes every row of the REPORT.md cache tables wrong."""
+
+from __future__ import annotations
+
+from bench.cache_sim import (
+    BreakpointCache,
+    PrefixCache,
+    Prefixes,
+    UnitCache,
+    anthropic_points,
+)
+from bot.domain.messages import ChatMessage
+from bot.ports import CachePlan, LLMRequest
+
+
+def chain(names: str, tokens: list[int]) -> Prefixes:
+    """A request of one-block messages named by letters: digests are the prefixes."""
+    return Prefixes(
+        tokens=tuple(tokens),
+        digests=tuple(names[: i + 1].encode() for i in range(len(names))),
+        blocks=tuple(range(1, len(names) + 1)),
+        roles=tuple("user" for _ in names),
+    )
+
+
+def grow(n: int, per: int = 100) -> list[int]:
+    return [per * (i + 1) for i in range(n)]
+
+
+def test_a_breakpoint_reads_an_entry_at_most_20_blocks_back() -> None:
+    names = "abcdefghijklmnopqrstuvwxyz"
+    cache = BreakpointCache(min_tokens=0)
+    first = cache.send(chain(names, grow(26)), [(2, "5m")], at=0)
+    assert (first.read, first.write_5m) == (0, 300)
+    # 20 blocks after the entry: found by the lookback, 200 more tokens written
+    near = cache.send(chain(names, grow(26)), [(22, "5m")], at=1)
+    assert (near.read, near.write_5m) == (300, 2300 - 300)
+    # 21 blocks after it (and nothing written at 23 before): not found, all written
+    far = BreakpointCache(min_tokens=0)
+    far.send(chain(names, grow(26)), [(2, "5m")], at=0)
+    missed = far.send(chain(names, grow(26)), [(23, "5m")], at=1)
+    assert (missed.read, missed.write_5m) == (0, 2400)
+
+
+def test_an_entry_expires_after_its_ttl_and_a_read_refreshes_it() -> None:
+    request = chain("abc", [1500, 1600, 1700])
+    cache = BreakpointCache(min_tokens=1024)
+    cache.send(request, [(1, "5m")], at=0)
+    assert cache.send(request, [(1, "5m")], at=299).read == 1600  # refreshed at 299
+    assert cache.send(request, [(1, "5m")], at=598).read == 1600  # 299 s after the refresh
+    late = cache.send(request, [(1, "5m")], at=598 + 301)
+    assert (late.read, late.write_5m) == (0, 1600)
+    hour = BreakpointCache(min_tokens=1024)
+    hour.send(request, [(1, "1h")], at=0)
+    assert hour.send(request, [(1, "1h")], at=3000).read == 1600
+    assert hour.send(request, [(1, "1h")], at=3000 + 3601).read == 0
+
+
+def test_a_prefix_under_the_minimum_is_never_written() -> None:
+    request = chain("abc", [500, 1000, 1200])
+    cache = BreakpointCache(min_tokens=1024)
+    first = cache.send(request, [(1, "5m"), (2, "5m")], at=0)
+    assert (first.read, first.write_5m, first.uncached) == (0, 1200, 0)
+    again = cache.send(request, [(1, "5m")], at=1)
+    assert (again.read, again.write_5m, again.uncached) == (0, 0, 1200)
+
+
+def test_writes_are_billed_per_ttl_from_the_read_point_to_the_last_breakpoint() -> None:
+    cache = BreakpointCache(min_tokens=0)
+    cache.send(chain("ab", [1000, 2000]), [(0, "1h")], at=0)
+    billed = cache.send(chain("abcd", [1000, 2000, 3000, 4000]), [(1, "1h"), (2, "5m")], at=1)
+    assert (billed.read, billed.write_1h, billed.write_5m, billed.uncached) == (
+        1000,
+        1000,
+        1000,
+        1000,
+    )
+
+
+def test_gpt56_matches_any_earlier_breakpoint_exactly_without_a_lookback() -> None:
+    names = "abcdefghijklmnopqrstuvwxyz"
+    cache = BreakpointCache(min_tokens=0, lookback=None)
+    cache.send(chain(names, grow(26)), [(1, "5m")], at=0)
+    assert cache.send(chain(names, grow(26)), [(25, "5m")], at=1).read == 200
+
+
+def text_tokens(n: int) -> ChatMessage:
+    return ChatMessage(role="user", content="x" * (4 * n))
+
+
+def test_automatic_prefix_hits_round_down_to_blocks_and_respect_the_minimum() -> None:
+    """The serialised message adds a few tokens of tags: shared prefixes are chosen well
+    inside a block so the rounding is unambiguous."""
+    for block, minimum, shared, expected in (
+        (128, 1024, 1100, 1024),  # 8 blocks of 128
+        (128, 1024, 1000, 0),  # 896 rounded is under OpenAI's 1,024 minimum
+        (64, 0, 1000, 960),  # 15 blocks of 64
+    ):
+        cache = PrefixCache(block_tokens=block, min_tokens=minimum)
+        cache.send("", [text_tokens(shared), ChatMessage(role="user", content="a" * 4000)])
+        hit = cache.send("", [text_tokens(shared), ChatMessage(role="user", content="b" * 4000)])
+        assert hit.cached_tokens == expected, (block, minimum, shared)
+
+
+def test_deepseek_units_follow_the_documented_examples() -> None:
+    """A+B then A+C: no hit (A+B is not fully matched), A becomes a unit; A+D hits A;
+    A+B+C hits the unit A+B (the end of the first request's input)."""
+    cache = UnitCache()
+    ab = Prefixes((1000, 1500), (b"A", b"AB"), (1, 2), ("system", "user"))
+    ac = Prefixes((1000, 1400), (b"A", b"AC"), (1, 2), ("system", "user"))
+    ad = Prefixes((1000, 1300), (b"A", b"AD"), (1, 2), ("system", "user"))
+    abc = Prefixes((1000, 1500, 1900), (b"A", b"AB", b"ABC"), (1, 2, 3), ("system", "user", "user"))
+    assert cache.send(ab).read == 0
+    assert cache.send(ac).read == 0
+    assert cache.send(ad).read == 1000
+    assert cache.send(abc).read == 1500
+
+
+def test_the_bench_marks_the_plan_as_the_adapter_does() -> None:
+    messages = tuple(ChatMessage(role=r, content=r) for r in ("system", "user", "user", "user"))
+    plan = CachePlan(system_end=0, window_head=1, previous_read=2, last_stable=3)
+    request = LLMRequest(model="m", messages=messages, cache_plan=plan)
+    # 3 is the current (last user) message: never marked, whatever the plan says
+    assert anthropic_points(request, "1h") == [(0, "1h"), (1, "1h"), (2, "1h")]
+
+
+def test_the_replay_of_a_small_workload_reports_every_provider() -> None:
+    from bench import cache_sim
+
+    result = cache_sim.run(80, seed=5)
+    assert result.requests > 0
+    assert len(result.rows) == 5
+    auto = result.find("anthropic", "automatic (newest message), 5m")
+    ours = result.find("anthropic", "ours (cache plan, ≤ 4 markers), 5m")
+    uncached = result.find("anthropic", "uncached")
+    assert uncached.cost_share == 1.0
+    assert ours.hit_rate > auto.hit_rate
+    assert ours.cost_share < auto.cost_share
+    assert {label for label, _, _ in result.targets()} >= {
+        "Anthropic, our breakpoints (5m) ≤ 35 % of uncached input cost"
+    }
