@@ -304,3 +304,43 @@ async def test_a_token_telegram_refuses_is_one_line(tmp_path: Path) -> None:
     assert len(lines) == 1, done.err
     assert lines[0].startswith("tgbot: BOT_TOKEN: refused by"), lines[0]
     assert "SECRET-bot-token" not in done.err
+
+
+# ---------------------------------------------------------------- the start-up banner
+
+
+def test_the_banner_names_the_offline_model_and_masks_the_password(tmp_path: Path) -> None:
+    from bot.app.serve import start_banner
+    from bot.config import load_settings
+
+    settings = load_settings(
+        data_dir=tmp_path,
+        database_url="postgresql+asyncpg://bot:hunter2@db/tgbot",
+        dashboard_port=8081,
+    )
+    line = start_banner(settings, username="helper_bot", webhook=False, host="", port=0)
+    assert line == (
+        "bot @helper_bot started; polling https://api.telegram.org; the offline model: "
+        "replies are canned; database postgresql+asyncpg://bot:***@db/tgbot; "
+        f"DATA_DIR={tmp_path}; dashboard http://127.0.0.1:8081/"
+    )
+
+
+@pytest.mark.slow
+async def test_run_logs_one_banner_line(tmp_path: Path) -> None:
+    from adapters.llm.fake_server import FakeOpenAIServer
+    from adapters.telegram.fake_api import FakeBotApi
+    from tests.bot_process import bot_running
+
+    async with (
+        FakeBotApi("4242:banner-token", username="banner_bot") as api,
+        FakeOpenAIServer() as llm,
+        bot_running(api, llm, tmp_path, LLM_MODEL="fake-model") as bot,
+    ):
+        banners = [line for line in bot.log().splitlines() if " started; " in line]
+    assert len(banners) == 1, bot.log()
+    assert banners[0].endswith(
+        f"bot @banner_bot started; polling {api.base_url}; model default:fake-model at "
+        f"{llm.base_url}; database sqlite+aiosqlite:///{tmp_path}/tgbot.sqlite3; "
+        f"DATA_DIR={tmp_path}; dashboard off (DASHBOARD_PORT unset)"
+    )
