@@ -205,7 +205,7 @@ def prepare_demo_dir(data: Path) -> None:
     data.mkdir(parents=True, exist_ok=True)
     marker = data / DEMO_MARKER
     leftovers = [name for name in (*_DEMO_FILES, "agent-traces") if (data / name).exists()]
-    if leftovers and not marker.exists():
+    if leftovers and not (marker.exists() or _written_by_an_older_demo(data)):
         raise ConfigError(
             "--data-dir",
             f"{data} holds data the demo did not write ({', '.join(leftovers)}); "
@@ -215,6 +215,15 @@ def prepare_demo_dir(data: Path) -> None:
         (data / name).unlink(missing_ok=True)
     shutil.rmtree(data / "agent-traces", ignore_errors=True)
     marker.write_text("written by `tgbot demo`; the next demo run replaces it\n", encoding="utf-8")
+
+
+def _written_by_an_older_demo(data: Path) -> bool:
+    """A directory from a demo that left no marker yet: its rules file is the demo's."""
+    try:
+        rules = (data / "workspace-rules.md").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return rules == WORKSPACE_RULES
 
 
 async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
