@@ -120,20 +120,9 @@ async def opening_database(url: str) -> AsyncIterator[None]:
 
 def describe_telegram_failure(exc: BaseException, api_base: str) -> ConfigError | None:
     """One line for a Bot API that refused the token or could not be reached."""
-    from aiogram.exceptions import (
-        TelegramNetworkError,
-        TelegramNotFound,
-        TelegramUnauthorizedError,
-    )
-    from aiogram.utils.token import TokenValidationError
+    from adapters.telegram.startup_errors import startup_failure
 
-    if isinstance(exc, TokenValidationError):
-        return ConfigError("BOT_TOKEN", "malformed: expected <bot id>:<secret>")
-    if isinstance(exc, TelegramUnauthorizedError | TelegramNotFound):
-        return ConfigError("BOT_TOKEN", f"refused by {api_base} (getMe: {exc.message})")
-    if isinstance(exc, TelegramNetworkError | OSError | TimeoutError):
-        return ConfigError("TELEGRAM_API_BASE", f"cannot reach {api_base}: {_first_line(exc)}")
-    return None
+    return startup_failure(exc, api_base)
 
 
 def _first_line(exc: BaseException) -> str:
