@@ -344,3 +344,27 @@ async def test_run_logs_one_banner_line(tmp_path: Path) -> None:
         f"{llm.base_url}; database sqlite+aiosqlite:///{tmp_path}/tgbot.sqlite3; "
         f"DATA_DIR={tmp_path}; dashboard off (DASHBOARD_PORT unset)"
     )
+
+
+def test_a_missing_token_is_refused_before_aiogram_is_imported(tmp_path: Path) -> None:
+    """What made the refusal take 10-16 s: all of aiogram imported first."""
+    env = cli_env(tmp_path)
+    del env["BOT_TOKEN"]
+    probe = (
+        "import sys\n"
+        "from bot.app.cli import main\n"
+        "code = main(['run'])\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'aiogram', 'sqlalchemy', "
+        "'aiohttp', 'alembic', 'httpx', 'apscheduler', 'jinja2'})\n"
+        "print(code, ','.join(heavy) or '-')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout.split() == ["2", "-"], done.stdout + done.stderr
