@@ -26,6 +26,7 @@ from bot.app.preflight import (
 from bot.config import Settings, load_settings
 from bot.errors import BotError, ConfigError
 
+MODEL_TIMEOUT_SECONDS = 20.0
 OK = "✔"
 FAILED = "✘"
 
@@ -52,7 +53,7 @@ async def doctor(config: str | None, *, out: TextIO | None = None) -> int:
     checks: tuple[tuple[str, Callable[[Settings], Awaitable[str]]], ...] = (
         ("database", _database),
         ("DATA_DIR", _data_dir),
-        ("BOT_TOKEN", _token),
+        ("Telegram", _token),
         ("model", _model),
         ("dashboard", _dashboard_port),
     )
@@ -129,7 +130,11 @@ async def _model(settings: Settings) -> str:
 
     if not settings.llm_base_url and not settings.default_provider:
         return "LLM_BASE_URL unset: the offline model, replies are canned (`tgbot run --offline`)"
-    routes = build_routes(settings)
+    # one request, no retries (a doctor reports the first failure) and a short deadline
+    quick = settings.runtime.model_copy(
+        update={"max_retries": 0, "request_timeout_seconds": MODEL_TIMEOUT_SECONDS}
+    )
+    routes = build_routes(settings.model_copy(update={"runtime": quick}))
     try:
         route = routes.resolve(None)
         response = await route.provider.complete(

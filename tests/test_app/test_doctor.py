@@ -48,7 +48,7 @@ async def test_every_check_passes_on_a_healthy_setup(
         "✔ settings",
         "✔ database",
         "✔ DATA_DIR",
-        "✔ BOT_TOKEN",
+        "✔ Telegram",
         "✔ model",
         "✔ dashboard",
     ]
@@ -79,7 +79,7 @@ async def test_each_failure_is_one_line_and_the_exit_code_says_so(
         "✔ settings",
         "✘ database",
         "✔ DATA_DIR",
-        "✘ BOT_TOKEN",
+        "✘ Telegram",
         "✘ model",
         "✘ dashboard",
     }
