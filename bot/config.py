@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import os
 import re
+import tomllib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from difflib import get_close_matches
 from pathlib import Path
-from typing import Any, Literal
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -27,9 +31,20 @@ from bot.errors import ConfigError
 
 DEFAULT_TELEGRAM_API_BASE = "https://api.telegram.org"
 _WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
+MIN_DASHBOARD_TOKEN_CHARS = 16
+"""A shorter `DASHBOARD_TOKEN` is refused at start-up: the token guards a dashboard bound on
+every interface, and 16 characters is the least `openssl rand -hex 8` gives (64 bits)."""
 
 
-class SceneHistory(BaseModel):
+class Section(BaseModel):
+    """Every settings section: an unknown key is refused, whether it comes from the TOML
+    file, an `A__B` environment variable or code (`load_settings` names it with a "did you
+    mean"). New sections and profiles derive from this, so strictness needs no extra step."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class SceneHistory(Section):
     """Per-scene overrides of the caps (`[history.group]`, `HISTORY__GROUP__…`); unset: the
     shared value."""
 
@@ -37,7 +52,7 @@ class SceneHistory(BaseModel):
     max_recent_messages: int | None = Field(None, ge=1)
 
 
-class HistorySettings(BaseModel):
+class HistorySettings(Section):
     """History window limits per scene; the first limit reached wins.
 
     `max_history_turns` counts the turns the bot answered (in a group most member messages
@@ -59,7 +74,7 @@ class HistorySettings(BaseModel):
     owner: SceneHistory = SceneHistory()
 
 
-class CompactionSettings(BaseModel):
+class CompactionSettings(Section):
     """The rolling summary of turns that left the window (DESIGN.md §3.8)."""
 
     enabled: bool = True
@@ -73,12 +88,12 @@ class CompactionSettings(BaseModel):
     limit."""
 
 
-class HistoryPruning(BaseModel):
+class HistoryPruning(Section):
     enabled: bool = False
     max_tokens: int = Field(0, ge=0)
 
 
-class RuntimeSettings(BaseModel):
+class RuntimeSettings(Section):
     """Budgets and caps of the agent runtime (DESIGN.md §3.2, §5)."""
 
     max_context_tokens: int | None = Field(None, ge=0)
@@ -100,7 +115,7 @@ CacheSetting = Literal["auto", "breakpoints", "off"]
 CacheTTLSetting = Literal["5m", "1h"]
 
 
-class ProviderProfile(BaseModel):
+class ProviderProfile(Section):
     """One endpoint (`[providers.<name>]`). The key is read from the env variable
     `api_key_env`. Unset dialect settings take the defaults of the base URL's host."""
 
@@ -129,7 +144,7 @@ class ProviderProfile(BaseModel):
     price_output_per_mtok: float = 0.0
 
 
-class TriggerSettings(BaseModel):
+class TriggerSettings(Section):
     """When the bot answers in groups, and how bursts are merged into one turn."""
 
     answer_on_mention: bool = True
@@ -139,7 +154,7 @@ class TriggerSettings(BaseModel):
     command_prefix: str = "/"
 
 
-class ScheduleSettings(BaseModel):
+class ScheduleSettings(Section):
     daily_summary: bool = True
     daily_summary_time: str = "09:00"
     misfire_grace_seconds: int = Field(6 * 3600, ge=1)
@@ -158,14 +173,14 @@ class ScheduleSettings(BaseModel):
         return value
 
 
-class SecuritySettings(BaseModel):
+class SecuritySettings(Section):
     allowed_chats: list[int] = Field(default_factory=list)
     """Empty: every chat is allowed."""
     user_messages_per_minute: int = Field(20, ge=0)
     chat_messages_per_minute: int = Field(60, ge=0)
 
 
-class RetentionSettings(BaseModel):
+class RetentionSettings(Section):
     """Deleting old records and platform events; 0 keeps everything (the default)."""
 
     keep_records_days: int = Field(0, ge=0)
@@ -241,6 +256,19 @@ class Settings(BaseSettings):
                 raise ValueError(f"providers.{name}.base_url: expected an http(s) URL")
         return value
 
+    @field_validator("dashboard_token")
+    @classmethod
+    def _long_dashboard_token(cls, value: SecretStr | None) -> SecretStr | None:
+        # an empty token would let `Authorization: Bearer` with nothing after it in, on a
+        # dashboard that a token opens to every interface
+        if value is not None and len(value.get_secret_value().strip()) < MIN_DASHBOARD_TOKEN_CHARS:
+            raise ValueError(
+                f"{'empty' if not value.get_secret_value().strip() else 'too short'}: "
+                f"at least {MIN_DASHBOARD_TOKEN_CHARS} characters (e.g. `openssl rand -hex 16`), "
+                "or unset it to serve the dashboard on loopback only"
+            )
+        return value
+
     @field_validator("telegram_api_base", "llm_base_url", "webhook_url", "dashboard_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
@@ -282,30 +310,152 @@ _CONFIG_PATH: str | None = None
 
 
 def load_settings(config_path: str | Path | None = None, **overrides: Any) -> Settings:
-    """Read the settings once; a bad value raises `ConfigError` naming the setting."""
+    """Read the settings once; a bad value raises `ConfigError` naming the setting as the
+    operator wrote it: an environment variable by its name (`HISTORY__GROUP_TOKENS`), a TOML
+    key by its dotted key and file (`bot.toml: history.group_tokens`). An unknown key at any
+    level is refused with a "did you mean"."""
     global _CONFIG_PATH
     path = str(config_path) if config_path else None
     if path is None:
         path = os.environ.get("BOT_CONFIG") or None
-    if path is not None and not Path(path).is_file():
-        raise ConfigError("BOT_CONFIG", f"config file not found: {path}")
+    toml: dict[str, Any] = {}
+    if path is not None:
+        toml = _read_toml(Path(path))
+        _refuse_unknown_keys(Settings, toml, (), lambda loc, hint: _toml_error(path, loc, hint))
+    _refuse_unknown_env()
     _CONFIG_PATH = path
     try:
         return Settings(**overrides)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise ConfigError(_setting_name(first["loc"]), _clean(first["msg"])) from None
-    except ValueError as exc:  # e.g. a TOML syntax error
+        raise _named_error(first["loc"], _clean(first["msg"]), path, toml) from None
+    except ValueError as exc:  # pragma: no cover - the file was parsed above
         raise ConfigError("BOT_CONFIG", str(exc)) from None
     finally:
         _CONFIG_PATH = None
 
 
-def _setting_name(loc: tuple[int | str, ...]) -> str:
-    parts = [str(p) for p in loc]
-    if len(parts) == 1:
-        return parts[0].upper()
-    return ".".join(parts)
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as file:
+            return tomllib.load(file)
+    except FileNotFoundError:
+        raise ConfigError("BOT_CONFIG", f"config file not found: {path}") from None
+    except OSError as exc:
+        raise ConfigError("BOT_CONFIG", f"cannot read {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("BOT_CONFIG", f"{path}: not valid TOML: {exc}") from None
+
+
+Hint = Callable[[tuple[str, ...], str], ConfigError]
+
+
+def _refuse_unknown_keys(
+    model: type[BaseModel], data: Mapping[str, Any], loc: tuple[str, ...], error: Hint
+) -> None:
+    """Walk `data` along `model`'s fields; the first key no field has raises `error`."""
+    for key, value in data.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            raise error((*loc, key), _did_you_mean(key, model.model_fields))
+        inner, keyed = _section_of(field.annotation)
+        if inner is None or not isinstance(value, Mapping):
+            continue
+        if keyed:  # `[providers.NAME]`: any name, each one a profile
+            for name, profile in value.items():
+                if isinstance(profile, Mapping):
+                    _refuse_unknown_keys(inner, profile, (*loc, key, str(name)), error)
+        else:
+            _refuse_unknown_keys(inner, value, (*loc, key), error)
+
+
+def _section_of(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """(the model a field holds, whether it is a mapping of names to that model)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    origin = get_origin(annotation)
+    args = get_args(annotation)
+    if origin in (dict, Mapping) and len(args) == 2:
+        inner, _ = _section_of(args[1])
+        return inner, inner is not None
+    if origin in (Union, UnionType):
+        for arg in args:
+            inner, keyed = _section_of(arg)
+            if inner is not None:
+                return inner, keyed
+    return None, False
+
+
+def _did_you_mean(key: str, known: Iterable[str]) -> str:
+    close = get_close_matches(key.lower(), list(known), n=1, cutoff=0.6)
+    if not close:
+        return "unknown key"
+    return f"unknown key (did you mean {close[0]}?)"
+
+
+def _toml_error(path: str, loc: tuple[str, ...], message: str) -> ConfigError:
+    dotted = ".".join(loc)
+    if message.startswith("unknown key (did you mean "):
+        parent = ".".join(loc[:-1])
+        guess = message.removeprefix("unknown key (did you mean ").removesuffix("?)")
+        message = f"unknown key (did you mean {parent + '.' if parent else ''}{guess}?)"
+    return ConfigError(dotted, message, source=path)
+
+
+def _refuse_unknown_env() -> None:
+    """`SECTION__KEY` variables must name a key of that section (`HISTORY__GROUP_TOKEN` is
+    refused with a "did you mean HISTORY__GROUP_TOKENS")."""
+    sections = {
+        name: field
+        for name, field in Settings.model_fields.items()
+        if _section_of(field.annotation)[0] is not None
+    }
+    for variable in sorted(os.environ):
+        head, sep, rest = variable.lower().partition("__")
+        if not sep or head not in sections:
+            continue
+        data: dict[str, Any] = {}
+        node = data
+        parts = [head, *rest.split("__")]
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = ""
+
+        def env_error(loc: tuple[str, ...], message: str) -> ConfigError:
+            guess = message.removeprefix("unknown key (did you mean ").removesuffix("?)")
+            if guess != message:
+                message = f"unknown setting (did you mean {_env_name((*loc[:-1], guess))}?)"
+            else:
+                message = "unknown setting"
+            return ConfigError(_env_name(loc), message)
+
+        _refuse_unknown_keys(Settings, data, (), env_error)
+
+
+def _env_name(loc: Sequence[int | str]) -> str:
+    return "__".join(str(p) for p in loc).upper()
+
+
+def _named_error(
+    loc: tuple[int | str, ...], message: str, path: str | None, toml: Mapping[str, Any]
+) -> ConfigError:
+    """Name the setting where its value came from: the environment wins over the file."""
+    parts = tuple(str(p) for p in loc)
+    env = _env_name(parts)
+    if any(name.upper() == env for name in os.environ):
+        return ConfigError(env, message)
+    if path is not None and (_holds(toml, parts) or (len(parts) > 1 and _holds(toml, parts[:-1]))):
+        return ConfigError(".".join(parts), message, source=path)
+    return ConfigError(env if len(parts) == 1 else ".".join(parts), message)
+
+
+def _holds(data: Mapping[str, Any], loc: Sequence[str]) -> bool:
+    node: Any = data
+    for part in loc:
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
 
 
 def _clean(message: str) -> str:

@@ -35,11 +35,14 @@ class BotError(Exception):
 
 
 class ConfigError(BotError):
-    """A setting is missing or invalid. `setting` names it."""
+    """A setting is missing or invalid, or a resource it names (the database, DATA_DIR, the
+    Bot API) refused at start-up. `setting` names it; `source` is the file it was read from,
+    when it came from one (`bot.toml: history.group_tokens: …`)."""
 
-    def __init__(self, setting: str, message: str) -> None:
-        super().__init__(f"{setting}: {message}")
+    def __init__(self, setting: str, message: str, *, source: str | None = None) -> None:
+        super().__init__(f"{source}: {setting}: {message}" if source else f"{setting}: {message}")
         self.setting = setting
+        self.source = source
 
 
 class NotBuiltError(BotError):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bot.app.preflight import check_database_url, opening_database
 from bot.app.wiring import build_app, open_store
 from bot.config import Settings, load_settings
 from bot.context.tokens import estimate_message_tokens
@@ -18,7 +19,8 @@ from bot.ports import BubbleHook, ConversationStore, Delivery, SessionInfo
 
 async def context_show(config: str | None, *, chat_id: int, thread_id: int) -> int:
     settings = load_settings(config)
-    store = await open_store(settings)
+    async with opening_database(check_database_url(settings)):
+        store = await open_store(settings)
     try:
         key = SessionKey(chat_id=chat_id, thread_id=thread_id)
         print((await preview_request(settings, store, key)).text)

@@ -10,6 +10,7 @@ message and sends the last 100 messages.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sys
 import tempfile
 import time
@@ -29,12 +30,20 @@ from bot.agent.prompt import (
     build_per_turn_blocks,
     build_system_prompt,
 )
-from bot.app.demo_scenario import GROUP_CHAT, OWNER_ID, WORKSPACE_RULES, build_scenario
+from bot.app.demo_scenario import (
+    GROUP_CHAT,
+    OWNER_ID,
+    WORKSPACE_RULES,
+    ScriptLine,
+    build_scenario,
+)
+from bot.app.preflight import invoked_as
 from bot.app.wiring import App, build_app, open_store
 from bot.config import SceneHistory, Settings, load_settings
 from bot.context.tokens import estimate_message_tokens
 from bot.domain.facts import InboundMessage
 from bot.domain.messages import ChatMessage
+from bot.errors import ConfigError
 from bot.ports import InboundSink, LLMRequest, Usage
 from bot.services.usage_render import run_usage_report
 
@@ -161,11 +170,12 @@ def print_request(request: LLMRequest, out: TextIO) -> None:
         tokens = estimate_message_tokens(message)
         flag = " (breadcrumb)" if message.is_breadcrumb else ""
         write(f"--- [{index}] {message.role}{flag}, {tokens} tokens\n")
-        content = (
-            message.content if index == len(request.messages) - 1 else _shorten(message.content)
-        )
-        if message.role == "system":
-            content = _shorten(content, 160)
+        if index == len(request.messages) - 1:
+            content = message.content
+        elif message.role == "system":  # its size in all, not the size of a shortened copy
+            content = _shorten(message.content, 160)
+        else:
+            content = _shorten(message.content)
         write(content + "\n")
         for call in message.tool_calls:
             write(f"tool_call {call.name}({call.arguments})\n")
@@ -176,13 +186,60 @@ DEMO_GROUP_CAP = 60
 request shows the summary (made offline by the scripted model) after the breadcrumb."""
 
 
+DEMO_MARKER = ".tgbot-demo"
+"""Marks a directory the demo wrote, so a later run may replace what the last one left."""
+_DEMO_FILES = (
+    "tgbot.sqlite3",
+    "tgbot.sqlite3-wal",
+    "tgbot.sqlite3-shm",
+    "scheduler.sqlite3",
+    "token-corrections.json",
+    "workspace-rules.md",
+)
+
+
+def prepare_demo_dir(data: Path) -> None:
+    """Make `data` ready for a fresh replay: a directory an earlier demo wrote is emptied of
+    that demo's files (the scenario's message ids start again, so old rows would swallow
+    the new ones as re-deliveries); a bot's real data is never touched."""
+    data.mkdir(parents=True, exist_ok=True)
+    marker = data / DEMO_MARKER
+    leftovers = [name for name in (*_DEMO_FILES, "agent-traces") if (data / name).exists()]
+    if leftovers and not (marker.exists() or _written_by_an_older_demo(data)):
+        raise ConfigError(
+            "--data-dir",
+            f"{data} holds data the demo did not write ({', '.join(leftovers)}); "
+            "give the demo a new or empty directory",
+        )
+    for name in _DEMO_FILES:
+        (data / name).unlink(missing_ok=True)
+    shutil.rmtree(data / "agent-traces", ignore_errors=True)
+    marker.write_text("written by `tgbot demo`; the next demo run replaces it\n", encoding="utf-8")
+
+
+def _written_by_an_older_demo(data: Path) -> bool:
+    """A directory from a demo that left no marker yet: its rules file is the demo's."""
+    try:
+        rules = (data / "workspace-rules.md").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return rules == WORKSPACE_RULES
+
+
 async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
     started = time.perf_counter()
     data = data_dir or Path(tempfile.mkdtemp(prefix="tgbot-demo-"))
-    data.mkdir(parents=True, exist_ok=True)
+    prepare_demo_dir(data)
     rules = data / "workspace-rules.md"
     rules.write_text(WORKSPACE_RULES, encoding="utf-8")
+    out = sys.stdout
     async with FakeBotApi(DEMO_TOKEN, username="demo_helper_bot", first_name="Helper") as api:
+        out.write(
+            "What is simulated: the model is scripted (offline, canned replies, a simulated "
+            f"prefix cache) and Telegram is a fake Bot API on {api.base_url}, driven by "
+            "aiogram's real HTTP client; the SQLite database and the ledger are real.\n"
+        )
+        out.flush()
         demo = settings.model_copy(
             update={
                 "data_dir": data,
@@ -244,7 +301,6 @@ async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
             await bot.session.close()
             await store.close()
 
-    out = sys.stdout
     out.write("\n=== One request as the model saw it (the last group call) ===\n")
     print_request(model.requests[group_requests - 1], out)
     out.write("\n=== Usage report (tgbot usage report --days 1) ===\n")
@@ -273,25 +329,34 @@ async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
     ):
         out.write(f"{label:24}{left:>12,}{right:>12,}\n")
     out.write(f"{'cache hit rate':24}{base.cache_hit:>12.0%}{ours.cache_hit:>12.0%}\n")
+    out.write("\n" + takeaway(base, ours) + "\n")
     elapsed = time.perf_counter() - started
+    command = invoked_as()
     out.write(
         f"\nDone in {elapsed:.1f} s. Data went to {data}: the SQLite database "
         f"{data / 'tgbot.sqlite3'} and the ledger {demo.traces_dir}/.\n"
-        f"Try: DATA_DIR={data} {_command()} usage report --days 1\n"
-        f"     DATA_DIR={data} {_command()} context show --chat {GROUP_CHAT}\n"
+        f"Try: DATA_DIR={data} {command} usage report --days 1\n"
+        f"     DATA_DIR={data} {command} context show --chat {GROUP_CHAT}\n"
+        f"     DATA_DIR={data} {command} dashboard        # http://127.0.0.1:8080/\n"
     )
     return 0
+
+
+def takeaway(naive: Economy, ours: Economy) -> str:
+    """The comparison in one sentence, from the measured figures."""
+    if ours.p50 <= 0 or naive.p50 <= 0:
+        return "Takeaway: no model calls were measured."
+    ratio = naive.p50 / ours.p50
+    return (
+        f"Takeaway: on the same conversation this bot sends ≈{ratio:.0f}× fewer input tokens "
+        f"per call than the naive one (p50 {ours.p50:,} vs {naive.p50:,}) and hits the "
+        f"provider's prefix cache {ours.cache_hit:.0%} of the time vs {naive.cache_hit:.0%}."
+    )
 
 
 async def demo(config: str | None, *, data_dir: str | None) -> int:
     settings = load_settings(config)
     return await run_demo(settings, data_dir=Path(data_dir) if data_dir else None)
-
-
-def _command() -> str:
-    """How this `tgbot` was invoked (e.g. `.venv/bin/tgbot`), for copy-paste hints."""
-    invoked = Path(sys.argv[0])
-    return str(invoked) if invoked.name == "tgbot" else "tgbot"
 
 
 async def replay(
@@ -305,10 +370,11 @@ async def replay(
 ) -> int:
     """Push the scenario through the fake Bot API, one message at a time, waiting for each
     answer; returns how many model calls the group chat made."""
-    clock = datetime.now(UTC) - timedelta(hours=5)
+    scenario = build_scenario(bot_username=bot_username)
+    clock = scenario_start(datetime.now(UTC), scenario)
     ids: dict[int, list[int]] = {}
     group_requests = 0
-    for pushed, line in enumerate(build_scenario(bot_username=bot_username), start=1):
+    for pushed, line in enumerate(scenario, start=1):
         clock += timedelta(seconds=line.seconds_after)
         chat_ids = ids.setdefault(line.chat, [])
         reply_to = None
@@ -339,6 +405,12 @@ async def replay(
         if line.chat == GROUP_CHAT and new:
             group_requests = model.requests.index(new[-1]) + 1
     return group_requests
+
+
+def scenario_start(now: datetime, scenario: Sequence[ScriptLine]) -> datetime:
+    """When the scenario's clock starts, so its last message is a minute before `now`: every
+    message time stays in the past of the request's own clock."""
+    return now - timedelta(seconds=sum(line.seconds_after for line in scenario) + 60)
 
 
 def _blocks(settings: Settings, app: App, private: bool) -> str:

@@ -26,6 +26,15 @@ from adapters.telegram.polling_loop import AfterBatchHook, poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.webhook import serve_webhook
 from bot.app.heap import settle_heap
+from bot.app.preflight import (
+    check_bot_token,
+    check_data_dir,
+    check_database_url,
+    check_offline,
+    describe_telegram_failure,
+    mask_url,
+    opening_database,
+)
 from bot.app.retention_loop import retention_loop
 from bot.app.wiring import (
     build_app,
@@ -61,17 +70,59 @@ def _fault_after_batch() -> AfterBatchHook | None:
     return crash
 
 
+def start_banner(
+    settings: Settings, *, username: str | None, webhook: bool, host: str, port: int
+) -> str:
+    """The one line `tgbot run` logs once it is up: who, how, which model, where the data
+    goes, and the dashboard."""
+    mode = f"webhook on {host}:{port}" if webhook else f"polling {settings.telegram_api_base}"
+    profile = settings.providers.get(settings.default_provider or "")
+    if profile is not None:
+        name = f"{settings.default_provider}:{profile.model or settings.llm_model}"
+        model = f"model {name} at {profile.base_url}"
+    elif settings.llm_base_url:
+        model = f"model default:{settings.llm_model} at {settings.llm_base_url}"
+    else:
+        model = "the offline model: replies are canned"
+    if settings.dashboard_port is None:
+        dashboard = "dashboard off (DASHBOARD_PORT unset)"
+    else:
+        bind = "0.0.0.0" if settings.dashboard_token is not None else "127.0.0.1"
+        dashboard = (
+            f"dashboard {settings.dashboard_url or f'http://{bind}:{settings.dashboard_port}/'}"
+        )
+    return (
+        f"bot @{username} started; {mode}; {model}; database "
+        f"{mask_url(settings.resolved_database_url)}; DATA_DIR={settings.data_dir}; {dashboard}"
+    )
+
+
 async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> int:
-    assert settings.bot_token is not None
-    store = await open_store(settings)
-    chat_lock = open_chat_lock(settings)
-    bot = build_bot(settings.bot_token.get_secret_value(), settings.telegram_api_base)
+    token = check_bot_token(settings, "run")
+    url = check_database_url(settings)
+    async with opening_database(url):
+        store = await open_store(settings)
+    try:
+        chat_lock = open_chat_lock(settings)
+        bot = build_bot(token, settings.telegram_api_base)
+    except BaseException as exc:
+        await store.close()
+        failure = describe_telegram_failure(exc, settings.telegram_api_base)
+        if failure is None:
+            raise
+        raise failure from None
     scheduler = None
     stopped = asyncio.Event()
     retention: asyncio.Task[None] | None = None
     dashboard: RunningDashboard | None = None
     try:
-        me = await bot.get_me()
+        try:
+            me = await bot.get_me()
+        except Exception as exc:
+            failure = describe_telegram_failure(exc, settings.telegram_api_base)
+            if failure is None:
+                raise
+            raise failure from None
         messenger = TelegramMessenger(bot)
         app = build_app(
             settings,
@@ -107,8 +158,11 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
         await app.inbound.recover_interrupted(bot_id=me.id, bot_username=me.username)
         log.info("start-up objects frozen out of garbage collection: %d", settle_heap())
         loop = asyncio.get_running_loop()
+        log.info(
+            "%s",
+            start_banner(settings, username=me.username, webhook=webhook, host=host, port=port),
+        )
         if webhook:
-            log.info("bot @%s (%s) started; webhook mode", me.username, me.id)
             stop = asyncio.Event()
             for sig in _STOP_SIGNALS:
                 loop.add_signal_handler(sig, stop.set)
@@ -124,9 +178,6 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
                 on_skipped=skipped,
             )
         else:
-            log.info(
-                "bot @%s (%s) started; polling %s", me.username, me.id, settings.telegram_api_base
-            )
             stop_polling = asyncio.Event()
             for sig in _STOP_SIGNALS:
                 loop.add_signal_handler(sig, stop_polling.set)
@@ -167,10 +218,10 @@ async def run(
     host: str,
     port: int,
     insecure_webhook: bool = False,
+    offline: bool = False,
 ) -> int:
     settings = load_settings(config)
-    if settings.bot_token is None:
-        raise ConfigError("BOT_TOKEN", "required for `tgbot run` (use `tgbot demo` offline)")
+    check_bot_token(settings, "run")
     if webhook and settings.webhook_secret is None and not insecure_webhook:
         # without the secret header check anyone who finds the URL can post forged updates
         raise ConfigError(
@@ -178,6 +229,9 @@ async def run(
             "required for `tgbot run --webhook` (or pass --insecure-webhook to accept "
             "unauthenticated updates)",
         )
+    check_offline(settings, offline=offline)
+    check_database_url(settings)
+    check_data_dir(settings.data_dir, create=True)
     register_settings_secrets(settings)  # before the first log line
     _setup_logging()
     return await serve(settings, webhook=webhook, host=host, port=port)

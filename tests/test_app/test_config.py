@@ -106,3 +106,110 @@ def test_missing_or_bad_toml_is_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_settings(bad)
     assert info.value.setting == "history.group_tokens"
+
+
+@pytest.mark.parametrize(
+    ("toml", "dotted", "guess"),
+    [
+        ("[security]\nallowed_chat = [1]\n", "security.allowed_chat", "security.allowed_chats"),
+        ("[history]\ngroup_token = 4000\n", "history.group_token", "history.group_tokens"),
+        (
+            "[runtime]\nmax_tool_iteration = 3\n",
+            "runtime.max_tool_iteration",
+            "runtime.max_tool_iterations",
+        ),
+        (
+            '[providers.x]\nbase_url = "https://a.example/v1"\nprice_input_per_mtk = 1.0\n',
+            "providers.x.price_input_per_mtk",
+            "providers.x.price_input_per_mtok",
+        ),
+        (
+            "[history.group]\nmax_recent_message = 30\n",
+            "history.group.max_recent_message",
+            "history.group.max_recent_messages",
+        ),
+        ('bot_usrname = "x"\n', "bot_usrname", "bot_username"),
+    ],
+    ids=["security", "history", "runtime", "price", "scene", "top-level"],
+)
+def test_an_unknown_toml_key_is_refused_with_the_file_and_a_guess(
+    tmp_path: Path, toml: str, dotted: str, guess: str
+) -> None:
+    config = tmp_path / "bot.toml"
+    config.write_text(toml, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_settings(config)
+    assert info.value.setting == dotted
+    assert str(info.value) == f"{config}: {dotted}: unknown key (did you mean {guess}?)"
+
+
+def test_an_unknown_nested_env_variable_is_named_as_an_env_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HISTORY__GROUP_TOKEN", "5")
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert str(info.value) == (
+        "HISTORY__GROUP_TOKEN: unknown setting (did you mean HISTORY__GROUP_TOKENS?)"
+    )
+
+
+def test_a_bad_value_is_named_where_it_was_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "bot.toml"
+    config.write_text("[history]\ngroup_tokens = -1\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_settings(config)
+    assert str(info.value).startswith(f"{config}: history.group_tokens: ")
+    monkeypatch.setenv("HISTORY__GROUP_TOKENS", "many")
+    with pytest.raises(ConfigError) as info:
+        load_settings(config)  # the environment wins, and is named as such
+    assert str(info.value).startswith("HISTORY__GROUP_TOKENS: ")
+
+
+def test_an_unknown_top_level_key_is_a_toml_key_not_an_env_name(tmp_path: Path) -> None:
+    config = tmp_path / "bot.toml"
+    config.write_text("colour = 1\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_settings(config)
+    assert str(info.value) == f"{config}: colour: unknown key"
+
+
+def test_every_section_forbids_unknown_keys() -> None:
+    """A section added later (a helper's `[telegram]`, a provider field) derives from
+    `Section`, so an unknown key through the environment or code is refused too."""
+    from pydantic import BaseModel
+
+    from bot.config import Section, Settings, _section_of
+
+    seen: list[type[BaseModel]] = []
+    todo: list[type[BaseModel]] = [Settings]
+    while todo:
+        model = todo.pop()
+        for field in model.model_fields.values():
+            inner, _ = _section_of(field.annotation)
+            if inner is not None and inner not in seen:
+                seen.append(inner)
+                todo.append(inner)
+    assert len(seen) >= 8
+    for model in seen:
+        assert issubclass(model, Section), model.__name__
+        assert model.model_config.get("extra") == "forbid", model.__name__
+
+
+@pytest.mark.parametrize("token", ["", "   ", "short-token"], ids=["empty", "blank", "short"])
+def test_a_short_dashboard_token_is_refused(monkeypatch: pytest.MonkeyPatch, token: str) -> None:
+    monkeypatch.setenv("DASHBOARD_TOKEN", token)
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert info.value.setting == "DASHBOARD_TOKEN"
+    assert "at least 16 characters" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_long_dashboard_token_is_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DASHBOARD_TOKEN", "0123456789abcdef")
+    token = load_settings().dashboard_token
+    assert token is not None
+    assert token.get_secret_value() == "0123456789abcdef"

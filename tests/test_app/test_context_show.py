@@ -59,6 +59,8 @@ async def test_it_prints_what_the_model_is_sent_next(traffic: Traffic) -> None:
 async def test_an_unknown_chat_is_one_clear_line(traffic: Traffic) -> None:
     done = await tgbot("context", "show", "--chat", "-1", env=cli_env(traffic.data_dir))
     assert done.code != 0
-    assert done.err.strip().splitlines() == [done.err.strip()]
-    assert "no conversation stored for chat -1" in done.err
+    # what it reads, then the one line of the failure
+    reading, failure = done.err.strip().splitlines()
+    assert reading.startswith(f"tgbot: reading DATA_DIR={traffic.data_dir} ")
+    assert "no conversation stored for chat -1" in failure
     assert "Traceback" not in done.err

@@ -32,7 +32,9 @@ async def test_it_creates_the_schema_on_an_empty_sqlite_file(tmp_path: Path) -> 
 
     done = await tgbot("db", "upgrade", env=env)
     assert done.code == 0, done.err
-    assert done.out.strip() == "database schema is up to date"
+    assert done.out.strip().endswith(f"created the schema at revision {HEAD_REVISION} (head)"), (
+        done.out
+    )
     with sqlite3.connect(database) as conn:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         (version,) = conn.execute("SELECT version_num FROM alembic_version").fetchone()
@@ -40,8 +42,9 @@ async def test_it_creates_the_schema_on_an_empty_sqlite_file(tmp_path: Path) -> 
     assert tables >= TABLES
     assert version
 
-    again = await tgbot("db", "upgrade", env=env)  # idempotent
+    again = await tgbot("db", "upgrade", env=env)  # idempotent, and says so
     assert again.code == 0, again.err
+    assert again.out.strip().endswith(f"already at revision {HEAD_REVISION} (head); nothing to do")
 
 
 async def test_the_default_database_lives_in_the_data_dir(tmp_path: Path) -> None:

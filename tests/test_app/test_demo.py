@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from bot.app.cli import main
+from bot.app.demo import scenario_start
+from bot.app.demo_scenario import build_scenario
 
 
-def test_demo_prints_the_request_the_report_and_the_comparison(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    data = tmp_path / "demo"
-    assert main(["demo", "--data-dir", str(data)]) == 0
-    out = capsys.readouterr().out
+def _check_output(out: str) -> None:
+    assert out.startswith("What is simulated: the model is scripted")
+    assert "Telegram is a fake Bot API on http://127.0.0.1:" in out
     assert "=== One request as the model saw it" in out
     assert "[Turn context]" in out
     assert "=== Usage report" in out
+    # the system prompt's real size, not the size of an already shortened copy
+    system = re.search(r"\[0\] system, (\d+) tokens\n.*?\((\d+) chars in all\)", out, re.S)
+    assert system is not None
+    assert int(system[2]) > 2_000
     comparison = out.split("=== Naive baseline vs ours")[1]
     row = re.search(r"input/call p50\s+([\d,]+)\s+([\d,]+)", comparison)
     assert row is not None
@@ -28,6 +32,24 @@ def test_demo_prints_the_request_the_report_and_the_comparison(
     hits = re.search(r"cache hit rate\s+(\d+)%\s+(\d+)%", comparison)
     assert hits is not None
     assert int(hits[2]) > int(hits[1])
+    # the takeaway says the measured figures in one sentence
+    said = re.search(
+        r"Takeaway: .*≈(\d+)× fewer input tokens per call .*\(p50 ([\d,]+) vs ([\d,]+)\)"
+        r".* (\d+)% of the time vs (\d+)%\.\n",
+        comparison,
+    )
+    assert said is not None
+    assert int(said[1]) == round(naive / ours)
+    assert (int(said[4]), int(said[5])) == (int(hits[2]), int(hits[1]))
+    assert "dashboard" in out.split("Try: ")[1]
+
+
+def test_demo_prints_the_request_the_report_and_the_comparison(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "demo"
+    assert main(["demo", "--data-dir", str(data)]) == 0
+    _check_output(capsys.readouterr().out)
     assert (data / "tgbot.sqlite3").is_file()
     assert list((data / "agent-traces").glob("*.jsonl"))
 
@@ -39,3 +61,29 @@ def test_demo_prints_the_request_the_report_and_the_comparison(
     for key in ("input_per_call_p50", "input_per_call_p90", "history_share", "cache_hit_rate"):
         assert today[key] > 0
     assert sum(today["calls_per_turn"].values()) == today["turns"]
+    first_calls = today["calls"]
+
+    # a second run on the same directory replays from scratch (it died with an IndexError:
+    # the replayed message ids were taken for re-deliveries of the first run's)
+    assert main(["demo", "--data-dir", str(data)]) == 0
+    _check_output(capsys.readouterr().out)
+    assert main(["usage", "report", "--json", "--days", "1"]) == 0
+    again = json.loads(capsys.readouterr().out)["days"][-1]["calls"]
+    assert first_calls * 0.9 < again < first_calls * 1.1  # one run's ledger, not two
+
+
+def test_the_demo_leaves_a_bots_own_data_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "tgbot.sqlite3").write_bytes(b"a real bot's database")
+    assert main(["demo", "--data-dir", str(tmp_path)]) == 2
+    assert "the demo did not write (tgbot.sqlite3)" in capsys.readouterr().err
+    assert (tmp_path / "tgbot.sqlite3").read_bytes() == b"a real bot's database"
+
+
+def test_the_scenario_ends_in_the_past() -> None:
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    scenario = build_scenario(bot_username="demo_helper_bot")
+    start = scenario_start(now, scenario)
+    last = start.timestamp() + sum(line.seconds_after for line in scenario)
+    assert last < now.timestamp()

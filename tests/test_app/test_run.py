@@ -41,11 +41,19 @@ async def test_the_secret_or_an_explicit_insecure_flag_passes_that_check(tmp_pat
         tgbot(
             "run",
             "--webhook",
+            "--offline",
             env=cli_env(tmp_path / "a", WEBHOOK_SECRET="s3cret-header", **unreachable),
         ),
-        tgbot("run", "--webhook", "--insecure-webhook", env=cli_env(tmp_path / "b", **unreachable)),
+        tgbot(
+            "run",
+            "--webhook",
+            "--insecure-webhook",
+            "--offline",
+            env=cli_env(tmp_path / "b", **unreachable),
+        ),
     )
     for done in (with_secret, insecure):
-        assert done.code != 0
+        assert done.code == 2
+        assert "TELEGRAM_API_BASE: cannot reach http://127.0.0.1:9" in done.err, done.err
         assert "WEBHOOK_SECRET" not in done.err, done.err
         assert "SECRET-bot-token" not in done.err
