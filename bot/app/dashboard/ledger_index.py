@@ -24,18 +24,29 @@ from itertools import chain
 from pathlib import Path
 
 from bot.agent.ledger import LedgerEntry, ledger_file, read_entries
-from bot.services.usage_report import UsageRow, build_report, percentile
+from bot.services.usage_report import (
+    CACHE_WRITE_WEIGHT,
+    CACHED_WEIGHT,
+    UsageRow,
+    build_report,
+    percentile,
+)
 
 RECENT_CALLS_PER_CHAT = 60
 """Calls kept per chat and day for the chat page's recent turns."""
 TRIMS_PER_CHAT = 200
-CACHED_INPUT_WEIGHT = 0.25
-"""Billable-equivalent input = uncached input + 0.25 × cached input (DESIGN.md §6)."""
+CACHED_INPUT_WEIGHT = CACHED_WEIGHT
+"""Billable-equivalent input = uncached input + 0.25 × cache reads + 1.25 × cache writes
+(DESIGN.md §6; the weights are the usage report's)."""
 
 
 def billable_equivalent(row: UsageRow) -> float:
-    """Uncached reported input plus a quarter of the cached input."""
-    return row.billable_input_tokens + CACHED_INPUT_WEIGHT * row.cached_tokens
+    """Uncached reported input, a quarter of the reads and 1.25 × the writes."""
+    return (
+        row.billable_input_tokens
+        + CACHED_INPUT_WEIGHT * row.cached_tokens
+        + CACHE_WRITE_WEIGHT * row.cache_write_tokens
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,6 +102,14 @@ class RangeTotals:
     compaction_share: float | None = None
     """Share of the cost where prices are set, else of the billable-equivalent input (as
     the report's total row); None without a compaction call."""
+    cache_write_tokens: int = 0
+    cache_write_rate: float | None = None
+    """Cache writes / reported input."""
+    cache_write_share: float | None = None
+    """The writes' share of the cost where prices are set, else of the billable-equivalent
+    input (as the report's total row)."""
+    truncated_calls: int = 0
+    """Calls the provider silently truncated (`input_truncated_by_provider`)."""
 
 
 def range_totals(digests: Sequence[DayDigest]) -> RangeTotals:
@@ -103,6 +122,8 @@ def range_totals(digests: Sequence[DayDigest]) -> RangeTotals:
     costs = [r.cost for r in rows if r.cost is not None]
     compaction_costs = [r.compaction_cost for r in rows if r.compaction_cost is not None]
     compaction_calls = sum(r.compaction_calls for r in rows)
+    writes = sum(r.cache_write_tokens for r in rows)
+    write_costs = [r.cache_write_cost for r in rows if r.cache_write_cost is not None]
     cost = sum(costs) if costs else None
     compaction_cost = sum(compaction_costs) if compaction_costs else None
     share: float | None = None
@@ -112,6 +133,13 @@ def range_totals(digests: Sequence[DayDigest]) -> RangeTotals:
         else:
             weight = sum(d.weight for d in digests)
             share = sum(d.compaction_weight for d in digests) / weight if weight else None
+    write_share: float | None = None
+    if reported:
+        if cost:
+            write_share = sum(write_costs) / cost
+        else:
+            weight = sum(d.weight for d in digests)
+            write_share = CACHE_WRITE_WEIGHT * writes / weight if weight else None
     return RangeTotals(
         calls=sum(r.calls for r in rows),
         turns=sum(r.turns for r in rows),
@@ -129,6 +157,10 @@ def range_totals(digests: Sequence[DayDigest]) -> RangeTotals:
         compaction_calls=compaction_calls,
         compaction_cost=compaction_cost,
         compaction_share=share,
+        cache_write_tokens=writes,
+        cache_write_rate=writes / reported if reported else None,
+        cache_write_share=write_share,
+        truncated_calls=sum(r.truncated_calls for r in rows),
     )
 
 
@@ -259,9 +291,14 @@ def _build(day: date, entries: list[LedgerEntry], zone: tzinfo, corrupt: int) ->
 
 
 def _call_weight(entry: LedgerEntry) -> float:
-    """One call's billable-equivalent input (uncached + 0.25 × cached), or our estimate when
-    the provider reported no input: the report's per-call weight."""
+    """One call's billable-equivalent input (uncached + 0.25 × reads + 1.25 × writes), or our
+    estimate when the provider reported no input: the report's per-call weight."""
     if entry.input_tokens is None:
         return float(entry.est_total)
     cached = entry.cached_tokens or 0
-    return (entry.input_tokens - cached) + CACHED_INPUT_WEIGHT * cached
+    writes = entry.cache_write_tokens or 0
+    return (
+        (entry.input_tokens - cached - writes)
+        + CACHED_INPUT_WEIGHT * cached
+        + CACHE_WRITE_WEIGHT * writes
+    )

@@ -81,6 +81,12 @@ class DayLine:
     compaction_share: float | None = None
     """Of the cost where prices are set, else of the billable-equivalent input (the report's
     `compaction_share`)."""
+    cache_write_tokens: int = 0
+    cache_write_rate: float | None = None
+    cache_write_share: float | None = None
+    """The report's `cache_write_share`: of the cost where prices are set, else of the
+    billable-equivalent input."""
+    truncated_calls: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,6 +117,10 @@ def build_overview(digests: Sequence[DayDigest]) -> Overview:
             errors=d.row.errors,
             compaction_calls=d.row.compaction_calls,
             compaction_share=d.row.compaction_share,
+            cache_write_tokens=d.row.cache_write_tokens,
+            cache_write_rate=d.row.cache_write_rate,
+            cache_write_share=d.row.cache_write_share,
+            truncated_calls=d.row.truncated_calls,
         )
         for d in digests
     )
@@ -136,8 +146,13 @@ def build_overview(digests: Sequence[DayDigest]) -> Overview:
         ),
         "cache": line_chart(
             labels,
-            [("cache hit", [line.cache_hit_rate for line in lines])],
-            title="Cache hit rate per day",
+            [
+                ("cache hit", [line.cache_hit_rate for line in lines]),
+                ("cache write", [line.cache_write_rate for line in lines]),
+            ]
+            if any(line.cache_write_tokens for line in lines)
+            else [("cache hit", [line.cache_hit_rate for line in lines])],
+            title="Cache hit and write rate per day",
             fmt=lambda v: format_share(v),
         ),
     }

@@ -83,13 +83,18 @@ async def test_a_model_call_arrives_on_the_stream(
     stream = await client.get("/events")
     assert stream.headers["Content-Type"] == "text/event-stream"
     await stream.content.readline()  # the stream is open
-    writer.append(call(turn_id="t-live", tool_calls=2))
+    writer.append(call(turn_id="t-live", tool_calls=2, cache_write_tokens=150))
+    writer.append(call(turn_id="t-cut", input_truncated_by_provider=True))
     tail_of(board).poll()
     kind, data = await next_event(stream)
     assert kind == "model_call"
     assert data["turn_id"] == "t-live"
     assert data["input_tokens"] == 1200
     assert data["tool_calls"] == 2
+    assert data["cache_write_tokens"] == 150
+    assert data["input_truncated_by_provider"] is False
+    _, cut = await next_event(stream)
+    assert cut["input_truncated_by_provider"] is True
     stream.close()
 
 
