@@ -128,7 +128,15 @@ async def test_metrics_count_what_the_feed_saw(
     client, board, writer = live
     writer.append(call(turn_id="a", iteration=1, latency_ms=1000))
     writer.append(call(turn_id="a", iteration=2, latency_ms=500, error="X: y"))
-    writer.append(call(turn_id="b", session=8, latency_ms=100))
+    writer.append(
+        call(
+            turn_id="b",
+            session=8,
+            latency_ms=100,
+            cache_write_tokens=200,
+            input_truncated_by_provider=True,
+        )
+    )
     assert tail_of(board).poll() == 3
     text = await (await client.get("/metrics")).text()
 
@@ -141,6 +149,8 @@ async def test_metrics_count_what_the_feed_saw(
     assert value("tgbot_input_tokens_total") == 3600
     assert value("tgbot_cached_input_tokens_total") == 3000
     assert value("tgbot_output_tokens_total") == 90
+    assert value("tgbot_cache_write_input_tokens_total") == 200
+    assert value("tgbot_truncated_calls_total") == 1
     assert value("tgbot_model_errors_total") == 1
     assert value("tgbot_model_call_latency_seconds_count") == 3
     # turn `a` of session 7 is still open until it idles or its session starts another turn
