@@ -43,6 +43,9 @@ def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEn
     """The ledger line of one model call; `corrected` is the corrected total estimate."""
     usage = call.usage
     key = call.session.key
+    prices = call.route.prices
+    # no price configured: the cost is unknown (`null`), not zero
+    priced = usage if usage is not None and prices.configured else None
     return LedgerEntry(
         ts=call.at,
         session=call.session.id,
@@ -82,8 +85,8 @@ def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEn
         latency_ms=call.latency_ms,
         error=None if call.error is None else describe_error(call.error),
         hit_iteration_cap=call.final,
-        cost=call.route.prices.cost(usage) if usage is not None else None,
-        cache_write_cost=call.route.prices.cache_write_cost(usage) if usage is not None else None,
+        cost=prices.cost(priced) if priced is not None else None,
+        cache_write_cost=prices.cache_write_cost(priced) if priced is not None else None,
         tool_calls=call.tool_calls,
     )
 

@@ -18,6 +18,19 @@ class Prices:
     output_per_mtok: float = 0.0
     cache_write_per_mtok: float = 0.0
 
+    @property
+    def configured(self) -> bool:
+        """Whether any price is set; without one a call's cost is unknown, not zero."""
+        return any(
+            price > 0
+            for price in (
+                self.input_per_mtok,
+                self.cached_input_per_mtok,
+                self.output_per_mtok,
+                self.cache_write_per_mtok,
+            )
+        )
+
     def cost(self, usage: Usage) -> float:
         """The call as billed: cache reads at the cached price, cache writes at the write
         price, the rest of the input at the input price, plus output.

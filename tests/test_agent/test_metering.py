@@ -16,6 +16,7 @@ from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerEntry, LedgerWriter, read_entries
 from bot.agent.metering import CallMetering
+from bot.agent.routes import Prices
 from bot.domain.ids import SessionKey
 from bot.errors import ProviderUnavailable
 from bot.ports import LLMRequest, LLMResponse, SessionInfo, TextSink, Usage
@@ -267,3 +268,16 @@ async def test_a_silently_truncated_call_is_flagged_warned_once_and_teaches_noth
     assert not [state for state in routes.values() if state.ratio < 0.9], routes
     report = build_report(entries, zone=UTC, days=[entries[0].ts.date()])
     assert report.total.truncated_calls == len(flagged)
+
+
+async def test_without_prices_a_calls_cost_is_unknown_not_zero(tmp_path: Path) -> None:
+    bus = EventBus()
+    CallMetering(LedgerWriter(tmp_path, UTC)).attach(bus)
+    await bus.publish(model_call(route=replace(ROUTE, prices=Prices())))
+
+    (entry,) = read_entries(tmp_path)
+    assert entry.input_tokens == 1_000_000
+    assert entry.cost is None
+    assert entry.cache_write_cost is None
+    assert not Prices().configured
+    assert Prices(cache_write_per_mtok=3.75).configured

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta, tzinfo
 from itertools import chain
 from pathlib import Path
+from typing import TypeVar
 
 from bot.agent.ledger import LedgerEntry, ledger_file, read_entries
 from bot.services.usage_report import (
@@ -31,6 +32,8 @@ from bot.services.usage_report import (
     build_report,
     percentile,
 )
+
+K = TypeVar("K", int, str)
 
 RECENT_CALLS_PER_CHAT = 60
 """Calls kept per chat and day for the chat page's recent turns."""
@@ -60,6 +63,54 @@ class ChatDay:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Spend:
+    """Where tokens and money went: the calls of one chat or one model, summed."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    """Reported input (the whole billed input, reads and writes included)."""
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = None
+    """None when no call of them had a price."""
+
+    def plus(self, other: Spend) -> Spend:
+        cost = self.cost
+        if other.cost is not None:
+            cost = other.cost if cost is None else cost + other.cost
+        return Spend(
+            calls=self.calls + other.calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cost=cost,
+        )
+
+
+def spend_of(entry: LedgerEntry) -> Spend:
+    return Spend(
+        calls=1,
+        input_tokens=entry.input_tokens or 0,
+        cached_tokens=entry.cached_tokens or 0,
+        cache_write_tokens=entry.cache_write_tokens or 0,
+        output_tokens=entry.output_tokens or 0,
+        cost=entry.cost,
+    )
+
+
+def sum_spend(parts: Iterable[Mapping[K, Spend]]) -> dict[K, Spend]:
+    """Per-key spend of several days added up."""
+    total: dict[K, Spend] = {}
+    for part in parts:
+        for key, spend in part.items():
+            mine = total.get(key)
+            total[key] = spend if mine is None else mine.plus(spend)
+    return total
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DayDigest:
     """What the dashboard needs from one day file."""
 
@@ -74,6 +125,9 @@ class DayDigest:
     reported none (the base of the report's compaction share when no price is set)."""
     compaction_weight: float = 0.0
     """The same over the compaction calls only."""
+    by_chat: Mapping[int, Spend] = field(default_factory=dict)
+    by_model: Mapping[str, Spend] = field(default_factory=dict)
+    """Keyed `provider/model`, the route key of the report's drift."""
 
     @property
     def billable_equivalent(self) -> float:
@@ -258,9 +312,17 @@ def _build(day: date, entries: list[LedgerEntry], zone: tzinfo, corrupt: int) ->
     compactions: dict[int, list[LedgerEntry]] = {}
     recent: dict[int, list[LedgerEntry]] = {}
     weight = compaction_weight = 0.0
+    by_chat: dict[int, Spend] = {}
+    by_model: dict[str, Spend] = {}
     for entry in entries:
         if entry.ts.astimezone(zone).date() != day:
             continue  # the report leaves such calls out too
+        spend = spend_of(entry)
+        chat_spend = by_chat.get(entry.chat)
+        by_chat[entry.chat] = spend if chat_spend is None else chat_spend.plus(spend)
+        route = f"{entry.provider}/{entry.model}"
+        model_spend = by_model.get(route)
+        by_model[route] = spend if model_spend is None else model_spend.plus(spend)
         inputs.append(entry.est_total if entry.input_tokens is None else entry.input_tokens)
         recent.setdefault(entry.chat, []).append(entry)
         if entry.trim is not None:
@@ -287,6 +349,8 @@ def _build(day: date, entries: list[LedgerEntry], zone: tzinfo, corrupt: int) ->
         corrupt_lines=corrupt,
         weight=weight,
         compaction_weight=compaction_weight,
+        by_chat=by_chat,
+        by_model=by_model,
     )
 
 

@@ -5,22 +5,34 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
-from typing import Literal
+from typing import Literal, TypeVar
 
 from markupsafe import Markup
 
 from bot.agent.ledger import LedgerEntry
 from bot.app.dashboard.charts import bar_chart, line_chart
-from bot.app.dashboard.ledger_index import ChatDay, DayDigest, RangeTotals, range_totals
+from bot.app.dashboard.ledger_index import (
+    ChatDay,
+    DayDigest,
+    RangeTotals,
+    Spend,
+    range_totals,
+    sum_spend,
+)
 from bot.domain.records import StoredRecord
 from bot.services.usage_render import format_cost, format_share, format_tokens
 from bot.services.usage_report import Feedback
 
 DEFAULT_DAYS = 14
+TOP_CHATS = 20
+"""Chats listed in the overview's spend table (the costliest)."""
 MAX_DAYS = 366
 RECENT_TURNS = 20
 CHAT_DAYS = 7
 """How far back the chat page looks in the ledger for turns and trims."""
+
+
+K = TypeVar("K", int, str)
 
 
 class BadQuery(ValueError):
@@ -99,6 +111,11 @@ class Overview:
     corrupt_lines: int
     feedback: Feedback = field(default_factory=Feedback)
     """Reactions on the bot's messages over the range (from the store, not the ledger)."""
+    by_model: tuple[tuple[str, Spend], ...] = ()
+    by_chat: tuple[tuple[int, Spend], ...] = ()
+    """Where tokens and money went over the range, the costliest first (then the most
+    input); chats cut to `TOP_CHATS`."""
+    chats_left_out: int = 0
 
 
 def build_overview(digests: Sequence[DayDigest]) -> Overview:
@@ -160,13 +177,27 @@ def build_overview(digests: Sequence[DayDigest]) -> Overview:
         charts["cost"] = bar_chart(
             labels, [line.cost for line in lines], title="Cost per day", fmt=format_cost
         )
+    by_chat = _costliest(sum_spend(d.by_chat for d in digests))
     return Overview(
+        by_model=_costliest(sum_spend(d.by_model for d in digests)),
+        by_chat=by_chat[:TOP_CHATS],
+        chats_left_out=max(0, len(by_chat) - TOP_CHATS),
         start=digests[0].day,
         end=digests[-1].day,
         days=lines,
         totals=range_totals(digests),
         charts=charts,
         corrupt_lines=sum(d.corrupt_lines for d in digests),
+    )
+
+
+def _costliest(spend: Mapping[K, Spend]) -> tuple[tuple[K, Spend], ...]:
+    return tuple(
+        sorted(
+            spend.items(),
+            key=lambda item: (item[1].cost or 0.0, item[1].input_tokens, item[1].calls),
+            reverse=True,
+        )
     )
 
 

@@ -64,8 +64,17 @@ def billed(demo_data: DemoData, tmp_path: Path) -> Billed:
     (session,) = {e.session for e in read_entries(traces) if e.chat == copy.group_chat}
     now = datetime.now(UTC)
     calls = (
-        billed_call(session, copy.group_chat, now - timedelta(days=1), 1),
-        billed_call(session, copy.group_chat, now - timedelta(seconds=3), 2),
+        billed_call(
+            session, copy.group_chat, now - timedelta(days=1), 1, cost=0.05, cache_write_cost=0.03
+        ),
+        billed_call(
+            session,
+            copy.group_chat,
+            now - timedelta(seconds=3),
+            2,
+            cost=0.05,
+            cache_write_cost=0.03,
+        ),
         billed_call(
             session,
             copy.group_chat,
@@ -159,3 +168,58 @@ async def test_a_demo_ledger_without_writes_shows_zero_writes(
         await board.store.close()
     assert all(row["cache_write_tokens"] == "0" for row in overview_rows(page).values())
     assert 'id="truncated"' not in page
+
+
+SPEND_ROW = re.compile(
+    r'<tr data-(?:model|chat)="([^"]+)">(.*?)</tr>',
+    re.DOTALL,
+)
+
+
+def spend_rows(page: str, table: str) -> dict[str, list[str]]:
+    """{model or chat: [calls, input, reads, writes, output, cost]} of a spend table."""
+    start = page.index(f'id="{table}"')
+    body = page[start : page.index("</table>", start)]
+    return {
+        key: [re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<td>(.*?)</td>", cells)]
+        for key, cells in SPEND_ROW.findall(body)
+    }
+
+
+async def test_the_overview_shows_where_tokens_and_money_go_per_model_and_chat(
+    billed_client: Client, billed: Billed
+) -> None:
+    page = await (await billed_client.get("/")).text()
+    models = spend_rows(page, "spend-models")
+    ledger = list(read_entries(billed.demo.data_dir / "agent-traces"))
+    demo_routes = {f"{e.provider}/{e.model}" for e in ledger} - {
+        "anthropic/claude-test",
+        "ollama/qwen3",
+    }
+    assert set(models) == demo_routes | {"anthropic/claude-test", "ollama/qwen3"}
+    # the priced route first, though the demo's made more calls
+    assert next(iter(models)) == "anthropic/claude-test"
+    assert models["anthropic/claude-test"] == ["2", "24.0k", "12.0k", "8.0k", "240", "0.1000"]
+    assert models["ollama/qwen3"][0] == "1"
+    assert models["ollama/qwen3"][-1] == "no prices"
+    chats = spend_rows(page, "spend-chats")
+    group = str(billed.demo.group_chat)
+    in_group = [e for e in ledger if e.chat == billed.demo.group_chat]
+    assert chats[group][0] == f"{len(in_group):,}"
+    assert next(iter(chats)) == group  # the only chat with a cost
+    assert f'href="/chats/{group}"' in page
+
+
+async def test_without_prices_the_cost_says_so_instead_of_zero(
+    demo_data: DemoData, billed_client: Client
+) -> None:
+    board = open_dashboard(demo_data.settings())
+    try:
+        async with TestClient(TestServer(build_application(board))) as client:
+            page = await (await client.get("/")).text()
+    finally:
+        await board.store.close()
+    card = re.search(r'data-total="cost">([^<]*)<', page)
+    assert card is not None
+    assert card.group(1) == "no prices configured"
+    assert "0.0000" not in page
