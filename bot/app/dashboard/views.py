@@ -99,6 +99,16 @@ class DayLine:
     """The report's `cache_write_share`: of the cost where prices are set, else of the
     billable-equivalent input."""
     truncated_calls: int = 0
+    history_share: float | None = None
+    fixed_share: float | None = None
+    """Shares of our input estimate (the report's)."""
+
+    @property
+    def current_share(self) -> float | None:
+        """The rest of the estimate: per-turn context, the current message and images."""
+        if self.history_share is None or self.fixed_share is None:
+            return None
+        return max(0.0, 1.0 - self.history_share - self.fixed_share)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,13 +148,19 @@ def build_overview(digests: Sequence[DayDigest]) -> Overview:
             cache_write_rate=d.row.cache_write_rate,
             cache_write_share=d.row.cache_write_share,
             truncated_calls=d.row.truncated_calls,
+            history_share=d.row.history_share,
+            fixed_share=d.row.fixed_share,
         )
         for d in digests
     )
     labels = [line.day.strftime("%m-%d") for line in lines]
     charts = {
         "calls": bar_chart(
-            labels, [line.calls for line in lines], title="Model calls per day", fmt=_count
+            labels,
+            [line.calls for line in lines],
+            title="Model calls per day",
+            fmt=_count,
+            unit="calls",
         ),
         "input": line_chart(
             labels,
@@ -154,12 +170,14 @@ def build_overview(digests: Sequence[DayDigest]) -> Overview:
             ],
             title="Input tokens per call, p50 and p90",
             fmt=_tokens,
+            unit="tokens / call",
         ),
         "billable": bar_chart(
             labels,
             [line.billable_equivalent for line in lines],
             title="Billable-equivalent input per day",
             fmt=_tokens,
+            unit="tokens / day",
         ),
         "cache": line_chart(
             labels,
@@ -171,11 +189,27 @@ def build_overview(digests: Sequence[DayDigest]) -> Overview:
             else [("cache hit", [line.cache_hit_rate for line in lines])],
             title="Cache hit and write rate per day",
             fmt=lambda v: format_share(v),
+            unit="% of input",
+        ),
+        "split": line_chart(
+            labels,
+            [
+                ("history", [line.history_share for line in lines]),
+                ("fixed", [line.fixed_share for line in lines]),
+                ("current", [line.current_share for line in lines]),
+            ],
+            title="Our input estimate split per day: history, fixed, current",
+            fmt=lambda v: format_share(v),
+            unit="% of estimate",
         ),
     }
     if any(line.cost for line in lines):
         charts["cost"] = bar_chart(
-            labels, [line.cost for line in lines], title="Cost per day", fmt=format_cost
+            labels,
+            [line.cost for line in lines],
+            title="Cost per day",
+            fmt=format_cost,
+            unit="cost / day",
         )
     by_chat = _costliest(sum_spend(d.by_chat for d in digests))
     return Overview(

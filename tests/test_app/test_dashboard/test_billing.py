@@ -1,5 +1,6 @@
 """Usage as billed on the dashboard (issue 23): cache writes per day, in the overview's cards
-and on a chat's calls, and calls the provider silently truncated (Ollama over `num_ctx`).
+and on a chat's calls, and calls the provider silently truncated (Ollama over `num_ctx`);
+where money goes (issue 27): per model and per chat, no prices, the estimate split, units.
 
 The data dir is a copy of the demo's with lines appended for the group's session: two calls
 that wrote the cache (Anthropic-shaped: the writes are part of the reported input) and one a
@@ -8,6 +9,7 @@ provider cut short, flagged as the metering flags it.
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 from collections.abc import AsyncIterator
@@ -223,3 +225,22 @@ async def test_without_prices_the_cost_says_so_instead_of_zero(
     assert card is not None
     assert card.group(1) == "no prices configured"
     assert "0.0000" not in page
+
+
+async def test_the_overview_splits_the_estimate_per_day_and_labels_its_axes(
+    billed_client: Client, billed: Billed
+) -> None:
+    page = await (await billed_client.get("/")).text()
+    report = report_json(billed.demo, 14)
+    rows = overview_rows(page)
+    for day in report["days"]:
+        if not day["calls"]:
+            assert rows[day["day"]]["split"] == "- · - · -"
+            continue
+        history, fixed = day["history_share"], day["fixed_share"]
+        current = max(0.0, 1 - history - fixed)
+        shown = [f"{v * 100:.0f}%" for v in (history, fixed, current)]
+        assert rows[day["day"]]["split"] == " · ".join(shown)
+    assert 'aria-label="Our input estimate split per day: history, fixed, current"' in page
+    for unit in ("calls", "tokens / call", "tokens / day", "% of input", "% of estimate"):
+        assert f'<text class="axis unit" x="4" y="10">{html.escape(unit)}</text>' in page
