@@ -37,6 +37,9 @@ class CallMeter:
     kept_turns: int
     dropped_turns: int
     at: datetime
+    cache_write_tokens: int | None = None
+    truncated_by_provider: bool = False
+    """The provider reported far less input than we sent (see `looks_truncated`)."""
 
 
 def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEntry:
@@ -91,7 +94,9 @@ def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEn
     )
 
 
-def call_meter(call: ModelCalled, *, corrected: int | None = None) -> CallMeter:
+def call_meter(
+    call: ModelCalled, *, corrected: int | None = None, truncated: bool = False
+) -> CallMeter:
     """The `/context` meter of one model call."""
     usage = call.usage
     estimated = call.fixed_tokens + call.tokens.messages
@@ -104,6 +109,8 @@ def call_meter(call: ModelCalled, *, corrected: int | None = None) -> CallMeter:
         corrected_input=estimated if corrected is None else corrected,
         reported_input=usage.input_tokens if usage else None,
         cached_tokens=usage.cached_tokens if usage else None,
+        cache_write_tokens=usage.cache_write_tokens if usage else None,
+        truncated_by_provider=truncated,
         kept_turns=call.kept_turns,
         dropped_turns=call.dropped_turns,
         at=call.at,
@@ -155,7 +162,7 @@ class CallMetering:
         )
         entry = replace(entry, est_corrected=corrected, input_truncated_by_provider=truncated)
         if call.purpose != "compaction":  # `/context` shows the member's calls
-            self._remember(call, corrected)
+            self._remember(call, corrected, truncated)
         if truncated:
             self._warn_truncated(call, corrected, entry.input_tokens or 0)
         elif call.error is None:
@@ -185,9 +192,9 @@ class CallMetering:
             corrected,
         )
 
-    def _remember(self, call: ModelCalled, corrected: int) -> None:
+    def _remember(self, call: ModelCalled, corrected: int, truncated: bool) -> None:
         meters = self.meters
         meters.pop(call.session.id, None)
         while len(meters) >= self.max_meters:
             meters.popitem(last=False)
-        meters[call.session.id] = call_meter(call, corrected=corrected)
+        meters[call.session.id] = call_meter(call, corrected=corrected, truncated=truncated)

@@ -190,7 +190,7 @@ async def test_the_ledger_carries_the_cache_writes_the_provider_reported(
     provider = WritesItsCache(
         ScriptedModel([CallTool("set_reaction", {"message_id": "m1", "emoji": "👍"}), Reply("Ok.")])
     )
-    app, _, clock = make_app(tmp_path, provider, messenger)  # type: ignore[arg-type]
+    app, store, clock = make_app(tmp_path, provider, messenger)  # type: ignore[arg-type]
     await say(app, clock, 1, "@Helper react to this please", mentions_bot=True)
 
     entries = list(read_entries(tmp_path / "agent-traces"))
@@ -202,6 +202,10 @@ async def test_the_ledger_carries_the_cache_writes_the_provider_reported(
     assert sum(e.cache_write_tokens or 0 for e in entries) > 0
     report = build_report(entries, zone=UTC, days=[entries[0].ts.date()])
     assert report.total.cache_write_tokens == sum(u.cache_write_tokens for u in provider.reported)
+    session = await store.find_session(SessionKey(chat_id=CHAT))
+    assert session is not None
+    last_writes = provider.reported[-1].cache_write_tokens
+    assert f"cache writes: {last_writes}" in app.commands.context_text(session)
 
 
 async def test_cache_writes_are_priced_at_the_write_price(tmp_path: Path) -> None:
@@ -248,7 +252,7 @@ async def test_a_silently_truncated_call_is_flagged_warned_once_and_teaches_noth
     tmp_path: Path, messenger: RecordingMessenger, caplog: pytest.LogCaptureFixture
 ) -> None:
     provider = DropsTheOldest(ScriptedModel(), num_ctx=1024)
-    app, _, clock = make_app(tmp_path, provider, messenger, group_tokens=20_000)  # type: ignore[arg-type]
+    app, store, clock = make_app(tmp_path, provider, messenger, group_tokens=20_000)  # type: ignore[arg-type]
     long_text = " ".join(f"line {n} of the incident log, all of it matters" for n in range(300))
     with caplog.at_level(logging.WARNING, logger="tgbot.runtime"):
         await say(app, clock, 1, f"@Helper read this: {long_text}", mentions_bot=True)
@@ -268,6 +272,10 @@ async def test_a_silently_truncated_call_is_flagged_warned_once_and_teaches_noth
     assert not [state for state in routes.values() if state.ratio < 0.9], routes
     report = build_report(entries, zone=UTC, days=[entries[0].ts.date()])
     assert report.total.truncated_calls == len(flagged)
+    session = await store.find_session(SessionKey(chat_id=CHAT))
+    assert session is not None
+    shown = app.commands.context_text(session)  # what the owner's /context says
+    assert "dropped the oldest messages (Ollama: raise num_ctx)" in shown
 
 
 async def test_without_prices_a_calls_cost_is_unknown_not_zero(tmp_path: Path) -> None:
