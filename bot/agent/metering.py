@@ -157,8 +157,10 @@ class CallMetering:
             if call.exact_tokens is not None
             else self.truth.corrected(route.provider_name, route.model, entry.est_total)
         )
+        # images leave the comparison: providers count them in very different ways (a
+        # fixed 85-1,600 tokens, or by tiles), and a cheap image is no truncation
         truncated = call.error is None and looks_truncated(
-            corrected=corrected, reported=entry.input_tokens
+            corrected=corrected - entry.est_images, reported=entry.input_tokens
         )
         entry = replace(entry, est_corrected=corrected, input_truncated_by_provider=truncated)
         if call.purpose != "compaction":  # `/context` shows the member's calls

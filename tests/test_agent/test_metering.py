@@ -17,6 +17,7 @@ from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerEntry, LedgerWriter, read_entries
 from bot.agent.metering import CallMetering
 from bot.agent.routes import Prices
+from bot.context.tokens import RequestTokens
 from bot.domain.ids import SessionKey
 from bot.errors import ProviderUnavailable
 from bot.ports import LLMRequest, LLMResponse, SessionInfo, TextSink, Usage
@@ -289,3 +290,38 @@ async def test_without_prices_a_calls_cost_is_unknown_not_zero(tmp_path: Path) -
     assert entry.cache_write_cost is None
     assert not Prices().configured
     assert Prices(cache_write_per_mtok=3.75).configured
+
+
+@pytest.mark.parametrize(
+    ("reported", "images", "flagged"),
+    [
+        (2_000, 0, True),  # 2k of a 5.2k request: cut
+        (3_000, 0, False),  # a tighter tokenizer, not a cut
+        (1_000, 0, True),
+        (2_800, 3_000, False),  # the images were counted cheaply, the text is whole
+    ],
+    ids=["cut", "tight-tokenizer", "deep-cut", "cheap-images"],
+)
+async def test_which_calls_are_flagged_as_truncated(
+    tmp_path: Path, reported: int, images: int, flagged: bool
+) -> None:
+    bus = EventBus()
+    CallMetering(LedgerWriter(tmp_path, UTC)).attach(bus)
+    await bus.publish(
+        model_call(
+            usage=Usage(input_tokens=reported, output_tokens=5),
+            tokens=RequestTokens(history=4000, current=900, images=images, messages=4900),
+        )
+    )
+    (entry,) = read_entries(tmp_path)
+    assert entry.input_truncated_by_provider is flagged
+
+
+async def test_a_small_request_is_never_flagged(tmp_path: Path) -> None:
+    bus = EventBus()
+    CallMetering(LedgerWriter(tmp_path, UTC)).attach(bus)
+    small = RequestTokens(history=1200, current=300, images=0, messages=1500)
+    await bus.publish(model_call(usage=Usage(input_tokens=100, output_tokens=5), tokens=small))
+    (entry,) = read_entries(tmp_path)
+    assert entry.est_total < 2048
+    assert not entry.input_truncated_by_provider
