@@ -51,13 +51,15 @@ def looks_truncated(*, corrected: int, reported: int | None) -> bool:
     """Whether the provider counted far less input than we sent (DESIGN.md §6.2).
 
     Ollama does not refuse a request over its `num_ctx`: it drops the oldest messages and
-    reports what it kept, so the reported input sits far below our corrected estimate. A
-    tokenizer that merely packs text tighter than our heuristic is what the correction
-    learns (it moves at most 6 % a call and starts at 1.0), and the heuristic's known
-    overcount (about 2 × on Chinese for the tightest tokenizers) stays above half, so
-    half is the line. Requests under `TRUNCATION_FLOOR` tokens are never flagged: no
-    default context is that small, and small calls keep teaching the correction, so a
-    route whose heuristic starts far off still learns its ratio and stops being flagged.
+    reports what it kept, so the reported input sits far below our corrected estimate.
+    A tokenizer that merely counts differently is what the correction learns, and the
+    heuristic's usual error stays well inside a factor of two (Chinese at roughly 0.6-1
+    real tokens for our 1 a character, see `bot.context.token_correction`), so a report
+    under half of the corrected estimate is read as a cut. Requests under
+    `TRUNCATION_FLOOR` tokens are never flagged: no default context is that small, and
+    such calls keep teaching the correction, so a route whose heuristic starts far off
+    still learns its ratio and stops being flagged. The caller leaves images out of
+    `corrected` (providers count them their own way).
     """
     if reported is None or reported <= 0 or corrected < TRUNCATION_FLOOR:
         return False
