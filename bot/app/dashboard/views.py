@@ -225,6 +225,16 @@ def build_overview(digests: Sequence[DayDigest]) -> Overview:
     )
 
 
+def chat_spend(digests: Sequence[DayDigest]) -> dict[int, Spend]:
+    """Each chat's tokens and cost over the days of `digests` (the chat list's column)."""
+    return sum_spend(d.by_chat for d in digests)
+
+
+def spend_days(today: date) -> list[date]:
+    """The days the chat list sums spend over: the overview's default range."""
+    return [today - timedelta(days=DEFAULT_DAYS - 1 - i) for i in range(DEFAULT_DAYS)]
+
+
 def _costliest(spend: Mapping[K, Spend]) -> tuple[tuple[K, Spend], ...]:
     return tuple(
         sorted(

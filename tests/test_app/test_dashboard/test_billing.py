@@ -244,3 +244,22 @@ async def test_the_overview_splits_the_estimate_per_day_and_labels_its_axes(
     assert 'aria-label="Our input estimate split per day: history, fixed, current"' in page
     for unit in ("calls", "tokens / call", "tokens / day", "% of input", "% of estimate"):
         assert f'<text class="axis unit" x="4" y="10">{html.escape(unit)}</text>' in page
+
+
+async def test_the_chat_list_shows_each_chats_calls_tokens_and_cost(
+    billed_client: Client, billed: Billed
+) -> None:
+    page = await (await billed_client.get("/chats")).text()
+    rows = dict(re.findall(r'<tr data-chat="(-?\d+)">(.*?)</tr>', page, re.DOTALL))
+    ledger = list(read_entries(billed.demo.data_dir / "agent-traces"))
+    group = str(billed.demo.group_chat)
+    cells = dict(re.findall(r'data-field="(\w+)">(.*?)</td>', rows[group], re.DOTALL))
+    in_group = [e for e in ledger if e.chat == billed.demo.group_chat]
+    assert cells["calls"] == f"{len(in_group):,}"
+    assert cells["cost"] == "0.1000"
+    assert cells["cache_write_tokens"] == "8.0k"
+    others = [chat for chat in rows if chat != group]
+    assert others, "the demo has more chats"
+    for chat in others:
+        other = dict(re.findall(r'data-field="(\w+)">(.*?)</td>', rows[chat], re.DOTALL))
+        assert "no prices" in other["cost"]
