@@ -142,6 +142,8 @@ class ProviderProfile(Section):
     price_input_per_mtok: float = 0.0
     price_cached_input_per_mtok: float = 0.0
     price_output_per_mtok: float = 0.0
+    price_cache_write_per_mtok: float = 0.0
+    """Cache writes (Anthropic: 1.25 × input for the 5 min TTL, 2 × for 1 h)."""
 
 
 class TriggerSettings(Section):

@@ -64,8 +64,14 @@ class TrimInfo:
 class LedgerEntry:
     """One model call.
 
-    `input_tokens` / `cached_tokens` / `output_tokens` are what the provider reported (`None`
-    when it did not; cached tokens are part of input). `est_*` is our own estimate of the
+    `input_tokens` / `cached_tokens` / `cache_write_tokens` / `output_tokens` are what the
+    provider reported (`None` when it did not). `input_tokens` is the whole billed input:
+    cache reads (`cached_tokens`) and cache writes (`cache_write_tokens`) are parts of it;
+    lines from before writes were read have no `cache_write_tokens` and read as 0 writes.
+    `cost` is the call's whole cost at the route's prices, `cache_write_cost` the part of it
+    the cache writes took (both `None` without a report). `input_truncated_by_provider`
+    marks a call whose reported input was far below what we sent (an Ollama-style silent
+    truncation, see `bot.agent.metering`). `est_*` is our own estimate of the
     input, split into fixed (system prompt + tool schemas), history (window messages),
     current (per-turn context + current message) and images; `est_corrected` is the total as
     budgets and the capacity check saw it (scaled by the route's learned correction, or the
@@ -100,6 +106,9 @@ class LedgerEntry:
     hit_iteration_cap: bool = False
     cost: float | None = None
     tool_calls: int = 0
+    cache_write_tokens: int | None = None
+    cache_write_cost: float | None = None
+    input_truncated_by_provider: bool = False
 
     def __post_init__(self) -> None:
         if self.ts.tzinfo is None or self.ts.utcoffset() is None:
@@ -141,6 +150,9 @@ class LedgerEntry:
             "hit_iteration_cap": self.hit_iteration_cap,
             "cost": self.cost,
             "tool_calls": self.tool_calls,
+            "cache_write_tokens": self.cache_write_tokens,
+            "cache_write_cost": self.cache_write_cost,
+            "input_truncated_by_provider": self.input_truncated_by_provider,
         }
 
     def to_json_line(self) -> str:
@@ -175,7 +187,7 @@ class LedgerEntry:
         (ts, session, chat, thread, scene, turn_id, iteration, purpose, provider, model,
          input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
          est_images, est_corrected, trims, latency_ms, error, hit_iteration_cap, cost,
-         tool_calls) = values
+         tool_calls, cache_write_tokens, cache_write_cost, truncated) = values
         if not (
             type(ts) is str and type(session) is int and type(chat) is int
             and type(thread) is int and type(scene) is str and type(turn_id) is str
@@ -189,6 +201,9 @@ class LedgerEntry:
             and type(latency_ms) is int and (type(error) is str or error is None)
             and type(hit_iteration_cap) is bool and (type(cost) is float or cost is None)
             and type(tool_calls) is int and type(trims) is list
+            and (type(cache_write_tokens) is int or cache_write_tokens is None)
+            and (type(cache_write_cost) is float or cache_write_cost is None)
+            and type(truncated) is bool
         ):
             return _from_partial(data)
         parsed = datetime.fromisoformat(ts)
@@ -199,6 +214,7 @@ class LedgerEntry:
             input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
             est_images, est_corrected, tuple(map(_trim_from_json, trims)),
             latency_ms, error, hit_iteration_cap, cost, tool_calls,
+            cache_write_tokens, cache_write_cost, truncated,
         ))
         # fmt: on
 
@@ -220,6 +236,10 @@ def _from_partial(data: Mapping[str, Any]) -> LedgerEntry:
     if not isinstance(trims, list):
         raise ValueError("trims must be a list")
     error = get("error")
+    input_tokens = _opt_int(get("input_tokens"))
+    writes = _opt_int(get("cache_write_tokens"))
+    if writes is None and input_tokens is not None:
+        writes = 0  # a line from before writes were read: the provider reported none
     return _assemble(
         (  # in the order of `_FIELDS`
             ts,
@@ -232,7 +252,7 @@ def _from_partial(data: Mapping[str, Any]) -> LedgerEntry:
             purpose,
             _str(get("provider")),
             _str(get("model")),
-            _opt_int(get("input_tokens")),
+            input_tokens,
             _opt_int(get("cached_tokens")),
             _opt_int(get("output_tokens")),
             _int(get("est_fixed")),
@@ -246,6 +266,9 @@ def _from_partial(data: Mapping[str, Any]) -> LedgerEntry:
             bool(get("hit_iteration_cap", False)),
             _opt_float(get("cost")),
             _int(get("tool_calls")),
+            writes,
+            _opt_float(get("cache_write_cost")),
+            bool(get("input_truncated_by_provider", False)),
         )
     )
 

@@ -15,7 +15,7 @@ from datetime import datetime
 
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.ledger import LedgerEntry, LedgerWriter, TrimInfo, describe_error
-from bot.agent.token_truth import TokenTruth
+from bot.agent.token_truth import TokenTruth, looks_truncated, route_key
 
 log = logging.getLogger("tgbot.runtime")
 
@@ -37,12 +37,18 @@ class CallMeter:
     kept_turns: int
     dropped_turns: int
     at: datetime
+    cache_write_tokens: int | None = None
+    truncated_by_provider: bool = False
+    """The provider reported far less input than we sent (see `looks_truncated`)."""
 
 
 def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEntry:
     """The ledger line of one model call; `corrected` is the corrected total estimate."""
     usage = call.usage
     key = call.session.key
+    prices = call.route.prices
+    # no price configured: the cost is unknown (`null`), not zero
+    priced = usage if usage is not None and prices.configured else None
     return LedgerEntry(
         ts=call.at,
         session=call.session.id,
@@ -60,6 +66,7 @@ def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEn
         model=call.route.model,
         input_tokens=usage.input_tokens if usage else None,
         cached_tokens=usage.cached_tokens if usage else None,
+        cache_write_tokens=usage.cache_write_tokens if usage else None,
         output_tokens=usage.output_tokens if usage else None,
         est_fixed=call.fixed_tokens,
         est_history=call.tokens.history,
@@ -81,12 +88,15 @@ def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEn
         latency_ms=call.latency_ms,
         error=None if call.error is None else describe_error(call.error),
         hit_iteration_cap=call.final,
-        cost=call.route.prices.cost(usage) if usage is not None else None,
+        cost=prices.cost(priced) if priced is not None else None,
+        cache_write_cost=prices.cache_write_cost(priced) if priced is not None else None,
         tool_calls=call.tool_calls,
     )
 
 
-def call_meter(call: ModelCalled, *, corrected: int | None = None) -> CallMeter:
+def call_meter(
+    call: ModelCalled, *, corrected: int | None = None, truncated: bool = False
+) -> CallMeter:
     """The `/context` meter of one model call."""
     usage = call.usage
     estimated = call.fixed_tokens + call.tokens.messages
@@ -99,6 +109,8 @@ def call_meter(call: ModelCalled, *, corrected: int | None = None) -> CallMeter:
         corrected_input=estimated if corrected is None else corrected,
         reported_input=usage.input_tokens if usage else None,
         cached_tokens=usage.cached_tokens if usage else None,
+        cache_write_tokens=usage.cache_write_tokens if usage else None,
+        truncated_by_provider=truncated,
         kept_turns=call.kept_turns,
         dropped_turns=call.dropped_turns,
         at=call.at,
@@ -107,7 +119,12 @@ def call_meter(call: ModelCalled, *, corrected: int | None = None) -> CallMeter:
 
 class CallMetering:
     """Writes the ledger, keeps the last call of the most recently active sessions, and
-    teaches each route's token correction what the provider counted."""
+    teaches each route's token correction what the provider counted.
+
+    A call whose reported input is far below the corrected estimate (`looks_truncated`:
+    Ollama drops the oldest messages instead of refusing an overflow) is flagged on its
+    ledger line, warned about once per route, and teaches the correction nothing: its
+    ratio is the provider's cut, not its tokenizer."""
 
     def __init__(
         self,
@@ -121,6 +138,8 @@ class CallMetering:
         self.max_meters = max_meters
         self.meters: OrderedDict[int, CallMeter] = OrderedDict()
         """Session id → its last call, least recently called first (for `/context`)."""
+        self.truncating_routes: set[str] = set()
+        """Routes already warned about a silent truncation (one warning each)."""
 
     def attach(self, bus: EventBus) -> CallMetering:
         bus.on(ModelCalled, self.on_model_call)
@@ -138,10 +157,17 @@ class CallMetering:
             if call.exact_tokens is not None
             else self.truth.corrected(route.provider_name, route.model, entry.est_total)
         )
-        entry = replace(entry, est_corrected=corrected)
+        # images leave the comparison: providers count them in very different ways (a
+        # fixed 85-1,600 tokens, or by tiles), and a cheap image is no truncation
+        truncated = call.error is None and looks_truncated(
+            corrected=corrected - entry.est_images, reported=entry.input_tokens
+        )
+        entry = replace(entry, est_corrected=corrected, input_truncated_by_provider=truncated)
         if call.purpose != "compaction":  # `/context` shows the member's calls
-            self._remember(call, corrected)
-        if call.error is None:
+            self._remember(call, corrected, truncated)
+        if truncated:
+            self._warn_truncated(call, corrected, entry.input_tokens or 0)
+        elif call.error is None:
             self.truth.observe(
                 route.provider_name,
                 route.model,
@@ -153,9 +179,24 @@ class CallMetering:
         except OSError:
             log.exception("could not write the ledger line")
 
-    def _remember(self, call: ModelCalled, corrected: int) -> None:
+    def _warn_truncated(self, call: ModelCalled, corrected: int, reported: int) -> None:
+        key = route_key(call.route.provider_name, call.route.model)
+        if key in self.truncating_routes:
+            return
+        self.truncating_routes.add(key)
+        log.warning(
+            "route %s reported %d input tokens for a request we count at %d: the provider "
+            "seems to drop the oldest messages silently (Ollama does when a request exceeds "
+            "its context); set the model's num_ctx (Ollama: options.num_ctx or PARAMETER "
+            "num_ctx in the Modelfile) to at least the route's context window",
+            key,
+            reported,
+            corrected,
+        )
+
+    def _remember(self, call: ModelCalled, corrected: int, truncated: bool) -> None:
         meters = self.meters
         meters.pop(call.session.id, None)
         while len(meters) >= self.max_meters:
             meters.popitem(last=False)
-        meters[call.session.id] = call_meter(call, corrected=corrected)
+        meters[call.session.id] = call_meter(call, corrected=corrected, truncated=truncated)

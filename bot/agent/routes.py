@@ -16,18 +16,45 @@ class Prices:
     input_per_mtok: float = 0.0
     cached_input_per_mtok: float = 0.0
     output_per_mtok: float = 0.0
+    cache_write_per_mtok: float = 0.0
+
+    @property
+    def configured(self) -> bool:
+        """Whether any price is set; without one a call's cost is unknown, not zero."""
+        return any(
+            price > 0
+            for price in (
+                self.input_per_mtok,
+                self.cached_input_per_mtok,
+                self.output_per_mtok,
+                self.cache_write_per_mtok,
+            )
+        )
 
     def cost(self, usage: Usage) -> float:
-        """Cached input at the cached price, the rest of the input at the input price, plus
-        output. `cached_tokens` is part of `input_tokens`; a provider that reports more
-        cached than input tokens is clamped rather than billed negative input."""
-        cached = max(0, min(usage.cached_tokens, usage.input_tokens))
-        uncached = max(0, usage.input_tokens) - cached
+        """The call as billed: cache reads at the cached price, cache writes at the write
+        price, the rest of the input at the input price, plus output.
+
+        Reads and writes are parts of `input_tokens` (DESIGN.md §6.2). A provider that
+        reports more reads and writes than input is clamped (reads first, then writes)
+        rather than billed negative input."""
+        total = max(0, usage.input_tokens)
+        cached = max(0, min(usage.cached_tokens, total))
+        writes = max(0, min(usage.cache_write_tokens, total - cached))
+        uncached = total - cached - writes
         return (
             uncached * self.input_per_mtok
             + cached * self.cached_input_per_mtok
+            + writes * self.cache_write_per_mtok
             + max(0, usage.output_tokens) * self.output_per_mtok
         ) / 1_000_000
+
+    def cache_write_cost(self, usage: Usage) -> float:
+        """The part of `cost` the cache writes took (clamped the same way)."""
+        total = max(0, usage.input_tokens)
+        cached = max(0, min(usage.cached_tokens, total))
+        writes = max(0, min(usage.cache_write_tokens, total - cached))
+        return writes * self.cache_write_per_mtok / 1_000_000
 
 
 TokenCount = Callable[[str], int]

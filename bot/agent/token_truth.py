@@ -35,12 +35,35 @@ from bot.context.token_correction import (
 log = logging.getLogger(__name__)
 
 FILE_NAME = "token-corrections.json"
+TRUNCATION_RATIO = 0.5
+"""A report under half the corrected estimate reads as a request the provider cut."""
+TRUNCATION_FLOOR = 2048
+"""Below this corrected estimate nothing is flagged: Ollama's smallest default `num_ctx`."""
 VERSION = 1
 SAVE_INTERVAL_SECONDS = 5.0
 
 
 def route_key(provider: str, model: str) -> str:
     return f"{provider}/{model}"
+
+
+def looks_truncated(*, corrected: int, reported: int | None) -> bool:
+    """Whether the provider counted far less input than we sent (DESIGN.md §6.2).
+
+    Ollama does not refuse a request over its `num_ctx`: it drops the oldest messages and
+    reports what it kept, so the reported input sits far below our corrected estimate.
+    A tokenizer that merely counts differently is what the correction learns, and the
+    heuristic's usual error stays well inside a factor of two (Chinese at roughly 0.6-1
+    real tokens for our 1 a character, see `bot.context.token_correction`), so a report
+    under half of the corrected estimate is read as a cut. Requests under
+    `TRUNCATION_FLOOR` tokens are never flagged: no default context is that small, and
+    such calls keep teaching the correction, so a route whose heuristic starts far off
+    still learns its ratio and stops being flagged. The caller leaves images out of
+    `corrected` (providers count them their own way).
+    """
+    if reported is None or reported <= 0 or corrected < TRUNCATION_FLOOR:
+        return False
+    return reported < TRUNCATION_RATIO * corrected
 
 
 class TokenTruth:

@@ -1,4 +1,4 @@
-"""A small PNG of a usage report: input-per-call p50 bars and a cache-hit-rate line per day."""
+"""A small PNG of a usage report: input-per-call p50 bars, cache hit and write rate lines."""
 
 from __future__ import annotations
 
@@ -18,12 +18,14 @@ GRID = (228, 228, 228)
 BAR = (76, 120, 168)
 P90 = (30, 55, 90)
 LINE = (228, 120, 30)
+WRITE_LINE = (150, 60, 160)
 TEXT = (40, 40, 40)
 
 
 def render_usage_chart(report: UsageReport, *, width: int = 640, height: int = 320) -> bytes:
     """PNG bytes: bars of input tokens per call (p50, a tick at p90) on the left axis and the
-    cache hit rate (0-100 %) as a line on the right axis, one slot per day (the last 31)."""
+    cache hit rate and the cache write rate (writes / input, 0-100 %) as lines on the right
+    axis, one slot per day (the last 31). The write line is drawn only when a day has writes."""
     if width < 160 or height < 120:
         raise ValueError("the chart needs at least 160x120 pixels")
     rows = report.days[-MAX_DAYS:]
@@ -33,7 +35,18 @@ def render_usage_chart(report: UsageReport, *, width: int = 640, height: int = 3
     left, right, top, bottom = 52, width - 40, 26, height - 30
     draw.text((left, 7), "input/call p50 (bars, p90 tick)", fill=BAR, font=font)
     legend = "cache hit % (line)"
-    draw.text((right - _text_width(draw, legend, font), 7), legend, fill=LINE, font=font)
+    writes = any(row.cache_write_tokens for row in rows)
+    legend_x = right - _text_width(draw, legend, font)
+    if writes:
+        write_legend = "write %"
+        legend_x -= _text_width(draw, write_legend + "  ", font)
+        draw.text(
+            (right - _text_width(draw, write_legend, font), 7),
+            write_legend,
+            fill=WRITE_LINE,
+            font=font,
+        )
+    draw.text((legend_x, 7), legend, fill=LINE, font=font)
 
     peak = max((row.input_p90 or row.input_p50 or 0 for row in rows), default=0)
     scale_max = _nice_ceiling(peak)
@@ -60,6 +73,7 @@ def render_usage_chart(report: UsageReport, *, width: int = 640, height: int = 3
     slot = (right - left) / len(rows)
     bar_width = max(2.0, slot * 0.6)
     points: list[tuple[float, float] | None] = []
+    write_points: list[tuple[float, float] | None] = []
     label_every = max(1, math.ceil(36 / slot))
     for i, row in enumerate(rows):
         centre = left + slot * (i + 0.5)
@@ -68,18 +82,29 @@ def render_usage_chart(report: UsageReport, *, width: int = 640, height: int = 3
             points.append(None)
         else:
             points.append((centre, bottom - (bottom - top) * row.cache_hit_rate))
+        rate = row.cache_write_rate
+        write_points.append(
+            None if not writes or rate is None else (centre, bottom - (bottom - top) * rate)
+        )
         if (len(rows) - 1 - i) % label_every == 0 and row.day is not None:
             label = row.day.strftime("%m-%d")
             x = centre - _text_width(draw, label, font) / 2
             draw.text((x, bottom + 6), label, fill=TEXT, font=font)
+    for series, colour in ((write_points, WRITE_LINE), (points, LINE)):
+        _draw_line(draw, series, colour)
+    return _png(image)
+
+
+def _draw_line(
+    draw: ImageDraw.ImageDraw, points: list[tuple[float, float] | None], colour: tuple[int, ...]
+) -> None:
     for a, b in itertools.pairwise(points):
         if a is not None and b is not None:
-            draw.line((a, b), fill=LINE, width=2)
+            draw.line((a, b), fill=colour, width=2)
     for point in points:
         if point is not None:
             x, y = point
-            draw.ellipse((x - 3, y - 3, x + 3, y + 3), fill=LINE)
-    return _png(image)
+            draw.ellipse((x - 3, y - 3, x + 3, y + 3), fill=colour)
 
 
 def _draw_bars(

@@ -122,6 +122,13 @@ class Commands:
             f"turns: kept {meter.kept_turns}, dropped {meter.dropped_turns}",
             f"cache hit: {hit}",
         ]
+        if meter.cache_write_tokens:
+            lines.append(f"cache writes: {meter.cache_write_tokens}")
+        if meter.truncated_by_provider:
+            lines.append(
+                "warning: the provider counted far less input than was sent; it dropped the "
+                "oldest messages (Ollama: raise num_ctx)"
+            )
         return "\n".join(lines)
 
     async def switch_model(self, message: InboundMessage, session: SessionInfo) -> str:

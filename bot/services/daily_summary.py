@@ -177,6 +177,19 @@ def format_summary_text(report: UsageReport, day: date, locale: Locale = "zh") -
                 output=format_tokens(row.output_tokens),
             )
         )
+        if row.cache_write_tokens:
+            lines.append(
+                text(
+                    locale,
+                    "summary_cache_writes",
+                    writes=format_tokens(row.cache_write_tokens),
+                    rate=format_share(row.cache_write_rate),
+                    share=format_share(row.cache_write_share),
+                    base=text(locale, "summary_cost_base" if row.cost else "summary_weight_base"),
+                )
+            )
+        if row.truncated_calls:
+            lines.append(text(locale, "summary_truncated", n=row.truncated_calls))
         for drift in row.drift:
             corrected = drift.corrected
             lines.append(

@@ -109,6 +109,13 @@ def _row_dict(row: UsageRow) -> dict[str, Any]:
         "input_tokens": row.input_tokens,
         "reported_input_tokens": row.reported_input_tokens,
         "cached_tokens": row.cached_tokens,
+        "cache_write_tokens": row.cache_write_tokens,
+        "cache_write_rate": _round(row.cache_write_rate),
+        "cache_write_cost": None
+        if row.cache_write_cost is None
+        else round(row.cache_write_cost, 6),
+        "cache_write_share": _round(row.cache_write_share),
+        "truncated_calls": row.truncated_calls,
         "billable_input_tokens": row.billable_input_tokens,
         "billable_equivalent_input_tokens": round(row.billable_equivalent_tokens),
         "billable_equivalent_per_call": _round(row.billable_equivalent_per_call),
@@ -172,7 +179,8 @@ def _renderable(report: UsageReport) -> RenderableType:
             "est",
             "history",
             "fixed",
-            "cache hit",
+            "hit",
+            "write",
             "bill-eq/call",
             "output",
             "cost",
@@ -197,8 +205,10 @@ def _renderable(report: UsageReport) -> RenderableType:
     notes = Text(
         "in p50/p90: input tokens per call (nearest rank), as the provider reported them or, "
         "for the `est` calls, our estimate. history/fixed: share of our input estimate. "
-        "cache hit: cached / reported input. bill-eq/call: billable-equivalent input per "
-        "call, uncached + 0.25 x cached (cost: at the configured prices). "
+        "hit: cache reads / reported input; write: cache writes / reported input "
+        "(both are parts of the reported input). bill-eq/call: billable-equivalent input "
+        "per call, uncached + 0.25 x reads + 1.25 x writes (cost: at the configured "
+        "prices). "
         "calls/turn: mean, then turns by number of model calls (summary calls count in "
         "calls, in no turn). Drift: |estimate - "
         "reported| / reported; corrected = what budgets and the capacity check used.",
@@ -229,6 +239,22 @@ def _renderable(report: UsageReport) -> RenderableType:
                 f"compaction: {total.compaction_calls:,} summary calls, "
                 f"{format_share(total.compaction_share)} of the cost"
                 + ("" if total.cost else " (billable-equivalent input)")
+            )
+        )
+    if total.cache_write_tokens:
+        parts.append(
+            Text(
+                f"cache writes: {format_tokens(total.cache_write_tokens)} tokens, "
+                f"{format_share(total.cache_write_share)} of the "
+                + ("cost" if total.cost else "billable-equivalent input")
+            )
+        )
+    if total.truncated_calls:
+        parts.append(
+            Text(
+                f"{total.truncated_calls:,} calls reported far less input than was sent: the "
+                "provider dropped the oldest messages (Ollama: raise num_ctx)",
+                style="yellow",
             )
         )
     if report.corrupt_lines or report.partial_lines:
@@ -265,6 +291,7 @@ def _call_cells(row: UsageRow) -> tuple[str, ...]:
         format_share(row.history_share),
         format_share(row.fixed_share),
         format_share(row.cache_hit_rate),
+        format_share(row.cache_write_rate),
         format_tokens(
             None
             if row.billable_equivalent_per_call is None

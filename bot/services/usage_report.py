@@ -7,11 +7,21 @@ Definitions (one row per calendar day in the bot's zone, plus a total row):
   `ceil(p/100 * n)` of the sorted inputs (always an observed value, never interpolated).
 - history share / fixed share: `sum(est_history) / sum(est_total)` and
   `sum(est_fixed) / sum(est_total)` from our estimate split.
-- cache hit rate: `sum(cached) / sum(reported input)` over calls that reported input;
-  billable input (`reported input - cached`) is kept apart.
-- billable-equivalent input: `uncached + 0.25 x cached` over calls that reported input (a
-  cached token bills about a quarter of an uncached one): the one number to compare window
-  policies by; per call, its mean over those calls. Real cost is `cost` where prices are set.
+- reported input is the whole billed input: cache reads (`cached_tokens`) and cache writes
+  (`cache_write_tokens`) are parts of it (DESIGN.md §6.2); a line from before writes were
+  read counts 0 writes.
+- cache hit rate: `sum(cached) / sum(reported input)` over calls that reported input; cache
+  write rate: `sum(writes) / sum(reported input)`; billable input (`reported input - cached -
+  writes`, what is billed at the plain input price) is kept apart.
+- billable-equivalent input: `uncached + 0.25 x cached + 1.25 x writes` over calls that
+  reported input (a cache read bills about a quarter of an uncached token; a write bills a
+  premium, 1.25 x on Anthropic's 5-minute cache, the common case; providers that bill no
+  writes report none): the one number to compare window policies by; per call, its mean
+  over those calls. Real cost is `cost` where prices are set.
+- cache write share: the writes' share of the cost (`cache_write_cost / cost`) where prices
+  are set, else of the billable-equivalent input (`1.25 x writes / billable-equivalent`).
+- truncated calls: lines flagged `input_truncated_by_provider` (the provider reported far
+  less input than we sent: Ollama drops the oldest messages over its `num_ctx`).
 - drift, per route (`provider/model`): `|estimate - reported| / reported` over calls that
   reported input, median and p90 (nearest rank): `raw` for our heuristic (`est_total`),
   `corrected` for `est_corrected` (lines that have it), what budgets and checks used.
@@ -42,6 +52,9 @@ from bot.context.token_correction import Drift, drift_of_errors
 
 DEFAULT_DAYS = 7
 CACHED_WEIGHT = 0.25
+CACHE_WRITE_WEIGHT = 1.25
+"""A cache write in billable-equivalent input: Anthropic bills a 5-minute write at 1.25 x the
+input price (a 1-hour write at 2 x; the real cost, where prices are set, has the exact bill)."""
 CALLS_PER_TURN_BUCKETS = ("1", "2", "3-5", "6+")
 
 
@@ -108,6 +121,12 @@ class UsageRow:
     input_tokens: int = 0
     reported_input_tokens: int = 0
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_write_rate: float | None = None
+    cache_write_cost: float | None = None
+    cache_write_share: float | None = None
+    """Of the cost where prices are set, else of the billable-equivalent input."""
+    truncated_calls: int = 0
     billable_input_tokens: int = 0
     billable_equivalent_tokens: float = 0.0
     billable_equivalent_per_call: float | None = None
@@ -270,13 +289,20 @@ class _Bucket:
         "reported",
         "reporting",
         "trims",
+        "truncated",
         "turn_calls",
         "weight",
+        "write_cost",
+        "write_weight",
+        "writes",
     )
 
     def __init__(self) -> None:
         self.calls = self.estimated = self.reported = self.cached = self.output = 0
         self.reporting = 0
+        self.writes = self.truncated = 0
+        self.write_cost: float | None = None
+        self.write_weight = 0.0
         # (provider, model) -> (raw errors, corrected errors): |estimate - reported| / reported
         self.drift: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
         self.est_fixed = self.est_history = self.est_total = 0
@@ -303,6 +329,9 @@ class _Bucket:
             self.inputs.append(reported)
             self.reported += reported
             self.cached += entry.cached_tokens or 0
+            writes = entry.cache_write_tokens or 0
+            self.writes += writes
+            self.write_weight += CACHE_WRITE_WEIGHT * writes
             self.reporting += 1
             if reported > 0:
                 route = (entry.provider, entry.model)
@@ -317,8 +346,14 @@ class _Bucket:
         self.est_fixed += est_fixed
         self.est_history += est_history
         self.est_total += est_total
-        weight = _billable_equivalent(reported, entry.cached_tokens, est_total)
+        weight = _billable_equivalent(
+            reported, entry.cached_tokens, entry.cache_write_tokens, est_total
+        )
         self.weight += weight
+        if entry.input_truncated_by_provider:
+            self.truncated += 1
+        if entry.cache_write_cost is not None:
+            self.write_cost = (self.write_cost or 0.0) + entry.cache_write_cost
         cost = entry.cost
         if entry.purpose == "compaction":  # part of the bill, not of any member's turn
             self.compaction += 1
@@ -341,6 +376,11 @@ class _Bucket:
         self.estimated += other.estimated
         self.reported += other.reported
         self.cached += other.cached
+        self.writes += other.writes
+        self.write_weight += other.write_weight
+        self.truncated += other.truncated
+        if other.write_cost is not None:
+            self.write_cost = (self.write_cost or 0.0) + other.write_cost
         self.reporting += other.reporting
         for route, (raw, corrected) in other.drift.items():
             mine = self.drift.setdefault(route, ([], []))
@@ -377,7 +417,12 @@ class _Bucket:
             input_tokens=sum(inputs),
             reported_input_tokens=self.reported,
             cached_tokens=self.cached,
-            billable_input_tokens=self.reported - self.cached,
+            cache_write_tokens=self.writes,
+            cache_write_rate=_ratio(self.writes, self.reported),
+            cache_write_cost=self.write_cost,
+            cache_write_share=self._write_share(),
+            truncated_calls=self.truncated,
+            billable_input_tokens=self._uncached(),
             billable_equivalent_tokens=self._billable_equivalent(),
             billable_equivalent_per_call=(
                 self._billable_equivalent() / self.reporting if self.reporting else None
@@ -411,7 +456,21 @@ class _Bucket:
 
     def _billable_equivalent(self) -> float:
         cached = min(self.cached, self.reported)
-        return self.reported - cached + CACHED_WEIGHT * cached
+        writes = min(self.writes, self.reported - cached)
+        return self._uncached() + CACHED_WEIGHT * cached + CACHE_WRITE_WEIGHT * writes
+
+    def _uncached(self) -> int:
+        """Reported input billed at the plain input price (neither read nor written)."""
+        return max(0, self.reported - self.cached - self.writes)
+
+    def _write_share(self) -> float | None:
+        """The writes' share of the cost, else of the billable-equivalent input; None
+        when no call reported input."""
+        if not self.reporting:
+            return None
+        if self.cost:
+            return _ratio(self.write_cost or 0.0, self.cost)
+        return _ratio(self.write_weight, self.weight)
 
     def _drift(self) -> Iterable[RouteDrift]:
         for (provider, model), (raw, corrected) in sorted(self.drift.items()):
@@ -430,12 +489,16 @@ def _bucket_name(calls: int) -> str:
     return "3-5" if calls <= 5 else "6+"
 
 
-def _billable_equivalent(reported: int | None, cached: int | None, estimate: int) -> float:
-    """Uncached + 0.25 × cached input (our estimate when the provider reported nothing)."""
+def _billable_equivalent(
+    reported: int | None, cached: int | None, writes: int | None, estimate: int
+) -> float:
+    """Uncached + 0.25 × cached + 1.25 × written input (our estimate when the provider
+    reported nothing)."""
     if reported is None:
         return float(estimate)
     cached = cached or 0
-    return (reported - cached) + 0.25 * cached
+    writes = writes or 0
+    return (reported - cached - writes) + CACHED_WEIGHT * cached + CACHE_WRITE_WEIGHT * writes
 
 
 def _ratio(part: float, whole: float) -> float | None:

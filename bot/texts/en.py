@@ -43,6 +43,11 @@ TEXTS: dict[str, str] = {
     "{corrected}",
     "summary_misc": "Trims {trims} · errors {errors} · cost {cost}",
     "summary_compaction": "Compaction: {calls} summary calls, {share} of the cost",
+    "summary_cache_writes": "Cache writes {writes} ({rate} of input), {share} of the {base}",
+    "summary_cost_base": "cost",
+    "summary_weight_base": "billable-equivalent input",
+    "summary_truncated": "⚠ {n} calls reported far less input than was sent: the provider "
+    "dropped the oldest messages (Ollama: raise num_ctx)",
     "summary_feedback": "Feedback reactions: 👍 {up} · 👎 {down} · other {other}",
     "summary_skipped": "Skipped {n} unreadable ledger lines",
     "summary_caption": "Input per call p50 and cache hit rate, last {n} days",

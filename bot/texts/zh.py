@@ -36,6 +36,11 @@ TEXTS: dict[str, str] = {
     "summary_drift": "估算误差（{route}）：中位 {median}，p90 {p90}；校正后 p90 {corrected}",
     "summary_misc": "裁剪 {trims} 次 · 错误 {errors} 次 · 费用 {cost}",
     "summary_compaction": "压缩：{calls} 次摘要调用，占费用 {share}",
+    "summary_cache_writes": "缓存写入 {writes}（占输入 {rate}），占{base} {share}",
+    "summary_cost_base": "费用",
+    "summary_weight_base": "计费等效输入",
+    "summary_truncated": "⚠ {n} 次调用报告的输入远少于发送的内容：服务商静默丢弃了最早的消息"
+    "（Ollama：调大 num_ctx）",
     "summary_feedback": "反馈表情：👍 {up} · 👎 {down} · 其他 {other}",
     "summary_skipped": "跳过 {n} 行无法读取的账本",
     "summary_caption": "最近 {n} 天单次输入 p50 与缓存命中率",

@@ -70,6 +70,9 @@ FULL = entry(
     hit_iteration_cap=True,
     cost=0.00123,
     tool_calls=2,
+    cache_write_tokens=1_500,
+    cache_write_cost=0.0005625,
+    input_truncated_by_provider=True,
 )
 
 
@@ -380,3 +383,29 @@ def test_entries_is_the_scan_itself(tmp_path: Path) -> None:
     LedgerWriter(tmp_path, UTC).append(FULL)
     scan = read_entries(tmp_path, start=date(2026, 3, 1), end=date(2026, 3, 1))
     assert list(scan.entries) == list(scan) == [FULL]
+
+
+def test_a_line_from_before_cache_writes_reads_as_no_writes() -> None:
+    """Lines written before `cache_write_tokens` existed: the provider reported no writes."""
+    old = {
+        k: v
+        for k, v in written().items()
+        if k not in {"cache_write_tokens", "cache_write_cost", "input_truncated_by_provider"}
+    }
+    decoded = LedgerEntry.from_json(old)
+    assert decoded.cache_write_tokens == 0
+    assert decoded.cache_write_cost is None
+    assert decoded.input_truncated_by_provider is False
+    assert decoded.input_tokens == FULL.input_tokens
+    unanswered = LedgerEntry.from_json({**old, "input_tokens": None})
+    assert unanswered.cache_write_tokens is None  # no report at all: unknown, not zero
+
+
+def test_cache_writes_and_the_truncation_flag_are_written_on_every_line() -> None:
+    data = json.loads(FULL.to_json_line())
+    assert data["cache_write_tokens"] == 1_500
+    assert data["cache_write_cost"] == 0.0005625
+    assert data["input_truncated_by_provider"] is True
+    plain = json.loads(entry().to_json_line())
+    assert plain["cache_write_tokens"] is None
+    assert plain["input_truncated_by_provider"] is False

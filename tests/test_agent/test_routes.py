@@ -9,7 +9,9 @@ from bot.agent.routes import Prices, ProviderEntry, RouteTable
 from bot.context.budget import ProviderCapacity
 from bot.ports import Usage
 
-PRICES = Prices(input_per_mtok=2.0, cached_input_per_mtok=0.5, output_per_mtok=8.0)
+PRICES = Prices(
+    input_per_mtok=2.0, cached_input_per_mtok=0.5, output_per_mtok=8.0, cache_write_per_mtok=2.5
+)
 
 
 @pytest.mark.parametrize(
@@ -20,11 +22,43 @@ PRICES = Prices(input_per_mtok=2.0, cached_input_per_mtok=0.5, output_per_mtok=8
         (Usage(input_tokens=1_000_000, output_tokens=0, cached_tokens=1_000_000), 0.5),
         (Usage(input_tokens=10_000, output_tokens=500, cached_tokens=8_000), 0.012),
         (Usage(input_tokens=100, output_tokens=0, cached_tokens=400), 0.00005),
+        # Anthropic-shaped: 1M billed input = 200k uncached + 500k reads + 300k writes
+        (
+            Usage(
+                input_tokens=1_000_000,
+                output_tokens=0,
+                cached_tokens=500_000,
+                cache_write_tokens=300_000,
+            ),
+            0.2 * 2.0 + 0.5 * 0.5 + 0.3 * 2.5,
+        ),
+        (
+            Usage(input_tokens=1_000, output_tokens=0, cached_tokens=600, cache_write_tokens=900),
+            (600 * 0.5 + 400 * 2.5) / 1_000_000,
+        ),
     ],
-    ids=["nothing", "uncached", "all-cached", "mixed", "cached-clamped-to-input"],
+    ids=[
+        "nothing",
+        "uncached",
+        "all-cached",
+        "mixed",
+        "cached-clamped-to-input",
+        "reads-and-writes",
+        "writes-clamped-to-input",
+    ],
 )
 def test_cost(usage: Usage, expected: float) -> None:
     assert PRICES.cost(usage) == pytest.approx(expected)
+
+
+def test_the_cache_write_cost_is_the_writes_part_of_the_cost() -> None:
+    usage = Usage(
+        input_tokens=10_000, output_tokens=100, cached_tokens=4_000, cache_write_tokens=5_000
+    )
+    assert PRICES.cache_write_cost(usage) == pytest.approx(5_000 * 2.5 / 1_000_000)
+    without = Prices(input_per_mtok=2.0, cached_input_per_mtok=0.5, output_per_mtok=8.0)
+    # a profile without a write price bills writes at nothing: the write share shows 0 %
+    assert without.cache_write_cost(usage) == 0.0
 
 
 def routes() -> RouteTable:

@@ -59,3 +59,21 @@ def test_empty_and_sparse_reports_still_draw() -> None:
 def test_a_tiny_canvas_is_refused() -> None:
     with pytest.raises(ValueError, match="at least"):
         render_usage_chart(report(), width=100, height=50)
+
+
+def test_days_with_cache_writes_draw_a_write_rate_line_in_its_own_colour() -> None:
+    plain = report()
+    written = replace(
+        plain,
+        days=tuple(
+            replace(row, cache_write_tokens=3_000, cache_write_rate=0.3) for row in plain.days
+        ),
+    )
+    image = decode(render_usage_chart(written)).convert("RGB")
+    colours = {colour for _, colour in image.getcolors(maxcolors=1 << 16) or []}
+    assert (150, 60, 160) in colours
+    plain_colours = {
+        colour
+        for _, colour in decode(render_usage_chart(plain)).convert("RGB").getcolors(1 << 16) or []
+    }
+    assert (150, 60, 160) not in plain_colours

@@ -170,3 +170,43 @@ def test_format_summary_text(locale: Locale, expected: list[str]) -> None:
     for fragment in expected:
         assert fragment in text
     assert len(text.splitlines()) == 7
+
+
+@pytest.mark.parametrize(
+    ("locale", "expected"),
+    [
+        ("en", "Cache writes 6.0k (30% of input), 60% of the cost"),
+        ("zh", "缓存写入 6.0k（占输入 30%），占费用 60%"),
+    ],
+    ids=["en", "zh"],
+)
+def test_the_summary_shows_cache_writes_and_their_share_of_the_cost(
+    locale: Locale, expected: str
+) -> None:
+    day = datetime(2026, 3, 1, 1, 0, tzinfo=UTC)
+    written = {
+        "input_tokens": 10_000,
+        "cached_tokens": 4_000,
+        "cache_write_tokens": 3_000,
+        "cost": 0.25,
+        "cache_write_cost": 0.15,
+    }
+    report = build_report(
+        [call(day, "a", **written), call(day, "b", **written)], zone=SHANGHAI, days=[YESTERDAY]
+    )
+    text = format_summary_text(report, YESTERDAY, locale)
+    assert expected in text
+    assert "num_ctx" not in text
+
+
+def test_the_summary_warns_of_silently_truncated_calls() -> None:
+    day = datetime(2026, 3, 1, 1, 0, tzinfo=UTC)
+    report = build_report(
+        [call(day, "a", input_truncated_by_provider=True), call(day, "b")],
+        zone=SHANGHAI,
+        days=[YESTERDAY],
+    )
+    text = format_summary_text(report, YESTERDAY, "en")
+    assert "1 calls reported far less input than was sent" in text
+    assert "num_ctx" in text
+    assert "Cache writes" not in text  # no call wrote the cache

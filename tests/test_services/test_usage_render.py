@@ -12,7 +12,7 @@ import pytest
 from bot.agent.ledger import ledger_file
 from bot.services.usage_render import render_table, run_usage_report, to_json
 from bot.services.usage_report import UsageReport, build_report
-from tests.test_services.ledger_days import D1, D2, DAY1, DAY2, SHANGHAI, write_ledger
+from tests.test_services.ledger_days import D1, D2, DAY1, DAY2, SHANGHAI, at, call, write_ledger
 
 
 def run(traces: Path, **kwargs: object) -> tuple[int, str]:
@@ -115,3 +115,35 @@ def test_render_and_json_show_skipped_lines() -> None:
     )
     assert "skipped 2 corrupt and 1 partial" in render_table(report)
     assert json.loads(to_json(report))["partial_lines"] == 1
+
+
+def test_the_table_and_json_show_cache_writes_and_their_share(tmp_path: Path) -> None:
+    written = call(
+        at(D1, 10),
+        "w",
+        input_tokens=10_000,
+        cached_tokens=5_000,
+        cache_write_tokens=3_000,
+        output_tokens=100,
+        cost=0.02,
+        cache_write_cost=0.01,
+    )
+    truncated = call(at(D1, 11), "t", input_tokens=2_048, input_truncated_by_provider=True)
+    write_ledger(tmp_path, [written, truncated])
+    code, text = run(tmp_path, today=D1, days=1)
+    assert code == 0
+    header = next(line for line in text.splitlines() if line.lstrip().startswith("day "))
+    assert " hit " in header
+    assert " write " in header
+    day = next(line for line in text.splitlines() if line.lstrip().startswith("2026-03-01"))
+    assert " 25% " in day  # 3k writes of 12k reported input
+    assert "cache writes: 3.0k tokens, 50% of the cost" in text
+    assert "num_ctx" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+    code, out = run(tmp_path, today=D1, days=1, as_json=True)
+    total = json.loads(out)["total"]
+    assert total["cache_write_tokens"] == 3_000
+    assert total["cache_write_rate"] == round(3_000 / 12_048, 4)
+    assert total["cache_write_cost"] == 0.01
+    assert total["cache_write_share"] == 0.5
+    assert total["truncated_calls"] == 1

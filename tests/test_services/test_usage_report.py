@@ -151,3 +151,43 @@ def test_a_month_is_bucketed_by_zone_day(tmp_path: Path) -> None:
     days = [D1 + timedelta(days=i) for i in range(3)]
     report = load_report(tmp_path, zone=SHANGHAI, days=days)
     assert [r.calls for r in report.days] == [5, 5, 5]
+
+
+def test_cache_writes_are_counted_priced_and_weighted() -> None:
+    """Anthropic-shaped calls: 10k billed input = 2k uncached + 5k reads + 3k writes."""
+    calls = [
+        call(
+            at(D1, 10, n),
+            f"w{n}",
+            input_tokens=10_000,
+            cached_tokens=5_000,
+            cache_write_tokens=3_000,
+            output_tokens=100,
+            cost=0.02,
+            cache_write_cost=0.01,
+        )
+        for n in range(2)
+    ]
+    old_line = call(at(D1, 11), "old", input_tokens=4_000, cached_tokens=0, output_tokens=0)
+    row = build_report([*calls, old_line], zone=SHANGHAI, days=[D1]).total
+    assert row.cache_write_tokens == 6_000
+    assert row.cache_write_rate == pytest.approx(6_000 / 24_000)
+    assert row.billable_input_tokens == 24_000 - 10_000 - 6_000
+    # uncached + 0.25 x reads + 1.25 x writes
+    assert row.billable_equivalent_tokens == pytest.approx(8_000 + 0.25 * 10_000 + 1.25 * 6_000)
+    assert row.cache_write_cost == pytest.approx(0.02)
+    assert row.cache_write_share == pytest.approx(0.02 / 0.04)
+
+
+def test_without_prices_the_write_share_is_of_the_billable_equivalent_input() -> None:
+    line = call(at(D1, 10), "w", input_tokens=1_000, cached_tokens=0, cache_write_tokens=1_000)
+    row = build_report([line], zone=SHANGHAI, days=[D1]).total
+    assert row.cost is None
+    assert row.cache_write_share == pytest.approx(1.0)
+    assert row.billable_equivalent_tokens == pytest.approx(1_250)
+
+
+def test_truncated_calls_are_counted() -> None:
+    flagged = call(at(D1, 10), "t", input_tokens=2_048, input_truncated_by_provider=True)
+    row = build_report([flagged, DAY1[0]], zone=SHANGHAI, days=[D1]).total
+    assert row.truncated_calls == 1

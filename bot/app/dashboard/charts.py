@@ -29,12 +29,14 @@ def _nice_ceiling(value: float) -> float:
     return 10 * magnitude
 
 
-def _frame(top: float, fmt: Callable[[float], str], title: str) -> list[str]:
+def _frame(top: float, fmt: Callable[[float], str], title: str, unit: str) -> list[str]:
     plot_h = HEIGHT - _TOP - _BOTTOM
     parts = [
         f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
         f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
     ]
+    if unit:  # the y axis's unit, above its labels
+        parts.append(f'<text class="axis unit" x="4" y="{_TOP - 2}">{escape(unit)}</text>')
     for i in range(3):
         value = top * i / 2
         y = _TOP + plot_h - plot_h * i / 2
@@ -68,13 +70,14 @@ def bar_chart(
     *,
     title: str,
     fmt: Callable[[float], str],
+    unit: str = "",
 ) -> Markup:
-    """One bar per label; `None` draws nothing (no data that day)."""
+    """One bar per label; `None` draws nothing (no data that day). `unit` labels the y axis."""
     top = _nice_ceiling(max((v for v in values if v is not None), default=0.0))
     plot_w = WIDTH - _LEFT - _RIGHT
     plot_h = HEIGHT - _TOP - _BOTTOM
     slot = plot_w / max(1, len(labels))
-    parts = _frame(top, fmt, title)
+    parts = _frame(top, fmt, title, unit)
     for i, (label, value) in enumerate(zip(labels, values, strict=True)):
         if value is None or value <= 0:
             continue
@@ -96,14 +99,16 @@ def line_chart(
     *,
     title: str,
     fmt: Callable[[float], str],
+    unit: str = "",
 ) -> Markup:
-    """One polyline per named series (classes `series-0`, `series-1`…), a dot per value."""
+    """One polyline per named series (classes `series-0`, `series-1`…), a dot per value;
+    `unit` labels the y axis."""
     values = [v for _, points in series for v in points if v is not None]
     top = _nice_ceiling(max(values, default=0.0))
     plot_w = WIDTH - _LEFT - _RIGHT
     plot_h = HEIGHT - _TOP - _BOTTOM
     slot = plot_w / max(1, len(labels))
-    parts = _frame(top, fmt, title)
+    parts = _frame(top, fmt, title, unit)
     for n, (name, points) in enumerate(series):
         coords = []
         dots = []

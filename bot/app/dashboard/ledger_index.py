@@ -22,20 +22,34 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta, tzinfo
 from itertools import chain
 from pathlib import Path
+from typing import TypeVar
 
 from bot.agent.ledger import LedgerEntry, ledger_file, read_entries
-from bot.services.usage_report import UsageRow, build_report, percentile
+from bot.services.usage_report import (
+    CACHE_WRITE_WEIGHT,
+    CACHED_WEIGHT,
+    UsageRow,
+    build_report,
+    percentile,
+)
+
+K = TypeVar("K", int, str)
 
 RECENT_CALLS_PER_CHAT = 60
 """Calls kept per chat and day for the chat page's recent turns."""
 TRIMS_PER_CHAT = 200
-CACHED_INPUT_WEIGHT = 0.25
-"""Billable-equivalent input = uncached input + 0.25 × cached input (DESIGN.md §6)."""
+CACHED_INPUT_WEIGHT = CACHED_WEIGHT
+"""Billable-equivalent input = uncached input + 0.25 × cache reads + 1.25 × cache writes
+(DESIGN.md §6; the weights are the usage report's)."""
 
 
 def billable_equivalent(row: UsageRow) -> float:
-    """Uncached reported input plus a quarter of the cached input."""
-    return row.billable_input_tokens + CACHED_INPUT_WEIGHT * row.cached_tokens
+    """Uncached reported input, a quarter of the reads and 1.25 × the writes."""
+    return (
+        row.billable_input_tokens
+        + CACHED_INPUT_WEIGHT * row.cached_tokens
+        + CACHE_WRITE_WEIGHT * row.cache_write_tokens
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +60,54 @@ class ChatDay:
     trims: tuple[LedgerEntry, ...] = ()
     compactions: tuple[LedgerEntry, ...] = ()
     recent: tuple[LedgerEntry, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Spend:
+    """Where tokens and money went: the calls of one chat or one model, summed."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    """Reported input (the whole billed input, reads and writes included)."""
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = None
+    """None when no call of them had a price."""
+
+    def plus(self, other: Spend) -> Spend:
+        cost = self.cost
+        if other.cost is not None:
+            cost = other.cost if cost is None else cost + other.cost
+        return Spend(
+            calls=self.calls + other.calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cost=cost,
+        )
+
+
+def spend_of(entry: LedgerEntry) -> Spend:
+    return Spend(
+        calls=1,
+        input_tokens=entry.input_tokens or 0,
+        cached_tokens=entry.cached_tokens or 0,
+        cache_write_tokens=entry.cache_write_tokens or 0,
+        output_tokens=entry.output_tokens or 0,
+        cost=entry.cost,
+    )
+
+
+def sum_spend(parts: Iterable[Mapping[K, Spend]]) -> dict[K, Spend]:
+    """Per-key spend of several days added up."""
+    total: dict[K, Spend] = {}
+    for part in parts:
+        for key, spend in part.items():
+            mine = total.get(key)
+            total[key] = spend if mine is None else mine.plus(spend)
+    return total
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,6 +125,9 @@ class DayDigest:
     reported none (the base of the report's compaction share when no price is set)."""
     compaction_weight: float = 0.0
     """The same over the compaction calls only."""
+    by_chat: Mapping[int, Spend] = field(default_factory=dict)
+    by_model: Mapping[str, Spend] = field(default_factory=dict)
+    """Keyed `provider/model`, the route key of the report's drift."""
 
     @property
     def billable_equivalent(self) -> float:
@@ -91,6 +156,14 @@ class RangeTotals:
     compaction_share: float | None = None
     """Share of the cost where prices are set, else of the billable-equivalent input (as
     the report's total row); None without a compaction call."""
+    cache_write_tokens: int = 0
+    cache_write_rate: float | None = None
+    """Cache writes / reported input."""
+    cache_write_share: float | None = None
+    """The writes' share of the cost where prices are set, else of the billable-equivalent
+    input (as the report's total row)."""
+    truncated_calls: int = 0
+    """Calls the provider silently truncated (`input_truncated_by_provider`)."""
 
 
 def range_totals(digests: Sequence[DayDigest]) -> RangeTotals:
@@ -103,6 +176,8 @@ def range_totals(digests: Sequence[DayDigest]) -> RangeTotals:
     costs = [r.cost for r in rows if r.cost is not None]
     compaction_costs = [r.compaction_cost for r in rows if r.compaction_cost is not None]
     compaction_calls = sum(r.compaction_calls for r in rows)
+    writes = sum(r.cache_write_tokens for r in rows)
+    write_costs = [r.cache_write_cost for r in rows if r.cache_write_cost is not None]
     cost = sum(costs) if costs else None
     compaction_cost = sum(compaction_costs) if compaction_costs else None
     share: float | None = None
@@ -112,6 +187,13 @@ def range_totals(digests: Sequence[DayDigest]) -> RangeTotals:
         else:
             weight = sum(d.weight for d in digests)
             share = sum(d.compaction_weight for d in digests) / weight if weight else None
+    write_share: float | None = None
+    if reported:
+        if cost:
+            write_share = sum(write_costs) / cost
+        else:
+            weight = sum(d.weight for d in digests)
+            write_share = CACHE_WRITE_WEIGHT * writes / weight if weight else None
     return RangeTotals(
         calls=sum(r.calls for r in rows),
         turns=sum(r.turns for r in rows),
@@ -129,6 +211,10 @@ def range_totals(digests: Sequence[DayDigest]) -> RangeTotals:
         compaction_calls=compaction_calls,
         compaction_cost=compaction_cost,
         compaction_share=share,
+        cache_write_tokens=writes,
+        cache_write_rate=writes / reported if reported else None,
+        cache_write_share=write_share,
+        truncated_calls=sum(r.truncated_calls for r in rows),
     )
 
 
@@ -226,9 +312,17 @@ def _build(day: date, entries: list[LedgerEntry], zone: tzinfo, corrupt: int) ->
     compactions: dict[int, list[LedgerEntry]] = {}
     recent: dict[int, list[LedgerEntry]] = {}
     weight = compaction_weight = 0.0
+    by_chat: dict[int, Spend] = {}
+    by_model: dict[str, Spend] = {}
     for entry in entries:
         if entry.ts.astimezone(zone).date() != day:
             continue  # the report leaves such calls out too
+        spend = spend_of(entry)
+        chat_spend = by_chat.get(entry.chat)
+        by_chat[entry.chat] = spend if chat_spend is None else chat_spend.plus(spend)
+        route = f"{entry.provider}/{entry.model}"
+        model_spend = by_model.get(route)
+        by_model[route] = spend if model_spend is None else model_spend.plus(spend)
         inputs.append(entry.est_total if entry.input_tokens is None else entry.input_tokens)
         recent.setdefault(entry.chat, []).append(entry)
         if entry.trim is not None:
@@ -255,13 +349,20 @@ def _build(day: date, entries: list[LedgerEntry], zone: tzinfo, corrupt: int) ->
         corrupt_lines=corrupt,
         weight=weight,
         compaction_weight=compaction_weight,
+        by_chat=by_chat,
+        by_model=by_model,
     )
 
 
 def _call_weight(entry: LedgerEntry) -> float:
-    """One call's billable-equivalent input (uncached + 0.25 × cached), or our estimate when
-    the provider reported no input: the report's per-call weight."""
+    """One call's billable-equivalent input (uncached + 0.25 × reads + 1.25 × writes), or our
+    estimate when the provider reported no input: the report's per-call weight."""
     if entry.input_tokens is None:
         return float(entry.est_total)
     cached = entry.cached_tokens or 0
-    return (entry.input_tokens - cached) + CACHED_INPUT_WEIGHT * cached
+    writes = entry.cache_write_tokens or 0
+    return (
+        (entry.input_tokens - cached - writes)
+        + CACHED_INPUT_WEIGHT * cached
+        + CACHE_WRITE_WEIGHT * writes
+    )

@@ -148,6 +148,8 @@ def _call_data(entry: LedgerEntry) -> dict[str, Any]:
         "model": entry.model,
         "input_tokens": entry.input_tokens,
         "cached_tokens": entry.cached_tokens,
+        "cache_write_tokens": entry.cache_write_tokens,
+        "input_truncated_by_provider": entry.input_truncated_by_provider,
         "output_tokens": entry.output_tokens,
         "latency_ms": entry.latency_ms,
         "tool_calls": entry.tool_calls,

@@ -62,6 +62,16 @@ class DashboardMetrics:
         self.cached_tokens = Counter(
             "tgbot_cached_input_tokens", "Cached input tokens", registry=self.registry
         )
+        self.cache_write_tokens = Counter(
+            "tgbot_cache_write_input_tokens",
+            "Input tokens the provider wrote to its cache (part of the input tokens)",
+            registry=self.registry,
+        )
+        self.truncated = Counter(
+            "tgbot_truncated_calls",
+            "Calls the provider silently truncated (reported input far below what was sent)",
+            registry=self.registry,
+        )
         self.output_tokens = Counter(
             "tgbot_output_tokens", "Output tokens the provider reported", registry=self.registry
         )
@@ -92,6 +102,10 @@ class DashboardMetrics:
             self.input_tokens.inc(entry.input_tokens)
         if entry.cached_tokens is not None:
             self.cached_tokens.inc(entry.cached_tokens)
+        if entry.cache_write_tokens:
+            self.cache_write_tokens.inc(entry.cache_write_tokens)
+        if entry.input_truncated_by_provider:
+            self.truncated.inc()
         if entry.output_tokens is not None:
             self.output_tokens.inc(entry.output_tokens)
         if entry.error is not None:

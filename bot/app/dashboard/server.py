@@ -41,10 +41,12 @@ from bot.app.dashboard.views import (
     alias_lines,
     build_overview,
     chat_ledger,
+    chat_spend,
     date_range,
     local,
     parse_day,
     parse_int,
+    spend_days,
 )
 from bot.config import Settings
 from bot.domain.ids import SessionKey
@@ -353,6 +355,8 @@ async def chats(request: web.Request) -> web.Response:
     pages = max(1, -(-found.total // CHATS_PER_PAGE))
     if page > pages:
         raise BadQuery(f"page: there are {pages} pages")
+    spend_range = spend_days(dashboard.today())
+    spend = chat_spend(await asyncio.to_thread(dashboard.index.digests, spend_range))
     return render(
         request,
         "chats.html",
@@ -363,6 +367,8 @@ async def chats(request: web.Request) -> web.Response:
         pages=pages,
         budgets=budgets,
         max_messages=history.max_recent_messages,
+        spend=spend,
+        spend_days=len(spend_range),
     )
 
 

@@ -5,22 +5,34 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
-from typing import Literal
+from typing import Literal, TypeVar
 
 from markupsafe import Markup
 
 from bot.agent.ledger import LedgerEntry
 from bot.app.dashboard.charts import bar_chart, line_chart
-from bot.app.dashboard.ledger_index import ChatDay, DayDigest, RangeTotals, range_totals
+from bot.app.dashboard.ledger_index import (
+    ChatDay,
+    DayDigest,
+    RangeTotals,
+    Spend,
+    range_totals,
+    sum_spend,
+)
 from bot.domain.records import StoredRecord
 from bot.services.usage_render import format_cost, format_share, format_tokens
 from bot.services.usage_report import Feedback
 
 DEFAULT_DAYS = 14
+TOP_CHATS = 20
+"""Chats listed in the overview's spend table (the costliest)."""
 MAX_DAYS = 366
 RECENT_TURNS = 20
 CHAT_DAYS = 7
 """How far back the chat page looks in the ledger for turns and trims."""
+
+
+K = TypeVar("K", int, str)
 
 
 class BadQuery(ValueError):
@@ -81,6 +93,22 @@ class DayLine:
     compaction_share: float | None = None
     """Of the cost where prices are set, else of the billable-equivalent input (the report's
     `compaction_share`)."""
+    cache_write_tokens: int = 0
+    cache_write_rate: float | None = None
+    cache_write_share: float | None = None
+    """The report's `cache_write_share`: of the cost where prices are set, else of the
+    billable-equivalent input."""
+    truncated_calls: int = 0
+    history_share: float | None = None
+    fixed_share: float | None = None
+    """Shares of our input estimate (the report's)."""
+
+    @property
+    def current_share(self) -> float | None:
+        """The rest of the estimate: per-turn context, the current message and images."""
+        if self.history_share is None or self.fixed_share is None:
+            return None
+        return max(0.0, 1.0 - self.history_share - self.fixed_share)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,6 +121,11 @@ class Overview:
     corrupt_lines: int
     feedback: Feedback = field(default_factory=Feedback)
     """Reactions on the bot's messages over the range (from the store, not the ledger)."""
+    by_model: tuple[tuple[str, Spend], ...] = ()
+    by_chat: tuple[tuple[int, Spend], ...] = ()
+    """Where tokens and money went over the range, the costliest first (then the most
+    input); chats cut to `TOP_CHATS`."""
+    chats_left_out: int = 0
 
 
 def build_overview(digests: Sequence[DayDigest]) -> Overview:
@@ -111,13 +144,23 @@ def build_overview(digests: Sequence[DayDigest]) -> Overview:
             errors=d.row.errors,
             compaction_calls=d.row.compaction_calls,
             compaction_share=d.row.compaction_share,
+            cache_write_tokens=d.row.cache_write_tokens,
+            cache_write_rate=d.row.cache_write_rate,
+            cache_write_share=d.row.cache_write_share,
+            truncated_calls=d.row.truncated_calls,
+            history_share=d.row.history_share,
+            fixed_share=d.row.fixed_share,
         )
         for d in digests
     )
     labels = [line.day.strftime("%m-%d") for line in lines]
     charts = {
         "calls": bar_chart(
-            labels, [line.calls for line in lines], title="Model calls per day", fmt=_count
+            labels,
+            [line.calls for line in lines],
+            title="Model calls per day",
+            fmt=_count,
+            unit="calls",
         ),
         "input": line_chart(
             labels,
@@ -127,31 +170,78 @@ def build_overview(digests: Sequence[DayDigest]) -> Overview:
             ],
             title="Input tokens per call, p50 and p90",
             fmt=_tokens,
+            unit="tokens / call",
         ),
         "billable": bar_chart(
             labels,
             [line.billable_equivalent for line in lines],
             title="Billable-equivalent input per day",
             fmt=_tokens,
+            unit="tokens / day",
         ),
         "cache": line_chart(
             labels,
-            [("cache hit", [line.cache_hit_rate for line in lines])],
-            title="Cache hit rate per day",
+            [
+                ("cache hit", [line.cache_hit_rate for line in lines]),
+                ("cache write", [line.cache_write_rate for line in lines]),
+            ]
+            if any(line.cache_write_tokens for line in lines)
+            else [("cache hit", [line.cache_hit_rate for line in lines])],
+            title="Cache hit and write rate per day",
             fmt=lambda v: format_share(v),
+            unit="% of input",
+        ),
+        "split": line_chart(
+            labels,
+            [
+                ("history", [line.history_share for line in lines]),
+                ("fixed", [line.fixed_share for line in lines]),
+                ("current", [line.current_share for line in lines]),
+            ],
+            title="Our input estimate split per day: history, fixed, current",
+            fmt=lambda v: format_share(v),
+            unit="% of estimate",
         ),
     }
     if any(line.cost for line in lines):
         charts["cost"] = bar_chart(
-            labels, [line.cost for line in lines], title="Cost per day", fmt=format_cost
+            labels,
+            [line.cost for line in lines],
+            title="Cost per day",
+            fmt=format_cost,
+            unit="cost / day",
         )
+    by_chat = _costliest(sum_spend(d.by_chat for d in digests))
     return Overview(
+        by_model=_costliest(sum_spend(d.by_model for d in digests)),
+        by_chat=by_chat[:TOP_CHATS],
+        chats_left_out=max(0, len(by_chat) - TOP_CHATS),
         start=digests[0].day,
         end=digests[-1].day,
         days=lines,
         totals=range_totals(digests),
         charts=charts,
         corrupt_lines=sum(d.corrupt_lines for d in digests),
+    )
+
+
+def chat_spend(digests: Sequence[DayDigest]) -> dict[int, Spend]:
+    """Each chat's tokens and cost over the days of `digests` (the chat list's column)."""
+    return sum_spend(d.by_chat for d in digests)
+
+
+def spend_days(today: date) -> list[date]:
+    """The days the chat list sums spend over: the overview's default range."""
+    return [today - timedelta(days=DEFAULT_DAYS - 1 - i) for i in range(DEFAULT_DAYS)]
+
+
+def _costliest(spend: Mapping[K, Spend]) -> tuple[tuple[K, Spend], ...]:
+    return tuple(
+        sorted(
+            spend.items(),
+            key=lambda item: (item[1].cost or 0.0, item[1].input_tokens, item[1].calls),
+            reverse=True,
+        )
     )
 
 

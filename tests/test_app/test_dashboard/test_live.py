@@ -83,13 +83,18 @@ async def test_a_model_call_arrives_on_the_stream(
     stream = await client.get("/events")
     assert stream.headers["Content-Type"] == "text/event-stream"
     await stream.content.readline()  # the stream is open
-    writer.append(call(turn_id="t-live", tool_calls=2))
+    writer.append(call(turn_id="t-live", tool_calls=2, cache_write_tokens=150))
+    writer.append(call(turn_id="t-cut", input_truncated_by_provider=True))
     tail_of(board).poll()
     kind, data = await next_event(stream)
     assert kind == "model_call"
     assert data["turn_id"] == "t-live"
     assert data["input_tokens"] == 1200
     assert data["tool_calls"] == 2
+    assert data["cache_write_tokens"] == 150
+    assert data["input_truncated_by_provider"] is False
+    _, cut = await next_event(stream)
+    assert cut["input_truncated_by_provider"] is True
     stream.close()
 
 
@@ -123,7 +128,15 @@ async def test_metrics_count_what_the_feed_saw(
     client, board, writer = live
     writer.append(call(turn_id="a", iteration=1, latency_ms=1000))
     writer.append(call(turn_id="a", iteration=2, latency_ms=500, error="X: y"))
-    writer.append(call(turn_id="b", session=8, latency_ms=100))
+    writer.append(
+        call(
+            turn_id="b",
+            session=8,
+            latency_ms=100,
+            cache_write_tokens=200,
+            input_truncated_by_provider=True,
+        )
+    )
     assert tail_of(board).poll() == 3
     text = await (await client.get("/metrics")).text()
 
@@ -136,6 +149,8 @@ async def test_metrics_count_what_the_feed_saw(
     assert value("tgbot_input_tokens_total") == 3600
     assert value("tgbot_cached_input_tokens_total") == 3000
     assert value("tgbot_output_tokens_total") == 90
+    assert value("tgbot_cache_write_input_tokens_total") == 200
+    assert value("tgbot_truncated_calls_total") == 1
     assert value("tgbot_model_errors_total") == 1
     assert value("tgbot_model_call_latency_seconds_count") == 3
     # turn `a` of session 7 is still open until it idles or its session starts another turn

@@ -22,7 +22,9 @@
       ? data.reason + ": dropped " + data.dropped_turns + " turns, " + data.tokens_before + " → " + data.tokens_after + " tokens"
       : kind === "error" ? data.error
       : kind === "compaction" ? "summary call, " + (data.model || "")
-      : (data.model || "") + (data.tool_calls ? ", " + data.tool_calls + " tool calls" : "");
+      : (data.model || "") + (data.tool_calls ? ", " + data.tool_calls + " tool calls" : "")
+        + (data.cache_write_tokens ? ", " + data.cache_write_tokens + " cache writes" : "")
+        + (data.input_truncated_by_provider ? ", truncated by the provider (num_ctx)" : "");
     [cell((data.ts || new Date().toISOString()).slice(11, 19), true), cell(kind, true), cell(data.chat, true),
      cell(data.input_tokens), cell(data.cached_tokens), cell(data.output_tokens),
      cell(data.latency_ms === undefined ? null : data.latency_ms + " ms"), cell(detail, true)
