@@ -13,7 +13,9 @@
   the configured route (default: the chat's own, whose cache is warm). It is a ledger line
   with `purpose: "compaction"`.
 - A failed call (provider error, capacity, empty answer) leaves the breadcrumb alone and
-  never fails the member's turn; the next move tries again.
+  never fails the member's turn. Nothing is lost by it: the move waits (the turn is sent
+  the moved window under the last good summary, but the start is not persisted), so the
+  next fold starts from the last good summary's end and covers every record since.
 
 A summary is a record of kind `summary` appended off the active path as a child of the last
 record it covers, so it survives restarts and a branch finds the summary of its own path
@@ -85,6 +87,9 @@ class FoldResult:
 
     cut: int
     summary: SummaryRecord | None
+    failed: bool = False
+    """The fold was due and its call failed: the move waits (the start is not persisted,
+    `summary` is the last good one), so the next fold covers it and everything since."""
 
 
 async def summary_before(
@@ -169,7 +174,7 @@ class Compactor:
         if not call_model or cut <= 0:
             return FoldResult(cut=cut, summary=None)
         self.sync_folds += 1
-        summary = await self.fold(
+        summary, failed = await self.fold_or_fail(
             session,
             records=records,
             cut=cut,
@@ -177,6 +182,8 @@ class Compactor:
             messages=await messages(),
             turn_id=turn_id,
         )
+        if failed:
+            return FoldResult(cut=cut, summary=previous, failed=True)
         return FoldResult(cut=cut, summary=summary)
 
     # ------------------------------------------------------------ after a reply
@@ -274,11 +281,34 @@ class Compactor:
     ) -> SummaryRecord | None:
         """Fold `records[:cut]` (and `previous`) into a new summary and store it under
         `records[cut - 1]`; None when the call failed or had nothing to say."""
+        summary, _failed = await self.fold_or_fail(
+            session,
+            records=records,
+            cut=cut,
+            previous=previous,
+            messages=messages,
+            turn_id=turn_id,
+        )
+        return summary
+
+    async def fold_or_fail(
+        self,
+        session: SessionInfo,
+        *,
+        records: Sequence[StoredRecord],
+        cut: int,
+        previous: SummaryRecord | None,
+        messages: Sequence[ChatMessage],
+        turn_id: str,
+    ) -> tuple[SummaryRecord | None, bool]:
+        """`fold`, and whether a due fold failed (a provider error, the capacity check, an
+        empty answer): then nothing may leave the window for good. (None, False) when there
+        was nothing to fold (no alias departs, or the scene keeps no summary)."""
         budget = self.policy.summary_budgets.get(session.scene, 0)
         departing = records[:cut]
         plan = plan_fold(departing, previous, budget) if budget > 0 and cut > 0 else None
         if plan is None:
-            return None
+            return None, False
         route = self.routes.resolve(self.policy.route or session.route)
         request_messages = summary_request(
             messages, first=plan.first, last=plan.last, max_tokens=budget
@@ -321,12 +351,12 @@ class Compactor:
         except (TimeoutError, BotError, OSError) as exc:
             log.warning("summary call for session %s failed: %s", session.id, exc)
             await called.publish(None, started, exc)
-            return None
+            return None, True
         await called.publish(response, started, None)
         summary = new_summary(response.text, plan=plan, departing=departing, previous=previous)
         if summary is None:
             log.warning("summary call for session %s answered nothing", session.id)
-            return None
+            return None, True
         tokens = estimate_message_tokens(ChatMessage(role="user", content=summary.text))
         await self.store.append(
             session.id,
@@ -334,7 +364,7 @@ class Compactor:
             parent_id=records[cut - 1].id,
             move_leaf=False,
         )
-        return summary
+        return summary, False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

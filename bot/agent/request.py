@@ -142,6 +142,7 @@ class RequestBuilder:
         # --- compaction hook (issue 17): the summary standing for what precedes the window
         summary = await summary_before(self.store, session, records) if has_earlier else None
         window_event: HistoryTrimmed | None = None
+        persist = persist_window
         if decision.moved and costs.starts:
             cut = projection.record_index[costs.starts[decision.start]]
             # --- compaction hook (issue 17): fold what departs, or use a prepared summary
@@ -162,12 +163,13 @@ class RequestBuilder:
                 if fold.cut != cut:  # a prepared summary moved the start a little
                     decision = moved_to(decision, costs, starts.index(fold.cut))
                 cut, summary = fold.cut, fold.summary
+                persist = persist and not fold.failed
             else:
                 summary = None
             targets = await self._quote_targets(session, records[cut:])
             records = records[cut:]
             has_earlier = True
-            if persist_window:
+            if persist:  # a failed fold: the move waits, nothing leaves for good
                 await self.store.set_window_start(session.id, records[0].id)
             window_event = HistoryTrimmed.from_window(
                 decision, budget=history_budget, session=session.id, turn_id=turn_id
