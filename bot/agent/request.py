@@ -47,6 +47,11 @@ from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
 from bot.ports import ChatEventStore, Clock, HistoryStore, SessionInfo
 from bot.tools.base import Tool
 
+CURRENT_TURN_SHARE = 8
+"""The current turn's allowance is 1/8 of the runtime budget (2,000 of 16,000): the window
+leaves it for the per-turn blocks and the tool steps of the turn, so a turn of ordinary
+size never needs the proactive trim."""
+
 MAX_REACTION_LINES = 10
 """At most this many reactions (the newest) in `[Reactions since your last reply]`."""
 
@@ -120,7 +125,7 @@ class RequestBuilder:
         has_earlier = loaded.has_earlier
         history_budget = policy.scene_budgets.get(session.scene, 0)
         correction = self.correction(route.provider_name, route.model)
-        limits = self.window_limits(session.scene, correction)
+        limits = self.window_limits(session.scene, correction, session=session)
         blocks = build_per_turn_blocks(
             TurnContext(
                 now=self.clock.now(),
@@ -238,12 +243,29 @@ class RequestBuilder:
         if count <= 0:
             return 0, 0
         cut = projection.record_index[starts[count]]
-        records = window.records[cut:]
         session = state.session
+        summary, persist = window.summary, True
+        if self.compactor is not None:  # what the trim drops is folded like a move's
+            folded, failed = await self.compactor.fold_or_fail(
+                session,
+                records=window.records,
+                cut=cut,
+                previous=window.summary,
+                messages=await self.fold_messages(session, window.records, window.summary),
+                turn_id=state.turn_id,
+            )
+            persist = not failed  # a failed fold: the cut waits, nothing leaves for good
+            summary = folded or summary
+        records = window.records[cut:]
+        if persist:  # a cut is persisted like a move: the next call never undoes it
+            await self.store.set_window_start(session.id, records[0].id)
         targets = await self._quote_targets(session, records)
         projection = self._project(records, session, window.blocks, targets)
-        kept = replace(window, records=records, projection=projection)
+        kept = replace(window, records=records, projection=projection, summary=summary)
         register_shown(window.aliases, projection, session.key.chat_id)
+        if summary is not None:
+            for alias, message_id in summary.aliases:
+                window.aliases.register(alias, session.key.chat_id, message_id)
         before = state.history_end - state.history_start
         tail = state.messages[state.history_end :]
         state.crumb = True
@@ -277,12 +299,24 @@ class RequestBuilder:
         return self.correction(route.provider_name, route.model)
 
     def window_limits(
-        self, scene: Scene, correction: TokenCorrection = NO_CORRECTION
+        self,
+        scene: Scene,
+        correction: TokenCorrection = NO_CORRECTION,
+        *,
+        session: SessionInfo | None = None,
     ) -> WindowLimits:
         """The scene's window limits; the summary's bound is reserved inside its budget.
-        Budgets are real tokens; the window counts our estimate (`correction`)."""
+        Budgets are real tokens; the window counts our estimate (`correction`).
+
+        With `session`, the budget is also clamped to what the runtime budget of its route
+        leaves (`history_room`), so the chunked, persisted window is what binds and the
+        proactive trim is only the guard for one oversized turn."""
         policy = self.policy
         history_budget = policy.scene_budgets.get(scene, 0)
+        if session is not None:
+            room = self.history_room(session, correction)
+            if room is not None:
+                history_budget = min(history_budget, room) if history_budget > 0 else room
         reserve = policy.summary_budget(scene) if self.compactor is not None else 0
         caps = policy.caps(scene)
         budget = max(1, history_budget - reserve) if history_budget > 0 else 0
@@ -292,6 +326,24 @@ class RequestBuilder:
             max_messages=caps.max_messages,
             headroom=policy.headroom,
         )
+
+    def history_room(self, session: SessionInfo, correction: TokenCorrection) -> int | None:
+        """Real tokens the runtime budget leaves the history (summary included): the budget
+        less the fixed parts (system prompt, breadcrumb, tool schemas) and the current
+        turn's allowance (`CURRENT_TURN_SHARE` of the budget). None when proactive
+        trimming is off."""
+        route = self.routes.resolve(session.route)
+        runtime = self.policy.limits.effective_context_budget(route.context_window)
+        if runtime <= 0:
+            return None
+        system = ChatMessage(role="system", content=self.system_prompt(session.scene))
+        fixed = (
+            estimate_message_tokens(system)
+            + estimate_message_tokens(breadcrumb_message())
+            + estimate_tool_schema_tokens([tool_schema(t) for t in self.tools.values()])
+        )
+        allowance = runtime // CURRENT_TURN_SHARE
+        return max(1, runtime - correction.apply(fixed) - allowance)
 
     def head(
         self, session: SessionInfo, *, has_earlier: bool, summary: SummaryRecord | None
@@ -335,7 +387,9 @@ class RequestBuilder:
             records=records,
             costs=costs,
             turn_starts=[projection.record_index[i] for i in costs.starts],
-            limits=self.window_limits(session.scene, self.route_correction(session)),
+            limits=self.window_limits(
+                session.scene, self.route_correction(session), session=session
+            ),
             summary=summary,
             messages=head + list(projection.messages),
         )

@@ -3,6 +3,7 @@ turn, driven through real turns of the shared app rig (in-memory store, scripted
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from adapters.llm.scripted import Fail, Reply, ScriptedModel
@@ -45,3 +46,68 @@ async def test_a_failed_summary_is_folded_again_with_the_last_good_one(
     assert f"[id:m{end + 1};" in shown
     title = replies(model)[-1].messages[2].content.split("\n")[0]
     assert title.startswith(SUMMARY_PREFIX + " m1–")
+
+
+async def owner_run(
+    tmp_path: Path, messenger: RecordingMessenger, *, turns: int, jitter: bool
+) -> tuple[list[int], float]:
+    """Seed 000's setting: ratio 0.5 on a 32k model, the owner's chat. Returns the first
+    alias shown by each reply request and the simulated cache hit of those requests."""
+    from itertools import cycle
+
+    from bot.agent.ledger import read_entries
+    from bot.context.token_correction import TokenCorrection
+    from storage.memory import InMemoryStore
+    from tests.fakes import OWNER, SteppingClock
+    from tests.rig import rig_settings, wire_app
+    from tests.test_agent.rig import START
+
+    settings = rig_settings(
+        tmp_path,
+        owner_id=42,
+        llm_context_window=32_000,
+        runtime={"context_compact_ratio": 0.5},
+    )
+    model = ScriptedModel()
+    clock = SteppingClock(START)
+    app = wire_app(settings, store=InMemoryStore(), messenger=messenger, model=model, clock=clock)
+    if jitter:
+        ratios = cycle([1.0, 1.25, 0.8, 1.15, 0.9])
+        app.runner.request.correction = lambda provider, model: TokenCorrection(
+            ratio=next(ratios), samples=50
+        )
+    for mid in range(1, turns + 1):
+        words = " ".join(f"point{mid}-{k} about the plan" for k in range(90))
+        text = f"note {mid}: {words}"
+        await say(app, clock, mid * 2, text, sender=OWNER, chat_type="private", chat_id=42)
+    firsts: list[int] = []
+    for request in replies(model):
+        history = [m for m in request.messages[1:] if m.content.startswith("[id:m")]
+        firsts.append(int(history[0].content.split(";", 1)[0].removeprefix("[id:m")))
+    entries = [e for e in read_entries(tmp_path / "agent-traces") if e.purpose == "turn"]
+    cached = sum(e.cached_tokens or 0 for e in entries)
+    total = sum(e.input_tokens or 0 for e in entries)
+    return firsts, cached / total
+
+
+async def test_the_persisted_window_binds_under_a_small_runtime_budget(
+    tmp_path: Path, messenger: RecordingMessenger
+) -> None:
+    """Item 2: the chunked window, not the proactive trim, keeps the request in budget."""
+    firsts, hit = await owner_run(tmp_path, messenger, turns=60, jitter=False)
+    changes = sum(1 for a, b in itertools.pairwise(firsts) if a != b)
+    print(f"window start changed on {changes} of {len(firsts)} calls; cache hit {hit:.1%}")
+    # main before issue 25: the start changed on 36 of 60 calls, cache hit 29.3 %
+    assert changes <= len(firsts) // 5, firsts
+    assert firsts == sorted(firsts), firsts
+    assert hit >= 0.7
+
+
+async def test_a_jittering_correction_never_brings_dropped_messages_back(
+    tmp_path: Path, messenger: RecordingMessenger
+) -> None:
+    firsts, hit = await owner_run(tmp_path, messenger, turns=60, jitter=True)
+    print(f"jitter: cache hit {hit:.1%}; starts {firsts}")
+    # main before issue 25: 1, 7, 1, 7, 1, 5, 17, 17, 5, … (dropped messages came back)
+    assert firsts == sorted(firsts), firsts
+    assert hit >= 0.6
