@@ -111,3 +111,27 @@ async def test_a_jittering_correction_never_brings_dropped_messages_back(
     # main before issue 25: 1, 7, 1, 7, 1, 5, 17, 17, 5, … (dropped messages came back)
     assert firsts == sorted(firsts), firsts
     assert hit >= 0.6
+
+
+async def test_a_turn_cap_counts_the_current_turn(
+    tmp_path: Path, messenger: RecordingMessenger
+) -> None:
+    """Item 3: a cap of N keeps the newest max(N, 1) turns including the current one."""
+    from storage.memory import InMemoryStore
+    from tests.fakes import SteppingClock
+    from tests.rig import rig_settings, wire_app
+    from tests.test_agent.rig import START
+
+    settings = rig_settings(
+        tmp_path, owner_id=42, history={"max_history_turns": 0}, compaction={"enabled": False}
+    )
+    model = ScriptedModel()
+    clock = SteppingClock(START)
+    app = wire_app(settings, store=InMemoryStore(), messenger=messenger, model=model, clock=clock)
+    await say(app, clock, 1, "@Helper first", mentions_bot=True)
+    after = await chatter(app, clock, 2, 3)
+    await say(app, clock, after, "@Helper second", mentions_bot=True)
+    shown = "\n".join(m.content for m in replies(model)[-1].messages[1:])
+    assert "first" not in shown  # the previous exchange is gone
+    assert "short note 2" in shown  # chatter stays with the turn it precedes
+    assert "@Helper second" in shown
