@@ -29,10 +29,12 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bot.agent.events import EventBus, ModelCalled
+from bot.agent.provider_call import capacity_window
 from bot.agent.routes import ModelRoute, RouteTable
+from bot.context.budget import RuntimeLimits
 from bot.context.compaction import (
     new_summary,
     plan_fold,
@@ -65,6 +67,8 @@ class CompactionPolicy:
     summary_budgets: Mapping[Scene, int]
     route: str | None = None
     prepare_margin: float = 0.1
+    runtime: RuntimeLimits = field(default_factory=RuntimeLimits)
+    """The runtime limits: an honoured `max_context_tokens` is the summary call's window too."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -340,12 +344,15 @@ class Compactor:
         )
         started = time.perf_counter()
         try:
+            window, source = capacity_window(route, self.policy.runtime)
             check_capacity(
                 message_tokens=sum(estimate_message_tokens(m) for m in request_messages),
                 tool_schema_tokens=schema_tokens,
                 image_tokens=0,
-                context_window=route.context_window_for_math,
+                context_window=window,
                 model=route.model,
+                context_window_known=source == "known",
+                honoured=source == "max_context_tokens",
             )
             response = await route.provider.complete(request)
         except (TimeoutError, BotError, OSError) as exc:

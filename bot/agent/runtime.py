@@ -102,6 +102,7 @@ class TurnRunner:
                     summary_budgets={s: policy.summary_budget(s) for s in policy.summary_budgets},
                     route=policy.compaction_route,
                     prepare_margin=policy.compaction_margin,
+                    runtime=policy.limits,
                 ),
             )
         self.request = RequestBuilder(

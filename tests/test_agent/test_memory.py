@@ -135,3 +135,29 @@ async def test_a_turn_cap_counts_the_current_turn(
     assert "first" not in shown  # the previous exchange is gone
     assert "short note 2" in shown  # chatter stays with the turn it precedes
     assert "@Helper second" in shown
+
+
+async def test_the_summary_request_fits_an_honoured_max_context_tokens(
+    tmp_path: Path, messenger: RecordingMessenger
+) -> None:
+    """Item 10: with an unknown window, max_context_tokens is the window of every check."""
+    from storage.memory import InMemoryStore
+    from tests.fakes import ALICE, SteppingClock
+    from tests.rig import rig_settings, wire_app
+    from tests.test_agent.rig import START
+
+    settings = rig_settings(
+        tmp_path,
+        owner_id=42,
+        history={"group_tokens": 60_000, "group": {"max_recent_messages": 40}},
+        runtime={"max_context_tokens": 64_000},
+    )
+    model = ScriptedModel()
+    clock = SteppingClock(START)
+    app = wire_app(settings, store=InMemoryStore(), messenger=messenger, model=model, clock=clock)
+    for mid in range(1, 50):
+        await say(app, clock, mid, f"long note {mid}: " + "word " * 800, sender=ALICE)
+    await say(app, clock, 50, "@Helper sum up", mentions_bot=True)
+    (fold,) = summaries(model)  # sent: about 40,000 tokens fit 64,000
+    assert len(fold.messages) > 30
+    assert replies(model)[-1].messages[2].content.startswith(SUMMARY_PREFIX)
