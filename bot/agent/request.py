@@ -126,6 +126,7 @@ class RequestBuilder:
         history_budget = policy.scene_budgets.get(session.scene, 0)
         correction = self.correction(route.provider_name, route.model)
         limits = self.window_limits(session.scene, correction, session=session)
+        reactions, reacted = await self._reactions(session, records)
         blocks = build_per_turn_blocks(
             TurnContext(
                 now=self.clock.now(),
@@ -136,7 +137,7 @@ class RequestBuilder:
                 locale=policy.locale,
                 command_prefix=policy.command_prefix,
                 told_user=told_user,
-                reactions=await self._reaction_lines(session, records),
+                reactions=reactions,
             )
         )
         targets = await self._quote_targets(session, records)
@@ -189,6 +190,8 @@ class RequestBuilder:
             summary=summary,
         )
         register_shown(aliases, projection, session.key.chat_id)
+        for alias, message_id in reacted:  # the reactions block names them: valid references
+            aliases.register(alias, session.key.chat_id, message_id)
         if summary is not None:  # the aliases the summary mentions are valid references
             for alias, message_id in summary.aliases:
                 aliases.register(alias, session.key.chat_id, message_id)
@@ -414,30 +417,43 @@ class RequestBuilder:
             owner_id=self.policy.owner_id,
         )
 
-    async def _reaction_lines(
+    async def _reactions(
         self, session: SessionInfo, records: Sequence[StoredRecord]
-    ) -> tuple[str, ...]:
-        """`Alice 👍 on m12` for each reaction on the bot's messages since its last reply on
+    ) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...]]:
+        """`Alice 👍 on m12` for each reaction on the bot's messages since its last turn on
         the loaded path (or since the oldest loaded record when no reply is loaded), newest
-        `MAX_REACTION_LINES`. Old messages never re-render: the block rides on this turn."""
+        `MAX_REACTION_LINES`, and the (alias, platform id) of every alias a line names: they
+        join the turn's alias table. Old messages never re-render: the block rides on this
+        turn.
+
+        "Since its last turn" is read as since the newest member message before the last
+        reply (the one that turn answered): a reaction handled while that turn ran, after
+        its request was built, is shown now instead of never."""
         if self.reactions is None or not records:
-            return ()
-        replies = [r.created_at for r in records if r.kind == "assistant"]
-        since = max(replies) if replies else records[0].created_at
+            return (), ()
+        last_reply = max((i for i, r in enumerate(records) if r.kind == "assistant"), default=None)
+        since = records[0].created_at
+        if last_reply is not None:
+            asked = [r.created_at for r in records[:last_reply] if r.kind == "user"]
+            since = max(asked) if asked else records[last_reply].created_at
         found = await self.reactions.reactions_since(
             session.key.chat_id, session.key.thread_id, since, limit=MAX_REACTION_LINES
         )
         if not found:
-            return ()
+            return (), ()
         aliases = dict(self._loaded_aliases(records))
         missing = {r.message_id for r in found} - set(aliases)
         if missing:
             aliases.update(await self.store.find_aliases(session.id, missing))
-        return tuple(
+        lines = tuple(
             f"{inline_value(r.user_name) or r.user_id} {inline_value(r.emoji)} on "
             f"{aliases.get(r.message_id, f'message {r.message_id}')}"
             for r in found
         )
+        shown = tuple(
+            (aliases[r.message_id], r.message_id) for r in found if r.message_id in aliases
+        )
+        return lines, shown
 
     @staticmethod
     def _loaded_aliases(records: Sequence[StoredRecord]) -> dict[int, str]:

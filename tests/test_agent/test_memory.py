@@ -4,13 +4,17 @@ turn, driven through real turns of the shared app rig (in-memory store, scripted
 from __future__ import annotations
 
 import itertools
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from adapters.llm.scripted import Fail, Reply, ScriptedModel
+from adapters.llm.scripted import CallTool, Fail, Reply, ScriptedModel, is_summary_request
+from bot.app.wiring import App
 from bot.context.compaction import SUMMARY_PREFIX
+from bot.domain.facts import ReactionChange
 from bot.errors import ProviderUnavailable
-from tests.fakes import RecordingMessenger
-from tests.test_agent.rig import say
+from bot.ports import LLMRequest, LLMResponse, TextSink
+from tests.fakes import BOB, RecordingMessenger, SteppingClock
+from tests.test_agent.rig import CHAT, say
 from tests.test_agent.test_compactor import chatter, group_app, replies, summaries
 
 
@@ -161,3 +165,63 @@ async def test_the_summary_request_fits_an_honoured_max_context_tokens(
     (fold,) = summaries(model)  # sent: about 40,000 tokens fit 64,000
     assert len(fold.messages) > 30
     assert replies(model)[-1].messages[2].content.startswith(SUMMARY_PREFIX)
+
+
+class ReactingModel(ScriptedModel):
+    """The scripted model, running `hook` once while it handles the next reply request."""
+
+    hook: Callable[[], Awaitable[None]] | None = None
+
+    async def complete(
+        self, request: LLMRequest, *, on_text: TextSink | None = None
+    ) -> LLMResponse:
+        hook, self.hook = self.hook, None
+        if hook is not None and not is_summary_request(request):
+            await hook()
+        return await super().complete(request, on_text=on_text)
+
+
+async def react(app: App, clock: SteppingClock, message_id: int, emoji: str = "👍") -> None:
+    clock.advance(5)
+    await app.chat_events.on_reaction(
+        ReactionChange(
+            chat_id=CHAT, message_id=message_id, date=clock.now(), actor=BOB, added=(emoji,)
+        )
+    )
+
+
+async def test_an_alias_the_reactions_block_shows_is_accepted_by_tools(
+    tmp_path: Path, messenger: RecordingMessenger
+) -> None:
+    """Item 4: `- Bob 👍 on m2` names m2, so the tools take m2 even once it left the window."""
+    model = ScriptedModel()
+    app, _store, clock = group_app(tmp_path, model, messenger, enabled=False)
+    await say(app, clock, 1, "@Helper hello", mentions_bot=True)
+    bot_message = messenger.sent[-1].message_id
+    after = await chatter(app, clock, 2, 60)
+    await react(app, clock, bot_message)
+    model.add(CallTool("inspect_conversation_reference", {"reference": "m2"}), Reply("ok"))
+    await say(app, clock, after, "@Helper what did I say?", mentions_bot=True)
+    request = replies(model)[-2]
+    assert "Bob 👍 on m2" in request.messages[-1].content
+    tool_result = replies(model)[-1].messages[-1]
+    assert tool_result.role == "tool"
+    assert not tool_result.is_error, tool_result.content
+
+
+async def test_a_reaction_during_a_turn_is_shown_next_time(
+    tmp_path: Path, messenger: RecordingMessenger
+) -> None:
+    """Item 9: a reaction handled between a turn's request and its stored reply."""
+    model = ReactingModel()
+    app, _store, clock = group_app(tmp_path, model, messenger)
+    await say(app, clock, 1, "@Helper hello", mentions_bot=True)
+    bot_message = messenger.sent[-1].message_id
+
+    async def react_meanwhile() -> None:
+        await react(app, clock, bot_message, "🔥")
+
+    model.hook = react_meanwhile  # runs once the second turn's request is sent
+    await say(app, clock, 3, "@Helper again", mentions_bot=True)
+    await say(app, clock, 5, "@Helper third", mentions_bot=True)
+    assert "Bob 🔥 on m2" in replies(model)[-1].messages[-1].content
