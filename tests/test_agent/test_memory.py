@@ -225,3 +225,21 @@ async def test_a_reaction_during_a_turn_is_shown_next_time(
     await say(app, clock, 3, "@Helper again", mentions_bot=True)
     await say(app, clock, 5, "@Helper third", mentions_bot=True)
     assert "Bob 🔥 on m2" in replies(model)[-1].messages[-1].content
+
+
+async def test_told_user_lines_wait_for_a_turn_that_succeeds(
+    tmp_path: Path, messenger: RecordingMessenger
+) -> None:
+    """Item 5: a failed turn does not use up `[Already told the user]`; its notice joins."""
+    model = ScriptedModel([Fail(ProviderUnavailable("down"))])
+    app, _store, clock = group_app(tmp_path, model, messenger)
+    app.told.note(CHAT, 0, "Daily summary: 12 messages yesterday")
+    await say(app, clock, 1, "@Helper hello", mentions_bot=True)
+    assert "Daily summary" in replies(model)[0].messages[-1].content
+    notice = messenger.sent[-1].text
+    await say(app, clock, 3, "@Helper again", mentions_bot=True)
+    current = replies(model)[-1].messages[-1].content
+    assert "- Daily summary: 12 messages yesterday" in current
+    assert f"- {notice}" in current
+    await say(app, clock, 5, "@Helper third", mentions_bot=True)
+    assert "[Already told the user]" not in replies(model)[-1].messages[-1].content
