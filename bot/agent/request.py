@@ -295,7 +295,8 @@ class RequestBuilder:
         state.history_start = len(head)
         state.history_end = len(head) + len(history)
         state.current_index = len(head) + current
-        state.kept_turns = count_turns(state.messages)
+        # the history's turns: the breadcrumb and the summary block before it are not turns
+        state.kept_turns = count_turns(state.messages[: state.history_end], state.history_start)
 
     def route_correction(self, session: SessionInfo) -> TokenCorrection:
         route = self.routes.resolve(session.route)

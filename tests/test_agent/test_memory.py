@@ -243,3 +243,47 @@ async def test_told_user_lines_wait_for_a_turn_that_succeeds(
     assert f"- {notice}" in current
     await say(app, clock, 5, "@Helper third", mentions_bot=True)
     assert "[Already told the user]" not in replies(model)[-1].messages[-1].content
+
+
+async def test_a_runtime_trim_after_a_summary_folds_what_it_drops(
+    tmp_path: Path, messenger: RecordingMessenger
+) -> None:
+    """Item 7: a trim inside the tool loop leaves no range neither summarised nor shown,
+    and `kept_turns` counts the history's turns, not the summary block."""
+    from bot.agent.ledger import read_entries
+    from bot.ports import ToolSpec
+    from bot.tools.base import Tool
+    from storage.memory import InMemoryStore
+    from tests.rig import rig_settings, wire_app
+    from tests.test_agent.rig import START
+
+    settings = rig_settings(
+        tmp_path,
+        owner_id=42,
+        history={"group_tokens": 8_000, "group": {"max_recent_messages": 40}},
+        runtime={"max_context_tokens": 12_000, "max_tool_result_chars": 40_000},
+    )
+    model = ScriptedModel()
+    clock = SteppingClock(START)
+    app = wire_app(settings, store=InMemoryStore(), messenger=messenger, model=model, clock=clock)
+
+    async def big(arguments: object, context: object) -> str:
+        return "x" * 30_000
+
+    spec = ToolSpec(name="big_report", description="a long report", parameters={"type": "object"})
+    app.runner.tools["big_report"] = Tool(spec=spec, run=big)  # type: ignore[arg-type]
+    for mid in range(1, 61):
+        await say(app, clock, mid, f"note {mid}: " + "words " * 100, sender=BOB)
+    model.add(CallTool("big_report", {}), Reply("done"))
+    await say(app, clock, 61, "@Helper report", mentions_bot=True)
+    after_tool = replies(model)[-1]
+    assert after_tool.messages[-1].role == "tool"
+    title = after_tool.messages[2].content.split("\n")[0]
+    assert title.startswith(SUMMARY_PREFIX)
+    last = int(title.split("–")[1].rstrip("]")[1:])
+    history = [m for m in after_tool.messages[3:] if m.content.startswith("[id:m")]
+    assert history[0].content.startswith(f"[id:m{last + 1};")
+    (entry,) = [
+        e for e in read_entries(tmp_path / "agent-traces") if e.purpose == "turn" and e.trims
+    ][-1:]
+    assert entry.trims[-1].kept_turns == len(history)
