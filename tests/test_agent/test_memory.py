@@ -287,3 +287,29 @@ async def test_a_runtime_trim_after_a_summary_folds_what_it_drops(
         e for e in read_entries(tmp_path / "agent-traces") if e.purpose == "turn" and e.trims
     ][-1:]
     assert entry.trims[-1].kept_turns == len(history)
+
+
+async def test_a_move_onto_a_prepared_summary_keeps_the_full_headroom(
+    tmp_path: Path, messenger: RecordingMessenger
+) -> None:
+    """Item 6: the window after any move holds at most 75 % of its limits."""
+    model = ScriptedModel()
+    app, _store, clock = group_app(tmp_path, model, messenger)
+    compactor = app.runner.compactor
+    assert compactor is not None
+    after = await chatter(app, clock, 1, 60)
+    for _ in range(6):
+        await say(app, clock, after, "@Helper now", mentions_bot=True)
+        await compactor.drain()
+        after = await chatter(app, clock, after + 1, 7)
+    assert compactor.prepared_folds >= 1
+    starts: list[str] = []
+    sizes: list[int] = []
+    for request in replies(model):
+        shown = [m for m in request.messages[1:] if m.content.startswith("[id:m")]
+        start = shown[0].content.split(";")[0]
+        if starts and start != starts[-1]:  # the window moved: 75 % of the 40-message cap
+            sizes.append(len(shown))
+        starts.append(start)
+    assert len(sizes) >= 2, starts
+    assert max(sizes) <= 30, (sizes, starts)
