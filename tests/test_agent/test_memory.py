@@ -313,3 +313,43 @@ async def test_a_move_onto_a_prepared_summary_keeps_the_full_headroom(
         starts.append(start)
     assert len(sizes) >= 2, starts
     assert max(sizes) <= 30, (sizes, starts)
+
+
+async def test_a_failed_summary_loses_nothing_on_a_sqlite_file(
+    tmp_path: Path, messenger: RecordingMessenger
+) -> None:
+    """Item 1 on a SQLite file: after a failed fold the stored start stays where the last
+    good summary ends, and the retry folds from m1."""
+    from storage.engine import create_engine_for
+    from storage.migrate import upgrade_database
+    from storage.sql import SqlStore
+    from tests.rig import rig_settings, wire_app
+    from tests.test_agent.rig import START
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'bot.sqlite3'}"
+    await upgrade_database(url)
+    store = SqlStore(create_engine_for(url))
+    settings = rig_settings(
+        tmp_path,
+        owner_id=42,
+        history={"group_tokens": 8_000, "group": {"max_recent_messages": 40}},
+        compaction={"group_tokens": 300, "prepare_margin": 0.0},
+    )
+    model = ScriptedModel(
+        summaries=[Reply("First summary."), Fail(ProviderUnavailable("down")), Reply("Again.")]
+    )
+    clock = SteppingClock(START)
+    app = wire_app(settings, store=store, messenger=messenger, model=model, clock=clock)
+    try:
+        after = await chatter(app, clock, 1, 60)
+        await say(app, clock, after, "@Helper one", mentions_bot=True)
+        after = await chatter(app, clock, after + 1, 30)
+        await say(app, clock, after, "@Helper two", mentions_bot=True)
+        after = await chatter(app, clock, after + 1, 30)
+        await say(app, clock, after, "@Helper three", mentions_bot=True)
+        assert "fold: m1–" in summaries(model)[2].messages[-1].content
+        title = replies(model)[-1].messages[2].content.split("\n")[0]
+        assert title.startswith(SUMMARY_PREFIX + " m1–")
+    finally:
+        await app.routes.aclose()
+        await store.close()
