@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 
 from bot.domain.ids import Scene, SessionKey
-from bot.domain.records import RecordBody, StoredRecord
+from bot.domain.records import RecordBody, StoredRecord, SummaryRecord
 from bot.errors import SessionNotFound, StorageError
 from bot.ports import (
     ConversationStore,
@@ -341,7 +341,7 @@ class InMemoryStore:
         removed = 0
         for session in self._sessions.values():
             nodes = [
-                Node(r.id, r.parent_id, r.created_at)
+                Node(r.id, r.parent_id, r.created_at, isinstance(r.body, SummaryRecord))
                 for r in self._records.values()
                 if r.session_id == session.info.id
             ]

@@ -6,7 +6,9 @@ path**, strictly before its window start (so never the window, never the active 
 a session without a window start), and only while every record removed is older than the
 cutoff, including the abandoned branches hanging off that prefix: the prefix stops at the
 first record that is too new or whose side branches hold a record that is too new, so no
-kept record ever loses its parent. The first kept record becomes the new root. Aliases
+kept record ever loses its parent. The first kept record becomes the new root. The current
+summary's anchor (the record right before the window start, when a summary hangs under it)
+is never removed, so what the window left stays summarised. Aliases
 never renumber: the ordinals used by the removed prefix are remembered on the session.
 """
 
@@ -34,6 +36,8 @@ class Node:
     id: int
     parent_id: int | None
     created_at: datetime
+    summary: bool = False
+    """A compaction summary (kind `summary`, hanging off the path under its anchor)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,9 +68,12 @@ def plan_prune(
         if node.parent_id is not None:
             children[node.parent_id].append(node.id)
 
+    end = path.index(window_start_id)
+    if end > 0 and any(by_id[child].summary for child in children[path[end - 1]]):
+        end -= 1  # the current summary's anchor stays, and the summary with it
     delete: set[int] = set()
     cut = 0
-    for index, record_id in enumerate(path[: path.index(window_start_id)]):
+    for index, record_id in enumerate(path[:end]):
         if by_id[record_id].created_at >= older_than:
             break
         side = _side_branches(children, record_id, keep=path[index + 1])

@@ -635,13 +635,13 @@ class SqlStore:
 async def _prune_session(conn: AsyncConnection, srow: Any, cutoff: datetime) -> int:
     rows = (
         await conn.execute(
-            select(MESSAGES.c.id, MESSAGES.c.parent_id, MESSAGES.c.created_at).where(
-                MESSAGES.c.session_id == srow.id
-            )
+            select(
+                MESSAGES.c.id, MESSAGES.c.parent_id, MESSAGES.c.created_at, MESSAGES.c.kind
+            ).where(MESSAGES.c.session_id == srow.id)
         )
     ).all()
     plan = plan_prune(
-        (Node(row.id, row.parent_id, utc(row.created_at)) for row in rows),
+        (Node(row.id, row.parent_id, utc(row.created_at), row.kind == "summary") for row in rows),
         active_leaf_id=srow.active_leaf_id,
         window_start_id=srow.window_start_id,
         older_than=cutoff,

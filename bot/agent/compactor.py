@@ -13,7 +13,9 @@
   the configured route (default: the chat's own, whose cache is warm). It is a ledger line
   with `purpose: "compaction"`.
 - A failed call (provider error, capacity, empty answer) leaves the breadcrumb alone and
-  never fails the member's turn; the next move tries again.
+  never fails the member's turn. Nothing is lost by it: the move waits (the turn is sent
+  the moved window under the last good summary, but the start is not persisted), so the
+  next fold starts from the last good summary's end and covers every record since.
 
 A summary is a record of kind `summary` appended off the active path as a child of the last
 record it covers, so it survives restarts and a branch finds the summary of its own path
@@ -27,10 +29,12 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bot.agent.events import EventBus, ModelCalled
+from bot.agent.provider_call import capacity_window
 from bot.agent.routes import ModelRoute, RouteTable
+from bot.context.budget import RuntimeLimits
 from bot.context.cache_plan import ReadPoints, plan_cache, session_cache_key
 from bot.context.compaction import (
     new_summary,
@@ -64,6 +68,8 @@ class CompactionPolicy:
     summary_budgets: Mapping[Scene, int]
     route: str | None = None
     prepare_margin: float = 0.1
+    runtime: RuntimeLimits = field(default_factory=RuntimeLimits)
+    """The runtime limits: an honoured `max_context_tokens` is the summary call's window too."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,6 +92,9 @@ class FoldResult:
 
     cut: int
     summary: SummaryRecord | None
+    failed: bool = False
+    """The fold was due and its call failed: the move waits (the start is not persisted,
+    `summary` is the last good one), so the next fold covers it and everything since."""
 
 
 async def summary_before(
@@ -173,7 +182,7 @@ class Compactor:
         if not call_model or cut <= 0:
             return FoldResult(cut=cut, summary=None)
         self.sync_folds += 1
-        summary = await self.fold(
+        summary, failed = await self.fold_or_fail(
             session,
             records=records,
             cut=cut,
@@ -181,6 +190,8 @@ class Compactor:
             messages=await messages(),
             turn_id=turn_id,
         )
+        if failed:
+            return FoldResult(cut=cut, summary=previous, failed=True)
         return FoldResult(cut=cut, summary=summary)
 
     # ------------------------------------------------------------ after a reply
@@ -278,11 +289,34 @@ class Compactor:
     ) -> SummaryRecord | None:
         """Fold `records[:cut]` (and `previous`) into a new summary and store it under
         `records[cut - 1]`; None when the call failed or had nothing to say."""
+        summary, _failed = await self.fold_or_fail(
+            session,
+            records=records,
+            cut=cut,
+            previous=previous,
+            messages=messages,
+            turn_id=turn_id,
+        )
+        return summary
+
+    async def fold_or_fail(
+        self,
+        session: SessionInfo,
+        *,
+        records: Sequence[StoredRecord],
+        cut: int,
+        previous: SummaryRecord | None,
+        messages: Sequence[ChatMessage],
+        turn_id: str,
+    ) -> tuple[SummaryRecord | None, bool]:
+        """`fold`, and whether a due fold failed (a provider error, the capacity check, an
+        empty answer): then nothing may leave the window for good. (None, False) when there
+        was nothing to fold (no alias departs, or the scene keeps no summary)."""
         budget = self.policy.summary_budgets.get(session.scene, 0)
         departing = records[:cut]
         plan = plan_fold(departing, previous, budget) if budget > 0 and cut > 0 else None
         if plan is None:
-            return None
+            return None, False
         route = self.routes.resolve(self.policy.route or session.route)
         request_messages = summary_request(
             messages, first=plan.first, last=plan.last, max_tokens=budget
@@ -323,24 +357,27 @@ class Compactor:
         )
         started = time.perf_counter()
         try:
+            window, source = capacity_window(route, self.policy.runtime)
             check_capacity(
                 message_tokens=sum(estimate_message_tokens(m) for m in request_messages),
                 tool_schema_tokens=schema_tokens,
                 image_tokens=0,
-                context_window=route.context_window_for_math,
+                context_window=window,
                 model=route.model,
+                context_window_known=source == "known",
+                honoured=source == "max_context_tokens",
             )
             response = await route.provider.complete(request)
         except (TimeoutError, BotError, OSError) as exc:
             log.warning("summary call for session %s failed: %s", session.id, exc)
             await called.publish(None, started, exc)
-            return None
+            return None, True
         self.read_points.remember(session.id, route.model, cache.remember)
         await called.publish(response, started, None)
         summary = new_summary(response.text, plan=plan, departing=departing, previous=previous)
         if summary is None:
             log.warning("summary call for session %s answered nothing", session.id)
-            return None
+            return None, True
         tokens = estimate_message_tokens(ChatMessage(role="user", content=summary.text))
         await self.store.append(
             session.id,
@@ -348,7 +385,7 @@ class Compactor:
             parent_id=records[cut - 1].id,
             move_leaf=False,
         )
-        return summary
+        return summary, False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

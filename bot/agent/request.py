@@ -47,6 +47,11 @@ from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
 from bot.ports import ChatEventStore, Clock, HistoryStore, SessionInfo
 from bot.tools.base import Tool
 
+CURRENT_TURN_SHARE = 8
+"""The current turn's allowance is 1/8 of the runtime budget (2,000 of 16,000): the window
+leaves it for the per-turn blocks and the tool steps of the turn, so a turn of ordinary
+size never needs the proactive trim."""
+
 MAX_REACTION_LINES = 10
 """At most this many reactions (the newest) in `[Reactions since your last reply]`."""
 
@@ -120,7 +125,8 @@ class RequestBuilder:
         has_earlier = loaded.has_earlier
         history_budget = policy.scene_budgets.get(session.scene, 0)
         correction = self.correction(route.provider_name, route.model)
-        limits = self.window_limits(session.scene, correction)
+        limits = self.window_limits(session.scene, correction, session=session)
+        reactions, reacted = await self._reactions(session, records)
         blocks = build_per_turn_blocks(
             TurnContext(
                 now=self.clock.now(),
@@ -131,7 +137,7 @@ class RequestBuilder:
                 locale=policy.locale,
                 command_prefix=policy.command_prefix,
                 told_user=told_user,
-                reactions=await self._reaction_lines(session, records),
+                reactions=reactions,
             )
         )
         targets = await self._quote_targets(session, records)
@@ -142,6 +148,7 @@ class RequestBuilder:
         # --- compaction hook (issue 17): the summary standing for what precedes the window
         summary = await summary_before(self.store, session, records) if has_earlier else None
         window_event: HistoryTrimmed | None = None
+        persist = persist_window
         if decision.moved and costs.starts:
             cut = projection.record_index[costs.starts[decision.start]]
             # --- compaction hook (issue 17): fold what departs, or use a prepared summary
@@ -162,12 +169,13 @@ class RequestBuilder:
                 if fold.cut != cut:  # a prepared summary moved the start a little
                     decision = moved_to(decision, costs, starts.index(fold.cut))
                 cut, summary = fold.cut, fold.summary
+                persist = persist and not fold.failed
             else:
                 summary = None
             targets = await self._quote_targets(session, records[cut:])
             records = records[cut:]
             has_earlier = True
-            if persist_window:
+            if persist:  # a failed fold: the move waits, nothing leaves for good
                 await self.store.set_window_start(session.id, records[0].id)
             window_event = HistoryTrimmed.from_window(
                 decision, budget=history_budget, session=session.id, turn_id=turn_id
@@ -182,6 +190,8 @@ class RequestBuilder:
             summary=summary,
         )
         register_shown(aliases, projection, session.key.chat_id)
+        for alias, message_id in reacted:  # the reactions block names them: valid references
+            aliases.register(alias, session.key.chat_id, message_id)
         if summary is not None:  # the aliases the summary mentions are valid references
             for alias, message_id in summary.aliases:
                 aliases.register(alias, session.key.chat_id, message_id)
@@ -236,12 +246,29 @@ class RequestBuilder:
         if count <= 0:
             return 0, 0
         cut = projection.record_index[starts[count]]
-        records = window.records[cut:]
         session = state.session
+        summary, persist = window.summary, True
+        if self.compactor is not None:  # what the trim drops is folded like a move's
+            folded, failed = await self.compactor.fold_or_fail(
+                session,
+                records=window.records,
+                cut=cut,
+                previous=window.summary,
+                messages=await self.fold_messages(session, window.records, window.summary),
+                turn_id=state.turn_id,
+            )
+            persist = not failed  # a failed fold: the cut waits, nothing leaves for good
+            summary = folded or summary
+        records = window.records[cut:]
+        if persist:  # a cut is persisted like a move: the next call never undoes it
+            await self.store.set_window_start(session.id, records[0].id)
         targets = await self._quote_targets(session, records)
         projection = self._project(records, session, window.blocks, targets)
-        kept = replace(window, records=records, projection=projection)
+        kept = replace(window, records=records, projection=projection, summary=summary)
         register_shown(window.aliases, projection, session.key.chat_id)
+        if summary is not None:
+            for alias, message_id in summary.aliases:
+                window.aliases.register(alias, session.key.chat_id, message_id)
         before = state.history_end - state.history_start
         tail = state.messages[state.history_end :]
         state.crumb = True
@@ -268,19 +295,32 @@ class RequestBuilder:
         state.history_start = len(head)
         state.history_end = len(head) + len(history)
         state.current_index = len(head) + current
-        state.kept_turns = count_turns(state.messages)
+        # the history's turns: the breadcrumb and the summary block before it are not turns
+        state.kept_turns = count_turns(state.messages[: state.history_end], state.history_start)
 
     def route_correction(self, session: SessionInfo) -> TokenCorrection:
         route = self.routes.resolve(session.route)
         return self.correction(route.provider_name, route.model)
 
     def window_limits(
-        self, scene: Scene, correction: TokenCorrection = NO_CORRECTION
+        self,
+        scene: Scene,
+        correction: TokenCorrection = NO_CORRECTION,
+        *,
+        session: SessionInfo | None = None,
     ) -> WindowLimits:
         """The scene's window limits; the summary's bound is reserved inside its budget.
-        Budgets are real tokens; the window counts our estimate (`correction`)."""
+        Budgets are real tokens; the window counts our estimate (`correction`).
+
+        With `session`, the budget is also clamped to what the runtime budget of its route
+        leaves (`history_room`), so the chunked, persisted window is what binds and the
+        proactive trim is only the guard for one oversized turn."""
         policy = self.policy
         history_budget = policy.scene_budgets.get(scene, 0)
+        if session is not None:
+            room = self.history_room(session, correction)
+            if room is not None:
+                history_budget = min(history_budget, room) if history_budget > 0 else room
         reserve = policy.summary_budget(scene) if self.compactor is not None else 0
         caps = policy.caps(scene)
         budget = max(1, history_budget - reserve) if history_budget > 0 else 0
@@ -290,6 +330,24 @@ class RequestBuilder:
             max_messages=caps.max_messages,
             headroom=policy.headroom,
         )
+
+    def history_room(self, session: SessionInfo, correction: TokenCorrection) -> int | None:
+        """Real tokens the runtime budget leaves the history (summary included): the budget
+        less the fixed parts (system prompt, breadcrumb, tool schemas) and the current
+        turn's allowance (`CURRENT_TURN_SHARE` of the budget). None when proactive
+        trimming is off."""
+        route = self.routes.resolve(session.route)
+        runtime = self.policy.limits.effective_context_budget(route.context_window)
+        if runtime <= 0:
+            return None
+        system = ChatMessage(role="system", content=self.system_prompt(session.scene))
+        fixed = (
+            estimate_message_tokens(system)
+            + estimate_message_tokens(breadcrumb_message())
+            + estimate_tool_schema_tokens([tool_schema(t) for t in self.tools.values()])
+        )
+        allowance = runtime // CURRENT_TURN_SHARE
+        return max(1, runtime - correction.apply(fixed) - allowance)
 
     def head(
         self, session: SessionInfo, *, has_earlier: bool, summary: SummaryRecord | None
@@ -333,7 +391,9 @@ class RequestBuilder:
             records=records,
             costs=costs,
             turn_starts=[projection.record_index[i] for i in costs.starts],
-            limits=self.window_limits(session.scene, self.route_correction(session)),
+            limits=self.window_limits(
+                session.scene, self.route_correction(session), session=session
+            ),
             summary=summary,
             messages=head + list(projection.messages),
         )
@@ -358,30 +418,43 @@ class RequestBuilder:
             owner_id=self.policy.owner_id,
         )
 
-    async def _reaction_lines(
+    async def _reactions(
         self, session: SessionInfo, records: Sequence[StoredRecord]
-    ) -> tuple[str, ...]:
-        """`Alice 👍 on m12` for each reaction on the bot's messages since its last reply on
+    ) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...]]:
+        """`Alice 👍 on m12` for each reaction on the bot's messages since its last turn on
         the loaded path (or since the oldest loaded record when no reply is loaded), newest
-        `MAX_REACTION_LINES`. Old messages never re-render: the block rides on this turn."""
+        `MAX_REACTION_LINES`, and the (alias, platform id) of every alias a line names: they
+        join the turn's alias table. Old messages never re-render: the block rides on this
+        turn.
+
+        "Since its last turn" is read as since the newest member message before the last
+        reply (the one that turn answered): a reaction handled while that turn ran, after
+        its request was built, is shown now instead of never."""
         if self.reactions is None or not records:
-            return ()
-        replies = [r.created_at for r in records if r.kind == "assistant"]
-        since = max(replies) if replies else records[0].created_at
+            return (), ()
+        last_reply = max((i for i, r in enumerate(records) if r.kind == "assistant"), default=None)
+        since = records[0].created_at
+        if last_reply is not None:
+            asked = [r.created_at for r in records[:last_reply] if r.kind == "user"]
+            since = max(asked) if asked else records[last_reply].created_at
         found = await self.reactions.reactions_since(
             session.key.chat_id, session.key.thread_id, since, limit=MAX_REACTION_LINES
         )
         if not found:
-            return ()
+            return (), ()
         aliases = dict(self._loaded_aliases(records))
         missing = {r.message_id for r in found} - set(aliases)
         if missing:
             aliases.update(await self.store.find_aliases(session.id, missing))
-        return tuple(
+        lines = tuple(
             f"{inline_value(r.user_name) or r.user_id} {inline_value(r.emoji)} on "
             f"{aliases.get(r.message_id, f'message {r.message_id}')}"
             for r in found
         )
+        shown = tuple(
+            (aliases[r.message_id], r.message_id) for r in found if r.message_id in aliases
+        )
+        return lines, shown
 
     @staticmethod
     def _loaded_aliases(records: Sequence[StoredRecord]) -> dict[int, str]:

@@ -15,6 +15,7 @@ import logging
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from bot.agent.bubbles import ReplyBubbles
 from bot.agent.compactor import CompactionPolicy, Compactor
@@ -59,6 +60,16 @@ __all__ = [
 log = logging.getLogger("tgbot.runtime")
 
 
+class ToldUserNotes(Protocol):
+    """What the bot sent in a chat outside model turns (`bot.services.told_user.ToldUserLog`)."""
+
+    def peek(self, chat_id: int, thread_id: int = 0) -> tuple[str, ...]: ...
+
+    def shown(self, chat_id: int, thread_id: int, lines: Sequence[str]) -> None: ...
+
+    def note(self, chat_id: int, thread_id: int, text: str) -> None: ...
+
+
 class TurnRunner:
     """Answers the newest message of a session. Turns of one session must not overlap:
     the caller serialises them (one lock per session)."""
@@ -78,11 +89,15 @@ class TurnRunner:
         bot_id: int | None = None,
         bot_name: str = "tgbot",
         told_user: Callable[[int, int], Sequence[str]] | None = None,
+        told: ToldUserNotes | None = None,
         truth: TokenTruth | None = None,
         reactions: ChatEventStore | None = None,
         search: HistorySearch | None = None,
     ) -> None:
         self.told_user = told_user
+        self.told = told
+        """`[Already told the user]` notes, kept until a turn that carried them succeeds;
+        when set, `told_user` is not used."""
         """Lines sent in a chat outside model turns since the last turn there (taken once)."""
         self.messenger = messenger
         self.truth = truth if truth is not None else TokenTruth()
@@ -106,6 +121,7 @@ class TurnRunner:
                     summary_budgets={s: policy.summary_budget(s) for s in policy.summary_budgets},
                     route=policy.compaction_route,
                     prepare_margin=policy.compaction_margin,
+                    runtime=policy.limits,
                 ),
                 read_points=read_points,
             )
@@ -185,8 +201,11 @@ class TurnRunner:
         self, session: SessionInfo, *, reply_to: int | None, told_user: Sequence[str] = ()
     ) -> TurnOutcome:
         turn_id = uuid.uuid4().hex[:12]
-        if not told_user and self.told_user is not None:
-            told_user = self.told_user(session.key.chat_id, session.key.thread_id)
+        key = session.key
+        if not told_user and self.told is not None:
+            told_user = self.told.peek(key.chat_id, key.thread_id)
+        elif not told_user and self.told_user is not None:
+            told_user = self.told_user(key.chat_id, key.thread_id)
         state, aliases, records = await self.prepare(session, turn_id=turn_id, told_user=told_user)
         session = state.session
         tool_ctx = self.tool_runner.context(session, records)
@@ -200,6 +219,8 @@ class TurnRunner:
                     await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
                     continue
                 outcome = await self._deliver(state, response, reply_to, hit_cap)
+                if self.told is not None and outcome.status == "answered":
+                    self.told.shown(key.chat_id, key.thread_id, told_user)
                 if self.compactor is not None and state.fold_soon:  # compaction (issue 17)
                     self.compactor.after_reply(session, self.request.fold_view, turn_id=turn_id)
                 return outcome
@@ -209,6 +230,8 @@ class TurnRunner:
             delivery = await self.messenger.send_text(
                 session.key.chat_id, text, thread_id=session.key.thread_id, reply_to=reply_to
             )
+            if self.told is not None and delivery.delivered:  # the model never wrote it
+                self.told.note(key.chat_id, key.thread_id, text)
             return TurnOutcome(
                 status="failed",
                 text=text,

@@ -303,7 +303,7 @@ def build_app(
     outside = ToldUserMessenger(messenger, told)
     """What services send outside model turns; the next turn there is told (issue 17)."""
     runner = TurnRunner(
-        told_user=told.take,
+        told=told,
         store=store,
         platform_messages=store,
         messenger=messenger,

@@ -18,9 +18,11 @@ model and stores the result. Here:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from bot.context.escaping import escape_member_text
 from bot.context.tokens import estimate_text_tokens, with_token_estimate
@@ -166,16 +168,17 @@ def predict_cut(costs: TurnCosts, limits: WindowLimits, margin: float) -> int | 
     """The turn the window will start at after its next move, when that move is near.
 
     Near: the window would move were every limit `margin` smaller. The predicted start is
-    where it would jump with those smaller limits, a little further than a move now would,
-    so by the time the real move comes (the chat has grown) it usually lands at or before
-    the prediction and the prepared summary can be used as it is. None when not near.
+    where it would jump with those smaller limits and `margin` more headroom: the chat
+    grows by at most about `margin` of a limit before the real move, so the move lands at
+    or before the prediction and the window from the prepared summary still keeps the full
+    headroom (`prepared_start_fits`). None when not near.
     """
     shrink = 1 - margin
     tighter = WindowLimits(
         token_budget=int(limits.token_budget * shrink) if limits.token_budget > 0 else 0,
         max_turns=max(1, int(limits.max_turns * shrink)),
         max_messages=max(1, int(limits.max_messages * shrink)),
-        headroom=limits.headroom,
+        headroom=min(limits.headroom + margin, 0.9),
     )
     decision = select_window(
         costs.tokens, costs.messages, 0, tighter, answered=costs.answered or None
@@ -187,17 +190,23 @@ def predict_cut(costs: TurnCosts, limits: WindowLimits, margin: float) -> int | 
 
 def prepared_start_fits(costs: TurnCosts, start: int, limits: WindowLimits) -> bool:
     """Whether the window may start at turn `start` (where a prepared summary ends) instead
-    of where the move would put it: every limit holds with at least half the headroom, so
-    a summary prepared a little early still saves the member's turn a model call without
-    bringing the next move much closer."""
-    keep = 1 - limits.headroom / 2
+    of where the move would put it: every limit holds with the full headroom, the same
+    targets a move aims at (`select_window`), so the window after a move onto a prepared
+    summary is never fuller than after a fold made at the move. Between a summary prepared
+    too early and a fold now, the cheaper next break wins: the fold now keeps the next move
+    as far away as any move, and a window at 82-87 % would break the cached prefix again
+    within a few messages."""
+    keep = 1 - Fraction(repr(limits.headroom))
     tokens = sum(costs.tokens[start:])
     messages = sum(costs.messages[start:])
-    answered = costs.answered[start:] if costs.answered else (True,) * (len(costs.tokens) - start)
+    count = len(costs.tokens) - start
+    answered = list(costs.answered[start:]) if costs.answered else [True] * count
+    if answered:
+        answered[-1] = True  # the current turn counts (as in `select_window`)
     return (
-        (limits.token_budget <= 0 or tokens <= limits.token_budget * keep)
-        and messages <= max(limits.max_messages, 1) * keep
-        and sum(1 for a in answered if a) <= max(limits.max_turns, 1) * keep
+        (limits.token_budget <= 0 or tokens <= math.floor(limits.token_budget * keep))
+        and messages <= max(1, math.floor(max(limits.max_messages, 1) * keep))
+        and sum(answered) <= max(1, math.floor(max(limits.max_turns, 1) * keep))
     )
 
 

@@ -12,8 +12,10 @@ jumps forward to the first turn boundary at which every limit holds with headroo
 so the prefix breaks once per chunk, not once per message. The start never moves
 backwards and never past the newest turn, which stays even when it alone is over.
 
-`turns` counts only the turns the caller says count (`answered`): the turns the bot
-answered. In a group every member message starts a turn, and most are never answered; were
+`turns` counts the newest turn (the current one, not yet answered) and, before it, only the
+turns the caller says count (`answered`): the turns the bot answered, so a cap of N keeps
+the newest max(N, 1) turns including the current one. In a group every member message
+starts a turn, and most are never answered; were
 they counted, the turn cap would bind long before the message cap and the token budget
 (measured: 36 messages, about 800 of 8,000 tokens). Counting answered turns keeps the cap
 meaning one thing in every scene (exchanges with the bot, whose tool steps make them long),
@@ -117,13 +119,16 @@ def select_window(
 ) -> WindowDecision:
     """Decide the window start for the next call (pure; cost follows the window).
 
-    `answered[i]` says whether turn i counts against the turn cap; None: every turn does."""
+    `answered[i]` says whether turn i counts against the turn cap; None: every turn does.
+    The newest turn always counts (the current one, whose answer is still to come)."""
     if len(turn_tokens) != len(turn_messages):
         raise ValueError("turn_tokens and turn_messages must describe the same turns")
     n = len(turn_tokens)
     if answered is not None and len(answered) != n:
         raise ValueError("answered must describe the same turns")
     weight = [1] * n if answered is None else [1 if a else 0 for a in answered]
+    if n:  # the current turn counts, answered or not: a cap of N keeps max(N, 1) turns
+        weight[-1] = 1
     start = min(max(current_start, 0), max(n - 1, 0))
     tokens = sum(turn_tokens[start:])
     messages = sum(turn_messages[start:])

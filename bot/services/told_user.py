@@ -4,8 +4,9 @@ Command outputs (`/usage`, `/context`, …), rate-limit refusals, restart and re
 and the daily summary are sent by services, not by the model, so the model would otherwise
 not know the chat has seen them. `ToldUserMessenger` wraps the messenger those services use
 and notes one line per message sent (its first line, whitespace collapsed, at most 120
-characters); `ToldUserLog.take` hands a chat's newest 5 to the next model turn there and
-forgets them, so each is shown once, on that turn's current message only.
+characters); the next model turn there is shown the chat's newest 5 (`peek`) and they are
+forgotten once a turn that carried them succeeds (`shown`): a turn that fails keeps them for
+the next one, and its failure notice is noted too.
 
 Kept in memory, per chat and thread: a restart loses only notes not yet shown, and what a
 restart itself announces is sent (and noted) by the new process. Storing them would mean a
@@ -15,7 +16,9 @@ matters only until the next reply.
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict, deque
+from collections.abc import Sequence
 
 from bot.ports import BubbleHook, Delivery, Messenger
 
@@ -56,6 +59,17 @@ class ToldUserLog:
         """The chat's lines since the last take, oldest first; forgets them."""
         lines = self._lines.pop((chat_id, thread_id), None)
         return tuple(lines) if lines else ()
+
+    def shown(self, chat_id: int, thread_id: int, lines: Sequence[str]) -> None:
+        """A turn that carried `lines` succeeded: forget them (lines noted meanwhile stay)."""
+        kept = self._lines.get((chat_id, thread_id))
+        if kept is None:
+            return
+        for line in lines:
+            with contextlib.suppress(ValueError):
+                kept.remove(line)
+        if not kept:
+            del self._lines[(chat_id, thread_id)]
 
     def peek(self, chat_id: int, thread_id: int = 0) -> tuple[str, ...]:
         """The same without forgetting (for `tgbot context show`)."""

@@ -37,3 +37,11 @@ def test_nothing_without_a_window_start_on_the_active_path() -> None:
     assert not plan_prune(nodes, active_leaf_id=4, window_start_id=None, older_than=NOW).delete
     assert not plan_prune(nodes, active_leaf_id=4, window_start_id=5, older_than=NOW).delete
     assert not plan_prune(nodes, active_leaf_id=4, window_start_id=1, older_than=NOW).delete
+
+
+def test_keeps_the_current_summarys_anchor() -> None:
+    """Issue 25 item 8: the summary of what precedes the window hangs under the record right
+    before the window start; that record and its summary stay, older summaries may go."""
+    nodes = [*chain(6), Node(7, 3, OLD, True), Node(8, 1, OLD, True)]
+    plan = plan_prune(nodes, active_leaf_id=6, window_start_id=4, older_than=NOW)
+    assert (plan.delete, plan.new_root, plan.last_removed) == (frozenset({1, 2, 8}), 3, 2)
