@@ -12,8 +12,10 @@ leave the records and the rest is rendered again, never cut out of the rendered 
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 
 from bot.agent.compactor import Compactor, FoldView, summary_before
 from bot.agent.prompt import PromptFacts, TurnContext, build_per_turn_blocks, build_system_prompt
@@ -89,6 +91,17 @@ class RequestBuilder:
         self.policy = policy
         self.bot_id = bot_id
         self.bot_name = bot_name
+        self._reactions_read: OrderedDict[int, datetime] = OrderedDict()
+        """Per session: when the newest request read reactions (bot clock), not yet answered."""
+        self._reactions_answered: OrderedDict[int, datetime] = OrderedDict()
+        """Per session: when the last answered turn read reactions; later ones are new."""
+
+    def reactions_answered(self, session_id: int) -> None:
+        """The turn whose request was built last for `session_id` was answered: the reactions
+        it showed are not shown again (one that arrived while it ran is)."""
+        read = self._reactions_read.pop(session_id, None)
+        if read is not None:
+            _remember(self._reactions_answered, session_id, read)
 
     def system_prompt(self, scene: Scene) -> str:
         return build_system_prompt(
@@ -437,6 +450,12 @@ class RequestBuilder:
         if last_reply is not None:
             asked = [r.created_at for r in records[:last_reply] if r.kind == "user"]
             since = max(asked) if asked else records[last_reply].created_at
+        # On the bot's own clock, when this process answered a turn here: exact (a message's
+        # date is Telegram's, to the second). After a restart the rule above stands alone.
+        answered = self._reactions_answered.get(session.id)
+        if answered is not None:
+            since = max(since, answered)
+        _remember(self._reactions_read, session.id, self.clock.now())
         found = await self.reactions.reactions_since(
             session.key.chat_id, session.key.thread_id, since, limit=MAX_REACTION_LINES
         )
@@ -510,3 +529,14 @@ def tool_schema(tool: Tool) -> dict[str, object]:
         "description": tool.spec.description,
         "parameters": tool.spec.parameters,
     }
+
+
+MAX_REACTION_CURSORS = 4_096
+"""Sessions whose reaction read times are kept (the oldest are forgotten first)."""
+
+
+def _remember(cursors: OrderedDict[int, datetime], session_id: int, at: datetime) -> None:
+    cursors[session_id] = at
+    cursors.move_to_end(session_id)
+    while len(cursors) > MAX_REACTION_CURSORS:
+        cursors.popitem(last=False)

@@ -219,8 +219,10 @@ class TurnRunner:
                     await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
                     continue
                 outcome = await self._deliver(state, response, reply_to, hit_cap)
-                if self.told is not None and outcome.status == "answered":
-                    self.told.shown(key.chat_id, key.thread_id, told_user)
+                if outcome.status == "answered":
+                    self.request.reactions_answered(session.id)
+                    if self.told is not None:
+                        self.told.shown(key.chat_id, key.thread_id, told_user)
                 if self.compactor is not None and state.fold_soon:  # compaction (issue 17)
                     self.compactor.after_reply(session, self.request.fold_view, turn_id=turn_id)
                 return outcome
