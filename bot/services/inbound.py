@@ -49,6 +49,7 @@ from bot.agent.runtime import TurnOutcome, TurnRunner
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale, SessionKey
 from bot.domain.records import UserRecord
+from bot.errors import StorageUnavailable
 from bot.ports import (
     ChatLock,
     Clock,
@@ -263,7 +264,17 @@ class InboundService:
             if batch:
                 await self._store_batch(batch)
             for message in alone:
-                await self.on_message(message)
+                await self._alone(message)
+
+    async def _alone(self, message: InboundMessage) -> None:
+        """One batched message through `on_message`; a bug there is logged with its update
+        and does not fail the batch (the poller would handle every other update again)."""
+        try:
+            await self.on_message(message)
+        except StorageUnavailable:
+            raise
+        except Exception:
+            log.exception("handling update %s failed", message.update_id)
 
     def _goes_alone(self, message: InboundMessage, session: SessionInfo) -> bool:
         """Whether a batched message takes the one-by-one path of `on_message`: a command,
