@@ -167,6 +167,15 @@ class TelegramMessenger:
             raise map_error(exc) from exc
         return member.status in (ChatMemberStatus.CREATOR, ChatMemberStatus.ADMINISTRATOR)
 
+    async def send_typing(self, chat_id: int, *, thread_id: int = 0) -> None:
+        """`sendChatAction(typing)`, in the topic when `thread_id` is set."""
+        try:
+            await self._bot.send_chat_action(
+                chat_id=chat_id, action="typing", message_thread_id=thread_id or None
+            )
+        except Exception as exc:
+            raise map_error(exc) from exc
+
     async def send_photo(
         self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0
     ) -> int:

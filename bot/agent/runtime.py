@@ -21,6 +21,7 @@ from bot.agent.compactor import CompactionPolicy, Compactor
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
+from bot.agent.presence import ChatActions, Presence, Typing
 from bot.agent.provider_call import ProviderCaller
 from bot.agent.request import RequestBuilder
 from bot.agent.routes import RouteTable
@@ -78,7 +79,10 @@ class TurnRunner:
         told_user: Callable[[int, int], Sequence[str]] | None = None,
         truth: TokenTruth | None = None,
         reactions: ChatEventStore | None = None,
+        chat_actions: ChatActions | None = None,
     ) -> None:
+        self.presence = Presence(chat_actions)
+        """"typing…" while a turn runs (issue 24), stopped before its reply."""
         self.told_user = told_user
         """Lines sent in a chat outside model turns since the last turn there (taken once)."""
         self.messenger = messenger
@@ -172,6 +176,16 @@ class TurnRunner:
     async def run_turn(
         self, session: SessionInfo, *, reply_to: int | None, told_user: Sequence[str] = ()
     ) -> TurnOutcome:
+        async with self.presence.typing(session.key.chat_id, session.key.thread_id) as typing:
+            return await self._run_turn(session, reply_to, told_user, typing)
+
+    async def _run_turn(
+        self,
+        session: SessionInfo,
+        reply_to: int | None,
+        told_user: Sequence[str],
+        typing: Typing | None,
+    ) -> TurnOutcome:
         turn_id = uuid.uuid4().hex[:12]
         if not told_user and self.told_user is not None:
             told_user = self.told_user(session.key.chat_id, session.key.thread_id)
@@ -187,13 +201,15 @@ class TurnRunner:
                 if response.tool_calls and not hit_cap:
                     await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
                     continue
-                outcome = await self._deliver(state, response, reply_to, hit_cap)
+                outcome = await self._deliver(state, response, reply_to, hit_cap, typing)
                 if self.compactor is not None and state.fold_soon:  # compaction (issue 17)
                     self.compactor.after_reply(session, self.request.fold_view, turn_id=turn_id)
                 return outcome
         except TurnFailed as failure:
             log.warning("turn %s failed: %s", turn_id, failure.detail)
             text = user_text(self.policy.locale, failure.key)
+            if typing is not None:
+                await typing.stop()
             delivery = await self.messenger.send_text(
                 session.key.chat_id, text, thread_id=session.key.thread_id, reply_to=reply_to
             )
@@ -207,7 +223,12 @@ class TurnRunner:
             )
 
     async def _deliver(
-        self, state: TurnState, response: LLMResponse, reply_to: int | None, hit_cap: bool
+        self,
+        state: TurnState,
+        response: LLMResponse,
+        reply_to: int | None,
+        hit_cap: bool,
+        typing: Typing | None = None,
     ) -> TurnOutcome:
         """Send the final answer, stored bubble by bubble as Telegram confirms each."""
         text = strip_echoed_header(response.text).strip()
@@ -215,6 +236,8 @@ class TurnRunner:
             raise TurnFailed("bad_response", "the model's reply was empty after cleaning")
         key = state.session.key
         recorder = self.bubbles.recorder(state.session, reply_to, text)
+        if typing is not None:  # no "typing…" after the reply
+            await typing.stop()
         delivery = await self.messenger.send_text(
             key.chat_id, text, thread_id=key.thread_id, reply_to=reply_to, on_bubble=recorder
         )

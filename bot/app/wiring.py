@@ -22,6 +22,7 @@ from adapters.scheduler import build_scheduler
 from adapters.tokenizers import TokenizerUnavailable, load_token_counter
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
+from bot.agent.presence import chat_actions_of
 from bot.agent.routes import Prices, ProviderEntry, RouteTable
 from bot.agent.runtime import TurnPolicy, TurnRunner
 from bot.agent.token_truth import TokenTruth
@@ -264,6 +265,7 @@ def build_app(
     # The one outbound door: turns, tools, commands, refusals, the daily summary and
     # recovery notices all send through it, so a chat the bot left hears nothing more.
     closed_chats = ClosedChats(store)
+    chat_actions = chat_actions_of(messenger)  # typing goes only where turns run
     messenger = ClosedChatGuard(messenger, closed_chats)
     routes = build_routes(settings, offline=offline)
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
@@ -285,6 +287,7 @@ def build_app(
         bus=bus,
         bot_id=bot_id,
         bot_name=bot_name,
+        chat_actions=chat_actions,
         truth=truth,
         reactions=store,
     )
