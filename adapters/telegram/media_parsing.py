@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiogram.types import ExternalReplyInfo, GiveawayWinners, Message
 
 from adapters.telegram.senders import _known_chat_name, user_name
@@ -84,13 +86,15 @@ def _content_of(msg: Message | ExternalReplyInfo) -> tuple[Media, ...]:
     if msg.game is not None:
         return (Media(kind="game", title=msg.game.title),)
     if msg.invoice is not None:
-        return (Media(kind="invoice", title=msg.invoice.title),)
+        invoice = msg.invoice
+        amount = money(invoice.total_amount, invoice.currency)
+        return (Media(kind="invoice", title=invoice.title, detail=amount),)
     if msg.story is not None:
         return (Media(kind="story", title=_known_chat_name(msg.story.chat)),)
     if msg.paid_media is not None:
         return (Media(kind="paid_media", value=msg.paid_media.star_count),)
     if isinstance(msg, Message) and msg.rich_message is not None:
-        return (Media(kind="unknown"),)
+        return ()  # its text is the message's text (`rich_text`)
     return ()
 
 
@@ -98,3 +102,54 @@ def _winners(w: GiveawayWinners) -> Media:
     names = ", ".join(user_name(user) for user in w.winners)
     return Media(kind="giveaway_winners", value=w.winner_count, title=w.prize_description,
                  detail=names or None)  # fmt: skip
+
+
+# ISO 4217 currencies without minor units, and Telegram Stars: `total_amount` is whole units
+_NO_MINOR_UNITS = frozenset(
+    {"BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "VND",
+     "VUV", "XAF", "XOF", "XPF", "XTR"}
+)  # fmt: skip
+
+
+def money(total: int, currency: str) -> str:
+    """An amount in the smallest units (`total_amount`) as people read it: `12.50 USD`."""
+    if currency.upper() in _NO_MINOR_UNITS:
+        return f"{total} {currency}"
+    sign = "-" if total < 0 else ""
+    whole, cents = divmod(abs(total), 100)
+    return f"{sign}{whole}.{cents:02d} {currency}"
+
+
+def rich_text(msg: Message) -> str:
+    """The text of a rich message, one block a line (paragraphs, headings, list items, table
+    cells); inline formatting (bold, links…) is read through to its words."""
+    if msg.rich_message is None:
+        return ""
+    lines: list[str] = []
+    _block_lines(msg.rich_message.model_dump(exclude_none=True), lines)
+    return "\n".join(lines)
+
+
+def _block_lines(node: Any, lines: list[str]) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _block_lines(item, lines)
+    elif isinstance(node, dict):
+        if "text" in node:
+            line = " ".join(_inline(node["text"]).split())
+            if line:
+                lines.append(line)
+        for key, value in node.items():
+            if key != "text" and isinstance(value, list | dict):
+                _block_lines(value, lines)
+
+
+def _inline(value: Any) -> str:
+    """A rich text: a string, a list of rich texts, or a styled piece around one."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(_inline(item) for item in value)
+    if isinstance(value, dict):
+        return _inline(value.get("text", ""))
+    return ""

@@ -19,7 +19,8 @@ from aiogram.types import (
     Update,
 )
 
-from adapters.telegram.media_parsing import media_of
+from adapters.telegram.entity_text import with_meaning
+from adapters.telegram.media_parsing import media_of, rich_text
 from adapters.telegram.quote_summaries import Locale, one_line, summarize
 from adapters.telegram.senders import chat_name_of, sender_of, user_name
 from adapters.telegram.service_parsing import describe_service
@@ -89,7 +90,7 @@ class _Reader:
     def message(self, msg: Message, *, update_id: int | None, is_edit: bool) -> InboundMessage:
         sender = sender_of(msg)
         reply = _explicit_reply(msg)
-        text = msg.text or msg.caption or ""
+        text = msg.text or msg.caption or rich_text(msg)
         entities = msg.entities if msg.text else msg.caption_entities
         event = describe_service(msg, sender.name, self.locale)
         media = media_of(msg)
@@ -104,7 +105,7 @@ class _Reader:
             message_id=msg.message_id,
             date=_utc(msg.date),
             sender=sender,
-            text=text,
+            text=with_meaning(text, entities),
             media=media,
             media_group_id=msg.media_group_id,
             quote=self.quote(msg, reply),

@@ -9,6 +9,7 @@ from aiogram.types import Chat, Message, User
 
 from adapters.telegram.quote_summaries import one_line
 from bot.domain.facts import Sender
+from bot.domain.visible import is_invisible
 
 
 def sender_of(msg: Message) -> Sender:
@@ -51,8 +52,12 @@ def user_sender(user: User) -> Sender:
 
 
 def user_name(user: User) -> str:
-    full = " ".join(part for part in (user.first_name, user.last_name) if part)
-    return one_line(full) or (user.username or str(user.id))
+    """The user's name; a name that shows nothing (only U+200E, fillers, spaces) falls back
+    to `@username`, else to the id (the header then shows `user_id:` alone)."""
+    full = one_line(" ".join(part for part in (user.first_name, user.last_name) if part))
+    if not is_invisible(full):
+        return full
+    return f"@{user.username}" if user.username else str(user.id)
 
 
 def chat_name_of(chat: Chat) -> str:
@@ -60,7 +65,9 @@ def chat_name_of(chat: Chat) -> str:
     if chat.title:
         return one_line(chat.title)
     full = one_line(" ".join(part for part in (chat.first_name, chat.last_name) if part))
-    return full or (f"@{chat.username}" if chat.username else str(chat.id))
+    if not is_invisible(full):
+        return full
+    return f"@{chat.username}" if chat.username else str(chat.id)
 
 
 def _known_chat_name(chat: Chat) -> str | None:

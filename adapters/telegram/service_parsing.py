@@ -6,7 +6,7 @@ from typing import Any
 
 from aiogram.types import Chat, InaccessibleMessage, Message, User
 
-from adapters.telegram.media_parsing import media_of
+from adapters.telegram.media_parsing import media_of, money
 from adapters.telegram.quote_summaries import Locale, one_line, summarize
 from adapters.telegram.senders import chat_name_of, user_name
 
@@ -114,15 +114,13 @@ class _ServiceWords:
             case "migrate_to_chat_id" | "migrate_from_chat_id":
                 return t("群组升级为超级群组", "the group was upgraded to a supergroup")
             case "successful_payment" if msg.successful_payment is not None:
-                currency = msg.successful_payment.currency
-                return t(
-                    f"{a} 完成了一笔付款（{currency}）", f"{a} completed a payment ({currency})"
-                )
+                paid = msg.successful_payment
+                amount = money(paid.total_amount, paid.currency)
+                return t(f"{a} 完成了一笔付款（{amount}）", f"{a} completed a payment ({amount})")
             case "refunded_payment" if msg.refunded_payment is not None:
-                currency = msg.refunded_payment.currency
-                return t(
-                    f"{a} 的付款已退款（{currency}）", f"{a}'s payment was refunded ({currency})"
-                )
+                back = msg.refunded_payment
+                amount = money(back.total_amount, back.currency)
+                return t(f"{a} 的付款已退款（{amount}）", f"{a}'s payment was refunded ({amount})")
             case "users_shared" if msg.users_shared is not None:
                 shared = msg.users_shared.users or []
                 names = ", ".join(_shared_user(u) for u in shared)

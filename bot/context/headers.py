@@ -6,7 +6,8 @@ Fields, in this order, each closed by `;`, only when they apply:
 - `id:<alias>`, or `parts:m7,unknown,m7.3` for a record of several platform messages
   (`unknown` for an unconfirmed slot); left out for a record without a confirmed id.
 - `user:<name>;user_id:<id>` on a sender's first message in the window and when their name
-  changed since their previous one; `user_id:<id>` alone after that. Left out for our own
+  changed since their previous one; `user_id:<id>` alone after that, and always for a
+  sender whose name is only their id (a name of invisible characters). Left out for our own
   replies, and for the human in private and owner chats (there is only one).
 - `owner:true` after the sender fields when the sender is the bot's owner (checked by user
   id, never by name): in a group the model can tell the owner from a member named "Owner".
@@ -161,7 +162,8 @@ class HeaderWalker:
         peer_bot = sender.is_bot and not is_us
         if self._scene != "group" and not sender.is_bot:
             return None, None, False
-        if self._names.get(sender.id) == sender.name:
+        if self._names.get(sender.id) == sender.name or sender.name == str(sender.id):
+            # a name that is only the id (nothing visible to show) adds nothing
             return None, sender.id, peer_bot
         self._names[sender.id] = sender.name
         return sender.name, sender.id, peer_bot
