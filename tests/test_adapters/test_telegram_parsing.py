@@ -302,7 +302,7 @@ CASES: dict[str, InboundMessage | None] = {
         1764396970,
         ALICE_NO_USERNAME,
         update_id=900026,
-        text="/help ask Test Bot",
+        text="/help ask Test Bot (user_id:5000000001)",  # the mention names its user
         command="help",
         mentions_bot=True,
     ),
