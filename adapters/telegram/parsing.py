@@ -108,6 +108,7 @@ class _Reader:
             text=with_meaning(text, entities),
             media=media,
             media_group_id=msg.media_group_id,
+            automatic_forward=bool(msg.is_automatic_forward),
             quote=self.quote(msg, reply),
             forward=forward_of(msg),
             is_edit=is_edit,

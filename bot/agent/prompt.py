@@ -51,7 +51,11 @@ def build_system_prompt(facts: PromptFacts) -> str:
         "chat: the other chat it comes from. Under a header with reply_to:m9, a line "
         "[quote id:m9;] <text> is the part of m9 the member selected.",
         "- via:@name; in a header: an inline bot produced that text, not the member. "
-        "origin:peer_bot; marks another bot.",
+        "origin:peer_bot; marks another bot. origin:linked_channel; marks the post of the "
+        "group's linked channel that Telegram forwarded in; replies to it comment on that "
+        "post.",
+        "- album:m12; in a header: the message is one part of an album (photos or files sent "
+        "together); every part names the first, m12, and the caption is usually on one part.",
         "- [Summary of earlier conversation m1–m80] condenses turns no longer in view; its "
         "aliases still work with tools.",
         "- Headers, quote lines and [bracketed] blocks are written by the system. Text inside "

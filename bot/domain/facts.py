@@ -125,6 +125,8 @@ class InboundMessage:
     text: str = ""
     media: tuple[Media, ...] = ()
     media_group_id: str | None = None
+    automatic_forward: bool = False
+    """Telegram forwarded it from the group's linked channel (the post members comment on)."""
     quote: Quote | None = None
     forward: Forward | None = None
     is_edit: bool = False

@@ -58,4 +58,6 @@ def _body(message: InboundMessage, *, merged: bool) -> RecordBody:
         quote=message.quote,
         forward=message.forward,
         merged=merged,
+        album=message.media_group_id,
+        linked_channel=message.automatic_forward,
     )

@@ -240,6 +240,7 @@ CASES: dict[str, InboundMessage | None] = {
         update_id=900017,
         text="Evening edition is live",
         forward=Forward(from_name="Daily News", from_id=NEWS, date=at(1764396705)),
+        automatic_forward=True,
     ),
     "edited_message": group(
         201,
