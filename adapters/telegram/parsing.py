@@ -109,6 +109,8 @@ class _Reader:
             media=media,
             media_group_id=msg.media_group_id,
             automatic_forward=bool(msg.is_automatic_forward),
+            topic_name=topic_name_of(msg),
+            topic_first_name=topic_first_name_of(msg),
             quote=self.quote(msg, reply),
             forward=forward_of(msg),
             is_edit=is_edit,
@@ -260,6 +262,23 @@ def _explicit_reply(msg: Message) -> Message | None:
     ):
         return None
     return reply
+
+
+def topic_name_of(msg: Message) -> str | None:
+    """The topic's name when this message creates or renames it, else `None`."""
+    if msg.forum_topic_created is not None:
+        return one_line(msg.forum_topic_created.name) or None
+    if msg.forum_topic_edited is not None and msg.forum_topic_edited.name:
+        return one_line(msg.forum_topic_edited.name) or None
+    return None
+
+
+def topic_first_name_of(msg: Message) -> str | None:
+    """The name the topic was created with, from a topic message's implicit reply."""
+    reply = msg.reply_to_message
+    if msg.is_topic_message and reply is not None and reply.forum_topic_created is not None:
+        return one_line(reply.forum_topic_created.name) or None
+    return None
 
 
 # ---------------------------------------------------------------- small helpers

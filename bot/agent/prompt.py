@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
+from bot.context.escaping import escape_member_text
 from bot.domain.ids import Locale, Scene
 
 _SCENE_RULES: dict[Scene, str] = {
@@ -54,6 +55,8 @@ def build_system_prompt(facts: PromptFacts) -> str:
         "origin:peer_bot; marks another bot. origin:linked_channel; marks the post of the "
         "group's linked channel that Telegram forwarded in; replies to it comment on that "
         "post.",
+        "- topic: in [Turn context] names the forum topic of this conversation; your "
+        "reply goes to that topic.",
         "- album:m12; in a header: the message is one part of an album (photos or files sent "
         "together); every part names the first, m12, and the caption is usually on one part.",
         "- [Summary of earlier conversation m1–m80] condenses turns no longer in view; its "
@@ -98,6 +101,8 @@ class TurnContext:
     locale: Locale
     command_prefix: str
     told_user: Sequence[str] = ()
+    topic: str | None = None
+    """The forum topic's name, in a topic's session."""
     reactions: Sequence[str] = ()
     """`Alice 👍 on m12`: reactions on the bot's messages since its last reply here."""
     workspace_rules: str = ""
@@ -115,6 +120,11 @@ def build_per_turn_blocks(ctx: TurnContext) -> str:
                 f"time: {local:%Y-%m-%d %H:%M} {ctx.zone_name}",
                 f"model: {ctx.model}",
                 f"scene: {ctx.scene}",
+                *(
+                    [f"topic: {escape_member_text(' '.join(ctx.topic.split()))}"]
+                    if ctx.topic
+                    else []
+                ),
                 f"language: {ctx.locale}",
                 f"command prefix: {ctx.command_prefix}",
             ]

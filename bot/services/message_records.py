@@ -27,6 +27,14 @@ def record_of(message: InboundMessage, *, merged: bool) -> NewRecord:
     )
 
 
+def session_title_of(message: InboundMessage) -> str | None:
+    """The title a message gives its session: the chat's title, or in a forum topic the
+    topic's name (`None` when this message does not show it: the stored one stays)."""
+    if message.thread_id:
+        return message.topic_name
+    return message.chat_title
+
+
 def platform_message_of(
     message: InboundMessage, *, known: PlatformMessage | None = None
 ) -> PlatformMessage:

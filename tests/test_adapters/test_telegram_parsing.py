@@ -206,6 +206,7 @@ CASES: dict[str, InboundMessage | None] = {
         date=at(1764396600),
         sender=ALICE_NO_USERNAME,
         text="v1.2 is out",
+        topic_first_name="Releases",  # the implicit reply to the topic's first message
     ),
     "forum_topic_reply": InboundMessage(
         update_id=900015,
