@@ -121,6 +121,13 @@ class TriggerSettings(BaseModel):
     command_prefix: str = "/"
 
 
+class TelegramSettings(BaseModel):
+    """How the bot shows itself in Telegram while it works."""
+
+    stream_drafts: bool = True
+    """In private chats, preview a streamed reply with `sendMessageDraft` as it is written."""
+
+
 class ScheduleSettings(BaseModel):
     daily_summary: bool = True
     daily_summary_time: str = "09:00"
@@ -190,6 +197,7 @@ class Settings(BaseSettings):
     providers: dict[str, ProviderProfile] = Field(default_factory=dict)
     default_provider: str | None = None
     triggers: TriggerSettings = TriggerSettings()
+    telegram: TelegramSettings = TelegramSettings()
     schedule: ScheduleSettings = ScheduleSettings()
     security: SecuritySettings = SecuritySettings()
     retention: RetentionSettings = RetentionSettings()

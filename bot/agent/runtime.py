@@ -80,8 +80,9 @@ class TurnRunner:
         truth: TokenTruth | None = None,
         reactions: ChatEventStore | None = None,
         chat_actions: ChatActions | None = None,
+        stream_drafts: bool = True,
     ) -> None:
-        self.presence = Presence(chat_actions)
+        self.presence = Presence(chat_actions, drafts=stream_drafts)
         """"typing…" while a turn runs (issue 24), stopped before its reply."""
         self.told_user = told_user
         """Lines sent in a chat outside model turns since the last turn there (taken once)."""
@@ -193,11 +194,15 @@ class TurnRunner:
         session = state.session
         tool_ctx = self.tool_runner.context(session, records)
         hit_cap = False
+        key = session.key
+        private = session.scene != "group"
         try:
             while True:
                 state.iteration += 1
                 hit_cap = state.iteration > self.policy.max_tool_iterations
-                response = await self.provider.call(state, final=hit_cap)
+                # one draft id per reply: each model call may be the one that answers
+                draft = self.presence.draft(key.chat_id, key.thread_id, private=private)
+                response = await self.provider.call(state, final=hit_cap, on_text=draft)
                 if response.tool_calls and not hit_cap:
                     await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
                     continue

@@ -288,6 +288,7 @@ def build_app(
         bot_id=bot_id,
         bot_name=bot_name,
         chat_actions=chat_actions,
+        stream_drafts=settings.telegram.stream_drafts,
         truth=truth,
         reactions=store,
     )
