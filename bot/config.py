@@ -156,6 +156,13 @@ class TriggerSettings(Section):
     command_prefix: str = "/"
 
 
+class TelegramSettings(Section):
+    """How the bot shows itself in Telegram while it works."""
+
+    stream_drafts: bool = True
+    """In private chats, preview a streamed reply with `sendMessageDraft` as it is written."""
+
+
 class ScheduleSettings(Section):
     daily_summary: bool = True
     daily_summary_time: str = "09:00"
@@ -228,6 +235,7 @@ class Settings(BaseSettings):
     providers: dict[str, ProviderProfile] = Field(default_factory=dict)
     default_provider: str | None = None
     triggers: TriggerSettings = TriggerSettings()
+    telegram: TelegramSettings = TelegramSettings()
     schedule: ScheduleSettings = ScheduleSettings()
     security: SecuritySettings = SecuritySettings()
     retention: RetentionSettings = RetentionSettings()

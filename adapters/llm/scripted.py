@@ -18,6 +18,7 @@ ledger has realistic numbers offline:
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import re
@@ -62,7 +63,17 @@ class Fail:
     error: Exception
 
 
-Step = Reply | CallTool | Fail | tuple[Reply | CallTool, ...] | Responder
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """A slow model the test controls: `arrived` is set when the request came, and the
+    answer is `then` once the test sets `release` (no timing guesses)."""
+
+    release: asyncio.Event
+    then: Reply | CallTool | tuple[Reply | CallTool, ...]
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+Step = Reply | CallTool | Fail | Hold | tuple[Reply | CallTool, ...] | Responder
 
 
 class ScriptedModel:
@@ -120,7 +131,13 @@ class ScriptedModel:
             step = self._script.popleft()
         else:
             step = self._default
+        if isinstance(step, Hold):
+            step.arrived.set()
+            await step.release.wait()
+            step = step.then
         response = self._run(step, request)
+        if on_text is not None and response.text:
+            await stream_prefixes(response.text, on_text)
         usage = self._cache.usage(request, response)
         return replace(
             response,
@@ -132,6 +149,8 @@ class ScriptedModel:
 
     def _run(self, step: Step, request: LLMRequest) -> LLMResponse:
         match step:
+            case Hold():
+                raise TypeError("a Hold is resolved before it runs")
             case Fail(error=error):
                 raise error
             case Reply(text=text):
@@ -148,6 +167,17 @@ class ScriptedModel:
     def _tool_call(self, step: CallTool) -> ToolCall:
         call_id = step.id or f"call_{next(self._call_ids)}"
         return ToolCall(id=call_id, name=step.name, arguments=_arguments_json(step.arguments))
+
+
+async def stream_prefixes(text: str, on_text: TextSink) -> None:
+    """Feed `text` as a streaming provider would: growing prefixes, one word more each time,
+    yielding to the loop between them; the last call carries the whole text."""
+    end = 0
+    while end < len(text):
+        space = text.find(" ", end + 1)
+        end = len(text) if space < 0 else space
+        await on_text(text[:end])
+        await asyncio.sleep(0)
 
 
 # ---------------------------------------------------------------- simulated usage

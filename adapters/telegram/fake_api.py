@@ -78,6 +78,9 @@ class FakeBotApi:
         self.username = username
         self.first_name = first_name
         self.calls: list[tuple[str, Params]] = []
+        self.call_times: list[float] = []
+        """`time.monotonic()` when each of `calls` arrived (same index): order and spacing
+        of chat actions, drafts and replies."""
         self._calls_by_method: dict[str, list[Params]] = {}
         """`calls` by lower-cased method name (a busy load test waits on these counts)."""
         self.deleted: list[tuple[int, int]] = []
@@ -111,7 +114,8 @@ class FakeBotApi:
             "setmessagereaction": self._set_message_reaction,
             "getchatmember": self._get_chat_member,
             "sendphoto": self._send_photo,
-            "sendchataction": self._true,
+            "sendchataction": self._send_chat_action,
+            "sendmessagedraft": self._send_message_draft,
             "setwebhook": self._set_webhook,
             "deletewebhook": self._delete_webhook,
             "getwebhookinfo": self._get_webhook_info,
@@ -380,6 +384,7 @@ class FakeBotApi:
 
     async def _record(self, name: str, params: Params) -> None:
         self.calls.append((name, params))
+        self.call_times.append(time.monotonic())
         self._calls_by_method.setdefault(name.lower(), []).append(params)
         if self._called is not None:
             async with self._called:
@@ -418,6 +423,32 @@ class FakeBotApi:
     # ------------------------------------------------------------ methods
 
     async def _true(self, params: Params) -> bool:
+        return True
+
+    def timed_calls(self, *methods: str) -> list[tuple[float, str, Params]]:
+        """(arrival time, method, params) of the calls of `methods`, in arrival order."""
+        wanted = {m.lower() for m in methods}
+        return [
+            (at, name, params)
+            for at, (name, params) in zip(self.call_times, self.calls, strict=True)
+            if name.lower() in wanted
+        ]
+
+    async def _send_chat_action(self, params: Params) -> bool:
+        self._chat_id(params)
+        if not params.get("action"):
+            raise _ApiError(400, "Bad Request: wrong parameter action in request")
+        return True
+
+    async def _send_message_draft(self, params: Params) -> bool:
+        """`sendMessageDraft` (Bot API 9.3): a private chat's reply shown as it is written;
+        `draft_id` must be non-zero, `text` 1-4096 characters."""
+        self._chat_id(params)
+        if not _int(params.get("draft_id"), 0):
+            raise _ApiError(400, "Bad Request: draft_id must be non-zero")
+        text = str(params.get("text", ""))
+        if not text:
+            raise _ApiError(400, "Bad Request: text must be non-empty")
         return True
 
     async def _get_me(self, params: Params) -> JSON:

@@ -17,7 +17,8 @@ confirmed by the next request:
 - the reply of `getUpdates` is read as raw JSON and validated update by update: one update
   aiogram cannot validate (an older or newer Bot API shape) is logged with its `update_id`
   and the reason, reported to `on_skipped` (the update log), and passed; the rest of the
-  batch is handled and the offset moves past it;
+  batch is handled and the offset moves past it; a membership update is read leniently
+  first (`lenient.lenient_membership`), so added, removed and promoted are never lost;
 - on `stop`, the batch in hand finishes and is confirmed before returning.
 """
 
@@ -36,6 +37,7 @@ from aiogram.types import Message, Update
 from pydantic import ValidationError
 
 from adapters.telegram.app import BatchDelivery, batch_delivery
+from adapters.telegram.lenient import lenient_membership
 from bot.errors import StorageUnavailable
 
 logger = logging.getLogger(__name__)
@@ -124,7 +126,14 @@ def validate_updates(
         try:
             updates.append(Update.model_validate(item, context={"bot": bot}))
         except ValidationError as exc:
-            skipped.append((update_id, invalid_reason(exc)))
+            lenient = lenient_membership(item, context={"bot": bot})
+            if lenient is not None:
+                logger.warning(
+                    "membership update %s read leniently: %s", update_id, invalid_reason(exc)
+                )
+                updates.append(lenient)
+            else:
+                skipped.append((update_id, invalid_reason(exc)))
     return updates, skipped
 
 

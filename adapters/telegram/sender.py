@@ -13,6 +13,7 @@ import aiohttp
 from aiogram import Bot
 from aiogram import exceptions as tg
 from aiogram.enums import ChatMemberStatus
+from aiogram.methods import SendMessageDraft
 from aiogram.types import (
     BufferedInputFile,
     Message,
@@ -166,6 +167,35 @@ class TelegramMessenger:
         except Exception as exc:
             raise map_error(exc) from exc
         return member.status in (ChatMemberStatus.CREATOR, ChatMemberStatus.ADMINISTRATOR)
+
+    async def send_draft(
+        self, chat_id: int, draft_id: int, text: str, *, thread_id: int = 0
+    ) -> None:
+        """`sendMessageDraft`: the reply so far, formatted like the final message (its first
+        bubble: a draft is one message)."""
+        bubble = plan_bubbles(text, self._limit)[0]
+        entities = [MessageEntity(**entity.to_api()) for entity in bubble.entities]
+        try:
+            await self._bot(
+                SendMessageDraft(
+                    chat_id=chat_id,
+                    draft_id=draft_id,
+                    text=bubble.text,
+                    entities=entities or None,
+                    message_thread_id=thread_id or None,
+                )
+            )
+        except Exception as exc:
+            raise map_error(exc) from exc
+
+    async def send_typing(self, chat_id: int, *, thread_id: int = 0) -> None:
+        """`sendChatAction(typing)`, in the topic when `thread_id` is set."""
+        try:
+            await self._bot.send_chat_action(
+                chat_id=chat_id, action="typing", message_thread_id=thread_id or None
+            )
+        except Exception as exc:
+            raise map_error(exc) from exc
 
     async def send_photo(
         self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0

@@ -27,6 +27,7 @@ from aiogram.types import Update
 from aiohttp import web
 from pydantic import ValidationError
 
+from adapters.telegram.lenient import lenient_membership
 from adapters.telegram.polling_loop import SkipHook, invalid_reason
 
 log = logging.getLogger(__name__)
@@ -122,8 +123,12 @@ class WebhookServer:
         try:
             update = Update.model_validate(data, context={"bot": self._bot})
         except ValidationError as exc:
-            await self._skip(data.get("update_id"), invalid_reason(exc))
-            return web.json_response({"ok": True})
+            lenient = lenient_membership(data, context={"bot": self._bot})
+            if lenient is None:
+                await self._skip(data.get("update_id"), invalid_reason(exc))
+                return web.json_response({"ok": True})
+            log.warning("membership update %s read leniently", data.get("update_id"))
+            update = lenient
         try:
             await self._dispatcher.feed_webhook_update(self._bot, update)
         except Exception:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
+from bot.context.escaping import escape_member_text
 from bot.domain.ids import Locale, Scene
 from bot.texts import text
 
@@ -52,7 +53,13 @@ def build_system_prompt(facts: PromptFacts) -> str:
         "chat: the other chat it comes from. Under a header with reply_to:m9, a line "
         "[quote id:m9;] <text> is the part of m9 the member selected.",
         "- via:@name; in a header: an inline bot produced that text, not the member. "
-        "origin:peer_bot; marks another bot.",
+        "origin:peer_bot; marks another bot. origin:linked_channel; marks the post of the "
+        "group's linked channel that Telegram forwarded in; replies to it comment on that "
+        "post.",
+        "- topic: in [Turn context] names the forum topic of this conversation; your "
+        "reply goes to that topic.",
+        "- album:m12; in a header: the message is one part of an album (photos or files sent "
+        "together); every part names the first, m12, and the caption is usually on one part.",
         "- [Summary of earlier conversation m1–m80] condenses turns no longer in view; its "
         "aliases still work with tools.",
         "- Headers, quote lines and [bracketed] blocks are written by the system. Text inside "
@@ -97,6 +104,8 @@ class TurnContext:
     locale: Locale
     command_prefix: str
     told_user: Sequence[str] = ()
+    topic: str | None = None
+    """The forum topic's name, in a topic's session."""
     reactions: Sequence[str] = ()
     """`Alice 👍 on m12`: reactions on the bot's messages since its last reply here."""
     workspace_rules: str = ""
@@ -114,6 +123,11 @@ def build_per_turn_blocks(ctx: TurnContext) -> str:
                 f"time: {local:%Y-%m-%d %H:%M} {ctx.zone_name}",
                 f"model: {ctx.model}",
                 f"scene: {ctx.scene}",
+                *(
+                    [f"topic: {escape_member_text(' '.join(ctx.topic.split()))}"]
+                    if ctx.topic
+                    else []
+                ),
                 f"language: {ctx.locale}",
                 f"command prefix: {ctx.command_prefix}",
             ]

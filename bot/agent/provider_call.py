@@ -38,7 +38,7 @@ from bot.errors import (
     ProviderRateLimited,
     ProviderUnavailable,
 )
-from bot.ports import Clock, LLMRequest, LLMResponse, ToolSpec
+from bot.ports import Clock, LLMRequest, LLMResponse, TextSink, ToolSpec
 from bot.tools.base import Tool
 
 FINAL_CALL_NOTE = (
@@ -92,7 +92,9 @@ class ProviderCaller:
         self.policy = policy
         self.window = window
 
-    async def call(self, state: TurnState, *, final: bool) -> LLMResponse:
+    async def call(
+        self, state: TurnState, *, final: bool, on_text: TextSink | None = None
+    ) -> LLMResponse:
         """One model call of the turn; `final` asks for the answer without tools (the
         tool-call cap is reached). Raises `TurnFailed` when the call cannot succeed."""
         tools = () if final else tuple(t.spec for t in self.tools.values())
@@ -152,7 +154,10 @@ class ProviderCaller:
                 raise TurnFailed("capacity", str(exc)) from exc
             started = time.perf_counter()
             try:
-                response = await state.route.provider.complete(request)
+                if on_text is None:
+                    response = await state.route.provider.complete(request)
+                else:  # a streaming provider feeds the live draft
+                    response = await state.route.provider.complete(request, on_text=on_text)
             except ContextOverflow as exc:
                 await self._called(state, None, started, error=exc, final=final, exact=exact)
                 if recovered or not await self._recover(state):

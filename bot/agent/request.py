@@ -150,6 +150,7 @@ class RequestBuilder:
                 locale=policy.locale,
                 command_prefix=policy.command_prefix,
                 told_user=told_user,
+                topic=session.title if session.key.thread_id else None,
                 reactions=reactions,
             )
         )

@@ -22,6 +22,7 @@ from bot.agent.compactor import CompactionPolicy, Compactor
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
+from bot.agent.presence import ChatActions, Presence, Typing
 from bot.agent.provider_call import ProviderCaller
 from bot.agent.request import RequestBuilder
 from bot.agent.routes import RouteTable
@@ -93,7 +94,11 @@ class TurnRunner:
         truth: TokenTruth | None = None,
         reactions: ChatEventStore | None = None,
         search: HistorySearch | None = None,
+        chat_actions: ChatActions | None = None,
+        stream_drafts: bool = True,
     ) -> None:
+        self.presence = Presence(chat_actions, drafts=stream_drafts)
+        """"typing…" while a turn runs (issue 24), stopped before its reply."""
         self.told_user = told_user
         self.told = told
         """`[Already told the user]` notes, kept until a turn that carried them succeeds;
@@ -200,6 +205,16 @@ class TurnRunner:
     async def run_turn(
         self, session: SessionInfo, *, reply_to: int | None, told_user: Sequence[str] = ()
     ) -> TurnOutcome:
+        async with self.presence.typing(session.key.chat_id, session.key.thread_id) as typing:
+            return await self._run_turn(session, reply_to, told_user, typing)
+
+    async def _run_turn(
+        self,
+        session: SessionInfo,
+        reply_to: int | None,
+        told_user: Sequence[str],
+        typing: Typing | None,
+    ) -> TurnOutcome:
         turn_id = uuid.uuid4().hex[:12]
         key = session.key
         if not told_user and self.told is not None:
@@ -210,15 +225,19 @@ class TurnRunner:
         session = state.session
         tool_ctx = self.tool_runner.context(session, records)
         hit_cap = False
+        key = session.key
+        private = session.scene != "group"
         try:
             while True:
                 state.iteration += 1
                 hit_cap = state.iteration > self.policy.max_tool_iterations
-                response = await self.provider.call(state, final=hit_cap)
+                # one draft id per reply: each model call may be the one that answers
+                draft = self.presence.draft(key.chat_id, key.thread_id, private=private)
+                response = await self.provider.call(state, final=hit_cap, on_text=draft)
                 if response.tool_calls and not hit_cap:
                     await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
                     continue
-                outcome = await self._deliver(state, response, reply_to, hit_cap)
+                outcome = await self._deliver(state, response, reply_to, hit_cap, typing)
                 if outcome.status == "answered":
                     self.request.reactions_answered(session.id)
                     if self.told is not None:
@@ -229,6 +248,8 @@ class TurnRunner:
         except TurnFailed as failure:
             log.warning("turn %s failed: %s", turn_id, failure.detail)
             text = user_text(self.policy.locale, failure.key)
+            if typing is not None:
+                await typing.stop()
             delivery = await self.messenger.send_text(
                 session.key.chat_id, text, thread_id=session.key.thread_id, reply_to=reply_to
             )
@@ -244,7 +265,12 @@ class TurnRunner:
             )
 
     async def _deliver(
-        self, state: TurnState, response: LLMResponse, reply_to: int | None, hit_cap: bool
+        self,
+        state: TurnState,
+        response: LLMResponse,
+        reply_to: int | None,
+        hit_cap: bool,
+        typing: Typing | None = None,
     ) -> TurnOutcome:
         """Send the final answer, stored bubble by bubble as Telegram confirms each."""
         text = strip_echoed_header(response.text).strip()
@@ -252,6 +278,8 @@ class TurnRunner:
             raise TurnFailed("bad_response", "the model's reply was empty after cleaning")
         key = state.session.key
         recorder = self.bubbles.recorder(state.session, reply_to, text)
+        if typing is not None:  # no "typing…" after the reply
+            await typing.stop()
         delivery = await self.messenger.send_text(
             key.chat_id, text, thread_id=key.thread_id, reply_to=reply_to, on_bubble=recorder
         )

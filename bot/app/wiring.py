@@ -23,6 +23,7 @@ from adapters.scheduler import build_scheduler
 from adapters.tokenizers import TokenizerUnavailable, load_token_counter
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
+from bot.agent.presence import chat_actions_of
 from bot.agent.routes import Prices, ProviderEntry, RouteTable
 from bot.agent.runtime import TurnPolicy, TurnRunner
 from bot.agent.token_truth import TokenTruth
@@ -294,6 +295,7 @@ def build_app(
     # The one outbound door: turns, tools, commands, refusals, the daily summary and
     # recovery notices all send through it, so a chat the bot left hears nothing more.
     closed_chats = ClosedChats(store)
+    chat_actions = chat_actions_of(messenger)  # typing goes only where turns run
     messenger = ClosedChatGuard(messenger, closed_chats)
     routes = build_routes(settings, offline=offline)
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
@@ -315,6 +317,8 @@ def build_app(
         bus=bus,
         bot_id=bot_id,
         bot_name=bot_name,
+        chat_actions=chat_actions,
+        stream_drafts=settings.telegram.stream_drafts,
         truth=truth,
         reactions=store,
         search=store,

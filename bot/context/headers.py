@@ -6,17 +6,20 @@ Fields, in this order, each closed by `;`, only when they apply:
 - `id:<alias>`, or `parts:m7,unknown,m7.3` for a record of several platform messages
   (`unknown` for an unconfirmed slot); left out for a record without a confirmed id.
 - `user:<name>;user_id:<id>` on a sender's first message in the window and when their name
-  changed since their previous one; `user_id:<id>` alone after that. Left out for our own
+  changed since their previous one; `user_id:<id>` alone after that, and always for a
+  sender whose name is only their id (a name of invisible characters). Left out for our own
   replies, and for the human in private and owner chats (there is only one).
 - `owner:true` after the sender fields when the sender is the bot's owner (checked by user
   id, never by name): in a group the model can tell the owner from a member named "Owner".
-- `origin:peer_bot` when the sender is a bot that is not us.
+- `origin:peer_bot` when the sender is a bot that is not us; `origin:linked_channel` for
+  Telegram's automatic forward of the linked channel's post (members comment under it).
 - `via:@<username>` when the message was sent through an inline bot (the words are the
   bot's, picked by the sender); shown in every scene, also where sender fields are not.
 - `date:YYYY-MM-DD` on the first header of the window and the first of a new day in the
   bot's time zone; `time:HH:mm` with every date and whenever at least 60 s passed since the
   last header that *showed* a time.
 - `reply_to:<alias>` when the quoted message is inside the window.
+- `album:<alias>` on every part of a media group: the alias of its first part in the window.
 A record with no field at all gets no header line.
 
 `HeaderWalker` is the only state: it walks the window oldest first, so the header of a
@@ -51,6 +54,8 @@ class Header:
     date: str | None = None
     time: str | None = None
     reply_to: str | None = None
+    album: str | None = None
+    linked_channel: bool = False
 
 
 def render_header(header: Header) -> str:
@@ -69,6 +74,8 @@ def render_header(header: Header) -> str:
         fields.append("owner:true;")
     if header.peer_bot:
         fields.append("origin:peer_bot;")
+    elif header.linked_channel:
+        fields.append("origin:linked_channel;")
     if header.via is not None:
         fields.append(f"via:{header_value(header.via)};")
     if header.date is not None:
@@ -77,6 +84,8 @@ def render_header(header: Header) -> str:
         fields.append(f"time:{header.time};")
     if header.reply_to is not None:
         fields.append(f"reply_to:{header_value(header.reply_to)};")
+    if header.album is not None:
+        fields.append(f"album:{header_value(header.album)};")
     return "[" + "".join(fields) + "]" if fields else ""
 
 
@@ -129,6 +138,8 @@ class HeaderWalker:
         at: datetime,
         sender: Sender | None = None,
         reply_to: str | None = None,
+        album: str | None = None,
+        linked_channel: bool = False,
     ) -> str:
         """The next message's header line (`""` when it has no field); advances the walk.
 
@@ -151,6 +162,8 @@ class HeaderWalker:
                 date=day_text,
                 time=time_text,
                 reply_to=reply_to,
+                album=album,
+                linked_channel=linked_channel,
             )
         )
 
@@ -161,7 +174,8 @@ class HeaderWalker:
         peer_bot = sender.is_bot and not is_us
         if self._scene != "group" and not sender.is_bot:
             return None, None, False
-        if self._names.get(sender.id) == sender.name:
+        if self._names.get(sender.id) == sender.name or sender.name == str(sender.id):
+            # a name that is only the id (nothing visible to show) adds nothing
             return None, sender.id, peer_bot
         self._names[sender.id] = sender.name
         return sender.name, sender.id, peer_bot

@@ -187,6 +187,7 @@ class _Renderer:
     """Renders records in window order, keeping the header walk and the aliases shown."""
 
     __slots__ = (
+        "_albums",
         "_chat_id",
         "_in_window",
         "_locale",
@@ -218,6 +219,8 @@ class _Renderer:
         self._in_window: dict[int, str] = {}
         self.aliases: list[tuple[str, int]] = []
         self.references: list[int] = []
+        self._albums: dict[str, str] = {}
+        """media_group_id → alias of its first part rendered in this window."""
 
     def render(self, record: StoredRecord, *, is_current: bool = False) -> list[ChatMessage]:
         body = record.body
@@ -246,6 +249,17 @@ class _Renderer:
         self._note_shown(record)
         return rendered
 
+    def _album_alias(self, record: StoredRecord, body: UserRecord) -> str | None:
+        """The alias of the album's first part shown in this window (this one's, first)."""
+        if body.album is None:
+            return None
+        first = self._albums.get(body.album)
+        if first is None:
+            first = next((alias for alias in record.alias_parts if alias is not None), None)
+            if first is not None:
+                self._albums[body.album] = first
+        return first
+
     def _user(self, record: StoredRecord, body: UserRecord, *, is_current: bool) -> ChatMessage:
         view = QuoteView()
         if body.quote is not None:
@@ -262,7 +276,12 @@ class _Renderer:
             elif view.platform_id is not None:
                 self.references.append(view.platform_id)
         header = self._walker.header(
-            ids=record.alias_parts, at=record.created_at, sender=body.sender, reply_to=view.reply_to
+            ids=record.alias_parts,
+            at=record.created_at,
+            sender=body.sender,
+            reply_to=view.reply_to,
+            album=self._album_alias(record, body),
+            linked_channel=body.linked_channel,
         )
         content = _join(
             [

@@ -125,6 +125,13 @@ class InboundMessage:
     text: str = ""
     media: tuple[Media, ...] = ()
     media_group_id: str | None = None
+    automatic_forward: bool = False
+    topic_name: str | None = None
+    """The forum topic's name when the message creates or renames the topic."""
+    topic_first_name: str | None = None
+    """The name the topic was created with, from the implicit reply every topic message
+    carries: a rename does not change it, so it only names a topic not known yet."""
+    """Telegram forwarded it from the group's linked channel (the post members comment on)."""
     quote: Quote | None = None
     forward: Forward | None = None
     is_edit: bool = False

@@ -38,6 +38,10 @@ class UserRecord:
     quote: Quote | None = None
     forward: Forward | None = None
     merged: bool = False
+    album: str | None = None
+    """The media group (`media_group_id`) the message is one part of."""
+    linked_channel: bool = False
+    """An automatic forward of the linked channel's post."""
     blocks: tuple[ContentBlock, ...] = ()
     """Legacy rows only: the original blocks, stripped of per-turn ones at projection."""
     legacy: bool = False

@@ -11,6 +11,7 @@ from bot.agent.routes import RouteTable
 from bot.agent.runtime import CallMeter
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale
+from bot.errors import TelegramError
 from bot.ports import Messenger, RouteStore, SessionInfo
 from bot.services.guard import OncePerMinute, is_owner
 from bot.texts import text
@@ -77,9 +78,7 @@ class Commands:
                 body, chart = await self.usage_reply()
                 await self._say(message, body)
                 if chart is not None:
-                    await self.messenger.send_photo(
-                        message.chat_id, chart, thread_id=message.thread_id
-                    )
+                    await self._send_chart(message, chart)
             case "context":
                 await self._say(message, self.context_text(session))
             case "model":
@@ -160,6 +159,24 @@ class Commands:
         )
 
     async def _say(self, message: InboundMessage, body: str) -> None:
-        await self.messenger.send_text(
-            message.chat_id, body, thread_id=message.thread_id, reply_to=message.message_id
-        )
+        """Send a command's answer; a Bot API refusal is logged, never raised (the update is
+        handled either way: raising would only make it be handled again)."""
+        try:
+            delivery = await self.messenger.send_text(
+                message.chat_id, body, thread_id=message.thread_id, reply_to=message.message_id
+            )
+        except TelegramError as exc:
+            log.warning("command reply to chat %s was not sent: %s", message.chat_id, exc)
+            return
+        if delivery.error is not None:
+            log.warning(
+                "command reply to chat %s was cut short: %s", message.chat_id, delivery.error
+            )
+
+    async def _send_chart(self, message: InboundMessage, chart: bytes) -> None:
+        """The `/usage` chart; a chat where the bot may not send photos (a legal 400) keeps
+        the text answer alone, as the daily summary does."""
+        try:
+            await self.messenger.send_photo(message.chat_id, chart, thread_id=message.thread_id)
+        except TelegramError as exc:
+            log.warning("usage chart to chat %s was not sent: %s", message.chat_id, exc)

@@ -49,6 +49,7 @@ from bot.agent.runtime import TurnOutcome, TurnRunner
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale, SessionKey
 from bot.domain.records import UserRecord
+from bot.errors import StorageUnavailable
 from bot.ports import (
     ChatLock,
     Clock,
@@ -61,7 +62,12 @@ from bot.ports import (
     SessionRequest,
 )
 from bot.services.guard import RateLimiter, chat_allowed
-from bot.services.message_records import platform_message_of, record_of, scene_of
+from bot.services.message_records import (
+    platform_message_of,
+    record_of,
+    scene_of,
+    session_title_of,
+)
 from bot.services.recovery import CrashRecovery, RecoveryPolicy
 from bot.services.triggers import AnswerRules, BotIdentity, facts_of_message, should_answer
 from bot.texts import text
@@ -167,8 +173,17 @@ class InboundService:
 
     async def open(self, message: InboundMessage) -> SessionInfo:
         key = SessionKey(chat_id=message.chat_id, thread_id=message.thread_id)
+        session = await self.store.open_session(
+            key, scene=scene_of(message, self.policy.owner_id), title=session_title_of(message)
+        )
+        return await self._name_topic(session, message)
+
+    async def _name_topic(self, session: SessionInfo, message: InboundMessage) -> SessionInfo:
+        """A topic session without a name takes the one its topic was created with."""
+        if session.title is not None or not message.thread_id or not message.topic_first_name:
+            return session
         return await self.store.open_session(
-            key, scene=scene_of(message, self.policy.owner_id), title=message.chat_title
+            session.key, scene=session.scene, title=message.topic_first_name
         )
 
     # ------------------------------------------------------------------ InboundSink
@@ -238,13 +253,21 @@ class InboundService:
                 continue
             key = SessionKey(chat_id=message.chat_id, thread_id=message.thread_id)
             queues.setdefault(key, deque()).append(message)
+            earlier = requests.get(key)
             requests[key] = SessionRequest(
-                key=key, scene=scene_of(message, self.policy.owner_id), title=message.chat_title
+                key=key,
+                scene=scene_of(message, self.policy.owner_id),
+                # the batch's last title wins; a message that shows none keeps it
+                title=session_title_of(message) or (earlier.title if earlier else None),
             )
         if not queues:
             return
         opened = await self.store.open_sessions(list(requests.values()))
         sessions = dict(zip(requests, opened, strict=True))
+        for key, queue in queues.items():
+            named = next((m for m in queue if m.topic_first_name), None)
+            if named is not None:
+                sessions[key] = await self._name_topic(sessions[key], named)
         while queues:
             batch: list[tuple[SessionInfo, InboundMessage]] = []
             alone: list[InboundMessage] = []
@@ -263,7 +286,17 @@ class InboundService:
             if batch:
                 await self._store_batch(batch)
             for message in alone:
-                await self.on_message(message)
+                await self._alone(message)
+
+    async def _alone(self, message: InboundMessage) -> None:
+        """One batched message through `on_message`; a bug there is logged with its update
+        and does not fail the batch (the poller would handle every other update again)."""
+        try:
+            await self.on_message(message)
+        except StorageUnavailable:
+            raise
+        except Exception:
+            log.exception("handling update %s failed", message.update_id)
 
     def _goes_alone(self, message: InboundMessage, session: SessionInfo) -> bool:
         """Whether a batched message takes the one-by-one path of `on_message`: a command,

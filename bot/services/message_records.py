@@ -27,6 +27,14 @@ def record_of(message: InboundMessage, *, merged: bool) -> NewRecord:
     )
 
 
+def session_title_of(message: InboundMessage) -> str | None:
+    """The title a message gives its session: the chat's title, or in a forum topic the
+    topic's name (`None` when this message does not show it: the stored one stays)."""
+    if message.thread_id:
+        return message.topic_name
+    return message.chat_title
+
+
 def platform_message_of(
     message: InboundMessage, *, known: PlatformMessage | None = None
 ) -> PlatformMessage:
@@ -58,4 +66,6 @@ def _body(message: InboundMessage, *, merged: bool) -> RecordBody:
         quote=message.quote,
         forward=message.forward,
         merged=merged,
+        album=message.media_group_id,
+        linked_channel=message.automatic_forward,
     )

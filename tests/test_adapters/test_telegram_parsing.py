@@ -206,6 +206,7 @@ CASES: dict[str, InboundMessage | None] = {
         date=at(1764396600),
         sender=ALICE_NO_USERNAME,
         text="v1.2 is out",
+        topic_first_name="Releases",  # the implicit reply to the topic's first message
     ),
     "forum_topic_reply": InboundMessage(
         update_id=900015,
@@ -240,6 +241,7 @@ CASES: dict[str, InboundMessage | None] = {
         update_id=900017,
         text="Evening edition is live",
         forward=Forward(from_name="Daily News", from_id=NEWS, date=at(1764396705)),
+        automatic_forward=True,
     ),
     "edited_message": group(
         201,
@@ -302,7 +304,7 @@ CASES: dict[str, InboundMessage | None] = {
         1764396970,
         ALICE_NO_USERNAME,
         update_id=900026,
-        text="/help ask Test Bot",
+        text="/help ask Test Bot (user_id:5000000001)",  # the mention names its user
         command="help",
         mentions_bot=True,
     ),

@@ -1,0 +1,155 @@
+"""Media and non-text content of a message as `Media` facts for placeholders."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiogram.types import ExternalReplyInfo, GiveawayWinners, Message
+
+from adapters.telegram.senders import _known_chat_name, user_name
+from bot.domain.facts import Media
+
+# Where coordinates are cut: 3 decimals is about 100 m, enough to say where, not a doorstep.
+COORDINATE_DECIMALS = 3
+
+
+def media_of(msg: Message | ExternalReplyInfo) -> tuple[Media, ...]:
+    """The media and non-text content of a message (or of an external reply's content)."""
+    if msg.live_photo is not None:  # before photo: a live photo carries a still too
+        return (Media(kind="live_photo", duration=msg.live_photo.duration),)
+    if msg.photo:
+        return (Media(kind="photo", file_id=msg.photo[-1].file_id),)
+    if msg.voice is not None:
+        v = msg.voice
+        return (Media(kind="voice", duration=v.duration, file_id=v.file_id),)
+    if msg.video_note is not None:
+        n = msg.video_note
+        return (Media(kind="video_note", duration=n.duration, file_id=n.file_id),)
+    if msg.animation is not None:  # before document: GIFs carry both fields
+        a = msg.animation
+        return (
+            Media(kind="animation", duration=a.duration, file_name=a.file_name, file_id=a.file_id),
+        )
+    if msg.video is not None:
+        w = msg.video
+        return (Media(kind="video", duration=w.duration, file_name=w.file_name, file_id=w.file_id),)
+    if msg.audio is not None:
+        au = msg.audio
+        name = au.file_name or " - ".join(p for p in (au.performer, au.title) if p) or None
+        return (Media(kind="audio", duration=au.duration, file_name=name, file_id=au.file_id),)
+    if msg.document is not None:
+        d = msg.document
+        return (Media(kind="document", file_name=d.file_name, file_id=d.file_id),)
+    if msg.sticker is not None:
+        s = msg.sticker
+        return (Media(kind="sticker", emoji=s.emoji, file_id=s.file_id),)
+    return _content_of(msg)
+
+
+def _content_of(msg: Message | ExternalReplyInfo) -> tuple[Media, ...]:
+    """Non-file content: each kind keeps the details people care about."""
+    if msg.venue is not None:  # before location: a venue carries a location too
+        venue = msg.venue
+        return (Media(kind="venue", title=venue.title, detail=venue.address),)
+    if msg.location is not None:
+        loc = msg.location
+        where = f"{loc.latitude:.{COORDINATE_DECIMALS}f}, {loc.longitude:.{COORDINATE_DECIMALS}f}"
+        return (Media(kind="location", detail=where),)
+    if msg.contact is not None:
+        c = msg.contact
+        name = " ".join(part for part in (c.first_name, c.last_name) if part)
+        return (Media(kind="contact", title=name or None),)
+    if msg.poll is not None:
+        options = " / ".join(option.text for option in msg.poll.options)
+        return (Media(kind="poll", title=msg.poll.question, detail=options or None),)
+    if msg.dice is not None:
+        return (Media(kind="dice", emoji=msg.dice.emoji, value=msg.dice.value),)
+    if msg.checklist is not None:
+        tasks = " / ".join(
+            ("✓ " if task.completion_date or task.completed_by_user else "") + task.text
+            for task in msg.checklist.tasks
+        )
+        return (Media(kind="checklist", title=msg.checklist.title, detail=tasks or None),)
+    if msg.giveaway is not None:
+        g = msg.giveaway
+        chats = ", ".join(filter(None, (_known_chat_name(chat) for chat in g.chats)))
+        return (
+            Media(
+                kind="giveaway",
+                value=g.winner_count,
+                title=g.prize_description,
+                detail=chats or None,
+            ),
+        )
+    if msg.giveaway_winners is not None:
+        return (_winners(msg.giveaway_winners),)
+    if msg.game is not None:
+        return (Media(kind="game", title=msg.game.title),)
+    if msg.invoice is not None:
+        invoice = msg.invoice
+        amount = money(invoice.total_amount, invoice.currency)
+        return (Media(kind="invoice", title=invoice.title, detail=amount),)
+    if msg.story is not None:
+        return (Media(kind="story", title=_known_chat_name(msg.story.chat)),)
+    if msg.paid_media is not None:
+        return (Media(kind="paid_media", value=msg.paid_media.star_count),)
+    if isinstance(msg, Message) and msg.rich_message is not None:
+        return ()  # its text is the message's text (`rich_text`)
+    return ()
+
+
+def _winners(w: GiveawayWinners) -> Media:
+    names = ", ".join(user_name(user) for user in w.winners)
+    return Media(kind="giveaway_winners", value=w.winner_count, title=w.prize_description,
+                 detail=names or None)  # fmt: skip
+
+
+# ISO 4217 currencies without minor units, and Telegram Stars: `total_amount` is whole units
+_NO_MINOR_UNITS = frozenset(
+    {"BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "VND",
+     "VUV", "XAF", "XOF", "XPF", "XTR"}
+)  # fmt: skip
+
+
+def money(total: int, currency: str) -> str:
+    """An amount in the smallest units (`total_amount`) as people read it: `12.50 USD`."""
+    if currency.upper() in _NO_MINOR_UNITS:
+        return f"{total} {currency}"
+    sign = "-" if total < 0 else ""
+    whole, cents = divmod(abs(total), 100)
+    return f"{sign}{whole}.{cents:02d} {currency}"
+
+
+def rich_text(msg: Message) -> str:
+    """The text of a rich message, one block a line (paragraphs, headings, list items, table
+    cells); inline formatting (bold, links…) is read through to its words."""
+    if msg.rich_message is None:
+        return ""
+    lines: list[str] = []
+    _block_lines(msg.rich_message.model_dump(exclude_none=True), lines)
+    return "\n".join(lines)
+
+
+def _block_lines(node: Any, lines: list[str]) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _block_lines(item, lines)
+    elif isinstance(node, dict):
+        if "text" in node:
+            line = " ".join(_inline(node["text"]).split())
+            if line:
+                lines.append(line)
+        for key, value in node.items():
+            if key != "text" and isinstance(value, list | dict):
+                _block_lines(value, lines)
+
+
+def _inline(value: Any) -> str:
+    """A rich text: a string, a list of rich texts, or a styled piece around one."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(_inline(item) for item in value)
+    if isinstance(value, dict):
+        return _inline(value.get("text", ""))
+    return ""

@@ -1,0 +1,192 @@
+"""Alive while thinking: "typing…" for as long as a turn runs, and live drafts.
+
+Telegram shows a chat action for about five seconds, so `Presence` sends
+`typing` as the turn starts and again every `RENEW_SECONDS` while it runs (model calls and
+tool rounds alike), in the turn's thread. One small task per turn; `stop()` ends it before
+the reply goes out, so no action ever follows the reply (an action in flight is let finish,
+not cut off, so its request cannot reach Telegram after the reply's). A failed action is
+logged and the turn goes on: typing is a courtesy.
+
+In private chats a streaming provider's growing text is previewed with a `Draft`
+(`sendMessageDraft`): one draft id per reply, at most one call per `DRAFT_SECONDS` (the
+clock is injected, so the limit is tested without sleeping), the final message still sent
+as usual. A refusal from Telegram turns drafts off for that chat for the process's life;
+the reply arrives all the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Protocol, runtime_checkable
+
+log = logging.getLogger("tgbot.presence")
+
+RENEW_SECONDS = 4.0
+"""Under Telegram's five seconds, so the indicator never lapses between renewals."""
+ACTION_TIMEOUT_SECONDS = 5.0
+"""One action never holds the reply back longer than this."""
+DRAFT_SECONDS = 1.0
+"""At most one draft update this often ("about one a second")."""
+
+
+@runtime_checkable
+class ChatActions(Protocol):
+    """Shows a chat action (typing) in a chat or one of its topics."""
+
+    async def send_typing(self, chat_id: int, *, thread_id: int = 0) -> None: ...
+
+
+@runtime_checkable
+class DraftSender(Protocol):
+    """Shows a reply being written (`sendMessageDraft`); the text is the model's Markdown."""
+
+    async def send_draft(
+        self, chat_id: int, draft_id: int, text: str, *, thread_id: int = 0
+    ) -> None: ...
+
+
+class Draft:
+    """The live draft of one reply: call it with the text so far (a `TextSink`)."""
+
+    def __init__(
+        self,
+        sender: DraftSender,
+        chat_id: int,
+        thread_id: int,
+        *,
+        monotonic: Callable[[], float],
+        on_refused: Callable[[int], None],
+    ) -> None:
+        self._sender = sender
+        self._chat_id = chat_id
+        self._thread_id = thread_id
+        self._monotonic = monotonic
+        self._on_refused = on_refused
+        self.draft_id = secrets.randbelow(2**31 - 2) + 1
+        """Non-zero, the same for every update of this reply."""
+        self._last: float | None = None
+        self._off = False
+        self.sent: list[str] = []
+        """The texts shown, in order."""
+
+    async def __call__(self, text: str) -> None:
+        if self._off or not text.strip():
+            return
+        now = self._monotonic()
+        if self._last is not None and now - self._last < DRAFT_SECONDS:
+            return  # the next one (or the final message) shows more
+        self._last = now
+        try:
+            await asyncio.wait_for(
+                self._sender.send_draft(
+                    self._chat_id, self.draft_id, text, thread_id=self._thread_id
+                ),
+                ACTION_TIMEOUT_SECONDS,
+            )
+        except Exception as exc:
+            log.info("drafts off in chat %s: %s", self._chat_id, exc)
+            self._off = True
+            self._on_refused(self._chat_id)
+            return
+        self.sent.append(text)
+
+
+class Typing:
+    """The typing loop of one turn."""
+
+    def __init__(self, actions: ChatActions, chat_id: int, thread_id: int, *, renew: float) -> None:
+        self._actions = actions
+        self._chat_id = chat_id
+        self._thread_id = thread_id
+        self._renew = renew
+        self._stopped = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name=f"typing:{self._chat_id}")
+
+    async def _loop(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                await asyncio.wait_for(
+                    self._actions.send_typing(self._chat_id, thread_id=self._thread_id),
+                    ACTION_TIMEOUT_SECONDS,
+                )
+            except Exception as exc:  # a courtesy: the turn goes on without it
+                log.info("typing in chat %s failed: %s", self._chat_id, exc)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), self._renew)
+
+    async def stop(self) -> None:
+        """End the loop; returns once no action is in flight (idempotent)."""
+        self._stopped.set()
+        task, self._task = self._task, None
+        if task is not None:
+            with contextlib.suppress(Exception):
+                await task
+
+    def cancel(self) -> None:
+        self._stopped.set()
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+
+class Presence:
+    """Starts a `Typing` per turn, and a `Draft` per reply in private chats; without
+    `actions` (a platform without them) it is idle."""
+
+    def __init__(
+        self,
+        actions: ChatActions | None,
+        *,
+        renew: float = RENEW_SECONDS,
+        drafts: bool = True,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._actions = actions
+        self._renew = renew
+        self._drafts = drafts and isinstance(actions, DraftSender)
+        self._monotonic = monotonic
+        self._refused: set[int] = set()
+        """Chats where Telegram refused a draft: typing only from then on."""
+
+    def draft(self, chat_id: int, thread_id: int, *, private: bool) -> Draft | None:
+        """A live draft for the next reply, or `None` (a group, drafts off, or refused)."""
+        if not (private and self._drafts) or chat_id in self._refused:
+            return None
+        assert isinstance(self._actions, DraftSender)
+        return Draft(
+            self._actions,
+            chat_id,
+            thread_id,
+            monotonic=self._monotonic,
+            on_refused=self._refused.add,
+        )
+
+    @contextlib.asynccontextmanager
+    async def typing(self, chat_id: int, thread_id: int = 0) -> AsyncIterator[Typing | None]:
+        """Typing for the block; the block calls `stop()` before it sends its reply. Leaving
+        the block (a cancelled turn too) ends the loop."""
+        if self._actions is None:
+            yield None
+            return
+        typing = Typing(self._actions, chat_id, thread_id, renew=self._renew)
+        typing.start()
+        try:
+            yield typing
+        except BaseException:
+            typing.cancel()
+            raise
+        else:
+            await typing.stop()
+
+
+def chat_actions_of(messenger: object) -> ChatActions | None:
+    """The messenger as `ChatActions`, when it can show them."""
+    return messenger if isinstance(messenger, ChatActions) else None

@@ -1,0 +1,107 @@
+"""Issue 24 items 4 and 6 through `tgbot run`: the parts of an album share `album:` with the
+alias of the first part, and the linked channel's automatic forward says where it came
+from (`origin:linked_channel;`), in the request the model is sent."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.llm.fake_server import FakeOpenAIServer
+from adapters.llm.scripted import Reply, ScriptedModel
+from adapters.telegram.fake_api import FakeBotApi
+from tests.bot_process import bot_running, reply_stored, sqlite_store
+
+pytestmark = pytest.mark.slow
+
+GROUP = -1009876500224
+ALICE = {"id": 1001, "is_bot": False, "first_name": "Alice"}
+CHAT = {"id": GROUP, "type": "supergroup", "title": "Team"}
+CHANNEL = {"id": -1001500000001, "type": "channel", "title": "Team news"}
+CONFIG = """\
+[triggers]
+merge_window_seconds = 0
+
+[security]
+user_messages_per_minute = 0
+chat_messages_per_minute = 0
+"""
+
+
+def photo(message_id: int, group: str, caption: str | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "message_id": message_id,
+        "from": ALICE,
+        "chat": CHAT,
+        "date": int(time.time()),
+        "media_group_id": group,
+        "photo": [{"file_id": f"p{message_id}", "file_unique_id": f"u{message_id}",
+                   "width": 1280, "height": 960, "file_size": 120000}],
+    }  # fmt: skip
+    if caption is not None:
+        message["caption"] = caption
+    return {"message": message}
+
+
+def linked_post(message_id: int) -> dict[str, Any]:
+    """The shape Telegram gives a channel post forwarded into its discussion group."""
+    return {
+        "message": {
+            "message_id": message_id,
+            "from": {"id": 777000, "is_bot": False, "first_name": "Telegram"},
+            "sender_chat": CHANNEL,
+            "chat": CHAT,
+            "date": int(time.time()),
+            "is_automatic_forward": True,
+            "forward_origin": {"type": "channel", "chat": CHANNEL, "message_id": 42,
+                               "date": int(time.time())},
+            "forward_from_chat": CHANNEL,
+            "forward_from_message_id": 42,
+            "forward_date": int(time.time()),
+            "text": "Release 2.0 is out",
+        }
+    }  # fmt: skip
+
+
+async def test_album_parts_share_the_first_alias_and_linked_posts_say_so(tmp_path: Path) -> None:
+    config = tmp_path / "bot.toml"
+    config.write_text(CONFIG, encoding="utf-8")
+    model = ScriptedModel([Reply("nice pictures")])
+    async with (
+        FakeBotApi(username="test_bot") as api,
+        FakeOpenAIServer(model) as llm,
+        bot_running(
+            api,
+            llm,
+            tmp_path,
+            LLM_API_KEY="sk-test",
+            LLM_MODEL="fake-model",
+            OWNER_ID="42",
+            BOT_CONFIG=str(config),
+        ),
+        sqlite_store(tmp_path) as store,
+    ):
+        api.push_update(linked_post(100))
+        api.push_update(photo(101, "13598766281537700", caption="our offsite"))
+        api.push_update(photo(102, "13598766281537700"))
+        api.push_update(photo(103, "13598766281537700"))
+        api.push_update(
+            api.user_message(GROUP, ALICE, "@test_bot what do you see?", chat_title="Team")
+        )
+        await reply_stored(api, store, GROUP, 1)
+
+    content = "\n".join(str(m.content) for m in model.requests[0].messages)
+    lines = [line for line in content.splitlines() if line.startswith("[id:")]
+    assert lines[0].startswith("[id:m1;user:Team news;user_id:-1001500000001;")
+    assert "origin:linked_channel;" in lines[0]
+    assert lines[1].startswith("[id:m2;user:Alice;user_id:1001;")
+    assert lines[1].endswith("album:m2;]")
+    assert lines[2] == "[id:m3;user_id:1001;album:m2;]"
+    assert lines[3] == "[id:m4;user_id:1001;album:m2;]"
+    assert "album:" not in lines[4]
+    system = str(model.requests[0].messages[0].content)
+    assert "album:m12;" in system
+    assert "origin:linked_channel;" in system

@@ -1,0 +1,85 @@
+"""Issue 24 item 1 through `tgbot run`: "typing…" in a group while a slow model thinks.
+
+The scripted model holds its answer until the test releases it (an event, not a sleep).
+The fake Bot API records when each call arrived: the first `sendChatAction(typing)` comes
+before the model is even asked, renewals are at most 5 s apart while the model is held, and
+none follows the reply."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from pathlib import Path
+
+import pytest
+
+from adapters.llm.fake_server import FakeOpenAIServer
+from adapters.llm.scripted import Hold, Reply, ScriptedModel
+from adapters.telegram.fake_api import FakeBotApi
+from tests.bot_process import bot_running, reply_stored, sqlite_store
+
+pytestmark = pytest.mark.slow
+
+GROUP = -1009876500124
+ALICE = {"id": 1001, "first_name": "Alice"}
+CONFIG = """\
+[triggers]
+merge_window_seconds = 0
+
+[security]
+user_messages_per_minute = 0
+chat_messages_per_minute = 0
+"""
+
+
+async def test_typing_shows_while_a_slow_model_thinks_and_never_after_the_reply(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "bot.toml"
+    config.write_text(CONFIG, encoding="utf-8")
+    release = asyncio.Event()
+    held = Hold(release, Reply("here is the answer"))
+    model = ScriptedModel([held])
+    async with (
+        FakeBotApi(username="test_bot") as api,
+        FakeOpenAIServer(model) as llm,
+        bot_running(
+            api,
+            llm,
+            tmp_path,
+            LLM_API_KEY="sk-test",
+            LLM_MODEL="fake-model",
+            OWNER_ID="42",
+            BOT_CONFIG=str(config),
+        ),
+        sqlite_store(tmp_path) as store,
+    ):
+        api.push_update(api.user_message(GROUP, ALICE, "@test_bot think hard", chat_title="Team"))
+        await asyncio.wait_for(held.arrived.wait(), 30)
+        asked = asyncio.get_running_loop().time()
+        # held long enough for two renewals
+        await api.wait_for_call("sendChatAction", 3, timeout=30)
+        release.set()
+        await reply_stored(api, store, GROUP, 1)
+        # a late action would arrive within its renewal interval: the next turn's start
+        # is the witness that this one has ended (its action would have been recorded)
+        api.push_update(api.user_message(GROUP, ALICE, "@test_bot thanks", chat_title="Team"))
+        model.add(Reply("you are welcome"))
+        await reply_stored(api, store, GROUP, 2)
+
+    timeline = api.timed_calls("sendChatAction", "sendMessage")
+    first_reply = next(i for i, (_, name, _) in enumerate(timeline) if name == "sendMessage")
+    before = timeline[:first_reply]
+    assert len(before) >= 3
+    assert all(p["action"] == "typing" and p["chat_id"] == GROUP for _, _, p in before)
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(before)]
+    assert max(gaps) <= 5.0, gaps
+    # the first typing came before the model was asked, not after
+    assert before[0][0] <= asked
+    # after the first reply: only the second turn's typing, and then its reply
+    after = [name for _, name, _ in timeline[first_reply + 1 :]]
+    assert after[-1] == "sendMessage"
+    assert "sendChatAction" in after  # the second turn typed too
+    second_start = after.index("sendChatAction")
+    assert all(name == "sendChatAction" for name in after[second_start:-1])
+    assert after[:second_start] == []

@@ -1,0 +1,98 @@
+"""Issue 24 item 3 through `tgbot run`: a forum topic's name reaches the model, the reply
+and the chat action go to the topic's thread, and a rename is followed."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from adapters.llm.fake_server import FakeOpenAIServer
+from adapters.llm.scripted import Reply, ScriptedModel
+from adapters.telegram.fake_api import FakeBotApi
+from bot.domain.ids import SessionKey
+from tests.bot_process import bot_running, eventually, reply_stored, sqlite_store
+
+pytestmark = pytest.mark.slow
+
+FORUM = -1009876500324
+THREAD = 77
+ALICE = {"id": 1001, "is_bot": False, "first_name": "Alice"}
+CHAT = {"id": FORUM, "type": "supergroup", "title": "Dev Forum", "is_forum": True}
+CONFIG = """\
+[triggers]
+merge_window_seconds = 0
+
+[security]
+user_messages_per_minute = 0
+chat_messages_per_minute = 0
+"""
+
+
+def topic_event(message_id: int, field: str, name: str) -> dict[str, object]:
+    """A topic's creation or rename, as Telegram sends it in the topic's thread."""
+    return {
+        "message": {
+            "message_id": message_id,
+            "from": ALICE,
+            "chat": CHAT,
+            "date": int(time.time()),
+            "message_thread_id": THREAD,
+            "is_topic_message": True,
+            field: {"name": name, "icon_color": 7322096}
+            if field == "forum_topic_created"
+            else {"name": name},
+        }
+    }
+
+
+async def test_the_topic_name_is_in_the_turn_context_and_the_reply_in_its_thread(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "bot.toml"
+    config.write_text(CONFIG, encoding="utf-8")
+    model = ScriptedModel([Reply("Friday works"), Reply("still Friday")])
+    async with (
+        FakeBotApi(username="test_bot") as api,
+        FakeOpenAIServer(model) as llm,
+        bot_running(
+            api,
+            llm,
+            tmp_path,
+            LLM_API_KEY="sk-test",
+            LLM_MODEL="fake-model",
+            OWNER_ID="42",
+            BOT_CONFIG=str(config),
+        ),
+        sqlite_store(tmp_path) as store,
+    ):
+        api.push_update(topic_event(THREAD, "forum_topic_created", "Release planning"))
+        api.push_update(
+            api.user_message(
+                FORUM, ALICE, "@test_bot when do we ship?", chat_title="Dev Forum", thread_id=THREAD
+            )
+        )
+        await reply_stored(api, store, FORUM, 1)
+        api.push_update(topic_event(THREAD + 50, "forum_topic_edited", "Release 2.0"))
+
+        async def renamed() -> bool:
+            session = await store.find_session(SessionKey(chat_id=FORUM, thread_id=THREAD))
+            return session is not None and session.title == "Release 2.0"
+
+        await eventually(renamed)
+        api.push_update(
+            api.user_message(
+                FORUM, ALICE, "@test_bot still on?", chat_title="Dev Forum", thread_id=THREAD
+            )
+        )
+        await reply_stored(api, store, FORUM, 2)
+
+    first, second = (str(r.messages[-1].content) for r in model.requests[:2])
+    assert "\nscene: group\ntopic: Release planning\n" in first
+    assert "\ntopic: Release 2.0\n" in second
+    for sent in api.calls_of("sendMessage"):
+        assert sent["message_thread_id"] == THREAD
+    actions = api.calls_of("sendChatAction")
+    assert actions
+    assert all(action["message_thread_id"] == THREAD for action in actions)
