@@ -27,6 +27,7 @@ from aiogram.types import Update
 from aiohttp import web
 from pydantic import ValidationError
 
+from adapters.http_guard import GuardedSite, guarded_runner
 from adapters.telegram.polling_loop import SkipHook, invalid_reason
 
 log = logging.getLogger(__name__)
@@ -75,11 +76,9 @@ class WebhookServer:
         return f"http://{self._host}:{self.port}{WEBHOOK_PATH}"
 
     async def start(self) -> None:
-        self._runner = web.AppRunner(
-            self.app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT_SECONDS
-        )
+        self._runner = guarded_runner(self.app, shutdown_timeout=SHUTDOWN_TIMEOUT_SECONDS)
         await self._runner.setup()
-        await web.TCPSite(self._runner, self._host, self._port).start()
+        await GuardedSite(self._runner, self._host, self._port).start()
         log.info("webhook listening on %s (health: %s)", self.url, HEALTH_PATH)
 
     async def stop(self) -> None:

@@ -21,6 +21,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
+from adapters.http_guard import limit_repeated_logs, raise_file_limit
 from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.polling_loop import AfterBatchHook, poll_updates
 from adapters.telegram.sender import TelegramMessenger
@@ -63,6 +64,8 @@ def _fault_after_batch() -> AfterBatchHook | None:
 
 async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> int:
     assert settings.bot_token is not None
+    raise_file_limit()  # idle sockets must not run the process out of file handles
+    limit_repeated_logs()
     store = await open_store(settings)
     chat_lock = open_chat_lock(settings)
     bot = build_bot(settings.bot_token.get_secret_value(), settings.telegram_api_base)

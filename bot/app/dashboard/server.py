@@ -23,6 +23,7 @@ import jinja2
 from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapters.http_guard import GuardedSite, guarded_runner
 from bot.agent.events import EventBus
 from bot.app.dashboard.auth import (
     COOKIE_NAME,
@@ -453,9 +454,9 @@ async def static(request: web.Request) -> web.Response:
 async def start_dashboard(dashboard: Dashboard, *, host: str, port: int) -> web.AppRunner:
     """Start serving (returns the runner to clean up); refuses an open host without a token."""
     check_bind(host, has_token=dashboard.settings.dashboard_token is not None)
-    runner = web.AppRunner(build_application(dashboard), access_log=None, shutdown_timeout=5)
+    runner = guarded_runner(build_application(dashboard), shutdown_timeout=5)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = GuardedSite(runner, host, port)
     try:
         await site.start()
     except OSError as exc:
