@@ -23,6 +23,7 @@ from bot.errors import (
     ProviderRateLimited,
     ProviderUnavailable,
 )
+from bot.context.bounded_json import loads_bounded
 from bot.ports import LLMRequest, LLMResponse, ToolSpec, Usage
 
 JSON = dict[str, Any]
@@ -216,7 +217,7 @@ def classify_error(
 def _error_message_and_code(body: Mapping[str, Any] | str) -> tuple[str, str | None]:
     if isinstance(body, str):
         try:
-            parsed = json.loads(body)
+            parsed = loads_bounded(body)  # a hostile body nests 100,000 deep
         except ValueError:
             return _clip(body), None
         if not isinstance(parsed, dict):
