@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from bot.context.bounded_json import loads_bounded
 from bot.domain.messages import ChatMessage, Role, ToolCall
 from bot.errors import (
     ContextOverflow,
@@ -23,7 +24,6 @@ from bot.errors import (
     ProviderRateLimited,
     ProviderUnavailable,
 )
-from bot.context.bounded_json import loads_bounded
 from bot.ports import LLMRequest, LLMResponse, ToolSpec, Usage
 
 JSON = dict[str, Any]
