@@ -18,7 +18,8 @@ from bot.texts import text
 log = logging.getLogger("tgbot.commands")
 
 UsageReply = Callable[[], Awaitable[tuple[str, bytes | None]]]
-Retry = Callable[[SessionInfo], Awaitable[bool]]
+Retry = Callable[[SessionInfo, int], Awaitable[bool]]
+"""(session, requester id) → whether the requester's own last turn is regenerated."""
 MeterLookup = Callable[[int], CallMeter | None]
 DashboardLink = Callable[[], str]
 """A fresh link to the dashboard (with a short-lived signed token when one is set)."""
@@ -92,7 +93,7 @@ class Commands:
                         message, text(self.locale, "dashboard_link", url=self.dashboard_link())
                     )
             case "retry":
-                if self.retry is None or not await self.retry(session):
+                if self.retry is None or not await self.retry(session, message.sender.id):
                     await self._say(message, text(self.locale, "nothing_to_retry"))
             case _:
                 await self._say(message, text(self.locale, "help"))

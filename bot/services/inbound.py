@@ -362,14 +362,23 @@ class InboundService:
             )
             await self._run(session, reply_to=message.message_id)
 
-    async def retry(self, session: SessionInfo) -> bool:
+    async def retry(self, session: SessionInfo, requester_id: int) -> bool:
         """Regenerate the last answer on a new branch; False when there is nothing to retry.
-        The new answer comes from a scheduled turn (`drain` waits for it)."""
+        The new answer comes from a scheduled turn (`drain` waits for it).
+
+        Only the requester's own last turn: when the chat's last message is someone else's
+        (the owner's, say), there is nothing for them to retry. The regenerated turn answers
+        the requester's message, so its tools act with the requester's rights, never with
+        those of whoever spoke last."""
         loaded = await self.store.load_history(session.id, max_records=200)
         last_user = next(
             (r for r in reversed(loaded.records) if isinstance(r.body, UserRecord)), None
         )
         if last_user is None:
+            return False
+        assert isinstance(last_user.body, UserRecord)
+        if last_user.body.sender.id != requester_id:
+            log.info("refused /retry of another member's turn from %s", requester_id)
             return False
         self.spawn_turn(session, reply_to=last_user.message_id, leaf=last_user.id)
         return True
