@@ -11,6 +11,7 @@ and every trim as `HistoryTrimmed`.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping
 from typing import Literal, Protocol
@@ -145,8 +146,14 @@ class ProviderCaller:
                 await self._called(state, None, None, error=exc, final=final, exact=exact)
                 raise TurnFailed("capacity", str(exc)) from exc
             started = time.perf_counter()
+            deadline = self.policy.call_deadline_seconds
             try:
-                response = await state.route.provider.complete(request)
+                async with asyncio.timeout(deadline):
+                    response = await state.route.provider.complete(request)
+            except TimeoutError as exc:
+                late = ProviderUnavailable(f"no complete answer within {deadline:g} s")
+                await self._called(state, None, started, error=late, final=final, exact=exact)
+                raise TurnFailed("provider", str(late)) from exc
             except ContextOverflow as exc:
                 await self._called(state, None, started, error=exc, final=final, exact=exact)
                 if recovered or not await self._recover(state):

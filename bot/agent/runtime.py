@@ -11,6 +11,7 @@ The tool loop, from parts each doing one job:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections import OrderedDict
@@ -41,7 +42,7 @@ from bot.ports import (
     SessionInfo,
 )
 from bot.texts import text as user_text
-from bot.tools.base import Tool
+from bot.tools.base import Tool, ToolContext
 
 __all__ = [
     "MAX_METERS",
@@ -178,33 +179,58 @@ class TurnRunner:
         state, aliases, records = await self.prepare(session, turn_id=turn_id, told_user=told_user)
         session = state.session
         tool_ctx = self.tool_runner.context(session, records)
-        hit_cap = False
         try:
-            while True:
-                state.iteration += 1
-                hit_cap = state.iteration > self.policy.max_tool_iterations
-                response = await self.provider.call(state, final=hit_cap)
-                if response.tool_calls and not hit_cap:
-                    await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
-                    continue
-                outcome = await self._deliver(state, response, reply_to, hit_cap)
-                if self.compactor is not None and state.fold_soon:  # compaction (issue 17)
-                    self.compactor.after_reply(session, self.request.fold_view, turn_id=turn_id)
-                return outcome
+            async with asyncio.timeout(self.policy.turn_deadline_seconds):
+                return await self._steps(state, aliases, tool_ctx, reply_to, turn_id)
+        except TimeoutError:
+            failure = TurnFailed(
+                "provider", f"the turn took longer than {self.policy.turn_deadline_seconds:g} s"
+            )
+            log.warning("turn %s failed: %s", turn_id, failure.detail)
+            return await self._failed(state, failure, reply_to, hit_cap=False)
         except TurnFailed as failure:
             log.warning("turn %s failed: %s", turn_id, failure.detail)
-            text = user_text(self.policy.locale, failure.key)
-            delivery = await self.messenger.send_text(
-                session.key.chat_id, text, thread_id=session.key.thread_id, reply_to=reply_to
-            )
-            return TurnOutcome(
-                status="failed",
-                text=text,
-                delivery=delivery,
-                iterations=state.iteration,
-                hit_iteration_cap=hit_cap,
-                error=failure.detail,
-            )
+            capped = state.iteration > self.policy.max_tool_iterations
+            return await self._failed(state, failure, reply_to, hit_cap=capped)
+
+    async def _steps(
+        self,
+        state: TurnState,
+        aliases: AliasTable,
+        tool_ctx: ToolContext,
+        reply_to: int | None,
+        turn_id: str,
+    ) -> TurnOutcome:
+        session = state.session
+        while True:
+            state.iteration += 1
+            hit_cap = state.iteration > self.policy.max_tool_iterations
+            response = await self.provider.call(state, final=hit_cap)
+            if response.tool_calls and not hit_cap:
+                await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
+                continue
+            outcome = await self._deliver(state, response, reply_to, hit_cap)
+            if self.compactor is not None and state.fold_soon:  # compaction (issue 17)
+                self.compactor.after_reply(session, self.request.fold_view, turn_id=turn_id)
+            return outcome
+
+    async def _failed(
+        self, state: TurnState, failure: TurnFailed, reply_to: int | None, *, hit_cap: bool
+    ) -> TurnOutcome:
+        """Tell the chat the turn failed (a short notice in its language)."""
+        session = state.session
+        text = user_text(self.policy.locale, failure.key)
+        delivery = await self.messenger.send_text(
+            session.key.chat_id, text, thread_id=session.key.thread_id, reply_to=reply_to
+        )
+        return TurnOutcome(
+            status="failed",
+            text=text,
+            delivery=delivery,
+            iterations=state.iteration,
+            hit_iteration_cap=hit_cap,
+            error=failure.detail,
+        )
 
     async def _deliver(
         self, state: TurnState, response: LLMResponse, reply_to: int | None, hit_cap: bool

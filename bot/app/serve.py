@@ -142,7 +142,14 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
                 after_batch=_fault_after_batch(),
             )
         log.info("finishing running turns")
-        await app.inbound.drain()
+        grace = settings.runtime.shutdown_grace_seconds
+        try:
+            async with asyncio.timeout(grace):
+                await app.inbound.drain()
+        except TimeoutError:
+            log.warning("turns still running after %gs; cancelling them", grace)
+            app.inbound.cancel_running()
+            await app.inbound.drain()
         await app.runner.aclose()
         await app.routes.aclose()
         await app.ledger.flush()

@@ -401,6 +401,12 @@ class InboundService:
         )
         return await recovery.recover(BotIdentity(id=bot_id, username=bot_username))
 
+    def cancel_running(self) -> None:
+        """Cancel every scheduled turn (shutdown, after its grace): an interrupted turn is
+        finished or closed by crash recovery at the next start."""
+        for task in list(self._tasks):
+            task.cancel()
+
     async def drain(self) -> None:
         """Wait until every scheduled turn has finished (tests and shutdown)."""
         while self._tasks:
