@@ -55,6 +55,23 @@ class RateLimitedLog(logging.Filter):
         return True
 
 
+class Throttle:
+    """At most one `allow()` per `every_s` seconds; `held` counts the refused ones since."""
+
+    def __init__(self, every_s: float = LOG_EVERY_S) -> None:
+        self.every_s = every_s
+        self.held = 0
+        self._last: float | None = None
+
+    def allow(self) -> bool:
+        now = time.monotonic()
+        if self._last is not None and now - self._last < self.every_s:
+            self.held += 1
+            return False
+        self._last = now
+        return True
+
+
 LOG_LIMIT = RateLimitedLog()
 _LIMITED_LOGGERS = ("asyncio", "aiohttp.server", "aiohttp.access", __name__)
 

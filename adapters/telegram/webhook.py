@@ -27,11 +27,12 @@ from aiogram.types import Update
 from aiohttp import web
 from pydantic import ValidationError
 
-from adapters.http_guard import GuardedSite, guarded_runner
+from adapters.http_guard import GuardedSite, Throttle, guarded_runner
 from adapters.telegram.polling_loop import SkipHook, invalid_reason
 from bot.context.bounded_json import loads_bounded
 
 log = logging.getLogger(__name__)
+_UNAUTHENTICATED = Throttle()
 
 WEBHOOK_PATH = "/webhook"
 HEALTH_PATH = "/healthz"
@@ -107,7 +108,13 @@ class WebhookServer:
         if self._secret is not None and not hmac.compare_digest(
             request.headers.get(SECRET_HEADER, "").encode(), self._secret.encode()
         ):
-            log.warning("webhook request with a wrong secret token from %s", request.remote)
+            if _UNAUTHENTICATED.allow():  # anyone can send these: one line per 10 s
+                held, _UNAUTHENTICATED.held = _UNAUTHENTICATED.held, 0
+                log.warning(
+                    "webhook request with a wrong secret token from %s (%d more not logged)",
+                    request.remote,
+                    held,
+                )
             return web.json_response({"ok": False}, status=401)
         if self._stopping:  # Telegram retries; another worker will take it
             return web.json_response({"ok": False, "status": "stopping"}, status=503)

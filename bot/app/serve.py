@@ -64,6 +64,7 @@ def _fault_after_batch() -> AfterBatchHook | None:
 
 async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> int:
     assert settings.bot_token is not None
+    os.umask(0o077)  # data files (database, ledger, corrections) are the operator's: 0600
     raise_file_limit()  # idle sockets must not run the process out of file handles
     limit_repeated_logs()
     store = await open_store(settings)
