@@ -39,6 +39,7 @@ from bot.app.wiring import (
 from bot.config import Settings, load_settings
 from bot.errors import ConfigError
 from bot.redact import install_log_scrubbing
+from bot.texts import text as user_text
 
 if TYPE_CHECKING:
     from bot.app.dashboard.server import RunningDashboard
@@ -76,7 +77,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
     dashboard: RunningDashboard | None = None
     try:
         me = await bot.get_me()
-        messenger = TelegramMessenger(bot)
+        messenger = TelegramMessenger(bot, cut_note=user_text(settings.bot_locale, "reply_cut"))
         app = build_app(
             settings,
             store=store,
