@@ -77,7 +77,9 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
     dashboard: RunningDashboard | None = None
     try:
         me = await bot.get_me()
-        messenger = TelegramMessenger(bot, cut_note=user_text(settings.bot_locale, "reply_cut"))
+        messenger = TelegramMessenger(
+            bot, cut_note=user_text(settings.bot_locale, "reply_cut", count="{count}")
+        )
         app = build_app(
             settings,
             store=store,
