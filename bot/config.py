@@ -108,6 +108,13 @@ class RuntimeSettings(Section):
     max_output_tokens: int | None = Field(None, ge=1)
     request_timeout_seconds: float = Field(60.0, gt=0)
     max_retries: int = Field(3, ge=0)
+    model_call_deadline_seconds: float = Field(180.0, gt=0)
+    """Total time one model call may take, retries included (the read timeout restarts
+    with every byte; a model sending one byte a second would never end without this)."""
+    turn_deadline_seconds: float = Field(600.0, gt=0)
+    """Total time one turn may take, all its model calls and tools included."""
+    shutdown_grace_seconds: float = Field(10.0, ge=0)
+    """On SIGTERM, how long running turns may finish before they are cancelled."""
 
 
 ProviderKind = Literal["openai", "anthropic"]

@@ -26,7 +26,7 @@ from bot.ports import (
 )
 from storage.alias_cache import alias_parts, aliases_on_path, derive_path, path_to
 from storage.retention import Node, PruneResult, plan_prune
-from storage.rows import utc
+from storage.rows import latest_reactions, utc
 from storage.search import query_terms, rank_texts
 
 
@@ -329,7 +329,7 @@ class InMemoryStore:
 
     async def reactions_between(self, start: datetime, end: datetime) -> tuple[StoredReaction, ...]:
         found = [r for r in self._reactions if utc(start) <= r.created_at < utc(end)]
-        return tuple(sorted(found, key=lambda r: r.created_at))
+        return latest_reactions(found)
 
     # ------------------------------------------------------------ retention
 

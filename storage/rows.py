@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -163,3 +164,23 @@ def reaction_row(reaction: StoredReaction) -> dict[str, Any]:
         "emoji": reaction.emoji,
         "created_at": utc(reaction.created_at),
     }
+
+
+def latest_reactions(reactions: Iterable[StoredReaction]) -> tuple[StoredReaction, ...]:
+    """Each member's latest reaction per message and emoji, in time order: a member who
+    toggles 👍 a thousand times counts once (several different emoji of one member, which
+    Telegram allows, each count)."""
+    latest: dict[tuple[int, int, int, int, str], StoredReaction] = {}
+    for reaction in reactions:
+        key = (
+            reaction.chat_id,
+            reaction.thread_id,
+            reaction.message_id,
+            reaction.user_id,
+            reaction.emoji,
+        )
+        known = latest.get(key)
+        if known is None or reaction.created_at >= known.created_at:
+            latest.pop(key, None)  # re-insert: the dict keeps the latest's time order
+            latest[key] = reaction
+    return tuple(sorted(latest.values(), key=lambda r: r.created_at))

@@ -75,6 +75,7 @@ from storage.retention import Node, PruneResult, plan_prune
 from storage.rows import (
     DecodedRecords,
     event_row,
+    latest_reactions,
     platform_event,
     reaction_row,
     session_info,
@@ -607,7 +608,7 @@ class SqlStore:
         )
         async with self._read(one_statement=True) as conn:
             rows = (await conn.execute(query)).all()
-        return tuple(stored_reaction(row) for row in rows)
+        return latest_reactions(stored_reaction(row) for row in rows)
 
     # ------------------------------------------------------------ retention
 

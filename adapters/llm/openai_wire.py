@@ -16,6 +16,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from adapters.llm.dialects import WireOptions, is_gpt56_or_later, max_tokens_key
+from bot.context.bounded_json import loads_bounded
 from bot.domain.messages import ChatMessage, Role, ToolCall
 from bot.errors import (
     ContextOverflow,
@@ -383,7 +384,7 @@ def classify_error(
 def _error_message_and_code(body: object) -> tuple[str, str | None]:
     if isinstance(body, str):
         try:
-            parsed = json.loads(body)
+            parsed = loads_bounded(body)  # a hostile body nests 100,000 deep
         except ValueError:
             return _clip(body), None
         if isinstance(parsed, list) and parsed and isinstance(parsed[0], dict):

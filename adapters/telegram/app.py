@@ -232,8 +232,9 @@ class _ChatEvents:
 
 class _Inbound:
     """Parse one update and hand it to the sink. A malformed update or a bug in handling is
-    logged and skipped (retrying it would block the chat for good); a `StorageUnavailable` is
-    raised, so the update is not confirmed and Telegram (or the poller) delivers it again."""
+    logged and skipped (retrying it would block the chat for good); a `StorageUnavailable` or
+    an `OSError` (transient) is raised, so the update is not confirmed and Telegram (or the
+    poller) delivers it again."""
 
     def __init__(
         self,
@@ -256,17 +257,23 @@ class _Inbound:
             return
         try:
             await (self._sink.on_edit(message) if edit else self._sink.on_message(message))
-        except StorageUnavailable:
+        except (StorageUnavailable, OSError):
             raise
         except Exception:
             logger.exception("inbound sink failed on update %s", update.update_id)
 
     async def parse(self, update: Update) -> InboundMessage | None:
-        """The parsed message, or None (logged, reported to `on_parse_error`)."""
+        """The parsed message, or None (logged, reported to `on_parse_error`).
+
+        Only an update that cannot be read is skipped: an `OSError` (out of file handles, a
+        disk that hiccups) says nothing about the update, so it propagates and the update is
+        not confirmed; it comes again."""
         try:
             return parse_update_strict(
                 update, bot_id=self._bot_id, bot_username=self._bot_username, locale=self._locale
             )
+        except OSError:
+            raise
         except Exception as exc:
             logger.warning("skipping update %s: %s", update.update_id, exc, exc_info=True)
             if self._on_parse_error is not None:

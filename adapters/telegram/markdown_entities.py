@@ -402,6 +402,33 @@ _BOUNDARIES: tuple[re.Pattern[str], ...] = (
 )
 
 
+MAX_BUBBLES_PER_REPLY = 6
+"""Messages one reply may become (6 x 4,096 characters is a long answer already; a model
+that writes 100 kB would otherwise post 25 messages and hold the chat for seconds)."""
+DEFAULT_CUT_NOTE = "…(reply cut here: at most {count} messages per reply)"
+
+
+def plan_reply(
+    source: str,
+    limit: int = TELEGRAM_TEXT_LIMIT,
+    *,
+    max_bubbles: int = MAX_BUBBLES_PER_REPLY,
+    cut_note: str = DEFAULT_CUT_NOTE,
+) -> tuple[Bubble, ...]:
+    """`plan_bubbles` for a reply, at most `max_bubbles` of them. A longer reply keeps its
+    first `max_bubbles - 1` bubbles and ends with a bubble saying it was cut (`cut_note`,
+    `{count}` filled in). The source is cut before it is parsed, to twice what the kept
+    bubbles can show, so planning time is bounded whatever the model wrote."""
+    if max_bubbles < 2:
+        raise ValueError("max_bubbles must be at least 2")
+    budget = 2 * max_bubbles * limit
+    bubbles = plan_bubbles(source[:budget], limit)
+    if len(bubbles) <= max_bubbles and len(source) <= budget:
+        return bubbles
+    note = cut_note.format(count=max_bubbles)
+    return (*bubbles[: max_bubbles - 1], Bubble(source=note, text=note, entities=()))
+
+
 def plan_bubbles(source: str, limit: int = TELEGRAM_TEXT_LIMIT) -> tuple[Bubble, ...]:
     """The bubbles to send for the model's Markdown `source`, each at most `limit` UTF-16
     units of rendered text; blank input gives none."""

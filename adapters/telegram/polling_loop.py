@@ -11,8 +11,10 @@ confirmed by the next request:
   (a bot kicked in this batch answers none of it: it could not send there anyway), and
   reactions go with the message they react to;
 - a failing handler is logged and does not stop polling (the inbound service de-duplicates,
-  so an update seen twice after a crash is stored once); `StorageUnavailable` (the
-  database is busy or away) is retried with backoff before the update is given up;
+  so an update seen twice after a crash is stored once); a transient error
+  (`StorageUnavailable`: the database is busy or away; `OSError`: out of file handles, a
+  disk or socket hiccup) is retried with backoff, and when it persists the update is left
+  unconfirmed: the next `getUpdates` starts at it, so it is delivered again, never lost;
 - `getUpdates` failures back off exponentially up to `MAX_BACKOFF` seconds;
 - the reply of `getUpdates` is read as raw JSON and validated update by update: one update
   aiogram cannot validate (an older or newer Bot API shape) is logged with its `update_id`
@@ -44,6 +46,8 @@ logger = logging.getLogger(__name__)
 
 MAX_BACKOFF = 30.0
 STORAGE_RETRIES = 4
+TRANSIENT = (StorageUnavailable, OSError)
+"""Errors that say nothing about the update: it is retried, never skipped."""
 
 SkipHook = Callable[[int, str], Awaitable[None]]
 """Called with (update_id, reason) for an update that was passed without being handled."""
@@ -103,11 +107,17 @@ async def poll_updates(
         updates, skipped = validate_updates(raw, bot)
         for update_id, reason in skipped:
             await _report_skipped(on_skipped, update_id, reason)
-        await handle_batch(dispatcher, bot, updates)
+        unconfirmed = await handle_batch(dispatcher, bot, updates)
         if after_batch is not None:
             after_batch()
         ids = [u.update_id for u in updates] + [uid for uid, _ in skipped if uid is not None]
-        if ids:
+        if unconfirmed:
+            offset = min(unconfirmed)
+            logger.warning("updates from %s are not confirmed; fetching them again", offset)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), backoff)
+            backoff = min(MAX_BACKOFF, backoff * 2)
+        elif ids:
             offset = max(ids) + 1
     if offset is not None:  # confirm the last batch, so a restart does not see it again
         with contextlib.suppress(Exception):
@@ -165,12 +175,14 @@ async def _report_skipped(hook: SkipHook | None, update_id: int | None, reason: 
         logger.exception("recording skipped update %s failed", update_id)
 
 
-async def handle_batch(dispatcher: Dispatcher, bot: Bot, updates: Sequence[Update]) -> None:
-    """Feed one batch: chats concurrently, each chat's updates in message order.
+async def handle_batch(dispatcher: Dispatcher, bot: Bot, updates: Sequence[Update]) -> set[int]:
+    """Feed one batch: chats concurrently, each chat's updates in message order. Returns
+    the ids of updates a transient error kept from being handled (not to be confirmed).
 
     With a `BatchDelivery` (a sink that takes batches), each chat's leading new messages
     go to it together, stored in one transaction; the rest of each chat (from its first
     edit or other update on) then goes through the dispatcher, in order."""
+    unconfirmed: set[int] = set()
     chats: dict[object, list[Update]] = {}
     for update in updates:
         chats.setdefault(_chat_key(update), []).append(update)
@@ -183,7 +195,11 @@ async def handle_batch(dispatcher: Dispatcher, bot: Bot, updates: Sequence[Updat
             cut = next((i for i, u in enumerate(group) if not batch.takes(u)), len(group))
             heads += group[:cut]
             rests.append(group[cut:])
-        if not heads or await _deliver_batch(batch, heads):
+        delivered = await _deliver_batch(batch, heads) if heads else True
+        if delivered is None:
+            unconfirmed.update(u.update_id for u in heads)
+            groups = rests
+        elif delivered:
             groups = rests
 
     async def run_chat(group: list[Update]) -> None:
@@ -191,30 +207,37 @@ async def handle_batch(dispatcher: Dispatcher, bot: Bot, updates: Sequence[Updat
             for attempt in range(STORAGE_RETRIES + 1):
                 try:
                     await dispatcher.feed_update(bot, update)
-                except StorageUnavailable:
+                except TRANSIENT:
                     if attempt == STORAGE_RETRIES:
-                        logger.exception("storing update %s failed; giving up", update.update_id)
-                    else:
-                        await asyncio.sleep(0.5 * 2**attempt)
-                        continue
+                        logger.exception(
+                            "handling update %s failed for a transient reason; it stays "
+                            "unconfirmed",
+                            update.update_id,
+                        )
+                        unconfirmed.add(update.update_id)
+                        return  # the chat's later updates wait for it, in order
+                    await asyncio.sleep(0.5 * 2**attempt)
+                    continue
                 except Exception:
                     logger.exception("handling update %s failed", update.update_id)
                 break
 
     await asyncio.gather(*(run_chat(group) for group in groups if group))
+    return unconfirmed
 
 
-async def _deliver_batch(batch: BatchDelivery, heads: list[Update]) -> bool:
+async def _deliver_batch(batch: BatchDelivery, heads: list[Update]) -> bool | None:
     """Hand the new messages over together; False when that failed for a reason other than
-    storage (a bug): then the caller feeds them one by one (duplicates are found there)."""
+    a transient one (a bug): then the caller feeds them one by one (duplicates are found
+    there); None when a transient error persisted: they stay unconfirmed."""
     for attempt in range(STORAGE_RETRIES + 1):
         try:
             await batch.deliver(heads)
-        except StorageUnavailable:
+        except TRANSIENT:
             if attempt == STORAGE_RETRIES:
                 ids = f"{heads[0].update_id}..{heads[-1].update_id}"
-                logger.exception("storing updates %s failed; giving up", ids)
-                return True
+                logger.exception("storing updates %s failed; they stay unconfirmed", ids)
+                return None
             await asyncio.sleep(0.5 * 2**attempt)
             continue
         except Exception:

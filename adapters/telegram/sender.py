@@ -22,7 +22,13 @@ from aiogram.types import (
     ReplyParameters,
 )
 
-from adapters.telegram.markdown_entities import TELEGRAM_TEXT_LIMIT, Bubble, plan_bubbles
+from adapters.telegram.markdown_entities import (
+    DEFAULT_CUT_NOTE,
+    TELEGRAM_TEXT_LIMIT,
+    Bubble,
+    plan_bubbles,
+    plan_reply,
+)
 from bot.errors import (
     TelegramBadRequest,
     TelegramError,
@@ -52,9 +58,11 @@ class TelegramMessenger:
         limit: int = TELEGRAM_TEXT_LIMIT,
         max_flood_wait: float = DEFAULT_MAX_FLOOD_WAIT,
         sleep: Sleep = asyncio.sleep,
+        cut_note: str = DEFAULT_CUT_NOTE,
     ) -> None:
         self._bot = bot
         self._limit = limit
+        self._cut_note = cut_note
         self._max_flood_wait = max_flood_wait
         self._sleep = sleep
 
@@ -77,7 +85,8 @@ class TelegramMessenger:
         slots it left unsent are `None`. `on_bubble` gets the delivery so far after each
         confirmed bubble (its own errors propagate).
         """
-        bubbles = plan_bubbles(text, self._limit)
+        # at most MAX_BUBBLES_PER_REPLY bubbles; parsed in a thread so other chats go on
+        bubbles = await asyncio.to_thread(plan_reply, text, self._limit, cut_note=self._cut_note)
         sources = tuple(bubble.source for bubble in bubbles)
         ids: list[int | None] = [None] * len(bubbles)
         dates: list[datetime | None] = [None] * len(bubbles)
@@ -173,7 +182,7 @@ class TelegramMessenger:
     ) -> None:
         """`sendMessageDraft`: the reply so far, formatted like the final message (its first
         bubble: a draft is one message)."""
-        bubble = plan_bubbles(text, self._limit)[0]
+        bubble = plan_bubbles(text[: 2 * self._limit], self._limit)[0]  # one bubble's worth
         entities = [MessageEntity(**entity.to_api()) for entity in bubble.entities]
         try:
             await self._bot(

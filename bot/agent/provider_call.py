@@ -11,6 +11,7 @@ and every trim as `HistoryTrimmed`.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping
 from typing import Literal, Protocol
@@ -153,11 +154,17 @@ class ProviderCaller:
                 await self._called(state, None, None, error=exc, final=final, exact=exact)
                 raise TurnFailed("capacity", str(exc)) from exc
             started = time.perf_counter()
+            deadline = self.policy.call_deadline_seconds
             try:
-                if on_text is None:
-                    response = await state.route.provider.complete(request)
-                else:  # a streaming provider feeds the live draft
-                    response = await state.route.provider.complete(request, on_text=on_text)
+                async with asyncio.timeout(deadline):
+                    if on_text is None:
+                        response = await state.route.provider.complete(request)
+                    else:  # a streaming provider feeds the live draft
+                        response = await state.route.provider.complete(request, on_text=on_text)
+            except TimeoutError as exc:
+                late = ProviderUnavailable(f"no complete answer within {deadline:g} s")
+                await self._called(state, None, started, error=late, final=final, exact=exact)
+                raise TurnFailed("provider", str(late)) from exc
             except ContextOverflow as exc:
                 await self._called(state, None, started, error=exc, final=final, exact=exact)
                 if recovered or not await self._recover(state):

@@ -11,6 +11,7 @@ The tool loop, from parts each doing one job:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections import OrderedDict
@@ -45,7 +46,7 @@ from bot.ports import (
     SessionInfo,
 )
 from bot.texts import text as user_text
-from bot.tools.base import Tool
+from bot.tools.base import Tool, ToolContext
 
 __all__ = [
     "MAX_METERS",
@@ -224,45 +225,81 @@ class TurnRunner:
         state, aliases, records = await self.prepare(session, turn_id=turn_id, told_user=told_user)
         session = state.session
         tool_ctx = self.tool_runner.context(session, records)
-        hit_cap = False
-        key = session.key
-        private = session.scene != "group"
         try:
-            while True:
-                state.iteration += 1
-                hit_cap = state.iteration > self.policy.max_tool_iterations
-                # one draft id per reply: each model call may be the one that answers
-                draft = self.presence.draft(key.chat_id, key.thread_id, private=private)
-                response = await self.provider.call(state, final=hit_cap, on_text=draft)
-                if response.tool_calls and not hit_cap:
-                    await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
-                    continue
-                outcome = await self._deliver(state, response, reply_to, hit_cap, typing)
-                if outcome.status == "answered":
-                    self.request.reactions_answered(session.id)
-                    if self.told is not None:
-                        self.told.shown(key.chat_id, key.thread_id, told_user)
-                if self.compactor is not None and state.fold_soon:  # compaction (issue 17)
-                    self.compactor.after_reply(session, self.request.fold_view, turn_id=turn_id)
-                return outcome
+            async with asyncio.timeout(self.policy.turn_deadline_seconds):
+                return await self._steps(
+                    state, aliases, tool_ctx, reply_to, turn_id, told_user, typing
+                )
+        except TimeoutError:
+            failure = TurnFailed(
+                "provider", f"the turn took longer than {self.policy.turn_deadline_seconds:g} s"
+            )
+            log.warning("turn %s failed: %s", turn_id, failure.detail)
+            return await self._failed(state, failure, reply_to, typing, hit_cap=False)
         except TurnFailed as failure:
             log.warning("turn %s failed: %s", turn_id, failure.detail)
-            text = user_text(self.policy.locale, failure.key)
-            if typing is not None:
-                await typing.stop()
-            delivery = await self.messenger.send_text(
-                session.key.chat_id, text, thread_id=session.key.thread_id, reply_to=reply_to
-            )
-            if self.told is not None and delivery.delivered:  # the model never wrote it
-                self.told.note(key.chat_id, key.thread_id, text)
-            return TurnOutcome(
-                status="failed",
-                text=text,
-                delivery=delivery,
-                iterations=state.iteration,
-                hit_iteration_cap=hit_cap,
-                error=failure.detail,
-            )
+            capped = state.iteration > self.policy.max_tool_iterations
+            return await self._failed(state, failure, reply_to, typing, hit_cap=capped)
+
+    async def _steps(
+        self,
+        state: TurnState,
+        aliases: AliasTable,
+        tool_ctx: ToolContext,
+        reply_to: int | None,
+        turn_id: str,
+        told_user: Sequence[str],
+        typing: Typing | None,
+    ) -> TurnOutcome:
+        session = state.session
+        key = session.key
+        private = session.scene != "group"
+        while True:
+            state.iteration += 1
+            hit_cap = state.iteration > self.policy.max_tool_iterations
+            # one draft id per reply: each model call may be the one that answers
+            draft = self.presence.draft(key.chat_id, key.thread_id, private=private)
+            response = await self.provider.call(state, final=hit_cap, on_text=draft)
+            if response.tool_calls and not hit_cap:
+                await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
+                continue
+            outcome = await self._deliver(state, response, reply_to, hit_cap, typing)
+            if outcome.status == "answered":
+                self.request.reactions_answered(session.id)
+                if self.told is not None:
+                    self.told.shown(key.chat_id, key.thread_id, told_user)
+            if self.compactor is not None and state.fold_soon:  # compaction (issue 17)
+                self.compactor.after_reply(session, self.request.fold_view, turn_id=turn_id)
+            return outcome
+
+    async def _failed(
+        self,
+        state: TurnState,
+        failure: TurnFailed,
+        reply_to: int | None,
+        typing: Typing | None,
+        *,
+        hit_cap: bool,
+    ) -> TurnOutcome:
+        """Tell the chat the turn failed (a short notice in its language)."""
+        session = state.session
+        key = session.key
+        text = user_text(self.policy.locale, failure.key)
+        if typing is not None:
+            await typing.stop()
+        delivery = await self.messenger.send_text(
+            key.chat_id, text, thread_id=key.thread_id, reply_to=reply_to
+        )
+        if self.told is not None and delivery.delivered:  # the model never wrote it
+            self.told.note(key.chat_id, key.thread_id, text)
+        return TurnOutcome(
+            status="failed",
+            text=text,
+            delivery=delivery,
+            iterations=state.iteration,
+            hit_iteration_cap=hit_cap,
+            error=failure.detail,
+        )
 
     async def _deliver(
         self,

@@ -25,9 +25,10 @@ from datetime import UTC, tzinfo
 
 from bot.agent.turn import TurnState
 from bot.context.alias_table import AliasTable
+from bot.context.bounded_json import JsonTooDeep, JsonTooLarge, loads_bounded
 from bot.context.projection import current_record_index, record_tokens, tool_result_message
 from bot.context.tokens import ensure_token_estimate
-from bot.context.tool_results import truncate_tool_result
+from bot.context.tool_results import shorten, truncate_tool_result
 from bot.domain.messages import ChatMessage, ToolCall
 from bot.domain.records import (
     AssistantRecord,
@@ -52,6 +53,24 @@ from bot.tools.base import Tool, ToolContext
 from bot.tools.rights import ChatAdmins, MemberRights
 
 log = logging.getLogger("tgbot.runtime")
+
+MAX_ARGUMENT_CHARS = 64_000
+"""Longest tool arguments run (a Telegram message is 4,096 characters; a model that writes
+a megabyte of arguments gets an error, not a failed turn)."""
+MAX_ARGUMENT_DEPTH = 32
+"""Deepest nesting of tool arguments decoded (ours nest two or three levels)."""
+OVERSIZED_ARGUMENTS_KEY = "arguments_omitted"
+
+
+def bounded_call(call: ToolCall) -> ToolCall:
+    """The call as stored and replayed: arguments over `MAX_ARGUMENT_CHARS` keep their start
+    and a note of how much was cut, like an old tool result, wrapped in a JSON object so the
+    replayed call stays valid JSON; later requests stay small."""
+    if len(call.arguments) <= MAX_ARGUMENT_CHARS:
+        return call
+    cut = json.dumps({OVERSIZED_ARGUMENTS_KEY: shorten(call.arguments, "en")}, ensure_ascii=False)
+    return ToolCall(id=call.id, name=call.name, arguments=cut)
+
 
 TOOL_TIMEOUT_SECONDS = 30.0
 
@@ -171,7 +190,8 @@ class ToolRunner:
         if capped := sum(r.error_code in _CAPPED for r in results):
             log.warning("turn %s: %d tool calls over the caps", state.turn_id, capped)
         now = self.clock.now()
-        call_body = AssistantRecord(text=response.text, tool_calls=response.tool_calls)
+        calls = tuple(bounded_call(call) for call in response.tool_calls)
+        call_body = AssistantRecord(text=response.text, tool_calls=calls)
         results_body = ToolResultsRecord(results=tuple(results))
         await self.store.append(
             state.session.id,
@@ -182,7 +202,7 @@ class ToolRunner:
         )
         state.messages.append(
             ensure_token_estimate(
-                ChatMessage(role="assistant", content=response.text, tool_calls=response.tool_calls)
+                ChatMessage(role="assistant", content=response.text, tool_calls=calls)
             )
         )
         for result in results:
@@ -207,7 +227,19 @@ class ToolRunner:
         if tool is None:
             return failed("unknown_tool", f"there is no tool named {call.name!r}")
         try:
-            raw = json.loads(call.arguments or "{}")
+            raw = loads_bounded(
+                call.arguments or "{}", max_depth=MAX_ARGUMENT_DEPTH, max_chars=MAX_ARGUMENT_CHARS
+            )
+        except JsonTooLarge:
+            return failed(
+                "bad_arguments",
+                f"the arguments are {len(call.arguments)} characters, over the limit of "
+                f"{MAX_ARGUMENT_CHARS}; send less (split it, or put the text in your answer)",
+            )
+        except JsonTooDeep:
+            return failed(
+                "bad_arguments", f"the arguments nest more than {MAX_ARGUMENT_DEPTH} levels deep"
+            )
         except json.JSONDecodeError:
             return failed("bad_arguments", "the arguments are not valid JSON")
         if not isinstance(raw, dict):

@@ -52,6 +52,10 @@ class TurnPolicy:
     max_messages_per_turn: int = 5
     owner_id: int | None = None
     max_output_tokens: int | None = None
+    call_deadline_seconds: float | None = None
+    """Total time of one model call (None: unbounded)."""
+    turn_deadline_seconds: float | None = None
+    """Total time of one turn (None: unbounded)."""
     locale: Locale = "zh"
     zone: tzinfo
     zone_name: str = "UTC"

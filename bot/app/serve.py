@@ -21,6 +21,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
+from adapters.http_guard import limit_repeated_logs, raise_file_limit
 from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.polling_loop import AfterBatchHook, poll_updates
 from adapters.telegram.sender import TelegramMessenger
@@ -47,6 +48,7 @@ from bot.app.wiring import (
 from bot.config import Settings, load_settings
 from bot.errors import ConfigError
 from bot.redact import install_log_scrubbing
+from bot.texts import text as user_text
 
 if TYPE_CHECKING:
     from bot.app.dashboard.server import RunningDashboard
@@ -100,6 +102,9 @@ def start_banner(
 async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> int:
     token = check_bot_token(settings, "run")
     url = check_database_url(settings)
+    os.umask(0o077)  # data files (database, ledger, corrections) are the operator's: 0600
+    raise_file_limit()  # idle sockets must not run the process out of file handles
+    limit_repeated_logs()
     async with opening_database(url):
         store = await open_store(settings)
     try:
@@ -123,7 +128,9 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             if failure is None:
                 raise
             raise failure from None
-        messenger = TelegramMessenger(bot)
+        messenger = TelegramMessenger(
+            bot, cut_note=user_text(settings.bot_locale, "reply_cut", count="{count}")
+        )
         app = build_app(
             settings,
             store=store,
@@ -190,7 +197,14 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
                 after_batch=_fault_after_batch(),
             )
         log.info("finishing running turns")
-        await app.inbound.drain()
+        grace = settings.runtime.shutdown_grace_seconds
+        try:
+            async with asyncio.timeout(grace):
+                await app.inbound.drain()
+        except TimeoutError:
+            log.warning("turns still running after %gs; cancelling them", grace)
+            app.inbound.cancel_running()
+            await app.inbound.drain()
         await app.runner.aclose()
         await app.routes.aclose()
         await app.ledger.flush()

@@ -210,6 +210,8 @@ def turn_policy(settings: Settings) -> TurnPolicy:
         max_messages_per_turn=runtime.max_messages_per_turn,
         owner_id=settings.owner_id,
         max_output_tokens=runtime.max_output_tokens,
+        call_deadline_seconds=runtime.model_call_deadline_seconds,
+        turn_deadline_seconds=runtime.turn_deadline_seconds,
         locale=settings.bot_locale,
         zone=settings.zone,
         zone_name=settings.bot_timezone,

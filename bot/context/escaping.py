@@ -9,9 +9,13 @@ breadcrumb, `[Summary of earlier conversation …]`, the per-turn blocks (`[Turn
 Rule (chosen over a list of names): in member content (text, captions, quotes, event
 text; names and options go through `inline_value`) every line that opens with an opening
 bracket followed by a word is escaped. "Opens" allows leading whitespace and invisible
-characters (C0/C1 controls, zero-width, bidi, soft hyphen, BOM) before the bracket and
-between the bracket and the word; the brackets are `[`, full-width `［`, `【`, `〖`, `〘`
-and `〚`; "a word" is any letter or digit in any script. A list of names failed once
+characters before the bracket and between the bracket and the word, "invisible" decided by
+Unicode category (`bot.context.unicode_classes.is_invisible`: controls, format characters,
+combining marks, variation selectors, separators, Hangul fillers…); the brackets are
+`[`, full-width `［`, `【`, `〖`, `〘` and `〚`; "a word" is any letter or digit in any
+script. Both scans here (this one and the echoed header) are hand-written single passes,
+not regular expressions: member and model text can make a backtracking pattern take
+exponential time. A list of names failed once
 already (new blocks slipped through unescaped), and every future block name is covered
 without anyone remembering to add it; the cost is a backslash before a member's
 `[1] footnote` or `[link](url)` line, which reads the same to a model.
@@ -29,12 +33,8 @@ brackets, and in a header no `;`.
 
 from __future__ import annotations
 
-import re
+from bot.context.unicode_classes import is_invisible
 
-_INVISIBLE = (
-    r"[\s\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e"
-    r"\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
-)
 OPENING_BRACKETS = "[［【〖〘〚"
 HEADER_FIELDS = (
     "id",
@@ -48,10 +48,8 @@ HEADER_FIELDS = (
     "time",
     "reply_to",
 )
-_FIELD = "(?:" + "|".join(HEADER_FIELDS) + ")"
-_RESERVED_LINE = re.compile(
-    rf"^({_INVISIBLE}*)(\\*)([{re.escape(OPENING_BRACKETS)}]{_INVISIBLE}*[^\W_])",
-)
+_FIELDS = frozenset(HEADER_FIELDS)
+_HEADER_LEAD = frozenset(" \t\r\n\ufeff")
 
 # Line breaks and C0/C1 controls become a space; bidi controls and the BOM are dropped
 # (they only reorder or hide text); zero-width joiners stay, emoji need them.
@@ -70,19 +68,31 @@ _INLINE_TABLE: dict[int, str | None] = {
 }
 _HEADER_TABLE: dict[int, str | None] = {**_INLINE_TABLE, ord(";"): ","}
 
-_ECHOED_HEADER = re.compile(
-    rf"[ \t\r\n\ufeff]*\[(?:[ \t]*{_FIELD}[ \t]*:[^;\[\]\n]*;?)+[ \t]*\][ \t]*(?:\r?\n)?",
-    re.IGNORECASE,
-)
-
 
 def escape_member_text(text: str) -> str:
     """`text` with a backslash before the bracket of every line that opens a reserved marker."""
     if not any(bracket in text for bracket in OPENING_BRACKETS):
         return text
-    return "".join(
-        _RESERVED_LINE.sub(r"\1\\\2\3", line, count=1) for line in text.splitlines(keepends=True)
-    )
+    return "".join(_escaped_line(line) for line in text.splitlines(keepends=True))
+
+
+def _escaped_line(line: str) -> str:
+    """`line` with a backslash before its bracket when it opens a reserved marker.
+
+    One pass over the opening characters (no regular expression, so no backtracking):
+    invisible characters and backslashes, a bracket, invisible characters, a word character.
+    """
+    at = 0
+    while at < len(line) and (line[at] == "\\" or is_invisible(line[at])):
+        at += 1
+    if at == len(line) or line[at] not in OPENING_BRACKETS:
+        return line
+    word = at + 1
+    while word < len(line) and is_invisible(line[word]):
+        word += 1
+    if word == len(line) or not line[word].isalnum():
+        return line
+    return line[:at] + "\\" + line[at:]
 
 
 def inline_value(text: str) -> str:
@@ -102,6 +112,42 @@ def strip_echoed_header(reply: str) -> str:
     break after it); everything after them is returned byte-exact.
     """
     position = 0
-    while match := _ECHOED_HEADER.match(reply, position):
-        position = match.end()
+    while (end := _echoed_header_end(reply, position)) is not None:
+        position = end
     return reply[position:]
+
+
+def _echoed_header_end(reply: str, start: int) -> int | None:
+    """Where one echoed header that begins at `start` (after whitespace) ends, or None.
+
+    A header is `[`, then `field:value` parts separated by `;` (the last `;` optional; a
+    field one of `HEADER_FIELDS`, any case, spaces around it; a value without `;`, brackets
+    or a line break), then `]`, spaces and one optional line break. Scanned once, left to
+    right: linear in the length of the header, whatever the reply holds.
+    """
+    at = start
+    while at < len(reply) and reply[at] in _HEADER_LEAD:
+        at += 1
+    if at == len(reply) or reply[at] != "[":
+        return None
+    close = at + 1
+    while close < len(reply) and reply[close] not in "[]\n":
+        close += 1
+    if close == len(reply) or reply[close] != "]":
+        return None
+    inner = reply[at + 1 : close].rstrip(" \t")
+    if inner.endswith(";"):
+        inner = inner[:-1]
+    for part in inner.split(";"):
+        name, colon, _value = part.partition(":")
+        name = name.strip(" \t")
+        if not colon or not name.isascii() or name.lower() not in _FIELDS:
+            return None
+    end = close + 1
+    while end < len(reply) and reply[end] in " \t":
+        end += 1
+    if reply.startswith("\r\n", end):
+        return end + 2
+    if reply.startswith("\n", end):
+        return end + 1
+    return end

@@ -19,7 +19,8 @@ from bot.texts import text
 log = logging.getLogger("tgbot.commands")
 
 UsageReply = Callable[[], Awaitable[tuple[str, bytes | None]]]
-Retry = Callable[[SessionInfo], Awaitable[bool]]
+Retry = Callable[[SessionInfo, int], Awaitable[bool]]
+"""(session, requester id) → whether the requester's own last turn is regenerated."""
 MeterLookup = Callable[[int], CallMeter | None]
 DashboardLink = Callable[[], str]
 """A fresh link to the dashboard (with a short-lived signed token when one is set)."""
@@ -84,18 +85,32 @@ class Commands:
             case "model":
                 await self._say(message, await self.switch_model(message, session))
             case "dashboard":
-                if self.dashboard_link is None:
-                    await self._say(message, text(self.locale, "dashboard_unset"))
-                else:
-                    await self._say(
-                        message, text(self.locale, "dashboard_link", url=self.dashboard_link())
-                    )
+                await self.send_dashboard_link(message)
             case "retry":
-                if self.retry is None or not await self.retry(session):
+                if self.retry is None or not await self.retry(session, message.sender.id):
                     await self._say(message, text(self.locale, "nothing_to_retry"))
             case _:
                 await self._say(message, text(self.locale, "help"))
         return True
+
+    async def send_dashboard_link(self, message: InboundMessage) -> None:
+        """The link goes to the owner's private chat only: typed in a group, the group is
+        told a private message was sent (a member who opened the link would read
+        everything the owner can)."""
+        if self.dashboard_link is None:
+            await self._say(message, text(self.locale, "dashboard_unset"))
+            return
+        link = text(self.locale, "dashboard_link", url=self.dashboard_link())
+        if message.chat_type == "private" and message.chat_id == message.sender.id:
+            await self._say(message, link)
+            return
+        try:
+            await self.messenger.send_text(message.sender.id, link)
+        except TelegramError:
+            log.warning("could not send the dashboard link privately", exc_info=True)
+            await self._say(message, text(self.locale, "dashboard_private_failed"))
+            return
+        await self._say(message, text(self.locale, "dashboard_sent_privately"))
 
     def context_text(self, session: SessionInfo) -> str:
         route = self.routes.resolve(session.route)

@@ -395,14 +395,23 @@ class InboundService:
             )
             await self._run(session, reply_to=message.message_id)
 
-    async def retry(self, session: SessionInfo) -> bool:
+    async def retry(self, session: SessionInfo, requester_id: int) -> bool:
         """Regenerate the last answer on a new branch; False when there is nothing to retry.
-        The new answer comes from a scheduled turn (`drain` waits for it)."""
+        The new answer comes from a scheduled turn (`drain` waits for it).
+
+        Only the requester's own last turn: when the chat's last message is someone else's
+        (the owner's, say), there is nothing for them to retry. The regenerated turn answers
+        the requester's message, so its tools act with the requester's rights, never with
+        those of whoever spoke last."""
         loaded = await self.store.load_history(session.id, max_records=200)
         last_user = next(
             (r for r in reversed(loaded.records) if isinstance(r.body, UserRecord)), None
         )
         if last_user is None:
+            return False
+        assert isinstance(last_user.body, UserRecord)
+        if last_user.body.sender.id != requester_id:
+            log.info("refused /retry of another member's turn from %s", requester_id)
             return False
         self.spawn_turn(session, reply_to=last_user.message_id, leaf=last_user.id)
         return True
@@ -424,6 +433,12 @@ class InboundService:
             ),
         )
         return await recovery.recover(BotIdentity(id=bot_id, username=bot_username))
+
+    def cancel_running(self) -> None:
+        """Cancel every scheduled turn (shutdown, after its grace): an interrupted turn is
+        finished or closed by crash recovery at the next start."""
+        for task in list(self._tasks):
+            task.cancel()
 
     async def drain(self) -> None:
         """Wait until every scheduled turn has finished (tests and shutdown)."""

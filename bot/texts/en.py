@@ -12,7 +12,11 @@ TEXTS: dict[str, str] = {
     "help": "Mention me or reply to me in a group to talk. Owner commands: "
     "/usage /context /model /dashboard /retry",
     "unknown": "unknown",
-    "dashboard_link": "The dashboard (this link works for 15 minutes): {url}",
+    "dashboard_link": "The dashboard (this link works once, for 15 minutes): {url}",
+    "reply_cut": "…(reply cut here: at most {count} messages per reply)",
+    "dashboard_sent_privately": "I sent you a private message with the dashboard link.",
+    "dashboard_private_failed": "I could not message you privately: open a private chat with "
+    "me, press Start, and send /dashboard there.",
     "dashboard_unset": "No dashboard link yet: set DASHBOARD_URL (its public address) and "
     "DASHBOARD_TOKEN, and DASHBOARD_PORT for `tgbot run` to serve it; or run `tgbot dashboard` "
     "on the bot's machine and open http://127.0.0.1:8080/ there.",

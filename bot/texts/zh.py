@@ -11,7 +11,11 @@ TEXTS: dict[str, str] = {
     "model_unknown": "没有名为 {name} 的模型配置。可用：{choices}",
     "help": "在群里 @我 或回复我的消息即可对话。主人命令：/usage /context /model /dashboard /retry",
     "unknown": "未知",
-    "dashboard_link": "控制台（链接 15 分钟内有效）：{url}",
+    "dashboard_link": "控制台（链接仅可使用一次，15 分钟内有效）：{url}",
+    "reply_cut": "…（回复过长，到此截断：每次回复最多 {count} 条消息）",
+    "dashboard_sent_privately": "控制台链接已私信发给你。",
+    "dashboard_private_failed": "无法私信你：请先打开与我的私聊、点击开始，"
+    "然后在私聊里发送 /dashboard。",
     "dashboard_unset": "还没有控制台链接：请设置 DASHBOARD_URL（公开地址）和 DASHBOARD_TOKEN，"
     "并设置 DASHBOARD_PORT 让 `tgbot run` 一并提供；或在机器人所在的机器上运行 `tgbot dashboard`，"
     "在那里打开 http://127.0.0.1:8080/ 。",

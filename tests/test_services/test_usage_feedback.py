@@ -3,6 +3,7 @@ table, the daily summary text, and `tgbot usage report` reading them from the da
 
 from __future__ import annotations
 
+import itertools
 import json
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -28,9 +29,17 @@ def at_local(day: date, hour: int) -> datetime:
     return datetime(day.year, day.month, day.day, hour, tzinfo=SHANGHAI).astimezone(UTC)
 
 
+MEMBERS = itertools.count(1)  # each reaction from another member: one member's repeats count once
+
+
 def reaction(emoji: str, at: datetime, *, chat: int = CHAT) -> StoredReaction:
     return StoredReaction(
-        chat_id=chat, message_id=5, user_id=1, user_name="Alice", emoji=emoji, created_at=at
+        chat_id=chat,
+        message_id=5,
+        user_id=next(MEMBERS),
+        user_name="Alice",
+        emoji=emoji,
+        created_at=at,
     )
 
 

@@ -58,7 +58,7 @@ def sign(secret: str, purpose: Purpose, expires_at: int) -> str:
 def verify(secret: str, purpose: Purpose, token: str, *, now: float) -> bool:
     """True when `token` was signed with `secret` for `purpose` and has not expired."""
     expiry, dot, mac = token.partition(".")
-    if not dot or not expiry.isdigit() or len(expiry) > 12:
+    if not dot or not (expiry.isascii() and expiry.isdigit()) or len(expiry) > 12:
         return False
     expected = _mac(secret, purpose, int(expiry))
     if not hmac.compare_digest(mac.encode(), expected.encode()):

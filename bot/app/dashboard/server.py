@@ -17,17 +17,20 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import jinja2
 from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapters.http_guard import GuardedSite, guarded_runner
 from bot.agent.events import EventBus
 from bot.app.dashboard.auth import (
     COOKIE_NAME,
+    LINK_SECONDS,
     SESSION_SECONDS,
     check_bind,
+    is_loopback,
     matches_secret,
     sign,
     verify,
@@ -252,13 +255,36 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         )
 
 
+def host_name(host: str) -> str:
+    """The name in a Host header, without its port (`[::1]:8080` → `::1`)."""
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    name, colon, port = host.rpartition(":")
+    return name if colon and port.isdigit() and ":" not in name else host
+
+
+def local_path(path: str) -> str:
+    """`path` as a same-site redirect target: percent-encoded (a tab, a backslash or a
+    line break cannot make a browser read `//other.site`) with one leading slash."""
+    return "/" + quote(path, safe="/:@!$&'()*+,;=-._~").lstrip("/")
+
+
 def _auth(dashboard: Dashboard) -> Any:
     token = dashboard.settings.dashboard_token
     secret = token.get_secret_value() if token is not None else None
 
+    behind_tls = (dashboard.settings.dashboard_url or "").lower().startswith("https://")
+    used_links: dict[str, float] = {}  # a `/dashboard` link works once (until it expires)
+
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if secret is None or request.path == "/healthz":
+        if request.path == "/healthz":
+            return await handler(request)
+        if secret is None:
+            # loopback without a token: a web page on another name (DNS rebinding) must
+            # not read it through the operator's browser
+            if not is_loopback(host_name(request.host)):
+                return web.Response(status=421, text="this dashboard answers on loopback only\n")
             return await handler(request)
         now = time.time()
         header = request.headers.get("Authorization", "")
@@ -269,21 +295,27 @@ def _auth(dashboard: Dashboard) -> Any:
         if cookie is not None and verify(secret, "session", cookie, now=now):
             return await handler(request)
         query = request.query.get("token")
+        for spent, expiry in list(used_links.items()):
+            if expiry <= now:
+                del used_links[spent]
         if query is not None and (
-            matches_secret(secret, query) or verify(secret, "link", query, now=now)
+            matches_secret(secret, query)
+            or (query not in used_links and verify(secret, "link", query, now=now))
         ):
+            if not matches_secret(secret, query):
+                used_links[query] = now + LINK_SECONDS
             # The token leaves the address bar: the cookie carries a signed session instead.
             kept = {k: v for k, v in request.query.items() if k != "token"}
-            # one leading slash: `//host` would send the browser to another site
-            path = "/" + request.path.lstrip("/")
-            redirect = web.HTTPSeeOther(path + (f"?{urlencode(kept)}" if kept else ""))
+            redirect = web.HTTPSeeOther(
+                local_path(request.path) + (f"?{urlencode(kept)}" if kept else "")
+            )
             redirect.set_cookie(
                 COOKIE_NAME,
                 sign(secret, "session", int(now) + SESSION_SECONDS),
                 max_age=SESSION_SECONDS,
                 httponly=True,
                 samesite="Strict",
-                secure=request.secure,
+                secure=request.secure or behind_tls,
                 path="/",
             )
             raise redirect
@@ -459,9 +491,9 @@ async def static(request: web.Request) -> web.Response:
 async def start_dashboard(dashboard: Dashboard, *, host: str, port: int) -> web.AppRunner:
     """Start serving (returns the runner to clean up); refuses an open host without a token."""
     check_bind(host, has_token=dashboard.settings.dashboard_token is not None)
-    runner = web.AppRunner(build_application(dashboard), access_log=None, shutdown_timeout=5)
+    runner = guarded_runner(build_application(dashboard), shutdown_timeout=5)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = GuardedSite(runner, host, port)
     try:
         await site.start()
     except OSError as exc:

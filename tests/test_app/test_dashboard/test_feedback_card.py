@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import itertools
 from datetime import UTC, datetime
 
 from aiohttp import web
@@ -14,11 +15,16 @@ from bot.ports import StoredReaction
 Client = TestClient[web.Request, web.Application]
 
 
+MEMBERS = itertools.count(
+    1001
+)  # each reaction from another member: one member's repeats count once
+
+
 def reaction(emoji: str, day: int) -> StoredReaction:
     return StoredReaction(
         chat_id=-100,
         message_id=9,
-        user_id=1001,
+        user_id=next(MEMBERS),
         user_name="Alice",
         emoji=emoji,
         created_at=datetime(2020, 1, day, 12, tzinfo=UTC),

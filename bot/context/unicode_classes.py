@@ -1,0 +1,31 @@
+"""Which characters a reader cannot see: the one predicate every check of "invisible" uses.
+
+Decided by Unicode category, not by a list, so characters added to Unicode later (and the
+many a list forgets) are covered: controls (Cc), format characters (Cf: zero-width, bidi,
+BOM, tags…), unassigned and surrogate code points (Cn, Cs), private use (Co), combining
+marks that draw on the previous character or nothing (Mn, Me: U+034F, U+0301, the variation
+selectors U+FE00–U+FE0F and U+E0100–U+E01EF…), and separators (Zs, Zl, Zp). Letters that
+render as blank space are named here because their category says "letter": the Hangul
+fillers (U+115F, U+1160, U+3164, U+FFA0) and the Braille blank (U+2800).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Mn", "Me", "Zs", "Zl", "Zp"})
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def is_invisible(char: str) -> bool:
+    """True for one character that shows nothing by itself (see the module text)."""
+    return (
+        char in _BLANK_LETTERS
+        or char.isspace()
+        or unicodedata.category(char) in _INVISIBLE_CATEGORIES
+    )
+
+
+def is_invisible_text(text: str) -> bool:
+    """True when `text` has no character a reader can see (also for the empty string)."""
+    return all(is_invisible(char) for char in text)
