@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.routes import ModelRoute, RouteTable
+from bot.agent.traces import new_call_id
 from bot.context.compaction import (
     new_summary,
     plan_fold,
@@ -373,5 +374,7 @@ class _Call:
                 kept_turns=0,
                 dropped_turns=0,
                 purpose="compaction",
+                call_id=new_call_id(self.clock.now()),
+                response=response,
             )
         )

@@ -100,6 +100,8 @@ class LedgerEntry:
     hit_iteration_cap: bool = False
     cost: float | None = None
     tool_calls: int = 0
+    call_id: str = ""
+    """Names the call's trace (`bot.agent.traces`); empty on lines from before traces."""
 
     def __post_init__(self) -> None:
         if self.ts.tzinfo is None or self.ts.utcoffset() is None:
@@ -141,6 +143,7 @@ class LedgerEntry:
             "hit_iteration_cap": self.hit_iteration_cap,
             "cost": self.cost,
             "tool_calls": self.tool_calls,
+            "call_id": self.call_id,
         }
 
     def to_json_line(self) -> str:
@@ -175,7 +178,7 @@ class LedgerEntry:
         (ts, session, chat, thread, scene, turn_id, iteration, purpose, provider, model,
          input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
          est_images, est_corrected, trims, latency_ms, error, hit_iteration_cap, cost,
-         tool_calls) = values
+         tool_calls, call_id) = values
         if not (
             type(ts) is str and type(session) is int and type(chat) is int
             and type(thread) is int and type(scene) is str and type(turn_id) is str
@@ -188,7 +191,7 @@ class LedgerEntry:
             and (type(est_corrected) is int or est_corrected is None)
             and type(latency_ms) is int and (type(error) is str or error is None)
             and type(hit_iteration_cap) is bool and (type(cost) is float or cost is None)
-            and type(tool_calls) is int and type(trims) is list
+            and type(tool_calls) is int and type(trims) is list and type(call_id) is str
         ):
             return _from_partial(data)
         parsed = datetime.fromisoformat(ts)
@@ -198,7 +201,7 @@ class LedgerEntry:
             parsed, session, chat, thread, scene, turn_id, iteration, purpose, provider, model,
             input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
             est_images, est_corrected, tuple(map(_trim_from_json, trims)),
-            latency_ms, error, hit_iteration_cap, cost, tool_calls,
+            latency_ms, error, hit_iteration_cap, cost, tool_calls, call_id,
         ))
         # fmt: on
 
@@ -246,6 +249,7 @@ def _from_partial(data: Mapping[str, Any]) -> LedgerEntry:
             bool(get("hit_iteration_cap", False)),
             _opt_float(get("cost")),
             _int(get("tool_calls")),
+            _str(get("call_id")),
         )
     )
 

@@ -83,6 +83,7 @@ def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEn
         hit_iteration_cap=call.final,
         cost=call.route.prices.cost(usage) if usage is not None else None,
         tool_calls=call.tool_calls,
+        call_id=call.call_id,
     )
 
 

@@ -32,6 +32,7 @@ from bot.app.dashboard.auth import (
     sign,
     verify,
 )
+from bot.app.dashboard.calls import call_page, conversation_page
 from bot.app.dashboard.ledger_index import LedgerIndex
 from bot.app.dashboard.live import LedgerTail, LiveFeed
 from bot.app.dashboard.metrics import CONTENT_TYPE, DashboardMetrics
@@ -146,6 +147,8 @@ def build_application(dashboard: Dashboard) -> web.Application:
     app.router.add_get("/", overview)
     app.router.add_get("/chats", chats)
     app.router.add_get(r"/chats/{chat_id:-?\d{1,19}}", chat)
+    app.router.add_get(r"/calls/{call_id:\d{8}-[0-9a-f]{12}}", call_page)
+    app.router.add_get(r"/chats/{chat_id:-?\d{1,19}}/conversation", conversation_page)
     app.router.add_get("/events", events)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)
