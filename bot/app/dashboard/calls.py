@@ -16,32 +16,30 @@ from aiohttp import web
 
 from bot.agent.traces import read_trace
 from bot.app.dashboard.views import BadQuery, alias_lines, parse_int
+from bot.config import Settings
 from bot.domain.ids import SessionKey
 from bot.errors import SessionNotFound
+from bot.ports import ConversationStore
 
 RECORDS_PER_PAGE = 50
 MAX_CONVERSATION_RECORDS = 5_000
 
 
-async def call_page(request: web.Request) -> web.Response:
-    from bot.app.dashboard.server import DASHBOARD, render
+Page = tuple[int, str, dict[str, Any]]
+"""(status, template, its values)."""
 
-    dashboard = request.app[DASHBOARD]
-    call_id = request.match_info["call_id"]
+
+async def call_page(settings: Settings, call_id: str) -> Page:
+    """The trace page of `call_id`, or a 404 that says how long traces are kept."""
     try:
-        trace = await asyncio.to_thread(read_trace, dashboard.settings.traces_dir, call_id)
+        trace = await asyncio.to_thread(read_trace, settings.traces_dir, call_id)
     except ValueError as exc:
-        return render(request, "error.html", status=500, title="Damaged trace", detail=str(exc))
+        return 500, "error.html", {"title": "Damaged trace", "detail": str(exc)}
     if trace is None:
-        keep = dashboard.settings.ledger.keep_requests_days
-        return render(
-            request,
-            "error.html",
-            status=404,
-            title="No trace of this call",
-            detail=f"Call {call_id} has no stored trace: traces are kept {keep} days.",
-        )
-    return render(request, "call.html", title=f"Call {call_id}", trace=view(trace))
+        keep = settings.ledger.keep_requests_days
+        detail = f"Call {call_id} has no stored trace: traces are kept {keep} days."
+        return 404, "error.html", {"title": "No trace of this call", "detail": detail}
+    return 200, "call.html", {"title": f"Call {call_id}", "trace": view(trace)}
 
 
 def view(trace: dict[str, Any]) -> dict[str, Any]:
@@ -81,34 +79,32 @@ def _pretty_call(call: dict[str, Any]) -> dict[str, Any]:
     return {**call, "pretty": pretty}
 
 
-async def conversation_page(request: web.Request) -> web.Response:
+async def conversation_page(store: ConversationStore, request: web.Request) -> Page:
     """The stored records of a chat's window, newest page first, with their aliases."""
-    from bot.app.dashboard.server import DASHBOARD, render
-
-    dashboard = request.app[DASHBOARD]
     chat_id = parse_int(request.match_info["chat_id"], "chat id", default=0)
     thread = parse_int(request.query.get("thread"), "thread", default=0)
     page = parse_int(request.query.get("page"), "page", default=1)
     if page < 1:
         raise BadQuery("page: pages start at 1")
-    session = await dashboard.store.find_session(SessionKey(chat_id=chat_id, thread_id=thread))
+    session = await store.find_session(SessionKey(chat_id=chat_id, thread_id=thread))
     if session is None:
         raise SessionNotFound(f"no session for chat {chat_id}")
     wanted = min(page * RECORDS_PER_PAGE, MAX_CONVERSATION_RECORDS)
-    loaded = await dashboard.store.load_history(session.id, max_records=wanted)
+    loaded = await store.load_history(session.id, max_records=wanted)
     records = loaded.records
     end = len(records) - (page - 1) * RECORDS_PER_PAGE
     if end <= 0 and page > 1:
         raise BadQuery(f"page: there are only {len(records)} records in the window")
     shown = records[max(0, end - RECORDS_PER_PAGE) : max(0, end)]
     more = (end > RECORDS_PER_PAGE and wanted < MAX_CONVERSATION_RECORDS) or loaded.has_earlier
-    return render(
-        request,
+    return (
+        200,
         "conversation.html",
-        title=f"Conversation of chat {chat_id}",
-        session=session,
-        records=shown,
-        aliases=alias_lines(shown, limit=RECORDS_PER_PAGE * 4),
-        page=page,
-        more=more and end > RECORDS_PER_PAGE,
+        {
+            "title": f"Conversation of chat {chat_id}",
+            "session": session,
+            "aliases": alias_lines(shown, limit=RECORDS_PER_PAGE * 4),
+            "page": page,
+            "more": more and end > RECORDS_PER_PAGE,
+        },
     )

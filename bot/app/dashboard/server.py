@@ -24,6 +24,7 @@ from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.agent.events import EventBus
+from bot.app.dashboard import calls
 from bot.app.dashboard.auth import (
     COOKIE_NAME,
     SESSION_SECONDS,
@@ -32,7 +33,6 @@ from bot.app.dashboard.auth import (
     sign,
     verify,
 )
-from bot.app.dashboard.calls import call_page, conversation_page
 from bot.app.dashboard.ledger_index import LedgerIndex
 from bot.app.dashboard.live import LedgerTail, LiveFeed
 from bot.app.dashboard.metrics import CONTENT_TYPE, DashboardMetrics
@@ -394,6 +394,17 @@ async def chat(request: web.Request) -> web.Response:
         turns=turns,
         days=CHAT_DAYS,
     )
+
+
+async def call_page(request: web.Request) -> web.Response:
+    settings = _dashboard(request).settings
+    status, template, values = await calls.call_page(settings, request.match_info["call_id"])
+    return render(request, template, status=status, **values)
+
+
+async def conversation_page(request: web.Request) -> web.Response:
+    status, template, values = await calls.conversation_page(_dashboard(request).store, request)
+    return render(request, template, status=status, **values)
 
 
 async def events(request: web.Request) -> web.StreamResponse:
