@@ -126,6 +126,19 @@ async def store_answers(engine: AsyncEngine) -> bool:
     return True
 
 
+async def has_bot_tables(engine: AsyncEngine) -> bool:
+    """True when the database has the bot's tables (it was migrated at least once)."""
+    try:
+        async with engine.connect() as conn:
+            conn = await conn.execution_options(**ONE_STATEMENT)
+            found = await conn.execute(
+                text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chat_sessions'")
+            )
+            return found.first() is not None
+    except (SQLAlchemyError, OSError):
+        return False
+
+
 async def inbound_message_count(engine: AsyncEngine) -> int:
     """Platform messages from people (not the bot) stored so far."""
     try:

@@ -112,10 +112,10 @@ def open_dashboard(
     migrates or writes). With `bus` (inside `tgbot run`) trims arrive as they happen."""
     from bot.app.context_show import preview_request
     from bot.app.wiring import turn_policy
-    from storage.engine import create_engine_for
+    from storage.engine import create_readonly_engine
     from storage.sql import SqlStore
 
-    engine = create_engine_for(settings.resolved_database_url)
+    engine = create_readonly_engine(settings.resolved_database_url)
     feed = LiveFeed(DashboardMetrics())
     if bus is not None:
         feed.attach(bus)
@@ -234,6 +234,9 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except SessionNotFound as exc:
         return render(request, "error.html", status=404, title="Unknown chat", detail=str(exc))
     except StorageUnavailable:
+        missing = await _no_bot_data(request)
+        if missing is not None:
+            return render(request, "error.html", status=503, title=missing, detail="")
         log.exception("dashboard: the store did not answer")
         return render(
             request,
@@ -436,9 +439,26 @@ async def events(request: web.Request) -> web.StreamResponse:
 async def healthz(request: web.Request) -> web.Response:
     from storage.dashboard import store_answers
 
+    missing = await _no_bot_data(request)
+    if missing is not None:
+        return web.Response(text=missing + "\n", status=503)
     if await store_answers(_dashboard(request).engine):
         return web.Response(text="ok\n")
     return web.Response(text="the database does not answer\n", status=503)
+
+
+async def _no_bot_data(request: web.Request) -> str | None:
+    """ "no bot data in DATA_DIR=… yet" when the SQLite file is missing or was never migrated."""
+    from storage.dashboard import has_bot_tables
+    from storage.engine import sqlite_file
+
+    dashboard = _dashboard(request)
+    path = sqlite_file(dashboard.settings.resolved_database_url)
+    if path is None:
+        return None
+    if not path.exists() or not await has_bot_tables(dashboard.engine):
+        return f"no bot data in DATA_DIR={dashboard.settings.data_dir} yet"
+    return None
 
 
 async def metrics(request: web.Request) -> web.Response:
