@@ -24,6 +24,7 @@ from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.agent.events import EventBus
+from bot.agent.turn import TurnPolicy
 from bot.app.dashboard import calls
 from bot.app.dashboard.auth import (
     COOKIE_NAME,
@@ -94,6 +95,7 @@ class Dashboard:
     """Follows the ledger when no event bus feeds the live events (standalone)."""
     max_records: int
     preview: Preview
+    policy: TurnPolicy
     now: Now = _system_now
 
     def today(self) -> date:
@@ -116,6 +118,7 @@ def open_dashboard(
     from storage.sql import SqlStore
 
     engine = create_readonly_engine(settings.resolved_database_url)
+    policy = turn_policy(settings)
     feed = LiveFeed(DashboardMetrics())
     if bus is not None:
         feed.attach(bus)
@@ -130,8 +133,9 @@ def open_dashboard(
         index=LedgerIndex(settings.traces_dir, settings.zone, today=today),
         feed=feed,
         tail=None if bus is not None else LedgerTail(settings.traces_dir, feed, today=today),
-        max_records=turn_policy(settings).max_records,
+        max_records=policy.max_records,
         preview=preview_request,
+        policy=policy,
         now=now,
     )
 
@@ -344,12 +348,10 @@ async def chats(request: web.Request) -> web.Response:
     page = parse_int(request.query.get("page"), "page", default=1)
     if page < 1:
         raise BadQuery("page: pages start at 1")
-    history = dashboard.settings.history
-    budgets = {
-        "group": history.group_tokens,
-        "private": history.private_tokens,
-        "owner": history.owner_tokens,
-    }
+    # the caps the request builder holds each scene's window to
+    policy = dashboard.policy
+    budgets = dict(policy.scene_budgets)
+    caps = {scene: policy.caps(scene).max_messages for scene in ("group", "private", "owner")}
     found = await chat_windows(
         dashboard.engine,
         max_records=dashboard.max_records,
@@ -368,7 +370,8 @@ async def chats(request: web.Request) -> web.Response:
         page=page,
         pages=pages,
         budgets=budgets,
-        max_messages=history.max_recent_messages,
+        caps=caps,
+        max_messages=policy.max_messages,
     )
 
 

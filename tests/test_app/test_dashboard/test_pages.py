@@ -117,7 +117,8 @@ async def test_the_chat_list_shows_every_chat_with_its_window(
     assert response.status == 200
     assert f'data-chat="{demo_data.group_chat}"' in page
     assert "Design Review" in page  # the demo group's title
-    assert re.search(r"[\d,]+ / 8,000 tokens · \d+ / 100 messages", page)
+    # the group scene's own cap (300), not the shared 100 (issue 27)
+    assert re.search(r"[\d,]+ / 8,000 tokens · \d+ / 300 messages", page)
 
 
 async def test_the_chat_page_is_exactly_what_context_show_prints(
