@@ -266,7 +266,8 @@ def _auth(dashboard: Dashboard) -> Any:
 
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if secret is None or request.path == "/healthz":
+        # the stylesheet holds nothing private, and the refusal page needs it
+        if secret is None or request.path in ("/healthz", "/static/style.css"):
             return await handler(request)
         now = time.time()
         header = request.headers.get("Authorization", "")
