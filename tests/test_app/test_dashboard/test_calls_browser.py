@@ -87,3 +87,28 @@ async def test_a_live_model_call_links_to_its_trace(
     )
     link = await blocking(lambda: wait_for(browser, '#live-rows tr[data-kind="model_call"] a'))
     assert link.get_attribute("href").endswith("/calls/20260101-00000000abcd")
+
+
+async def test_every_page_fits_a_420_px_window(
+    browser: Any,  # noqa: F811
+    open_site: str,  # noqa: F811
+    data_copy: DemoData,  # noqa: F811
+) -> None:
+    """Tables scroll inside their cards; the page itself never scrolls sideways."""
+    browser.set_window_size(420, 900)
+    script = browser.execute_script
+    try:
+        for name, path in (
+            ("overview", "/"),
+            ("chats", "/chats"),
+            ("chat", f"/chats/{data_copy.group_chat}"),
+            ("conversation", f"/chats/{data_copy.group_chat}/conversation"),
+        ):
+            await blocking(lambda p=path: browser.get(open_site + p))  # type: ignore[misc]
+            await blocking(lambda: wait_for(browser, "main"))
+            width = await blocking(lambda: script("return document.documentElement.scrollWidth"))
+            inner = await blocking(lambda: script("return window.innerWidth"))
+            browser.save_screenshot(str(ARTIFACTS / f"{name}-420px.png"))
+            assert width <= inner, f"{path} is {width} px wide in a {inner}-px window"
+    finally:
+        browser.set_window_size(1280, 900)
