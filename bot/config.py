@@ -203,6 +203,15 @@ class RetentionSettings(Section):
     keep_platform_events_days: int = Field(0, ge=0)
 
 
+class LedgerSettings(BaseModel):
+    """The usage ledger and the per-call traces (`bot.agent.traces`)."""
+
+    keep_requests_days: int = Field(7, ge=0)
+    """Days each model call's request and response are kept; 0 keeps none."""
+    max_traces_mb: int = Field(256, ge=1)
+    """All traces together, compressed; the oldest go first past it."""
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="forbid", env_nested_delimiter="__")
 
@@ -246,6 +255,7 @@ class Settings(BaseSettings):
     schedule: ScheduleSettings = ScheduleSettings()
     security: SecuritySettings = SecuritySettings()
     retention: RetentionSettings = RetentionSettings()
+    ledger: LedgerSettings = LedgerSettings()
 
     @field_validator("bot_timezone")
     @classmethod

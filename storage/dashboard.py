@@ -62,7 +62,12 @@ _CHAT_WINDOWS = text(
 _SESSIONS = text(
     """
     SELECT s.id, s.platform, s.chat_id, s.thread_id, s.scene, s.title, s.window_start_id,
-           m.created_at AS last_activity
+           m.created_at AS last_activity,
+           EXISTS (
+               SELECT 1 FROM agent_messages AS w JOIN agent_messages AS sm
+                 ON sm.parent_id = w.parent_id AND sm.session_id = w.session_id
+               WHERE w.id = s.window_start_id AND sm.kind = 'summary'
+           ) AS carries_summary
     FROM chat_sessions AS s LEFT JOIN agent_messages AS m ON m.id = s.active_leaf_id
     ORDER BY (m.created_at IS NULL), m.created_at DESC, s.id
     LIMIT :limit OFFSET :offset
@@ -108,7 +113,10 @@ async def chat_windows(
                 window_records=0 if window is None else int(window.records),
                 window_messages=0 if window is None else int(window.messages or 0),
                 window_tokens=0 if window is None else int(window.tokens or 0),
-                has_summary=window is not None and bool(window.summaries),
+                # the next request carries a summary hanging under the record before the
+                # window start (as `summary_before` finds it); an older one inside the
+                # window is no longer sent
+                has_summary=bool(row.carries_summary),
                 window_start_id=row.window_start_id,
             )
         )
@@ -124,6 +132,19 @@ async def store_answers(engine: AsyncEngine) -> bool:
     except (SQLAlchemyError, OSError):
         return False
     return True
+
+
+async def has_bot_tables(engine: AsyncEngine) -> bool:
+    """True when the database has the bot's tables (it was migrated at least once)."""
+    try:
+        async with engine.connect() as conn:
+            conn = await conn.execution_options(**ONE_STATEMENT)
+            found = await conn.execute(
+                text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chat_sessions'")
+            )
+            return found.first() is not None
+    except (SQLAlchemyError, OSError):
+        return False
 
 
 async def inbound_message_count(engine: AsyncEngine) -> int:

@@ -134,3 +134,61 @@ class WriteGate:
         if self._lock is None or self._loop is not loop:
             self._lock, self._loop = asyncio.Lock(), loop
         return self._lock
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The database file of a SQLite URL (`None`: another database, or in memory)."""
+    parsed = normalise_url(url)
+    if not is_sqlite(parsed):
+        return None
+    database = parsed.database or ""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return None
+    return Path(database).expanduser()
+
+
+def create_readonly_engine(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> AsyncEngine:
+    """An engine that only reads: a SQLite file is opened with `mode=ro` (no directory, file,
+    journal switch or pragma write), so a missing file stays missing and a read-only volume
+    works. With no `-wal` beside it (no bot writing) the file is read `immutable`, since a
+    WAL reader would otherwise create `-wal` and `-shm`; a connection opened so does not see
+    what a bot started later writes until the dashboard restarts. Other
+    databases get the ordinary engine (the dashboard's queries only read)."""
+    path = sqlite_file(url)
+    if path is None:
+        return create_engine_for(url, busy_timeout_ms=busy_timeout_ms)
+    uri = path.resolve().as_uri()
+
+    def opener() -> sqlite3.Connection:
+        options: dict[str, Any] = {
+            "uri": True,
+            "isolation_level": None,
+            "check_same_thread": True,
+            "timeout": busy_timeout_ms / 1000,
+        }
+        # A live writer keeps `-wal` and `-shm` beside the file: share them. Without a
+        # writer, a WAL reader would create both, so the file is read as it stands.
+        wal = path.with_name(path.name + "-wal")
+        mode = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
+        if not path.exists():
+            raise sqlite3.OperationalError(f"no database file at {path}")
+        conn: sqlite3.Connection = sqlite3.connect(f"{uri}?{mode}", **options)
+        try:
+            conn.execute("PRAGMA schema_version").fetchone()
+        except sqlite3.OperationalError:
+            conn.close()
+            conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", **options)
+        return conn
+
+    def setup(conn: sqlite3.Connection) -> None:
+        conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        conn.execute("PRAGMA query_only=ON")
+
+    engine = create_async_engine(
+        normalise_url(url),
+        async_creator=partial(sqlite_driver.connect, opener, setup=setup),
+        pool_size=SQLITE_POOL_SIZE,
+        max_overflow=0,
+    )
+    event.listen(engine.sync_engine, "begin", _on_sqlite_begin)
+    return engine

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.provider_call import capacity_window
 from bot.agent.routes import ModelRoute, RouteTable
+from bot.agent.traces import new_call_id
 from bot.context.budget import RuntimeLimits
 from bot.context.cache_plan import ReadPoints, plan_cache, session_cache_key
 from bot.context.compaction import (
@@ -424,5 +425,7 @@ class _Call:
                 kept_turns=0,
                 dropped_turns=0,
                 purpose="compaction",
+                call_id=new_call_id(self.clock.now()),
+                response=response,
             )
         )

@@ -11,7 +11,7 @@ from typing import Any, Literal, TypeVar
 from bot.agent.routes import ModelRoute
 from bot.context.history_trim import HistoryTrimmed
 from bot.context.tokens import RequestTokens
-from bot.ports import SessionInfo, Usage
+from bot.ports import LLMRequest, LLMResponse, SessionInfo, Usage
 
 log = logging.getLogger("tgbot.events")
 
@@ -49,6 +49,11 @@ class ModelCalled:
     """`compaction`: a summary call (issue 17), not part of the member's turn."""
     exact_tokens: int | None = None
     """The request as the route's exact tokenizer counts it, when one is configured."""
+    call_id: str = ""
+    """Names the call in its ledger line and its trace (`bot.agent.traces`)."""
+    request: LLMRequest | None = None
+    """The request exactly as handed to the provider (`None`: the call was never sent)."""
+    response: LLMResponse | None = None
 
     @property
     def trim(self) -> HistoryTrimmed | None:

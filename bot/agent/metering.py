@@ -91,6 +91,7 @@ def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEn
         cost=prices.cost(priced) if priced is not None else None,
         cache_write_cost=prices.cache_write_cost(priced) if priced is not None else None,
         tool_calls=call.tool_calls,
+        call_id=call.call_id,
     )
 
 

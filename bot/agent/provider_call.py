@@ -18,6 +18,7 @@ from typing import Literal, Protocol
 
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.routes import ModelRoute
+from bot.agent.traces import new_call_id
 from bot.agent.turn import TurnFailed, TurnPolicy, TurnState
 from bot.context.budget import RuntimeLimits
 from bot.context.cache_plan import PlannedCache, ReadPoints, plan_cache, session_cache_key
@@ -151,7 +152,9 @@ class ProviderCaller:
                     honoured=source == "max_context_tokens",
                 )
             except CapacityExceeded as exc:
-                await self._called(state, None, None, error=exc, final=final, exact=exact)
+                await self._called(
+                    state, None, None, error=exc, final=final, exact=exact, request=request
+                )
                 raise TurnFailed("capacity", str(exc)) from exc
             started = time.perf_counter()
             deadline = self.policy.call_deadline_seconds
@@ -166,19 +169,25 @@ class ProviderCaller:
                 await self._called(state, None, started, error=late, final=final, exact=exact)
                 raise TurnFailed("provider", str(late)) from exc
             except ContextOverflow as exc:
-                await self._called(state, None, started, error=exc, final=final, exact=exact)
+                await self._called(
+                    state, None, started, error=exc, final=final, exact=exact, request=request
+                )
                 if recovered or not await self._recover(state):
                     raise TurnFailed("overflow", f"context overflow: {exc}") from exc
                 recovered = True
                 await self._flush_trims(state)
                 continue
             except ProviderError as exc:
-                await self._called(state, None, started, error=exc, final=final, exact=exact)
+                await self._called(
+                    state, None, started, error=exc, final=final, exact=exact, request=request
+                )
                 transient = isinstance(exc, ProviderUnavailable | ProviderRateLimited)
                 key = "provider" if transient else "bad_response"
                 raise TurnFailed(key, f"{type(exc).__name__}: {exc}") from exc
             self.read_points.remember(state.session.id, state.route.model, cache.remember)
-            await self._called(state, response, started, error=None, final=final, exact=exact)
+            await self._called(
+                state, response, started, error=None, final=final, exact=exact, request=request
+            )
             return response
 
     def _plan(self, state: TurnState, messages: tuple[ChatMessage, ...]) -> PlannedCache:
@@ -205,6 +214,7 @@ class ProviderCaller:
         error: Exception | None,
         final: bool,
         exact: int | None = None,
+        request: LLMRequest | None = None,
     ) -> None:
         """Publish the call with every trim made since the previous one; those are done with."""
         latency = 0 if started is None else int((time.perf_counter() - started) * 1000)
@@ -227,6 +237,9 @@ class ProviderCaller:
             kept_turns=state.kept_turns,
             dropped_turns=state.dropped_turns,
             exact_tokens=exact,
+            call_id=new_call_id(self.clock.now()),
+            request=request,
+            response=response,
         )
         state.pending_trims.clear()
         state.published_trims = 0

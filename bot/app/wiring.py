@@ -27,6 +27,7 @@ from bot.agent.presence import chat_actions_of
 from bot.agent.routes import Prices, ProviderEntry, RouteTable
 from bot.agent.runtime import TurnPolicy, TurnRunner
 from bot.agent.token_truth import TokenTruth
+from bot.agent.traces import TraceWriter
 from bot.agent.turn import SceneCaps
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
@@ -303,6 +304,11 @@ def build_app(
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
     truth = TokenTruth.load(settings.data_dir)
     bus = EventBus()
+    TraceWriter(
+        settings.traces_dir,
+        keep_days=settings.ledger.keep_requests_days,
+        max_total_bytes=settings.ledger.max_traces_mb * 1024 * 1024,
+    ).attach(bus)
     told = ToldUserLog()
     outside = ToldUserMessenger(messenger, told)
     """What services send outside model turns; the next turn there is told (issue 17)."""

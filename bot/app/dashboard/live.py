@@ -154,6 +154,7 @@ def _call_data(entry: LedgerEntry) -> dict[str, Any]:
         "latency_ms": entry.latency_ms,
         "tool_calls": entry.tool_calls,
         "error": entry.error is not None,
+        "call_id": entry.call_id,
     }
 
 

@@ -25,6 +25,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from adapters.http_guard import GuardedSite, guarded_runner
 from bot.agent.events import EventBus
+from bot.agent.turn import TurnPolicy
+from bot.app.dashboard import calls
 from bot.app.dashboard.auth import (
     COOKIE_NAME,
     LINK_SECONDS,
@@ -98,6 +100,7 @@ class Dashboard:
     """Follows the ledger when no event bus feeds the live events (standalone)."""
     max_records: int
     preview: Preview
+    policy: TurnPolicy
     now: Now = _system_now
 
     def today(self) -> date:
@@ -116,10 +119,11 @@ def open_dashboard(
     migrates or writes). With `bus` (inside `tgbot run`) trims arrive as they happen."""
     from bot.app.context_show import preview_request
     from bot.app.wiring import turn_policy
-    from storage.engine import create_engine_for
+    from storage.engine import create_readonly_engine
     from storage.sql import SqlStore
 
-    engine = create_engine_for(settings.resolved_database_url)
+    engine = create_readonly_engine(settings.resolved_database_url)
+    policy = turn_policy(settings)
     feed = LiveFeed(DashboardMetrics())
     if bus is not None:
         feed.attach(bus)
@@ -134,8 +138,9 @@ def open_dashboard(
         index=LedgerIndex(settings.traces_dir, settings.zone, today=today),
         feed=feed,
         tail=None if bus is not None else LedgerTail(settings.traces_dir, feed, today=today),
-        max_records=turn_policy(settings).max_records,
+        max_records=policy.max_records,
         preview=preview_request,
+        policy=policy,
         now=now,
     )
 
@@ -151,6 +156,8 @@ def build_application(dashboard: Dashboard) -> web.Application:
     app.router.add_get("/", overview)
     app.router.add_get("/chats", chats)
     app.router.add_get(r"/chats/{chat_id:-?\d{1,19}}", chat)
+    app.router.add_get(r"/calls/{call_id:\d{8}-[0-9a-f]{12}}", call_page)
+    app.router.add_get(r"/chats/{chat_id:-?\d{1,19}}/conversation", conversation_page)
     app.router.add_get("/events", events)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)
@@ -236,6 +243,9 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except SessionNotFound as exc:
         return render(request, "error.html", status=404, title="Unknown chat", detail=str(exc))
     except StorageUnavailable:
+        missing = await _no_bot_data(request)
+        if missing is not None:
+            return render(request, "error.html", status=503, title=missing, detail="")
         log.exception("dashboard: the store did not answer")
         return render(
             request,
@@ -278,7 +288,8 @@ def _auth(dashboard: Dashboard) -> Any:
 
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path == "/healthz":
+        # the stylesheet holds nothing private, and the refusal page needs it
+        if request.path in ("/healthz", "/static/style.css"):
             return await handler(request)
         if secret is None:
             # loopback without a token: a web page on another name (DNS rebinding) must
@@ -372,12 +383,10 @@ async def chats(request: web.Request) -> web.Response:
     page = parse_int(request.query.get("page"), "page", default=1)
     if page < 1:
         raise BadQuery("page: pages start at 1")
-    history = dashboard.settings.history
-    budgets = {
-        "group": history.group_tokens,
-        "private": history.private_tokens,
-        "owner": history.owner_tokens,
-    }
+    # the caps the request builder holds each scene's window to
+    policy = dashboard.policy
+    budgets = dict(policy.scene_budgets)
+    caps = {scene: policy.caps(scene).max_messages for scene in ("group", "private", "owner")}
     found = await chat_windows(
         dashboard.engine,
         max_records=dashboard.max_records,
@@ -398,7 +407,8 @@ async def chats(request: web.Request) -> web.Response:
         page=page,
         pages=pages,
         budgets=budgets,
-        max_messages=history.max_recent_messages,
+        caps=caps,
+        max_messages=policy.max_messages,
         spend=spend,
         spend_days=len(spend_range),
     )
@@ -431,6 +441,17 @@ async def chat(request: web.Request) -> web.Response:
     )
 
 
+async def call_page(request: web.Request) -> web.Response:
+    settings = _dashboard(request).settings
+    status, template, values = await calls.call_page(settings, request.match_info["call_id"])
+    return render(request, template, status=status, **values)
+
+
+async def conversation_page(request: web.Request) -> web.Response:
+    status, template, values = await calls.conversation_page(_dashboard(request).store, request)
+    return render(request, template, status=status, **values)
+
+
 async def events(request: web.Request) -> web.StreamResponse:
     """Server-sent events: one `event:` per model call, trim or error, as they happen."""
     feed = _dashboard(request).feed
@@ -460,9 +481,26 @@ async def events(request: web.Request) -> web.StreamResponse:
 async def healthz(request: web.Request) -> web.Response:
     from storage.dashboard import store_answers
 
+    missing = await _no_bot_data(request)
+    if missing is not None:
+        return web.Response(text=missing + "\n", status=503)
     if await store_answers(_dashboard(request).engine):
         return web.Response(text="ok\n")
     return web.Response(text="the database does not answer\n", status=503)
+
+
+async def _no_bot_data(request: web.Request) -> str | None:
+    """ "no bot data in DATA_DIR=… yet" when the SQLite file is missing or was never migrated."""
+    from storage.dashboard import has_bot_tables
+    from storage.engine import sqlite_file
+
+    dashboard = _dashboard(request)
+    path = sqlite_file(dashboard.settings.resolved_database_url)
+    if path is None:
+        return None
+    if not path.exists() or not await has_bot_tables(dashboard.engine):
+        return f"no bot data in DATA_DIR={dashboard.settings.data_dir} yet"
+    return None
 
 
 async def metrics(request: web.Request) -> web.Response:

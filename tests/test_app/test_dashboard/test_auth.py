@@ -103,7 +103,8 @@ async def guarded(demo_data: DemoData) -> AsyncIterator[Client]:
 
 
 async def test_every_page_but_healthz_needs_the_token(guarded: Client) -> None:
-    for path in ("/", "/chats", "/chats/-1001000000777", "/events", "/metrics", "/static/x"):
+    paths = ("/", "/chats", "/chats/-1001000000777", "/events", "/metrics", "/static/live.js")
+    for path in (*paths, "/calls/20260101-0123456789ab", "/chats/4242/conversation"):
         response = await guarded.get(path)
         assert response.status == 401, path
         assert "needs its token" in await response.text()
@@ -111,6 +112,15 @@ async def test_every_page_but_healthz_needs_the_token(guarded: Client) -> None:
     wrong = await guarded.get("/", headers={"Authorization": "Bearer nope"})
     assert wrong.status == 401
     assert (await guarded.get("/", params={"token": "nope"})).status == 401
+
+
+async def test_the_refusal_page_is_styled(guarded: Client) -> None:
+    refused = await (await guarded.get("/chats")).text()
+    assert 'href="/static/style.css"' in refused
+    style = await guarded.get("/static/style.css")
+    assert style.status == 200, "the refusal page's stylesheet needs no token"
+    assert style.content_type == "text/css"
+    assert ".panel" in await style.text()
 
 
 async def test_bearer_token_opens_every_page_and_no_secret_shows(

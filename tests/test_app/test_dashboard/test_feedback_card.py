@@ -10,6 +10,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from bot.app.dashboard.server import Dashboard
+from bot.app.wiring import open_store
 from bot.ports import StoredReaction
 
 Client = TestClient[web.Request, web.Application]
@@ -34,10 +35,15 @@ def reaction(emoji: str, day: int) -> StoredReaction:
 async def test_the_overview_counts_feedback_reactions_of_the_range(
     client: Client, dashboard: Dashboard
 ) -> None:
-    # days long before the demo's traffic, so the shared demo data is otherwise untouched
-    await dashboard.store.record_reactions(
-        [reaction("👍", 2), reaction("👍", 3), reaction("👎", 3), reaction("🎉", 3)]
-    )
+    # days long before the demo's traffic, so the shared demo data is otherwise untouched;
+    # written by the bot's own store: the dashboard's only reads
+    store = await open_store(dashboard.settings)
+    try:
+        await store.record_reactions(
+            [reaction("👍", 2), reaction("👍", 3), reaction("👎", 3), reaction("🎉", 3)]
+        )
+    finally:
+        await store.close()
     response = await client.get("/", params={"from": "2020-01-03", "to": "2020-01-04"})
     assert response.status == 200
     page = html.unescape(await response.text())

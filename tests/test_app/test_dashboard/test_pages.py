@@ -117,7 +117,8 @@ async def test_the_chat_list_shows_every_chat_with_its_window(
     assert response.status == 200
     assert f'data-chat="{demo_data.group_chat}"' in page
     assert "Design Review" in page  # the demo group's title
-    assert re.search(r"[\d,]+ / 8,000 tokens · \d+ / 100 messages", page)
+    # the group scene's own cap (300), not the shared 100 (issue 27)
+    assert re.search(r"[\d,]+ / 8,000 tokens · \d+ / 300 messages", page)
 
 
 async def test_the_chat_page_is_exactly_what_context_show_prints(
@@ -185,3 +186,24 @@ async def test_pages_carry_strict_headers(client: Client, demo_data: DemoData) -
         assert "default-src 'none'" in response.headers["Content-Security-Policy"], path
         assert response.headers["Referrer-Policy"] == "no-referrer"
         assert response.headers["X-Content-Type-Options"] == "nosniff"
+
+
+async def test_the_chat_list_says_summary_yes_exactly_when_the_next_request_carries_one(
+    client: Client,
+) -> None:
+    page = await (await client.get("/chats")).text()
+    rows = re.findall(
+        r'<tr data-chat="(-?\d+)">.*?<td class="l" data-field="summary">(yes|no)</td>',
+        page,
+        re.DOTALL,
+    )
+    assert rows
+    said = dict(rows)
+    assert "yes" in said.values(), "the demo group's next request carries a summary"
+    for chat_id, shown in said.items():
+        chat = await (await client.get(f"/chats/{chat_id}")).text()
+        # the system prompt explains the marker with "- [Summary of …"; the request's own
+        # summary message starts a line
+        carries = re.search(r"^\[Summary of earlier conversation m", chat, re.MULTILINE)
+        shown_carries = shown == "yes"
+        assert shown_carries == bool(carries), chat_id

@@ -29,6 +29,14 @@
      cell(data.input_tokens), cell(data.cached_tokens), cell(data.output_tokens),
      cell(data.latency_ms === undefined ? null : data.latency_ms + " ms"), cell(detail, true)
     ].forEach(function (td) { tr.appendChild(td); });
+    if (data.call_id && /^\d{8}-[0-9a-f]{12}$/.test(data.call_id)) {
+      var link = document.createElement("a");
+      link.href = "/calls/" + data.call_id;
+      link.textContent = "trace";
+      var last = tr.lastChild;
+      last.appendChild(document.createTextNode(" "));
+      last.appendChild(link);
+    }
     rows.insertBefore(tr, rows.firstChild);
     while (rows.children.length > 50) { rows.removeChild(rows.lastChild); }
   }

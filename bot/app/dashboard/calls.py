@@ -1,0 +1,110 @@
+"""The trace page of one model call (`/calls/{call_id}`) and a chat's stored conversation.
+
+A trace is read from its own file (`bot.agent.traces`); the page shows the request exactly
+as it was handed to the provider, message by message with its role, the reply, its tool
+calls and the results the next call carried, and the call's figures. Every text is
+escaped by the template engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from aiohttp import web
+
+from bot.agent.traces import read_trace
+from bot.app.dashboard.views import BadQuery, alias_lines, parse_int
+from bot.config import Settings
+from bot.domain.ids import SessionKey
+from bot.errors import SessionNotFound
+from bot.ports import ConversationStore
+
+RECORDS_PER_PAGE = 50
+MAX_CONVERSATION_RECORDS = 5_000
+
+
+Page = tuple[int, str, dict[str, Any]]
+"""(status, template, its values)."""
+
+
+async def call_page(settings: Settings, call_id: str) -> Page:
+    """The trace page of `call_id`, or a 404 that says how long traces are kept."""
+    try:
+        trace = await asyncio.to_thread(read_trace, settings.traces_dir, call_id)
+    except ValueError as exc:
+        return 500, "error.html", {"title": "Damaged trace", "detail": str(exc)}
+    if trace is None:
+        keep = settings.ledger.keep_requests_days
+        detail = f"Call {call_id} has no stored trace: traces are kept {keep} days."
+        return 404, "error.html", {"title": "No trace of this call", "detail": detail}
+    return 200, "call.html", {"title": f"Call {call_id}", "trace": view(trace)}
+
+
+def view(trace: dict[str, Any]) -> dict[str, Any]:
+    """The trace with its tool-call arguments and schemas pretty-printed for the page."""
+    request = trace.get("request") or {}
+    response = trace.get("response") or {}
+    messages = [
+        {**m, "tool_calls": [_pretty_call(c) for c in m.get("tool_calls") or ()]}
+        for m in request.get("messages") or ()
+    ]
+    usage = response.get("usage") or {}
+    return {
+        **trace,
+        "messages": messages,
+        "tools": [
+            {**t, "schema": json.dumps(t.get("parameters"), ensure_ascii=False, indent=2)}
+            for t in request.get("tools") or ()
+        ],
+        "params": {
+            k: request.get(k) for k in ("model", "max_output_tokens", "temperature", "tool_choice")
+        },
+        "cache_plan": request.get("cache_plan"),
+        "reply": response.get("text") if response else None,
+        "reply_calls": [_pretty_call(c) for c in response.get("tool_calls") or ()],
+        "finish_reason": response.get("finish_reason"),
+        "usage": usage,
+        "sent": bool(request),
+    }
+
+
+def _pretty_call(call: dict[str, Any]) -> dict[str, Any]:
+    arguments = call.get("arguments") or ""
+    try:
+        pretty = json.dumps(json.loads(arguments), ensure_ascii=False, indent=2)
+    except (TypeError, ValueError):
+        pretty = str(arguments)
+    return {**call, "pretty": pretty}
+
+
+async def conversation_page(store: ConversationStore, request: web.Request) -> Page:
+    """The stored records of a chat's window, newest page first, with their aliases."""
+    chat_id = parse_int(request.match_info["chat_id"], "chat id", default=0)
+    thread = parse_int(request.query.get("thread"), "thread", default=0)
+    page = parse_int(request.query.get("page"), "page", default=1)
+    if page < 1:
+        raise BadQuery("page: pages start at 1")
+    session = await store.find_session(SessionKey(chat_id=chat_id, thread_id=thread))
+    if session is None:
+        raise SessionNotFound(f"no session for chat {chat_id}")
+    wanted = min(page * RECORDS_PER_PAGE, MAX_CONVERSATION_RECORDS)
+    loaded = await store.load_history(session.id, max_records=wanted)
+    records = loaded.records
+    end = len(records) - (page - 1) * RECORDS_PER_PAGE
+    if end <= 0 and page > 1:
+        raise BadQuery(f"page: there are only {len(records)} records in the window")
+    shown = records[max(0, end - RECORDS_PER_PAGE) : max(0, end)]
+    more = (end > RECORDS_PER_PAGE and wanted < MAX_CONVERSATION_RECORDS) or loaded.has_earlier
+    return (
+        200,
+        "conversation.html",
+        {
+            "title": f"Conversation of chat {chat_id}",
+            "session": session,
+            "aliases": alias_lines(shown, limit=RECORDS_PER_PAGE * 4),
+            "page": page,
+            "more": more and end > RECORDS_PER_PAGE,
+        },
+    )

@@ -1,0 +1,94 @@
+"""Per-call traces (issue 27 item 5): the demo's real turns leave one trace per model call,
+named by the `call_id` of its ledger line, and `/calls/{call_id}` shows it."""
+
+from __future__ import annotations
+
+import gzip
+import html
+import json
+import re
+
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from bot.agent.ledger import LedgerEntry, read_entries
+from bot.agent.traces import read_trace, trace_path
+from tests.test_app.test_dashboard.conftest import HOSTILE_TEXT, DemoData
+
+Client = TestClient[web.Request, web.Application]
+
+
+def _calls(demo: DemoData) -> list[LedgerEntry]:
+    return [e for e in read_entries(demo.data_dir / "agent-traces") if e.purpose == "turn"]
+
+
+def test_every_ledger_line_names_a_stored_compressed_trace(demo_data: DemoData) -> None:
+    calls = _calls(demo_data)
+    assert calls
+    traces = demo_data.data_dir / "agent-traces"
+    for entry in calls:
+        assert re.fullmatch(r"\d{8}-[0-9a-f]{12}", entry.call_id), entry.call_id
+        path = trace_path(traces, entry.call_id)
+        assert path is not None
+        assert path.is_file()
+        stored = json.loads(gzip.decompress(path.read_bytes()))
+        assert stored["call_id"] == entry.call_id
+        assert stored["turn_id"] == entry.turn_id
+        assert stored["request"]["messages"][0]["role"] == "system"
+    assert len({e.call_id for e in calls}) == len(calls)
+
+
+def test_a_tool_calling_call_keeps_the_results_the_next_call_carried(
+    demo_data: DemoData,
+) -> None:
+    traces = demo_data.data_dir / "agent-traces"
+    with_tools = [e for e in _calls(demo_data) if e.tool_calls]
+    assert with_tools, "the demo's script calls tools"
+    trace = read_trace(traces, with_tools[0].call_id)
+    assert trace is not None
+    asked = {c["id"] for c in trace["response"]["tool_calls"]}
+    assert asked
+    assert {r["tool_call_id"] for r in trace["tool_results"]} == asked
+
+
+async def test_the_trace_page_shows_the_request_as_sent_and_the_reply(
+    demo_data: DemoData, client: Client
+) -> None:
+    traces = demo_data.data_dir / "agent-traces"
+    entry = next(e for e in reversed(_calls(demo_data)) if e.chat == demo_data.group_chat)
+    trace = read_trace(traces, entry.call_id)
+    assert trace is not None
+    response = await client.get(f"/calls/{entry.call_id}")
+    assert response.status == 200
+    page = await response.text()
+    roles = re.findall(r'data-role="(\w+)"', page)
+    assert roles == [m["role"] for m in trace["request"]["messages"]]
+    last_user = [m for m in trace["request"]["messages"] if m["role"] == "user"][-1]
+    assert html.escape(last_user["content"])[:200] in page
+    assert f'data-field="input">{entry.input_tokens:,}<' in page
+    assert f'data-field="latency">{entry.latency_ms:,} ms<' in page
+    if trace["response"]["text"]:
+        assert html.escape(trace["response"]["text"])[:100] in page
+
+
+async def test_the_chat_page_links_each_call_and_hostile_text_stays_text(
+    demo_data: DemoData, client: Client
+) -> None:
+    page = await (await client.get(f"/chats/{demo_data.group_chat}")).text()
+    ids = re.findall(r'href="/calls/(\d{8}-[0-9a-f]{12})"', page)
+    assert ids
+    for call_id in ids[:3]:
+        assert (await client.get(f"/calls/{call_id}")).status == 200
+    conversation = await (await client.get(f"/chats/{demo_data.group_chat}/conversation")).text()
+    assert re.search(r"<code>m\d+</code>", conversation)
+    assert "<script>alert" not in conversation
+    assert "&lt;script&gt;alert(" in conversation
+    assert HOSTILE_TEXT.endswith("is this shown as text?")
+    assert "is this shown as text?" in conversation
+
+
+async def test_an_unknown_or_pruned_call_is_a_clear_404(client: Client) -> None:
+    response = await client.get("/calls/20200101-0123456789ab")
+    assert response.status == 404
+    assert "traces are kept 7 days" in await response.text()
+    assert (await client.get("/calls/not-a-call")).status == 404
