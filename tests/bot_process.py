@@ -70,15 +70,14 @@ class BotProcess:
         """Start the process and wait until it polls (migrated, recovered, started)."""
         assert self.process is None or self.process.poll() is not None
         polls = len(self.api.calls_of("getUpdates"))
-        log = self.log_path.open("ab")
-        self.process = subprocess.Popen(  # noqa: ASYNC220 (started, never waited on here)
-            [sys.executable, "-m", "bot.app.cli", "run"],
-            cwd=ROOT,
-            env=self.env(**extra),
-            stdout=log,
-            stderr=log,
-        )
-        log.close()
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(  # noqa: ASYNC220 (started, never waited on here)
+                [sys.executable, "-m", "bot.app.cli", "run"],
+                cwd=ROOT,
+                env=self.env(**extra),
+                stdout=log,
+                stderr=log,
+            )
         self.starts += 1
         await self.api.wait_for_call("getUpdates", polls + 1, timeout=30)
 

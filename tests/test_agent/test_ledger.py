@@ -298,6 +298,7 @@ async def test_a_slow_disk_does_not_hold_up_the_event_loop(tmp_path: Path) -> No
     assert received == [FULL.to_json_line().encode(), b"in time"]
 
 
+@pytest.mark.slow
 def test_several_processes_append_without_tearing_lines(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """

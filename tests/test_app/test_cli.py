@@ -28,6 +28,7 @@ def test_every_command_has_help(argv: list[str], capsys: pytest.CaptureFixture[s
     assert "usage: tgbot" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_bad_timezone_is_one_line_naming_the_setting() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "bot.app.cli", "run"],

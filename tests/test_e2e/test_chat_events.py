@@ -172,6 +172,7 @@ async def test_recovery_sends_no_notice_to_a_chat_the_bot_left(live: LiveBot) ->
     assert api.sent_messages(1002) == []
 
 
+@pytest.mark.slow
 async def test_tgbot_run_asks_for_chat_events_and_stops_sending_after_a_kick(
     api: FakeBotApi, tmp_path: Path
 ) -> None:

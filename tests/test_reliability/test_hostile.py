@@ -431,6 +431,7 @@ def secret_forms() -> dict[str, str]:
 
 
 @pytest.mark.parametrize("level", ["INFO", "DEBUG"])
+@pytest.mark.slow
 async def test_echoing_errors_leave_no_secret_in_the_log_or_the_ledger(
     bot: BotProcess, api: FakeBotApi, llm: FakeOpenAIServer, level: str
 ) -> None:
