@@ -23,6 +23,7 @@ from bot.agent.ledger import (
     ledger_file,
     read_entries,
 )
+from tests.deadlines import PROCESS_READY, deadline
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 T0 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
@@ -319,7 +320,12 @@ def test_several_processes_append_without_tearing_lines(tmp_path: Path) -> None:
         subprocess.Popen([sys.executable, "-c", script, str(tmp_path), str(n)], cwd=ROOT)
         for n in range(4)
     ]
-    assert [p.wait(timeout=60) for p in procs] == [0, 0, 0, 0]
+    try:
+        assert [p.wait(timeout=deadline(PROCESS_READY)) for p in procs] == [0, 0, 0, 0]
+    finally:
+        for p in procs:  # reaped however the wait ended
+            p.kill()
+            p.wait()
     scan = read_entries(tmp_path)
     entries = list(scan)
     assert (scan.corrupt, scan.partial) == (0, 0)

@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from bot.app.cli import main
+from tests.deadlines import PROCESS_READY, deadline
 
 
 @pytest.mark.parametrize(
@@ -35,7 +36,7 @@ def test_bad_timezone_is_one_line_naming_the_setting() -> None:
         env={"BOT_TIMEZONE": "Mars/Base", "PATH": ""},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=deadline(PROCESS_READY),
         check=False,
     )
     assert done.returncode != 0

@@ -29,6 +29,7 @@ from bot.redact import register_secret, scrub
 from bot.texts import text
 from storage.memory import InMemoryStore
 from tests.bot_process import BotProcess
+from tests.deadlines import EVENT, deadline
 from tests.rig import rig_settings, wire_app
 from tests.test_reliability.conftest import (
     BOT_TOKEN,
@@ -134,7 +135,9 @@ async def reply_latency(api: FakeBotApi, chat_id: int, user: dict[str, Any], bod
     start = loop.time()
     api.push_update(api.user_message(chat_id, user, body, chat_type="private"))
     while len(api.sent_messages(chat_id)) <= before:
-        await api.wait_for_call("sendMessage", len(api.calls_of("sendMessage")) + 1, timeout=30)
+        await api.wait_for_call(
+            "sendMessage", len(api.calls_of("sendMessage")) + 1, timeout=deadline(EVENT)
+        )
     return loop.time() - start
 
 
@@ -453,9 +456,9 @@ async def test_echoing_errors_leave_no_secret_in_the_log_or_the_ledger(
     )
     await bot.start(TGBOT_LOG_LEVEL=level, LLM_API_KEY=ODD_KEY)
     api.push_update(api.user_message(ALICE["id"], ALICE, "first", chat_type="private"))
-    await api.wait_for_call("sendMessage", 1, timeout=30)
+    await api.wait_for_call("sendMessage", 1, timeout=deadline(EVENT))
     api.push_update(api.user_message(ALICE["id"], ALICE, "second", chat_type="private"))
-    await api.wait_for_call("sendMessage", 2, timeout=30)
+    await api.wait_for_call("sendMessage", 2, timeout=deadline(EVENT))
     assert await bot.stop() == 0
 
     log_text = bot.log()
