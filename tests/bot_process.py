@@ -24,6 +24,7 @@ from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.telegram.fake_api import FakeBotApi
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
+from tests.deadlines import EVENT, PROCESS_READY, REAP, deadline
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,38 +71,59 @@ class BotProcess:
         """Start the process and wait until it polls (migrated, recovered, started)."""
         assert self.process is None or self.process.poll() is not None
         polls = len(self.api.calls_of("getUpdates"))
-        log = self.log_path.open("ab")
-        self.process = subprocess.Popen(  # noqa: ASYNC220 (started, never waited on here)
-            [sys.executable, "-m", "bot.app.cli", "run"],
-            cwd=ROOT,
-            env=self.env(**extra),
-            stdout=log,
-            stderr=log,
-        )
-        log.close()
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(  # noqa: ASYNC220 (started, never waited on here)
+                [sys.executable, "-m", "bot.app.cli", "run"],
+                cwd=ROOT,
+                env=self.env(**extra),
+                stdout=log,
+                stderr=log,
+            )
         self.starts += 1
-        await self.api.wait_for_call("getUpdates", polls + 1, timeout=30)
+        # the event is the first poll; checked in slices, so a process that dies on start
+        # fails at once with its log rather than at the deadline
+        give_up = asyncio.get_running_loop().time() + deadline(PROCESS_READY)
+        while True:
+            try:
+                await self.api.wait_for_call("getUpdates", polls + 1, timeout=0.5)
+                return
+            except TimeoutError:
+                if self.process.poll() is not None:
+                    raise AssertionError(
+                        f"tgbot run exited with {self.process.returncode} before it polled; "
+                        f"its log ends:\n{self.log_tail()}"
+                    ) from None
+                if asyncio.get_running_loop().time() > give_up:
+                    raise AssertionError(
+                        f"tgbot run did not poll in time; its log ends:\n{self.log_tail()}"
+                    ) from None
 
     def kill(self) -> None:
         """SIGKILL: no handler runs, nothing is flushed."""
         assert self.process is not None
         self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
+        self.process.wait(timeout=deadline(REAP))
 
     async def stop(self) -> int:
-        """SIGTERM and wait for the exit; a process still running after 30 s is killed (and
-        its non-zero code returned)."""
+        """SIGTERM and wait for the exit; a process still running after the reap deadline is
+        killed (and its non-zero code returned)."""
         assert self.process is not None
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
-                await asyncio.to_thread(self.process.wait, 30)
+                await asyncio.to_thread(self.process.wait, deadline(REAP))
             except subprocess.TimeoutExpired:
                 self.kill()
         return int(self.process.returncode)
 
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The end of `bot.log`, for a failure message."""
+        if not self.log_path.exists():
+            return "(no log)"
+        return "\n".join(self.log().splitlines()[-lines:])
 
 
 @asynccontextmanager
@@ -121,12 +143,13 @@ async def bot_running(
 
 async def eventually(
     check: Callable[[], Awaitable[bool]],
-    timeout: float = 20,  # noqa: ASYNC109 (a test helper: the bound is its point)
+    timeout: float = EVENT,  # noqa: ASYNC109 (a test helper: the bound is its point)
 ) -> None:
-    """Wait until `check()` holds. Only for state in another process, which sends no event."""
-    deadline = asyncio.get_running_loop().time() + timeout
+    """Wait until `check()` holds. Only for state in another process, which sends no event;
+    `timeout` is scaled by TGBOT_TEST_DEADLINE_SCALE."""
+    give_up = asyncio.get_running_loop().time() + deadline(timeout)
     while not await check():
-        if asyncio.get_running_loop().time() > deadline:
+        if asyncio.get_running_loop().time() > give_up:
             raise AssertionError("condition not reached in time")
         await asyncio.sleep(0.05)
 
@@ -134,7 +157,7 @@ async def eventually(
 async def reply_stored(api: FakeBotApi, store: SqlStore, chat_id: int, replies: int) -> None:
     """Wait until the bot has sent `replies` messages and stored the last one in `chat_id`:
     the process commits its reply record after the send the fake Bot API already saw."""
-    await api.wait_for_call("sendMessage", replies, timeout=20)
+    await api.wait_for_call("sendMessage", replies, timeout=deadline(EVENT))
 
     async def stored() -> bool:
         sent = api.sent_messages(chat_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -25,3 +26,29 @@ def _clean_bot_env(monkeypatch: pytest.MonkeyPatch) -> None:
             "DATA_DIR",
         }:
             monkeypatch.delenv(name, raising=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    """`pytest -m "not slow"` is the inner loop: a test that starts a process (`tgbot run`,
+    a browser, `sys.executable -m ...`), in its body or in a fixture it sets up (of any
+    scope), must carry `@pytest.mark.slow`, or it fails where it tries. `asyncio`'s
+    subprocesses go through `subprocess.Popen` too."""
+    del nextitem
+    if item.get_closest_marker("slow") is not None:
+        return (yield)
+    real_init = subprocess.Popen.__init__
+    test_name = item.nodeid
+
+    def refuse(self: subprocess.Popen[bytes], args: object, *rest: object, **kw: object) -> None:
+        del self, rest, kw
+        raise pytest.fail.Exception(
+            f"{test_name} starts a process ({args!r}) but is not marked slow: "
+            "add @pytest.mark.slow (or a module-level pytestmark) so `-m 'not slow'` stays fast"
+        )
+
+    subprocess.Popen.__init__ = refuse  # type: ignore[method-assign]
+    try:
+        return (yield)
+    finally:
+        subprocess.Popen.__init__ = real_init  # type: ignore[method-assign]

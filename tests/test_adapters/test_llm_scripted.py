@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 
 import pytest
@@ -42,9 +43,24 @@ def tool(name: str) -> ToolSpec:
 DEMO_TOOLS = (tool("delete_message"), tool("set_reaction"), tool("search_notes"))
 
 
-def test_is_an_llm_provider() -> None:
-    model: LLMProvider = ScriptedModel()
-    assert model is not None
+async def test_is_an_llm_provider() -> None:
+    """Used only through the port, as the app uses a real provider: `complete` takes the
+    request and a keyword-only `on_text`, and answers an `LLMResponse` with usage."""
+    model: LLMProvider = ScriptedModel([Reply("hello")])
+    port = inspect.signature(LLMProvider.complete).parameters
+    ours = inspect.signature(ScriptedModel.complete).parameters
+    assert [(p.name, p.kind) for p in ours.values()] == [(p.name, p.kind) for p in port.values()]
+    streamed: list[str] = []
+
+    async def sink(text: str) -> None:
+        streamed.append(text)
+
+    response = await model.complete(request(user("hi")), on_text=sink)
+
+    assert isinstance(response, LLMResponse)
+    assert response.text == "hello"
+    assert usage_of(response).input_tokens > 0
+    assert streamed in ([], ["hello"])  # a provider that cannot stream ignores the sink
 
 
 async def test_plays_the_script_in_order_and_records_requests() -> None:

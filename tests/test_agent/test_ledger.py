@@ -23,6 +23,7 @@ from bot.agent.ledger import (
     ledger_file,
     read_entries,
 )
+from tests.deadlines import PROCESS_READY, deadline
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 T0 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
@@ -301,6 +302,7 @@ async def test_a_slow_disk_does_not_hold_up_the_event_loop(tmp_path: Path) -> No
     assert received == [FULL.to_json_line().encode(), b"in time"]
 
 
+@pytest.mark.slow
 def test_several_processes_append_without_tearing_lines(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
@@ -321,7 +323,12 @@ def test_several_processes_append_without_tearing_lines(tmp_path: Path) -> None:
         subprocess.Popen([sys.executable, "-c", script, str(tmp_path), str(n)], cwd=ROOT)
         for n in range(4)
     ]
-    assert [p.wait(timeout=60) for p in procs] == [0, 0, 0, 0]
+    try:
+        assert [p.wait(timeout=deadline(PROCESS_READY)) for p in procs] == [0, 0, 0, 0]
+    finally:
+        for p in procs:  # reaped however the wait ended
+            p.kill()
+            p.wait()
     scan = read_entries(tmp_path)
     entries = list(scan)
     assert (scan.corrupt, scan.partial) == (0, 0)

@@ -21,6 +21,7 @@ from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.app.wiring import App, open_store
 from bot.domain.ids import SessionKey
 from bot.ports import SessionInfo
+from tests.deadlines import PROCESS_READY, deadline
 from tests.fakes import ALICE, BOB, CHEN, RecordingMessenger, SteppingClock, inbound
 from tests.rig import rig_settings, wire_app
 
@@ -53,7 +54,8 @@ def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 async def tgbot(*args: str, env: dict[str, str]) -> Done:
-    """`python -m bot.app.cli ARGS`; killed if it is still running after 60 s."""
+    """`python -m bot.app.cli ARGS`; killed (and reaped) if it is still running at the
+    deadline."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -65,7 +67,7 @@ async def tgbot(*args: str, env: dict[str, str]) -> Done:
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        out, err = await asyncio.wait_for(process.communicate(), 60)
+        out, err = await asyncio.wait_for(process.communicate(), deadline(PROCESS_READY))
     finally:
         if process.returncode is None:
             process.kill()

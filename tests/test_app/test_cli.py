@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.app.cli import main, package_version
+from tests.deadlines import PROCESS_READY, deadline
 from tests.test_app.conftest import ROOT, cli_env, tgbot
 
 COMMANDS = [
@@ -208,6 +209,7 @@ def _assert_one_line(done: subprocess.CompletedProcess[str], expected: str) -> N
     assert "hunter2" not in done.stderr
 
 
+@pytest.mark.slow
 def test_bad_timezone_is_one_line_naming_the_setting() -> None:
     done = _run_cli("run", env={"BOT_TIMEZONE": "Mars/Base", "PATH": ""})
     _assert_one_line(done, "BOT_TIMEZONE")
@@ -364,7 +366,7 @@ def test_a_missing_token_is_refused_before_aiogram_is_imported(tmp_path: Path) -
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=deadline(PROCESS_READY),
         check=False,
     )
     assert done.stdout.split() == ["2", "-"], done.stdout + done.stderr

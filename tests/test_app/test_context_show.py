@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from bot.context.tokens import estimate_message_tokens
 from bot.domain.messages import ChatMessage
 from tests.test_app.conftest import CHAT, SECRET_KEY, SECRET_TOKEN, Traffic, cli_env, tgbot
+
+pytestmark = pytest.mark.slow  # every test here runs `tgbot` as a process
 
 SPLIT = re.compile(
     r"tokens: fixed (\d+) \(system \+ tool schemas\), history (\d+), current (\d+), total (\d+)"

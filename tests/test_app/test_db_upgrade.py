@@ -25,6 +25,7 @@ TABLES = {
 }
 
 
+@pytest.mark.slow
 async def test_it_creates_the_schema_on_an_empty_sqlite_file(tmp_path: Path) -> None:
     database = tmp_path / "empty.sqlite3"
     database.touch()
@@ -47,6 +48,7 @@ async def test_it_creates_the_schema_on_an_empty_sqlite_file(tmp_path: Path) -> 
     assert again.out.strip().endswith(f"already at revision {HEAD_REVISION} (head); nothing to do")
 
 
+@pytest.mark.slow
 async def test_the_default_database_lives_in_the_data_dir(tmp_path: Path) -> None:
     done = await tgbot("db", "upgrade", env=cli_env(tmp_path / "data"))
     assert done.code == 0, done.err
@@ -54,6 +56,7 @@ async def test_the_default_database_lives_in_the_data_dir(tmp_path: Path) -> Non
 
 
 @pytest.mark.postgres
+@pytest.mark.slow
 async def test_it_creates_the_schema_on_postgresql(tmp_path: Path) -> None:
     url = os.environ.get("TEST_POSTGRES_URL")
     if not url:

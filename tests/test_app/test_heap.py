@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = """
@@ -20,6 +22,7 @@ print(json.dumps({"before": before, "frozen": gc.get_freeze_count(),
 """
 
 
+@pytest.mark.slow
 def test_serving_freezes_start_up_objects_and_raises_the_young_threshold() -> None:
     # a process of its own: the settings are process-wide and would leak into other tests
     out = subprocess.run(

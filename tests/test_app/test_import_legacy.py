@@ -7,7 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.test_app.conftest import cli_env, tgbot
+
+pytestmark = pytest.mark.slow  # every test here runs `tgbot` as a process
 
 CHAT = -100777
 TURN_CONTEXT = "[Turn context]\ntime: 2026-10-28 14:03 Asia/Shanghai\nmodel: deepseek-chat"

@@ -6,7 +6,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from tests.test_app.conftest import cli_env, tgbot
+
+pytestmark = pytest.mark.slow  # every test here runs `tgbot` as a process
 
 
 async def test_run_without_bot_token_exits_with_one_clear_line(tmp_path: Path) -> None:

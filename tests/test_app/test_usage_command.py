@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+import pytest
+
 from bot.agent.ledger import read_entries
 from tests.test_app.conftest import Traffic, cli_env, tgbot
+
+pytestmark = pytest.mark.slow  # every test here runs `tgbot` as a process
 
 
 def snapshot(traffic: Traffic) -> dict[str, tuple[int, int]]:

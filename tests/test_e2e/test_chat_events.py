@@ -24,6 +24,7 @@ from bot.texts import text
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore
+from tests.deadlines import EVENT, deadline
 from tests.test_reliability.conftest import (
     BOT_TOKEN,
     OWNER,
@@ -172,6 +173,7 @@ async def test_recovery_sends_no_notice_to_a_chat_the_bot_left(live: LiveBot) ->
     assert api.sent_messages(1002) == []
 
 
+@pytest.mark.slow
 async def test_tgbot_run_asks_for_chat_events_and_stops_sending_after_a_kick(
     api: FakeBotApi, tmp_path: Path
 ) -> None:
@@ -200,11 +202,12 @@ async def test_tgbot_run_asks_for_chat_events_and_stops_sending_after_a_kick(
 
 
 async def _wait_sent(api: FakeBotApi, chat_id: int, count: int) -> None:
-    for _ in range(400):
-        if len(api.sent_messages(chat_id)) >= count:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"expected {count} messages in {chat_id}")
+    """Wait on the fake Bot API's calls until `count` messages went to `chat_id`."""
+    give_up = asyncio.get_running_loop().time() + deadline(EVENT)
+    while len(api.sent_messages(chat_id)) < count:
+        if asyncio.get_running_loop().time() > give_up:
+            raise AssertionError(f"expected {count} messages in {chat_id}")
+        await api.wait_for_call("sendMessage", len(api.calls_of("sendMessage")) + 1, 1.0)
 
 
 # ------------------------------------------------------------------ reactions

@@ -26,6 +26,7 @@ from bot.context.compaction import INSTRUCTION_MARKER, SUMMARY_PREFIX
 from bot.context.tokens import estimate_message_tokens
 from bot.ports import LLMRequest, LLMResponse
 from tests.bot_process import bot_running
+from tests.deadlines import EVENT, deadline
 
 pytestmark = pytest.mark.slow
 
@@ -85,7 +86,7 @@ class Group:
         )
         self.next_id += 1
         self.replies += 1
-        await self.api.wait_for_call("sendMessage", self.replies, timeout=60)
+        await self.api.wait_for_call("sendMessage", self.replies, timeout=deadline(EVENT))
         assert len(self.llm.requests) == before + 1
         return from_request(self.llm.requests[-1])
 

@@ -29,6 +29,7 @@ from bot.redact import register_secret, scrub
 from bot.texts import text
 from storage.memory import InMemoryStore
 from tests.bot_process import BotProcess
+from tests.deadlines import EVENT, deadline
 from tests.rig import rig_settings, wire_app
 from tests.test_reliability.conftest import (
     BOT_TOKEN,
@@ -128,14 +129,14 @@ def texts(api: FakeBotApi, chat_id: int) -> list[str]:
 # ---------------------------------------------------------------- 1. edits never stall
 
 
-async def reply_latency(api: FakeBotApi, chat_id: int, user: dict[str, Any], body: str) -> float:
-    loop = asyncio.get_running_loop()
+async def answered(api: FakeBotApi, chat_id: int, user: dict[str, Any], body: str) -> None:
+    """Send `body` in `chat_id` and wait (on the fake API's calls) for the chat's reply."""
     before = len(api.sent_messages(chat_id))
-    start = loop.time()
     api.push_update(api.user_message(chat_id, user, body, chat_type="private"))
     while len(api.sent_messages(chat_id)) <= before:
-        await api.wait_for_call("sendMessage", len(api.calls_of("sendMessage")) + 1, timeout=30)
-    return loop.time() - start
+        await api.wait_for_call(
+            "sendMessage", len(api.calls_of("sendMessage")) + 1, timeout=deadline(EVENT)
+        )
 
 
 async def test_an_edit_flood_in_a_waiting_chat_does_not_slow_another_chat_and_reanswers_once(
@@ -145,7 +146,7 @@ async def test_an_edit_flood_in_a_waiting_chat_does_not_slow_another_chat_and_re
     model = GatedModel(echo, hold=lambda request: "edit" in last_user_text(request))
     live: Live = await running(model, triggers={"merge_window_seconds": 0.3})
 
-    baseline = await reply_latency(api, chat_b, BOB, "ping one")
+    await answered(api, chat_b, BOB, "ping one")
     first = api.user_message(chat_a, ALICE, "hello", chat_type="private")
     await live.handled(api.push_update(first))
     trigger = first["message"]["message_id"]
@@ -155,14 +156,17 @@ async def test_an_edit_flood_in_a_waiting_chat_does_not_slow_another_chat_and_re
                 chat_a, ALICE, f"edit {n}", chat_type="private", message_id=trigger, edit=True
             )
         )
-    await asyncio.wait_for(model.held.wait(), 30)  # A's re-answer waits on the model
+    await asyncio.wait_for(model.held.wait(), deadline(EVENT))  # A's re-answer is held
 
-    during = await reply_latency(api, chat_b, BOB, "ping two")
+    # B is answered while A's re-answer is still held and its 50 edits wait: the order of
+    # events, not a latency, so a loaded machine cannot fail it
+    await answered(api, chat_b, BOB, "ping two")
+    assert not model.gate.is_set()
+    assert texts(api, chat_b) == ["re: ping one", "re: ping two"]
+    assert texts(api, chat_a) == ["re: hello"]
     model.gate.set()
     await live.handled(api.push_update(api.user_message(chat_b, BOB, "bye", chat_type="private")))
 
-    # B is answered as fast as before (generous margin: a shared, loaded CI machine)
-    assert during < 3 * baseline + 1.0, (baseline, during)
     edits_answered = [r for r in model.requests if "edit" in last_user_text(r)]
     assert len(edits_answered) == 1  # 50 edits of one message: one re-answer
     assert "edit 50" in last_user_text(edits_answered[0])  # for its last text
@@ -431,6 +435,7 @@ def secret_forms() -> dict[str, str]:
 
 
 @pytest.mark.parametrize("level", ["INFO", "DEBUG"])
+@pytest.mark.slow
 async def test_echoing_errors_leave_no_secret_in_the_log_or_the_ledger(
     bot: BotProcess, api: FakeBotApi, llm: FakeOpenAIServer, level: str
 ) -> None:
@@ -452,9 +457,9 @@ async def test_echoing_errors_leave_no_secret_in_the_log_or_the_ledger(
     )
     await bot.start(TGBOT_LOG_LEVEL=level, LLM_API_KEY=ODD_KEY)
     api.push_update(api.user_message(ALICE["id"], ALICE, "first", chat_type="private"))
-    await api.wait_for_call("sendMessage", 1, timeout=30)
+    await api.wait_for_call("sendMessage", 1, timeout=deadline(EVENT))
     api.push_update(api.user_message(ALICE["id"], ALICE, "second", chat_type="private"))
-    await api.wait_for_call("sendMessage", 2, timeout=30)
+    await api.wait_for_call("sendMessage", 2, timeout=deadline(EVENT))
     assert await bot.stop() == 0
 
     log_text = bot.log()

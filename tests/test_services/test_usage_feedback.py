@@ -9,6 +9,8 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from bot.app.wiring import open_store
 from bot.ports import StoredReaction
 from bot.services.daily_summary import DailySummary
@@ -128,6 +130,7 @@ async def test_the_daily_summary_names_the_days_feedback(tmp_path: Path) -> None
     assert "Feedback" not in nothing.text
 
 
+@pytest.mark.slow
 async def test_tgbot_usage_report_reads_feedback_from_the_database(tmp_path: Path) -> None:
     today = datetime.now(UTC).date()
     store = await open_store(rig_settings(tmp_path))
@@ -151,6 +154,7 @@ async def test_tgbot_usage_report_reads_feedback_from_the_database(tmp_path: Pat
     assert files(tmp_path) == before  # read-only: nothing created or touched
 
 
+@pytest.mark.slow
 async def test_tgbot_usage_report_without_a_database_creates_none(tmp_path: Path) -> None:
     done = await tgbot("usage", "report", "--json", "--days", "1", env=cli_env(tmp_path))
     assert done.code == 0, done.err

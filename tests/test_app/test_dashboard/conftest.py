@@ -23,6 +23,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from adapters.llm.scripted import ScriptedModel
 from bot.app.dashboard.server import Dashboard, build_application, open_dashboard
+from bot.app.demo import run_demo
 from bot.app.demo_scenario import GROUP_CHAT
 from bot.app.wiring import build_app, open_store
 from bot.config import Settings, load_settings
@@ -95,8 +96,9 @@ async def _post_hostile_message(settings: Settings) -> None:
 def demo_data(tmp_path_factory: pytest.TempPathFactory) -> DemoData:
     data_dir = tmp_path_factory.mktemp("demo")
     data = DemoData(data_dir=data_dir, group_chat=GROUP_CHAT)
-    done = run_tgbot("demo", "--data-dir", str(data_dir), env=data.env())
-    assert done.returncode == 0, done.stderr
+    # in-process, so the dashboard's tests stay in the inner loop; test_demo.py runs the
+    # real `tgbot demo` command
+    assert asyncio.run(run_demo(data.settings(), data_dir=data_dir)) == 0
     asyncio.run(
         _post_hostile_message(
             data.settings(

@@ -55,6 +55,7 @@ def test_an_open_host_needs_a_token() -> None:
     check_bind("127.0.0.1", has_token=False)
 
 
+@pytest.mark.slow
 def test_the_command_refuses_an_open_host_in_one_line(demo_data: DemoData) -> None:
     done = run_tgbot("dashboard", "--host", "0.0.0.0", "--port", "1", env=demo_data.env())
     assert done.returncode == 2

@@ -8,6 +8,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
@@ -42,6 +43,7 @@ def report_json(demo: DemoData, days: int) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.slow
 async def test_overview_shows_the_numbers_of_the_usage_report(
     client: Client, demo_data: DemoData
 ) -> None:
@@ -121,6 +123,7 @@ async def test_the_chat_list_shows_every_chat_with_its_window(
     assert re.search(r"[\d,]+ / 8,000 tokens · \d+ / 300 messages", page)
 
 
+@pytest.mark.slow
 async def test_the_chat_page_is_exactly_what_context_show_prints(
     client: Client, demo_data: DemoData
 ) -> None:
