@@ -103,6 +103,7 @@ def _encode_body(body: RecordBody) -> Json:
                     "quote": _quote(body.quote) if body.quote else None,
                     "forward": _forward(body.forward) if body.forward else None,
                     "merged": body.merged,
+                    "refused": body.refused,
                     "legacy": body.legacy,
                     "blocks": [
                         _compact({"type": b.type, "text": b.text, "key": b.key})
@@ -261,6 +262,7 @@ def _decode_body(data: Mapping[str, Any]) -> RecordBody:
                 quote=_read_quote(data.get("quote")),
                 forward=_read_forward(data.get("forward")),
                 merged=bool(data.get("merged", False)),
+                refused=bool(data.get("refused", False)),
                 legacy=bool(data.get("legacy", False)),
                 blocks=tuple(_read_block(b) for b in _list(data, "blocks")),
             )

@@ -38,6 +38,9 @@ class UserRecord:
     quote: Quote | None = None
     forward: Forward | None = None
     merged: bool = False
+    refused: bool = False
+    """The rate limit refused it: stored like every message, never answered (not by crash
+    recovery either)."""
     blocks: tuple[ContentBlock, ...] = ()
     """Legacy rows only: the original blocks, stripped of per-turn ones at projection."""
     legacy: bool = False
