@@ -573,6 +573,22 @@ LockScope = Literal["store", "turn"]
 (see `bot.services.chat_lock`)."""
 
 
+class RateLimits(Protocol):
+    """Per-user and per-chat budgets of messages that start work, over the last minute.
+    `bot.services.guard.LocalRateLimits` counts in this process (SQLite, one worker);
+    `storage.rate_limits.SqlRateLimits` in PostgreSQL, shared by every worker. The owner's
+    exemption is a rule of the caller, not state kept here."""
+
+    async def take(self, *, user_id: int, chat_id: int) -> bool:
+        """Count one message of `user_id` in `chat_id` and say yes when both are within
+        their limits; a refused message is not counted against the chat."""
+        ...
+
+    async def warn_once(self, chat_id: int) -> bool:
+        """Yes at most once per chat a minute (the polite refusal)."""
+        ...
+
+
 class ChatLock(Protocol):
     """Mutual exclusion per (chat, scope), in this process or across workers; `hold` is an
     async context manager. `bot.services.chat_lock.LocalChatLock` serves one worker,

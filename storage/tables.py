@@ -129,6 +129,19 @@ class DailySummary(SQLModel, table=True):
     claimed_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
 
 
+class RateLimitBucket(SQLModel, table=True):
+    """Messages counted per user or chat (`scope`) and wall-clock minute, shared by the
+    workers of one PostgreSQL database (`storage.rate_limits`, migration 0004). Created on
+    SQLite too, to keep one schema; a single SQLite worker counts in memory instead."""
+
+    __tablename__ = "rate_limit_buckets"
+
+    scope: str = Field(sa_column=Column(Text, primary_key=True))
+    key: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    minute: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    count: int = Field(sa_column=Column(Integer, nullable=False))
+
+
 class ReactionRow(SQLModel, table=True):
     """A reaction a member put on one of the bot's messages (migration 0002)."""
 

@@ -33,7 +33,7 @@ from bot.config import HistorySettings, ProviderProfile, SceneHistory, Settings
 from bot.context.budget import ProviderCapacity, RuntimeLimits
 from bot.domain.ids import Scene
 from bot.errors import ConfigError
-from bot.ports import ChatLock, Clock, ConversationStore, LLMProvider, Messenger
+from bot.ports import ChatLock, Clock, ConversationStore, LLMProvider, Messenger, RateLimits
 from bot.redact import register_secret
 from bot.services.chat_events import (
     ChatEventPolicy,
@@ -49,6 +49,7 @@ from bot.services.told_user import ToldUserLog, ToldUserMessenger
 from bot.tools import default_tools
 from storage.engine import create_engine_for, is_sqlite, normalise_url
 from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
+from storage.rate_limits import SqlRateLimits
 from storage.schema import schema_at_head
 from storage.sql import SqlStore
 
@@ -267,6 +268,18 @@ def open_chat_lock(settings: Settings) -> ChatLock:
     return AdvisoryChatLock.for_url(url)
 
 
+def open_rate_limits(settings: Settings, store: ConversationStore) -> RateLimits | None:
+    """Rate-limit buckets in PostgreSQL when the store is there (several workers count as
+    one); None on SQLite, where the inbound service keeps its own sliding windows."""
+    if not isinstance(store, SqlStore) or store.engine.dialect.name != "postgresql":
+        return None
+    return SqlRateLimits(
+        store.engine,
+        per_user=settings.security.user_messages_per_minute,
+        per_chat=settings.security.chat_messages_per_minute,
+    )
+
+
 def register_settings_secrets(settings: Settings) -> None:
     """Every secret the settings name, for `bot.redact.scrub` (logs, ledger, errors)."""
     for secret in (settings.bot_token, settings.llm_api_key, settings.webhook_secret):
@@ -356,6 +369,7 @@ def build_app(
         ),
         commands=commands,
         chat_lock=chat_lock,
+        limits=open_rate_limits(settings, store),
     )
     commands.retry = inbound.retry
     chat_events = ChatEventService(

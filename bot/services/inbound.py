@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from contextlib import (
@@ -57,10 +56,11 @@ from bot.ports import (
     InboundAppend,
     LockScope,
     Messenger,
+    RateLimits,
     SessionInfo,
     SessionRequest,
 )
-from bot.services.guard import RateLimiter, chat_allowed
+from bot.services.guard import LocalRateLimits, RateLimiter, chat_allowed, is_owner
 from bot.services.message_records import platform_message_of, record_of, scene_of
 from bot.services.recovery import CrashRecovery, RecoveryPolicy
 from bot.services.triggers import AnswerRules, BotIdentity, facts_of_message, should_answer
@@ -137,6 +137,7 @@ class InboundService:
         policy: InboundPolicy,
         commands: CommandHandler | None = None,
         chat_lock: ChatLock | None = None,
+        limits: RateLimits | None = None,
     ) -> None:
         self.store = store
         self.runner = runner
@@ -148,6 +149,8 @@ class InboundService:
         self.limiter = RateLimiter(
             per_user=policy.user_messages_per_minute, per_chat=policy.chat_messages_per_minute
         )
+        self.limits: RateLimits = limits or LocalRateLimits(self.limiter)
+        """In this process (`limiter`), or shared by the workers of one PostgreSQL database."""
         self._sessions: dict[int, _SessionState] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.outcomes: deque[TurnOutcome] = deque(maxlen=100)
@@ -436,18 +439,16 @@ class InboundService:
         return False
 
     async def _within_limits(self, message: InboundMessage) -> bool:
-        """Whether the sender may start work now (the owner always); counts it if so."""
-        return self.limiter.admit(
-            message.sender,
-            chat_id=message.chat_id,
-            owner_id=self.policy.owner_id,
-            now=time.monotonic(),
-        )
+        """Whether the sender may start work now (the owner always: a rule, so it holds on
+        every worker); counts it if so."""
+        if is_owner(message.sender, self.policy.owner_id):
+            return True
+        return await self.limits.take(user_id=message.sender.id, chat_id=message.chat_id)
 
     async def _refuse(self, message: InboundMessage) -> None:
         """Log a refusal and tell the chat, at most once a minute."""
         log.info("rate limit: %s in chat %s", message.sender.id, message.chat_id)
-        if self.limiter.should_warn(message.chat_id, time.monotonic()):
+        if await self.limits.warn_once(message.chat_id):
             await self.messenger.send_text(
                 message.chat_id,
                 text(self.policy.locale, "rate_limited"),
