@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from adapters.llm.scripted import ScriptedModel
-from bot.app.wiring import open_rate_limits
 from bot.domain.facts import Sender
 from bot.ports import LLMResponse
 from bot.texts import text
 from storage.engine import create_engine_for
+from storage.locks import AdvisoryChatLock
 from storage.rate_limits import SqlRateLimits
 from storage.sql import SqlStore
 from tests.fakes import RecordingMessenger, inbound
@@ -34,8 +34,12 @@ START = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-async def stores() -> AsyncIterator[tuple[SqlStore, SqlStore]]:
-    url = await fresh_postgres()
+async def url() -> str:
+    return await fresh_postgres()
+
+
+@pytest.fixture
+async def stores(url: str) -> AsyncIterator[tuple[SqlStore, SqlStore]]:
     pair = (SqlStore(create_engine_for(url)), SqlStore(create_engine_for(url)))
     try:
         yield pair
@@ -85,25 +89,32 @@ async def test_the_chat_limit_is_shared_too(stores: tuple[SqlStore, SqlStore]) -
 
 
 async def test_two_wired_workers_answer_a_member_within_one_limit_and_the_owner_always(
-    stores: tuple[SqlStore, SqlStore], tmp_path: Path
+    stores: tuple[SqlStore, SqlStore], url: str, tmp_path: Path
 ) -> None:
-    """Through the app as `tgbot run` wires it: `open_rate_limits` picks the table on
+    """Through the app as `tgbot run` wires it (with the advisory chat locks): the table on
     PostgreSQL; a member's 40 mentions alternate between the workers."""
     model = ScriptedModel(default=lambda _request: LLMResponse(text="ok"))
     security = {"user_messages_per_minute": PER_USER, "chat_messages_per_minute": 1000}
     apps, messengers = [], []
+    locks = [AdvisoryChatLock.for_url(url) for _ in stores]
+    clock = [1_800_000_030.0]  # the wall clock, fixed: no minute boundary inside the test
     for n, store in enumerate(stores):
-        assert isinstance(open_rate_limits(rig_settings(tmp_path), store), SqlRateLimits)
         messenger = RecordingMessenger(next_id=10_000 * (n + 1))
         settings = rig_settings(tmp_path / f"w{n}", owner_id=OWNER, security=security)
-        apps.append(wire_app(settings, store=store, messenger=messenger, model=model))
+        app = wire_app(settings, store=store, messenger=messenger, model=model, chat_lock=locks[n])
+        assert isinstance(app.inbound.limits, SqlRateLimits)
+        app.inbound.limits = SqlRateLimits(
+            store.engine, per_user=PER_USER, per_chat=1000, now=lambda: clock[0]
+        )
+        apps.append(app)
         messengers.append(messenger)
     owner = Sender(id=OWNER, name="Olga")
     try:
         for n in range(40):
-            for sender, base in ((MALLORY, 0), (owner, 1000)):
+            # a group each, so every admitted mention has a turn of its own to answer it
+            for sender, base in ((MALLORY, GROUP), (owner, GROUP - 1000)):
                 message = inbound(
-                    chat_id=GROUP, message_id=base + n + 1, text=f"@helper_bot {n}",
+                    chat_id=base - n, message_id=n + 1, text=f"@helper_bot {n}",
                     sender=sender, at=START, mentions_bot=True,
                 )  # fmt: skip
                 await apps[n % 2].inbound.on_message(message)
@@ -112,8 +123,11 @@ async def test_two_wired_workers_answer_a_member_within_one_limit_and_the_owner_
     finally:
         for app in apps:
             await app.routes.aclose()
+        for lock in locks:
+            await lock.close()
     sent = [m for messenger in messengers for m in messenger.sent]
-    answered = {m.reply_to for m in sent if m.text == "ok"}
-    assert len([r for r in answered if r is not None and r <= 1000]) == PER_USER
-    assert len([r for r in answered if r is not None and r > 1000]) == 40  # the owner: all
-    assert [m.text for m in sent].count(text("en", "rate_limited")) == 1
+    answered = {m.chat_id for m in sent if m.text == "ok"}
+    assert len([c for c in answered if c > GROUP - 1000]) == PER_USER  # Mallory, on both
+    assert len([c for c in answered if c <= GROUP - 1000]) == 40  # the owner: every one
+    refused = [m.chat_id for m in sent if m.text == text("en", "rate_limited")]
+    assert len(refused) == 40 - PER_USER  # one per chat a minute: each chat refused once
