@@ -589,6 +589,31 @@ class RateLimits(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToldNotes:
+    """A chat's `[Already told the user]` lines, oldest first; `upto` marks what was read
+    (for `ToldUserNotes.confirm`), None when there was nothing."""
+
+    lines: tuple[str, ...]
+    upto: int | None
+
+
+class ToldUserNotes(Protocol):
+    """What services sent in a chat outside model turns, kept for the next turn there.
+    `bot.services.told_user.ToldUserLog` keeps them in this process (SQLite, one worker);
+    `storage.told_notes.SqlToldNotes` in PostgreSQL, seen by every worker."""
+
+    async def note(self, chat_id: int, thread_id: int, line: str) -> None: ...
+
+    async def take(self, chat_id: int, thread_id: int = 0) -> ToldNotes:
+        """The newest lines, without forgetting them."""
+        ...
+
+    async def confirm(self, chat_id: int, thread_id: int, upto: int) -> None:
+        """Forget the lines up to `upto` (the turn that carried them succeeded)."""
+        ...
+
+
 class ChatLock(Protocol):
     """Mutual exclusion per (chat, scope), in this process or across workers; `hold` is an
     async context manager. `bot.services.chat_lock.LocalChatLock` serves one worker,

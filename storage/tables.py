@@ -142,6 +142,19 @@ class RateLimitBucket(SQLModel, table=True):
     count: int = Field(sa_column=Column(Integer, nullable=False))
 
 
+class ToldUserNote(SQLModel, table=True):
+    """An `[Already told the user]` line, shared by the workers of one PostgreSQL database
+    (`storage.told_notes`, migration 0005); empty on SQLite, where notes stay in memory."""
+
+    __tablename__ = "told_user_notes"
+    __table_args__ = (Index("ix_told_user_notes_chat", "chat_id", "thread_id", "id"),)
+
+    id: int | None = Field(default=None, sa_column=Column(BigInteger, primary_key=True))
+    chat_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    thread_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    line: str = Field(sa_column=Column(Text, nullable=False))
+
+
 class ReactionRow(SQLModel, table=True):
     """A reaction a member put on one of the bot's messages (migration 0002)."""
 

@@ -11,10 +11,11 @@ The tool loop, from parts each doing one job:
 
 from __future__ import annotations
 
+import inspect
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from bot.agent.bubbles import ReplyBubbles
 from bot.agent.compactor import CompactionPolicy, Compactor
@@ -76,7 +77,7 @@ class TurnRunner:
         bus: EventBus | None = None,
         bot_id: int | None = None,
         bot_name: str = "tgbot",
-        told_user: Callable[[int, int], Sequence[str]] | None = None,
+        told_user: Callable[[int, int], Sequence[str] | Awaitable[Sequence[str]]] | None = None,
         truth: TokenTruth | None = None,
         reactions: ChatEventStore | None = None,
         search: HistorySearch | None = None,
@@ -178,7 +179,8 @@ class TurnRunner:
     ) -> TurnOutcome:
         turn_id = uuid.uuid4().hex[:12]
         if not told_user and self.told_user is not None:
-            told_user = self.told_user(session.key.chat_id, session.key.thread_id)
+            told = self.told_user(session.key.chat_id, session.key.thread_id)
+            told_user = await told if inspect.isawaitable(told) else told  # shared: a query
         state, aliases, records = await self.prepare(session, turn_id=turn_id, told_user=told_user)
         session = state.session
         tool_ctx = self.tool_runner.context(session, records)

@@ -9,7 +9,7 @@ Nothing outside `bot/app` reads the settings or imports `adapters` or `storage`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,7 +33,15 @@ from bot.config import HistorySettings, ProviderProfile, SceneHistory, Settings
 from bot.context.budget import ProviderCapacity, RuntimeLimits
 from bot.domain.ids import Scene
 from bot.errors import ConfigError
-from bot.ports import ChatLock, Clock, ConversationStore, LLMProvider, Messenger, RateLimits
+from bot.ports import (
+    ChatLock,
+    Clock,
+    ConversationStore,
+    LLMProvider,
+    Messenger,
+    RateLimits,
+    ToldUserNotes,
+)
 from bot.redact import register_secret
 from bot.services.chat_events import (
     ChatEventPolicy,
@@ -52,6 +60,7 @@ from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
 from storage.rate_limits import SqlRateLimits
 from storage.schema import schema_at_head
 from storage.sql import SqlStore
+from storage.told_notes import SqlToldNotes
 
 
 class SystemClock:
@@ -280,6 +289,27 @@ def open_rate_limits(settings: Settings, store: ConversationStore) -> RateLimits
     )
 
 
+def open_told_notes(store: ConversationStore) -> ToldUserNotes | None:
+    """`[Already told the user]` notes in PostgreSQL when the store is there (a command
+    answered by one worker is known to the next turn on another); None on SQLite, where
+    `ToldUserLog` keeps them in memory."""
+    if not isinstance(store, SqlStore) or store.engine.dialect.name != "postgresql":
+        return None
+    return SqlToldNotes(store.engine)
+
+
+def _taken_once(notes: ToldUserNotes) -> Callable[[int, int], Awaitable[Sequence[str]]]:
+    """Today's rule (each note shown to one turn): confirmed as soon as a turn takes them."""
+
+    async def take(chat_id: int, thread_id: int) -> Sequence[str]:
+        taken = await notes.take(chat_id, thread_id)
+        if taken.upto is not None:
+            await notes.confirm(chat_id, thread_id, taken.upto)
+        return taken.lines
+
+    return take
+
+
 def register_settings_secrets(settings: Settings) -> None:
     """Every secret the settings name, for `bot.redact.scrub` (logs, ledger, errors)."""
     for secret in (settings.bot_token, settings.llm_api_key, settings.webhook_secret):
@@ -312,10 +342,11 @@ def build_app(
     truth = TokenTruth.load(settings.data_dir)
     bus = EventBus()
     told = ToldUserLog()
-    outside = ToldUserMessenger(messenger, told)
+    shared_told = open_told_notes(store)
+    outside = ToldUserMessenger(messenger, told, shared=shared_told)
     """What services send outside model turns; the next turn there is told (issue 17)."""
     runner = TurnRunner(
-        told_user=told.take,
+        told_user=told.take if shared_told is None else _taken_once(shared_told),
         store=store,
         platform_messages=store,
         messenger=messenger,
