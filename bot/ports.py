@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal, Protocol
 
+from bot.context.token_correction import TokenCorrection
 from bot.domain.facts import InboundMessage, Media, MembershipChange, ReactionChange
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.messages import ChatMessage, ToolCall
@@ -611,6 +612,18 @@ class ToldUserNotes(Protocol):
 
     async def confirm(self, chat_id: int, thread_id: int, upto: int) -> None:
         """Forget the lines up to `upto` (the turn that carried them succeeded)."""
+        ...
+
+
+class SharedTokenCorrections(Protocol):
+    """Per-route token corrections kept where every worker moves them
+    (`storage.token_corrections.SqlTokenCorrections`, PostgreSQL); one process on SQLite
+    keeps its JSON file (`bot.agent.token_truth`)."""
+
+    async def load(self) -> dict[str, TokenCorrection]: ...
+
+    async def observe(self, route: str, *, estimated: int, reported: int) -> TokenCorrection:
+        """Step the route's shared correction by one call; returns the new state."""
         ...
 
 

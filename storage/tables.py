@@ -21,6 +21,7 @@ from sqlalchemy import (
     Column,
     Date,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -153,6 +154,17 @@ class ToldUserNote(SQLModel, table=True):
     chat_id: int = Field(sa_column=Column(BigInteger, nullable=False))
     thread_id: int = Field(sa_column=Column(BigInteger, nullable=False))
     line: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class TokenCorrectionRow(SQLModel, table=True):
+    """One route's learned token correction, shared by the workers of one PostgreSQL
+    database (`storage.token_corrections`, migration 0006); empty on SQLite."""
+
+    __tablename__ = "token_corrections"
+
+    route: str = Field(sa_column=Column(Text, primary_key=True))
+    ratio: float = Field(sa_column=Column(Float, nullable=False))
+    samples: int = Field(sa_column=Column(Integer, nullable=False))
 
 
 class ReactionRow(SQLModel, table=True):

@@ -60,6 +60,7 @@ from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
 from storage.rate_limits import SqlRateLimits
 from storage.schema import schema_at_head
 from storage.sql import SqlStore
+from storage.token_corrections import SqlTokenCorrections
 from storage.told_notes import SqlToldNotes
 
 
@@ -340,6 +341,8 @@ def build_app(
     routes = build_routes(settings, offline=offline)
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
     truth = TokenTruth.load(settings.data_dir)
+    if isinstance(store, SqlStore) and store.engine.dialect.name == "postgresql":
+        truth.shared = SqlTokenCorrections(store.engine)  # every worker moves one row
     bus = EventBus()
     told = ToldUserLog()
     shared_told = open_told_notes(store)
