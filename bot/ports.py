@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal, Protocol
 
+from bot.context.token_correction import TokenCorrection
 from bot.domain.facts import InboundMessage, Media, MembershipChange, ReactionChange
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.messages import ChatMessage, ToolCall
@@ -571,6 +572,59 @@ class ChatEventSink(Protocol):
 LockScope = Literal["store", "turn"]
 """`"store"`: around "is this message new? then append it"; `"turn"`: around running a turn
 (see `bot.services.chat_lock`)."""
+
+
+class RateLimits(Protocol):
+    """Per-user and per-chat budgets of messages that start work, over the last minute.
+    `bot.services.guard.LocalRateLimits` counts in this process (SQLite, one worker);
+    `storage.rate_limits.SqlRateLimits` in PostgreSQL, shared by every worker. The owner's
+    exemption is a rule of the caller, not state kept here."""
+
+    async def take(self, *, user_id: int, chat_id: int) -> bool:
+        """Count one message of `user_id` in `chat_id` and say yes when both are within
+        their limits; a refused message is not counted against the chat."""
+        ...
+
+    async def warn_once(self, chat_id: int) -> bool:
+        """Yes at most once per chat a minute (the polite refusal)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToldNotes:
+    """A chat's `[Already told the user]` lines, oldest first; `upto` marks what was read
+    (for `ToldUserNotes.confirm`), None when there was nothing."""
+
+    lines: tuple[str, ...]
+    upto: int | None
+
+
+class ToldUserNotes(Protocol):
+    """What services sent in a chat outside model turns, kept for the next turn there.
+    `bot.services.told_user.ToldUserLog` keeps them in this process (SQLite, one worker);
+    `storage.told_notes.SqlToldNotes` in PostgreSQL, seen by every worker."""
+
+    async def note(self, chat_id: int, thread_id: int, line: str) -> None: ...
+
+    async def take(self, chat_id: int, thread_id: int = 0) -> ToldNotes:
+        """The newest lines, without forgetting them."""
+        ...
+
+    async def confirm(self, chat_id: int, thread_id: int, upto: int) -> None:
+        """Forget the lines up to `upto` (the turn that carried them succeeded)."""
+        ...
+
+
+class SharedTokenCorrections(Protocol):
+    """Per-route token corrections kept where every worker moves them
+    (`storage.token_corrections.SqlTokenCorrections`, PostgreSQL); one process on SQLite
+    keeps its JSON file (`bot.agent.token_truth`)."""
+
+    async def load(self) -> dict[str, TokenCorrection]: ...
+
+    async def observe(self, route: str, *, estimated: int, reported: int) -> TokenCorrection:
+        """Step the route's shared correction by one call; returns the new state."""
+        ...
 
 
 class ChatLock(Protocol):

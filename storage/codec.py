@@ -105,6 +105,7 @@ def _encode_body(body: RecordBody) -> Json:
                     "merged": body.merged,
                     "album": body.album,
                     "linked_channel": body.linked_channel,
+                    "refused": body.refused,
                     "legacy": body.legacy,
                     "blocks": [
                         _compact({"type": b.type, "text": b.text, "key": b.key})
@@ -265,6 +266,7 @@ def _decode_body(data: Mapping[str, Any]) -> RecordBody:
                 merged=bool(data.get("merged", False)),
                 album=str(data["album"]) if data.get("album") else None,
                 linked_channel=bool(data.get("linked_channel", False)),
+                refused=bool(data.get("refused", False)),
                 legacy=bool(data.get("legacy", False)),
                 blocks=tuple(_read_block(b) for b in _list(data, "blocks")),
             )

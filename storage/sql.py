@@ -108,6 +108,11 @@ class SqlStore:
     async def close(self) -> None:
         await self._engine.dispose()
 
+    @property
+    def engine(self) -> AsyncEngine:
+        """The store's engine, for the shared state kept next to it (`storage.rate_limits`)."""
+        return self._engine
+
     # ------------------------------------------------------------ transactions
 
     @asynccontextmanager

@@ -21,6 +21,7 @@ from sqlalchemy import (
     Column,
     Date,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -127,6 +128,43 @@ class DailySummary(SQLModel, table=True):
 
     day: dt.date = Field(sa_column=Column(Date, primary_key=True))
     claimed_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+class RateLimitBucket(SQLModel, table=True):
+    """Messages counted per user or chat (`scope`) and wall-clock minute, shared by the
+    workers of one PostgreSQL database (`storage.rate_limits`, migration 0004). Created on
+    SQLite too, to keep one schema; a single SQLite worker counts in memory instead."""
+
+    __tablename__ = "rate_limit_buckets"
+
+    scope: str = Field(sa_column=Column(Text, primary_key=True))
+    key: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    minute: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    count: int = Field(sa_column=Column(Integer, nullable=False))
+
+
+class ToldUserNote(SQLModel, table=True):
+    """An `[Already told the user]` line, shared by the workers of one PostgreSQL database
+    (`storage.told_notes`, migration 0005); empty on SQLite, where notes stay in memory."""
+
+    __tablename__ = "told_user_notes"
+    __table_args__ = (Index("ix_told_user_notes_chat", "chat_id", "thread_id", "id"),)
+
+    id: int | None = Field(default=None, sa_column=Column(BigInteger, primary_key=True))
+    chat_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    thread_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    line: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class TokenCorrectionRow(SQLModel, table=True):
+    """One route's learned token correction, shared by the workers of one PostgreSQL
+    database (`storage.token_corrections`, migration 0006); empty on SQLite."""
+
+    __tablename__ = "token_corrections"
+
+    route: str = Field(sa_column=Column(Text, primary_key=True))
+    ratio: float = Field(sa_column=Column(Float, nullable=False))
+    samples: int = Field(sa_column=Column(Integer, nullable=False))
 
 
 class ReactionRow(SQLModel, table=True):

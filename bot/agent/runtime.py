@@ -12,10 +12,11 @@ The tool loop, from parts each doing one job:
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from bot.agent.bubbles import ReplyBubbles
@@ -90,7 +91,7 @@ class TurnRunner:
         bus: EventBus | None = None,
         bot_id: int | None = None,
         bot_name: str = "tgbot",
-        told_user: Callable[[int, int], Sequence[str]] | None = None,
+        told_user: Callable[[int, int], Sequence[str] | Awaitable[Sequence[str]]] | None = None,
         told: ToldUserNotes | None = None,
         truth: TokenTruth | None = None,
         reactions: ChatEventStore | None = None,
@@ -221,7 +222,8 @@ class TurnRunner:
         if not told_user and self.told is not None:
             told_user = self.told.peek(key.chat_id, key.thread_id)
         elif not told_user and self.told_user is not None:
-            told_user = self.told_user(key.chat_id, key.thread_id)
+            told = self.told_user(key.chat_id, key.thread_id)
+            told_user = await told if inspect.isawaitable(told) else told  # shared: a query
         state, aliases, records = await self.prepare(session, turn_id=turn_id, told_user=told_user)
         session = state.session
         tool_ctx = self.tool_runner.context(session, records)

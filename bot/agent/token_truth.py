@@ -11,12 +11,14 @@ learning. A route is `provider/model`, the same key the ledger and the usage rep
 File: `<data dir>/token-corrections.json`, `{"version": 1, "routes": {"<provider>/<model>":
 {"ratio": 0.83, "samples": 57}}}`, replaced atomically (write a temporary file, then
 `os.replace`). A missing or unreadable file starts every route fresh; it is never fatal.
-Several bot processes sharing a data dir each keep their own copy in memory and the last
-writer wins: every copy converges to the same ratio from the same kind of traffic.
+On PostgreSQL (several workers) each call also steps the route's row in the shared table
+(`shared`, `storage.token_corrections`) and the worker adopts the row's new state, so every
+worker learns from every call; the file then only mirrors this worker's copy.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -31,6 +33,7 @@ from bot.context.token_correction import (
     corrections_to_dict,
     observe,
 )
+from bot.ports import SharedTokenCorrections
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +80,13 @@ class TokenTruth:
         *,
         save_interval: float = SAVE_INTERVAL_SECONDS,
         monotonic: Callable[[], float] = time.monotonic,
+        shared: SharedTokenCorrections | None = None,
     ) -> None:
         self.path = path
+        self.shared = shared
+        """Set on PostgreSQL: every call also steps the route's shared row, and the result
+        replaces this copy (`_share`), so all workers learn from all calls."""
+        self._sharing: set[asyncio.Task[None]] = set()
         self._routes: dict[str, TokenCorrection] = dict(routes or {})
         self._save_interval = save_interval
         self._monotonic = monotonic
@@ -120,6 +128,8 @@ class TokenTruth:
         key = route_key(provider, model)
         before = self._routes.get(key, NO_CORRECTION)
         after = observe(before, estimated=estimated, reported=reported)
+        if after != before and self.shared is not None and reported is not None:
+            self._share(key, estimated=estimated, reported=reported)
         if after != before:
             self._routes[key] = after
             self._pending = True
@@ -127,6 +137,27 @@ class TokenTruth:
             if self._saved_at is None or now - self._saved_at >= self._save_interval:
                 self.save()
         return after
+
+    def _share(self, key: str, *, estimated: int, reported: int) -> None:
+        shared = self.shared
+        assert shared is not None
+
+        async def share() -> None:
+            try:
+                self._routes[key] = await shared.observe(
+                    key, estimated=estimated, reported=reported
+                )
+            except Exception as exc:  # the database away must not fail a member's turn
+                log.warning("token corrections: shared update failed (%s)", exc)
+
+        task = asyncio.get_running_loop().create_task(share())
+        self._sharing.add(task)
+        task.add_done_callback(self._sharing.discard)
+
+    async def shared_settled(self) -> None:
+        """Wait for the shared updates in flight (tests, shutdown)."""
+        while self._sharing:
+            await asyncio.gather(*self._sharing)
 
     def flush(self) -> None:
         """Write the changes not yet saved (at shutdown)."""

@@ -9,7 +9,7 @@ Nothing outside `bot/app` reads the settings or imports `adapters` or `storage`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,7 +35,15 @@ from bot.config import HistorySettings, ProviderProfile, SceneHistory, Settings
 from bot.context.budget import ProviderCapacity, RuntimeLimits
 from bot.domain.ids import Scene
 from bot.errors import ConfigError
-from bot.ports import ChatLock, Clock, ConversationStore, LLMProvider, Messenger
+from bot.ports import (
+    ChatLock,
+    Clock,
+    ConversationStore,
+    LLMProvider,
+    Messenger,
+    RateLimits,
+    ToldUserNotes,
+)
 from bot.redact import register_secret
 from bot.services.chat_events import (
     ChatEventPolicy,
@@ -51,8 +59,11 @@ from bot.services.told_user import ToldUserLog, ToldUserMessenger
 from bot.tools import default_tools
 from storage.engine import create_engine_for, is_sqlite, normalise_url
 from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
+from storage.rate_limits import SqlRateLimits
 from storage.schema import schema_at_head
 from storage.sql import SqlStore
+from storage.token_corrections import SqlTokenCorrections
+from storage.told_notes import SqlToldNotes
 
 
 class SystemClock:
@@ -272,6 +283,39 @@ def open_chat_lock(settings: Settings) -> ChatLock:
     return AdvisoryChatLock.for_url(url)
 
 
+def open_rate_limits(settings: Settings, store: ConversationStore) -> RateLimits | None:
+    """Rate-limit buckets in PostgreSQL when the store is there (several workers count as
+    one); None on SQLite, where the inbound service keeps its own sliding windows."""
+    if not isinstance(store, SqlStore) or store.engine.dialect.name != "postgresql":
+        return None
+    return SqlRateLimits(
+        store.engine,
+        per_user=settings.security.user_messages_per_minute,
+        per_chat=settings.security.chat_messages_per_minute,
+    )
+
+
+def open_told_notes(store: ConversationStore) -> ToldUserNotes | None:
+    """`[Already told the user]` notes in PostgreSQL when the store is there (a command
+    answered by one worker is known to the next turn on another); None on SQLite, where
+    `ToldUserLog` keeps them in memory."""
+    if not isinstance(store, SqlStore) or store.engine.dialect.name != "postgresql":
+        return None
+    return SqlToldNotes(store.engine)
+
+
+def _taken_once(notes: ToldUserNotes) -> Callable[[int, int], Awaitable[Sequence[str]]]:
+    """Today's rule (each note shown to one turn): confirmed as soon as a turn takes them."""
+
+    async def take(chat_id: int, thread_id: int) -> Sequence[str]:
+        taken = await notes.take(chat_id, thread_id)
+        if taken.upto is not None:
+            await notes.confirm(chat_id, thread_id, taken.upto)
+        return taken.lines
+
+    return take
+
+
 def register_settings_secrets(settings: Settings) -> None:
     """Every secret the settings name, for `bot.redact.scrub` (logs, ledger, errors)."""
     for secret in (settings.bot_token, settings.llm_api_key, settings.webhook_secret):
@@ -303,6 +347,8 @@ def build_app(
     routes = build_routes(settings, offline=offline)
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
     truth = TokenTruth.load(settings.data_dir)
+    if isinstance(store, SqlStore) and store.engine.dialect.name == "postgresql":
+        truth.shared = SqlTokenCorrections(store.engine)  # every worker moves one row
     bus = EventBus()
     TraceWriter(
         settings.traces_dir,
@@ -310,10 +356,14 @@ def build_app(
         max_total_bytes=settings.ledger.max_traces_mb * 1024 * 1024,
     ).attach(bus)
     told = ToldUserLog()
-    outside = ToldUserMessenger(messenger, told)
+    shared_told = open_told_notes(store)
+    outside = ToldUserMessenger(messenger, told, shared=shared_told)
     """What services send outside model turns; the next turn there is told (issue 17)."""
     runner = TurnRunner(
-        told=told,
+        # one process: notes kept until a turn that carried them succeeds; several workers
+        # (PostgreSQL): the shared table, confirmed when a turn takes them
+        told=told if shared_told is None else None,
+        told_user=None if shared_told is None else _taken_once(shared_told),
         store=store,
         platform_messages=store,
         messenger=messenger,
@@ -369,6 +419,7 @@ def build_app(
         ),
         commands=commands,
         chat_lock=chat_lock,
+        limits=open_rate_limits(settings, store),
     )
     commands.retry = inbound.retry
     chat_events = ChatEventService(

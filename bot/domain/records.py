@@ -42,6 +42,9 @@ class UserRecord:
     """The media group (`media_group_id`) the message is one part of."""
     linked_channel: bool = False
     """An automatic forward of the linked channel's post."""
+    refused: bool = False
+    """The rate limit refused it: stored like every message, never answered (not by crash
+    recovery either)."""
     blocks: tuple[ContentBlock, ...] = ()
     """Legacy rows only: the original blocks, stripped of per-turn ones at projection."""
     legacy: bool = False

@@ -7,8 +7,9 @@ private chat (whose chat id is the owner's user id) is always allowed, whatever
 
 from __future__ import annotations
 
+import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from bot.domain.facts import Sender
@@ -80,6 +81,20 @@ class RateLimiter:
     def tracked(self) -> int:
         """How many users, chats and refusals are remembered (for tests)."""
         return len(self._users) + len(self._chats) + len(self._warned)
+
+
+class LocalRateLimits:
+    """Implements `bot.ports.RateLimits` with this process's sliding windows."""
+
+    def __init__(self, limiter: RateLimiter, now: Callable[[], float] = time.monotonic) -> None:
+        self.limiter = limiter
+        self._now = now
+
+    async def take(self, *, user_id: int, chat_id: int) -> bool:
+        return self.limiter.allow(user_id=user_id, chat_id=chat_id, now=self._now())
+
+    async def warn_once(self, chat_id: int) -> bool:
+        return self.limiter.should_warn(chat_id, self._now())
 
 
 @dataclass(slots=True)

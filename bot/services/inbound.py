@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from contextlib import (
@@ -58,10 +57,11 @@ from bot.ports import (
     InboundAppend,
     LockScope,
     Messenger,
+    RateLimits,
     SessionInfo,
     SessionRequest,
 )
-from bot.services.guard import RateLimiter, chat_allowed
+from bot.services.guard import LocalRateLimits, RateLimiter, chat_allowed, is_owner
 from bot.services.message_records import (
     platform_message_of,
     record_of,
@@ -143,6 +143,7 @@ class InboundService:
         policy: InboundPolicy,
         commands: CommandHandler | None = None,
         chat_lock: ChatLock | None = None,
+        limits: RateLimits | None = None,
     ) -> None:
         self.store = store
         self.runner = runner
@@ -154,6 +155,8 @@ class InboundService:
         self.limiter = RateLimiter(
             per_user=policy.user_messages_per_minute, per_chat=policy.chat_messages_per_minute
         )
+        self.limits: RateLimits = limits or LocalRateLimits(self.limiter)
+        """In this process (`limiter`), or shared by the workers of one PostgreSQL database."""
         self._sessions: dict[int, _SessionState] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.outcomes: deque[TurnOutcome] = deque(maxlen=100)
@@ -221,16 +224,22 @@ class InboundService:
             # someone else's turn waits out its merge window: this message waits its turn
             # (and so does whatever its sender writes until it joined, to keep their order)
             defer = (answer and waiting and not merged) or message.sender.id in state.deferred
+            # closed: the bot was removed from the chat; what was said is stored, nothing is
+            # sent. The limit is checked before storing, so a refusal is stored as one (and
+            # crash recovery never answers it).
+            wanted = answer and not session.closed
+            admitted = wanted and await self._within_limits(message)
+            refused = wanted and not admitted
             if defer:
                 await self.store.record_platform_messages([platform_message_of(message)])
                 if pending is not None:
                     pending.hurry.set()  # keep the wait (and the unstored gap) short
             else:
-                await self._store_inbound(session, message, merged=merged)
-        # closed: the bot was removed from the chat; what was said is stored, nothing is sent
-        admitted = answer and not session.closed and await self._admit(message)
+                await self._store_inbound(session, message, merged=merged, refused=refused)
+        if refused:
+            await self._refuse(message)
         if defer:
-            self._join_later(session, state, message, answer=admitted)
+            self._join_later(session, state, message, answer=admitted, refused=refused)
         elif admitted:
             self._schedule_turn(session, state, message)
 
@@ -323,7 +332,13 @@ class InboundService:
             for session_id in sorted(states):
                 await held.enter_async_context(states[session_id].store_lock)
             items: list[InboundAppend] = []
+            admitted: list[bool] = []
             for session, message in batch:
+                wanted = self._answers(message, session) and not session.closed
+                # checked before storing, so a refusal is stored as one (a redelivered
+                # duplicate counts against the limit too: it is found inside the transaction)
+                admitted.append(wanted and await self._within_limits(message))
+                refused = wanted and not admitted[-1]
                 pending = states[session.id].pending
                 merged = (
                     pending is not None
@@ -333,20 +348,19 @@ class InboundService:
                 items.append(
                     InboundAppend(
                         session_id=session.id,
-                        record=record_of(message, merged=merged),
+                        record=record_of(message, merged=merged, refused=refused),
                         platform_message=platform_message_of(message),
                     )
                 )
             stored = await self.store.append_inbound(items)
-        for (session, message), record in zip(batch, stored, strict=True):
+        for (session, message), record, admit in zip(batch, stored, admitted, strict=True):
             # None: a duplicate, or not storable (the store logged why)
-            if (
-                record is not None
-                and self._answers(message, session)
-                and not session.closed
-                and await self._admit(message)
-            ):
+            if record is None:
+                continue
+            if admit:
                 self._schedule_turn(session, states[session.id], message)
+            elif isinstance(record.body, UserRecord) and record.body.refused:
+                await self._refuse(message)
 
     async def on_edit(self, message: InboundMessage) -> None:
         """Record the new text and queue the re-answer for the chat; never waits on a turn."""
@@ -467,23 +481,37 @@ class InboundService:
     async def _admit(self, message: InboundMessage) -> bool:
         """Whether the sender may start work now (the owner always); a refusal is sent at
         most once per chat a minute."""
-        now = time.monotonic()
-        if self.limiter.admit(
-            message.sender, chat_id=message.chat_id, owner_id=self.policy.owner_id, now=now
-        ):
+        if await self._within_limits(message):
             return True
+        await self._refuse(message)
+        return False
+
+    async def _within_limits(self, message: InboundMessage) -> bool:
+        """Whether the sender may start work now (the owner always: a rule, so it holds on
+        every worker); counts it if so."""
+        if is_owner(message.sender, self.policy.owner_id):
+            return True
+        return await self.limits.take(user_id=message.sender.id, chat_id=message.chat_id)
+
+    async def _refuse(self, message: InboundMessage) -> None:
+        """Log a refusal and tell the chat, at most once a minute."""
         log.info("rate limit: %s in chat %s", message.sender.id, message.chat_id)
-        if self.limiter.should_warn(message.chat_id, now):
+        if await self.limits.warn_once(message.chat_id):
             await self.messenger.send_text(
                 message.chat_id,
                 text(self.policy.locale, "rate_limited"),
                 thread_id=message.thread_id,
                 reply_to=message.message_id,
             )
-        return False
 
     def _join_later(
-        self, session: SessionInfo, state: _SessionState, message: InboundMessage, *, answer: bool
+        self,
+        session: SessionInfo,
+        state: _SessionState,
+        message: InboundMessage,
+        *,
+        answer: bool,
+        refused: bool,
     ) -> None:
         """Add `message` to the conversation once the turns pending for other senders have
         answered (and after the messages deferred before it), then give it a turn."""
@@ -502,7 +530,7 @@ class InboundService:
                 ):
                     await asyncio.wait([pending.task])
                 async with state.store_lock, self._chat_held(session, "store"):
-                    await self._store_inbound(session, message, merged=False)
+                    await self._store_inbound(session, message, merged=False, refused=refused)
             finally:
                 left = state.deferred.pop(sender, 1) - 1
                 if left:
@@ -566,11 +594,11 @@ class InboundService:
         task.add_done_callback(done)
 
     async def _store_inbound(
-        self, session: SessionInfo, message: InboundMessage, *, merged: bool
+        self, session: SessionInfo, message: InboundMessage, *, merged: bool, refused: bool
     ) -> None:
         await self.store.append(
             session.id,
-            [record_of(message, merged=merged)],
+            [record_of(message, merged=merged, refused=refused)],
             platform_messages=[platform_message_of(message)],
         )
 

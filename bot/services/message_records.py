@@ -15,10 +15,10 @@ def scene_of(message: InboundMessage, owner_id: int | None) -> Scene:
     return "group"
 
 
-def record_of(message: InboundMessage, *, merged: bool) -> NewRecord:
+def record_of(message: InboundMessage, *, merged: bool, refused: bool = False) -> NewRecord:
     """The record of a new (or edited) message; `merged` marks a later message of a burst
-    that joins the turn of the one before."""
-    body = _body(message, merged=merged)
+    that joins the turn of the one before, `refused` one the rate limit turned away."""
+    body = _body(message, merged=merged, refused=refused)
     return NewRecord(
         body=body,
         created_at=message.date,
@@ -56,7 +56,7 @@ def platform_message_of(
     )
 
 
-def _body(message: InboundMessage, *, merged: bool) -> RecordBody:
+def _body(message: InboundMessage, *, merged: bool, refused: bool) -> RecordBody:
     if message.event is not None:
         return ServiceMessageRecord(text=message.event, actor=message.sender)
     return UserRecord(
@@ -68,4 +68,5 @@ def _body(message: InboundMessage, *, merged: bool) -> RecordBody:
         merged=merged,
         album=message.media_group_id,
         linked_channel=message.automatic_forward,
+        refused=refused,
     )

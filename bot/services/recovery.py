@@ -106,6 +106,7 @@ def plan_recovery(
             if not any(
                 should_answer(facts_of_record(body, bot), scene, rules)
                 for body in unanswered(records)
+                if not body.refused  # the rate limit turned it away: a restart must not let it in
             ):
                 return None
             if age <= RECOVERY_ANSWER_WINDOW:

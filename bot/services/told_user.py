@@ -20,7 +20,7 @@ import contextlib
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 
-from bot.ports import BubbleHook, Delivery, Messenger
+from bot.ports import BubbleHook, Delivery, Messenger, ToldUserNotes
 
 MAX_LINE_CHARS = 120
 MAX_LINES = 5
@@ -79,9 +79,19 @@ class ToldUserLog:
 class ToldUserMessenger:
     """A `Messenger` that notes what it delivers in a `ToldUserLog`."""
 
-    def __init__(self, inner: Messenger, log: ToldUserLog) -> None:
+    def __init__(
+        self, inner: Messenger, log: ToldUserLog, *, shared: ToldUserNotes | None = None
+    ) -> None:
         self.inner = inner
         self.log = log
+        self.shared = shared
+        """Set on PostgreSQL: the notes go to the table every worker reads instead."""
+
+    async def _note(self, chat_id: int, thread_id: int, text: str) -> None:
+        if self.shared is None:
+            self.log.note(chat_id, thread_id, text)
+        else:
+            await self.shared.note(chat_id, thread_id, told_line(text))
 
     async def send_text(
         self,
@@ -96,7 +106,7 @@ class ToldUserMessenger:
             chat_id, text, thread_id=thread_id, reply_to=reply_to, on_bubble=on_bubble
         )
         if delivery.delivered:
-            self.log.note(chat_id, thread_id, text)
+            await self._note(chat_id, thread_id, text)
         return delivery
 
     async def delete_message(self, chat_id: int, message_id: int) -> None:
@@ -114,5 +124,5 @@ class ToldUserMessenger:
         message_id = await self.inner.send_photo(
             chat_id, photo, caption=caption, thread_id=thread_id
         )
-        self.log.note(chat_id, thread_id, caption or "[chart]")
+        await self._note(chat_id, thread_id, caption or "[chart]")
         return message_id

@@ -9,18 +9,24 @@ from pathlib import Path
 import pytest
 
 from adapters.llm.scripted import Reply, ScriptedModel
+from adapters.telegram.fake_api import FakeBotApi
 from bot.config import load_settings
 from bot.domain.facts import Quote, Sender
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import UserRecord
 from bot.ports import NewRecord
 from bot.texts import text
+from storage.engine import create_engine_for
 from storage.memory import InMemoryStore
+from storage.migrate import upgrade_database
+from storage.sql import SqlStore
 from tests.fakes import RecordingMessenger, SteppingClock
-from tests.rig import BOT_ID, wire_app
+from tests.rig import BOT_ID, polling_app, rig_settings, wire_app
+from tests.test_reliability.conftest import wait_confirmed
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 ALICE = Sender(id=1001, name="Alice")
+ALICE_API = {"id": ALICE.id, "first_name": "Alice"}
 
 
 async def recover_one(
@@ -104,3 +110,42 @@ async def test_two_workers_recovering_together_answer_once(tmp_path: Path) -> No
 
     assert [m.text for m in messenger.sent] == ANSWER
     assert len(model.requests) == 1
+
+
+async def test_a_message_the_rate_limit_refused_is_not_answered_after_a_restart(
+    api: FakeBotApi, tmp_path: Path
+) -> None:
+    """A member floods a private chat past the limit; the bot is restarted (a new app on the
+    same SQLite file, polling the same fake Bot API) and recovers: the refused message, the
+    newest of the chat, stays unanswered, as it was before the restart."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'bot.sqlite3'}"
+    await upgrade_database(url)
+    settings = rig_settings(
+        tmp_path, security={"user_messages_per_minute": 2, "chat_messages_per_minute": 60}
+    )
+    first = ScriptedModel([Reply("one"), Reply("two")])
+    store = SqlStore(create_engine_for(url))
+    async with polling_app(settings, api, store=store, model=first) as app:
+        for n in range(3):  # each answered before the next, so the refused one is the newest
+            await wait_confirmed(
+                api, api.push_update(api.user_message(ALICE.id, ALICE_API, f"m{n}"))
+            )
+            await app.inbound.drain()
+    sent = [m["text"] for m in api.sent_messages(ALICE.id)]
+    assert sent == ["one", "two", text("en", "rate_limited")]
+
+    after = ScriptedModel([Reply("Answered the refused message after the restart.")])
+    store = SqlStore(create_engine_for(url))
+    async with polling_app(settings, api, store=store, model=after) as app:
+        session = await store.find_session(SessionKey(chat_id=ALICE.id))
+        assert session is not None
+        path = await store.load_path(session.id)
+        assert [r.body.refused for r in path if isinstance(r.body, UserRecord)] == [
+            False,
+            False,
+            True,
+        ]
+        await app.inbound.recover_interrupted(bot_id=api.bot_id, bot_username=api.username)
+        await app.inbound.drain()
+    assert after.requests == []
+    assert [m["text"] for m in api.sent_messages(ALICE.id)] == sent

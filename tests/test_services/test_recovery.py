@@ -73,6 +73,14 @@ CASES: dict[str, tuple[Scene, list[StoredRecord], RecoveryStep | None]] = {
     "private, 11 min": ("private", path((said("hi"), 11 * MIN, (5,))), SayMissed(reply_to=5)),
     "private, 6 h": ("private", path((said("hi"), 6 * HOUR, (5,))), SayMissed(reply_to=5)),
     "private, 7 h": ("private", path((said("hi"), 7 * HOUR, (5,))), None),
+    "private, refused by the rate limit": (
+        "private", path((UserRecord(sender=ALICE, text="hi", refused=True), MIN, (5,))), None,
+    ),
+    "private, answered, refused after": (
+        "private", path((HI, 2 * MIN, (5,)), (REPLY, 2 * MIN, (6,)),
+                        (UserRecord(sender=ALICE, text="more", refused=True), MIN, (7,))),
+        None,
+    ),
     "group chatter": ("group", path((said("lunch?"), MIN, (5,))), None),
     "group mention": ("group", path((MENTION, MIN, (5,))), RunTurn(reply_to=5, expect_leaf=1)),
     "group mention, then chatter": (
