@@ -73,6 +73,7 @@ class Worker:
             "127.0.0.1",
             "--port",
             str(self.port),
+            *(() if "LLM_BASE_URL" in self.env else ("--offline",)),  # the canned model, meant
             cwd=ROOT,
             env=self.env,
             stdin=asyncio.subprocess.DEVNULL,
