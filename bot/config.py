@@ -203,7 +203,7 @@ class RetentionSettings(Section):
     keep_platform_events_days: int = Field(0, ge=0)
 
 
-class LedgerSettings(BaseModel):
+class LedgerSettings(Section):
     """The usage ledger and the per-call traces (`bot.agent.traces`)."""
 
     keep_requests_days: int = Field(7, ge=0)

@@ -114,7 +114,9 @@ async def traffic(tmp_path: Path) -> AsyncIterator[Traffic]:
         [CallTool("inspect_conversation_reference", {"reference": "m1"}), Reply("It says hi.")]
     )
     messenger = RecordingMessenger()
-    start = datetime.now(UTC) - timedelta(minutes=10)
+    now = datetime.now(UTC)
+    # ten minutes ago, but never yesterday: the tests read "today" from the report
+    start = max(now - timedelta(minutes=10), now.replace(hour=0, minute=0, second=0, microsecond=0))
     clock = SteppingClock(start)
     app = wire_app(settings, store=store, messenger=messenger, model=model, clock=clock)
     try:

@@ -348,6 +348,7 @@ async def test_run_logs_one_banner_line(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_missing_token_is_refused_before_aiogram_is_imported(tmp_path: Path) -> None:
     """What made the refusal take 10-16 s: all of aiogram imported first."""
     env = cli_env(tmp_path)

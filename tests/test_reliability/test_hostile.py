@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -464,12 +465,17 @@ async def test_echoing_errors_leave_no_secret_in_the_log_or_the_ledger(
 
     log_text = bot.log()
     ledger = "".join(
-        path.read_text(encoding="utf-8") for path in (bot.data_dir / "agent-traces").glob("*")
+        path.read_text(encoding="utf-8") for path in (bot.data_dir / "agent-traces").glob("*.jsonl")
+    )
+    traces = "".join(  # each call as sent and answered, kept beside the ledger
+        gzip.decompress(path.read_bytes()).decode("utf-8")
+        for path in (bot.data_dir / "agent-traces").rglob("*.json.gz")
     )
     assert "[redacted]" in log_text  # both errors were logged, scrubbed
     assert "[redacted]" in ledger  # the failed call's ledger line, scrubbed
     for name, form in secret_forms().items():
         assert form not in log_text, f"{name} in the log"
+        assert form not in traces, f"{name} in a call's trace"
         assert form not in ledger, f"{name} in the ledger"
     for noisy in ("httpcore", "httpx", "hpack", "aiohttp.client"):
         assert f" {noisy}" not in log_text  # no header dumps from HTTP clients

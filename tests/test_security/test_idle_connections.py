@@ -84,6 +84,7 @@ async def test_idle_sockets_are_capped_and_closed_and_the_member_is_answered(
     assert bot.log().count("refusing a connection") <= 3
 
 
+@pytest.mark.slow
 def test_the_file_limit_is_raised_to_the_hard_limit() -> None:
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     lowered = min(256, hard)

@@ -49,15 +49,15 @@ def route_table() -> RouteTable:
 
 
 def commands(
-    messenger: RecordingMessenger, store: Routes, *, retried: list[int] | None = None
+    messenger: RecordingMessenger, store: Routes, *, retried: list[tuple[int, int]] | None = None
 ) -> Commands:
     async def usage() -> tuple[str, bytes | None]:
         return "usage today: 3 calls", b"\x89PNG chart"
 
-    async def retry(session: SessionInfo) -> bool:
+    async def retry(session: SessionInfo, requester: int) -> bool:
         if retried is None:
             return False
-        retried.append(session.id)
+        retried.append((session.id, requester))
         return True
 
     return Commands(
@@ -147,11 +147,11 @@ async def test_model_switches_to_a_known_provider_and_refuses_an_unknown_one() -
 
 async def test_retry_runs_for_anyone_and_says_when_there_is_nothing() -> None:
     messenger = RecordingMessenger()
-    retried: list[int] = []
+    retried: list[tuple[int, int]] = []
     await commands(messenger, Routes(), retried=retried)(command("/retry", ALICE), SESSION)
     await commands(messenger, Routes())(command("/retry", ALICE), SESSION)
 
-    assert retried == [SESSION.id]
+    assert retried == [(SESSION.id, ALICE.id)]  # the requester's own turn, with their rights
     assert [m.text for m in messenger.sent] == [text("en", "nothing_to_retry")]
 
 
@@ -162,7 +162,9 @@ async def test_dashboard_gives_the_owner_a_fresh_link_and_help_answers_anyone() 
     await board(command("/dashboard"), SESSION)
     await board(command("/help", ALICE), SESSION)
 
-    assert [m.text for m in messenger.sent] == [
-        text("en", "dashboard_link", url="https://bot.example/dash?t=abc"),
-        text("en", "help"),
+    # typed in a group: the link goes to the owner's private chat, the group is told so
+    assert [(m.chat_id, m.text) for m in messenger.sent] == [
+        (OWNER.id, text("en", "dashboard_link", url="https://bot.example/dash?t=abc")),
+        (CHAT, text("en", "dashboard_sent_privately")),
+        (CHAT, text("en", "help")),
     ]

@@ -26,6 +26,13 @@ async def test_each_chat_shows_its_stored_window_on_the_active_path(sql_url: str
         # an edited-away branch under the third record is not in the window
         await store.append(busy, [user("side", 99)], parent_id=trunk[2].id, move_leaf=False)
         await store.set_window_start(busy, trunk[3].id)
+        # the summary the next request carries: off the path, under the record before the start
+        await store.append(
+            busy,
+            [NewRecord(body=SummaryRecord(text="u0-u2: hello"), created_at=T0, tokens=4)],
+            parent_id=trunk[2].id,
+            move_leaf=False,
+        )
         last = T0 + timedelta(hours=1)
         await store.append(
             busy,
