@@ -388,8 +388,9 @@ async def test_the_allow_list_never_locks_out_the_owner_private_chat(
     await live.handled(api.push_update(api.user_message(BOB["id"], BOB, "hi", chat_type="private")))
 
     owner = texts(api, OWNER)
-    assert owner[0] == "re: status?"
-    assert owner[1].startswith("Usage for")  # the /usage report (and its chart)
+    # the reply and the /usage report (and its chart) run apart: either may land first
+    assert "re: status?" in owner
+    assert any(t.startswith("Usage for") for t in owner)
     assert texts(api, BOB["id"]) == []  # a stranger's private chat stays closed
 
 
