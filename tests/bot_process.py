@@ -19,9 +19,11 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.telegram.fake_api import FakeBotApi
+from bot.ports import LLMProvider
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
 from tests.deadlines import EVENT, PROCESS_READY, REAP, deadline
@@ -139,6 +141,50 @@ async def bot_running(
     finally:
         if bot.process is not None:
             await bot.stop()
+
+
+QUIET_CONFIG = """\
+[triggers]
+merge_window_seconds = 0
+
+[security]
+user_messages_per_minute = 0
+chat_messages_per_minute = 0
+"""
+"""Every message answered at once: no merge window, no rate limits."""
+
+
+class ScriptedBot(NamedTuple):
+    api: FakeBotApi
+    llm: FakeOpenAIServer
+    bot: BotProcess
+    store: SqlStore
+
+
+@asynccontextmanager
+async def scripted_bot(
+    tmp_path: Path, model: LLMProvider, *, config: str = QUIET_CONFIG, **settings: str
+) -> AsyncIterator[ScriptedBot]:
+    """`tgbot run` on `tmp_path` against the fake Bot API, with `model` behind the fake
+    OpenAI server, the owner 42, `config` as its TOML file, and its SQLite file open."""
+    path = tmp_path / "bot.toml"
+    path.write_text(config, encoding="utf-8")
+    async with (
+        FakeBotApi(username="test_bot") as api,
+        FakeOpenAIServer(model) as llm,
+        bot_running(
+            api,
+            llm,
+            tmp_path,
+            LLM_API_KEY="sk-test",
+            LLM_MODEL="fake-model",
+            OWNER_ID="42",
+            BOT_CONFIG=str(path),
+            **settings,
+        ) as bot,
+        sqlite_store(tmp_path) as store,
+    ):
+        yield ScriptedBot(api, llm, bot, store)
 
 
 async def eventually(

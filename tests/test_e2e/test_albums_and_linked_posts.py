@@ -10,10 +10,8 @@ from typing import Any
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import Reply, ScriptedModel
-from adapters.telegram.fake_api import FakeBotApi
-from tests.bot_process import bot_running, reply_stored, sqlite_store
+from tests.bot_process import reply_stored, scripted_bot
 
 pytestmark = pytest.mark.slow
 
@@ -21,14 +19,6 @@ GROUP = -1009876500224
 ALICE = {"id": 1001, "is_bot": False, "first_name": "Alice"}
 CHAT = {"id": GROUP, "type": "supergroup", "title": "Team"}
 CHANNEL = {"id": -1001500000001, "type": "channel", "title": "Team news"}
-CONFIG = """\
-[triggers]
-merge_window_seconds = 0
-
-[security]
-user_messages_per_minute = 0
-chat_messages_per_minute = 0
-"""
 
 
 def photo(message_id: int, group: str, caption: str | None = None) -> dict[str, Any]:
@@ -67,23 +57,8 @@ def linked_post(message_id: int) -> dict[str, Any]:
 
 
 async def test_album_parts_share_the_first_alias_and_linked_posts_say_so(tmp_path: Path) -> None:
-    config = tmp_path / "bot.toml"
-    config.write_text(CONFIG, encoding="utf-8")
     model = ScriptedModel([Reply("nice pictures")])
-    async with (
-        FakeBotApi(username="test_bot") as api,
-        FakeOpenAIServer(model) as llm,
-        bot_running(
-            api,
-            llm,
-            tmp_path,
-            LLM_API_KEY="sk-test",
-            LLM_MODEL="fake-model",
-            OWNER_ID="42",
-            BOT_CONFIG=str(config),
-        ),
-        sqlite_store(tmp_path) as store,
-    ):
+    async with scripted_bot(tmp_path, model) as (api, _llm, _bot, store):
         api.push_update(linked_post(100))
         api.push_update(photo(101, "13598766281537700", caption="our offsite"))
         api.push_update(photo(102, "13598766281537700"))

@@ -13,47 +13,22 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import Hold, Reply, ScriptedModel
-from adapters.telegram.fake_api import FakeBotApi
-from tests.bot_process import bot_running, reply_stored, sqlite_store
+from tests.bot_process import reply_stored, scripted_bot
 
 pytestmark = pytest.mark.slow
 
 GROUP = -1009876500124
 ALICE = {"id": 1001, "first_name": "Alice"}
-CONFIG = """\
-[triggers]
-merge_window_seconds = 0
-
-[security]
-user_messages_per_minute = 0
-chat_messages_per_minute = 0
-"""
 
 
 async def test_typing_shows_while_a_slow_model_thinks_and_never_after_the_reply(
     tmp_path: Path,
 ) -> None:
-    config = tmp_path / "bot.toml"
-    config.write_text(CONFIG, encoding="utf-8")
     release = asyncio.Event()
     held = Hold(release, Reply("here is the answer"))
     model = ScriptedModel([held])
-    async with (
-        FakeBotApi(username="test_bot") as api,
-        FakeOpenAIServer(model) as llm,
-        bot_running(
-            api,
-            llm,
-            tmp_path,
-            LLM_API_KEY="sk-test",
-            LLM_MODEL="fake-model",
-            OWNER_ID="42",
-            BOT_CONFIG=str(config),
-        ),
-        sqlite_store(tmp_path) as store,
-    ):
+    async with scripted_bot(tmp_path, model) as (api, _llm, _bot, store):
         api.push_update(api.user_message(GROUP, ALICE, "@test_bot think hard", chat_title="Team"))
         await asyncio.wait_for(held.arrived.wait(), 30)
         asked = asyncio.get_running_loop().time()

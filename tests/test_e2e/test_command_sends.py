@@ -8,26 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import ScriptedModel
-from adapters.telegram.fake_api import FakeBotApi
 from bot.domain.ids import SessionKey
 from bot.ports import LLMRequest, LLMResponse
-from tests.bot_process import bot_running, eventually, sqlite_store
+from tests.bot_process import eventually, scripted_bot
 
 pytestmark = pytest.mark.slow
 
 GROUP = -1009876500024
 OWNER = {"id": 42, "first_name": "Owner"}
 ALICE = {"id": 1001, "first_name": "Alice"}
-CONFIG = """\
-[triggers]
-merge_window_seconds = 0
-
-[security]
-user_messages_per_minute = 0
-chat_messages_per_minute = 0
-"""
 # the Bot API's answer when a member-level bot may not post media in a group
 NO_PHOTOS = "Bad Request: not enough rights to send photos to the chat"
 
@@ -39,23 +29,8 @@ def answer(request: LLMRequest) -> LLMResponse:
 async def test_usage_chart_refused_with_a_400_still_answers_the_owner_once(
     tmp_path: Path,
 ) -> None:
-    config = tmp_path / "bot.toml"
-    config.write_text(CONFIG, encoding="utf-8")
     model = ScriptedModel(default=answer)
-    async with (
-        FakeBotApi(username="test_bot") as api,
-        FakeOpenAIServer(model) as llm,
-        bot_running(
-            api,
-            llm,
-            tmp_path,
-            LLM_API_KEY="sk-test",
-            LLM_MODEL="fake-model",
-            OWNER_ID="42",
-            BOT_CONFIG=str(config),
-        ) as bot,
-        sqlite_store(tmp_path) as store,
-    ):
+    async with scripted_bot(tmp_path, model) as (api, _llm, bot, store):
         api.fail_next("sendPhoto", error_code=400, description=NO_PHOTOS)
         # one batch: the command, then a mention after it
         api.push_update(api.user_message(GROUP, OWNER, "/usage", chat_title="Team", message_id=10))

@@ -8,11 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import Reply, ScriptedModel
-from adapters.telegram.fake_api import FakeBotApi
 from bot.domain.ids import SessionKey
-from tests.bot_process import bot_running, eventually, reply_stored, sqlite_store
+from tests.bot_process import eventually, reply_stored, scripted_bot
 
 pytestmark = pytest.mark.slow
 
@@ -20,14 +18,6 @@ FORUM = -1009876500324
 THREAD = 77
 ALICE = {"id": 1001, "is_bot": False, "first_name": "Alice"}
 CHAT = {"id": FORUM, "type": "supergroup", "title": "Dev Forum", "is_forum": True}
-CONFIG = """\
-[triggers]
-merge_window_seconds = 0
-
-[security]
-user_messages_per_minute = 0
-chat_messages_per_minute = 0
-"""
 
 
 def topic_event(message_id: int, field: str, name: str) -> dict[str, object]:
@@ -50,23 +40,8 @@ def topic_event(message_id: int, field: str, name: str) -> dict[str, object]:
 async def test_the_topic_name_is_in_the_turn_context_and_the_reply_in_its_thread(
     tmp_path: Path,
 ) -> None:
-    config = tmp_path / "bot.toml"
-    config.write_text(CONFIG, encoding="utf-8")
     model = ScriptedModel([Reply("Friday works"), Reply("still Friday")])
-    async with (
-        FakeBotApi(username="test_bot") as api,
-        FakeOpenAIServer(model) as llm,
-        bot_running(
-            api,
-            llm,
-            tmp_path,
-            LLM_API_KEY="sk-test",
-            LLM_MODEL="fake-model",
-            OWNER_ID="42",
-            BOT_CONFIG=str(config),
-        ),
-        sqlite_store(tmp_path) as store,
-    ):
+    async with scripted_bot(tmp_path, model) as (api, _llm, _bot, store):
         api.push_update(topic_event(THREAD, "forum_topic_created", "Release planning"))
         api.push_update(
             api.user_message(
