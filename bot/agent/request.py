@@ -17,12 +17,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from bot.agent.compactor import Compactor, FoldView, summary_before
+from bot.agent.compactor import Compactor, summary_before
 from bot.agent.prompt import PromptFacts, TurnContext, build_per_turn_blocks, build_system_prompt
 from bot.agent.routes import RouteTable
 from bot.agent.turn import TurnPolicy, TurnState, TurnWindow
 from bot.context.alias_table import AliasTable
-from bot.context.compaction import predict_cut, summary_message
+from bot.context.compaction import (
+    PreparedSummary,
+    plan_window,
+    predict_cut,
+    summary_message,
+    usable_summary,
+)
 from bot.context.escaping import inline_value
 from bot.context.history_trim import HistoryTrimmed, IndexedHistory, breadcrumb_message
 from bot.context.orphans import remove_orphaned_tool_messages
@@ -36,8 +42,6 @@ from bot.context.token_correction import NO_CORRECTION, TokenCorrection
 from bot.context.tokens import ensure_token_estimate, estimate_message_tokens
 from bot.context.turns import count_turns, turn_starts
 from bot.context.window import (
-    TurnCosts,
-    WindowDecision,
     WindowLimits,
     estimate_tool_schema_tokens,
     select_window,
@@ -126,16 +130,21 @@ class RequestBuilder:
     ) -> tuple[TurnState, AliasTable, list[StoredRecord]]:
         """The turn's state, its alias table and the window's records.
 
+        In one line: load the window (records from the stored start, the summary before
+        it, the per-turn blocks), project it, plan the window (`plan_window`: keep the
+        start, or move it onto a prepared summary, or move it and fold what departs),
+        fold if the plan says so, and project the kept records again after a move.
+
         `persist_window=False` previews without storing a moved window start and without
         calling the summary model (`tgbot context show` is read-only). The turn works with
         the session as loaded with its history (route, scene and window as stored now), not
         as the caller last saw it."""
         policy = self.policy
+        # load
         loaded = await self.store.load_history(session.id, max_records=policy.max_records)
         session = loaded.session
         route = self.routes.resolve(session.route)
         records = list(loaded.records)
-        has_earlier = loaded.has_earlier
         history_budget = policy.scene_budgets.get(session.scene, 0)
         correction = self.correction(route.provider_name, route.model)
         limits = self.window_limits(session.scene, correction, session=session)
@@ -156,45 +165,52 @@ class RequestBuilder:
         )
         targets = await self._quote_targets(session, records)
         projection = self._project(records, session, blocks, targets)
+        previous = None
+        if loaded.has_earlier:  # the summary of what precedes the window
+            previous = await summary_before(self.store, session, records)
+        # plan
         costs = turn_costs(without_per_turn_cost(projection, blocks))
         answered = None if policy.count_unanswered_turns else costs.answered
         decision = select_window(costs.tokens, costs.messages, 0, limits, answered=answered)
-        # --- compaction hook (issue 17): the summary standing for what precedes the window
-        summary = await summary_before(self.store, session, records) if has_earlier else None
+        starts = [projection.record_index[i] for i in costs.starts]  # record index per turn
+        prepared: tuple[PreparedSummary, ...] = ()
+        if decision.moved and self.compactor is not None:  # a move may use a prepared one
+            await self.compactor.settle(session.id)
+            prepared = await self.compactor.find_prepared(session, records[: starts[-1]], starts)
+        plan = plan_window(
+            decision,
+            costs,
+            limits,
+            earlier=loaded.has_earlier,
+            previous=previous,
+            prepared=prepared,
+            compaction=self.compactor is not None,
+            fold_now=persist_window,
+            persist=persist_window,
+        )
+        # fold if the plan says so
+        if plan.fold and self.compactor is not None:
+            folded, failed = await self.compactor.fold_in_turn(
+                session,
+                records=records,
+                cut=starts[plan.decision.start],
+                previous=previous,
+                messages=await self.fold_messages(session, records, previous),
+                turn_id=turn_id,
+            )
+            plan = plan.after_fold(folded, failed=failed)
+        # project what the window keeps
         window_event: HistoryTrimmed | None = None
-        persist = persist_window
-        if decision.moved and costs.starts:
-            cut = projection.record_index[costs.starts[decision.start]]
-            # --- compaction hook (issue 17): fold what departs, or use a prepared summary
-            if self.compactor is not None:
-                starts = [projection.record_index[i] for i in costs.starts]
-                fold = await self.compactor.on_move(
-                    session,
-                    records=records,
-                    cut=cut,
-                    turn_starts=starts,
-                    costs=costs,
-                    limits=limits,
-                    previous=summary,
-                    messages=lambda: self.fold_messages(session, records, summary),
-                    turn_id=turn_id,
-                    call_model=persist_window,
-                )
-                if fold.cut != cut:  # a prepared summary moved the start a little
-                    decision = moved_to(decision, costs, starts.index(fold.cut))
-                cut, summary = fold.cut, fold.summary
-                persist = persist and not fold.failed
-            else:
-                summary = None
-            targets = await self._quote_targets(session, records[cut:])
-            records = records[cut:]
-            has_earlier = True
-            if persist:  # a failed fold: the move waits, nothing leaves for good
+        if plan.decision.moved:
+            records = records[starts[plan.decision.start] :]
+            targets = await self._quote_targets(session, records)
+            if plan.persist:  # a failed fold: the move waits, nothing leaves for good
                 await self.store.set_window_start(session.id, records[0].id)
             window_event = HistoryTrimmed.from_window(
-                decision, budget=history_budget, session=session.id, turn_id=turn_id
+                plan.decision, budget=history_budget, session=session.id, turn_id=turn_id
             )
             projection = self._project(records, session, blocks, targets)
+        summary = plan.summary
         aliases = AliasTable()
         window = TurnWindow(
             records=tuple(records),
@@ -214,13 +230,13 @@ class RequestBuilder:
             route=route,
             turn_id=turn_id,
             messages=IndexedHistory(),
-            crumb=has_earlier,
+            crumb=plan.crumb,
             current_index=0,
             fixed_tokens=0,
             budget=policy.limits.effective_context_budget(route.context_window),
             history_budget=history_budget,
             kept_turns=0,
-            dropped_turns=decision.dropped_turns if decision.moved else 0,
+            dropped_turns=plan.decision.dropped_turns,
             window=window,
             history_start=0,
             history_end=0,
@@ -232,7 +248,7 @@ class RequestBuilder:
         ) + estimate_tool_schema_tokens([tool_schema(t) for t in self.tools.values()])
         if window_event is not None:
             state.pending_trims.append(window_event)
-        if self.compactor is not None:  # compaction hook (issue 17): is the next move near?
+        if self.compactor is not None:  # is the next move near? then prepare after the reply
             kept = (
                 costs
                 if window_event is None
@@ -390,26 +406,47 @@ class RequestBuilder:
             projection.messages
         )
 
-    async def fold_view(self, session: SessionInfo) -> FoldView:
-        """The window as it stands after a reply (for preparing the next summary)."""
+    def after_reply(self, session: SessionInfo, *, turn_id: str) -> None:
+        """The turn answered and its next window move is near: prepare that move's summary
+        in the background (one at a time per session), so the move waits for no model."""
+        compactor = self.compactor
+        if compactor is None or compactor.preparing(session.id):
+            return
+        compactor.in_background(session.id, self._prepare_next_fold(session, turn_id))
+
+    async def _prepare_next_fold(self, session: SessionInfo, turn_id: str) -> None:
+        """Load the window as it stands after the reply, plan where its next move will
+        start (`predict_cut`), and fold what that move drops, unless a summary prepared
+        earlier already serves it (`usable_summary`)."""
+        compactor = self.compactor
+        if compactor is None:
+            return
+        # load
         loaded = await self.store.load_history(session.id, max_records=self.policy.max_records)
         session = loaded.session
         records = list(loaded.records)
         summary = await summary_before(self.store, session, records) if loaded.has_earlier else None
         targets = await self._quote_targets(session, records)
         projection = self._project(records, session, "", targets)
+        # plan
         costs = turn_costs(projection.messages)
+        limits = self.window_limits(session.scene, self.route_correction(session), session=session)
+        turn = predict_cut(costs, limits, self.policy.compaction_margin)
+        if turn is None:
+            return
+        starts = [projection.record_index[i] for i in costs.starts]
+        prepared = await compactor.find_prepared(session, records, starts)
+        if usable_summary(turn, prepared, costs, limits) is not None:
+            return  # one prepared already serves the next move
+        # fold
         head = self.head(session, has_earlier=loaded.has_earlier, summary=summary)
-        return FoldView(
-            session=session,
+        await compactor.prepare(
+            session,
             records=records,
-            costs=costs,
-            turn_starts=[projection.record_index[i] for i in costs.starts],
-            limits=self.window_limits(
-                session.scene, self.route_correction(session), session=session
-            ),
-            summary=summary,
+            cut=starts[turn],
+            previous=summary,
             messages=head + list(projection.messages),
+            turn_id=turn_id,
         )
 
     def _project(
@@ -508,19 +545,6 @@ def register_shown(aliases: AliasTable, projection: Projection, chat_id: int) ->
     # chat (its id means nothing here), never one the model was not shown.
     for message_id in projection.references:
         aliases.register_reference(message_id)
-
-
-def moved_to(decision: WindowDecision, costs: TurnCosts, start: int) -> WindowDecision:
-    """`decision` with the window starting at turn `start` instead (what it kept and left)."""
-    before = decision.start - decision.dropped_turns
-    return replace(
-        decision,
-        start=start,
-        tokens=sum(costs.tokens[start:]),
-        kept_turns=len(costs.tokens) - start,
-        dropped_turns=start - before,
-        dropped_messages=sum(costs.messages[before:start]),
-    )
 
 
 def tool_schema(tool: Tool) -> dict[str, object]:

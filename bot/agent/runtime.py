@@ -127,7 +127,6 @@ class TurnRunner:
                 policy=CompactionPolicy(
                     summary_budgets={s: policy.summary_budget(s) for s in policy.summary_budgets},
                     route=policy.compaction_route,
-                    prepare_margin=policy.compaction_margin,
                     runtime=policy.limits,
                 ),
                 read_points=read_points,
@@ -270,8 +269,8 @@ class TurnRunner:
                 self.request.reactions_answered(session.id)
                 if self.told is not None:
                     self.told.shown(key.chat_id, key.thread_id, told_user)
-            if self.compactor is not None and state.fold_soon:  # compaction (issue 17)
-                self.compactor.after_reply(session, self.request.fold_view, turn_id=turn_id)
+            if state.fold_soon:  # the next window move is near: prepare its summary
+                self.request.after_reply(session, turn_id=turn_id)
             return outcome
 
     async def _failed(
