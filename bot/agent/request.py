@@ -207,7 +207,7 @@ class RequestBuilder:
             if plan.persist:  # a failed fold: the move waits, nothing leaves for good
                 await self.store.set_window_start(session.id, records[0].id)
             window_event = HistoryTrimmed.from_window(
-                plan.decision, budget=history_budget, session=session.id, turn_id=turn_id
+                plan.decision, limits, session=session.id, turn_id=turn_id
             )
             projection = self._project(records, session, blocks, targets)
         summary = plan.summary
