@@ -30,14 +30,14 @@ import contextlib
 import logging
 import time
 from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from bot.agent.events import EventBus, ModelCalled
+from bot.agent.policy import CompactionPolicy
 from bot.agent.provider_call import capacity_window
 from bot.agent.routes import ModelRoute, RouteTable
 from bot.agent.traces import new_call_id
-from bot.context.budget import RuntimeLimits
 from bot.context.cache_plan import ReadPoints, plan_cache, session_cache_key
 from bot.context.compaction import (
     PreparedSummary,
@@ -48,7 +48,6 @@ from bot.context.compaction import (
 )
 from bot.context.tokens import estimate_message_tokens, split_request_tokens
 from bot.context.window import check_capacity, estimate_tool_schema_tokens
-from bot.domain.ids import Scene
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord
 from bot.errors import BotError
@@ -56,17 +55,6 @@ from bot.ports import Clock, HistoryStore, LLMRequest, LLMResponse, NewRecord, S
 from bot.tools.base import Tool
 
 log = logging.getLogger("tgbot.compaction")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CompactionPolicy:
-    """`summary_budgets`: the summary's bound per scene; `route`: where summary calls go
-    (None: the chat's own route)."""
-
-    summary_budgets: Mapping[Scene, int]
-    route: str | None = None
-    runtime: RuntimeLimits = field(default_factory=RuntimeLimits)
-    """The runtime limits: an honoured `max_context_tokens` is the summary call's window too."""
 
 
 async def summary_before(
@@ -236,7 +224,7 @@ class Compactor:
         """`fold`, and whether a due fold failed (a provider error, the capacity check, an
         empty answer): then nothing may leave the window for good. (None, False) when there
         was nothing to fold (no alias departs, or the scene keeps no summary)."""
-        budget = self.policy.summary_budgets.get(session.scene, 0)
+        budget = self.policy.summary_budgets.of(session.scene)
         departing = records[:cut]
         plan = plan_fold(departing, previous, budget) if budget > 0 and cut > 0 else None
         if plan is None:

@@ -18,10 +18,12 @@ from dataclasses import replace
 from datetime import datetime
 
 from bot.agent.compactor import Compactor, summary_before
+from bot.agent.policy import PromptPolicy, WindowPolicy
 from bot.agent.prompt import PromptFacts, TurnContext, build_per_turn_blocks, build_system_prompt
 from bot.agent.routes import RouteTable
-from bot.agent.turn import TurnPolicy, TurnState, TurnWindow
+from bot.agent.turn import TurnState, TurnWindow
 from bot.context.alias_table import AliasTable
+from bot.context.budget import RuntimeLimits
 from bot.context.compaction import (
     PreparedSummary,
     plan_window,
@@ -75,7 +77,9 @@ class RequestBuilder:
         routes: RouteTable,
         tools: Mapping[str, Tool],
         clock: Clock,
-        policy: TurnPolicy,
+        window_policy: WindowPolicy,
+        prompt: PromptPolicy,
+        runtime: RuntimeLimits,
         bot_id: int | None,
         bot_name: str,
         correction: Callable[[str, str], TokenCorrection] | None = None,
@@ -92,7 +96,10 @@ class RequestBuilder:
         self.routes = routes
         self.tools = tools
         self.clock = clock
-        self.policy = policy
+        self.window_policy = window_policy
+        self.prompt = prompt
+        self.runtime = runtime
+        """The runtime limits: the route's context budget, which the window leaves room in."""
         self.bot_id = bot_id
         self.bot_name = bot_name
         self._reactions_read: OrderedDict[int, datetime] = OrderedDict()
@@ -112,11 +119,11 @@ class RequestBuilder:
             PromptFacts(
                 bot_name=self.bot_name,
                 scene=scene,
-                locale=self.policy.locale,
+                locale=self.prompt.locale,
                 tool_names=tuple(self.tools),
-                workspace_rules=self.policy.workspace_rules,
+                workspace_rules=self.prompt.workspace_rules,
                 tool_index=tuple(t.summary for t in self.tools.values() if t.summary),
-                owner_id=self.policy.owner_id,
+                owner_id=self.prompt.owner_id,
             )
         )
 
@@ -139,25 +146,27 @@ class RequestBuilder:
         calling the summary model (`tgbot context show` is read-only). The turn works with
         the session as loaded with its history (route, scene and window as stored now), not
         as the caller last saw it."""
-        policy = self.policy
+        prompt = self.prompt
         # load
-        loaded = await self.store.load_history(session.id, max_records=policy.max_records)
+        loaded = await self.store.load_history(
+            session.id, max_records=self.window_policy.max_records
+        )
         session = loaded.session
         route = self.routes.resolve(session.route)
         records = list(loaded.records)
-        history_budget = policy.scene_budgets.get(session.scene, 0)
+        history_budget = self.window_policy.history_budgets.of(session.scene)
         correction = self.correction(route.provider_name, route.model)
         limits = self.window_limits(session.scene, correction, session=session)
         reactions, reacted = await self._reactions(session, records)
         blocks = build_per_turn_blocks(
             TurnContext(
                 now=self.clock.now(),
-                zone=policy.zone,
-                zone_name=policy.zone_name,
+                zone=prompt.zone,
+                zone_name=prompt.zone_name,
                 model=route.model,
                 scene=session.scene,
-                locale=policy.locale,
-                command_prefix=policy.command_prefix,
+                locale=prompt.locale,
+                command_prefix=prompt.command_prefix,
                 told_user=told_user,
                 topic=session.title if session.key.thread_id else None,
                 reactions=reactions,
@@ -170,7 +179,7 @@ class RequestBuilder:
             previous = await summary_before(self.store, session, records)
         # plan
         costs = turn_costs(without_per_turn_cost(projection, blocks))
-        answered = None if policy.count_unanswered_turns else costs.answered
+        answered = None if self.window_policy.count_unanswered_turns else costs.answered
         decision = select_window(costs.tokens, costs.messages, 0, limits, answered=answered)
         starts = [projection.record_index[i] for i in costs.starts]  # record index per turn
         prepared: tuple[PreparedSummary, ...] = ()
@@ -233,7 +242,7 @@ class RequestBuilder:
             crumb=plan.crumb,
             current_index=0,
             fixed_tokens=0,
-            budget=policy.limits.effective_context_budget(route.context_window),
+            budget=self.runtime.effective_context_budget(route.context_window),
             history_budget=history_budget,
             kept_turns=0,
             dropped_turns=plan.decision.dropped_turns,
@@ -254,7 +263,7 @@ class RequestBuilder:
                 if window_event is None
                 else turn_costs(without_per_turn_cost(projection, blocks))
             )
-            margin = policy.compaction_margin
+            margin = self.compactor.policy.prepare_margin
             state.fold_soon = predict_cut(kept, limits, margin) is not None
         return state, aliases, records
 
@@ -345,20 +354,19 @@ class RequestBuilder:
         With `session`, the budget is also clamped to what the runtime budget of its route
         leaves (`history_room`), so the chunked, persisted window is what binds and the
         proactive trim is only the guard for one oversized turn."""
-        policy = self.policy
-        history_budget = policy.scene_budgets.get(scene, 0)
+        history_budget = self.window_policy.history_budgets.of(scene)
         if session is not None:
             room = self.history_room(session, correction)
             if room is not None:
                 history_budget = min(history_budget, room) if history_budget > 0 else room
-        reserve = policy.summary_budget(scene) if self.compactor is not None else 0
-        caps = policy.caps(scene)
+        reserve = self.compactor.policy.summary_budgets.of(scene) if self.compactor else 0
+        caps = self.window_policy.caps.of(scene)
         budget = max(1, history_budget - reserve) if history_budget > 0 else 0
         return WindowLimits(
             token_budget=correction.to_estimate(budget) if budget > 0 else 0,
             max_turns=caps.max_turns,
             max_messages=caps.max_messages,
-            headroom=policy.headroom,
+            headroom=self.window_policy.headroom,
         )
 
     def history_room(self, session: SessionInfo, correction: TokenCorrection) -> int | None:
@@ -367,7 +375,7 @@ class RequestBuilder:
         turn's allowance (`CURRENT_TURN_SHARE` of the budget). None when proactive
         trimming is off."""
         route = self.routes.resolve(session.route)
-        runtime = self.policy.limits.effective_context_budget(route.context_window)
+        runtime = self.runtime.effective_context_budget(route.context_window)
         if runtime <= 0:
             return None
         system = ChatMessage(role="system", content=self.system_prompt(session.scene))
@@ -422,7 +430,9 @@ class RequestBuilder:
         if compactor is None:
             return
         # load
-        loaded = await self.store.load_history(session.id, max_records=self.policy.max_records)
+        loaded = await self.store.load_history(
+            session.id, max_records=self.window_policy.max_records
+        )
         session = loaded.session
         records = list(loaded.records)
         summary = await summary_before(self.store, session, records) if loaded.has_earlier else None
@@ -431,7 +441,7 @@ class RequestBuilder:
         # plan
         costs = turn_costs(projection.messages)
         limits = self.window_limits(session.scene, self.route_correction(session), session=session)
-        turn = predict_cut(costs, limits, self.policy.compaction_margin)
+        turn = predict_cut(costs, limits, compactor.policy.prepare_margin)
         if turn is None:
             return
         starts = [projection.record_index[i] for i in costs.starts]
@@ -460,13 +470,13 @@ class RequestBuilder:
             records,
             current_index=current_record_index(records),
             scene=session.scene,
-            zone=self.policy.zone,
-            locale=self.policy.locale,
+            zone=self.prompt.zone,
+            locale=self.prompt.locale,
             bot_user_id=self.bot_id,
             per_turn_blocks=blocks,
             quote_targets=quote_targets,
             chat_id=session.key.chat_id,
-            owner_id=self.policy.owner_id,
+            owner_id=self.prompt.owner_id,
         )
 
     async def _reactions(

@@ -20,17 +20,18 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from bot.agent.bubbles import ReplyBubbles
-from bot.agent.compactor import CompactionPolicy, Compactor
+from bot.agent.compactor import Compactor
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
+from bot.agent.policy import TurnPolicy
 from bot.agent.presence import ChatActions, Presence, Typing
 from bot.agent.provider_call import ProviderCaller
 from bot.agent.request import RequestBuilder
 from bot.agent.routes import RouteTable
 from bot.agent.token_truth import TokenTruth
 from bot.agent.tool_runner import TOOL_TIMEOUT_SECONDS, ToolRunner
-from bot.agent.turn import TurnFailed, TurnOutcome, TurnPolicy, TurnState
+from bot.agent.turn import TurnFailed, TurnOutcome, TurnState
 from bot.context.alias_table import AliasTable
 from bot.context.cache_plan import ReadPoints
 from bot.context.escaping import strip_echoed_header
@@ -114,21 +115,17 @@ class TurnRunner:
         self.bus = bus or EventBus()
         self.tools = {tool.spec.name: tool for tool in tools}
         """The live tool table (name → tool), shared by every part."""
-        # --- compaction (issue 17): on when the policy bounds a summary for some scene
+        # compaction: on when the policy has one
         self.compactor: Compactor | None = None
         read_points = ReadPoints()  # where the cache was written, shared by every call
-        if policy.summary_budgets:
+        if policy.compaction is not None:
             self.compactor = Compactor(
                 store=store,
                 routes=routes,
                 tools=self.tools,
                 bus=self.bus,
                 clock=clock,
-                policy=CompactionPolicy(
-                    summary_budgets={s: policy.summary_budget(s) for s in policy.summary_budgets},
-                    route=policy.compaction_route,
-                    runtime=policy.limits,
-                ),
+                policy=policy.compaction,
                 read_points=read_points,
             )
         self.request = RequestBuilder(
@@ -137,7 +134,9 @@ class TurnRunner:
             routes=routes,
             tools=self.tools,
             clock=clock,
-            policy=policy,
+            window_policy=policy.window,
+            prompt=policy.prompt,
+            runtime=policy.calls.limits,
             bot_id=bot_id,
             bot_name=bot_name,
             correction=self.truth.correction,
@@ -147,7 +146,7 @@ class TurnRunner:
             tools=self.tools,
             bus=self.bus,
             clock=clock,
-            policy=policy,
+            policy=policy.calls,
             window=self.request,
             read_points=read_points,
         )
@@ -159,12 +158,12 @@ class TurnRunner:
             clock=clock,
             bot_id=bot_id,
             bot_name=bot_name,
-            max_result_chars=policy.max_tool_result_chars,
-            owner_id=policy.owner_id,
-            max_calls_per_step=policy.max_tool_calls_per_step,
-            max_messages_per_turn=policy.max_messages_per_turn,
+            max_result_chars=policy.tools.max_result_chars,
+            owner_id=policy.prompt.owner_id,
+            max_calls_per_step=policy.tools.max_calls_per_step,
+            max_messages_per_turn=policy.tools.max_messages_per_turn,
             search=search,
-            zone=policy.zone,
+            zone=policy.prompt.zone,
         )
         self.bubbles = ReplyBubbles(
             store=store,
@@ -285,7 +284,7 @@ class TurnRunner:
         """Tell the chat the turn failed (a short notice in its language)."""
         session = state.session
         key = session.key
-        text = user_text(self.policy.locale, failure.key)
+        text = user_text(self.policy.prompt.locale, failure.key)
         if typing is not None:
             await typing.stop()
         delivery = await self.messenger.send_text(

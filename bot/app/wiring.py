@@ -23,17 +23,24 @@ from adapters.scheduler import build_scheduler
 from adapters.tokenizers import TokenizerUnavailable, load_token_counter
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
+from bot.agent.policy import (
+    CallPolicy,
+    CompactionPolicy,
+    PromptPolicy,
+    SceneCaps,
+    ToolPolicy,
+    TurnPolicy,
+    WindowPolicy,
+)
 from bot.agent.presence import chat_actions_of
 from bot.agent.routes import Prices, ProviderEntry, RouteTable
-from bot.agent.runtime import TurnPolicy, TurnRunner
+from bot.agent.runtime import TurnRunner
 from bot.agent.token_truth import TokenTruth
 from bot.agent.traces import TraceWriter
-from bot.agent.turn import SceneCaps
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
-from bot.config import HistorySettings, ProviderProfile, SceneHistory, Settings
-from bot.context.budget import ProviderCapacity, RuntimeLimits
-from bot.domain.ids import Scene
+from bot.config import ProviderProfile, SceneHistory, Settings
+from bot.context.budget import PerScene, ProviderCapacity, RuntimeLimits, bound_summaries
 from bot.errors import ConfigError
 from bot.ports import (
     ChatLock,
@@ -170,6 +177,34 @@ def _token_counter(
         raise ConfigError(setting, str(exc)) from None
 
 
+def window_policy(settings: Settings) -> WindowPolicy:
+    """Each scene's window: the history budgets and the caps, overrides applied."""
+    history = settings.history
+
+    def caps(override: SceneHistory) -> SceneCaps:
+        return SceneCaps(
+            max_turns=history.max_history_turns
+            if override.max_history_turns is None
+            else override.max_history_turns,
+            max_messages=history.max_recent_messages
+            if override.max_recent_messages is None
+            else override.max_recent_messages,
+        )
+
+    return WindowPolicy(
+        history_budgets=PerScene(
+            group=history.group_tokens,
+            private=history.private_tokens,
+            owner=history.owner_tokens,
+        ),
+        caps=PerScene(
+            group=caps(history.group), private=caps(history.private), owner=caps(history.owner)
+        ),
+        headroom=history.headroom,
+        count_unanswered_turns=history.turn_cap_counts == "all",
+    )
+
+
 def turn_policy(settings: Settings) -> TurnPolicy:
     rules = ""
     if settings.workspace_rules_file is not None:
@@ -178,62 +213,50 @@ def turn_policy(settings: Settings) -> TurnPolicy:
         except OSError as exc:
             raise ConfigError("workspace_rules_file", str(exc)) from None
     runtime = settings.runtime
-    history = settings.history
     compaction = settings.compaction
-    return TurnPolicy(
-        scene_budgets={
-            "group": history.group_tokens,
-            "private": history.private_tokens,
-            "owner": history.owner_tokens,
-        },
-        max_turns=history.max_history_turns,
-        max_messages=history.max_recent_messages,
-        scene_caps={
-            scene: SceneCaps(
-                max_turns=history.max_history_turns
-                if override.max_history_turns is None
-                else override.max_history_turns,
-                max_messages=history.max_recent_messages
-                if override.max_recent_messages is None
-                else override.max_recent_messages,
-            )
-            for scene, override in _scene_overrides(history)
-        },
-        summary_budgets={
-            "group": compaction.group_tokens,
-            "private": compaction.private_tokens,
-            "owner": compaction.owner_tokens,
-        }
-        if compaction.enabled
-        else {},
-        count_unanswered_turns=history.turn_cap_counts == "all",
-        compaction_route=compaction.route,
-        compaction_margin=compaction.prepare_margin,
-        headroom=history.headroom,
-        limits=RuntimeLimits(
-            max_context_tokens=runtime.max_context_tokens,
-            context_compact_ratio=runtime.context_compact_ratio,
-            history_pruning_enabled=runtime.history_pruning.enabled,
-            history_pruning_max_tokens=runtime.history_pruning.max_tokens,
-        ),
-        max_tool_iterations=runtime.max_tool_iterations,
-        max_tool_result_chars=runtime.max_tool_result_chars,
-        max_tool_calls_per_step=runtime.max_tool_calls_per_step,
-        max_messages_per_turn=runtime.max_messages_per_turn,
-        owner_id=settings.owner_id,
-        max_output_tokens=runtime.max_output_tokens,
-        call_deadline_seconds=runtime.model_call_deadline_seconds,
-        turn_deadline_seconds=runtime.turn_deadline_seconds,
-        locale=settings.bot_locale,
-        zone=settings.zone,
-        zone_name=settings.bot_timezone,
-        command_prefix=settings.triggers.command_prefix,
-        workspace_rules=rules,
+    window = window_policy(settings)
+    limits = RuntimeLimits(
+        max_context_tokens=runtime.max_context_tokens,
+        context_compact_ratio=runtime.context_compact_ratio,
+        history_pruning_enabled=runtime.history_pruning.enabled,
+        history_pruning_max_tokens=runtime.history_pruning.max_tokens,
     )
-
-
-def _scene_overrides(history: HistorySettings) -> tuple[tuple[Scene, SceneHistory], ...]:
-    return (("group", history.group), ("private", history.private), ("owner", history.owner))
+    summaries = PerScene(
+        group=compaction.group_tokens,
+        private=compaction.private_tokens,
+        owner=compaction.owner_tokens,
+    )
+    return TurnPolicy(
+        window=window,
+        prompt=PromptPolicy(
+            zone=settings.zone,
+            zone_name=settings.bot_timezone,
+            locale=settings.bot_locale,
+            command_prefix=settings.triggers.command_prefix,
+            workspace_rules=rules,
+            owner_id=settings.owner_id,
+        ),
+        calls=CallPolicy(
+            limits=limits,
+            max_output_tokens=runtime.max_output_tokens,
+            deadline_seconds=runtime.model_call_deadline_seconds,
+        ),
+        tools=ToolPolicy(
+            max_result_chars=runtime.max_tool_result_chars,
+            max_calls_per_step=runtime.max_tool_calls_per_step,
+            max_messages_per_turn=runtime.max_messages_per_turn,
+        ),
+        compaction=CompactionPolicy(
+            summary_budgets=bound_summaries(summaries, window.history_budgets),
+            route=compaction.route,
+            prepare_margin=compaction.prepare_margin,
+            runtime=limits,
+        )
+        if compaction.enabled
+        else None,
+        max_tool_iterations=runtime.max_tool_iterations,
+        turn_deadline_seconds=runtime.turn_deadline_seconds,
+    )
 
 
 @dataclass(slots=True)

@@ -6,7 +6,6 @@ from bot.context.budget import (
     RuntimeLimits,
     effective_context_budget,
     resolve_route,
-    scene_history_budget,
 )
 from bot.context.history_trim import (
     BREADCRUMB_TEXT,
@@ -71,7 +70,6 @@ __all__ = [
     "recovery_target",
     "remove_orphaned_tool_messages",
     "resolve_route",
-    "scene_history_budget",
     "select_window",
     "shrink_old_tool_results",
     "strip_per_turn_blocks",

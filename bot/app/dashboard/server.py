@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from adapters.http_guard import GuardedSite, guarded_runner
 from bot.agent.events import EventBus
-from bot.agent.turn import TurnPolicy
+from bot.agent.policy import WindowPolicy
 from bot.app.dashboard import calls
 from bot.app.dashboard.auth import (
     COOKIE_NAME,
@@ -100,7 +100,8 @@ class Dashboard:
     """Follows the ledger when no event bus feeds the live events (standalone)."""
     max_records: int
     preview: Preview
-    policy: TurnPolicy
+    window: WindowPolicy
+    """What the request builder holds each scene's window to (budgets, caps)."""
     now: Now = _system_now
 
     def today(self) -> date:
@@ -118,12 +119,12 @@ def open_dashboard(
     """Wire the dashboard over the settings' database and data dir (read-only: it never
     migrates or writes). With `bus` (inside `tgbot run`) trims arrive as they happen."""
     from bot.app.context_show import preview_request
-    from bot.app.wiring import turn_policy
+    from bot.app.wiring import window_policy
     from storage.engine import create_readonly_engine
     from storage.sql import SqlStore
 
     engine = create_readonly_engine(settings.resolved_database_url)
-    policy = turn_policy(settings)
+    window = window_policy(settings)
     feed = LiveFeed(DashboardMetrics())
     if bus is not None:
         feed.attach(bus)
@@ -138,9 +139,9 @@ def open_dashboard(
         index=LedgerIndex(settings.traces_dir, settings.zone, today=today),
         feed=feed,
         tail=None if bus is not None else LedgerTail(settings.traces_dir, feed, today=today),
-        max_records=policy.max_records,
+        max_records=window.max_records,
         preview=preview_request,
-        policy=policy,
+        window=window,
         now=now,
     )
 
@@ -383,10 +384,6 @@ async def chats(request: web.Request) -> web.Response:
     page = parse_int(request.query.get("page"), "page", default=1)
     if page < 1:
         raise BadQuery("page: pages start at 1")
-    # the caps the request builder holds each scene's window to
-    policy = dashboard.policy
-    budgets = dict(policy.scene_budgets)
-    caps = {scene: policy.caps(scene).max_messages for scene in ("group", "private", "owner")}
     found = await chat_windows(
         dashboard.engine,
         max_records=dashboard.max_records,
@@ -406,9 +403,7 @@ async def chats(request: web.Request) -> web.Response:
         total=found.total,
         page=page,
         pages=pages,
-        budgets=budgets,
-        caps=caps,
-        max_messages=policy.max_messages,
+        window=dashboard.window,
         spend=spend,
         spend_days=len(spend_range),
     )
@@ -426,7 +421,7 @@ async def chat(request: web.Request) -> web.Response:
     digests = await asyncio.to_thread(dashboard.index.digests, days)
     chat_days = [d.chats[chat_id] for d in digests if chat_id in d.chats]
     timeline, turns = chat_ledger(chat_days, session=preview.session.id)
-    budget = getattr(dashboard.settings.history, f"{preview.session.scene}_tokens", 0)
+    budget = dashboard.window.history_budgets.of(preview.session.scene)
     return render(
         request,
         "chat.html",
