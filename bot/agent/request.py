@@ -12,14 +12,13 @@ leave the records and the rest is rendered again, never cut out of the rendered 
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
 
 from bot.agent.compactor import Compactor, summary_before
 from bot.agent.policy import PromptPolicy, WindowPolicy
 from bot.agent.prompt import PromptFacts, TurnContext, build_per_turn_blocks, build_system_prompt
+from bot.agent.reactions_block import ReactionsBlock
 from bot.agent.routes import RouteTable
 from bot.agent.turn import TurnState, TurnWindow
 from bot.context.alias_table import AliasTable
@@ -31,7 +30,6 @@ from bot.context.compaction import (
     summary_message,
     usable_summary,
 )
-from bot.context.escaping import inline_value
 from bot.context.history_trim import HistoryTrimmed, IndexedHistory, breadcrumb_message
 from bot.context.orphans import remove_orphaned_tool_messages
 from bot.context.projection import (
@@ -60,9 +58,6 @@ CURRENT_TURN_SHARE = 8
 leaves it for the per-turn blocks and the tool steps of the turn, so a turn of ordinary
 size never needs the proactive trim."""
 
-MAX_REACTION_LINES = 10
-"""At most this many reactions (the newest) in `[Reactions since your last reply]`."""
-
 
 class RequestBuilder:
     """Builds the first request of a turn from the stored history.
@@ -89,8 +84,6 @@ class RequestBuilder:
         self.compactor = compactor
         """Folds departing turns into the summary (issue 17); None: compaction is off."""
         self.store = store
-        self.reactions = reactions
-        """Where reactions on the bot's messages are read (none shown when unset)."""
         self.correction = correction or (lambda provider, model: NO_CORRECTION)
         """The learned token correction of a route (provider, model)."""
         self.routes = routes
@@ -102,17 +95,12 @@ class RequestBuilder:
         """The runtime limits: the route's context budget, which the window leaves room in."""
         self.bot_id = bot_id
         self.bot_name = bot_name
-        self._reactions_read: OrderedDict[int, datetime] = OrderedDict()
-        """Per session: when the newest request read reactions (bot clock), not yet answered."""
-        self._reactions_answered: OrderedDict[int, datetime] = OrderedDict()
-        """Per session: when the last answered turn read reactions; later ones are new."""
+        self.reactions_block = ReactionsBlock(reactions, aliases=store, clock=clock)
 
     def reactions_answered(self, session_id: int) -> None:
         """The turn whose request was built last for `session_id` was answered: the reactions
         it showed are not shown again (one that arrived while it ran is)."""
-        read = self._reactions_read.pop(session_id, None)
-        if read is not None:
-            _remember(self._reactions_answered, session_id, read)
+        self.reactions_block.answered(session_id)
 
     def system_prompt(self, scene: Scene) -> str:
         return build_system_prompt(
@@ -157,7 +145,7 @@ class RequestBuilder:
         history_budget = self.window_policy.history_budgets.of(session.scene)
         correction = self.correction(route.provider_name, route.model)
         limits = self.window_limits(session.scene, correction, session=session)
-        reactions, reacted = await self._reactions(session, records)
+        reactions, reacted = await self.reactions_block.read(session, records)
         blocks = build_per_turn_blocks(
             TurnContext(
                 now=self.clock.now(),
@@ -479,59 +467,6 @@ class RequestBuilder:
             owner_id=self.prompt.owner_id,
         )
 
-    async def _reactions(
-        self, session: SessionInfo, records: Sequence[StoredRecord]
-    ) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...]]:
-        """`Alice 👍 on m12` for each reaction on the bot's messages since its last turn on
-        the loaded path (or since the oldest loaded record when no reply is loaded), newest
-        `MAX_REACTION_LINES`, and the (alias, platform id) of every alias a line names: they
-        join the turn's alias table. Old messages never re-render: the block rides on this
-        turn.
-
-        "Since its last turn" is read as since the newest member message before the last
-        reply (the one that turn answered): a reaction handled while that turn ran, after
-        its request was built, is shown now instead of never."""
-        if self.reactions is None or not records:
-            return (), ()
-        last_reply = max((i for i, r in enumerate(records) if r.kind == "assistant"), default=None)
-        since = records[0].created_at
-        if last_reply is not None:
-            asked = [r.created_at for r in records[:last_reply] if r.kind == "user"]
-            since = max(asked) if asked else records[last_reply].created_at
-        # On the bot's own clock, when this process answered a turn here: exact (a message's
-        # date is Telegram's, to the second). After a restart the rule above stands alone.
-        answered = self._reactions_answered.get(session.id)
-        if answered is not None:
-            since = max(since, answered)
-        _remember(self._reactions_read, session.id, self.clock.now())
-        found = await self.reactions.reactions_since(
-            session.key.chat_id, session.key.thread_id, since, limit=MAX_REACTION_LINES
-        )
-        if not found:
-            return (), ()
-        aliases = dict(self._loaded_aliases(records))
-        missing = {r.message_id for r in found} - set(aliases)
-        if missing:
-            aliases.update(await self.store.find_aliases(session.id, missing))
-        lines = tuple(
-            f"{inline_value(r.user_name) or r.user_id} {inline_value(r.emoji)} on "
-            f"{aliases.get(r.message_id, f'message {r.message_id}')}"
-            for r in found
-        )
-        shown = tuple(
-            (aliases[r.message_id], r.message_id) for r in found if r.message_id in aliases
-        )
-        return lines, shown
-
-    @staticmethod
-    def _loaded_aliases(records: Sequence[StoredRecord]) -> dict[int, str]:
-        return {
-            mid: alias
-            for record in records
-            for mid, alias in zip(record.message_ids, record.alias_parts, strict=False)
-            if mid is not None and alias is not None
-        }
-
     async def _quote_targets(
         self, session: SessionInfo, records: Sequence[StoredRecord]
     ) -> dict[int, str]:
@@ -564,14 +499,3 @@ def tool_schema(tool: Tool) -> dict[str, object]:
         "description": tool.spec.description,
         "parameters": tool.spec.parameters,
     }
-
-
-MAX_REACTION_CURSORS = 4_096
-"""Sessions whose reaction read times are kept (the oldest are forgotten first)."""
-
-
-def _remember(cursors: OrderedDict[int, datetime], session_id: int, at: datetime) -> None:
-    cursors[session_id] = at
-    cursors.move_to_end(session_id)
-    while len(cursors) > MAX_REACTION_CURSORS:
-        cursors.popitem(last=False)
