@@ -1,9 +1,11 @@
 """Preparing a turn's request: window, projection, quote targets, per-turn blocks, prompt.
 
-Everything up to the first provider call: load the window's records, select the window
-(it moves in chunks, and the move is persisted), project them with the per-turn blocks on
-the current message only, and put the system prompt (and the breadcrumb when earlier
-history is left out) in front. Tool steps left without their partner (an imported or
+Everything up to the first provider call, in one line: load the window's records and
+project them with the per-turn blocks on the current message only; plan the window
+(`bot.context.compaction.plan_window`: the start moves in chunks, onto a prepared summary
+when one serves); fold what departs when the plan says so (`Compactor`); store a moved
+start and project the kept records again; put the system prompt (and the breadcrumb and
+summary when earlier history is left out) in front. Tool steps left without their partner (an imported or
 edited history) never reach the provider (`remove_orphaned_tool_messages`).
 
 A runtime trim (proactive, or after an overflow) goes through `drop_turns`: whole turns
@@ -13,18 +15,19 @@ leave the records and the rest is rendered again, never cut out of the rendered 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from bot.agent.compactor import Compactor, summary_before
 from bot.agent.policy import PromptPolicy, WindowPolicy
 from bot.agent.prompt import PromptFacts, TurnContext, build_per_turn_blocks, build_system_prompt
 from bot.agent.reactions_block import ReactionsBlock
-from bot.agent.routes import RouteTable
+from bot.agent.routes import ModelRoute, RouteTable
 from bot.agent.turn import TurnState, TurnWindow
 from bot.context.alias_table import AliasTable
 from bot.context.budget import RuntimeLimits
 from bot.context.compaction import (
     PreparedSummary,
+    WindowPlan,
     plan_window,
     predict_cut,
     summary_message,
@@ -42,6 +45,7 @@ from bot.context.token_correction import NO_CORRECTION, TokenCorrection
 from bot.context.tokens import ensure_token_estimate, estimate_message_tokens
 from bot.context.turns import count_turns, turn_starts
 from bot.context.window import (
+    TurnCosts,
     WindowLimits,
     estimate_tool_schema_tokens,
     select_window,
@@ -57,6 +61,27 @@ CURRENT_TURN_SHARE = 8
 """The current turn's allowance is 1/8 of the runtime budget (2,000 of 16,000): the window
 leaves it for the per-turn blocks and the tool steps of the turn, so a turn of ordinary
 size never needs the proactive trim."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadedWindow:
+    """A session's window as loaded for a call, before its plan: the records from the stored
+    start (`earlier`: records precede them; `previous`: the summary of those), their
+    projection with this turn's per-turn blocks, each turn's cost and first record
+    (`starts[i]`), the limits the window is held to, and the reactions the blocks name."""
+
+    session: SessionInfo
+    route: ModelRoute
+    correction: TokenCorrection
+    limits: WindowLimits
+    records: tuple[StoredRecord, ...]
+    earlier: bool
+    previous: SummaryRecord | None
+    blocks: str
+    reacted: tuple[tuple[str, int], ...]
+    projection: Projection
+    costs: TurnCosts
+    starts: tuple[int, ...]
 
 
 class RequestBuilder:
@@ -125,27 +150,35 @@ class RequestBuilder:
     ) -> tuple[TurnState, AliasTable, list[StoredRecord]]:
         """The turn's state, its alias table and the window's records.
 
-        In one line: load the window (records from the stored start, the summary before
-        it, the per-turn blocks), project it, plan the window (`plan_window`: keep the
-        start, or move it onto a prepared summary, or move it and fold what departs),
-        fold if the plan says so, and project the kept records again after a move.
+        Load the window, plan it (`plan_window`: keep the start, move it onto a prepared
+        summary, or move it and fold what departs), fold if the plan says so, then
+        project what the window keeps.
 
         `persist_window=False` previews without storing a moved window start and without
         calling the summary model (`tgbot context show` is read-only). The turn works with
         the session as loaded with its history (route, scene and window as stored now), not
         as the caller last saw it."""
-        prompt = self.prompt
-        # load
+        loaded = await self._load(session, told_user)
+        plan = await self._plan(loaded, persist=persist_window)
+        if plan.fold:
+            plan = await self._fold(loaded, plan, turn_id)
+        records, projection, moved = await self._keep(loaded, plan, turn_id)
+        state = self._start(loaded, plan, records, projection, turn_id)
+        if moved is not None:
+            state.pending_trims.append(moved)
+        return state, state.window.aliases, list(records)
+
+    async def _load(self, session: SessionInfo, told_user: Sequence[str]) -> LoadedWindow:
+        """The window from its stored start, projected with this turn's blocks."""
         loaded = await self.store.load_history(
             session.id, max_records=self.window_policy.max_records
         )
         session = loaded.session
         route = self.routes.resolve(session.route)
-        records = list(loaded.records)
-        history_budget = self.window_policy.history_budgets.of(session.scene)
+        records = loaded.records
         correction = self.correction(route.provider_name, route.model)
-        limits = self.window_limits(session.scene, correction, session=session)
         reactions, reacted = await self.reactions_block.read(session, records)
+        prompt = self.prompt
         blocks = build_per_turn_blocks(
             TurnContext(
                 now=self.clock.now(),
@@ -165,63 +198,105 @@ class RequestBuilder:
         previous = None
         if loaded.has_earlier:  # the summary of what precedes the window
             previous = await summary_before(self.store, session, records)
-        # plan
         costs = turn_costs(without_per_turn_cost(projection, blocks))
+        return LoadedWindow(
+            session=session,
+            route=route,
+            correction=correction,
+            limits=self.window_limits(session.scene, correction, session=session),
+            records=records,
+            earlier=loaded.has_earlier,
+            previous=previous,
+            blocks=blocks,
+            reacted=reacted,
+            projection=projection,
+            costs=costs,
+            starts=tuple(projection.record_index[i] for i in costs.starts),
+        )
+
+    async def _plan(self, loaded: LoadedWindow, *, persist: bool) -> WindowPlan:
+        """Where the window starts for this call and what happens to its summary; the
+        summaries prepared inside the window are looked up only when it moves."""
+        costs, limits = loaded.costs, loaded.limits
         answered = None if self.window_policy.count_unanswered_turns else costs.answered
         decision = select_window(costs.tokens, costs.messages, 0, limits, answered=answered)
-        starts = [projection.record_index[i] for i in costs.starts]  # record index per turn
         prepared: tuple[PreparedSummary, ...] = ()
-        if decision.moved and self.compactor is not None:  # a move may use a prepared one
-            await self.compactor.settle(session.id)
-            prepared = await self.compactor.find_prepared(session, records[: starts[-1]], starts)
-        plan = plan_window(
+        if decision.moved and self.compactor is not None:
+            await self.compactor.settle(loaded.session.id)  # one in preparation may serve
+            starts = loaded.starts
+            records = loaded.records[: starts[-1]]
+            prepared = await self.compactor.find_prepared(loaded.session, records, starts)
+        return plan_window(
             decision,
             costs,
             limits,
-            earlier=loaded.has_earlier,
-            previous=previous,
+            earlier=loaded.earlier,
+            previous=loaded.previous,
             prepared=prepared,
             compaction=self.compactor is not None,
-            fold_now=persist_window,
-            persist=persist_window,
+            fold_now=persist,
+            persist=persist,
         )
-        # fold if the plan says so
-        if plan.fold and self.compactor is not None:
-            folded, failed = await self.compactor.fold_in_turn(
-                session,
-                records=records,
-                cut=starts[plan.decision.start],
-                previous=previous,
-                messages=await self.fold_messages(session, records, previous),
-                turn_id=turn_id,
-            )
-            plan = plan.after_fold(folded, failed=failed)
-        # project what the window keeps
-        window_event: HistoryTrimmed | None = None
-        if plan.decision.moved:
-            records = records[starts[plan.decision.start] :]
-            targets = await self._quote_targets(session, records)
-            if plan.persist:  # a failed fold: the move waits, nothing leaves for good
-                await self.store.set_window_start(session.id, records[0].id)
-            window_event = HistoryTrimmed.from_window(
-                plan.decision, limits, session=session.id, turn_id=turn_id
-            )
-            projection = self._project(records, session, blocks, targets)
+
+    async def _fold(self, loaded: LoadedWindow, plan: WindowPlan, turn_id: str) -> WindowPlan:
+        """Fold what the move drops into a new summary now (the member's turn waits)."""
+        if self.compactor is None:
+            return plan
+        session, records = loaded.session, loaded.records
+        folded, failed = await self.compactor.fold_in_turn(
+            session,
+            records=records,
+            cut=loaded.starts[plan.decision.start],
+            previous=loaded.previous,
+            messages=await self.fold_messages(session, records, loaded.previous),
+            turn_id=turn_id,
+        )
+        return plan.after_fold(folded, failed=failed)
+
+    async def _keep(
+        self, loaded: LoadedWindow, plan: WindowPlan, turn_id: str
+    ) -> tuple[tuple[StoredRecord, ...], Projection, HistoryTrimmed | None]:
+        """The records the window keeps and their projection; after a move, the new start
+        stored (unless the plan says the move waits) and the move's `HistoryTrimmed`."""
+        if not plan.decision.moved:
+            return loaded.records, loaded.projection, None
+        session = loaded.session
+        records = loaded.records[loaded.starts[plan.decision.start] :]
+        targets = await self._quote_targets(session, records)
+        if plan.persist:  # a failed fold: the move waits, nothing leaves for good
+            await self.store.set_window_start(session.id, records[0].id)
+        moved = HistoryTrimmed.from_window(
+            plan.decision, loaded.limits, session=session.id, turn_id=turn_id
+        )
+        return records, self._project(records, session, loaded.blocks, targets), moved
+
+    def _start(
+        self,
+        loaded: LoadedWindow,
+        plan: WindowPlan,
+        records: tuple[StoredRecord, ...],
+        projection: Projection,
+        turn_id: str,
+    ) -> TurnState:
+        """The turn's state over the kept window: its alias table, the request laid out,
+        and whether the next move is near enough to prepare its summary after the reply."""
+        session, route = loaded.session, loaded.route
+        chat_id = session.key.chat_id
         summary = plan.summary
         aliases = AliasTable()
         window = TurnWindow(
-            records=tuple(records),
+            records=records,
             projection=projection,
-            blocks=blocks,
+            blocks=loaded.blocks,
             aliases=aliases,
             summary=summary,
         )
-        register_shown(aliases, projection, session.key.chat_id)
-        for alias, message_id in reacted:  # the reactions block names them: valid references
-            aliases.register(alias, session.key.chat_id, message_id)
+        register_shown(aliases, projection, chat_id)
+        for alias, message_id in loaded.reacted:  # the reactions block names them
+            aliases.register(alias, chat_id, message_id)
         if summary is not None:  # the aliases the summary mentions are valid references
             for alias, message_id in summary.aliases:
-                aliases.register(alias, session.key.chat_id, message_id)
+                aliases.register(alias, chat_id, message_id)
         state = TurnState(
             session=session,
             route=route,
@@ -231,29 +306,27 @@ class RequestBuilder:
             current_index=0,
             fixed_tokens=0,
             budget=self.runtime.effective_context_budget(route.context_window),
-            history_budget=history_budget,
+            history_budget=self.window_policy.history_budgets.of(session.scene),
             kept_turns=0,
             dropped_turns=plan.decision.dropped_turns,
             window=window,
             history_start=0,
             history_end=0,
-            correction=correction,
+            correction=loaded.correction,
         )
         self._lay_out(state, window, tail=[])
         state.fixed_tokens = estimate_message_tokens(
             state.messages[0]
         ) + estimate_tool_schema_tokens([tool_schema(t) for t in self.tools.values()])
-        if window_event is not None:
-            state.pending_trims.append(window_event)
         if self.compactor is not None:  # is the next move near? then prepare after the reply
             kept = (
-                costs
-                if window_event is None
-                else turn_costs(without_per_turn_cost(projection, blocks))
+                loaded.costs
+                if not plan.decision.moved
+                else turn_costs(without_per_turn_cost(projection, loaded.blocks))
             )
             margin = self.compactor.policy.prepare_margin
-            state.fold_soon = predict_cut(kept, limits, margin) is not None
-        return state, aliases, records
+            state.fold_soon = predict_cut(kept, loaded.limits, margin) is not None
+        return state
 
     async def drop_turns(self, state: TurnState, count: int) -> tuple[int, int]:
         """Drop the `count` oldest whole turns of the window from its records, then render
