@@ -147,7 +147,7 @@ class OtelTracer:
         agent_name: str,
         endpoints: Mapping[str, tuple[str | None, str | None]],
     ) -> OtelTracer:
-        """Receive the model calls of `bus`; `endpoints` maps each route's provider name to
+        """Receive the model calls of `bus`; `endpoints` maps each profile name to
         its base URL and wire kind (a URL of None: the offline model)."""
         self.agent_name = agent_name
         self.routes = {name: served_by(url, kind) for name, (url, kind) in endpoints.items()}
@@ -221,7 +221,7 @@ class OtelTracer:
 
     def on_model_call(self, call: ModelCalled) -> None:
         ended = time.time_ns()
-        served = self.routes.get(call.route.provider_name, Served(OFFLINE_PROVIDER))
+        served = self.routes.get(call.route.profile, Served(OFFLINE_PROVIDER))
         attributes: dict[str, str | int | Sequence[str]] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": served.provider,
@@ -235,7 +235,7 @@ class OtelTracer:
             else "final_summary"
             if call.final
             else "turn",
-            "tgbot.route": call.route.provider_name,
+            "tgbot.profile": call.route.profile,
         }
         if served.address is not None:
             attributes["server.address"] = served.address
