@@ -1,5 +1,5 @@
 """Compaction, the asynchronous part: the summary call, its record, the summaries
-prepared in the background (docs/architecture.md, Where each rule of the window lives).
+prepared in the background.
 
 `Compactor` does the I/O of compaction; what to do is decided by the pure plan
 (`bot.context.compaction.plan_window`, `predict_cut`, `usable_summary`), which
@@ -21,6 +21,8 @@ prepared in the background (docs/architecture.md, Where each rule of the window 
 A summary is a record of kind `summary` appended off the active path as a child of the last
 record it covers, so it survives restarts and a branch finds the summary of its own path
 (`summary_before`).
+
+See docs/context-window.md, The summary.
 """
 
 from __future__ import annotations

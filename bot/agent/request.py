@@ -5,8 +5,8 @@ project them with the per-turn blocks on the current message only; plan the wind
 (`bot.context.compaction.plan_window`: the start moves in chunks, onto a prepared summary
 when one serves); fold what departs when the plan says so (`Compactor`); store a moved
 start and project the kept records again; put the system prompt (and the breadcrumb and
-summary when earlier history is left out) in front. Tool steps left without their partner (an imported or
-edited history) never reach the provider (`remove_orphaned_tool_messages`).
+summary when earlier history is left out) in front. Tool steps left without their partner
+(an imported or edited history) never reach the provider (`remove_orphaned_tool_messages`).
 
 A runtime trim (proactive, or after an overflow) goes through `drop_turns`: whole turns
 leave the records and the rest is rendered again, never cut out of the rendered list.
@@ -107,7 +107,7 @@ class RequestBuilder:
         reactions: ChatEventStore | None = None,
     ) -> None:
         self.compactor = compactor
-        """Folds departing turns into the summary (issue 17); None: compaction is off."""
+        """Folds departing turns into the summary; None: compaction is off."""
         self.store = store
         self.correction = correction or (lambda provider, model: NO_CORRECTION)
         """The learned token correction of a route (provider, model)."""
@@ -176,7 +176,7 @@ class RequestBuilder:
         session = loaded.session
         route = self.routes.resolve(session.route)
         records = loaded.records
-        correction = self.correction(route.provider_name, route.model)
+        correction = self.correction(route.profile, route.model)
         reactions, reacted = await self.reactions_block.read(session, records)
         prompt = self.prompt
         blocks = build_per_turn_blocks(
@@ -330,8 +330,9 @@ class RequestBuilder:
 
     async def drop_turns(self, state: TurnState, count: int) -> tuple[int, int]:
         """Drop the `count` oldest whole turns of the window from its records, then render
-        the rest again (DESIGN.md §3.5): the first kept message opens the window (date, full
-        sender name) and a quote of a dropped message degrades to its inline line.
+        the rest again (docs/architecture.md, Rendering a message): the first kept message
+        opens the window (date, full sender name) and a quote of a dropped message degrades
+        to its inline line.
 
         This turn's tool steps after the window stay as they are; the newest turn is never
         dropped. Returns (turns, messages) dropped from the rendered window: (0, 0) when
@@ -400,7 +401,7 @@ class RequestBuilder:
 
     def route_correction(self, session: SessionInfo) -> TokenCorrection:
         route = self.routes.resolve(session.route)
-        return self.correction(route.provider_name, route.model)
+        return self.correction(route.profile, route.model)
 
     def window_limits(
         self,
