@@ -6,9 +6,10 @@ prepared in the background.
 `RequestBuilder` runs between loading the window and projecting it:
 
 - `find_prepared`: the summaries hanging inside a loaded window (a move may start on one).
-- `fold_in_turn`: the fold a member's turn waits for (the fallback when none was prepared);
-  `prepare`: the fold made after a reply, when the next move is near, so the move itself
-  costs no model call. `in_background` runs that preparation; `settle` waits for it.
+- `fold_or_fail`: the fold a member's turn waits for at a move (the fallback when none was
+  prepared) or at a runtime trim, and the fold made after a reply when the next move is
+  near, so the move itself costs no model call. `in_background` runs that preparation;
+  `settle` waits for it.
 - The summary request repeats the chat's reply request (system prompt, tool schemas with
   `tool_choice: "none"`, breadcrumb, summary, window, in order) plus one instruction, on
   the configured route (default: the chat's own, whose cache is warm). It is a ledger line
@@ -33,7 +34,7 @@ import logging
 import time
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.policy import CompactionPolicy
@@ -57,6 +58,8 @@ from bot.ports import Clock, HistoryStore, LLMRequest, LLMResponse, NewRecord, S
 from bot.tools.base import Tool
 
 log = logging.getLogger("tgbot.compaction")
+
+FoldReason = Literal["move", "prepare", "trim"]
 
 
 async def summary_before(
@@ -170,49 +173,6 @@ class Compactor:
 
     # ------------------------------------------------------------ the call
 
-    async def fold_in_turn(
-        self,
-        session: SessionInfo,
-        *,
-        records: Sequence[StoredRecord],
-        cut: int,
-        previous: SummaryRecord | None,
-        messages: Sequence[ChatMessage],
-        turn_id: str,
-    ) -> tuple[SummaryRecord | None, bool]:
-        """The fold a window move waits for (no summary was prepared): `fold_or_fail`."""
-        self.sync_folds += 1
-        return await self.fold_or_fail(
-            session,
-            records=records,
-            cut=cut,
-            previous=previous,
-            messages=messages,
-            turn_id=turn_id,
-        )
-
-    async def prepare(
-        self,
-        session: SessionInfo,
-        *,
-        records: Sequence[StoredRecord],
-        cut: int,
-        previous: SummaryRecord | None,
-        messages: Sequence[ChatMessage],
-        turn_id: str,
-    ) -> None:
-        """The fold made after a reply for the next move (which then uses it); a failure
-        only means that move folds in its turn."""
-        self.prepared_folds += 1
-        await self.fold_or_fail(
-            session,
-            records=records,
-            cut=cut,
-            previous=previous,
-            messages=messages,
-            turn_id=turn_id,
-        )
-
     async def fold_or_fail(
         self,
         session: SessionInfo,
@@ -222,10 +182,20 @@ class Compactor:
         previous: SummaryRecord | None,
         messages: Sequence[ChatMessage],
         turn_id: str,
+        why: FoldReason,
     ) -> tuple[SummaryRecord | None, bool]:
-        """`fold`, and whether a due fold failed (a provider error, the capacity check, an
-        empty answer): then nothing may leave the window for good. (None, False) when there
-        was nothing to fold (no alias departs, or the scene keeps no summary)."""
+        """Fold `records[:cut]` (and `previous`) into a new summary stored under
+        `records[cut - 1]`, and say whether a due fold failed (a provider error, the capacity
+        check, an empty answer): then nothing may leave the window for good. (None, False)
+        when there was nothing to fold (no alias departs, or the scene keeps no summary).
+
+        `why`: `move`, a window move waits for it (no summary was prepared); `prepare`,
+        after a reply for the next move (a failure only means that move folds in its turn);
+        `trim`, a runtime trim drops turns."""
+        if why == "move":
+            self.sync_folds += 1
+        elif why == "prepare":
+            self.prepared_folds += 1
         budget = self.policy.summary_budgets.of(session.scene)
         departing = records[:cut]
         plan = plan_fold(departing, previous, budget) if budget > 0 and cut > 0 else None

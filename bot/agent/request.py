@@ -243,13 +243,14 @@ class RequestBuilder:
         if self.compactor is None:
             return plan
         session, records = loaded.session, loaded.records
-        folded, failed = await self.compactor.fold_in_turn(
+        folded, failed = await self.compactor.fold_or_fail(
             session,
             records=records,
             cut=loaded.starts[plan.decision.start],
             previous=loaded.previous,
             messages=await self.fold_messages(session, records, loaded.previous),
             turn_id=turn_id,
+            why="move",
         )
         return plan.after_fold(folded, failed=failed)
 
@@ -357,6 +358,7 @@ class RequestBuilder:
                 previous=window.summary,
                 messages=await self.fold_messages(session, window.records, window.summary),
                 turn_id=state.turn_id,
+                why="trim",
             )
             persist = not failed  # a failed fold: the cut waits, nothing leaves for good
             summary = folded or summary
@@ -512,13 +514,14 @@ class RequestBuilder:
             return  # one prepared already serves the next move
         # fold
         head = self.head(session, has_earlier=loaded.has_earlier, summary=summary)
-        await compactor.prepare(
+        await compactor.fold_or_fail(
             session,
             records=records,
             cut=starts[turn],
             previous=summary,
             messages=head + list(projection.messages),
             turn_id=turn_id,
+            why="prepare",
         )
 
     def _project(
