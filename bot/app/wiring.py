@@ -459,6 +459,7 @@ def daily_summary(
         clock,
         locale=settings.bot_locale,
         reactions=store,
+        currency=settings.ledger.currency,
     )
 
 

@@ -157,6 +157,8 @@ class UsageReport:
     chat: int | None = None
     corrupt_lines: int = 0
     partial_lines: int = 0
+    currency: str = ""
+    """What `cost` is counted in (`[ledger] currency`), for the renderers."""
 
     def row_for(self, day: date) -> UsageRow:
         for row in self.days:

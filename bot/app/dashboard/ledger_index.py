@@ -242,6 +242,22 @@ class LedgerIndex:
         self._locks: dict[date, threading.Lock] = {}
         self._guard = threading.Lock()
 
+    def first_day(self) -> date | None:
+        """The first day that has a non-empty ledger file (None: no ledger yet)."""
+        if not self.traces_dir.is_dir():
+            return None
+        found: date | None = None
+        for path in self.traces_dir.glob("????-??-??.jsonl"):
+            try:
+                day = date.fromisoformat(path.stem)
+                if path.stat().st_size == 0:
+                    continue
+            except (ValueError, OSError):
+                continue
+            if found is None or day < found:
+                found = day
+        return found
+
     def warm(self, days: int) -> None:
         """Digest the last `days` days ahead of the first page (a fresh process), newest
         first; a page asking meanwhile waits only for the day being read, if it needs it."""

@@ -60,10 +60,16 @@ def parse_int(value: str | None, name: str, *, default: int) -> int:
     return number
 
 
-def date_range(start: date | None, end: date | None, *, today: date) -> list[date]:
-    """The days from `start` to `end` (defaults: the last 14 days up to today)."""
+def date_range(
+    start: date | None, end: date | None, *, today: date, first_data_day: date | None = None
+) -> list[date]:
+    """The days from `start` to `end` (defaults: the last 14 days up to today, starting no
+    earlier than `first_data_day`, the first day with a ledger file, when it is inside them)."""
     end = end or today
-    start = start or end - timedelta(days=DEFAULT_DAYS - 1)
+    if start is None:
+        start = end - timedelta(days=DEFAULT_DAYS - 1)
+        if first_data_day is not None and start < first_data_day <= end:
+            start = first_data_day
     if end > today:
         raise BadQuery("to: the range cannot end after today")
     if start > end:
@@ -128,7 +134,7 @@ class Overview:
     chats_left_out: int = 0
 
 
-def build_overview(digests: Sequence[DayDigest]) -> Overview:
+def build_overview(digests: Sequence[DayDigest], *, currency: str = "") -> Overview:
     lines = tuple(
         DayLine(
             day=d.day,
@@ -209,7 +215,7 @@ def build_overview(digests: Sequence[DayDigest]) -> Overview:
             [line.cost for line in lines],
             title="Cost per day",
             fmt=format_cost,
-            unit="cost / day",
+            unit=f"{currency or 'cost'} / day",
         )
     by_chat = _costliest(sum_spend(d.by_chat for d in digests))
     return Overview(

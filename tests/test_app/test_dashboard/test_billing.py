@@ -203,7 +203,7 @@ async def test_the_overview_shows_where_tokens_and_money_go_per_model_and_chat(
     assert set(models) == demo_routes | {"anthropic/claude-test", "ollama/qwen3"}
     # the priced route first, though the demo's made more calls
     assert next(iter(models)) == "anthropic/claude-test"
-    assert models["anthropic/claude-test"] == ["2", "24.0k", "12.0k", "8.0k", "240", "0.1000"]
+    assert models["anthropic/claude-test"] == ["2", "24.0k", "12.0k", "8.0k", "240", "0.1000 USD"]
     assert models["ollama/qwen3"][0] == "1"
     assert models["ollama/qwen3"][-1] == "no prices"
     chats = spend_rows(page, "spend-chats")
@@ -259,7 +259,7 @@ async def test_the_chat_list_shows_each_chats_calls_tokens_and_cost(
     cells = dict(re.findall(r'data-field="(\w+)">(.*?)</td>', rows[group], re.DOTALL))
     in_group = [e for e in ledger if e.chat == billed.demo.group_chat]
     assert cells["calls"] == f"{len(in_group):,}"
-    assert cells["cost"] == "0.1000"
+    assert cells["cost"] == "0.1000 USD"
     assert cells["cache_write_tokens"] == "8.0k"
     others = [chat for chat in rows if chat != group]
     assert others, "the demo has more chats"
