@@ -14,14 +14,13 @@ from bot.app.dashboard.charts import bar_chart, line_chart
 from bot.app.dashboard.ledger_index import (
     ChatDay,
     DayDigest,
-    RangeTotals,
     Spend,
     range_totals,
     sum_spend,
 )
 from bot.domain.records import StoredRecord
 from bot.services.usage_render import format_cost, format_share, format_tokens
-from bot.services.usage_report import Feedback
+from bot.services.usage_report import Feedback, UsageRow
 
 DEFAULT_DAYS = 14
 TOP_CHATS = 20
@@ -122,7 +121,8 @@ class Overview:
     start: date
     end: date
     days: tuple[DayLine, ...]
-    totals: RangeTotals
+    totals: UsageRow
+    """The range taken together: the usage report's total row over its days."""
     charts: Mapping[str, Markup]
     corrupt_lines: int
     feedback: Feedback = field(default_factory=Feedback)
