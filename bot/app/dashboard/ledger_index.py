@@ -30,6 +30,8 @@ K = TypeVar("K", int, str)
 RECENT_CALLS_PER_CHAT = 60
 """Calls kept per chat and day for the chat page's recent turns."""
 TRIMS_PER_CHAT = 200
+FAILED_PER_DAY = 500
+"""Failed calls kept per day for the error list (the newest)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,6 +107,8 @@ class DayDigest:
     by_chat: Mapping[int, Spend] = field(default_factory=dict)
     by_model: Mapping[str, Spend] = field(default_factory=dict)
     """Keyed `provider/model`, the route key of the report's drift."""
+    failed: tuple[LedgerEntry, ...] = ()
+    """The day's failed model calls (the newest `FAILED_PER_DAY`), for the error list."""
 
     @property
     def billable_equivalent(self) -> float:
@@ -220,6 +224,7 @@ def _build(day: date, entries: list[LedgerEntry], zone: tzinfo, corrupt: int) ->
     recent: dict[int, list[LedgerEntry]] = {}
     by_chat: dict[int, Spend] = {}
     by_model: dict[str, Spend] = {}
+    failed: list[LedgerEntry] = []
     for entry in entries:
         if entry.ts.astimezone(zone).date() != day:
             continue  # the report leaves such calls out too
@@ -233,6 +238,8 @@ def _build(day: date, entries: list[LedgerEntry], zone: tzinfo, corrupt: int) ->
         recent.setdefault(entry.chat, []).append(entry)
         if entry.trim is not None:
             trims.setdefault(entry.chat, []).append(entry)
+        if entry.error is not None:
+            failed.append(entry)
         if entry.purpose == "compaction":
             compactions.setdefault(entry.chat, []).append(entry)
     inputs.sort()
@@ -253,4 +260,5 @@ def _build(day: date, entries: list[LedgerEntry], zone: tzinfo, corrupt: int) ->
         tally=tally,
         by_chat=by_chat,
         by_model=by_model,
+        failed=tuple(failed[-FAILED_PER_DAY:]),
     )

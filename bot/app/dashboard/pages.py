@@ -12,12 +12,15 @@ from bot.app.dashboard import calls
 from bot.app.dashboard.board import dashboard_of, render
 from bot.app.dashboard.views import (
     CHAT_DAYS,
+    ERROR_DAYS,
+    ERROR_KINDS,
     BadQuery,
     alias_lines,
     build_overview,
     chat_ledger,
     chat_spend,
     date_range,
+    error_lines,
     parse_day,
     parse_int,
     spend_days,
@@ -130,3 +133,29 @@ async def call_page(request: web.Request) -> web.Response:
 async def conversation_page(request: web.Request) -> web.Response:
     status, template, values = await calls.conversation_page(dashboard_of(request).store, request)
     return render(request, template, status=status, **values)
+
+
+async def errors_page(request: web.Request) -> web.Response:
+    """Failed model calls, refused sends and skipped updates, newest first."""
+    from bot.services.error_log import read_errors
+
+    dashboard = dashboard_of(request)
+    start = parse_day(request.query.get("from"), "from")
+    end = parse_day(request.query.get("to"), "to")
+    if start is None:
+        start = (end or dashboard.today()) - timedelta(days=ERROR_DAYS - 1)
+    days = date_range(start, end, today=dashboard.today())
+    digests = await asyncio.to_thread(dashboard.index.digests, days)
+    traces = dashboard.settings.traces_dir
+    logged = await asyncio.to_thread(lambda: list(read_errors(traces, days)))
+    lines, left_out = error_lines(digests, logged)
+    return render(
+        request,
+        "errors.html",
+        title="Errors",
+        errors=lines,
+        left_out=left_out,
+        start=days[0],
+        end=days[-1],
+        kinds=ERROR_KINDS,
+    )

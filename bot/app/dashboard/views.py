@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 from typing import Literal, TypeVar
@@ -19,6 +19,7 @@ from bot.app.dashboard.ledger_index import (
     sum_spend,
 )
 from bot.domain.records import StoredRecord
+from bot.services.error_log import LoggedError
 from bot.services.usage_render import format_cost, format_share, format_tokens
 from bot.services.usage_report import Feedback, UsageRow
 
@@ -377,3 +378,62 @@ def local(value: datetime | None, zone: tzinfo) -> str:
     if value is None:
         return "-"
     return value.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S")
+
+
+# ---------------------------------------------------------------- errors
+
+ErrorKind = Literal["failed_call", "refused_send", "skipped_update"]
+ERROR_KINDS: Mapping[ErrorKind, str] = {
+    "failed_call": "failed model call",
+    "refused_send": "refused send",
+    "skipped_update": "skipped update",
+}
+MAX_ERRORS = 500
+ERROR_DAYS = 7
+"""The error list's default range."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorLine:
+    """One row of the error list; `call_id` links a failed call to its trace."""
+
+    ts: datetime
+    kind: ErrorKind
+    chat: int | None
+    reason: str
+    call_id: str = ""
+    update_id: int | None = None
+
+    @property
+    def label(self) -> str:
+        return ERROR_KINDS[self.kind]
+
+
+def error_lines(
+    digests: Sequence[DayDigest], logged: Iterable[LoggedError], *, limit: int = MAX_ERRORS
+) -> tuple[tuple[ErrorLine, ...], int]:
+    """(the newest `limit` errors of the range, newest first; how many were left out):
+    the failed calls of the ledger and the error log's refused sends and skipped updates."""
+    lines = [
+        ErrorLine(
+            ts=entry.ts,
+            kind="failed_call",
+            chat=entry.chat,
+            reason=entry.error or "",
+            call_id=entry.call_id,
+        )
+        for digest in digests
+        for entry in digest.failed
+    ]
+    lines.extend(
+        ErrorLine(
+            ts=error.ts,
+            kind=error.kind,
+            chat=error.chat,
+            reason=error.reason,
+            update_id=error.update_id,
+        )
+        for error in logged
+    )
+    lines.sort(key=lambda line: line.ts, reverse=True)
+    return tuple(lines[:limit]), max(0, len(lines) - limit)
