@@ -118,7 +118,7 @@ async def test_the_error_list_shows_each_kind_newest_first(client: Client) -> No
     kinds = [kind for kind, _ in found]
     assert sorted(kinds[:2]) == ["refused_send", "skipped_update"]  # just now
     assert kinds[2:] == ["failed_call"]  # five minutes ago: the oldest
-    by_kind = {kind: cells for kind, cells in found}
+    by_kind = dict(found)
     failed = by_kind["failed_call"]
     assert failed[1] == "failed model call"
     assert '<a href="/chats/-77">-77</a>' in failed[2]
