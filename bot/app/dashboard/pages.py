@@ -9,12 +9,13 @@ from datetime import datetime, timedelta
 from aiohttp import web
 
 from bot.app.dashboard import calls
-from bot.app.dashboard.board import dashboard_of, render
+from bot.app.dashboard.board import TEMPLATES, Dashboard, dashboard_of, render
 from bot.app.dashboard.views import (
     CHAT_DAYS,
     ERROR_DAYS,
     ERROR_KINDS,
     BadQuery,
+    Overview,
     alias_lines,
     build_overview,
     chat_ledger,
@@ -31,8 +32,16 @@ from bot.services.usage_report import Feedback
 CHATS_PER_PAGE = 100
 
 
-async def overview(request: web.Request) -> web.Response:
-    dashboard = dashboard_of(request)
+FIGURES = (
+    "overview_totals.html",
+    "overview_charts.html",
+    "overview_days.html",
+    "overview_spend.html",
+)
+"""The parts of the overview that follow the live feed: cards, charts, per day, spend."""
+
+
+async def _overview(dashboard: Dashboard, request: web.Request) -> Overview:
     start = parse_day(request.query.get("from"), "from")
     first = None if start is not None else await asyncio.to_thread(dashboard.index.first_day)
     days = date_range(
@@ -50,13 +59,47 @@ async def overview(request: web.Request) -> web.Response:
     feedback = Feedback()
     for reaction in reactions:
         feedback = feedback.plus(reaction.emoji)
+    return replace(build_overview(digests, currency=dashboard.currency), feedback=feedback)
+
+
+async def overview(request: web.Request) -> web.Response:
+    dashboard = dashboard_of(request)
+    shown = await _overview(dashboard, request)
     return render(
         request,
         "overview.html",
         title="Overview",
-        overview=replace(build_overview(digests, currency=dashboard.currency), feedback=feedback),
+        overview=shown,
         today=dashboard.today(),
+        # a range that ends today follows the live feed
+        follows=shown.end == dashboard.today(),
     )
+
+
+async def overview_figures(request: web.Request) -> web.Response:
+    """The overview's cards, charts, per-day table and spend tables, each rendered as on
+    the page (`{element id: its HTML}`): what the live feed swaps in after a model call."""
+    dashboard = dashboard_of(request)
+    shown = await _overview(dashboard, request)
+    env = request.app[TEMPLATES]
+    parts = {
+        name: env.get_template(name).render(path="/", overview=shown, today=dashboard.today())
+        for name in FIGURES
+    }
+    return web.json_response(
+        {
+            "calls": shown.totals.calls,
+            "end": shown.end.isoformat(),
+            "parts": {_root_id(html): html for html in parts.values()},
+        }
+    )
+
+
+def _root_id(html: str) -> str:
+    """The id of a part's root element (`<section … id="totals">`)."""
+    head = html[html.index("<section") :]
+    head = head[: head.index(">")]
+    return head.split('id="', 1)[1].split('"', 1)[0]
 
 
 async def chats(request: web.Request) -> web.Response:

@@ -49,6 +49,7 @@ def build_application(dashboard: Dashboard) -> web.Application:
     app[TEMPLATES] = templates(dashboard)
     app[feeds.STATIC] = feeds.static_files()
     app.router.add_get("/", pages.overview)
+    app.router.add_get("/overview/figures", pages.overview_figures)
     app.router.add_get("/chats", pages.chats)
     app.router.add_get(r"/chats/{chat_id:-?\d{1,19}}", pages.chat)
     app.router.add_get(r"/calls/{call_id:\d{8}-[0-9a-f]{12}}", pages.call_page)
