@@ -1,0 +1,166 @@
+"""In a real browser: the overview's cards and charts follow the live feed without a reload;
+the error list; a trace on an unpriced route says "no prices configured". Screenshots go to
+`tests/artifacts/` (the 420-px ones are kept in `docs/`)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from bot.agent.ledger import LedgerEntry, LedgerWriter, read_entries
+from bot.services.error_log import ErrorLog
+from tests.test_app.test_dashboard.conftest import DemoData
+from tests.test_app.test_dashboard.test_browser import (  # noqa: F401 (fixtures)
+    ARTIFACTS,
+    blocking,
+    browser,
+    data_copy,
+    open_site,
+    screenshot,
+    wait_for,
+)
+
+pytestmark = pytest.mark.slow
+
+
+def _text_is(css: str, expected: str) -> Any:
+    from selenium.webdriver.common.by import By
+
+    def check(driver: Any) -> bool:
+        found = driver.find_elements(By.CSS_SELECTOR, css)
+        return bool(found) and found[0].text == expected
+
+    return check
+
+
+async def _until(driver: Any, condition: Any, seconds: float = 20) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    await blocking(lambda: WebDriverWait(driver, seconds).until(condition))
+
+
+def _call(data: DemoData, **fields: object) -> LedgerEntry:
+    base: dict[str, object] = {
+        "ts": datetime.now(UTC),
+        "session": 1,
+        "chat": data.group_chat,
+        "scene": "group",
+        "turn_id": "live-turn",
+        "provider": "default",
+        "model": "live-model",
+        "input_tokens": 5000,
+        "cached_tokens": 4500,
+        "output_tokens": 10,
+        "latency_ms": 700,
+    }
+    base.update(fields)
+    return LedgerEntry(**base)  # type: ignore[arg-type]
+
+
+async def test_the_cards_and_charts_follow_the_live_feed(
+    browser: Any,  # noqa: F811
+    open_site: str,  # noqa: F811
+    data_copy: DemoData,  # noqa: F811
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    await blocking(lambda: browser.get(open_site + "/"))
+    await blocking(lambda: wait_for(browser, "#live-status", text="connected"))
+    calls = int(browser.find_element(By.CSS_SELECTOR, '[data-total="calls"]').text.replace(",", ""))
+    today = datetime.now(UTC).date()
+    day_cell = f'tr[data-day="{today.isoformat()}"] [data-field="calls"]'
+    today_calls = int(browser.find_element(By.CSS_SELECTOR, day_cell).text.replace(",", ""))
+    browser.execute_script("window.notReloaded = true")
+
+    writer = LedgerWriter(data_copy.data_dir / "agent-traces", UTC)
+    writer.append(_call(data_copy))
+    await _until(browser, _text_is('[data-total="calls"]', f"{calls + 1:,}"))
+    await _until(browser, _text_is(day_cell, f"{today_calls + 1:,}"))
+    # the chart of calls per day has today's bar at the new count
+    bars = browser.find_elements(By.CSS_SELECTOR, "#charts svg.chart title")
+    assert any(
+        b.get_attribute("textContent") == f"{today:%m-%d}: {today_calls + 1:,}" for b in bars
+    )
+    # a failed call moves the error count too
+    errors = int(browser.find_element(By.CSS_SELECTOR, '[data-total="errors"]').text)
+    writer.append(_call(data_copy, turn_id="live-fail", error="ProviderUnavailable: 503"))
+    await _until(browser, _text_is('[data-total="errors"]', str(errors + 1)))
+    assert browser.find_element(By.CSS_SELECTOR, '[data-total="calls"]').text == f"{calls + 2:,}"
+    assert browser.execute_script("return window.notReloaded === true"), "the page reloaded"
+    assert browser.find_elements(
+        By.CSS_SELECTOR, '#spend-models tr[data-model="default/live-model"]'
+    )
+    await blocking(lambda: screenshot(browser, "overview"))
+
+
+async def test_the_error_list_in_a_browser(
+    browser: Any,  # noqa: F811
+    open_site: str,  # noqa: F811
+    data_copy: DemoData,  # noqa: F811
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    traces = data_copy.data_dir / "agent-traces"
+    # the demo's calls all succeed: a failed line that names one of their stored traces
+    real = next(e for e in read_entries(traces) if e.call_id and e.purpose == "turn")
+    LedgerWriter(traces, UTC).append(
+        _call(
+            data_copy,
+            ts=datetime.now(UTC) - timedelta(minutes=2),
+            turn_id="t-fail",
+            input_tokens=None,
+            cached_tokens=None,
+            output_tokens=None,
+            error="ProviderUnavailable: 502 Bad Gateway from the upstream <proxy>",
+            call_id=real.call_id,
+        )
+    )
+    log = ErrorLog(traces, UTC)
+    log.skipped_update(777001, "message.forward_origin: Input tag 'story_repost' found")
+    from bot.errors import TelegramForbidden
+
+    log.refused_send(data_copy.group_chat, TelegramForbidden("Forbidden: bot was kicked"))
+
+    await blocking(lambda: browser.get(open_site + "/errors"))
+    await blocking(lambda: wait_for(browser, "#errors"))
+    kinds = [
+        r.get_attribute("data-kind")
+        for r in browser.find_elements(By.CSS_SELECTOR, "#errors tbody tr")
+    ]
+    assert sorted(kinds[:2]) == ["refused_send", "skipped_update"]
+    assert kinds[2] == "failed_call"
+    failed = browser.find_element(By.CSS_SELECTOR, '#errors tr[data-kind="failed_call"]')
+    assert "<proxy>" in failed.text  # as text
+    await blocking(lambda: screenshot(browser, "errors"))
+
+    browser.set_window_size(420, 900)
+    try:
+        width = browser.execute_script("return document.documentElement.scrollWidth")
+        inner = browser.execute_script("return window.innerWidth")
+        browser.save_screenshot(str(ARTIFACTS / "errors-420px.png"))
+        assert width <= inner, f"/errors is {width} px wide in a {inner}-px window"
+    finally:
+        browser.set_window_size(1280, 900)
+
+    # the failed call links to its trace
+    link = failed.find_element(By.CSS_SELECTOR, "a.call")
+    await blocking(link.click)
+    await blocking(lambda: wait_for(browser, "#figures"))
+    assert real.call_id in browser.find_element(By.TAG_NAME, "h1").text
+
+
+async def test_an_unpriced_trace_says_no_prices_configured(
+    browser: Any,  # noqa: F811
+    open_site: str,  # noqa: F811
+    data_copy: DemoData,  # noqa: F811
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    traces = data_copy.data_dir / "agent-traces"
+    entry = next(e for e in read_entries(traces) if e.call_id and e.purpose == "turn")
+    await blocking(lambda: browser.get(f"{open_site}/calls/{entry.call_id}"))
+    cost = await blocking(lambda: wait_for(browser, '#figures [data-field="cost"]'))
+    assert cost.text == "no prices configured"
+    assert "0.0000" not in browser.find_element(By.ID, "figures").text
