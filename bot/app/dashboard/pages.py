@@ -13,7 +13,6 @@ from bot.app.dashboard.board import TEMPLATES, Dashboard, dashboard_of, render
 from bot.app.dashboard.views import (
     CHAT_DAYS,
     ERROR_DAYS,
-    ERROR_KINDS,
     BadQuery,
     Overview,
     alias_lines,
@@ -187,6 +186,9 @@ async def errors_page(request: web.Request) -> web.Response:
     end = parse_day(request.query.get("to"), "to")
     if start is None:
         start = (end or dashboard.today()) - timedelta(days=ERROR_DAYS - 1)
+        first = await asyncio.to_thread(dashboard.index.first_day)
+        if first is not None and start < first <= (end or dashboard.today()):
+            start = first
     days = date_range(start, end, today=dashboard.today())
     digests = await asyncio.to_thread(dashboard.index.digests, days)
     traces = dashboard.settings.traces_dir
@@ -200,5 +202,4 @@ async def errors_page(request: web.Request) -> web.Response:
         left_out=left_out,
         start=days[0],
         end=days[-1],
-        kinds=ERROR_KINDS,
     )

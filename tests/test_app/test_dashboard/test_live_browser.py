@@ -25,14 +25,17 @@ from tests.test_app.test_dashboard.test_browser import (  # noqa: F401 (fixtures
 pytestmark = pytest.mark.slow
 
 
+READ_TEXT = "var e = document.querySelector(arguments[0]); return e ? e.textContent : null"
+"""Read in one script: the live refresh may swap an element between two WebDriver calls."""
+
+
+def _text(driver: Any, css: str) -> str | None:
+    text: str | None = driver.execute_script(READ_TEXT, css)
+    return text
+
+
 def _text_is(css: str, expected: str) -> Any:
-    from selenium.webdriver.common.by import By
-
-    def check(driver: Any) -> bool:
-        found = driver.find_elements(By.CSS_SELECTOR, css)
-        return bool(found) and found[0].text == expected
-
-    return check
+    return lambda driver: _text(driver, css) == expected
 
 
 async def _until(driver: Any, condition: Any, seconds: float = 20) -> None:
@@ -64,14 +67,17 @@ async def test_the_cards_and_charts_follow_the_live_feed(
     open_site: str,  # noqa: F811
     data_copy: DemoData,  # noqa: F811
 ) -> None:
-    from selenium.webdriver.common.by import By
 
     await blocking(lambda: browser.get(open_site + "/"))
     await blocking(lambda: wait_for(browser, "#live-status", text="connected"))
-    calls = int(browser.find_element(By.CSS_SELECTOR, '[data-total="calls"]').text.replace(",", ""))
+
+    def number(css: str) -> int:
+        return int((_text(browser, css) or "").replace(",", ""))
+
+    calls = number('[data-total="calls"]')
     today = datetime.now(UTC).date()
     day_cell = f'tr[data-day="{today.isoformat()}"] [data-field="calls"]'
-    today_calls = int(browser.find_element(By.CSS_SELECTOR, day_cell).text.replace(",", ""))
+    today_calls = number(day_cell)
     browser.execute_script("window.notReloaded = true")
 
     writer = LedgerWriter(data_copy.data_dir / "agent-traces", UTC)
@@ -79,19 +85,19 @@ async def test_the_cards_and_charts_follow_the_live_feed(
     await _until(browser, _text_is('[data-total="calls"]', f"{calls + 1:,}"))
     await _until(browser, _text_is(day_cell, f"{today_calls + 1:,}"))
     # the chart of calls per day has today's bar at the new count
-    bars = browser.find_elements(By.CSS_SELECTOR, "#charts svg.chart title")
-    assert any(
-        b.get_attribute("textContent") == f"{today:%m-%d}: {today_calls + 1:,}" for b in bars
+    bars = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#charts svg.chart title'),"
+        " t => t.textContent)"
     )
+    assert f"{today:%m-%d}: {today_calls + 1:,}" in bars
     # a failed call moves the error count too
-    errors = int(browser.find_element(By.CSS_SELECTOR, '[data-total="errors"]').text)
+    errors = number('[data-total="errors"]')
     writer.append(_call(data_copy, turn_id="live-fail", error="ProviderUnavailable: 503"))
     await _until(browser, _text_is('[data-total="errors"]', str(errors + 1)))
-    assert browser.find_element(By.CSS_SELECTOR, '[data-total="calls"]').text == f"{calls + 2:,}"
+    assert _text(browser, '[data-total="calls"]') == f"{calls + 2:,}"
     assert browser.execute_script("return window.notReloaded === true"), "the page reloaded"
-    assert browser.find_elements(
-        By.CSS_SELECTOR, '#spend-models tr[data-model="default/live-model"]'
-    )
+    assert _text(browser, "#live-status") == "connected"  # an `error` event is no disconnect
+    assert _text(browser, '#spend-models tr[data-model="default/live-model"]') is not None
     await blocking(lambda: screenshot(browser, "overview"))
 
 
@@ -139,7 +145,7 @@ async def test_the_error_list_in_a_browser(
     try:
         width = browser.execute_script("return document.documentElement.scrollWidth")
         inner = browser.execute_script("return window.innerWidth")
-        browser.save_screenshot(str(ARTIFACTS / "errors-420px.png"))
+        browser.save_screenshot(str(ARTIFACTS / "error-list-420px.png"))
         assert width <= inner, f"/errors is {width} px wide in a {inner}-px window"
     finally:
         browser.set_window_size(1280, 900)

@@ -71,8 +71,13 @@
     settle = setTimeout(refresh, 3000);
   }
   var source = new EventSource("/events");
-  source.onopen = function () { status.textContent = "connected"; status.className = "status on"; };
-  source.onerror = function () { status.textContent = "reconnecting…"; status.className = "status off"; };
+  function connected() { status.textContent = "connected"; status.className = "status on"; }
+  source.onopen = connected;
+  source.onerror = function (event) {
+    // a server-sent `event: error` (a failed call) arrives here too, with its data
+    if (event && event.data !== undefined) { return; }
+    status.textContent = "reconnecting…"; status.className = "status off";
+  };
   ["model_call", "compaction", "trim", "error"].forEach(function (kind) {
     source.addEventListener(kind, function (event) {
       add(kind, JSON.parse(event.data));
