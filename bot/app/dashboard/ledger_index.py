@@ -8,7 +8,7 @@ and a page costs one small read of today's tail.
 Per-day figures come from the usage report's own aggregation: each digest keeps the day's
 `DayTally`, and a date range is the report's `total_row` over them, so the overview shows
 exactly the numbers `tgbot usage report --json` prints, for one day or a span. Today's file is
-followed with the ledger's `DayFileTail` (the live feed's reader too). Compaction calls
+followed with `bot.agent.ledger_tail.DayFileTail` (the live feed's reader too). Compaction calls
 (`purpose: "compaction"`) are kept per chat beside the trims.
 """
 
@@ -22,7 +22,8 @@ from datetime import date, timedelta, tzinfo
 from pathlib import Path
 from typing import TypeVar
 
-from bot.agent.ledger import DayFileTail, LedgerEntry, ledger_file, read_entries
+from bot.agent.ledger import LedgerEntry, ledger_file, read_entries
+from bot.agent.ledger_tail import DayFileTail
 from bot.services.usage_report import DayTally, UsageRow, tally_days, total_row
 
 K = TypeVar("K", int, str)
@@ -143,7 +144,7 @@ class LedgerIndex:
         self._today = today
         self._files: dict[date, _DayFile] = {}
         self._locks: dict[date, threading.Lock] = {}
-        self._guard = threading.Lock()
+        self._lock = threading.Lock()
 
     def first_day(self) -> date | None:
         """The first day that has a non-empty ledger file (None: no ledger yet)."""
@@ -172,14 +173,14 @@ class LedgerIndex:
         return [self.digest(day) for day in days]
 
     def digest(self, day: date) -> DayDigest:
-        with self._guard:
+        with self._lock:
             lock = self._locks.setdefault(day, threading.Lock())
         with lock:
             return self._digest(day)
 
     def _digest(self, day: date) -> DayDigest:
         path = ledger_file(self.traces_dir, day)
-        with self._guard:
+        with self._lock:
             state = self._files.setdefault(day, _DayFile())
         try:
             stat = os.stat(path)

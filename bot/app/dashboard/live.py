@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bot.agent.events import EventBus, ModelCalled
-from bot.agent.ledger import DayFileTail, LedgerEntry, ledger_file, trim_to_json
+from bot.agent.ledger import LedgerEntry, ledger_file, trim_to_json
+from bot.agent.ledger_tail import DayFileTail
 from bot.agent.metering import ledger_entry
 from bot.app.dashboard.metrics import DashboardMetrics
 from bot.context.history_trim import HistoryTrimmed
