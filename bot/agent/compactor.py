@@ -238,6 +238,7 @@ class Compactor:
             messages=request_messages,
             fixed_tokens=system + schema_tokens,
             budget=budget,
+            request=request,
         )
         started = time.perf_counter()
         try:
@@ -284,6 +285,8 @@ class _Call:
     messages: Sequence[ChatMessage]
     fixed_tokens: int
     budget: int
+    request: LLMRequest | None = None
+    """What the summary call sent, for its trace."""
 
     async def publish(
         self, response: LLMResponse | None, started: float, error: Exception | None
@@ -309,6 +312,7 @@ class _Call:
                 dropped_turns=0,
                 purpose="compaction",
                 call_id=new_call_id(self.clock.now()),
+                request=self.request,
                 response=response,
             )
         )

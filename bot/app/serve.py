@@ -49,6 +49,7 @@ from bot.app.wiring import (
 from bot.config import Settings, load_settings
 from bot.errors import ConfigError
 from bot.redact import install_log_scrubbing
+from bot.services.error_log import ErrorLog
 from bot.texts import text as user_text
 
 if TYPE_CHECKING:
@@ -158,7 +159,10 @@ async def serve(
             chat_events=app.chat_events,
         )
 
+        skipped_log = ErrorLog(settings.traces_dir, settings.zone)
+
         async def skipped(update_id: int, reason: str) -> None:
+            skipped_log.skipped_update(update_id, reason)  # for the dashboard's error list
             await store.claim_update(update_id)
 
         scheduler = start_daily_summary(app, messenger)

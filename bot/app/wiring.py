@@ -64,6 +64,7 @@ from bot.services.chat_events import (
 from bot.services.chat_lock import LocalChatLock
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
+from bot.services.error_log import ErrorLog, RefusedSendLog
 from bot.services.inbound import InboundPolicy, InboundService
 from bot.services.told_user import ToldUserLog, ToldUserMessenger
 from bot.tools import default_tools
@@ -375,6 +376,8 @@ def build_app(
     # recovery notices all send through it, so a chat the bot left hears nothing more.
     closed_chats = ClosedChats(store)
     chat_actions = chat_actions_of(messenger)  # typing goes only where turns run
+    # next to the adapter: only what Telegram refused (not a closed chat's) is an error
+    messenger = RefusedSendLog(messenger, ErrorLog(settings.traces_dir, settings.zone))
     messenger = ClosedChatGuard(messenger, closed_chats)
     routes = build_routes(settings, offline=offline)
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
@@ -498,6 +501,7 @@ def daily_summary(
         clock,
         locale=settings.bot_locale,
         reactions=store,
+        currency=settings.ledger.currency,
     )
 
 
@@ -525,7 +529,11 @@ def scheduled_summary(app: App, messenger: Messenger) -> DailySummary:
     return daily_summary(
         app.settings,
         messenger=ToldUserMessenger(
-            ClosedChatGuard(messenger, app.chat_events.closed or app.store), app.told
+            ClosedChatGuard(
+                RefusedSendLog(messenger, ErrorLog(app.settings.traces_dir, app.settings.zone)),
+                app.chat_events.closed or app.store,
+            ),
+            app.told,
         ),
         store=app.store,
         clock=SystemClock(),
