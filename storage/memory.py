@@ -15,7 +15,6 @@ from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import RecordBody, StoredRecord, SummaryRecord
 from bot.errors import SessionNotFound, StorageError
 from bot.ports import (
-    ConversationStore,
     InboundAppend,
     LoadedHistory,
     NewRecord,
@@ -24,6 +23,7 @@ from bot.ports import (
     SessionRequest,
     StoredReaction,
 )
+from bot.store_ports import ConversationStore
 from storage.alias_cache import alias_parts, aliases_on_path, derive_path, path_to
 from storage.retention import Node, PruneResult, plan_prune
 from storage.rows import latest_reactions, utc
@@ -48,7 +48,7 @@ class _Session:
 
 
 class InMemoryStore:
-    """`bot.ports.ConversationStore` in dictionaries: the contract of `SqlStore`."""
+    """`bot.store_ports.ConversationStore` in dictionaries: the contract of `SqlStore`."""
 
     def __init__(self, *, now: Callable[[], datetime] | None = None) -> None:
         self._now = now or (lambda: datetime.now(UTC))
@@ -412,5 +412,5 @@ class InMemoryStore:
 
 
 def _satisfies_the_ports(store: InMemoryStore) -> ConversationStore:
-    """Checked by mypy: the store implements `bot.ports.ConversationStore` (every store port)."""
+    """Checked by mypy: the store implements `bot.store_ports.ConversationStore`."""
     return store

@@ -26,7 +26,6 @@ from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import StoredRecord
 from bot.errors import SessionNotFound, StorageError, StorageUnavailable
 from bot.ports import (
-    ConversationStore,
     InboundAppend,
     LoadedHistory,
     NewRecord,
@@ -35,6 +34,7 @@ from bot.ports import (
     SessionRequest,
     StoredReaction,
 )
+from bot.store_ports import ConversationStore
 from storage.alias_cache import (
     alias_parts,
     aliases_on_path,
@@ -91,7 +91,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class SqlStore:
-    """`bot.ports.ConversationStore` over one async SQLAlchemy engine.
+    """`bot.store_ports.ConversationStore` over one async SQLAlchemy engine.
 
     The schema comes from `storage.migrate.upgrade_database`; this class never creates it.
     Database failures surface as `StorageError`; unknown sessions or records as
@@ -457,7 +457,7 @@ class SqlStore:
     async def append_inbound(
         self, items: Sequence[InboundAppend]
     ) -> tuple[StoredRecord | None, ...]:
-        """See `bot.ports.InboundBatchStore` and `storage.inbound_batch`."""
+        """See `bot.store_ports.InboundBatchStore` and `storage.inbound_batch`."""
         return await self._batches.append(items)
 
     async def _append_inbound_one(self, item: InboundAppend) -> StoredRecord | None:
@@ -677,5 +677,5 @@ async def _prune_session(conn: AsyncConnection, srow: Any, cutoff: datetime) -> 
 
 
 def _satisfies_the_ports(store: SqlStore) -> ConversationStore:
-    """Checked by mypy: the store implements `bot.ports.ConversationStore` (every store port)."""
+    """Checked by mypy: the store implements `bot.store_ports.ConversationStore`."""
     return store

@@ -14,7 +14,8 @@ from bot.domain.ids import SessionKey
 from bot.domain.messages import ChatMessage
 from bot.domain.records import AssistantRecord, StoredRecord
 from bot.errors import NotBuiltError, SessionNotFound
-from bot.ports import BubbleHook, ConversationStore, Delivery, SessionInfo
+from bot.ports import BubbleHook, Delivery, SessionInfo
+from bot.store_ports import ConversationStore
 
 
 async def context_show(config: str | None, *, chat_id: int, thread_id: int) -> int:

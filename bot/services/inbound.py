@@ -25,8 +25,9 @@ Hostile members and busy chats:
   that short gap leaves the waiting message out of the conversation (it stays a recorded
   platform message).
 
-Crash recovery (`recover_interrupted`, once at start-up) lives in `recovery.py`; which
-messages are answered, live or after a crash, is decided by `triggers.should_answer`.
+Crash recovery (`recovery.CrashRecovery`, once at start-up) starts its turns through
+`spawn_turn`; which messages are answered, live or after a crash, is decided by
+`triggers.should_answer`.
 """
 
 from __future__ import annotations
@@ -51,9 +52,7 @@ from bot.domain.records import UserRecord
 from bot.errors import StorageUnavailable
 from bot.ports import (
     ChatLock,
-    Clock,
     CommandHandler,
-    ConversationStore,
     InboundAppend,
     LockScope,
     Messenger,
@@ -68,8 +67,8 @@ from bot.services.message_records import (
     scene_of,
     session_title_of,
 )
-from bot.services.recovery import CrashRecovery, RecoveryPolicy
-from bot.services.triggers import AnswerRules, BotIdentity, facts_of_message, should_answer
+from bot.services.triggers import AnswerRules, facts_of_message, should_answer
+from bot.store_ports import InboundStore
 from bot.texts import text
 
 log = logging.getLogger("tgbot.inbound")
@@ -136,10 +135,9 @@ class InboundService:
     def __init__(
         self,
         *,
-        store: ConversationStore,
+        store: InboundStore,
         runner: TurnRunner,
         messenger: Messenger,
-        clock: Clock,
         policy: InboundPolicy,
         commands: CommandHandler | None = None,
         chat_lock: ChatLock | None = None,
@@ -148,7 +146,6 @@ class InboundService:
         self.store = store
         self.runner = runner
         self.messenger = messenger
-        self.clock = clock
         self.policy = policy
         self.commands = commands
         self.chat_lock = chat_lock
@@ -429,24 +426,6 @@ class InboundService:
             return False
         self.spawn_turn(session, reply_to=last_user.message_id, leaf=last_user.id)
         return True
-
-    async def recover_interrupted(self, *, bot_id: int | None, bot_username: str | None) -> int:
-        """Finish or close the turns a crash interrupted (`recovery.py`); returns how many
-        sessions needed it. Turns it starts run as tasks (`drain` waits)."""
-        recovery = CrashRecovery(
-            store=self.store,
-            runner=self.runner,
-            messenger=self.messenger,
-            clock=self.clock,
-            turns=self,
-            policy=RecoveryPolicy(
-                locale=self.policy.locale,
-                rules=self.policy.rules,
-                allowed_chats=self.policy.allowed_chats,
-                owner_id=self.policy.owner_id,
-            ),
-        )
-        return await recovery.recover(BotIdentity(id=bot_id, username=bot_username))
 
     def cancel_running(self) -> None:
         """Cancel every scheduled turn (shutdown, after its grace): an interrupted turn is

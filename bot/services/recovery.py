@@ -42,9 +42,10 @@ from bot.domain.records import (
     ToolResultsRecord,
     UserRecord,
 )
-from bot.ports import Clock, ConversationStore, Delivery, Messenger, SessionInfo, TurnStarter
+from bot.ports import Clock, Delivery, Messenger, SessionInfo, TurnStarter
 from bot.services.guard import chat_allowed
 from bot.services.triggers import AnswerRules, BotIdentity, facts_of_record, should_answer
+from bot.store_ports import RecoveryStore
 from bot.texts import text
 
 log = logging.getLogger("tgbot.inbound")
@@ -146,7 +147,7 @@ class CrashRecovery:
     def __init__(
         self,
         *,
-        store: ConversationStore,
+        store: RecoveryStore,
         runner: TurnRunner,
         messenger: Messenger,
         clock: Clock,

@@ -19,7 +19,7 @@ from bot.app.dashboard.views import BadQuery, alias_lines, parse_int
 from bot.config import Settings
 from bot.domain.ids import SessionKey
 from bot.errors import SessionNotFound
-from bot.ports import ConversationStore
+from bot.store_ports import ConversationStore
 
 RECORDS_PER_PAGE = 50
 MAX_CONVERSATION_RECORDS = 5_000

@@ -56,9 +56,9 @@ from bot.app.dashboard.views import (
 from bot.config import Settings
 from bot.domain.ids import SessionKey
 from bot.errors import ConfigError, SessionNotFound, StorageUnavailable
-from bot.ports import ConversationStore
 from bot.services.usage_render import format_cost, format_share, format_tokens
 from bot.services.usage_report import Feedback
+from bot.store_ports import ConversationStore
 
 log = logging.getLogger("tgbot.dashboard")
 
