@@ -237,9 +237,16 @@ class ReactionHistory(Protocol):
         ...
 
 
+class ActiveLeafStore(SessionLookup, Protocol):
+    """What the turn scheduler needs: where a session's conversation ends now (a turn that
+    recovery starts runs only if nothing moved it), and moving that end (`/retry`)."""
+
+    async def set_active_leaf(self, session_id: int, record_id: int) -> None: ...
+
+
 class InboundStore(
     SessionOpener,
-    SessionLookup,
+    ActiveLeafStore,
     HistoryLoader,
     RecordAppender,
     PlatformMessageStore,
@@ -247,11 +254,9 @@ class InboundStore(
     InboundBatchStore,
     Protocol,
 ):
-    """What the inbound service and its turn scheduler need: sessions, their history, new
-    records and platform messages, update claims, batches of new messages, and moving the
-    active leaf (`/retry` from an earlier record)."""
-
-    async def set_active_leaf(self, session_id: int, record_id: int) -> None: ...
+    """What the inbound service needs (it hands `ActiveLeafStore` to its turn scheduler):
+    sessions, their history, new records and platform messages, update claims, batches of
+    new messages."""
 
 
 class RecoveryStore(SessionList, SessionLookup, HistoryLoader, PlatformMessageLookup, Protocol):

@@ -422,7 +422,7 @@ def build_app(
         runner=runner,
         messenger=outside,
         clock=clock,
-        turns=inbound,
+        turns=inbound.turns,
         policy=RecoveryPolicy(
             locale=inbound_policy.locale,
             rules=inbound_policy.rules,
