@@ -95,12 +95,12 @@ def test_domain_does_not_import_the_context_core() -> None:
 def test_sql_rows_never_leave_storage() -> None:
     outside = [p for p in ("bot", "adapters") if (ROOT / p).exists()]
     found = [v for p in outside for v in violations(p, ("sqlmodel", "storage.tables"))]
-    assert found == []
+    assert found == [], "\n".join(found)
 
 
 def test_aiogram_lives_only_in_the_telegram_adapter() -> None:
     found = [v for p in ("bot", "storage") for v in violations(p, ("aiogram",))]
-    assert found == []
+    assert found == [], "\n".join(found)
 
 
 def test_the_checker_sees_a_forbidden_import(tmp_path: Path) -> None:
@@ -624,7 +624,7 @@ def test_nothing_outside_the_composition_root_names_the_whole_store() -> None:
                 a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names
             }
             found += [f"{relative} names {name}" for name in WHOLE_STORE_NAMES if name in names]
-    assert found == []
+    assert found == [], "\n".join(found)
 
 
 def test_every_port_is_taken_by_a_consumer() -> None:
