@@ -138,7 +138,9 @@ class ToolSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CachePlan:
-    """Which parts of a request the next request repeats byte for byte (DESIGN.md §6.2).
+    """Which parts of a request the next request repeats byte for byte.
+
+    See docs/architecture.md, Tokens, caches and usage as billed.
 
     Each field is an index into `LLMRequest.messages` (the message a breakpoint goes after),
     or `None` when the request has no such point. A provider adapter turns the plan into its
@@ -179,7 +181,7 @@ class LLMRequest:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
-    """Token usage as billed (DESIGN.md §6.2).
+    """Token usage as billed (docs/architecture.md, Tokens, caches and usage as billed).
 
     `input_tokens` is the whole billed input: for Anthropic, input + cache reads + cache
     writes. `cached_tokens` (reads) and `cache_write_tokens` (writes) are parts of it.
@@ -247,7 +249,7 @@ class Delivery:
         record_id: int | None = None,
         slots: range | None = None,
     ) -> list[PlatformMessage]:
-        """Platform events of the confirmed bubbles (only `slots` if given), as the bot's
+        """Platform messages of the confirmed bubbles (only `slots` if given), as the bot's
         messages; a bubble without a confirmed date is dated `now`."""
         dates = self.dates or (None,) * len(self.message_ids)
         wanted = slots if slots is not None else range(len(self.message_ids))
@@ -311,9 +313,9 @@ class Messenger(Protocol):
 
 
 class RecordedBubbles(Protocol):
-    """Called with the platform events of bubbles a tool delivered, to store them."""
+    """Called with the platform messages of bubbles a tool delivered, to store them."""
 
-    async def __call__(self, events: Sequence[PlatformMessage]) -> None: ...
+    async def __call__(self, messages: Sequence[PlatformMessage]) -> None: ...
 
 
 class InboundSink(Protocol):

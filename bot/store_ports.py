@@ -136,7 +136,7 @@ class PlatformMessageLookup(Protocol):
 
 
 class PlatformMessageRecorder(Protocol):
-    async def record_platform_messages(self, events: Sequence[PlatformMessage]) -> None:
+    async def record_platform_messages(self, messages: Sequence[PlatformMessage]) -> None:
         """Insert or update (on chat id + message id) platform messages."""
         ...
 
@@ -166,7 +166,7 @@ class UpdateClaims(Protocol):
 
 
 class DailySummaryClaims(Protocol):
-    """The once-a-day guard of the daily summary."""
+    """The once-a-day claim of the daily summary."""
 
     async def claim_daily_summary(self, day: date) -> bool:
         """True for the first caller of a day across all processes."""

@@ -62,7 +62,7 @@ def capacity_window(route: ModelRoute, limits: RuntimeLimits) -> tuple[int, Capa
     """The window the capacity check holds a request to, and where it comes from.
 
     The resolved window when known; else a positive `max_context_tokens`, honoured as the
-    window (DESIGN.md §3.2's documented quirk, the same operand the budget uses); else the
+    window (the same operand the budget uses: docs/context-window.md, Runtime budget); else the
     32,000 assumed for unknown capacity."""
     if route.context_window is not None and route.context_window > 0:
         return route.context_window, "known"

@@ -92,7 +92,7 @@ class TurnRunner:
         stream_drafts: bool = True,
     ) -> None:
         self.presence = Presence(chat_actions, drafts=stream_drafts)
-        """"typing…" while a turn runs (issue 24), stopped before its reply."""
+        """"typing…" while a turn runs, stopped before its reply."""
         self.told_user = told_user
         self.told = told
         """`[Already told the user]` notes, kept until a turn that carried them succeeds;
@@ -106,7 +106,7 @@ class TurnRunner:
         self.bus = bus or EventBus()
         self.tools = {tool.spec.name: tool for tool in tools}
         """The live tool table (name → tool), shared by every part."""
-        # --- compaction (issue 17): on when the policy bounds a summary for some scene
+        # --- compaction: on when the policy bounds a summary for some scene
         self.compactor: Compactor | None = None
         read_points = ReadPoints()  # where the cache was written, shared by every call
         if policy.summary_budgets:
@@ -262,7 +262,7 @@ class TurnRunner:
                 self.request.reactions_answered(session.id)
                 if self.told is not None:
                     self.told.shown(key.chat_id, key.thread_id, told_user)
-            if self.compactor is not None and state.fold_soon:  # compaction (issue 17)
+            if self.compactor is not None and state.fold_soon:  # compaction
                 self.compactor.after_reply(session, self.request.fold_view, turn_id=turn_id)
             return outcome
 

@@ -24,7 +24,7 @@ from adapters.tokenizers import TokenizerUnavailable, load_token_counter
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.presence import chat_actions_of
-from bot.agent.routes import Prices, ProviderEntry, RouteTable
+from bot.agent.routes import Prices, ProfileEntry, RouteTable
 from bot.agent.runtime import TurnPolicy, TurnRunner
 from bot.agent.token_truth import TokenTruth
 from bot.agent.traces import TraceWriter
@@ -32,7 +32,7 @@ from bot.agent.turn import SceneCaps
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
 from bot.config import HistorySettings, ProviderProfile, SceneHistory, Settings
-from bot.context.budget import ProviderCapacity, RuntimeLimits
+from bot.context.budget import ProfileCapacity, RuntimeLimits
 from bot.domain.ids import Scene
 from bot.errors import ConfigError
 from bot.ports import ChatLock, Clock, LLMProvider, Messenger, RateLimits, ToldUserNotes
@@ -89,12 +89,12 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
     (the offline scripted model when no LLM_BASE_URL is set)."""
     timeout = settings.runtime.request_timeout_seconds
     retries = settings.runtime.max_retries
-    entries: dict[str, ProviderEntry] = {}
+    entries: dict[str, ProfileEntry] = {}
     for name, profile in settings.providers.items():
         key = os.environ.get(profile.api_key_env) if profile.api_key_env else None
-        entries[name] = ProviderEntry(
+        entries[name] = ProfileEntry(
             provider=build_provider(profile, key, timeout=timeout, max_retries=retries),
-            capacity=ProviderCapacity(
+            capacity=ProfileCapacity(
                 name=name, model=profile.model, context_window=profile.context_window
             ),
             prices=Prices(
@@ -130,9 +130,9 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
         default_provider = ScriptedModel.demo()
     entries.setdefault(
         "default",
-        ProviderEntry(
+        ProfileEntry(
             provider=default_provider,
-            capacity=ProviderCapacity(
+            capacity=ProfileCapacity(
                 name="default", model=settings.llm_model, context_window=settings.llm_context_window
             ),
             count_tokens=_token_counter(
@@ -146,7 +146,7 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
     default_model = entries[default_name].capacity.model or settings.llm_model
     return RouteTable(
         entries,
-        default_provider=default_name,
+        default_profile=default_name,
         default_model=default_model,
         fallback_window=settings.llm_context_window,
     )
@@ -281,7 +281,7 @@ def open_chat_lock(settings: Settings) -> ChatLock:
 
 def open_rate_limits(settings: Settings, store: ConversationStore) -> RateLimits | None:
     """Rate-limit buckets in PostgreSQL when the store is there (several workers count as
-    one); None on SQLite, where the inbound service keeps its own sliding windows."""
+    one); None on SQLite, where the inbound service keeps its own sliding one-minute counts."""
     if not isinstance(store, SqlStore) or store.engine.dialect.name != "postgresql":
         return None
     return SqlRateLimits(
@@ -354,7 +354,7 @@ def build_app(
     told = ToldUserLog()
     shared_told = open_told_notes(store)
     outside = ToldUserMessenger(messenger, told, shared=shared_told)
-    """What services send outside model turns; the next turn there is told (issue 17)."""
+    """What services send outside model turns; the next turn there is told."""
     runner = TurnRunner(
         # one process: notes kept until a turn that carried them succeeds; several workers
         # (PostgreSQL): the shared table, confirmed when a turn takes them

@@ -1,4 +1,4 @@
-"""`[Already told the user]`: what the bot sent in a chat outside a model turn (DESIGN §3.7).
+"""`[Already told the user]`: what the bot sent in a chat outside a model turn.
 
 Command outputs (`/usage`, `/context`, …), rate-limit refusals, restart and recovery notices
 and the daily summary are sent by services, not by the model, so the model would otherwise
@@ -12,6 +12,8 @@ Kept in memory, per chat and thread: a restart loses only notes not yet shown, a
 restart itself announces is sent (and noted) by the new process. Storing them would mean a
 query over the bot's platform messages without a record on every turn, for a block that
 matters only until the next reply.
+
+See docs/architecture.md, Rendering a message.
 """
 
 from __future__ import annotations
