@@ -86,9 +86,6 @@ class InMemoryStore:
     async def find_session(self, key: SessionKey) -> SessionInfo | None:
         return next((s.info for s in self._sessions.values() if s.info.key == key), None)
 
-    async def get_session(self, session_id: int) -> SessionInfo:
-        return self._session(session_id).info
-
     async def list_sessions(self) -> tuple[SessionInfo, ...]:
         return tuple(self._sessions[sid].info for sid in sorted(self._sessions))
 
@@ -149,10 +146,11 @@ class InMemoryStore:
             for r in self._records.values()
             if r.session_id == session_id and r.body.kind == "summary" and r.parent_id in wanted
         ]
-        records = [await self.get_record(r.id) for r in sorted(found, key=lambda r: r.id)]
+        records = [self._stored(r.id) for r in sorted(found, key=lambda r: r.id)]
         return tuple(r for r in records if r is not None)
 
-    async def get_record(self, record_id: int) -> StoredRecord | None:
+    def _stored(self, record_id: int) -> StoredRecord | None:
+        """One record with the aliases of its own path, or None."""
         record = self._records.get(record_id)
         if record is None:
             return None
@@ -230,7 +228,7 @@ class InMemoryStore:
         if record is None:
             raise SessionNotFound(f"no record {record_id}")
         record.message_ids = tuple(message_ids)
-        found = await self.get_record(record_id)
+        found = self._stored(record_id)
         assert found is not None
         return found
 

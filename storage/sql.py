@@ -61,7 +61,6 @@ from storage.queries import (
     MOVE_LEAF,
     PLATFORM_MESSAGE_BY_KEY,
     REACTIONS_SINCE,
-    RECORD_BY_ID,
     RECORD_COLUMNS,
     SESSION_BY_KEY,
     SESSIONS_OF_CHATS,
@@ -191,10 +190,6 @@ class SqlStore:
         async with self._read(one_statement=True) as conn:
             row = (await conn.execute(SESSION_BY_KEY, key_params(key))).first()
         return None if row is None else session_info(row)
-
-    async def get_session(self, session_id: int) -> SessionInfo:
-        async with self._read(one_statement=True) as conn:
-            return session_info(await session_row(conn, session_id))
 
     async def list_sessions(self) -> tuple[SessionInfo, ...]:
         async with self._read(one_statement=True) as conn:
@@ -336,19 +331,6 @@ class SqlStore:
                 )
                 found.extend(stored_record(row) for row in (await conn.execute(query)).all())
         return tuple(sorted(found, key=lambda record: record.id))
-
-    async def get_record(self, record_id: int) -> StoredRecord | None:
-        """One record with its aliases (those of its own path), or None."""
-        for _attempt in range(2):
-            async with self._read(one_statement=True) as conn:
-                row = (await conn.execute(RECORD_BY_ID, {"record_id": record_id})).first()
-            if row is None:
-                return None
-            if row.alias_last is None:
-                await self._repair_path(row.session_id, record_id)
-                continue
-            return stored_record(row)
-        raise StorageError(f"aliases of record {record_id} could not be repaired")
 
     async def append(
         self,
