@@ -24,6 +24,7 @@ from bot.agent.compactor import CompactionPolicy, Compactor
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
+from bot.agent.observer import NO_OBSERVER, TurnObserver
 from bot.agent.presence import ChatActions, Presence, Typing
 from bot.agent.provider_call import ProviderCaller
 from bot.agent.request import RequestBuilder
@@ -90,7 +91,10 @@ class TurnRunner:
         search: HistorySearch | None = None,
         chat_actions: ChatActions | None = None,
         stream_drafts: bool = True,
+        observer: TurnObserver = NO_OBSERVER,
     ) -> None:
+        self.observer = observer
+        """Watches each turn and tool call (tracing, `bot.agent.observer`)."""
         self.presence = Presence(chat_actions, drafts=stream_drafts)
         """"typing…" while a turn runs, stopped before its reply."""
         self.told_user = told_user
@@ -158,6 +162,7 @@ class TurnRunner:
             max_messages_per_turn=policy.max_messages_per_turn,
             search=search,
             zone=policy.zone,
+            observer=observer,
         )
         self.bubbles = ReplyBubbles(
             store=store,
@@ -199,17 +204,22 @@ class TurnRunner:
     async def run_turn(
         self, session: SessionInfo, *, reply_to: int | None, told_user: Sequence[str] = ()
     ) -> TurnOutcome:
-        async with self.presence.typing(session.key.chat_id, session.key.thread_id) as typing:
-            return await self._run_turn(session, reply_to, told_user, typing)
+        turn_id = uuid.uuid4().hex[:12]
+        with self.observer.turn(session, turn_id) as watch:
+            key = session.key
+            async with self.presence.typing(key.chat_id, key.thread_id) as typing:
+                outcome = await self._run_turn(session, turn_id, reply_to, told_user, typing)
+            watch.ended(outcome)
+            return outcome
 
     async def _run_turn(
         self,
         session: SessionInfo,
+        turn_id: str,
         reply_to: int | None,
         told_user: Sequence[str],
         typing: Typing | None,
     ) -> TurnOutcome:
-        turn_id = uuid.uuid4().hex[:12]
         key = session.key
         if not told_user and self.told is not None:
             told_user = self.told.peek(key.chat_id, key.thread_id)
@@ -293,6 +303,7 @@ class TurnRunner:
             iterations=state.iteration,
             hit_iteration_cap=hit_cap,
             error=failure.detail,
+            failure=failure.key,
         )
 
     async def _deliver(
@@ -324,4 +335,5 @@ class TurnRunner:
             iterations=state.iteration,
             hit_iteration_cap=hit_cap,
             error=None if delivery.delivered else str(delivery.error),
+            failure=None if delivery.delivered else "not_delivered",
         )

@@ -152,6 +152,8 @@ class TurnOutcome:
     iterations: int = 0
     hit_iteration_cap: bool = False
     error: str | None = None
+    failure: str | None = None
+    """What kind of failure (the `TurnFailed` key, or `not_delivered`); None when answered."""
 
 
 class TurnFailed(Exception):

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -23,6 +24,7 @@ from adapters.scheduler import build_scheduler
 from adapters.tokenizers import TokenizerUnavailable, load_token_counter
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
+from bot.agent.observer import NO_OBSERVER
 from bot.agent.presence import chat_actions_of
 from bot.agent.routes import Prices, ProfileEntry, RouteTable
 from bot.agent.runtime import TurnPolicy, TurnRunner
@@ -31,6 +33,7 @@ from bot.agent.traces import TraceWriter
 from bot.agent.turn import SceneCaps
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
+from bot.app.telemetry import route_endpoints
 from bot.config import HistorySettings, ProviderProfile, SceneHistory, Settings
 from bot.context.budget import ProfileCapacity, RuntimeLimits
 from bot.domain.ids import Scene
@@ -58,6 +61,9 @@ from storage.schema import schema_at_head
 from storage.sql import SqlStore
 from storage.token_corrections import SqlTokenCorrections
 from storage.told_notes import SqlToldNotes
+
+if TYPE_CHECKING:
+    from adapters.otel import OtelTracer
 
 
 class SystemClock:
@@ -332,7 +338,10 @@ def build_app(
     clock: Clock | None = None,
     offline: LLMProvider | None = None,
     chat_lock: ChatLock | None = None,
+    tracing: OtelTracer | None = None,
 ) -> App:
+    """The app over `store` and `messenger`; `tracing` (`bot.app.telemetry.start_tracing`)
+    traces every turn, model call and tool call."""
     register_settings_secrets(settings)
     clock = clock or SystemClock()
     # The one outbound door: turns, tools, commands, refusals, the daily summary and
@@ -346,6 +355,12 @@ def build_app(
     if isinstance(store, SqlStore) and store.engine.dialect.name == "postgresql":
         truth.shared = SqlTokenCorrections(store.engine)  # every worker moves one row
     bus = EventBus()
+    if tracing is not None:  # first on the bus: a model call's span ends as it is published
+        tracing.attach(
+            bus,
+            agent_name=bot_name,
+            endpoints=route_endpoints(settings, offline=offline is not None),
+        )
     TraceWriter(
         settings.traces_dir,
         keep_days=settings.ledger.keep_requests_days,
@@ -376,6 +391,7 @@ def build_app(
         truth=truth,
         reactions=store,
         search=store,
+        observer=tracing if tracing is not None else NO_OBSERVER,
     )
 
     async def usage_reply() -> tuple[str, bytes | None]:
