@@ -26,8 +26,8 @@ Hostile members and busy chats:
   that short gap leaves the waiting message out of the conversation (it stays a recorded
   platform message).
 
-Crash recovery (`recovery.CrashRecovery`, once at start-up) starts its turns through
-`spawn_turn`; which messages are answered, live or after a crash, is decided by
+Crash recovery (`recovery.CrashRecovery`, once at start-up) starts its turns through the
+scheduler's `spawn_turn`; which messages are answered, live or after a crash, is decided by
 `triggers.should_answer`.
 """
 
