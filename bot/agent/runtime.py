@@ -267,6 +267,9 @@ class TurnRunner:
             if response.tool_calls and not hit_cap:
                 await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
                 continue
+            if response.tool_calls and not response.text.strip():
+                # a provider that ignores tool_choice "none": its calls are not run
+                raise TurnFailed("bad_response", "the model called tools at the iteration cap")
             outcome = await self._deliver(state, response, reply_to, hit_cap, typing)
             if outcome.status == "answered":
                 self.request.reactions_answered(session.id)
