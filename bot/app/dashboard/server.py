@@ -38,7 +38,7 @@ from bot.app.dashboard.auth import (
     verify,
 )
 from bot.app.dashboard.ledger_index import LedgerIndex
-from bot.app.dashboard.live import LedgerTail, LiveFeed
+from bot.app.dashboard.live import LedgerTail, LiveChannel, LiveFeed, LiveSource, live_sources
 from bot.app.dashboard.metrics import CONTENT_TYPE, DashboardMetrics
 from bot.app.dashboard.views import (
     CHAT_DAYS,
@@ -96,8 +96,9 @@ class Dashboard:
     engine: AsyncEngine
     index: LedgerIndex
     feed: LiveFeed
-    tail: LedgerTail | None
-    """Follows the ledger when no event bus feeds the live events (standalone)."""
+    tail: LiveSource | None
+    """Follows the ledger when no event bus feeds the live events (standalone), or the other
+    workers' events on PostgreSQL (`bot.app.dashboard.live.RemoteEvents`)."""
     max_records: int
     preview: Preview
     policy: TurnPolicy
@@ -113,7 +114,11 @@ STATIC: web.AppKey[dict[str, bytes]] = web.AppKey("static")
 
 
 def open_dashboard(
-    settings: Settings, *, bus: EventBus | None = None, now: Now = _system_now
+    settings: Settings,
+    *,
+    bus: EventBus | None = None,
+    now: Now = _system_now,
+    channel: LiveChannel | None = None,
 ) -> Dashboard:
     """Wire the dashboard over the settings' database and data dir (read-only: it never
     migrates or writes). With `bus` (inside `tgbot run`) trims arrive as they happen."""
@@ -125,11 +130,16 @@ def open_dashboard(
     engine = create_readonly_engine(settings.resolved_database_url)
     policy = turn_policy(settings)
     feed = LiveFeed(DashboardMetrics())
-    if bus is not None:
-        feed.attach(bus)
 
     def today() -> date:
         return now().astimezone(settings.zone).date()
+
+    source = live_sources(  # the runtime and the other workers, or the ledger (standalone)
+        feed,
+        bus=bus,
+        channel=channel,
+        ledger_tail=lambda: LedgerTail(settings.traces_dir, feed, today=today),
+    )
 
     return Dashboard(
         settings=settings,
@@ -137,7 +147,7 @@ def open_dashboard(
         engine=engine,
         index=LedgerIndex(settings.traces_dir, settings.zone, today=today),
         feed=feed,
-        tail=None if bus is not None else LedgerTail(settings.traces_dir, feed, today=today),
+        tail=source,
         max_records=policy.max_records,
         preview=preview_request,
         policy=policy,
@@ -559,13 +569,15 @@ class RunningDashboard:
         await close_dashboard(self.dashboard, self.runner)
 
 
-async def start_beside_bot(settings: Settings, bus: EventBus) -> RunningDashboard | None:
+async def start_beside_bot(
+    settings: Settings, bus: EventBus, channel: LiveChannel | None = None
+) -> RunningDashboard | None:
     """Serve the dashboard inside `tgbot run` when DASHBOARD_PORT is set (None otherwise):
     on all interfaces when DASHBOARD_TOKEN protects it, else on loopback only."""
     if settings.dashboard_port is None:
         return None
     host = "0.0.0.0" if settings.dashboard_token is not None else "127.0.0.1"
-    dashboard = open_dashboard(settings, bus=bus)
+    dashboard = open_dashboard(settings, bus=bus, channel=channel)
     try:
         runner = await start_dashboard(dashboard, host=host, port=settings.dashboard_port)
     except BaseException:
