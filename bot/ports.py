@@ -153,7 +153,7 @@ class RecordAppender(Protocol):
         move_leaf: bool = True,
         at_root: bool = False,
     ) -> tuple[StoredRecord, ...]:
-        """Append a chain of records atomically, with the platform events that belong to them.
+        """Append a chain of records atomically, with the platform messages that belong to them.
 
         The chain hangs under `parent_id`, or under the active leaf when `None`, or starts a
         new root (a sibling of the first record, e.g. an edit of it) when `at_root`. Events whose
@@ -190,8 +190,8 @@ class PlatformMessageLookup(Protocol):
 class PlatformMessageStore(PlatformMessageLookup, Protocol):
     """Real platform messages, what quotes and references resolve against."""
 
-    async def record_platform_messages(self, events: Sequence[PlatformMessage]) -> None:
-        """Insert or update (on chat id + message id) platform events."""
+    async def record_platform_messages(self, messages: Sequence[PlatformMessage]) -> None:
+        """Insert or update (on chat id + message id) platform messages."""
         ...
 
 
@@ -216,7 +216,7 @@ class UpdateClaims(Protocol):
 
 
 class DailySummaryClaims(Protocol):
-    """The once-a-day guard of the daily summary."""
+    """The once-a-day claim of the daily summary."""
 
     async def claim_daily_summary(self, day: date) -> bool:
         """True for the first caller of a day across all processes."""
@@ -224,7 +224,7 @@ class DailySummaryClaims(Protocol):
 
 
 class UpdateLog(UpdateClaims, DailySummaryClaims, Protocol):
-    """De-duplication of inbound updates and once-a-day guards."""
+    """De-duplication of inbound updates and once-a-day claims."""
 
 
 class Prunable(Protocol):
@@ -325,7 +325,7 @@ class InboundStore(
     InboundBatchStore,
     Protocol,
 ):
-    """What the inbound service needs: sessions, their history, new records and events,
+    """What the inbound service needs: sessions, their history, new records and platform messages,
     update claims, batches of new messages, and moving the active leaf (an edit or a
     recovered branch)."""
 
@@ -365,7 +365,9 @@ class ToolSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CachePlan:
-    """Which parts of a request the next request repeats byte for byte (DESIGN.md §6.2).
+    """Which parts of a request the next request repeats byte for byte.
+
+    See docs/architecture.md, Tokens, caches and usage as billed.
 
     Each field is an index into `LLMRequest.messages` (the message a breakpoint goes after),
     or `None` when the request has no such point. A provider adapter turns the plan into its
@@ -406,7 +408,7 @@ class LLMRequest:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
-    """Token usage as billed (DESIGN.md §6.2).
+    """Token usage as billed (docs/architecture.md, Tokens, caches and usage as billed).
 
     `input_tokens` is the whole billed input: for Anthropic, input + cache reads + cache
     writes. `cached_tokens` (reads) and `cache_write_tokens` (writes) are parts of it.
@@ -474,7 +476,7 @@ class Delivery:
         record_id: int | None = None,
         slots: range | None = None,
     ) -> list[PlatformMessage]:
-        """Platform events of the confirmed bubbles (only `slots` if given), as the bot's
+        """Platform messages of the confirmed bubbles (only `slots` if given), as the bot's
         messages; a bubble without a confirmed date is dated `now`."""
         dates = self.dates or (None,) * len(self.message_ids)
         wanted = slots if slots is not None else range(len(self.message_ids))
@@ -538,9 +540,9 @@ class Messenger(Protocol):
 
 
 class RecordedBubbles(Protocol):
-    """Called with the platform events of bubbles a tool delivered, to store them."""
+    """Called with the platform messages of bubbles a tool delivered, to store them."""
 
-    async def __call__(self, events: Sequence[PlatformMessage]) -> None: ...
+    async def __call__(self, messages: Sequence[PlatformMessage]) -> None: ...
 
 
 class InboundSink(Protocol):

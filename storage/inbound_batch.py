@@ -47,9 +47,9 @@ from bot.errors import StorageUnavailable
 from bot.ports import InboundAppend
 from storage.alias_cache import alias_parts, derive
 from storage.codec import encode_message_ids, encode_payload, first_message_id
-from storage.rows import event_row, utc
-from storage.search import index_events
-from storage.tables import EVENTS, MESSAGES, SESSIONS
+from storage.rows import platform_message_row, utc
+from storage.search import index_platform_messages
+from storage.tables import MESSAGES, PLATFORM_MESSAGES, SESSIONS
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +193,7 @@ def _prepare(index: int, item: InboundAppend) -> _Prepared:
         payload=encode_payload(record.body, record.message_ids),
         message_ids=encode_message_ids(record.message_ids),
         first=first_message_id(record.message_ids),
-        message_row=event_row(message, default_record_id=None),
+        message_row=platform_message_row(message, default_record_id=None),
     )
 
 
@@ -220,8 +220,10 @@ _LOCK_SESSIONS = (
     .with_for_update()
 )
 # Row-value IN: one index probe per pair (two plain INs would probe every combination).
-_KNOWN_MESSAGES = select(EVENTS.c.chat_id, EVENTS.c.message_id).where(
-    tuple_(EVENTS.c.chat_id, EVENTS.c.message_id).in_(bindparam("keys", expanding=True))
+_KNOWN_MESSAGES = select(PLATFORM_MESSAGES.c.chat_id, PLATFORM_MESSAGES.c.message_id).where(
+    tuple_(PLATFORM_MESSAGES.c.chat_id, PLATFORM_MESSAGES.c.message_id).in_(
+        bindparam("keys", expanding=True)
+    )
 )
 _KNOWN_FIRSTS = (
     select(MESSAGES.c.session_id, MESSAGES.c.first_message_id)
@@ -237,7 +239,7 @@ _PG_RECORD_IDS = text(
     "SELECT nextval(pg_get_serial_sequence('agent_messages', 'id')) FROM generate_series(1, :n)"
 )
 _INSERT_RECORDS = insert(MESSAGES)
-_INSERT_MESSAGES = insert(EVENTS)
+_INSERT_MESSAGES = insert(PLATFORM_MESSAGES)
 _MOVE_LEAF = (
     update(SESSIONS)
     .where(SESSIONS.c.id == bindparam("session_id"))
@@ -341,7 +343,7 @@ async def _write_batch(
         leaves[item.session_id] = new_id
     await conn.execute(_INSERT_RECORDS, records)
     await conn.execute(_INSERT_MESSAGES, messages)
-    await index_events(
+    await index_platform_messages(
         conn, ((m["chat_id"], m["thread_id"], m["message_id"], m["text"]) for m in messages)
     )
     await conn.execute(

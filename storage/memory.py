@@ -54,7 +54,7 @@ class InMemoryStore:
         self._now = now or (lambda: datetime.now(UTC))
         self._sessions: dict[int, _Session] = {}
         self._records: dict[int, _Record] = {}
-        self._events: dict[tuple[int, int], PlatformMessage] = {}
+        self._platform_messages: dict[tuple[int, int], PlatformMessage] = {}
         self._updates: dict[int, datetime] = {}
         self._summaries: set[date] = set()
         self._reactions: list[StoredReaction] = []
@@ -177,11 +177,11 @@ class InMemoryStore:
         if parent is not None:
             self._record_in(session_id, parent)
         first_new = self._next_record
-        for event in platform_messages:
+        for message in platform_messages:
             # What the foreign key does in SQL: checked before anything changes.
-            known = event.record_id is None or event.record_id in self._records
-            if not known and not first_new <= (event.record_id or 0) < first_new + len(records):
-                raise StorageError(f"event names unknown record {event.record_id}")
+            known = message.record_id is None or message.record_id in self._records
+            if not known and not first_new <= (message.record_id or 0) < first_new + len(records):
+                raise StorageError(f"message names unknown record {message.record_id}")
         ids: list[int] = []
         for record in records:
             new = _Record(
@@ -197,7 +197,7 @@ class InMemoryStore:
             self._next_record += 1
             ids.append(new.id)
             parent = new.id
-        self._put_events(platform_messages, default_record_id=ids[-1])
+        self._put_platform_messages(platform_messages, default_record_id=ids[-1])
         if move_leaf:
             session.info = replace(session.info, active_leaf_id=ids[-1])
         path = {r.id: r for r in self._aliased_path(session, ids[-1])}
@@ -214,7 +214,7 @@ class InMemoryStore:
         stored: list[StoredRecord | None] = []
         for item in items:
             key = (item.platform_message.chat_id, item.platform_message.message_id)
-            if key in self._events or item.session_id not in self._sessions:
+            if key in self._platform_messages or item.session_id not in self._sessions:
                 stored.append(None)
                 continue
             (record,) = await self.append(
@@ -234,16 +234,16 @@ class InMemoryStore:
         assert found is not None
         return found
 
-    # ------------------------------------------------------------ platform events
+    # ------------------------------------------------------------ platform messages
 
-    async def record_platform_messages(self, events: Sequence[PlatformMessage]) -> None:
-        for event in events:
-            if event.record_id is not None and event.record_id not in self._records:
-                raise StorageError(f"event names unknown record {event.record_id}")
-        self._put_events(events, default_record_id=None)
+    async def record_platform_messages(self, messages: Sequence[PlatformMessage]) -> None:
+        for message in messages:
+            if message.record_id is not None and message.record_id not in self._records:
+                raise StorageError(f"message names unknown record {message.record_id}")
+        self._put_platform_messages(messages, default_record_id=None)
 
     async def find_platform_message(self, chat_id: int, message_id: int) -> PlatformMessage | None:
-        return self._events.get((chat_id, message_id))
+        return self._platform_messages.get((chat_id, message_id))
 
     async def search_messages(
         self, chat_id: int, thread_id: int, query: str, *, limit: int
@@ -253,26 +253,26 @@ class InMemoryStore:
         if not terms or limit <= 0:
             return ()
         candidates = (
-            (event, event.text)
-            for event in self._events.values()
-            if event.chat_id == chat_id and event.thread_id == thread_id
+            (message, message.text)
+            for message in self._platform_messages.values()
+            if message.chat_id == chat_id and message.thread_id == thread_id
         )
         ranked = rank_texts(
-            terms, candidates, newest_key=lambda event: (event.date, event.message_id)
+            terms, candidates, newest_key=lambda message: (message.date, message.message_id)
         )
         return tuple(ranked[:limit])
 
-    def _put_events(
-        self, events: Sequence[PlatformMessage], *, default_record_id: int | None
+    def _put_platform_messages(
+        self, messages: Sequence[PlatformMessage], *, default_record_id: int | None
     ) -> None:
-        for event in events:
-            key = (event.chat_id, event.message_id)
-            old = self._events.get(key)
-            record_id = event.record_id if event.record_id is not None else default_record_id
+        for message in messages:
+            key = (message.chat_id, message.message_id)
+            old = self._platform_messages.get(key)
+            record_id = message.record_id if message.record_id is not None else default_record_id
             new = replace(
-                event,
-                date=utc(event.date),
-                edited_at=None if event.edited_at is None else utc(event.edited_at),
+                message,
+                date=utc(message.date),
+                edited_at=None if message.edited_at is None else utc(message.edited_at),
                 record_id=record_id,
             )
             if old is not None:
@@ -282,7 +282,7 @@ class InMemoryStore:
                     record_id=old.record_id if record_id is None else record_id,
                     edited_at=old.edited_at if new.edited_at is None else new.edited_at,
                 )
-            self._events[key] = new
+            self._platform_messages[key] = new
 
     # ------------------------------------------------------------ claims
 
@@ -357,18 +357,20 @@ class InMemoryStore:
             self._records[plan.new_root].parent_id = None
             for record_id in plan.delete:
                 del self._records[record_id]
-            for key, event in list(self._events.items()):
-                if event.record_id in plan.delete:
-                    self._events[key] = replace(event, record_id=None)
+            for key, message in list(self._platform_messages.items()):
+                if message.record_id in plan.delete:
+                    self._platform_messages[key] = replace(message, record_id=None)
             removed += len(plan.delete)
-        old_events = [k for k, e in self._events.items() if e.date < events_cutoff]
-        for key in old_events:
-            del self._events[key]
+        old_messages = [k for k, e in self._platform_messages.items() if e.date < events_cutoff]
+        for key in old_messages:
+            del self._platform_messages[key]
         self._reactions = [r for r in self._reactions if r.created_at >= events_cutoff]
         old_updates = [u for u, at in self._updates.items() if at < events_cutoff]
         for update_id in old_updates:
             del self._updates[update_id]
-        return PruneResult(records=removed, events=len(old_events), updates=len(old_updates))
+        return PruneResult(
+            records=removed, platform_messages=len(old_messages), updates=len(old_updates)
+        )
 
     # ------------------------------------------------------------ helpers
 

@@ -1,12 +1,13 @@
-"""`SqlStore`: sessions, record trees, platform events and claims on SQLite or PostgreSQL.
+"""`SqlStore`: sessions, record trees, platform messages and claims on SQLite or PostgreSQL.
 
 Loading follows the window, not the history. `load_history` walks the active path from
 the leaf back to the window start (at most `max_records` rows) with a recursive CTE on
 `parent_id`, one primary-key lookup per record, so its cost does not grow with the session.
 
-Aliases (DESIGN.md §3.6) come from the alias cache of each record (`storage.alias_cache`),
-kept up to date by the writers here. Writers that touch aliases lock the session row
-(`FOR UPDATE` on PostgreSQL, `BEGIN IMMEDIATE` on SQLite), so derivations never race.
+Aliases (docs/architecture.md, Aliases) come from the alias cache of each record
+(`storage.alias_cache`), kept up to date by the writers here. Writers that touch aliases
+lock the session row (`FOR UPDATE` on PostgreSQL, `BEGIN IMMEDIATE` on SQLite), so
+derivations never race.
 The SQL built once lives in `storage.queries`.
 """
 
@@ -54,11 +55,11 @@ from storage.engine import ONE_STATEMENT, WRITE, WriteGate
 from storage.inbound_batch import InboundBatchWriter
 from storage.queries import (
     APPEND_HEAD,
-    EVENT_BY_KEY,
     HOLDERS,
     HOLDERS_ON_PATH,
     INSERT_RECORD,
     MOVE_LEAF,
+    PLATFORM_MESSAGE_BY_KEY,
     REACTIONS_SINCE,
     RECORD_BY_ID,
     RECORD_COLUMNS,
@@ -67,24 +68,24 @@ from storage.queries import (
     key_params,
     require_record,
     session_row,
-    upsert_events,
+    upsert_platform_messages,
     walk_params,
     walk_up,
 )
 from storage.retention import Node, PruneResult, plan_prune
 from storage.rows import (
     DecodedRecords,
-    event_row,
     latest_reactions,
-    platform_event,
+    platform_message_from_row,
+    platform_message_row,
     reaction_row,
     session_info,
     stored_reaction,
     stored_record,
     utc,
 )
-from storage.search import index_events, search_event_rows
-from storage.tables import EVENTS, MESSAGES, REACTIONS, SESSIONS, SUMMARIES, UPDATES
+from storage.search import index_platform_messages, search_platform_message_rows
+from storage.tables import MESSAGES, PLATFORM_MESSAGES, REACTIONS, SESSIONS, SUMMARIES, UPDATES
 
 _DELETE_CHUNK = 500
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -266,7 +267,7 @@ class SqlStore:
         """Aliases of the platform ids in `message_ids` held by records on the active path
         (`m<n>` for a first id, `m<n>.<slot>` for a later bubble; the earliest record wins).
 
-        Indexes find the records holding them (a later bubble through its platform event);
+        Indexes find the records holding them (a later bubble through its platform message);
         the active path is then walked, ids only, from the leaf back to the oldest of them:
         one primary-key lookup per record in between. Records off the active path
         (abandoned branches) give no alias."""
@@ -421,7 +422,9 @@ class SqlStore:
                 )
                 parent, last = new_id, derived.last
             if platform_messages:
-                await self._write_events(conn, platform_messages, default_record_id=stored[-1].id)
+                await self._write_platform_messages(
+                    conn, platform_messages, default_record_id=stored[-1].id
+                )
             if move_leaf:
                 params = {"session_id": session_id, "leaf_id": stored[-1].id, "now": self._now()}
                 await conn.execute(MOVE_LEAF, params)
@@ -505,39 +508,41 @@ class SqlStore:
             srow = await session_row(conn, session_id, lock=True)
             await repair_path(conn, srow, leaf_id)
 
-    # ------------------------------------------------------------ platform events
+    # ------------------------------------------------------------ platform messages
 
-    async def record_platform_messages(self, events: Sequence[PlatformMessage]) -> None:
-        if not events:
+    async def record_platform_messages(self, messages: Sequence[PlatformMessage]) -> None:
+        if not messages:
             return
         async with self._write() as conn:
-            await self._write_events(conn, events, default_record_id=None)
+            await self._write_platform_messages(conn, messages, default_record_id=None)
 
     async def find_platform_message(self, chat_id: int, message_id: int) -> PlatformMessage | None:
         async with self._read(one_statement=True) as conn:
             params = {"chat_id": chat_id, "message_id": message_id}
-            row = (await conn.execute(EVENT_BY_KEY, params)).first()
-        return None if row is None else platform_event(row)
+            row = (await conn.execute(PLATFORM_MESSAGE_BY_KEY, params)).first()
+        return None if row is None else platform_message_from_row(row)
 
-    async def _write_events(
+    async def _write_platform_messages(
         self,
         conn: AsyncConnection,
-        events: Sequence[PlatformMessage],
+        messages: Sequence[PlatformMessage],
         *,
         default_record_id: int | None,
     ) -> None:
-        stmt = upsert_events(conn.dialect.name)
-        rows = [event_row(e, default_record_id=default_record_id) for e in events]
+        stmt = upsert_platform_messages(conn.dialect.name)
+        rows = [platform_message_row(m, default_record_id=default_record_id) for m in messages]
         await conn.execute(stmt, rows)
-        await index_events(conn, ((e.chat_id, e.thread_id, e.message_id, e.text) for e in events))
+        await index_platform_messages(
+            conn, ((m.chat_id, m.thread_id, m.message_id, m.text) for m in messages)
+        )
 
     async def search_messages(
         self, chat_id: int, thread_id: int, query: str, *, limit: int
     ) -> tuple[PlatformMessage, ...]:
         """See `bot.ports.HistorySearch` and `storage.search`."""
         async with self._read() as conn:
-            rows = await search_event_rows(conn, chat_id, thread_id, query, limit=limit)
-        return tuple(map(platform_event, rows))
+            rows = await search_platform_message_rows(conn, chat_id, thread_id, query, limit=limit)
+        return tuple(map(platform_message_from_row, rows))
 
     # ------------------------------------------------------------ claims
 
@@ -620,7 +625,8 @@ class SqlStore:
     async def prune(
         self, older_than: datetime, *, events_older_than: datetime | None = None
     ) -> PruneResult:
-        """Apply the policy of `storage.retention`; events default to the same cutoff."""
+        """Apply the policy of `storage.retention`; platform messages, reactions and update
+        ids default to the same cutoff."""
         cutoff = utc(older_than)
         events_cutoff = cutoff if events_older_than is None else utc(events_older_than)
         removed = 0
@@ -630,12 +636,16 @@ class SqlStore:
                 if srow.window_start_id is None or srow.active_leaf_id is None:
                     continue
                 removed += await _prune_session(conn, srow, cutoff)
-            events = await conn.execute(delete(EVENTS).where(EVENTS.c.date < events_cutoff))
+            messages = await conn.execute(
+                delete(PLATFORM_MESSAGES).where(PLATFORM_MESSAGES.c.date < events_cutoff)
+            )
             updates = await conn.execute(
                 delete(UPDATES).where(UPDATES.c.processed_at < events_cutoff)
             )
             await conn.execute(delete(REACTIONS).where(REACTIONS.c.created_at < events_cutoff))
-        return PruneResult(records=removed, events=events.rowcount, updates=updates.rowcount)
+        return PruneResult(
+            records=removed, platform_messages=messages.rowcount, updates=updates.rowcount
+        )
 
 
 async def _prune_session(conn: AsyncConnection, srow: Any, cutoff: datetime) -> int:

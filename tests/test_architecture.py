@@ -1,6 +1,6 @@
-"""The dependency direction of DESIGN.md §1: the core imports no I/O and no outer layer, only
-the composition root (`bot/app`) reaches the adapters, the storage and the settings, and no
-two modules import each other, directly or round a circle."""
+"""The dependency direction (docs/architecture.md, Layers): the core imports no I/O and no
+outer layer, only the composition root (`bot/app`) reaches the adapters, the storage and the
+settings, and no two modules import each other, directly or round a circle."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Compaction, the asynchronous part (DESIGN.md §3.8): when to fold, the call, the record.
+"""Compaction, the asynchronous part: when to fold, the call, the record.
 
 `Compactor` folds the turns that leave the window into the session's rolling summary:
 
@@ -20,6 +20,8 @@
 A summary is a record of kind `summary` appended off the active path as a child of the last
 record it covers, so it survives restarts and a branch finds the summary of its own path
 (`summary_before`).
+
+See docs/context-window.md, The summary.
 """
 
 from __future__ import annotations

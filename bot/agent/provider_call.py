@@ -62,7 +62,7 @@ def capacity_window(route: ModelRoute, limits: RuntimeLimits) -> tuple[int, Capa
     """The window the capacity check holds a request to, and where it comes from.
 
     The resolved window when known; else a positive `max_context_tokens`, honoured as the
-    window (DESIGN.md §3.2's documented quirk, the same operand the budget uses); else the
+    window (the same operand the budget uses: docs/context-window.md, Runtime budget); else the
     32,000 assumed for unknown capacity."""
     if route.context_window is not None and route.context_window > 0:
         return route.context_window, "known"
@@ -98,13 +98,17 @@ class ProviderCaller:
         self, state: TurnState, *, final: bool, on_text: TextSink | None = None
     ) -> LLMResponse:
         """One model call of the turn; `final` asks for the answer without tools (the
-        tool-call cap is reached). Raises `TurnFailed` when the call cannot succeed."""
-        tools = () if final else tuple(t.spec for t in self.tools.values())
+        tool-call cap is reached). Raises `TurnFailed` when the call cannot succeed.
+
+        The final call still sends the tool schemas, with `tool_choice: "none"`: the schemas
+        lead the cached prefix on every provider, so dropping them would make this call
+        miss the cache on the whole request (and, on a breakpoint cache, write it again)."""
+        tools = tuple(t.spec for t in self.tools.values())
         if final:
             state.messages.append(
                 ensure_token_estimate(ChatMessage(role="user", content=FINAL_CALL_NOTE))
             )
-        fixed = state.fixed_tokens if not final else system_tokens(state.messages)
+        fixed = state.fixed_tokens
         if state.budget > 0:
             # the budget holds the whole request, so the messages get what the tool
             # schemas leave (with an honoured max_context_tokens it is also the window);
@@ -124,6 +128,7 @@ class ProviderCaller:
                 model=state.route.model,
                 messages=messages,
                 tools=tools,
+                tool_choice="none" if final and tools else None,
                 max_output_tokens=self.policy.max_output_tokens,
                 cache_plan=cache.plan,
             )

@@ -79,7 +79,7 @@ class RequestBuilder:
         reactions: ChatEventStore | None = None,
     ) -> None:
         self.compactor = compactor
-        """Folds departing turns into the summary (issue 17); None: compaction is off."""
+        """Folds departing turns into the summary; None: compaction is off."""
         self.store = store
         self.reactions = reactions
         """Where reactions on the bot's messages are read (none shown when unset)."""
@@ -137,7 +137,7 @@ class RequestBuilder:
         records = list(loaded.records)
         has_earlier = loaded.has_earlier
         history_budget = policy.scene_budgets.get(session.scene, 0)
-        correction = self.correction(route.provider_name, route.model)
+        correction = self.correction(route.profile, route.model)
         limits = self.window_limits(session.scene, correction, session=session)
         reactions, reacted = await self._reactions(session, records)
         blocks = build_per_turn_blocks(
@@ -159,13 +159,13 @@ class RequestBuilder:
         costs = turn_costs(without_per_turn_cost(projection, blocks))
         answered = None if policy.count_unanswered_turns else costs.answered
         decision = select_window(costs.tokens, costs.messages, 0, limits, answered=answered)
-        # --- compaction hook (issue 17): the summary standing for what precedes the window
+        # --- compaction hook: the summary standing for what precedes the window
         summary = await summary_before(self.store, session, records) if has_earlier else None
         window_event: HistoryTrimmed | None = None
         persist = persist_window
         if decision.moved and costs.starts:
             cut = projection.record_index[costs.starts[decision.start]]
-            # --- compaction hook (issue 17): fold what departs, or use a prepared summary
+            # --- compaction hook: fold what departs, or use a prepared summary
             if self.compactor is not None:
                 starts = [projection.record_index[i] for i in costs.starts]
                 fold = await self.compactor.on_move(
@@ -232,7 +232,7 @@ class RequestBuilder:
         ) + estimate_tool_schema_tokens([tool_schema(t) for t in self.tools.values()])
         if window_event is not None:
             state.pending_trims.append(window_event)
-        if self.compactor is not None:  # compaction hook (issue 17): is the next move near?
+        if self.compactor is not None:  # compaction hook: is the next move near?
             kept = (
                 costs
                 if window_event is None
@@ -244,8 +244,9 @@ class RequestBuilder:
 
     async def drop_turns(self, state: TurnState, count: int) -> tuple[int, int]:
         """Drop the `count` oldest whole turns of the window from its records, then render
-        the rest again (DESIGN.md §3.5): the first kept message opens the window (date, full
-        sender name) and a quote of a dropped message degrades to its inline line.
+        the rest again (docs/architecture.md, Rendering a message): the first kept message
+        opens the window (date, full sender name) and a quote of a dropped message degrades
+        to its inline line.
 
         This turn's tool steps after the window stay as they are; the newest turn is never
         dropped. Returns (turns, messages) dropped from the rendered window: (0, 0) when
@@ -314,7 +315,7 @@ class RequestBuilder:
 
     def route_correction(self, session: SessionInfo) -> TokenCorrection:
         route = self.routes.resolve(session.route)
-        return self.correction(route.provider_name, route.model)
+        return self.correction(route.profile, route.model)
 
     def window_limits(
         self,
@@ -328,7 +329,7 @@ class RequestBuilder:
 
         With `session`, the budget is also clamped to what the runtime budget of its route
         leaves (`history_room`), so the chunked, persisted window is what binds and the
-        proactive trim is only the guard for one oversized turn."""
+        proactive trim is only the safety net for one oversized turn."""
         policy = self.policy
         history_budget = policy.scene_budgets.get(scene, 0)
         if session is not None:

@@ -23,6 +23,7 @@ from bot.agent.compactor import CompactionPolicy, Compactor
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
+from bot.agent.observer import NO_OBSERVER, TurnObserver
 from bot.agent.presence import ChatActions, Presence, Typing
 from bot.agent.provider_call import ProviderCaller
 from bot.agent.request import RequestBuilder
@@ -97,9 +98,12 @@ class TurnRunner:
         search: HistorySearch | None = None,
         chat_actions: ChatActions | None = None,
         stream_drafts: bool = True,
+        observer: TurnObserver = NO_OBSERVER,
     ) -> None:
+        self.observer = observer
+        """Watches each turn and tool call (tracing, `bot.agent.observer`)."""
         self.presence = Presence(chat_actions, drafts=stream_drafts)
-        """"typing…" while a turn runs (issue 24), stopped before its reply."""
+        """"typing…" while a turn runs, stopped before its reply."""
         self.told = told
         """`[Already told the user]` notes, kept until a turn that carried them succeeds."""
         self.messenger = messenger
@@ -110,7 +114,7 @@ class TurnRunner:
         self.bus = bus or EventBus()
         self.tools = {tool.spec.name: tool for tool in tools}
         """The live tool table (name → tool), shared by every part."""
-        # --- compaction (issue 17): on when the policy bounds a summary for some scene
+        # --- compaction: on when the policy bounds a summary for some scene
         self.compactor: Compactor | None = None
         read_points = ReadPoints()  # where the cache was written, shared by every call
         if policy.summary_budgets:
@@ -162,6 +166,7 @@ class TurnRunner:
             max_messages_per_turn=policy.max_messages_per_turn,
             search=search,
             zone=policy.zone,
+            observer=observer,
         )
         self.bubbles = ReplyBubbles(
             store=store,
@@ -203,17 +208,22 @@ class TurnRunner:
     async def run_turn(
         self, session: SessionInfo, *, reply_to: int | None, told_user: Sequence[str] = ()
     ) -> TurnOutcome:
-        async with self.presence.typing(session.key.chat_id, session.key.thread_id) as typing:
-            return await self._run_turn(session, reply_to, told_user, typing)
+        turn_id = uuid.uuid4().hex[:12]
+        with self.observer.turn(session, turn_id) as watch:
+            key = session.key
+            async with self.presence.typing(key.chat_id, key.thread_id) as typing:
+                outcome = await self._run_turn(session, turn_id, reply_to, told_user, typing)
+            watch.ended(outcome)
+            return outcome
 
     async def _run_turn(
         self,
         session: SessionInfo,
+        turn_id: str,
         reply_to: int | None,
         told_user: Sequence[str],
         typing: Typing | None,
     ) -> TurnOutcome:
-        turn_id = uuid.uuid4().hex[:12]
         key = session.key
         if not told_user and self.told is not None:
             told_user = await self.told.peek(key.chat_id, key.thread_id)
@@ -258,12 +268,15 @@ class TurnRunner:
             if response.tool_calls and not hit_cap:
                 await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
                 continue
+            if response.tool_calls and not response.text.strip():
+                # a provider that ignores tool_choice "none": its calls are not run
+                raise TurnFailed("bad_response", "the model called tools at the iteration cap")
             outcome = await self._deliver(state, response, reply_to, hit_cap, typing)
             if outcome.status == "answered":
                 self.request.reactions_answered(session.id)
                 if self.told is not None:
                     await self.told.shown(key.chat_id, key.thread_id, told_user)
-            if self.compactor is not None and state.fold_soon:  # compaction (issue 17)
+            if self.compactor is not None and state.fold_soon:  # compaction
                 self.compactor.after_reply(session, self.request.fold_view, turn_id=turn_id)
             return outcome
 
@@ -294,6 +307,7 @@ class TurnRunner:
             iterations=state.iteration,
             hit_iteration_cap=hit_cap,
             error=failure.detail,
+            failure=failure.key,
         )
 
     async def _deliver(
@@ -325,4 +339,5 @@ class TurnRunner:
             iterations=state.iteration,
             hit_iteration_cap=hit_cap,
             error=None if delivery.delivered else str(delivery.error),
+            failure=None if delivery.delivered else "not_delivered",
         )

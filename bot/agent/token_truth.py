@@ -53,7 +53,9 @@ def route_key(provider: str, model: str) -> str:
 
 
 def looks_truncated(*, corrected: int, reported: int | None) -> bool:
-    """Whether the provider counted far less input than we sent (DESIGN.md §6.2).
+    """Whether the provider counted far less input than we sent.
+
+    See docs/architecture.md, Tokens, caches and usage as billed.
 
     Ollama does not refuse a request over its `num_ctx`: it drops the oldest messages and
     reports what it kept, so the reported input sits far below our corrected estimate.

@@ -119,7 +119,7 @@ def trace_json(call: ModelCalled) -> dict[str, Any]:
         "iteration": call.iteration,
         "purpose": call.purpose,
         "final": call.final,
-        "provider": call.route.provider_name,
+        "provider": call.route.profile,
         "model": call.route.model,
         "latency_ms": call.latency_ms,
         "error": None if call.error is None else describe_error(call.error),

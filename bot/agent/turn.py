@@ -118,7 +118,7 @@ class TurnState:
     dropped_turns: int = 0
     pending_trims: list[HistoryTrimmed] = field(default_factory=list)
     fold_soon: bool = False
-    """The next window move is near: prepare the summary after the reply (issue 17)."""
+    """The next window move is near: prepare the summary after the reply."""
     published_trims: int = 0
     iteration: int = 0
     correction: TokenCorrection = NO_CORRECTION
@@ -139,7 +139,7 @@ class TurnWindow:
     blocks: str
     aliases: AliasTable
     summary: SummaryRecord | None = None
-    """The compaction summary shown after the breadcrumb (issue 17), if any."""
+    """The compaction summary shown after the breadcrumb, if any."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -152,6 +152,8 @@ class TurnOutcome:
     iterations: int = 0
     hit_iteration_cap: bool = False
     error: str | None = None
+    failure: str | None = None
+    """What kind of failure (the `TurnFailed` key, or `not_delivered`); None when answered."""
 
 
 class TurnFailed(Exception):

@@ -86,9 +86,9 @@ async def _stored_bot_identity(
     loaded = await store.load_history(session.id, max_records=200)
     for record in reversed(loaded.records):
         if isinstance(record.body, AssistantRecord) and record.message_id is not None:
-            event = await store.find_platform_message(session.key.chat_id, record.message_id)
-            if event is not None and event.sender_id is not None:
-                return event.sender_id, event.sender_name or "tgbot"
+            message = await store.find_platform_message(session.key.chat_id, record.message_id)
+            if message is not None and message.sender_id is not None:
+                return message.sender_id, message.sender_name or "tgbot"
     return None, "tgbot"
 
 

@@ -37,6 +37,7 @@ from bot.app.preflight import (
     opening_database,
 )
 from bot.app.retention_loop import retention_loop
+from bot.app.telemetry import start_tracing
 from bot.app.wiring import (
     build_app,
     open_chat_lock,
@@ -52,6 +53,7 @@ from bot.redact import install_log_scrubbing
 from bot.texts import text as user_text
 
 if TYPE_CHECKING:
+    from adapters.otel import OtelTracer
     from bot.app.dashboard.server import RunningDashboard
 
 log = logging.getLogger("tgbot.run")
@@ -100,7 +102,14 @@ def start_banner(
     )
 
 
-async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> int:
+async def serve(
+    settings: Settings,
+    *,
+    webhook: bool,
+    host: str,
+    port: int,
+    tracing: OtelTracer | None = None,
+) -> int:
     token = check_bot_token(settings, "run")
     url = check_database_url(settings)
     os.umask(0o077)  # data files (database, ledger, corrections) are the operator's: 0600
@@ -140,6 +149,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             bot_id=me.id,
             bot_name=me.first_name or me.username or "tgbot",
             chat_lock=chat_lock,
+            tracing=tracing,
         )
         # with chat_events, allowed_updates asks for my_chat_member and message_reaction too
         dispatcher = build_dispatcher(
@@ -255,9 +265,14 @@ async def run(
     check_offline(settings, offline=offline)
     check_database_url(settings)
     check_data_dir(settings.data_dir, create=True)
+    tracing = start_tracing(os.environ)  # None without OTEL_EXPORTER_OTLP_ENDPOINT
     register_settings_secrets(settings)  # before the first log line
     _setup_logging()
-    return await serve(settings, webhook=webhook, host=host, port=port)
+    try:
+        return await serve(settings, webhook=webhook, host=host, port=port, tracing=tracing)
+    finally:
+        if tracing is not None:  # the spans still batched are sent before the process ends
+            await asyncio.to_thread(tracing.shutdown)
 
 
 def _setup_logging() -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -23,16 +24,18 @@ from adapters.scheduler import build_scheduler
 from adapters.tokenizers import TokenizerUnavailable, load_token_counter
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
+from bot.agent.observer import NO_OBSERVER
 from bot.agent.presence import chat_actions_of
-from bot.agent.routes import Prices, ProviderEntry, RouteTable
+from bot.agent.routes import Prices, ProfileEntry, RouteTable
 from bot.agent.runtime import TurnPolicy, TurnRunner
 from bot.agent.token_truth import TokenTruth
 from bot.agent.traces import TraceWriter
 from bot.agent.turn import SceneCaps
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
+from bot.app.telemetry import route_endpoints
 from bot.config import HistorySettings, ProviderProfile, SceneHistory, Settings
-from bot.context.budget import ProviderCapacity, RuntimeLimits
+from bot.context.budget import ProfileCapacity, RuntimeLimits
 from bot.domain.ids import Scene
 from bot.errors import ConfigError
 from bot.ports import (
@@ -66,6 +69,9 @@ from storage.sql import SqlStore
 from storage.token_corrections import SqlTokenCorrections
 from storage.told_notes import SqlToldNotes
 
+if TYPE_CHECKING:
+    from adapters.otel import OtelTracer
+
 
 class SystemClock:
     def now(self) -> datetime:
@@ -96,12 +102,12 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
     (the offline scripted model when no LLM_BASE_URL is set)."""
     timeout = settings.runtime.request_timeout_seconds
     retries = settings.runtime.max_retries
-    entries: dict[str, ProviderEntry] = {}
+    entries: dict[str, ProfileEntry] = {}
     for name, profile in settings.providers.items():
         key = os.environ.get(profile.api_key_env) if profile.api_key_env else None
-        entries[name] = ProviderEntry(
+        entries[name] = ProfileEntry(
             provider=build_provider(profile, key, timeout=timeout, max_retries=retries),
-            capacity=ProviderCapacity(
+            capacity=ProfileCapacity(
                 name=name, model=profile.model, context_window=profile.context_window
             ),
             prices=Prices(
@@ -137,9 +143,9 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
         default_provider = ScriptedModel.demo()
     entries.setdefault(
         "default",
-        ProviderEntry(
+        ProfileEntry(
             provider=default_provider,
-            capacity=ProviderCapacity(
+            capacity=ProfileCapacity(
                 name="default", model=settings.llm_model, context_window=settings.llm_context_window
             ),
             count_tokens=_token_counter(
@@ -153,7 +159,7 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
     default_model = entries[default_name].capacity.model or settings.llm_model
     return RouteTable(
         entries,
-        default_provider=default_name,
+        default_profile=default_name,
         default_model=default_model,
         fallback_window=settings.llm_context_window,
     )
@@ -296,7 +302,7 @@ def open_live_channel(settings: Settings) -> PgLiveChannel | None:
 
 def open_rate_limits(settings: Settings, store: ConversationStore) -> RateLimits | None:
     """Rate-limit buckets in PostgreSQL when the store is there (several workers count as
-    one); None on SQLite, where the inbound service keeps its own sliding windows."""
+    one); None on SQLite, where the inbound service keeps its own sliding one-minute counts."""
     if not isinstance(store, SqlStore) or store.engine.dialect.name != "postgresql":
         return None
     return SqlRateLimits(
@@ -335,7 +341,10 @@ def build_app(
     clock: Clock | None = None,
     offline: LLMProvider | None = None,
     chat_lock: ChatLock | None = None,
+    tracing: OtelTracer | None = None,
 ) -> App:
+    """The app over `store` and `messenger`; `tracing` (`bot.app.telemetry.start_tracing`)
+    traces every turn, model call and tool call."""
     register_settings_secrets(settings)
     clock = clock or SystemClock()
     # The one outbound door: turns, tools, commands, refusals, the daily summary and
@@ -350,6 +359,12 @@ def build_app(
         truth.shared = SqlTokenCorrections(store.engine)  # every worker moves one row
         # (`tgbot run` adopts the whole table before its first turn: `truth.load_shared`)
     bus = EventBus()
+    if tracing is not None:  # first on the bus: a model call's span ends as it is published
+        tracing.attach(
+            bus,
+            agent_name=bot_name,
+            endpoints=route_endpoints(settings, offline=offline is not None),
+        )
     TraceWriter(
         settings.traces_dir,
         keep_days=settings.ledger.keep_requests_days,
@@ -358,7 +373,7 @@ def build_app(
     # kept until a turn that carried them is answered: in memory, or shared on PostgreSQL
     told = ToldUser(open_told_notes(store))
     outside = ToldUserMessenger(messenger, told)
-    """What services send outside model turns; the next turn there is told (issue 17)."""
+    """What services send outside model turns; the next turn there is told."""
     runner = TurnRunner(
         told=told,
         store=store,
@@ -377,6 +392,7 @@ def build_app(
         truth=truth,
         reactions=store,
         search=store,
+        observer=tracing if tracing is not None else NO_OBSERVER,
     )
 
     async def usage_reply() -> tuple[str, bytes | None]:

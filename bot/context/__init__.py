@@ -1,12 +1,12 @@
 """The functional core: pure, synchronous functions deciding what history the model is sent."""
 
 from bot.context.budget import (
-    ProviderCapacity,
-    ResolvedRoute,
+    ProfileCapacity,
     RuntimeLimits,
     effective_context_budget,
-    resolve_route,
+    resolve_window,
     scene_history_budget,
+    window_for_math,
 )
 from bot.context.history_trim import (
     BREADCRUMB_TEXT,
@@ -50,8 +50,7 @@ __all__ = [
     "PER_TURN_REF_KEYS",
     "ChatMessage",
     "HistoryTrimmed",
-    "ProviderCapacity",
-    "ResolvedRoute",
+    "ProfileCapacity",
     "Role",
     "RuntimeLimits",
     "ToolCall",
@@ -70,7 +69,7 @@ __all__ = [
     "is_per_turn_block",
     "recovery_target",
     "remove_orphaned_tool_messages",
-    "resolve_route",
+    "resolve_window",
     "scene_history_budget",
     "select_window",
     "shrink_old_tool_results",
@@ -80,5 +79,6 @@ __all__ = [
     "trim_to_recent_turn_count",
     "trim_to_recent_turns",
     "truncate_tool_result",
+    "window_for_math",
     "with_breadcrumb",
 ]

@@ -1,4 +1,4 @@
-"""Compaction, the pure part (DESIGN.md §3.8): what departs, the summary request, the block.
+"""Compaction, the pure part: what departs, the summary request, the block.
 
 When the window start moves forward, the turns that left are folded into a rolling summary
 of the session. This module decides nothing asynchronous; `bot.agent.compactor` calls the
@@ -14,6 +14,8 @@ model and stores the result. Here:
   covers and the aliases it mentions (they join the turn's alias table).
 - `predict_cut`: where the window start will jump at the next move, when that move is near.
 - `extractive_summary`: the offline model's deterministic summary (demo and tests).
+
+See docs/context-window.md, The summary.
 """
 
 from __future__ import annotations

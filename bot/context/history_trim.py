@@ -1,6 +1,6 @@
 """Whole-turn trimming of provider-facing history, the breadcrumb and the `HistoryTrimmed` event.
 
-Three primitives (DESIGN.md §3.3) share one shape of answer, `TrimResult`:
+Three primitives (docs/context-window.md, Trims) share one shape of answer, `TrimResult`:
 
 - `trim_to_recent_turns`: a token budget; drops the fewest oldest whole turns until it fits.
 - `trim_to_recent_turn_count`: a turn cap on the provider-facing list.

@@ -1,4 +1,4 @@
-"""The history window (DESIGN.md §3.4): a start that moves in chunks, recovery and capacity.
+"""The history window (docs/context-window.md): a start that moves in chunks, recovery and capacity.
 
 `select_window` works on turns, oldest first, given as their projected token cost and
 message count. The start is stable while the window is within every limit, so the

@@ -45,7 +45,7 @@ class DailySummary:
         zone: tzinfo,
         owner_chat_id: int,
         messenger: Messenger,
-        guard: UpdateLog,
+        claims: UpdateLog,
         clock: Clock,
         *,
         locale: Locale = "zh",
@@ -57,7 +57,7 @@ class DailySummary:
         self._zone = zone
         self._owner = owner_chat_id
         self._messenger = messenger
-        self._guard = guard
+        self._claims = claims
         self._clock = clock
         self._locale = locale
 
@@ -74,7 +74,7 @@ class DailySummary:
         False when the day was already claimed (nothing is sent) or when sending failed
         (logged; the claim stays, see the module docstring).
         """
-        if not await self._guard.claim_daily_summary(day):
+        if not await self._claims.claim_daily_summary(day):
             logger.info("daily summary for %s already claimed; not sending", day)
             return False
         try:

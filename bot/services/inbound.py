@@ -1,6 +1,6 @@
 """On inbound message / edit: store the conversation, decide whether to answer, run turns.
 
-Every message of an allowed chat is stored exactly once (the platform event's chat + message
+Every message of an allowed chat is stored exactly once (the platform message's chat + message
 id is the de-duplication key, written in the same transaction as the record). Turns of one
 session are serialised by a per-session lock; a burst of one sender's messages inside the
 merge window becomes one turn (later messages are stored with `merged`). Turns always run

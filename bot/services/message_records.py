@@ -1,4 +1,4 @@
-"""What an inbound message becomes in storage: its scene, its record, its platform event."""
+"""What an inbound message becomes in storage: its scene, its record, its platform message."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def session_title_of(message: InboundMessage) -> str | None:
 def platform_message_of(
     message: InboundMessage, *, known: PlatformMessage | None = None
 ) -> PlatformMessage:
-    """The message as a platform event; for an edit, `known` (the stored event) keeps its
+    """The message as a platform message; for an edit, `known` (the stored one) keeps its
     first date and its record."""
     return PlatformMessage(
         chat_id=message.chat_id,

@@ -1,4 +1,4 @@
-"""`[Already told the user]`: what the bot sent in a chat outside a model turn (DESIGN §3.7).
+"""`[Already told the user]`: what the bot sent in a chat outside a model turn.
 
 Command outputs (`/usage`, `/context`, …), rate-limit refusals, restart and recovery notices
 and the daily summary are sent by services, not by the model, so the model would otherwise
@@ -21,6 +21,8 @@ turn until one that carried it is answered, then forgotten; lines noted meanwhil
   read; `shown` confirms up to there. Turns of one chat never overlap across workers (the
   turn lock), so the turn that peeked is the one that confirms. The database away never
   fails a turn or a command: the lines are then missed (or shown once more), and logged.
+
+See docs/architecture.md, Rendering a message.
 """
 
 from __future__ import annotations

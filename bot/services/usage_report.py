@@ -8,8 +8,8 @@ Definitions (one row per calendar day in the bot's zone, plus a total row):
 - history share / fixed share: `sum(est_history) / sum(est_total)` and
   `sum(est_fixed) / sum(est_total)` from our estimate split.
 - reported input is the whole billed input: cache reads (`cached_tokens`) and cache writes
-  (`cache_write_tokens`) are parts of it (DESIGN.md §6.2); a line from before writes were
-  read counts 0 writes.
+  (`cache_write_tokens`) are parts of it (docs/architecture.md, Tokens, caches and usage
+  as billed); a line from before writes were read counts 0 writes.
 - cache hit rate: `sum(cached) / sum(reported input)` over calls that reported input; cache
   write rate: `sum(writes) / sum(reported input)`; billable input (`reported input - cached -
   writes`, what is billed at the plain input price) is kept apart.

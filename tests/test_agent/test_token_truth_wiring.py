@@ -147,7 +147,7 @@ async def test_the_capacity_check_counts_in_real_tokens(tmp_path: Path) -> None:
             truth = app.runner.truth
             for _ in range(40):
                 truth.observe(
-                    route.provider_name,
+                    route.profile,
                     route.model,
                     estimated=10_000,
                     reported=round(10_000 * ratio),

@@ -3,12 +3,12 @@ from __future__ import annotations
 import pytest
 
 from bot.context import (
-    ProviderCapacity,
-    ResolvedRoute,
+    ProfileCapacity,
     RuntimeLimits,
     effective_context_budget,
-    resolve_route,
+    resolve_window,
     scene_history_budget,
+    window_for_math,
 )
 from bot.domain.ids import Scene
 
@@ -82,91 +82,23 @@ def test_effective_context_budget(limits: RuntimeLimits, window: int | None, bud
 
 
 PROFILES = {
-    "any": ProviderCapacity(name="any", model="", context_window=64_000),
-    "ds": ProviderCapacity(name="ds", model="deepseek-chat", context_window=128_000),
-    "blind": ProviderCapacity(name="blind", model="m", context_window=0),
+    "any": ProfileCapacity(name="any", model="", context_window=64_000),
+    "ds": ProfileCapacity(name="ds", model="deepseek-chat", context_window=128_000),
+    "blind": ProfileCapacity(name="blind", model="m", context_window=0),
 }
 
 
 @pytest.mark.parametrize(
-    ("provider", "model", "fallback", "expected"),
+    ("profile", "model", "fallback", "expected"),
     [
-        (
-            "any",
-            "whatever",
-            0,
-            ResolvedRoute(
-                provider="any",
-                model="whatever",
-                context_window=64_000,
-                context_window_for_math=64_000,
-            ),
-        ),
-        (
-            "ds",
-            "deepseek-chat",
-            0,
-            ResolvedRoute(
-                provider="ds",
-                model="deepseek-chat",
-                context_window=128_000,
-                context_window_for_math=128_000,
-            ),
-        ),
-        (
-            "ds",
-            "",
-            0,
-            ResolvedRoute(
-                provider="ds",
-                model="deepseek-chat",
-                context_window=128_000,
-                context_window_for_math=128_000,
-            ),
-        ),
-        (
-            "ds",
-            "deepseek-reasoner",
-            0,
-            ResolvedRoute(
-                provider="ds",
-                model="deepseek-reasoner",
-                context_window=None,
-                context_window_for_math=32_000,
-            ),
-        ),
-        (
-            "blind",
-            "m",
-            0,
-            ResolvedRoute(
-                provider="blind", model="m", context_window=None, context_window_for_math=32_000
-            ),
-        ),
-        (
-            "nope",
-            "m",
-            50_000,
-            ResolvedRoute(
-                provider="nope", model="m", context_window=None, context_window_for_math=32_000
-            ),
-        ),
-        (
-            None,
-            "m",
-            50_000,
-            ResolvedRoute(
-                provider=None, model="m", context_window=50_000, context_window_for_math=50_000
-            ),
-        ),
-        (
-            None,
-            "m",
-            0,
-            ResolvedRoute(
-                provider=None, model="m", context_window=None, context_window_for_math=32_000
-            ),
-        ),
+        ("any", "whatever", 0, 64_000),
+        ("ds", "deepseek-chat", 0, 128_000),
+        ("ds", "", 0, 128_000),
+        ("ds", "deepseek-reasoner", 0, None),
+        ("blind", "m", 0, None),
+        ("nope", "m", 50_000, None),
+        (None, "m", 50_000, 50_000),
+        (None, "m", 0, None),
     ],
     ids=[
         "profile without a model fits any model",
@@ -179,17 +111,24 @@ PROFILES = {
         "no profile, no fallback",
     ],
 )
-def test_resolve_route(
-    provider: str | None, model: str, fallback: int, expected: ResolvedRoute
+def test_resolve_window(
+    profile: str | None, model: str, fallback: int, expected: int | None
 ) -> None:
-    assert resolve_route(PROFILES, provider, model, fallback_window=fallback) == expected
+    assert resolve_window(PROFILES, profile, model, fallback_window=fallback) == expected
+
+
+@pytest.mark.parametrize(
+    ("window", "for_math"), [(64_000, 64_000), (None, 32_000)], ids=["known", "unknown"]
+)
+def test_window_for_math(window: int | None, for_math: int) -> None:
+    assert window_for_math(window) == for_math
 
 
 def test_an_unknown_route_keeps_the_absolute_budget_quirk() -> None:
-    route = resolve_route(PROFILES, "ds", "deepseek-reasoner")
+    window = resolve_window(PROFILES, "ds", "deepseek-reasoner")
     limits = RuntimeLimits(max_context_tokens=100_000)
-    assert limits.effective_context_budget(route.context_window) == 100_000
-    assert limits.effective_context_budget(route.context_window_for_math) == 32_000
+    assert limits.effective_context_budget(window) == 100_000
+    assert limits.effective_context_budget(window_for_math(window)) == 32_000
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from adapters.llm.fake_server import FakeOpenAIServer
-from adapters.llm.scripted import CallTool, Fail, Reply, ScriptedModel, Step
+from adapters.llm.scripted import CallTool, Fail, Reply, ScriptedModel, Step, is_summary_request
 from adapters.telegram.fake_api import FakeBotApi
 from bot.agent.provider_call import FINAL_CALL_NOTE
 from bot.agent.request import tool_schema
@@ -127,8 +127,8 @@ class Chat:
 
     @property
     def requests(self) -> list[LLMRequest]:
-        """The chat's turn requests (summary requests, `tool_choice: none`, left out)."""
-        return [r for r in self.model.requests if r.tool_choice != "none"]
+        """The chat's turn requests (summary requests left out)."""
+        return [r for r in self.model.requests if not is_summary_request(r)]
 
     def last_text(self) -> str:
         return str(self.api.sent_messages(CHAT)[-1]["text"])
@@ -468,7 +468,10 @@ async def test_the_iteration_cap_ends_with_one_summary_call_without_tools(
         )
         assert len(chat.requests) == 3
         final = chat.requests[2]
-        assert final.tools == ()
+        # the same tools, not callable: the prefix stays the cached one
+        assert final.tools == chat.requests[1].tools != ()
+        assert final.tool_choice == "none"
+        assert final.messages[: len(chat.requests[1].messages)] == chat.requests[1].messages
         assert final.messages[-1].content == FINAL_CALL_NOTE
         assert [m.role for m in final.messages[-5:-1]] == ["assistant", "tool"] * 2
         assert chat.last_text() == "the plan is in the wiki"

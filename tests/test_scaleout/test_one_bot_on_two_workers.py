@@ -1,4 +1,4 @@
-"""Two real `tgbot run --webhook` workers on one PostgreSQL behave as one bot (issue 29).
+"""Two real `tgbot run --webhook` workers on one PostgreSQL behave as one bot.
 
 One pair of workers serves the whole module, behind a round-robin proxy written here (as any
 load balancer would spread updates), with the fake Bot API and one model behind the fake

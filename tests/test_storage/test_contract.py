@@ -368,7 +368,7 @@ class TestAliases:
         await assert_aliases_match_full_path(store, sid, max_records=5)
 
 
-class TestPlatformEvents:
+class TestPlatformMessages:
     async def test_append_links_events_to_the_last_record(self, store: Store) -> None:
         sid = await new_session(store)
         _, b = await store.append(
@@ -446,7 +446,7 @@ class TestPrune:
 
         result = await store.prune(T0 - timedelta(days=30))
 
-        assert result == PruneResult(records=3, events=1, updates=1)
+        assert result == PruneResult(records=3, platform_messages=1, updates=1)
         path = await store.load_path(sid)
         assert [r.id for r in path] == [r.id for r in early[3:] + recent]
         assert path[0].parent_id is None

@@ -7,7 +7,7 @@ and a page costs one small read of today's tail.
 
 Per-day figures come from the usage report's own aggregation (`build_report`), so the
 overview shows exactly the numbers `tgbot usage report --json` prints. Compaction calls
-(`purpose: "compaction"`, issue 17) are kept per chat beside the trims, and each digest carries
+(`purpose: "compaction"`) are kept per chat beside the trims, and each digest carries
 the day's billable-equivalent weight of all calls and of those, so a span of days gets its
 compaction share the way the report's total row does.
 """
@@ -40,7 +40,7 @@ RECENT_CALLS_PER_CHAT = 60
 TRIMS_PER_CHAT = 200
 CACHED_INPUT_WEIGHT = CACHED_WEIGHT
 """Billable-equivalent input = uncached input + 0.25 × cache reads + 1.25 × cache writes
-(DESIGN.md §6; the weights are the usage report's)."""
+(docs/architecture.md, Tokens, caches and usage as billed; the weights are the usage report's)."""
 
 
 def billable_equivalent(row: UsageRow) -> float:
@@ -240,7 +240,7 @@ class LedgerIndex:
         self._today = today
         self._files: dict[date, _DayFile] = {}
         self._locks: dict[date, threading.Lock] = {}
-        self._guard = threading.Lock()
+        self._lock = threading.Lock()
 
     def warm(self, days: int) -> None:
         """Digest the last `days` days ahead of the first page (a fresh process), newest
@@ -253,14 +253,14 @@ class LedgerIndex:
         return [self.digest(day) for day in days]
 
     def digest(self, day: date) -> DayDigest:
-        with self._guard:
+        with self._lock:
             lock = self._locks.setdefault(day, threading.Lock())
         with lock:
             return self._digest(day)
 
     def _digest(self, day: date) -> DayDigest:
         path = ledger_file(self.traces_dir, day)
-        with self._guard:
+        with self._lock:
             state = self._files.setdefault(day, _DayFile())
         try:
             stat = os.stat(path)
