@@ -15,7 +15,6 @@ from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import RecordBody, StoredRecord, SummaryRecord
 from bot.errors import SessionNotFound, StorageError
 from bot.ports import (
-    ConversationStore,
     InboundAppend,
     LoadedHistory,
     NewRecord,
@@ -24,6 +23,7 @@ from bot.ports import (
     SessionRequest,
     StoredReaction,
 )
+from bot.store_ports import ConversationStore
 from storage.alias_cache import alias_parts, aliases_on_path, derive_path, path_to
 from storage.retention import Node, PruneResult, plan_prune
 from storage.rows import latest_reactions, utc
@@ -48,7 +48,7 @@ class _Session:
 
 
 class InMemoryStore:
-    """`bot.ports.ConversationStore` in dictionaries: the contract of `SqlStore`."""
+    """`bot.store_ports.ConversationStore` in dictionaries: the contract of `SqlStore`."""
 
     def __init__(self, *, now: Callable[[], datetime] | None = None) -> None:
         self._now = now or (lambda: datetime.now(UTC))
@@ -85,9 +85,6 @@ class InMemoryStore:
 
     async def find_session(self, key: SessionKey) -> SessionInfo | None:
         return next((s.info for s in self._sessions.values() if s.info.key == key), None)
-
-    async def get_session(self, session_id: int) -> SessionInfo:
-        return self._session(session_id).info
 
     async def list_sessions(self) -> tuple[SessionInfo, ...]:
         return tuple(self._sessions[sid].info for sid in sorted(self._sessions))
@@ -149,10 +146,11 @@ class InMemoryStore:
             for r in self._records.values()
             if r.session_id == session_id and r.body.kind == "summary" and r.parent_id in wanted
         ]
-        records = [await self.get_record(r.id) for r in sorted(found, key=lambda r: r.id)]
+        records = [self._stored(r.id) for r in sorted(found, key=lambda r: r.id)]
         return tuple(r for r in records if r is not None)
 
-    async def get_record(self, record_id: int) -> StoredRecord | None:
+    def _stored(self, record_id: int) -> StoredRecord | None:
+        """One record with the aliases of its own path, or None."""
         record = self._records.get(record_id)
         if record is None:
             return None
@@ -230,7 +228,7 @@ class InMemoryStore:
         if record is None:
             raise SessionNotFound(f"no record {record_id}")
         record.message_ids = tuple(message_ids)
-        found = await self.get_record(record_id)
+        found = self._stored(record_id)
         assert found is not None
         return found
 
@@ -414,5 +412,5 @@ class InMemoryStore:
 
 
 def _satisfies_the_ports(store: InMemoryStore) -> ConversationStore:
-    """Checked by mypy: the store implements `bot.ports.ConversationStore` (every store port)."""
+    """Checked by mypy: the store implements `bot.store_ports.ConversationStore`."""
     return store

@@ -74,7 +74,6 @@ REACTIONS_SINCE = (
 )
 """The newest `limit` reactions of a chat (thread) after `since`, newest first; built once
 (every turn asks)."""
-RECORD_BY_ID = select(*RECORD_COLUMNS).where(MESSAGES.c.id == bindparam("record_id"))
 EARLIEST_WITH_FIRST = select(func.min(MESSAGES.c.id)).where(
     MESSAGES.c.session_id == bindparam("session_id"),
     MESSAGES.c.first_message_id == bindparam("first"),

@@ -27,7 +27,6 @@ from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import StoredRecord
 from bot.errors import SessionNotFound, StorageError, StorageUnavailable
 from bot.ports import (
-    ConversationStore,
     InboundAppend,
     LoadedHistory,
     NewRecord,
@@ -36,6 +35,7 @@ from bot.ports import (
     SessionRequest,
     StoredReaction,
 )
+from bot.store_ports import ConversationStore
 from storage.alias_cache import (
     alias_parts,
     aliases_on_path,
@@ -61,7 +61,6 @@ from storage.queries import (
     MOVE_LEAF,
     PLATFORM_MESSAGE_BY_KEY,
     REACTIONS_SINCE,
-    RECORD_BY_ID,
     RECORD_COLUMNS,
     SESSION_BY_KEY,
     SESSIONS_OF_CHATS,
@@ -92,7 +91,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class SqlStore:
-    """`bot.ports.ConversationStore` over one async SQLAlchemy engine.
+    """`bot.store_ports.ConversationStore` over one async SQLAlchemy engine.
 
     The schema comes from `storage.migrate.upgrade_database`; this class never creates it.
     Database failures surface as `StorageError`; unknown sessions or records as
@@ -191,10 +190,6 @@ class SqlStore:
         async with self._read(one_statement=True) as conn:
             row = (await conn.execute(SESSION_BY_KEY, key_params(key))).first()
         return None if row is None else session_info(row)
-
-    async def get_session(self, session_id: int) -> SessionInfo:
-        async with self._read(one_statement=True) as conn:
-            return session_info(await session_row(conn, session_id))
 
     async def list_sessions(self) -> tuple[SessionInfo, ...]:
         async with self._read(one_statement=True) as conn:
@@ -337,19 +332,6 @@ class SqlStore:
                 found.extend(stored_record(row) for row in (await conn.execute(query)).all())
         return tuple(sorted(found, key=lambda record: record.id))
 
-    async def get_record(self, record_id: int) -> StoredRecord | None:
-        """One record with its aliases (those of its own path), or None."""
-        for _attempt in range(2):
-            async with self._read(one_statement=True) as conn:
-                row = (await conn.execute(RECORD_BY_ID, {"record_id": record_id})).first()
-            if row is None:
-                return None
-            if row.alias_last is None:
-                await self._repair_path(row.session_id, record_id)
-                continue
-            return stored_record(row)
-        raise StorageError(f"aliases of record {record_id} could not be repaired")
-
     async def append(
         self,
         session_id: int,
@@ -460,7 +442,7 @@ class SqlStore:
     async def append_inbound(
         self, items: Sequence[InboundAppend]
     ) -> tuple[StoredRecord | None, ...]:
-        """See `bot.ports.InboundBatchStore` and `storage.inbound_batch`."""
+        """See `bot.store_ports.InboundBatchStore` and `storage.inbound_batch`."""
         return await self._batches.append(items)
 
     async def _append_inbound_one(self, item: InboundAppend) -> StoredRecord | None:
@@ -687,5 +669,5 @@ async def _prune_session(conn: AsyncConnection, srow: Any, cutoff: datetime) -> 
 
 
 def _satisfies_the_ports(store: SqlStore) -> ConversationStore:
-    """Checked by mypy: the store implements `bot.ports.ConversationStore` (every store port)."""
+    """Checked by mypy: the store implements `bot.store_ports.ConversationStore`."""
     return store

@@ -17,9 +17,10 @@ from collections.abc import Mapping
 from typing import Literal, Protocol
 
 from bot.agent.events import EventBus, ModelCalled
+from bot.agent.policy import CallPolicy
 from bot.agent.routes import ModelRoute
 from bot.agent.traces import new_call_id
-from bot.agent.turn import TurnFailed, TurnPolicy, TurnState
+from bot.agent.turn import TurnFailed, TurnState
 from bot.context.budget import RuntimeLimits
 from bot.context.cache_plan import PlannedCache, ReadPoints, plan_cache, session_cache_key
 from bot.context.history_trim import HistoryTrimmed, trim_to_recent_turns
@@ -82,7 +83,7 @@ class ProviderCaller:
         tools: Mapping[str, Tool],
         bus: EventBus,
         clock: Clock,
-        policy: TurnPolicy,
+        policy: CallPolicy,
         window: WindowTrimmer,
         read_points: ReadPoints | None = None,
     ) -> None:
@@ -162,7 +163,7 @@ class ProviderCaller:
                 )
                 raise TurnFailed("capacity", str(exc)) from exc
             started = time.perf_counter()
-            deadline = self.policy.call_deadline_seconds
+            deadline = self.policy.deadline_seconds
             try:
                 async with asyncio.timeout(deadline):
                     if on_text is None:

@@ -19,33 +19,26 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from bot.agent.bubbles import ReplyBubbles
-from bot.agent.compactor import CompactionPolicy, Compactor
+from bot.agent.compactor import Compactor
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
 from bot.agent.observer import NO_OBSERVER, TurnObserver
+from bot.agent.policy import TurnPolicy
 from bot.agent.presence import ChatActions, Presence, Typing
 from bot.agent.provider_call import ProviderCaller
 from bot.agent.request import RequestBuilder
 from bot.agent.routes import RouteTable
 from bot.agent.token_truth import TokenTruth
 from bot.agent.tool_runner import TOOL_TIMEOUT_SECONDS, ToolRunner
-from bot.agent.turn import TurnFailed, TurnOutcome, TurnPolicy, TurnState
+from bot.agent.turn import TurnFailed, TurnOutcome, TurnState
 from bot.context.alias_table import AliasTable
 from bot.context.cache_plan import ReadPoints
 from bot.context.escaping import strip_echoed_header
 from bot.domain.ids import Scene
 from bot.domain.records import StoredRecord
-from bot.ports import (
-    ChatEventStore,
-    Clock,
-    HistorySearch,
-    HistoryStore,
-    LLMResponse,
-    Messenger,
-    PlatformMessageStore,
-    SessionInfo,
-)
+from bot.ports import Clock, LLMResponse, Messenger, SessionInfo
+from bot.store_ports import HistorySearch, HistoryStore, PlatformMessageStore, RecentReactions
 from bot.texts import text as user_text
 from bot.tools.base import Tool, ToolContext
 
@@ -94,7 +87,7 @@ class TurnRunner:
         bot_name: str = "tgbot",
         told: ToldUserNotes | None = None,
         truth: TokenTruth | None = None,
-        reactions: ChatEventStore | None = None,
+        reactions: RecentReactions | None = None,
         search: HistorySearch | None = None,
         chat_actions: ChatActions | None = None,
         stream_drafts: bool = True,
@@ -114,22 +107,17 @@ class TurnRunner:
         self.bus = bus or EventBus()
         self.tools = {tool.spec.name: tool for tool in tools}
         """The live tool table (name → tool), shared by every part."""
-        # --- compaction: on when the policy bounds a summary for some scene
+        # compaction: on when the policy has one
         self.compactor: Compactor | None = None
         read_points = ReadPoints()  # where the cache was written, shared by every call
-        if policy.summary_budgets:
+        if policy.compaction is not None:
             self.compactor = Compactor(
                 store=store,
                 routes=routes,
                 tools=self.tools,
                 bus=self.bus,
                 clock=clock,
-                policy=CompactionPolicy(
-                    summary_budgets={s: policy.summary_budget(s) for s in policy.summary_budgets},
-                    route=policy.compaction_route,
-                    prepare_margin=policy.compaction_margin,
-                    runtime=policy.limits,
-                ),
+                policy=policy.compaction,
                 read_points=read_points,
             )
         self.request = RequestBuilder(
@@ -138,7 +126,9 @@ class TurnRunner:
             routes=routes,
             tools=self.tools,
             clock=clock,
-            policy=policy,
+            window_policy=policy.window,
+            prompt=policy.prompt,
+            runtime=policy.calls.limits,
             bot_id=bot_id,
             bot_name=bot_name,
             correction=self.truth.correction,
@@ -148,7 +138,7 @@ class TurnRunner:
             tools=self.tools,
             bus=self.bus,
             clock=clock,
-            policy=policy,
+            policy=policy.calls,
             window=self.request,
             read_points=read_points,
         )
@@ -160,12 +150,12 @@ class TurnRunner:
             clock=clock,
             bot_id=bot_id,
             bot_name=bot_name,
-            max_result_chars=policy.max_tool_result_chars,
-            owner_id=policy.owner_id,
-            max_calls_per_step=policy.max_tool_calls_per_step,
-            max_messages_per_turn=policy.max_messages_per_turn,
+            max_result_chars=policy.tools.max_result_chars,
+            owner_id=policy.prompt.owner_id,
+            max_calls_per_step=policy.tools.max_calls_per_step,
+            max_messages_per_turn=policy.tools.max_messages_per_turn,
             search=search,
-            zone=policy.zone,
+            zone=policy.prompt.zone,
             observer=observer,
         )
         self.bubbles = ReplyBubbles(
@@ -276,8 +266,8 @@ class TurnRunner:
                 self.request.reactions_answered(session.id)
                 if self.told is not None:
                     await self.told.shown(key.chat_id, key.thread_id, told_user)
-            if self.compactor is not None and state.fold_soon:  # compaction
-                self.compactor.after_reply(session, self.request.fold_view, turn_id=turn_id)
+            if state.fold_soon:  # the next window move is near: prepare its summary
+                self.request.after_reply(session, turn_id=turn_id)
             return outcome
 
     async def _failed(
@@ -292,7 +282,7 @@ class TurnRunner:
         """Tell the chat the turn failed (a short notice in its language)."""
         session = state.session
         key = session.key
-        text = user_text(self.policy.locale, failure.key)
+        text = user_text(self.policy.prompt.locale, failure.key)
         if typing is not None:
             await typing.stop()
         delivery = await self.messenger.send_text(

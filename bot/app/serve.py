@@ -50,6 +50,8 @@ from bot.app.wiring import (
 from bot.config import Settings, load_settings
 from bot.errors import ConfigError
 from bot.redact import install_log_scrubbing
+from bot.services.error_log import ErrorLog
+from bot.services.triggers import BotIdentity
 from bot.texts import text as user_text
 
 if TYPE_CHECKING:
@@ -160,7 +162,10 @@ async def serve(
             chat_events=app.chat_events,
         )
 
+        skipped_log = ErrorLog(settings.traces_dir, settings.zone)
+
         async def skipped(update_id: int, reason: str) -> None:
+            skipped_log.skipped_update(update_id, reason)  # for the dashboard's error list
             await store.claim_update(update_id)
 
         scheduler = start_daily_summary(app, messenger)
@@ -179,7 +184,7 @@ async def serve(
             retention_loop(store, retention_policy(settings), app.runner.clock, stop=stopped)
         )
         # before the first update: finish or close the turns a crash interrupted
-        await app.inbound.recover_interrupted(bot_id=me.id, bot_username=me.username)
+        await app.recovery.recover(BotIdentity(id=me.id, username=me.username))
         log.info("start-up objects frozen out of garbage collection: %d", settle_heap())
         loop = asyncio.get_running_loop()
         log.info(

@@ -5,7 +5,6 @@ from bot.context.budget import (
     RuntimeLimits,
     effective_context_budget,
     resolve_window,
-    scene_history_budget,
     window_for_math,
 )
 from bot.context.history_trim import (
@@ -70,7 +69,6 @@ __all__ = [
     "recovery_target",
     "remove_orphaned_tool_messages",
     "resolve_window",
-    "scene_history_budget",
     "select_window",
     "shrink_old_tool_results",
     "strip_per_turn_blocks",
