@@ -12,11 +12,10 @@ The tool loop, from parts each doing one job:
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 from bot.agent.bubbles import ReplyBubbles
@@ -58,13 +57,14 @@ log = logging.getLogger("tgbot.runtime")
 
 
 class ToldUserNotes(Protocol):
-    """What the bot sent in a chat outside model turns (`bot.services.told_user.ToldUserLog`)."""
+    """What the bot sent in a chat outside model turns (`bot.services.told_user.ToldUser`:
+    in this process, or shared by the workers of one PostgreSQL database)."""
 
-    def peek(self, chat_id: int, thread_id: int = 0) -> tuple[str, ...]: ...
+    async def peek(self, chat_id: int, thread_id: int = 0) -> tuple[str, ...]: ...
 
-    def shown(self, chat_id: int, thread_id: int, lines: Sequence[str]) -> None: ...
+    async def shown(self, chat_id: int, thread_id: int, lines: Sequence[str]) -> None: ...
 
-    def note(self, chat_id: int, thread_id: int, text: str) -> None: ...
+    async def note(self, chat_id: int, thread_id: int, text: str) -> None: ...
 
 
 class TurnRunner:
@@ -85,7 +85,6 @@ class TurnRunner:
         bus: EventBus | None = None,
         bot_id: int | None = None,
         bot_name: str = "tgbot",
-        told_user: Callable[[int, int], Sequence[str] | Awaitable[Sequence[str]]] | None = None,
         told: ToldUserNotes | None = None,
         truth: TokenTruth | None = None,
         reactions: RecentReactions | None = None,
@@ -98,11 +97,8 @@ class TurnRunner:
         """Watches each turn and tool call (tracing, `bot.agent.observer`)."""
         self.presence = Presence(chat_actions, drafts=stream_drafts)
         """"typing…" while a turn runs, stopped before its reply."""
-        self.told_user = told_user
         self.told = told
-        """`[Already told the user]` notes, kept until a turn that carried them succeeds;
-        when set, `told_user` is not used."""
-        """Lines sent in a chat outside model turns since the last turn there (taken once)."""
+        """`[Already told the user]` notes, kept until a turn that carried them succeeds."""
         self.messenger = messenger
         self.truth = truth if truth is not None else TokenTruth()
         """Per-route token corrections: learned by metering, used by budgets and checks."""
@@ -220,10 +216,7 @@ class TurnRunner:
     ) -> TurnOutcome:
         key = session.key
         if not told_user and self.told is not None:
-            told_user = self.told.peek(key.chat_id, key.thread_id)
-        elif not told_user and self.told_user is not None:
-            told = self.told_user(key.chat_id, key.thread_id)
-            told_user = await told if inspect.isawaitable(told) else told  # shared: a query
+            told_user = await self.told.peek(key.chat_id, key.thread_id)
         state, aliases, records = await self.prepare(session, turn_id=turn_id, told_user=told_user)
         session = state.session
         tool_ctx = self.tool_runner.context(session, records)
@@ -272,7 +265,7 @@ class TurnRunner:
             if outcome.status == "answered":
                 self.request.reactions_answered(session.id)
                 if self.told is not None:
-                    self.told.shown(key.chat_id, key.thread_id, told_user)
+                    await self.told.shown(key.chat_id, key.thread_id, told_user)
             if state.fold_soon:  # the next window move is near: prepare its summary
                 self.request.after_reply(session, turn_id=turn_id)
             return outcome
@@ -296,7 +289,7 @@ class TurnRunner:
             key.chat_id, text, thread_id=key.thread_id, reply_to=reply_to
         )
         if self.told is not None and delivery.delivered:  # the model never wrote it
-            self.told.note(key.chat_id, key.thread_id, text)
+            await self.told.note(key.chat_id, key.thread_id, text)
         return TurnOutcome(
             status="failed",
             text=text,

@@ -1,5 +1,9 @@
 """`tgbot context show`: print the next request the model would be sent for a chat, without
-sending anything (the stored history through the real wiring and `TurnRunner.prepare`)."""
+sending anything (the stored history through the real wiring and `TurnRunner.prepare`).
+
+On PostgreSQL the request carries the chat's `[Already told the user]` lines from the table
+the workers share, as the next turn will (read only: nothing is confirmed). On SQLite those
+notes live in the running bot's memory, which another process cannot read."""
 
 from __future__ import annotations
 
@@ -59,8 +63,9 @@ async def preview_request(
         settings, store=store, messenger=_NoMessenger(), bot_id=bot_id, bot_name=bot_name
     )
     try:
+        told = await app.told.peek(key.chat_id, key.thread_id)
         state, _aliases, records = await app.runner.prepare(
-            session, turn_id="preview", persist_window=False
+            session, turn_id="preview", told_user=told, persist_window=False
         )
     finally:
         await app.routes.aclose()

@@ -41,6 +41,7 @@ from bot.app.telemetry import start_tracing
 from bot.app.wiring import (
     build_app,
     open_chat_lock,
+    open_live_channel,
     open_store,
     register_settings_secrets,
     retention_policy,
@@ -131,6 +132,7 @@ async def serve(
     stopped = asyncio.Event()
     retention: asyncio.Task[None] | None = None
     dashboard: RunningDashboard | None = None
+    live = open_live_channel(settings)  # PostgreSQL: this worker's live events for all
     try:
         try:
             me = await bot.get_me()
@@ -167,12 +169,17 @@ async def serve(
             await store.claim_update(update_id)
 
         scheduler = start_daily_summary(app, messenger)
+        if live is not None:
+            from bot.app.dashboard.live import LivePublisher
+
+            LivePublisher(live).attach(app.bus)
+        await app.runner.truth.load_shared()  # the corrections every worker has learned
         if settings.dashboard_port is not None:
             # Deferred: most runs serve no dashboard, and importing it (jinja2,
             # prometheus-client, its views) costs ~7 MB resident and ~0.1-0.3 s of start-up.
             from bot.app.dashboard.server import start_beside_bot
 
-            dashboard = await start_beside_bot(settings, app.bus)
+            dashboard = await start_beside_bot(settings, app.bus, live)
         retention = asyncio.create_task(
             retention_loop(store, retention_policy(settings), app.runner.clock, stop=stopped)
         )
@@ -233,6 +240,8 @@ async def serve(
             scheduler.shutdown(wait=False)
         if dashboard is not None:
             await dashboard.close()
+        if live is not None:
+            await live.close()
         await bot.session.close()
         await chat_lock.close()
         await store.close()

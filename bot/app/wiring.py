@@ -9,7 +9,7 @@ Nothing outside `bot/app` reads the settings or imports `adapters` or `storage`.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,10 +59,11 @@ from bot.services.daily_summary import DailySummary
 from bot.services.error_log import ErrorLog, RefusedSendLog
 from bot.services.inbound import InboundPolicy, InboundService
 from bot.services.recovery import CrashRecovery, RecoveryPolicy
-from bot.services.told_user import ToldUserLog, ToldUserMessenger
+from bot.services.told_user import ToldUser, ToldUserMessenger
 from bot.store_ports import ConversationStore
 from bot.tools import default_tools
 from storage.engine import create_engine_for, is_sqlite, normalise_url
+from storage.live_channel import PgLiveChannel
 from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
 from storage.rate_limits import SqlRateLimits
 from storage.schema import schema_at_head
@@ -274,7 +275,8 @@ class App:
     routes: RouteTable
     ledger: LedgerWriter
     bus: EventBus
-    told: ToldUserLog
+    told: ToldUser
+    """`[Already told the user]`: in memory, or the workers' shared table on PostgreSQL."""
     chat_events: ChatEventService
     """The `ChatEventSink`: the bot's membership of chats, reactions on its messages."""
     messenger: Messenger
@@ -309,6 +311,15 @@ def open_chat_lock(settings: Settings) -> ChatLock:
     return AdvisoryChatLock.for_url(url)
 
 
+def open_live_channel(settings: Settings) -> PgLiveChannel | None:
+    """LISTEN/NOTIFY between the workers of one PostgreSQL database (each dashboard shows
+    every worker's live events); None on SQLite, one process."""
+    url = settings.resolved_database_url
+    if is_sqlite(normalise_url(url)):
+        return None
+    return PgLiveChannel.for_url(url)
+
+
 def open_rate_limits(settings: Settings, store: ConversationStore) -> RateLimits | None:
     """Rate-limit buckets in PostgreSQL when the store is there (several workers count as
     one); None on SQLite, where the inbound service keeps its own sliding one-minute counts."""
@@ -328,18 +339,6 @@ def open_told_notes(store: ConversationStore) -> ToldUserNotes | None:
     if not isinstance(store, SqlStore) or store.engine.dialect.name != "postgresql":
         return None
     return SqlToldNotes(store.engine)
-
-
-def _taken_once(notes: ToldUserNotes) -> Callable[[int, int], Awaitable[Sequence[str]]]:
-    """Today's rule (each note shown to one turn): confirmed as soon as a turn takes them."""
-
-    async def take(chat_id: int, thread_id: int) -> Sequence[str]:
-        taken = await notes.take(chat_id, thread_id)
-        if taken.upto is not None:
-            await notes.confirm(chat_id, thread_id, taken.upto)
-        return taken.lines
-
-    return take
 
 
 def register_settings_secrets(settings: Settings) -> None:
@@ -380,6 +379,7 @@ def build_app(
     truth = TokenTruth.load(settings.data_dir)
     if isinstance(store, SqlStore) and store.engine.dialect.name == "postgresql":
         truth.shared = SqlTokenCorrections(store.engine)  # every worker moves one row
+        # (`tgbot run` adopts the whole table before its first turn: `truth.load_shared`)
     bus = EventBus()
     if tracing is not None:  # first on the bus: a model call's span ends as it is published
         tracing.attach(
@@ -392,15 +392,12 @@ def build_app(
         keep_days=settings.ledger.keep_requests_days,
         max_total_bytes=settings.ledger.max_traces_mb * 1024 * 1024,
     ).attach(bus)
-    told = ToldUserLog()
-    shared_told = open_told_notes(store)
-    outside = ToldUserMessenger(messenger, told, shared=shared_told)
+    # kept until a turn that carried them is answered: in memory, or shared on PostgreSQL
+    told = ToldUser(open_told_notes(store))
+    outside = ToldUserMessenger(messenger, told)
     """What services send outside model turns; the next turn there is told."""
     runner = TurnRunner(
-        # one process: notes kept until a turn that carried them succeeds; several workers
-        # (PostgreSQL): the shared table, confirmed when a turn takes them
-        told=told if shared_told is None else None,
-        told_user=None if shared_told is None else _taken_once(shared_told),
+        told=told,
         store=store,
         platform_messages=store,
         messenger=messenger,

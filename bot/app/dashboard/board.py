@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.agent.events import EventBus
 from bot.agent.policy import WindowPolicy
 from bot.app.dashboard.ledger_index import LedgerIndex
-from bot.app.dashboard.live import LedgerTail, LiveFeed
+from bot.app.dashboard.live import LedgerTail, LiveChannel, LiveFeed, LiveSource, live_sources
 from bot.app.dashboard.metrics import DashboardMetrics
 from bot.app.dashboard.views import local
 from bot.config import Settings
@@ -47,8 +47,9 @@ class Dashboard:
     engine: AsyncEngine
     index: LedgerIndex
     feed: LiveFeed
-    tail: LedgerTail | None
-    """Follows the ledger when no event bus feeds the live events (standalone)."""
+    tail: LiveSource | None
+    """Follows the ledger when no event bus feeds the live events (standalone), or the other
+    workers' events on PostgreSQL (`bot.app.dashboard.live.RemoteEvents`)."""
     max_records: int
     preview: Preview
     window: WindowPolicy
@@ -68,10 +69,15 @@ TEMPLATES = web.AppKey("templates", jinja2.Environment)
 
 
 def open_dashboard(
-    settings: Settings, *, bus: EventBus | None = None, now: Now = _system_now
+    settings: Settings,
+    *,
+    bus: EventBus | None = None,
+    now: Now = _system_now,
+    channel: LiveChannel | None = None,
 ) -> Dashboard:
     """Wire the dashboard over the settings' database and data dir (read-only: it never
-    migrates or writes). With `bus` (inside `tgbot run`) trims arrive as they happen."""
+    migrates or writes). With `bus` (inside `tgbot run`) trims arrive as they happen, and
+    with `channel` (PostgreSQL) the other workers' live events too."""
     from bot.app.context_show import preview_request
     from bot.app.wiring import window_policy
     from storage.engine import create_readonly_engine
@@ -80,11 +86,16 @@ def open_dashboard(
     engine = create_readonly_engine(settings.resolved_database_url)
     window = window_policy(settings)
     feed = LiveFeed(DashboardMetrics())
-    if bus is not None:
-        feed.attach(bus)
 
     def today() -> date:
         return now().astimezone(settings.zone).date()
+
+    source = live_sources(  # the runtime and the other workers, or the ledger (standalone)
+        feed,
+        bus=bus,
+        channel=channel,
+        ledger_tail=lambda: LedgerTail(settings.traces_dir, feed, today=today),
+    )
 
     return Dashboard(
         settings=settings,
@@ -92,7 +103,7 @@ def open_dashboard(
         engine=engine,
         index=LedgerIndex(settings.traces_dir, settings.zone, today=today),
         feed=feed,
-        tail=None if bus is not None else LedgerTail(settings.traces_dir, feed, today=today),
+        tail=source,
         max_records=window.max_records,
         preview=preview_request,
         window=window,

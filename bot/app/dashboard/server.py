@@ -22,6 +22,7 @@ from bot.app.dashboard.auth import check_bind
 from bot.app.dashboard.board import DASHBOARD, TEMPLATES, Dashboard, open_dashboard, templates
 from bot.app.dashboard.guard import errors_as_pages, security_headers, token_check
 from bot.app.dashboard.ledger_index import LedgerIndex
+from bot.app.dashboard.live import LiveChannel
 from bot.config import Settings
 from bot.errors import ConfigError
 
@@ -128,13 +129,15 @@ class RunningDashboard:
         await close_dashboard(self.dashboard, self.runner)
 
 
-async def start_beside_bot(settings: Settings, bus: EventBus) -> RunningDashboard | None:
+async def start_beside_bot(
+    settings: Settings, bus: EventBus, channel: LiveChannel | None = None
+) -> RunningDashboard | None:
     """Serve the dashboard inside `tgbot run` when DASHBOARD_PORT is set (None otherwise):
     on all interfaces when DASHBOARD_TOKEN protects it, else on loopback only."""
     if settings.dashboard_port is None:
         return None
     host = "0.0.0.0" if settings.dashboard_token is not None else "127.0.0.1"
-    dashboard = open_dashboard(settings, bus=bus)
+    dashboard = open_dashboard(settings, bus=bus, channel=channel)
     try:
         runner = await start_dashboard(dashboard, host=host, port=settings.dashboard_port)
     except BaseException:
