@@ -13,7 +13,7 @@ The SQL built once lives in `storage.queries`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager, nullcontext
 from datetime import UTC, date, datetime
 from typing import Any
@@ -23,10 +23,12 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from bot.clock import SYSTEM_CLOCK
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import StoredRecord
 from bot.errors import SessionNotFound, StorageError, StorageUnavailable
 from bot.ports import (
+    Clock,
     ConversationStore,
     InboundAppend,
     LoadedHistory,
@@ -99,9 +101,9 @@ class SqlStore:
     `SessionNotFound`.
     """
 
-    def __init__(self, engine: AsyncEngine, *, now: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, engine: AsyncEngine, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
-        self._now = now or (lambda: datetime.now(UTC))
+        self._now = clock.now
         self._gate = WriteGate() if engine.dialect.name == "sqlite" else None
         self._batches = InboundBatchWriter(self._write, self._append_inbound_one, self._now)
         self._decoded = DecodedRecords()

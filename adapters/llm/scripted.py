@@ -225,10 +225,7 @@ def _message_key(message: ChatMessage) -> _Segment:
 
 
 def _tools_json(tools: Sequence[ToolSpec]) -> str:
-    specs = [
-        {"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools
-    ]
-    return json.dumps(specs, ensure_ascii=False, sort_keys=True)
+    return json.dumps([t.schema() for t in tools], ensure_ascii=False, sort_keys=True)
 
 
 def _arguments_json(arguments: Mapping[str, Any]) -> str:

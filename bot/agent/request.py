@@ -229,7 +229,7 @@ class RequestBuilder:
         self._lay_out(state, window, tail=[])
         state.fixed_tokens = estimate_message_tokens(
             state.messages[0]
-        ) + estimate_tool_schema_tokens([tool_schema(t) for t in self.tools.values()])
+        ) + estimate_tool_schema_tokens([t.spec.schema() for t in self.tools.values()])
         if window_event is not None:
             state.pending_trims.append(window_event)
         if self.compactor is not None:  # compaction hook: is the next move near?
@@ -359,7 +359,7 @@ class RequestBuilder:
         fixed = (
             estimate_message_tokens(system)
             + estimate_message_tokens(breadcrumb_message())
-            + estimate_tool_schema_tokens([tool_schema(t) for t in self.tools.values()])
+            + estimate_tool_schema_tokens([t.spec.schema() for t in self.tools.values()])
         )
         allowance = runtime // CURRENT_TURN_SHARE
         return max(1, runtime - correction.apply(fixed) - allowance)
@@ -522,15 +522,6 @@ def moved_to(decision: WindowDecision, costs: TurnCosts, start: int) -> WindowDe
         dropped_turns=start - before,
         dropped_messages=sum(costs.messages[before:start]),
     )
-
-
-def tool_schema(tool: Tool) -> dict[str, object]:
-    """The tool as its schema is costed (name, description, parameters)."""
-    return {
-        "name": tool.spec.name,
-        "description": tool.spec.description,
-        "parameters": tool.spec.parameters,
-    }
 
 
 MAX_REACTION_CURSORS = 4_096

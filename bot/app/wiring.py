@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -31,6 +30,7 @@ from bot.agent.traces import TraceWriter
 from bot.agent.turn import SceneCaps
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
+from bot.clock import SystemClock
 from bot.config import HistorySettings, ProviderProfile, SceneHistory, Settings
 from bot.context.budget import ProfileCapacity, RuntimeLimits
 from bot.domain.ids import Scene
@@ -64,11 +64,6 @@ from storage.schema import schema_at_head
 from storage.sql import SqlStore
 from storage.token_corrections import SqlTokenCorrections
 from storage.told_notes import SqlToldNotes
-
-
-class SystemClock:
-    def now(self) -> datetime:
-        return datetime.now(UTC)
 
 
 def build_provider(

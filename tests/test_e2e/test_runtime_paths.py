@@ -27,7 +27,6 @@ from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import CallTool, Fail, Reply, ScriptedModel, Step
 from adapters.telegram.fake_api import FakeBotApi
 from bot.agent.provider_call import FINAL_CALL_NOTE
-from bot.agent.request import tool_schema
 from bot.app.wiring import App, open_store
 from bot.context import BREADCRUMB_TEXT
 from bot.context.compaction import SUMMARY_PREFIX
@@ -211,7 +210,7 @@ def fixed_tokens(tmp_path: Path) -> int:
         model=ScriptedModel(),
     )
     system = ChatMessage(role="system", content=app.runner.system_prompt("group"))
-    schemas = [tool_schema(tool) for tool in app.runner.tools.values()]
+    schemas = [tool.spec.schema() for tool in app.runner.tools.values()]
     return estimate_message_tokens(system) + estimate_tool_schema_tokens(schemas)
 
 
