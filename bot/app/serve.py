@@ -6,10 +6,6 @@ the requests in flight), then the turns already running finish (`InboundService.
 before the process exits. The chat lock comes from the database URL: asyncio locks on SQLite
 (one worker), PostgreSQL advisory locks for several workers on one database. An update that
 does not validate is recorded in the update log (`claim_update`) and passed.
-
-Test-only: `TGBOT_FAULT=after_commit_before_confirm` SIGKILLs the process after the first
-batch of updates was stored and before its offset is confirmed (the crash tests use it; it
-is read here and nowhere else).
 """
 
 from __future__ import annotations
@@ -56,20 +52,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("tgbot.run")
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-FAULT_ENV = "TGBOT_FAULT"
-"""Test-only fault injection (see the module docstring)."""
-
-
-def _fault_after_batch() -> AfterBatchHook | None:
-    if os.environ.get(FAULT_ENV) != "after_commit_before_confirm":
-        return None
-
-    def crash() -> None:
-        log.warning("%s: killing the process before the offset is confirmed", FAULT_ENV)
-        logging.shutdown()
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    return crash
 
 
 def start_banner(
@@ -99,7 +81,16 @@ def start_banner(
     )
 
 
-async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> int:
+async def serve(
+    settings: Settings,
+    *,
+    webhook: bool,
+    host: str,
+    port: int,
+    after_batch: AfterBatchHook | None = None,
+) -> int:
+    """Serve until SIGTERM/SIGINT; `after_batch` runs after each stored batch of polled
+    updates, before its offset is confirmed (a test entry point crashes there)."""
     token = check_bot_token(settings, "run")
     url = check_database_url(settings)
     os.umask(0o077)  # data files (database, ledger, corrections) are the operator's: 0600
@@ -194,7 +185,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
                 bot,
                 stop=stop_polling,
                 on_skipped=skipped,
-                after_batch=_fault_after_batch(),
+                after_batch=after_batch,
             )
         log.info("finishing running turns")
         grace = settings.runtime.shutdown_grace_seconds
@@ -233,6 +224,7 @@ async def run(
     port: int,
     insecure_webhook: bool = False,
     offline: bool = False,
+    after_batch: AfterBatchHook | None = None,
 ) -> int:
     settings = load_settings(config)
     check_bot_token(settings, "run")
@@ -247,16 +239,16 @@ async def run(
     check_database_url(settings)
     check_data_dir(settings.data_dir, create=True)
     register_settings_secrets(settings)  # before the first log line
-    _setup_logging()
-    return await serve(settings, webhook=webhook, host=host, port=port)
+    _setup_logging(settings.tgbot_log_level)
+    return await serve(settings, webhook=webhook, host=host, port=port, after_batch=after_batch)
 
 
-def _setup_logging() -> None:
-    """Log to stderr at TGBOT_LOG_LEVEL; secrets scrubbed from every record and the HTTP
-    clients' header dumps silenced (`bot.redact`)."""
+def _setup_logging(level: str) -> None:
+    """Log to stderr at `level` (`TGBOT_LOG_LEVEL`); secrets scrubbed from every record and
+    the HTTP clients' header dumps silenced (`bot.redact`)."""
     install_log_scrubbing()
     logging.basicConfig(
-        level=os.environ.get("TGBOT_LOG_LEVEL", "INFO"),
+        level=level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
