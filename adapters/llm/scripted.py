@@ -110,10 +110,6 @@ class ScriptedModel:
         """Append steps to the script (summary requests never take them)."""
         self._script.extend(steps)
 
-    def add_summaries(self, *steps: Step) -> None:
-        """Append steps answering summary requests."""
-        self._summaries.extend(steps)
-
     @property
     def remaining(self) -> int:
         """Steps not yet used."""

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.context import (
+from bot.context.budget import (
     ProfileCapacity,
     RuntimeLimits,
     effective_context_budget,

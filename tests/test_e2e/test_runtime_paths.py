@@ -28,8 +28,8 @@ from adapters.llm.scripted import CallTool, Fail, Reply, ScriptedModel, Step
 from adapters.telegram.fake_api import FakeBotApi
 from bot.agent.provider_call import FINAL_CALL_NOTE
 from bot.app.wiring import App, open_store
-from bot.context import BREADCRUMB_TEXT
 from bot.context.compaction import SUMMARY_PREFIX
+from bot.context.history_trim import BREADCRUMB_TEXT
 from bot.context.tokens import estimate_history_tokens, estimate_message_tokens
 from bot.context.window import estimate_tool_schema_tokens
 from bot.domain.ids import SessionKey
