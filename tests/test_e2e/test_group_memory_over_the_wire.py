@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from adapters.llm.fake_server import FakeOpenAIServer
-from adapters.llm.openai_wire import from_request
+from adapters.llm.openai_server_wire import from_request
 from adapters.llm.scripted import Reply, ScriptedModel
 from adapters.telegram.fake_api import FakeBotApi
 from bot.context.compaction import INSTRUCTION_MARKER, SUMMARY_PREFIX
