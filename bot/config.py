@@ -212,6 +212,9 @@ class LedgerSettings(Section):
     """Days each model call's request and response are kept; 0 keeps none."""
     max_traces_mb: int = Field(256, ge=1)
     """All traces together, compressed; the oldest go first past it."""
+    currency: str = Field("USD", pattern=r"^[A-Za-z$€£¥]{1,8}$")
+    """The currency every provider profile's `price_*_per_mtok` is given in; costs are shown
+    with it (the dashboard, `tgbot usage report`, the daily summary)."""
 
 
 class Settings(BaseSettings):

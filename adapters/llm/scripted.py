@@ -282,7 +282,8 @@ def demo_responder(request: LLMRequest) -> LLMResponse:
     if messages and messages[-1].role == "tool":
         return LLMResponse(text=_summarise_tool_results(messages))
     body = last_user_body(request)
-    offered = {tool.name for tool in request.tools}
+    # tool_choice "none": the tools are shown (the cached prefix) but not callable
+    offered = set() if request.tool_choice == "none" else {tool.name for tool in request.tools}
     wanted: list[tuple[str, dict[str, str]]] = []
     if "delete_message" in offered:
         wanted += [("delete_message", {"message_id": m[1]}) for m in _DELETE.finditer(body)]

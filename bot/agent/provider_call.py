@@ -17,9 +17,10 @@ from collections.abc import Mapping
 from typing import Literal, Protocol
 
 from bot.agent.events import EventBus, ModelCalled
+from bot.agent.policy import CallPolicy
 from bot.agent.routes import ModelRoute
 from bot.agent.traces import new_call_id
-from bot.agent.turn import TurnFailed, TurnPolicy, TurnState
+from bot.agent.turn import TurnFailed, TurnState
 from bot.context.budget import RuntimeLimits
 from bot.context.cache_plan import PlannedCache, ReadPoints, plan_cache, session_cache_key
 from bot.context.history_trim import HistoryTrimmed, trim_to_recent_turns
@@ -82,7 +83,7 @@ class ProviderCaller:
         tools: Mapping[str, Tool],
         bus: EventBus,
         clock: Clock,
-        policy: TurnPolicy,
+        policy: CallPolicy,
         window: WindowTrimmer,
         read_points: ReadPoints | None = None,
     ) -> None:
@@ -98,13 +99,17 @@ class ProviderCaller:
         self, state: TurnState, *, final: bool, on_text: TextSink | None = None
     ) -> LLMResponse:
         """One model call of the turn; `final` asks for the answer without tools (the
-        tool-call cap is reached). Raises `TurnFailed` when the call cannot succeed."""
-        tools = () if final else tuple(t.spec for t in self.tools.values())
+        tool-call cap is reached). Raises `TurnFailed` when the call cannot succeed.
+
+        The final call still sends the tool schemas, with `tool_choice: "none"`: the schemas
+        lead the cached prefix on every provider, so dropping them would make this call
+        miss the cache on the whole request (and, on a breakpoint cache, write it again)."""
+        tools = tuple(t.spec for t in self.tools.values())
         if final:
             state.messages.append(
                 ensure_token_estimate(ChatMessage(role="user", content=FINAL_CALL_NOTE))
             )
-        fixed = state.fixed_tokens if not final else system_tokens(state.messages)
+        fixed = state.fixed_tokens
         if state.budget > 0:
             # the budget holds the whole request, so the messages get what the tool
             # schemas leave (with an honoured max_context_tokens it is also the window);
@@ -124,6 +129,7 @@ class ProviderCaller:
                 model=state.route.model,
                 messages=messages,
                 tools=tools,
+                tool_choice="none" if final and tools else None,
                 max_output_tokens=self.policy.max_output_tokens,
                 cache_plan=cache.plan,
             )
@@ -157,7 +163,7 @@ class ProviderCaller:
                 )
                 raise TurnFailed("capacity", str(exc)) from exc
             started = time.perf_counter()
-            deadline = self.policy.call_deadline_seconds
+            deadline = self.policy.deadline_seconds
             try:
                 async with asyncio.timeout(deadline):
                     if on_text is None:

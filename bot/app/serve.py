@@ -33,6 +33,7 @@ from bot.app.preflight import (
     opening_database,
 )
 from bot.app.retention_loop import retention_loop
+from bot.app.telemetry import start_tracing
 from bot.app.wiring import (
     build_app,
     open_chat_lock,
@@ -44,9 +45,11 @@ from bot.app.wiring import (
 from bot.config import Settings, load_settings
 from bot.errors import ConfigError
 from bot.redact import install_log_scrubbing
+from bot.services.error_log import ErrorLog
 from bot.texts import text as user_text
 
 if TYPE_CHECKING:
+    from adapters.otel import OtelTracer
     from bot.app.dashboard.server import RunningDashboard
 
 log = logging.getLogger("tgbot.run")
@@ -87,6 +90,7 @@ async def serve(
     webhook: bool,
     host: str,
     port: int,
+    tracing: OtelTracer | None = None,
     after_batch: AfterBatchHook | None = None,
 ) -> int:
     """Serve until SIGTERM/SIGINT; `after_batch` runs after each stored batch of polled
@@ -129,6 +133,7 @@ async def serve(
             bot_id=me.id,
             bot_name=me.first_name or me.username or "tgbot",
             chat_lock=chat_lock,
+            tracing=tracing,
         )
         # with chat_events, allowed_updates asks for my_chat_member and message_reaction too
         dispatcher = build_dispatcher(
@@ -139,7 +144,10 @@ async def serve(
             chat_events=app.chat_events,
         )
 
+        skipped_log = ErrorLog(settings.traces_dir, settings.zone)
+
         async def skipped(update_id: int, reason: str) -> None:
+            skipped_log.skipped_update(update_id, reason)  # for the dashboard's error list
             await store.claim_update(update_id)
 
         scheduler = start_daily_summary(app, messenger)
@@ -238,9 +246,21 @@ async def run(
     check_offline(settings, offline=offline)
     check_database_url(settings)
     check_data_dir(settings.data_dir, create=True)
+    tracing = start_tracing(os.environ)  # None without OTEL_EXPORTER_OTLP_ENDPOINT
     register_settings_secrets(settings)  # before the first log line
     _setup_logging(settings.tgbot_log_level)
-    return await serve(settings, webhook=webhook, host=host, port=port, after_batch=after_batch)
+    try:
+        return await serve(
+            settings,
+            webhook=webhook,
+            host=host,
+            port=port,
+            tracing=tracing,
+            after_batch=after_batch,
+        )
+    finally:
+        if tracing is not None:  # the spans still batched are sent before the process ends
+            await asyncio.to_thread(tracing.shutdown)
 
 
 def _setup_logging(level: str) -> None:

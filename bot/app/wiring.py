@@ -12,6 +12,7 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -22,18 +23,27 @@ from adapters.scheduler import build_scheduler
 from adapters.tokenizers import TokenizerUnavailable, load_token_counter
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
+from bot.agent.observer import NO_OBSERVER
+from bot.agent.policy import (
+    CallPolicy,
+    CompactionPolicy,
+    PromptPolicy,
+    SceneCaps,
+    ToolPolicy,
+    TurnPolicy,
+    WindowPolicy,
+)
 from bot.agent.presence import chat_actions_of
 from bot.agent.routes import Prices, ProfileEntry, RouteTable
-from bot.agent.runtime import TurnPolicy, TurnRunner
+from bot.agent.runtime import TurnRunner
 from bot.agent.token_truth import TokenTruth
 from bot.agent.traces import TraceWriter
-from bot.agent.turn import SceneCaps
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
+from bot.app.telemetry import route_endpoints
 from bot.clock import SystemClock
-from bot.config import HistorySettings, ProviderProfile, SceneHistory, Settings
-from bot.context.budget import ProfileCapacity, RuntimeLimits
-from bot.domain.ids import Scene
+from bot.config import ProviderProfile, SceneHistory, Settings
+from bot.context.budget import PerScene, ProfileCapacity, RuntimeLimits, bound_summaries
 from bot.errors import ConfigError
 from bot.ports import (
     ChatLock,
@@ -54,6 +64,7 @@ from bot.services.chat_events import (
 from bot.services.chat_lock import LocalChatLock
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
+from bot.services.error_log import ErrorLog, RefusedSendLog
 from bot.services.inbound import InboundPolicy, InboundService
 from bot.services.told_user import ToldUserLog, ToldUserMessenger
 from bot.tools import default_tools
@@ -64,6 +75,9 @@ from storage.schema import schema_at_head
 from storage.sql import SqlStore
 from storage.token_corrections import SqlTokenCorrections
 from storage.told_notes import SqlToldNotes
+
+if TYPE_CHECKING:
+    from adapters.otel import OtelTracer
 
 
 def build_provider(
@@ -165,6 +179,34 @@ def _token_counter(
         raise ConfigError(setting, str(exc)) from None
 
 
+def window_policy(settings: Settings) -> WindowPolicy:
+    """Each scene's window: the history budgets and the caps, overrides applied."""
+    history = settings.history
+
+    def caps(override: SceneHistory) -> SceneCaps:
+        return SceneCaps(
+            max_turns=history.max_history_turns
+            if override.max_history_turns is None
+            else override.max_history_turns,
+            max_messages=history.max_recent_messages
+            if override.max_recent_messages is None
+            else override.max_recent_messages,
+        )
+
+    return WindowPolicy(
+        history_budgets=PerScene(
+            group=history.group_tokens,
+            private=history.private_tokens,
+            owner=history.owner_tokens,
+        ),
+        caps=PerScene(
+            group=caps(history.group), private=caps(history.private), owner=caps(history.owner)
+        ),
+        headroom=history.headroom,
+        count_unanswered_turns=history.turn_cap_counts == "all",
+    )
+
+
 def turn_policy(settings: Settings) -> TurnPolicy:
     rules = ""
     if settings.workspace_rules_file is not None:
@@ -173,62 +215,50 @@ def turn_policy(settings: Settings) -> TurnPolicy:
         except OSError as exc:
             raise ConfigError("workspace_rules_file", str(exc)) from None
     runtime = settings.runtime
-    history = settings.history
     compaction = settings.compaction
-    return TurnPolicy(
-        scene_budgets={
-            "group": history.group_tokens,
-            "private": history.private_tokens,
-            "owner": history.owner_tokens,
-        },
-        max_turns=history.max_history_turns,
-        max_messages=history.max_recent_messages,
-        scene_caps={
-            scene: SceneCaps(
-                max_turns=history.max_history_turns
-                if override.max_history_turns is None
-                else override.max_history_turns,
-                max_messages=history.max_recent_messages
-                if override.max_recent_messages is None
-                else override.max_recent_messages,
-            )
-            for scene, override in _scene_overrides(history)
-        },
-        summary_budgets={
-            "group": compaction.group_tokens,
-            "private": compaction.private_tokens,
-            "owner": compaction.owner_tokens,
-        }
-        if compaction.enabled
-        else {},
-        count_unanswered_turns=history.turn_cap_counts == "all",
-        compaction_route=compaction.route,
-        compaction_margin=compaction.prepare_margin,
-        headroom=history.headroom,
-        limits=RuntimeLimits(
-            max_context_tokens=runtime.max_context_tokens,
-            context_compact_ratio=runtime.context_compact_ratio,
-            history_pruning_enabled=runtime.history_pruning.enabled,
-            history_pruning_max_tokens=runtime.history_pruning.max_tokens,
-        ),
-        max_tool_iterations=runtime.max_tool_iterations,
-        max_tool_result_chars=runtime.max_tool_result_chars,
-        max_tool_calls_per_step=runtime.max_tool_calls_per_step,
-        max_messages_per_turn=runtime.max_messages_per_turn,
-        owner_id=settings.owner_id,
-        max_output_tokens=runtime.max_output_tokens,
-        call_deadline_seconds=runtime.model_call_deadline_seconds,
-        turn_deadline_seconds=runtime.turn_deadline_seconds,
-        locale=settings.bot_locale,
-        zone=settings.zone,
-        zone_name=settings.bot_timezone,
-        command_prefix=settings.triggers.command_prefix,
-        workspace_rules=rules,
+    window = window_policy(settings)
+    limits = RuntimeLimits(
+        max_context_tokens=runtime.max_context_tokens,
+        context_compact_ratio=runtime.context_compact_ratio,
+        history_pruning_enabled=runtime.history_pruning.enabled,
+        history_pruning_max_tokens=runtime.history_pruning.max_tokens,
     )
-
-
-def _scene_overrides(history: HistorySettings) -> tuple[tuple[Scene, SceneHistory], ...]:
-    return (("group", history.group), ("private", history.private), ("owner", history.owner))
+    summaries = PerScene(
+        group=compaction.group_tokens,
+        private=compaction.private_tokens,
+        owner=compaction.owner_tokens,
+    )
+    return TurnPolicy(
+        window=window,
+        prompt=PromptPolicy(
+            zone=settings.zone,
+            zone_name=settings.bot_timezone,
+            locale=settings.bot_locale,
+            command_prefix=settings.triggers.command_prefix,
+            workspace_rules=rules,
+            owner_id=settings.owner_id,
+        ),
+        calls=CallPolicy(
+            limits=limits,
+            max_output_tokens=runtime.max_output_tokens,
+            deadline_seconds=runtime.model_call_deadline_seconds,
+        ),
+        tools=ToolPolicy(
+            max_result_chars=runtime.max_tool_result_chars,
+            max_calls_per_step=runtime.max_tool_calls_per_step,
+            max_messages_per_turn=runtime.max_messages_per_turn,
+        ),
+        compaction=CompactionPolicy(
+            summary_budgets=bound_summaries(summaries, window.history_budgets),
+            route=compaction.route,
+            prepare_margin=compaction.prepare_margin,
+            runtime=limits,
+        )
+        if compaction.enabled
+        else None,
+        max_tool_iterations=runtime.max_tool_iterations,
+        turn_deadline_seconds=runtime.turn_deadline_seconds,
+    )
 
 
 @dataclass(slots=True)
@@ -331,13 +361,18 @@ def build_app(
     clock: Clock | None = None,
     offline: LLMProvider | None = None,
     chat_lock: ChatLock | None = None,
+    tracing: OtelTracer | None = None,
 ) -> App:
+    """The app over `store` and `messenger`; `tracing` (`bot.app.telemetry.start_tracing`)
+    traces every turn, model call and tool call."""
     register_settings_secrets(settings)
     clock = clock or SystemClock()
     # The one outbound door: turns, tools, commands, refusals, the daily summary and
     # recovery notices all send through it, so a chat the bot left hears nothing more.
     closed_chats = ClosedChats(store)
     chat_actions = chat_actions_of(messenger)  # typing goes only where turns run
+    # next to the adapter: only what Telegram refused (not a closed chat's) is an error
+    messenger = RefusedSendLog(messenger, ErrorLog(settings.traces_dir, settings.zone))
     messenger = ClosedChatGuard(messenger, closed_chats)
     routes = build_routes(settings, offline=offline)
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
@@ -345,6 +380,12 @@ def build_app(
     if isinstance(store, SqlStore) and store.engine.dialect.name == "postgresql":
         truth.shared = SqlTokenCorrections(store.engine)  # every worker moves one row
     bus = EventBus()
+    if tracing is not None:  # first on the bus: a model call's span ends as it is published
+        tracing.attach(
+            bus,
+            agent_name=bot_name,
+            endpoints=route_endpoints(settings, offline=offline is not None),
+        )
     TraceWriter(
         settings.traces_dir,
         keep_days=settings.ledger.keep_requests_days,
@@ -375,6 +416,7 @@ def build_app(
         truth=truth,
         reactions=store,
         search=store,
+        observer=tracing if tracing is not None else NO_OBSERVER,
     )
 
     async def usage_reply() -> tuple[str, bytes | None]:
@@ -454,6 +496,7 @@ def daily_summary(
         clock,
         locale=settings.bot_locale,
         reactions=store,
+        currency=settings.ledger.currency,
     )
 
 
@@ -481,7 +524,11 @@ def scheduled_summary(app: App, messenger: Messenger) -> DailySummary:
     return daily_summary(
         app.settings,
         messenger=ToldUserMessenger(
-            ClosedChatGuard(messenger, app.chat_events.closed or app.store), app.told
+            ClosedChatGuard(
+                RefusedSendLog(messenger, ErrorLog(app.settings.traces_dir, app.settings.zone)),
+                app.chat_events.closed or app.store,
+            ),
+            app.told,
         ),
         store=app.store,
         clock=SystemClock(),

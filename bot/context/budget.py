@@ -1,4 +1,4 @@
-"""Budgets: the runtime context budget, route (provider + model) window resolution, scene budgets.
+"""Budgets: the runtime context budget, route (provider + model) window resolution, per scene.
 
 The runtime budget follows docs/context-window.md (Runtime budget), with `W` the window operand:
 
@@ -21,9 +21,11 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import assert_never
+from typing import Generic, TypeVar, assert_never
 
 from bot.domain.ids import Scene
+
+T = TypeVar("T")
 
 UNKNOWN_WINDOW_TOKENS = 32_000
 """The window used for arithmetic when a route's capacity is unknown; never reported."""
@@ -120,16 +122,36 @@ def window_for_math(context_window: int | None) -> int:
 # ---------------------------------------------------------------- scenes
 
 
-def scene_history_budget(
-    scene: Scene, *, group: int = 8_000, private: int = 12_000, owner: int = 24_000
-) -> int:
-    """The history segment's token budget for a scene (after projection)."""
-    match scene:
-        case "group":
-            return group
-        case "private":
-            return private
-        case "owner":
-            return owner
-        case _:
-            assert_never(scene)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PerScene(Generic[T]):
+    """One value per scene (a token budget, the caps): built once from the settings, read
+    with `of`."""
+
+    group: T
+    private: T
+    owner: T
+
+    def of(self, scene: Scene) -> T:
+        match scene:
+            case "group":
+                return self.group
+            case "private":
+                return self.private
+            case "owner":
+                return self.owner
+            case _:
+                assert_never(scene)
+
+
+def bound_summaries(summaries: PerScene[int], history: PerScene[int]) -> PerScene[int]:
+    """The summary's bound in each scene: as configured, but never more than a quarter of the
+    scene's history budget (a scene without one keeps the configured bound)."""
+
+    def bound(summary: int, budget: int) -> int:
+        return min(summary, budget // 4) if budget > 0 else summary
+
+    return PerScene(
+        group=bound(summaries.group, history.group),
+        private=bound(summaries.private, history.private),
+        owner=bound(summaries.owner, history.owner),
+    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 
@@ -50,7 +50,9 @@ class DailySummary:
         *,
         locale: Locale = "zh",
         reactions: ChatEventStore | None = None,
+        currency: str = "",
     ) -> None:
+        self._currency = currency
         self._reactions = reactions
         """Where the 👍/👎 feedback is read (none counted when unset)."""
         self._ledger_dir = ledger_dir
@@ -88,6 +90,7 @@ class DailySummary:
         """The summary of `day` without claiming or sending (for `/usage`)."""
         days = [day - timedelta(days=CHART_DAYS - 1 - i) for i in range(CHART_DAYS)]
         report = await asyncio.to_thread(load_report, self._ledger_dir, zone=self._zone, days=days)
+        report = replace(report, currency=self._currency)
         if self._reactions is not None:
             start = datetime.combine(days[0], time(), self._zone)
             end = datetime.combine(day + timedelta(days=1), time(), self._zone)
@@ -208,7 +211,7 @@ def format_summary_text(report: UsageReport, day: date, locale: Locale = "zh") -
                 "summary_misc",
                 trims=row.trims,
                 errors=row.errors,
-                cost=format_cost(row.cost),
+                cost=format_cost(row.cost, report.currency),
             )
         )
         if row.compaction_calls:

@@ -3,11 +3,12 @@ from __future__ import annotations
 import pytest
 
 from bot.context.budget import (
+    PerScene,
     ProfileCapacity,
     RuntimeLimits,
+    bound_summaries,
     effective_context_budget,
     resolve_window,
-    scene_history_budget,
     window_for_math,
 )
 from bot.domain.ids import Scene
@@ -132,10 +133,16 @@ def test_an_unknown_route_keeps_the_absolute_budget_quirk() -> None:
 
 
 @pytest.mark.parametrize(
-    ("scene", "default", "custom"),
-    [("group", 8_000, 1), ("private", 12_000, 2), ("owner", 24_000, 3)],
+    ("scene", "value"),
+    [("group", 1), ("private", 2), ("owner", 3)],
     ids=["group", "private", "owner"],
 )
-def test_scene_history_budget(scene: Scene, default: int, custom: int) -> None:
-    assert scene_history_budget(scene) == default
-    assert scene_history_budget(scene, group=1, private=2, owner=3) == custom
+def test_per_scene_reads_the_scenes_own_value(scene: Scene, value: int) -> None:
+    assert PerScene(group=1, private=2, owner=3).of(scene) == value
+
+
+def test_a_summary_never_takes_more_than_a_quarter_of_its_scenes_history() -> None:
+    history = PerScene(group=8_000, private=2_000, owner=0)
+    summaries = PerScene(group=600, private=800, owner=1_500)
+    # group: 600 fits in 2,000; private: 800 is cut to 500; owner: no history budget, as set
+    assert bound_summaries(summaries, history) == PerScene(group=600, private=500, owner=1_500)

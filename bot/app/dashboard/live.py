@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
@@ -24,6 +23,7 @@ from typing import Any, Literal
 
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.ledger import LedgerEntry, ledger_file, trim_to_json
+from bot.agent.ledger_tail import DayFileTail
 from bot.agent.metering import ledger_entry
 from bot.app.dashboard.metrics import DashboardMetrics
 from bot.context.history_trim import HistoryTrimmed
@@ -159,7 +159,8 @@ def _call_data(entry: LedgerEntry) -> dict[str, Any]:
 
 
 class LedgerTail:
-    """Follows today's day file from its current end and hands each new line to the feed."""
+    """Follows today's day file from its current end and hands each new line to the feed
+    (through the ledger's `DayFileTail`, the reader the day index uses)."""
 
     def __init__(
         self,
@@ -174,49 +175,24 @@ class LedgerTail:
         self._today = today
         self.poll_seconds = poll_seconds
         self._day: date | None = None
-        self._offset = 0
-        self._inode: int | None = None
+        self._file: DayFileTail | None = None
 
     def start_at_end(self) -> None:
         """Skip what is already written: only calls made from now on are live."""
         self._day = self._today()
-        try:
-            stat = os.stat(ledger_file(self.traces_dir, self._day))
-        except FileNotFoundError:
-            self._offset, self._inode = 0, None
-        else:
-            self._offset, self._inode = stat.st_size, stat.st_ino
+        self._file = DayFileTail(ledger_file(self.traces_dir, self._day))
+        self._file.skip_to_end()
 
     def poll(self) -> int:
         """Read what was appended since the last poll; returns how many calls it found."""
         today = self._today()
-        if today != self._day:  # a new day file: read it from the start
-            self._day, self._offset, self._inode = today, 0, None
-        path = ledger_file(self.traces_dir, today)
-        try:
-            stat = os.stat(path)
-        except FileNotFoundError:
-            return 0
-        if stat.st_ino != self._inode or stat.st_size < self._offset:
-            self._offset, self._inode = 0, stat.st_ino
-        if stat.st_size == self._offset:
-            return 0
-        with path.open("rb") as handle:
-            handle.seek(self._offset)
-            data = handle.read(stat.st_size - self._offset)
-        end = data.rfind(b"\n") + 1
-        self._offset += end
-        found = 0
-        for line in data[:end].split(b"\n"):
-            if not line.strip():
-                continue
-            try:
-                entry = LedgerEntry.from_json(json.loads(line))
-            except (ValueError, TypeError, KeyError, AttributeError):
-                continue
+        if today != self._day or self._file is None:  # a new day file: from its start
+            self._day = today
+            self._file = DayFileTail(ledger_file(self.traces_dir, today))
+        entries, _ = self._file.read_new()
+        for entry in entries:
             self.feed.on_ledger_entry(entry)
-            found += 1
-        return found
+        return len(entries)
 
     async def run(self) -> None:
         """Poll until cancelled; a failing read is logged and retried on the next poll."""
