@@ -17,7 +17,6 @@ from bot.domain.records import RecordBody, StoredRecord, SummaryRecord
 from bot.errors import SessionNotFound, StorageError
 from bot.ports import (
     Clock,
-    ConversationStore,
     InboundAppend,
     LoadedHistory,
     NewRecord,
@@ -26,6 +25,7 @@ from bot.ports import (
     SessionRequest,
     StoredReaction,
 )
+from bot.store_ports import ConversationStore
 from storage.alias_cache import alias_parts, aliases_on_path, derive_path, path_to
 from storage.retention import Node, PruneResult, plan_prune
 from storage.rows import latest_reactions, utc
@@ -50,7 +50,7 @@ class _Session:
 
 
 class InMemoryStore:
-    """`bot.ports.ConversationStore` in dictionaries: the contract of `SqlStore`."""
+    """`bot.store_ports.ConversationStore` in dictionaries: the contract of `SqlStore`."""
 
     def __init__(self, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self._now = clock.now
@@ -87,9 +87,6 @@ class InMemoryStore:
 
     async def find_session(self, key: SessionKey) -> SessionInfo | None:
         return next((s.info for s in self._sessions.values() if s.info.key == key), None)
-
-    async def get_session(self, session_id: int) -> SessionInfo:
-        return self._session(session_id).info
 
     async def list_sessions(self) -> tuple[SessionInfo, ...]:
         return tuple(self._sessions[sid].info for sid in sorted(self._sessions))
@@ -151,10 +148,11 @@ class InMemoryStore:
             for r in self._records.values()
             if r.session_id == session_id and r.body.kind == "summary" and r.parent_id in wanted
         ]
-        records = [await self.get_record(r.id) for r in sorted(found, key=lambda r: r.id)]
+        records = [self._stored(r.id) for r in sorted(found, key=lambda r: r.id)]
         return tuple(r for r in records if r is not None)
 
-    async def get_record(self, record_id: int) -> StoredRecord | None:
+    def _stored(self, record_id: int) -> StoredRecord | None:
+        """One record with the aliases of its own path, or None."""
         record = self._records.get(record_id)
         if record is None:
             return None
@@ -232,7 +230,7 @@ class InMemoryStore:
         if record is None:
             raise SessionNotFound(f"no record {record_id}")
         record.message_ids = tuple(message_ids)
-        found = await self.get_record(record_id)
+        found = self._stored(record_id)
         assert found is not None
         return found
 
@@ -416,5 +414,5 @@ class InMemoryStore:
 
 
 def _satisfies_the_ports(store: InMemoryStore) -> ConversationStore:
-    """Checked by mypy: the store implements `bot.ports.ConversationStore` (every store port)."""
+    """Checked by mypy: the store implements `bot.store_ports.ConversationStore`."""
     return store

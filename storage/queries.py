@@ -80,7 +80,6 @@ CLOSED_SESSION_OF_CHAT = (
     .limit(1)
 )
 """Any closed session of a chat: the bot was removed from it (every send asks)."""
-RECORD_BY_ID = select(*RECORD_COLUMNS).where(MESSAGES.c.id == bindparam("record_id"))
 EARLIEST_WITH_FIRST = select(func.min(MESSAGES.c.id)).where(
     MESSAGES.c.session_id == bindparam("session_id"),
     MESSAGES.c.first_message_id == bindparam("first"),

@@ -29,7 +29,6 @@ from bot.domain.records import StoredRecord
 from bot.errors import SessionNotFound, StorageError, StorageUnavailable
 from bot.ports import (
     Clock,
-    ConversationStore,
     InboundAppend,
     LoadedHistory,
     NewRecord,
@@ -38,6 +37,7 @@ from bot.ports import (
     SessionRequest,
     StoredReaction,
 )
+from bot.store_ports import ConversationStore
 from storage.alias_cache import (
     aliases_on_path,
     message_ids_of,
@@ -59,7 +59,6 @@ from storage.queries import (
     MOVE_LEAF,
     PLATFORM_MESSAGE_BY_KEY,
     REACTIONS_SINCE,
-    RECORD_BY_ID,
     RECORD_COLUMNS,
     SESSION_BY_KEY,
     SESSIONS_OF_CHATS,
@@ -91,7 +90,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class SqlStore:
-    """`bot.ports.ConversationStore` over one async SQLAlchemy engine.
+    """`bot.store_ports.ConversationStore` over one async SQLAlchemy engine.
 
     The schema comes from `storage.migrate.upgrade_database`; this class never creates it.
     Database failures surface as `StorageError`; unknown sessions or records as
@@ -190,10 +189,6 @@ class SqlStore:
         async with self._read(one_statement=True) as conn:
             row = (await conn.execute(SESSION_BY_KEY, key_params(key))).first()
         return None if row is None else session_info(row)
-
-    async def get_session(self, session_id: int) -> SessionInfo:
-        async with self._read(one_statement=True) as conn:
-            return session_info(await session_row(conn, session_id))
 
     async def list_sessions(self) -> tuple[SessionInfo, ...]:
         async with self._read(one_statement=True) as conn:
@@ -336,19 +331,6 @@ class SqlStore:
                 found.extend(stored_record(row) for row in (await conn.execute(query)).all())
         return tuple(sorted(found, key=lambda record: record.id))
 
-    async def get_record(self, record_id: int) -> StoredRecord | None:
-        """One record with its aliases (those of its own path), or None."""
-        for _attempt in range(2):
-            async with self._read(one_statement=True) as conn:
-                row = (await conn.execute(RECORD_BY_ID, {"record_id": record_id})).first()
-            if row is None:
-                return None
-            if row.alias_last is None:
-                await self._repair_path(row.session_id, record_id)
-                continue
-            return stored_record(row)
-        raise StorageError(f"aliases of record {record_id} could not be repaired")
-
     async def append(
         self,
         session_id: int,
@@ -425,7 +407,7 @@ class SqlStore:
     async def append_inbound(
         self, items: Sequence[InboundAppend]
     ) -> tuple[StoredRecord | None, ...]:
-        """See `bot.ports.InboundBatchStore` and `storage.inbound_batch`."""
+        """See `bot.store_ports.InboundBatchStore` and `storage.inbound_batch`."""
         return await self._batches.append(items)
 
     async def _append_inbound_one(self, item: InboundAppend) -> StoredRecord | None:
@@ -593,5 +575,5 @@ class SqlStore:
 
 
 def _satisfies_the_ports(store: SqlStore) -> ConversationStore:
-    """Checked by mypy: the store implements `bot.ports.ConversationStore` (every store port)."""
+    """Checked by mypy: the store implements `bot.store_ports.ConversationStore`."""
     return store

@@ -21,7 +21,8 @@ from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.sender import TelegramMessenger
 from bot.app.wiring import App, build_app
 from bot.config import Settings, load_settings
-from bot.ports import ChatLock, Clock, ConversationStore, LLMProvider, Messenger
+from bot.ports import ChatLock, Clock, LLMProvider, Messenger
+from bot.store_ports import ConversationStore
 
 BOT_ID = 999
 BOT_NAME = "Helper"

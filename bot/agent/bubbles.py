@@ -15,15 +15,8 @@ from __future__ import annotations
 
 from bot.context.projection import record_tokens
 from bot.domain.records import AssistantRecord, StoredRecord
-from bot.ports import (
-    Clock,
-    Delivery,
-    HistoryStore,
-    NewRecord,
-    PlatformMessage,
-    PlatformMessageStore,
-    SessionInfo,
-)
+from bot.ports import Clock, Delivery, NewRecord, PlatformMessage, SessionInfo
+from bot.store_ports import BubbleStore, PlatformMessageRecorder
 
 
 class ReplyBubbles:
@@ -33,8 +26,8 @@ class ReplyBubbles:
     def __init__(
         self,
         *,
-        store: HistoryStore,
-        platform_messages: PlatformMessageStore,
+        store: BubbleStore,
+        platform_messages: PlatformMessageRecorder,
         clock: Clock,
         bot_id: int | None,
         bot_name: str,

@@ -54,7 +54,8 @@ from bot.context.window import check_capacity, estimate_tool_schema_tokens
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord
 from bot.errors import BotError
-from bot.ports import Clock, HistoryStore, LLMRequest, LLMResponse, NewRecord, SessionInfo
+from bot.ports import Clock, LLMRequest, LLMResponse, NewRecord, SessionInfo
+from bot.store_ports import SummaryReader, SummaryStore
 from bot.tools.base import Tool
 
 log = logging.getLogger("tgbot.compaction")
@@ -63,7 +64,7 @@ FoldReason = Literal["move", "prepare", "trim"]
 
 
 async def summary_before(
-    store: HistoryStore, session: SessionInfo, records: Sequence[StoredRecord]
+    store: SummaryReader, session: SessionInfo, records: Sequence[StoredRecord]
 ) -> SummaryRecord | None:
     """The newest summary covering exactly what precedes `records` on this path: one hanging
     under the record right before the window start. None when there is none (a summary call
@@ -83,7 +84,7 @@ class Compactor:
     def __init__(
         self,
         *,
-        store: HistoryStore,
+        store: SummaryStore,
         routes: RouteTable,
         tools: Mapping[str, Tool],
         bus: EventBus,

@@ -14,7 +14,8 @@ from typing import Protocol
 
 from bot.context.escaping import inline_value
 from bot.domain.records import StoredRecord
-from bot.ports import ChatEventStore, Clock, SessionInfo
+from bot.ports import Clock, SessionInfo
+from bot.store_ports import RecentReactions
 
 MAX_REACTION_LINES = 10
 """At most this many reactions (the newest) in `[Reactions since your last reply]`."""
@@ -36,7 +37,7 @@ class ReactionsBlock:
     turn read them (a later turn shows only newer ones)."""
 
     def __init__(
-        self, reactions: ChatEventStore | None, *, aliases: AliasLookup, clock: Clock
+        self, reactions: RecentReactions | None, *, aliases: AliasLookup, clock: Clock
     ) -> None:
         self.reactions = reactions
         """Where reactions on the bot's messages are read (none shown when unset)."""

@@ -54,7 +54,8 @@ from bot.context.window import (
 from bot.domain.ids import Scene
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
-from bot.ports import ChatEventStore, Clock, HistoryStore, SessionInfo
+from bot.ports import Clock, SessionInfo
+from bot.store_ports import RecentReactions, WindowStore
 from bot.tools.base import Tool
 
 CURRENT_TURN_SHARE = 8
@@ -93,7 +94,7 @@ class RequestBuilder:
     def __init__(
         self,
         *,
-        store: HistoryStore,
+        store: WindowStore,
         routes: RouteTable,
         tools: Mapping[str, Tool],
         clock: Clock,
@@ -104,7 +105,7 @@ class RequestBuilder:
         bot_name: str,
         correction: Callable[[str, str], TokenCorrection] | None = None,
         compactor: Compactor | None = None,
-        reactions: ChatEventStore | None = None,
+        reactions: RecentReactions | None = None,
     ) -> None:
         self.compactor = compactor
         """Folds departing turns into the summary; None: compaction is off."""

@@ -38,16 +38,8 @@ from bot.context.cache_plan import ReadPoints
 from bot.context.escaping import strip_echoed_header
 from bot.domain.ids import Scene
 from bot.domain.records import StoredRecord
-from bot.ports import (
-    ChatEventStore,
-    Clock,
-    HistorySearch,
-    HistoryStore,
-    LLMResponse,
-    Messenger,
-    PlatformMessageStore,
-    SessionInfo,
-)
+from bot.ports import Clock, LLMResponse, Messenger, SessionInfo
+from bot.store_ports import HistorySearch, HistoryStore, PlatformMessageStore, RecentReactions
 from bot.texts import text as user_text
 from bot.tools.base import Tool, ToolContext
 
@@ -96,7 +88,7 @@ class TurnRunner:
         told_user: Callable[[int, int], Sequence[str] | Awaitable[Sequence[str]]] | None = None,
         told: ToldUserNotes | None = None,
         truth: TokenTruth | None = None,
-        reactions: ChatEventStore | None = None,
+        reactions: RecentReactions | None = None,
         search: HistorySearch | None = None,
         chat_actions: ChatActions | None = None,
         stream_drafts: bool = True,

@@ -39,17 +39,9 @@ from bot.domain.records import (
     UserRecord,
 )
 from bot.errors import ReferenceNotConfirmed, TelegramError, ToolError
-from bot.ports import (
-    Clock,
-    HistorySearch,
-    HistoryStore,
-    LLMResponse,
-    Messenger,
-    NewRecord,
-    PlatformMessageStore,
-    SessionInfo,
-)
+from bot.ports import Clock, LLMResponse, Messenger, NewRecord, SessionInfo
 from bot.redact import scrub
+from bot.store_ports import HistorySearch, PlatformMessageStore, ToolResultStore
 from bot.tools.base import Tool, ToolContext
 from bot.tools.rights import ChatAdmins, MemberRights
 
@@ -99,7 +91,7 @@ class ToolRunner:
         self,
         *,
         tools: Mapping[str, Tool],
-        store: HistoryStore,
+        store: ToolResultStore,
         platform_messages: PlatformMessageStore,
         messenger: Messenger,
         clock: Clock,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from bot.app.preflight import check_database_url, opening_database
 from bot.app.wiring import build_app, open_store
@@ -14,7 +15,8 @@ from bot.domain.ids import SessionKey
 from bot.domain.messages import ChatMessage
 from bot.domain.records import AssistantRecord, StoredRecord
 from bot.errors import NotBuiltError, SessionNotFound
-from bot.ports import BubbleHook, ConversationStore, Delivery, SessionInfo
+from bot.ports import BubbleHook, Delivery, SessionInfo
+from bot.store_ports import ConversationStore, HistoryLoader, PlatformMessageLookup
 
 
 async def context_show(config: str | None, *, chat_id: int, thread_id: int) -> int:
@@ -73,8 +75,12 @@ async def preview_request(
     )
 
 
+class BotIdentitySource(HistoryLoader, PlatformMessageLookup, Protocol):
+    """Where the preview finds the bot's identity: its replies and their bubbles."""
+
+
 async def _stored_bot_identity(
-    store: ConversationStore, session: SessionInfo
+    store: BotIdentitySource, session: SessionInfo
 ) -> tuple[int | None, str]:
     """The bot's id and name as its last delivered reply in this chat recorded them, so the
     preview renders the system prompt and headers as the running bot does (no network)."""

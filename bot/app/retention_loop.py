@@ -16,7 +16,8 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from bot.ports import Clock, Prunable
+from bot.ports import Clock
+from bot.store_ports import Prunable
 
 log = logging.getLogger("tgbot.retention")
 

@@ -46,6 +46,7 @@ from bot.config import Settings, load_settings
 from bot.errors import ConfigError
 from bot.redact import install_log_scrubbing
 from bot.services.error_log import ErrorLog
+from bot.services.triggers import BotIdentity
 from bot.texts import text as user_text
 
 if TYPE_CHECKING:
@@ -161,7 +162,7 @@ async def serve(
             retention_loop(store, retention_policy(settings), app.runner.clock, stop=stopped)
         )
         # before the first update: finish or close the turns a crash interrupted
-        await app.inbound.recover_interrupted(bot_id=me.id, bot_username=me.username)
+        await app.recovery.recover(BotIdentity(id=me.id, username=me.username))
         log.info("start-up objects frozen out of garbage collection: %d", settle_heap())
         loop = asyncio.get_running_loop()
         log.info(

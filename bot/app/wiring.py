@@ -45,15 +45,7 @@ from bot.clock import SystemClock
 from bot.config import ProviderProfile, SceneHistory, Settings
 from bot.context.budget import PerScene, ProfileCapacity, RuntimeLimits, bound_summaries
 from bot.errors import ConfigError
-from bot.ports import (
-    ChatLock,
-    Clock,
-    ConversationStore,
-    LLMProvider,
-    Messenger,
-    RateLimits,
-    ToldUserNotes,
-)
+from bot.ports import ChatLock, Clock, LLMProvider, Messenger, RateLimits, ToldUserNotes
 from bot.redact import register_secret
 from bot.services.chat_events import (
     ChatEventPolicy,
@@ -66,7 +58,9 @@ from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
 from bot.services.error_log import ErrorLog, RefusedSendLog
 from bot.services.inbound import InboundPolicy, InboundService
+from bot.services.recovery import CrashRecovery, RecoveryPolicy
 from bot.services.told_user import ToldUserLog, ToldUserMessenger
+from bot.store_ports import ConversationStore
 from bot.tools import default_tools
 from storage.engine import create_engine_for, is_sqlite, normalise_url
 from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
@@ -269,6 +263,8 @@ class App:
     store: ConversationStore
     runner: TurnRunner
     inbound: InboundService
+    recovery: CrashRecovery
+    """Run once at start-up, before the first update (`recover`)."""
     commands: Commands
     routes: RouteTable
     ledger: LedgerWriter
@@ -438,25 +434,38 @@ def build_app(
             settings.dashboard_token.get_secret_value() if settings.dashboard_token else None,
         ),
     )
+    inbound_policy = InboundPolicy(
+        owner_id=settings.owner_id,
+        locale=settings.bot_locale,
+        answer_on_mention=settings.triggers.answer_on_mention,
+        answer_on_reply=settings.triggers.answer_on_reply,
+        answer_on_command=settings.triggers.answer_on_command,
+        merge_window_seconds=settings.triggers.merge_window_seconds,
+        allowed_chats=tuple(settings.security.allowed_chats),
+        user_messages_per_minute=settings.security.user_messages_per_minute,
+        chat_messages_per_minute=settings.security.chat_messages_per_minute,
+    )
     inbound = InboundService(
         store=store,
         runner=runner,
         messenger=outside,
-        clock=clock,
-        policy=InboundPolicy(
-            owner_id=settings.owner_id,
-            locale=settings.bot_locale,
-            answer_on_mention=settings.triggers.answer_on_mention,
-            answer_on_reply=settings.triggers.answer_on_reply,
-            answer_on_command=settings.triggers.answer_on_command,
-            merge_window_seconds=settings.triggers.merge_window_seconds,
-            allowed_chats=tuple(settings.security.allowed_chats),
-            user_messages_per_minute=settings.security.user_messages_per_minute,
-            chat_messages_per_minute=settings.security.chat_messages_per_minute,
-        ),
+        policy=inbound_policy,
         commands=commands,
         chat_lock=chat_lock,
         limits=open_rate_limits(settings, store),
+    )
+    recovery = CrashRecovery(
+        store=store,
+        runner=runner,
+        messenger=outside,
+        clock=clock,
+        turns=inbound.turns,
+        policy=RecoveryPolicy(
+            locale=inbound_policy.locale,
+            rules=inbound_policy.rules,
+            allowed_chats=inbound_policy.allowed_chats,
+            owner_id=inbound_policy.owner_id,
+        ),
     )
     commands.retry = inbound.retry
     chat_events = ChatEventService(
@@ -474,6 +483,7 @@ def build_app(
         store=store,
         runner=runner,
         inbound=inbound,
+        recovery=recovery,
         commands=commands,
         routes=routes,
         ledger=ledger,

@@ -12,8 +12,9 @@ from bot.agent.runtime import CallMeter
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale
 from bot.errors import TelegramError
-from bot.ports import Messenger, RouteStore, SessionInfo
+from bot.ports import Messenger, SessionInfo
 from bot.services.guard import OncePerMinute, is_owner
+from bot.store_ports import RouteStore
 from bot.texts import text
 
 log = logging.getLogger("tgbot.commands")

@@ -1,7 +1,7 @@
 """The daily usage summary: yesterday's report and a 7-day chart, sent once to the owner.
 
 Once per day across processes: `send_for` first claims the day through the shared
-`UpdateLog.claim_daily_summary`; whoever loses the claim sends nothing. A send that fails
+`DailySummaryClaims.claim_daily_summary`; whoever loses the claim sends nothing. A send that fails
 after the claim is logged and NOT retried: the claim stays, because a summary sent twice is
 worse than one missed (the owner can still ask with `/usage`, which uses `compose`).
 """
@@ -15,10 +15,11 @@ from datetime import date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 
 from bot.domain.ids import Locale
-from bot.ports import ChatEventStore, Clock, Messenger, UpdateLog
+from bot.ports import Clock, Messenger
 from bot.services.chart import render_usage_chart
 from bot.services.usage_render import format_cost, format_error, format_share, format_tokens
 from bot.services.usage_report import UsageReport, load_report, with_feedback
+from bot.store_ports import DailySummaryClaims, ReactionHistory
 from bot.texts import text
 
 logger = logging.getLogger(__name__)
@@ -45,11 +46,11 @@ class DailySummary:
         zone: tzinfo,
         owner_chat_id: int,
         messenger: Messenger,
-        claims: UpdateLog,
+        claims: DailySummaryClaims,
         clock: Clock,
         *,
         locale: Locale = "zh",
-        reactions: ChatEventStore | None = None,
+        reactions: ReactionHistory | None = None,
         currency: str = "",
     ) -> None:
         self._currency = currency

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from bot.context.projection import record_tokens
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Scene
-from bot.domain.records import RecordBody, ServiceMessageRecord, UserRecord
+from bot.domain.records import RecordBody, ServiceMessageRecord, StoredRecord, UserRecord
 from bot.ports import NewRecord, PlatformMessage
+
+
+def last_member_record(records: Sequence[StoredRecord]) -> StoredRecord | None:
+    """The newest record of a member's message in `records` (oldest first), if any."""
+    return next((r for r in reversed(records) if isinstance(r.body, UserRecord)), None)
 
 
 def scene_of(message: InboundMessage, owner_id: int | None) -> Scene:

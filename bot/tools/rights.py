@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from bot.errors import TelegramError, ToolError
-from bot.ports import Clock, Messenger, PlatformMessageLookup
+from bot.ports import Clock, Messenger
+from bot.store_ports import PlatformMessageLookup
 
 ADMIN_CACHE_SECONDS = 60.0
 

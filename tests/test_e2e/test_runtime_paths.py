@@ -36,9 +36,10 @@ from bot.domain.ids import SessionKey
 from bot.domain.messages import ChatMessage
 from bot.domain.records import ToolResultsRecord
 from bot.errors import ContextOverflow
-from bot.ports import ConversationStore, LLMRequest, LLMResponse
+from bot.ports import LLMRequest, LLMResponse
 from bot.services.legacy_import import import_legacy_rows
 from bot.services.usage_report import load_report
+from bot.store_ports import ConversationStore
 from tests.fakes import SteppingClock
 from tests.rig import polling_app, rig_settings, wire_app
 

@@ -19,8 +19,11 @@ from storage.memory import InMemoryStore
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore
 from tests.fakes import SteppingClock
+from tests.store_inspector import InspectedStore
 
-Store = InMemoryStore | SqlStore
+Store = InspectedStore
+"""What the contract tests take: the store port (and the test-side inspection helpers),
+not one of its implementations."""
 
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
 

@@ -25,8 +25,8 @@ from bot.app.dashboard.metrics import DashboardMetrics
 from bot.app.dashboard.views import local
 from bot.config import Settings
 from bot.domain.ids import SessionKey
-from bot.ports import ConversationStore
 from bot.services.usage_render import format_cost, format_share, format_tokens
+from bot.store_ports import ConversationStore
 
 HERE = Path(__file__).parent
 
