@@ -249,6 +249,8 @@ class Settings(BaseSettings):
     """When set, every dashboard page but /healthz needs it; unset: loopback only."""
     dashboard_url: str | None = None
     """Public base URL of the dashboard, for the owner's `/dashboard` link."""
+    tgbot_log_level: str = "INFO"
+    """The level `tgbot run` logs at (a `logging` level name: DEBUG, INFO, WARNING…)."""
 
     history: HistorySettings = HistorySettings()
     compaction: CompactionSettings = CompactionSettings()

@@ -135,6 +135,10 @@ class ToolSpec:
     description: str
     parameters: dict[str, Any] = field(default_factory=dict)
 
+    def schema(self) -> dict[str, object]:
+        """The tool as it is costed and sent: name, description and parameters."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CachePlan:

@@ -8,5 +8,7 @@
 - `storage.inbound_batch`: group commit of a `getUpdates` batch (`append_inbound`);
 - `storage.alias_cache`: the per-record alias ordinals and their pure derivation;
 - `storage.queries`: prebuilt SQL; `storage.rows`: table rows to domain values;
-- `storage.retention`: the prune policy and `PruneResult`; `storage.codec`: payload JSON.
+- `storage.record_chain`: appending a chain of records with their alias ordinals;
+- `storage.retention`: the prune policy and `PruneResult`; `storage.sql_prune`: the prune
+  on SQL; `storage.codec`: payload JSON.
 """

@@ -30,7 +30,6 @@ other failure (a locked or lost database) retries the whole transaction.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -45,6 +44,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from bot.domain.records import StoredRecord
 from bot.errors import StorageUnavailable
 from bot.ports import InboundAppend
+from bot.retry import with_retries
 from storage.alias_cache import alias_parts, derive
 from storage.codec import encode_message_ids, encode_payload, first_message_id
 from storage.rows import platform_message_row, utc
@@ -121,28 +121,35 @@ class InboundBatchWriter:
     ) -> list[_Prepared]:
         """Store `prepared` in one transaction (retried whole); returns the items left for
         the one-by-one path."""
-        for attempt in range(TRIES):
-            try:
-                async with self._write() as conn:
-                    outcome = await _write_batch(conn, prepared, self._now())
-            except (StorageUnavailable, *_DRIVER_DATA_ERRORS) as exc:
-                if _bad_data(exc):
-                    if len(prepared) == 1:
-                        _skip(prepared[0].item, _reason(exc))
-                        return []
-                    later: list[_Prepared] = []
-                    for entry in prepared:  # find the bad one: each item alone
-                        later += await self._commit([entry], results)
-                    return later
-                if attempt == TRIES - 1:
-                    raise
-                log.warning("storing a batch failed (%s); retrying the whole batch", exc)
-                await asyncio.sleep(0.05 * 2**attempt)
-                continue
-            for index, record in outcome.stored.items():
-                results[index] = record
-            return outcome.later
-        raise AssertionError("unreachable")
+
+        async def write_once() -> _Outcome:
+            async with self._write() as conn:
+                return await _write_batch(conn, prepared, self._now())
+
+        try:
+            outcome = await with_retries(
+                write_once,
+                retries=TRIES - 1,
+                first_delay=0.05,
+                transient=(StorageUnavailable, *_DRIVER_DATA_ERRORS),
+                retry_if=lambda exc: not _bad_data(exc),
+                on_retry=lambda exc: log.warning(
+                    "storing a batch failed (%s); retrying the whole batch", exc
+                ),
+            )
+        except (StorageUnavailable, *_DRIVER_DATA_ERRORS) as exc:
+            if not _bad_data(exc):
+                raise
+            if len(prepared) == 1:
+                _skip(prepared[0].item, _reason(exc))
+                return []
+            later: list[_Prepared] = []
+            for entry in prepared:  # find the bad one: each item alone
+                later += await self._commit([entry], results)
+            return later
+        for index, record in outcome.stored.items():
+            results[index] = record
+        return outcome.later
 
 
 def _skip(item: InboundAppend, reason: str) -> None:

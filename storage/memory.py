@@ -7,14 +7,16 @@ the pure derivation of `storage.alias_cache` (the definition the SQL cache must 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 
+from bot.clock import SYSTEM_CLOCK
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import RecordBody, StoredRecord, SummaryRecord
 from bot.errors import SessionNotFound, StorageError
 from bot.ports import (
+    Clock,
     InboundAppend,
     LoadedHistory,
     NewRecord,
@@ -50,8 +52,8 @@ class _Session:
 class InMemoryStore:
     """`bot.store_ports.ConversationStore` in dictionaries: the contract of `SqlStore`."""
 
-    def __init__(self, *, now: Callable[[], datetime] | None = None) -> None:
-        self._now = now or (lambda: datetime.now(UTC))
+    def __init__(self, *, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._now = clock.now
         self._sessions: dict[int, _Session] = {}
         self._records: dict[int, _Record] = {}
         self._platform_messages: dict[tuple[int, int], PlatformMessage] = {}

@@ -74,6 +74,12 @@ REACTIONS_SINCE = (
 )
 """The newest `limit` reactions of a chat (thread) after `since`, newest first; built once
 (every turn asks)."""
+CLOSED_SESSION_OF_CHAT = (
+    select(SESSIONS.c.id)
+    .where(SESSIONS.c.chat_id == bindparam("chat_id"), SESSIONS.c.closed_at.is_not(None))
+    .limit(1)
+)
+"""Any closed session of a chat: the bot was removed from it (every send asks)."""
 EARLIEST_WITH_FIRST = select(func.min(MESSAGES.c.id)).where(
     MESSAGES.c.session_id == bindparam("session_id"),
     MESSAGES.c.first_message_id == bindparam("first"),

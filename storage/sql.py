@@ -13,20 +13,22 @@ The SQL built once lives in `storage.queries`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager, nullcontext
 from datetime import UTC, date, datetime
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from bot.clock import SYSTEM_CLOCK
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import StoredRecord
 from bot.errors import SessionNotFound, StorageError, StorageUnavailable
 from bot.ports import (
+    Clock,
     InboundAppend,
     LoadedHistory,
     NewRecord,
@@ -37,17 +39,13 @@ from bot.ports import (
 )
 from bot.store_ports import ConversationStore
 from storage.alias_cache import (
-    alias_parts,
     aliases_on_path,
-    derive_record,
-    derive_with_earliest,
     message_ids_of,
     rederive_subtree,
     repair_path,
 )
 from storage.codec import (
     encode_message_ids,
-    encode_payload,
     first_message_id,
     with_message_ids,
 )
@@ -55,9 +53,9 @@ from storage.engine import ONE_STATEMENT, WRITE, WriteGate
 from storage.inbound_batch import InboundBatchWriter
 from storage.queries import (
     APPEND_HEAD,
+    CLOSED_SESSION_OF_CHAT,
     HOLDERS,
     HOLDERS_ON_PATH,
-    INSERT_RECORD,
     MOVE_LEAF,
     PLATFORM_MESSAGE_BY_KEY,
     REACTIONS_SINCE,
@@ -71,7 +69,8 @@ from storage.queries import (
     walk_params,
     walk_up,
 )
-from storage.retention import Node, PruneResult, plan_prune
+from storage.record_chain import insert_chain
+from storage.retention import PruneResult
 from storage.rows import (
     DecodedRecords,
     latest_reactions,
@@ -84,9 +83,9 @@ from storage.rows import (
     utc,
 )
 from storage.search import index_platform_messages, search_platform_message_rows
-from storage.tables import MESSAGES, PLATFORM_MESSAGES, REACTIONS, SESSIONS, SUMMARIES, UPDATES
+from storage.sql_prune import prune_rows
+from storage.tables import MESSAGES, REACTIONS, SESSIONS, SUMMARIES, UPDATES
 
-_DELETE_CHUNK = 500
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -98,9 +97,9 @@ class SqlStore:
     `SessionNotFound`.
     """
 
-    def __init__(self, engine: AsyncEngine, *, now: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, engine: AsyncEngine, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
-        self._now = now or (lambda: datetime.now(UTC))
+        self._now = clock.now
         self._gate = WriteGate() if engine.dialect.name == "sqlite" else None
         self._batches = InboundBatchWriter(self._write, self._append_inbound_one, self._now)
         self._decoded = DecodedRecords()
@@ -366,43 +365,9 @@ class SqlStore:
                 if last is None:
                     await repair_path(conn, head, parent)
                     last = (await require_record(conn, session_id, parent)).alias_last
-            stored: list[StoredRecord] = []
-            for index, record in enumerate(records):
-                if index == 0:
-                    derived = await derive_with_earliest(
-                        conn, parent, last, first, earliest=earliest
-                    )
-                else:
-                    first = first_message_id(record.message_ids)
-                    derived = await derive_record(conn, session_id, parent, last, first)
-                created_at = utc(record.created_at)
-                values = {
-                    "session_id": session_id,
-                    "parent_id": parent,
-                    "kind": record.body.kind,
-                    "created_at": created_at,
-                    "payload": encode_payload(record.body, record.message_ids),
-                    "tokens": record.tokens,
-                    "first_message_id": first,
-                    "message_ids": encode_message_ids(record.message_ids),
-                    "alias_seq": derived.seq,
-                    "alias_last": derived.last,
-                }
-                new_id = (await conn.execute(INSERT_RECORD, values)).scalar_one()
-                stored.append(
-                    StoredRecord(
-                        id=new_id,
-                        session_id=session_id,
-                        parent_id=parent,
-                        created_at=created_at,
-                        body=record.body,
-                        message_ids=record.message_ids,
-                        tokens=record.tokens,
-                        alias_seq=derived.seq,
-                        alias_parts=alias_parts(derived.seq, record.message_ids),
-                    )
-                )
-                parent, last = new_id, derived.last
+            stored = await insert_chain(
+                conn, session_id, records, parent=parent, last=last, earliest=earliest
+            )
             if platform_messages:
                 await self._write_platform_messages(
                     conn, platform_messages, default_record_id=stored[-1].id
@@ -564,13 +529,7 @@ class SqlStore:
 
     async def is_chat_closed(self, chat_id: int) -> bool:
         async with self._read(one_statement=True) as conn:
-            row = (
-                await conn.execute(
-                    select(SESSIONS.c.id)
-                    .where(SESSIONS.c.chat_id == chat_id, SESSIONS.c.closed_at.is_not(None))
-                    .limit(1)
-                )
-            ).first()
+            row = (await conn.execute(CLOSED_SESSION_OF_CHAT, {"chat_id": chat_id})).first()
         return row is not None
 
     async def record_reactions(self, reactions: Sequence[StoredReaction]) -> None:
@@ -611,61 +570,8 @@ class SqlStore:
         ids default to the same cutoff."""
         cutoff = utc(older_than)
         events_cutoff = cutoff if events_older_than is None else utc(events_older_than)
-        removed = 0
         async with self._write() as conn:
-            sessions = (await conn.execute(select(SESSIONS).order_by(SESSIONS.c.id))).all()
-            for srow in sessions:
-                if srow.window_start_id is None or srow.active_leaf_id is None:
-                    continue
-                removed += await _prune_session(conn, srow, cutoff)
-            messages = await conn.execute(
-                delete(PLATFORM_MESSAGES).where(PLATFORM_MESSAGES.c.date < events_cutoff)
-            )
-            updates = await conn.execute(
-                delete(UPDATES).where(UPDATES.c.processed_at < events_cutoff)
-            )
-            await conn.execute(delete(REACTIONS).where(REACTIONS.c.created_at < events_cutoff))
-        return PruneResult(
-            records=removed, platform_messages=messages.rowcount, updates=updates.rowcount
-        )
-
-
-async def _prune_session(conn: AsyncConnection, srow: Any, cutoff: datetime) -> int:
-    rows = (
-        await conn.execute(
-            select(
-                MESSAGES.c.id, MESSAGES.c.parent_id, MESSAGES.c.created_at, MESSAGES.c.kind
-            ).where(MESSAGES.c.session_id == srow.id)
-        )
-    ).all()
-    plan = plan_prune(
-        (Node(row.id, row.parent_id, utc(row.created_at), row.kind == "summary") for row in rows),
-        active_leaf_id=srow.active_leaf_id,
-        window_start_id=srow.window_start_id,
-        older_than=cutoff,
-    )
-    if not plan.delete:
-        return 0
-    base = await conn.scalar(
-        select(MESSAGES.c.alias_last).where(MESSAGES.c.id == plan.last_removed)
-    )
-    if base is None:
-        await repair_path(conn, srow, srow.active_leaf_id)
-        base = await conn.scalar(
-            select(MESSAGES.c.alias_last).where(MESSAGES.c.id == plan.last_removed)
-        )
-    await conn.execute(
-        update(SESSIONS).where(SESSIONS.c.id == srow.id).values(alias_root_base=base or 0)
-    )
-    await conn.execute(
-        update(MESSAGES).where(MESSAGES.c.id == plan.new_root).values(parent_id=None)
-    )
-    # Children before parents: ids grow from parent to child.
-    doomed = sorted(plan.delete, reverse=True)
-    for start in range(0, len(doomed), _DELETE_CHUNK):
-        chunk = doomed[start : start + _DELETE_CHUNK]
-        await conn.execute(delete(MESSAGES).where(MESSAGES.c.id.in_(chunk)))
-    return len(doomed)
+            return await prune_rows(conn, cutoff, events_cutoff)
 
 
 def _satisfies_the_ports(store: SqlStore) -> ConversationStore:

@@ -69,13 +69,14 @@ class BotProcess:
             **extra,
         }
 
-    async def start(self, **extra: str) -> None:
-        """Start the process and wait until it polls (migrated, recovered, started)."""
+    async def start(self, *, entry: str = "bot.app.cli", **extra: str) -> None:
+        """Start the process (`python -m <entry> run`, environment `extra` added) and wait
+        until it polls (migrated, recovered, started)."""
         assert self.process is None or self.process.poll() is not None
         polls = len(self.api.calls_of("getUpdates"))
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(  # noqa: ASYNC220 (started, never waited on here)
-                [sys.executable, "-m", "bot.app.cli", "run"],
+                [sys.executable, "-m", entry, "run"],
                 cwd=ROOT,
                 env=self.env(**extra),
                 stdout=log,

@@ -1,8 +1,8 @@
 """A fake OpenAI-compatible server on 127.0.0.1 for end-to-end tests, backed by any LLMProvider.
 
 `FakeOpenAIServer` speaks `POST /v1/chat/completions` over real HTTP: it records each raw
-request body, maps it to an `LLMRequest` with `openai_wire.from_request`, asks the delegate
-(a `ScriptedModel` by default) and answers with `openai_wire.to_response`. Errors the
+request body, maps it to an `LLMRequest` with `openai_server_wire.from_request`, asks the delegate
+(a `ScriptedModel` by default) and answers with `openai_server_wire.to_response`. Errors the
 delegate raises come back as the HTTP errors a real provider sends (overflow → 400
 `context_length_exceeded`, rate limit → 429 with `Retry-After`, unavailable → 503, a bad
 response → an empty reply). `fail_next` and `delay_next` inject failures and slowness.
@@ -33,7 +33,7 @@ from typing import Any, Literal, Self
 from aiohttp import web
 
 from adapters.llm.fake_cache import Block, PrefixCache
-from adapters.llm.openai_wire import error_body, from_request, to_response
+from adapters.llm.openai_server_wire import error_body, from_request, to_response
 from adapters.llm.scripted import ScriptedModel
 from bot.errors import ContextOverflow, ProviderBadResponse, ProviderError, ProviderRateLimited
 from bot.ports import LLMProvider, LLMResponse, Usage

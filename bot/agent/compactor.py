@@ -223,12 +223,7 @@ class Compactor:
             tool_choice="none" if specs else None,
             cache_plan=cache.plan,
         )
-        schema_tokens = estimate_tool_schema_tokens(
-            [
-                {"name": s.name, "description": s.description, "parameters": s.parameters}
-                for s in specs
-            ]
-        )
+        schema_tokens = estimate_tool_schema_tokens([s.schema() for s in specs])
         system = sum(estimate_message_tokens(m) for m in request_messages if m.role == "system")
         called = _Call(
             bus=self.bus,

@@ -146,9 +146,6 @@ class CallMetering:
         bus.on(ModelCalled, self.on_model_call)
         return self
 
-    def last_call(self, session_id: int) -> CallMeter | None:
-        return self.meters.get(session_id)
-
     async def on_model_call(self, call: ModelCalled) -> None:
         # the corrected estimate is what this call was budgeted with: before it teaches
         route = call.route

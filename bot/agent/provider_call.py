@@ -41,7 +41,7 @@ from bot.errors import (
     ProviderRateLimited,
     ProviderUnavailable,
 )
-from bot.ports import Clock, LLMRequest, LLMResponse, TextSink, ToolSpec
+from bot.ports import Clock, LLMRequest, LLMResponse, TextSink
 from bot.tools.base import Tool
 
 FINAL_CALL_NOTE = (
@@ -141,7 +141,7 @@ class ProviderCaller:
             exact = None
             if count is not None:
                 exact_messages = exact_message_tokens(state.messages, count) - images
-                exact_schemas = count(tool_schema_text([_schema(t) for t in tools]))
+                exact_schemas = count(tool_schema_text([t.schema() for t in tools]))
                 exact = exact_messages + exact_schemas + images
                 needs = (exact_messages, exact_schemas, images)
             else:
@@ -302,7 +302,3 @@ class ProviderCaller:
         for event in state.pending_trims[state.published_trims :]:
             await self.bus.publish(event)
         state.published_trims = len(state.pending_trims)
-
-
-def _schema(spec: ToolSpec) -> dict[str, object]:
-    return {"name": spec.name, "description": spec.description, "parameters": spec.parameters}

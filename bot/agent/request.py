@@ -319,7 +319,7 @@ class RequestBuilder:
         self._lay_out(state, window, tail=[])
         state.fixed_tokens = estimate_message_tokens(
             state.messages[0]
-        ) + estimate_tool_schema_tokens([tool_schema(t) for t in self.tools.values()])
+        ) + estimate_tool_schema_tokens([t.spec.schema() for t in self.tools.values()])
         if self.compactor is not None:  # is the next move near? then prepare after the reply
             kept = (
                 loaded.costs
@@ -418,7 +418,7 @@ class RequestBuilder:
 
         With `session`, the budget is also clamped to what the runtime budget of its route
         leaves (`history_room`), so the chunked, persisted window is what binds and the
-        proactive trim is only the guard for one oversized turn."""
+        proactive trim is only the safety net for one oversized turn."""
         history_budget = self.window_policy.history_budgets.of(scene)
         if session is not None:
             room = self.history_room(session, correction)
@@ -447,7 +447,7 @@ class RequestBuilder:
         fixed = (
             estimate_message_tokens(system)
             + estimate_message_tokens(breadcrumb_message())
-            + estimate_tool_schema_tokens([tool_schema(t) for t in self.tools.values()])
+            + estimate_tool_schema_tokens([t.spec.schema() for t in self.tools.values()])
         )
         allowance = runtime // CURRENT_TURN_SHARE
         return max(1, runtime - correction.apply(fixed) - allowance)
@@ -568,12 +568,3 @@ def register_shown(aliases: AliasTable, projection: Projection, chat_id: int) ->
     # chat (its id means nothing here), never one the model was not shown.
     for message_id in projection.references:
         aliases.register_reference(message_id)
-
-
-def tool_schema(tool: Tool) -> dict[str, object]:
-    """The tool as its schema is costed (name, description, parameters)."""
-    return {
-        "name": tool.spec.name,
-        "description": tool.spec.description,
-        "parameters": tool.spec.parameters,
-    }

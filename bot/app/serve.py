@@ -6,10 +6,6 @@ the requests in flight), then the turns already running finish (`InboundService.
 before the process exits. The chat lock comes from the database URL: asyncio locks on SQLite
 (one worker), PostgreSQL advisory locks for several workers on one database. An update that
 does not validate is recorded in the update log (`claim_update`) and passed.
-
-Test-only: `TGBOT_FAULT=after_commit_before_confirm` SIGKILLs the process after the first
-batch of updates was stored and before its offset is confirmed (the crash tests use it; it
-is read here and nowhere else).
 """
 
 from __future__ import annotations
@@ -61,20 +57,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("tgbot.run")
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-FAULT_ENV = "TGBOT_FAULT"
-"""Test-only fault injection (see the module docstring)."""
-
-
-def _fault_after_batch() -> AfterBatchHook | None:
-    if os.environ.get(FAULT_ENV) != "after_commit_before_confirm":
-        return None
-
-    def crash() -> None:
-        log.warning("%s: killing the process before the offset is confirmed", FAULT_ENV)
-        logging.shutdown()
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    return crash
 
 
 def start_banner(
@@ -111,7 +93,10 @@ async def serve(
     host: str,
     port: int,
     tracing: OtelTracer | None = None,
+    after_batch: AfterBatchHook | None = None,
 ) -> int:
+    """Serve until SIGTERM/SIGINT; `after_batch` runs after each stored batch of polled
+    updates, before its offset is confirmed (a test entry point crashes there)."""
     token = check_bot_token(settings, "run")
     url = check_database_url(settings)
     os.umask(0o077)  # data files (database, ledger, corrections) are the operator's: 0600
@@ -216,7 +201,7 @@ async def serve(
                 bot,
                 stop=stop_polling,
                 on_skipped=skipped,
-                after_batch=_fault_after_batch(),
+                after_batch=after_batch,
             )
         log.info("finishing running turns")
         grace = settings.runtime.shutdown_grace_seconds
@@ -257,6 +242,7 @@ async def run(
     port: int,
     insecure_webhook: bool = False,
     offline: bool = False,
+    after_batch: AfterBatchHook | None = None,
 ) -> int:
     settings = load_settings(config)
     check_bot_token(settings, "run")
@@ -272,20 +258,27 @@ async def run(
     check_data_dir(settings.data_dir, create=True)
     tracing = start_tracing(os.environ)  # None without OTEL_EXPORTER_OTLP_ENDPOINT
     register_settings_secrets(settings)  # before the first log line
-    _setup_logging()
+    _setup_logging(settings.tgbot_log_level)
     try:
-        return await serve(settings, webhook=webhook, host=host, port=port, tracing=tracing)
+        return await serve(
+            settings,
+            webhook=webhook,
+            host=host,
+            port=port,
+            tracing=tracing,
+            after_batch=after_batch,
+        )
     finally:
         if tracing is not None:  # the spans still batched are sent before the process ends
             await asyncio.to_thread(tracing.shutdown)
 
 
-def _setup_logging() -> None:
-    """Log to stderr at TGBOT_LOG_LEVEL; secrets scrubbed from every record and the HTTP
-    clients' header dumps silenced (`bot.redact`)."""
+def _setup_logging(level: str) -> None:
+    """Log to stderr at `level` (`TGBOT_LOG_LEVEL`); secrets scrubbed from every record and
+    the HTTP clients' header dumps silenced (`bot.redact`)."""
     install_log_scrubbing()
     logging.basicConfig(
-        level=os.environ.get("TGBOT_LOG_LEVEL", "INFO"),
+        level=level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )

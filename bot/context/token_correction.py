@@ -125,12 +125,6 @@ class Drift:
     p90: float
 
 
-def estimate_drift(pairs: Iterable[tuple[int, int]]) -> Drift | None:
-    """The drift of `(estimate, reported)` pairs; pairs without a positive report are
-    skipped, and None when none is left."""
-    return drift_of_errors([abs(est - rep) / rep for est, rep in pairs if rep > 0])
-
-
 def drift_of_errors(errors: list[float]) -> Drift | None:
     """The drift of already computed absolute relative errors (sorted in place)."""
     if not errors:

@@ -61,7 +61,7 @@ async def test_every_line_carries_the_corrected_estimate_and_teaches_the_route(
     assert lines[0].est_corrected == est_total
     assert abs(lines[-1].est_corrected / (est_total * 0.7) - 1) < 0.02  # type: ignore[operator]
     assert all(line.est_total == est_total for line in lines), "the raw split is kept"
-    meter = metering.last_call(7)
+    meter = metering.meters.get(7)
     assert meter is not None
     assert meter.corrected_input == lines[-1].est_corrected
     truth.flush()

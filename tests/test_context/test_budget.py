@@ -2,14 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from bot.context import (
+from bot.context.budget import (
+    PerScene,
     ProfileCapacity,
     RuntimeLimits,
+    bound_summaries,
     effective_context_budget,
     resolve_window,
     window_for_math,
 )
-from bot.context.budget import PerScene, bound_summaries
 from bot.domain.ids import Scene
 
 

@@ -6,22 +6,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.context import (
+from bot.context.history_trim import (
     BREADCRUMB_TEXT,
     HistoryTrimmed,
     TrimResult,
-    WindowDecision,
     breadcrumb_message,
-    estimate_history_tokens,
     insert_breadcrumb,
-    remove_orphaned_tool_messages,
     trim_conversation_to_recent_turns,
     trim_to_recent_turn_count,
     trim_to_recent_turns,
     with_breadcrumb,
 )
+from bot.context.orphans import remove_orphaned_tool_messages
+from bot.context.tokens import estimate_history_tokens
 from bot.context.turns import leading_system_count, turn_starts
-from bot.context.window import WindowLimits
+from bot.context.window import WindowDecision, WindowLimits
 from bot.domain.messages import ChatMessage
 from tests.test_context.histories import (
     assistant,

@@ -27,10 +27,9 @@ from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import CallTool, Fail, Reply, ScriptedModel, Step, is_summary_request
 from adapters.telegram.fake_api import FakeBotApi
 from bot.agent.provider_call import FINAL_CALL_NOTE
-from bot.agent.request import tool_schema
 from bot.app.wiring import App, open_store
-from bot.context import BREADCRUMB_TEXT
 from bot.context.compaction import SUMMARY_PREFIX
+from bot.context.history_trim import BREADCRUMB_TEXT
 from bot.context.tokens import estimate_history_tokens, estimate_message_tokens
 from bot.context.window import estimate_tool_schema_tokens
 from bot.domain.ids import SessionKey
@@ -212,7 +211,7 @@ def fixed_tokens(tmp_path: Path) -> int:
         model=ScriptedModel(),
     )
     system = ChatMessage(role="system", content=app.runner.system_prompt("group"))
-    schemas = [tool_schema(tool) for tool in app.runner.tools.values()]
+    schemas = [tool.spec.schema() for tool in app.runner.tools.values()]
     return estimate_message_tokens(system) + estimate_tool_schema_tokens(schemas)
 
 

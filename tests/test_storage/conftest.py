@@ -67,10 +67,10 @@ async def store(
 ) -> AsyncIterator[Store]:
     backend: str = request.param
     if backend == "memory":
-        yield InMemoryStore(now=clock.now)
+        yield InMemoryStore(clock=clock)
         return
     url = await database_url(backend, tmp_path)
-    sql_store = SqlStore(create_engine_for(url), now=clock.now)
+    sql_store = SqlStore(create_engine_for(url), clock=clock)
     try:
         yield sql_store
     finally:
