@@ -415,6 +415,12 @@ class ChatLock(Protocol):
         self, key: SessionKey, *, scope: LockScope = "turn"
     ) -> AbstractAsyncContextManager[None]: ...
 
+    def try_hold(
+        self, key: SessionKey, *, scope: LockScope = "turn"
+    ) -> AbstractAsyncContextManager[bool]:
+        """Hold the lock if nobody does, without waiting; yields whether it is held."""
+        ...
+
     async def close(self) -> None:
         """Release whatever the lock keeps open (connections); holds must have ended."""
         ...
@@ -443,4 +449,9 @@ class TurnStarter(Protocol):
         self, session: SessionInfo, *, reply_to: int | None, expect_leaf: int | None = None
     ) -> None:
         """Start a turn as a task; with `expect_leaf`, only if that is still the newest."""
+        ...
+
+    def try_turn_lock(self, session: SessionInfo) -> AbstractAsyncContextManager[bool]:
+        """The turn lock if nobody holds or awaits it (this worker) and no worker holds it
+        (across workers), without waiting; yields whether it is held."""
         ...

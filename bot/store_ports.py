@@ -44,6 +44,13 @@ class SessionList(Protocol):
     async def list_sessions(self) -> tuple[SessionInfo, ...]: ...
 
 
+class AwaitingAnswerList(Protocol):
+    async def sessions_awaiting_answer(self, since: datetime) -> tuple[SessionInfo, ...]:
+        """Open sessions whose active leaf is a member message or tool results stored at or
+        after `since` (the turns a crash may have left unanswered), by id; one query."""
+        ...
+
+
 class RouteStore(Protocol):
     """A session's model route (what `/model` switches)."""
 
@@ -259,8 +266,11 @@ class InboundStore(
     new messages."""
 
 
-class RecoveryStore(SessionList, SessionLookup, HistoryLoader, PlatformMessageLookup, Protocol):
-    """What crash recovery reads: every session, each one's tail, the bubbles of a reply."""
+class RecoveryStore(
+    SessionList, AwaitingAnswerList, SessionLookup, HistoryLoader, PlatformMessageLookup, Protocol
+):
+    """What crash recovery reads: every session (or those awaiting an answer), each one's
+    tail, the bubbles of a reply."""
 
 
 class ImportStore(SessionOpener, RecordAppender, Protocol):

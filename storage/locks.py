@@ -2,7 +2,8 @@
 
 `AdvisoryChatLock.hold(key, scope=...)` takes a session-level `pg_advisory_lock` on a
 connection of its own (from a pool kept apart from the store's, so a hundred long turns cannot
-starve the store of connections) and releases it in `finally`. The lock id is a signed 64-bit
+starve the store of connections) and releases it in `finally`; `try_hold` takes it only if no
+worker holds it (`pg_try_advisory_lock`, for the orphaned-turn scan). The lock id is a signed 64-bit
 hash of (scope, platform, chat id, thread id): every worker computes the same id for a chat.
 
 A session-level advisory lock dies with its connection, so whenever acquiring or releasing
@@ -29,6 +30,7 @@ from storage.engine import is_sqlite, normalise_url
 log = logging.getLogger(__name__)
 
 _LOCK = text("SELECT pg_advisory_lock(:id)")
+_TRY_LOCK = text("SELECT pg_try_advisory_lock(:id)")
 _UNLOCK = text("SELECT pg_advisory_unlock(:id)")
 
 LOCK_POOL_SIZE = 5
@@ -75,6 +77,19 @@ class AdvisoryChatLock:
             yield
 
     @asynccontextmanager
+    async def try_hold(self, key: SessionKey, *, scope: str = "turn") -> AsyncIterator[bool]:
+        """Hold the chat's lock if no worker does, without waiting; yields whether held."""
+        lock_id = chat_key(key, scope)
+        conn = await self._lock(lock_id, wait=False)
+        if conn is None:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            await self._release(conn, lock_id)
+
+    @asynccontextmanager
     async def hold_id(self, lock_id: int) -> AsyncIterator[None]:
         """Hold the advisory lock `lock_id` (waits, without polling, for the holder)."""
         conn = await self._acquire(lock_id)
@@ -87,13 +102,23 @@ class AdvisoryChatLock:
         await self._engine.dispose()
 
     async def _acquire(self, lock_id: int) -> AsyncConnection:
+        conn = await self._lock(lock_id, wait=True)
+        assert conn is not None
+        return conn
+
+    async def _lock(self, lock_id: int, *, wait: bool) -> AsyncConnection | None:
+        """A connection holding `lock_id`; without `wait`, None when someone holds it."""
         try:
             conn = await self._engine.connect()
         except SQLAlchemyError as exc:
             raise StorageError(f"no connection for a chat lock: {exc}") from exc
         try:
             conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-            await conn.execute(_LOCK, {"id": lock_id})
+            if wait:
+                await conn.execute(_LOCK, {"id": lock_id})
+            elif not (await conn.execute(_TRY_LOCK, {"id": lock_id})).scalar_one():
+                await conn.close()  # nothing was granted: the connection is clean
+                return None
         except BaseException as exc:
             # Cancelled while waiting, or the connection broke: the server may have granted
             # the lock anyway, so this connection must die with it rather than be pooled.

@@ -27,6 +27,7 @@ from bot.ports import (
 )
 from bot.store_ports import ConversationStore
 from storage.alias_cache import alias_parts, aliases_on_path, derive_path, path_to
+from storage.queries import AWAITING_KINDS
 from storage.retention import Node, PruneResult, plan_prune
 from storage.rows import latest_reactions, utc
 from storage.search import query_terms, rank_texts
@@ -90,6 +91,20 @@ class InMemoryStore:
 
     async def list_sessions(self) -> tuple[SessionInfo, ...]:
         return tuple(self._sessions[sid].info for sid in sorted(self._sessions))
+
+    async def sessions_awaiting_answer(self, since: datetime) -> tuple[SessionInfo, ...]:
+        found = []
+        for sid in sorted(self._sessions):
+            info = self._sessions[sid].info
+            leaf = self._records.get(info.active_leaf_id or 0)
+            if (
+                leaf is not None
+                and not info.closed
+                and leaf.body.kind in AWAITING_KINDS
+                and leaf.created_at >= since
+            ):
+                found.append(info)
+        return tuple(found)
 
     async def set_route(self, session_id: int, route: str | None) -> None:
         session = self._session(session_id)

@@ -80,6 +80,20 @@ CLOSED_SESSION_OF_CHAT = (
     .limit(1)
 )
 """Any closed session of a chat: the bot was removed from it (every send asks)."""
+AWAITING_KINDS = ("user", "tool_results")
+"""Leaf kinds a turn answers (a member message) or continues from (tool results)."""
+SESSIONS_AWAITING_ANSWER = (
+    select(SESSIONS)
+    .join(MESSAGES, MESSAGES.c.id == SESSIONS.c.active_leaf_id)
+    .where(
+        SESSIONS.c.closed_at.is_(None),
+        MESSAGES.c.kind.in_(AWAITING_KINDS),
+        MESSAGES.c.created_at >= bindparam("since"),
+    )
+    .order_by(SESSIONS.c.id)
+)
+"""Open sessions whose active leaf awaits an answer since `since` (the orphaned-turn scan,
+every few seconds on each worker: one join on the leaf's primary key)."""
 EARLIEST_WITH_FIRST = select(func.min(MESSAGES.c.id)).where(
     MESSAGES.c.session_id == bindparam("session_id"),
     MESSAGES.c.first_message_id == bindparam("first"),

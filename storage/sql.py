@@ -61,6 +61,7 @@ from storage.queries import (
     REACTIONS_SINCE,
     RECORD_COLUMNS,
     SESSION_BY_KEY,
+    SESSIONS_AWAITING_ANSWER,
     SESSIONS_OF_CHATS,
     key_params,
     require_record,
@@ -193,6 +194,11 @@ class SqlStore:
     async def list_sessions(self) -> tuple[SessionInfo, ...]:
         async with self._read(one_statement=True) as conn:
             rows = (await conn.execute(select(SESSIONS).order_by(SESSIONS.c.id))).all()
+        return tuple(session_info(row) for row in rows)
+
+    async def sessions_awaiting_answer(self, since: datetime) -> tuple[SessionInfo, ...]:
+        async with self._read(one_statement=True) as conn:
+            rows = (await conn.execute(SESSIONS_AWAITING_ANSWER, {"since": utc(since)})).all()
         return tuple(session_info(row) for row in rows)
 
     async def set_route(self, session_id: int, route: str | None) -> None:

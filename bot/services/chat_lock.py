@@ -48,6 +48,17 @@ class LocalChatLock:
             if entry.users == 0:
                 del self._entries[name]
 
+    @asynccontextmanager
+    async def try_hold(
+        self, key: SessionKey, *, scope: LockScope = "turn"
+    ) -> AsyncIterator[bool]:
+        name = (scope, key.platform, key.chat_id, key.thread_id)
+        if name in self._entries:  # held, or about to be
+            yield False
+            return
+        async with self.hold(key, scope=scope):
+            yield True
+
     @property
     def held(self) -> int:
         """How many chats have a holder or a waiter (for tests and diagnostics)."""

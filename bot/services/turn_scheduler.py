@@ -165,6 +165,22 @@ class TurnScheduler:
         async with self.state(session.id).lock, self._chat_held(session, "turn"):
             yield
 
+    @asynccontextmanager
+    async def try_turn_lock(self, session: SessionInfo) -> AsyncIterator[bool]:
+        """The turn lock only if nothing of this session is scheduled or running here and
+        no worker holds it, without waiting (the orphaned-turn scan); yields whether held."""
+        state = self.known(session.id)
+        if state is not None and not state.idle:
+            yield False
+            return
+        state = self.state(session.id)
+        async with state.lock:  # free: `idle` said so, and nothing awaited in between
+            if self.chat_lock is None:
+                yield True
+                return
+            async with self.chat_lock.try_hold(session.key, scope="turn") as held:
+                yield held
+
     # ------------------------------------------------------------------ scheduling
 
     def schedule(self, session: SessionInfo, message: InboundMessage) -> None:
