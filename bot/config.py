@@ -117,6 +117,9 @@ class RuntimeSettings(Section):
     """Total time one turn may take, all its model calls and tools included."""
     shutdown_grace_seconds: float = Field(10.0, ge=0)
     """On SIGTERM, how long running turns may finish before they are cancelled."""
+    orphan_scan_seconds: float = Field(25.0, gt=0)
+    """On PostgreSQL, how often (±20 %) each worker looks for turns a killed worker left
+    unanswered and runs them (`bot.services.recovery`); SQLite recovers at start-up only."""
 
 
 ProviderKind = Literal["openai", "anthropic"]

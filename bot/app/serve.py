@@ -1,5 +1,5 @@
 """Serving `tgbot run`: long polling or a webhook against the configured Bot API, with the
-daily-summary scheduler and the retention loop.
+daily-summary scheduler, the retention loop and, on PostgreSQL, the orphaned-turn scan.
 
 SIGTERM / SIGINT stop taking updates (polling stops; the webhook answers 503 and closes after
 the requests in flight), then the turns already running finish (`InboundService.drain`)
@@ -32,6 +32,7 @@ from bot.app.preflight import (
     mask_url,
     opening_database,
 )
+from bot.app.recovery_loop import start_orphan_scan
 from bot.app.retention_loop import retention_loop
 from bot.app.telemetry import start_tracing
 from bot.app.wiring import (
@@ -116,6 +117,8 @@ async def serve(
     scheduler = None
     stopped = asyncio.Event()
     retention: asyncio.Task[None] | None = None
+    orphans: asyncio.Task[None] | None = None
+    scan_stopped = asyncio.Event()
     dashboard: RunningDashboard | None = None
     live = open_live_channel(settings)  # PostgreSQL: this worker's live events for all
     try:
@@ -169,7 +172,10 @@ async def serve(
             retention_loop(store, retention_policy(settings), app.runner.clock, stop=stopped)
         )
         # before the first update: finish or close the turns a crash interrupted
-        await app.recovery.recover(BotIdentity(id=me.id, username=me.username))
+        identity = BotIdentity(id=me.id, username=me.username)
+        await app.recovery.recover(identity)
+        # PostgreSQL: then, while running, the turns a killed worker left (recovery_loop)
+        orphans = start_orphan_scan(app, identity, stop=scan_stopped)
         log.info("start-up objects frozen out of garbage collection: %d", settle_heap())
         loop = asyncio.get_running_loop()
         log.info(
@@ -203,6 +209,9 @@ async def serve(
                 on_skipped=skipped,
                 after_batch=after_batch,
             )
+        scan_stopped.set()  # no new turns while the running ones finish
+        if orphans is not None:
+            await orphans
         log.info("finishing running turns")
         grace = settings.runtime.shutdown_grace_seconds
         try:
@@ -217,8 +226,11 @@ async def serve(
         await app.ledger.flush()
     finally:
         stopped.set()
+        scan_stopped.set()
         if retention is not None:
             await retention
+        if orphans is not None:
+            await orphans
         for sig in _STOP_SIGNALS:
             asyncio.get_running_loop().remove_signal_handler(sig)
         if scheduler is not None:

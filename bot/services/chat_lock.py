@@ -49,9 +49,7 @@ class LocalChatLock:
                 del self._entries[name]
 
     @asynccontextmanager
-    async def try_hold(
-        self, key: SessionKey, *, scope: LockScope = "turn"
-    ) -> AsyncIterator[bool]:
+    async def try_hold(self, key: SessionKey, *, scope: LockScope = "turn") -> AsyncIterator[bool]:
         name = (scope, key.platform, key.chat_id, key.thread_id)
         if name in self._entries:  # held, or about to be
             yield False

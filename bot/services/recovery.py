@@ -23,6 +23,17 @@ a person would expect (`plan_recovery` decides, `CrashRecovery` acts):
 
 Several workers may start at once: each session is decided under its turn lock on a fresh
 read, and a turn recovery starts runs only if the conversation has not moved since.
+
+With several workers (PostgreSQL) a worker killed mid-turn is not restarted by anyone, so
+each running worker also scans for orphaned turns (`recover_orphans`, every
+`runtime.orphan_scan_seconds`, bot/app/recovery_loop.py) and decides them the same way. A
+turn is orphaned when its session's leaf awaits an answer (one query:
+`sessions_awaiting_answer`), the worker saw that same leaf waiting a grace period ago (the
+merge window and a margin: a turn just stored and about to start is not taken), and no
+worker holds or, in this worker, awaits the chat's turn lock (taken without waiting; a
+live turn holds it). Only a turn is run (`RunTurn`): late notices and cut replies are left
+to start-up, which says them once. A leaf the scan recovered is not recovered again by
+this worker, so a turn that fails without storing anything is retried at most once here.
 """
 
 from __future__ import annotations
@@ -161,6 +172,10 @@ class CrashRecovery:
         self.clock = clock
         self.turns = turns
         self.policy = policy
+        self._waiting_since: dict[tuple[int, int], datetime] = {}
+        """(session, leaf) awaiting an answer at the last scan → when the scan first saw it."""
+        self._recovered: set[tuple[int, int]] = set()
+        """The (session, leaf) turns the scan started, while that leaf still waits."""
 
     async def recover(self, bot: BotIdentity) -> int:
         """Recover every session that needs it; returns how many did. Turns it starts run
@@ -203,6 +218,49 @@ class CrashRecovery:
                     await self._say(fresh, "restarted_missed", reply_to=reply_to)
                 case CloseCutReply(reply=reply):
                     await self._close_cut_reply(fresh, reply)
+            return True
+
+    async def recover_orphans(self, bot: BotIdentity, *, grace: timedelta) -> int:
+        """One scan for orphaned turns (see the module docstring); returns how many turns
+        it started."""
+        now = self.clock.now()
+        waiting: dict[tuple[int, int], SessionInfo] = {
+            (session.id, session.active_leaf_id): session
+            for session in await self.store.sessions_awaiting_answer(now - RECOVERY_ANSWER_WINDOW)
+            if session.active_leaf_id is not None
+            and chat_allowed(session.key.chat_id, self.policy.allowed_chats, self.policy.owner_id)
+        }
+        seen = self._waiting_since
+        self._waiting_since = {key: seen.get(key, now) for key in waiting}
+        self._recovered &= waiting.keys()
+        started = 0
+        for key, session in waiting.items():
+            if key in self._recovered or now - self._waiting_since[key] < grace:
+                continue
+            try:
+                if await self._recover_orphan(session, now, bot):
+                    self._recovered.add(key)
+                    started += 1
+            except Exception:
+                log.exception("could not recover orphaned turn of session %s", session.id)
+        if started:
+            log.info("recovered %d orphaned turn(s)", started)
+        return started
+
+    async def _recover_orphan(self, session: SessionInfo, now: datetime, bot: BotIdentity) -> bool:
+        async with self.turns.try_turn_lock(session) as held:
+            if not held:  # a live turn runs (or is about to run) in this chat
+                return False
+            fresh = await self.store.find_session(session.key)
+            if fresh is None or fresh.closed or fresh.active_leaf_id != session.active_leaf_id:
+                return False  # answered, or moved on, since the scan's read
+            records = (await self.store.load_history(fresh.id, max_records=30)).records
+            step = plan_recovery(
+                records, scene=fresh.scene, now=now, rules=self.policy.rules, bot=bot
+            )
+            if not isinstance(step, RunTurn):
+                return False
+            self.turns.spawn_turn(fresh, reply_to=step.reply_to, expect_leaf=step.expect_leaf)
             return True
 
     async def _close_cut_reply(self, session: SessionInfo, leaf: StoredRecord) -> None:
