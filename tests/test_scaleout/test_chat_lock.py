@@ -155,3 +155,25 @@ async def test_a_cancelled_wait_leaves_no_advisory_lock_behind(postgres_url: str
     finally:
         await first.close()
         await second.close()
+
+
+async def test_try_hold_takes_a_free_lock_and_never_waits_for_a_held_one(
+    workers: Workers,
+) -> None:
+    """The orphaned-turn scan's test: a chat whose turn another worker holds is busy (no
+    waiting); once released, it is free again, and other chats or scopes never were busy."""
+    first, second = workers
+    async with first.hold(CHAT, scope="turn"):
+        async with asyncio.timeout(10):
+            async with second.try_hold(CHAT, scope="turn") as held:
+                assert held is False
+            async with second.try_hold(CHAT, scope="store") as held:
+                assert held is True
+            async with second.try_hold(OTHER, scope="turn") as held:
+                assert held is True
+    async with second.try_hold(CHAT, scope="turn") as held:
+        assert held is True
+        async with first.try_hold(CHAT, scope="turn") as again:
+            assert again is False  # held by a try_hold too
+    async with first.hold(CHAT, scope="turn"):  # and released by it
+        pass
