@@ -41,7 +41,8 @@ from bot.ports import ConversationStore, LLMRequest, LLMResponse
 from bot.services.legacy_import import import_legacy_rows
 from bot.services.usage_report import load_report
 from tests.fakes import SteppingClock
-from tests.rig import polling_app, rig_settings, wire_app
+from tests.polling_rig import polling_app
+from tests.rig import rig_settings, wire_app
 
 pytestmark = pytest.mark.slow
 

@@ -29,7 +29,7 @@ from bot.context.turns import turn_starts
 from bot.domain.messages import ChatMessage
 from bot.ports import LLMRequest, LLMResponse
 from tests.fakes import SteppingClock
-from tests.rig import polling_app
+from tests.polling_rig import polling_app
 
 CHAT = -1002003004005
 ALICE = {"id": 1001, "first_name": "Alice"}
