@@ -13,6 +13,7 @@ from adapters.telegram.sender import TelegramMessenger
 from bot.app.wiring import App
 from bot.config import Settings
 from bot.ports import Clock, ConversationStore, LLMProvider
+from tests.deadlines import EVENT, deadline
 from tests.rig import wire_app
 
 
@@ -48,7 +49,9 @@ async def polling_app(
         )
     )
     try:
-        await api.wait_for_call("getUpdates", polls + 1, timeout=10)  # polling: it can stop
+        await api.wait_for_call(
+            "getUpdates", polls + 1, timeout=deadline(EVENT)
+        )  # polling: it can stop
         yield app
     finally:
         await dispatcher.stop_polling()

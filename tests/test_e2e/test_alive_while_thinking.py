@@ -14,6 +14,7 @@ import pytest
 
 from adapters.llm.scripted import Hold, Reply, ScriptedModel
 from tests.bot_process import StartBot, reply_stored
+from tests.deadlines import EVENT, deadline
 
 pytestmark = pytest.mark.slow
 
@@ -29,10 +30,10 @@ async def test_typing_shows_while_a_slow_model_thinks_and_never_after_the_reply(
     model = ScriptedModel([held])
     api, _llm, _bot, store = await bot_running(model)
     api.push_update(api.user_message(GROUP, ALICE, "@test_bot think hard", chat_title="Team"))
-    await asyncio.wait_for(held.arrived.wait(), 30)
+    await asyncio.wait_for(held.arrived.wait(), deadline(EVENT))
     asked = asyncio.get_running_loop().time()
     # held long enough for two renewals
-    await api.wait_for_call("sendChatAction", 3, timeout=30)
+    await api.wait_for_call("sendChatAction", 3, timeout=deadline(EVENT))
     release.set()
     await reply_stored(api, store, GROUP, 1)
     # a late action would arrive within its renewal interval: the next turn's start

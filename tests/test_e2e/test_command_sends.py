@@ -10,6 +10,7 @@ from adapters.llm.scripted import ScriptedModel
 from bot.domain.ids import SessionKey
 from bot.ports import LLMRequest, LLMResponse
 from tests.bot_process import StartBot, eventually
+from tests.deadlines import EVENT, deadline
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +37,7 @@ async def test_usage_chart_refused_with_a_400_still_answers_the_owner_once(
         api.user_message(GROUP, ALICE, "@test_bot hello", chat_title="Team", message_id=11)
     )
     await api.wait_for_call("sendPhoto")
-    await api.wait_for_call("sendMessage", 2, timeout=20)
+    await api.wait_for_call("sendMessage", 2, timeout=deadline(EVENT))
 
     async def mention_stored() -> bool:
         session = await store.find_session(SessionKey(chat_id=GROUP))
@@ -47,7 +48,7 @@ async def test_usage_chart_refused_with_a_400_still_answers_the_owner_once(
     api.push_update(
         api.user_message(GROUP, ALICE, "@test_bot again", chat_title="Team", message_id=12)
     )
-    await api.wait_for_call("sendMessage", 3, timeout=20)
+    await api.wait_for_call("sendMessage", 3, timeout=deadline(EVENT))
     await bot.stop()
 
     sent = api.sent_messages(GROUP)

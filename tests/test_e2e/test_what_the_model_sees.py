@@ -28,6 +28,7 @@ from bot.context import BREADCRUMB_TEXT
 from bot.context.turns import turn_starts
 from bot.domain.messages import ChatMessage
 from bot.ports import LLMRequest, LLMResponse
+from tests.deadlines import EVENT, deadline
 from tests.fakes import SteppingClock
 from tests.polling_rig import polling_app
 
@@ -107,7 +108,7 @@ class Group:
         self.api.push_update(update)
         if mention:
             self.replies += 1
-            await self.api.wait_for_call("sendMessage", self.replies, timeout=10)
+            await self.api.wait_for_call("sendMessage", self.replies, timeout=deadline(EVENT))
             await self.app.inbound.drain()
             sent = self.api.sent_messages(CHAT)[-1]
             self.ids[f"m{len(self.ids) + 1}"] = sent["message_id"]

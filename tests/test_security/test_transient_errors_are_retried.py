@@ -19,6 +19,7 @@ from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.polling_loop import poll_updates
 from bot.domain.facts import InboundMessage
+from tests.deadlines import EVENT, deadline
 
 CHAT = -100_500
 ALICE = {"id": 1001, "is_bot": False, "first_name": "Alice"}
@@ -59,7 +60,7 @@ async def _poll_until(api: FakeBotApi, bot: Bot, sink: Sink, texts: list[str]) -
     stop = asyncio.Event()
     polling = asyncio.create_task(poll_updates(dispatcher, bot, stop=stop, poll_seconds=1))
     try:
-        async with asyncio.timeout(30):
+        async with asyncio.timeout(deadline(EVENT)):
             while sink.stored != texts:
                 sink.changed.clear()
                 await sink.changed.wait()
