@@ -73,7 +73,7 @@ async def test_an_os_error_while_storing_is_retried_until_it_is_stored(
     api: FakeBotApi, bot: Bot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(polling_loop, "STORAGE_RETRIES", 1)  # give up fast, stay unconfirmed
-    sink = Sink(failures=5)  # more than one poll's retries
+    sink = Sink(failures=3)  # more than one poll's retries (two with STORAGE_RETRIES = 1)
     api.push_update(api.user_message(CHAT, ALICE, "@test_bot are you there?"))
     await _poll_until(api, bot, sink, ["@test_bot are you there?"])
 
