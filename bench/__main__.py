@@ -41,6 +41,26 @@ T = TypeVar("T")
 RUN_WITH_POSTGRES = "scripts/with-postgres .venv/bin/python -m bench"
 
 
+WORKERS_SECTION = "## 5b."
+"""Run by hand (`python -m bench.bench_load --webhook-workers`): kept from the old report."""
+
+
+def kept_section(report: Path, heading: str) -> list[str]:
+    """The section of `report` that starts with `heading`, up to the next `## `, as lines
+    ending with a blank one; none when the file or the section is missing."""
+    if not report.exists():
+        return []
+    kept: list[str] = []
+    for line in report.read_text(encoding="utf-8").splitlines():
+        if kept and line.startswith("## "):
+            break
+        if kept or line.startswith(heading):
+            kept.append(line)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return [*kept, ""] if kept else []
+
+
 def _cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -389,6 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "`--postgres-url` or, without it, TEST_POSTGRES_URL; they are figures, not targets"
             + ("." if postgres else f": not run this time (`{RUN_WITH_POSTGRES}` runs them)."),
             "",
+            *kept_section(args.out, WORKERS_SECTION),
             "## Storage",
             "",
             storage,

@@ -39,7 +39,7 @@ from bot.domain.ids import SessionKey
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore
-from storage.tables import EVENTS, MESSAGES, SESSIONS
+from storage.tables import MESSAGES, PLATFORM_MESSAGES, SESSIONS
 
 CHATS = 40
 RECORDS = 100_000
@@ -93,7 +93,7 @@ async def seed_store(url: str, *, chats: int, records: int) -> list[int]:
                     events.append(event)
             async with engine.begin() as conn:
                 await conn.execute(insert(MESSAGES), rows)
-                await conn.execute(insert(EVENTS), events)
+                await conn.execute(insert(PLATFORM_MESSAGES), events)
                 await conn.execute(
                     update(SESSIONS)
                     .where(SESSIONS.c.id == sid)

@@ -11,6 +11,17 @@ stored and every turn has ended:
 - peak memory: the process's peak RSS (the fake Bot API lives in the same process) and the
   Python heap peak seen by tracemalloc when `--trace-memory` is given (slower);
 - checks: every message stored exactly once, each chat's messages in order.
+
+Webhook workers (`--webhook-workers`): the same kind of load through real `tgbot run
+--webhook --offline` processes, so one worker can be set beside two on one PostgreSQL
+database: `.venv/bin/python -m bench.bench_load --webhook-workers [--chats 32] [--messages
+50] [--postgres-url URL]` (else TEST_POSTGRES_URL; `scripts/with-postgres` sets it). This
+process is the load balancer: every chat posts its messages one after the other (each POST
+returns once the message is stored), chats at once, each message to the next worker in turn.
+Measured from the first POST until every chat's last message is answered (a message that
+arrives while its chat's turn runs is answered with the next; the replies column counts
+them). Rows: one worker on SQLite (always), then one and two workers on PostgreSQL; without
+a PostgreSQL URL those rows are skipped and the output says so.
 """
 
 from __future__ import annotations
@@ -18,24 +29,42 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import itertools
+import os
 import resource
+import signal
+import socket
+import subprocess
+import sys
 import tempfile
 import time
 import tracemalloc
 from dataclasses import dataclass
 from pathlib import Path
 
+import aiohttp
+
 from adapters.llm.scripted import ScriptedModel
 from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
+from adapters.telegram.webhook import HEALTH_PATH, SECRET_HEADER, WEBHOOK_PATH
 from bench.bench_ingest import reset_postgres
 from bot.app.heap import settle_heap
 from bot.app.wiring import build_app, open_store
 from bot.config import load_settings
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
+from storage.engine import create_engine_for
+from storage.sql import SqlStore
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRET = "bench-secret"
+POSTGRES_SKIPPED = (
+    "PostgreSQL rows skipped: no --postgres-url given and TEST_POSTGRES_URL is unset "
+    "(`scripts/with-postgres .venv/bin/python -m bench.bench_load --webhook-workers` runs them)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,13 +177,231 @@ async def run_load(
     return LoadResult(chats, per_chat, seconds, ordered, replies, rss, heap)
 
 
+@dataclass(frozen=True, slots=True)
+class WorkersResult:
+    database: str
+    workers: int
+    chats: int
+    per_chat: int
+    seconds: float
+    replies: int
+    stored_in_order: bool
+    peak_rss_mb: tuple[float, ...]
+    """Each worker's peak resident memory (`VmHWM`)."""
+
+    @property
+    def messages(self) -> int:
+        return self.chats * self.per_chat
+
+    @property
+    def per_second(self) -> float:
+        return self.messages / self.seconds
+
+    def markdown(self) -> str:
+        rss = " + ".join(f"{mb:.0f}" for mb in self.peak_rss_mb)
+        return (
+            f"| {self.database} | {self.workers} | {self.chats} × {self.per_chat} = "
+            f"{self.messages:,} | {self.replies:,} | {self.seconds:.1f} s "
+            f"| {self.per_second:,.0f} | {self.stored_in_order} | {rss} MB |"
+        )
+
+
+WORKERS_HEADER = (
+    "| database | webhook workers | chats × messages | replies | wall time | answered msgs/s "
+    "| stored once, in order | peak RSS per worker |\n|---|---:|---|---:|---:|---:|---|---:|"
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _peak_rss_mb(pid: int) -> float:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text(encoding="utf-8")
+    except OSError:
+        return float("nan")
+    line = next((x for x in status.splitlines() if x.startswith("VmHWM:")), "VmHWM: 0 kB")
+    return int(line.split()[1]) / 1024
+
+
+async def run_webhook_workers(
+    workers: int, chats: int, per_chat: int, data_dir: Path, *, database_url: str | None
+) -> WorkersResult:
+    """`workers` webhook processes on one database under the load the module docstring
+    describes; SQLite (`database_url` None) takes one worker only."""
+    if database_url is None and workers != 1:
+        raise ValueError("SQLite is one process: one webhook worker")
+    if database_url is not None:
+        await reset_postgres(database_url)  # the workers migrate it, one at a time
+    url = database_url or f"sqlite+aiosqlite:///{data_dir / 'w0' / 'tgbot.sqlite3'}"
+    async with FakeBotApi(username="load_bot") as api, aiohttp.ClientSession() as http:
+        ports = [_free_port() for _ in range(workers)]
+        processes: list[subprocess.Popen[bytes]] = []
+        try:
+            for n, port in enumerate(ports):
+                processes.append(_spawn_worker(api, data_dir / f"w{n}", port, database_url))
+            await asyncio.gather(
+                *(_serving(http, port, p) for port, p in zip(ports, processes, strict=True))
+            )
+            chat_ids = [20_000 + n for n in range(chats)]
+            updates = {
+                chat: [
+                    api.user_message(chat, chat, f"message {n}", chat_type="private")
+                    for n in range(per_chat)
+                ]
+                for chat in chat_ids
+            }
+            update_ids = itertools.count(1)
+            turn = itertools.cycle(ports)  # the load balancer: round robin over the workers
+            started = time.perf_counter()
+
+            async def chat_traffic(chat: int) -> None:
+                for update in updates[chat]:
+                    body = {"update_id": next(update_ids), **update}
+                    target = f"http://127.0.0.1:{next(turn)}{WEBHOOK_PATH}"
+                    async with http.post(target, json=body, headers={SECRET_HEADER: SECRET}) as r:
+                        if r.status != 200:
+                            raise RuntimeError(f"a worker answered {r.status}")
+
+            await asyncio.gather(*(chat_traffic(chat) for chat in chat_ids))
+            last = {chat: updates[chat][-1]["message"]["message_id"] for chat in chat_ids}
+            while not all(
+                any(m.get("reply_to_message", {}).get("message_id") == last[chat]
+                    for m in api.sent_messages(chat))
+                for chat in chat_ids
+            ):  # fmt: skip
+                sent = len(api.calls_of("sendMessage"))
+                await api.wait_for_call("sendMessage", sent + 1, timeout=120)
+            seconds = time.perf_counter() - started
+            peaks = tuple(_peak_rss_mb(p.pid) for p in processes)
+            replies = sum(len(api.sent_messages(chat)) for chat in chat_ids)
+        finally:
+            for process in processes:
+                if process.poll() is None:
+                    process.send_signal(signal.SIGTERM)
+            for process in processes:
+                try:
+                    await asyncio.to_thread(process.wait, 60)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+    ordered = await _stored_in_order(url, chat_ids, per_chat)
+    return WorkersResult(
+        database="PostgreSQL" if database_url else "SQLite",
+        workers=workers,
+        chats=chats,
+        per_chat=per_chat,
+        seconds=seconds,
+        replies=replies,
+        stored_in_order=ordered,
+        peak_rss_mb=peaks,
+    )
+
+
+def _spawn_worker(
+    api: FakeBotApi, data_dir: Path, port: int, database_url: str | None
+) -> subprocess.Popen[bytes]:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(data_dir),
+        "BOT_TOKEN": api.token,
+        "TELEGRAM_API_BASE": api.base_url,
+        "DATA_DIR": str(data_dir),
+        "BOT_LOCALE": "en",
+        "WEBHOOK_SECRET": SECRET,
+        "TRIGGERS__MERGE_WINDOW_SECONDS": "0",
+        "SECURITY__USER_MESSAGES_PER_MINUTE": "0",
+        "SECURITY__CHAT_MESSAGES_PER_MINUTE": "0",
+        "SCHEDULE__DAILY_SUMMARY": "false",
+        "TGBOT_LOG_LEVEL": "WARNING",
+        **({"DATABASE_URL": database_url} if database_url else {}),
+    }
+    command = [sys.executable, "-m", "bot.app.cli", "run", "--webhook", "--offline"]
+    command += ["--host", "127.0.0.1", "--port", str(port)]
+    with (data_dir / "bot.log").open("ab") as log:
+        return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log)
+
+
+async def _serving(
+    http: aiohttp.ClientSession, port: int, process: subprocess.Popen[bytes]
+) -> None:
+    """Wait until the worker answers its health check (migrated, recovered, listening)."""
+    give_up = time.monotonic() + 120
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"a webhook worker exited with {process.returncode} at start")
+        try:
+            async with http.get(f"http://127.0.0.1:{port}{HEALTH_PATH}") as answer:
+                if answer.status == 200:
+                    return
+        except aiohttp.ClientError:
+            pass
+        if time.monotonic() > give_up:
+            raise RuntimeError("a webhook worker did not start in 120 s")
+        await asyncio.sleep(0.2)
+
+
+async def _stored_in_order(url: str, chat_ids: list[int], per_chat: int) -> bool:
+    store = SqlStore(create_engine_for(url))
+    try:
+        for chat in chat_ids:
+            session = await store.find_session(SessionKey(chat_id=chat))
+            if session is None:
+                return False
+            path = await store.load_path(session.id)
+            texts = [r.body.text for r in path if isinstance(r.body, UserRecord)]
+            if texts != [f"message {n}" for n in range(per_chat)]:
+                return False
+    finally:
+        await store.close()
+    return True
+
+
+def compare_workers(
+    chats: int = 32, per_chat: int = 50, *, database_url: str | None
+) -> tuple[list[WorkersResult], str | None]:
+    """One worker on SQLite, then one and two on PostgreSQL (or the reason they were not run)."""
+    rows: list[WorkersResult] = []
+    runs = [(1, None)] + ([(1, database_url), (2, database_url)] if database_url else [])
+    for workers, url in runs:
+        with tempfile.TemporaryDirectory(prefix="tgbot-bench-workers-") as tmp:
+            rows.append(
+                asyncio.run(
+                    run_webhook_workers(workers, chats, per_chat, Path(tmp), database_url=url)
+                )
+            )
+    return rows, None if database_url else POSTGRES_SKIPPED
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="many chats at once through the fake Bot API")
-    parser.add_argument("--chats", type=int, default=200)
-    parser.add_argument("--messages", type=int, default=50, help="messages per chat")
+    parser.add_argument("--chats", type=int)
+    parser.add_argument("--messages", type=int, help="messages per chat")
     parser.add_argument("--trace-memory", action="store_true")
-    parser.add_argument("--postgres-url", help="a throw-away PostgreSQL database")
+    parser.add_argument(
+        "--postgres-url",
+        help="a throw-away PostgreSQL database (--webhook-workers: else TEST_POSTGRES_URL)",
+    )
+    parser.add_argument(
+        "--webhook-workers",
+        action="store_true",
+        help="tgbot run --webhook processes: one on SQLite, one and two on PostgreSQL",
+    )
     args = parser.parse_args()
+    if args.webhook_workers:
+        url = args.postgres_url or os.environ.get("TEST_POSTGRES_URL")
+        rows, skipped = compare_workers(args.chats or 32, args.messages or 50, database_url=url)
+        print(WORKERS_HEADER)
+        for row in rows:
+            print(row.markdown())
+        if skipped:
+            print(skipped)
+        return
+    args.chats = args.chats or 200
+    args.messages = args.messages or 50
     with tempfile.TemporaryDirectory() as tmp:
         result = asyncio.run(
             run_load(

@@ -10,7 +10,7 @@ bubbles). The window start sits 150 records before the leaf and `load_history` a
   the alias cache lives in the rows);
 - rebuild: the first load after the alias cache was cleared (bulk import), one pass over
   the path's id / parent / message-id columns;
-- inbound/s: `append` of one user record with its platform event, sequentially.
+- inbound/s: `append` of one user record with its platform message, sequentially.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from storage.codec import encode_message_ids, encode_payload, first_message_id
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore
-from storage.tables import EVENTS, MESSAGES, SESSIONS
+from storage.tables import MESSAGES, PLATFORM_MESSAGES, SESSIONS
 
 CHAT = -1001234567890123
 WINDOW_BACK = 150
@@ -127,7 +127,7 @@ async def build_session(store: SqlStore, url: str, size: int) -> int:
     try:
         async with engine.begin() as conn:
             await conn.execute(insert(MESSAGES), rows)
-            await conn.execute(insert(EVENTS), events)
+            await conn.execute(insert(PLATFORM_MESSAGES), events)
             await conn.execute(
                 update(SESSIONS)
                 .where(SESSIONS.c.id == sid)

@@ -164,7 +164,7 @@ async def _run_ours(
     model = ScriptedModel()
     messenger = CountingMessenger()
     clock = SetClock(workload.events[0].at)
-    store = InMemoryStore(now=clock.now)
+    store = InMemoryStore(clock=clock)
     tool = _bench_tool(workload.seed)
     # the runtime prints its own tool index too; size the padding to it
     tools = (*default_tools(), tool)

@@ -1,4 +1,4 @@
-"""Group window and compaction (issue 17): before/after on two group workloads.
+"""Group window and compaction: before/after on two group workloads.
 
 `python -m bench.group_window [--messages N] [--seed S]`
 
@@ -9,8 +9,8 @@ scripted model with its simulated prefix cache) on
 - a short-message group (the same generator, 4 % addressed, few tools and quotes: a busy
   group where most messages are never answered),
 under several window policies: `before` (every turn counts against the turn cap, no
-compaction: the behaviour before issue 17), then the new defaults and candidate group
-message caps. Per policy: conversation messages visible per reply call, history tokens
+compaction: the behaviour before answered turns), then the new defaults and candidate
+group message caps. Per policy: conversation messages visible per reply call, history tokens
 p50/max, input p50/p90, cache hit and billable-equivalent input (uncached + 0.25 × cached,
 from the simulated cache over the reply calls), prefix breaks vs window moves, summary
 calls, their cache hit (as the scripted provider reported it) and share of the

@@ -1,9 +1,11 @@
-"""One settings object: environment variables (DESIGN.md §7) plus an optional TOML file.
+"""One settings object: environment variables plus an optional TOML file.
 
 Read once by the composition root (`bot/app`); everything else receives plain
 values or small frozen policy objects. The TOML file (`--config PATH` or `BOT_CONFIG`) holds
 everything that is not an environment contract: scene budgets, caps, provider profiles,
 the daily schedule. Environment variables win over the file.
+
+See docs/architecture.md, Settings.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from bot.errors import ConfigError
 DEFAULT_TELEGRAM_API_BASE = "https://api.telegram.org"
 _WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
 MIN_DASHBOARD_TOKEN_CHARS = 16
-"""A shorter `DASHBOARD_TOKEN` is refused at start-up: the token guards a dashboard bound on
+"""A shorter `DASHBOARD_TOKEN` is refused at start-up: the token protects a dashboard bound on
 every interface, and 16 characters is the least `openssl rand -hex 8` gives (64 bits)."""
 
 
@@ -65,7 +67,7 @@ class HistorySettings(Section):
     max_recent_messages: int = Field(100, ge=1)
     headroom: float = Field(0.25, ge=0.0, lt=1.0)
     turn_cap_counts: Literal["answered", "all"] = "answered"
-    """`all`: every turn counts against `max_history_turns`, as before issue 17."""
+    """`all`: every turn counts against `max_history_turns` (the count before answered turns)."""
     group: SceneHistory = SceneHistory(max_recent_messages=300)
     """Groups: 300 messages, so the token budget governs (measured in bench/group_window:
     at 100 a short-message group sees ~75 messages in ~2,500 of 8,000 tokens and moves its
@@ -75,7 +77,7 @@ class HistorySettings(Section):
 
 
 class CompactionSettings(Section):
-    """The rolling summary of turns that left the window (DESIGN.md §3.8)."""
+    """The rolling summary of turns that left the window (docs/context-window.md, The summary)."""
 
     enabled: bool = True
     group_tokens: int = Field(600, ge=1)
@@ -94,7 +96,7 @@ class HistoryPruning(Section):
 
 
 class RuntimeSettings(Section):
-    """Budgets and caps of the agent runtime (DESIGN.md §3.2, §5)."""
+    """Budgets and caps of the agent runtime (docs/context-window.md, Runtime budget)."""
 
     max_context_tokens: int | None = Field(None, ge=0)
     context_compact_ratio: float | None = None
@@ -197,7 +199,7 @@ class SecuritySettings(Section):
 
 
 class RetentionSettings(Section):
-    """Deleting old records and platform events; 0 keeps everything (the default)."""
+    """Deleting old records and platform messages; 0 keeps everything (the default)."""
 
     keep_records_days: int = Field(0, ge=0)
     keep_platform_events_days: int = Field(0, ge=0)
@@ -210,6 +212,9 @@ class LedgerSettings(Section):
     """Days each model call's request and response are kept; 0 keeps none."""
     max_traces_mb: int = Field(256, ge=1)
     """All traces together, compressed; the oldest go first past it."""
+    currency: str = Field("USD", pattern=r"^[A-Za-z$€£¥]{1,8}$")
+    """The currency every provider profile's `price_*_per_mtok` is given in; costs are shown
+    with it (the dashboard, `tgbot usage report`, the daily summary)."""
 
 
 class Settings(BaseSettings):
@@ -239,11 +244,13 @@ class Settings(BaseSettings):
     webhook_secret: SecretStr | None = None
     """Checked against `X-Telegram-Bot-Api-Secret-Token` on every webhook request."""
     dashboard_port: int | None = Field(None, ge=1, le=65535)
-    """When set, `tgbot run` serves the dashboard on this port too (DESIGN.md §9)."""
+    """When set, `tgbot run` serves the dashboard on this port too (docs/architecture.md)."""
     dashboard_token: SecretStr | None = None
     """When set, every dashboard page but /healthz needs it; unset: loopback only."""
     dashboard_url: str | None = None
     """Public base URL of the dashboard, for the owner's `/dashboard` link."""
+    tgbot_log_level: str = "INFO"
+    """The level `tgbot run` logs at (a `logging` level name: DEBUG, INFO, WARNING…)."""
 
     history: HistorySettings = HistorySettings()
     compaction: CompactionSettings = CompactionSettings()

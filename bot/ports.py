@@ -1,17 +1,17 @@
-"""Every Protocol the core needs from the outside world, with the value objects they carry.
+"""The Protocols the core needs from the outside world, with the value objects they carry.
 
-Adapters satisfy them structurally. Every port is owned by the code that uses it (the agent
-runtime, the services, the tools) and is no wider than what that code calls; wide ones such
-as `ConversationStore` are unions the composition root wires. Fakes in tests implement the
-same Protocols.
+Adapters satisfy them structurally; fakes in tests implement the same Protocols. Every port
+is owned by the code that uses it (the agent runtime, the services, the tools) and is no
+wider than what that code calls. The store's ports (one per job, and the unions their
+consumers take) are in `bot.store_ports`; the values they carry are here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from bot.context.token_correction import TokenCorrection
@@ -91,155 +91,9 @@ class LoadedHistory:
     next_alias_seq: int
 
 
-# Each consumer takes the smallest of these that covers what it calls; the stores
-# (`storage.sql.SqlStore`, `storage.memory.InMemoryStore`) implement `ConversationStore`,
-# which is all of them together.
-
-
-class SessionStore(Protocol):
-    """Sessions by chat."""
-
-    async def open_session(
-        self, key: SessionKey, *, scene: Scene, title: str | None = None
-    ) -> SessionInfo:
-        """Get the session for `key`, creating it (or updating scene/title) as needed."""
-        ...
-
-    async def find_session(self, key: SessionKey) -> SessionInfo | None: ...
-
-    async def list_sessions(self) -> tuple[SessionInfo, ...]: ...
-
-
-class RouteStore(Protocol):
-    """A session's model route (what `/model` switches)."""
-
-    async def set_route(self, session_id: int, route: str | None) -> None: ...
-
-
-class HistoryReader(Protocol):
-    """A session's history as the next model call sees it."""
-
-    async def load_history(self, session_id: int, *, max_records: int) -> LoadedHistory:
-        """The active path's tail for the window (see `LoadedHistory`)."""
-        ...
-
-    async def find_aliases(self, session_id: int, message_ids: Collection[int]) -> dict[int, str]:
-        """Aliases of the platform ids in `message_ids` held by records on the active path
-        (`m<n>`, or `m<n>.<slot>` for a later bubble), so quotes of messages outside the
-        window keep their alias. Records off the active path give none."""
-        ...
-
-
-class SummaryReader(Protocol):
-    """Compaction summaries (records of kind `summary`, stored off the active path)."""
-
-    async def find_summaries(
-        self, session_id: int, parent_ids: Collection[int]
-    ) -> tuple[StoredRecord, ...]:
-        """Summary records whose parent is one of `parent_ids`, oldest first."""
-        ...
-
-
-class RecordAppender(Protocol):
-    """Adding records to a session's tree."""
-
-    async def append(
-        self,
-        session_id: int,
-        records: Sequence[NewRecord],
-        *,
-        parent_id: int | None = None,
-        platform_messages: Sequence[PlatformMessage] = (),
-        move_leaf: bool = True,
-        at_root: bool = False,
-    ) -> tuple[StoredRecord, ...]:
-        """Append a chain of records atomically, with the platform events that belong to them.
-
-        The chain hangs under `parent_id`, or under the active leaf when `None`, or starts a
-        new root (a sibling of the first record, e.g. an edit of it) when `at_root`. Events whose
-        `record_id` is `None` are linked to the last appended record. When `move_leaf` the
-        active leaf becomes the last record.
-        """
-        ...
-
-
-class BubbleStore(RecordAppender, Protocol):
-    """What recording a reply's bubbles needs: append the reply, then fill its slots."""
-
-    async def set_message_ids(
-        self, record_id: int, message_ids: Sequence[int | None]
-    ) -> StoredRecord:
-        """Record the confirmed bubbles of a stored record (one slot per bubble)."""
-        ...
-
-
-class HistoryStore(HistoryReader, BubbleStore, SummaryReader, Protocol):
-    """What the agent runtime needs from a session's records."""
-
-    async def set_window_start(self, session_id: int, record_id: int | None) -> None: ...
-
-
-class PlatformMessageLookup(Protocol):
-    """Finding a real platform message (tools resolve their targets with it)."""
-
-    async def find_platform_message(
-        self, chat_id: int, message_id: int
-    ) -> PlatformMessage | None: ...
-
-
-class PlatformMessageStore(PlatformMessageLookup, Protocol):
-    """Real platform messages, what quotes and references resolve against."""
-
-    async def record_platform_messages(self, events: Sequence[PlatformMessage]) -> None:
-        """Insert or update (on chat id + message id) platform events."""
-        ...
-
-
-class HistorySearch(Protocol):
-    """Full-text search over one chat's platform messages (the `search_history` tool)."""
-
-    async def search_messages(
-        self, chat_id: int, thread_id: int, query: str, *, limit: int
-    ) -> tuple[PlatformMessage, ...]:
-        """Messages of this chat and thread (newest text) matching the plain words of
-        `query`, best first, at most `limit`; () when nothing matches. Never raises on what
-        the query contains."""
-        ...
-
-
-class UpdateClaims(Protocol):
-    """De-duplication of inbound updates."""
-
-    async def claim_update(self, update_id: int) -> bool:
-        """True the first time an update id is claimed, False for a duplicate."""
-        ...
-
-
-class DailySummaryClaims(Protocol):
-    """The once-a-day guard of the daily summary."""
-
-    async def claim_daily_summary(self, day: date) -> bool:
-        """True for the first caller of a day across all processes."""
-        ...
-
-
-class UpdateLog(UpdateClaims, DailySummaryClaims, Protocol):
-    """De-duplication of inbound updates and once-a-day guards."""
-
-
-class Prunable(Protocol):
-    """Retention: drop what the policy no longer keeps."""
-
-    async def prune(
-        self, older_than: datetime, *, events_older_than: datetime | None = None
-    ) -> object:
-        """Apply the retention policy (see `storage.retention`); returns the counts."""
-        ...
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionRequest:
-    """A session to open (or find): what `HistoryStore.open_session` takes."""
+    """A session to open (or find): what `SessionOpener.open_session` takes."""
 
     key: SessionKey
     scene: Scene
@@ -256,26 +110,6 @@ class InboundAppend:
     platform_message: PlatformMessage
 
 
-class InboundBatchStore(Protocol):
-    """Group commit of inbound messages (one `getUpdates` batch, one transaction)."""
-
-    async def open_sessions(self, requests: Sequence[SessionRequest]) -> tuple[SessionInfo, ...]:
-        """`open_session` for each request, in order (one read when all are known)."""
-        ...
-
-    async def append_inbound(
-        self, items: Sequence[InboundAppend]
-    ) -> tuple[StoredRecord | None, ...]:
-        """Store the items in one transaction, in order (each session's records chain in
-        item order). An item whose platform message (chat id + message id) is stored, or
-        appears earlier in `items`, is a duplicate: not stored, None. An item that cannot
-        be stored (bad data) is logged and skipped, None; the others are stored. A failed
-        transaction is retried whole; `StorageUnavailable` when the database stays away
-        (what was committed stays: the same items again store the rest, the stored ones
-        being duplicates)."""
-        ...
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoredReaction:
     """One reaction a member put on one of the bot's messages (`emoji` as the adapter
@@ -290,67 +124,6 @@ class StoredReaction:
     created_at: datetime
 
 
-class ChatEventStore(Protocol):
-    """The bot's membership of chats and the reactions on its messages."""
-
-    async def set_chat_closed(self, chat_id: int, closed: bool) -> int:
-        """Mark every session of the chat closed (the bot was removed or kicked) or open
-        again; returns how many sessions changed."""
-        ...
-
-    async def is_chat_closed(self, chat_id: int) -> bool:
-        """True when a session of the chat is marked closed."""
-        ...
-
-    async def record_reactions(self, reactions: Sequence[StoredReaction]) -> None: ...
-
-    async def reactions_since(
-        self, chat_id: int, thread_id: int, since: datetime | None, *, limit: int
-    ) -> tuple[StoredReaction, ...]:
-        """The newest `limit` reactions in the chat's thread after `since` (all when None),
-        oldest first."""
-        ...
-
-    async def reactions_between(self, start: datetime, end: datetime) -> tuple[StoredReaction, ...]:
-        """Every reaction with `start <= created_at < end` (the usage report's days)."""
-        ...
-
-
-class InboundStore(
-    SessionStore,
-    HistoryReader,
-    RecordAppender,
-    PlatformMessageStore,
-    UpdateClaims,
-    InboundBatchStore,
-    Protocol,
-):
-    """What the inbound service needs: sessions, their history, new records and events,
-    update claims, batches of new messages, and moving the active leaf (an edit or a
-    recovered branch)."""
-
-    async def set_active_leaf(self, session_id: int, record_id: int) -> None: ...
-
-
-class ImportStore(SessionStore, RecordAppender, Protocol):
-    """What importing legacy rows needs: sessions and appends."""
-
-
-class ConversationStore(
-    InboundStore,
-    HistoryStore,
-    RouteStore,
-    UpdateLog,
-    Prunable,
-    ChatEventStore,
-    HistorySearch,
-    Protocol,
-):
-    """The whole store, which the composition root opens, wires and closes."""
-
-    async def close(self) -> None: ...
-
-
 # ---------------------------------------------------------------- model provider
 
 
@@ -362,10 +135,16 @@ class ToolSpec:
     description: str
     parameters: dict[str, Any] = field(default_factory=dict)
 
+    def schema(self) -> dict[str, object]:
+        """The tool as it is costed and sent: name, description and parameters."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CachePlan:
-    """Which parts of a request the next request repeats byte for byte (DESIGN.md §6.2).
+    """Which parts of a request the next request repeats byte for byte.
+
+    See docs/architecture.md, Tokens, caches and usage as billed.
 
     Each field is an index into `LLMRequest.messages` (the message a breakpoint goes after),
     or `None` when the request has no such point. A provider adapter turns the plan into its
@@ -406,7 +185,7 @@ class LLMRequest:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
-    """Token usage as billed (DESIGN.md §6.2).
+    """Token usage as billed (docs/architecture.md, Tokens, caches and usage as billed).
 
     `input_tokens` is the whole billed input: for Anthropic, input + cache reads + cache
     writes. `cached_tokens` (reads) and `cache_write_tokens` (writes) are parts of it.
@@ -474,7 +253,7 @@ class Delivery:
         record_id: int | None = None,
         slots: range | None = None,
     ) -> list[PlatformMessage]:
-        """Platform events of the confirmed bubbles (only `slots` if given), as the bot's
+        """Platform messages of the confirmed bubbles (only `slots` if given), as the bot's
         messages; a bubble without a confirmed date is dated `now`."""
         dates = self.dates or (None,) * len(self.message_ids)
         wanted = slots if slots is not None else range(len(self.message_ids))
@@ -538,9 +317,9 @@ class Messenger(Protocol):
 
 
 class RecordedBubbles(Protocol):
-    """Called with the platform events of bubbles a tool delivered, to store them."""
+    """Called with the platform messages of bubbles a tool delivered, to store them."""
 
-    async def __call__(self, events: Sequence[PlatformMessage]) -> None: ...
+    async def __call__(self, messages: Sequence[PlatformMessage]) -> None: ...
 
 
 class InboundSink(Protocol):

@@ -99,14 +99,6 @@ def register_secret(secret: str | None) -> None:
         _pattern = re.compile("|".join(re.escape(form) for form in ordered), re.IGNORECASE)
 
 
-def forget_secrets() -> None:
-    """Drop every registered secret (tests)."""
-    global _pattern
-    with _lock:
-        _forms.clear()
-        _pattern = None
-
-
 def scrub(text: str) -> str:
     """`text` with every registered secret replaced by `[redacted]`."""
     if not text:

@@ -3,10 +3,12 @@
 - `storage.engine.create_engine_for(url)`: the async engine (SQLite tuned, or asyncpg);
 - `storage.migrate.upgrade_database(url)`: Alembic upgrade to head (packaged scripts);
 - `storage.schema.schema_at_head(url)`: the start-up check that skips Alembic when current;
-- `storage.sql.SqlStore(engine)`: `bot.ports.ConversationStore` (every store port);
+- `storage.sql.SqlStore(engine)`: `bot.store_ports.ConversationStore` (every store port);
 - `storage.memory.InMemoryStore()`: the same contract in memory, for tests and fakes;
 - `storage.inbound_batch`: group commit of a `getUpdates` batch (`append_inbound`);
 - `storage.alias_cache`: the per-record alias ordinals and their pure derivation;
 - `storage.queries`: prebuilt SQL; `storage.rows`: table rows to domain values;
-- `storage.retention`: the prune policy and `PruneResult`; `storage.codec`: payload JSON.
+- `storage.record_chain`: appending a chain of records with their alias ordinals;
+- `storage.retention`: the prune policy and `PruneResult`; `storage.sql_prune`: the prune
+  on SQL; `storage.codec`: payload JSON.
 """

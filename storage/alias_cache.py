@@ -1,9 +1,9 @@
 """The alias cache: each record's `m<n>` ordinal, stored beside it so reads never count.
 
-Aliases (DESIGN.md §3.6) are ordinals over the active path. A record's path from the root
-never changes (records are appended, never moved), so its ordinal depends only on its
-ancestors, never on which leaf is active or where the window starts. That is why it can be
-cached on the record: `alias_seq` (its ordinal, NULL without a confirmed id) and
+Aliases (docs/architecture.md, Aliases) are ordinals over the active path. A record's path
+from the root never changes (records are appended, never moved), so its ordinal depends
+only on its ancestors, never on which leaf is active or where the window starts. That is
+why it can be cached on the record: `alias_seq` (its ordinal, NULL without a confirmed id) and
 `alias_last` (the highest ordinal on root → record), written when the record is appended:
 
 - a record without a confirmed id: no ordinal, `alias_last` = the parent's;

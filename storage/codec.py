@@ -1,4 +1,4 @@
-"""The JSON payload of a record and of a platform event's media: pure, both directions.
+"""The JSON payload of a record and of a platform message's media: pure, both directions.
 
 Payload shape (camelCase keys, defaults left out):
 

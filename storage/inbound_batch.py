@@ -30,7 +30,6 @@ other failure (a locked or lost database) retries the whole transaction.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -45,11 +44,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from bot.domain.records import StoredRecord
 from bot.errors import StorageUnavailable
 from bot.ports import InboundAppend
+from bot.retry import with_retries
 from storage.alias_cache import alias_parts, derive
 from storage.codec import encode_message_ids, encode_payload, first_message_id
-from storage.rows import event_row, utc
-from storage.search import index_events
-from storage.tables import EVENTS, MESSAGES, SESSIONS
+from storage.rows import platform_message_row, utc
+from storage.search import index_platform_messages
+from storage.tables import MESSAGES, PLATFORM_MESSAGES, SESSIONS
 
 log = logging.getLogger(__name__)
 
@@ -121,28 +121,35 @@ class InboundBatchWriter:
     ) -> list[_Prepared]:
         """Store `prepared` in one transaction (retried whole); returns the items left for
         the one-by-one path."""
-        for attempt in range(TRIES):
-            try:
-                async with self._write() as conn:
-                    outcome = await _write_batch(conn, prepared, self._now())
-            except (StorageUnavailable, *_DRIVER_DATA_ERRORS) as exc:
-                if _bad_data(exc):
-                    if len(prepared) == 1:
-                        _skip(prepared[0].item, _reason(exc))
-                        return []
-                    later: list[_Prepared] = []
-                    for entry in prepared:  # find the bad one: each item alone
-                        later += await self._commit([entry], results)
-                    return later
-                if attempt == TRIES - 1:
-                    raise
-                log.warning("storing a batch failed (%s); retrying the whole batch", exc)
-                await asyncio.sleep(0.05 * 2**attempt)
-                continue
-            for index, record in outcome.stored.items():
-                results[index] = record
-            return outcome.later
-        raise AssertionError("unreachable")
+
+        async def write_once() -> _Outcome:
+            async with self._write() as conn:
+                return await _write_batch(conn, prepared, self._now())
+
+        try:
+            outcome = await with_retries(
+                write_once,
+                retries=TRIES - 1,
+                first_delay=0.05,
+                transient=(StorageUnavailable, *_DRIVER_DATA_ERRORS),
+                retry_if=lambda exc: not _bad_data(exc),
+                on_retry=lambda exc: log.warning(
+                    "storing a batch failed (%s); retrying the whole batch", exc
+                ),
+            )
+        except (StorageUnavailable, *_DRIVER_DATA_ERRORS) as exc:
+            if not _bad_data(exc):
+                raise
+            if len(prepared) == 1:
+                _skip(prepared[0].item, _reason(exc))
+                return []
+            later: list[_Prepared] = []
+            for entry in prepared:  # find the bad one: each item alone
+                later += await self._commit([entry], results)
+            return later
+        for index, record in outcome.stored.items():
+            results[index] = record
+        return outcome.later
 
 
 def _skip(item: InboundAppend, reason: str) -> None:
@@ -193,7 +200,7 @@ def _prepare(index: int, item: InboundAppend) -> _Prepared:
         payload=encode_payload(record.body, record.message_ids),
         message_ids=encode_message_ids(record.message_ids),
         first=first_message_id(record.message_ids),
-        message_row=event_row(message, default_record_id=None),
+        message_row=platform_message_row(message, default_record_id=None),
     )
 
 
@@ -220,8 +227,10 @@ _LOCK_SESSIONS = (
     .with_for_update()
 )
 # Row-value IN: one index probe per pair (two plain INs would probe every combination).
-_KNOWN_MESSAGES = select(EVENTS.c.chat_id, EVENTS.c.message_id).where(
-    tuple_(EVENTS.c.chat_id, EVENTS.c.message_id).in_(bindparam("keys", expanding=True))
+_KNOWN_MESSAGES = select(PLATFORM_MESSAGES.c.chat_id, PLATFORM_MESSAGES.c.message_id).where(
+    tuple_(PLATFORM_MESSAGES.c.chat_id, PLATFORM_MESSAGES.c.message_id).in_(
+        bindparam("keys", expanding=True)
+    )
 )
 _KNOWN_FIRSTS = (
     select(MESSAGES.c.session_id, MESSAGES.c.first_message_id)
@@ -237,7 +246,7 @@ _PG_RECORD_IDS = text(
     "SELECT nextval(pg_get_serial_sequence('agent_messages', 'id')) FROM generate_series(1, :n)"
 )
 _INSERT_RECORDS = insert(MESSAGES)
-_INSERT_MESSAGES = insert(EVENTS)
+_INSERT_MESSAGES = insert(PLATFORM_MESSAGES)
 _MOVE_LEAF = (
     update(SESSIONS)
     .where(SESSIONS.c.id == bindparam("session_id"))
@@ -341,7 +350,7 @@ async def _write_batch(
         leaves[item.session_id] = new_id
     await conn.execute(_INSERT_RECORDS, records)
     await conn.execute(_INSERT_MESSAGES, messages)
-    await index_events(
+    await index_platform_messages(
         conn, ((m["chat_id"], m["thread_id"], m["message_id"], m["text"]) for m in messages)
     )
     await conn.execute(

@@ -7,15 +7,16 @@ the pure derivation of `storage.alias_cache` (the definition the SQL cache must 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 
+from bot.clock import SYSTEM_CLOCK
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import RecordBody, StoredRecord, SummaryRecord
 from bot.errors import SessionNotFound, StorageError
 from bot.ports import (
-    ConversationStore,
+    Clock,
     InboundAppend,
     LoadedHistory,
     NewRecord,
@@ -24,6 +25,7 @@ from bot.ports import (
     SessionRequest,
     StoredReaction,
 )
+from bot.store_ports import ConversationStore
 from storage.alias_cache import alias_parts, aliases_on_path, derive_path, path_to
 from storage.retention import Node, PruneResult, plan_prune
 from storage.rows import latest_reactions, utc
@@ -48,13 +50,13 @@ class _Session:
 
 
 class InMemoryStore:
-    """`bot.ports.ConversationStore` in dictionaries: the contract of `SqlStore`."""
+    """`bot.store_ports.ConversationStore` in dictionaries: the contract of `SqlStore`."""
 
-    def __init__(self, *, now: Callable[[], datetime] | None = None) -> None:
-        self._now = now or (lambda: datetime.now(UTC))
+    def __init__(self, *, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._now = clock.now
         self._sessions: dict[int, _Session] = {}
         self._records: dict[int, _Record] = {}
-        self._events: dict[tuple[int, int], PlatformMessage] = {}
+        self._platform_messages: dict[tuple[int, int], PlatformMessage] = {}
         self._updates: dict[int, datetime] = {}
         self._summaries: set[date] = set()
         self._reactions: list[StoredReaction] = []
@@ -85,9 +87,6 @@ class InMemoryStore:
 
     async def find_session(self, key: SessionKey) -> SessionInfo | None:
         return next((s.info for s in self._sessions.values() if s.info.key == key), None)
-
-    async def get_session(self, session_id: int) -> SessionInfo:
-        return self._session(session_id).info
 
     async def list_sessions(self) -> tuple[SessionInfo, ...]:
         return tuple(self._sessions[sid].info for sid in sorted(self._sessions))
@@ -149,10 +148,11 @@ class InMemoryStore:
             for r in self._records.values()
             if r.session_id == session_id and r.body.kind == "summary" and r.parent_id in wanted
         ]
-        records = [await self.get_record(r.id) for r in sorted(found, key=lambda r: r.id)]
+        records = [self._stored(r.id) for r in sorted(found, key=lambda r: r.id)]
         return tuple(r for r in records if r is not None)
 
-    async def get_record(self, record_id: int) -> StoredRecord | None:
+    def _stored(self, record_id: int) -> StoredRecord | None:
+        """One record with the aliases of its own path, or None."""
         record = self._records.get(record_id)
         if record is None:
             return None
@@ -177,11 +177,11 @@ class InMemoryStore:
         if parent is not None:
             self._record_in(session_id, parent)
         first_new = self._next_record
-        for event in platform_messages:
+        for message in platform_messages:
             # What the foreign key does in SQL: checked before anything changes.
-            known = event.record_id is None or event.record_id in self._records
-            if not known and not first_new <= (event.record_id or 0) < first_new + len(records):
-                raise StorageError(f"event names unknown record {event.record_id}")
+            known = message.record_id is None or message.record_id in self._records
+            if not known and not first_new <= (message.record_id or 0) < first_new + len(records):
+                raise StorageError(f"message names unknown record {message.record_id}")
         ids: list[int] = []
         for record in records:
             new = _Record(
@@ -197,7 +197,7 @@ class InMemoryStore:
             self._next_record += 1
             ids.append(new.id)
             parent = new.id
-        self._put_events(platform_messages, default_record_id=ids[-1])
+        self._put_platform_messages(platform_messages, default_record_id=ids[-1])
         if move_leaf:
             session.info = replace(session.info, active_leaf_id=ids[-1])
         path = {r.id: r for r in self._aliased_path(session, ids[-1])}
@@ -214,7 +214,7 @@ class InMemoryStore:
         stored: list[StoredRecord | None] = []
         for item in items:
             key = (item.platform_message.chat_id, item.platform_message.message_id)
-            if key in self._events or item.session_id not in self._sessions:
+            if key in self._platform_messages or item.session_id not in self._sessions:
                 stored.append(None)
                 continue
             (record,) = await self.append(
@@ -230,20 +230,20 @@ class InMemoryStore:
         if record is None:
             raise SessionNotFound(f"no record {record_id}")
         record.message_ids = tuple(message_ids)
-        found = await self.get_record(record_id)
+        found = self._stored(record_id)
         assert found is not None
         return found
 
-    # ------------------------------------------------------------ platform events
+    # ------------------------------------------------------------ platform messages
 
-    async def record_platform_messages(self, events: Sequence[PlatformMessage]) -> None:
-        for event in events:
-            if event.record_id is not None and event.record_id not in self._records:
-                raise StorageError(f"event names unknown record {event.record_id}")
-        self._put_events(events, default_record_id=None)
+    async def record_platform_messages(self, messages: Sequence[PlatformMessage]) -> None:
+        for message in messages:
+            if message.record_id is not None and message.record_id not in self._records:
+                raise StorageError(f"message names unknown record {message.record_id}")
+        self._put_platform_messages(messages, default_record_id=None)
 
     async def find_platform_message(self, chat_id: int, message_id: int) -> PlatformMessage | None:
-        return self._events.get((chat_id, message_id))
+        return self._platform_messages.get((chat_id, message_id))
 
     async def search_messages(
         self, chat_id: int, thread_id: int, query: str, *, limit: int
@@ -253,26 +253,26 @@ class InMemoryStore:
         if not terms or limit <= 0:
             return ()
         candidates = (
-            (event, event.text)
-            for event in self._events.values()
-            if event.chat_id == chat_id and event.thread_id == thread_id
+            (message, message.text)
+            for message in self._platform_messages.values()
+            if message.chat_id == chat_id and message.thread_id == thread_id
         )
         ranked = rank_texts(
-            terms, candidates, newest_key=lambda event: (event.date, event.message_id)
+            terms, candidates, newest_key=lambda message: (message.date, message.message_id)
         )
         return tuple(ranked[:limit])
 
-    def _put_events(
-        self, events: Sequence[PlatformMessage], *, default_record_id: int | None
+    def _put_platform_messages(
+        self, messages: Sequence[PlatformMessage], *, default_record_id: int | None
     ) -> None:
-        for event in events:
-            key = (event.chat_id, event.message_id)
-            old = self._events.get(key)
-            record_id = event.record_id if event.record_id is not None else default_record_id
+        for message in messages:
+            key = (message.chat_id, message.message_id)
+            old = self._platform_messages.get(key)
+            record_id = message.record_id if message.record_id is not None else default_record_id
             new = replace(
-                event,
-                date=utc(event.date),
-                edited_at=None if event.edited_at is None else utc(event.edited_at),
+                message,
+                date=utc(message.date),
+                edited_at=None if message.edited_at is None else utc(message.edited_at),
                 record_id=record_id,
             )
             if old is not None:
@@ -282,7 +282,7 @@ class InMemoryStore:
                     record_id=old.record_id if record_id is None else record_id,
                     edited_at=old.edited_at if new.edited_at is None else new.edited_at,
                 )
-            self._events[key] = new
+            self._platform_messages[key] = new
 
     # ------------------------------------------------------------ claims
 
@@ -357,18 +357,20 @@ class InMemoryStore:
             self._records[plan.new_root].parent_id = None
             for record_id in plan.delete:
                 del self._records[record_id]
-            for key, event in list(self._events.items()):
-                if event.record_id in plan.delete:
-                    self._events[key] = replace(event, record_id=None)
+            for key, message in list(self._platform_messages.items()):
+                if message.record_id in plan.delete:
+                    self._platform_messages[key] = replace(message, record_id=None)
             removed += len(plan.delete)
-        old_events = [k for k, e in self._events.items() if e.date < events_cutoff]
-        for key in old_events:
-            del self._events[key]
+        old_messages = [k for k, e in self._platform_messages.items() if e.date < events_cutoff]
+        for key in old_messages:
+            del self._platform_messages[key]
         self._reactions = [r for r in self._reactions if r.created_at >= events_cutoff]
         old_updates = [u for u, at in self._updates.items() if at < events_cutoff]
         for update_id in old_updates:
             del self._updates[update_id]
-        return PruneResult(records=removed, events=len(old_events), updates=len(old_updates))
+        return PruneResult(
+            records=removed, platform_messages=len(old_messages), updates=len(old_updates)
+        )
 
     # ------------------------------------------------------------ helpers
 
@@ -412,5 +414,5 @@ class InMemoryStore:
 
 
 def _satisfies_the_ports(store: InMemoryStore) -> ConversationStore:
-    """Checked by mypy: the store implements `bot.ports.ConversationStore` (every store port)."""
+    """Checked by mypy: the store implements `bot.store_ports.ConversationStore`."""
     return store

@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.domain.ids import SessionKey
 from bot.errors import SessionNotFound
-from storage.tables import EVENTS, MESSAGES, REACTIONS, SESSIONS
+from storage.tables import MESSAGES, PLATFORM_MESSAGES, REACTIONS, SESSIONS
 
 RECORD_COLUMNS = (
     MESSAGES.c.id,
@@ -74,7 +74,12 @@ REACTIONS_SINCE = (
 )
 """The newest `limit` reactions of a chat (thread) after `since`, newest first; built once
 (every turn asks)."""
-RECORD_BY_ID = select(*RECORD_COLUMNS).where(MESSAGES.c.id == bindparam("record_id"))
+CLOSED_SESSION_OF_CHAT = (
+    select(SESSIONS.c.id)
+    .where(SESSIONS.c.chat_id == bindparam("chat_id"), SESSIONS.c.closed_at.is_not(None))
+    .limit(1)
+)
+"""Any closed session of a chat: the bot was removed from it (every send asks)."""
 EARLIEST_WITH_FIRST = select(func.min(MESSAGES.c.id)).where(
     MESSAGES.c.session_id == bindparam("session_id"),
     MESSAGES.c.first_message_id == bindparam("first"),
@@ -84,7 +89,7 @@ EARLIEST_WITH_FIRST = select(func.min(MESSAGES.c.id)).where(
 
 def _holders() -> CompoundSelect[Any]:
     """Records of session `session_id` that hold one of the platform ids `wanted`: as their
-    first id (indexed), or as a later bubble linked by its platform event (indexed on chat
+    first id (indexed), or as a later bubble linked by its platform message (indexed on chat
     id + message id). On any branch: `HOLDERS_ON_PATH` keeps those of the active path."""
     by_first = select(MESSAGES.c.id.label("id")).where(
         MESSAGES.c.session_id == bindparam("session_id"),
@@ -92,10 +97,12 @@ def _holders() -> CompoundSelect[Any]:
     )
     by_event = (
         select(MESSAGES.c.id.label("id"))
-        .select_from(EVENTS.join(MESSAGES, MESSAGES.c.id == EVENTS.c.record_id))
+        .select_from(
+            PLATFORM_MESSAGES.join(MESSAGES, MESSAGES.c.id == PLATFORM_MESSAGES.c.record_id)
+        )
         .where(
-            EVENTS.c.chat_id == bindparam("chat_id"),
-            EVENTS.c.message_id.in_(bindparam("wanted_bubbles", expanding=True)),
+            PLATFORM_MESSAGES.c.chat_id == bindparam("chat_id"),
+            PLATFORM_MESSAGES.c.message_id.in_(bindparam("wanted_bubbles", expanding=True)),
             MESSAGES.c.session_id == bindparam("session_id"),
         )
     )
@@ -129,8 +136,9 @@ def _holders_on_path() -> Select[Any]:
 
 HOLDERS = _holders()
 HOLDERS_ON_PATH = _holders_on_path()
-EVENT_BY_KEY = select(EVENTS).where(
-    EVENTS.c.chat_id == bindparam("chat_id"), EVENTS.c.message_id == bindparam("message_id")
+PLATFORM_MESSAGE_BY_KEY = select(PLATFORM_MESSAGES).where(
+    PLATFORM_MESSAGES.c.chat_id == bindparam("chat_id"),
+    PLATFORM_MESSAGES.c.message_id == bindparam("message_id"),
 )
 INSERT_RECORD = insert(MESSAGES).returning(MESSAGES.c.id)
 MOVE_LEAF = (
@@ -179,10 +187,10 @@ APPEND_HEAD = _append_head()
 
 
 @functools.cache
-def upsert_events(dialect: str) -> Any:
-    """Insert platform events, or update the known ones (keeping their record and edit
+def upsert_platform_messages(dialect: str) -> Any:
+    """Insert platform messages, or update the known ones (keeping their record and edit
     time when the new row has none)."""
-    stmt = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(EVENTS)
+    stmt = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(PLATFORM_MESSAGES)
     return stmt.on_conflict_do_update(
         index_elements=["chat_id", "message_id"],
         set_={
@@ -193,8 +201,8 @@ def upsert_events(dialect: str) -> Any:
             "text": stmt.excluded.text,
             "media": stmt.excluded.media,
             "reply_to_message_id": stmt.excluded.reply_to_message_id,
-            "record_id": func.coalesce(stmt.excluded.record_id, EVENTS.c.record_id),
-            "edited_at": func.coalesce(stmt.excluded.edited_at, EVENTS.c.edited_at),
+            "record_id": func.coalesce(stmt.excluded.record_id, PLATFORM_MESSAGES.c.record_id),
+            "edited_at": func.coalesce(stmt.excluded.edited_at, PLATFORM_MESSAGES.c.edited_at),
         },
     )
 

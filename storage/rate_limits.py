@@ -1,13 +1,13 @@
 """Rate-limit buckets in PostgreSQL, shared by every worker (implements `bot.ports.RateLimits`).
 
-With several webhook workers behind a load balancer, per-process windows would give a member
+With several webhook workers behind a load balancer, per-process counts would give a member
 N times the limit; here each check is one statement on the shared table
 `rate_limit_buckets(scope, key, minute, count)`, one row per user or chat per wall-clock
 minute.
 
-Why an approximate sliding window, not a fixed one: fixed minute buckets let twice the limit
+Why an approximate sliding minute, not a fixed one: fixed minute buckets let twice the limit
 through around a minute boundary (a burst at :59 and another at :00). The estimate of the
-last 60 s is `previous minute's count × the part of it still inside the window + this
+last 60 s is `previous minute's count × the part of it still inside the last 60 s + this
 minute's count`, the way a sliding log would count an evenly spread previous minute; it
 keeps two rows per key and needs no per-message log. Why not a row per message: a flood
 would write a row per message and need a COUNT over them on every check.

@@ -1,6 +1,6 @@
 """Retention: which records a prune may delete (pure), and what a prune removed.
 
-Policy, the same for every backend. Platform events and processed update ids older than
+Policy, the same for every backend. Platform messages and processed update ids older than
 their cutoff are deleted. Records are deleted only from the **start of a session's active
 path**, strictly before its window start (so never the window, never the active tail, never
 a session without a window start), and only while every record removed is older than the
@@ -25,7 +25,7 @@ class PruneResult:
     """How many rows a prune deleted."""
 
     records: int = 0
-    events: int = 0
+    platform_messages: int = 0
     updates: int = 0
 
 

@@ -1,4 +1,4 @@
-"""Rows of the SQL tables to and from the domain's values (sessions, records, events)."""
+"""Rows of the SQL tables to and from the domain's values (sessions, records, platform messages)."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ class DecodedRecords:
         return record
 
 
-def platform_event(row: Any) -> PlatformMessage:
+def platform_message_from_row(row: Any) -> PlatformMessage:
     return PlatformMessage(
         chat_id=row.chat_id,
         thread_id=row.thread_id,
@@ -123,22 +123,24 @@ def platform_event(row: Any) -> PlatformMessage:
     )
 
 
-def event_row(event: PlatformMessage, *, default_record_id: int | None) -> dict[str, Any]:
-    """The `platform_events` row of `event`; linked to `default_record_id` when it names no
+def platform_message_row(
+    message: PlatformMessage, *, default_record_id: int | None
+) -> dict[str, Any]:
+    """The `platform_events` row of `message`; linked to `default_record_id` when it names no
     record."""
     return {
-        "chat_id": event.chat_id,
-        "message_id": event.message_id,
-        "thread_id": event.thread_id,
-        "sender_id": event.sender_id,
-        "sender_name": event.sender_name,
-        "is_bot": event.is_bot,
-        "date": utc(event.date),
-        "text": event.text,
-        "media": encode_media(event.media),
-        "reply_to_message_id": event.reply_to_message_id,
-        "record_id": event.record_id if event.record_id is not None else default_record_id,
-        "edited_at": None if event.edited_at is None else utc(event.edited_at),
+        "chat_id": message.chat_id,
+        "message_id": message.message_id,
+        "thread_id": message.thread_id,
+        "sender_id": message.sender_id,
+        "sender_name": message.sender_name,
+        "is_bot": message.is_bot,
+        "date": utc(message.date),
+        "text": message.text,
+        "media": encode_media(message.media),
+        "reply_to_message_id": message.reply_to_message_id,
+        "record_id": message.record_id if message.record_id is not None else default_record_id,
+        "edited_at": None if message.edited_at is None else utc(message.edited_at),
     }
 
 

@@ -1,6 +1,6 @@
 """Full-text search over a chat's platform messages: the index, its upkeep, and the query.
 
-What is indexed: every platform event (`platform_events`: what members said and the bot's
+What is indexed: every platform message (`platform_events`: what members said and the bot's
 confirmed bubbles), its newest text, keyed by the event's row id. One tokenizer, written
 here in Python, serves every store, so SQLite, PostgreSQL and the in-memory store find the
 same messages:
@@ -35,7 +35,7 @@ thread_id, terms tsvector)` with a GIN index; the tsvector is built from the tok
 (`array_to_tsvector`), so the server's parser and locale play no part. Built in: no
 extension to create (`pg_trgm`, in Debian's contrib, needs `CREATE EXTENSION` and, like
 FTS5's trigram, cannot use its index for a two-character word). The writers of
-platform events call `index_events` in the same transaction (edits re-index the newest
+platform messages call `index_platform_messages` in the same transaction (edits re-index the newest
 text); migration 0003 builds the index for existing databases.
 """
 
@@ -62,7 +62,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY, TSVECTOR
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from storage.tables import EVENTS
+from storage.tables import PLATFORM_MESSAGES
 
 MAX_QUERY_CHARS = 256
 """A longer query is cut to its first 256 characters."""
@@ -225,14 +225,16 @@ _PG_DROP = text(
 )
 
 
-async def index_events(conn: AsyncConnection, events: Iterable[tuple[int, int, int, str]]) -> None:
-    """(Re-)index platform events just written, as (chat id, thread id, message id, text):
+async def index_platform_messages(
+    conn: AsyncConnection, messages: Iterable[tuple[int, int, int, str]]
+) -> None:
+    """(Re-)index platform messages just written, as (chat id, thread id, message id, text):
     the text is what the row now holds (the newest version of an edit); an event without
     words leaves the index."""
     postgres = conn.dialect.name == "postgresql"
     put: list[dict[str, Any]] = []
     drop: list[dict[str, Any]] = []
-    for chat, thread, message_id, body in events:
+    for chat, thread, message_id, body in messages:
         tokens = index_tokens(body)
         key = {"chat": chat, "mid": message_id}
         if not tokens:
@@ -265,7 +267,7 @@ _PG_MATCH = (
 )
 
 
-async def search_event_rows(
+async def search_platform_message_rows(
     conn: AsyncConnection, chat_id: int, thread_id: int, query: str, *, limit: int
 ) -> list[Any]:
     """Event rows of this chat and thread matching `query`, best first (at most `limit`)."""
@@ -307,7 +309,9 @@ async def search_event_rows(
         return []
     # by id alone: with `chat_id = …` too, SQLite walks the chat's whole (chat, message)
     # index instead of looking the ids up (40 ms in a chat of 500k messages, measured)
-    rows = (await conn.execute(select(EVENTS).where(EVENTS.c.id.in_(chosen)))).all()
+    rows = (
+        await conn.execute(select(PLATFORM_MESSAGES).where(PLATFORM_MESSAGES.c.id.in_(chosen)))
+    ).all()
     by_id = {row.id: row for row in rows if (row.chat_id, row.thread_id) == (chat_id, thread_id)}
     return [by_id[event_id] for event_id in chosen if event_id in by_id]
 
@@ -323,7 +327,7 @@ _PG_TOKENS = select(
 
 
 async def _stored_tokens(conn: AsyncConnection, ids: Sequence[int]) -> dict[int, list[str]]:
-    """The indexed tokens of these events, read back from the index (no re-tokenizing)."""
+    """The indexed tokens of these platform messages, read back (no re-tokenizing)."""
     if not ids:
         return {}
     if conn.dialect.name == "postgresql":

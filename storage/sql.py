@@ -1,32 +1,34 @@
-"""`SqlStore`: sessions, record trees, platform events and claims on SQLite or PostgreSQL.
+"""`SqlStore`: sessions, record trees, platform messages and claims on SQLite or PostgreSQL.
 
 Loading follows the window, not the history. `load_history` walks the active path from
 the leaf back to the window start (at most `max_records` rows) with a recursive CTE on
 `parent_id`, one primary-key lookup per record, so its cost does not grow with the session.
 
-Aliases (DESIGN.md §3.6) come from the alias cache of each record (`storage.alias_cache`),
-kept up to date by the writers here. Writers that touch aliases lock the session row
-(`FOR UPDATE` on PostgreSQL, `BEGIN IMMEDIATE` on SQLite), so derivations never race.
+Aliases (docs/architecture.md, Aliases) come from the alias cache of each record
+(`storage.alias_cache`), kept up to date by the writers here. Writers that touch aliases
+lock the session row (`FOR UPDATE` on PostgreSQL, `BEGIN IMMEDIATE` on SQLite), so
+derivations never race.
 The SQL built once lives in `storage.queries`.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager, nullcontext
 from datetime import UTC, date, datetime
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from bot.clock import SYSTEM_CLOCK
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import StoredRecord
 from bot.errors import SessionNotFound, StorageError, StorageUnavailable
 from bot.ports import (
-    ConversationStore,
+    Clock,
     InboundAppend,
     LoadedHistory,
     NewRecord,
@@ -35,18 +37,15 @@ from bot.ports import (
     SessionRequest,
     StoredReaction,
 )
+from bot.store_ports import ConversationStore
 from storage.alias_cache import (
-    alias_parts,
     aliases_on_path,
-    derive_record,
-    derive_with_earliest,
     message_ids_of,
     rederive_subtree,
     repair_path,
 )
 from storage.codec import (
     encode_message_ids,
-    encode_payload,
     first_message_id,
     with_message_ids,
 )
@@ -54,53 +53,53 @@ from storage.engine import ONE_STATEMENT, WRITE, WriteGate
 from storage.inbound_batch import InboundBatchWriter
 from storage.queries import (
     APPEND_HEAD,
-    EVENT_BY_KEY,
+    CLOSED_SESSION_OF_CHAT,
     HOLDERS,
     HOLDERS_ON_PATH,
-    INSERT_RECORD,
     MOVE_LEAF,
+    PLATFORM_MESSAGE_BY_KEY,
     REACTIONS_SINCE,
-    RECORD_BY_ID,
     RECORD_COLUMNS,
     SESSION_BY_KEY,
     SESSIONS_OF_CHATS,
     key_params,
     require_record,
     session_row,
-    upsert_events,
+    upsert_platform_messages,
     walk_params,
     walk_up,
 )
-from storage.retention import Node, PruneResult, plan_prune
+from storage.record_chain import insert_chain
+from storage.retention import PruneResult
 from storage.rows import (
     DecodedRecords,
-    event_row,
     latest_reactions,
-    platform_event,
+    platform_message_from_row,
+    platform_message_row,
     reaction_row,
     session_info,
     stored_reaction,
     stored_record,
     utc,
 )
-from storage.search import index_events, search_event_rows
-from storage.tables import EVENTS, MESSAGES, REACTIONS, SESSIONS, SUMMARIES, UPDATES
+from storage.search import index_platform_messages, search_platform_message_rows
+from storage.sql_prune import prune_rows
+from storage.tables import MESSAGES, REACTIONS, SESSIONS, SUMMARIES, UPDATES
 
-_DELETE_CHUNK = 500
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class SqlStore:
-    """`bot.ports.ConversationStore` over one async SQLAlchemy engine.
+    """`bot.store_ports.ConversationStore` over one async SQLAlchemy engine.
 
     The schema comes from `storage.migrate.upgrade_database`; this class never creates it.
     Database failures surface as `StorageError`; unknown sessions or records as
     `SessionNotFound`.
     """
 
-    def __init__(self, engine: AsyncEngine, *, now: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, engine: AsyncEngine, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self._engine = engine
-        self._now = now or (lambda: datetime.now(UTC))
+        self._now = clock.now
         self._gate = WriteGate() if engine.dialect.name == "sqlite" else None
         self._batches = InboundBatchWriter(self._write, self._append_inbound_one, self._now)
         self._decoded = DecodedRecords()
@@ -191,10 +190,6 @@ class SqlStore:
             row = (await conn.execute(SESSION_BY_KEY, key_params(key))).first()
         return None if row is None else session_info(row)
 
-    async def get_session(self, session_id: int) -> SessionInfo:
-        async with self._read(one_statement=True) as conn:
-            return session_info(await session_row(conn, session_id))
-
     async def list_sessions(self) -> tuple[SessionInfo, ...]:
         async with self._read(one_statement=True) as conn:
             rows = (await conn.execute(select(SESSIONS).order_by(SESSIONS.c.id))).all()
@@ -266,7 +261,7 @@ class SqlStore:
         """Aliases of the platform ids in `message_ids` held by records on the active path
         (`m<n>` for a first id, `m<n>.<slot>` for a later bubble; the earliest record wins).
 
-        Indexes find the records holding them (a later bubble through its platform event);
+        Indexes find the records holding them (a later bubble through its platform message);
         the active path is then walked, ids only, from the leaf back to the oldest of them:
         one primary-key lookup per record in between. Records off the active path
         (abandoned branches) give no alias."""
@@ -336,19 +331,6 @@ class SqlStore:
                 found.extend(stored_record(row) for row in (await conn.execute(query)).all())
         return tuple(sorted(found, key=lambda record: record.id))
 
-    async def get_record(self, record_id: int) -> StoredRecord | None:
-        """One record with its aliases (those of its own path), or None."""
-        for _attempt in range(2):
-            async with self._read(one_statement=True) as conn:
-                row = (await conn.execute(RECORD_BY_ID, {"record_id": record_id})).first()
-            if row is None:
-                return None
-            if row.alias_last is None:
-                await self._repair_path(row.session_id, record_id)
-                continue
-            return stored_record(row)
-        raise StorageError(f"aliases of record {record_id} could not be repaired")
-
     async def append(
         self,
         session_id: int,
@@ -383,45 +365,13 @@ class SqlStore:
                 if last is None:
                     await repair_path(conn, head, parent)
                     last = (await require_record(conn, session_id, parent)).alias_last
-            stored: list[StoredRecord] = []
-            for index, record in enumerate(records):
-                if index == 0:
-                    derived = await derive_with_earliest(
-                        conn, parent, last, first, earliest=earliest
-                    )
-                else:
-                    first = first_message_id(record.message_ids)
-                    derived = await derive_record(conn, session_id, parent, last, first)
-                created_at = utc(record.created_at)
-                values = {
-                    "session_id": session_id,
-                    "parent_id": parent,
-                    "kind": record.body.kind,
-                    "created_at": created_at,
-                    "payload": encode_payload(record.body, record.message_ids),
-                    "tokens": record.tokens,
-                    "first_message_id": first,
-                    "message_ids": encode_message_ids(record.message_ids),
-                    "alias_seq": derived.seq,
-                    "alias_last": derived.last,
-                }
-                new_id = (await conn.execute(INSERT_RECORD, values)).scalar_one()
-                stored.append(
-                    StoredRecord(
-                        id=new_id,
-                        session_id=session_id,
-                        parent_id=parent,
-                        created_at=created_at,
-                        body=record.body,
-                        message_ids=record.message_ids,
-                        tokens=record.tokens,
-                        alias_seq=derived.seq,
-                        alias_parts=alias_parts(derived.seq, record.message_ids),
-                    )
-                )
-                parent, last = new_id, derived.last
+            stored = await insert_chain(
+                conn, session_id, records, parent=parent, last=last, earliest=earliest
+            )
             if platform_messages:
-                await self._write_events(conn, platform_messages, default_record_id=stored[-1].id)
+                await self._write_platform_messages(
+                    conn, platform_messages, default_record_id=stored[-1].id
+                )
             if move_leaf:
                 params = {"session_id": session_id, "leaf_id": stored[-1].id, "now": self._now()}
                 await conn.execute(MOVE_LEAF, params)
@@ -457,7 +407,7 @@ class SqlStore:
     async def append_inbound(
         self, items: Sequence[InboundAppend]
     ) -> tuple[StoredRecord | None, ...]:
-        """See `bot.ports.InboundBatchStore` and `storage.inbound_batch`."""
+        """See `bot.store_ports.InboundBatchStore` and `storage.inbound_batch`."""
         return await self._batches.append(items)
 
     async def _append_inbound_one(self, item: InboundAppend) -> StoredRecord | None:
@@ -505,39 +455,41 @@ class SqlStore:
             srow = await session_row(conn, session_id, lock=True)
             await repair_path(conn, srow, leaf_id)
 
-    # ------------------------------------------------------------ platform events
+    # ------------------------------------------------------------ platform messages
 
-    async def record_platform_messages(self, events: Sequence[PlatformMessage]) -> None:
-        if not events:
+    async def record_platform_messages(self, messages: Sequence[PlatformMessage]) -> None:
+        if not messages:
             return
         async with self._write() as conn:
-            await self._write_events(conn, events, default_record_id=None)
+            await self._write_platform_messages(conn, messages, default_record_id=None)
 
     async def find_platform_message(self, chat_id: int, message_id: int) -> PlatformMessage | None:
         async with self._read(one_statement=True) as conn:
             params = {"chat_id": chat_id, "message_id": message_id}
-            row = (await conn.execute(EVENT_BY_KEY, params)).first()
-        return None if row is None else platform_event(row)
+            row = (await conn.execute(PLATFORM_MESSAGE_BY_KEY, params)).first()
+        return None if row is None else platform_message_from_row(row)
 
-    async def _write_events(
+    async def _write_platform_messages(
         self,
         conn: AsyncConnection,
-        events: Sequence[PlatformMessage],
+        messages: Sequence[PlatformMessage],
         *,
         default_record_id: int | None,
     ) -> None:
-        stmt = upsert_events(conn.dialect.name)
-        rows = [event_row(e, default_record_id=default_record_id) for e in events]
+        stmt = upsert_platform_messages(conn.dialect.name)
+        rows = [platform_message_row(m, default_record_id=default_record_id) for m in messages]
         await conn.execute(stmt, rows)
-        await index_events(conn, ((e.chat_id, e.thread_id, e.message_id, e.text) for e in events))
+        await index_platform_messages(
+            conn, ((m.chat_id, m.thread_id, m.message_id, m.text) for m in messages)
+        )
 
     async def search_messages(
         self, chat_id: int, thread_id: int, query: str, *, limit: int
     ) -> tuple[PlatformMessage, ...]:
         """See `bot.ports.HistorySearch` and `storage.search`."""
         async with self._read() as conn:
-            rows = await search_event_rows(conn, chat_id, thread_id, query, limit=limit)
-        return tuple(map(platform_event, rows))
+            rows = await search_platform_message_rows(conn, chat_id, thread_id, query, limit=limit)
+        return tuple(map(platform_message_from_row, rows))
 
     # ------------------------------------------------------------ claims
 
@@ -577,13 +529,7 @@ class SqlStore:
 
     async def is_chat_closed(self, chat_id: int) -> bool:
         async with self._read(one_statement=True) as conn:
-            row = (
-                await conn.execute(
-                    select(SESSIONS.c.id)
-                    .where(SESSIONS.c.chat_id == chat_id, SESSIONS.c.closed_at.is_not(None))
-                    .limit(1)
-                )
-            ).first()
+            row = (await conn.execute(CLOSED_SESSION_OF_CHAT, {"chat_id": chat_id})).first()
         return row is not None
 
     async def record_reactions(self, reactions: Sequence[StoredReaction]) -> None:
@@ -620,62 +566,14 @@ class SqlStore:
     async def prune(
         self, older_than: datetime, *, events_older_than: datetime | None = None
     ) -> PruneResult:
-        """Apply the policy of `storage.retention`; events default to the same cutoff."""
+        """Apply the policy of `storage.retention`; platform messages, reactions and update
+        ids default to the same cutoff."""
         cutoff = utc(older_than)
         events_cutoff = cutoff if events_older_than is None else utc(events_older_than)
-        removed = 0
         async with self._write() as conn:
-            sessions = (await conn.execute(select(SESSIONS).order_by(SESSIONS.c.id))).all()
-            for srow in sessions:
-                if srow.window_start_id is None or srow.active_leaf_id is None:
-                    continue
-                removed += await _prune_session(conn, srow, cutoff)
-            events = await conn.execute(delete(EVENTS).where(EVENTS.c.date < events_cutoff))
-            updates = await conn.execute(
-                delete(UPDATES).where(UPDATES.c.processed_at < events_cutoff)
-            )
-            await conn.execute(delete(REACTIONS).where(REACTIONS.c.created_at < events_cutoff))
-        return PruneResult(records=removed, events=events.rowcount, updates=updates.rowcount)
-
-
-async def _prune_session(conn: AsyncConnection, srow: Any, cutoff: datetime) -> int:
-    rows = (
-        await conn.execute(
-            select(
-                MESSAGES.c.id, MESSAGES.c.parent_id, MESSAGES.c.created_at, MESSAGES.c.kind
-            ).where(MESSAGES.c.session_id == srow.id)
-        )
-    ).all()
-    plan = plan_prune(
-        (Node(row.id, row.parent_id, utc(row.created_at), row.kind == "summary") for row in rows),
-        active_leaf_id=srow.active_leaf_id,
-        window_start_id=srow.window_start_id,
-        older_than=cutoff,
-    )
-    if not plan.delete:
-        return 0
-    base = await conn.scalar(
-        select(MESSAGES.c.alias_last).where(MESSAGES.c.id == plan.last_removed)
-    )
-    if base is None:
-        await repair_path(conn, srow, srow.active_leaf_id)
-        base = await conn.scalar(
-            select(MESSAGES.c.alias_last).where(MESSAGES.c.id == plan.last_removed)
-        )
-    await conn.execute(
-        update(SESSIONS).where(SESSIONS.c.id == srow.id).values(alias_root_base=base or 0)
-    )
-    await conn.execute(
-        update(MESSAGES).where(MESSAGES.c.id == plan.new_root).values(parent_id=None)
-    )
-    # Children before parents: ids grow from parent to child.
-    doomed = sorted(plan.delete, reverse=True)
-    for start in range(0, len(doomed), _DELETE_CHUNK):
-        chunk = doomed[start : start + _DELETE_CHUNK]
-        await conn.execute(delete(MESSAGES).where(MESSAGES.c.id.in_(chunk)))
-    return len(doomed)
+            return await prune_rows(conn, cutoff, events_cutoff)
 
 
 def _satisfies_the_ports(store: SqlStore) -> ConversationStore:
-    """Checked by mypy: the store implements `bot.ports.ConversationStore` (every store port)."""
+    """Checked by mypy: the store implements `bot.store_ports.ConversationStore`."""
     return store

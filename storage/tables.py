@@ -1,10 +1,10 @@
-"""The sqlmodel tables: sessions, record trees, platform events and the two claim logs.
+"""The sqlmodel tables: sessions, record trees, platform messages and the two claim logs.
 
 Every Telegram id is 64-bit, so every id column is a BigInteger. Integer primary keys use
 `BigInteger().with_variant(Integer(), "sqlite")`: SQLite only autoincrements an
 `INTEGER PRIMARY KEY` (and its integers are 64-bit anyway).
 
-Two derived columns on `agent_messages` cache message aliases (DESIGN.md §3.6), see
+Two derived columns on `agent_messages` cache message aliases (docs/architecture.md, Aliases), see
 `storage.sql`: `alias_seq` (the record's ordinal, `NULL` without a confirmed id) and
 `alias_last` (the highest ordinal on the path root → this record; `NULL` = not computed).
 They are a pure function of the record's ancestors, never of the active leaf.
@@ -88,7 +88,7 @@ class AgentMessage(SQLModel, table=True):
     alias_last: int | None = Field(default=None, sa_column=Column(BigInteger))
 
 
-class PlatformEventRow(SQLModel, table=True):
+class PlatformMessageRow(SQLModel, table=True):
     __tablename__ = "platform_events"
     __table_args__ = (
         UniqueConstraint("chat_id", "message_id", name="uq_platform_events_message"),
@@ -192,7 +192,7 @@ def _table(name: str) -> Table:
 
 SESSIONS = _table("chat_sessions")
 MESSAGES = _table("agent_messages")
-EVENTS = _table("platform_events")
+PLATFORM_MESSAGES = _table("platform_events")
 UPDATES = _table("processed_updates")
 SUMMARIES = _table("daily_summaries")
 REACTIONS = _table("reactions")

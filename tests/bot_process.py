@@ -76,13 +76,14 @@ class BotProcess:
             **extra,
         }
 
-    async def start(self, **extra: str) -> None:
-        """Start the process and wait until it polls (migrated, recovered, started)."""
+    async def start(self, *, entry: str = "bot.app.cli", **extra: str) -> None:
+        """Start the process (`python -m <entry> run`, environment `extra` added) and wait
+        until it polls (migrated, recovered, started)."""
         assert self.process is None or self.process.poll() is not None
         polls = len(self.api.calls_of("getUpdates"))
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(  # noqa: ASYNC220 (started, never waited on here)
-                [sys.executable, "-m", "bot.app.cli", "run"],
+                [sys.executable, "-m", entry, "run"],
                 cwd=ROOT,
                 env=self.env(**extra),
                 stdout=log,
@@ -170,11 +171,12 @@ class ScriptedBot(NamedTuple):
 
 
 @asynccontextmanager
-async def _scripted_bot(
+async def scripted_bot(
     tmp_path: Path, model: LLMProvider, *, config: str = QUIET_CONFIG, **settings: str
 ) -> AsyncIterator[ScriptedBot]:
     """`tgbot run` on `tmp_path` against the fake Bot API, with `model` behind the fake
-    OpenAI server, the owner 42, `config` as its TOML file, and its SQLite file open."""
+    OpenAI server, the owner 42, `config` as its TOML file, and its store open, for a block
+    (the `bot_running` fixture is this, for a test)."""
     path = tmp_path / "bot.toml"
     path.write_text(config, encoding="utf-8")
     async with (
@@ -231,7 +233,7 @@ async def bot_running(tmp_path: Path) -> AsyncIterator[StartBot]:
         ) -> ScriptedBot:
             assert not started, "one bot per test"
             running = await stack.enter_async_context(
-                _scripted_bot(tmp_path, model, config=config, **settings)
+                scripted_bot(tmp_path, model, config=config, **settings)
             )
             started.append(running)
             return running

@@ -18,7 +18,8 @@ from typing import Any
 
 from bot.app.wiring import App, build_app
 from bot.config import Settings, load_settings
-from bot.ports import ChatLock, Clock, ConversationStore, LLMProvider, Messenger
+from bot.ports import ChatLock, Clock, LLMProvider, Messenger
+from bot.store_ports import ConversationStore
 
 BOT_ID = 999
 BOT_NAME = "Helper"

@@ -76,10 +76,11 @@ def to_request(
     if options.cache_ttl == "1h":
         marker["ttl"] = "1h"
     if options.marks_breakpoints:
-        for index in breakpoint_indexes(request, MAX_BREAKPOINTS):
+        for index, ttl in marked_points(request, options):
             target = last_block.get(index)
             if target is not None:
-                target["cache_control"] = dict(marker)
+                hour: JSON = {"type": "ephemeral", "ttl": "1h"}
+                target["cache_control"] = hour if ttl else dict(marker)
     body: JSON = {
         "model": request.model,
         "max_tokens": request.max_output_tokens or DEFAULT_MAX_TOKENS,
@@ -100,6 +101,24 @@ def to_request(
     if stream:
         body["stream"] = True
     return body
+
+
+def marked_points(request: LLMRequest, options: WireOptions) -> list[tuple[int, bool]]:
+    """The plan's breakpoints as this wire marks them, each with whether it is written for
+    1 h (instead of the marker's TTL).
+
+    The system prompt (with the tools before it) is the same for the chat's whole life: it
+    is written for 1 h even when the profile says 5m, so a lull of more than 5 minutes
+    costs the conversation's entries, not the prompt's (1h entries come first, as the API
+    requires). The cache keys message blocks by `tool_choice` (a change "only affect[s]
+    message blocks"): a `tool_choice: none` request (a summary, the answer at the iteration
+    cap) marks only the system prompt, the one entry it shares with the turn's requests."""
+    plan = request.cache_plan
+    system_end = plan.system_end if plan is not None else None
+    points = breakpoint_indexes(request, MAX_BREAKPOINTS)
+    if request.tool_choice == "none" and request.tools:
+        points = tuple(i for i in points if system_end is not None and i <= system_end)
+    return [(i, i == system_end and options.cache_ttl != "1h") for i in points]
 
 
 def _all_tool_results(message: JSON) -> bool:

@@ -3,17 +3,20 @@
 
 `POST /v1/messages` validates what the real API rejects (a missing `anthropic-version`, a
 missing or wrong `x-api-key` when `api_key` is set, no `max_tokens`, a `system` role inside
-`messages`, more than 4 `cache_control` blocks, a 1h entry after a 5m one), answers in
-Anthropic's usage shape with reads and writes from `fake_cache.PrefixCache` (consistent with
-the breakpoints received), errors in Anthropic's format (`{"type": "error", ...}`, 529
-`overloaded_error`, 429 with `retry-after`), and streams the Messages event stream when the
-body says `stream: true`. `reported` keeps each usage it sent.
+`messages`, more than 4 `cache_control` blocks, a 1h entry after a 5m one, a `tool_choice`
+that is not an object of type auto, any, tool or none), answers in Anthropic's usage shape
+with reads and writes from `fake_cache.PrefixCache` (consistent with the breakpoints
+received; message blocks keyed by `tool_choice`, as the real cache keys them), never a
+`tool_use` under `tool_choice` none, errors in Anthropic's format (`{"type": "error",
+...}`, 529 `overloaded_error`, 429 with `retry-after`), and streams the Messages event
+stream when the body says `stream: true`. `reported` keeps each usage it sent.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
@@ -95,6 +98,9 @@ class FakeAnthropicServer(FakeOpenAIServer):
             response = LLMResponse(text="…")
         except ProviderError as exc:
             return _error(529, str(exc), kind="overloaded_error")
+        if request.tool_choice == "none" and response.tool_calls:
+            # the API never answers a tool_use under tool_choice none
+            response = replace(response, tool_calls=(), finish_reason="end_turn")
         seen = self.prompt_cache.account(_blocks(body))
         output = response.usage.output_tokens if response.usage else len(response.text) // 4 + 1
         usage = Usage(
@@ -188,6 +194,30 @@ def _refusal(body: dict[str, Any]) -> str | None:
             seen_short = True
         elif seen_short:
             return "a ttl='1h' cache_control block must not come after a ttl='5m' one"
+    return _tool_choice_refusal(body)
+
+
+_TOOL_CHOICE_TYPES = ("auto", "any", "tool", "none")
+
+
+def _tool_choice_refusal(body: dict[str, Any]) -> str | None:
+    """The Messages API's `tool_choice`: an object whose `type` is auto, any, tool (with
+    the `name` of an offered tool) or none."""
+    if "tool_choice" not in body:
+        return None
+    choice = body["tool_choice"]
+    if not isinstance(choice, dict):
+        return "tool_choice: Input should be a valid dictionary or object to extract fields from"
+    kind = choice.get("type")
+    if kind not in _TOOL_CHOICE_TYPES:
+        expected = ", ".join(f"'{t}'" for t in _TOOL_CHOICE_TYPES)
+        return (
+            f"tool_choice: Input tag '{kind}' found using 'type' does not match any of the "
+            f"expected tags: {expected}"
+        )
+    offered = {tool.get("name") for tool in body.get("tools") or [] if isinstance(tool, dict)}
+    if kind == "tool" and choice.get("name") not in offered:
+        return f"tool_choice.name: no tool named {choice.get('name')!r} in tools"
     return None
 
 
@@ -224,10 +254,13 @@ def _blocks(body: dict[str, Any]) -> list[Block]:
     system = body.get("system")
     for block in system if isinstance(system, list) else [system] if system else []:
         blocks.append(_block(block))
+    # the cache keys message blocks (not tools or system) by tool_choice; absent is auto
+    choice = json.dumps(body.get("tool_choice") or {"type": "auto"}, sort_keys=True)
     for message in body.get("messages") or []:
         content = message.get("content")
         for block in content if isinstance(content, list) else [content]:
-            blocks.append(_block(block, role=message.get("role")))
+            found = _block(block, role=message.get("role"))
+            blocks.append(Block(found.content, marked=found.marked, keyed=choice))
     if isinstance(body.get("cache_control"), dict) and blocks:
         blocks[-1] = Block(blocks[-1].content, marked=True)  # automatic mode: the last block
     return blocks

@@ -27,6 +27,9 @@ LOOKBACK_BLOCKS = 20
 class Block:
     content: Any
     marked: bool = False
+    keyed: str = ""
+    """What else keys the prefix from this block on, uncounted (Anthropic's message blocks:
+    the request's `tool_choice`, whose changes "only affect message blocks")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,7 @@ class PrefixCache:
         total = 0
         for block in blocks:
             digest.update(json.dumps(block.content, sort_keys=True).encode())
+            digest.update(block.keyed.encode())
             keys.append(digest.copy().hexdigest())
             total += block_tokens(block.content)
             ends.append(total)

@@ -1,17 +1,18 @@
 """A fake OpenAI-compatible server on 127.0.0.1 for end-to-end tests, backed by any LLMProvider.
 
 `FakeOpenAIServer` speaks `POST /v1/chat/completions` over real HTTP: it records each raw
-request body, maps it to an `LLMRequest` with `openai_wire.from_request`, asks the delegate
-(a `ScriptedModel` by default) and answers with `openai_wire.to_response`. Errors the
+request body, maps it to an `LLMRequest` with `openai_server_wire.from_request`, asks the delegate
+(a `ScriptedModel` by default) and answers with `openai_server_wire.to_response`. Errors the
 delegate raises come back as the HTTP errors a real provider sends (overflow → 400
 `context_length_exceeded`, rate limit → 429 with `Retry-After`, unavailable → 503, a bad
 response → an empty reply). `fail_next` and `delay_next` inject failures and slowness.
 
 It validates what OpenAI rejects (`max_tokens` for GPT-5-family and o-series models, 400
 `unsupported_parameter`; more than 4 `cache_control` parts, which OpenRouter's Anthropic
-upstreams refuse), streams SSE chunks when asked (`stream: true`, the usage in a last chunk
-with `stream_options.include_usage`), and with `cache` set reports usage from
-`fake_cache.PrefixCache` (`reported` keeps each usage it sent).
+upstreams refuse; a `tool_choice` without `tools` or of an unknown value), never answers a
+tool call under `tool_choice: "none"`, streams SSE chunks when asked (`stream: true`, the
+usage in a last chunk with `stream_options.include_usage`), and with `cache` set reports
+usage from `fake_cache.PrefixCache` (`reported` keeps each usage it sent).
 
 Run alone with `python -m adapters.llm.fake_server [--port N]` (the demo model answers).
 """
@@ -25,14 +26,14 @@ import json
 import math
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any, Literal, Self
 
 from aiohttp import web
 
 from adapters.llm.fake_cache import Block, PrefixCache
-from adapters.llm.openai_wire import error_body, from_request, to_response
+from adapters.llm.openai_server_wire import error_body, from_request, to_response
 from adapters.llm.scripted import ScriptedModel
 from bot.errors import ContextOverflow, ProviderBadResponse, ProviderError, ProviderRateLimited
 from bot.ports import LLMProvider, LLMResponse, Usage
@@ -175,6 +176,9 @@ class FakeOpenAIServer:
             response = LLMResponse(text="")  # the client sees an empty reply
         except ProviderError as exc:
             return _error_response(503, error_body(str(exc), kind="server_error"))
+        if request.tool_choice == "none" and response.tool_calls:
+            # the API never answers a tool call under tool_choice "none"
+            response = replace(response, tool_calls=(), finish_reason="stop")
         model = request.model or self.model_name
         if self.cache is not None:
             seen = self.cache.account(_blocks(body))
@@ -280,6 +284,48 @@ def _refusal(body: Mapping[str, Any]) -> dict[str, Any] | None:
     if marked > 4:
         message = f"A maximum of 4 blocks with cache_control may be provided. Found {marked}."
         return error_body(message)
+    return _tool_choice_refusal(body)
+
+
+_TOOL_CHOICES = ("none", "auto", "required")
+
+
+def _tool_choice_refusal(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """OpenAI's answers to a `tool_choice` it refuses: without `tools`, or not one of its
+    strings or a `{"type": "function", "function": {"name": ...}}` naming an offered tool."""
+    if "tool_choice" not in body:
+        return None
+    choice = body["tool_choice"]
+
+    def refused(message: str, code: str | None = None) -> dict[str, Any]:
+        return {
+            "error": {
+                "message": message,
+                "type": "invalid_request_error",
+                "param": "tool_choice",
+                "code": code,
+            }
+        }
+
+    if not body.get("tools"):
+        return refused(
+            "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are "
+            "specified."
+        )
+    if isinstance(choice, str):
+        if choice in _TOOL_CHOICES:
+            return None
+        return refused(
+            f"Invalid value: '{choice}'. Supported values are: 'none', 'auto', and 'required'.",
+            "invalid_value",
+        )
+    function = choice.get("function") if isinstance(choice, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    offered = {
+        tool.get("function", {}).get("name") for tool in body["tools"] if isinstance(tool, dict)
+    }
+    if not isinstance(choice, dict) or choice.get("type") != "function" or name not in offered:
+        return refused(f"Invalid value for 'tool_choice': {json.dumps(choice)[:100]}.")
     return None
 
 

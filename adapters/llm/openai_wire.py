@@ -1,9 +1,9 @@
 """Pure mapping between our LLM vocabulary and OpenAI chat-completions JSON, both directions.
 
-No I/O: the provider does transport and retries, the fake server does HTTP; both call these.
-`to_request` / `from_response` are the client side, `from_request` / `to_response` the server
-side (used by the fake server), and `classify_error` turns an error response into the
-`ProviderError` branch of `bot.errors`.
+No I/O: the provider does transport and retries. `to_request` / `from_response` (and the
+streaming `StreamState`) are the client side, and `classify_error` turns an error response
+into the `ProviderError` branch of `bot.errors`; the server side, for the fake server, is
+`adapters.llm.openai_server_wire`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from adapters.llm.dialects import WireOptions, is_gpt56_or_later, max_tokens_key
 from bot.context.bounded_json import loads_bounded
-from bot.domain.messages import ChatMessage, Role, ToolCall
+from bot.domain.messages import ChatMessage, ToolCall
 from bot.errors import (
     ContextOverflow,
     ProviderBadResponse,
@@ -40,7 +40,6 @@ _OVERFLOW_PHRASES = re.compile(
     re.IGNORECASE,
 )
 _MAX_ERROR_TEXT = 300
-_ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
 
 # ---------------------------------------------------------------- client side: request
 
@@ -215,7 +214,7 @@ def from_response(body: object) -> LLMResponse:
     raw_calls = message.get("tool_calls") or []
     if not isinstance(raw_calls, list):
         raise ProviderBadResponse("message.tool_calls is not a list")
-    calls = tuple(_tool_call_from_wire(raw, index) for index, raw in enumerate(raw_calls))
+    calls = tuple(tool_call_from_wire(raw, index) for index, raw in enumerate(raw_calls))
     if not text and not calls:
         raise ProviderBadResponse("empty reply")
     finish_reason = choice.get("finish_reason")
@@ -245,7 +244,7 @@ def _content_text(content: object) -> str:
     raise ProviderBadResponse(f"message.content is {type(content).__name__}")
 
 
-def _tool_call_from_wire(raw: object, index: int) -> ToolCall:
+def tool_call_from_wire(raw: object, index: int) -> ToolCall:
     if not isinstance(raw, dict) or not isinstance(raw.get("function"), dict):
         raise ProviderBadResponse(f"tool call {index} has no function object")
     function: JSON = raw["function"]
@@ -444,138 +443,6 @@ def retry_after_seconds(
     return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
-# ---------------------------------------------------------------- server side (fake server)
-
-
-def from_request(body: object) -> LLMRequest:
-    """The inverse of `to_request`; `ValueError` for a body it cannot map.
-
-    A tool message's `name` is recovered from the assistant call it answers.
-    """
-    if not isinstance(body, dict):
-        raise ValueError("request body is not an object")
-    raw_messages = body.get("messages")
-    if not isinstance(raw_messages, list):
-        raise ValueError("messages is not a list")
-    names_by_call: dict[str, str] = {}
-    messages: list[ChatMessage] = []
-    for index, raw in enumerate(raw_messages):
-        message = _message_from_wire(raw, index, names_by_call)
-        names_by_call.update((call.id, call.name) for call in message.tool_calls)
-        messages.append(message)
-    raw_tools = body.get("tools") or []
-    if not isinstance(raw_tools, list):
-        raise ValueError("tools is not a list")
-    max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
-    temperature = body.get("temperature")
-    model = body.get("model")
-    choice = body.get("tool_choice")
-    return LLMRequest(
-        model=model if isinstance(model, str) else "",
-        messages=tuple(messages),
-        tools=tuple(_tool_from_wire(raw) for raw in raw_tools),
-        max_output_tokens=max_tokens if isinstance(max_tokens, int) else None,
-        temperature=float(temperature) if isinstance(temperature, int | float) else None,
-        tool_choice=choice if choice in ("auto", "none") else None,
-    )
-
-
-def _message_from_wire(raw: object, index: int, names_by_call: Mapping[str, str]) -> ChatMessage:
-    if not isinstance(raw, dict) or raw.get("role") not in _ROLES:
-        raise ValueError(f"messages[{index}] has no known role")
-    role: Role = raw["role"]
-    content = raw.get("content")
-    text_parts: list[str] = []
-    images: list[str] = []
-    if isinstance(content, str):
-        text_parts.append(content)
-    elif isinstance(content, list):
-        for part in content:
-            if not isinstance(part, dict):
-                raise ValueError(f"messages[{index}] has a content part that is not an object")
-            if part.get("type") == "text":
-                text_parts.append(str(part.get("text", "")))
-            elif part.get("type") == "image_url" and isinstance(part.get("image_url"), dict):
-                images.append(str(part["image_url"].get("url", "")))
-    elif content is not None:
-        raise ValueError(f"messages[{index}].content is {type(content).__name__}")
-    calls: list[ToolCall] = []
-    for call_index, call in enumerate(raw.get("tool_calls") or []):
-        try:
-            calls.append(_tool_call_from_wire(call, call_index))
-        except ProviderBadResponse as exc:
-            raise ValueError(f"messages[{index}]: {exc}") from exc
-    call_id = raw.get("tool_call_id")
-    name = raw.get("name")
-    if role == "tool" and not isinstance(name, str) and isinstance(call_id, str):
-        name = names_by_call.get(call_id)
-    return ChatMessage(
-        role=role,
-        content="\n".join(text_parts),
-        tool_calls=tuple(calls),
-        tool_call_id=call_id if isinstance(call_id, str) else None,
-        name=name if isinstance(name, str) else None,
-        images=tuple(images),
-    )
-
-
-def _tool_from_wire(raw: object) -> ToolSpec:
-    if not isinstance(raw, dict) or not isinstance(raw.get("function"), dict):
-        raise ValueError("a tool has no function object")
-    function: JSON = raw["function"]
-    name = function.get("name")
-    if not isinstance(name, str) or not name:
-        raise ValueError("a tool has no name")
-    parameters = function.get("parameters")
-    description = function.get("description")
-    return ToolSpec(
-        name=name,
-        description=description if isinstance(description, str) else "",
-        parameters=parameters if isinstance(parameters, dict) else {},
-    )
-
-
-def to_response(response: LLMResponse, *, model: str, response_id: str = "chatcmpl-fake") -> JSON:
-    """A chat-completions body carrying `response` (OpenAI's usage shape)."""
-    message: JSON = {"role": "assistant", "content": response.text or None}
-    if response.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
-            }
-            for call in response.tool_calls
-        ]
-    finish = response.finish_reason or ("tool_calls" if response.tool_calls else "stop")
-    body: JSON = {
-        "id": response_id,
-        "object": "chat.completion",
-        "created": 0,
-        "model": response.model or model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-    }
-    if response.usage is not None:
-        usage = response.usage
-        body["usage"] = {
-            "prompt_tokens": usage.input_tokens,
-            "completion_tokens": usage.output_tokens,
-            "total_tokens": usage.input_tokens + usage.output_tokens,
-            "prompt_tokens_details": {
-                "cached_tokens": usage.cached_tokens,
-                "cache_write_tokens": usage.cache_write_tokens,
-            },
-        }
-    return body
-
-
-def error_body(
-    message: str, *, code: str | None = None, kind: str = "invalid_request_error"
-) -> JSON:
-    """An OpenAI-shaped error body (used by the fake server)."""
-    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
-
-
 # ---------------------------------------------------------------- client side: streaming
 
 
@@ -631,7 +498,7 @@ class StreamState:
 
     def result(self) -> LLMResponse:
         calls = tuple(
-            _tool_call_from_wire(self._calls[index], position)
+            tool_call_from_wire(self._calls[index], position)
             for position, index in enumerate(sorted(self._calls))
         )
         if not self.text and not calls:
@@ -651,12 +518,10 @@ __all__ = (
     "breakpoint_indexes",
     "classify_error",
     "current_index",
-    "error_body",
     "error_in_body",
-    "from_request",
     "from_response",
     "retry_after_seconds",
     "to_request",
-    "to_response",
+    "tool_call_from_wire",
     "usage_from_wire",
 )

@@ -110,10 +110,6 @@ class ScriptedModel:
         """Append steps to the script (summary requests never take them)."""
         self._script.extend(steps)
 
-    def add_summaries(self, *steps: Step) -> None:
-        """Append steps answering summary requests."""
-        self._summaries.extend(steps)
-
     @property
     def remaining(self) -> int:
         """Steps not yet used."""
@@ -225,10 +221,7 @@ def _message_key(message: ChatMessage) -> _Segment:
 
 
 def _tools_json(tools: Sequence[ToolSpec]) -> str:
-    specs = [
-        {"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools
-    ]
-    return json.dumps(specs, ensure_ascii=False, sort_keys=True)
+    return json.dumps([t.schema() for t in tools], ensure_ascii=False, sort_keys=True)
 
 
 def _arguments_json(arguments: Mapping[str, Any]) -> str:
@@ -289,7 +282,8 @@ def demo_responder(request: LLMRequest) -> LLMResponse:
     if messages and messages[-1].role == "tool":
         return LLMResponse(text=_summarise_tool_results(messages))
     body = last_user_body(request)
-    offered = {tool.name for tool in request.tools}
+    # tool_choice "none": the tools are shown (the cached prefix) but not callable
+    offered = set() if request.tool_choice == "none" else {tool.name for tool in request.tools}
     wanted: list[tuple[str, dict[str, str]]] = []
     if "delete_message" in offered:
         wanted += [("delete_message", {"message_id": m[1]}) for m in _DELETE.finditer(body)]

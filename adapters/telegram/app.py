@@ -226,7 +226,7 @@ class _ChatEvents:
             logger.warning("skipping my_chat_member update %s", update_id, exc_info=True)
             return
         logger.info("bot %s in chat %s (%s)", change.change, change.chat_id, change.status)
-        await self._guard(self._sink.on_membership(change), update_id)
+        await self._run_sink(self._sink.on_membership(change), update_id)
 
     async def reaction(self, event: MessageReactionUpdated, update_id: int) -> None:
         try:
@@ -234,9 +234,10 @@ class _ChatEvents:
         except Exception:
             logger.warning("skipping message_reaction update %s", update_id, exc_info=True)
             return
-        await self._guard(self._sink.on_reaction(reaction), update_id)
+        await self._run_sink(self._sink.on_reaction(reaction), update_id)
 
-    async def _guard(self, call: Awaitable[None], update_id: int) -> None:
+    async def _run_sink(self, call: Awaitable[None], update_id: int) -> None:
+        """A failing sink is logged and the update skipped; a store that is down is raised."""
         try:
             await call
         except StorageUnavailable:

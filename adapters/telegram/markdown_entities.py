@@ -500,8 +500,8 @@ def _best_cut(
     block_starts: Sequence[int],
     pres: Sequence[_Span],
 ) -> tuple[int, int]:
-    """(end of this bubble, start of the next) for the window `start`..`fit`."""
-    # A code block that crosses the window's end but fits in a bubble of its own moves to
+    """(end of this bubble, start of the next) for the span `start`..`fit`."""
+    # A code block that crosses the span's end but fits in a bubble of its own moves to
     # the next bubble whole, even if this one ends up short.
     crossing = _inside(pres, fit)
     if (

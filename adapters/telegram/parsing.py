@@ -26,6 +26,7 @@ from adapters.telegram.senders import chat_name_of, sender_of, user_name
 from adapters.telegram.service_parsing import describe_service
 from adapters.telegram.text_units import utf16_slice
 from bot.domain.facts import Forward, InboundMessage, Media, Quote
+from bot.texts import in_locale
 
 logger = logging.getLogger(__name__)
 
@@ -169,7 +170,7 @@ class _Reader:
                 f"@{chat.username}" if chat.username and not chat.title else chat_name_of(chat)
             )
         else:
-            chat_name = "另一个聊天" if self.locale == "zh" else "another chat"
+            chat_name = in_locale(self.locale, zh="另一个聊天", en="another chat")
         return Quote(
             id=message_id or 0,
             sender_id=_origin_id(origin),

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -41,6 +42,7 @@ from pydantic import ValidationError
 from adapters.telegram.app import BatchDelivery, batch_delivery
 from adapters.telegram.lenient import lenient_membership
 from bot.errors import StorageUnavailable
+from bot.retry import with_retries
 
 logger = logging.getLogger(__name__)
 
@@ -204,23 +206,17 @@ async def handle_batch(dispatcher: Dispatcher, bot: Bot, updates: Sequence[Updat
 
     async def run_chat(group: list[Update]) -> None:
         for update in group:
-            for attempt in range(STORAGE_RETRIES + 1):
-                try:
-                    await dispatcher.feed_update(bot, update)
-                except TRANSIENT:
-                    if attempt == STORAGE_RETRIES:
-                        logger.exception(
-                            "handling update %s failed for a transient reason; it stays "
-                            "unconfirmed",
-                            update.update_id,
-                        )
-                        unconfirmed.add(update.update_id)
-                        return  # the chat's later updates wait for it, in order
-                    await asyncio.sleep(0.5 * 2**attempt)
-                    continue
-                except Exception:
-                    logger.exception("handling update %s failed", update.update_id)
-                break
+            try:
+                await _retry_transient(functools.partial(dispatcher.feed_update, bot, update))
+            except TRANSIENT:
+                logger.exception(
+                    "handling update %s failed for a transient reason; it stays unconfirmed",
+                    update.update_id,
+                )
+                unconfirmed.add(update.update_id)
+                return  # the chat's later updates wait for it, in order
+            except Exception:
+                logger.exception("handling update %s failed", update.update_id)
 
     await asyncio.gather(*(run_chat(group) for group in groups if group))
     return unconfirmed
@@ -230,21 +226,21 @@ async def _deliver_batch(batch: BatchDelivery, heads: list[Update]) -> bool | No
     """Hand the new messages over together; False when that failed for a reason other than
     a transient one (a bug): then the caller feeds them one by one (duplicates are found
     there); None when a transient error persisted: they stay unconfirmed."""
-    for attempt in range(STORAGE_RETRIES + 1):
-        try:
-            await batch.deliver(heads)
-        except TRANSIENT:
-            if attempt == STORAGE_RETRIES:
-                ids = f"{heads[0].update_id}..{heads[-1].update_id}"
-                logger.exception("storing updates %s failed; they stay unconfirmed", ids)
-                return None
-            await asyncio.sleep(0.5 * 2**attempt)
-            continue
-        except Exception:
-            logger.exception("handling a batch failed; handling its updates one by one")
-            return False
-        return True
+    try:
+        await _retry_transient(functools.partial(batch.deliver, heads))
+    except TRANSIENT:
+        ids = f"{heads[0].update_id}..{heads[-1].update_id}"
+        logger.exception("storing updates %s failed; they stay unconfirmed", ids)
+        return None
+    except Exception:
+        logger.exception("handling a batch failed; handling its updates one by one")
+        return False
     return True
+
+
+async def _retry_transient(attempt: Callable[[], Awaitable[object]]) -> None:
+    """`attempt`, retried `STORAGE_RETRIES` times while it fails for a `TRANSIENT` reason."""
+    await with_retries(attempt, retries=STORAGE_RETRIES, first_delay=0.5, transient=TRANSIENT)
 
 
 def _message(update: Update) -> Message | None:

@@ -9,6 +9,7 @@ from aiogram.types import Chat, InaccessibleMessage, Message, User
 from adapters.telegram.media_parsing import media_of, money
 from adapters.telegram.quote_summaries import Locale, one_line, summarize
 from adapters.telegram.senders import chat_name_of, user_name
+from bot.texts import in_locale
 
 # Content types that are conversation content; any other content type is a service message.
 _CONTENT_TYPES: frozenset[str] = frozenset(
@@ -34,9 +35,13 @@ def describe_service(msg: Message, actor: str, locale: Locale) -> str | None:
     if described is not None:
         return described
     readable = kind.replace("_", " ")
-    if locale == "zh":
-        return f"{actor} 发出了服务消息（{readable}）" if actor else f"服务消息（{readable}）"
-    return f"{actor}: service message ({readable})" if actor else f"service message ({readable})"
+    if actor:
+        return in_locale(
+            locale,
+            zh=f"{actor} 发出了服务消息（{readable}）",
+            en=f"{actor}: service message ({readable})",
+        )
+    return in_locale(locale, zh=f"服务消息（{readable}）", en=f"service message ({readable})")
 
 
 def _content_type(msg: Message) -> str:
@@ -54,7 +59,8 @@ class _ServiceWords:
         self.locale = locale
 
     def t(self, zh: str, en: str) -> str:
-        return zh if self.locale == "zh" else en
+        """`in_locale`, short: this class writes dozens of pairs."""
+        return in_locale(self.locale, zh=zh, en=en)
 
     def stars(self, count: int | None) -> str:
         if count is None:
@@ -289,6 +295,8 @@ def _describe_pin(pinned: Message | InaccessibleMessage, actor: str, locale: Loc
     else:
         summary = ""
     mid = pinned.message_id
-    if locale == "zh":
-        return f"{actor} 置顶了消息 #{mid}" + (f"：{summary}" if summary else "")
-    return f"{actor} pinned message #{mid}" + (f": {summary}" if summary else "")
+    return in_locale(
+        locale,
+        zh=f"{actor} 置顶了消息 #{mid}" + (f"：{summary}" if summary else ""),
+        en=f"{actor} pinned message #{mid}" + (f": {summary}" if summary else ""),
+    )

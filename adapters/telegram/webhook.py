@@ -33,8 +33,6 @@ from adapters.telegram.polling_loop import SkipHook, invalid_reason
 from bot.context.bounded_json import loads_bounded
 
 log = logging.getLogger(__name__)
-_UNAUTHENTICATED = Throttle()
-
 WEBHOOK_PATH = "/webhook"
 HEALTH_PATH = "/healthz"
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
@@ -59,6 +57,8 @@ class WebhookServer:
         self._on_skipped = on_skipped
         self._bot = bot
         self._secret = secret
+        self._unauthenticated = Throttle()
+        """Wrong-secret requests: anyone can send them, so one log line per 10 s."""
         self._host = host
         self._port = port
         self._stopping = False
@@ -109,8 +109,8 @@ class WebhookServer:
         if self._secret is not None and not hmac.compare_digest(
             request.headers.get(SECRET_HEADER, "").encode(), self._secret.encode()
         ):
-            if _UNAUTHENTICATED.allow():  # anyone can send these: one line per 10 s
-                held, _UNAUTHENTICATED.held = _UNAUTHENTICATED.held, 0
+            if self._unauthenticated.allow():
+                held, self._unauthenticated.held = self._unauthenticated.held, 0
                 log.warning(
                     "webhook request with a wrong secret token from %s (%d more not logged)",
                     request.remote,

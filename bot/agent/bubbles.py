@@ -1,38 +1,33 @@
-"""Reply bubbles: a reply is stored bubble by bubble, as Telegram confirms each one (§8).
+"""Reply bubbles: a reply is stored bubble by bubble, as Telegram confirms each one.
 
 The first confirmed bubble appends the assistant record (the whole planned text, one slot
-per bubble, unconfirmed slots `None`) with its platform event; each later bubble fills its
-slot (`set_message_ids`) and adds its event. So a crash in the middle of a reply leaves
+per bubble, unconfirmed slots `None`) with its platform message; each later bubble fills its
+slot (`set_message_ids`) and adds its platform message. So a crash in the middle of a reply leaves
 every confirmed bubble stored, and the `None` slots tell start-up recovery that the reply
 was cut short. When delivery stops at a failure instead, the record is replaced by a
 sibling holding only the delivered bubbles (`settle_partial_reply`): undelivered text is
 never stored as sent.
+
+See docs/architecture.md, A turn's path.
 """
 
 from __future__ import annotations
 
 from bot.context.projection import record_tokens
 from bot.domain.records import AssistantRecord, StoredRecord
-from bot.ports import (
-    Clock,
-    Delivery,
-    HistoryStore,
-    NewRecord,
-    PlatformMessage,
-    PlatformMessageStore,
-    SessionInfo,
-)
+from bot.ports import Clock, Delivery, NewRecord, PlatformMessage, SessionInfo
+from bot.store_ports import BubbleStore, PlatformMessageRecorder
 
 
 class ReplyBubbles:
-    """Stores the bubbles of the bot's replies: records in `store`, platform events in
-    `events`, stamped with `clock` and the bot's identity."""
+    """Stores the bubbles of the bot's replies: records in `store`, platform messages in
+    `platform_messages`, stamped with `clock` and the bot's identity."""
 
     def __init__(
         self,
         *,
-        store: HistoryStore,
-        platform_messages: PlatformMessageStore,
+        store: BubbleStore,
+        platform_messages: PlatformMessageRecorder,
         clock: Clock,
         bot_id: int | None,
         bot_name: str,
@@ -56,7 +51,7 @@ class ReplyBubbles:
         record_id: int | None,
         slots: range | None = None,
     ) -> list[PlatformMessage]:
-        """Platform events of the confirmed bubbles of `delivery` (only `slots` if given)."""
+        """Platform messages of the confirmed bubbles of `delivery` (only `slots` if given)."""
         return delivery.platform_messages(
             chat_id=session.key.chat_id,
             thread_id=session.key.thread_id,

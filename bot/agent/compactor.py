@@ -1,13 +1,15 @@
-"""Compaction, the asynchronous part (DESIGN.md §3.8): when to fold, the call, the record.
+"""Compaction, the asynchronous part: the summary call, its record, the summaries
+prepared in the background.
 
-`Compactor` folds the turns that leave the window into the session's rolling summary:
+`Compactor` does the I/O of compaction; what to do is decided by the pure plan
+(`bot.context.compaction.plan_window`, `predict_cut`, `usable_summary`), which
+`RequestBuilder` runs between loading the window and projecting it:
 
-- After a reply (`after_reply`), in the background: when the next window move is near
-  (`bot.context.compaction.predict_cut`), it folds the turns that move will drop, so the
-  move itself costs no model call and member turns wait for nothing.
-- At a move (`on_move`, called by `RequestBuilder.prepare`): a prepared summary that hangs
-  at or after the new start is used as it is (the start moves to it); otherwise the fold
-  runs now, synchronously (the fallback).
+- `find_prepared`: the summaries hanging inside a loaded window (a move may start on one).
+- `fold_or_fail`: the fold a member's turn waits for at a move (the fallback when none was
+  prepared) or at a runtime trim, and the fold made after a reply when the next move is
+  near, so the move itself costs no model call. `in_background` runs that preparation;
+  `settle` waits for it.
 - The summary request repeats the chat's reply request (system prompt, tool schemas with
   `tool_choice: "none"`, breadcrumb, summary, window, in order) plus one instruction, on
   the configured route (default: the chat's own, whose cache is warm). It is a ledger line
@@ -20,6 +22,8 @@
 A summary is a record of kind `summary` appended off the active path as a child of the last
 record it covers, so it survives restarts and a branch finds the summary of its own path
 (`summary_before`).
+
+See docs/context-window.md, The summary.
 """
 
 from __future__ import annotations
@@ -28,78 +32,39 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from bot.agent.events import EventBus, ModelCalled
+from bot.agent.policy import CompactionPolicy
 from bot.agent.provider_call import capacity_window
 from bot.agent.routes import ModelRoute, RouteTable
 from bot.agent.traces import new_call_id
-from bot.context.budget import RuntimeLimits
 from bot.context.cache_plan import ReadPoints, plan_cache, session_cache_key
 from bot.context.compaction import (
+    PreparedSummary,
     new_summary,
     plan_fold,
-    predict_cut,
-    prepared_start_fits,
+    prepared_summaries,
     summary_request,
 )
 from bot.context.tokens import estimate_message_tokens, split_request_tokens
-from bot.context.window import (
-    TurnCosts,
-    WindowLimits,
-    check_capacity,
-    estimate_tool_schema_tokens,
-)
-from bot.domain.ids import Scene
+from bot.context.window import check_capacity, estimate_tool_schema_tokens
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord
 from bot.errors import BotError
-from bot.ports import Clock, HistoryStore, LLMRequest, LLMResponse, NewRecord, SessionInfo
+from bot.ports import Clock, LLMRequest, LLMResponse, NewRecord, SessionInfo
+from bot.store_ports import SummaryReader, SummaryStore
 from bot.tools.base import Tool
 
 log = logging.getLogger("tgbot.compaction")
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CompactionPolicy:
-    """`summary_budgets`: the summary's bound per scene; `route`: where summary calls go
-    (None: the chat's own route); `prepare_margin`: how near a move must be to prepare."""
-
-    summary_budgets: Mapping[Scene, int]
-    route: str | None = None
-    prepare_margin: float = 0.1
-    runtime: RuntimeLimits = field(default_factory=RuntimeLimits)
-    """The runtime limits: an honoured `max_context_tokens` is the summary call's window too."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FoldView:
-    """The window after a reply: records, their turns (`turn_starts[i]` is the record index
-    where turn i starts), the limits, the current summary and the reply-shaped messages."""
-
-    session: SessionInfo
-    records: list[StoredRecord]
-    costs: TurnCosts
-    turn_starts: list[int]
-    limits: WindowLimits
-    summary: SummaryRecord | None
-    messages: list[ChatMessage]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FoldResult:
-    """Where the window starts after a move (a record index) and the summary before it."""
-
-    cut: int
-    summary: SummaryRecord | None
-    failed: bool = False
-    """The fold was due and its call failed: the move waits (the start is not persisted,
-    `summary` is the last good one), so the next fold covers it and everything since."""
+FoldReason = Literal["move", "prepare", "trim"]
 
 
 async def summary_before(
-    store: HistoryStore, session: SessionInfo, records: Sequence[StoredRecord]
+    store: SummaryReader, session: SessionInfo, records: Sequence[StoredRecord]
 ) -> SummaryRecord | None:
     """The newest summary covering exactly what precedes `records` on this path: one hanging
     under the record right before the window start. None when there is none (a summary call
@@ -119,7 +84,7 @@ class Compactor:
     def __init__(
         self,
         *,
-        store: HistoryStore,
+        store: SummaryStore,
         routes: RouteTable,
         tools: Mapping[str, Tool],
         bus: EventBus,
@@ -141,81 +106,45 @@ class Compactor:
         self.prepared_folds = 0
         """Folds prepared after a reply."""
 
-    # ------------------------------------------------------------ at a move
+    # ------------------------------------------------------------ what is prepared
 
-    async def on_move(
+    async def find_prepared(
         self,
         session: SessionInfo,
-        *,
         records: Sequence[StoredRecord],
-        cut: int,
         turn_starts: Sequence[int],
-        costs: TurnCosts,
-        limits: WindowLimits,
-        previous: SummaryRecord | None,
-        messages: Callable[[], Awaitable[list[ChatMessage]]],
-        turn_id: str,
-        call_model: bool = True,
-    ) -> FoldResult:
-        """The new start and summary when the window moves to record `cut` (a turn start;
-        `turn_starts[i]` is the record where turn i starts, `costs` what each turn costs).
+    ) -> tuple[PreparedSummary, ...]:
+        """The summaries hanging right before a turn of `records` (`turn_starts[i]`: the
+        record index where turn i starts), oldest first."""
+        found = await self.store.find_summaries(session.id, [r.id for r in records])
+        return prepared_summaries(found, records, turn_starts)
 
-        A summary prepared at a turn start at or after `cut` (not past the newest turn) is
-        used and the start moves to it; so is one a little before `cut` when the window
-        from there still keeps half its headroom (`prepared_start_fits`). Else, with
-        `call_model`, the fold runs now."""
-        await self.settle(session.id)
-        if not turn_starts:
-            return FoldResult(cut=cut, summary=None)
-        newest = turn_starts[-1]
-        turn_of = {start: turn for turn, start in enumerate(turn_starts)}
-        index = {record.id: i for i, record in enumerate(records)}
-        found = await self.store.find_summaries(session.id, [r.id for r in records[:newest]])
-        for record in reversed(found):
-            at = index.get(record.parent_id or -1, -2) + 1
-            body = record.body
-            if not (isinstance(body, SummaryRecord) and body.text and at in turn_of):
-                continue
-            if cut <= at <= newest or (
-                0 < at < cut and prepared_start_fits(costs, turn_of[at], limits)
-            ):
-                return FoldResult(cut=at, summary=body)
-        if not call_model or cut <= 0:
-            return FoldResult(cut=cut, summary=None)
-        self.sync_folds += 1
-        summary, failed = await self.fold_or_fail(
-            session,
-            records=records,
-            cut=cut,
-            previous=previous,
-            messages=await messages(),
-            turn_id=turn_id,
-        )
-        if failed:
-            return FoldResult(cut=cut, summary=previous, failed=True)
-        return FoldResult(cut=cut, summary=summary)
+    def preparing(self, session_id: int) -> bool:
+        """Whether a summary of the session is being prepared in the background."""
+        running = self._pending.get(session_id)
+        return running is not None and not running.done()
 
-    # ------------------------------------------------------------ after a reply
-
-    def after_reply(
-        self,
-        session: SessionInfo,
-        view: Callable[[SessionInfo], Awaitable[FoldView]],
-        *,
-        turn_id: str,
-    ) -> None:
-        """Prepare the next summary in the background when the next move is near."""
-        running = self._pending.get(session.id)
-        if running is not None and not running.done():
+    def in_background(self, session_id: int, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` (preparing the session's next summary) in the background: one at a
+        time per session, failures logged, never raised into the loop."""
+        if self.preparing(session_id):
+            work.close()
             return
-        task = asyncio.create_task(self._prepare(session, view, turn_id))
-        self._pending[session.id] = task
+        task = asyncio.create_task(self._logged(session_id, work))
+        self._pending[session_id] = task
 
         def forget(done: asyncio.Task[None]) -> None:
-            if self._pending.get(session.id) is done:
-                del self._pending[session.id]
+            if self._pending.get(session_id) is done:
+                del self._pending[session_id]
 
         task.add_done_callback(forget)
+
+    @staticmethod
+    async def _logged(session_id: int, work: Coroutine[Any, Any, None]) -> None:
+        try:
+            await work
+        except Exception:  # a background task: log, never raise into the loop
+            log.exception("preparing the summary of session %s failed", session_id)
 
     async def settle(self, session_id: int) -> None:
         """Wait for the session's summary in preparation, if any."""
@@ -243,62 +172,7 @@ class Compactor:
                 await task
         self._pending.clear()
 
-    async def _prepare(
-        self,
-        session: SessionInfo,
-        view_of: Callable[[SessionInfo], Awaitable[FoldView]],
-        turn_id: str,
-    ) -> None:
-        try:
-            view = await view_of(session)
-            turn = predict_cut(view.costs, view.limits, self.policy.prepare_margin)
-            if turn is None:
-                return
-            cut = view.turn_starts[turn]
-            index = {record.id: i for i, record in enumerate(view.records)}
-            found = await self.store.find_summaries(view.session.id, [r.id for r in view.records])
-            turn_of = {start: turn for turn, start in enumerate(view.turn_starts)}
-            for record in found:
-                at = index.get(record.parent_id or -1, -2) + 1
-                if at >= cut or (
-                    at in turn_of and prepared_start_fits(view.costs, turn_of[at], view.limits)
-                ):
-                    return  # one prepared already would still do for the next move
-            self.prepared_folds += 1
-            await self.fold(
-                view.session,
-                records=view.records,
-                cut=cut,
-                previous=view.summary,
-                messages=view.messages,
-                turn_id=turn_id,
-            )
-        except Exception:  # a background task: log, never raise into the loop
-            log.exception("preparing the summary of session %s failed", session.id)
-
     # ------------------------------------------------------------ the call
-
-    async def fold(
-        self,
-        session: SessionInfo,
-        *,
-        records: Sequence[StoredRecord],
-        cut: int,
-        previous: SummaryRecord | None,
-        messages: Sequence[ChatMessage],
-        turn_id: str,
-    ) -> SummaryRecord | None:
-        """Fold `records[:cut]` (and `previous`) into a new summary and store it under
-        `records[cut - 1]`; None when the call failed or had nothing to say."""
-        summary, _failed = await self.fold_or_fail(
-            session,
-            records=records,
-            cut=cut,
-            previous=previous,
-            messages=messages,
-            turn_id=turn_id,
-        )
-        return summary
 
     async def fold_or_fail(
         self,
@@ -309,11 +183,21 @@ class Compactor:
         previous: SummaryRecord | None,
         messages: Sequence[ChatMessage],
         turn_id: str,
+        why: FoldReason,
     ) -> tuple[SummaryRecord | None, bool]:
-        """`fold`, and whether a due fold failed (a provider error, the capacity check, an
-        empty answer): then nothing may leave the window for good. (None, False) when there
-        was nothing to fold (no alias departs, or the scene keeps no summary)."""
-        budget = self.policy.summary_budgets.get(session.scene, 0)
+        """Fold `records[:cut]` (and `previous`) into a new summary stored under
+        `records[cut - 1]`, and say whether a due fold failed (a provider error, the capacity
+        check, an empty answer): then nothing may leave the window for good. (None, False)
+        when there was nothing to fold (no alias departs, or the scene keeps no summary).
+
+        `why`: `move`, a window move waits for it (no summary was prepared); `prepare`,
+        after a reply for the next move (a failure only means that move folds in its turn);
+        `trim`, a runtime trim drops turns."""
+        if why == "move":
+            self.sync_folds += 1
+        elif why == "prepare":
+            self.prepared_folds += 1
+        budget = self.policy.summary_budgets.of(session.scene)
         departing = records[:cut]
         plan = plan_fold(departing, previous, budget) if budget > 0 and cut > 0 else None
         if plan is None:
@@ -339,12 +223,7 @@ class Compactor:
             tool_choice="none" if specs else None,
             cache_plan=cache.plan,
         )
-        schema_tokens = estimate_tool_schema_tokens(
-            [
-                {"name": s.name, "description": s.description, "parameters": s.parameters}
-                for s in specs
-            ]
-        )
+        schema_tokens = estimate_tool_schema_tokens([s.schema() for s in specs])
         system = sum(estimate_message_tokens(m) for m in request_messages if m.role == "system")
         called = _Call(
             bus=self.bus,
@@ -355,6 +234,7 @@ class Compactor:
             messages=request_messages,
             fixed_tokens=system + schema_tokens,
             budget=budget,
+            request=request,
         )
         started = time.perf_counter()
         try:
@@ -401,6 +281,8 @@ class _Call:
     messages: Sequence[ChatMessage]
     fixed_tokens: int
     budget: int
+    request: LLMRequest | None = None
+    """What the summary call sent, for its trace."""
 
     async def publish(
         self, response: LLMResponse | None, started: float, error: Exception | None
@@ -426,6 +308,7 @@ class _Call:
                 dropped_turns=0,
                 purpose="compaction",
                 call_id=new_call_id(self.clock.now()),
+                request=self.request,
                 response=response,
             )
         )

@@ -46,7 +46,7 @@ class ModelCalled:
     kept_turns: int
     dropped_turns: int
     purpose: Literal["turn", "compaction"] = "turn"
-    """`compaction`: a summary call (issue 17), not part of the member's turn."""
+    """`compaction`: a summary call, not part of the member's turn."""
     exact_tokens: int | None = None
     """The request as the route's exact tokenizer counts it, when one is configured."""
     call_id: str = ""

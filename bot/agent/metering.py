@@ -62,7 +62,7 @@ def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEn
         else "final_summary"
         if call.final
         else "turn",
-        provider=call.route.provider_name,
+        provider=call.route.profile,
         model=call.route.model,
         input_tokens=usage.input_tokens if usage else None,
         cached_tokens=usage.cached_tokens if usage else None,
@@ -146,9 +146,6 @@ class CallMetering:
         bus.on(ModelCalled, self.on_model_call)
         return self
 
-    def last_call(self, session_id: int) -> CallMeter | None:
-        return self.meters.get(session_id)
-
     async def on_model_call(self, call: ModelCalled) -> None:
         # the corrected estimate is what this call was budgeted with: before it teaches
         route = call.route
@@ -156,7 +153,7 @@ class CallMetering:
         corrected = (
             call.exact_tokens
             if call.exact_tokens is not None
-            else self.truth.corrected(route.provider_name, route.model, entry.est_total)
+            else self.truth.corrected(route.profile, route.model, entry.est_total)
         )
         # images leave the comparison: providers count them in very different ways (a
         # fixed 85-1,600 tokens, or by tiles), and a cheap image is no truncation
@@ -170,7 +167,7 @@ class CallMetering:
             self._warn_truncated(call, corrected, entry.input_tokens or 0)
         elif call.error is None:
             self.truth.observe(
-                route.provider_name,
+                route.profile,
                 route.model,
                 estimated=entry.est_total,
                 reported=entry.input_tokens,
@@ -181,7 +178,7 @@ class CallMetering:
             log.exception("could not write the ledger line")
 
     def _warn_truncated(self, call: ModelCalled, corrected: int, reported: int) -> None:
-        key = route_key(call.route.provider_name, call.route.model)
+        key = route_key(call.route.profile, call.route.model)
         if key in self.truncating_routes:
             return
         self.truncating_routes.add(key)

@@ -8,7 +8,7 @@ from datetime import datetime, tzinfo
 
 from bot.context.escaping import escape_member_text
 from bot.domain.ids import Locale, Scene
-from bot.texts import text
+from bot.texts import in_locale, text
 
 _SCENE_RULES: dict[Scene, str] = {
     "group": (
@@ -37,7 +37,7 @@ class PromptFacts:
 
 def build_system_prompt(facts: PromptFacts) -> str:
     """Stable per scene and tool set, so the provider's prefix cache keeps hitting."""
-    language = "Chinese" if facts.locale == "zh" else "English"
+    language = in_locale(facts.locale, zh="Chinese", en="English")
     lines = [
         f"You are {facts.bot_name}, a helpful assistant on Telegram.",
         _SCENE_RULES[facts.scene],

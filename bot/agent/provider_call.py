@@ -17,9 +17,10 @@ from collections.abc import Mapping
 from typing import Literal, Protocol
 
 from bot.agent.events import EventBus, ModelCalled
+from bot.agent.policy import CallPolicy
 from bot.agent.routes import ModelRoute
 from bot.agent.traces import new_call_id
-from bot.agent.turn import TurnFailed, TurnPolicy, TurnState
+from bot.agent.turn import TurnFailed, TurnState
 from bot.context.budget import RuntimeLimits
 from bot.context.cache_plan import PlannedCache, ReadPoints, plan_cache, session_cache_key
 from bot.context.history_trim import HistoryTrimmed, trim_to_recent_turns
@@ -40,7 +41,7 @@ from bot.errors import (
     ProviderRateLimited,
     ProviderUnavailable,
 )
-from bot.ports import Clock, LLMRequest, LLMResponse, TextSink, ToolSpec
+from bot.ports import Clock, LLMRequest, LLMResponse, TextSink
 from bot.tools.base import Tool
 
 FINAL_CALL_NOTE = (
@@ -62,7 +63,7 @@ def capacity_window(route: ModelRoute, limits: RuntimeLimits) -> tuple[int, Capa
     """The window the capacity check holds a request to, and where it comes from.
 
     The resolved window when known; else a positive `max_context_tokens`, honoured as the
-    window (DESIGN.md §3.2's documented quirk, the same operand the budget uses); else the
+    window (the same operand the budget uses: docs/context-window.md, Runtime budget); else the
     32,000 assumed for unknown capacity."""
     if route.context_window is not None and route.context_window > 0:
         return route.context_window, "known"
@@ -82,7 +83,7 @@ class ProviderCaller:
         tools: Mapping[str, Tool],
         bus: EventBus,
         clock: Clock,
-        policy: TurnPolicy,
+        policy: CallPolicy,
         window: WindowTrimmer,
         read_points: ReadPoints | None = None,
     ) -> None:
@@ -98,13 +99,17 @@ class ProviderCaller:
         self, state: TurnState, *, final: bool, on_text: TextSink | None = None
     ) -> LLMResponse:
         """One model call of the turn; `final` asks for the answer without tools (the
-        tool-call cap is reached). Raises `TurnFailed` when the call cannot succeed."""
-        tools = () if final else tuple(t.spec for t in self.tools.values())
+        tool-call cap is reached). Raises `TurnFailed` when the call cannot succeed.
+
+        The final call still sends the tool schemas, with `tool_choice: "none"`: the schemas
+        lead the cached prefix on every provider, so dropping them would make this call
+        miss the cache on the whole request (and, on a breakpoint cache, write it again)."""
+        tools = tuple(t.spec for t in self.tools.values())
         if final:
             state.messages.append(
                 ensure_token_estimate(ChatMessage(role="user", content=FINAL_CALL_NOTE))
             )
-        fixed = state.fixed_tokens if not final else system_tokens(state.messages)
+        fixed = state.fixed_tokens
         if state.budget > 0:
             # the budget holds the whole request, so the messages get what the tool
             # schemas leave (with an honoured max_context_tokens it is also the window);
@@ -124,6 +129,7 @@ class ProviderCaller:
                 model=state.route.model,
                 messages=messages,
                 tools=tools,
+                tool_choice="none" if final and tools else None,
                 max_output_tokens=self.policy.max_output_tokens,
                 cache_plan=cache.plan,
             )
@@ -135,7 +141,7 @@ class ProviderCaller:
             exact = None
             if count is not None:
                 exact_messages = exact_message_tokens(state.messages, count) - images
-                exact_schemas = count(tool_schema_text([_schema(t) for t in tools]))
+                exact_schemas = count(tool_schema_text([t.schema() for t in tools]))
                 exact = exact_messages + exact_schemas + images
                 needs = (exact_messages, exact_schemas, images)
             else:
@@ -157,7 +163,7 @@ class ProviderCaller:
                 )
                 raise TurnFailed("capacity", str(exc)) from exc
             started = time.perf_counter()
-            deadline = self.policy.call_deadline_seconds
+            deadline = self.policy.deadline_seconds
             try:
                 async with asyncio.timeout(deadline):
                     if on_text is None:
@@ -296,7 +302,3 @@ class ProviderCaller:
         for event in state.pending_trims[state.published_trims :]:
             await self.bus.publish(event)
         state.published_trims = len(state.pending_trims)
-
-
-def _schema(spec: ToolSpec) -> dict[str, object]:
-    return {"name": spec.name, "description": spec.description, "parameters": spec.parameters}

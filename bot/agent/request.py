@@ -1,10 +1,12 @@
 """Preparing a turn's request: window, projection, quote targets, per-turn blocks, prompt.
 
-Everything up to the first provider call: load the window's records, select the window
-(it moves in chunks, and the move is persisted), project them with the per-turn blocks on
-the current message only, and put the system prompt (and the breadcrumb when earlier
-history is left out) in front. Tool steps left without their partner (an imported or
-edited history) never reach the provider (`remove_orphaned_tool_messages`).
+Everything up to the first provider call, in one line: load the window's records and
+project them with the per-turn blocks on the current message only; plan the window
+(`bot.context.compaction.plan_window`: the start moves in chunks, onto a prepared summary
+when one serves); fold what departs when the plan says so (`Compactor`); store a moved
+start and project the kept records again; put the system prompt (and the breadcrumb and
+summary when earlier history is left out) in front. Tool steps left without their partner
+(an imported or edited history) never reach the provider (`remove_orphaned_tool_messages`).
 
 A runtime trim (proactive, or after an overflow) goes through `drop_turns`: whole turns
 leave the records and the rest is rendered again, never cut out of the rendered list.
@@ -12,18 +14,25 @@ leave the records and the rest is rendered again, never cut out of the rendered 
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
-from datetime import datetime
+from dataclasses import dataclass, replace
 
-from bot.agent.compactor import Compactor, FoldView, summary_before
+from bot.agent.compactor import Compactor, summary_before
+from bot.agent.policy import PromptPolicy, WindowPolicy
 from bot.agent.prompt import PromptFacts, TurnContext, build_per_turn_blocks, build_system_prompt
-from bot.agent.routes import RouteTable
-from bot.agent.turn import TurnPolicy, TurnState, TurnWindow
+from bot.agent.reactions_block import ReactionsBlock
+from bot.agent.routes import ModelRoute, RouteTable
+from bot.agent.turn import TurnState, TurnWindow
 from bot.context.alias_table import AliasTable
-from bot.context.compaction import predict_cut, summary_message
-from bot.context.escaping import inline_value
+from bot.context.budget import RuntimeLimits
+from bot.context.compaction import (
+    PreparedSummary,
+    WindowPlan,
+    plan_window,
+    predict_cut,
+    summary_message,
+    usable_summary,
+)
 from bot.context.history_trim import HistoryTrimmed, IndexedHistory, breadcrumb_message
 from bot.context.orphans import remove_orphaned_tool_messages
 from bot.context.projection import (
@@ -37,7 +46,6 @@ from bot.context.tokens import ensure_token_estimate, estimate_message_tokens
 from bot.context.turns import count_turns, turn_starts
 from bot.context.window import (
     TurnCosts,
-    WindowDecision,
     WindowLimits,
     estimate_tool_schema_tokens,
     select_window,
@@ -46,7 +54,8 @@ from bot.context.window import (
 from bot.domain.ids import Scene
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
-from bot.ports import ChatEventStore, Clock, HistoryStore, SessionInfo
+from bot.ports import Clock, SessionInfo
+from bot.store_ports import RecentReactions, WindowStore
 from bot.tools.base import Tool
 
 CURRENT_TURN_SHARE = 8
@@ -54,8 +63,26 @@ CURRENT_TURN_SHARE = 8
 leaves it for the per-turn blocks and the tool steps of the turn, so a turn of ordinary
 size never needs the proactive trim."""
 
-MAX_REACTION_LINES = 10
-"""At most this many reactions (the newest) in `[Reactions since your last reply]`."""
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadedWindow:
+    """A session's window as loaded for a call, before its plan: the records from the stored
+    start (`earlier`: records precede them; `previous`: the summary of those), their
+    projection with this turn's per-turn blocks, each turn's cost and first record
+    (`starts[i]`), the limits the window is held to, and the reactions the blocks name."""
+
+    session: SessionInfo
+    route: ModelRoute
+    correction: TokenCorrection
+    limits: WindowLimits
+    records: tuple[StoredRecord, ...]
+    earlier: bool
+    previous: SummaryRecord | None
+    blocks: str
+    reacted: tuple[tuple[str, int], ...]
+    projection: Projection
+    costs: TurnCosts
+    starts: tuple[int, ...]
 
 
 class RequestBuilder:
@@ -67,52 +94,50 @@ class RequestBuilder:
     def __init__(
         self,
         *,
-        store: HistoryStore,
+        store: WindowStore,
         routes: RouteTable,
         tools: Mapping[str, Tool],
         clock: Clock,
-        policy: TurnPolicy,
+        window_policy: WindowPolicy,
+        prompt: PromptPolicy,
+        runtime: RuntimeLimits,
         bot_id: int | None,
         bot_name: str,
         correction: Callable[[str, str], TokenCorrection] | None = None,
         compactor: Compactor | None = None,
-        reactions: ChatEventStore | None = None,
+        reactions: RecentReactions | None = None,
     ) -> None:
         self.compactor = compactor
-        """Folds departing turns into the summary (issue 17); None: compaction is off."""
+        """Folds departing turns into the summary; None: compaction is off."""
         self.store = store
-        self.reactions = reactions
-        """Where reactions on the bot's messages are read (none shown when unset)."""
         self.correction = correction or (lambda provider, model: NO_CORRECTION)
         """The learned token correction of a route (provider, model)."""
         self.routes = routes
         self.tools = tools
         self.clock = clock
-        self.policy = policy
+        self.window_policy = window_policy
+        self.prompt = prompt
+        self.runtime = runtime
+        """The runtime limits: the route's context budget, which the window leaves room in."""
         self.bot_id = bot_id
         self.bot_name = bot_name
-        self._reactions_read: OrderedDict[int, datetime] = OrderedDict()
-        """Per session: when the newest request read reactions (bot clock), not yet answered."""
-        self._reactions_answered: OrderedDict[int, datetime] = OrderedDict()
-        """Per session: when the last answered turn read reactions; later ones are new."""
+        self.reactions_block = ReactionsBlock(reactions, aliases=store, clock=clock)
 
     def reactions_answered(self, session_id: int) -> None:
         """The turn whose request was built last for `session_id` was answered: the reactions
         it showed are not shown again (one that arrived while it ran is)."""
-        read = self._reactions_read.pop(session_id, None)
-        if read is not None:
-            _remember(self._reactions_answered, session_id, read)
+        self.reactions_block.answered(session_id)
 
     def system_prompt(self, scene: Scene) -> str:
         return build_system_prompt(
             PromptFacts(
                 bot_name=self.bot_name,
                 scene=scene,
-                locale=self.policy.locale,
+                locale=self.prompt.locale,
                 tool_names=tuple(self.tools),
-                workspace_rules=self.policy.workspace_rules,
+                workspace_rules=self.prompt.workspace_rules,
                 tool_index=tuple(t.summary for t in self.tools.values() if t.summary),
-                owner_id=self.policy.owner_id,
+                owner_id=self.prompt.owner_id,
             )
         )
 
@@ -126,29 +151,44 @@ class RequestBuilder:
     ) -> tuple[TurnState, AliasTable, list[StoredRecord]]:
         """The turn's state, its alias table and the window's records.
 
+        Load the window, plan it (`plan_window`: keep the start, move it onto a prepared
+        summary, or move it and fold what departs), fold if the plan says so, then
+        project what the window keeps.
+
         `persist_window=False` previews without storing a moved window start and without
         calling the summary model (`tgbot context show` is read-only). The turn works with
         the session as loaded with its history (route, scene and window as stored now), not
         as the caller last saw it."""
-        policy = self.policy
-        loaded = await self.store.load_history(session.id, max_records=policy.max_records)
+        loaded = await self._load(session, told_user)
+        plan = await self._plan(loaded, persist=persist_window)
+        if plan.fold:
+            plan = await self._fold(loaded, plan, turn_id)
+        records, projection, moved = await self._keep(loaded, plan, turn_id)
+        state = self._start(loaded, plan, records, projection, turn_id)
+        if moved is not None:
+            state.pending_trims.append(moved)
+        return state, state.window.aliases, list(records)
+
+    async def _load(self, session: SessionInfo, told_user: Sequence[str]) -> LoadedWindow:
+        """The window from its stored start, projected with this turn's blocks."""
+        loaded = await self.store.load_history(
+            session.id, max_records=self.window_policy.max_records
+        )
         session = loaded.session
         route = self.routes.resolve(session.route)
-        records = list(loaded.records)
-        has_earlier = loaded.has_earlier
-        history_budget = policy.scene_budgets.get(session.scene, 0)
-        correction = self.correction(route.provider_name, route.model)
-        limits = self.window_limits(session.scene, correction, session=session)
-        reactions, reacted = await self._reactions(session, records)
+        records = loaded.records
+        correction = self.correction(route.profile, route.model)
+        reactions, reacted = await self.reactions_block.read(session, records)
+        prompt = self.prompt
         blocks = build_per_turn_blocks(
             TurnContext(
                 now=self.clock.now(),
-                zone=policy.zone,
-                zone_name=policy.zone_name,
+                zone=prompt.zone,
+                zone_name=prompt.zone_name,
                 model=route.model,
                 scene=session.scene,
-                locale=policy.locale,
-                command_prefix=policy.command_prefix,
+                locale=prompt.locale,
+                command_prefix=prompt.command_prefix,
                 told_user=told_user,
                 topic=session.title if session.key.thread_id else None,
                 reactions=reactions,
@@ -156,96 +196,145 @@ class RequestBuilder:
         )
         targets = await self._quote_targets(session, records)
         projection = self._project(records, session, blocks, targets)
+        previous = None
+        if loaded.has_earlier:  # the summary of what precedes the window
+            previous = await summary_before(self.store, session, records)
         costs = turn_costs(without_per_turn_cost(projection, blocks))
-        answered = None if policy.count_unanswered_turns else costs.answered
+        return LoadedWindow(
+            session=session,
+            route=route,
+            correction=correction,
+            limits=self.window_limits(session.scene, correction, session=session),
+            records=records,
+            earlier=loaded.has_earlier,
+            previous=previous,
+            blocks=blocks,
+            reacted=reacted,
+            projection=projection,
+            costs=costs,
+            starts=tuple(projection.record_index[i] for i in costs.starts),
+        )
+
+    async def _plan(self, loaded: LoadedWindow, *, persist: bool) -> WindowPlan:
+        """Where the window starts for this call and what happens to its summary; the
+        summaries prepared inside the window are looked up only when it moves."""
+        costs, limits = loaded.costs, loaded.limits
+        answered = None if self.window_policy.count_unanswered_turns else costs.answered
         decision = select_window(costs.tokens, costs.messages, 0, limits, answered=answered)
-        # --- compaction hook (issue 17): the summary standing for what precedes the window
-        summary = await summary_before(self.store, session, records) if has_earlier else None
-        window_event: HistoryTrimmed | None = None
-        persist = persist_window
-        if decision.moved and costs.starts:
-            cut = projection.record_index[costs.starts[decision.start]]
-            # --- compaction hook (issue 17): fold what departs, or use a prepared summary
-            if self.compactor is not None:
-                starts = [projection.record_index[i] for i in costs.starts]
-                fold = await self.compactor.on_move(
-                    session,
-                    records=records,
-                    cut=cut,
-                    turn_starts=starts,
-                    costs=costs,
-                    limits=limits,
-                    previous=summary,
-                    messages=lambda: self.fold_messages(session, records, summary),
-                    turn_id=turn_id,
-                    call_model=persist_window,
-                )
-                if fold.cut != cut:  # a prepared summary moved the start a little
-                    decision = moved_to(decision, costs, starts.index(fold.cut))
-                cut, summary = fold.cut, fold.summary
-                persist = persist and not fold.failed
-            else:
-                summary = None
-            targets = await self._quote_targets(session, records[cut:])
-            records = records[cut:]
-            has_earlier = True
-            if persist:  # a failed fold: the move waits, nothing leaves for good
-                await self.store.set_window_start(session.id, records[0].id)
-            window_event = HistoryTrimmed.from_window(
-                decision, budget=history_budget, session=session.id, turn_id=turn_id
-            )
-            projection = self._project(records, session, blocks, targets)
+        prepared: tuple[PreparedSummary, ...] = ()
+        if decision.moved and self.compactor is not None:
+            await self.compactor.settle(loaded.session.id)  # one in preparation may serve
+            starts = loaded.starts
+            records = loaded.records[: starts[-1]]
+            prepared = await self.compactor.find_prepared(loaded.session, records, starts)
+        return plan_window(
+            decision,
+            costs,
+            limits,
+            earlier=loaded.earlier,
+            previous=loaded.previous,
+            prepared=prepared,
+            compaction=self.compactor is not None,
+            fold_now=persist,
+            persist=persist,
+        )
+
+    async def _fold(self, loaded: LoadedWindow, plan: WindowPlan, turn_id: str) -> WindowPlan:
+        """Fold what the move drops into a new summary now (the member's turn waits)."""
+        if self.compactor is None:
+            return plan
+        session, records = loaded.session, loaded.records
+        folded, failed = await self.compactor.fold_or_fail(
+            session,
+            records=records,
+            cut=loaded.starts[plan.decision.start],
+            previous=loaded.previous,
+            messages=await self.fold_messages(session, records, loaded.previous),
+            turn_id=turn_id,
+            why="move",
+        )
+        return plan.after_fold(folded, failed=failed)
+
+    async def _keep(
+        self, loaded: LoadedWindow, plan: WindowPlan, turn_id: str
+    ) -> tuple[tuple[StoredRecord, ...], Projection, HistoryTrimmed | None]:
+        """The records the window keeps and their projection; after a move, the new start
+        stored (unless the plan says the move waits) and the move's `HistoryTrimmed`."""
+        if not plan.decision.moved:
+            return loaded.records, loaded.projection, None
+        session = loaded.session
+        records = loaded.records[loaded.starts[plan.decision.start] :]
+        targets = await self._quote_targets(session, records)
+        if plan.persist:  # a failed fold: the move waits, nothing leaves for good
+            await self.store.set_window_start(session.id, records[0].id)
+        moved = HistoryTrimmed.from_window(
+            plan.decision, loaded.limits, session=session.id, turn_id=turn_id
+        )
+        return records, self._project(records, session, loaded.blocks, targets), moved
+
+    def _start(
+        self,
+        loaded: LoadedWindow,
+        plan: WindowPlan,
+        records: tuple[StoredRecord, ...],
+        projection: Projection,
+        turn_id: str,
+    ) -> TurnState:
+        """The turn's state over the kept window: its alias table, the request laid out,
+        and whether the next move is near enough to prepare its summary after the reply."""
+        session, route = loaded.session, loaded.route
+        chat_id = session.key.chat_id
+        summary = plan.summary
         aliases = AliasTable()
         window = TurnWindow(
-            records=tuple(records),
+            records=records,
             projection=projection,
-            blocks=blocks,
+            blocks=loaded.blocks,
             aliases=aliases,
             summary=summary,
         )
-        register_shown(aliases, projection, session.key.chat_id)
-        for alias, message_id in reacted:  # the reactions block names them: valid references
-            aliases.register(alias, session.key.chat_id, message_id)
+        register_shown(aliases, projection, chat_id)
+        for alias, message_id in loaded.reacted:  # the reactions block names them
+            aliases.register(alias, chat_id, message_id)
         if summary is not None:  # the aliases the summary mentions are valid references
             for alias, message_id in summary.aliases:
-                aliases.register(alias, session.key.chat_id, message_id)
+                aliases.register(alias, chat_id, message_id)
         state = TurnState(
             session=session,
             route=route,
             turn_id=turn_id,
             messages=IndexedHistory(),
-            crumb=has_earlier,
+            crumb=plan.crumb,
             current_index=0,
             fixed_tokens=0,
-            budget=policy.limits.effective_context_budget(route.context_window),
-            history_budget=history_budget,
+            budget=self.runtime.effective_context_budget(route.context_window),
+            history_budget=self.window_policy.history_budgets.of(session.scene),
             kept_turns=0,
-            dropped_turns=decision.dropped_turns if decision.moved else 0,
+            dropped_turns=plan.decision.dropped_turns,
             window=window,
             history_start=0,
             history_end=0,
-            correction=correction,
+            correction=loaded.correction,
         )
         self._lay_out(state, window, tail=[])
         state.fixed_tokens = estimate_message_tokens(
             state.messages[0]
-        ) + estimate_tool_schema_tokens([tool_schema(t) for t in self.tools.values()])
-        if window_event is not None:
-            state.pending_trims.append(window_event)
-        if self.compactor is not None:  # compaction hook (issue 17): is the next move near?
+        ) + estimate_tool_schema_tokens([t.spec.schema() for t in self.tools.values()])
+        if self.compactor is not None:  # is the next move near? then prepare after the reply
             kept = (
-                costs
-                if window_event is None
-                else turn_costs(without_per_turn_cost(projection, blocks))
+                loaded.costs
+                if not plan.decision.moved
+                else turn_costs(without_per_turn_cost(projection, loaded.blocks))
             )
-            margin = policy.compaction_margin
-            state.fold_soon = predict_cut(kept, limits, margin) is not None
-        return state, aliases, records
+            margin = self.compactor.policy.prepare_margin
+            state.fold_soon = predict_cut(kept, loaded.limits, margin) is not None
+        return state
 
     async def drop_turns(self, state: TurnState, count: int) -> tuple[int, int]:
         """Drop the `count` oldest whole turns of the window from its records, then render
-        the rest again (DESIGN.md §3.5): the first kept message opens the window (date, full
-        sender name) and a quote of a dropped message degrades to its inline line.
+        the rest again (docs/architecture.md, Rendering a message): the first kept message
+        opens the window (date, full sender name) and a quote of a dropped message degrades
+        to its inline line.
 
         This turn's tool steps after the window stay as they are; the newest turn is never
         dropped. Returns (turns, messages) dropped from the rendered window: (0, 0) when
@@ -270,6 +359,7 @@ class RequestBuilder:
                 previous=window.summary,
                 messages=await self.fold_messages(session, window.records, window.summary),
                 turn_id=state.turn_id,
+                why="trim",
             )
             persist = not failed  # a failed fold: the cut waits, nothing leaves for good
             summary = folded or summary
@@ -314,7 +404,7 @@ class RequestBuilder:
 
     def route_correction(self, session: SessionInfo) -> TokenCorrection:
         route = self.routes.resolve(session.route)
-        return self.correction(route.provider_name, route.model)
+        return self.correction(route.profile, route.model)
 
     def window_limits(
         self,
@@ -328,21 +418,20 @@ class RequestBuilder:
 
         With `session`, the budget is also clamped to what the runtime budget of its route
         leaves (`history_room`), so the chunked, persisted window is what binds and the
-        proactive trim is only the guard for one oversized turn."""
-        policy = self.policy
-        history_budget = policy.scene_budgets.get(scene, 0)
+        proactive trim is only the safety net for one oversized turn."""
+        history_budget = self.window_policy.history_budgets.of(scene)
         if session is not None:
             room = self.history_room(session, correction)
             if room is not None:
                 history_budget = min(history_budget, room) if history_budget > 0 else room
-        reserve = policy.summary_budget(scene) if self.compactor is not None else 0
-        caps = policy.caps(scene)
+        reserve = self.compactor.policy.summary_budgets.of(scene) if self.compactor else 0
+        caps = self.window_policy.caps.of(scene)
         budget = max(1, history_budget - reserve) if history_budget > 0 else 0
         return WindowLimits(
             token_budget=correction.to_estimate(budget) if budget > 0 else 0,
             max_turns=caps.max_turns,
             max_messages=caps.max_messages,
-            headroom=policy.headroom,
+            headroom=self.window_policy.headroom,
         )
 
     def history_room(self, session: SessionInfo, correction: TokenCorrection) -> int | None:
@@ -351,14 +440,14 @@ class RequestBuilder:
         turn's allowance (`CURRENT_TURN_SHARE` of the budget). None when proactive
         trimming is off."""
         route = self.routes.resolve(session.route)
-        runtime = self.policy.limits.effective_context_budget(route.context_window)
+        runtime = self.runtime.effective_context_budget(route.context_window)
         if runtime <= 0:
             return None
         system = ChatMessage(role="system", content=self.system_prompt(session.scene))
         fixed = (
             estimate_message_tokens(system)
             + estimate_message_tokens(breadcrumb_message())
-            + estimate_tool_schema_tokens([tool_schema(t) for t in self.tools.values()])
+            + estimate_tool_schema_tokens([t.spec.schema() for t in self.tools.values()])
         )
         allowance = runtime // CURRENT_TURN_SHARE
         return max(1, runtime - correction.apply(fixed) - allowance)
@@ -390,26 +479,50 @@ class RequestBuilder:
             projection.messages
         )
 
-    async def fold_view(self, session: SessionInfo) -> FoldView:
-        """The window as it stands after a reply (for preparing the next summary)."""
-        loaded = await self.store.load_history(session.id, max_records=self.policy.max_records)
+    def after_reply(self, session: SessionInfo, *, turn_id: str) -> None:
+        """The turn answered and its next window move is near: prepare that move's summary
+        in the background (one at a time per session), so the move waits for no model."""
+        compactor = self.compactor
+        if compactor is None or compactor.preparing(session.id):
+            return
+        compactor.in_background(session.id, self._prepare_next_fold(session, turn_id))
+
+    async def _prepare_next_fold(self, session: SessionInfo, turn_id: str) -> None:
+        """Load the window as it stands after the reply, plan where its next move will
+        start (`predict_cut`), and fold what that move drops, unless a summary prepared
+        earlier already serves it (`usable_summary`)."""
+        compactor = self.compactor
+        if compactor is None:
+            return
+        # load
+        loaded = await self.store.load_history(
+            session.id, max_records=self.window_policy.max_records
+        )
         session = loaded.session
         records = list(loaded.records)
         summary = await summary_before(self.store, session, records) if loaded.has_earlier else None
         targets = await self._quote_targets(session, records)
         projection = self._project(records, session, "", targets)
+        # plan
         costs = turn_costs(projection.messages)
+        limits = self.window_limits(session.scene, self.route_correction(session), session=session)
+        turn = predict_cut(costs, limits, compactor.policy.prepare_margin)
+        if turn is None:
+            return
+        starts = [projection.record_index[i] for i in costs.starts]
+        prepared = await compactor.find_prepared(session, records, starts)
+        if usable_summary(turn, prepared, costs, limits) is not None:
+            return  # one prepared already serves the next move
+        # fold
         head = self.head(session, has_earlier=loaded.has_earlier, summary=summary)
-        return FoldView(
-            session=session,
+        await compactor.fold_or_fail(
+            session,
             records=records,
-            costs=costs,
-            turn_starts=[projection.record_index[i] for i in costs.starts],
-            limits=self.window_limits(
-                session.scene, self.route_correction(session), session=session
-            ),
-            summary=summary,
+            cut=starts[turn],
+            previous=summary,
             messages=head + list(projection.messages),
+            turn_id=turn_id,
+            why="prepare",
         )
 
     def _project(
@@ -423,67 +536,14 @@ class RequestBuilder:
             records,
             current_index=current_record_index(records),
             scene=session.scene,
-            zone=self.policy.zone,
-            locale=self.policy.locale,
+            zone=self.prompt.zone,
+            locale=self.prompt.locale,
             bot_user_id=self.bot_id,
             per_turn_blocks=blocks,
             quote_targets=quote_targets,
             chat_id=session.key.chat_id,
-            owner_id=self.policy.owner_id,
+            owner_id=self.prompt.owner_id,
         )
-
-    async def _reactions(
-        self, session: SessionInfo, records: Sequence[StoredRecord]
-    ) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...]]:
-        """`Alice 👍 on m12` for each reaction on the bot's messages since its last turn on
-        the loaded path (or since the oldest loaded record when no reply is loaded), newest
-        `MAX_REACTION_LINES`, and the (alias, platform id) of every alias a line names: they
-        join the turn's alias table. Old messages never re-render: the block rides on this
-        turn.
-
-        "Since its last turn" is read as since the newest member message before the last
-        reply (the one that turn answered): a reaction handled while that turn ran, after
-        its request was built, is shown now instead of never."""
-        if self.reactions is None or not records:
-            return (), ()
-        last_reply = max((i for i, r in enumerate(records) if r.kind == "assistant"), default=None)
-        since = records[0].created_at
-        if last_reply is not None:
-            asked = [r.created_at for r in records[:last_reply] if r.kind == "user"]
-            since = max(asked) if asked else records[last_reply].created_at
-        # On the bot's own clock, when this process answered a turn here: exact (a message's
-        # date is Telegram's, to the second). After a restart the rule above stands alone.
-        answered = self._reactions_answered.get(session.id)
-        if answered is not None:
-            since = max(since, answered)
-        _remember(self._reactions_read, session.id, self.clock.now())
-        found = await self.reactions.reactions_since(
-            session.key.chat_id, session.key.thread_id, since, limit=MAX_REACTION_LINES
-        )
-        if not found:
-            return (), ()
-        aliases = dict(self._loaded_aliases(records))
-        missing = {r.message_id for r in found} - set(aliases)
-        if missing:
-            aliases.update(await self.store.find_aliases(session.id, missing))
-        lines = tuple(
-            f"{inline_value(r.user_name) or r.user_id} {inline_value(r.emoji)} on "
-            f"{aliases.get(r.message_id, f'message {r.message_id}')}"
-            for r in found
-        )
-        shown = tuple(
-            (aliases[r.message_id], r.message_id) for r in found if r.message_id in aliases
-        )
-        return lines, shown
-
-    @staticmethod
-    def _loaded_aliases(records: Sequence[StoredRecord]) -> dict[int, str]:
-        return {
-            mid: alias
-            for record in records
-            for mid, alias in zip(record.message_ids, record.alias_parts, strict=False)
-            if mid is not None and alias is not None
-        }
 
     async def _quote_targets(
         self, session: SessionInfo, records: Sequence[StoredRecord]
@@ -508,36 +568,3 @@ def register_shown(aliases: AliasTable, projection: Projection, chat_id: int) ->
     # chat (its id means nothing here), never one the model was not shown.
     for message_id in projection.references:
         aliases.register_reference(message_id)
-
-
-def moved_to(decision: WindowDecision, costs: TurnCosts, start: int) -> WindowDecision:
-    """`decision` with the window starting at turn `start` instead (what it kept and left)."""
-    before = decision.start - decision.dropped_turns
-    return replace(
-        decision,
-        start=start,
-        tokens=sum(costs.tokens[start:]),
-        kept_turns=len(costs.tokens) - start,
-        dropped_turns=start - before,
-        dropped_messages=sum(costs.messages[before:start]),
-    )
-
-
-def tool_schema(tool: Tool) -> dict[str, object]:
-    """The tool as its schema is costed (name, description, parameters)."""
-    return {
-        "name": tool.spec.name,
-        "description": tool.spec.description,
-        "parameters": tool.spec.parameters,
-    }
-
-
-MAX_REACTION_CURSORS = 4_096
-"""Sessions whose reaction read times are kept (the oldest are forgotten first)."""
-
-
-def _remember(cursors: OrderedDict[int, datetime], session_id: int, at: datetime) -> None:
-    cursors[session_id] = at
-    cursors.move_to_end(session_id)
-    while len(cursors) > MAX_REACTION_CURSORS:
-        cursors.popitem(last=False)

@@ -1,11 +1,14 @@
-"""Model routes: which provider and model a session uses, and what window it has (§3.2)."""
+"""Model routes: which profile, model and provider a session uses, and its context window.
+
+See docs/context-window.md, Runtime budget.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from bot.context.budget import ProviderCapacity, resolve_route
+from bot.context.budget import ProfileCapacity, resolve_window, window_for_math
 from bot.ports import LLMProvider, Usage
 
 
@@ -35,9 +38,9 @@ class Prices:
         """The call as billed: cache reads at the cached price, cache writes at the write
         price, the rest of the input at the input price, plus output.
 
-        Reads and writes are parts of `input_tokens` (DESIGN.md §6.2). A provider that
-        reports more reads and writes than input is clamped (reads first, then writes)
-        rather than billed negative input."""
+        Reads and writes are parts of `input_tokens` (docs/architecture.md, Tokens, caches
+        and usage as billed). A provider that reports more reads and writes than input is
+        clamped (reads first, then writes) rather than billed negative input."""
         total = max(0, usage.input_tokens)
         cached = max(0, min(usage.cached_tokens, total))
         writes = max(0, min(usage.cache_write_tokens, total - cached))
@@ -63,23 +66,31 @@ TokenCount = Callable[[str], int]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelRoute:
-    """A resolved route. `window` is None when the capacity is unknown (nothing reported
-    to clients); `context_window_for_math` is what budgets and capacity checks use.
-    `count_tokens` is the operator's exact tokenizer for this model, when one is configured."""
+    """The resolved route of a call: profile, model, provider and window.
 
-    provider_name: str
+    `context_window` is None when the capacity is unknown (nothing reported to clients);
+    `context_window_for_math` is what budgets and capacity checks use. `count_tokens` is the
+    operator's exact tokenizer for this model, when one is configured."""
+
+    profile: str
     model: str
     provider: LLMProvider
     context_window: int | None
-    context_window_for_math: int
     prices: Prices = Prices()
     count_tokens: TokenCount | None = None
 
+    @property
+    def context_window_for_math(self) -> int:
+        """The window, or the 32,000 assumed for unknown capacity: always positive."""
+        return window_for_math(self.context_window)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ProviderEntry:
+class ProfileEntry:
+    """One provider profile: its provider, declared capacity, prices and tokenizer."""
+
     provider: LLMProvider
-    capacity: ProviderCapacity
+    capacity: ProfileCapacity
     prices: Prices = Prices()
     count_tokens: TokenCount | None = None
     """Counts for the profile's configured model (any model when it names none)."""
@@ -90,55 +101,55 @@ class RouteTable:
 
     def __init__(
         self,
-        providers: Mapping[str, ProviderEntry],
+        profiles: Mapping[str, ProfileEntry],
         *,
-        default_provider: str,
+        default_profile: str,
         default_model: str,
         fallback_window: int = 0,
     ) -> None:
-        if default_provider not in providers:
-            raise ValueError(f"unknown default provider {default_provider!r}")
-        self._providers = dict(providers)
-        self.default_provider = default_provider
+        if default_profile not in profiles:
+            raise ValueError(f"unknown default provider profile {default_profile!r}")
+        self._profiles = dict(profiles)
+        self.default_profile = default_profile
         self.default_model = default_model
         self._fallback_window = fallback_window
 
     async def aclose(self) -> None:
         """Close the providers' HTTP clients."""
-        for entry in self._providers.values():
+        for entry in self._profiles.values():
             close = getattr(entry.provider, "aclose", None)
             if close is not None:
                 await close()
 
     @property
-    def provider_names(self) -> tuple[str, ...]:
-        return tuple(self._providers)
+    def profile_names(self) -> tuple[str, ...]:
+        return tuple(self._profiles)
 
     def parse(self, route: str | None) -> tuple[str, str]:
-        """(provider name, model) for a stored route string."""
+        """(profile name, model) for a stored route string."""
         if not route:
-            return self.default_provider, self.default_model
+            return self.default_profile, self.default_model
         name, sep, model = route.partition(":")
         if sep:
             return name, model
-        if route in self._providers:
-            entry = self._providers[route]
+        if route in self._profiles:
+            entry = self._profiles[route]
             return route, entry.capacity.model or self.default_model
-        return self.default_provider, route
+        return self.default_profile, route
 
     def resolve(self, route: str | None) -> ModelRoute:
         name, model = self.parse(route)
-        entry = self._providers.get(name)
+        entry = self._profiles.get(name)
         if entry is None:
-            name, entry = self.default_provider, self._providers[self.default_provider]
-        capacities = {n: e.capacity for n, e in self._providers.items()}
-        resolved = resolve_route(capacities, name, model, fallback_window=self._fallback_window)
+            name, entry = self.default_profile, self._profiles[self.default_profile]
+        capacities = {n: e.capacity for n, e in self._profiles.items()}
         return ModelRoute(
-            provider_name=name,
+            profile=name,
             model=model,
             provider=entry.provider,
-            context_window=resolved.context_window,
-            context_window_for_math=resolved.context_window_for_math,
+            context_window=resolve_window(
+                capacities, name, model, fallback_window=self._fallback_window
+            ),
             prices=entry.prices,
             # a tokenizer file belongs to the model it was made for, like the window
             count_tokens=entry.count_tokens if entry.capacity.model in ("", model) else None,

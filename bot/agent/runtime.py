@@ -12,40 +12,33 @@ The tool loop, from parts each doing one job:
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 from bot.agent.bubbles import ReplyBubbles
-from bot.agent.compactor import CompactionPolicy, Compactor
+from bot.agent.compactor import Compactor
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
+from bot.agent.observer import NO_OBSERVER, TurnObserver
+from bot.agent.policy import TurnPolicy
 from bot.agent.presence import ChatActions, Presence, Typing
 from bot.agent.provider_call import ProviderCaller
 from bot.agent.request import RequestBuilder
 from bot.agent.routes import RouteTable
 from bot.agent.token_truth import TokenTruth
 from bot.agent.tool_runner import TOOL_TIMEOUT_SECONDS, ToolRunner
-from bot.agent.turn import TurnFailed, TurnOutcome, TurnPolicy, TurnState
+from bot.agent.turn import TurnFailed, TurnOutcome, TurnState
 from bot.context.alias_table import AliasTable
 from bot.context.cache_plan import ReadPoints
 from bot.context.escaping import strip_echoed_header
 from bot.domain.ids import Scene
 from bot.domain.records import StoredRecord
-from bot.ports import (
-    ChatEventStore,
-    Clock,
-    HistorySearch,
-    HistoryStore,
-    LLMResponse,
-    Messenger,
-    PlatformMessageStore,
-    SessionInfo,
-)
+from bot.ports import Clock, LLMResponse, Messenger, SessionInfo
+from bot.store_ports import HistorySearch, HistoryStore, PlatformMessageStore, RecentReactions
 from bot.texts import text as user_text
 from bot.tools.base import Tool, ToolContext
 
@@ -64,13 +57,14 @@ log = logging.getLogger("tgbot.runtime")
 
 
 class ToldUserNotes(Protocol):
-    """What the bot sent in a chat outside model turns (`bot.services.told_user.ToldUserLog`)."""
+    """What the bot sent in a chat outside model turns (`bot.services.told_user.ToldUser`:
+    in this process, or shared by the workers of one PostgreSQL database)."""
 
-    def peek(self, chat_id: int, thread_id: int = 0) -> tuple[str, ...]: ...
+    async def peek(self, chat_id: int, thread_id: int = 0) -> tuple[str, ...]: ...
 
-    def shown(self, chat_id: int, thread_id: int, lines: Sequence[str]) -> None: ...
+    async def shown(self, chat_id: int, thread_id: int, lines: Sequence[str]) -> None: ...
 
-    def note(self, chat_id: int, thread_id: int, text: str) -> None: ...
+    async def note(self, chat_id: int, thread_id: int, text: str) -> None: ...
 
 
 class TurnRunner:
@@ -91,21 +85,20 @@ class TurnRunner:
         bus: EventBus | None = None,
         bot_id: int | None = None,
         bot_name: str = "tgbot",
-        told_user: Callable[[int, int], Sequence[str] | Awaitable[Sequence[str]]] | None = None,
         told: ToldUserNotes | None = None,
         truth: TokenTruth | None = None,
-        reactions: ChatEventStore | None = None,
+        reactions: RecentReactions | None = None,
         search: HistorySearch | None = None,
         chat_actions: ChatActions | None = None,
         stream_drafts: bool = True,
+        observer: TurnObserver = NO_OBSERVER,
     ) -> None:
+        self.observer = observer
+        """Watches each turn and tool call (tracing, `bot.agent.observer`)."""
         self.presence = Presence(chat_actions, drafts=stream_drafts)
-        """"typing…" while a turn runs (issue 24), stopped before its reply."""
-        self.told_user = told_user
+        """"typing…" while a turn runs, stopped before its reply."""
         self.told = told
-        """`[Already told the user]` notes, kept until a turn that carried them succeeds;
-        when set, `told_user` is not used."""
-        """Lines sent in a chat outside model turns since the last turn there (taken once)."""
+        """`[Already told the user]` notes, kept until a turn that carried them succeeds."""
         self.messenger = messenger
         self.truth = truth if truth is not None else TokenTruth()
         """Per-route token corrections: learned by metering, used by budgets and checks."""
@@ -114,22 +107,17 @@ class TurnRunner:
         self.bus = bus or EventBus()
         self.tools = {tool.spec.name: tool for tool in tools}
         """The live tool table (name → tool), shared by every part."""
-        # --- compaction (issue 17): on when the policy bounds a summary for some scene
+        # compaction: on when the policy has one
         self.compactor: Compactor | None = None
         read_points = ReadPoints()  # where the cache was written, shared by every call
-        if policy.summary_budgets:
+        if policy.compaction is not None:
             self.compactor = Compactor(
                 store=store,
                 routes=routes,
                 tools=self.tools,
                 bus=self.bus,
                 clock=clock,
-                policy=CompactionPolicy(
-                    summary_budgets={s: policy.summary_budget(s) for s in policy.summary_budgets},
-                    route=policy.compaction_route,
-                    prepare_margin=policy.compaction_margin,
-                    runtime=policy.limits,
-                ),
+                policy=policy.compaction,
                 read_points=read_points,
             )
         self.request = RequestBuilder(
@@ -138,7 +126,9 @@ class TurnRunner:
             routes=routes,
             tools=self.tools,
             clock=clock,
-            policy=policy,
+            window_policy=policy.window,
+            prompt=policy.prompt,
+            runtime=policy.calls.limits,
             bot_id=bot_id,
             bot_name=bot_name,
             correction=self.truth.correction,
@@ -148,7 +138,7 @@ class TurnRunner:
             tools=self.tools,
             bus=self.bus,
             clock=clock,
-            policy=policy,
+            policy=policy.calls,
             window=self.request,
             read_points=read_points,
         )
@@ -160,12 +150,13 @@ class TurnRunner:
             clock=clock,
             bot_id=bot_id,
             bot_name=bot_name,
-            max_result_chars=policy.max_tool_result_chars,
-            owner_id=policy.owner_id,
-            max_calls_per_step=policy.max_tool_calls_per_step,
-            max_messages_per_turn=policy.max_messages_per_turn,
+            max_result_chars=policy.tools.max_result_chars,
+            owner_id=policy.prompt.owner_id,
+            max_calls_per_step=policy.tools.max_calls_per_step,
+            max_messages_per_turn=policy.tools.max_messages_per_turn,
             search=search,
-            zone=policy.zone,
+            zone=policy.prompt.zone,
+            observer=observer,
         )
         self.bubbles = ReplyBubbles(
             store=store,
@@ -207,23 +198,25 @@ class TurnRunner:
     async def run_turn(
         self, session: SessionInfo, *, reply_to: int | None, told_user: Sequence[str] = ()
     ) -> TurnOutcome:
-        async with self.presence.typing(session.key.chat_id, session.key.thread_id) as typing:
-            return await self._run_turn(session, reply_to, told_user, typing)
+        turn_id = uuid.uuid4().hex[:12]
+        with self.observer.turn(session, turn_id) as watch:
+            key = session.key
+            async with self.presence.typing(key.chat_id, key.thread_id) as typing:
+                outcome = await self._run_turn(session, turn_id, reply_to, told_user, typing)
+            watch.ended(outcome)
+            return outcome
 
     async def _run_turn(
         self,
         session: SessionInfo,
+        turn_id: str,
         reply_to: int | None,
         told_user: Sequence[str],
         typing: Typing | None,
     ) -> TurnOutcome:
-        turn_id = uuid.uuid4().hex[:12]
         key = session.key
         if not told_user and self.told is not None:
-            told_user = self.told.peek(key.chat_id, key.thread_id)
-        elif not told_user and self.told_user is not None:
-            told = self.told_user(key.chat_id, key.thread_id)
-            told_user = await told if inspect.isawaitable(told) else told  # shared: a query
+            told_user = await self.told.peek(key.chat_id, key.thread_id)
         state, aliases, records = await self.prepare(session, turn_id=turn_id, told_user=told_user)
         session = state.session
         tool_ctx = self.tool_runner.context(session, records)
@@ -265,13 +258,16 @@ class TurnRunner:
             if response.tool_calls and not hit_cap:
                 await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
                 continue
+            if response.tool_calls and not response.text.strip():
+                # a provider that ignores tool_choice "none": its calls are not run
+                raise TurnFailed("bad_response", "the model called tools at the iteration cap")
             outcome = await self._deliver(state, response, reply_to, hit_cap, typing)
             if outcome.status == "answered":
                 self.request.reactions_answered(session.id)
                 if self.told is not None:
-                    self.told.shown(key.chat_id, key.thread_id, told_user)
-            if self.compactor is not None and state.fold_soon:  # compaction (issue 17)
-                self.compactor.after_reply(session, self.request.fold_view, turn_id=turn_id)
+                    await self.told.shown(key.chat_id, key.thread_id, told_user)
+            if state.fold_soon:  # the next window move is near: prepare its summary
+                self.request.after_reply(session, turn_id=turn_id)
             return outcome
 
     async def _failed(
@@ -286,14 +282,14 @@ class TurnRunner:
         """Tell the chat the turn failed (a short notice in its language)."""
         session = state.session
         key = session.key
-        text = user_text(self.policy.locale, failure.key)
+        text = user_text(self.policy.prompt.locale, failure.key)
         if typing is not None:
             await typing.stop()
         delivery = await self.messenger.send_text(
             key.chat_id, text, thread_id=key.thread_id, reply_to=reply_to
         )
         if self.told is not None and delivery.delivered:  # the model never wrote it
-            self.told.note(key.chat_id, key.thread_id, text)
+            await self.told.note(key.chat_id, key.thread_id, text)
         return TurnOutcome(
             status="failed",
             text=text,
@@ -301,6 +297,7 @@ class TurnRunner:
             iterations=state.iteration,
             hit_iteration_cap=hit_cap,
             error=failure.detail,
+            failure=failure.key,
         )
 
     async def _deliver(
@@ -332,4 +329,5 @@ class TurnRunner:
             iterations=state.iteration,
             hit_iteration_cap=hit_cap,
             error=None if delivery.delivered else str(delivery.error),
+            failure=None if delivery.delivered else "not_delivered",
         )

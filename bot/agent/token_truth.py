@@ -13,7 +13,9 @@ File: `<data dir>/token-corrections.json`, `{"version": 1, "routes": {"<provider
 `os.replace`). A missing or unreadable file starts every route fresh; it is never fatal.
 On PostgreSQL (several workers) each call also steps the route's row in the shared table
 (`shared`, `storage.token_corrections`) and the worker adopts the row's new state, so every
-worker learns from every call; the file then only mirrors this worker's copy.
+worker learns from every call; the file then only mirrors this worker's copy. A worker that
+starts adopts the whole table before its first turn (`load_shared`), so a restart or a new
+worker begins from what the others learned, not from its own file.
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ def route_key(provider: str, model: str) -> str:
 
 
 def looks_truncated(*, corrected: int, reported: int | None) -> bool:
-    """Whether the provider counted far less input than we sent (DESIGN.md §6.2).
+    """Whether the provider counted far less input than we sent.
+
+    See docs/architecture.md, Tokens, caches and usage as billed.
 
     Ollama does not refuse a request over its `num_ctx`: it drops the oldest messages and
     reports what it kept, so the reported input sits far below our corrected estimate.
@@ -153,6 +157,18 @@ class TokenTruth:
         task = asyncio.get_running_loop().create_task(share())
         self._sharing.add(task)
         task.add_done_callback(self._sharing.discard)
+
+    async def load_shared(self) -> None:
+        """Adopt every route of the shared table (at start-up; nothing without `shared`).
+        The database away leaves this worker's own copy: it is never fatal."""
+        if self.shared is None:
+            return
+        try:
+            routes = await self.shared.load()
+        except Exception as exc:
+            log.warning("token corrections: shared table unreadable (%s); keeping the file", exc)
+            return
+        self._routes.update(routes)
 
     async def shared_settled(self) -> None:
         """Wait for the shared updates in flight (tests, shutdown)."""

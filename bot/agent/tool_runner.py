@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, tzinfo
 
+from bot.agent.observer import NO_OBSERVER, TurnObserver
 from bot.agent.turn import TurnState
 from bot.context.alias_table import AliasTable
 from bot.context.bounded_json import JsonTooDeep, JsonTooLarge, loads_bounded
@@ -38,17 +39,9 @@ from bot.domain.records import (
     UserRecord,
 )
 from bot.errors import ReferenceNotConfirmed, TelegramError, ToolError
-from bot.ports import (
-    Clock,
-    HistorySearch,
-    HistoryStore,
-    LLMResponse,
-    Messenger,
-    NewRecord,
-    PlatformMessageStore,
-    SessionInfo,
-)
+from bot.ports import Clock, LLMResponse, Messenger, NewRecord, SessionInfo
 from bot.redact import scrub
+from bot.store_ports import HistorySearch, PlatformMessageStore, ToolResultStore
 from bot.tools.base import Tool, ToolContext
 from bot.tools.rights import ChatAdmins, MemberRights
 
@@ -98,7 +91,7 @@ class ToolRunner:
         self,
         *,
         tools: Mapping[str, Tool],
-        store: HistoryStore,
+        store: ToolResultStore,
         platform_messages: PlatformMessageStore,
         messenger: Messenger,
         clock: Clock,
@@ -110,7 +103,9 @@ class ToolRunner:
         max_messages_per_turn: int = 0,
         search: HistorySearch | None = None,
         zone: tzinfo = UTC,
+        observer: TurnObserver = NO_OBSERVER,
     ) -> None:
+        self.observer = observer
         self.search = search
         self.zone = zone
         self.tools = tools
@@ -163,29 +158,26 @@ class ToolRunner:
         per_step = self.max_calls_per_step
         per_turn = self.max_messages_per_turn
         for index, call in enumerate(response.tool_calls):
-            if per_step and index >= per_step:
-                results.append(
-                    _failed(
+            with self.observer.tool_call(call) as watch:
+                if per_step and index >= per_step:
+                    result = _failed(
                         call,
                         "too_many_calls",
                         f"not run: at most {per_step} tool calls per step; "
                         "repeat it in a later step only if it is still needed",
                     )
-                )
-                continue
-            if per_turn and call.name in SENDING_TOOLS and sent >= per_turn:
-                results.append(
-                    _failed(
+                elif per_turn and call.name in SENDING_TOOLS and sent >= per_turn:
+                    result = _failed(
                         call,
                         "too_many_messages",
                         f"not sent: at most {per_turn} messages per turn; "
                         "put what is left into your final answer",
                     )
-                )
-                continue
-            result = await self.run(call, aliases, ctx)
-            if call.name in SENDING_TOOLS and not result.is_error:
-                sent += 1
+                else:
+                    result = await self.run(call, aliases, ctx)
+                    if call.name in SENDING_TOOLS and not result.is_error:
+                        sent += 1
+                watch.ended(result)
             results.append(result)
         if capped := sum(r.error_code in _CAPPED for r in results):
             log.warning("turn %s: %d tool calls over the caps", state.turn_id, capped)

@@ -119,11 +119,14 @@ def trace_json(call: ModelCalled) -> dict[str, Any]:
         "iteration": call.iteration,
         "purpose": call.purpose,
         "final": call.final,
-        "provider": call.route.provider_name,
+        "provider": call.route.profile,
         "model": call.route.model,
         "latency_ms": call.latency_ms,
         "error": None if call.error is None else describe_error(call.error),
-        "cost": call.route.prices.cost(usage) if usage is not None else None,
+        # no price configured: the cost is unknown (`null`), not zero (as the ledger line)
+        "cost": call.route.prices.cost(usage)
+        if usage is not None and call.route.prices.configured
+        else None,
         "estimated_input": call.fixed_tokens + call.tokens.messages,
         "request": None if call.request is None else request_json(call.request),
         "response": None if call.response is None else response_json(call.response),

@@ -1,88 +1,17 @@
-"""What a turn is made of: its policy, its growing request, and how it ends."""
+"""What a turn is made of: its growing request, its window, and how it ends."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import tzinfo
 from typing import Literal
 
 from bot.agent.routes import ModelRoute
 from bot.context.alias_table import AliasTable
-from bot.context.budget import RuntimeLimits
 from bot.context.history_trim import HistoryTrimmed, IndexedHistory
 from bot.context.projection import Projection
 from bot.context.token_correction import NO_CORRECTION, TokenCorrection
-from bot.context.tool_results import DEFAULT_MAX_TOOL_RESULT_CHARS
-from bot.domain.ids import Locale, Scene
 from bot.domain.records import StoredRecord, SummaryRecord
 from bot.ports import Delivery, SessionInfo
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SceneCaps:
-    """The turn and message caps of one scene's window."""
-
-    max_turns: int
-    max_messages: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnPolicy:
-    """Everything a turn needs from the settings, as plain values.
-
-    `max_turns` / `max_messages` are the shared caps; `scene_caps` overrides them per scene.
-    `summary_budgets`: the compaction summary's bound per scene, reserved inside the scene's
-    history budget (empty: compaction is off)."""
-
-    scene_budgets: Mapping[Scene, int]
-    max_turns: int = 50
-    max_messages: int = 100
-    scene_caps: Mapping[Scene, SceneCaps] = field(default_factory=dict)
-    summary_budgets: Mapping[Scene, int] = field(default_factory=dict)
-    count_unanswered_turns: bool = False
-    """Count every turn against the turn cap, answered or not (the behaviour before)."""
-    compaction_route: str | None = None
-    compaction_margin: float = 0.1
-    headroom: float = 0.25
-    limits: RuntimeLimits = field(default_factory=lambda: RuntimeLimits(max_context_tokens=None))
-    max_tool_iterations: int = 10
-    max_tool_result_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS
-    max_tool_calls_per_step: int = 8
-    max_messages_per_turn: int = 5
-    owner_id: int | None = None
-    max_output_tokens: int | None = None
-    call_deadline_seconds: float | None = None
-    """Total time of one model call (None: unbounded)."""
-    turn_deadline_seconds: float | None = None
-    """Total time of one turn (None: unbounded)."""
-    locale: Locale = "zh"
-    zone: tzinfo
-    zone_name: str = "UTC"
-    command_prefix: str = "/"
-    workspace_rules: str = ""
-
-    def summary_budget(self, scene: Scene) -> int:
-        """The summary's bound in `scene`: as configured, but never more than a quarter of
-        the scene's history budget (0: compaction is off)."""
-        bound = self.summary_budgets.get(scene, 0)
-        history = self.scene_budgets.get(scene, 0)
-        return min(bound, history // 4) if history > 0 else bound
-
-    def caps(self, scene: Scene) -> SceneCaps:
-        return self.scene_caps.get(
-            scene, SceneCaps(max_turns=self.max_turns, max_messages=self.max_messages)
-        )
-
-    def records_for(self, scene: Scene) -> int:
-        """How many records to load for `scene`: its message cap plus room for tool rows."""
-        return self.caps(scene).max_messages * 2 + 20
-
-    @property
-    def max_records(self) -> int:
-        """How many records to load: the largest message cap plus room for tool rows."""
-        largest = max([self.max_messages, *(c.max_messages for c in self.scene_caps.values())])
-        return largest * 2 + 20
 
 
 @dataclass(slots=True)
@@ -118,7 +47,7 @@ class TurnState:
     dropped_turns: int = 0
     pending_trims: list[HistoryTrimmed] = field(default_factory=list)
     fold_soon: bool = False
-    """The next window move is near: prepare the summary after the reply (issue 17)."""
+    """The next window move is near: prepare the summary after the reply."""
     published_trims: int = 0
     iteration: int = 0
     correction: TokenCorrection = NO_CORRECTION
@@ -139,7 +68,7 @@ class TurnWindow:
     blocks: str
     aliases: AliasTable
     summary: SummaryRecord | None = None
-    """The compaction summary shown after the breadcrumb (issue 17), if any."""
+    """The compaction summary shown after the breadcrumb, if any."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -152,6 +81,8 @@ class TurnOutcome:
     iterations: int = 0
     hit_iteration_cap: bool = False
     error: str | None = None
+    failure: str | None = None
+    """What kind of failure (the `TurnFailed` key, or `not_delivered`); None when answered."""
 
 
 class TurnFailed(Exception):

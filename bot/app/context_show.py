@@ -1,10 +1,15 @@
 """`tgbot context show`: print the next request the model would be sent for a chat, without
-sending anything (the stored history through the real wiring and `TurnRunner.prepare`)."""
+sending anything (the stored history through the real wiring and `TurnRunner.prepare`).
+
+On PostgreSQL the request carries the chat's `[Already told the user]` lines from the table
+the workers share, as the next turn will (read only: nothing is confirmed). On SQLite those
+notes live in the running bot's memory, which another process cannot read."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from bot.app.preflight import check_database_url, opening_database
 from bot.app.wiring import build_app, open_store
@@ -14,7 +19,8 @@ from bot.domain.ids import SessionKey
 from bot.domain.messages import ChatMessage
 from bot.domain.records import AssistantRecord, StoredRecord
 from bot.errors import NotBuiltError, SessionNotFound
-from bot.ports import BubbleHook, ConversationStore, Delivery, SessionInfo
+from bot.ports import BubbleHook, Delivery, SessionInfo
+from bot.store_ports import ConversationStore, HistoryLoader, PlatformMessageLookup
 
 
 async def context_show(config: str | None, *, chat_id: int, thread_id: int) -> int:
@@ -57,8 +63,9 @@ async def preview_request(
         settings, store=store, messenger=_NoMessenger(), bot_id=bot_id, bot_name=bot_name
     )
     try:
+        told = await app.told.peek(key.chat_id, key.thread_id)
         state, _aliases, records = await app.runner.prepare(
-            session, turn_id="preview", persist_window=False
+            session, turn_id="preview", told_user=told, persist_window=False
         )
     finally:
         await app.routes.aclose()
@@ -73,17 +80,21 @@ async def preview_request(
     )
 
 
+class BotIdentitySource(HistoryLoader, PlatformMessageLookup, Protocol):
+    """Where the preview finds the bot's identity: its replies and their bubbles."""
+
+
 async def _stored_bot_identity(
-    store: ConversationStore, session: SessionInfo
+    store: BotIdentitySource, session: SessionInfo
 ) -> tuple[int | None, str]:
     """The bot's id and name as its last delivered reply in this chat recorded them, so the
     preview renders the system prompt and headers as the running bot does (no network)."""
     loaded = await store.load_history(session.id, max_records=200)
     for record in reversed(loaded.records):
         if isinstance(record.body, AssistantRecord) and record.message_id is not None:
-            event = await store.find_platform_message(session.key.chat_id, record.message_id)
-            if event is not None and event.sender_id is not None:
-                return event.sender_id, event.sender_name or "tgbot"
+            message = await store.find_platform_message(session.key.chat_id, record.message_id)
+            if message is not None and message.sender_id is not None:
+                return message.sender_id, message.sender_name or "tgbot"
     return None, "tgbot"
 
 

@@ -313,6 +313,7 @@ async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
         as_json=False,
         chat=None,
         out=out,
+        currency=demo.ledger.currency,
     )
     # member turns only on both sides: the naive bot makes no summary calls (their share
     # is the usage report's compaction line above)

@@ -148,9 +148,9 @@ async def _model(settings: Settings) -> str:
         await routes.aclose()
     usage = response.usage
     if usage is None:
-        return f"{route.provider_name}:{route.model} answered; it reported no usage"
+        return f"{route.profile}:{route.model} answered; it reported no usage"
     return (
-        f"{route.provider_name}:{route.model} answered: input {usage.input_tokens}, "
+        f"{route.profile}:{route.model} answered: input {usage.input_tokens}, "
         f"output {usage.output_tokens}, cache reads {usage.cached_tokens}, "
         f"cache writes {usage.cache_write_tokens} tokens"
     )

@@ -1,9 +1,9 @@
-"""The retention loop: deleting old records and platform events, by the configured policy.
+"""The retention loop: deleting old records and platform messages, by the configured policy.
 
 Default is to keep everything (both settings 0). With `keep_records_days = N`, records older
 than N days that lie before a session's window start are deleted (never the window, never a
 record a kept one depends on: see `storage/retention.py`); with
-`keep_platform_events_days = M`, platform events and processed-update ids older than M days
+`keep_platform_events_days = M`, platform messages and processed-update ids older than M days
 go. The ledger files in `DATA_DIR/agent-traces` are never touched. `tgbot run` applies the
 policy at start-up and then once a day (`retention_loop`).
 """
@@ -16,7 +16,8 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from bot.ports import Clock, Prunable
+from bot.ports import Clock
+from bot.store_ports import Prunable
 
 log = logging.getLogger("tgbot.retention")
 

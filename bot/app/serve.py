@@ -6,10 +6,6 @@ the requests in flight), then the turns already running finish (`InboundService.
 before the process exits. The chat lock comes from the database URL: asyncio locks on SQLite
 (one worker), PostgreSQL advisory locks for several workers on one database. An update that
 does not validate is recorded in the update log (`claim_update`) and passed.
-
-Test-only: `TGBOT_FAULT=after_commit_before_confirm` SIGKILLs the process after the first
-batch of updates was stored and before its offset is confirmed (the crash tests use it; it
-is read here and nowhere else).
 """
 
 from __future__ import annotations
@@ -37,9 +33,11 @@ from bot.app.preflight import (
     opening_database,
 )
 from bot.app.retention_loop import retention_loop
+from bot.app.telemetry import start_tracing
 from bot.app.wiring import (
     build_app,
     open_chat_lock,
+    open_live_channel,
     open_store,
     register_settings_secrets,
     retention_policy,
@@ -48,28 +46,17 @@ from bot.app.wiring import (
 from bot.config import Settings, load_settings
 from bot.errors import ConfigError
 from bot.redact import install_log_scrubbing
+from bot.services.error_log import ErrorLog
+from bot.services.triggers import BotIdentity
 from bot.texts import text as user_text
 
 if TYPE_CHECKING:
+    from adapters.otel import OtelTracer
     from bot.app.dashboard.server import RunningDashboard
 
 log = logging.getLogger("tgbot.run")
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-FAULT_ENV = "TGBOT_FAULT"
-"""Test-only fault injection (see the module docstring)."""
-
-
-def _fault_after_batch() -> AfterBatchHook | None:
-    if os.environ.get(FAULT_ENV) != "after_commit_before_confirm":
-        return None
-
-    def crash() -> None:
-        log.warning("%s: killing the process before the offset is confirmed", FAULT_ENV)
-        logging.shutdown()
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    return crash
 
 
 def start_banner(
@@ -99,7 +86,17 @@ def start_banner(
     )
 
 
-async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> int:
+async def serve(
+    settings: Settings,
+    *,
+    webhook: bool,
+    host: str,
+    port: int,
+    tracing: OtelTracer | None = None,
+    after_batch: AfterBatchHook | None = None,
+) -> int:
+    """Serve until SIGTERM/SIGINT; `after_batch` runs after each stored batch of polled
+    updates, before its offset is confirmed (a test entry point crashes there)."""
     token = check_bot_token(settings, "run")
     url = check_database_url(settings)
     os.umask(0o077)  # data files (database, ledger, corrections) are the operator's: 0600
@@ -120,6 +117,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
     stopped = asyncio.Event()
     retention: asyncio.Task[None] | None = None
     dashboard: RunningDashboard | None = None
+    live = open_live_channel(settings)  # PostgreSQL: this worker's live events for all
     try:
         try:
             me = await bot.get_me()
@@ -138,6 +136,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             bot_id=me.id,
             bot_name=me.first_name or me.username or "tgbot",
             chat_lock=chat_lock,
+            tracing=tracing,
         )
         # with chat_events, allowed_updates asks for my_chat_member and message_reaction too
         dispatcher = build_dispatcher(
@@ -148,21 +147,29 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             chat_events=app.chat_events,
         )
 
+        skipped_log = ErrorLog(settings.traces_dir, settings.zone)
+
         async def skipped(update_id: int, reason: str) -> None:
+            skipped_log.skipped_update(update_id, reason)  # for the dashboard's error list
             await store.claim_update(update_id)
 
         scheduler = start_daily_summary(app, messenger)
+        if live is not None:
+            from bot.app.dashboard.live import LivePublisher
+
+            LivePublisher(live).attach(app.bus)
+        await app.runner.truth.load_shared()  # the corrections every worker has learned
         if settings.dashboard_port is not None:
             # Deferred: most runs serve no dashboard, and importing it (jinja2,
             # prometheus-client, its views) costs ~7 MB resident and ~0.1-0.3 s of start-up.
             from bot.app.dashboard.server import start_beside_bot
 
-            dashboard = await start_beside_bot(settings, app.bus)
+            dashboard = await start_beside_bot(settings, app.bus, live)
         retention = asyncio.create_task(
             retention_loop(store, retention_policy(settings), app.runner.clock, stop=stopped)
         )
         # before the first update: finish or close the turns a crash interrupted
-        await app.inbound.recover_interrupted(bot_id=me.id, bot_username=me.username)
+        await app.recovery.recover(BotIdentity(id=me.id, username=me.username))
         log.info("start-up objects frozen out of garbage collection: %d", settle_heap())
         loop = asyncio.get_running_loop()
         log.info(
@@ -194,7 +201,7 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
                 bot,
                 stop=stop_polling,
                 on_skipped=skipped,
-                after_batch=_fault_after_batch(),
+                after_batch=after_batch,
             )
         log.info("finishing running turns")
         grace = settings.runtime.shutdown_grace_seconds
@@ -218,6 +225,8 @@ async def serve(settings: Settings, *, webhook: bool, host: str, port: int) -> i
             scheduler.shutdown(wait=False)
         if dashboard is not None:
             await dashboard.close()
+        if live is not None:
+            await live.close()
         await bot.session.close()
         await chat_lock.close()
         await store.close()
@@ -233,6 +242,7 @@ async def run(
     port: int,
     insecure_webhook: bool = False,
     offline: bool = False,
+    after_batch: AfterBatchHook | None = None,
 ) -> int:
     settings = load_settings(config)
     check_bot_token(settings, "run")
@@ -246,17 +256,29 @@ async def run(
     check_offline(settings, offline=offline)
     check_database_url(settings)
     check_data_dir(settings.data_dir, create=True)
+    tracing = start_tracing(os.environ)  # None without OTEL_EXPORTER_OTLP_ENDPOINT
     register_settings_secrets(settings)  # before the first log line
-    _setup_logging()
-    return await serve(settings, webhook=webhook, host=host, port=port)
+    _setup_logging(settings.tgbot_log_level)
+    try:
+        return await serve(
+            settings,
+            webhook=webhook,
+            host=host,
+            port=port,
+            tracing=tracing,
+            after_batch=after_batch,
+        )
+    finally:
+        if tracing is not None:  # the spans still batched are sent before the process ends
+            await asyncio.to_thread(tracing.shutdown)
 
 
-def _setup_logging() -> None:
-    """Log to stderr at TGBOT_LOG_LEVEL; secrets scrubbed from every record and the HTTP
-    clients' header dumps silenced (`bot.redact`)."""
+def _setup_logging(level: str) -> None:
+    """Log to stderr at `level` (`TGBOT_LOG_LEVEL`); secrets scrubbed from every record and
+    the HTTP clients' header dumps silenced (`bot.redact`)."""
     install_log_scrubbing()
     logging.basicConfig(
-        level=os.environ.get("TGBOT_LOG_LEVEL", "INFO"),
+        level=level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )

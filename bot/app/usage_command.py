@@ -52,6 +52,7 @@ def usage_report(
         chat=chat,
         out=out or sys.stdout,
         feedback=feedback_source(settings),
+        currency=settings.ledger.currency,
     )
 
 

@@ -9,10 +9,10 @@ Nothing outside `bot/app` reads the settings or imports `adapters` or `storage`.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -23,27 +23,29 @@ from adapters.scheduler import build_scheduler
 from adapters.tokenizers import TokenizerUnavailable, load_token_counter
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
+from bot.agent.observer import NO_OBSERVER
+from bot.agent.policy import (
+    CallPolicy,
+    CompactionPolicy,
+    PromptPolicy,
+    SceneCaps,
+    ToolPolicy,
+    TurnPolicy,
+    WindowPolicy,
+)
 from bot.agent.presence import chat_actions_of
-from bot.agent.routes import Prices, ProviderEntry, RouteTable
-from bot.agent.runtime import TurnPolicy, TurnRunner
+from bot.agent.routes import Prices, ProfileEntry, RouteTable
+from bot.agent.runtime import TurnRunner
 from bot.agent.token_truth import TokenTruth
 from bot.agent.traces import TraceWriter
-from bot.agent.turn import SceneCaps
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
-from bot.config import HistorySettings, ProviderProfile, SceneHistory, Settings
-from bot.context.budget import ProviderCapacity, RuntimeLimits
-from bot.domain.ids import Scene
+from bot.app.telemetry import route_endpoints
+from bot.clock import SystemClock
+from bot.config import ProviderProfile, SceneHistory, Settings
+from bot.context.budget import PerScene, ProfileCapacity, RuntimeLimits, bound_summaries
 from bot.errors import ConfigError
-from bot.ports import (
-    ChatLock,
-    Clock,
-    ConversationStore,
-    LLMProvider,
-    Messenger,
-    RateLimits,
-    ToldUserNotes,
-)
+from bot.ports import ChatLock, Clock, LLMProvider, Messenger, RateLimits, ToldUserNotes
 from bot.redact import register_secret
 from bot.services.chat_events import (
     ChatEventPolicy,
@@ -54,10 +56,14 @@ from bot.services.chat_events import (
 from bot.services.chat_lock import LocalChatLock
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
+from bot.services.error_log import ErrorLog, RefusedSendLog
 from bot.services.inbound import InboundPolicy, InboundService
-from bot.services.told_user import ToldUserLog, ToldUserMessenger
+from bot.services.recovery import CrashRecovery, RecoveryPolicy
+from bot.services.told_user import ToldUser, ToldUserMessenger
+from bot.store_ports import ConversationStore
 from bot.tools import default_tools
 from storage.engine import create_engine_for, is_sqlite, normalise_url
+from storage.live_channel import PgLiveChannel
 from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
 from storage.rate_limits import SqlRateLimits
 from storage.schema import schema_at_head
@@ -65,10 +71,8 @@ from storage.sql import SqlStore
 from storage.token_corrections import SqlTokenCorrections
 from storage.told_notes import SqlToldNotes
 
-
-class SystemClock:
-    def now(self) -> datetime:
-        return datetime.now(UTC)
+if TYPE_CHECKING:
+    from adapters.otel import OtelTracer
 
 
 def build_provider(
@@ -95,12 +99,12 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
     (the offline scripted model when no LLM_BASE_URL is set)."""
     timeout = settings.runtime.request_timeout_seconds
     retries = settings.runtime.max_retries
-    entries: dict[str, ProviderEntry] = {}
+    entries: dict[str, ProfileEntry] = {}
     for name, profile in settings.providers.items():
         key = os.environ.get(profile.api_key_env) if profile.api_key_env else None
-        entries[name] = ProviderEntry(
+        entries[name] = ProfileEntry(
             provider=build_provider(profile, key, timeout=timeout, max_retries=retries),
-            capacity=ProviderCapacity(
+            capacity=ProfileCapacity(
                 name=name, model=profile.model, context_window=profile.context_window
             ),
             prices=Prices(
@@ -136,9 +140,9 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
         default_provider = ScriptedModel.demo()
     entries.setdefault(
         "default",
-        ProviderEntry(
+        ProfileEntry(
             provider=default_provider,
-            capacity=ProviderCapacity(
+            capacity=ProfileCapacity(
                 name="default", model=settings.llm_model, context_window=settings.llm_context_window
             ),
             count_tokens=_token_counter(
@@ -152,7 +156,7 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
     default_model = entries[default_name].capacity.model or settings.llm_model
     return RouteTable(
         entries,
-        default_provider=default_name,
+        default_profile=default_name,
         default_model=default_model,
         fallback_window=settings.llm_context_window,
     )
@@ -170,6 +174,34 @@ def _token_counter(
         raise ConfigError(setting, str(exc)) from None
 
 
+def window_policy(settings: Settings) -> WindowPolicy:
+    """Each scene's window: the history budgets and the caps, overrides applied."""
+    history = settings.history
+
+    def caps(override: SceneHistory) -> SceneCaps:
+        return SceneCaps(
+            max_turns=history.max_history_turns
+            if override.max_history_turns is None
+            else override.max_history_turns,
+            max_messages=history.max_recent_messages
+            if override.max_recent_messages is None
+            else override.max_recent_messages,
+        )
+
+    return WindowPolicy(
+        history_budgets=PerScene(
+            group=history.group_tokens,
+            private=history.private_tokens,
+            owner=history.owner_tokens,
+        ),
+        caps=PerScene(
+            group=caps(history.group), private=caps(history.private), owner=caps(history.owner)
+        ),
+        headroom=history.headroom,
+        count_unanswered_turns=history.turn_cap_counts == "all",
+    )
+
+
 def turn_policy(settings: Settings) -> TurnPolicy:
     rules = ""
     if settings.workspace_rules_file is not None:
@@ -178,62 +210,50 @@ def turn_policy(settings: Settings) -> TurnPolicy:
         except OSError as exc:
             raise ConfigError("workspace_rules_file", str(exc)) from None
     runtime = settings.runtime
-    history = settings.history
     compaction = settings.compaction
-    return TurnPolicy(
-        scene_budgets={
-            "group": history.group_tokens,
-            "private": history.private_tokens,
-            "owner": history.owner_tokens,
-        },
-        max_turns=history.max_history_turns,
-        max_messages=history.max_recent_messages,
-        scene_caps={
-            scene: SceneCaps(
-                max_turns=history.max_history_turns
-                if override.max_history_turns is None
-                else override.max_history_turns,
-                max_messages=history.max_recent_messages
-                if override.max_recent_messages is None
-                else override.max_recent_messages,
-            )
-            for scene, override in _scene_overrides(history)
-        },
-        summary_budgets={
-            "group": compaction.group_tokens,
-            "private": compaction.private_tokens,
-            "owner": compaction.owner_tokens,
-        }
-        if compaction.enabled
-        else {},
-        count_unanswered_turns=history.turn_cap_counts == "all",
-        compaction_route=compaction.route,
-        compaction_margin=compaction.prepare_margin,
-        headroom=history.headroom,
-        limits=RuntimeLimits(
-            max_context_tokens=runtime.max_context_tokens,
-            context_compact_ratio=runtime.context_compact_ratio,
-            history_pruning_enabled=runtime.history_pruning.enabled,
-            history_pruning_max_tokens=runtime.history_pruning.max_tokens,
-        ),
-        max_tool_iterations=runtime.max_tool_iterations,
-        max_tool_result_chars=runtime.max_tool_result_chars,
-        max_tool_calls_per_step=runtime.max_tool_calls_per_step,
-        max_messages_per_turn=runtime.max_messages_per_turn,
-        owner_id=settings.owner_id,
-        max_output_tokens=runtime.max_output_tokens,
-        call_deadline_seconds=runtime.model_call_deadline_seconds,
-        turn_deadline_seconds=runtime.turn_deadline_seconds,
-        locale=settings.bot_locale,
-        zone=settings.zone,
-        zone_name=settings.bot_timezone,
-        command_prefix=settings.triggers.command_prefix,
-        workspace_rules=rules,
+    window = window_policy(settings)
+    limits = RuntimeLimits(
+        max_context_tokens=runtime.max_context_tokens,
+        context_compact_ratio=runtime.context_compact_ratio,
+        history_pruning_enabled=runtime.history_pruning.enabled,
+        history_pruning_max_tokens=runtime.history_pruning.max_tokens,
     )
-
-
-def _scene_overrides(history: HistorySettings) -> tuple[tuple[Scene, SceneHistory], ...]:
-    return (("group", history.group), ("private", history.private), ("owner", history.owner))
+    summaries = PerScene(
+        group=compaction.group_tokens,
+        private=compaction.private_tokens,
+        owner=compaction.owner_tokens,
+    )
+    return TurnPolicy(
+        window=window,
+        prompt=PromptPolicy(
+            zone=settings.zone,
+            zone_name=settings.bot_timezone,
+            locale=settings.bot_locale,
+            command_prefix=settings.triggers.command_prefix,
+            workspace_rules=rules,
+            owner_id=settings.owner_id,
+        ),
+        calls=CallPolicy(
+            limits=limits,
+            max_output_tokens=runtime.max_output_tokens,
+            deadline_seconds=runtime.model_call_deadline_seconds,
+        ),
+        tools=ToolPolicy(
+            max_result_chars=runtime.max_tool_result_chars,
+            max_calls_per_step=runtime.max_tool_calls_per_step,
+            max_messages_per_turn=runtime.max_messages_per_turn,
+        ),
+        compaction=CompactionPolicy(
+            summary_budgets=bound_summaries(summaries, window.history_budgets),
+            route=compaction.route,
+            prepare_margin=compaction.prepare_margin,
+            runtime=limits,
+        )
+        if compaction.enabled
+        else None,
+        max_tool_iterations=runtime.max_tool_iterations,
+        turn_deadline_seconds=runtime.turn_deadline_seconds,
+    )
 
 
 @dataclass(slots=True)
@@ -244,11 +264,14 @@ class App:
     store: ConversationStore
     runner: TurnRunner
     inbound: InboundService
+    recovery: CrashRecovery
+    """Run once at start-up, before the first update (`recover`)."""
     commands: Commands
     routes: RouteTable
     ledger: LedgerWriter
     bus: EventBus
-    told: ToldUserLog
+    told: ToldUser
+    """`[Already told the user]`: in memory, or the workers' shared table on PostgreSQL."""
     chat_events: ChatEventService
     """The `ChatEventSink`: the bot's membership of chats, reactions on its messages."""
     messenger: Messenger
@@ -283,9 +306,18 @@ def open_chat_lock(settings: Settings) -> ChatLock:
     return AdvisoryChatLock.for_url(url)
 
 
+def open_live_channel(settings: Settings) -> PgLiveChannel | None:
+    """LISTEN/NOTIFY between the workers of one PostgreSQL database (each dashboard shows
+    every worker's live events); None on SQLite, one process."""
+    url = settings.resolved_database_url
+    if is_sqlite(normalise_url(url)):
+        return None
+    return PgLiveChannel.for_url(url)
+
+
 def open_rate_limits(settings: Settings, store: ConversationStore) -> RateLimits | None:
     """Rate-limit buckets in PostgreSQL when the store is there (several workers count as
-    one); None on SQLite, where the inbound service keeps its own sliding windows."""
+    one); None on SQLite, where the inbound service keeps its own sliding one-minute counts."""
     if not isinstance(store, SqlStore) or store.engine.dialect.name != "postgresql":
         return None
     return SqlRateLimits(
@@ -302,18 +334,6 @@ def open_told_notes(store: ConversationStore) -> ToldUserNotes | None:
     if not isinstance(store, SqlStore) or store.engine.dialect.name != "postgresql":
         return None
     return SqlToldNotes(store.engine)
-
-
-def _taken_once(notes: ToldUserNotes) -> Callable[[int, int], Awaitable[Sequence[str]]]:
-    """Today's rule (each note shown to one turn): confirmed as soon as a turn takes them."""
-
-    async def take(chat_id: int, thread_id: int) -> Sequence[str]:
-        taken = await notes.take(chat_id, thread_id)
-        if taken.upto is not None:
-            await notes.confirm(chat_id, thread_id, taken.upto)
-        return taken.lines
-
-    return take
 
 
 def register_settings_secrets(settings: Settings) -> None:
@@ -336,34 +356,43 @@ def build_app(
     clock: Clock | None = None,
     offline: LLMProvider | None = None,
     chat_lock: ChatLock | None = None,
+    tracing: OtelTracer | None = None,
 ) -> App:
+    """The app over `store` and `messenger`; `tracing` (`bot.app.telemetry.start_tracing`)
+    traces every turn, model call and tool call."""
     register_settings_secrets(settings)
     clock = clock or SystemClock()
     # The one outbound door: turns, tools, commands, refusals, the daily summary and
     # recovery notices all send through it, so a chat the bot left hears nothing more.
     closed_chats = ClosedChats(store)
     chat_actions = chat_actions_of(messenger)  # typing goes only where turns run
+    # next to the adapter: only what Telegram refused (not a closed chat's) is an error
+    messenger = RefusedSendLog(messenger, ErrorLog(settings.traces_dir, settings.zone))
     messenger = ClosedChatGuard(messenger, closed_chats)
     routes = build_routes(settings, offline=offline)
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
     truth = TokenTruth.load(settings.data_dir)
     if isinstance(store, SqlStore) and store.engine.dialect.name == "postgresql":
         truth.shared = SqlTokenCorrections(store.engine)  # every worker moves one row
+        # (`tgbot run` adopts the whole table before its first turn: `truth.load_shared`)
     bus = EventBus()
+    if tracing is not None:  # first on the bus: a model call's span ends as it is published
+        tracing.attach(
+            bus,
+            agent_name=bot_name,
+            endpoints=route_endpoints(settings, offline=offline is not None),
+        )
     TraceWriter(
         settings.traces_dir,
         keep_days=settings.ledger.keep_requests_days,
         max_total_bytes=settings.ledger.max_traces_mb * 1024 * 1024,
     ).attach(bus)
-    told = ToldUserLog()
-    shared_told = open_told_notes(store)
-    outside = ToldUserMessenger(messenger, told, shared=shared_told)
-    """What services send outside model turns; the next turn there is told (issue 17)."""
+    # kept until a turn that carried them is answered: in memory, or shared on PostgreSQL
+    told = ToldUser(open_told_notes(store))
+    outside = ToldUserMessenger(messenger, told)
+    """What services send outside model turns; the next turn there is told."""
     runner = TurnRunner(
-        # one process: notes kept until a turn that carried them succeeds; several workers
-        # (PostgreSQL): the shared table, confirmed when a turn takes them
-        told=told if shared_told is None else None,
-        told_user=None if shared_told is None else _taken_once(shared_told),
+        told=told,
         store=store,
         platform_messages=store,
         messenger=messenger,
@@ -380,6 +409,7 @@ def build_app(
         truth=truth,
         reactions=store,
         search=store,
+        observer=tracing if tracing is not None else NO_OBSERVER,
     )
 
     async def usage_reply() -> tuple[str, bytes | None]:
@@ -401,25 +431,38 @@ def build_app(
             settings.dashboard_token.get_secret_value() if settings.dashboard_token else None,
         ),
     )
+    inbound_policy = InboundPolicy(
+        owner_id=settings.owner_id,
+        locale=settings.bot_locale,
+        answer_on_mention=settings.triggers.answer_on_mention,
+        answer_on_reply=settings.triggers.answer_on_reply,
+        answer_on_command=settings.triggers.answer_on_command,
+        merge_window_seconds=settings.triggers.merge_window_seconds,
+        allowed_chats=tuple(settings.security.allowed_chats),
+        user_messages_per_minute=settings.security.user_messages_per_minute,
+        chat_messages_per_minute=settings.security.chat_messages_per_minute,
+    )
     inbound = InboundService(
         store=store,
         runner=runner,
         messenger=outside,
-        clock=clock,
-        policy=InboundPolicy(
-            owner_id=settings.owner_id,
-            locale=settings.bot_locale,
-            answer_on_mention=settings.triggers.answer_on_mention,
-            answer_on_reply=settings.triggers.answer_on_reply,
-            answer_on_command=settings.triggers.answer_on_command,
-            merge_window_seconds=settings.triggers.merge_window_seconds,
-            allowed_chats=tuple(settings.security.allowed_chats),
-            user_messages_per_minute=settings.security.user_messages_per_minute,
-            chat_messages_per_minute=settings.security.chat_messages_per_minute,
-        ),
+        policy=inbound_policy,
         commands=commands,
         chat_lock=chat_lock,
         limits=open_rate_limits(settings, store),
+    )
+    recovery = CrashRecovery(
+        store=store,
+        runner=runner,
+        messenger=outside,
+        clock=clock,
+        turns=inbound.turns,
+        policy=RecoveryPolicy(
+            locale=inbound_policy.locale,
+            rules=inbound_policy.rules,
+            allowed_chats=inbound_policy.allowed_chats,
+            owner_id=inbound_policy.owner_id,
+        ),
     )
     commands.retry = inbound.retry
     chat_events = ChatEventService(
@@ -437,6 +480,7 @@ def build_app(
         store=store,
         runner=runner,
         inbound=inbound,
+        recovery=recovery,
         commands=commands,
         routes=routes,
         ledger=ledger,
@@ -459,6 +503,7 @@ def daily_summary(
         clock,
         locale=settings.bot_locale,
         reactions=store,
+        currency=settings.ledger.currency,
     )
 
 
@@ -486,7 +531,11 @@ def scheduled_summary(app: App, messenger: Messenger) -> DailySummary:
     return daily_summary(
         app.settings,
         messenger=ToldUserMessenger(
-            ClosedChatGuard(messenger, app.chat_events.closed or app.store), app.told
+            ClosedChatGuard(
+                RefusedSendLog(messenger, ErrorLog(app.settings.traces_dir, app.settings.zone)),
+                app.chat_events.closed or app.store,
+            ),
+            app.told,
         ),
         store=app.store,
         clock=SystemClock(),

@@ -1,8 +1,10 @@
-"""Message aliases `m<n>` (DESIGN.md §3.6): derived from platform ids along the active path.
+"""Message aliases `m<n>`: derived from platform ids along the active path.
 
 `n` is the 1-based position, on the active path, of the record among records that have a
 first confirmed platform id. A physical message seen again keeps its first alias; the later
 bubbles of one reply are `m<n>.<slot>` (1-based delivery position) and take no new number.
+
+See docs/architecture.md, Aliases.
 """
 
 from __future__ import annotations

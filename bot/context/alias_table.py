@@ -14,7 +14,7 @@ an alias the turn never showed, an `unknown` slot, an id from elsewhere — rais
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from bot.errors import ReferenceNotConfirmed
 
@@ -37,18 +37,6 @@ class AliasTable:
         self._chats: dict[int, int] = {}
         self._shown_ids: set[int] = set()
         self._references: set[int] = set()
-
-    @classmethod
-    def from_projection(
-        cls, chat_id: int, aliases: Iterable[tuple[str, int]], references: Iterable[int] = ()
-    ) -> AliasTable:
-        """A table holding a projection's `aliases` and `references`."""
-        table = cls()
-        for alias, message_id in aliases:
-            table.register(alias, chat_id, message_id)
-        for message_id in references:
-            table.register_reference(message_id)
-        return table
 
     def register(self, alias: str, chat_id: int, message_id: int) -> None:
         """Record that `alias` was shown for `message_id`; the first registration wins."""

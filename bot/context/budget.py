@@ -1,6 +1,6 @@
-"""Budgets: the runtime context budget, route (provider + model) window resolution, scene budgets.
+"""Budgets: the runtime context budget, route (provider + model) window resolution, per scene.
 
-The runtime budget follows DESIGN.md §3.2 exactly, with `W` the window operand:
+The runtime budget follows docs/context-window.md (Runtime budget), with `W` the window operand:
 
     W = the resolved window when known (> 0), else max_context_tokens when it is a positive
         int (the documented quirk: honoured, and not clamped to 32,000), else 32,000
@@ -21,9 +21,11 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import assert_never
+from typing import Generic, TypeVar, assert_never
 
 from bot.domain.ids import Scene
+
+T = TypeVar("T")
 
 UNKNOWN_WINDOW_TOKENS = 32_000
 """The window used for arithmetic when a route's capacity is unknown; never reported."""
@@ -76,7 +78,7 @@ def effective_context_budget(limits: RuntimeLimits, window: int | None) -> int:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ProviderCapacity:
+class ProfileCapacity:
     """What a provider profile declares about capacity: its configured model and window."""
 
     name: str
@@ -84,66 +86,72 @@ class ProviderCapacity:
     context_window: int = 0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ResolvedRoute:
-    """The provider/model of the next call and its window.
-
-    `window` is None when capacity is unknown: nothing is reported to clients (`/context`
-    says "unknown"), and `effective_context_budget` should receive this None so the
-    documented quirk applies. `context_window_for_math` is always positive, for capacity checks.
-    """
-
-    provider: str | None
-    model: str
-    context_window: int | None
-    context_window_for_math: int
-
-
-def resolve_route(
-    profiles: Mapping[str, ProviderCapacity],
-    provider: str | None,
+def resolve_window(
+    profiles: Mapping[str, ProfileCapacity],
+    profile: str | None,
     model: str,
     *,
     fallback_window: int = 0,
-) -> ResolvedRoute:
-    """Resolve the window of `provider` + `model`; one resolution for every consumer.
+) -> int | None:
+    """The context window of `profile` + `model`, None when the capacity is unknown; one
+    resolution for every consumer.
 
     Known only when the named profile exists, declares `context_window > 0`, and its
     configured model is empty or equals the selected one: another model's metadata is
     never borrowed. With no profile named, `fallback_window` (`LLM_CONTEXT_WINDOW`) > 0 is
-    the known window. An empty `model` selects the profile's configured model.
+    the known window. An empty `model` selects the profile's configured model. Unknown
+    capacity reports nothing to clients (`/context` says "unknown"), and
+    `effective_context_budget` should receive the None so the documented quirk applies.
     """
-    window: int | None = None
-    if provider is None:
-        if fallback_window > 0:
-            window = fallback_window
-    else:
-        profile = profiles.get(provider)
-        if profile is not None:
-            model = model or profile.model
-            if profile.context_window > 0 and profile.model in ("", model):
-                window = profile.context_window
-    return ResolvedRoute(
-        provider=provider,
-        model=model,
-        context_window=window,
-        context_window_for_math=window if window is not None else UNKNOWN_WINDOW_TOKENS,
-    )
+    if profile is None:
+        return fallback_window if fallback_window > 0 else None
+    found = profiles.get(profile)
+    if found is None:
+        return None
+    model = model or found.model
+    if found.context_window > 0 and found.model in ("", model):
+        return found.context_window
+    return None
+
+
+def window_for_math(context_window: int | None) -> int:
+    """The window capacity checks use: the known one, else `UNKNOWN_WINDOW_TOKENS`."""
+    return context_window if context_window is not None else UNKNOWN_WINDOW_TOKENS
 
 
 # ---------------------------------------------------------------- scenes
 
 
-def scene_history_budget(
-    scene: Scene, *, group: int = 8_000, private: int = 12_000, owner: int = 24_000
-) -> int:
-    """The history segment's token budget for a scene (after projection)."""
-    match scene:
-        case "group":
-            return group
-        case "private":
-            return private
-        case "owner":
-            return owner
-        case _:
-            assert_never(scene)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PerScene(Generic[T]):
+    """One value per scene (a token budget, the caps): built once from the settings, read
+    with `of`."""
+
+    group: T
+    private: T
+    owner: T
+
+    def of(self, scene: Scene) -> T:
+        match scene:
+            case "group":
+                return self.group
+            case "private":
+                return self.private
+            case "owner":
+                return self.owner
+            case _:
+                assert_never(scene)
+
+
+def bound_summaries(summaries: PerScene[int], history: PerScene[int]) -> PerScene[int]:
+    """The summary's bound in each scene: as configured, but never more than a quarter of the
+    scene's history budget (a scene without one keeps the configured bound)."""
+
+    def bound(summary: int, budget: int) -> int:
+        return min(summary, budget // 4) if budget > 0 else summary
+
+    return PerScene(
+        group=bound(summaries.group, history.group),
+        private=bound(summaries.private, history.private),
+        owner=bound(summaries.owner, history.owner),
+    )

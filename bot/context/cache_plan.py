@@ -1,4 +1,4 @@
-"""The cache plan of a request (docs: §6.2): which messages the next request repeats exactly.
+"""The cache plan of a request: which messages the next request repeats exactly.
 
 Pure: the request's messages, the index of the current message and the read points the
 shell remembered from this session's earlier requests go in; a `CachePlan` and the read
@@ -30,6 +30,8 @@ What is byte-stable, and for which next request:
   spent on it). The shell remembers two points per request (the turn-stable point before
   the current message, and the tool-loop point when there is one), so the next turn finds
   the previous turn's point even when its last request ended in a tool loop.
+
+See docs/architecture.md, Tokens, caches and usage as billed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The header line before each message (DESIGN.md §3.5), byte-stable so provider caches hold.
+"""The header line before each message, byte-stable so provider caches hold.
 
     [id:m12;user:Alice;user_id:1001;time:14:03;reply_to:m9;]
 
@@ -25,6 +25,8 @@ A record with no field at all gets no header line.
 `HeaderWalker` is the only state: it walks the window oldest first, so the header of a
 message depends only on the messages before it in the same window. Naive datetimes are
 taken as UTC.
+
+See docs/architecture.md, Rendering a message.
 """
 
 from __future__ import annotations

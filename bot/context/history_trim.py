@@ -1,6 +1,6 @@
 """Whole-turn trimming of provider-facing history, the breadcrumb and the `HistoryTrimmed` event.
 
-Three primitives (DESIGN.md §3.3) share one shape of answer, `TrimResult`:
+Three primitives (docs/context-window.md, Trims) share one shape of answer, `TrimResult`:
 
 - `trim_to_recent_turns`: a token budget; drops the fewest oldest whole turns until it fits.
 - `trim_to_recent_turn_count`: a turn cap on the provider-facing list.
@@ -35,7 +35,7 @@ from bot.context.turns import count_turns, is_turn_start, leading_system_count
 from bot.domain.messages import ChatMessage
 
 if TYPE_CHECKING:
-    from bot.context.window import WindowDecision
+    from bot.context.window import WindowDecision, WindowLimits
 
 BREADCRUMB_TEXT = "[earlier turns omitted to fit the context window]"
 
@@ -103,8 +103,13 @@ class TrimResult:
 class HistoryTrimmed:
     """Emitted on every trim, on every path: to the log, the ledger and subscribers.
 
-    `budget` is the token budget in force (0 when the trim was by a count only);
-    `session` is the session's id (`SessionInfo.id`) and `turn_id` the turn that trimmed.
+    Every token figure is our estimate, the unit trims count in (a route's real tokens are
+    on `ModelCalled`: `budget`, `history_budget`). `budget` is what the history was held to:
+    for a window move its token limit (the scene budget clamped to what the runtime budget
+    leaves, less the summary's reserve; 0 when the window has no token limit), for a
+    proactive trim the request's budget less the tool schemas, after an overflow two thirds
+    of the estimate. `session` is the session's id (`SessionInfo.id`) and `turn_id` the turn
+    that trimmed.
     """
 
     dropped_messages: int
@@ -135,9 +140,10 @@ class HistoryTrimmed:
 
     @classmethod
     def from_window(
-        cls, decision: WindowDecision, *, budget: int, session: int, turn_id: str
+        cls, decision: WindowDecision, limits: WindowLimits, *, session: int, turn_id: str
     ) -> HistoryTrimmed:
-        """The event for a window move; only a decision that moved has a reason."""
+        """The event for a window move under `limits`; only a decision that moved has a
+        reason."""
         if decision.reason is None:
             raise ValueError("the window did not move: there is nothing to report")
         return cls(
@@ -147,7 +153,7 @@ class HistoryTrimmed:
             reason=decision.reason,
             tokens_before=decision.tokens_before,
             tokens_after=decision.tokens,
-            budget=budget,
+            budget=limits.token_budget,
             session=session,
             turn_id=turn_id,
         )

@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from bot.context.escaping import inline_value
 from bot.domain.facts import Media, MediaKind
 from bot.domain.ids import Locale
+from bot.texts import in_locale
 
 DETAIL_LIMIT = 120
 ELLIPSIS = "…"
@@ -86,7 +87,7 @@ _COUNTED: frozenset[MediaKind] = frozenset({"giveaway", "giveaway_winners"})
 def media_placeholder(media: Media, locale: Locale) -> str:
     """`[语音 3s]`, `[file report.pdf]`, `[poll Best?: A / B]`…: label plus known details."""
     zh, en = _LABELS[media.kind]
-    parts = [zh if locale == "zh" else en]
+    parts = [in_locale(locale, zh=zh, en=en)]
     if media.file_name and media.kind in ("document", "audio"):
         parts.append(inline_value(media.file_name))
     if media.emoji:
@@ -123,11 +124,10 @@ def leading_placeholders(summary: str) -> tuple[str, str]:
 def _value(kind: MediaKind, value: int, locale: Locale) -> str:
     match kind:
         case "giveaway" | "giveaway_winners":
-            if locale == "zh":
-                return f"{value} 人中奖"
-            return f"{value} winner" if value == 1 else f"{value} winners"
+            winners = f"{value} winner" if value == 1 else f"{value} winners"
+            return in_locale(locale, zh=f"{value} 人中奖", en=winners)
         case "paid_media":
-            return f"{value} 星" if locale == "zh" else f"{value} stars"
+            return in_locale(locale, zh=f"{value} 星", en=f"{value} stars")
         case _:
             return str(value)
 

@@ -1,6 +1,6 @@
 """Projection: the window's records rendered into the messages the model is sent.
 
-One record renders as (DESIGN.md §3.5–§3.7):
+One record renders as (docs/architecture.md, Rendering a message):
 - user: `<header>\\n[forwarded from …]\\n[quote …] …\\n<escaped body>\\n<media placeholders>`
   then, when a quote is truncated or unresolved, an `[Untrusted conversation references]`
   block; absent parts leave no empty line. A burst message merged into the previous turn

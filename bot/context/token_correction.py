@@ -1,4 +1,4 @@
-"""Per-route correction of the token estimate from what the provider reported (DESIGN.md §6).
+"""Per-route correction of the token estimate from what the provider reported.
 
 The heuristic of `bot.context.tokens` counts one token per CJK character and a quarter per
 other character. Real tokenizers differ by script and by vendor: cl100k packs Chinese at
@@ -19,6 +19,8 @@ differently, an estimate over a truncated request) cannot swing it:
 Calls whose estimate is tiny (under `MIN_ESTIMATE` tokens) teach nothing: the per-message
 framing dominates them. `TokenCorrection` is frozen and serialises to a small dict, so the
 shell can persist one per route and the correction survives a restart.
+
+See docs/architecture.md, Tokens, caches and usage as billed.
 """
 
 from __future__ import annotations
@@ -121,12 +123,6 @@ class Drift:
     calls: int
     median: float
     p90: float
-
-
-def estimate_drift(pairs: Iterable[tuple[int, int]]) -> Drift | None:
-    """The drift of `(estimate, reported)` pairs; pairs without a positive report are
-    skipped, and None when none is left."""
-    return drift_of_errors([abs(est - rep) / rep for est, rep in pairs if rep > 0])
 
 
 def drift_of_errors(errors: list[float]) -> Drift | None:

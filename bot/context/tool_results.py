@@ -19,6 +19,7 @@ from bot.context.tokens import compute_message_tokens
 from bot.context.turns import TOOL_RESULTS_PREFIX
 from bot.domain.ids import Locale
 from bot.domain.messages import ChatMessage, ToolCall
+from bot.texts import in_locale
 
 IMAGE_MARKER_OPEN = "[IMAGE:"
 DEFAULT_MAX_TOOL_RESULT_CHARS = UNKNOWN_WINDOW_TOKENS // 2
@@ -72,13 +73,7 @@ def truncate_tool_result(text: str, max_chars: int) -> str:
 
 
 def omitted_note(count: int, locale: Locale) -> str:
-    match locale:
-        case "zh":
-            return f"…(已省略 {count} 字)"
-        case "en":
-            return f"…({count} chars omitted)"
-        case _:
-            assert_never(locale)
+    return in_locale(locale, zh=f"…(已省略 {count} 字)", en=f"…({count} chars omitted)")
 
 
 def shorten(text: str, locale: Locale, keep: int = OLD_RESULT_KEEP_CHARS) -> str:

@@ -24,8 +24,3 @@ def is_invisible(char: str) -> bool:
         or char.isspace()
         or unicodedata.category(char) in _INVISIBLE_CATEGORIES
     )
-
-
-def is_invisible_text(text: str) -> bool:
-    """True when `text` has no character a reader can see (also for the empty string)."""
-    return all(is_invisible(char) for char in text)

@@ -1,4 +1,4 @@
-"""The history window (DESIGN.md §3.4): a start that moves in chunks, recovery and capacity.
+"""The history window (docs/context-window.md): a start that moves in chunks, recovery and capacity.
 
 `select_window` works on turns, oldest first, given as their projected token cost and
 message count. The start is stable while the window is within every limit, so the
@@ -28,7 +28,7 @@ import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Literal
 
@@ -181,6 +181,20 @@ def select_window(
         kept_turns=n - new_start,
         dropped_turns=new_start - start,
         dropped_messages=messages - kept_messages,
+    )
+
+
+def moved_to(decision: WindowDecision, costs: TurnCosts, start: int) -> WindowDecision:
+    """`decision` (a move) with the window starting at turn `start` instead: what the window
+    from there keeps, and what the move leaves behind counted from the same old start."""
+    before = decision.start - decision.dropped_turns
+    return replace(
+        decision,
+        start=start,
+        tokens=sum(costs.tokens[start:]),
+        kept_turns=len(costs.tokens) - start,
+        dropped_turns=start - before,
+        dropped_messages=sum(costs.messages[before:start]),
     )
 
 

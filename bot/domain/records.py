@@ -92,7 +92,7 @@ class ServiceMessageRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SummaryRecord:
-    """A compaction summary standing in for earlier turns (DESIGN.md §3.8).
+    """A compaction summary standing in for earlier turns (docs/context-window.md, The summary).
 
     Stored off the active path, as a child of the last record it covers, so a branch uses
     the summary of its own path. `first_alias`–`last_alias` name the range it covers;

@@ -25,15 +25,13 @@ from bot.domain.ids import Scene, SessionKey
 from bot.errors import TelegramForbidden
 from bot.ports import (
     BubbleHook,
-    ChatEventStore,
     Clock,
     Delivery,
     Messenger,
-    PlatformMessageLookup,
-    SessionStore,
     StoredReaction,
 )
 from bot.services.guard import chat_allowed
+from bot.store_ports import ChatEventRecorder, ClosedLookup, PlatformMessageLookup, SessionOpener
 
 log = logging.getLogger("tgbot.chat_events")
 
@@ -42,7 +40,7 @@ class ChatClosed(TelegramForbidden):
     """Nothing is sent to a chat the bot was removed or kicked from."""
 
 
-class ChatEventServiceStore(SessionStore, PlatformMessageLookup, ChatEventStore, Protocol):
+class ChatEventServiceStore(SessionOpener, PlatformMessageLookup, ChatEventRecorder, Protocol):
     """What `ChatEventService` needs from the store."""
 
 
@@ -149,10 +147,6 @@ class ChatEventService:
             owner = self.policy.owner_id
             return "owner" if owner is not None and change.chat_id == owner else "private"
         return "group"
-
-
-class ClosedLookup(Protocol):
-    async def is_chat_closed(self, chat_id: int) -> bool: ...
 
 
 class ClosedChats:

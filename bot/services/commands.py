@@ -12,8 +12,9 @@ from bot.agent.runtime import CallMeter
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale
 from bot.errors import TelegramError
-from bot.ports import Messenger, RouteStore, SessionInfo
+from bot.ports import Messenger, SessionInfo
 from bot.services.guard import OncePerMinute, is_owner
+from bot.store_ports import RouteStore
 from bot.texts import text
 
 log = logging.getLogger("tgbot.commands")
@@ -117,7 +118,7 @@ class Commands:
         window = str(route.context_window) if route.context_window else text(self.locale, "unknown")
         meter = self.meters(session.id)
         lines = [
-            f"model: {route.provider_name}:{route.model}",
+            f"model: {route.profile}:{route.model}",
             f"window: {window}",
         ]
         if meter is None:
@@ -147,7 +148,7 @@ class Commands:
 
     async def switch_model(self, message: InboundMessage, session: SessionInfo) -> str:
         argument = message.text.split(maxsplit=1)[1].strip() if " " in message.text else ""
-        choices = ", ".join(self.routes.provider_names)
+        choices = ", ".join(self.routes.profile_names)
         if not argument:
             route = self.routes.resolve(session.route)
             window = (
@@ -156,12 +157,12 @@ class Commands:
             return text(
                 self.locale,
                 "model_current",
-                route=f"{route.provider_name}:{route.model}",
+                route=f"{route.profile}:{route.model}",
                 window=window,
                 choices=choices,
             )
         name, _model = self.routes.parse(argument)
-        if name not in self.routes.provider_names:
+        if name not in self.routes.profile_names:
             return text(self.locale, "model_unknown", name=argument, choices=choices)
         await self.store.set_route(session.id, argument)
         route = self.routes.resolve(argument)
@@ -169,7 +170,7 @@ class Commands:
         return text(
             self.locale,
             "model_switched",
-            route=f"{route.provider_name}:{route.model}",
+            route=f"{route.profile}:{route.model}",
             window=window,
         )
 

@@ -1,7 +1,7 @@
 """The daily usage summary: yesterday's report and a 7-day chart, sent once to the owner.
 
 Once per day across processes: `send_for` first claims the day through the shared
-`UpdateLog.claim_daily_summary`; whoever loses the claim sends nothing. A send that fails
+`DailySummaryClaims.claim_daily_summary`; whoever loses the claim sends nothing. A send that fails
 after the claim is logged and NOT retried: the claim stays, because a summary sent twice is
 worse than one missed (the owner can still ask with `/usage`, which uses `compose`).
 """
@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 
 from bot.domain.ids import Locale
-from bot.ports import ChatEventStore, Clock, Messenger, UpdateLog
+from bot.ports import Clock, Messenger
 from bot.services.chart import render_usage_chart
 from bot.services.usage_render import format_cost, format_error, format_share, format_tokens
 from bot.services.usage_report import UsageReport, load_report, with_feedback
+from bot.store_ports import DailySummaryClaims, ReactionHistory
 from bot.texts import text
 
 logger = logging.getLogger(__name__)
@@ -45,19 +46,21 @@ class DailySummary:
         zone: tzinfo,
         owner_chat_id: int,
         messenger: Messenger,
-        guard: UpdateLog,
+        claims: DailySummaryClaims,
         clock: Clock,
         *,
         locale: Locale = "zh",
-        reactions: ChatEventStore | None = None,
+        reactions: ReactionHistory | None = None,
+        currency: str = "",
     ) -> None:
+        self._currency = currency
         self._reactions = reactions
         """Where the 👍/👎 feedback is read (none counted when unset)."""
         self._ledger_dir = ledger_dir
         self._zone = zone
         self._owner = owner_chat_id
         self._messenger = messenger
-        self._guard = guard
+        self._claims = claims
         self._clock = clock
         self._locale = locale
 
@@ -74,7 +77,7 @@ class DailySummary:
         False when the day was already claimed (nothing is sent) or when sending failed
         (logged; the claim stays, see the module docstring).
         """
-        if not await self._guard.claim_daily_summary(day):
+        if not await self._claims.claim_daily_summary(day):
             logger.info("daily summary for %s already claimed; not sending", day)
             return False
         try:
@@ -88,6 +91,7 @@ class DailySummary:
         """The summary of `day` without claiming or sending (for `/usage`)."""
         days = [day - timedelta(days=CHART_DAYS - 1 - i) for i in range(CHART_DAYS)]
         report = await asyncio.to_thread(load_report, self._ledger_dir, zone=self._zone, days=days)
+        report = replace(report, currency=self._currency)
         if self._reactions is not None:
             start = datetime.combine(days[0], time(), self._zone)
             end = datetime.combine(day + timedelta(days=1), time(), self._zone)
@@ -208,7 +212,7 @@ def format_summary_text(report: UsageReport, day: date, locale: Locale = "zh") -
                 "summary_misc",
                 trims=row.trims,
                 errors=row.errors,
-                cost=format_cost(row.cost),
+                cost=format_cost(row.cost, report.currency),
             )
         )
         if row.compaction_calls:

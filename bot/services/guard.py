@@ -29,7 +29,7 @@ def chat_allowed(chat_id: int, allowed: Sequence[int], owner_id: int | None = No
 
 @dataclass(slots=True)
 class RateLimiter:
-    """Sliding one-minute windows per user and per chat (0 = unlimited)."""
+    """Sliding one-minute counts per user and per chat (0 = unlimited)."""
 
     per_user: int
     per_chat: int
@@ -39,7 +39,7 @@ class RateLimiter:
     _calls: int = 0
 
     SWEEP_EVERY = 1024
-    """Every this many checks, windows that ran out are forgotten, so memory follows the
+    """Every this many checks, counts that ran out are forgotten, so memory follows the
     users and chats of the last minute, not everyone ever seen."""
 
     def allow(self, *, user_id: int, chat_id: int, now: float) -> bool:
@@ -70,7 +70,7 @@ class RateLimiter:
         return self.allow(user_id=sender.id, chat_id=chat_id, now=now)
 
     def sweep(self, now: float) -> None:
-        """Forget windows and refusals older than a minute."""
+        """Forget counts and refusals older than a minute."""
         for buckets in (self._users, self._chats):
             for key in [k for k, b in buckets.items() if not b or now - b[-1] >= 60]:
                 del buckets[key]
@@ -84,7 +84,7 @@ class RateLimiter:
 
 
 class LocalRateLimits:
-    """Implements `bot.ports.RateLimits` with this process's sliding windows."""
+    """Implements `bot.ports.RateLimits` with this process's sliding one-minute counts."""
 
     def __init__(self, limiter: RateLimiter, now: Callable[[], float] = time.monotonic) -> None:
         self.limiter = limiter
@@ -99,7 +99,7 @@ class LocalRateLimits:
 
 @dataclass(slots=True)
 class OncePerMinute:
-    """Says yes to a key at most once a minute (refusals: one per chat per window)."""
+    """Says yes to a key at most once a minute (refusals: one per chat per minute)."""
 
     _last: dict[object, float] = field(default_factory=dict)
 

@@ -1,10 +1,11 @@
 """On inbound message / edit: store the conversation, decide whether to answer, run turns.
 
-Every message of an allowed chat is stored exactly once (the platform event's chat + message
-id is the de-duplication key, written in the same transaction as the record). Turns of one
-session are serialised by a per-session lock; a burst of one sender's messages inside the
-merge window becomes one turn (later messages are stored with `merged`). Turns always run
-as tasks (also for edits and `/retry`), so handling an update only stores it and never
+Every message of an allowed chat is stored exactly once (the platform message's chat +
+message id is the de-duplication key, written in the same transaction as the record). When
+and how turns run (one at a time per session, the merge window, messages that wait their
+turn, edits) is `turn_scheduler.TurnScheduler`'s: a burst of one sender's messages inside
+the merge window becomes one turn (later messages are stored with `merged`). Turns always
+run as tasks (also for edits and `/retry`), so handling an update only stores it and never
 waits on a turn: the poller confirms an update to Telegram after it was handled, and a slow
 model in one chat never holds up another.
 
@@ -25,24 +26,17 @@ Hostile members and busy chats:
   that short gap leaves the waiting message out of the conversation (it stays a recorded
   platform message).
 
-Crash recovery (`recover_interrupted`, once at start-up) lives in `recovery.py`; which
-messages are answered, live or after a crash, is decided by `triggers.should_answer`.
+Crash recovery (`recovery.CrashRecovery`, once at start-up) starts its turns through the
+scheduler's `spawn_turn`; which messages are answered, live or after a crash, is decided by
+`triggers.should_answer`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
-from contextlib import (
-    AbstractAsyncContextManager,
-    AsyncExitStack,
-    asynccontextmanager,
-    nullcontext,
-)
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from bot.agent.runtime import TurnOutcome, TurnRunner
 from bot.domain.facts import InboundMessage
@@ -51,11 +45,8 @@ from bot.domain.records import UserRecord
 from bot.errors import StorageUnavailable
 from bot.ports import (
     ChatLock,
-    Clock,
     CommandHandler,
-    ConversationStore,
     InboundAppend,
-    LockScope,
     Messenger,
     RateLimits,
     SessionInfo,
@@ -63,13 +54,15 @@ from bot.ports import (
 )
 from bot.services.guard import LocalRateLimits, RateLimiter, chat_allowed, is_owner
 from bot.services.message_records import (
+    last_member_record,
     platform_message_of,
     record_of,
     scene_of,
     session_title_of,
 )
-from bot.services.recovery import CrashRecovery, RecoveryPolicy
-from bot.services.triggers import AnswerRules, BotIdentity, facts_of_message, should_answer
+from bot.services.triggers import AnswerRules, facts_of_message, should_answer
+from bot.services.turn_scheduler import TurnScheduler
+from bot.store_ports import InboundStore
 from bot.texts import text
 
 log = logging.getLogger("tgbot.inbound")
@@ -96,38 +89,18 @@ class InboundPolicy:
         )
 
 
-@dataclass(slots=True)
-class _Pending:
-    task: asyncio.Task[None]
-    sender_id: int
-    reply_to: int
-    started: bool = False
-    hurry: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set when someone else waits: the turn starts without waiting out the merge window."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Admission:
+    """What the rate limits say about a message that would start work."""
+
+    admitted: bool
+    """It starts a turn."""
+    refused: bool
+    """It would have, but the limits turned it away (stored as refused, answered politely)."""
 
 
-@dataclass(slots=True)
-class _SessionState:
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    store_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    pending: _Pending | None = None
-    edits: dict[int, InboundMessage] = field(default_factory=dict)
-    """The newest text of each edited message whose re-answer is queued (coalescing)."""
-    joining: asyncio.Task[None] | None = None
-    """The last deferred message still waiting to join the conversation."""
-    deferred: dict[int, int] = field(default_factory=dict)
-    """Senders with messages waiting to join (sender id → how many)."""
-    tasks: int = 0
-    """Turn tasks created for this session and not finished yet."""
-
-    @property
-    def idle(self) -> bool:
-        return self.tasks == 0 and not self.lock.locked() and not self.store_lock.locked()
-
-
-MAX_IDLE_SESSIONS = 10_000
-"""Per-chat state is kept for active chats; idle entries beyond this are forgotten (they
-hold nothing but unlocked locks), so memory does not grow with every chat ever seen."""
+def key_of(message: InboundMessage) -> SessionKey:
+    return SessionKey(chat_id=message.chat_id, thread_id=message.thread_id)
 
 
 class InboundService:
@@ -136,48 +109,51 @@ class InboundService:
     def __init__(
         self,
         *,
-        store: ConversationStore,
+        store: InboundStore,
         runner: TurnRunner,
         messenger: Messenger,
-        clock: Clock,
         policy: InboundPolicy,
         commands: CommandHandler | None = None,
         chat_lock: ChatLock | None = None,
         limits: RateLimits | None = None,
     ) -> None:
         self.store = store
-        self.runner = runner
         self.messenger = messenger
-        self.clock = clock
         self.policy = policy
         self.commands = commands
-        self.chat_lock = chat_lock
+        self.turns = TurnScheduler(
+            store=store,
+            runner=runner,
+            messenger=messenger,
+            locale=policy.locale,
+            merge_window_seconds=policy.merge_window_seconds,
+            chat_lock=chat_lock,
+        )
+        """When and how turns run (what recovery starts its turns through, too)."""
         self.limiter = RateLimiter(
             per_user=policy.user_messages_per_minute, per_chat=policy.chat_messages_per_minute
         )
         self.limits: RateLimits = limits or LocalRateLimits(self.limiter)
         """In this process (`limiter`), or shared by the workers of one PostgreSQL database."""
-        self._sessions: dict[int, _SessionState] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self.outcomes: deque[TurnOutcome] = deque(maxlen=100)
+
+    @property
+    def outcomes(self) -> deque[TurnOutcome]:
         """The latest turn outcomes, for diagnostics and tests."""
+        return self.turns.outcomes
 
-    def _state(self, session_id: int) -> _SessionState:
-        state = self._sessions.get(session_id)
-        if state is None:
-            if len(self._sessions) >= MAX_IDLE_SESSIONS:
-                self._forget_idle()
-            state = self._sessions[session_id] = _SessionState()
-        return state
+    async def drain(self) -> None:
+        """Wait until every scheduled turn has finished (tests and shutdown)."""
+        await self.turns.drain()
 
-    def _forget_idle(self) -> None:
-        for session_id in [sid for sid, st in self._sessions.items() if st.idle]:
-            del self._sessions[session_id]
+    def cancel_running(self) -> None:
+        """Cancel every scheduled turn (shutdown, after its grace)."""
+        self.turns.cancel_running()
 
     async def open(self, message: InboundMessage) -> SessionInfo:
-        key = SessionKey(chat_id=message.chat_id, thread_id=message.thread_id)
         session = await self.store.open_session(
-            key, scene=scene_of(message, self.policy.owner_id), title=session_title_of(message)
+            key_of(message),
+            scene=scene_of(message, self.policy.owner_id),
+            title=session_title_of(message),
         )
         return await self._name_topic(session, message)
 
@@ -189,10 +165,51 @@ class InboundService:
             session.key, scene=session.scene, title=message.topic_first_name
         )
 
-    # ------------------------------------------------------------------ InboundSink
+    # ------------------------------------------------------------------ the rules
 
     def _allowed(self, chat_id: int) -> bool:
         return chat_allowed(chat_id, self.policy.allowed_chats, self.policy.owner_id)
+
+    def _answers(self, message: InboundMessage, session: SessionInfo) -> bool:
+        return should_answer(facts_of_message(message), session.scene, self.policy.rules)
+
+    async def _admission(
+        self, message: InboundMessage, session: SessionInfo, *, answer: bool
+    ) -> Admission:
+        """Closed: the bot was removed from the chat; what was said is stored, nothing is
+        sent. The limit is checked before storing, so a refusal is stored as one (and crash
+        recovery never answers it)."""
+        wanted = answer and not session.closed
+        admitted = wanted and await self._within_limits(message)
+        return Admission(admitted=admitted, refused=wanted and not admitted)
+
+    async def _admit(self, message: InboundMessage) -> bool:
+        """Whether the sender may start work now (the owner always); a refusal is sent at
+        most once per chat a minute."""
+        if await self._within_limits(message):
+            return True
+        await self._refuse(message)
+        return False
+
+    async def _within_limits(self, message: InboundMessage) -> bool:
+        """Whether the sender may start work now (the owner always: a rule, so it holds on
+        every worker); counts it if so."""
+        if is_owner(message.sender, self.policy.owner_id):
+            return True
+        return await self.limits.take(user_id=message.sender.id, chat_id=message.chat_id)
+
+    async def _refuse(self, message: InboundMessage) -> None:
+        """Log a refusal and tell the chat, at most once a minute."""
+        log.info("rate limit: %s in chat %s", message.sender.id, message.chat_id)
+        if await self.limits.warn_once(message.chat_id):
+            await self.messenger.send_text(
+                message.chat_id,
+                text(self.policy.locale, "rate_limited"),
+                thread_id=message.thread_id,
+                reply_to=message.message_id,
+            )
+
+    # ------------------------------------------------------------------ InboundSink
 
     async def on_message(self, message: InboundMessage) -> None:
         if not self._allowed(message.chat_id):
@@ -209,39 +226,39 @@ class InboundService:
                 return
             if await self.commands(message, session):
                 return
-        state = self._state(session.id)
-        async with state.store_lock, self._chat_held(session, "store"):
+        state = self.turns.state(session.id)
+        async with self.turns.storing(session):
             if (
                 await self.store.find_platform_message(message.chat_id, message.message_id)
                 is not None
             ):
                 log.info("duplicate message %s/%s", message.chat_id, message.message_id)
                 return
-            answer = should_answer(facts_of_message(message), session.scene, self.policy.rules)
+            answer = self._answers(message, session)
             pending = state.pending
-            waiting = pending is not None and not pending.started
-            merged = waiting and pending is not None and pending.sender_id == message.sender.id
+            merged = state.merges(message.sender.id)
             # someone else's turn waits out its merge window: this message waits its turn
             # (and so does whatever its sender writes until it joined, to keep their order)
-            defer = (answer and waiting and not merged) or message.sender.id in state.deferred
-            # closed: the bot was removed from the chat; what was said is stored, nothing is
-            # sent. The limit is checked before storing, so a refusal is stored as one (and
-            # crash recovery never answers it).
-            wanted = answer and not session.closed
-            admitted = wanted and await self._within_limits(message)
-            refused = wanted and not admitted
+            defer = state.holds_back(message.sender.id, answer=answer)
+            admission = await self._admission(message, session, answer=answer)
             if defer:
                 await self.store.record_platform_messages([platform_message_of(message)])
                 if pending is not None:
                     pending.hurry.set()  # keep the wait (and the unstored gap) short
             else:
-                await self._store_inbound(session, message, merged=merged, refused=refused)
-        if refused:
+                await self._store_inbound(
+                    session, message, merged=merged, refused=admission.refused
+                )
+        if admission.refused:
             await self._refuse(message)
         if defer:
-            self._join_later(session, state, message, answer=admitted, refused=refused)
-        elif admitted:
-            self._schedule_turn(session, state, message)
+
+            async def join() -> None:
+                await self._store_inbound(session, message, merged=False, refused=admission.refused)
+
+            self.turns.join_later(session, message, join, answer=admission.admitted)
+        elif admission.admitted:
+            self.turns.schedule(session, message)
 
     async def on_batch(self, messages: Sequence[InboundMessage]) -> None:
         """New messages of one `getUpdates` batch (no edits), each chat's in message order:
@@ -260,7 +277,7 @@ class InboundService:
             if not self._allowed(message.chat_id):
                 log.info("ignoring chat %s (not in the allow-list)", message.chat_id)
                 continue
-            key = SessionKey(chat_id=message.chat_id, thread_id=message.thread_id)
+            key = key_of(message)
             queues.setdefault(key, deque()).append(message)
             earlier = requests.get(key)
             requests[key] = SessionRequest(
@@ -313,52 +330,37 @@ class InboundService:
         its sender writes until it joined), so those keep their order and their turn."""
         if message.command is not None and self.commands is not None:
             return True
-        state = self._sessions.get(session.id)
+        state = self.turns.known(session.id)
         if state is None:
             return False
-        if message.sender.id in state.deferred:
-            return True
-        pending = state.pending
-        waiting = pending is not None and not pending.started
-        others = pending is not None and pending.sender_id != message.sender.id
-        return waiting and others and self._answers(message, session)
-
-    def _answers(self, message: InboundMessage, session: SessionInfo) -> bool:
-        return should_answer(facts_of_message(message), session.scene, self.policy.rules)
+        return state.holds_back(message.sender.id, answer=self._answers(message, session))
 
     async def _store_batch(self, batch: list[tuple[SessionInfo, InboundMessage]]) -> None:
-        states = {session.id: self._state(session.id) for session, _ in batch}
-        async with AsyncExitStack() as held:
-            for session_id in sorted(states):
-                await held.enter_async_context(states[session_id].store_lock)
-            items: list[InboundAppend] = []
-            admitted: list[bool] = []
+        items: list[InboundAppend] = []
+        admissions: list[Admission] = []
+        async with self.turns.storing_batch([session.id for session, _ in batch]):
             for session, message in batch:
-                wanted = self._answers(message, session) and not session.closed
-                # checked before storing, so a refusal is stored as one (a redelivered
-                # duplicate counts against the limit too: it is found inside the transaction)
-                admitted.append(wanted and await self._within_limits(message))
-                refused = wanted and not admitted[-1]
-                pending = states[session.id].pending
-                merged = (
-                    pending is not None
-                    and not pending.started
-                    and pending.sender_id == message.sender.id
+                # a redelivered duplicate counts against the limit too: it is found inside
+                # the transaction
+                admission = await self._admission(
+                    message, session, answer=self._answers(message, session)
                 )
+                admissions.append(admission)
+                merged = self.turns.state(session.id).merges(message.sender.id)
                 items.append(
                     InboundAppend(
                         session_id=session.id,
-                        record=record_of(message, merged=merged, refused=refused),
+                        record=record_of(message, merged=merged, refused=admission.refused),
                         platform_message=platform_message_of(message),
                     )
                 )
             stored = await self.store.append_inbound(items)
-        for (session, message), record, admit in zip(batch, stored, admitted, strict=True):
+        for (session, message), record, admission in zip(batch, stored, admissions, strict=True):
             # None: a duplicate, or not storable (the store logged why)
             if record is None:
                 continue
-            if admit:
-                self._schedule_turn(session, states[session.id], message)
+            if admission.admitted:
+                self.turns.schedule(session, message)
             elif isinstance(record.body, UserRecord) and record.body.refused:
                 await self._refuse(message)
 
@@ -367,47 +369,34 @@ class InboundService:
         if not self._allowed(message.chat_id):
             return
         session = await self.open(message)
-        state = self._state(session.id)
-        async with state.store_lock, self._chat_held(session, "store"):
+        async with self.turns.storing(session):
             known = await self.store.find_platform_message(message.chat_id, message.message_id)
             await self.store.record_platform_messages([platform_message_of(message, known=known)])
-        queued = message.message_id in state.edits
-        state.edits[message.message_id] = message  # the queued re-answer takes the last text
-        if queued:
-            return
-        task = asyncio.create_task(
-            self._reanswer_edit(session, state, message.message_id), name=f"edit-{session.id}"
-        )
-        self._track(state, task)
 
-    async def _reanswer_edit(
-        self, session: SessionInfo, state: _SessionState, message_id: int
-    ) -> None:
-        """Re-answer an edited trigger on a new branch, once for a burst of its edits."""
-        if self.policy.merge_window_seconds > 0:
-            await asyncio.sleep(self.policy.merge_window_seconds)
-        async with state.lock, self._chat_held(session, "turn"):
-            message = state.edits.pop(message_id, None)
-            if message is None:
-                return
-            loaded = await self.store.load_history(session.id, max_records=200)
-            last_user = next(
-                (r for r in reversed(loaded.records) if isinstance(r.body, UserRecord)), None
-            )
-            if last_user is None or last_user.message_id != message.message_id:
-                return
-            answered = any(r.kind == "assistant" for r in loaded.records if r.id > last_user.id)
-            if not answered:
-                return
-            if not await self._admit(message):
-                return
-            await self.store.append(
-                session.id,
-                [record_of(message, merged=False)],
-                parent_id=last_user.parent_id,
-                at_root=last_user.parent_id is None,
-            )
-            await self._run(session, reply_to=message.message_id)
+        async def reanswer(newest: InboundMessage) -> None:
+            await self._reanswer_edit(session, newest)
+
+        self.turns.queue_edit(session, message, reanswer)
+
+    async def _reanswer_edit(self, session: SessionInfo, message: InboundMessage) -> None:
+        """Re-answer an edited trigger on a new branch (under the turn lock), if it is the
+        newest member message and was answered."""
+        loaded = await self.store.load_history(session.id, max_records=200)
+        last_user = last_member_record(loaded.records)
+        if last_user is None or last_user.message_id != message.message_id:
+            return
+        answered = any(r.kind == "assistant" for r in loaded.records if r.id > last_user.id)
+        if not answered:
+            return
+        if not await self._admit(message):
+            return
+        await self.store.append(
+            session.id,
+            [record_of(message, merged=False)],
+            parent_id=last_user.parent_id,
+            at_root=last_user.parent_id is None,
+        )
+        await self.turns.run(session, reply_to=message.message_id)
 
     async def retry(self, session: SessionInfo, requester_id: int) -> bool:
         """Regenerate the last answer on a new branch; False when there is nothing to retry.
@@ -418,180 +407,15 @@ class InboundService:
         the requester's message, so its tools act with the requester's rights, never with
         those of whoever spoke last."""
         loaded = await self.store.load_history(session.id, max_records=200)
-        last_user = next(
-            (r for r in reversed(loaded.records) if isinstance(r.body, UserRecord)), None
-        )
+        last_user = last_member_record(loaded.records)
         if last_user is None:
             return False
         assert isinstance(last_user.body, UserRecord)
         if last_user.body.sender.id != requester_id:
             log.info("refused /retry of another member's turn from %s", requester_id)
             return False
-        self.spawn_turn(session, reply_to=last_user.message_id, leaf=last_user.id)
+        self.turns.spawn_turn(session, reply_to=last_user.message_id, leaf=last_user.id)
         return True
-
-    async def recover_interrupted(self, *, bot_id: int | None, bot_username: str | None) -> int:
-        """Finish or close the turns a crash interrupted (`recovery.py`); returns how many
-        sessions needed it. Turns it starts run as tasks (`drain` waits)."""
-        recovery = CrashRecovery(
-            store=self.store,
-            runner=self.runner,
-            messenger=self.messenger,
-            clock=self.clock,
-            turns=self,
-            policy=RecoveryPolicy(
-                locale=self.policy.locale,
-                rules=self.policy.rules,
-                allowed_chats=self.policy.allowed_chats,
-                owner_id=self.policy.owner_id,
-            ),
-        )
-        return await recovery.recover(BotIdentity(id=bot_id, username=bot_username))
-
-    def cancel_running(self) -> None:
-        """Cancel every scheduled turn (shutdown, after its grace): an interrupted turn is
-        finished or closed by crash recovery at the next start."""
-        for task in list(self._tasks):
-            task.cancel()
-
-    async def drain(self) -> None:
-        """Wait until every scheduled turn has finished (tests and shutdown)."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
-
-    # ------------------------------------------------------------------ scale-out hook
-
-    def _chat_held(
-        self, session: SessionInfo, scope: LockScope
-    ) -> AbstractAsyncContextManager[None]:
-        """The cross-worker chat lock (bot/services/chat_lock.py), taken after the in-process
-        session lock; nothing extra when no ChatLock is wired."""
-        if self.chat_lock is None:
-            return nullcontext()
-        return self.chat_lock.hold(session.key, scope=scope)
-
-    @asynccontextmanager
-    async def turn_lock(self, session: SessionInfo) -> AsyncIterator[None]:
-        """The session's turn lock: in-process first, then across workers."""
-        async with self._state(session.id).lock, self._chat_held(session, "turn"):
-            yield
-
-    # ------------------------------------------------------------------ internals
-
-    async def _admit(self, message: InboundMessage) -> bool:
-        """Whether the sender may start work now (the owner always); a refusal is sent at
-        most once per chat a minute."""
-        if await self._within_limits(message):
-            return True
-        await self._refuse(message)
-        return False
-
-    async def _within_limits(self, message: InboundMessage) -> bool:
-        """Whether the sender may start work now (the owner always: a rule, so it holds on
-        every worker); counts it if so."""
-        if is_owner(message.sender, self.policy.owner_id):
-            return True
-        return await self.limits.take(user_id=message.sender.id, chat_id=message.chat_id)
-
-    async def _refuse(self, message: InboundMessage) -> None:
-        """Log a refusal and tell the chat, at most once a minute."""
-        log.info("rate limit: %s in chat %s", message.sender.id, message.chat_id)
-        if await self.limits.warn_once(message.chat_id):
-            await self.messenger.send_text(
-                message.chat_id,
-                text(self.policy.locale, "rate_limited"),
-                thread_id=message.thread_id,
-                reply_to=message.message_id,
-            )
-
-    def _join_later(
-        self,
-        session: SessionInfo,
-        state: _SessionState,
-        message: InboundMessage,
-        *,
-        answer: bool,
-        refused: bool,
-    ) -> None:
-        """Add `message` to the conversation once the turns pending for other senders have
-        answered (and after the messages deferred before it), then give it a turn."""
-        previous = state.joining
-        sender = message.sender.id
-        state.deferred[sender] = state.deferred.get(sender, 0) + 1
-
-        async def join() -> None:
-            try:
-                if previous is not None:
-                    await asyncio.wait([previous])
-                while (
-                    (pending := state.pending) is not None
-                    and pending.sender_id != sender
-                    and not pending.task.done()
-                ):
-                    await asyncio.wait([pending.task])
-                async with state.store_lock, self._chat_held(session, "store"):
-                    await self._store_inbound(session, message, merged=False, refused=refused)
-            finally:
-                left = state.deferred.pop(sender, 1) - 1
-                if left:
-                    state.deferred[sender] = left
-            if answer:
-                self._schedule_turn(session, state, message)
-
-        task = asyncio.create_task(join(), name=f"join-{session.id}")
-        state.joining = task
-
-        def forget(finished: asyncio.Task[None]) -> None:
-            if state.joining is finished:
-                state.joining = None
-
-        task.add_done_callback(forget)
-        self._track(state, task)
-
-    async def _say(self, session: SessionInfo, key: str, *, reply_to: int | None) -> None:
-        await self.messenger.send_text(
-            session.key.chat_id,
-            text(self.policy.locale, key),
-            thread_id=session.key.thread_id,
-            reply_to=reply_to,
-        )
-
-    def spawn_turn(
-        self,
-        session: SessionInfo,
-        *,
-        reply_to: int | None,
-        leaf: int | None = None,
-        expect_leaf: int | None = None,
-    ) -> None:
-        """Run a turn now (no merge window) as a task, under the session's locks; with
-        `leaf`, on a new branch from that record (`/retry`); with `expect_leaf`, only if
-        nothing was added to the conversation since (recovery: another worker may have
-        answered in between)."""
-        state = self._state(session.id)
-
-        async def turn() -> None:
-            async with state.lock, self._chat_held(session, "turn"):
-                if expect_leaf is not None:
-                    current = await self.store.find_session(session.key)
-                    if current is None or current.active_leaf_id != expect_leaf:
-                        return
-                if leaf is not None:
-                    await self.store.set_active_leaf(session.id, leaf)
-                await self._run(session, reply_to=reply_to)
-
-        self._track(state, asyncio.create_task(turn(), name=f"turn-{session.id}"))
-
-    def _track(self, state: _SessionState, task: asyncio.Task[None]) -> None:
-        """Keep the task for `drain`, and the session's state while the task may use it."""
-        state.tasks += 1
-        self._tasks.add(task)
-
-        def done(finished: asyncio.Task[None]) -> None:
-            state.tasks -= 1
-            self._tasks.discard(finished)
-
-        task.add_done_callback(done)
 
     async def _store_inbound(
         self, session: SessionInfo, message: InboundMessage, *, merged: bool, refused: bool
@@ -601,46 +425,3 @@ class InboundService:
             [record_of(message, merged=merged, refused=refused)],
             platform_messages=[platform_message_of(message)],
         )
-
-    def _schedule_turn(
-        self, session: SessionInfo, state: _SessionState, message: InboundMessage
-    ) -> None:
-        pending = state.pending
-        if pending is not None and not pending.started and pending.sender_id == message.sender.id:
-            pending.task.cancel()  # the sender's burst: one turn answers it all
-        delay = self.policy.merge_window_seconds
-
-        hurry = asyncio.Event()
-
-        async def later() -> None:
-            if delay > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(hurry.wait(), delay)
-            async with state.lock, self._chat_held(session, "turn"):
-                if state.pending is not None and state.pending.task is task:
-                    state.pending.started = True
-                try:
-                    await self._run(session, reply_to=message.message_id)
-                finally:
-                    if state.pending is not None and state.pending.task is task:
-                        state.pending = None
-
-        task = asyncio.create_task(later(), name=f"turn-{session.id}")
-        state.pending = _Pending(
-            task=task, sender_id=message.sender.id, reply_to=message.message_id, hurry=hurry
-        )
-        self._track(state, task)
-
-    async def _run(self, session: SessionInfo, *, reply_to: int | None) -> None:
-        try:
-            # The runner reads the session afresh with its history (route, window).
-            outcome = await self.runner.run_turn(session, reply_to=reply_to)
-        except Exception:
-            # A bug or a storage failure: the user still hears back, once.
-            log.exception("turn crashed in session %s", session.id)
-            try:
-                await self._say(session, "internal_error", reply_to=reply_to)
-            except Exception:
-                log.exception("could not tell chat %s about the failure", session.key.chat_id)
-            return
-        self.outcomes.append(outcome)

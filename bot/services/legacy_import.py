@@ -41,7 +41,8 @@ from bot.domain.records import (
     ToolResultsRecord,
     UserRecord,
 )
-from bot.ports import ConversationStore, NewRecord
+from bot.ports import NewRecord
+from bot.store_ports import ImportStore
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,7 +160,7 @@ def parse_lines(lines: Iterable[str]) -> Iterator[tuple[int, LegacyRow | str]]:
         yield number, LegacyRow(key=key, scene=scene, record=record)
 
 
-async def import_legacy_rows(store: ConversationStore, lines: Iterable[str]) -> ImportReport:
+async def import_legacy_rows(store: ImportStore, lines: Iterable[str]) -> ImportReport:
     errors: list[str] = []
     sessions: dict[SessionKey, int] = {}
     imported = 0

@@ -1,12 +1,19 @@
-"""What an inbound message becomes in storage: its scene, its record, its platform event."""
+"""What an inbound message becomes in storage: its scene, its record, its platform message."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from bot.context.projection import record_tokens
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Scene
-from bot.domain.records import RecordBody, ServiceMessageRecord, UserRecord
+from bot.domain.records import RecordBody, ServiceMessageRecord, StoredRecord, UserRecord
 from bot.ports import NewRecord, PlatformMessage
+
+
+def last_member_record(records: Sequence[StoredRecord]) -> StoredRecord | None:
+    """The newest record of a member's message in `records` (oldest first), if any."""
+    return next((r for r in reversed(records) if isinstance(r.body, UserRecord)), None)
 
 
 def scene_of(message: InboundMessage, owner_id: int | None) -> Scene:
@@ -38,7 +45,7 @@ def session_title_of(message: InboundMessage) -> str | None:
 def platform_message_of(
     message: InboundMessage, *, known: PlatformMessage | None = None
 ) -> PlatformMessage:
-    """The message as a platform event; for an edit, `known` (the stored event) keeps its
+    """The message as a platform message; for an edit, `known` (the stored one) keeps its
     first date and its record."""
     return PlatformMessage(
         chat_id=message.chat_id,

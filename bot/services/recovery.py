@@ -42,9 +42,11 @@ from bot.domain.records import (
     ToolResultsRecord,
     UserRecord,
 )
-from bot.ports import Clock, ConversationStore, Delivery, Messenger, SessionInfo, TurnStarter
+from bot.ports import Clock, Delivery, Messenger, SessionInfo, TurnStarter
 from bot.services.guard import chat_allowed
+from bot.services.message_records import last_member_record
 from bot.services.triggers import AnswerRules, BotIdentity, facts_of_record, should_answer
+from bot.store_ports import RecoveryStore
 from bot.texts import text
 
 log = logging.getLogger("tgbot.inbound")
@@ -100,7 +102,7 @@ def plan_recovery(
         case AssistantRecord() if leaf.message_id is not None and None in leaf.message_ids:
             return CloseCutReply(reply=leaf)
         case ToolResultsRecord() if age <= RECOVERY_ANSWER_WINDOW:
-            trigger = next((r for r in reversed(records) if isinstance(r.body, UserRecord)), None)
+            trigger = last_member_record(records)
             return RunTurn(reply_to=trigger.message_id if trigger else None, expect_leaf=leaf.id)
         case UserRecord():
             if not any(
@@ -146,7 +148,7 @@ class CrashRecovery:
     def __init__(
         self,
         *,
-        store: ConversationStore,
+        store: RecoveryStore,
         runner: TurnRunner,
         messenger: Messenger,
         clock: Clock,

@@ -1,4 +1,4 @@
-"""`[Already told the user]`: what the bot sent in a chat outside a model turn (DESIGN §3.7).
+"""`[Already told the user]`: what the bot sent in a chat outside a model turn.
 
 Command outputs (`/usage`, `/context`, …), rate-limit refusals, restart and recovery notices
 and the daily summary are sent by services, not by the model, so the model would otherwise
@@ -8,19 +8,33 @@ characters); the next model turn there is shown the chat's newest 5 (`peek`) and
 forgotten once a turn that carried them succeeds (`shown`): a turn that fails keeps them for
 the next one, and its failure notice is noted too.
 
-Kept in memory, per chat and thread: a restart loses only notes not yet shown, and what a
-restart itself announces is sent (and noted) by the new process. Storing them would mean a
-query over the bot's platform messages without a record on every turn, for a block that
-matters only until the next reply.
+`ToldUser` is the one book every path uses (the runtime, the services' messenger, the
+scheduled summary) and the rule is the same in both of its forms: a line is shown to every
+turn until one that carried it is answered, then forgotten; lines noted meanwhile stay.
+
+- One process (SQLite): kept in memory (`ToldUserLog`), per chat and thread. A restart loses
+  only notes not yet shown, and what a restart itself announces is sent (and noted) by the
+  new process. Storing them would mean a query over the bot's platform messages without a
+  record on every turn, for a block that matters only until the next reply.
+- Several workers (PostgreSQL): the table every worker reads (`bot.ports.ToldUserNotes`,
+  `storage.told_notes`). `peek` reads without forgetting and remembers up to which row it
+  read; `shown` confirms up to there. Turns of one chat never overlap across workers (the
+  turn lock), so the turn that peeked is the one that confirms. The database away never
+  fails a turn or a command: the lines are then missed (or shown once more), and logged.
+
+See docs/architecture.md, Rendering a message.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 
 from bot.ports import BubbleHook, Delivery, Messenger, ToldUserNotes
+
+log = logging.getLogger("tgbot.told_user")
 
 MAX_LINE_CHARS = 120
 MAX_LINES = 5
@@ -76,22 +90,60 @@ class ToldUserLog:
         return tuple(self._lines.get((chat_id, thread_id), ()))
 
 
-class ToldUserMessenger:
-    """A `Messenger` that notes what it delivers in a `ToldUserLog`."""
+class ToldUser:
+    """`[Already told the user]` for the runtime and the messengers: in memory (`log`), or in
+    the workers' shared table when `shared` is set (see the module docstring)."""
 
-    def __init__(
-        self, inner: Messenger, log: ToldUserLog, *, shared: ToldUserNotes | None = None
-    ) -> None:
-        self.inner = inner
-        self.log = log
+    def __init__(self, shared: ToldUserNotes | None = None) -> None:
+        self.log = ToldUserLog()
         self.shared = shared
-        """Set on PostgreSQL: the notes go to the table every worker reads instead."""
+        self._read: dict[tuple[int, int], int] = {}
+        """Shared: the newest row each chat's running turn was shown."""
 
-    async def _note(self, chat_id: int, thread_id: int, text: str) -> None:
+    async def note(self, chat_id: int, thread_id: int, text: str) -> None:
         if self.shared is None:
             self.log.note(chat_id, thread_id, text)
-        else:
+            return
+        try:
             await self.shared.note(chat_id, thread_id, told_line(text))
+        except Exception as exc:  # the message was delivered; only the note is missed
+            log.warning("told-user note for chat %d not stored (%s)", chat_id, exc)
+
+    async def peek(self, chat_id: int, thread_id: int = 0) -> tuple[str, ...]:
+        """The chat's lines not yet shown to an answered turn, oldest first."""
+        if self.shared is None:
+            return self.log.peek(chat_id, thread_id)
+        try:
+            taken = await self.shared.take(chat_id, thread_id)
+        except Exception as exc:
+            log.warning("told-user notes of chat %d unreadable (%s)", chat_id, exc)
+            return ()
+        if taken.upto is None:
+            self._read.pop((chat_id, thread_id), None)
+        else:
+            self._read[(chat_id, thread_id)] = taken.upto
+        return taken.lines
+
+    async def shown(self, chat_id: int, thread_id: int, lines: Sequence[str]) -> None:
+        """A turn that carried `lines` was answered: forget them (not what came meanwhile)."""
+        if self.shared is None:
+            self.log.shown(chat_id, thread_id, lines)
+            return
+        upto = self._read.pop((chat_id, thread_id), None)
+        if upto is None or not lines:
+            return
+        try:
+            await self.shared.confirm(chat_id, thread_id, upto)
+        except Exception as exc:
+            log.warning("told-user notes of chat %d not confirmed (%s)", chat_id, exc)
+
+
+class ToldUserMessenger:
+    """A `Messenger` that notes what it delivers in a `ToldUser` book."""
+
+    def __init__(self, inner: Messenger, told: ToldUser) -> None:
+        self.inner = inner
+        self.told = told
 
     async def send_text(
         self,
@@ -106,7 +158,7 @@ class ToldUserMessenger:
             chat_id, text, thread_id=thread_id, reply_to=reply_to, on_bubble=on_bubble
         )
         if delivery.delivered:
-            await self._note(chat_id, thread_id, text)
+            await self.told.note(chat_id, thread_id, text)
         return delivery
 
     async def delete_message(self, chat_id: int, message_id: int) -> None:
@@ -124,5 +176,5 @@ class ToldUserMessenger:
         message_id = await self.inner.send_photo(
             chat_id, photo, caption=caption, thread_id=thread_id
         )
-        await self._note(chat_id, thread_id, caption or "[chart]")
+        await self.told.note(chat_id, thread_id, caption or "[chart]")
         return message_id

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import date, datetime, tzinfo
 from pathlib import Path
 from typing import Any, TextIO
@@ -45,6 +46,7 @@ def run_usage_report(
     chat: int | None,
     out: TextIO,
     feedback: FeedbackSource | None = None,
+    currency: str = "",
 ) -> int:
     """`tgbot usage report`: print the report; 0 on success, 2 on a bad span, 1 on I/O errors.
 
@@ -59,6 +61,7 @@ def run_usage_report(
         report = load_report(traces_dir, zone=zone, days=selected, chat=chat)
         if feedback is not None:
             report = with_feedback(report, feedback(selected), zone=zone)
+        report = replace(report, currency=currency)
     except OSError as exc:
         out.write(f"error: cannot read the ledger in {traces_dir}: {exc.strerror or exc}\n")
         return 1
@@ -89,6 +92,7 @@ def _report_dict(report: UsageReport) -> dict[str, Any]:
         "zone": report.zone,
         "chat": report.chat,
         "percentiles": "nearest-rank",
+        "currency": report.currency or None,
         "days": [_row_dict(row) for row in report.days],
         "total": _row_dict(report.total),
         "drift": [_drift_dict(d) for d in report.total.drift],
@@ -183,7 +187,7 @@ def _renderable(report: UsageReport) -> RenderableType:
             "write",
             "bill-eq/call",
             "output",
-            "cost",
+            f"cost {report.currency}".rstrip(),
         ),
     )
     turns = _table(
@@ -347,7 +351,9 @@ def format_share(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.0f}%"
 
 
-def format_cost(value: float | None) -> str:
+def format_cost(value: float | None, currency: str = "") -> str:
+    """`0.0123 USD`, `12.50 USD`; `-` for none (no price configured)."""
     if value is None:
         return "-"
-    return f"{value:.4f}" if value < 10 else f"{value:,.2f}"
+    amount = f"{value:.4f}" if value < 10 else f"{value:,.2f}"
+    return f"{amount} {currency}" if currency else amount

@@ -8,8 +8,8 @@ Definitions (one row per calendar day in the bot's zone, plus a total row):
 - history share / fixed share: `sum(est_history) / sum(est_total)` and
   `sum(est_fixed) / sum(est_total)` from our estimate split.
 - reported input is the whole billed input: cache reads (`cached_tokens`) and cache writes
-  (`cache_write_tokens`) are parts of it (DESIGN.md §6.2); a line from before writes were
-  read counts 0 writes.
+  (`cache_write_tokens`) are parts of it (docs/architecture.md, Tokens, caches and usage
+  as billed); a line from before writes were read counts 0 writes.
 - cache hit rate: `sum(cached) / sum(reported input)` over calls that reported input; cache
   write rate: `sum(writes) / sum(reported input)`; billable input (`reported input - cached -
   writes`, what is billed at the plain input price) is kept apart.
@@ -157,6 +157,8 @@ class UsageReport:
     chat: int | None = None
     corrupt_lines: int = 0
     partial_lines: int = 0
+    currency: str = ""
+    """What `cost` is counted in (`[ledger] currency`), for the renderers."""
 
     def row_for(self, day: date) -> UsageRow:
         for row in self.days:
@@ -182,7 +184,26 @@ def build_report(
     When `entries` is a `LedgerScan`, its corrupt/partial counts (final once it has been
     consumed here) are added to `corrupt_lines` / `partial_lines`.
     """
-    buckets = {day: _Bucket() for day in days}
+    tallies = tally_days(entries, zone=zone, days=days, chat=chat)
+    if isinstance(entries, LedgerScan):
+        corrupt_lines += entries.corrupt
+        partial_lines += entries.partial
+    return UsageReport(
+        zone=str(zone),
+        days=tuple(tally.row(day.isoformat(), day) for day, tally in tallies.items()),
+        total=total_row(tallies.values()),
+        chat=chat,
+        corrupt_lines=corrupt_lines,
+        partial_lines=partial_lines,
+    )
+
+
+def tally_days(
+    entries: Iterable[LedgerEntry], *, zone: tzinfo, days: list[date], chat: int | None = None
+) -> dict[date, DayTally]:
+    """The running sums of each day of `days` (in order) over `entries` (only `chat`'s when
+    given); a call lands on the day of its `ts` in `zone`, calls on other days are left out."""
+    tallies = {day: DayTally() for day in days}
     day_of_minute: dict[int, date] = {}  # zone offsets are whole minutes: cache per minute
     for n, entry in enumerate(entries):
         if chat is not None and entry.chat != chat:
@@ -192,23 +213,20 @@ def build_report(
         day = day_of_minute.get(minute)
         if day is None:
             day = day_of_minute[minute] = ts.astimezone(zone).date()
-        bucket = buckets.get(day)
-        if bucket is not None:
-            bucket.add(entry, (entry.session, entry.turn_id) if entry.turn_id else n)
-    if isinstance(entries, LedgerScan):
-        corrupt_lines += entries.corrupt
-        partial_lines += entries.partial
-    total = _Bucket()
-    for bucket in buckets.values():
-        total.merge(bucket)
-    return UsageReport(
-        zone=str(zone),
-        days=tuple(bucket.row(day.isoformat(), day) for day, bucket in buckets.items()),
-        total=total.row("total", None),
-        chat=chat,
-        corrupt_lines=corrupt_lines,
-        partial_lines=partial_lines,
-    )
+        tally = tallies.get(day)
+        if tally is not None:
+            tally.add(entry, (entry.session, entry.turn_id) if entry.turn_id else (day, n))
+    return tallies
+
+
+def total_row(tallies: Iterable[DayTally]) -> UsageRow:
+    """The total row of several days: their tallies merged (the one per-day merge, used by
+    the report and by the dashboard's date ranges), so a turn that spans midnight is one turn
+    and percentiles are over every call."""
+    total = DayTally()
+    for tally in tallies:
+        total.merge(tally)
+    return total.row("total", None)
 
 
 def with_feedback(
@@ -267,8 +285,9 @@ def percentile(sorted_values: list[int], p: float) -> int | None:
     return sorted_values[rank - 1]
 
 
-class _Bucket:
-    """Running sums of one day (or the total)."""
+class DayTally:
+    """Running sums of one day (or, merged, of several): `add` a call, `merge` another
+    day's, `row` the figures."""
 
     __slots__ = (
         "cached",
@@ -370,7 +389,7 @@ class _Bucket:
         if cost is not None:
             self.cost = cost if self.cost is None else self.cost + cost
 
-    def merge(self, other: _Bucket) -> None:
+    def merge(self, other: DayTally) -> None:
         self.calls += other.calls
         self.inputs.extend(other.inputs)
         self.estimated += other.estimated

@@ -9,13 +9,16 @@ Keys by user: commands (`owner_only` … `unknown`), inbound and recovery (`rate
 `restarted_*`, `internal_error`), a failed turn (`overflow`, `capacity`, `provider`,
 `bad_response`: `TurnFailed.key`), the daily usage summary (`summary_*`).
 
-Not here: the media placeholders and notes a model reads (`bot/context`), which are part
-of the prompt format, and the operator's English CLI output.
+Not in the catalogues: the media placeholders and notes a model reads (`bot/context`,
+service messages in `adapters/telegram`), which are part of the prompt format and sit beside
+the code that builds them, both languages side by side through `in_locale`; and the
+operator's English CLI output.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import assert_never
 
 from bot.domain.ids import Locale
 from bot.texts import en, zh
@@ -30,3 +33,14 @@ def text(locale: Locale, key: str, **values: object) -> str:
     except KeyError:
         raise KeyError(f"no text {key!r} in the {locale!r} catalogue") from None
     return template.format(**values)
+
+
+def in_locale(locale: Locale, *, zh: str, en: str) -> str:
+    """The one of two texts written side by side that `locale` reads."""
+    match locale:
+        case "zh":
+            return zh
+        case "en":
+            return en
+        case _:
+            assert_never(locale)

@@ -10,7 +10,7 @@ from bot.tools import (
     send_message,
     set_reaction,
 )
-from bot.tools.base import Tool, ToolContext
+from bot.tools.base import Tool
 
 
 def default_tools() -> tuple[Tool, ...]:
@@ -22,6 +22,3 @@ def default_tools() -> tuple[Tool, ...]:
         expand_tool_result.TOOL,
         search_history.TOOL,
     )
-
-
-__all__ = ["Tool", "ToolContext", "default_tools"]

@@ -15,15 +15,8 @@ from typing import Any
 from bot.context.alias_table import AliasTable
 from bot.domain.records import StoredRecord
 from bot.errors import ToolError
-from bot.ports import (
-    Clock,
-    HistoryReader,
-    HistorySearch,
-    Messenger,
-    PlatformMessageLookup,
-    RecordedBubbles,
-    ToolSpec,
-)
+from bot.ports import Clock, Messenger, RecordedBubbles, ToolSpec
+from bot.store_ports import AliasLookup, HistorySearch, PlatformMessageLookup
 from bot.tools.rights import MemberRights
 
 
@@ -46,7 +39,7 @@ class ToolContext:
     session_id: int = 0
     zone: tzinfo = UTC
     search: HistorySearch | None = None
-    history: HistoryReader | None = None
+    history: AliasLookup | None = None
     """Aliases of messages beyond the window (`find_aliases`), for what a tool shows."""
     shown: AliasTable | None = None
     """The turn's alias table: a tool that shows messages adds their aliases to it."""

@@ -28,28 +28,28 @@ async def inspect_conversation_reference(args: Mapping[str, Any], ctx: ToolConte
         if next_id is None or next_id in seen or len(entries) >= MAX_ENTRIES:
             break
         seen.add(next_id)
-        event = await ctx.platform_messages.find_platform_message(ctx.chat_id, next_id)
-        if event is None:
+        message = await ctx.platform_messages.find_platform_message(ctx.chat_id, next_id)
+        if message is None:
             if not entries:
                 raise ToolError("that message is not known in this chat", code="not_found")
             break
-        text = event.text[:budget]
+        text = message.text[:budget]
         budget -= len(text)
         entries.append(
             {
-                "message_id": event.message_id,
-                "sender_id": event.sender_id,
-                "sender": event.sender_name,
-                "time": event.date.isoformat(timespec="minutes"),
+                "message_id": message.message_id,
+                "sender_id": message.sender_id,
+                "sender": message.sender_name,
+                "time": message.date.isoformat(timespec="minutes"),
                 "text": text,
-                "truncated": len(text) < len(event.text),
-                "media": [m.kind for m in event.media],
-                "reply_to": event.reply_to_message_id,
+                "truncated": len(text) < len(message.text),
+                "media": [m.kind for m in message.media],
+                "reply_to": message.reply_to_message_id,
             }
         )
         if budget <= 0:
             break
-        next_id = event.reply_to_message_id
+        next_id = message.reply_to_message_id
     return json.dumps({"entries": entries}, ensure_ascii=False)
 
 

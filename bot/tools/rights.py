@@ -1,4 +1,4 @@
-"""Whose rights a tool acts with: the member who triggered the turn (DESIGN.md §5).
+"""Whose rights a tool acts with: the member who triggered the turn.
 
 A member may have the bot delete the bot's own messages and the member's own; anyone
 else's only when the member is the bot's owner or an administrator of that chat. Whether a
@@ -6,6 +6,8 @@ member administers a chat is asked from the platform and remembered for a minute
 burst of tool calls asks once. A refusal is a `ToolError` the model reads; nothing is sent.
 The tool list stays the same for everyone (the cached prompt prefix holds): rights are
 checked when a tool runs.
+
+See docs/architecture.md, Tools and rights.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from bot.errors import TelegramError, ToolError
-from bot.ports import Clock, Messenger, PlatformMessageLookup
+from bot.ports import Clock, Messenger
+from bot.store_ports import PlatformMessageLookup
 
 ADMIN_CACHE_SECONDS = 60.0
 

@@ -265,9 +265,10 @@ def test_anthropic_request_shape() -> None:
     )
     body = anthropic_wire.to_request(request)
     assert body["max_tokens"] == anthropic_wire.DEFAULT_MAX_TOKENS
+    # the system prompt lives as long as the chat: 1 h, before the 5m conversation points
     assert body["system"] == [
         {"type": "text", "text": "rules"},
-        {"type": "text", "text": "tools note", "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "tools note", "cache_control": {"type": "ephemeral", "ttl": "1h"}},
     ]
     assert body["tools"] == [{"name": "a", "description": "A", "input_schema": {"type": "object"}}]
     assert body["tool_choice"] == {"type": "auto"}
@@ -338,3 +339,41 @@ def test_a_tool_step_after_the_current_message_may_be_a_point() -> None:
     assert openai_wire.breakpoint_indexes(step, 4) == (0, 5, 8)
     refused = CachePlan(system_end=0, last_stable=6)
     assert openai_wire.breakpoint_indexes(replace(step, cache_plan=refused), 4) == (0,)
+
+
+def anthropic_turn(tool_choice: str | None) -> LLMRequest:
+    return LLMRequest(
+        model="claude-sonnet-4-5",
+        messages=(
+            ChatMessage(role="system", content="rules"),
+            ChatMessage(role="user", content="[summary] earlier", is_breadcrumb=True),
+            ChatMessage(role="user", content="old question"),
+            ChatMessage(role="assistant", content="old answer"),
+            ChatMessage(role="user", content="new question\n\n[Turn context]\ntime: now"),
+        ),
+        tools=(ToolSpec(name="a", description="A", parameters={"type": "object"}),),
+        tool_choice=tool_choice,  # type: ignore[arg-type]
+        cache_plan=CachePlan(system_end=0, window_head=1, previous_read=2, last_stable=3),
+    )
+
+
+def anthropic_markers(body: dict[str, Any]) -> list[tuple[str, int, str]]:
+    return [(p.where, p.prefix_blocks, p.ttl) for p in anthropic_wire.cache_breakpoints(body)]
+
+
+def test_anthropic_writes_the_system_prompt_for_an_hour_and_the_conversation_for_the_ttl() -> None:
+    five = anthropic_wire.to_request(anthropic_turn(None), options_for("https://api.anthropic.com"))
+    assert [ttl for _, _, ttl in anthropic_markers(five)] == ["1h", "5m", "5m", "5m"]
+    hour = options_for("https://api.anthropic.com", cache_ttl="1h")
+    body = anthropic_wire.to_request(anthropic_turn(None), hour)
+    assert {ttl for _, _, ttl in anthropic_markers(body)} == {"1h"}
+
+
+def test_a_tool_choice_none_request_marks_only_what_it_shares_with_the_turns() -> None:
+    """Anthropic keys message blocks by tool_choice: a mark on them would write an entry no
+    turn request (tool_choice auto) ever reads; the tools and system prompt are shared."""
+    body = anthropic_wire.to_request(
+        anthropic_turn("none"), options_for("https://api.anthropic.com")
+    )
+    assert body["tool_choice"] == {"type": "none"}
+    assert [place for place, _, _ in anthropic_markers(body)] == ["system"]

@@ -11,14 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.llm.openai_wire import (
-    classify_error,
-    from_request,
-    from_response,
-    retry_after_seconds,
-    to_request,
-    to_response,
-)
+from adapters.llm.openai_server_wire import from_request, to_response
+from adapters.llm.openai_wire import classify_error, from_response, retry_after_seconds, to_request
 from bot.domain.messages import ChatMessage, ToolCall
 from bot.errors import (
     ContextOverflow,

@@ -451,3 +451,85 @@ async def test_the_fake_anthropic_refuses_an_unanswered_tool_use(
         )
     assert refused.status_code == 400
     assert "tool_result" in refused.json()["error"]["message"]
+
+
+async def test_the_fakes_refuse_a_tool_choice_the_apis_refuse() -> None:
+    """OpenAI: a tool_choice without tools, or not one of its values; Anthropic: a
+    tool_choice that is not an object of a known type, or that names no offered tool."""
+    tool = {"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}
+    chat = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    anthropic_base = {**chat, "max_tokens": 10}
+    anthropic_tool = {"name": "search", "input_schema": {"type": "object"}}
+    headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+    async with (
+        FakeOpenAIServer(ScriptedModel()) as openai,
+        FakeAnthropicServer(ScriptedModel(), api_key=KEY) as claude,
+        httpx.AsyncClient() as client,
+    ):
+        url = openai.base_url + "/chat/completions"
+        alone = await client.post(url, json={**chat, "tool_choice": "none"})
+        unknown = await client.post(url, json={**chat, "tools": [tool], "tool_choice": "never"})
+        fine = await client.post(url, json={**chat, "tools": [tool], "tool_choice": "none"})
+        messages = claude.base_url + "/v1/messages"
+        as_string = await client.post(
+            messages, json={**anthropic_base, "tool_choice": "none"}, headers=headers
+        )
+        bad_type = await client.post(
+            messages,
+            json={**anthropic_base, "tools": [anthropic_tool], "tool_choice": {"type": "never"}},
+            headers=headers,
+        )
+        no_such = await client.post(
+            messages,
+            json={
+                **anthropic_base,
+                "tools": [anthropic_tool],
+                "tool_choice": {"type": "tool", "name": "other"},
+            },
+            headers=headers,
+        )
+        none = await client.post(
+            messages,
+            json={**anthropic_base, "tools": [anthropic_tool], "tool_choice": {"type": "none"}},
+            headers=headers,
+        )
+    assert alone.status_code == 400
+    assert alone.json()["error"]["param"] == "tool_choice"
+    assert "only allowed when 'tools' are specified" in alone.json()["error"]["message"]
+    assert unknown.status_code == 400
+    assert unknown.json()["error"]["code"] == "invalid_value"
+    assert fine.status_code == 200
+    for refused in (as_string, bad_type, no_such):
+        assert refused.status_code == 400
+        assert refused.json()["type"] == "error"
+        assert "tool_choice" in refused.json()["error"]["message"]
+    assert none.status_code == 200
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_under_tool_choice_none_the_fakes_never_answer_a_tool_call(
+    kind: Literal["openai", "anthropic"],
+) -> None:
+    scripted = ScriptedModel([(Reply("From what I have: no."), CallTool("search", {"q": "x"}))])
+    request = LLMRequest(
+        model="m",
+        messages=(SYSTEM, ChatMessage(role="user", content="anything?")),
+        tools=TOOLS,
+        tool_choice="none",
+        max_output_tokens=50,
+    )
+    server: FakeOpenAIServer
+    if kind == "openai":
+        server = FakeOpenAIServer(scripted)
+    else:
+        server = FakeAnthropicServer(scripted, api_key=KEY)
+    async with server:
+        provider: OpenAIProvider = (
+            OpenAIProvider(server.base_url, None, max_retries=0)
+            if kind == "openai"
+            else AnthropicProvider(server.base_url, KEY, max_retries=0)
+        )
+        async with provider:
+            response = await provider.complete(request)
+    assert response.tool_calls == ()
+    assert response.text == "From what I have: no."

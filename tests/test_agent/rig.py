@@ -50,11 +50,10 @@ async def say(app: App, clock: SteppingClock, mid: int, text: str, **kw: object)
 AT = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
 SESSION = SessionInfo(id=7, key=SessionKey(chat_id=-100, thread_id=3), scene="group")
 ROUTE = ModelRoute(
-    provider_name="main",
+    profile="main",
     model="gpt-test",
     provider=ScriptedModel(),
     context_window=128_000,
-    context_window_for_math=128_000,
     prices=Prices(input_per_mtok=2.0, cached_input_per_mtok=0.5, output_per_mtok=8.0),
 )
 TRIM = HistoryTrimmed(

@@ -13,8 +13,8 @@ from typing import Any
 from adapters.llm.scripted import CallTool, Fail, Reply, ScriptedModel, is_summary_request
 from bot.agent.ledger import read_entries
 from bot.app.wiring import App
-from bot.context import BREADCRUMB_TEXT
 from bot.context.compaction import INSTRUCTION_MARKER, SUMMARY_PREFIX
+from bot.context.history_trim import BREADCRUMB_TEXT
 from bot.domain.ids import SessionKey
 from bot.domain.records import SummaryRecord
 from bot.errors import ProviderUnavailable

@@ -233,7 +233,7 @@ async def test_told_user_lines_wait_for_a_turn_that_succeeds(
     """Item 5: a failed turn does not use up `[Already told the user]`; its notice joins."""
     model = ScriptedModel([Fail(ProviderUnavailable("down"))])
     app, _store, clock = group_app(tmp_path, model, messenger)
-    app.told.note(CHAT, 0, "Daily summary: 12 messages yesterday")
+    await app.told.note(CHAT, 0, "Daily summary: 12 messages yesterday")
     await say(app, clock, 1, "@Helper hello", mentions_bot=True)
     assert "Daily summary" in replies(model)[0].messages[-1].content
     notice = messenger.sent[-1].text

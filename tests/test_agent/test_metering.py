@@ -70,7 +70,7 @@ async def test_a_model_call_is_one_ledger_line_and_the_sessions_meter(tmp_path: 
     assert (entry.latency_ms, entry.tool_calls, entry.error) == (120, 1, None)
     assert not entry.hit_iteration_cap
 
-    meter = metering.last_call(7)
+    meter = metering.meters.get(7)
     assert meter is not None
     assert (meter.model, meter.context_window, meter.budget, meter.history_budget) == (
         "gpt-test",
@@ -95,7 +95,7 @@ async def test_a_failed_final_call_is_metered_without_usage_or_cost(tmp_path: Pa
     assert (entry.purpose, entry.hit_iteration_cap) == ("final_summary", True)
     assert (entry.input_tokens, entry.cost) == (None, None)
     assert entry.error == "ProviderUnavailable: 503"
-    meter = metering.last_call(7)
+    meter = metering.meters.get(7)
     assert meter is not None
     assert meter.reported_input is None
 

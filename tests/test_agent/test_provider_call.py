@@ -1,4 +1,7 @@
-"""The provider call's capacity window: known, honoured (DESIGN.md §3.2 quirk) or assumed."""
+"""The provider call's capacity window: known, honoured or assumed.
+
+See docs/context-window.md, Runtime budget.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from bot.agent.provider_call import CapacitySource, capacity_window
 from bot.context.budget import RuntimeLimits
 from tests.test_agent.rig import ROUTE
 
-UNKNOWN = replace(ROUTE, context_window=None, context_window_for_math=32_000)
+UNKNOWN = replace(ROUTE, context_window=None)
 
 
 @pytest.mark.parametrize(

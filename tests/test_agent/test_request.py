@@ -7,7 +7,7 @@ from pathlib import Path
 
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel, is_summary_request
 from bot.agent.ledger import read_entries
-from bot.context import BREADCRUMB_TEXT
+from bot.context.history_trim import BREADCRUMB_TEXT
 from bot.domain.facts import Quote
 from tests.fakes import ALICE, BOB, CHEN, RecordingMessenger
 from tests.test_agent.rig import make_app, say

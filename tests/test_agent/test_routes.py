@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from adapters.llm.scripted import ScriptedModel
-from bot.agent.routes import Prices, ProviderEntry, RouteTable
-from bot.context.budget import ProviderCapacity
+from bot.agent.routes import Prices, ProfileEntry, RouteTable
+from bot.context.budget import ProfileCapacity
 from bot.ports import Usage
 
 PRICES = Prices(
@@ -65,16 +65,16 @@ def routes() -> RouteTable:
     model = ScriptedModel()
     return RouteTable(
         {
-            "default": ProviderEntry(
+            "default": ProfileEntry(
                 provider=model,
-                capacity=ProviderCapacity(name="default", model="chat", context_window=64_000),
+                capacity=ProfileCapacity(name="default", model="chat", context_window=64_000),
             ),
-            "big": ProviderEntry(
+            "big": ProfileEntry(
                 provider=model,
-                capacity=ProviderCapacity(name="big", model="", context_window=200_000),
+                capacity=ProfileCapacity(name="big", model="", context_window=200_000),
             ),
         },
-        default_provider="default",
+        default_profile="default",
         default_model="chat",
     )
 
@@ -93,7 +93,7 @@ def routes() -> RouteTable:
 def test_route_resolution(route: str | None, expected: tuple[object, ...]) -> None:
     resolved = routes().resolve(route)
     got = (
-        resolved.provider_name,
+        resolved.profile,
         resolved.model,
         resolved.context_window,
         resolved.context_window_for_math,

@@ -61,7 +61,7 @@ async def test_every_line_carries_the_corrected_estimate_and_teaches_the_route(
     assert lines[0].est_corrected == est_total
     assert abs(lines[-1].est_corrected / (est_total * 0.7) - 1) < 0.02  # type: ignore[operator]
     assert all(line.est_total == est_total for line in lines), "the raw split is kept"
-    meter = metering.last_call(7)
+    meter = metering.meters.get(7)
     assert meter is not None
     assert meter.corrected_input == lines[-1].est_corrected
     truth.flush()
@@ -147,7 +147,7 @@ async def test_the_capacity_check_counts_in_real_tokens(tmp_path: Path) -> None:
             truth = app.runner.truth
             for _ in range(40):
                 truth.observe(
-                    route.provider_name,
+                    route.profile,
                     route.model,
                     estimated=10_000,
                     reported=round(10_000 * ratio),

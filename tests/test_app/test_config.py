@@ -46,6 +46,7 @@ def test_environment_names_of_the_contract(monkeypatch: pytest.MonkeyPatch) -> N
         "DATA_DIR": "/tmp/x",
         "BOT_TIMEZONE": "Asia/Shanghai",
         "BOT_LOCALE": "en",
+        "TGBOT_LOG_LEVEL": "DEBUG",
     }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -58,6 +59,7 @@ def test_environment_names_of_the_contract(monkeypatch: pytest.MonkeyPatch) -> N
     assert s.llm_context_window == 64_000
     assert s.resolved_database_url == "postgresql+asyncpg://u@h/db"
     assert s.bot_locale == "en"
+    assert s.tgbot_log_level == "DEBUG"
     assert "sk-secret" not in repr(s)
     assert "123:abc" not in repr(s)
 

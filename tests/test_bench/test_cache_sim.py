@@ -4,14 +4,22 @@ model makes every row of the REPORT.md cache tables wrong."""
 from __future__ import annotations
 
 from bench.cache_sim import (
+    ADR_MESSAGES,
+    WRITE_SHARE,
+    Billed,
     BreakpointCache,
+    CacheBench,
     PrefixCache,
     Prefixes,
+    ProviderRow,
     UnitCache,
     anthropic_points,
+    request_prefixes,
 )
 from bot.domain.messages import ChatMessage
-from bot.ports import CachePlan, LLMRequest
+from bot.ports import CachePlan, LLMRequest, ToolSpec
+
+TTLS = ("5m", "1h")
 
 
 def chain(names: str, tokens: list[int]) -> Prefixes:
@@ -117,12 +125,68 @@ def test_deepseek_units_follow_the_documented_examples() -> None:
     assert cache.send(abc).read == 1500
 
 
+def test_deepseek_finds_a_common_prefix_inside_a_message() -> None:
+    """The guide's long-text example: the report inside the user message is the common
+    prefix A of two requests; the second hits nothing, the third hits A (to the character,
+    not rounded to the message before it)."""
+    system = ChatMessage(role="system", content="You analyse reports. " * 20)
+    report = "R" * 4000  # 1,000 tokens of report
+
+    def asking(question: str) -> Prefixes:
+        return request_prefixes([system, ChatMessage(role="user", content=report + question)])
+
+    cache = UnitCache()
+    first = asking("\n\nSummarise it.")
+    assert cache.send(first).read == 0
+    assert cache.send(asking("\n\nIs it profitable?")).read == 0
+    third = cache.send(asking("\n\nWho audited it?"))
+    assert first.tokens[0] + 1000 <= third.read < first.tokens[1]
+
+
 def test_the_bench_marks_the_plan_as_the_adapter_does() -> None:
     messages = tuple(ChatMessage(role=r, content=r) for r in ("system", "user", "user", "user"))
     plan = CachePlan(system_end=0, window_head=1, previous_read=2, last_stable=3)
     request = LLMRequest(model="m", messages=messages, cache_plan=plan)
     # 3 is the current (last user) message: never marked, whatever the plan says
     assert anthropic_points(request, "1h") == [(0, "1h"), (1, "1h"), (2, "1h")]
+    # at 5m the system prompt is still written for an hour (1h entries first)
+    assert anthropic_points(request, "5m") == [(0, "1h"), (1, "5m"), (2, "5m")]
+
+
+def test_anthropic_keys_the_conversation_by_tool_choice_not_the_system_prompt() -> None:
+    messages = [ChatMessage(role="system", content="rules"), ChatMessage(role="user", content="q")]
+    plain = request_prefixes(messages, tools_text="[tools]")
+    none = request_prefixes(messages, tools_text="[tools]", messages_key="tool_choice=none")
+    assert plain.digests[0] == none.digests[0]
+    assert plain.digests[1] != none.digests[1]
+    summary = LLMRequest(
+        model="m",
+        messages=(*messages, ChatMessage(role="user", content="fold")),
+        tools=(ToolSpec(name="t", description="T", parameters={"type": "object"}),),
+        tool_choice="none",
+        cache_plan=CachePlan(system_end=0, last_stable=1),
+    )
+    # the conversation's entries would never be read by a turn: only the prompt is marked
+    assert anthropic_points(summary, "5m") == [(0, "1h")]
+
+
+def test_a_workload_shorter_than_the_adrs_gets_figures_not_verdicts() -> None:
+    def row(provider: str, mode: str, read: int) -> ProviderRow:
+        billed = (Billed(input=100, read=read),)
+        return ProviderRow(provider=provider, mode=mode, billed=billed, write_share=WRITE_SHARE)
+
+    rows = {
+        "every provider": [
+            *(row("anthropic", f"{m}, {ttl}", 90) for m in ("ours", "automatic") for ttl in TTLS),
+            *(row(p, "automatic", 90) for p in ("openai", "auto64", "deepseek")),
+        ]
+    }
+    short = CacheBench(requests=1, rows=rows, markdown="", messages=ADR_MESSAGES - 1)
+    full = CacheBench(requests=1, rows=rows, markdown="", messages=ADR_MESSAGES)
+    assert {ok for _, _, ok in short.targets()} == {None}
+    assert all("judged on the 400-message ADR workload" in v for _, v, _ in short.targets())
+    assert len(full.targets()) == len(short.targets())
+    assert None not in {ok for _, _, ok in full.targets()}
 
 
 def test_the_replay_of_a_small_workload_reports_every_provider() -> None:

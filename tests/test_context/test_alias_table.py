@@ -10,11 +10,11 @@ CHAT = -100
 
 @pytest.fixture
 def table() -> AliasTable:
-    return AliasTable.from_projection(
-        CHAT,
-        [("m3", 3003), ("m7", 7001), ("m7.3", 7003), ("m12", 12000)],
-        references=[555],
-    )
+    table = AliasTable()
+    for alias, message_id in [("m3", 3003), ("m7", 7001), ("m7.3", 7003), ("m12", 12000)]:
+        table.register(alias, CHAT, message_id)
+    table.register_reference(555)
+    return table
 
 
 @pytest.mark.parametrize(

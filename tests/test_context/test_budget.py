@@ -2,13 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from bot.context import (
-    ProviderCapacity,
-    ResolvedRoute,
+from bot.context.budget import (
+    PerScene,
+    ProfileCapacity,
     RuntimeLimits,
+    bound_summaries,
     effective_context_budget,
-    resolve_route,
-    scene_history_budget,
+    resolve_window,
+    window_for_math,
 )
 from bot.domain.ids import Scene
 
@@ -82,91 +83,23 @@ def test_effective_context_budget(limits: RuntimeLimits, window: int | None, bud
 
 
 PROFILES = {
-    "any": ProviderCapacity(name="any", model="", context_window=64_000),
-    "ds": ProviderCapacity(name="ds", model="deepseek-chat", context_window=128_000),
-    "blind": ProviderCapacity(name="blind", model="m", context_window=0),
+    "any": ProfileCapacity(name="any", model="", context_window=64_000),
+    "ds": ProfileCapacity(name="ds", model="deepseek-chat", context_window=128_000),
+    "blind": ProfileCapacity(name="blind", model="m", context_window=0),
 }
 
 
 @pytest.mark.parametrize(
-    ("provider", "model", "fallback", "expected"),
+    ("profile", "model", "fallback", "expected"),
     [
-        (
-            "any",
-            "whatever",
-            0,
-            ResolvedRoute(
-                provider="any",
-                model="whatever",
-                context_window=64_000,
-                context_window_for_math=64_000,
-            ),
-        ),
-        (
-            "ds",
-            "deepseek-chat",
-            0,
-            ResolvedRoute(
-                provider="ds",
-                model="deepseek-chat",
-                context_window=128_000,
-                context_window_for_math=128_000,
-            ),
-        ),
-        (
-            "ds",
-            "",
-            0,
-            ResolvedRoute(
-                provider="ds",
-                model="deepseek-chat",
-                context_window=128_000,
-                context_window_for_math=128_000,
-            ),
-        ),
-        (
-            "ds",
-            "deepseek-reasoner",
-            0,
-            ResolvedRoute(
-                provider="ds",
-                model="deepseek-reasoner",
-                context_window=None,
-                context_window_for_math=32_000,
-            ),
-        ),
-        (
-            "blind",
-            "m",
-            0,
-            ResolvedRoute(
-                provider="blind", model="m", context_window=None, context_window_for_math=32_000
-            ),
-        ),
-        (
-            "nope",
-            "m",
-            50_000,
-            ResolvedRoute(
-                provider="nope", model="m", context_window=None, context_window_for_math=32_000
-            ),
-        ),
-        (
-            None,
-            "m",
-            50_000,
-            ResolvedRoute(
-                provider=None, model="m", context_window=50_000, context_window_for_math=50_000
-            ),
-        ),
-        (
-            None,
-            "m",
-            0,
-            ResolvedRoute(
-                provider=None, model="m", context_window=None, context_window_for_math=32_000
-            ),
-        ),
+        ("any", "whatever", 0, 64_000),
+        ("ds", "deepseek-chat", 0, 128_000),
+        ("ds", "", 0, 128_000),
+        ("ds", "deepseek-reasoner", 0, None),
+        ("blind", "m", 0, None),
+        ("nope", "m", 50_000, None),
+        (None, "m", 50_000, 50_000),
+        (None, "m", 0, None),
     ],
     ids=[
         "profile without a model fits any model",
@@ -179,24 +112,37 @@ PROFILES = {
         "no profile, no fallback",
     ],
 )
-def test_resolve_route(
-    provider: str | None, model: str, fallback: int, expected: ResolvedRoute
+def test_resolve_window(
+    profile: str | None, model: str, fallback: int, expected: int | None
 ) -> None:
-    assert resolve_route(PROFILES, provider, model, fallback_window=fallback) == expected
-
-
-def test_an_unknown_route_keeps_the_absolute_budget_quirk() -> None:
-    route = resolve_route(PROFILES, "ds", "deepseek-reasoner")
-    limits = RuntimeLimits(max_context_tokens=100_000)
-    assert limits.effective_context_budget(route.context_window) == 100_000
-    assert limits.effective_context_budget(route.context_window_for_math) == 32_000
+    assert resolve_window(PROFILES, profile, model, fallback_window=fallback) == expected
 
 
 @pytest.mark.parametrize(
-    ("scene", "default", "custom"),
-    [("group", 8_000, 1), ("private", 12_000, 2), ("owner", 24_000, 3)],
+    ("window", "for_math"), [(64_000, 64_000), (None, 32_000)], ids=["known", "unknown"]
+)
+def test_window_for_math(window: int | None, for_math: int) -> None:
+    assert window_for_math(window) == for_math
+
+
+def test_an_unknown_route_keeps_the_absolute_budget_quirk() -> None:
+    window = resolve_window(PROFILES, "ds", "deepseek-reasoner")
+    limits = RuntimeLimits(max_context_tokens=100_000)
+    assert limits.effective_context_budget(window) == 100_000
+    assert limits.effective_context_budget(window_for_math(window)) == 32_000
+
+
+@pytest.mark.parametrize(
+    ("scene", "value"),
+    [("group", 1), ("private", 2), ("owner", 3)],
     ids=["group", "private", "owner"],
 )
-def test_scene_history_budget(scene: Scene, default: int, custom: int) -> None:
-    assert scene_history_budget(scene) == default
-    assert scene_history_budget(scene, group=1, private=2, owner=3) == custom
+def test_per_scene_reads_the_scenes_own_value(scene: Scene, value: int) -> None:
+    assert PerScene(group=1, private=2, owner=3).of(scene) == value
+
+
+def test_a_summary_never_takes_more_than_a_quarter_of_its_scenes_history() -> None:
+    history = PerScene(group=8_000, private=2_000, owner=0)
+    summaries = PerScene(group=600, private=800, owner=1_500)
+    # group: 600 fits in 2,000; private: 800 is cut to 500; owner: no history budget, as set
+    assert bound_summaries(summaries, history) == PerScene(group=600, private=500, owner=1_500)

@@ -6,21 +6,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.context import (
+from bot.context.history_trim import (
     BREADCRUMB_TEXT,
     HistoryTrimmed,
     TrimResult,
-    WindowDecision,
     breadcrumb_message,
-    estimate_history_tokens,
     insert_breadcrumb,
-    remove_orphaned_tool_messages,
     trim_conversation_to_recent_turns,
     trim_to_recent_turn_count,
     trim_to_recent_turns,
     with_breadcrumb,
 )
+from bot.context.orphans import remove_orphaned_tool_messages
+from bot.context.tokens import estimate_history_tokens
 from bot.context.turns import leading_system_count, turn_starts
+from bot.context.window import WindowDecision, WindowLimits
 from bot.domain.messages import ChatMessage
 from tests.test_context.histories import (
     assistant,
@@ -326,13 +326,15 @@ def test_history_trimmed_from_window() -> None:
         dropped_turns=3,
         dropped_messages=7,
     )
-    event = HistoryTrimmed.from_window(decision, budget=8_000, session=1, turn_id="t")
+    limits = WindowLimits(token_budget=2_000, max_turns=4)
+    event = HistoryTrimmed.from_window(decision, limits, session=1, turn_id="t")
     assert (event.reason, event.tokens_before, event.tokens_after, event.dropped_messages) == (
         "turn_limit",
         90,
         40,
         7,
     )
+    assert event.budget == 2_000  # the window's limit, in the same units as its tokens
     with pytest.raises(ValueError, match="did not move"):
         HistoryTrimmed.from_window(
             WindowDecision(
@@ -345,7 +347,7 @@ def test_history_trimmed_from_window() -> None:
                 dropped_turns=0,
                 dropped_messages=0,
             ),
-            budget=1,
+            WindowLimits(token_budget=1),
             session=1,
             turn_id="t",
         )

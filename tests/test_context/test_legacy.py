@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.context import is_per_turn_block, strip_per_turn_blocks, strip_per_turn_text
+from bot.context.legacy import is_per_turn_block, strip_per_turn_blocks, strip_per_turn_text
 from bot.domain.records import ContentBlock
 
 

@@ -6,6 +6,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from bot.agent.request import register_shown
 from bot.context.alias_table import AliasTable
 from bot.context.projection import (
     Projection,
@@ -200,7 +201,8 @@ def test_quote_outside_the_path_shows_the_platform_id_and_a_reference_when_trunc
         "in full\n\n" + TURN_BLOCKS
     )
     assert projection.references == (55,)
-    table = AliasTable.from_projection(-100, projection.aliases, projection.references)
+    table = AliasTable()
+    register_shown(table, projection, -100)
     assert table.rewrite_arguments({"reference": "55"}) == {"reference": 55}
 
 

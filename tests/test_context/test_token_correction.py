@@ -16,7 +16,7 @@ from bot.context.token_correction import (
     TokenCorrection,
     corrections_from_dict,
     corrections_to_dict,
-    estimate_drift,
+    drift_of_errors,
     observe,
 )
 
@@ -134,13 +134,13 @@ def test_a_book_skips_entries_that_are_not_objects() -> None:
 
 
 def test_drift_is_the_median_and_p90_of_the_absolute_error() -> None:
-    pairs = [(110, 100)] * 8 + [(70, 100), (200, 100)]  # +10 % x8, -30 %, +100 %
-    drift = estimate_drift(pairs)
+    errors = [0.1] * 8 + [0.3, 1.0]  # +10 % x8, -30 %, +100 %
+    drift = drift_of_errors(errors)
     assert drift is not None
     assert drift.calls == 10
     assert drift.median == pytest.approx(0.10)
     assert drift.p90 == pytest.approx(0.30)
-    assert estimate_drift([(5, 0), (5, 0)]) is None
-    single = estimate_drift([(90, 100)])
+    assert drift_of_errors([]) is None
+    single = drift_of_errors([0.1])
     assert single is not None
     assert (single.median, single.p90) == (pytest.approx(0.1), pytest.approx(0.1))

@@ -7,9 +7,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.context import shrink_old_tool_results, truncate_tool_result
 from bot.context.tokens import compute_message_tokens
-from bot.context.tool_results import summarize_arguments
+from bot.context.tool_results import (
+    shrink_old_tool_results,
+    summarize_arguments,
+    truncate_tool_result,
+)
 from bot.domain.ids import Locale
 from bot.domain.messages import ChatMessage, ToolCall
 from tests.test_context.histories import assistant, tool, user

@@ -7,15 +7,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.context import (
+from bot.context.window import (
+    TurnCosts,
     WindowDecision,
     WindowLimits,
     check_capacity,
     estimate_tool_schema_tokens,
     recovery_target,
     select_window,
+    turn_costs,
 )
-from bot.context.window import TurnCosts, turn_costs
 from bot.domain.messages import ChatMessage
 from bot.errors import CapacityExceeded
 from tests.test_context.histories import assistant, crumb, tool, user

@@ -20,6 +20,7 @@ from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
 from bot.ports import LLMRequest, LLMResponse, NewRecord, PlatformMessage
+from bot.services.triggers import BotIdentity
 from bot.texts import text
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
@@ -166,7 +167,7 @@ async def test_recovery_sends_no_notice_to_a_chat_the_bot_left(live: LiveBot) ->
         )
     await push(live, api.member_update(1002, BOB, old="member", new="kicked", chat_type="private"))
 
-    await live.app.inbound.recover_interrupted(bot_id=api.bot_id, bot_username=api.username)
+    await live.app.recovery.recover(BotIdentity(id=api.bot_id, username=api.username))
     await live.app.inbound.drain()
     assert [m["text"] for m in api.sent_messages(1001)] == [text("en", "restarted_missed")]
     assert api.sent_messages(1002) == []

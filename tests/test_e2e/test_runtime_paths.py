@@ -23,22 +23,22 @@ from typing import Any
 import pytest
 
 from adapters.llm.fake_server import FakeOpenAIServer
-from adapters.llm.scripted import CallTool, Fail, Reply, ScriptedModel, Step
+from adapters.llm.scripted import CallTool, Fail, Reply, ScriptedModel, Step, is_summary_request
 from adapters.telegram.fake_api import FakeBotApi
 from bot.agent.provider_call import FINAL_CALL_NOTE
-from bot.agent.request import tool_schema
 from bot.app.wiring import App, open_store
-from bot.context import BREADCRUMB_TEXT
 from bot.context.compaction import SUMMARY_PREFIX
+from bot.context.history_trim import BREADCRUMB_TEXT
 from bot.context.tokens import estimate_history_tokens, estimate_message_tokens
 from bot.context.window import estimate_tool_schema_tokens
 from bot.domain.ids import SessionKey
 from bot.domain.messages import ChatMessage
 from bot.domain.records import ToolResultsRecord
 from bot.errors import ContextOverflow
-from bot.ports import ConversationStore, LLMRequest, LLMResponse
+from bot.ports import LLMRequest, LLMResponse
 from bot.services.legacy_import import import_legacy_rows
 from bot.services.usage_report import load_report
+from bot.store_ports import ConversationStore
 from tests.bot_process import eventually
 from tests.deadlines import EVENT, deadline
 from tests.fakes import SteppingClock
@@ -128,8 +128,8 @@ class Chat:
 
     @property
     def requests(self) -> list[LLMRequest]:
-        """The chat's turn requests (summary requests, `tool_choice: none`, left out)."""
-        return [r for r in self.model.requests if r.tool_choice != "none"]
+        """The chat's turn requests (summary requests left out)."""
+        return [r for r in self.model.requests if not is_summary_request(r)]
 
     def last_text(self) -> str:
         return str(self.api.sent_messages(CHAT)[-1]["text"])
@@ -212,7 +212,7 @@ def fixed_tokens(tmp_path: Path) -> int:
         model=ScriptedModel(),
     )
     system = ChatMessage(role="system", content=app.runner.system_prompt("group"))
-    schemas = [tool_schema(tool) for tool in app.runner.tools.values()]
+    schemas = [tool.spec.schema() for tool in app.runner.tools.values()]
     return estimate_message_tokens(system) + estimate_tool_schema_tokens(schemas)
 
 
@@ -469,7 +469,10 @@ async def test_the_iteration_cap_ends_with_one_summary_call_without_tools(
         )
         assert len(chat.requests) == 3
         final = chat.requests[2]
-        assert final.tools == ()
+        # the same tools, not callable: the prefix stays the cached one
+        assert final.tools == chat.requests[1].tools != ()
+        assert final.tool_choice == "none"
+        assert final.messages[: len(chat.requests[1].messages)] == chat.requests[1].messages
         assert final.messages[-1].content == FINAL_CALL_NOTE
         assert [m.role for m in final.messages[-5:-1]] == ["assistant", "tool"] * 2
         assert chat.last_text() == "the plan is in the wiki"
@@ -583,7 +586,10 @@ async def test_a_small_runtime_budget_binds_the_persisted_window_not_a_proactive
         (line,) = chat.ledger()
         (window_move,) = line["trims"]
         assert window_move["reason"] == "token_budget"
-        assert window_move["budget"] <= 600
+        # the budget the move held the window to (clamped, in the units of its tokens),
+        # not the scene's 600
+        assert window_move["budget"] < 600
+        assert window_move["tokens_before"] > window_move["budget"]
         assert window_move["tokens_after"] < window_move["tokens_before"]
         report = load_report(chat.data_dir / "agent-traces", zone=UTC, days=[T0.date()])
         assert report.total.trims == 1

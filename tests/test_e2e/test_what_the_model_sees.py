@@ -24,7 +24,7 @@ from adapters.llm.scripted import ScriptedModel
 from adapters.telegram.fake_api import FakeBotApi
 from bot.app.wiring import App, open_store
 from bot.config import load_settings
-from bot.context import BREADCRUMB_TEXT
+from bot.context.history_trim import BREADCRUMB_TEXT
 from bot.context.turns import turn_starts
 from bot.domain.messages import ChatMessage
 from bot.ports import LLMRequest, LLMResponse

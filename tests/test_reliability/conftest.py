@@ -23,7 +23,8 @@ from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from bot.domain.ids import SessionKey
 from bot.domain.records import StoredRecord
-from bot.ports import ConversationStore, LLMRequest, LLMResponse, TextSink
+from bot.ports import LLMRequest, LLMResponse, TextSink
+from bot.store_ports import ConversationStore
 from storage.sql import SqlStore
 from tests.bot_process import BotProcess, sqlite_store
 from tests.deadlines import EVENT, deadline

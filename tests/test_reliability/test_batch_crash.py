@@ -3,8 +3,8 @@ commits. Killed (SIGKILL) between the commit and the confirmation, a real `tgbot
 process sees the same batch again after a restart: nothing is lost, nothing doubled, and
 the one message that asked for an answer is answered once.
 
-The kill comes from `TGBOT_FAULT=after_commit_before_confirm` (test-only, read by
-`bot/app/serve.py`)."""
+The kill comes from the test entry point `tests/crash_after_batch.py`: `tgbot run` with an
+`after_batch` hook that SIGKILLs the process."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ async def test_a_kill_between_a_batch_commit_and_its_confirmation_loses_and_doub
             expected[group].append(text)
     last = api.push_update(api.user_message(DANA_ID, DANA, "hello?", chat_type="private"))
 
-    await bot.start(TGBOT_FAULT="after_commit_before_confirm")
+    await bot.start(entry="tests.crash_after_batch")
     assert bot.process is not None
     assert await asyncio.to_thread(bot.process.wait, 30) == -9  # SIGKILL, by the fault
     # the batch was committed ...

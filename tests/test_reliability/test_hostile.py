@@ -266,8 +266,8 @@ async def test_the_owner_is_never_rate_limited_and_everyone_else_still_is(
 
 
 def fan_out(request: LLMRequest) -> LLMResponse:
-    """Twenty send_message calls on every step while tools are offered."""
-    if not request.tools:
+    """Twenty send_message calls on every step while tools may be called."""
+    if not request.tools or request.tool_choice == "none":
         return LLMResponse(text="that is all")
     step = sum(1 for m in request.messages if m.role == "assistant" and m.tool_calls)
     calls = tuple(

@@ -5,6 +5,7 @@ messages around it, in its batch and after it, are answered."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.telegram.fake_api import FakeBotApi
 from bot.ports import LLMRequest, LLMResponse
+from bot.services.error_log import read_errors
 from storage.sql import SqlStore
 from tests.bot_process import BotProcess, eventually
 from tests.test_reliability.conftest import GatedModel
@@ -78,3 +80,10 @@ async def test_a_poisoned_update_is_skipped_and_the_chats_are_answered(
     # recorded in the update log: a redelivery would be known
     assert not await db.claim_update(sticker)
     assert not await db.claim_update(forward)
+    # and in the error log, for the dashboard's error list
+    today = datetime.now(UTC).date()
+    days = [today - timedelta(days=1), today, today + timedelta(days=1)]  # any zone
+    logged = {e.update_id: e for e in read_errors(bot.data_dir / "agent-traces", days)}
+    assert set(logged) == {sticker, forward}
+    assert logged[sticker].kind == "skipped_update"
+    assert logged[sticker].reason.startswith("message.sticker")

@@ -1,4 +1,4 @@
-"""Start-up recovery policy (`InboundService.recover_interrupted`) over the in-memory store:
+"""Start-up recovery policy (`CrashRecovery.recover`) over the in-memory store:
 which interrupted turns are answered, which get a short notice, which are left alone."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from bot.domain.facts import Quote, Sender
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import UserRecord
 from bot.ports import NewRecord
+from bot.services.triggers import BotIdentity
 from bot.texts import text
 from storage.engine import create_engine_for
 from storage.memory import InMemoryStore
@@ -44,7 +45,7 @@ async def recover_one(
     session = await store.open_session(SessionKey(chat_id=chat), scene=scene)
     body = UserRecord(sender=ALICE, text=text, quote=quote)
     await store.append(session.id, [NewRecord(body=body, created_at=NOW - age, message_ids=(7,))])
-    await app.inbound.recover_interrupted(bot_id=BOT_ID, bot_username="helper_bot")
+    await app.recovery.recover(BotIdentity(id=BOT_ID, username="helper_bot"))
     await app.inbound.drain()
     return messenger, model
 
@@ -105,7 +106,7 @@ async def test_two_workers_recovering_together_answer_once(tmp_path: Path) -> No
     await store.append(session.id, [NewRecord(body=body, created_at=at, message_ids=(7,))])
 
     for app in apps:
-        await app.inbound.recover_interrupted(bot_id=BOT_ID, bot_username="helper_bot")
+        await app.recovery.recover(BotIdentity(id=BOT_ID, username="helper_bot"))
     for app in apps:
         await app.inbound.drain()
 
@@ -146,7 +147,7 @@ async def test_a_message_the_rate_limit_refused_is_not_answered_after_a_restart(
             False,
             True,
         ]
-        await app.inbound.recover_interrupted(bot_id=api.bot_id, bot_username=api.username)
+        await app.recovery.recover(BotIdentity(id=api.bot_id, username=api.username))
         await app.inbound.drain()
     assert after.requests == []
     assert [m["text"] for m in api.sent_messages(ALICE.id)] == sent

@@ -55,3 +55,29 @@ async def test_both_workers_calls_move_one_shared_correction(tmp_path: Path) -> 
     finally:
         for store in stores:
             await store.close()
+
+
+async def test_a_restarted_worker_starts_from_the_shared_table_not_its_file(
+    tmp_path: Path,
+) -> None:
+    url = await fresh_postgres()
+    store = SqlStore(create_engine_for(url))
+    try:
+        shared = SqlTokenCorrections(store.engine)
+        for _ in range(CALLS):  # what the other workers learned meanwhile
+            await shared.observe(route_key(*ROUTE), estimated=1000, reported=2000)
+        stale = TokenTruth(tmp_path / "w" / "token-corrections.json")
+        stale.observe(*ROUTE, estimated=1000, reported=1000)
+        stale.flush()  # this worker's own file: one call, no correction
+        app = wire_app(
+            rig_settings(tmp_path / "w"), store=store,
+            messenger=RecordingMessenger(), model=ScriptedModel(),
+        )  # fmt: skip
+        await app.routes.aclose()
+        truth = app.runner.truth
+        assert truth.correction(*ROUTE).samples == 1  # before start-up: its file
+        await truth.load_shared()  # what `tgbot run` does before its first update
+        assert truth.correction(*ROUTE) == (await shared.load())[route_key(*ROUTE)]
+        assert truth.correction(*ROUTE).samples == CALLS
+    finally:
+        await store.close()

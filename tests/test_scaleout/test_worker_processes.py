@@ -10,11 +10,7 @@ turns of a chat never overlap and no message is answered twice.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import socket
-import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -24,136 +20,24 @@ import pytest
 
 from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.telegram.fake_api import FakeBotApi
-from adapters.telegram.webhook import HEALTH_PATH, SECRET_HEADER, WEBHOOK_PATH
+from adapters.telegram.webhook import HEALTH_PATH
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
 from tests.test_scaleout.conftest import fresh_postgres
 from tests.test_scaleout.probes import OverlapProbe, tag
+from tests.test_scaleout.workers import SECRET, Worker, post, worker_env
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
-SECRET = "worker-secret"
 PUBLIC_URL = "https://bot.example/webhook"
-START_TIMEOUT = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Worker:
-    """One `python -m bot.app.cli run --webhook` process; its log is kept for failure messages."""
-
-    def __init__(self, name: str, env: Mapping[str, str]) -> None:
-        self.name = name
-        self.port = free_port()
-        self.env = dict(env)
-        self.log: list[str] = []
-        self.ready = asyncio.Event()
-        self.process: asyncio.subprocess.Process | None = None
-        self._reader: asyncio.Task[None] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    async def start(self) -> None:
-        self.process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bot.app.cli",
-            "run",
-            "--webhook",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            *(() if "LLM_BASE_URL" in self.env else ("--offline",)),  # the canned model, meant
-            cwd=ROOT,
-            env=self.env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        self._reader = asyncio.create_task(self._read(self.process))
-        waiting = asyncio.create_task(self.ready.wait())
-        await asyncio.wait(
-            {waiting, self._reader}, timeout=START_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
-        )
-        if not self.ready.is_set():
-            waiting.cancel()
-            raise AssertionError(f"{self.name} did not start:\n{self.output}")
-        waiting.cancel()
-
-    async def _read(self, process: asyncio.subprocess.Process) -> None:
-        assert process.stderr is not None
-        async for raw in process.stderr:
-            line = raw.decode(errors="replace").rstrip()
-            self.log.append(line)
-            if "webhook registered" in line or (
-                "webhook listening" in line and "WEBHOOK_URL" not in self.env
-            ):
-                self.ready.set()
-
-    @property
-    def output(self) -> str:
-        return "\n".join(self.log[-60:])
-
-    async def stop(self) -> int:
-        """SIGTERM, then wait for the exit (the worker drains its turns first)."""
-        assert self.process is not None
-        if self.process.returncode is None:
-            self.process.send_signal(signal.SIGTERM)
-        code = await asyncio.wait_for(self.process.wait(), 30)
-        if self._reader is not None:
-            await self._reader
-        return code
-
-    async def kill(self) -> None:
-        if self.process is not None and self.process.returncode is None:
-            self.process.kill()
-            await self.process.wait()
-        if self._reader is not None:
-            await self._reader
-
-
-def worker_env(api: FakeBotApi, data_dir: Path, **extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("BOT_", "LLM_", "TELEGRAM_", "WEBHOOK_", "TRIGGERS__"))
-        and k not in {"DATABASE_URL", "DATA_DIR", "OWNER_ID"}
-    }
-    env.update(
-        BOT_TOKEN=api.token,
-        TELEGRAM_API_BASE=api.base_url,
-        DATA_DIR=str(data_dir),
-        BOT_LOCALE="en",
-        WEBHOOK_SECRET=SECRET,
-        SECURITY__USER_MESSAGES_PER_MINUTE="0",
-        SECURITY__CHAT_MESSAGES_PER_MINUTE="0",
-        TGBOT_LOG_LEVEL="INFO",
-        PYTHONPATH=str(ROOT),
-    )
-    env.update(extra)
-    return env
 
 
 @pytest.fixture
 async def http() -> AsyncIterator[aiohttp.ClientSession]:
     async with aiohttp.ClientSession() as session:
         yield session
-
-
-async def post(http: aiohttp.ClientSession, worker: Worker, update: Mapping[str, Any]) -> int:
-    headers = {SECRET_HEADER: SECRET}
-    async with http.post(worker.url + WEBHOOK_PATH, json=update, headers=headers) as response:
-        return response.status
 
 
 def message(api: FakeBotApi, update_id: int, chat: int, n: int, *, addressed: bool) -> Any:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from adapters.llm.scripted import ScriptedModel
-from bot.agent.routes import ProviderEntry, RouteTable
-from bot.context.budget import ProviderCapacity
+from bot.agent.routes import ProfileEntry, RouteTable
+from bot.context.budget import ProfileCapacity
 from bot.domain.facts import InboundMessage, Sender
 from bot.domain.ids import SessionKey
 from bot.ports import SessionInfo
@@ -34,16 +34,16 @@ def route_table() -> RouteTable:
     model = ScriptedModel()
     return RouteTable(
         {
-            "default": ProviderEntry(
+            "default": ProfileEntry(
                 provider=model,
-                capacity=ProviderCapacity(name="default", model="chat", context_window=64_000),
+                capacity=ProfileCapacity(name="default", model="chat", context_window=64_000),
             ),
-            "big": ProviderEntry(
+            "big": ProfileEntry(
                 provider=model,
-                capacity=ProviderCapacity(name="big", model="large", context_window=200_000),
+                capacity=ProfileCapacity(name="big", model="large", context_window=200_000),
             ),
         },
-        default_provider="default",
+        default_profile="default",
         default_model="chat",
     )
 

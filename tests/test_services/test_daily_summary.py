@@ -62,6 +62,22 @@ def summary(
     )
 
 
+async def test_the_cost_carries_the_configured_currency(traces: Path) -> None:
+    messenger = RecordingMessenger()
+    daily = DailySummary(
+        traces,
+        SHANGHAI,
+        OWNER,
+        messenger,
+        InMemoryStore(),
+        SteppingClock(NOW),
+        locale="en",
+        currency="CNY",
+    )
+    assert await daily.send_yesterday() is True
+    assert "cost 0.7500 CNY" in messenger.sent[0].text
+
+
 def test_yesterday_is_the_calendar_day_before_now_in_the_bot_zone(traces: Path) -> None:
     assert summary(traces, RecordingMessenger(), InMemoryStore()).yesterday() == YESTERDAY
 

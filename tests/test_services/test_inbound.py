@@ -167,9 +167,9 @@ async def test_the_owner_switches_models_and_sees_an_unknown_window(tmp_path: Pa
 async def test_per_chat_state_stays_bounded_and_turns_stay_correct(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import bot.services.inbound as inbound_module
+    import bot.services.turn_scheduler as turn_scheduler
 
-    monkeypatch.setattr(inbound_module, "MAX_IDLE_SESSIONS", 5)
+    monkeypatch.setattr(turn_scheduler, "MAX_IDLE_SESSIONS", 5)
     model = ScriptedModel()
     app, _store, messenger, clock = make(tmp_path, model)
     for chat in range(1, 31):
@@ -180,5 +180,5 @@ async def test_per_chat_state_stays_bounded_and_turns_stay_correct(
         if chat % 10 == 0:  # bursts of ten chats at once, then quiet
             await app.inbound.drain()
     await app.inbound.drain()
-    assert len(app.inbound._sessions) <= 11
+    assert len(app.inbound.turns._sessions) <= 11
     assert all(len(messenger.texts(chat)) == 1 for chat in range(1, 31))

@@ -147,3 +147,24 @@ def test_the_table_and_json_show_cache_writes_and_their_share(tmp_path: Path) ->
     assert total["cache_write_cost"] == 0.01
     assert total["cache_write_share"] == 0.5
     assert total["truncated_calls"] == 1
+
+
+def test_the_cost_carries_the_configured_currency(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[ledger] currency` (here `LEDGER__CURRENCY`) names what every cost is counted in."""
+    from bot.app.usage_command import usage_report
+
+    write_ledger(tmp_path / "agent-traces", DAY1 + DAY2)
+    monkeypatch.setenv("DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("BOT_TIMEZONE", "Asia/Shanghai")
+    monkeypatch.setenv("LEDGER__CURRENCY", "EUR")
+    out = io.StringIO()
+    assert usage_report(None, days=3650, since="2026-03-01", as_json=True, chat=None, out=out) == 0
+    assert json.loads(out.getvalue())["currency"] == "EUR"
+    out = io.StringIO()
+    assert usage_report(None, days=0, since="2026-03-01", as_json=False, chat=None, out=out) == 0
+    assert "cost EUR" in out.getvalue()
+    code, text = run(tmp_path / "agent-traces", as_json=True)
+    assert code == 0
+    assert json.loads(text)["currency"] is None  # none given: the figures alone

@@ -20,8 +20,11 @@ from storage.memory import InMemoryStore
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore
 from tests.fakes import SteppingClock
+from tests.store_inspector import InspectedStore
 
-Store = InMemoryStore | SqlStore
+Store = InspectedStore
+"""What the contract tests take: the store port (and the test-side inspection helpers),
+not one of its implementations."""
 
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
 
@@ -80,10 +83,10 @@ async def store(
 ) -> AsyncIterator[Store]:
     backend: str = request.param
     if backend == "memory":
-        yield InMemoryStore(now=clock.now)
+        yield InMemoryStore(clock=clock)
         return
     url = await database_url(backend, tmp_path)
-    sql_store = SqlStore(create_engine_for(url), now=clock.now)
+    sql_store = SqlStore(create_engine_for(url), clock=clock)
     try:
         yield sql_store
     finally:

@@ -25,6 +25,7 @@ from bot.errors import SessionNotFound, StorageError
 from bot.ports import NewRecord, PlatformMessage
 from storage.retention import PruneResult
 from tests.fakes import SteppingClock
+from tests.store_inspector import get_record, get_session
 from tests.test_storage.conftest import Store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -103,7 +104,7 @@ class TestSessions:
         b = await store.open_session(SessionKey(chat_id=42), scene="owner")
         await store.set_route(b.id, "deepseek/deepseek-chat")
         assert [s.id for s in await store.list_sessions()] == [a.id, b.id]
-        assert (await store.get_session(b.id)).route == "deepseek/deepseek-chat"
+        assert (await get_session(store, b.id)).route == "deepseek/deepseek-chat"
         with pytest.raises(SessionNotFound):
             await store.load_history(999_999, max_records=5)
         with pytest.raises(SessionNotFound):
@@ -143,15 +144,15 @@ class TestRecords:
         (a,) = await store.append(sid, [user("a", BIG)])
         b, c = await store.append(sid, [reply("call"), reply("result")])
         assert (a.parent_id, b.parent_id, c.parent_id) == (None, a.id, b.id)
-        assert (await store.get_session(sid)).active_leaf_id == c.id
-        assert await store.get_record(c.id) == c
-        assert await store.get_record(c.id + 1000) is None
+        assert (await get_session(store, sid)).active_leaf_id == c.id
+        assert await get_record(store, c.id) == c
+        assert await get_record(store, c.id + 1000) is None
 
     async def test_branches_and_leaf_switches(self, store: Store) -> None:
         sid = await new_session(store)
         a, b = await store.append(sid, [user("a", 10), reply("b", 11)])
         (b2,) = await store.append(sid, [reply("b2", 12)], parent_id=a.id, move_leaf=False)
-        assert (await store.get_session(sid)).active_leaf_id == b.id
+        assert (await get_session(store, sid)).active_leaf_id == b.id
         assert [r.id for r in await store.load_path(sid)] == [a.id, b.id]
         assert [r.id for r in await store.load_path(sid, b2.id)] == [a.id, b2.id]
         await store.set_active_leaf(sid, b2.id)
@@ -194,7 +195,7 @@ class TestRecords:
                 platform_messages=[event(2), event(3, record_id=a.id + 10_000)],
             )
         assert [r.id for r in await store.load_path(sid)] == [a.id]
-        assert (await store.get_session(sid)).active_leaf_id == a.id
+        assert (await get_session(store, sid)).active_leaf_id == a.id
         assert await store.find_platform_message(CHAT, 2) is None
         (b,) = await store.append(sid, [user("b", 2)])
         assert b.parent_id == a.id
@@ -358,7 +359,7 @@ class TestAliases:
         assert updated.message_ids == (None, 11)
         assert updated.message_id == 11
         assert updated.alias_parts == (None, "m2")
-        assert (await store.get_record(follow.id)).alias_seq == 3  # type: ignore[union-attr]
+        assert (await get_record(store, follow.id)).alias_seq == 3  # type: ignore[union-attr]
         await assert_aliases_match_full_path(store, sid, max_records=2)
         path = await store.load_path(sid)
         assert path[1].body == AssistantRecord(text="answer")
@@ -368,7 +369,7 @@ class TestAliases:
         await assert_aliases_match_full_path(store, sid, max_records=5)
 
 
-class TestPlatformEvents:
+class TestPlatformMessages:
     async def test_append_links_events_to_the_last_record(self, store: Store) -> None:
         sid = await new_session(store)
         _, b = await store.append(
@@ -446,7 +447,7 @@ class TestPrune:
 
         result = await store.prune(T0 - timedelta(days=30))
 
-        assert result == PruneResult(records=3, events=1, updates=1)
+        assert result == PruneResult(records=3, platform_messages=1, updates=1)
         path = await store.load_path(sid)
         assert [r.id for r in path] == [r.id for r in early[3:] + recent]
         assert path[0].parent_id is None

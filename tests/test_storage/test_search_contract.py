@@ -17,10 +17,10 @@ from bot.domain.records import UserRecord
 from bot.ports import InboundAppend, NewRecord, PlatformMessage
 from storage.engine import create_engine_for
 from storage.migrate import alembic_config, upgrade_database
-from storage.rows import event_row
+from storage.rows import platform_message_row
 from storage.search import MAX_QUERY_CHARS, index_tokens, query_terms
 from storage.sql import SqlStore
-from storage.tables import EVENTS
+from storage.tables import PLATFORM_MESSAGES
 from tests.test_storage.conftest import Store, database_url
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -242,8 +242,8 @@ async def test_the_migration_indexes_what_is_already_stored(backend: str, tmp_pa
         async with engine.begin() as conn:
             await conn.run_sync(lambda sync: _downgrade_to(sync, "0002"))
             rows = [said(1, "the wifi password is hunter2"), said(2, "密码在冰箱上")]
-            values = [event_row(e, default_record_id=None) for e in rows]
-            await conn.execute(EVENTS.insert(), values)
+            values = [platform_message_row(e, default_record_id=None) for e in rows]
+            await conn.execute(PLATFORM_MESSAGES.insert(), values)
     finally:
         await engine.dispose()
     await upgrade_database(url)

@@ -13,6 +13,7 @@ from storage.codec import encode_payload
 from storage.engine import create_engine_for
 from storage.rows import DecodedRecords
 from storage.sql import SqlStore
+from tests.store_inspector import get_record
 from tests.test_storage.test_contract import user
 
 
@@ -49,7 +50,7 @@ async def test_appending_under_an_uncached_record_repairs_first(sql_url: str) ->
             )
         (c,) = await store.append(sid, [user("c", 1)])
         assert c.alias_seq == 1  # the repeated id 1 is found on the repaired path
-        got = await store.get_record(b.id)
+        got = await get_record(store, b.id)
         assert got is not None
         assert got.alias_parts == ("m2",)
         (d,) = await store.append(sid, [user("d", 3)])

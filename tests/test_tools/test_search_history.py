@@ -40,7 +40,7 @@ def said(mid: int, who: Sender, text: str, *, chat: int = GROUP, hours: int = 0)
 
 async def chat(store: InMemoryStore) -> int:
     """m1 Alice (10), m2 Bob (11), m3 the bot's reply (12) on the active path; 13 (Alice) on
-    an abandoned branch; 14 only a platform event (its record pruned)."""
+    an abandoned branch; 14 only a platform message (its record pruned)."""
     session = await store.open_session(SessionKey(chat_id=GROUP), scene="group")
     first = await store.append(
         session.id,

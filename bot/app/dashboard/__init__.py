@@ -1,1 +1,4 @@
-"""The operator dashboard (DESIGN.md §9): read-only pages over the store and the ledger."""
+"""The operator dashboard: read-only pages over the store and the ledger.
+
+See docs/architecture.md, Dashboard.
+"""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -19,7 +19,7 @@ from bot.app.dashboard.views import BadQuery, alias_lines, parse_int
 from bot.config import Settings
 from bot.domain.ids import SessionKey
 from bot.errors import SessionNotFound
-from bot.ports import ConversationStore
+from bot.store_ports import HistoryLoader, SessionLookup
 
 RECORDS_PER_PAGE = 50
 MAX_CONVERSATION_RECORDS = 5_000
@@ -79,7 +79,11 @@ def _pretty_call(call: dict[str, Any]) -> dict[str, Any]:
     return {**call, "pretty": pretty}
 
 
-async def conversation_page(store: ConversationStore, request: web.Request) -> Page:
+class ConversationReader(SessionLookup, HistoryLoader, Protocol):
+    """What the conversation page reads: the chat's session and its window."""
+
+
+async def conversation_page(store: ConversationReader, request: web.Request) -> Page:
     """The stored records of a chat's window, newest page first, with their aliases."""
     chat_id = parse_int(request.match_info["chat_id"], "chat id", default=0)
     thread = parse_int(request.query.get("thread"), "thread", default=0)

@@ -14,7 +14,9 @@ WIDTH = 560
 HEIGHT = 170
 _LEFT = 52
 _RIGHT = 10
-_TOP = 12
+_TOP = 26
+_UNIT_Y = 12
+"""The y axis unit sits on its own line above the top tick label."""
 _BOTTOM = 26
 
 
@@ -36,7 +38,7 @@ def _frame(top: float, fmt: Callable[[float], str], title: str, unit: str) -> li
         f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
     ]
     if unit:  # the y axis's unit, above its labels
-        parts.append(f'<text class="axis unit" x="4" y="{_TOP - 2}">{escape(unit)}</text>')
+        parts.append(f'<text class="axis unit" x="4" y="{_UNIT_Y}">{escape(unit)}</text>')
     for i in range(3):
         value = top * i / 2
         y = _TOP + plot_h - plot_h * i / 2

@@ -7,6 +7,13 @@ file and turns each appended line into a `model_call` (a `compaction` when it is
 `purpose: "compaction"`), an `error` when the call failed and a `trim` when it carries trim
 info. Subscribers get bounded queues: a slow browser loses its oldest events, never slows the
 bot.
+
+On PostgreSQL (several workers) each worker also publishes the events of its runtime on a
+`LiveChannel` (`LivePublisher`; `storage.live_channel`: LISTEN/NOTIFY), whether it serves a
+dashboard or not, and a dashboard served by a worker listens there too (`RemoteEvents`), so
+its `/events` shows every worker's calls, trims and errors. A worker's `/metrics` count its
+own events only (Prometheus scrapes every worker); a standalone dashboard keeps following the
+ledger.
 """
 
 from __future__ import annotations
@@ -15,24 +22,49 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args
 
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.ledger import LedgerEntry, ledger_file, trim_to_json
+from bot.agent.ledger_tail import DayFileTail
 from bot.agent.metering import ledger_entry
-from bot.app.dashboard.metrics import DashboardMetrics
 from bot.context.history_trim import HistoryTrimmed
+
+if TYPE_CHECKING:  # prometheus-client stays unloaded in a worker that only publishes
+    from bot.app.dashboard.metrics import DashboardMetrics
 
 log = logging.getLogger("tgbot.dashboard")
 
 EventKind = Literal["model_call", "compaction", "trim", "error"]
 QUEUE_SIZE = 256
 POLL_SECONDS = 0.5
+
+
+class LiveChannel(Protocol):
+    """Live events between worker processes (`storage.live_channel.PgLiveChannel`). A
+    message is a JSON object; one published here is never delivered to this object's own
+    `listen`."""
+
+    def publish(self, message: dict[str, Any]) -> None:
+        """Queue `message` for the other workers; never blocks, never raises."""
+        ...
+
+    async def listen(self, deliver: Callable[[dict[str, Any]], None]) -> None:
+        """Deliver the other workers' messages until cancelled (reconnecting as needed)."""
+        ...
+
+
+class LiveSource(Protocol):
+    """Where a dashboard's live events come from besides its own runtime: the ledger tail
+    (standalone) or the other workers (`RemoteEvents`)."""
+
+    def start_at_end(self) -> None: ...
+
+    async def run(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,20 +118,10 @@ class LiveFeed:
     def on_ledger_entry(self, entry: LedgerEntry) -> None:
         """A model call was written to the ledger (a summary call is its own kind)."""
         self.metrics.observe_call(entry)
-        kind: EventKind = "compaction" if entry.purpose == "compaction" else "model_call"
-        self.publish(LiveEvent(kind, _call_data(entry)))
-        if entry.error is not None:
-            self.publish(LiveEvent("error", {**_call_data(entry), "error": entry.error}))
-        if entry.trim is not None and self.trims_from_ledger:
-            self.metrics.observe_trim()
-            data = {
-                "ts": _ts(entry),
-                "chat": entry.chat,
-                "session": entry.session,
-                "turn_id": entry.turn_id,
-                **trim_to_json(entry.trim),
-            }
-            self.publish(LiveEvent("trim", data))
+        for event in call_events(entry, with_trim=self.trims_from_ledger):
+            if event.kind == "trim":
+                self.metrics.observe_trim()
+            self.publish(event)
 
     def attach(self, bus: EventBus) -> None:
         """Follow the runtime of this process (instead of the ledger tail)."""
@@ -114,22 +136,102 @@ class LiveFeed:
     async def on_trimmed(self, event: HistoryTrimmed) -> None:
         """An `EventBus` subscriber: a trim in this process, as it happens."""
         self.metrics.observe_trim()
-        self.publish(
-            LiveEvent(
-                "trim",
-                {
-                    "session": event.session,
-                    "turn_id": event.turn_id,
-                    "reason": event.reason,
-                    "dropped_turns": event.dropped_turns,
-                    "dropped_messages": event.dropped_messages,
-                    "kept_turns": event.kept_turns,
-                    "tokens_before": event.tokens_before,
-                    "tokens_after": event.tokens_after,
-                    "budget": event.budget,
-                },
-            )
-        )
+        self.publish(trim_event(event))
+
+
+def call_events(entry: LedgerEntry, *, with_trim: bool) -> list[LiveEvent]:
+    """The live events of one ledger line: the call, its error, its trim (`with_trim`)."""
+    kind: EventKind = "compaction" if entry.purpose == "compaction" else "model_call"
+    events = [LiveEvent(kind, _call_data(entry))]
+    if entry.error is not None:
+        events.append(LiveEvent("error", {**_call_data(entry), "error": entry.error}))
+    if entry.trim is not None and with_trim:
+        data = {
+            "ts": _ts(entry),
+            "chat": entry.chat,
+            "session": entry.session,
+            "turn_id": entry.turn_id,
+            **trim_to_json(entry.trim),
+        }
+        events.append(LiveEvent("trim", data))
+    return events
+
+
+def trim_event(event: HistoryTrimmed) -> LiveEvent:
+    return LiveEvent(
+        "trim",
+        {
+            "session": event.session,
+            "turn_id": event.turn_id,
+            "reason": event.reason,
+            "dropped_turns": event.dropped_turns,
+            "dropped_messages": event.dropped_messages,
+            "kept_turns": event.kept_turns,
+            "tokens_before": event.tokens_before,
+            "tokens_after": event.tokens_after,
+            "budget": event.budget,
+        },
+    )
+
+
+class LivePublisher:
+    """Publishes this worker's runtime events on the channel, for the other workers'
+    dashboards (attached in every worker on PostgreSQL, with or without a dashboard)."""
+
+    def __init__(self, channel: LiveChannel) -> None:
+        self.channel = channel
+
+    def attach(self, bus: EventBus) -> None:
+        bus.on(ModelCalled, self.on_model_called)
+        bus.on(HistoryTrimmed, self.on_trimmed)
+
+    def on_model_called(self, call: ModelCalled) -> None:
+        for event in call_events(ledger_entry(call), with_trim=False):
+            self.send(event)
+
+    def on_trimmed(self, event: HistoryTrimmed) -> None:
+        self.send(trim_event(event))
+
+    def send(self, event: LiveEvent) -> None:
+        self.channel.publish({"kind": event.kind, "data": event.data})
+
+
+class RemoteEvents:
+    """The other workers' events, from the channel into this dashboard's feed (SSE only:
+    each worker's `/metrics` count its own)."""
+
+    def __init__(self, channel: LiveChannel, feed: LiveFeed) -> None:
+        self.channel = channel
+        self.feed = feed
+
+    def start_at_end(self) -> None:
+        """Nothing to skip: a channel carries only what is published from now on."""
+
+    async def run(self) -> None:
+        await self.channel.listen(self.deliver)
+
+    def deliver(self, message: dict[str, Any]) -> None:
+        kind, data = message.get("kind"), message.get("data")
+        if kind in _KINDS and isinstance(data, dict):
+            self.feed.publish(LiveEvent(cast(EventKind, kind), data))
+
+
+_KINDS: frozenset[str] = frozenset(get_args(EventKind))
+
+
+def live_sources(
+    feed: LiveFeed,
+    *,
+    bus: EventBus | None,
+    channel: LiveChannel | None,
+    ledger_tail: Callable[[], LedgerTail],
+) -> LiveSource | None:
+    """Wire the feed: inside `tgbot run` it follows the runtime (`bus`) plus, on
+    PostgreSQL, the other workers (`channel`); standalone it follows the ledger."""
+    if bus is None:
+        return ledger_tail()
+    feed.attach(bus)
+    return None if channel is None else RemoteEvents(channel, feed)
 
 
 def _ts(entry: LedgerEntry) -> str:
@@ -159,7 +261,8 @@ def _call_data(entry: LedgerEntry) -> dict[str, Any]:
 
 
 class LedgerTail:
-    """Follows today's day file from its current end and hands each new line to the feed."""
+    """Follows today's day file from its current end and hands each new line to the feed
+    (through the ledger's `DayFileTail`, the reader the day index uses)."""
 
     def __init__(
         self,
@@ -174,49 +277,24 @@ class LedgerTail:
         self._today = today
         self.poll_seconds = poll_seconds
         self._day: date | None = None
-        self._offset = 0
-        self._inode: int | None = None
+        self._file: DayFileTail | None = None
 
     def start_at_end(self) -> None:
         """Skip what is already written: only calls made from now on are live."""
         self._day = self._today()
-        try:
-            stat = os.stat(ledger_file(self.traces_dir, self._day))
-        except FileNotFoundError:
-            self._offset, self._inode = 0, None
-        else:
-            self._offset, self._inode = stat.st_size, stat.st_ino
+        self._file = DayFileTail(ledger_file(self.traces_dir, self._day))
+        self._file.skip_to_end()
 
     def poll(self) -> int:
         """Read what was appended since the last poll; returns how many calls it found."""
         today = self._today()
-        if today != self._day:  # a new day file: read it from the start
-            self._day, self._offset, self._inode = today, 0, None
-        path = ledger_file(self.traces_dir, today)
-        try:
-            stat = os.stat(path)
-        except FileNotFoundError:
-            return 0
-        if stat.st_ino != self._inode or stat.st_size < self._offset:
-            self._offset, self._inode = 0, stat.st_ino
-        if stat.st_size == self._offset:
-            return 0
-        with path.open("rb") as handle:
-            handle.seek(self._offset)
-            data = handle.read(stat.st_size - self._offset)
-        end = data.rfind(b"\n") + 1
-        self._offset += end
-        found = 0
-        for line in data[:end].split(b"\n"):
-            if not line.strip():
-                continue
-            try:
-                entry = LedgerEntry.from_json(json.loads(line))
-            except (ValueError, TypeError, KeyError, AttributeError):
-                continue
+        if today != self._day or self._file is None:  # a new day file: from its start
+            self._day = today
+            self._file = DayFileTail(ledger_file(self.traces_dir, today))
+        entries, _ = self._file.read_new()
+        for entry in entries:
             self.feed.on_ledger_entry(entry)
-            found += 1
-        return found
+        return len(entries)
 
     async def run(self) -> None:
         """Poll until cancelled; a failing read is logged and retried on the next poll."""

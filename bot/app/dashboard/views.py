@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 from typing import Literal, TypeVar
@@ -14,14 +14,14 @@ from bot.app.dashboard.charts import bar_chart, line_chart
 from bot.app.dashboard.ledger_index import (
     ChatDay,
     DayDigest,
-    RangeTotals,
     Spend,
     range_totals,
     sum_spend,
 )
 from bot.domain.records import StoredRecord
+from bot.services.error_log import LoggedError
 from bot.services.usage_render import format_cost, format_share, format_tokens
-from bot.services.usage_report import Feedback
+from bot.services.usage_report import Feedback, UsageRow
 
 DEFAULT_DAYS = 14
 TOP_CHATS = 20
@@ -60,10 +60,16 @@ def parse_int(value: str | None, name: str, *, default: int) -> int:
     return number
 
 
-def date_range(start: date | None, end: date | None, *, today: date) -> list[date]:
-    """The days from `start` to `end` (defaults: the last 14 days up to today)."""
+def date_range(
+    start: date | None, end: date | None, *, today: date, first_data_day: date | None = None
+) -> list[date]:
+    """The days from `start` to `end` (defaults: the last 14 days up to today, starting no
+    earlier than `first_data_day`, the first day with a ledger file, when it is inside them)."""
     end = end or today
-    start = start or end - timedelta(days=DEFAULT_DAYS - 1)
+    if start is None:
+        start = end - timedelta(days=DEFAULT_DAYS - 1)
+        if first_data_day is not None and start < first_data_day <= end:
+            start = first_data_day
     if end > today:
         raise BadQuery("to: the range cannot end after today")
     if start > end:
@@ -116,7 +122,8 @@ class Overview:
     start: date
     end: date
     days: tuple[DayLine, ...]
-    totals: RangeTotals
+    totals: UsageRow
+    """The range taken together: the usage report's total row over its days."""
     charts: Mapping[str, Markup]
     corrupt_lines: int
     feedback: Feedback = field(default_factory=Feedback)
@@ -128,7 +135,7 @@ class Overview:
     chats_left_out: int = 0
 
 
-def build_overview(digests: Sequence[DayDigest]) -> Overview:
+def build_overview(digests: Sequence[DayDigest], *, currency: str = "") -> Overview:
     lines = tuple(
         DayLine(
             day=d.day,
@@ -209,7 +216,7 @@ def build_overview(digests: Sequence[DayDigest]) -> Overview:
             [line.cost for line in lines],
             title="Cost per day",
             fmt=format_cost,
-            unit="cost / day",
+            unit=f"{currency or 'cost'} / day",
         )
     by_chat = _costliest(sum_spend(d.by_chat for d in digests))
     return Overview(
@@ -371,3 +378,62 @@ def local(value: datetime | None, zone: tzinfo) -> str:
     if value is None:
         return "-"
     return value.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S")
+
+
+# ---------------------------------------------------------------- errors
+
+ErrorKind = Literal["failed_call", "refused_send", "skipped_update"]
+ERROR_KINDS: Mapping[ErrorKind, str] = {
+    "failed_call": "failed model call",
+    "refused_send": "refused send",
+    "skipped_update": "skipped update",
+}
+MAX_ERRORS = 500
+ERROR_DAYS = 7
+"""The error list's default range."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorLine:
+    """One row of the error list; `call_id` links a failed call to its trace."""
+
+    ts: datetime
+    kind: ErrorKind
+    chat: int | None
+    reason: str
+    call_id: str = ""
+    update_id: int | None = None
+
+    @property
+    def label(self) -> str:
+        return ERROR_KINDS[self.kind]
+
+
+def error_lines(
+    digests: Sequence[DayDigest], logged: Iterable[LoggedError], *, limit: int = MAX_ERRORS
+) -> tuple[tuple[ErrorLine, ...], int]:
+    """(the newest `limit` errors of the range, newest first; how many were left out):
+    the failed calls of the ledger and the error log's refused sends and skipped updates."""
+    lines = [
+        ErrorLine(
+            ts=entry.ts,
+            kind="failed_call",
+            chat=entry.chat,
+            reason=entry.error or "",
+            call_id=entry.call_id,
+        )
+        for digest in digests
+        for entry in digest.failed
+    ]
+    lines.extend(
+        ErrorLine(
+            ts=error.ts,
+            kind=error.kind,
+            chat=error.chat,
+            reason=error.reason,
+            update_id=error.update_id,
+        )
+        for error in logged
+    )
+    lines.sort(key=lambda line: line.ts, reverse=True)
+    return tuple(lines[:limit]), max(0, len(lines) - limit)

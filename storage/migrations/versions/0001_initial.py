@@ -1,4 +1,4 @@
-"""The first schema: sessions, record trees, platform events, update and summary claims.
+"""The first schema: sessions, record trees, platform messages, update and summary claims.
 
 Revision ID: 0001
 Revises:

@@ -92,3 +92,38 @@ async def test_an_unknown_or_pruned_call_is_a_clear_404(client: Client) -> None:
     assert response.status == 404
     assert "traces are kept 7 days" in await response.text()
     assert (await client.get("/calls/not-a-call")).status == 404
+
+
+async def test_a_summary_calls_trace_keeps_what_it_sent(
+    demo_data: DemoData, client: Client
+) -> None:
+    """The demo's group conversation folds old turns: the summary call's trace holds its
+    request (the chat's system prompt, then the turns it folds), not only the answer."""
+    traces = demo_data.data_dir / "agent-traces"
+    folds = [e for e in read_entries(traces) if e.purpose == "compaction" and e.call_id]
+    assert folds, "the demo makes summary calls"
+    trace = read_trace(traces, folds[-1].call_id)
+    assert trace is not None
+    messages = trace["request"]["messages"]
+    assert messages[0]["role"] == "system"
+    assert len(messages) > 2
+    assert trace["response"]["text"]
+    page = await (await client.get(f"/calls/{folds[-1].call_id}")).text()
+    assert page.count('class="msg role-') == len(messages)
+    assert "This call was never sent" not in page
+
+
+async def test_an_unpriced_call_says_no_prices_instead_of_zero(
+    demo_data: DemoData, client: Client
+) -> None:
+    """The demo's offline route has no prices: its cost is unknown, as on the overview."""
+    entry = _calls(demo_data)[-1]
+    assert entry.cost is None
+    trace = read_trace(demo_data.data_dir / "agent-traces", entry.call_id)
+    assert trace is not None
+    assert trace["cost"] is None
+    page = await (await client.get(f"/calls/{entry.call_id}")).text()
+    cost = re.search(r'data-field="cost">([^<]*)<', page)
+    assert cost is not None
+    assert cost.group(1) == "no prices configured"
+    assert "0.0000" not in page

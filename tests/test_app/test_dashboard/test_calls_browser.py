@@ -103,6 +103,7 @@ async def test_every_page_fits_a_420_px_window(
             ("chats", "/chats"),
             ("chat", f"/chats/{data_copy.group_chat}"),
             ("conversation", f"/chats/{data_copy.group_chat}/conversation"),
+            ("errors", "/errors"),
         ):
             await blocking(lambda p=path: browser.get(open_site + p))  # type: ignore[misc]
             await blocking(lambda: wait_for(browser, "main"))

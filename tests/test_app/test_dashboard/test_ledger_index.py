@@ -76,7 +76,10 @@ def test_a_range_takes_percentiles_over_every_call(tmp_path: Path) -> None:
     assert totals.calls == whole.calls == 15
     assert (totals.input_p50, totals.input_p90) == (whole.input_p50, whole.input_p90)
     assert totals.cache_hit_rate == whole.cache_hit_rate
-    assert totals.billable_equivalent == whole.billable_input_tokens + 0.25 * whole.cached_tokens
+    assert (
+        totals.billable_equivalent_tokens
+        == whole.billable_input_tokens + 0.25 * whole.cached_tokens
+    )
 
 
 def test_a_chat_keeps_its_trims_and_newest_calls(tmp_path: Path) -> None:
@@ -97,3 +100,24 @@ def test_a_chat_keeps_its_trims_and_newest_calls(tmp_path: Path) -> None:
     assert [e.turn_id for e in chat.recent] == ["t0", "t1", "t3"]
     assert [e.trim for e in chat.trims] == [trim]
     assert digest.chats[-2].trims == ()
+
+
+def test_a_range_is_the_reports_total_row_even_for_a_turn_across_midnight(tmp_path: Path) -> None:
+    """One per-day merge: the dashboard's range is the usage report's total, field by field."""
+    yesterday = TODAY - timedelta(days=1)
+    late = datetime(yesterday.year, yesterday.month, yesterday.day, 23, 59, 59, tzinfo=UTC)
+    write(
+        tmp_path,
+        [
+            entry(yesterday, 0, ts=late, turn_id="across", session=1),
+            entry(TODAY, 1, ts=late + timedelta(seconds=2), turn_id="across", session=1),
+            entry(TODAY, 2, purpose="compaction", cost=0.01),
+            entry(TODAY, 3, turn_id="", session=1),
+        ],
+    )
+    index = LedgerIndex(tmp_path, UTC, today=lambda: TODAY)
+    days = [yesterday, TODAY]
+    totals = range_totals(index.digests(days))
+    assert totals == load_report(tmp_path, zone=UTC, days=days).total
+    assert totals.turns == 2  # "across" once, and the call without a turn id
+    assert sum(d.row.turns for d in index.digests(days)) == 3  # per day it is on both

@@ -56,7 +56,7 @@ async def next_event(stream: ClientResponse) -> tuple[str, dict[str, object]]:
 
 
 def tail_of(board: Dashboard) -> LedgerTail:
-    assert board.tail is not None, "a standalone dashboard follows the ledger"
+    assert isinstance(board.tail, LedgerTail), "a standalone dashboard follows the ledger"
     return board.tail
 
 

@@ -1,4 +1,6 @@
 // The live panel: one row per server-sent event, newest first. Text only (textContent).
+// On the overview, a model call also refreshes the cards, charts and tables: the server
+// renders them again (`data-figures`, JSON of {element id: HTML}) and they are swapped in.
 (function () {
   "use strict";
   var rows = document.getElementById("live-rows");
@@ -40,10 +42,46 @@
     rows.insertBefore(tr, rows.firstChild);
     while (rows.children.length > 50) { rows.removeChild(rows.lastChild); }
   }
+  var live = document.getElementById("live");
+  var figures = live ? live.dataset.figures : null;
+  var soon = null, settle = null, busy = false, again = false;
+  function swap(parts) {
+    var parser = new DOMParser();
+    Object.keys(parts).forEach(function (id) {
+      var old = document.getElementById(id);
+      var fresh = parser.parseFromString(parts[id], "text/html").getElementById(id);
+      if (old && fresh) { old.replaceWith(document.importNode(fresh, true)); }
+    });
+  }
+  function refresh() {
+    soon = null;
+    if (busy) { again = true; return; }
+    busy = true;
+    fetch(figures, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } return r.json(); })
+      .then(function (body) { swap(body.parts); })
+      .catch(function () { /* the next event tries again */ })
+      .then(function () { busy = false; if (again) { again = false; follow(); } });
+  }
+  function follow() {
+    if (!figures) { return; }
+    if (soon === null) { soon = setTimeout(refresh, 500); }
+    // inside `tgbot run` the event can come before its ledger line is written: look again
+    clearTimeout(settle);
+    settle = setTimeout(refresh, 3000);
+  }
   var source = new EventSource("/events");
-  source.onopen = function () { status.textContent = "connected"; status.className = "status on"; };
-  source.onerror = function () { status.textContent = "reconnecting…"; status.className = "status off"; };
+  function connected() { status.textContent = "connected"; status.className = "status on"; }
+  source.onopen = connected;
+  source.onerror = function (event) {
+    // a server-sent `event: error` (a failed call) arrives here too, with its data
+    if (event && event.data !== undefined) { return; }
+    status.textContent = "reconnecting…"; status.className = "status off";
+  };
   ["model_call", "compaction", "trim", "error"].forEach(function (kind) {
-    source.addEventListener(kind, function (event) { add(kind, JSON.parse(event.data)); });
+    source.addEventListener(kind, function (event) {
+      add(kind, JSON.parse(event.data));
+      if (kind !== "trim") { follow(); }
+    });
   });
 }());

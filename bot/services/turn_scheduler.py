@@ -1,0 +1,337 @@
+"""Per-session turn scheduling: the merge window, messages that wait their turn, queued
+re-answers of edits, the session locks, and draining at shutdown.
+
+Turns of one session are serialised by a per-session lock (and, when wired, the
+cross-worker chat lock after it); storing a message takes the session's store lock. Every
+turn runs as a task, so whoever schedules one never waits on it. A burst of one sender's
+messages inside the merge window becomes one turn: the turn pending for that sender is
+cancelled and scheduled again for the newest message. A message that addresses the bot
+while another member's turn waits out its window waits its turn (`join_later`): that turn
+starts at once, and the message joins the conversation after it answered, followed by a
+turn of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from contextlib import (
+    AbstractAsyncContextManager,
+    AsyncExitStack,
+    asynccontextmanager,
+    nullcontext,
+)
+from dataclasses import dataclass, field
+
+from bot.agent.runtime import TurnOutcome, TurnRunner
+from bot.domain.facts import InboundMessage
+from bot.domain.ids import Locale
+from bot.ports import ChatLock, LockScope, Messenger, SessionInfo
+from bot.store_ports import ActiveLeafStore
+from bot.texts import text
+
+log = logging.getLogger("tgbot.inbound")
+
+MAX_IDLE_SESSIONS = 10_000
+"""Per-chat state is kept for active chats; idle entries beyond this are forgotten (they
+hold nothing but unlocked locks), so memory does not grow with every chat ever seen."""
+
+
+@dataclass(slots=True)
+class PendingTurn:
+    """A turn scheduled after the merge window, for the newest message of one sender."""
+
+    task: asyncio.Task[None]
+    sender_id: int
+    reply_to: int
+    started: bool = False
+    hurry: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when someone else waits: the turn starts without waiting out the merge window."""
+
+
+@dataclass(slots=True)
+class SessionTurns:
+    """What one session's scheduling keeps: its locks, its pending turn, what waits."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    store_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    pending: PendingTurn | None = None
+    edits: dict[int, InboundMessage] = field(default_factory=dict)
+    """The newest text of each edited message whose re-answer is queued (coalescing)."""
+    joining: asyncio.Task[None] | None = None
+    """The last deferred message still waiting to join the conversation."""
+    deferred: dict[int, int] = field(default_factory=dict)
+    """Senders with messages waiting to join (sender id → how many)."""
+    tasks: int = 0
+    """Turn tasks created for this session and not finished yet."""
+
+    @property
+    def idle(self) -> bool:
+        return self.tasks == 0 and not self.lock.locked() and not self.store_lock.locked()
+
+    def waiting(self) -> PendingTurn | None:
+        """The pending turn, while it still waits out its merge window."""
+        pending = self.pending
+        return pending if pending is not None and not pending.started else None
+
+    def merges(self, sender_id: int) -> bool:
+        """Whether a message of `sender_id` joins the turn waiting for their burst."""
+        waiting = self.waiting()
+        return waiting is not None and waiting.sender_id == sender_id
+
+    def holds_back(self, sender_id: int, *, answer: bool) -> bool:
+        """Whether a message of `sender_id` waits its turn: it addresses the bot while
+        someone else's turn waits out its merge window, or its sender already has messages
+        waiting (so theirs keep their order)."""
+        waiting = self.waiting()
+        others = waiting is not None and waiting.sender_id != sender_id
+        return (answer and others) or sender_id in self.deferred
+
+
+class TurnScheduler:
+    """Runs a session's turns one at a time, as tasks. Implements `bot.ports.TurnStarter`."""
+
+    def __init__(
+        self,
+        *,
+        store: ActiveLeafStore,
+        runner: TurnRunner,
+        messenger: Messenger,
+        locale: Locale,
+        merge_window_seconds: float,
+        chat_lock: ChatLock | None = None,
+    ) -> None:
+        self.store = store
+        self.runner = runner
+        self.messenger = messenger
+        self.locale = locale
+        self.merge_window_seconds = merge_window_seconds
+        self.chat_lock = chat_lock
+        self._sessions: dict[int, SessionTurns] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.outcomes: deque[TurnOutcome] = deque(maxlen=100)
+        """The latest turn outcomes, for diagnostics and tests."""
+
+    # ------------------------------------------------------------------ per-session state
+
+    def state(self, session_id: int) -> SessionTurns:
+        state = self._sessions.get(session_id)
+        if state is None:
+            if len(self._sessions) >= MAX_IDLE_SESSIONS:
+                self._forget_idle()
+            state = self._sessions[session_id] = SessionTurns()
+        return state
+
+    def known(self, session_id: int) -> SessionTurns | None:
+        """The session's state if it has any (without creating it)."""
+        return self._sessions.get(session_id)
+
+    def _forget_idle(self) -> None:
+        for session_id in [sid for sid, st in self._sessions.items() if st.idle]:
+            del self._sessions[session_id]
+
+    # ------------------------------------------------------------------ locks
+
+    def _chat_held(
+        self, session: SessionInfo, scope: LockScope
+    ) -> AbstractAsyncContextManager[None]:
+        """The cross-worker chat lock (bot/services/chat_lock.py), taken after the in-process
+        session lock; nothing extra when no ChatLock is wired."""
+        if self.chat_lock is None:
+            return nullcontext()
+        return self.chat_lock.hold(session.key, scope=scope)
+
+    @asynccontextmanager
+    async def storing(self, session: SessionInfo) -> AsyncIterator[None]:
+        """Around "is this message new? then store it": in-process, then across workers."""
+        async with self.state(session.id).store_lock, self._chat_held(session, "store"):
+            yield
+
+    @asynccontextmanager
+    async def storing_batch(self, session_ids: Collection[int]) -> AsyncIterator[None]:
+        """The store locks of several sessions, in id order (no two batches deadlock).
+        In-process only: batches come from long polling, one consumer at a time."""
+        async with AsyncExitStack() as held:
+            for session_id in sorted(set(session_ids)):
+                await held.enter_async_context(self.state(session_id).store_lock)
+            yield
+
+    @asynccontextmanager
+    async def turn_lock(self, session: SessionInfo) -> AsyncIterator[None]:
+        """The session's turn lock: in-process first, then across workers."""
+        async with self.state(session.id).lock, self._chat_held(session, "turn"):
+            yield
+
+    # ------------------------------------------------------------------ scheduling
+
+    def schedule(self, session: SessionInfo, message: InboundMessage) -> None:
+        """Answer `message` after the merge window; a later message of the same sender in
+        the window takes its place (one turn answers the burst)."""
+        state = self.state(session.id)
+        if state.merges(message.sender.id):
+            assert state.pending is not None
+            state.pending.task.cancel()
+        delay = self.merge_window_seconds
+        hurry = asyncio.Event()
+
+        async def later() -> None:
+            if delay > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(hurry.wait(), delay)
+            async with self.turn_lock(session):
+                if state.pending is not None and state.pending.task is task:
+                    state.pending.started = True
+                try:
+                    await self.run(session, reply_to=message.message_id)
+                finally:
+                    if state.pending is not None and state.pending.task is task:
+                        state.pending = None
+
+        task = asyncio.create_task(later(), name=f"turn-{session.id}")
+        state.pending = PendingTurn(
+            task=task, sender_id=message.sender.id, reply_to=message.message_id, hurry=hurry
+        )
+        self._track(state, task)
+
+    def join_later(
+        self,
+        session: SessionInfo,
+        message: InboundMessage,
+        store: Callable[[], Awaitable[None]],
+        *,
+        answer: bool,
+    ) -> None:
+        """Store `message` (`store`, under the store locks) once the turns pending for other
+        senders have answered, after the messages deferred before it; then, if `answer`,
+        give it a turn."""
+        state = self.state(session.id)
+        previous = state.joining
+        sender = message.sender.id
+        state.deferred[sender] = state.deferred.get(sender, 0) + 1
+
+        async def join() -> None:
+            try:
+                if previous is not None:
+                    await asyncio.wait([previous])
+                while (
+                    (pending := state.pending) is not None
+                    and pending.sender_id != sender
+                    and not pending.task.done()
+                ):
+                    await asyncio.wait([pending.task])
+                async with self.storing(session):
+                    await store()
+            finally:
+                left = state.deferred.pop(sender, 1) - 1
+                if left:
+                    state.deferred[sender] = left
+            if answer:
+                self.schedule(session, message)
+
+        task = asyncio.create_task(join(), name=f"join-{session.id}")
+        state.joining = task
+
+        def forget(finished: asyncio.Task[None]) -> None:
+            if state.joining is finished:
+                state.joining = None
+
+        task.add_done_callback(forget)
+        self._track(state, task)
+
+    def queue_edit(
+        self,
+        session: SessionInfo,
+        message: InboundMessage,
+        reanswer: Callable[[InboundMessage], Awaitable[None]],
+    ) -> None:
+        """After the merge window, under the turn lock, call `reanswer` with the newest text
+        of the edited message; edits arriving before then only replace that text."""
+        state = self.state(session.id)
+        queued = message.message_id in state.edits
+        state.edits[message.message_id] = message
+        if queued:
+            return
+
+        async def later() -> None:
+            if self.merge_window_seconds > 0:
+                await asyncio.sleep(self.merge_window_seconds)
+            async with self.turn_lock(session):
+                newest = state.edits.pop(message.message_id, None)
+                if newest is not None:
+                    await reanswer(newest)
+
+        self._track(state, asyncio.create_task(later(), name=f"edit-{session.id}"))
+
+    def spawn_turn(
+        self,
+        session: SessionInfo,
+        *,
+        reply_to: int | None,
+        leaf: int | None = None,
+        expect_leaf: int | None = None,
+    ) -> None:
+        """Run a turn now (no merge window) as a task, under the session's locks; with
+        `leaf`, on a new branch from that record (`/retry`); with `expect_leaf`, only if
+        nothing was added to the conversation since (recovery: another worker may have
+        answered in between)."""
+
+        async def turn() -> None:
+            async with self.turn_lock(session):
+                if expect_leaf is not None:
+                    current = await self.store.find_session(session.key)
+                    if current is None or current.active_leaf_id != expect_leaf:
+                        return
+                if leaf is not None:
+                    await self.store.set_active_leaf(session.id, leaf)
+                await self.run(session, reply_to=reply_to)
+
+        state = self.state(session.id)
+        self._track(state, asyncio.create_task(turn(), name=f"turn-{session.id}"))
+
+    async def run(self, session: SessionInfo, *, reply_to: int | None) -> None:
+        """Run one turn now (the caller holds the turn lock); a crash is logged and the
+        chat hears about it once."""
+        try:
+            # The runner reads the session afresh with its history (route, window).
+            outcome = await self.runner.run_turn(session, reply_to=reply_to)
+        except Exception:
+            # A bug or a storage failure: the user still hears back, once.
+            log.exception("turn crashed in session %s", session.id)
+            try:
+                await self.messenger.send_text(
+                    session.key.chat_id,
+                    text(self.locale, "internal_error"),
+                    thread_id=session.key.thread_id,
+                    reply_to=reply_to,
+                )
+            except Exception:
+                log.exception("could not tell chat %s about the failure", session.key.chat_id)
+            return
+        self.outcomes.append(outcome)
+
+    # ------------------------------------------------------------------ tasks
+
+    def _track(self, state: SessionTurns, task: asyncio.Task[None]) -> None:
+        """Keep the task for `drain`, and the session's state while the task may use it."""
+        state.tasks += 1
+        self._tasks.add(task)
+
+        def done(finished: asyncio.Task[None]) -> None:
+            state.tasks -= 1
+            self._tasks.discard(finished)
+
+        task.add_done_callback(done)
+
+    def cancel_running(self) -> None:
+        """Cancel every scheduled turn (shutdown, after its grace): an interrupted turn is
+        finished or closed by crash recovery at the next start."""
+        for task in list(self._tasks):
+            task.cancel()
+
+    async def drain(self) -> None:
+        """Wait until every scheduled turn has finished (tests and shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
