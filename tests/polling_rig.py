@@ -12,7 +12,8 @@ from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.sender import TelegramMessenger
 from bot.app.wiring import App
 from bot.config import Settings
-from bot.ports import Clock, ConversationStore, LLMProvider
+from bot.ports import Clock, LLMProvider
+from bot.store_ports import ConversationStore
 from tests.deadlines import EVENT, deadline
 from tests.rig import wire_app
 
