@@ -3,10 +3,15 @@
 `BotProcess` starts `python -m bot.app.cli run` on a data directory with its settings in
 the environment (only those: the test's own environment does not leak in), waits until it
 polls, can be SIGKILLed at any moment and started again on the same directory, and logs to
-`bot.log` there so tests can read what it wrote. `bot_running` is one such process for the
-length of a block; `sqlite_store` opens the bot's SQLite file from the test process, to
+`bot.log` there so tests can read what it wrote. `process_running` is one such process for
+the length of a block; `sqlite_store` opens the bot's SQLite file from the test process, to
 read what the bot stored while it runs; `reply_stored` waits until a reply is sent and
 stored.
+
+`bot_running` is the fixture the end-to-end tests start `tgbot run` with (tests/test_e2e
+takes it through its conftest): `await bot_running(model, config=..., **settings)` starts
+the fake servers and the process and returns them; after the test the process is stopped
+and must exit 0 without having logged the bot token or the model key.
 """
 
 from __future__ import annotations
@@ -17,9 +22,11 @@ import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
+
+import pytest
 
 from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.telegram.fake_api import FakeBotApi
@@ -130,7 +137,7 @@ class BotProcess:
 
 
 @asynccontextmanager
-async def bot_running(
+async def process_running(
     api: FakeBotApi, llm: FakeOpenAIServer, data_dir: Path, **settings: str
 ) -> AsyncIterator[BotProcess]:
     """A started `BotProcess`, stopped with SIGTERM however the block ends; after it,
@@ -153,6 +160,7 @@ user_messages_per_minute = 0
 chat_messages_per_minute = 0
 """
 """Every message answered at once: no merge window, no rate limits."""
+LLM_KEY = "sk-test"
 
 
 class ScriptedBot(NamedTuple):
@@ -167,25 +175,76 @@ async def scripted_bot(
     tmp_path: Path, model: LLMProvider, *, config: str = QUIET_CONFIG, **settings: str
 ) -> AsyncIterator[ScriptedBot]:
     """`tgbot run` on `tmp_path` against the fake Bot API, with `model` behind the fake
-    OpenAI server, the owner 42, `config` as its TOML file, and its SQLite file open."""
+    OpenAI server, the owner 42, `config` as its TOML file, and its store open, for a block
+    (the `bot_running` fixture is this, for a test)."""
     path = tmp_path / "bot.toml"
     path.write_text(config, encoding="utf-8")
     async with (
         FakeBotApi(username="test_bot") as api,
         FakeOpenAIServer(model) as llm,
-        bot_running(
+        process_running(
             api,
             llm,
             tmp_path,
-            LLM_API_KEY="sk-test",
-            LLM_MODEL="fake-model",
-            OWNER_ID="42",
-            BOT_CONFIG=str(path),
-            **settings,
+            **{
+                "LLM_API_KEY": LLM_KEY,
+                "LLM_MODEL": "fake-model",
+                "OWNER_ID": "42",
+                "BOT_CONFIG": str(path),
+                **settings,
+            },
         ) as bot,
-        sqlite_store(tmp_path) as store,
+        _bot_store(tmp_path, settings.get("DATABASE_URL")) as store,
     ):
         yield ScriptedBot(api, llm, bot, store)
+
+
+@asynccontextmanager
+async def _bot_store(data_dir: Path, database_url: str | None) -> AsyncIterator[SqlStore]:
+    if database_url is None:
+        async with sqlite_store(data_dir) as store:
+            yield store
+        return
+    store = SqlStore(create_engine_for(database_url))
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+class StartBot(Protocol):
+    async def __call__(
+        self, model: LLMProvider, *, config: str = QUIET_CONFIG, **settings: str
+    ) -> ScriptedBot: ...
+
+
+@pytest.fixture
+async def bot_running(tmp_path: Path) -> AsyncIterator[StartBot]:
+    """Start `tgbot run` once in the test: `await bot_running(model)` gives the fake Bot API,
+    the fake OpenAI server answering with `model`, the process (owner 42, `config` as its
+    TOML file, `settings` added to or replacing the defaults) and its store (the SQLite file,
+    or `DATABASE_URL`'s). After the test it is stopped (a test may stop it first) and must
+    have exited 0 with neither the bot token nor the model key in its log."""
+    async with AsyncExitStack() as stack:
+        started: list[ScriptedBot] = []
+
+        async def start(
+            model: LLMProvider, *, config: str = QUIET_CONFIG, **settings: str
+        ) -> ScriptedBot:
+            assert not started, "one bot per test"
+            running = await stack.enter_async_context(
+                scripted_bot(tmp_path, model, config=config, **settings)
+            )
+            started.append(running)
+            return running
+
+        yield start
+        for running in started:
+            code = await running.bot.stop()
+            logged = running.bot.log()
+            assert code == 0, running.bot.log_tail()
+            assert running.api.token not in logged
+            assert LLM_KEY not in logged
 
 
 async def eventually(

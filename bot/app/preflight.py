@@ -21,9 +21,9 @@ from bot.errors import ConfigError
 if TYPE_CHECKING:
     from bot.config import Settings
 
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+_SCHEME = re.compile(r"\A([A-Za-z][A-Za-z0-9+.-]*)://")  # anchored: linear under search too
 _PASSWORD = re.compile(r"(://[^/:@]*:)[^/@]*@")
-_TOKEN = re.compile(r"[0-9]+:[A-Za-z0-9_-]+")
+_TOKEN = re.compile(r"\A[0-9]+:[A-Za-z0-9_-]+")  # anchored: linear under search too
 SUPPORTED_DATABASES = ("sqlite", "postgresql", "postgres")
 _DRIVERS = {"sqlite": ("", "aiosqlite"), "postgresql": ("", "asyncpg"), "postgres": ("",)}
 

@@ -20,6 +20,7 @@ from adapters.scheduler import (
 )
 from bot.services.daily_summary import DailySummary
 from storage.memory import InMemoryStore
+from tests.deadlines import EVENT, deadline
 from tests.fakes import RecordingMessenger, SteppingClock, claimed_days
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
@@ -154,7 +155,7 @@ async def test_a_run_missed_while_down_fires_once_after_restart_and_only_once_pe
     done, seen = watch(restarted)
     restarted.start()
     try:
-        await asyncio.wait_for(done.wait(), timeout=5)
+        await asyncio.wait_for(done.wait(), deadline(EVENT))
         [job] = restarted.get_jobs()
         assert job.next_run_time > datetime.now(SHANGHAI)  # rescheduled, not re-run
     finally:
@@ -179,7 +180,7 @@ async def test_a_run_missed_while_down_fires_once_after_restart_and_only_once_pe
     done_b, seen_b = watch(worker_b)
     worker_b.start()
     try:
-        await asyncio.wait_for(done_b.wait(), timeout=5)
+        await asyncio.wait_for(done_b.wait(), deadline(EVENT))
     finally:
         worker_b.shutdown(wait=False)
     assert [e.code for e in seen_b] == [EVENT_JOB_EXECUTED]
@@ -206,7 +207,7 @@ async def test_a_run_missed_beyond_the_grace_time_is_skipped(tmp_path: Path) -> 
     done, seen = watch(second)
     second.start()
     try:
-        await asyncio.wait_for(done.wait(), timeout=5)
+        await asyncio.wait_for(done.wait(), deadline(EVENT))
     finally:
         second.shutdown(wait=False)
     assert [e.code for e in seen] == [EVENT_JOB_MISSED]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 
 from aiogram import Bot
+from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.types import Update
 
-from adapters.telegram.app import ParseErrorHook, build_dispatcher
+from adapters.telegram.app import ParseErrorHook, build_bot, build_dispatcher
 from adapters.telegram.fake_api import FakeBotApi
 from bot.domain.facts import InboundMessage
 
@@ -139,3 +140,16 @@ async def test_a_parse_error_is_reported_and_skipped(api: FakeBotApi, bot: Bot) 
     await dispatcher.feed_update(bot, update)
     assert errors == [(77, "AttributeError")]
     assert sink.received == []
+
+
+async def test_a_plain_http_session_closes_its_connections() -> None:
+    """`build_bot`'s session over plain HTTP closes without aiogram's SSL grace period; what
+    it opened is closed all the same (a leak would fail the suite under filterwarnings)."""
+    async with FakeBotApi() as api:
+        bot = build_bot(api.token, api.base_url)
+        assert (await bot.get_me()).id == api.bot_id
+        assert isinstance(bot.session, AiohttpSession)
+        client = await bot.session.create_session()
+        await bot.session.close()
+        assert client.closed
+        await bot.session.close()  # twice is harmless

@@ -10,6 +10,7 @@ import aiohttp
 import pytest
 
 from adapters.telegram.fake_api import FakeBotApi
+from tests.deadlines import EVENT, deadline
 
 CHAT = -1001234567890
 
@@ -56,7 +57,7 @@ async def test_long_poll_wakes_when_an_update_is_pushed(
     poll = asyncio.create_task(call(http, api, "getUpdates", timeout=30))
     await api.wait_for_call("getUpdates")
     update_id = api.push_update(api.user_message(CHAT, 1001, "hi"))
-    status, body = await asyncio.wait_for(poll, 5)
+    status, body = await asyncio.wait_for(poll, deadline(EVENT))
     assert status == 200
     assert [u["update_id"] for u in body["result"]] == [update_id]
     _, again = await call(http, api, "getUpdates", offset=update_id + 1, timeout=0)
@@ -69,7 +70,7 @@ async def test_stop_releases_a_pending_long_poll(http: aiohttp.ClientSession) ->
     poll = asyncio.create_task(call(http, api, "getUpdates", timeout=30))
     await api.wait_for_call("getUpdates")
     await api.stop()
-    _, body = await asyncio.wait_for(poll, 5)
+    _, body = await asyncio.wait_for(poll, deadline(EVENT))
     assert body == {"ok": True, "result": []}
 
 

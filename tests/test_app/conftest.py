@@ -1,4 +1,5 @@
-"""Running `tgbot` as a subprocess, and stored traffic for the commands to read.
+"""Running `tgbot`, in this process (`tgbot_here`, fast) or as a subprocess (`tgbot`, slow: one
+real-process test per command), and stored traffic for the commands to read.
 
 Traffic goes through the real wiring (`tests.rig`: `build_app` on the SQLite file under
 DATA_DIR, the scripted model offline, a recording messenger), so the commands read what a
@@ -8,16 +9,22 @@ running bot would have written.
 from __future__ import annotations
 
 import asyncio
+import io
+import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Iterable
+import threading
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+import bot.redact
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
+from bot.app.cli import main
 from bot.app.wiring import App, open_store
 from bot.domain.ids import SessionKey
 from bot.ports import SessionInfo
@@ -74,6 +81,60 @@ async def tgbot(*args: str, env: dict[str, str]) -> Done:
             await process.wait()
     assert process.returncode is not None
     return Done(process.returncode, out.decode(), err.decode())
+
+
+_IN_PROCESS = threading.Lock()
+"""The environment and sys.stdout/sys.stderr are the process's: one in-process run at a time."""
+
+
+def run_cli(*args: str, env: dict[str, str]) -> Done:
+    """`main(ARGS)` in this process with exactly `env` as its environment and its stdout and
+    stderr captured, as `tgbot` would see them from a shell. The environment, the logging
+    set-up `tgbot run` installs, and the streams are restored afterwards. (Log records go to
+    pytest's handlers here, not to stderr: the real-process tests see those.)"""
+    with _IN_PROCESS, _environment(env), _logging_restored():
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exit_:  # argparse: --help, a bad argument
+                code = exit_.code if isinstance(exit_.code, int) else 2
+    return Done(code, out.getvalue(), err.getvalue())
+
+
+async def tgbot_here(*args: str, env: dict[str, str]) -> Done:
+    """`run_cli` from an async test: in a thread, as each command runs its own event loop."""
+    return await asyncio.to_thread(run_cli, *args, env=env)
+
+
+@contextmanager
+def _environment(env: dict[str, str]) -> Iterator[None]:
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@contextmanager
+def _logging_restored() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    factory = logging.getLogRecordFactory()
+    quiet = {name: logging.getLogger(name).level for name in bot.redact.QUIET_LOGGERS}
+    installed = bot.redact._installed
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        logging.setLogRecordFactory(factory)
+        for name, was in quiet.items():
+            logging.getLogger(name).setLevel(was)
+        bot.redact._installed = installed
 
 
 @dataclass

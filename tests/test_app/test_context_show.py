@@ -8,9 +8,15 @@ import pytest
 
 from bot.context.tokens import estimate_message_tokens
 from bot.domain.messages import ChatMessage
-from tests.test_app.conftest import CHAT, SECRET_KEY, SECRET_TOKEN, Traffic, cli_env, tgbot
-
-pytestmark = pytest.mark.slow  # every test here runs `tgbot` as a process
+from tests.test_app.conftest import (
+    CHAT,
+    SECRET_KEY,
+    SECRET_TOKEN,
+    Traffic,
+    cli_env,
+    tgbot,
+    tgbot_here,
+)
 
 SPLIT = re.compile(
     r"tokens: fixed (\d+) \(system \+ tool schemas\), history (\d+), current (\d+), total (\d+)"
@@ -28,6 +34,7 @@ def preview_of(messages: tuple[ChatMessage, ...]) -> list[str]:
     return lines
 
 
+@pytest.mark.slow  # `tgbot context show`'s one real-process test
 async def test_it_prints_what_the_model_is_sent_next(traffic: Traffic) -> None:
     done = await tgbot("context", "show", "--chat", str(CHAT), env=cli_env(traffic.data_dir))
     assert done.code == 0, done.err
@@ -61,7 +68,7 @@ async def test_it_prints_what_the_model_is_sent_next(traffic: Traffic) -> None:
 
 
 async def test_an_unknown_chat_is_one_clear_line(traffic: Traffic) -> None:
-    done = await tgbot("context", "show", "--chat", "-1", env=cli_env(traffic.data_dir))
+    done = await tgbot_here("context", "show", "--chat", "-1", env=cli_env(traffic.data_dir))
     assert done.code != 0
     # what it reads, then the one line of the failure
     reading, failure = done.err.strip().splitlines()

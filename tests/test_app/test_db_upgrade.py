@@ -13,7 +13,7 @@ from sqlalchemy import inspect, text
 from storage.engine import create_engine_for
 from storage.migrate import alembic_config, upgrade_database
 from storage.schema import HEAD_REVISION, schema_at_head, schema_revision
-from tests.test_app.conftest import cli_env, tgbot
+from tests.test_app.conftest import cli_env, tgbot, tgbot_here
 
 TABLES = {
     "alembic_version",
@@ -25,7 +25,7 @@ TABLES = {
 }
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # `tgbot db upgrade`'s one real-process test
 async def test_it_creates_the_schema_on_an_empty_sqlite_file(tmp_path: Path) -> None:
     database = tmp_path / "empty.sqlite3"
     database.touch()
@@ -48,15 +48,13 @@ async def test_it_creates_the_schema_on_an_empty_sqlite_file(tmp_path: Path) -> 
     assert again.out.strip().endswith(f"already at revision {HEAD_REVISION} (head); nothing to do")
 
 
-@pytest.mark.slow
 async def test_the_default_database_lives_in_the_data_dir(tmp_path: Path) -> None:
-    done = await tgbot("db", "upgrade", env=cli_env(tmp_path / "data"))
+    done = await tgbot_here("db", "upgrade", env=cli_env(tmp_path / "data"))
     assert done.code == 0, done.err
     assert (tmp_path / "data" / "tgbot.sqlite3").is_file()
 
 
 @pytest.mark.postgres
-@pytest.mark.slow
 async def test_it_creates_the_schema_on_postgresql(tmp_path: Path) -> None:
     url = os.environ.get("TEST_POSTGRES_URL")
     if not url:
@@ -66,7 +64,7 @@ async def test_it_creates_the_schema_on_postgresql(tmp_path: Path) -> None:
         async with engine.begin() as conn:
             await conn.execute(text("DROP SCHEMA public CASCADE"))
             await conn.execute(text("CREATE SCHEMA public"))
-        done = await tgbot("db", "upgrade", env=cli_env(tmp_path, DATABASE_URL=url))
+        done = await tgbot_here("db", "upgrade", env=cli_env(tmp_path, DATABASE_URL=url))
         assert done.code == 0, done.err
         async with engine.connect() as conn:
             tables = set(await conn.run_sync(lambda sync: inspect(sync).get_table_names()))

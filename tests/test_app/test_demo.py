@@ -6,11 +6,12 @@ import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot.app.cli import main
-from bot.app.demo import scenario_start
+from bot.app.demo import DEMO_MARKER, prepare_demo_dir, scenario_start
 from bot.app.demo_scenario import build_scenario
 
 
@@ -44,6 +45,12 @@ def _check_output(out: str) -> None:
     assert "dashboard" in out.split("Try: ")[1]
 
 
+def _usage_today(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert main(["usage", "report", "--json", "--days", "1"]) == 0
+    today: dict[str, Any] = json.loads(capsys.readouterr().out)["days"][-1]
+    return today
+
+
 def test_demo_prints_the_request_the_report_and_the_comparison(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -54,21 +61,31 @@ def test_demo_prints_the_request_the_report_and_the_comparison(
     assert list((data / "agent-traces").glob("*.jsonl"))
 
     monkeypatch.setenv("DATA_DIR", str(data))
-    assert main(["usage", "report", "--json", "--days", "1"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    today = report["days"][-1]
+    today = _usage_today(capsys)
     assert today["calls"] > 50
     for key in ("input_per_call_p50", "input_per_call_p90", "history_share", "cache_hit_rate"):
         assert today[key] > 0
     assert sum(today["calls_per_turn"].values()) == today["turns"]
-    first_calls = today["calls"]
 
-    # a second run on the same directory replays from scratch (it died with an IndexError:
-    # the replayed message ids were taken for re-deliveries of the first run's)
+    # what lets a second run replay from scratch (it died with an IndexError: the replayed
+    # message ids were taken for re-deliveries of the first run's rows): the directory the
+    # demo wrote is emptied of its database and ledger, and stays marked as the demo's
+    prepare_demo_dir(data)
+    assert sorted(p.name for p in data.iterdir()) == [DEMO_MARKER]
+
+
+@pytest.mark.slow  # two whole demo runs; the test above checks what the second one relies on
+def test_a_second_demo_run_on_the_same_directory_replays_from_scratch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "demo"
+    monkeypatch.setenv("DATA_DIR", str(data))
+    assert main(["demo", "--data-dir", str(data)]) == 0
+    capsys.readouterr()
+    first_calls = _usage_today(capsys)["calls"]
     assert main(["demo", "--data-dir", str(data)]) == 0
     _check_output(capsys.readouterr().out)
-    assert main(["usage", "report", "--json", "--days", "1"]) == 0
-    again = json.loads(capsys.readouterr().out)["days"][-1]["calls"]
+    again = _usage_today(capsys)["calls"]
     assert first_calls * 0.9 < again < first_calls * 1.1  # one run's ledger, not two
 
 

@@ -9,9 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_app.conftest import cli_env, tgbot
-
-pytestmark = pytest.mark.slow  # every test here runs `tgbot` as a process
+from tests.test_app.conftest import cli_env, tgbot, tgbot_here
 
 CHAT = -100777
 TURN_CONTEXT = "[Turn context]\ntime: 2026-10-28 14:03 Asia/Shanghai\nmodel: deepseek-chat"
@@ -91,6 +89,7 @@ def legacy_rows() -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.slow  # `tgbot import-legacy`'s one real-process test
 async def test_imported_rows_are_projected_without_per_turn_blocks(tmp_path: Path) -> None:
     export = tmp_path / "export.jsonl"
     export.write_text("\n".join(json.dumps(r) for r in legacy_rows()) + "\n", encoding="utf-8")
@@ -123,7 +122,7 @@ async def test_a_bad_line_is_reported_by_number_and_the_rest_imported(tmp_path: 
     rows = [json.dumps(r) for r in legacy_rows()[:2]]
     export.write_text(f"{rows[0]}\n{{not json\n{rows[1]}\n", encoding="utf-8")
 
-    done = await tgbot("import-legacy", str(export), env=cli_env(tmp_path / "data"))
+    done = await tgbot_here("import-legacy", str(export), env=cli_env(tmp_path / "data"))
     assert done.code == 1
     assert done.err.startswith("line 2: ")
     assert done.out.strip() == "imported 2 rows into 1 sessions"

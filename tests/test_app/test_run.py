@@ -1,22 +1,17 @@
 """`tgbot run` refuses to start without its token or, for a webhook, its secret, in one
-clear line."""
+clear line; in this process (`tgbot run` as a process: tests/test_app/test_cli.py)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
-import pytest
-
-from tests.test_app.conftest import cli_env, tgbot
-
-pytestmark = pytest.mark.slow  # every test here runs `tgbot` as a process
+from tests.test_app.conftest import cli_env, run_cli
 
 
-async def test_run_without_bot_token_exits_with_one_clear_line(tmp_path: Path) -> None:
+def test_run_without_bot_token_exits_with_one_clear_line(tmp_path: Path) -> None:
     env = cli_env(tmp_path)
     del env["BOT_TOKEN"]
-    done = await tgbot("run", env=env)
+    done = run_cli("run", env=env)
     assert done.code != 0
     assert done.out == ""
     lines = done.err.strip().splitlines()
@@ -26,10 +21,10 @@ async def test_run_without_bot_token_exits_with_one_clear_line(tmp_path: Path) -
     assert "sk-live" not in done.err
 
 
-async def test_a_webhook_without_a_secret_is_refused_in_one_line(tmp_path: Path) -> None:
+def test_a_webhook_without_a_secret_is_refused_in_one_line(tmp_path: Path) -> None:
     env = cli_env(tmp_path)
     env.pop("WEBHOOK_SECRET", None)
-    done = await tgbot("run", "--webhook", env=env)
+    done = run_cli("run", "--webhook", env=env)
     assert done.code == 2
     lines = done.err.strip().splitlines()
     assert len(lines) == 1, done.err
@@ -38,23 +33,21 @@ async def test_a_webhook_without_a_secret_is_refused_in_one_line(tmp_path: Path)
     assert "SECRET-bot-token" not in done.err
 
 
-async def test_the_secret_or_an_explicit_insecure_flag_passes_that_check(tmp_path: Path) -> None:
+def test_the_secret_or_an_explicit_insecure_flag_passes_that_check(tmp_path: Path) -> None:
     # nothing listens on the API base: the run gets past the webhook check, then fails
     unreachable = {"TELEGRAM_API_BASE": "http://127.0.0.1:9"}
-    with_secret, insecure = await asyncio.gather(
-        tgbot(
-            "run",
-            "--webhook",
-            "--offline",
-            env=cli_env(tmp_path / "a", WEBHOOK_SECRET="s3cret-header", **unreachable),
-        ),
-        tgbot(
-            "run",
-            "--webhook",
-            "--insecure-webhook",
-            "--offline",
-            env=cli_env(tmp_path / "b", **unreachable),
-        ),
+    with_secret = run_cli(
+        "run",
+        "--webhook",
+        "--offline",
+        env=cli_env(tmp_path / "a", WEBHOOK_SECRET="s3cret-header", **unreachable),
+    )
+    insecure = run_cli(
+        "run",
+        "--webhook",
+        "--insecure-webhook",
+        "--offline",
+        env=cli_env(tmp_path / "b", **unreachable),
     )
     for done in (with_secret, insecure):
         assert done.code == 2

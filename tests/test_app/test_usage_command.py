@@ -10,7 +10,7 @@ import pytest
 from bot.agent.ledger import read_entries
 from tests.test_app.conftest import Traffic, cli_env, tgbot
 
-pytestmark = pytest.mark.slow  # every test here runs `tgbot` as a process
+pytestmark = pytest.mark.slow  # `tgbot usage report`'s one real-process test
 
 
 def snapshot(traffic: Traffic) -> dict[str, tuple[int, int]]:

@@ -5,13 +5,12 @@ from (`origin:linked_channel;`), in the request the model is sent."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from adapters.llm.scripted import Reply, ScriptedModel
-from tests.bot_process import reply_stored, scripted_bot
+from tests.bot_process import StartBot, reply_stored
 
 pytestmark = pytest.mark.slow
 
@@ -56,17 +55,17 @@ def linked_post(message_id: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
-async def test_album_parts_share_the_first_alias_and_linked_posts_say_so(tmp_path: Path) -> None:
+async def test_album_parts_share_the_first_alias_and_linked_posts_say_so(
+    bot_running: StartBot,
+) -> None:
     model = ScriptedModel([Reply("nice pictures")])
-    async with scripted_bot(tmp_path, model) as (api, _llm, _bot, store):
-        api.push_update(linked_post(100))
-        api.push_update(photo(101, "13598766281537700", caption="our offsite"))
-        api.push_update(photo(102, "13598766281537700"))
-        api.push_update(photo(103, "13598766281537700"))
-        api.push_update(
-            api.user_message(GROUP, ALICE, "@test_bot what do you see?", chat_title="Team")
-        )
-        await reply_stored(api, store, GROUP, 1)
+    api, _llm, _bot, store = await bot_running(model)
+    api.push_update(linked_post(100))
+    api.push_update(photo(101, "13598766281537700", caption="our offsite"))
+    api.push_update(photo(102, "13598766281537700"))
+    api.push_update(photo(103, "13598766281537700"))
+    api.push_update(api.user_message(GROUP, ALICE, "@test_bot what do you see?", chat_title="Team"))
+    await reply_stored(api, store, GROUP, 1)
 
     content = "\n".join(str(m.content) for m in model.requests[0].messages)
     lines = [line for line in content.splitlines() if line.startswith("[id:")]

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from pathlib import Path
 
 import pytest
 
 from adapters.llm.scripted import Hold, Reply, ScriptedModel
-from tests.bot_process import reply_stored, scripted_bot
+from tests.bot_process import StartBot, reply_stored
+from tests.deadlines import EVENT, deadline
 
 pytestmark = pytest.mark.slow
 
@@ -23,24 +23,24 @@ ALICE = {"id": 1001, "first_name": "Alice"}
 
 
 async def test_typing_shows_while_a_slow_model_thinks_and_never_after_the_reply(
-    tmp_path: Path,
+    bot_running: StartBot,
 ) -> None:
     release = asyncio.Event()
     held = Hold(release, Reply("here is the answer"))
     model = ScriptedModel([held])
-    async with scripted_bot(tmp_path, model) as (api, _llm, _bot, store):
-        api.push_update(api.user_message(GROUP, ALICE, "@test_bot think hard", chat_title="Team"))
-        await asyncio.wait_for(held.arrived.wait(), 30)
-        asked = asyncio.get_running_loop().time()
-        # held long enough for two renewals
-        await api.wait_for_call("sendChatAction", 3, timeout=30)
-        release.set()
-        await reply_stored(api, store, GROUP, 1)
-        # a late action would arrive within its renewal interval: the next turn's start
-        # is the witness that this one has ended (its action would have been recorded)
-        api.push_update(api.user_message(GROUP, ALICE, "@test_bot thanks", chat_title="Team"))
-        model.add(Reply("you are welcome"))
-        await reply_stored(api, store, GROUP, 2)
+    api, _llm, _bot, store = await bot_running(model)
+    api.push_update(api.user_message(GROUP, ALICE, "@test_bot think hard", chat_title="Team"))
+    await asyncio.wait_for(held.arrived.wait(), deadline(EVENT))
+    asked = asyncio.get_running_loop().time()
+    # held long enough for two renewals
+    await api.wait_for_call("sendChatAction", 3, timeout=deadline(EVENT))
+    release.set()
+    await reply_stored(api, store, GROUP, 1)
+    # a late action would arrive within its renewal interval: the next turn's start
+    # is the witness that this one has ended (its action would have been recorded)
+    api.push_update(api.user_message(GROUP, ALICE, "@test_bot thanks", chat_title="Team"))
+    model.add(Reply("you are welcome"))
+    await reply_stored(api, store, GROUP, 2)
 
     timeline = api.timed_calls("sendChatAction", "sendMessage")
     first_reply = next(i for i, (_, name, _) in enumerate(timeline) if name == "sendMessage")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
+from adapters.llm.scripted import ScriptedModel
 from adapters.telegram.app import build_dispatcher
 from adapters.telegram.fake_api import FakeBotApi
 from bot.app.wiring import scheduled_summary
@@ -25,13 +25,12 @@ from bot.texts import text
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore
+from tests.bot_process import StartBot
 from tests.deadlines import EVENT, deadline
 from tests.test_reliability.conftest import (
     BOT_TOKEN,
     OWNER,
-    GatedModel,
     LiveBot,
-    suite_bot,
     wait_confirmed,
 )
 
@@ -176,30 +175,24 @@ async def test_recovery_sends_no_notice_to_a_chat_the_bot_left(live: LiveBot) ->
 
 @pytest.mark.slow
 async def test_tgbot_run_asks_for_chat_events_and_stops_sending_after_a_kick(
-    api: FakeBotApi, tmp_path: Path
+    bot_running: StartBot,
 ) -> None:
-    async with FakeOpenAIServer() as llm:
-        llm.model = GatedModel(lambda request: LLMResponse(text="pong"))
-        bot = suite_bot(api, llm, tmp_path)
-        try:
-            await bot.start()
-            allowed = api.calls_of("getUpdates")[-1].get("allowed_updates") or []
-            assert {"my_chat_member", "message_reaction", "message"} <= set(allowed)
+    model = ScriptedModel(default=lambda _request: LLMResponse(text="pong"))
+    api, _llm, bot, _store = await bot_running(model, BOT_LOCALE="en", TGBOT_LOG_LEVEL="INFO")
+    allowed = api.calls_of("getUpdates")[-1].get("allowed_updates") or []
+    assert {"my_chat_member", "message_reaction", "message"} <= set(allowed)
 
-            api.push_update(mention(api, "ping"))
-            await _wait_sent(api, GROUP, 1)
-            api.push_update(api.member_update(GROUP, ALICE, old="member", new="kicked"))
-            last = api.push_update(mention(api, "ping again"))
-            await wait_confirmed(api, last)
-            api.push_update(api.member_update(GROUP, ALICE, old="left", new="member"))
-            api.push_update(mention(api, "back?"))
-            await _wait_sent(api, GROUP, 2)
-            assert [m["text"] for m in api.sent_messages(GROUP)] == ["pong", "pong"]
-            assert await bot.stop() == 0
-            assert "removed from it" in bot.log() or "kicked from chat" in bot.log()
-        finally:
-            if bot.process is not None and bot.process.poll() is None:
-                bot.kill()
+    api.push_update(mention(api, "ping"))
+    await _wait_sent(api, GROUP, 1)
+    api.push_update(api.member_update(GROUP, ALICE, old="member", new="kicked"))
+    last = api.push_update(mention(api, "ping again"))
+    await wait_confirmed(api, last)
+    api.push_update(api.member_update(GROUP, ALICE, old="left", new="member"))
+    api.push_update(mention(api, "back?"))
+    await _wait_sent(api, GROUP, 2)
+    assert [m["text"] for m in api.sent_messages(GROUP)] == ["pong", "pong"]
+    assert await bot.stop() == 0
+    assert "removed from it" in bot.log() or "kicked from chat" in bot.log()
 
 
 async def _wait_sent(api: FakeBotApi, chat_id: int, count: int) -> None:

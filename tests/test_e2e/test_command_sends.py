@@ -4,14 +4,13 @@ once, and the message that came in the same batch is stored once and answered on
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from adapters.llm.scripted import ScriptedModel
 from bot.domain.ids import SessionKey
 from bot.ports import LLMRequest, LLMResponse
-from tests.bot_process import eventually, scripted_bot
+from tests.bot_process import StartBot, eventually
+from tests.deadlines import EVENT, deadline
 
 pytestmark = pytest.mark.slow
 
@@ -27,32 +26,30 @@ def answer(request: LLMRequest) -> LLMResponse:
 
 
 async def test_usage_chart_refused_with_a_400_still_answers_the_owner_once(
-    tmp_path: Path,
+    bot_running: StartBot,
 ) -> None:
     model = ScriptedModel(default=answer)
-    async with scripted_bot(tmp_path, model) as (api, _llm, bot, store):
-        api.fail_next("sendPhoto", error_code=400, description=NO_PHOTOS)
-        # one batch: the command, then a mention after it
-        api.push_update(api.user_message(GROUP, OWNER, "/usage", chat_title="Team", message_id=10))
-        api.push_update(
-            api.user_message(GROUP, ALICE, "@test_bot hello", chat_title="Team", message_id=11)
-        )
-        await api.wait_for_call("sendPhoto")
-        await api.wait_for_call("sendMessage", 2, timeout=20)
+    api, _llm, bot, store = await bot_running(model)
+    api.fail_next("sendPhoto", error_code=400, description=NO_PHOTOS)
+    # one batch: the command, then a mention after it
+    api.push_update(api.user_message(GROUP, OWNER, "/usage", chat_title="Team", message_id=10))
+    api.push_update(
+        api.user_message(GROUP, ALICE, "@test_bot hello", chat_title="Team", message_id=11)
+    )
+    await api.wait_for_call("sendPhoto")
+    await api.wait_for_call("sendMessage", 2, timeout=deadline(EVENT))
 
-        async def mention_stored() -> bool:
-            session = await store.find_session(SessionKey(chat_id=GROUP))
-            return session is not None and (
-                await store.find_platform_message(GROUP, 11) is not None
-            )
+    async def mention_stored() -> bool:
+        session = await store.find_session(SessionKey(chat_id=GROUP))
+        return session is not None and (await store.find_platform_message(GROUP, 11) is not None)
 
-        await eventually(mention_stored)
-        # a later update proves the batch is behind us: nothing is handled again
-        api.push_update(
-            api.user_message(GROUP, ALICE, "@test_bot again", chat_title="Team", message_id=12)
-        )
-        await api.wait_for_call("sendMessage", 3, timeout=20)
-        await bot.stop()
+    await eventually(mention_stored)
+    # a later update proves the batch is behind us: nothing is handled again
+    api.push_update(
+        api.user_message(GROUP, ALICE, "@test_bot again", chat_title="Team", message_id=12)
+    )
+    await api.wait_for_call("sendMessage", 3, timeout=deadline(EVENT))
+    await bot.stop()
 
     sent = api.sent_messages(GROUP)
     replies_to = [m.get("reply_to_message", {}).get("message_id") for m in sent]

@@ -8,9 +8,7 @@ to the model hold the Markdown, so the cached prefix does not change.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -21,20 +19,12 @@ from bot.domain.ids import SessionKey
 from bot.domain.records import AssistantRecord
 from bot.ports import LLMRequest, LLMResponse
 from storage.sql import SqlStore
-from tests.bot_process import bot_running, reply_stored, sqlite_store
+from tests.bot_process import BotProcess, StartBot, reply_stored
 
 pytestmark = pytest.mark.slow
 
 CHAT = -1009876500001
 ALICE = {"id": 1001, "first_name": "Alice"}
-CONFIG = """\
-[triggers]
-merge_window_seconds = 0
-
-[security]
-user_messages_per_minute = 0
-chat_messages_per_minute = 0
-"""
 PLAN = "## Plan\n\n1. **Build** with `make`\n2. Read [the notes](https://example.com/notes)"
 FALLBACK = "_Done_ — **all green**."
 
@@ -45,6 +35,7 @@ class Running:
     llm: FakeOpenAIServer
     model: ScriptedModel
     store: SqlStore
+    process: BotProcess
     next_id: int = 5001
     replies: int = 0
 
@@ -64,30 +55,10 @@ def default_answer(request: LLMRequest) -> LLMResponse:
 
 
 @pytest.fixture
-async def running(tmp_path: Path) -> AsyncIterator[Running]:
-    config = tmp_path / "bot.toml"
-    config.write_text(CONFIG, encoding="utf-8")
+async def running(bot_running: StartBot) -> Running:
     model = ScriptedModel(default=default_answer)
-    async with (
-        FakeBotApi(username="test_bot") as api,
-        FakeOpenAIServer(model) as llm,
-        bot_running(
-            api,
-            llm,
-            tmp_path,
-            LLM_API_KEY="sk-test",
-            LLM_MODEL="fake-model",
-            OWNER_ID="42",
-            BOT_LOCALE="en",
-            BOT_CONFIG=str(config),
-            TGBOT_LOG_LEVEL="INFO",
-        ) as bot,
-        sqlite_store(tmp_path) as store,
-    ):
-        yield Running(api=api, llm=llm, model=model, store=store)
-    logged = bot.log()
-    assert await bot.stop() == 0, logged
-    assert "sending it as plain text" in logged
+    api, llm, process, store = await bot_running(model, BOT_LOCALE="en", TGBOT_LOG_LEVEL="INFO")
+    return Running(api=api, llm=llm, model=model, store=store, process=process)
 
 
 async def test_markdown_replies_are_formatted_for_people_and_kept_as_written(
@@ -125,3 +96,7 @@ async def test_markdown_replies_are_formatted_for_people_and_kept_as_written(
     assert len(assistant) == 2
     assert assistant[0].endswith(PLAN)
     assert assistant[1].endswith(FALLBACK)
+
+    # --- and the refusal was logged, once the process has stopped and flushed its log
+    assert await running.process.stop() == 0
+    assert "sending it as plain text" in running.process.log()

@@ -4,13 +4,12 @@ and the chat action go to the topic's thread, and a rename is followed."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
 from adapters.llm.scripted import Reply, ScriptedModel
 from bot.domain.ids import SessionKey
-from tests.bot_process import eventually, reply_stored, scripted_bot
+from tests.bot_process import StartBot, eventually, reply_stored
 
 pytestmark = pytest.mark.slow
 
@@ -38,30 +37,30 @@ def topic_event(message_id: int, field: str, name: str) -> dict[str, object]:
 
 
 async def test_the_topic_name_is_in_the_turn_context_and_the_reply_in_its_thread(
-    tmp_path: Path,
+    bot_running: StartBot,
 ) -> None:
     model = ScriptedModel([Reply("Friday works"), Reply("still Friday")])
-    async with scripted_bot(tmp_path, model) as (api, _llm, _bot, store):
-        api.push_update(topic_event(THREAD, "forum_topic_created", "Release planning"))
-        api.push_update(
-            api.user_message(
-                FORUM, ALICE, "@test_bot when do we ship?", chat_title="Dev Forum", thread_id=THREAD
-            )
+    api, _llm, _bot, store = await bot_running(model)
+    api.push_update(topic_event(THREAD, "forum_topic_created", "Release planning"))
+    api.push_update(
+        api.user_message(
+            FORUM, ALICE, "@test_bot when do we ship?", chat_title="Dev Forum", thread_id=THREAD
         )
-        await reply_stored(api, store, FORUM, 1)
-        api.push_update(topic_event(THREAD + 50, "forum_topic_edited", "Release 2.0"))
+    )
+    await reply_stored(api, store, FORUM, 1)
+    api.push_update(topic_event(THREAD + 50, "forum_topic_edited", "Release 2.0"))
 
-        async def renamed() -> bool:
-            session = await store.find_session(SessionKey(chat_id=FORUM, thread_id=THREAD))
-            return session is not None and session.title == "Release 2.0"
+    async def renamed() -> bool:
+        session = await store.find_session(SessionKey(chat_id=FORUM, thread_id=THREAD))
+        return session is not None and session.title == "Release 2.0"
 
-        await eventually(renamed)
-        api.push_update(
-            api.user_message(
-                FORUM, ALICE, "@test_bot still on?", chat_title="Dev Forum", thread_id=THREAD
-            )
+    await eventually(renamed)
+    api.push_update(
+        api.user_message(
+            FORUM, ALICE, "@test_bot still on?", chat_title="Dev Forum", thread_id=THREAD
         )
-        await reply_stored(api, store, FORUM, 2)
+    )
+    await reply_stored(api, store, FORUM, 2)
 
     first, second = (str(r.messages[-1].content) for r in model.requests[:2])
     assert "\nscene: group\ntopic: Release planning\n" in first

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -25,7 +24,7 @@ from bot.context.compaction import INSTRUCTION_MARKER, SUMMARY_PREFIX
 from bot.context.history_trim import BREADCRUMB_TEXT
 from bot.context.tokens import estimate_message_tokens
 from bot.ports import LLMRequest, LLMResponse
-from tests.bot_process import bot_running
+from tests.bot_process import StartBot
 from tests.deadlines import EVENT, deadline
 
 pytestmark = pytest.mark.slow
@@ -92,27 +91,15 @@ class Group:
 
 
 @pytest.fixture
-async def group(tmp_path: Path) -> AsyncIterator[Group]:
+async def group(bot_running: StartBot) -> AsyncIterator[Group]:
     model = ScriptedModel(default=answer)
     summarizer = ScriptedModel(summaries=[Reply(SUMMARY)])
-    config_path = tmp_path / "bot.toml"
-    async with (
-        FakeBotApi(username="test_bot") as api,
-        FakeOpenAIServer(model) as llm,
-        FakeOpenAIServer(summarizer) as summaries,
-    ):
-        config_path.write_text(config(summaries.base_url), encoding="utf-8")
-        async with bot_running(
-            api,
-            llm,
-            tmp_path,
-            LLM_API_KEY="sk-test",
-            LLM_MODEL="fake-model",
-            BOT_LOCALE="en",
-            BOT_CONFIG=str(config_path),
-        ) as process:
-            yield Group(api=api, llm=llm, summaries=summaries)
-    assert await process.stop() == 0, process.log()
+    async with FakeOpenAIServer(summarizer) as summaries:
+        api, llm, process, _store = await bot_running(
+            model, config=config(summaries.base_url), BOT_LOCALE="en"
+        )
+        yield Group(api=api, llm=llm, summaries=summaries)
+        assert await process.stop() == 0, process.log_tail()  # before its summary route closes
 
 
 async def test_a_busy_group_keeps_its_window_and_its_memory(group: Group) -> None:

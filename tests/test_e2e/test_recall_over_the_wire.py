@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,9 +22,8 @@ from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from adapters.telegram.fake_api import FakeBotApi
 from bot.domain.messages import ToolCall
 from bot.ports import LLMRequest, LLMResponse
-from storage.engine import create_engine_for
 from storage.sql import SqlStore
-from tests.bot_process import bot_running, eventually, reply_stored
+from tests.bot_process import StartBot, eventually, reply_stored
 from tests.test_storage.conftest import POSTGRES_URL, reset_postgres
 
 pytestmark = pytest.mark.slow
@@ -92,41 +89,18 @@ class Chat:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def chat(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Chat]:
+async def chat(request: pytest.FixtureRequest, bot_running: StartBot) -> Chat:
     settings: dict[str, str] = {}
     if request.param == "postgres":
         if POSTGRES_URL is None:
             pytest.skip("TEST_POSTGRES_URL is not set (run under scripts/with-postgres)")
         await reset_postgres(POSTGRES_URL)
-        url = POSTGRES_URL
-        settings["DATABASE_URL"] = url
-    else:
-        url = f"sqlite+aiosqlite:///{tmp_path / 'tgbot.sqlite3'}"
-    config = tmp_path / "bot.toml"
-    config.write_text(CONFIG, encoding="utf-8")
+        settings["DATABASE_URL"] = POSTGRES_URL
     model = ScriptedModel(default=lambda _request: LLMResponse(text="ok"))
-    async with (
-        FakeBotApi(username="test_bot") as api,
-        FakeOpenAIServer(model) as llm,
-        bot_running(
-            api,
-            llm,
-            tmp_path,
-            LLM_API_KEY="sk-test",
-            LLM_MODEL="fake-model",
-            BOT_LOCALE="zh",
-            BOT_CONFIG=str(config),
-            TGBOT_LOG_LEVEL="INFO",
-            **settings,
-        ) as process,
-    ):
-        store = SqlStore(create_engine_for(url))
-        try:
-            yield Chat(api=api, llm=llm, model=model, store=store)
-        finally:
-            await store.close()
-        logged = process.log()
-        assert await process.stop() == 0, logged
+    api, llm, _process, store = await bot_running(
+        model, config=CONFIG, BOT_LOCALE="zh", TGBOT_LOG_LEVEL="INFO", **settings
+    )
+    return Chat(api=api, llm=llm, model=model, store=store)
 
 
 _LINE = re.compile(r"\[quote id:([^;\]]{1,40});[^\]\n]{0,300}\] [^\n]{0,400}")

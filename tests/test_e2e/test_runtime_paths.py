@@ -11,7 +11,6 @@ rights a member's turn gives the delete tool.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Sequence
@@ -40,8 +39,11 @@ from bot.ports import LLMRequest, LLMResponse
 from bot.services.legacy_import import import_legacy_rows
 from bot.services.usage_report import load_report
 from bot.store_ports import ConversationStore
+from tests.bot_process import eventually
+from tests.deadlines import EVENT, deadline
 from tests.fakes import SteppingClock
-from tests.rig import polling_app, rig_settings, wire_app
+from tests.polling_rig import polling_app
+from tests.rig import rig_settings, wire_app
 
 pytestmark = pytest.mark.slow
 
@@ -107,7 +109,7 @@ class Chat:
             await self.stored(self.ids[alias])
             return alias
         self.answers += 1
-        await self.api.wait_for_call("sendMessage", self.answers, timeout=20)
+        await self.api.wait_for_call("sendMessage", self.answers, timeout=deadline(EVENT))
         await self.app.inbound.drain()
         sent = self.api.sent_messages(CHAT)[-1]
         self.ids[f"m{len(self.ids) + 1}"] = sent["message_id"]
@@ -119,11 +121,10 @@ class Chat:
         return await self.say(user, text, mention=True, **kw)
 
     async def stored(self, message_id: int) -> None:
-        for _ in range(2000):
-            if await self.store.find_platform_message(CHAT, message_id) is not None:
-                return
-            await asyncio.sleep(0.005)
-        raise TimeoutError(f"message {message_id} was never stored")
+        async def found() -> bool:
+            return await self.store.find_platform_message(CHAT, message_id) is not None
+
+        await eventually(found)
 
     @property
     def requests(self) -> list[LLMRequest]:

@@ -12,7 +12,6 @@ the system prompt, one ledger line per call, and stored records hold conversatio
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from bot.context.tokens import estimate_message_tokens
 from bot.domain.ids import SessionKey
 from bot.ports import LLMRequest, LLMResponse
 from storage.sql import SqlStore
-from tests.bot_process import bot_running, reply_stored, sqlite_store
+from tests.bot_process import StartBot, reply_stored
 
 pytestmark = pytest.mark.slow
 
@@ -85,31 +84,12 @@ class Bot:
 
 
 @pytest.fixture
-async def bot(tmp_path: Path) -> AsyncIterator[Bot]:
-    config = tmp_path / "bot.toml"
-    config.write_text(CONFIG, encoding="utf-8")
+async def bot(bot_running: StartBot, tmp_path: Path) -> Bot:
     model = ScriptedModel(default=answer)
-    async with (
-        FakeBotApi(username="test_bot") as api,
-        FakeOpenAIServer(model) as llm,
-        bot_running(
-            api,
-            llm,
-            tmp_path,
-            LLM_API_KEY="sk-test",
-            LLM_MODEL="fake-model",
-            OWNER_ID="42",
-            BOT_LOCALE="zh",
-            BOT_CONFIG=str(config),
-            TGBOT_LOG_LEVEL="INFO",
-        ) as process,
-        sqlite_store(tmp_path) as store,
-    ):
-        yield Bot(api=api, llm=llm, model=model, store=store, data_dir=tmp_path)
-    logged = process.log()
-    assert await process.stop() == 0, logged
-    assert api.token not in logged
-    assert "sk-test" not in logged
+    api, llm, _process, store = await bot_running(
+        model, config=CONFIG, BOT_LOCALE="zh", TGBOT_LOG_LEVEL="INFO"
+    )
+    return Bot(api=api, llm=llm, model=model, store=store, data_dir=tmp_path)
 
 
 def current_index(request: LLMRequest) -> int:

@@ -28,8 +28,9 @@ from bot.context.history_trim import BREADCRUMB_TEXT
 from bot.context.turns import turn_starts
 from bot.domain.messages import ChatMessage
 from bot.ports import LLMRequest, LLMResponse
+from tests.deadlines import EVENT, deadline
 from tests.fakes import SteppingClock
-from tests.rig import polling_app
+from tests.polling_rig import polling_app
 
 CHAT = -1002003004005
 ALICE = {"id": 1001, "first_name": "Alice"}
@@ -107,7 +108,7 @@ class Group:
         self.api.push_update(update)
         if mention:
             self.replies += 1
-            await self.api.wait_for_call("sendMessage", self.replies, timeout=10)
+            await self.api.wait_for_call("sendMessage", self.replies, timeout=deadline(EVENT))
             await self.app.inbound.drain()
             sent = self.api.sent_messages(CHAT)[-1]
             self.ids[f"m{len(self.ids) + 1}"] = sent["message_id"]

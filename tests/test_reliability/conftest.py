@@ -27,6 +27,7 @@ from bot.ports import LLMRequest, LLMResponse, TextSink
 from bot.store_ports import ConversationStore
 from storage.sql import SqlStore
 from tests.bot_process import BotProcess, sqlite_store
+from tests.deadlines import EVENT, deadline
 from tests.rig import rig_settings, wire_app
 
 BOT_TOKEN = "424242:SECRET-bot-token-do-not-log"
@@ -184,7 +185,7 @@ async def wait_confirmed(api: FakeBotApi, last_update_id: int) -> None:
 
     while not await confirmed():
         calls = len(api.calls_of("getUpdates"))
-        await api.wait_for_call("getUpdates", calls + 1, timeout=10)
+        await api.wait_for_call("getUpdates", calls + 1, timeout=deadline(EVENT))
 
 
 @pytest.fixture

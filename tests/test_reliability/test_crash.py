@@ -22,6 +22,7 @@ from bot.domain.records import AssistantRecord, StoredRecord, UserRecord
 from bot.ports import LLMRequest, LLMResponse
 from storage.sql import SqlStore
 from tests.bot_process import BotProcess, eventually
+from tests.deadlines import EVENT, deadline
 from tests.test_reliability.conftest import (
     BOT_TOKEN,
     LLM_KEY,
@@ -75,14 +76,14 @@ async def test_a_crash_mid_turn_loses_and_doubles_nothing_and_every_turn_ends_cl
     # C: the second bubble of a long reply hangs
     api.delay_next("sendMessage", 60, after=1)
     api.push_update(api.user_message(EVE["id"], EVE, "tell me a lot", chat_type="private"))
-    await api.wait_for_call("sendMessage", 2, timeout=20)
+    await api.wait_for_call("sendMessage", 2, timeout=deadline(EVENT))
     first_bubble = api.sent_messages(EVE["id"])[0]["message_id"]
     # B: the tool's Bot API call hangs
     api.delay_next("deleteMessage", 60)
     api.set_admins(GROUP, {DANA["id"]})  # only an admin may have a member's message deleted
     api.push_update(api.user_message(GROUP, SPAMMER, "buy coins"))
     api.push_update(api.user_message(GROUP, DANA, "@test_bot please delete m1"))
-    await api.wait_for_call("deleteMessage", 1, timeout=20)
+    await api.wait_for_call("deleteMessage", 1, timeout=deadline(EVENT))
     # A: the model call is in flight
     api.push_update(api.user_message(DANA["id"], DANA, "hello?", chat_type="private"))
     await model.held.wait()
@@ -90,7 +91,7 @@ async def test_a_crash_mid_turn_loses_and_doubles_nothing_and_every_turn_ends_cl
     for round_ in range(3):
         for chat in BURST_CHATS:
             api.push_update(api.user_message(chat, chat, f"note {round_}", chat_type="private"))
-    await api.wait_for_call("sendMessage", 4, timeout=20)
+    await api.wait_for_call("sendMessage", 4, timeout=deadline(EVENT))
     # what was confirmed is stored already
     assert user_texts(await path_of(db, DANA["id"])) == ["hello?"]
     cut = (await path_of(db, EVE["id"]))[-1]

@@ -29,7 +29,8 @@ from storage.migrate import upgrade_database
 from storage.sql import SqlStore
 from tests.deadlines import EVENT, deadline
 from tests.fakes import RecordingMessenger, SteppingClock
-from tests.rig import BOT_ID, polling_app, rig_settings, wire_app
+from tests.polling_rig import polling_app
+from tests.rig import BOT_ID, rig_settings, wire_app
 from tests.test_reliability.conftest import wait_confirmed
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -18,6 +18,7 @@ from adapters.telegram.app import build_bot
 from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.webhook import SECRET_HEADER, WEBHOOK_PATH, WebhookServer
 from tests.bot_process import eventually
+from tests.deadlines import EVENT, deadline
 from tests.test_reliability.conftest import BOT_TOKEN, suite_bot
 
 MEMBER: dict[str, object] = {"id": 8181, "first_name": "Ida", "is_bot": False}
@@ -33,7 +34,7 @@ async def test_tgbot_run_creates_its_data_files_private(tmp_path: Path) -> None:
         await bot.start()
         try:
             api.push_update(api.user_message(8181, MEMBER, "hello", chat_type="private"))
-            await api.wait_for_call("sendMessage", 1, timeout=30)
+            await api.wait_for_call("sendMessage", 1, timeout=deadline(EVENT))
 
             traces = tmp_path / "agent-traces"
 

@@ -11,6 +11,7 @@ import pytest
 from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import Reply, ScriptedModel
 from adapters.telegram.fake_api import FakeBotApi
+from tests.deadlines import EVENT, deadline
 from tests.test_reliability.conftest import BOT_TOKEN, suite_bot
 
 pytestmark = pytest.mark.slow
@@ -30,9 +31,9 @@ async def test_a_backtracking_bait_reply_freezes_nothing(tmp_path: Path) -> None
         await bot.start()
         try:
             api.push_update(api.user_message(9191, ANN, "say the bait", chat_type="private"))
-            await api.wait_for_call("sendMessage", 1, timeout=30)
+            await api.wait_for_call("sendMessage", 1, timeout=deadline(EVENT))
             api.push_update(api.user_message(9292, BEN, "hi", chat_type="private"))
-            await api.wait_for_call("sendMessage", 2, timeout=30)
+            await api.wait_for_call("sendMessage", 2, timeout=deadline(EVENT))
         finally:
             assert await bot.stop() == 0
     assert api.sent_messages(9191)[0]["text"] == HOSTILE

@@ -21,6 +21,7 @@ from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import Reply, ScriptedModel
 from adapters.telegram.fake_api import FakeBotApi
 from tests.bot_process import BotProcess
+from tests.deadlines import EVENT, deadline
 from tests.test_app.test_dashboard.test_run_serves_it import free_port
 from tests.test_reliability.conftest import BOT_TOKEN, suite_bot
 
@@ -69,7 +70,7 @@ async def test_idle_sockets_are_capped_and_closed_and_the_member_is_answered(
 
     trickle = asyncio.create_task(slow_headers())
     api.push_update(api.user_message(MEMBER_ID, MEMBER, "are you there?", chat_type="private"))
-    await api.wait_for_call("sendMessage", 1, timeout=30)
+    await api.wait_for_call("sendMessage", 1, timeout=deadline(EVENT))
     assert api.sent_messages(MEMBER_ID)[0]["text"] == "Still here."
     async with asyncio.timeout(CLOSED_WITHIN_S):
         waits = await asyncio.gather(*(_closed_by_server(r) for r, _ in connections))

@@ -20,6 +20,7 @@ from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.telegram.fake_api import FakeBotApi
 from bot.texts import text
 from tests.bot_process import BotProcess
+from tests.deadlines import EVENT, deadline
 from tests.test_reliability.conftest import BOT_TOKEN, SETTINGS
 
 pytestmark = pytest.mark.slow
@@ -82,7 +83,7 @@ async def test_the_call_deadline_ends_a_trickling_call(
     await bot.start()
     try:
         api.push_update(api.user_message(7171, MEMBER, "hello?", chat_type="private"))
-        await api.wait_for_call("sendMessage", 1, timeout=30)
+        await api.wait_for_call("sendMessage", 1, timeout=deadline(EVENT))
         assert api.sent_messages(7171)[0]["text"] == text("en", "provider")
     finally:
         await bot.stop()
@@ -95,7 +96,7 @@ async def test_sigterm_during_a_trickling_call_exits_promptly(
     bot = _bot(api, model, data, RUNTIME__SHUTDOWN_GRACE_SECONDS="2")
     await bot.start()
     api.push_update(api.user_message(7171, MEMBER, "hello?", chat_type="private"))
-    await asyncio.wait_for(model.called.wait(), 30)
+    await asyncio.wait_for(model.called.wait(), deadline(EVENT))
     started = time.monotonic()
     code = await bot.stop()  # SIGTERM; SIGKILL only after 30 s
     assert code == 0

@@ -19,6 +19,7 @@ from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.polling_loop import poll_updates
 from bot.domain.facts import InboundMessage
+from tests.deadlines import EVENT, deadline
 
 CHAT = -100_500
 ALICE = {"id": 1001, "is_bot": False, "first_name": "Alice"}
@@ -59,7 +60,7 @@ async def _poll_until(api: FakeBotApi, bot: Bot, sink: Sink, texts: list[str]) -
     stop = asyncio.Event()
     polling = asyncio.create_task(poll_updates(dispatcher, bot, stop=stop, poll_seconds=1))
     try:
-        async with asyncio.timeout(30):
+        async with asyncio.timeout(deadline(EVENT)):
             while sink.stored != texts:
                 sink.changed.clear()
                 await sink.changed.wait()
@@ -72,7 +73,7 @@ async def test_an_os_error_while_storing_is_retried_until_it_is_stored(
     api: FakeBotApi, bot: Bot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(polling_loop, "STORAGE_RETRIES", 1)  # give up fast, stay unconfirmed
-    sink = Sink(failures=5)  # more than one poll's retries
+    sink = Sink(failures=3)  # more than one poll's retries (two with STORAGE_RETRIES = 1)
     api.push_update(api.user_message(CHAT, ALICE, "@test_bot are you there?"))
     await _poll_until(api, bot, sink, ["@test_bot are you there?"])
 

@@ -9,8 +9,6 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-import pytest
-
 from bot.app.wiring import open_store
 from bot.ports import StoredReaction
 from bot.services.daily_summary import DailySummary
@@ -19,7 +17,7 @@ from bot.services.usage_report import Feedback, build_report, with_feedback
 from storage.memory import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 from tests.rig import rig_settings
-from tests.test_app.conftest import cli_env, tgbot
+from tests.test_app.conftest import cli_env, tgbot_here
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 DAY1 = date(2026, 3, 1)
@@ -130,7 +128,6 @@ async def test_the_daily_summary_names_the_days_feedback(tmp_path: Path) -> None
     assert "Feedback" not in nothing.text
 
 
-@pytest.mark.slow
 async def test_tgbot_usage_report_reads_feedback_from_the_database(tmp_path: Path) -> None:
     today = datetime.now(UTC).date()
     store = await open_store(rig_settings(tmp_path))
@@ -146,7 +143,7 @@ async def test_tgbot_usage_report_reads_feedback_from_the_database(tmp_path: Pat
     await store.close()
     before = files(tmp_path)
 
-    done = await tgbot("usage", "report", "--json", "--days", "2", env=cli_env(tmp_path))
+    done = await tgbot_here("usage", "report", "--json", "--days", "2", env=cli_env(tmp_path))
     assert done.code == 0, done.err
     days = {d["day"]: d["feedback"] for d in json.loads(done.out)["days"]}
     assert days[today.isoformat()] == {"up": 2, "down": 1, "other": 0}
@@ -154,9 +151,8 @@ async def test_tgbot_usage_report_reads_feedback_from_the_database(tmp_path: Pat
     assert files(tmp_path) == before  # read-only: nothing created or touched
 
 
-@pytest.mark.slow
 async def test_tgbot_usage_report_without_a_database_creates_none(tmp_path: Path) -> None:
-    done = await tgbot("usage", "report", "--json", "--days", "1", env=cli_env(tmp_path))
+    done = await tgbot_here("usage", "report", "--json", "--days", "1", env=cli_env(tmp_path))
     assert done.code == 0, done.err
     assert json.loads(done.out)["total"]["feedback"] == {"up": 0, "down": 0, "other": 0}
     assert files(tmp_path) == {}

@@ -7,6 +7,7 @@ fresh `public` schema, built by the migrations, like SQLite.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,17 +39,32 @@ async def reset_postgres(url: str) -> None:
         await engine.dispose()
 
 
+_SQLITE_TEMPLATE: list[Path] = []
+"""One SQLite file migrated to head per session (`_sqlite_template_dir`), copied for each
+test: the migrations run once, not before each of some two hundred contract tests (they are
+tested on their own in test_migrate.py and tests/test_app/test_db_upgrade.py)."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sqlite_template_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    _SQLITE_TEMPLATE[:] = [tmp_path_factory.mktemp("sqlite-template") / "bot.sqlite3"]
+
+
 async def database_url(backend: str, tmp_path: Path) -> str:
     """A freshly migrated database of `backend`."""
     if backend == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path / 'data' / 'bot.sqlite3'}"
-    else:
-        if POSTGRES_URL is None:
-            pytest.skip("TEST_POSTGRES_URL is not set (run under scripts/with-postgres)")
-        url = POSTGRES_URL
-        await reset_postgres(url)
-    await upgrade_database(url)
-    return url
+        (template,) = _SQLITE_TEMPLATE
+        if not template.exists():
+            await upgrade_database(f"sqlite+aiosqlite:///{template}")
+        database = tmp_path / "data" / "bot.sqlite3"
+        database.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(template, database)
+        return f"sqlite+aiosqlite:///{database}"
+    if POSTGRES_URL is None:
+        pytest.skip("TEST_POSTGRES_URL is not set (run under scripts/with-postgres)")
+    await reset_postgres(POSTGRES_URL)
+    await upgrade_database(POSTGRES_URL)
+    return POSTGRES_URL
 
 
 BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]

@@ -1,6 +1,8 @@
 """Findings 28.6 (DNS rebinding), 28.4's "a link works once", and from 28.11: a junk
 `?token=%C2%B2.x` is a 401 (was a 500), `/%09/evil.example?token=…` never redirects off the
-site, and the session cookie is `Secure` when `DASHBOARD_URL` is https."""
+site, and the session cookie is `Secure` when `DASHBOARD_URL` is https.
+
+It reads the same demo data as the other dashboard tests (one demo run per session)."""
 
 from __future__ import annotations
 
@@ -14,13 +16,13 @@ from pydantic import SecretStr
 
 from bot.app.dashboard.auth import link_url
 from bot.app.dashboard.server import build_application, open_dashboard
-from tests.test_app.test_dashboard.conftest import DASHBOARD_SECRET, DemoData, demo_data  # noqa: F401
+from tests.test_app.test_dashboard.conftest import DASHBOARD_SECRET, DemoData
 
 Client = TestClient[web.Request, web.Application]
 
 
 @pytest.fixture
-async def guarded(demo_data: DemoData) -> AsyncIterator[Client]:  # noqa: F811
+async def guarded(demo_data: DemoData) -> AsyncIterator[Client]:
     board = open_dashboard(
         demo_data.settings(
             dashboard_token=SecretStr(DASHBOARD_SECRET), dashboard_url="https://bot.example.org/"
@@ -34,7 +36,7 @@ async def guarded(demo_data: DemoData) -> AsyncIterator[Client]:  # noqa: F811
 
 
 @pytest.fixture
-async def open_loopback(demo_data: DemoData) -> AsyncIterator[Client]:  # noqa: F811
+async def open_loopback(demo_data: DemoData) -> AsyncIterator[Client]:
     board = open_dashboard(demo_data.settings())
     try:
         async with TestClient(TestServer(build_application(board))) as test_client:
