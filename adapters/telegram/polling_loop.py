@@ -48,6 +48,8 @@ logger = logging.getLogger(__name__)
 
 MAX_BACKOFF = 30.0
 STORAGE_RETRIES = 4
+STORAGE_RETRY_DELAY = 0.5
+"""Seconds before the first retry of a transient storage error; doubled each time."""
 TRANSIENT = (StorageUnavailable, OSError)
 """Errors that say nothing about the update: it is retried, never skipped."""
 
@@ -240,7 +242,9 @@ async def _deliver_batch(batch: BatchDelivery, heads: list[Update]) -> bool | No
 
 async def _retry_transient(attempt: Callable[[], Awaitable[object]]) -> None:
     """`attempt`, retried `STORAGE_RETRIES` times while it fails for a `TRANSIENT` reason."""
-    await with_retries(attempt, retries=STORAGE_RETRIES, first_delay=0.5, transient=TRANSIENT)
+    await with_retries(
+        attempt, retries=STORAGE_RETRIES, first_delay=STORAGE_RETRY_DELAY, transient=TRANSIENT
+    )
 
 
 def _message(update: Update) -> Message | None:

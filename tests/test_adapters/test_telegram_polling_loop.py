@@ -3,8 +3,10 @@ a bug in handling one update never blocks the rest of the chat."""
 
 from __future__ import annotations
 
+import pytest
 from aiogram.types import Update
 
+from adapters.telegram import polling_loop
 from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.polling_loop import handle_batch
 from bot.domain.facts import InboundMessage
@@ -27,6 +29,12 @@ class FlakySink:
 
     async def on_edit(self, message: InboundMessage) -> None:
         raise AssertionError("no edits here")
+
+
+@pytest.fixture(autouse=True)
+def quick_storage_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The retries' waits shrunk (the same doubling, from 10 ms): what is retried is the point."""
+    monkeypatch.setattr(polling_loop, "STORAGE_RETRY_DELAY", 0.01)
 
 
 def update(update_id: int, message_id: int) -> Update:

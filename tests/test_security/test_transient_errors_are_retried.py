@@ -25,6 +25,12 @@ CHAT = -100_500
 ALICE = {"id": 1001, "is_bot": False, "first_name": "Alice"}
 
 
+@pytest.fixture(autouse=True)
+def quick_storage_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The retries' waits shrunk (the same doubling, from 10 ms): what is retried is the point."""
+    monkeypatch.setattr(polling_loop, "STORAGE_RETRY_DELAY", 0.01)
+
+
 @pytest.fixture
 async def api() -> AsyncIterator[FakeBotApi]:
     async with FakeBotApi(username="test_bot") as server:
