@@ -31,6 +31,7 @@ from bot.ports import (
     StoredReaction,
 )
 from bot.services.guard import chat_allowed
+from bot.services.messenger_relay import MessengerRelay
 from bot.store_ports import ChatEventRecorder, ClosedLookup, PlatformMessageLookup, SessionOpener
 
 log = logging.getLogger("tgbot.chat_events")
@@ -183,7 +184,7 @@ class ClosedChats:
         self._known[chat_id] = (closed, self.monotonic())
 
 
-class ClosedChatGuard:
+class ClosedChatGuard(MessengerRelay):
     """A `Messenger` that sends nothing to a chat the bot was removed or kicked from.
 
     The app wraps its one messenger in this, so every outbound path passes it; `closed`
@@ -193,7 +194,7 @@ class ClosedChatGuard:
     """
 
     def __init__(self, inner: Messenger, closed: ClosedLookup) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.closed = closed
 
     async def _closed(self, chat_id: int, action: str) -> bool:
@@ -223,9 +224,6 @@ class ClosedChatGuard:
         if await self._closed(chat_id, "a deletion"):
             raise ChatClosed(f"chat {chat_id} is closed")
         await self.inner.delete_message(chat_id, message_id)
-
-    async def is_chat_admin(self, chat_id: int, user_id: int) -> bool:
-        return await self.inner.is_chat_admin(chat_id, user_id)
 
     async def set_reaction(self, chat_id: int, message_id: int, emoji: str) -> None:
         if await self._closed(chat_id, "a reaction"):

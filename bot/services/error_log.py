@@ -27,6 +27,7 @@ from bot.agent.ledger import MAX_ERROR_CHARS, describe_error
 from bot.errors import TelegramError
 from bot.ports import BubbleHook, Delivery, Messenger
 from bot.redact import scrub
+from bot.services.messenger_relay import MessengerRelay
 
 log = logging.getLogger("tgbot.errors")
 
@@ -138,11 +139,11 @@ def read_errors(traces_dir: Path, days: list[date]) -> Iterator[LoggedError]:
                 continue
 
 
-class RefusedSendLog:
+class RefusedSendLog(MessengerRelay):
     """A `Messenger` that records every send the Bot API refused in the error log."""
 
     def __init__(self, inner: Messenger, errors: ErrorLog) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.errors = errors
 
     async def send_text(
@@ -160,15 +161,6 @@ class RefusedSendLog:
         if delivery.error is not None:
             self.errors.refused_send(chat_id, delivery.error)
         return delivery
-
-    async def delete_message(self, chat_id: int, message_id: int) -> None:
-        await self.inner.delete_message(chat_id, message_id)
-
-    async def set_reaction(self, chat_id: int, message_id: int, emoji: str) -> None:
-        await self.inner.set_reaction(chat_id, message_id, emoji)
-
-    async def is_chat_admin(self, chat_id: int, user_id: int) -> bool:
-        return await self.inner.is_chat_admin(chat_id, user_id)
 
     async def send_photo(
         self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0

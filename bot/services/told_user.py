@@ -33,6 +33,7 @@ from collections import OrderedDict, deque
 from collections.abc import Sequence
 
 from bot.ports import BubbleHook, Delivery, Messenger, ToldUserNotes
+from bot.services.messenger_relay import MessengerRelay
 
 log = logging.getLogger("tgbot.told_user")
 
@@ -138,11 +139,11 @@ class ToldUser:
             log.warning("told-user notes of chat %d not confirmed (%s)", chat_id, exc)
 
 
-class ToldUserMessenger:
+class ToldUserMessenger(MessengerRelay):
     """A `Messenger` that notes what it delivers in a `ToldUser` book."""
 
     def __init__(self, inner: Messenger, told: ToldUser) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.told = told
 
     async def send_text(
@@ -160,15 +161,6 @@ class ToldUserMessenger:
         if delivery.delivered:
             await self.told.note(chat_id, thread_id, text)
         return delivery
-
-    async def delete_message(self, chat_id: int, message_id: int) -> None:
-        await self.inner.delete_message(chat_id, message_id)
-
-    async def set_reaction(self, chat_id: int, message_id: int, emoji: str) -> None:
-        await self.inner.set_reaction(chat_id, message_id, emoji)
-
-    async def is_chat_admin(self, chat_id: int, user_id: int) -> bool:
-        return await self.inner.is_chat_admin(chat_id, user_id)
 
     async def send_photo(
         self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0
