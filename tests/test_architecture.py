@@ -34,8 +34,14 @@ FORBIDDEN_IN_CORE = (
 )
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """The module's syntax tree, parsed once for all the checks (they only read it)."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
 def imported_modules(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = parsed(path)
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -138,7 +144,7 @@ def import_graph(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, se
     graph: dict[str, set[str]] = {}
     for module, path in files.items():
         targets: set[str | None] = set()
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = parsed(path)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 targets.update(known(alias.name) for alias in node.names)
@@ -285,7 +291,7 @@ def parse_modules(root: Path, packages: Iterable[str]) -> dict[str, ParsedModule
     for package in packages:
         for path in sorted((root / package).rglob("*.py")):
             name = module_name(path, root)
-            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            tree = parsed(path)
             names: dict[str, str] = {}
             for node in tree.body:
                 if isinstance(node, ast.ClassDef | FunctionNode):
@@ -618,7 +624,7 @@ def test_nothing_outside_the_composition_root_names_the_whole_store() -> None:
             relative = path.relative_to(ROOT).as_posix()
             if relative.startswith("bot/app/") or relative == "bot/store_ports.py":
                 continue
-            tree = ast.parse(path.read_text(encoding="utf-8"))
+            tree = parsed(path)
             names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
             names |= {
                 a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names
