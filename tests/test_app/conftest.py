@@ -12,6 +12,7 @@ import asyncio
 import io
 import logging
 import os
+import shutil
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator
@@ -164,6 +165,29 @@ class Traffic:
                 )
             )
             await self.app.inbound.drain()
+
+
+@dataclass(frozen=True, slots=True)
+class DemoRun:
+    """One `tgbot demo --data-dir DIR` of the session: what it printed and the directory it
+    left. Tests that change the directory work on a copy (`copy_to`)."""
+
+    data_dir: Path
+    done: Done
+
+    def copy_to(self, target: Path) -> Path:
+        shutil.copytree(self.data_dir, target)
+        return target
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """`tgbot demo` run once per session through the CLI, in this process: the demo's own
+    test reads its output and the dashboard's tests read copies of its data."""
+    data = tmp_path_factory.mktemp("demo-run") / "demo"
+    done = run_cli("demo", "--data-dir", str(data), env=cli_env(data))
+    assert done.code == 0, done.err
+    return DemoRun(data_dir=data, done=done)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import pytest
 from bot.app.cli import main
 from bot.app.demo import DEMO_MARKER, prepare_demo_dir, scenario_start
 from bot.app.demo_scenario import build_scenario
+from tests.test_app.conftest import DemoRun
 
 
 def _check_output(out: str) -> None:
@@ -52,11 +53,13 @@ def _usage_today(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
 
 
 def test_demo_prints_the_request_the_report_and_the_comparison(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    demo_run: DemoRun,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    data = tmp_path / "demo"
-    assert main(["demo", "--data-dir", str(data)]) == 0
-    _check_output(capsys.readouterr().out)
+    _check_output(demo_run.done.out)
+    data = demo_run.copy_to(tmp_path / "demo")
     assert (data / "tgbot.sqlite3").is_file()
     assert list((data / "agent-traces").glob("*.jsonl"))
 

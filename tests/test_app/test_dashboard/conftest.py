@@ -1,6 +1,6 @@
 """A data dir made by `tgbot demo`, plus one hostile message, for the dashboard to read.
 
-The demo runs once per test session as a subprocess (the real command); then a member
+The session's one demo run (tests/test_app/conftest.py) is copied; then a member
 called `<b>Mallory</b>` posts `<script>…</script>` into the demo group through the real
 inbound path, unanswered, so it is the current message of the group's next request.
 """
@@ -23,12 +23,12 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from adapters.llm.scripted import ScriptedModel
 from bot.app.dashboard.server import Dashboard, build_application, open_dashboard
-from bot.app.demo import run_demo
 from bot.app.demo_scenario import GROUP_CHAT
 from bot.app.wiring import build_app, open_store
 from bot.config import Settings, load_settings
 from bot.domain.facts import Sender
 from tests.fakes import RecordingMessenger, inbound
+from tests.test_app.conftest import DemoRun
 
 ROOT = Path(__file__).resolve().parents[3]
 HOSTILE_TEXT = "<script>alert('pwned')</script> is this shown as text?"
@@ -93,12 +93,11 @@ async def _post_hostile_message(settings: Settings) -> None:
 
 
 @pytest.fixture(scope="session")
-def demo_data(tmp_path_factory: pytest.TempPathFactory) -> DemoData:
-    data_dir = tmp_path_factory.mktemp("demo")
+def demo_data(tmp_path_factory: pytest.TempPathFactory, demo_run: DemoRun) -> DemoData:
+    # a copy of the session's one demo run (in-process, so the dashboard's tests stay in the
+    # inner loop; the real `tgbot demo` command has its own process test)
+    data_dir = demo_run.copy_to(tmp_path_factory.mktemp("dashboard") / "demo")
     data = DemoData(data_dir=data_dir, group_chat=GROUP_CHAT)
-    # in-process, so the dashboard's tests stay in the inner loop; test_demo.py runs the
-    # real `tgbot demo` command
-    assert asyncio.run(run_demo(data.settings(), data_dir=data_dir)) == 0
     asyncio.run(
         _post_hostile_message(
             data.settings(
