@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -107,6 +108,19 @@ def demo_data(tmp_path_factory: pytest.TempPathFactory, demo_run: DemoRun) -> De
         )
     )
     return data
+
+
+Client = TestClient[web.Request, web.Application]
+
+
+@asynccontextmanager
+async def serving(board: Dashboard) -> AsyncIterator[Client]:
+    """A test client of `board`'s pages; the board's store is closed afterwards."""
+    try:
+        async with TestClient(TestServer(build_application(board))) as test_client:
+            yield test_client
+    finally:
+        await board.store.close()
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 from pydantic import SecretStr
 
 from bot.app.dashboard.auth import (
@@ -19,9 +19,9 @@ from bot.app.dashboard.auth import (
     sign,
     verify,
 )
-from bot.app.dashboard.server import build_application, open_dashboard
+from bot.app.dashboard.server import open_dashboard
 from bot.errors import ConfigError
-from tests.test_app.test_dashboard.conftest import DASHBOARD_SECRET, DemoData, run_tgbot
+from tests.test_app.test_dashboard.conftest import DASHBOARD_SECRET, DemoData, run_tgbot, serving
 
 Client = TestClient[web.Request, web.Application]
 BOT_SECRET = "123456:SECRET-bot-token"
@@ -89,18 +89,16 @@ def test_the_owner_link_carries_a_short_lived_token() -> None:
 
 @pytest.fixture
 async def guarded(demo_data: DemoData) -> AsyncIterator[Client]:
-    board = open_dashboard(
-        demo_data.settings(
-            dashboard_token=SecretStr(DASHBOARD_SECRET),
-            bot_token=SecretStr(BOT_SECRET),
-            llm_api_key=SecretStr(KEY_SECRET),
+    async with serving(
+        open_dashboard(
+            demo_data.settings(
+                dashboard_token=SecretStr(DASHBOARD_SECRET),
+                bot_token=SecretStr(BOT_SECRET),
+                llm_api_key=SecretStr(KEY_SECRET),
+            )
         )
-    )
-    try:
-        async with TestClient(TestServer(build_application(board))) as test_client:
-            yield test_client
-    finally:
-        await board.store.close()
+    ) as test_client:
+        yield test_client
 
 
 async def test_every_page_but_healthz_needs_the_token(guarded: Client) -> None:

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from bot.agent.ledger import LedgerEntry, LedgerWriter, read_entries
-from bot.app.dashboard.server import build_application, open_dashboard
-from tests.test_app.test_dashboard.conftest import DemoData
+from bot.app.dashboard.server import open_dashboard
+from tests.test_app.test_dashboard.conftest import DemoData, serving
 from tests.test_app.test_dashboard.test_pages import overview_rows, report_json
 
 Client = TestClient[web.Request, web.Application]
@@ -100,12 +100,8 @@ def billed(demo_data: DemoData, tmp_path: Path) -> Billed:
 
 @pytest.fixture
 async def billed_client(billed: Billed) -> AsyncIterator[Client]:
-    board = open_dashboard(billed.demo.settings())
-    try:
-        async with TestClient(TestServer(build_application(board))) as client:
-            yield client
-    finally:
-        await board.store.close()
+    async with serving(open_dashboard(billed.demo.settings())) as client:
+        yield client
 
 
 @pytest.mark.slow
@@ -167,12 +163,8 @@ async def test_a_chat_page_shows_each_calls_writes_and_the_truncated_call(
 async def test_a_demo_ledger_without_writes_shows_zero_writes(
     demo_data: DemoData, billed_client: Client
 ) -> None:
-    board = open_dashboard(demo_data.settings())
-    try:
-        async with TestClient(TestServer(build_application(board))) as client:
-            page = await (await client.get("/")).text()
-    finally:
-        await board.store.close()
+    async with serving(open_dashboard(demo_data.settings())) as client:
+        page = await (await client.get("/")).text()
     assert all(row["cache_write_tokens"] == "0" for row in overview_rows(page).values())
     assert 'id="truncated"' not in page
 
@@ -220,12 +212,8 @@ async def test_the_overview_shows_where_tokens_and_money_go_per_model_and_chat(
 async def test_without_prices_the_cost_says_so_instead_of_zero(
     demo_data: DemoData, billed_client: Client
 ) -> None:
-    board = open_dashboard(demo_data.settings())
-    try:
-        async with TestClient(TestServer(build_application(board))) as client:
-            page = await (await client.get("/")).text()
-    finally:
-        await board.store.close()
+    async with serving(open_dashboard(demo_data.settings())) as client:
+        page = await (await client.get("/")).text()
     card = re.search(r'data-total="cost">([^<]*)<', page)
     assert card is not None
     assert card.group(1) == "no prices configured"

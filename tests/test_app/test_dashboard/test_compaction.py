@@ -23,7 +23,7 @@ from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerEntry, LedgerWriter, read_entries
 from bot.app.dashboard.server import build_application, open_dashboard
 from tests.test_agent.rig import model_call
-from tests.test_app.test_dashboard.conftest import DemoData
+from tests.test_app.test_dashboard.conftest import DemoData, serving
 from tests.test_app.test_dashboard.test_live import call, next_event, tail_of
 from tests.test_app.test_dashboard.test_pages import overview_rows, report_json
 
@@ -87,12 +87,8 @@ def compacted(demo_data: DemoData, tmp_path: Path) -> Compacted:
 
 @pytest.fixture
 async def compacted_client(compacted: Compacted) -> AsyncIterator[Client]:
-    board = open_dashboard(compacted.demo.settings())
-    try:
-        async with TestClient(TestServer(build_application(board))) as client:
-            yield client
-    finally:
-        await board.store.close()
+    async with serving(open_dashboard(compacted.demo.settings())) as client:
+        yield client
 
 
 @pytest.mark.slow
@@ -136,12 +132,10 @@ async def test_a_ledger_without_compactions_shows_no_compaction_column(
     shutil.copytree(demo_data.data_dir, data_dir)  # the store; the ledger is replaced
     shutil.rmtree(data_dir / "agent-traces")
     LedgerWriter(data_dir / "agent-traces", UTC).append(call())
-    board = open_dashboard(DemoData(data_dir=data_dir, group_chat=-42).settings())
-    try:
-        async with TestClient(TestServer(build_application(board))) as client:
-            page = await (await client.get("/")).text()
-    finally:
-        await board.store.close()
+    async with serving(
+        open_dashboard(DemoData(data_dir=data_dir, group_chat=-42).settings())
+    ) as client:
+        page = await (await client.get("/")).text()
     assert overview_rows(page)[datetime.now(UTC).date().isoformat()]["calls"] == "1"
     assert 'data-field="compaction_calls"' not in page
     assert 'id="compactions"' not in page
@@ -206,18 +200,14 @@ async def test_a_summary_call_from_the_ledger_is_a_compaction_event_and_counted(
 
 async def test_inside_the_bot_a_compaction_on_the_bus_is_its_own_event(tmp_path: Path) -> None:
     bus = EventBus()
-    board = open_dashboard(DemoData(data_dir=tmp_path, group_chat=-42).settings(), bus=bus)
-    try:
-        async with TestClient(TestServer(build_application(board))) as client:
-            stream = await client.get("/events")
-            await stream.content.readline()
-            await bus.publish(
-                model_call(turn_id="t-fold", iteration=0, purpose="compaction", trims=())
-            )
-            kind, data = await next_event(stream)
-            assert (kind, data["turn_id"]) == ("compaction", "t-fold")
-            text = await (await client.get("/metrics")).text()
-            assert "tgbot_compactions_total 1.0" in text
-            stream.close()
-    finally:
-        await board.store.close()
+    async with serving(
+        open_dashboard(DemoData(data_dir=tmp_path, group_chat=-42).settings(), bus=bus)
+    ) as client:
+        stream = await client.get("/events")
+        await stream.content.readline()
+        await bus.publish(model_call(turn_id="t-fold", iteration=0, purpose="compaction", trims=()))
+        kind, data = await next_event(stream)
+        assert (kind, data["turn_id"]) == ("compaction", "t-fold")
+        text = await (await client.get("/metrics")).text()
+        assert "tgbot_compactions_total 1.0" in text
+        stream.close()

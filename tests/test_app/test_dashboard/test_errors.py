@@ -11,17 +11,18 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from adapters.llm.scripted import ScriptedModel
 from bot.agent.ledger import LedgerEntry, LedgerWriter
-from bot.app.dashboard.server import build_application, open_dashboard
+from bot.app.dashboard.server import open_dashboard
 from bot.app.wiring import build_app, open_store
 from bot.config import Settings, load_settings
 from bot.domain.facts import Sender
 from bot.errors import TelegramForbidden
 from bot.services.error_log import ErrorLog, read_errors
 from tests.fakes import RecordingMessenger, inbound
+from tests.test_app.test_dashboard.conftest import serving
 
 Client = TestClient[web.Request, web.Application]
 PRIVATE = 4242
@@ -89,12 +90,8 @@ async def client(tmp_path: Path) -> AsyncIterator[Client]:
     ErrorLog(settings.traces_dir, settings.zone).skipped_update(
         9001, "message.sticker.file_unique_id: Field required\n  [type=missing]"
     )
-    board = open_dashboard(settings)
-    try:
-        async with TestClient(TestServer(build_application(board))) as test_client:
-            yield test_client
-    finally:
-        await board.store.close()
+    async with serving(open_dashboard(settings)) as test_client:
+        yield test_client
 
 
 def rows(page: str) -> list[tuple[str, list[str]]]:

@@ -11,38 +11,33 @@ from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 from pydantic import SecretStr
 
 from bot.app.dashboard.auth import link_url
-from bot.app.dashboard.server import build_application, open_dashboard
-from tests.test_app.test_dashboard.conftest import DASHBOARD_SECRET, DemoData
+from bot.app.dashboard.server import open_dashboard
+from tests.test_app.test_dashboard.conftest import DASHBOARD_SECRET, DemoData, serving
 
 Client = TestClient[web.Request, web.Application]
 
 
 @pytest.fixture
 async def guarded(demo_data: DemoData) -> AsyncIterator[Client]:
-    board = open_dashboard(
-        demo_data.settings(
-            dashboard_token=SecretStr(DASHBOARD_SECRET), dashboard_url="https://bot.example.org/"
+    async with serving(
+        open_dashboard(
+            demo_data.settings(
+                dashboard_token=SecretStr(DASHBOARD_SECRET),
+                dashboard_url="https://bot.example.org/",
+            )
         )
-    )
-    try:
-        async with TestClient(TestServer(build_application(board))) as test_client:
-            yield test_client
-    finally:
-        await board.store.close()
+    ) as test_client:
+        yield test_client
 
 
 @pytest.fixture
 async def open_loopback(demo_data: DemoData) -> AsyncIterator[Client]:
-    board = open_dashboard(demo_data.settings())
-    try:
-        async with TestClient(TestServer(build_application(board))) as test_client:
-            yield test_client
-    finally:
-        await board.store.close()
+    async with serving(open_dashboard(demo_data.settings())) as test_client:
+        yield test_client
 
 
 @pytest.mark.parametrize(

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from bot.agent.ledger import LedgerEntry, LedgerWriter, ledger_file
-from bot.app.dashboard.server import build_application, open_dashboard
+from bot.app.dashboard.server import open_dashboard
 from bot.app.dashboard.views import DEFAULT_DAYS
-from tests.test_app.test_dashboard.conftest import DemoData
+from tests.test_app.test_dashboard.conftest import DemoData, serving
 
 Client = TestClient[web.Request, web.Application]
 
@@ -31,12 +31,8 @@ def data(demo_data: DemoData, tmp_path: Path) -> DemoData:
 
 @pytest.fixture
 async def client(data: DemoData) -> AsyncIterator[Client]:
-    board = open_dashboard(data.settings())
-    try:
-        async with TestClient(TestServer(build_application(board))) as test_client:
-            yield test_client
-    finally:
-        await board.store.close()
+    async with serving(open_dashboard(data.settings())) as test_client:
+        yield test_client
 
 
 def live_call(data: DemoData, **fields: object) -> LedgerEntry:

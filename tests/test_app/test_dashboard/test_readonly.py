@@ -10,11 +10,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
-from bot.app.dashboard.server import build_application, open_dashboard
+from bot.app.dashboard.server import open_dashboard
 from bot.config import load_settings
-from tests.test_app.test_dashboard.conftest import DemoData
+from tests.test_app.test_dashboard.conftest import DemoData, serving
 
 
 def _files(root: Path) -> set[str]:
@@ -23,12 +23,10 @@ def _files(root: Path) -> set[str]:
 
 @pytest.fixture
 async def empty_client(tmp_path: Path) -> AsyncIterator[TestClient]:  # type: ignore[type-arg]
-    board = open_dashboard(load_settings(data_dir=tmp_path / "data", bot_locale="en"))
-    try:
-        async with TestClient(TestServer(build_application(board))) as client:
-            yield client
-    finally:
-        await board.store.close()
+    async with serving(
+        open_dashboard(load_settings(data_dir=tmp_path / "data", bot_locale="en"))
+    ) as client:
+        yield client
 
 
 async def test_an_empty_data_dir_is_named_and_nothing_is_created(
@@ -54,15 +52,13 @@ async def test_a_data_dir_it_cannot_write_is_served_and_left_unchanged(
     before = {p: p.stat().st_mtime_ns for p in data.rglob("*")}
     # root ignores permission bits, so the check is that nothing is written or created
     os.chmod(data, 0o555)
-    board = open_dashboard(DemoData(data_dir=data, group_chat=demo_data.group_chat).settings())
-    try:
-        async with TestClient(TestServer(build_application(board))) as client:
-            assert (await client.get("/healthz")).status == 200
-            page = await client.get(f"/chats/{demo_data.group_chat}")
-            assert page.status == 200
-            assert (await client.get("/chats")).status == 200
-    finally:
-        await board.store.close()
+    async with serving(
+        open_dashboard(DemoData(data_dir=data, group_chat=demo_data.group_chat).settings())
+    ) as client:
+        assert (await client.get("/healthz")).status == 200
+        page = await client.get(f"/chats/{demo_data.group_chat}")
+        assert page.status == 200
+        assert (await client.get("/chats")).status == 200
         os.chmod(data, 0o755)
     after = {p: p.stat().st_mtime_ns for p in data.rglob("*")}
     assert after == before, "the dashboard changed or created files"
