@@ -152,8 +152,9 @@ async def run_ingest(
             if process.poll() is None:
                 process.kill()
             log.close()
-    ordered = await _stored_in_order(
-        database_url or f"sqlite+aiosqlite:///{data_dir / 'tgbot.sqlite3'}", chats, per_chat
+    ordered = await stored_in_order(
+        database_url or f"sqlite+aiosqlite:///{data_dir / 'tgbot.sqlite3'}",
+        {-1_000_000 - c: [f"message {n} in {c}" for n in range(per_chat)] for c in range(chats)},
     )
     return IngestResult(
         messages=per_chat * chats,
@@ -177,16 +178,16 @@ async def reset_postgres(url: str) -> None:
         await engine.dispose()
 
 
-async def _stored_in_order(url: str, chats: int, per_chat: int) -> bool:
+async def stored_in_order(url: str, expected: dict[int, list[str]]) -> bool:
+    """Whether each chat's stored member messages are exactly `expected[chat]`, in order."""
     store = SqlStore(create_engine_for(url))
     try:
-        for c in range(chats):
-            session = await store.find_session(SessionKey(chat_id=-1_000_000 - c))
+        for chat, texts in expected.items():
+            session = await store.find_session(SessionKey(chat_id=chat))
             if session is None:
                 return False
             path = await store.load_path(session.id)
-            texts = [r.body.text for r in path if isinstance(r.body, UserRecord)]
-            if texts != [f"message {n} in {c}" for n in range(per_chat)]:
+            if [r.body.text for r in path if isinstance(r.body, UserRecord)] != texts:
                 return False
     finally:
         await store.close()

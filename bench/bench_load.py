@@ -50,14 +50,12 @@ from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.webhook import HEALTH_PATH, SECRET_HEADER, WEBHOOK_PATH
-from bench.bench_ingest import reset_postgres
+from bench.bench_ingest import reset_postgres, stored_in_order
 from bot.app.heap import settle_heap
 from bot.app.wiring import build_app, open_store
 from bot.config import load_settings
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
-from storage.engine import create_engine_for
-from storage.sql import SqlStore
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "bench-secret"
@@ -287,7 +285,9 @@ async def run_webhook_workers(
                     await asyncio.to_thread(process.wait, 60)
                 except subprocess.TimeoutExpired:
                     process.kill()
-    ordered = await _stored_in_order(url, chat_ids, per_chat)
+    ordered = await stored_in_order(
+        url, {chat: [f"message {n}" for n in range(per_chat)] for chat in chat_ids}
+    )
     return WorkersResult(
         database="PostgreSQL" if database_url else "SQLite",
         workers=workers,
@@ -342,22 +342,6 @@ async def _serving(
         if time.monotonic() > give_up:
             raise RuntimeError("a webhook worker did not start in 120 s")
         await asyncio.sleep(0.2)
-
-
-async def _stored_in_order(url: str, chat_ids: list[int], per_chat: int) -> bool:
-    store = SqlStore(create_engine_for(url))
-    try:
-        for chat in chat_ids:
-            session = await store.find_session(SessionKey(chat_id=chat))
-            if session is None:
-                return False
-            path = await store.load_path(session.id)
-            texts = [r.body.text for r in path if isinstance(r.body, UserRecord)]
-            if texts != [f"message {n}" for n in range(per_chat)]:
-                return False
-    finally:
-        await store.close()
-    return True
 
 
 def compare_workers(
