@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 from bot.context.token_correction import TokenCorrection
 from bot.domain.facts import InboundMessage, Media, MembershipChange, ReactionChange
 from bot.domain.ids import Scene, SessionKey
-from bot.domain.messages import ChatMessage, ToolCall
+from bot.domain.messages import ChatMessage, Reasoning, ToolCall
 from bot.domain.records import RecordBody, StoredRecord
 
 # ---------------------------------------------------------------- time
@@ -170,6 +170,9 @@ class CachePlan:
         return tuple(sorted(i for i in found if i is not None))
 
 
+StopReason = Literal["end", "length", "refusal", "tool_calls", "context"]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LLMRequest:
     model: str
@@ -195,15 +198,26 @@ class Usage:
     output_tokens: int
     cached_tokens: int = 0
     cache_write_tokens: int = 0
+    """All cache writes; `cache_write_1h_tokens` is the part written with a 1-hour TTL."""
+    cache_write_1h_tokens: int = 0
+    reasoning_tokens: int = 0
+    """Part of `output_tokens` the model spent thinking."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LLMResponse:
+    """A model's answer. `finish_reason` is the provider's own word; `stop` is what it means
+    here (`end`, `length`, `refusal`, `tool_calls`, `context`), `None` when not reported."""
+
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage | None = None
     finish_reason: str | None = None
     model: str | None = None
+    stop: StopReason | None = None
+    reasoning: Reasoning | None = None
+    refusal: str = ""
+    """The provider's refusal text, where it gives one (OpenAI `message.refusal`)."""
 
 
 TextSink = Callable[[str], Awaitable[None]]

@@ -7,6 +7,32 @@ from typing import Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
 
+ReasoningFormat = Literal["reasoning_content", "reasoning", "anthropic", "gemini"]
+"""The wire form a model's reasoning came in, which decides where it goes back
+(docs/architecture.md, Reasoning): an OpenAI-wire message field (`reasoning_content`:
+DeepSeek, vLLM, llama.cpp; `reasoning`: Ollama, OpenRouter), Anthropic `thinking` /
+`redacted_thinking` blocks, or Gemini thought signatures on tool calls."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reasoning:
+    """A model's reasoning as its provider returned it: opaque, kept byte for byte.
+
+    It belongs to the assistant message it came with and goes back where the provider
+    requires it; it is never rendered into text anyone reads (turn context, summaries,
+    quotes, search, told-user notes).
+
+    - `format`: see `ReasoningFormat`.
+    - `text`: the readable reasoning where there is one (the trace page shows it, folded).
+    - `payload`: the provider's own JSON, exactly as received, for forms that must come
+      back unchanged (Anthropic blocks with their signatures, Gemini thought signatures by
+      tool call id); empty for plain text fields.
+    """
+
+    format: ReasoningFormat
+    text: str = ""
+    payload: str = ""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCall:
@@ -29,6 +55,8 @@ class ChatMessage:
     - `is_error`: a tool result that reports an error.
     - `tokens`: a cached estimate; `None` means "compute it". Producers that know the
       cost (projection renders each message once) set it so trimming never re-estimates.
+    - `reasoning`: on assistant messages, the model's reasoning that came with them; the
+      provider adapter decides by its rule whether it goes back on the wire.
     """
 
     role: Role
@@ -41,3 +69,4 @@ class ChatMessage:
     continues_turn: bool = False
     is_error: bool = False
     tokens: int | None = None
+    reasoning: Reasoning | None = None

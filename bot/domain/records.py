@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Literal
 
 from bot.domain.facts import Forward, Media, Quote, Sender
-from bot.domain.messages import ToolCall
+from bot.domain.messages import Reasoning, ToolCall
 
 RecordKind = Literal["user", "assistant", "tool_results", "event", "summary"]
 
@@ -55,11 +55,13 @@ class UserRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AssistantRecord:
-    """The bot's reply text and/or the tool calls it made."""
+    """The bot's reply text and/or the tool calls it made, with the reasoning that led to
+    them (kept to be sent back where the provider requires it, never shown)."""
 
     kind: Literal["assistant"] = "assistant"
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
+    reasoning: Reasoning | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
