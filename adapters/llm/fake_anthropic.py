@@ -64,6 +64,7 @@ class FakeAnthropicServer(FakeOpenAIServer):
         return self._base_url
 
     async def _messages(self, http_request: web.Request) -> web.StreamResponse:
+        self._count_connection(http_request)
         raw = await http_request.text()
         headers = {k.lower(): v for k, v in http_request.headers.items()}
         self.headers.append(headers)

@@ -69,6 +69,8 @@ class FakeOpenAIServer:
         """The headers of each request, lower-cased names."""
         self.reported: list[Usage | None] = []
         """The usage each answer reported, in order."""
+        self.peers: set[object] = set()
+        """The client addresses requests came from: one per TCP connection a client opened."""
         self.cache = PrefixCache(mode=cache) if cache != "none" else None
         self.usage_shape = usage_shape
         """Whose usage fields the answers carry: OpenAI's `prompt_tokens_details`,
@@ -140,7 +142,12 @@ class FakeOpenAIServer:
     async def _models(self, _: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": self.model_name}]})
 
+    def _count_connection(self, http_request: web.Request) -> None:
+        transport = http_request.transport
+        self.peers.add(transport.get_extra_info("peername") if transport else None)
+
     async def _complete(self, http_request: web.Request) -> web.StreamResponse:
+        self._count_connection(http_request)
         raw = await http_request.text()
         try:
             body = json.loads(raw)

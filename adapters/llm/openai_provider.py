@@ -251,9 +251,12 @@ class OpenAIProvider:
                     return whole
                 event = ""
                 data: list[str] = []
+                done = False
+                # Read to the body's end even after `[DONE]`: a body left unread makes httpx
+                # discard the connection, and every later call pays a new TCP + TLS handshake.
                 async for line in response.aiter_lines():
-                    if line.startswith(":"):
-                        continue  # an SSE comment (OpenRouter's keep-alive)
+                    if done or line.startswith(":"):
+                        continue  # past the end, or an SSE comment (OpenRouter's keep-alive)
                     if line:
                         field, _, value = line.partition(":")
                         value = value.removeprefix(" ")
@@ -262,12 +265,11 @@ class OpenAIProvider:
                         elif field == "data":
                             data.append(value)
                         continue
-                    if data and await self._dispatch(state, event, "\n".join(data), on_text):
-                        break
-                    event, data = "", []
-                else:
                     if data:
-                        await self._dispatch(state, event, "\n".join(data), on_text)
+                        done = await self._dispatch(state, event, "\n".join(data), on_text)
+                    event, data = "", []
+                if data and not done:
+                    await self._dispatch(state, event, "\n".join(data), on_text)
         except httpx.TimeoutException as exc:
             raise self._timed_out(exc) from exc
         except httpx.TransportError as exc:

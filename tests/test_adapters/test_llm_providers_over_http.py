@@ -533,3 +533,26 @@ async def test_under_tool_choice_none_the_fakes_never_answer_a_tool_call(
             response = await provider.complete(request)
     assert response.tool_calls == ()
     assert response.text == "From what I have: no."
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_one_connection_serves_every_call_to_a_model(stream: bool) -> None:
+    """A streamed body is read to its end, so httpx keeps the connection for the next call
+    (a body left unread after `[DONE]` made every call open a new TCP + TLS connection)."""
+    async with FakeOpenAIServer(ScriptedModel()) as server:
+        provider = OpenAIProvider(server.base_url, "k")
+        async with provider:
+            for _ in range(3):
+                await three_turns(provider, stream=stream)
+    assert len(server.requests) == 9
+    assert len(server.peers) == 1
+
+
+async def test_one_connection_serves_every_streamed_call_to_anthropic(
+    anthropic: FakeAnthropicServer,
+) -> None:
+    async with AnthropicProvider(anthropic.base_url, KEY) as provider:
+        await three_turns(provider, stream=True)
+        await three_turns(provider, stream=True)
+    assert len(anthropic.requests) == 6
+    assert len(anthropic.peers) == 1
