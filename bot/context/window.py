@@ -6,10 +6,13 @@ provider's cached prefix survives call after call. When any limit is exceeded, t
 jumps forward to the first turn boundary at which every limit holds with headroom:
 
     tokens   <= floor(token_budget * (1 - headroom))          (token_budget 0: no token limit)
-    turns    <= max(1, floor(max(max_turns, 1) * (1 - headroom)))
+    turns    <= N - floor(N * headroom)                   (N = max(max_turns, 1))
     messages <= max(1, floor(max(max_messages, 1) * (1 - headroom)))
 
-so the prefix breaks once per chunk, not once per message. The start never moves
+so the prefix breaks once per chunk, not once per message. The turn cap's headroom rounds
+down, so a cap of N never shows fewer than N - floor(N/4) turns: a small cap is exact (a cap
+of 2 keeps the current turn and one earlier exchange on every call, never just the current
+one every other call). The start never moves
 backwards and never past the newest turn, which stays even when it alone is over.
 
 `turns` counts the newest turn (the current one, not yet answered) and, before it, only the
@@ -159,7 +162,7 @@ def select_window(
     # headroom read as the decimal it was written as (1 - 0.3 must be 0.7 exactly)
     keep = 1 - Fraction(repr(limits.headroom))
     token_target = _with_headroom(budget, keep) if budget > 0 else None
-    turn_target = max(1, _with_headroom(max_turns, keep))
+    turn_target = max_turns - math.floor(max_turns * (1 - keep))
     message_target = max(1, _with_headroom(max_messages, keep))
 
     new_start, kept_tokens, kept_messages, kept_counted = start, tokens, messages, counted

@@ -165,14 +165,14 @@ def decide(
             0,
             WindowLimits(token_budget=1_000_000, max_turns=50, max_messages=1_000),
             WindowDecision(
-                start=23,
+                start=22,
                 moved=True,
                 reason="turn_limit",
-                tokens=3_700,
+                tokens=3_800,
                 tokens_before=6_000,
-                kept_turns=37,
-                dropped_turns=23,
-                dropped_messages=46,
+                kept_turns=38,  # 50 - floor(50 / 4)
+                dropped_turns=22,
+                dropped_messages=44,
             ),
         ),
         (
@@ -470,3 +470,17 @@ def test_answered_turns_still_bind_the_cap() -> None:
     assert decision.moved
     assert decision.reason == "turn_limit"
     assert decision.kept_turns == 3  # floor(4 * 0.75)
+
+
+@pytest.mark.parametrize("cap", [1, 2, 3, 4, 8, 50], ids=lambda c: f"cap{c}")
+def test_a_turn_cap_never_shows_fewer_than_its_floor(cap: int) -> None:
+    """Turn by turn, the window never drops below N - floor(N/4) answered turns once that
+    many exist: a cap of 2 shows the current turn and one earlier exchange on every call."""
+    limits = WindowLimits(token_budget=0, max_turns=cap, max_messages=10_000)
+    floor_turns = cap - cap // 4
+    start = 0
+    for n in range(1, 4 * cap + 6):
+        decision = select_window([10] * n, [2] * n, start, limits, answered=[True] * n)
+        start = decision.start
+        assert decision.kept_turns <= cap
+        assert decision.kept_turns >= min(n, floor_turns)
