@@ -36,7 +36,7 @@ _OVERFLOW_PHRASES = re.compile(
     r"maximum context length|prompt is too long|context window|too many tokens"
     r"|context_length_exceeded|exceeds the available context size|range of input length"
     r"|exceeded model token limit|exceeds the maximum number of tokens|maximum prompt length"
-    r"|input length exceeds|input is too long",
+    r"|input length exceeds|input is too long|longer than the context length",
     re.IGNORECASE,
 )
 _MAX_ERROR_TEXT = 300

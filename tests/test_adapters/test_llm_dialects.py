@@ -59,7 +59,7 @@ def test_every_fixture_names_its_source() -> None:
 def test_there_is_an_overflow_fixture_per_provider() -> None:
     names = {path.parent.name for path in OVERFLOWS}
     expected = {"openai", "deepseek", "vllm", "openrouter", "anthropic", "qwen", "moonshot"}
-    assert names >= expected | {"llamacpp", "gemini", "xai"}
+    assert names >= expected | {"llamacpp", "gemini", "xai", "ollama"}
 
 
 @pytest.mark.parametrize("path", OVERFLOWS, ids=lambda p: f"{p.parent.name}/{p.name}")
