@@ -53,6 +53,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from bot.ports import OWNED_BODY_KEYS, ReasoningLevel
+
 Kind = Literal["openai", "anthropic"]
 CacheMode = Literal["auto", "breakpoints", "off"]
 CacheTTL = Literal["5m", "1h"]
@@ -60,22 +62,8 @@ MaxTokensParam = Literal["max_tokens", "max_completion_tokens"]
 CacheDialect = Literal["none", "cache_control", "openai_breakpoint"]
 """How breakpoints are written on the OpenAI wire: not at all, Anthropic-style
 `cache_control` on content parts (OpenRouter, Qwen), or GPT-5.6 `prompt_cache_breakpoint`."""
-ReasoningLevel = Literal["auto", "off", "low", "medium", "high", "max"]
 ReasoningDialect = Literal["generic", "openai", "deepseek", "openrouter"]
 """Whose reasoning fields an endpoint takes (the kind tells Anthropic's Messages apart)."""
-OWNED_BODY_KEYS = frozenset(
-    {
-        "model",
-        "messages",
-        "tools",
-        "tool_choice",
-        "stream",
-        "system",
-        "max_tokens",
-        "max_completion_tokens",
-    }
-)
-"""Request fields the bot writes itself; a profile's `extra_body` may not set them."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

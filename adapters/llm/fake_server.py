@@ -33,6 +33,7 @@ from typing import Any, Literal, Self
 from aiohttp import web
 
 from adapters.llm.fake_cache import Block, PrefixCache
+from adapters.llm.fake_reasoning import Refusal, ThinkingModel
 from adapters.llm.openai_server_wire import error_body, from_request, to_response
 from adapters.llm.scripted import ScriptedModel
 from bot.errors import ContextOverflow, ProviderBadResponse, ProviderError, ProviderRateLimited
@@ -62,6 +63,7 @@ class FakeOpenAIServer:
         model_name: str = "fake-model",
         cache: Literal["none", "auto", "breakpoints"] = "none",
         usage_shape: Literal["openai", "deepseek", "moonshot"] = "openai",
+        thinking: ThinkingModel | None = None,
     ) -> None:
         self.model: LLMProvider = model if model is not None else ScriptedModel()
         self.requests: list[dict[str, Any]] = []
@@ -77,6 +79,9 @@ class FakeOpenAIServer:
         self.delay = delay
         """Seconds every answer waits (after `delay_next` delays are used up)."""
         self.model_name = model_name
+        self.thinking = thinking
+        """A reasoning model (`adapters.llm.fake_reasoning`): it thinks on every answer and
+        refuses, as its provider does, a request that does not give the reasoning back."""
         self._port = port
         self._failures: deque[_Injected] = deque()
         self._delays: deque[float] = deque()
@@ -158,6 +163,11 @@ class FakeOpenAIServer:
         refused = _refusal(body)
         if refused is not None:
             return web.json_response(refused, status=400)
+        if self.thinking is not None:
+            try:
+                self.thinking.check(body)
+            except Refusal as refusal:
+                return _error_response(refusal.status, refusal.body)
         try:
             request = from_request(body)
         except ValueError as exc:
@@ -197,6 +207,8 @@ class FakeOpenAIServer:
             )
         self.reported.append(response.usage)
         answer = to_response(response, model=model)
+        if self.thinking is not None:
+            self.thinking.think(answer, body)
         if "usage" in answer:
             answer["usage"] = _shaped(answer["usage"], self.usage_shape)
         if body.get("stream") is True:
@@ -219,6 +231,11 @@ class FakeOpenAIServer:
 
         text = message.get("content") or ""
         await send({**base, "choices": [{"index": 0, "delta": {"role": "assistant"}}]})
+        for key in ("reasoning_content", "reasoning"):
+            thought = message.get(key) or ""
+            for start in range(0, len(thought), 11):
+                piece = {key: thought[start : start + 11]}
+                await send({**base, "choices": [{"index": 0, "delta": piece}]})
         for start in range(0, len(text), 7):
             piece = {"content": text[start : start + 7]}
             await send({**base, "choices": [{"index": 0, "delta": piece}]})
@@ -226,6 +243,8 @@ class FakeOpenAIServer:
             arguments = call["function"]["arguments"]
             half = len(arguments) // 2
             head = {"index": index, "id": call["id"], "type": "function"}
+            if "extra_content" in call:  # Gemini: the signature rides on the call's first delta
+                head["extra_content"] = call["extra_content"]
             for delta in (
                 {**head, "function": {"name": call["function"]["name"], "arguments": ""}},
                 {"index": index, "function": {"arguments": arguments[:half]}},
@@ -350,11 +369,13 @@ def _blocks(body: Mapping[str, Any]) -> list[Block]:
 
 
 def _error_response(
-    status: int, body: Mapping[str, Any] | str, headers: Mapping[str, str] | None = None
+    status: int, body: object, headers: Mapping[str, str] | None = None
 ) -> web.Response:
     if isinstance(body, str):
         return web.Response(status=status, text=body, headers=dict(headers or {}))
-    return web.json_response(dict(body), status=status, headers=dict(headers or {}))
+    if isinstance(body, Mapping):
+        body = dict(body)
+    return web.json_response(body, status=status, headers=dict(headers or {}))
 
 
 async def _serve(port: int) -> None:
