@@ -52,7 +52,7 @@ GEMINI_MISSING = (
     "Function call is missing a thought_signature in functionCall parts. This is required "
     "for tools to work correctly, and missing thought_signature may lead to degraded model "
     "performance. Additional data, function call `default_api:{name}` , position {position}. "
-    "Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more "
+    "please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more "
     "details."
 )
 
