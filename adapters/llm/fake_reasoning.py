@@ -12,6 +12,8 @@ sources).
   `redacted_thinking` one every third answer); every block sent back must carry its own
   signature, the last assistant message of a tool loop must start with one, and
   `temperature` other than 1 is refused.
+- `OllamaThinking`: its OpenAI-compatible endpoint's `reasoning` on every answer; sending
+  it back is optional (the model's chat template decides), so nothing is refused.
 - `GeminiThinking` (the OpenAI endpoint): a thought signature on the first tool call of
   every answer (as Gemini 3 gives them for parallel calls); every tool call of the current
   turn that had one must carry it back unchanged.
@@ -270,6 +272,19 @@ class ClaudeThinking:
 
 
 @dataclass
+class OllamaThinking:
+    refused: list[object] = field(default_factory=list)
+    _numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def check(self, body: Mapping[str, Any]) -> None:
+        return None
+
+    def think(self, answer: JSON, body: Mapping[str, Any]) -> None:
+        message = answer["choices"][0]["message"]
+        message["reasoning"] = f"Okay, let me think (#{next(self._numbers)})."
+
+
+@dataclass
 class GeminiThinking:
     refused: list[object] = field(default_factory=list)
     issued: dict[str, str] = field(default_factory=dict)
@@ -310,6 +325,7 @@ __all__ = [
     "DeepSeekAnthropicThinking",
     "DeepSeekThinking",
     "GeminiThinking",
+    "OllamaThinking",
     "Refusal",
     "ThinkingModel",
 ]
