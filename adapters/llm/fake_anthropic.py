@@ -9,7 +9,9 @@ with reads and writes from `fake_cache.PrefixCache` (consistent with the breakpo
 received; message blocks keyed by `tool_choice`, as the real cache keys them), never a
 `tool_use` under `tool_choice` none, errors in Anthropic's format (`{"type": "error",
 ...}`, 529 `overloaded_error`, 429 with `retry-after`), and streams the Messages event
-stream when the body says `stream: true`. `reported` keeps each usage it sent.
+stream when the body says `stream: true`. `reported` keeps each usage it sent. With
+`thinking` (`adapters.llm.fake_reasoning`) it answers with thinking blocks (streamed through
+`thinking_delta` / `signature_delta`) and refuses a request that does not give them back.
 """
 
 from __future__ import annotations

@@ -12,7 +12,9 @@ It validates what OpenAI rejects (`max_tokens` for GPT-5-family and o-series mod
 upstreams refuse; a `tool_choice` without `tools` or of an unknown value), never answers a
 tool call under `tool_choice: "none"`, streams SSE chunks when asked (`stream: true`, the
 usage in a last chunk with `stream_options.include_usage`), and with `cache` set reports
-usage from `fake_cache.PrefixCache` (`reported` keeps each usage it sent).
+usage from `fake_cache.PrefixCache` (`reported` keeps each usage it sent). With `thinking`
+(`adapters.llm.fake_reasoning`) it answers with reasoning, streamed as reasoning deltas, and
+refuses with the provider's own 400 a request that does not give it back.
 
 Run alone with `python -m adapters.llm.fake_server [--port N]` (the demo model answers).
 """

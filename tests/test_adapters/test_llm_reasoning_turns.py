@@ -166,3 +166,41 @@ def _unmarked(messages: Any) -> Any:
     if isinstance(messages, dict):
         return {k: _unmarked(v) for k, v in messages.items() if k != "cache_control"}
     return messages
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_a_tool_turn_stored_without_reasoning_does_not_break_deepseek(
+    kind: str, tmp_path: Path
+) -> None:
+    """A chat whose tool turn was stored before reasoning was kept (or by another model)
+    keeps working when DeepSeek starts thinking: the turn goes back with an empty
+    reasoning, which DeepSeek takes, instead of a refusal on every later call."""
+    scripted = ScriptedModel([inspect(1), Reply("First."), inspect(1), Reply("Second.")])
+    url = "https://api.deepseek.com" + ("/anthropic" if kind == "anthropic" else "")
+    options = options_for(url, kind=kind)  # type: ignore[arg-type]
+    server = FakeAnthropicServer(scripted) if kind == "anthropic" else FakeOpenAIServer(scripted)
+    messenger = RecordingMessenger()
+    async with server:
+        adapter = AnthropicProvider if kind == "anthropic" else OpenAIProvider
+        client = adapter(server.base_url, "k", max_retries=0, options=options)
+        try:
+            settings = rig_settings(tmp_path, owner_id=42, llm_model="deepseek-v4-flash")
+            clock = SteppingClock(START)
+            app = wire_app(
+                settings, store=InMemoryStore(), messenger=messenger, model=client, clock=clock
+            )
+            for n, thinking in enumerate(
+                (None, DeepSeekAnthropicThinking() if kind == "anthropic" else DeepSeekThinking())
+            ):
+                server.thinking = thinking  # the model starts thinking after the first turn
+                clock.advance(40)
+                message = inbound(
+                    chat_id=CHAT, chat_type="private", message_id=n + 1, text="q", at=clock.now()
+                )
+                await app.inbound.on_message(message)
+                await app.inbound.drain()
+        finally:
+            await client.aclose()
+    assert [m.text for m in messenger.sent] == ["First.", "Second."]
+    assert server.thinking is not None
+    assert server.thinking.refused == []
