@@ -48,6 +48,7 @@ A profile's `extra_body` is merged last (tables key by key), for fields not mode
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -257,7 +258,7 @@ def has_adaptive_thinking(model: str) -> bool:
     name = model.lower().rpartition("/")[2]
     if not name.startswith("claude-"):
         return True
-    numbers = [part for part in name.split("-") if part.isdigit()]
+    numbers = re.findall(r"\d+", name)  # claude-opus-4-6, claude-3-7-sonnet, …-4-6@date
     if not numbers:
         return True
     major = int(numbers[0])

@@ -12,7 +12,12 @@ from typing import Any
 import pytest
 
 from adapters.llm import anthropic_wire, openai_wire
-from adapters.llm.dialects import WireOptions, options_for, reasoning_fields
+from adapters.llm.dialects import (
+    WireOptions,
+    has_adaptive_thinking,
+    options_for,
+    reasoning_fields,
+)
 from adapters.llm.fake_reasoning import (
     ClaudeThinking,
     DeepSeekAnthropicThinking,
@@ -481,3 +486,22 @@ def test_gemini_refuses_a_current_turn_call_without_its_signature() -> None:
             ]
         }
     )
+
+
+@pytest.mark.parametrize(
+    ("model", "adaptive"),
+    [
+        ("claude-opus-4-7", True),
+        ("claude-opus-4-6@20260101", True),
+        ("claude-opus-5", True),
+        ("claude-sonnet-4-5-20250929", False),
+        ("claude-sonnet-4-20250514", False),
+        ("claude-3-7-sonnet-20250219", False),
+        ("claude-haiku-4-5", False),
+        ("my-proxy-model", True),
+    ],
+)
+def test_claude_46_and_later_think_adaptively_older_ones_on_a_budget(
+    model: str, adaptive: bool
+) -> None:
+    assert has_adaptive_thinking(model) is adaptive
