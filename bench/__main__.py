@@ -148,6 +148,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     found = _timed("token economy", spent, lambda: economy.run(messages, args.seed))
     caches = _timed("provider caches", spent, lambda: cache_sim.run(messages, args.seed))
+    thinking = _timed(
+        "provider caches, reasoning on",
+        spent,
+        lambda: cache_sim.run(messages, args.seed, thinking=True),
+    )
     tokens = _timed("token truth", spent, bench_tokens.run)
     projection, prepare, sent = _timed(
         "projection cost", spent, lambda: bench_projection.run(sizes, repeats=7 if quick else 15)
@@ -226,6 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ours.hit_rate >= 1.5 * legacy.hit_rate,
         ),
         *caches.targets(),
+        cache_sim.reasoning_target(caches, thinking),
         (
             "history prefix changes only when the window moves",
             f"{ours.prefix_breaks} changes, {ours.window_moves} moves",
@@ -346,6 +352,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             "plan is not sent: the stable prefix alone does the work. The DeepSeek row is a "
             "lower bound: units at fixed token intervals (undocumented interval) and common "
             "prefixes inside a message are not modelled.",
+            "",
+            "### 2c. With reasoning on",
+            "",
+            "The same workload with a model that thinks on every answer (about 150 tokens, "
+            "kept with the assistant message and sent back by each provider's rule: on the "
+            "assistant messages of turns that made tool calls, byte for byte; "
+            "`adapters/llm/reasoning.py`), replayed through the same caches "
+            f"({thinking.requests} requests):",
+            "",
+            cache_sim.reasoning_markdown(caches, thinking),
             "",
             "## 3. Preparing the next call against stored history (SQLite)",
             "",

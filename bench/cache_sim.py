@@ -672,7 +672,29 @@ def cache_markdown(requests: int, rows: Mapping[str, Sequence[ProviderRow]]) -> 
     return "\n".join(lines)
 
 
-async def _replay_workload(size: int, seed: int) -> CacheBench:
+def with_wire_reasoning(request: LLMRequest) -> LLMRequest:
+    """`request` as its wire sends it when the model thinks: each tool turn's kept reasoning
+    goes back with its assistant message (`adapters.llm.reasoning`), here written into the
+    message so the caches see its bytes and count its tokens."""
+    from dataclasses import replace
+
+    from adapters.llm.reasoning import tool_turn_messages
+
+    turns = tool_turn_messages(request.messages, boundaries=("user", "system"))
+    messages = [
+        replace(
+            message,
+            content=f"<thinking {message.reasoning.payload}>{message.content}",
+            tokens=None,
+        )
+        if index in turns and message.reasoning is not None
+        else message
+        for index, message in enumerate(request.messages)
+    ]
+    return replace(request, messages=tuple(messages))
+
+
+async def _replay_workload(size: int, seed: int, *, thinking: bool = False) -> CacheBench:
     import json
     import tempfile
     from pathlib import Path
@@ -683,11 +705,13 @@ async def _replay_workload(size: int, seed: int) -> CacheBench:
 
     workload = generate(size, seed)
     with tempfile.TemporaryDirectory(prefix="tgbot-bench-cache-") as tmp:
-        variant, _ = await economy._run_ours(workload, Path(tmp) / "default")
+        variant, _ = await economy._run_ours(workload, Path(tmp) / "default", thinking=thinking)
     start = variant.sent[0][0]
     sent: list[tuple[float, LLMRequest, Prefixes]] = []
     keyed: list[tuple[float, LLMRequest, Prefixes]] = []
     for at, request in variant.sent:
+        if thinking:
+            request = with_wire_reasoning(request)
         schemas = [
             {"name": s.name, "description": s.description, "parameters": s.parameters}
             for s in request.tools
@@ -719,10 +743,52 @@ async def _replay_workload(size: int, seed: int) -> CacheBench:
     return CacheBench(requests=len(sent), rows=rows, markdown=markdown, messages=size)
 
 
-def run(size: int = 400, seed: int = 43) -> CacheBench:
+def run(size: int = 400, seed: int = 43, *, thinking: bool = False) -> CacheBench:
+    """`thinking`: the same workload with reasoning on every answer, sent back by the
+    providers' rules (the reasoning rows)."""
     import asyncio
 
-    return asyncio.run(_replay_workload(size, seed))
+    return asyncio.run(_replay_workload(size, seed, thinking=thinking))
+
+
+def reasoning_target(plain: CacheBench, thinking: CacheBench) -> tuple[str, str, bool | None]:
+    """The acceptance row: with reasoning on, our breakpoint cache's hit stays within 3
+    points of the same run without (both TTLs; judged on the ADR workload)."""
+    drops = []
+    for ttl in ("5m", "1h"):
+        mode = f"ours (cache plan, ≤ 4 markers), {ttl}"
+        before = plain.find("anthropic", mode).hit_rate
+        after = thinking.find("anthropic", mode).hit_rate
+        drops.append((before - after) * 100)
+    worst = max(drops)
+    label = "breakpoint cache with reasoning on: hit within 3 points of without"
+    value = f"{worst:.1f} points at most (5m {drops[0]:+.1f}, 1h {drops[1]:+.1f} lost)"
+    if plain.messages < ADR_MESSAGES:
+        return label, value + f" ({plain.messages} messages)", None
+    return label, value, worst <= 3.0
+
+
+def reasoning_markdown(plain: CacheBench, thinking: CacheBench) -> str:
+    """The hit of our mode per provider without and with reasoning (within 3 points)."""
+    lines = [
+        "| provider (ours) | hit without reasoning | hit with reasoning | difference |",
+        "|---|---:|---:|---:|",
+    ]
+    for provider, mode in (
+        ("anthropic", "ours (cache plan, ≤ 4 markers), 5m"),
+        ("anthropic", "ours (cache plan, ≤ 4 markers), 1h"),
+        ("gpt-5.6", "ours (implicit + plan as explicit)"),
+        ("openai", "automatic"),
+        ("auto64", "automatic"),
+        ("deepseek", "automatic"),
+    ):
+        before = plain.find(provider, mode).hit_rate
+        after = thinking.find(provider, mode).hit_rate
+        lines.append(
+            f"| {provider}, {mode} | {before:.1%} | {after:.1%} | "
+            f"{(after - before) * 100:+.1f} points |"
+        )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

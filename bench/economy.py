@@ -49,8 +49,8 @@ from bot.context.tokens import (
 )
 from bot.context.window import estimate_tool_schema_tokens
 from bot.domain.facts import InboundMessage, Quote
-from bot.domain.messages import ChatMessage, ToolCall
-from bot.ports import LLMRequest, ToolSpec
+from bot.domain.messages import ChatMessage, Reasoning, ToolCall
+from bot.ports import LLMRequest, LLMResponse, TextSink, ToolSpec
 from bot.tools import default_tools
 from bot.tools.base import Tool, ToolContext
 from storage.memory import InMemoryStore
@@ -153,15 +153,34 @@ def rules_file_text(workload: Workload, runtime_index_chars: int) -> str:
     return "\n\n".join([per_turn.skill_notes, per_turn.workspace_rules, pad])
 
 
+class ThinkingScriptedModel(ScriptedModel):
+    """The scripted model with reasoning on every answer (about 150 tokens of it, signed
+    like Anthropic's thinking blocks), as today's models give it."""
+
+    async def complete(
+        self, request: LLMRequest, *, on_text: TextSink | None = None
+    ) -> LLMResponse:
+        response = await super().complete(request, on_text=on_text)
+        number = len(self.requests)
+        text = f"思考 {number}: " + "weighing what the members said. " * 20
+        block = {"type": "thinking", "thinking": text, "signature": f"sig-{number:06d}" * 8}
+        payload = json.dumps([block], ensure_ascii=False)
+        return replace(
+            response, reasoning=Reasoning(format="anthropic", text=text, payload=payload)
+        )
+
+
 async def _run_ours(
     workload: Workload,
     workdir: Path,
     *,
     caps: int | None = None,
     overrides: Mapping[str, Any] | None = None,
+    thinking: bool = False,
 ) -> tuple[Variant, list[LLMRequest]]:
-    """Drive the real runtime; `caps` raises the turn and message caps of the window."""
-    model = ScriptedModel()
+    """Drive the real runtime; `caps` raises the turn and message caps of the window;
+    `thinking`: every answer comes with reasoning, kept and sent back as a provider's is."""
+    model = ThinkingScriptedModel() if thinking else ScriptedModel()
     messenger = CountingMessenger()
     clock = SetClock(workload.events[0].at)
     store = InMemoryStore(clock=clock)

@@ -30,6 +30,7 @@ from pydantic_settings import (
 
 from bot.context.tool_results import DEFAULT_MAX_TOOL_RESULT_CHARS
 from bot.errors import ConfigError
+from bot.ports import OWNED_BODY_KEYS, ReasoningLevel
 
 DEFAULT_TELEGRAM_API_BASE = "https://api.telegram.org"
 _WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
@@ -156,6 +157,23 @@ class ProviderProfile(Section):
     price_output_per_mtok: float = 0.0
     price_cache_write_per_mtok: float = 0.0
     """Cache writes (Anthropic: 1.25 × input for the 5 min TTL, 2 × for 1 h)."""
+    reasoning: ReasoningLevel = "auto"
+    """How hard the model thinks, mapped to the provider's own field (`auto`: send nothing,
+    the provider decides). Changing it starts a new cached prefix."""
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    """Fields merged into every request body (a TOML table), for what is not modelled here;
+    never one the bot writes itself (`model`, `messages`, `tools`…)."""
+
+    @field_validator("extra_body")
+    @classmethod
+    def _not_owned(cls, value: dict[str, Any]) -> dict[str, Any]:
+        owned = sorted(OWNED_BODY_KEYS & set(value))
+        if owned:
+            raise ValueError(
+                f"{', '.join(owned)}: the bot writes {'these' if len(owned) > 1 else 'this'} "
+                "itself; remove it from extra_body"
+            )
+        return value
 
 
 class TriggerSettings(Section):
@@ -232,6 +250,7 @@ class Settings(BaseSettings):
     llm_kind: ProviderKind = "openai"
     llm_cache: CacheSetting | None = None
     llm_cache_ttl: CacheTTLSetting = "5m"
+    llm_reasoning: ReasoningLevel = "auto"
     llm_context_window: int = Field(0, ge=0)
     llm_tokenizer_file: Path | None = None
     llm_tokenizer_pattern: str | None = None

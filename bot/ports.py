@@ -172,6 +172,22 @@ class CachePlan:
 
 StopReason = Literal["end", "length", "refusal", "tool_calls", "context"]
 
+ReasoningLevel = Literal["auto", "off", "low", "medium", "high", "max"]
+"""A profile's `reasoning`: how hard the model thinks (`auto`: the provider decides)."""
+OWNED_BODY_KEYS = frozenset(
+    {
+        "model",
+        "messages",
+        "tools",
+        "tool_choice",
+        "stream",
+        "system",
+        "max_tokens",
+        "max_completion_tokens",
+    }
+)
+"""Request fields the bot writes itself: a profile's `extra_body` may not set them."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LLMRequest:

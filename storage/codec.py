@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, cast, get_args
 
 from bot.domain.facts import Forward, Media, MediaKind, Quote, Sender, SenderKind
-from bot.domain.messages import ToolCall
+from bot.domain.messages import Reasoning, ReasoningFormat, ToolCall
 from bot.domain.records import (
     AssistantRecord,
     ContentBlock,
@@ -121,6 +121,7 @@ def _encode_body(body: RecordBody) -> Json:
                         {"id": c.id, "name": c.name, "arguments": c.arguments}
                         for c in body.tool_calls
                     ],
+                    "reasoning": _reasoning(body.reasoning) if body.reasoning else None,
                 }
             )
         case ToolResultsRecord():
@@ -281,6 +282,7 @@ def _decode_body(data: Mapping[str, Any]) -> RecordBody:
                     )
                     for c in _list(data, "toolCalls")
                 ),
+                reasoning=_read_reasoning(data.get("reasoning")),
             )
         case "tool_results":
             return ToolResultsRecord(
@@ -312,6 +314,27 @@ def _decode_body(data: Mapping[str, Any]) -> RecordBody:
                 ),
             )
     raise PayloadError(f"unknown record kind {kind!r}")
+
+
+_REASONING_FORMATS = frozenset(get_args(ReasoningFormat))
+
+
+def _reasoning(reasoning: Reasoning) -> Json:
+    """Kept byte for byte: the provider's payload is a string inside the JSON, so its bytes
+    (signatures included) come back exactly as they were stored."""
+    return _compact(
+        {"format": reasoning.format, "text": reasoning.text, "payload": reasoning.payload}
+    )
+
+
+def _read_reasoning(raw: object) -> Reasoning | None:
+    if not isinstance(raw, dict) or raw.get("format") not in _REASONING_FORMATS:
+        return None  # a format this version does not know is not sent anywhere
+    return Reasoning(
+        format=raw["format"],
+        text=str(raw.get("text", "")),
+        payload=str(raw.get("payload", "")),
+    )
 
 
 def _list(data: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:

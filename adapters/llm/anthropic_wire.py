@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.llm.dialects import WireOptions
+from adapters.llm.dialects import WireOptions, merge_extra_body, reasoning_fields
 from adapters.llm.openai_wire import anthropic_usage, breakpoint_indexes, classify_error
+from adapters.llm.reasoning import anthropic_blocks, anthropic_reasoning, tool_turn_messages
 from bot.domain.messages import ChatMessage, ToolCall
 from bot.errors import ProviderBadResponse, ProviderError
 from bot.ports import LLMRequest, LLMResponse, ToolSpec, Usage
@@ -54,6 +55,9 @@ def to_request(
     last_block: dict[int, JSON] = {}
     """The wire block each source message ended in (where its breakpoint goes)."""
     leading = True
+    # thinking goes back on the assistant messages of tool turns (adapters.llm.reasoning)
+    tool_turns = tool_turn_messages(request.messages, boundaries=("user", "system"))
+    empty_thinking = options.reasoning_dialect == "deepseek" and options.reasoning != "off"
     for index, message in enumerate(request.messages):
         if message.role == "system" and leading:
             if not message.content:
@@ -66,6 +70,11 @@ def to_request(
         blocks = _blocks(message)
         if not blocks:
             continue
+        if index in tool_turns:
+            thinking = anthropic_blocks(message.reasoning)
+            if not thinking and empty_thinking:
+                thinking = [{"type": "thinking", "thinking": "", "signature": ""}]
+            blocks = [*thinking, *blocks]  # a thinking block opens its message
         role = "assistant" if message.role == "assistant" else "user"
         if message.role == "tool" and messages and _all_tool_results(messages[-1]):
             messages[-1]["content"].extend(blocks)  # results of one step share a user turn
@@ -81,9 +90,11 @@ def to_request(
             if target is not None:
                 hour: JSON = {"type": "ephemeral", "ttl": "1h"}
                 target["cache_control"] = hour if ttl else dict(marker)
+    thinking_fields = reasoning_fields(options, request.model)
     body: JSON = {
         "model": request.model,
-        "max_tokens": request.max_output_tokens or DEFAULT_MAX_TOKENS,
+        "max_tokens": (request.max_output_tokens or DEFAULT_MAX_TOKENS)
+        + thinking_fields.extra_output_tokens,
         "messages": messages,
     }
     if options.cache == "auto":
@@ -96,8 +107,12 @@ def to_request(
         body["tools"] = [_tool_to_wire(tool) for tool in request.tools]
         if request.tool_choice is not None:
             body["tool_choice"] = {"type": request.tool_choice}
+    body.update(thinking_fields.fields)
     if request.temperature is not None:
         body["temperature"] = request.temperature
+    merge_extra_body(body, options.extra_body)
+    if thinking_fields.thinking:
+        body.pop("temperature", None)  # "not compatible with temperature" modifications
     if stream:
         body["stream"] = True
     return body
@@ -195,6 +210,7 @@ def from_response(body: object) -> LLMResponse:
         raise ProviderBadResponse("response has no content list")
     texts: list[str] = []
     calls: list[ToolCall] = []
+    thinking: list[JSON] = []
     for index, block in enumerate(content):
         if not isinstance(block, dict):
             raise ProviderBadResponse(f"content[{index}] is not an object")
@@ -202,6 +218,8 @@ def from_response(body: object) -> LLMResponse:
             texts.append(block["text"])
         elif block.get("type") == "tool_use":
             calls.append(_tool_call(block, index))
+        elif block.get("type") in _THINKING:
+            thinking.append(block)  # kept whole: its signature must come back unchanged
     text = "".join(texts)
     if not text and not calls:
         raise ProviderBadResponse("empty reply")
@@ -216,7 +234,11 @@ def from_response(body: object) -> LLMResponse:
         usage=anthropic_usage(usage) if usage is not None else None,
         finish_reason=stop if isinstance(stop, str) else None,
         model=model if isinstance(model, str) else None,
+        reasoning=anthropic_reasoning(thinking),
     )
+
+
+_THINKING = ("thinking", "redacted_thinking")
 
 
 def _tool_call(block: Mapping[str, Any], index: int) -> ToolCall:
@@ -277,6 +299,14 @@ class StreamState:
                     return bool(delta["text"])
                 if delta.get("type") == "input_json_delta":
                     block["partial"] += str(delta.get("partial_json", ""))
+                elif delta.get("type") == "thinking_delta":
+                    block["thinking"] = str(block.get("thinking", "")) + str(
+                        delta.get("thinking", "")
+                    )
+                elif delta.get("type") == "signature_delta":
+                    block["signature"] = str(block.get("signature", "")) + str(
+                        delta.get("signature", "")
+                    )
         elif kind == "message_delta":
             delta = data.get("delta")
             if isinstance(delta, Mapping) and isinstance(delta.get("stop_reason"), str):
@@ -291,8 +321,12 @@ class StreamState:
         if not self._done and self.stop_reason is None:
             raise ProviderBadResponse("the event stream ended before message_stop")
         calls: list[ToolCall] = []
+        thinking: list[JSON] = []
         for index in sorted(self._blocks):
             block = self._blocks[index]
+            if block.get("type") in _THINKING:
+                thinking.append({k: v for k, v in block.items() if k != "partial"})
+                continue
             if block.get("type") != "tool_use":
                 continue
             partial = block.get("partial") or ""
@@ -309,6 +343,7 @@ class StreamState:
             usage=anthropic_usage(self.usage) if self.usage else None,
             finish_reason=self.stop_reason,
             model=self.model,
+            reasoning=anthropic_reasoning(thinking),
         )
 
 
@@ -420,9 +455,12 @@ def _from_wire_message(raw: object, index: int, names: dict[str, str]) -> list[C
     texts: list[str] = []
     images: list[str] = []
     calls: list[ToolCall] = []
+    thinking: list[JSON] = []
     for block in content:
         kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "text":
+        if kind in _THINKING and raw["role"] == "assistant":
+            thinking.append(block)
+        elif kind == "text":
             texts.append(str(block.get("text", "")))
         elif kind == "image":
             source = block.get("source") or {}
@@ -457,6 +495,7 @@ def _from_wire_message(raw: object, index: int, names: dict[str, str]) -> list[C
                 content="\n".join(texts),
                 images=tuple(images),
                 tool_calls=tuple(calls),
+                reasoning=anthropic_reasoning(thinking),
             )
         )
     return out
@@ -465,7 +504,7 @@ def _from_wire_message(raw: object, index: int, names: dict[str, str]) -> list[C
 def to_response(response: LLMResponse, *, model: str, usage: Usage | None = None) -> JSON:
     """A Messages response carrying `response`; `usage` in Anthropic's split (uncached
     `input_tokens` plus the cache reads and writes)."""
-    content: list[JSON] = []
+    content: list[JSON] = list(anthropic_blocks(response.reasoning))
     if response.text:
         content.append({"type": "text", "text": response.text})
     for call in response.tool_calls:

@@ -20,13 +20,41 @@ by the base URL's host) and lays the profile's explicit settings over it. Source
   server (docs.x.ai prompt-caching/maximizing-cache-hits).
 - Ollama (localhost:11434): no cache markers.
 - Anthropic (api.anthropic.com): native Messages API, `cache_control` breakpoints.
+
+Reasoning (a profile's `reasoning`, env `LLM_REASONING`; `auto` sends nothing) goes out in
+each provider's own field (`reasoning_fields`):
+
+- Anthropic, Claude 4.6 and later (and names not dated like Claude's): off is
+  `thinking: {type: disabled}`; a level is `thinking: {type: adaptive}` with
+  `output_config: {effort: <level>}`.
+- Anthropic, older Claude (3.x, 4.0-4.5): `thinking: {type: enabled, budget_tokens}` with
+  2048 / 8192 / 16384 / 32768 for low / medium / high / max, `max_tokens` raised by it.
+- DeepSeek: `thinking: {type: enabled|disabled}` and the effort `low`, `high`, `high`,
+  `max` (`reasoning_effort` on chat completions, `output_config.effort` on its Anthropic
+  endpoint).
+- OpenAI (GPT-5 family and o-series only; GPT-4.x refuse the field):
+  `reasoning_effort` `none` / `low` / `medium` / `high` / `xhigh`.
+- OpenRouter: `reasoning: {effort: ...}` with the same words.
+- any other OpenAI-wire host (Gemini, Qwen, Ollama, vLLM...): `reasoning_effort`, `none`
+  for off and `high` for max.
+
+Sources: platform.claude.com build-with-claude/adaptive-thinking and /effort (Opus 4.7+ refuse
+`enabled`; budgets must stay under `max_tokens`); api-docs.deepseek.com/guides/thinking_mode
+(the toggle, effort `low/high/max`, `medium` read as `high`); OpenAI's `reasoning_effort`;
+openrouter.ai/docs reasoning tokens. With thinking on, `temperature` is not sent: Anthropic
+refuses it, OpenAI's reasoning models refuse any but the default, DeepSeek ignores it.
+A profile's `extra_body` is merged last (tables key by key), for fields not modelled here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Literal
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 from urllib.parse import urlsplit
+
+from bot.ports import OWNED_BODY_KEYS, ReasoningLevel
 
 Kind = Literal["openai", "anthropic"]
 CacheMode = Literal["auto", "breakpoints", "off"]
@@ -35,6 +63,8 @@ MaxTokensParam = Literal["max_tokens", "max_completion_tokens"]
 CacheDialect = Literal["none", "cache_control", "openai_breakpoint"]
 """How breakpoints are written on the OpenAI wire: not at all, Anthropic-style
 `cache_control` on content parts (OpenRouter, Qwen), or GPT-5.6 `prompt_cache_breakpoint`."""
+ReasoningDialect = Literal["generic", "openai", "deepseek", "openrouter"]
+"""Whose reasoning fields an endpoint takes (the kind tells Anthropic's Messages apart)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,6 +86,11 @@ class WireOptions:
     """A header that carries the session key (xAI: `x-grok-conv-id`)."""
     stream: bool = True
     """Stream when the caller asks for a live draft."""
+    reasoning: ReasoningLevel = "auto"
+    """How hard the model thinks, in the provider's own field (`reasoning_fields`)."""
+    reasoning_dialect: ReasoningDialect = "generic"
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    """Fields merged into every request body last (never one of `OWNED_BODY_KEYS`)."""
 
     @property
     def marks_breakpoints(self) -> bool:
@@ -64,22 +99,28 @@ class WireOptions:
         return self.kind == "anthropic" or self.cache_dialect != "none"
 
 
-_OPENAI = WireOptions(prompt_cache_key=True, cache="breakpoints", cache_dialect="openai_breakpoint")
+_OPENAI = WireOptions(
+    prompt_cache_key=True,
+    cache="breakpoints",
+    cache_dialect="openai_breakpoint",
+    reasoning_dialect="openai",
+)
 """Explicit breakpoints go only to GPT-5.6 and later (decided per request, since `/model`
 may switch a route's model); older models keep the automatic cache."""
 _ANTHROPIC = WireOptions(kind="anthropic", cache="breakpoints")
 _CACHE_CONTROL = WireOptions(cache="breakpoints", cache_dialect="cache_control")
+_OPENROUTER = replace(_CACHE_CONTROL, reasoning_dialect="openrouter")
 
 HOST_DEFAULTS: dict[str, WireOptions] = {
     "api.openai.com": _OPENAI,
-    "api.deepseek.com": WireOptions(),
+    "api.deepseek.com": WireOptions(reasoning_dialect="deepseek"),
     "dashscope.aliyuncs.com": _CACHE_CONTROL,
     "dashscope-intl.aliyuncs.com": _CACHE_CONTROL,
     "dashscope-us.aliyuncs.com": _CACHE_CONTROL,
     "api.moonshot.ai": WireOptions(),
     "api.moonshot.cn": WireOptions(),
     "generativelanguage.googleapis.com": WireOptions(),
-    "openrouter.ai": _CACHE_CONTROL,
+    "openrouter.ai": _OPENROUTER,
     "api.x.ai": WireOptions(conversation_header="x-grok-conv-id"),
     "localhost:11434": WireOptions(stream=True),
     "127.0.0.1:11434": WireOptions(stream=True),
@@ -106,6 +147,8 @@ def options_for(
     prompt_cache_key: bool | None = None,
     max_tokens_param: MaxTokensParam | None = None,
     stream: bool | None = None,
+    reasoning: ReasoningLevel | None = None,
+    extra_body: Mapping[str, Any] | None = None,
 ) -> WireOptions:
     """The host's defaults with every explicitly given setting laid over them."""
     host = host_of(base_url)
@@ -114,7 +157,7 @@ def options_for(
         kind = "anthropic" if host == "api.anthropic.com" or path.endswith("/anthropic") else None
     base = HOST_DEFAULTS.get(host, WireOptions())
     if kind == "anthropic" and base.kind != "anthropic":
-        base = replace(_ANTHROPIC)
+        base = replace(_ANTHROPIC, reasoning_dialect=base.reasoning_dialect)
     elif kind == "openai" and base.kind != "openai":
         base = WireOptions()
     options = base
@@ -124,6 +167,8 @@ def options_for(
         "prompt_cache_key": prompt_cache_key,
         "max_tokens_param": max_tokens_param,
         "stream": stream,
+        "reasoning": reasoning,
+        "extra_body": dict(extra_body) if extra_body else None,
     }
     given = {key: value for key, value in overrides.items() if value is not None}
     options = replace(options, **given)  # type: ignore[arg-type]
@@ -136,6 +181,106 @@ def max_tokens_key(options: WireOptions, model: str) -> MaxTokensParam:
         return options.max_tokens_param
     name = model.lower().rpartition("/")[2]  # `openai/gpt-5` on gateways
     return "max_completion_tokens" if name.startswith(_REASONING_PREFIXES) else "max_tokens"
+
+
+_BUDGETS = {"low": 2048, "medium": 8192, "high": 16384, "max": 32768}
+"""Anthropic `budget_tokens` per level, for models without adaptive thinking (min 1024)."""
+_DEEPSEEK_EFFORT = {"low": "low", "medium": "high", "high": "high", "max": "max"}
+_OPENAI_EFFORT = {"low": "low", "medium": "medium", "high": "high", "max": "xhigh"}
+_GENERIC_EFFORT = {"low": "low", "medium": "medium", "high": "high", "max": "high"}
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningFields:
+    """What a request carries for the profile's reasoning setting."""
+
+    fields: Mapping[str, Any]
+    """Top-level body fields (`thinking`, `output_config`, `reasoning_effort`…)."""
+    thinking: bool
+    """The model thinks: `temperature` is left out."""
+    extra_output_tokens: int = 0
+    """Added to the output cap (Anthropic's budget counts inside `max_tokens`)."""
+
+
+def reasoning_fields(options: WireOptions, model: str) -> ReasoningFields:
+    """The provider's own fields for `options.reasoning` on `model` (module docstring)."""
+    level = options.reasoning
+    dialect = options.reasoning_dialect
+    if options.kind == "anthropic":
+        if level == "auto":
+            # DeepSeek thinks unless told not to; Claude does not think unless asked
+            return ReasoningFields({}, thinking=dialect == "deepseek")
+        if level == "off":
+            return ReasoningFields({"thinking": {"type": "disabled"}}, thinking=False)
+        if dialect == "deepseek":
+            config = {"effort": _DEEPSEEK_EFFORT[level]}
+            return ReasoningFields(
+                {"thinking": {"type": "enabled"}, "output_config": config}, thinking=True
+            )
+        if has_adaptive_thinking(model):
+            return ReasoningFields(
+                {"thinking": {"type": "adaptive"}, "output_config": {"effort": level}},
+                thinking=True,
+            )
+        budget = _BUDGETS[level]
+        return ReasoningFields(
+            {"thinking": {"type": "enabled", "budget_tokens": budget}},
+            thinking=True,
+            extra_output_tokens=budget,
+        )
+    if dialect == "deepseek":
+        if level == "auto":
+            return ReasoningFields({}, thinking=True)
+        if level == "off":
+            return ReasoningFields({"thinking": {"type": "disabled"}}, thinking=False)
+        return ReasoningFields(
+            {"thinking": {"type": "enabled"}, "reasoning_effort": _DEEPSEEK_EFFORT[level]},
+            thinking=True,
+        )
+    reasoning_model = _is_openai_reasoning_model(model)
+    if level == "auto":
+        return ReasoningFields({}, thinking=reasoning_model)
+    if dialect == "openai":
+        if not reasoning_model:
+            return ReasoningFields({}, thinking=False)  # GPT-4.x refuse the field
+        effort = "none" if level == "off" else _OPENAI_EFFORT[level]
+        return ReasoningFields({"reasoning_effort": effort}, thinking=level != "off")
+    if dialect == "openrouter":
+        effort = "none" if level == "off" else _OPENAI_EFFORT[level]
+        return ReasoningFields({"reasoning": {"effort": effort}}, thinking=level != "off")
+    effort = "none" if level == "off" else _GENERIC_EFFORT[level]
+    return ReasoningFields({"reasoning_effort": effort}, thinking=level != "off")
+
+
+def has_adaptive_thinking(model: str) -> bool:
+    """Claude 4.6 and later think adaptively (Opus 4.7 and later only so); 3.x and 4.0-4.5
+    take a token budget. A name that is not a dated Claude name counts as current."""
+    name = model.lower().rpartition("/")[2]
+    if not name.startswith("claude-"):
+        return True
+    numbers = re.findall(r"\d+", name)  # claude-opus-4-6, claude-3-7-sonnet, …-4-6@date
+    if not numbers:
+        return True
+    major = int(numbers[0])
+    minor = int(numbers[1]) if len(numbers) > 1 and len(numbers[1]) <= 2 else 0
+    return (major, minor) >= (4, 6)
+
+
+def _is_openai_reasoning_model(model: str) -> bool:
+    name = model.lower().rpartition("/")[2]
+    return name.startswith(_REASONING_PREFIXES)
+
+
+def merge_extra_body(body: dict[str, Any], extra: Mapping[str, Any]) -> None:
+    """Lay `extra` over `body`: tables merge key by key, anything else replaces."""
+    for key, value in extra.items():
+        current = body.get(key)
+        if isinstance(value, Mapping) and isinstance(current, dict):
+            merged = dict(current)
+            merge_extra_body(merged, value)
+            body[key] = merged
+        else:
+            body[key] = value
 
 
 def is_gpt56_or_later(model: str) -> bool:
@@ -152,14 +297,21 @@ def is_gpt56_or_later(model: str) -> bool:
 
 __all__ = [
     "HOST_DEFAULTS",
+    "OWNED_BODY_KEYS",
     "CacheDialect",
     "CacheMode",
     "CacheTTL",
     "Kind",
     "MaxTokensParam",
+    "ReasoningDialect",
+    "ReasoningFields",
+    "ReasoningLevel",
     "WireOptions",
+    "has_adaptive_thinking",
     "host_of",
     "is_gpt56_or_later",
     "max_tokens_key",
+    "merge_extra_body",
     "options_for",
+    "reasoning_fields",
 ]

@@ -9,7 +9,9 @@ with reads and writes from `fake_cache.PrefixCache` (consistent with the breakpo
 received; message blocks keyed by `tool_choice`, as the real cache keys them), never a
 `tool_use` under `tool_choice` none, errors in Anthropic's format (`{"type": "error",
 ...}`, 529 `overloaded_error`, 429 with `retry-after`), and streams the Messages event
-stream when the body says `stream: true`. `reported` keeps each usage it sent.
+stream when the body says `stream: true`. `reported` keeps each usage it sent. With
+`thinking` (`adapters.llm.fake_reasoning`) it answers with thinking blocks (streamed through
+`thinking_delta` / `signature_delta`) and refuses a request that does not give them back.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from adapters.llm.anthropic_wire import (
     usage_to_wire,
 )
 from adapters.llm.fake_cache import Block, PrefixCache
+from adapters.llm.fake_reasoning import Refusal, ThinkingModel
 from adapters.llm.fake_server import FakeOpenAIServer
 from bot.errors import ContextOverflow, ProviderBadResponse, ProviderError, ProviderRateLimited
 from bot.ports import LLMProvider, LLMResponse, Usage
@@ -47,8 +50,9 @@ class FakeAnthropicServer(FakeOpenAIServer):
         port: int = 0,
         model_name: str = "claude-fake",
         api_key: str | None = None,
+        thinking: ThinkingModel | None = None,
     ) -> None:
-        super().__init__(model, port=port, model_name=model_name)
+        super().__init__(model, port=port, model_name=model_name, thinking=thinking)
         self.api_key = api_key
         self.prompt_cache = PrefixCache(mode="breakpoints")
 
@@ -81,6 +85,11 @@ class FakeAnthropicServer(FakeOpenAIServer):
         refused = _refusal(body)
         if refused is not None:
             return _error(400, refused)
+        if self.thinking is not None:
+            try:
+                self.thinking.check(body)
+            except Refusal as refusal:
+                return _plain(refusal.status, refusal.body, {})
         if self._failures:
             injected = self._failures.popleft()
             return _plain(injected.status, injected.body, injected.headers)
@@ -113,6 +122,8 @@ class FakeAnthropicServer(FakeOpenAIServer):
         self.reported.append(usage)
         model = request.model or self.model_name
         answer = to_response(response, model=model, usage=usage)
+        if self.thinking is not None:
+            self.thinking.think(answer, body)
         ttl = _last_ttl(body)
         answer["usage"] = usage_to_wire(usage, ttl=ttl)
         if body.get("stream") is True:
@@ -137,7 +148,18 @@ class FakeAnthropicServer(FakeOpenAIServer):
         await send("message_start", {"message": message})
         await send("ping", {})
         for index, block in enumerate(answer["content"]):
-            if block["type"] == "text":
+            if block["type"] == "thinking":
+                empty = {"type": "thinking", "thinking": "", "signature": ""}
+                await send("content_block_start", {"index": index, "content_block": empty})
+                thought = block["thinking"]
+                for start in range(0, len(thought), 11):
+                    delta = {"type": "thinking_delta", "thinking": thought[start : start + 11]}
+                    await send("content_block_delta", {"index": index, "delta": delta})
+                signature = {"type": "signature_delta", "signature": block["signature"]}
+                await send("content_block_delta", {"index": index, "delta": signature})
+            elif block["type"] == "redacted_thinking":
+                await send("content_block_start", {"index": index, "content_block": block})
+            elif block["type"] == "text":
                 await send(
                     "content_block_start",
                     {"index": index, "content_block": {"type": "text", "text": ""}},

@@ -12,7 +12,9 @@ It validates what OpenAI rejects (`max_tokens` for GPT-5-family and o-series mod
 upstreams refuse; a `tool_choice` without `tools` or of an unknown value), never answers a
 tool call under `tool_choice: "none"`, streams SSE chunks when asked (`stream: true`, the
 usage in a last chunk with `stream_options.include_usage`), and with `cache` set reports
-usage from `fake_cache.PrefixCache` (`reported` keeps each usage it sent).
+usage from `fake_cache.PrefixCache` (`reported` keeps each usage it sent). With `thinking`
+(`adapters.llm.fake_reasoning`) it answers with reasoning, streamed as reasoning deltas, and
+refuses with the provider's own 400 a request that does not give it back.
 
 Run alone with `python -m adapters.llm.fake_server [--port N]` (the demo model answers).
 """
@@ -33,6 +35,7 @@ from typing import Any, Literal, Self
 from aiohttp import web
 
 from adapters.llm.fake_cache import Block, PrefixCache
+from adapters.llm.fake_reasoning import Refusal, ThinkingModel
 from adapters.llm.openai_server_wire import error_body, from_request, to_response
 from adapters.llm.scripted import ScriptedModel
 from bot.errors import ContextOverflow, ProviderBadResponse, ProviderError, ProviderRateLimited
@@ -62,6 +65,7 @@ class FakeOpenAIServer:
         model_name: str = "fake-model",
         cache: Literal["none", "auto", "breakpoints"] = "none",
         usage_shape: Literal["openai", "deepseek", "moonshot"] = "openai",
+        thinking: ThinkingModel | None = None,
     ) -> None:
         self.model: LLMProvider = model if model is not None else ScriptedModel()
         self.requests: list[dict[str, Any]] = []
@@ -79,6 +83,9 @@ class FakeOpenAIServer:
         self.delay = delay
         """Seconds every answer waits (after `delay_next` delays are used up)."""
         self.model_name = model_name
+        self.thinking = thinking
+        """A reasoning model (`adapters.llm.fake_reasoning`): it thinks on every answer and
+        refuses, as its provider does, a request that does not give the reasoning back."""
         self._port = port
         self._failures: deque[_Injected] = deque()
         self._delays: deque[float] = deque()
@@ -165,6 +172,11 @@ class FakeOpenAIServer:
         refused = _refusal(body)
         if refused is not None:
             return web.json_response(refused, status=400)
+        if self.thinking is not None:
+            try:
+                self.thinking.check(body)
+            except Refusal as refusal:
+                return _error_response(refusal.status, refusal.body)
         try:
             request = from_request(body)
         except ValueError as exc:
@@ -204,6 +216,8 @@ class FakeOpenAIServer:
             )
         self.reported.append(response.usage)
         answer = to_response(response, model=model)
+        if self.thinking is not None:
+            self.thinking.think(answer, body)
         if "usage" in answer:
             answer["usage"] = _shaped(answer["usage"], self.usage_shape)
         if body.get("stream") is True:
@@ -226,6 +240,11 @@ class FakeOpenAIServer:
 
         text = message.get("content") or ""
         await send({**base, "choices": [{"index": 0, "delta": {"role": "assistant"}}]})
+        for key in ("reasoning_content", "reasoning"):
+            thought = message.get(key) or ""
+            for start in range(0, len(thought), 11):
+                piece = {key: thought[start : start + 11]}
+                await send({**base, "choices": [{"index": 0, "delta": piece}]})
         for start in range(0, len(text), 7):
             piece = {"content": text[start : start + 7]}
             await send({**base, "choices": [{"index": 0, "delta": piece}]})
@@ -233,6 +252,8 @@ class FakeOpenAIServer:
             arguments = call["function"]["arguments"]
             half = len(arguments) // 2
             head = {"index": index, "id": call["id"], "type": "function"}
+            if "extra_content" in call:  # Gemini: the signature rides on the call's first delta
+                head["extra_content"] = call["extra_content"]
             for delta in (
                 {**head, "function": {"name": call["function"]["name"], "arguments": ""}},
                 {"index": index, "function": {"arguments": arguments[:half]}},
@@ -357,11 +378,13 @@ def _blocks(body: Mapping[str, Any]) -> list[Block]:
 
 
 def _error_response(
-    status: int, body: Mapping[str, Any] | str, headers: Mapping[str, str] | None = None
+    status: int, body: object, headers: Mapping[str, str] | None = None
 ) -> web.Response:
     if isinstance(body, str):
         return web.Response(status=status, text=body, headers=dict(headers or {}))
-    return web.json_response(dict(body), status=status, headers=dict(headers or {}))
+    if isinstance(body, Mapping):
+        body = dict(body)
+    return web.json_response(body, status=status, headers=dict(headers or {}))
 
 
 async def _serve(port: int) -> None:

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from adapters.llm.openai_wire import JSON, tool_call_from_wire
+from adapters.llm.openai_wire import (
+    JSON,
+    reasoning_from_wire,
+    thought_signature,
+    tool_call_from_wire,
+)
+from adapters.llm.reasoning import gemini_signatures
 from bot.domain.messages import ChatMessage, Role, ToolCall
 from bot.errors import ProviderBadResponse
 from bot.ports import LLMRequest, LLMResponse, ToolSpec
@@ -69,11 +75,15 @@ def _message_from_wire(raw: object, index: int, names_by_call: Mapping[str, str]
     elif content is not None:
         raise ValueError(f"messages[{index}].content is {type(content).__name__}")
     calls: list[ToolCall] = []
+    signatures: dict[str, str] = {}
     for call_index, call in enumerate(raw.get("tool_calls") or []):
         try:
             calls.append(tool_call_from_wire(call, call_index))
         except ProviderBadResponse as exc:
             raise ValueError(f"messages[{index}]: {exc}") from exc
+        signature = thought_signature(call)
+        if signature is not None:
+            signatures[calls[-1].id] = signature
     call_id = raw.get("tool_call_id")
     name = raw.get("name")
     if role == "tool" and not isinstance(name, str) and isinstance(call_id, str):
@@ -85,6 +95,7 @@ def _message_from_wire(raw: object, index: int, names_by_call: Mapping[str, str]
         tool_call_id=call_id if isinstance(call_id, str) else None,
         name=name if isinstance(name, str) else None,
         images=tuple(images),
+        reasoning=reasoning_from_wire(raw, signatures) if role == "assistant" else None,
     )
 
 
@@ -107,6 +118,11 @@ def _tool_from_wire(raw: object) -> ToolSpec:
 def to_response(response: LLMResponse, *, model: str, response_id: str = "chatcmpl-fake") -> JSON:
     """A chat-completions body carrying `response` (OpenAI's usage shape)."""
     message: JSON = {"role": "assistant", "content": response.text or None}
+    reasoning = response.reasoning
+    if reasoning is not None and reasoning.text and reasoning.format != "anthropic":
+        key = "reasoning" if reasoning.format == "reasoning" else "reasoning_content"
+        message[key] = reasoning.text
+    signatures = gemini_signatures(reasoning)
     if response.tool_calls:
         message["tool_calls"] = [
             {
@@ -116,6 +132,9 @@ def to_response(response: LLMResponse, *, model: str, response_id: str = "chatcm
             }
             for call in response.tool_calls
         ]
+        for call in message["tool_calls"]:
+            if call["id"] in signatures:
+                call["extra_content"] = {"google": {"thought_signature": signatures[call["id"]]}}
     finish = response.finish_reason or ("tool_calls" if response.tool_calls else "stop")
     body: JSON = {
         "id": response_id,

@@ -15,9 +15,16 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from adapters.llm.dialects import WireOptions, is_gpt56_or_later, max_tokens_key
+from adapters.llm.dialects import (
+    WireOptions,
+    is_gpt56_or_later,
+    max_tokens_key,
+    merge_extra_body,
+    reasoning_fields,
+)
+from adapters.llm.reasoning import gemini_reasoning, gemini_signatures, tool_turn_messages
 from bot.context.bounded_json import loads_bounded
-from bot.domain.messages import ChatMessage, ToolCall
+from bot.domain.messages import ChatMessage, Reasoning, ToolCall
 from bot.errors import (
     ContextOverflow,
     ProviderBadResponse,
@@ -59,6 +66,7 @@ def to_request(
     """The chat-completions body for `request` in the dialect `options` describe; our private
     message fields stay behind."""
     messages = [_message_to_wire(m) for m in request.messages]
+    _replay_reasoning(messages, request.messages, options)
     if options.marks_breakpoints:
         _mark_breakpoints(messages, request, options)
     body: JSON = {"model": request.model, "messages": messages}
@@ -68,8 +76,13 @@ def to_request(
             body["tool_choice"] = request.tool_choice
     if request.max_output_tokens is not None:
         body[max_tokens_key(options, request.model)] = request.max_output_tokens
+    thinking = reasoning_fields(options, request.model)
+    body.update(thinking.fields)
     if request.temperature is not None:
         body["temperature"] = request.temperature
+    merge_extra_body(body, options.extra_body)
+    if thinking.thinking:
+        body.pop("temperature", None)  # refused (or ignored) while the model thinks
     plan = request.cache_plan
     if options.prompt_cache_key and options.cache != "off" and plan and plan.session_key:
         body["prompt_cache_key"] = plan.session_key
@@ -77,6 +90,32 @@ def to_request(
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
     return body
+
+
+def _replay_reasoning(
+    wire: list[JSON], messages: tuple[ChatMessage, ...], options: WireOptions
+) -> None:
+    """Put each kept reasoning back where its provider wants it (`adapters.llm.reasoning`):
+    text reasoning on the assistant messages of tool turns, Gemini signatures on their
+    tool calls always, DeepSeek's empty field where a tool turn has none."""
+    tool_turns = tool_turn_messages(messages)
+    for index, message in enumerate(messages):
+        if message.role != "assistant":
+            continue
+        reasoning = message.reasoning
+        if reasoning is not None and reasoning.format == "gemini":
+            signatures = gemini_signatures(reasoning)
+            for call in wire[index].get("tool_calls") or []:
+                signature = signatures.get(call["id"])
+                if signature is not None:
+                    call["extra_content"] = {"google": {"thought_signature": signature}}
+            continue
+        if index not in tool_turns:
+            continue
+        if reasoning is not None and reasoning.format in ("reasoning_content", "reasoning"):
+            wire[index][reasoning.format] = reasoning.text
+        elif options.reasoning_dialect == "deepseek" and options.reasoning != "off":
+            wire[index]["reasoning_content"] = ""
 
 
 def breakpoint_indexes(request: LLMRequest, limit: int) -> tuple[int, ...]:
@@ -219,13 +258,47 @@ def from_response(body: object) -> LLMResponse:
         raise ProviderBadResponse("empty reply")
     finish_reason = choice.get("finish_reason")
     model = body.get("model")
+    signatures = {
+        call.id: signature
+        for call, raw in zip(calls, raw_calls, strict=True)
+        if (signature := thought_signature(raw)) is not None
+    }
     return LLMResponse(
         text=text,
         tool_calls=calls,
         usage=usage_from_wire(body.get("usage")),
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         model=model if isinstance(model, str) else None,
+        reasoning=reasoning_from_wire(message, signatures),
     )
+
+
+_REASONING_FIELDS = ("reasoning_content", "reasoning")
+"""DeepSeek, vLLM and llama.cpp write `reasoning_content`; Ollama and OpenRouter `reasoning`."""
+
+
+def reasoning_from_wire(
+    message: Mapping[str, Any], signatures: Mapping[str, str]
+) -> Reasoning | None:
+    """The reasoning an assistant message (or the folded deltas of one) carried: Gemini's
+    thought signatures on its tool calls, else its text reasoning field, kept as written."""
+    for key in _REASONING_FIELDS:
+        text = message.get(key)
+        if isinstance(text, str) and text:
+            if signatures:
+                return gemini_reasoning(signatures, text)
+            return Reasoning(format=key, text=text)  # type: ignore[arg-type]
+    return gemini_reasoning(signatures)
+
+
+def thought_signature(raw: object) -> str | None:
+    """Gemini's `extra_content.google.thought_signature` on a tool call, if any."""
+    if not isinstance(raw, Mapping):
+        return None
+    extra = raw.get("extra_content")
+    google = extra.get("google") if isinstance(extra, Mapping) else None
+    signature = google.get("thought_signature") if isinstance(google, Mapping) else None
+    return signature if isinstance(signature, str) and signature else None
 
 
 def _content_text(content: object) -> str:
@@ -456,6 +529,8 @@ class StreamState:
         self.finish_reason: str | None = None
         self.model: str | None = None
         self._calls: dict[int, JSON] = {}
+        self._reasoning: dict[str, str] = {}
+        """Reasoning text by field name, folded from the deltas."""
 
     def feed(self, chunk: Mapping[str, Any]) -> bool:
         """Take one chunk; True when the text grew. A chunk carrying an error raises it."""
@@ -478,6 +553,10 @@ class StreamState:
             if piece:
                 self.text += piece
                 grew = True
+            for key in _REASONING_FIELDS:
+                thought = delta.get(key)
+                if isinstance(thought, str) and thought:
+                    self._reasoning[key] = self._reasoning.get(key, "") + thought
             for raw in delta.get("tool_calls") or []:
                 if not isinstance(raw, Mapping):
                     raise ProviderBadResponse("a tool-call delta is not an object")
@@ -488,6 +567,8 @@ class StreamState:
                 )
                 if isinstance(raw.get("id"), str):
                     call["id"] = raw["id"]
+                if thought_signature(raw) is not None:
+                    call["extra_content"] = raw["extra_content"]
                 function = raw.get("function")
                 if isinstance(function, Mapping):
                     if isinstance(function.get("name"), str):
@@ -503,12 +584,18 @@ class StreamState:
         )
         if not self.text and not calls:
             raise ProviderBadResponse("empty reply")
+        signatures = {
+            call.id: signature
+            for call, index in zip(calls, sorted(self._calls), strict=True)
+            if (signature := thought_signature(self._calls[index])) is not None
+        }
         return LLMResponse(
             text=self.text,
             tool_calls=calls,
             usage=self.usage,
             finish_reason=self.finish_reason,
             model=self.model,
+            reasoning=reasoning_from_wire(self._reasoning, signatures),
         )
 
 
@@ -520,7 +607,9 @@ __all__ = (
     "current_index",
     "error_in_body",
     "from_response",
+    "reasoning_from_wire",
     "retry_after_seconds",
+    "thought_signature",
     "to_request",
     "tool_call_from_wire",
     "usage_from_wire",

@@ -14,6 +14,7 @@ See docs/architecture.md, A turn's path.
 from __future__ import annotations
 
 from bot.context.projection import record_tokens
+from bot.domain.messages import Reasoning
 from bot.domain.records import AssistantRecord, StoredRecord
 from bot.ports import Clock, Delivery, NewRecord, PlatformMessage, SessionInfo
 from bot.store_ports import BubbleStore, PlatformMessageRecorder
@@ -38,9 +39,16 @@ class ReplyBubbles:
         self.bot_id = bot_id
         self.bot_name = bot_name
 
-    def recorder(self, session: SessionInfo, reply_to: int | None, text: str) -> BubbleRecorder:
-        """A recorder for one reply of `text` (`Messenger.send_text(on_bubble=...)`)."""
-        return BubbleRecorder(self, session, reply_to, text)
+    def recorder(
+        self,
+        session: SessionInfo,
+        reply_to: int | None,
+        text: str,
+        reasoning: Reasoning | None = None,
+    ) -> BubbleRecorder:
+        """A recorder for one reply of `text` (`Messenger.send_text(on_bubble=...)`), stored
+        with the model's `reasoning` (sent back by the provider's rule, never shown)."""
+        return BubbleRecorder(self, session, reply_to, text, reasoning)
 
     def bubble_messages(
         self,
@@ -71,10 +79,16 @@ class BubbleRecorder:
     may be formatted), so the next request replays the same bytes the provider cached."""
 
     def __init__(
-        self, bubbles: ReplyBubbles, session: SessionInfo, reply_to: int | None, text: str
+        self,
+        bubbles: ReplyBubbles,
+        session: SessionInfo,
+        reply_to: int | None,
+        text: str,
+        reasoning: Reasoning | None = None,
     ) -> None:
         self.bubbles = bubbles
         self.text = text
+        self.reasoning = reasoning
         self.session = session
         self.reply_to = reply_to
         self.record: StoredRecord | None = None
@@ -84,7 +98,7 @@ class BubbleRecorder:
         bubbles = self.bubbles
         confirmed = sum(1 for mid in delivery.message_ids if mid is not None)
         if self.record is None:
-            body = AssistantRecord(text=self.text)
+            body = AssistantRecord(text=self.text, reasoning=self.reasoning)
             (self.record,) = await bubbles.store.append(
                 self.session.id,
                 [
@@ -117,7 +131,12 @@ class BubbleRecorder:
         if self.record is None or all(mid is not None for mid in delivery.message_ids):
             return
         await settle_partial_reply(
-            self.bubbles, self.session, self.record, delivery, reply_to=self.reply_to
+            self.bubbles,
+            self.session,
+            self.record,
+            delivery,
+            reply_to=self.reply_to,
+            reasoning=self.reasoning,
         )
 
 
@@ -128,6 +147,7 @@ async def settle_partial_reply(
     delivery: Delivery,
     *,
     reply_to: int | None,
+    reasoning: Reasoning | None = None,
 ) -> StoredRecord:
     """Replace a partly delivered reply record by a sibling holding the delivered bubbles
     only (a new branch under the same parent, like `/retry`; aliases stay the same)."""
@@ -136,7 +156,8 @@ async def settle_partial_reply(
         for mid, bubble in zip(delivery.message_ids, delivery.texts, strict=False)
         if mid is not None
     ]
-    body = AssistantRecord(text="\n".join(bubble for _mid, bubble in confirmed))
+    kept = reasoning if reasoning is not None else _reasoning_of(record)
+    body = AssistantRecord(text="\n".join(bubble for _mid, bubble in confirmed), reasoning=kept)
     ids = tuple(mid for mid, _bubble in confirmed)
     (sibling,) = await bubbles.store.append(
         session.id,
@@ -151,3 +172,7 @@ async def settle_partial_reply(
         bubbles.bubble_messages(session, delivery, reply_to=reply_to, record_id=sibling.id)
     )
     return sibling
+
+
+def _reasoning_of(record: StoredRecord) -> Reasoning | None:
+    return record.body.reasoning if isinstance(record.body, AssistantRecord) else None

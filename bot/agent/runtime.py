@@ -313,7 +313,7 @@ class TurnRunner:
         if not text:
             raise TurnFailed("bad_response", "the model's reply was empty after cleaning")
         key = state.session.key
-        recorder = self.bubbles.recorder(state.session, reply_to, text)
+        recorder = self.bubbles.recorder(state.session, reply_to, text, response.reasoning)
         if typing is not None:  # no "typing…" after the reply
             await typing.stop()
         delivery = await self.messenger.send_text(

@@ -183,7 +183,9 @@ class ToolRunner:
             log.warning("turn %s: %d tool calls over the caps", state.turn_id, capped)
         now = self.clock.now()
         calls = tuple(bounded_call(call) for call in response.tool_calls)
-        call_body = AssistantRecord(text=response.text, tool_calls=calls)
+        call_body = AssistantRecord(
+            text=response.text, tool_calls=calls, reasoning=response.reasoning
+        )
         results_body = ToolResultsRecord(results=tuple(results))
         await self.store.append(
             state.session.id,
@@ -194,7 +196,12 @@ class ToolRunner:
         )
         state.messages.append(
             ensure_token_estimate(
-                ChatMessage(role="assistant", content=response.text, tool_calls=calls)
+                ChatMessage(
+                    role="assistant",
+                    content=response.text,
+                    tool_calls=calls,
+                    reasoning=response.reasoning,
+                )
             )
         )
         for result in results:

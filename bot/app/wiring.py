@@ -87,6 +87,8 @@ def build_provider(
         prompt_cache_key=profile.prompt_cache_key,
         max_tokens_param=profile.max_tokens_param,
         stream=profile.stream,
+        reasoning=profile.reasoning,
+        extra_body=profile.extra_body,
     )
     adapter = AnthropicProvider if options.kind == "anthropic" else OpenAIProvider
     return adapter(
@@ -131,6 +133,7 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
                 cache=settings.llm_cache,
                 cache_ttl=settings.llm_cache_ttl,
                 model=settings.llm_model,
+                reasoning=settings.llm_reasoning,
             ),
             key,
             timeout=timeout,

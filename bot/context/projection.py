@@ -300,7 +300,10 @@ class _Renderer:
         if body.text or record.message_id is not None:
             header = self._walker.header(ids=record.alias_parts, at=record.created_at)
         return ChatMessage(
-            role="assistant", content=_join([header, body.text]), tool_calls=body.tool_calls
+            role="assistant",
+            content=_join([header, body.text]),
+            tool_calls=body.tool_calls,
+            reasoning=body.reasoning,  # for the wire only: never part of any text
         )
 
     def _note_shown(self, record: StoredRecord) -> None:

@@ -52,6 +52,9 @@ def compute_message_tokens(message: ChatMessage) -> int:
     total = estimate_text_tokens(message.content) + MESSAGE_OVERHEAD_TOKENS
     for call in message.tool_calls:
         total += estimate_text_tokens(call.name) + estimate_text_tokens(call.arguments)
+    if message.tool_calls and message.reasoning is not None:
+        # a tool turn's reasoning goes back on the wire (adapters/llm/reasoning.py)
+        total += estimate_text_tokens(message.reasoning.text)
     return total + IMAGE_TOKEN_ESTIMATE * len(message.images)
 
 

@@ -111,6 +111,9 @@ MISTAKES = [
         {"DASHBOARD_TOKEN": "short"}, ["run"], "DASHBOARD_TOKEN: too short", id="dash-short"
     ),
     pytest.param(
+        {"LLM_REASONING": "hard"}, ["run"], "LLM_REASONING: Input should be", id="reasoning"
+    ),
+    pytest.param(
         {"HISTORY__GROUP_TOKEN": "5"},
         ["context", "show", "--chat", "1"],
         "HISTORY__GROUP_TOKEN: unknown setting (did you mean HISTORY__GROUP_TOKENS?)",

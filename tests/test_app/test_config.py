@@ -215,3 +215,41 @@ def test_a_long_dashboard_token_is_accepted(monkeypatch: pytest.MonkeyPatch) -> 
     token = load_settings().dashboard_token
     assert token is not None
     assert token.get_secret_value() == "0123456789abcdef"
+
+
+def test_a_profiles_reasoning_and_extra_body_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "bot.toml"
+    config.write_text(
+        '[providers.ds]\nbase_url = "https://api.deepseek.com"\nreasoning = "max"\n'
+        '[providers.ds.extra_body]\ntop_p = 0.95\nthinking = { type = "enabled" }\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("LLM_REASONING", "off")
+    settings = load_settings(config)
+    profile = settings.providers["ds"]
+    assert (profile.reasoning, settings.llm_reasoning) == ("max", "off")
+    assert profile.extra_body == {"top_p": 0.95, "thinking": {"type": "enabled"}}
+
+
+@pytest.mark.parametrize("owned", ["model", "messages", "max_tokens", "system", "stream"])
+def test_extra_body_may_not_set_what_the_bot_writes(tmp_path: Path, owned: str) -> None:
+    config = tmp_path / "bot.toml"
+    config.write_text(
+        f'[providers.x]\nbase_url = "https://api.anthropic.com"\nextra_body = {{ {owned} = 1 }}\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as info:
+        load_settings(config)
+    message = str(info.value)
+    assert "\n" not in message
+    assert f"providers.x.extra_body: {owned}: the bot writes this itself" in message
+    assert str(config) in message
+
+
+def test_an_unknown_reasoning_level_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLM_REASONING", "extreme")
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert str(info.value).startswith("LLM_REASONING:")

@@ -204,3 +204,37 @@ def test_the_replay_of_a_small_workload_reports_every_provider() -> None:
     assert {label for label, _, _ in result.targets()} >= {
         "Anthropic, our breakpoints (5m) ≤ 35 % of uncached input cost"
     }
+
+
+def test_with_reasoning_a_tool_turns_thinking_is_in_the_bytes_the_caches_see() -> None:
+    """The reasoning rows replay what the wire sends: the thinking of tool turns only."""
+    from bench.cache_sim import with_wire_reasoning
+    from bot.domain.messages import Reasoning, ToolCall
+
+    thought = Reasoning(format="anthropic", text="t", payload='[{"type": "thinking"}]')
+    call = ToolCall(id="c1", name="f")
+    messages = (
+        ChatMessage(role="system", content="s"),
+        ChatMessage(role="user", content="q1"),
+        ChatMessage(role="assistant", content="", tool_calls=(call,), reasoning=thought),
+        ChatMessage(role="tool", content="ok", tool_call_id="c1"),
+        ChatMessage(role="assistant", content="a1", reasoning=thought),
+        ChatMessage(role="user", content="q2"),
+        ChatMessage(role="assistant", content="a2", reasoning=thought),
+        ChatMessage(role="user", content="q3"),
+    )
+    wired = with_wire_reasoning(LLMRequest(model="m", messages=messages)).messages
+    assert [i for i, m in enumerate(wired) if "<thinking" in m.content] == [2, 4]
+
+
+def test_the_reasoning_rows_compare_the_same_workload_with_and_without() -> None:
+    from bench import cache_sim
+
+    plain = cache_sim.run(80, seed=5)
+    thinking = cache_sim.run(80, seed=5, thinking=True)
+    table = cache_sim.reasoning_markdown(plain, thinking)
+    assert table.count("points |") == 6
+    label, _, verdict = cache_sim.reasoning_target(plain, thinking)
+    assert "within 3 points" in label
+    assert verdict is None  # 80 messages: a figure, judged on the ADR workload
+    assert thinking.find("anthropic", "uncached").input > plain.find("anthropic", "uncached").input

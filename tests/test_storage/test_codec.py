@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.domain.facts import Media, Quote, Sender
+from bot.domain.messages import Reasoning, ToolCall
 from bot.domain.records import AssistantRecord, RecordBody, SummaryRecord, UserRecord
 from storage.codec import (
     PayloadError,
@@ -35,8 +36,19 @@ ANN = Sender(id=2**40, name="安", is_bot=True, kind="bot")
         (UserRecord(sender=ANN, text="[Tool results]\nok", legacy=True), ()),
         (AssistantRecord(text="long"), (5, None, 7)),
         (SummaryRecord(text="s"), ()),
+        (
+            AssistantRecord(
+                tool_calls=(ToolCall(id="toolu_1", name="f"),),
+                reasoning=Reasoning(
+                    format="anthropic",
+                    text="想一想",
+                    payload='[{"type": "thinking", "thinking": "想一想", "signature": "Eq+/="}]',
+                ),
+            ),
+            (),
+        ),
     ],
-    ids=["user", "legacy user row", "multi-bubble", "no-ids"],
+    ids=["user", "legacy user row", "multi-bubble", "no-ids", "tool call with its thinking"],
 )
 def test_round_trip(body: RecordBody, ids: tuple[int | None, ...]) -> None:
     payload = encode_payload(body, ids)
@@ -102,3 +114,14 @@ def test_media_round_trip_and_unknown_kind() -> None:
     media = (Media(kind="voice", duration=3), Media(kind="sticker", emoji="😀"))
     assert decode_media(encode_media(media)) == media
     assert decode_media('[{"kind": "hologram"}]') == (Media(kind="other"),)
+
+
+def test_reasoning_of_a_format_this_version_does_not_know_is_dropped() -> None:
+    """A newer version's reasoning read by an older one is not sent to any provider."""
+    payload = encode_payload(
+        AssistantRecord(text="hi", reasoning=Reasoning(format="reasoning")), ()
+    )
+    data = json.loads(payload)
+    data["reasoning"]["format"] = "future"
+    body, _ = decode_payload(json.dumps(data))
+    assert body == AssistantRecord(text="hi")

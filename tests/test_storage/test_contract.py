@@ -10,7 +10,7 @@ import pytest
 from bot.context.alias_derivation import AliasCounter
 from bot.domain.facts import Forward, Media, Quote, Sender
 from bot.domain.ids import SessionKey
-from bot.domain.messages import ToolCall
+from bot.domain.messages import Reasoning, ToolCall
 from bot.domain.records import (
     AssistantRecord,
     ContentBlock,
@@ -124,7 +124,15 @@ class TestRecords:
                 merged=True,
                 blocks=(ContentBlock(type="contextRef", key="skill:x"),),
             ),
-            AssistantRecord(text="", tool_calls=(ToolCall(id="c1", name="f", arguments="{}"),)),
+            AssistantRecord(
+                text="",
+                tool_calls=(ToolCall(id="c1", name="f", arguments="{}"),),
+                reasoning=Reasoning(
+                    format="anthropic",
+                    text="hm",
+                    payload='[{"type": "thinking", "thinking": "hm", "signature": "Eq\\u00e9+/="}]',
+                ),
+            ),
             ToolResultsRecord(
                 results=(ToolResult(call_id="c1", name="f", content="no", is_error=True),)
             ),
