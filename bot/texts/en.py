@@ -33,6 +33,12 @@ TEXTS: dict[str, str] = {
     "Shorten the message or choose a larger model.",
     "provider": "The model is unavailable right now. Please try again in a moment.",
     "bad_response": "The model sent a reply I could not read. Please try again.",
+    "rejected": "The model provider refused the request. The operator can see why in the "
+    "error list.",
+    "refusal": "The model declined to answer this.",
+    "length": "The model's answer did not fit its output limit. Please ask for something "
+    "shorter.",
+    "cut_marker": "(cut at the length limit)",
     # the daily usage summary
     "summary_title": "Usage for {day} ({zone})",
     "summary_empty": "No model calls.",

@@ -18,6 +18,7 @@ from bot.errors import (
     ContextOverflow,
     ProviderBadResponse,
     ProviderRateLimited,
+    ProviderRejected,
     ProviderUnavailable,
 )
 from bot.ports import LLMRequest, LLMResponse, ToolSpec, Usage
@@ -182,6 +183,7 @@ def test_from_response_reads_parallel_tool_calls_and_cached_usage() -> None:
         usage=Usage(input_tokens=2417, output_tokens=58, cached_tokens=1920),
         finish_reason="tool_calls",
         model="gpt-4o-2024-08-06",
+        stop="tool_calls",
     )
 
 
@@ -283,13 +285,13 @@ RATE_LIMIT = load("rate_limit_429.json")
         (500, {"error": {"message": "internal"}}, ProviderUnavailable),
         (502, "<html>Bad Gateway</html>", ProviderUnavailable),
         (503, "", ProviderUnavailable),
-        (400, {"error": {"message": "Invalid value for 'temperature'"}}, ProviderBadResponse),
+        (400, {"error": {"message": "Invalid value for 'temperature'"}}, ProviderRejected),
         (
             401,
             {"error": {"message": "Incorrect API key provided: sk-***abcd."}},
-            ProviderBadResponse,
+            ProviderRejected,
         ),
-        (404, {"error": "model not found"}, ProviderBadResponse),
+        (404, {"error": "model not found"}, ProviderRejected),
     ],
     ids=[
         "openai-overflow-fixture",
@@ -362,6 +364,7 @@ def test_to_response_is_read_back_by_from_response() -> None:
         usage=response.usage,
         finish_reason="tool_calls",
         model="x",
+        stop="tool_calls",
     )
 
 

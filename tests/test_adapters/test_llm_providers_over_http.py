@@ -21,7 +21,12 @@ from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.app.wiring import build_provider, build_routes
 from bot.config import ProviderProfile, load_settings
 from bot.domain.messages import ChatMessage
-from bot.errors import ConfigError, ContextOverflow, ProviderBadResponse, ProviderUnavailable
+from bot.errors import (
+    ConfigError,
+    ContextOverflow,
+    ProviderRejected,
+    ProviderUnavailable,
+)
 from bot.ports import CachePlan, LLMRequest, ToolSpec, Usage
 
 KEY = "sk-ant-test-key"
@@ -198,7 +203,7 @@ async def test_no_max_tokens_where_the_profile_says_max_completion_tokens() -> N
             base_url=server.base_url, model="gpt-5-mini", max_tokens_param="max_tokens"
         )
         async with build_provider(wrong, "k", timeout=5, max_retries=0) as provider:
-            with pytest.raises(ProviderBadResponse, match="Unsupported parameter"):
+            with pytest.raises(ProviderRejected, match="Unsupported parameter"):
                 await provider.complete(turn([], "q", model="gpt-5-mini"))
     assert "max_tokens" not in server.requests[0]
     assert server.requests[0]["max_completion_tokens"] == 200
