@@ -7,9 +7,9 @@ When the provider still reports a context overflow (an error, or an answer that 
 the context window), the history is trimmed to two thirds of the estimate and the call
 retried once. An answer cut at the output limit with nothing to deliver (a tool call cut
 short, or no text at all) is asked once more with the limit doubled (`raised_output_limit`);
-a 4xx that is not an overflow ends the turn as `rejected`. Every attempt is published as `ModelCalled`
-(metering turns it into the ledger line) with every trim made since the previous call,
-and every trim as `HistoryTrimmed`.
+a 4xx that is not an overflow ends the turn as `rejected`. Every attempt is published as
+`ModelCalled` (metering turns it into the ledger line) with every trim made since the
+previous call, and every trim as `HistoryTrimmed`.
 """
 
 from __future__ import annotations
