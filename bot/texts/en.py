@@ -36,8 +36,7 @@ TEXTS: dict[str, str] = {
     "rejected": "The model provider refused the request. The operator can see why in the "
     "error list.",
     "refusal": "The model declined to answer this.",
-    "length": "The model's answer did not fit its output limit. Please ask for something "
-    "shorter.",
+    "length": "The model's answer did not fit its output limit. Please ask for something shorter.",
     "cut_marker": "(cut at the length limit)",
     # the daily usage summary
     "summary_title": "Usage for {day} ({zone})",

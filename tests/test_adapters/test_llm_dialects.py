@@ -18,7 +18,7 @@ from bot.ports import CachePlan, LLMRequest, ToolSpec
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llm"
 OVERFLOWS = sorted(FIXTURES.glob("*/overflow*.json"))
-USAGES = sorted(FIXTURES.glob("*/usage.json"))
+USAGES = sorted(FIXTURES.glob("*/usage*.json"))
 ANTHROPIC_USAGES = [path for path in USAGES if path.parent.name == "anthropic"]
 
 
@@ -83,7 +83,7 @@ def test_an_error_in_a_200_body_is_a_provider_error_not_no_choices() -> None:
         openai_wire.from_response({"id": "x"})
 
 
-@pytest.mark.parametrize("path", USAGES, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("path", USAGES, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_usage_as_billed_from_every_provider(path: Path) -> None:
     fixture = load(path)
     decode = (
@@ -99,11 +99,15 @@ def test_usage_as_billed_from_every_provider(path: Path) -> None:
         usage.output_tokens,
         usage.cached_tokens,
         usage.cache_write_tokens,
+        usage.cache_write_1h_tokens,
+        usage.reasoning_tokens,
     ) == (
         expected["input_tokens"],
         expected["output_tokens"],
         expected["cached_tokens"],
         expected["cache_write_tokens"],
+        expected.get("cache_write_1h_tokens", 0),
+        expected.get("reasoning_tokens", 0),
     )
 
 
@@ -117,6 +121,7 @@ def test_anthropic_writes_from_the_ttl_split_when_the_total_is_missing() -> None
         }
     )
     assert (usage.input_tokens, usage.cached_tokens, usage.cache_write_tokens) == (22, 5, 7)
+    assert usage.cache_write_1h_tokens == 4
 
 
 # ---------------------------------------------------------------- cache markers
