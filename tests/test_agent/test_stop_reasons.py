@@ -25,6 +25,8 @@ from adapters.llm.fake_anthropic import FakeAnthropicServer
 from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
 from adapters.llm.scripted import Reply, ScriptedModel
+from bot.app.dashboard.ledger_index import LedgerIndex
+from bot.app.dashboard.views import error_lines
 from bot.app.wiring import App
 from bot.texts import text
 from storage.memory import InMemoryStore
@@ -268,6 +270,10 @@ async def test_a_4xx_that_is_not_an_overflow_says_the_provider_refused(
         (line,) = bot.ledger()
         assert line["error"] == f"ProviderRejected: HTTP 400: {sentence}"
         assert sentence in caplog.text
+        # the dashboard's error list, as /errors reads it
+        index = LedgerIndex(bot.traces, UTC, today=lambda: START.date())
+        (row,) = error_lines(index.digests([START.date()]), [])[0]
+        assert (row.kind, row.reason) == ("failed_call", line["error"])
         assert await bot.say("hello") == ["Noted: hello"]
 
 
