@@ -53,6 +53,8 @@ TEXTS: dict[str, str] = {
     "summary_misc": "Trims {trims} · errors {errors} · cost {cost}",
     "summary_compaction": "Compaction: {calls} summary calls, {share} of the cost",
     "summary_cache_writes": "Cache writes {writes} ({rate} of input), {share} of the {base}",
+    "summary_reasoning": "Reasoning {reasoning} of the {output} output tokens",
+    "summary_stops": "Stops: {refusals} refused, {cut} cut at the output limit",
     "summary_cost_base": "cost",
     "summary_weight_base": "billable-equivalent input",
     "summary_truncated": "⚠ {n} calls reported far less input than was sent: the provider "

@@ -45,6 +45,8 @@ TEXTS: dict[str, str] = {
     "summary_misc": "裁剪 {trims} 次 · 错误 {errors} 次 · 费用 {cost}",
     "summary_compaction": "压缩：{calls} 次摘要调用，占费用 {share}",
     "summary_cache_writes": "缓存写入 {writes}（占输入 {rate}），占{base} {share}",
+    "summary_reasoning": "推理 {reasoning}（输出共 {output}）",
+    "summary_stops": "停止原因：拒绝 {refusals} 次，因输出上限截断 {cut} 次",
     "summary_cost_base": "费用",
     "summary_weight_base": "计费等效输入",
     "summary_truncated": "⚠ {n} 次调用报告的输入远少于发送的内容：服务商静默丢弃了最早的消息"
