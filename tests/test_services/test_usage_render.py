@@ -183,7 +183,7 @@ def test_reasoning_one_hour_writes_and_stops_in_the_table_and_the_json(tmp_path:
                 cache_write_tokens=1_000,
                 cache_write_1h_tokens=800,
                 **thought,
-            ),  # fmt: skip
+            ),
             call(at(D2, 11), "c", stop="end", input_tokens=5_000, output_tokens=100),
         ],
     )
