@@ -229,6 +229,35 @@ async def test_wiring_picks_the_adapter_by_kind() -> None:
         await openai.aclose()
 
 
+@pytest.mark.parametrize(
+    ("base_url", "kind", "adapter"),
+    [
+        ("https://api.anthropic.com", None, AnthropicProvider),
+        ("https://api.deepseek.com/anthropic/", None, AnthropicProvider),
+        ("https://api.deepseek.com", None, OpenAIProvider),
+        ("https://api.anthropic.com", "openai", OpenAIProvider),
+    ],
+    ids=["anthropic-host", "anthropic-path", "other", "kind-wins"],
+)
+async def test_an_unset_kind_is_read_from_the_url(
+    tmp_path: Path, base_url: str, kind: str | None, adapter: type[OpenAIProvider]
+) -> None:
+    """`LLM_KIND` (or a profile's `kind`) unset: Anthropic's host or a `/anthropic` path
+    speaks the Messages API, anything else chat completions; a set kind wins."""
+    settings = load_settings(
+        data_dir=tmp_path,
+        llm_base_url=base_url,
+        llm_kind=kind,
+        providers={"p": {"base_url": base_url, **({"kind": kind} if kind else {})}},
+    )
+    routes = build_routes(settings)
+    try:
+        for name in ("default", "p"):
+            assert type(routes.resolve(name).provider) is adapter, name
+    finally:
+        await routes.aclose()
+
+
 async def test_xai_conversation_header_and_openai_prompt_cache_key() -> None:
     async with FakeOpenAIServer(ScriptedModel()) as server:
         xai = options_for("https://api.x.ai/v1")
