@@ -382,3 +382,47 @@ def test_a_tool_choice_none_request_marks_only_what_it_shares_with_the_turns() -
     )
     assert body["tool_choice"] == {"type": "none"}
     assert [place for place, _, _ in anthropic_markers(body)] == ["system"]
+
+
+@pytest.mark.parametrize(
+    ("reason", "stop"),
+    [
+        ("end_turn", "end"),
+        ("stop_sequence", "end"),
+        ("pause_turn", "end"),
+        ("max_tokens", "length"),
+        ("tool_use", "tool_calls"),
+        ("refusal", "refusal"),
+        ("model_context_window_exceeded", "context"),
+    ],
+)
+def test_anthropic_stop_reasons_as_stops(reason: str, stop: str) -> None:
+    body = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": "partial"}],
+        "stop_reason": reason,
+    }
+    assert anthropic_wire.from_response(body).stop == stop
+
+
+def test_an_anthropic_refusal_without_text_is_an_answer_not_an_empty_reply() -> None:
+    body = {
+        "type": "message",
+        "content": [],
+        "stop_reason": "refusal",
+        "stop_details": {"type": "refusal", "explanation": "policy"},
+    }
+    response = anthropic_wire.from_response(body)
+    assert (response.stop, response.refusal, response.text) == ("refusal", "policy", "")
+
+
+def test_an_openai_stream_cut_inside_a_tool_call_keeps_the_cut_call_and_says_length() -> None:
+    state = openai_wire.StreamState()
+    head = {"index": 0, "id": "c1", "type": "function", "function": {"name": "f"}}
+    for delta in ({"tool_calls": [{**head, "function": {"name": "f", "arguments": '{"q": "lo'}}]},):
+        state.feed({"choices": [{"index": 0, "delta": delta}]})
+    state.feed({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
+    response = state.result()
+    assert response.stop == "length"
+    assert response.tool_calls[0].arguments == '{"q": "lo'

@@ -392,3 +392,43 @@ def test_to_response_is_read_back_by_from_response() -> None:
 def test_from_request_rejects_malformed_bodies(body: object) -> None:
     with pytest.raises(ValueError, match=r"."):
         from_request(body)
+
+
+_CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+def _answer(finish: str | None, **message: object) -> dict[str, object]:
+    return {
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}
+        ]
+    }
+
+
+@pytest.mark.parametrize(
+    ("finish", "message", "stop"),
+    [
+        ("stop", {"content": "hi"}, "end"),
+        ("length", {"content": '{"'}, "length"),
+        ("length", {"content": None}, "length"),  # the limit spent thinking: no text at all
+        ("tool_calls", {"tool_calls": [_CALL]}, "tool_calls"),
+        ("stop", {"tool_calls": [_CALL]}, "tool_calls"),  # Ollama says stop
+        ("content_filter", {"content": "Here is how to"}, "refusal"),
+        ("stop", {"content": None, "refusal": "I can't help with that."}, "refusal"),
+        (None, {"content": "hi"}, None),
+        ("insufficient_system_resource", {"content": "hi"}, None),
+    ],
+    ids=[
+        "stop",
+        "length",
+        "length-empty",
+        "tool_calls",
+        "tool-calls-said-stop",
+        "content_filter",
+        "refusal-field",
+        "unreported",
+        "unknown",
+    ],
+)
+def test_finish_reasons_as_stops(finish: str | None, message: dict[str, object], stop: str) -> None:
+    assert from_response(_answer(finish, **message)).stop == stop
