@@ -419,8 +419,9 @@ def test_an_anthropic_refusal_without_text_is_an_answer_not_an_empty_reply() -> 
 
 def test_an_openai_stream_cut_inside_a_tool_call_keeps_the_cut_call_and_says_length() -> None:
     state = openai_wire.StreamState()
-    head = {"index": 0, "id": "c1", "type": "function", "function": {"name": "f"}}
-    for delta in ({"tool_calls": [{**head, "function": {"name": "f", "arguments": '{"q": "lo'}}]},):
+    call = {"index": 0, "id": "c1", "type": "function"}
+    for function in ({"name": "f", "arguments": '{"q": '}, {"arguments": '"lo'}):
+        delta = {"tool_calls": [{**call, "function": function}]}
         state.feed({"choices": [{"index": 0, "delta": delta}]})
     state.feed({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
     response = state.result()
