@@ -251,10 +251,10 @@ runtime handles them, a retry of the same request would not help."""
 
 
 def stop_of(finish_reason: str | None, *, refusal: str, calls: bool) -> StopReason | None:
-    """What `finish_reason` means here: a refusal text wins over `stop`, and tool calls
-    finished with `stop` (Ollama and some local servers say so) are `tool_calls`."""
+    """What `finish_reason` means here: a refusal text wins over `stop` and `length`, and
+    tool calls finished with `stop` (Ollama and some local servers say so) are `tool_calls`."""
     stop = _STOPS.get(finish_reason) if finish_reason is not None else None
-    if refusal and stop in (None, "end"):
+    if refusal and stop in (None, "end", "length"):
         return "refusal"
     if calls and stop in (None, "end"):
         return "tool_calls"
