@@ -329,11 +329,15 @@ async def test_one_hour_cache_writes_are_counted_apart_on_the_ledger_line(
 # ---------------------------------------------------------------- object-shaped arguments
 
 
-async def test_a_streamed_tool_call_with_object_arguments_runs_with_them(tmp_path: Path) -> None:
-    """Ollama streams a tool call whole, its arguments as an object: the tool gets them."""
+@pytest.mark.parametrize(
+    "name", ["ollama/tool_call.json", "ollama/tool_call_stream.json"], ids=["json", "stream"]
+)
+async def test_a_tool_call_with_object_arguments_runs_with_them(tmp_path: Path, name: str) -> None:
+    """Ollama sends a tool call whole, its arguments as an object: the tool gets them."""
     model = ScriptedModel([Reply("Reacted.")])
-    async with chat(tmp_path, "openai", drafts=True, model=model) as bot:
-        bot.answer(recorded("ollama/tool_call_stream.json"))
+    fixture = recorded(name)
+    async with chat(tmp_path, "openai", drafts="sse" in fixture, model=model) as bot:
+        bot.answer(fixture)
         replies = await bot.say("give my message a thumbs up")
         assert replies == ["Reacted."]
         assert bot.messenger.reactions == [(CHAT, 1, "👍")]
