@@ -24,7 +24,7 @@ included, as the conventions count it), `gen_ai.usage.output_tokens`,
 `gen_ai.tool.call.id` and `gen_ai.tool.type` on a tool call; `tgbot.call_id` links a model
 call to its ledger line and its trace page (`/calls/{call_id}`). A failure sets the status
 to ERROR and `error.type`: the exception's qualified class name for a model call or a turn
-that raised, the `TurnFailed` key (`provider`, `capacity`, `overflow`, `bad_response`) or
+that raised, the `TurnFailed` key (`provider`, `capacity`, `overflow`, `bad_response`, …) or
 `not_delivered` for a failed turn, the error code of a tool result (`unknown_tool`,
 `bad_arguments`, `timeout`, …).
 

@@ -134,8 +134,9 @@ class ProviderProfile(Section):
 
     base_url: str
     api_key_env: str | None = None
-    kind: ProviderKind = "openai"
-    """`openai` (chat completions) or `anthropic` (the native Messages API)."""
+    kind: ProviderKind | None = None
+    """`openai` (chat completions) or `anthropic` (the native Messages API); unset:
+    `anthropic` for api.anthropic.com or a base URL ending in `/anthropic`, else `openai`."""
     cache: CacheSetting | None = None
     """`breakpoints` marks the cache plan, `auto` leaves caching to the provider, `off` sends
     no cache hints; unset: `breakpoints` for anthropic and the hosts that take markers."""
@@ -156,7 +157,9 @@ class ProviderProfile(Section):
     price_cached_input_per_mtok: float = 0.0
     price_output_per_mtok: float = 0.0
     price_cache_write_per_mtok: float = 0.0
-    """Cache writes (Anthropic: 1.25 × input for the 5 min TTL, 2 × for 1 h)."""
+    """5-minute cache writes (Anthropic: 1.25 × input)."""
+    price_cache_write_1h_per_mtok: float | None = Field(None, ge=0)
+    """1-hour cache writes; unset: 2 × `price_input_per_mtok` (Anthropic's price)."""
     reasoning: ReasoningLevel = "auto"
     """How hard the model thinks, mapped to the provider's own field (`auto`: send nothing,
     the provider decides). Changing it starts a new cached prefix."""
@@ -247,7 +250,7 @@ class Settings(BaseSettings):
     llm_base_url: str | None = None
     llm_api_key: SecretStr | None = None
     llm_model: str = "offline-demo"
-    llm_kind: ProviderKind = "openai"
+    llm_kind: ProviderKind | None = None
     llm_cache: CacheSetting | None = None
     llm_cache_ttl: CacheTTLSetting = "5m"
     llm_reasoning: ReasoningLevel = "auto"

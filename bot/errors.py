@@ -13,6 +13,7 @@
     │   ├── ContextOverflow          the provider said the prompt is too long (recoverable by trim)
     │   ├── ProviderRateLimited      429; `retry_after` seconds when the provider said so
     │   ├── ProviderUnavailable      5xx, timeout or network failure after the bounded retries
+    │   ├── ProviderRejected         a 4xx that is not an overflow: the provider refused the request
     │   └── ProviderBadResponse      malformed JSON, empty reply, a response we cannot map
     ├── TelegramError                the Bot API refused or could not be reached
     │   ├── TelegramFloodWait        flood control; `retry_after` seconds
@@ -22,9 +23,11 @@
     └── ToolError                    a tool failed; becomes a tool result the model reads
 
 What a caller can do follows the branch: `ContextOverflow` → trim and retry once;
-`ProviderRateLimited`/`TelegramFloodWait` → wait `retry_after`; `TelegramForbidden` → stop
-writing to that chat; `StorageUnavailable` → leave the update unconfirmed (it comes
-again); `ToolError` and `ReferenceNotConfirmed` → tell the model, not the user.
+`ProviderRateLimited`/`TelegramFloodWait` → wait `retry_after`; `ProviderRejected` → do not
+ask again: the member hears the provider refused, the operator reads its own words;
+`TelegramForbidden` → stop writing to that chat; `StorageUnavailable` → leave the update
+unconfirmed (it comes again); `ToolError` and `ReferenceNotConfirmed` → tell the model, not
+the user.
 """
 
 from __future__ import annotations
@@ -99,6 +102,12 @@ class ProviderRateLimited(ProviderError):
 
 class ProviderUnavailable(ProviderError):
     """5xx, timeout or network failure that outlived the bounded retries."""
+
+
+class ProviderRejected(ProviderError):
+    """The provider refused the request with a 4xx that is not an overflow (a bad parameter,
+    a wrong endpoint, a missing permission): asking again will not help. The message is the
+    provider's own (scrubbed of secrets), for the operator."""
 
 
 class ProviderBadResponse(ProviderError):

@@ -22,7 +22,7 @@ from adapters.llm.openai_wire import anthropic_usage, breakpoint_indexes, classi
 from adapters.llm.reasoning import anthropic_blocks, anthropic_reasoning, tool_turn_messages
 from bot.domain.messages import ChatMessage, ToolCall
 from bot.errors import ProviderBadResponse, ProviderError
-from bot.ports import LLMRequest, LLMResponse, ToolSpec, Usage
+from bot.ports import LLMRequest, LLMResponse, StopReason, ToolSpec, Usage
 
 JSON = dict[str, Any]
 
@@ -42,6 +42,20 @@ _ERROR_STATUS = {
     "overloaded_error": 529,
 }
 """The HTTP status each documented error type comes with (for errors inside a stream)."""
+_STOPS: dict[str, StopReason] = {
+    "end_turn": "end",
+    "stop_sequence": "end",
+    "pause_turn": "end",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "refusal": "refusal",
+    "model_context_window_exceeded": "context",
+}
+"""`stop_reason` as the runtime reads it (docs.anthropic.com/en/api/messages, "stop_reason";
+the SDK's `StopReason`). `pause_turn` comes only with server tools, which the bot does not
+offer; read as an end.
+"""
+_SAYS_WHY_EMPTY: frozenset[StopReason | None] = frozenset({"refusal", "length", "context"})
 
 # ---------------------------------------------------------------- client side: request
 
@@ -221,24 +235,35 @@ def from_response(body: object) -> LLMResponse:
         elif block.get("type") in _THINKING:
             thinking.append(block)  # kept whole: its signature must come back unchanged
     text = "".join(texts)
-    if not text and not calls:
+    reason = body.get("stop_reason")
+    reason = reason if isinstance(reason, str) else None
+    stop = _STOPS.get(reason) if reason is not None else None
+    if not text and not calls and stop not in _SAYS_WHY_EMPTY:
         raise ProviderBadResponse("empty reply")
     usage = body.get("usage")
     if usage is not None and not isinstance(usage, dict):
         raise ProviderBadResponse("usage is not an object")
-    stop = body.get("stop_reason")
     model = body.get("model")
     return LLMResponse(
         text=text,
         tool_calls=tuple(calls),
         usage=anthropic_usage(usage) if usage is not None else None,
-        finish_reason=stop if isinstance(stop, str) else None,
+        finish_reason=reason,
         model=model if isinstance(model, str) else None,
         reasoning=anthropic_reasoning(thinking),
+        stop=stop,
+        refusal=_refusal_text(body) if stop == "refusal" else "",
     )
 
 
 _THINKING = ("thinking", "redacted_thinking")
+
+
+def _refusal_text(body: Mapping[str, Any]) -> str:
+    """The `stop_details.explanation` a refusal may carry (for the operator), else ""."""
+    details = body.get("stop_details")
+    explanation = details.get("explanation") if isinstance(details, Mapping) else None
+    return explanation if isinstance(explanation, str) else ""
 
 
 def _tool_call(block: Mapping[str, Any], index: int) -> ToolCall:
@@ -270,6 +295,7 @@ class StreamState:
     text: str = ""
     usage: JSON = field(default_factory=dict)
     stop_reason: str | None = None
+    stop_details: JSON = field(default_factory=dict)
     model: str | None = None
     _blocks: dict[int, JSON] = field(default_factory=dict)
     _done: bool = False
@@ -311,6 +337,8 @@ class StreamState:
             delta = data.get("delta")
             if isinstance(delta, Mapping) and isinstance(delta.get("stop_reason"), str):
                 self.stop_reason = delta["stop_reason"]
+                if isinstance(delta.get("stop_details"), Mapping):
+                    self.stop_details = dict(delta["stop_details"])
             if isinstance(data.get("usage"), Mapping):
                 self.usage.update(data["usage"])  # cumulative counts
         elif kind == "message_stop":
@@ -320,6 +348,7 @@ class StreamState:
     def result(self) -> LLMResponse:
         if not self._done and self.stop_reason is None:
             raise ProviderBadResponse("the event stream ended before message_stop")
+        stop = _STOPS.get(self.stop_reason) if self.stop_reason is not None else None
         calls: list[ToolCall] = []
         thinking: list[JSON] = []
         for index in sorted(self._blocks):
@@ -333,9 +362,11 @@ class StreamState:
             try:
                 arguments = json.loads(partial) if partial else block.get("input") or {}
             except ValueError as exc:
-                raise ProviderBadResponse(f"tool_use {index}: arguments are not JSON") from exc
+                if stop != "length":
+                    raise ProviderBadResponse(f"tool_use {index}: arguments are not JSON") from exc
+                arguments = partial  # cut at the output limit: the runtime never runs it
             calls.append(_tool_call({**block, "input": arguments}, index))
-        if not self.text and not calls:
+        if not self.text and not calls and stop not in _SAYS_WHY_EMPTY:
             raise ProviderBadResponse("empty reply")
         return LLMResponse(
             text=self.text,
@@ -344,6 +375,8 @@ class StreamState:
             finish_reason=self.stop_reason,
             model=self.model,
             reasoning=anthropic_reasoning(thinking),
+            stop=stop,
+            refusal=_refusal_text({"stop_details": self.stop_details}) if stop == "refusal" else "",
         )
 
 

@@ -138,6 +138,18 @@ def host_of(base_url: str) -> str:
     return f"{host}:{parts.port}" if parts.port else host
 
 
+def kind_for(base_url: str, kind: Kind | None = None) -> Kind:
+    """`kind` when given; else `anthropic` for Anthropic's own host or a base URL whose path
+    ends in `/anthropic` (DeepSeek's and other vendors' Anthropic-format endpoints), and
+    `openai` (chat completions) for any other."""
+    if kind is not None:
+        return kind
+    path = urlsplit(base_url).path.rstrip("/")
+    if host_of(base_url) == "api.anthropic.com" or path.endswith("/anthropic"):
+        return "anthropic"
+    return "openai"
+
+
 def options_for(
     base_url: str,
     *,
@@ -152,9 +164,7 @@ def options_for(
 ) -> WireOptions:
     """The host's defaults with every explicitly given setting laid over them."""
     host = host_of(base_url)
-    path = urlsplit(base_url).path.rstrip("/")
-    if kind is None:
-        kind = "anthropic" if host == "api.anthropic.com" or path.endswith("/anthropic") else None
+    kind = kind_for(base_url, kind)
     base = HOST_DEFAULTS.get(host, WireOptions())
     if kind == "anthropic" and base.kind != "anthropic":
         base = replace(_ANTHROPIC, reasoning_dialect=base.reasoning_dialect)
@@ -310,6 +320,7 @@ __all__ = [
     "has_adaptive_thinking",
     "host_of",
     "is_gpt56_or_later",
+    "kind_for",
     "max_tokens_key",
     "merge_extra_body",
     "options_for",

@@ -5,7 +5,8 @@ request body, maps it to an `LLMRequest` with `openai_server_wire.from_request`,
 (a `ScriptedModel` by default) and answers with `openai_server_wire.to_response`. Errors the
 delegate raises come back as the HTTP errors a real provider sends (overflow → 400
 `context_length_exceeded`, rate limit → 429 with `Retry-After`, unavailable → 503, a bad
-response → an empty reply). `fail_next` and `delay_next` inject failures and slowness.
+response → an empty reply). `fail_next` and `delay_next` inject failures and slowness;
+`answer_next` serves a recorded body verbatim.
 
 It validates what OpenAI rejects (`max_tokens` for GPT-5-family and o-series models, 400
 `unsupported_parameter`; more than 4 `cache_control` parts, which OpenRouter's Anthropic
@@ -110,6 +111,12 @@ class FakeOpenAIServer:
     ) -> None:
         """Answer the next `times` requests with this error instead of asking the model."""
         self._failures.extend([_Injected(status, body, dict(headers or {}))] * times)
+
+    def answer_next(self, body: Mapping[str, Any] | str, *, stream: bool = False) -> None:
+        """Answer the next request with this body as it is (a recorded response: JSON, or
+        an event stream's text when `stream`), instead of asking the model."""
+        headers = {"Content-Type": "text/event-stream"} if stream else {}
+        self._failures.append(_Injected(200, body, headers))
 
     def delay_next(self, seconds: float, *, times: int = 1) -> None:
         """Hold the next `times` answers for `seconds` (ended early when the server closes)."""

@@ -30,9 +30,10 @@ from bot.errors import (
     ProviderBadResponse,
     ProviderError,
     ProviderRateLimited,
+    ProviderRejected,
     ProviderUnavailable,
 )
-from bot.ports import LLMRequest, LLMResponse, ToolSpec, Usage
+from bot.ports import LLMRequest, LLMResponse, StopReason, ToolSpec, Usage
 
 JSON = dict[str, Any]
 
@@ -47,6 +48,16 @@ _OVERFLOW_PHRASES = re.compile(
     re.IGNORECASE,
 )
 _MAX_ERROR_TEXT = 300
+_STOPS: dict[str, StopReason] = {
+    "stop": "end",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "refusal",
+}
+"""`finish_reason` as the runtime reads it (platform.openai.com/docs/api-reference/chat/object:
+stop, length, tool_calls, content_filter, function_call; DeepSeek adds
+insufficient_system_resource, which stays unmapped)."""
 
 # ---------------------------------------------------------------- client side: request
 
@@ -254,9 +265,13 @@ def from_response(body: object) -> LLMResponse:
     if not isinstance(raw_calls, list):
         raise ProviderBadResponse("message.tool_calls is not a list")
     calls = tuple(tool_call_from_wire(raw, index) for index, raw in enumerate(raw_calls))
-    if not text and not calls:
-        raise ProviderBadResponse("empty reply")
+    refusal = message.get("refusal")
+    refusal = refusal if isinstance(refusal, str) else ""
     finish_reason = choice.get("finish_reason")
+    finish_reason = finish_reason if isinstance(finish_reason, str) else None
+    stop = stop_of(finish_reason, refusal=refusal, calls=bool(calls))
+    if not text and not calls and stop not in _SAYS_WHY_EMPTY:
+        raise ProviderBadResponse("empty reply")
     model = body.get("model")
     signatures = {
         call.id: signature
@@ -267,9 +282,11 @@ def from_response(body: object) -> LLMResponse:
         text=text,
         tool_calls=calls,
         usage=usage_from_wire(body.get("usage")),
-        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        finish_reason=finish_reason,
         model=model if isinstance(model, str) else None,
         reasoning=reasoning_from_wire(message, signatures),
+        stop=stop,
+        refusal=refusal,
     )
 
 
@@ -299,6 +316,22 @@ def thought_signature(raw: object) -> str | None:
     google = extra.get("google") if isinstance(extra, Mapping) else None
     signature = google.get("thought_signature") if isinstance(google, Mapping) else None
     return signature if isinstance(signature, str) and signature else None
+
+
+_SAYS_WHY_EMPTY: frozenset[StopReason | None] = frozenset({"refusal", "length", "context"})
+"""Stops that explain an empty reply (a refusal; a limit reached while thinking): the
+runtime handles them, a retry of the same request would not help."""
+
+
+def stop_of(finish_reason: str | None, *, refusal: str, calls: bool) -> StopReason | None:
+    """What `finish_reason` means here: a refusal text wins over `stop` and `length`, and
+    tool calls finished with `stop` (Ollama and some local servers say so) are `tool_calls`."""
+    stop = _STOPS.get(finish_reason) if finish_reason is not None else None
+    if refusal and stop in (None, "end", "length"):
+        return "refusal"
+    if calls and stop in (None, "end"):
+        return "tool_calls"
+    return stop
 
 
 def _content_text(content: object) -> str:
@@ -392,33 +425,46 @@ def usage_from_wire(raw: object) -> Usage | None:
         output_tokens=completion,
         cached_tokens=cached,
         cache_write_tokens=min(written, prompt - cached),
+        reasoning_tokens=min(_reasoning_tokens(raw), completion),
     )
+
+
+def _reasoning_tokens(raw: Mapping[str, Any]) -> int:
+    """`completion_tokens_details.reasoning_tokens` (OpenAI, DeepSeek, OpenRouter, xAI…);
+    0 when absent."""
+    details = raw.get("completion_tokens_details")
+    if not isinstance(details, dict):
+        return 0
+    return _int_field(details, "reasoning_tokens")
 
 
 def anthropic_usage(raw: Mapping[str, Any]) -> Usage:
     """Anthropic's usage: `input_tokens` counts only what follows the last breakpoint, so the
     billed input adds the cache reads and writes (`cache_creation` splits writes by TTL; its
-    sum is used when the total is missing)."""
+    sum is used when the total is missing; its `ephemeral_1h_input_tokens` are the 1-hour
+    writes, billed at 2× input where a 5-minute write is 1.25×). Thinking tokens are
+    `output_tokens_details.thinking_tokens` (part of `output_tokens`)."""
     uncached = _int_field(raw, "input_tokens")
     read = _int_field(raw, "cache_read_input_tokens")
+    creation = raw.get("cache_creation")
+    creation = creation if isinstance(creation, dict) else {}
+    hour = _int_field(creation, "ephemeral_1h_input_tokens")
     if raw.get("cache_creation_input_tokens") is not None:
         written = _int_field(raw, "cache_creation_input_tokens")
     else:
-        creation = raw.get("cache_creation")
-        written = 0
-        if isinstance(creation, dict):
-            written = sum(
-                _int_field(creation, key)
-                for key in ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")
-            )
+        written = _int_field(creation, "ephemeral_5m_input_tokens") + hour
     output = _int_field(raw, "output_tokens")
     if raw.get("output_tokens") is None:
         output = _int_field(raw, "completion_tokens")
+    details = raw.get("output_tokens_details")
+    thinking = _int_field(details, "thinking_tokens") if isinstance(details, dict) else 0
     return Usage(
         input_tokens=uncached + read + written,
         output_tokens=output,
         cached_tokens=read,
         cache_write_tokens=written,
+        cache_write_1h_tokens=min(hour, written),
+        reasoning_tokens=min(thinking, output),
     )
 
 
@@ -450,6 +496,8 @@ def classify_error(
         return ContextOverflow(described)
     if status >= 500:
         return ProviderUnavailable(described)
+    if 400 <= status < 500:
+        return ProviderRejected(described)
     return ProviderBadResponse(described)
 
 
@@ -525,6 +573,7 @@ class StreamState:
 
     def __init__(self) -> None:
         self.text = ""
+        self.refusal = ""
         self.usage: Usage | None = None
         self.finish_reason: str | None = None
         self.model: str | None = None
@@ -557,6 +606,8 @@ class StreamState:
                 thought = delta.get(key)
                 if isinstance(thought, str) and thought:
                     self._reasoning[key] = self._reasoning.get(key, "") + thought
+            if isinstance(delta.get("refusal"), str):
+                self.refusal += delta["refusal"]
             for raw in delta.get("tool_calls") or []:
                 if not isinstance(raw, Mapping):
                     raise ProviderBadResponse("a tool-call delta is not an object")
@@ -573,8 +624,12 @@ class StreamState:
                 if isinstance(function, Mapping):
                     if isinstance(function.get("name"), str):
                         call["function"]["name"] += function["name"]
-                    if isinstance(function.get("arguments"), str):
-                        call["function"]["arguments"] += function["arguments"]
+                    arguments = function.get("arguments")
+                    if isinstance(arguments, str):
+                        call["function"]["arguments"] += arguments
+                    elif isinstance(arguments, Mapping):
+                        # Ollama sends each call whole, its arguments as an object
+                        call["function"]["arguments"] = json.dumps(arguments, ensure_ascii=False)
         return grew
 
     def result(self) -> LLMResponse:
@@ -582,7 +637,8 @@ class StreamState:
             tool_call_from_wire(self._calls[index], position)
             for position, index in enumerate(sorted(self._calls))
         )
-        if not self.text and not calls:
+        stop = stop_of(self.finish_reason, refusal=self.refusal, calls=bool(calls))
+        if not self.text and not calls and stop not in _SAYS_WHY_EMPTY:
             raise ProviderBadResponse("empty reply")
         signatures = {
             call.id: signature
@@ -596,6 +652,8 @@ class StreamState:
             finish_reason=self.finish_reason,
             model=self.model,
             reasoning=reasoning_from_wire(self._reasoning, signatures),
+            stop=stop,
+            refusal=self.refusal,
         )
 
 
@@ -609,6 +667,7 @@ __all__ = (
     "from_response",
     "reasoning_from_wire",
     "retry_after_seconds",
+    "stop_of",
     "thought_signature",
     "to_request",
     "tool_call_from_wire",

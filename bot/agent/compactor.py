@@ -255,7 +255,9 @@ class Compactor:
             return None, True
         self.read_points.remember(session.id, route.model, cache.remember)
         await called.publish(response, started, None)
-        summary = new_summary(response.text, plan=plan, departing=departing, previous=previous)
+        # a refused summary is no summary, whatever text came before the refusal
+        text = "" if response.stop == "refusal" else response.text
+        summary = new_summary(text, plan=plan, departing=departing, previous=previous)
         if summary is None:
             log.warning("summary call for session %s answered nothing", session.id)
             return None, True

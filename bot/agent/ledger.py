@@ -38,6 +38,8 @@ log = logging.getLogger("tgbot.ledger")
 
 Purpose = Literal["turn", "final_summary", "recovery_retry", "compaction"]
 PURPOSES: tuple[Purpose, ...] = ("turn", "final_summary", "recovery_retry", "compaction")
+Stop = Literal["end", "length", "refusal", "tool_calls", "context"]
+STOPS: tuple[Stop, ...] = ("end", "length", "refusal", "tool_calls", "context")
 
 MAX_LINE_BYTES = 4096
 """Upper bound of one encoded line; keeps each append a single small write."""
@@ -79,7 +81,10 @@ class LedgerEntry:
     `trims` are every history trim made before this call since the previous one, in order
     (a window move and a proactive trim of one call are two); `trim` is the last. `error` is
     the error class and a short message, passed through `describe_error` so no secret lands
-    on disk.
+    on disk. `stop` is why the model stopped (`end`, `length`, `refusal`, `tool_calls`,
+    `context`; `None` when the call got no answer or the provider did not say);
+    `reasoning_tokens` the part of `output_tokens` spent thinking; `cache_write_1h_tokens` the
+    part of `cache_write_tokens` written for 1 hour (priced apart, see `Prices`).
     """
 
     ts: datetime
@@ -111,6 +116,9 @@ class LedgerEntry:
     input_truncated_by_provider: bool = False
     call_id: str = ""
     """Names the call's trace (`bot.agent.traces`); empty on lines from before traces."""
+    stop: Stop | None = None
+    reasoning_tokens: int | None = None
+    cache_write_1h_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.ts.tzinfo is None or self.ts.utcoffset() is None:
@@ -156,6 +164,9 @@ class LedgerEntry:
             "cache_write_cost": self.cache_write_cost,
             "input_truncated_by_provider": self.input_truncated_by_provider,
             "call_id": self.call_id,
+            "stop": self.stop,
+            "reasoning_tokens": self.reasoning_tokens,
+            "cache_write_1h_tokens": self.cache_write_1h_tokens,
         }
 
     def to_json_line(self) -> str:
@@ -190,7 +201,8 @@ class LedgerEntry:
         (ts, session, chat, thread, scene, turn_id, iteration, purpose, provider, model,
          input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
          est_images, est_corrected, trims, latency_ms, error, hit_iteration_cap, cost,
-         tool_calls, cache_write_tokens, cache_write_cost, truncated, call_id) = values
+         tool_calls, cache_write_tokens, cache_write_cost, truncated, call_id, stop,
+         reasoning_tokens, cache_write_1h_tokens) = values
         if not (
             type(ts) is str and type(session) is int and type(chat) is int
             and type(thread) is int and type(scene) is str and type(turn_id) is str
@@ -207,6 +219,9 @@ class LedgerEntry:
             and (type(cache_write_tokens) is int or cache_write_tokens is None)
             and (type(cache_write_cost) is float or cache_write_cost is None)
             and type(truncated) is bool and type(call_id) is str
+            and (stop is None or stop in STOPS)
+            and (type(reasoning_tokens) is int or reasoning_tokens is None)
+            and (type(cache_write_1h_tokens) is int or cache_write_1h_tokens is None)
         ):
             return _from_partial(data)
         parsed = datetime.fromisoformat(ts)
@@ -217,7 +232,8 @@ class LedgerEntry:
             input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
             est_images, est_corrected, tuple(map(_trim_from_json, trims)),
             latency_ms, error, hit_iteration_cap, cost, tool_calls,
-            cache_write_tokens, cache_write_cost, truncated, call_id,
+            cache_write_tokens, cache_write_cost, truncated, call_id, stop,
+            reasoning_tokens, cache_write_1h_tokens,
         ))
         # fmt: on
 
@@ -243,6 +259,9 @@ def _from_partial(data: Mapping[str, Any]) -> LedgerEntry:
     writes = _opt_int(get("cache_write_tokens"))
     if writes is None and input_tokens is not None:
         writes = 0  # a line from before writes were read: the provider reported none
+    stop = get("stop")
+    if stop is not None and stop not in STOPS:
+        raise ValueError(f"unknown stop {stop!r}")
     return _assemble(
         (  # in the order of `_FIELDS`
             ts,
@@ -273,6 +292,9 @@ def _from_partial(data: Mapping[str, Any]) -> LedgerEntry:
             _opt_float(get("cache_write_cost")),
             bool(get("input_truncated_by_provider", False)),
             _str(get("call_id")),
+            stop,
+            _opt_int(get("reasoning_tokens")),
+            _opt_int(get("cache_write_1h_tokens")),
         )
     )
 

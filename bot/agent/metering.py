@@ -92,6 +92,9 @@ def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEn
         cache_write_cost=prices.cache_write_cost(priced) if priced is not None else None,
         tool_calls=call.tool_calls,
         call_id=call.call_id,
+        stop=call.response.stop if call.response is not None else None,
+        reasoning_tokens=usage.reasoning_tokens if usage else None,
+        cache_write_1h_tokens=usage.cache_write_1h_tokens if usage else None,
     )
 
 

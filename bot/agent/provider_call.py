@@ -3,10 +3,13 @@
 Before each call the request is trimmed to the runtime budget (whole turns dropped from
 the window's records, the rest rendered again, breadcrumb in), cleared of orphaned tool
 steps, and checked against the model's capacity; a request that cannot fit is never sent.
-When the provider still reports a context overflow, the history is trimmed to two thirds
-of the estimate and the call retried once. Every attempt is published as `ModelCalled`
-(metering turns it into the ledger line) with every trim made since the previous call,
-and every trim as `HistoryTrimmed`.
+When the provider still reports a context overflow (an error, or an answer that stopped at
+the context window), the history is trimmed to two thirds of the estimate and the call
+retried once. An answer cut at the output limit with nothing to deliver (a tool call cut
+short, or no text at all) is asked once more with the limit doubled (`raised_output_limit`);
+a 4xx that is not an overflow ends the turn as `rejected`. Every attempt is published as
+`ModelCalled` (metering turns it into the ledger line) with every trim made since the
+previous call, and every trim as `HistoryTrimmed`.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from bot.errors import (
     ContextOverflow,
     ProviderError,
     ProviderRateLimited,
+    ProviderRejected,
     ProviderUnavailable,
 )
 from bot.ports import Clock, LLMRequest, LLMResponse, TextSink
@@ -71,6 +75,40 @@ def capacity_window(route: ModelRoute, limits: RuntimeLimits) -> tuple[int, Capa
     if honoured is not None and honoured > 0:
         return honoured, "max_context_tokens"
     return route.context_window_for_math, "assumed"
+
+
+def _failure_key(exc: ProviderError) -> str:
+    """The `TurnFailed` key (the member's notice) of a provider error."""
+    if isinstance(exc, ProviderUnavailable | ProviderRateLimited):
+        return "provider"
+    if isinstance(exc, ProviderRejected):
+        return "rejected"
+    return "bad_response"
+
+
+def deliverable(response: LLMResponse) -> bool:
+    """An answer cut at the output limit is still delivered (with a cut marker) when it is
+    text alone; a tool call cut short is never run, and an empty answer (the limit spent
+    thinking) has nothing to show."""
+    return not response.tool_calls and bool(response.text.strip())
+
+
+def raised_output_limit(request: LLMRequest, response: LLMResponse, window: int) -> int | None:
+    """The output limit for the one retry of a call cut at its limit: double the limit it
+    hit, bounded by the model's maximum; `None` when there is no more room.
+
+    The limit hit is the request's own, else the output the provider reported (it sent no
+    limit, so the provider's default was reached). No provider reports a model's output cap
+    through its API, so the maximum is what the model's context window (`window`: the
+    route's known window, else the honoured `max_context_tokens`, else the 32,000 assumed)
+    leaves after this call's input as the provider reported it."""
+    usage = response.usage
+    hit = request.max_output_tokens or (usage.output_tokens if usage is not None else 0)
+    if hit <= 0:
+        return None
+    room = window - usage.input_tokens if usage is not None else window
+    larger = min(2 * hit, room)
+    return larger if larger > hit else None
 
 
 class ProviderCaller:
@@ -120,6 +158,8 @@ class ProviderCaller:
         await self._flush_trims(state)
         window, source = capacity_window(state.route, self.policy.limits)
         recovered = False
+        output_limit = self.policy.max_output_tokens
+        raised = False
         while True:
             # the last safety net: whatever a trim or a stored history left, the provider
             # never receives a tool result without its call (or a call without its result)
@@ -130,7 +170,7 @@ class ProviderCaller:
                 messages=messages,
                 tools=tools,
                 tool_choice="none" if final and tools else None,
-                max_output_tokens=self.policy.max_output_tokens,
+                max_output_tokens=output_limit,
                 cache_plan=cache.plan,
             )
             images = image_tokens(state.messages)
@@ -187,13 +227,23 @@ class ProviderCaller:
                 await self._called(
                     state, None, started, error=exc, final=final, exact=exact, request=request
                 )
-                transient = isinstance(exc, ProviderUnavailable | ProviderRateLimited)
-                key = "provider" if transient else "bad_response"
-                raise TurnFailed(key, f"{type(exc).__name__}: {exc}") from exc
+                raise TurnFailed(_failure_key(exc), f"{type(exc).__name__}: {exc}") from exc
             self.read_points.remember(state.session.id, state.route.model, cache.remember)
             await self._called(
                 state, response, started, error=None, final=final, exact=exact, request=request
             )
+            if response.stop == "context":  # stopped at the window: the overflow path
+                if recovered or not await self._recover(state):
+                    raise TurnFailed("overflow", "the answer stopped at the context window")
+                recovered = True
+                await self._flush_trims(state)
+                continue
+            if response.stop == "length" and not deliverable(response):
+                larger = None if raised else raised_output_limit(request, response, window)
+                if larger is None:
+                    raise TurnFailed("length", "the answer was cut at the output limit")
+                raised, output_limit = True, larger
+                continue
             return response
 
     def _plan(self, state: TurnState, messages: tuple[ChatMessage, ...]) -> PlannedCache:

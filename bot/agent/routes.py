@@ -14,12 +14,22 @@ from bot.ports import LLMProvider, Usage
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Prices:
-    """Per-million-token prices of a provider profile."""
+    """Per-million-token prices of a provider profile. `cache_write_per_mtok` prices the
+    5-minute cache writes, `cache_write_1h_per_mtok` the 1-hour ones (Anthropic bills them
+    at 1.25× and 2× the input price); `None` there means 2× the input price."""
 
     input_per_mtok: float = 0.0
     cached_input_per_mtok: float = 0.0
     output_per_mtok: float = 0.0
     cache_write_per_mtok: float = 0.0
+    cache_write_1h_per_mtok: float | None = None
+
+    @property
+    def hour_write_per_mtok(self) -> float:
+        """The 1-hour write price in effect (the default: 2× input)."""
+        if self.cache_write_1h_per_mtok is not None:
+            return self.cache_write_1h_per_mtok
+        return 2 * self.input_per_mtok
 
     @property
     def configured(self) -> bool:
@@ -31,6 +41,7 @@ class Prices:
                 self.cached_input_per_mtok,
                 self.output_per_mtok,
                 self.cache_write_per_mtok,
+                self.cache_write_1h_per_mtok or 0.0,
             )
         )
 
@@ -48,16 +59,19 @@ class Prices:
         return (
             uncached * self.input_per_mtok
             + cached * self.cached_input_per_mtok
-            + writes * self.cache_write_per_mtok
             + max(0, usage.output_tokens) * self.output_per_mtok
-        ) / 1_000_000
+        ) / 1_000_000 + self.cache_write_cost(usage)
 
     def cache_write_cost(self, usage: Usage) -> float:
-        """The part of `cost` the cache writes took (clamped the same way)."""
+        """The part of `cost` the cache writes took (clamped the same way): the 1-hour
+        writes at their price, the rest at the 5-minute price."""
         total = max(0, usage.input_tokens)
         cached = max(0, min(usage.cached_tokens, total))
         writes = max(0, min(usage.cache_write_tokens, total - cached))
-        return writes * self.cache_write_per_mtok / 1_000_000
+        hour = max(0, min(usage.cache_write_1h_tokens, writes))
+        return (
+            (writes - hour) * self.cache_write_per_mtok + hour * self.hour_write_per_mtok
+        ) / 1_000_000
 
 
 TokenCount = Callable[[str], int]

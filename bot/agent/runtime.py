@@ -255,6 +255,11 @@ class TurnRunner:
             # one draft id per reply: each model call may be the one that answers
             draft = self.presence.draft(key.chat_id, key.thread_id, private=private)
             response = await self.provider.call(state, final=hit_cap, on_text=draft)
+            if response.stop == "refusal":
+                # not asked again (it would refuse again, and bill again); any text it wrote
+                # before refusing is not an answer and is not delivered
+                why = response.refusal or "no reason given"
+                raise TurnFailed("refusal", f"the model refused: {why}")
             if response.tool_calls and not hit_cap:
                 await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
                 continue
@@ -312,6 +317,8 @@ class TurnRunner:
         text = strip_echoed_header(response.text).strip()
         if not text:
             raise TurnFailed("bad_response", "the model's reply was empty after cleaning")
+        if response.stop == "length":  # cut at the output limit: say so, stored as shown
+            text = f"{text}\n\n{user_text(self.policy.prompt.locale, 'cut_marker')}"
         key = state.session.key
         recorder = self.bubbles.recorder(state.session, reply_to, text, response.reasoning)
         if typing is not None:  # no "typing…" after the reply

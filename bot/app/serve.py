@@ -18,6 +18,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from adapters.http_guard import limit_repeated_logs, raise_file_limit
+from adapters.llm.dialects import kind_for
 from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.polling_loop import AfterBatchHook, poll_updates
 from adapters.telegram.sender import TelegramMessenger
@@ -70,8 +71,10 @@ def start_banner(
     if profile is not None:
         name = f"{settings.default_provider}:{profile.model or settings.llm_model}"
         model = f"model {name} at {profile.base_url}"
+        model += _inferred_kind(profile.base_url, profile.kind, "kind")
     elif settings.llm_base_url:
         model = f"model default:{settings.llm_model} at {settings.llm_base_url}"
+        model += _inferred_kind(settings.llm_base_url, settings.llm_kind, "LLM_KIND")
     else:
         model = "the offline model: replies are canned"
     if settings.dashboard_port is None:
@@ -85,6 +88,13 @@ def start_banner(
         f"bot @{username} started; {mode}; {model}; database "
         f"{mask_url(settings.resolved_database_url)}; DATA_DIR={settings.data_dir}; {dashboard}"
     )
+
+
+def _inferred_kind(base_url: str, kind: str | None, setting: str) -> str:
+    """What the banner adds when the Messages API was chosen from the URL alone."""
+    if kind is None and kind_for(base_url) == "anthropic":
+        return f" (Anthropic Messages API, inferred from the URL; {setting} overrides)"
+    return ""
 
 
 async def serve(

@@ -86,9 +86,13 @@ def route_endpoints(
 ) -> dict[str, tuple[str | None, str | None]]:
     """Each route's base URL and wire kind as `build_routes` wires them (a URL of None: the
     offline scripted model), for naming the provider on model-call spans."""
+    from adapters.llm.dialects import kind_for
+
     endpoints: dict[str, tuple[str | None, str | None]] = {
-        name: (profile.base_url, profile.kind) for name, profile in settings.providers.items()
+        name: (profile.base_url, kind_for(profile.base_url, profile.kind))
+        for name, profile in settings.providers.items()
     }
     default = None if offline else settings.llm_base_url
-    endpoints.setdefault("default", (default, settings.llm_kind))
+    kind = kind_for(default, settings.llm_kind) if default else settings.llm_kind
+    endpoints.setdefault("default", (default, kind))
     return endpoints

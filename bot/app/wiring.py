@@ -114,6 +114,7 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
                 cached_input_per_mtok=profile.price_cached_input_per_mtok,
                 output_per_mtok=profile.price_output_per_mtok,
                 cache_write_per_mtok=profile.price_cache_write_per_mtok,
+                cache_write_1h_per_mtok=profile.price_cache_write_1h_per_mtok,
             ),
             count_tokens=_token_counter(
                 f"providers.{name}.tokenizer_file",

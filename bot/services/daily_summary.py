@@ -192,6 +192,19 @@ def format_summary_text(report: UsageReport, day: date, locale: Locale = "zh") -
                     base=text(locale, "summary_cost_base" if row.cost else "summary_weight_base"),
                 )
             )
+        if row.reasoning_tokens:
+            lines.append(
+                text(
+                    locale,
+                    "summary_reasoning",
+                    reasoning=format_tokens(row.reasoning_tokens),
+                    output=format_tokens(row.output_tokens),
+                )
+            )
+        if row.refusals or row.cut_at_length:
+            lines.append(
+                text(locale, "summary_stops", refusals=row.refusals, cut=row.cut_at_length)
+            )
         if row.truncated_calls:
             lines.append(text(locale, "summary_truncated", n=row.truncated_calls))
         for drift in row.drift:

@@ -120,6 +120,10 @@ def _row_dict(row: UsageRow) -> dict[str, Any]:
         else round(row.cache_write_cost, 6),
         "cache_write_share": _round(row.cache_write_share),
         "truncated_calls": row.truncated_calls,
+        "reasoning_tokens": row.reasoning_tokens,
+        "cache_write_1h_tokens": row.cache_write_1h_tokens,
+        "refusals": row.refusals,
+        "cut_at_length": row.cut_at_length,
         "billable_input_tokens": row.billable_input_tokens,
         "billable_equivalent_input_tokens": round(row.billable_equivalent_tokens),
         "billable_equivalent_per_call": _round(row.billable_equivalent_per_call),
@@ -251,6 +255,24 @@ def _renderable(report: UsageReport) -> RenderableType:
                 f"cache writes: {format_tokens(total.cache_write_tokens)} tokens, "
                 f"{format_share(total.cache_write_share)} of the "
                 + ("cost" if total.cost else "billable-equivalent input")
+            )
+        )
+    if total.cache_write_1h_tokens:
+        parts.append(
+            Text(f"1-hour cache writes: {format_tokens(total.cache_write_1h_tokens)} tokens")
+        )
+    if total.reasoning_tokens:
+        parts.append(
+            Text(
+                f"reasoning: {format_tokens(total.reasoning_tokens)} of the "
+                f"{format_tokens(total.output_tokens)} output tokens"
+            )
+        )
+    if total.refusals or total.cut_at_length:
+        parts.append(
+            Text(
+                f"stops: {total.refusals:,} refused, {total.cut_at_length:,} cut at the "
+                "output limit"
             )
         )
     if total.truncated_calls:

@@ -20,6 +20,10 @@ Definitions (one row per calendar day in the bot's zone, plus a total row):
   over those calls. Real cost is `cost` where prices are set.
 - cache write share: the writes' share of the cost (`cache_write_cost / cost`) where prices
   are set, else of the billable-equivalent input (`1.25 x writes / billable-equivalent`).
+- reasoning tokens: `sum(reasoning_tokens)`, the part of the output the models spent
+  thinking; 1-hour writes: `sum(cache_write_1h_tokens)`, the part of the writes kept for an
+  hour (priced apart in `cost`; the billable-equivalent weighs every write at 1.25 x).
+- refusals / cut at length: calls whose `stop` is `refusal` / `length`.
 - truncated calls: lines flagged `input_truncated_by_provider` (the provider reported far
   less input than we sent: Ollama drops the oldest messages over its `num_ctx`).
 - drift, per route (`provider/model`): `|estimate - reported| / reported` over calls that
@@ -127,6 +131,10 @@ class UsageRow:
     cache_write_share: float | None = None
     """Of the cost where prices are set, else of the billable-equivalent input."""
     truncated_calls: int = 0
+    reasoning_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    refusals: int = 0
+    cut_at_length: int = 0
     billable_input_tokens: int = 0
     billable_equivalent_tokens: float = 0.0
     billable_equivalent_per_call: float | None = None
@@ -297,14 +305,18 @@ class DayTally:
         "compaction_cost",
         "compaction_weight",
         "cost",
+        "cut",
         "drift",
         "errors",
         "est_fixed",
         "est_history",
         "est_total",
         "estimated",
+        "hour_writes",
         "inputs",
         "output",
+        "reasoning",
+        "refusals",
         "reported",
         "reporting",
         "trims",
@@ -320,6 +332,7 @@ class DayTally:
         self.calls = self.estimated = self.reported = self.cached = self.output = 0
         self.reporting = 0
         self.writes = self.truncated = 0
+        self.reasoning = self.hour_writes = self.refusals = self.cut = 0
         self.write_cost: float | None = None
         self.write_weight = 0.0
         # (provider, model) -> (raw errors, corrected errors): |estimate - reported| / reported
@@ -362,6 +375,12 @@ class DayTally:
                 if corrected is not None:
                     errors[1].append(abs(corrected - reported) / reported)
         self.output += entry.output_tokens or 0
+        self.reasoning += entry.reasoning_tokens or 0
+        self.hour_writes += entry.cache_write_1h_tokens or 0
+        if entry.stop == "refusal":
+            self.refusals += 1
+        elif entry.stop == "length":
+            self.cut += 1
         self.est_fixed += est_fixed
         self.est_history += est_history
         self.est_total += est_total
@@ -406,6 +425,10 @@ class DayTally:
             mine[0].extend(raw)
             mine[1].extend(corrected)
         self.output += other.output
+        self.reasoning += other.reasoning
+        self.hour_writes += other.hour_writes
+        self.refusals += other.refusals
+        self.cut += other.cut
         self.est_fixed += other.est_fixed
         self.est_history += other.est_history
         self.est_total += other.est_total
@@ -441,6 +464,10 @@ class DayTally:
             cache_write_cost=self.write_cost,
             cache_write_share=self._write_share(),
             truncated_calls=self.truncated,
+            reasoning_tokens=self.reasoning,
+            cache_write_1h_tokens=self.hour_writes,
+            refusals=self.refusals,
+            cut_at_length=self.cut,
             billable_input_tokens=self._uncached(),
             billable_equivalent_tokens=self._billable_equivalent(),
             billable_equivalent_per_call=(

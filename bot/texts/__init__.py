@@ -7,7 +7,8 @@ nothing. Pure data and `str.format`, no I/O: any layer may import it.
 
 Keys by user: commands (`owner_only` … `unknown`), inbound and recovery (`rate_limited`,
 `restarted_*`, `internal_error`), a failed turn (`overflow`, `capacity`, `provider`,
-`bad_response`: `TurnFailed.key`), the daily usage summary (`summary_*`).
+`bad_response`, `rejected`, `refusal`, `length`: `TurnFailed.key`), the marker on a reply cut
+at the output limit (`cut_marker`), the daily usage summary (`summary_*`).
 
 Not in the catalogues: the media placeholders and notes a model reads (`bot/context`,
 service messages in `adapters/telegram`), which are part of the prompt format and sit beside

@@ -33,6 +33,11 @@ TEXTS: dict[str, str] = {
     "Shorten the message or choose a larger model.",
     "provider": "The model is unavailable right now. Please try again in a moment.",
     "bad_response": "The model sent a reply I could not read. Please try again.",
+    "rejected": "The model provider refused the request. The operator can see why in the "
+    "error list.",
+    "refusal": "The model declined to answer this.",
+    "length": "The model's answer did not fit its output limit. Please ask for something shorter.",
+    "cut_marker": "(cut at the length limit)",
     # the daily usage summary
     "summary_title": "Usage for {day} ({zone})",
     "summary_empty": "No model calls.",
@@ -48,6 +53,8 @@ TEXTS: dict[str, str] = {
     "summary_misc": "Trims {trims} · errors {errors} · cost {cost}",
     "summary_compaction": "Compaction: {calls} summary calls, {share} of the cost",
     "summary_cache_writes": "Cache writes {writes} ({rate} of input), {share} of the {base}",
+    "summary_reasoning": "Reasoning {reasoning} of the {output} output tokens",
+    "summary_stops": "Stops: {refusals} refused, {cut} cut at the output limit",
     "summary_cost_base": "cost",
     "summary_weight_base": "billable-equivalent input",
     "summary_truncated": "⚠ {n} calls reported far less input than was sent: the provider "

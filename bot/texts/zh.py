@@ -29,6 +29,10 @@ TEXTS: dict[str, str] = {
     "capacity": "这次请求超出了模型的上下文容量，没有发送。请缩短消息或换一个更大的模型。",
     "provider": "模型暂时不可用，请稍后再试。",
     "bad_response": "模型返回了无法理解的结果，请稍后再试。",
+    "rejected": "模型服务商拒绝了这次请求，原因已记录在错误列表中，请联系管理员。",
+    "refusal": "模型拒绝回答这个请求。",
+    "length": "模型的回答超出了输出长度上限，请换一个更简短的问题。",
+    "cut_marker": "（因长度限制被截断）",
     # the daily usage summary
     "summary_title": "{day} 用量（{zone}）",
     "summary_empty": "当天没有模型调用。",
@@ -41,6 +45,8 @@ TEXTS: dict[str, str] = {
     "summary_misc": "裁剪 {trims} 次 · 错误 {errors} 次 · 费用 {cost}",
     "summary_compaction": "压缩：{calls} 次摘要调用，占费用 {share}",
     "summary_cache_writes": "缓存写入 {writes}（占输入 {rate}），占{base} {share}",
+    "summary_reasoning": "推理 {reasoning}（输出共 {output}）",
+    "summary_stops": "停止原因：拒绝 {refusals} 次，因输出上限截断 {cut} 次",
     "summary_cost_base": "费用",
     "summary_weight_base": "计费等效输入",
     "summary_truncated": "⚠ {n} 次调用报告的输入远少于发送的内容：服务商静默丢弃了最早的消息"

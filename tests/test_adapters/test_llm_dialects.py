@@ -18,7 +18,7 @@ from bot.ports import CachePlan, LLMRequest, ToolSpec
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llm"
 OVERFLOWS = sorted(FIXTURES.glob("*/overflow*.json"))
-USAGES = sorted(FIXTURES.glob("*/usage.json"))
+USAGES = sorted(FIXTURES.glob("*/usage*.json"))
 ANTHROPIC_USAGES = [path for path in USAGES if path.parent.name == "anthropic"]
 
 
@@ -83,7 +83,7 @@ def test_an_error_in_a_200_body_is_a_provider_error_not_no_choices() -> None:
         openai_wire.from_response({"id": "x"})
 
 
-@pytest.mark.parametrize("path", USAGES, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("path", USAGES, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_usage_as_billed_from_every_provider(path: Path) -> None:
     fixture = load(path)
     decode = (
@@ -99,11 +99,15 @@ def test_usage_as_billed_from_every_provider(path: Path) -> None:
         usage.output_tokens,
         usage.cached_tokens,
         usage.cache_write_tokens,
+        usage.cache_write_1h_tokens,
+        usage.reasoning_tokens,
     ) == (
         expected["input_tokens"],
         expected["output_tokens"],
         expected["cached_tokens"],
         expected["cache_write_tokens"],
+        expected.get("cache_write_1h_tokens", 0),
+        expected.get("reasoning_tokens", 0),
     )
 
 
@@ -117,6 +121,7 @@ def test_anthropic_writes_from_the_ttl_split_when_the_total_is_missing() -> None
         }
     )
     assert (usage.input_tokens, usage.cached_tokens, usage.cache_write_tokens) == (22, 5, 7)
+    assert usage.cache_write_1h_tokens == 4
 
 
 # ---------------------------------------------------------------- cache markers
@@ -377,3 +382,48 @@ def test_a_tool_choice_none_request_marks_only_what_it_shares_with_the_turns() -
     )
     assert body["tool_choice"] == {"type": "none"}
     assert [place for place, _, _ in anthropic_markers(body)] == ["system"]
+
+
+@pytest.mark.parametrize(
+    ("reason", "stop"),
+    [
+        ("end_turn", "end"),
+        ("stop_sequence", "end"),
+        ("pause_turn", "end"),
+        ("max_tokens", "length"),
+        ("tool_use", "tool_calls"),
+        ("refusal", "refusal"),
+        ("model_context_window_exceeded", "context"),
+    ],
+)
+def test_anthropic_stop_reasons_as_stops(reason: str, stop: str) -> None:
+    body = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": "partial"}],
+        "stop_reason": reason,
+    }
+    assert anthropic_wire.from_response(body).stop == stop
+
+
+def test_an_anthropic_refusal_without_text_is_an_answer_not_an_empty_reply() -> None:
+    body = {
+        "type": "message",
+        "content": [],
+        "stop_reason": "refusal",
+        "stop_details": {"type": "refusal", "explanation": "policy"},
+    }
+    response = anthropic_wire.from_response(body)
+    assert (response.stop, response.refusal, response.text) == ("refusal", "policy", "")
+
+
+def test_an_openai_stream_cut_inside_a_tool_call_keeps_the_cut_call_and_says_length() -> None:
+    state = openai_wire.StreamState()
+    call = {"index": 0, "id": "c1", "type": "function"}
+    for function in ({"name": "f", "arguments": '{"q": '}, {"arguments": '"lo'}):
+        delta = {"tool_calls": [{**call, "function": function}]}
+        state.feed({"choices": [{"index": 0, "delta": delta}]})
+    state.feed({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
+    response = state.result()
+    assert response.stop == "length"
+    assert response.tool_calls[0].arguments == '{"q": "lo'

@@ -20,6 +20,7 @@ from bot.errors import (
     ProviderBadResponse,
     ProviderError,
     ProviderRateLimited,
+    ProviderRejected,
     ProviderUnavailable,
 )
 from bot.ports import LLMRequest
@@ -203,7 +204,7 @@ async def test_other_4xx_is_not_retried(make_provider: MakeProvider) -> None:
     provider, server, _ = make_provider(
         status(400, {"error": {"message": "Invalid value for 'temperature'"}}), ok()
     )
-    with pytest.raises(ProviderBadResponse, match="temperature"):
+    with pytest.raises(ProviderRejected, match="temperature"):
         await provider.complete(REQUEST)
     assert len(server.requests) == 1
 

@@ -18,6 +18,7 @@ from bot.errors import (
     ContextOverflow,
     ProviderBadResponse,
     ProviderRateLimited,
+    ProviderRejected,
     ProviderUnavailable,
 )
 from bot.ports import LLMRequest, LLMResponse, ToolSpec, Usage
@@ -182,6 +183,7 @@ def test_from_response_reads_parallel_tool_calls_and_cached_usage() -> None:
         usage=Usage(input_tokens=2417, output_tokens=58, cached_tokens=1920),
         finish_reason="tool_calls",
         model="gpt-4o-2024-08-06",
+        stop="tool_calls",
     )
 
 
@@ -283,13 +285,13 @@ RATE_LIMIT = load("rate_limit_429.json")
         (500, {"error": {"message": "internal"}}, ProviderUnavailable),
         (502, "<html>Bad Gateway</html>", ProviderUnavailable),
         (503, "", ProviderUnavailable),
-        (400, {"error": {"message": "Invalid value for 'temperature'"}}, ProviderBadResponse),
+        (400, {"error": {"message": "Invalid value for 'temperature'"}}, ProviderRejected),
         (
             401,
             {"error": {"message": "Incorrect API key provided: sk-***abcd."}},
-            ProviderBadResponse,
+            ProviderRejected,
         ),
-        (404, {"error": "model not found"}, ProviderBadResponse),
+        (404, {"error": "model not found"}, ProviderRejected),
     ],
     ids=[
         "openai-overflow-fixture",
@@ -362,6 +364,7 @@ def test_to_response_is_read_back_by_from_response() -> None:
         usage=response.usage,
         finish_reason="tool_calls",
         model="x",
+        stop="tool_calls",
     )
 
 
@@ -389,3 +392,43 @@ def test_to_response_is_read_back_by_from_response() -> None:
 def test_from_request_rejects_malformed_bodies(body: object) -> None:
     with pytest.raises(ValueError, match=r"."):
         from_request(body)
+
+
+_CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+def _answer(finish: str | None, **message: object) -> dict[str, object]:
+    return {
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}
+        ]
+    }
+
+
+@pytest.mark.parametrize(
+    ("finish", "message", "stop"),
+    [
+        ("stop", {"content": "hi"}, "end"),
+        ("length", {"content": '{"'}, "length"),
+        ("length", {"content": None}, "length"),  # the limit spent thinking: no text at all
+        ("tool_calls", {"tool_calls": [_CALL]}, "tool_calls"),
+        ("stop", {"tool_calls": [_CALL]}, "tool_calls"),  # Ollama says stop
+        ("content_filter", {"content": "Here is how to"}, "refusal"),
+        ("stop", {"content": None, "refusal": "I can't help with that."}, "refusal"),
+        (None, {"content": "hi"}, None),
+        ("insufficient_system_resource", {"content": "hi"}, None),
+    ],
+    ids=[
+        "stop",
+        "length",
+        "length-empty",
+        "tool_calls",
+        "tool-calls-said-stop",
+        "content_filter",
+        "refusal-field",
+        "unreported",
+        "unknown",
+    ],
+)
+def test_finish_reasons_as_stops(finish: str | None, message: dict[str, object], stop: str) -> None:
+    assert from_response(_answer(finish, **message)).stop == stop

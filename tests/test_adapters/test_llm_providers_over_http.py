@@ -21,7 +21,12 @@ from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.app.wiring import build_provider, build_routes
 from bot.config import ProviderProfile, load_settings
 from bot.domain.messages import ChatMessage
-from bot.errors import ConfigError, ContextOverflow, ProviderBadResponse, ProviderUnavailable
+from bot.errors import (
+    ConfigError,
+    ContextOverflow,
+    ProviderRejected,
+    ProviderUnavailable,
+)
 from bot.ports import CachePlan, LLMRequest, ToolSpec, Usage
 
 KEY = "sk-ant-test-key"
@@ -198,7 +203,7 @@ async def test_no_max_tokens_where_the_profile_says_max_completion_tokens() -> N
             base_url=server.base_url, model="gpt-5-mini", max_tokens_param="max_tokens"
         )
         async with build_provider(wrong, "k", timeout=5, max_retries=0) as provider:
-            with pytest.raises(ProviderBadResponse, match="Unsupported parameter"):
+            with pytest.raises(ProviderRejected, match="Unsupported parameter"):
                 await provider.complete(turn([], "q", model="gpt-5-mini"))
     assert "max_tokens" not in server.requests[0]
     assert server.requests[0]["max_completion_tokens"] == 200
@@ -222,6 +227,35 @@ async def test_wiring_picks_the_adapter_by_kind() -> None:
     finally:
         await anthropic.aclose()
         await openai.aclose()
+
+
+@pytest.mark.parametrize(
+    ("base_url", "kind", "adapter"),
+    [
+        ("https://api.anthropic.com", None, AnthropicProvider),
+        ("https://api.deepseek.com/anthropic/", None, AnthropicProvider),
+        ("https://api.deepseek.com", None, OpenAIProvider),
+        ("https://api.anthropic.com", "openai", OpenAIProvider),
+    ],
+    ids=["anthropic-host", "anthropic-path", "other", "kind-wins"],
+)
+async def test_an_unset_kind_is_read_from_the_url(
+    tmp_path: Path, base_url: str, kind: str | None, adapter: type[OpenAIProvider]
+) -> None:
+    """`LLM_KIND` (or a profile's `kind`) unset: Anthropic's host or a `/anthropic` path
+    speaks the Messages API, anything else chat completions; a set kind wins."""
+    settings = load_settings(
+        data_dir=tmp_path,
+        llm_base_url=base_url,
+        llm_kind=kind,
+        providers={"p": {"base_url": base_url, **({"kind": kind} if kind else {})}},
+    )
+    routes = build_routes(settings)
+    try:
+        for name in ("default", "p"):
+            assert type(routes.resolve(name).provider) is adapter, name
+    finally:
+        await routes.aclose()
 
 
 async def test_xai_conversation_header_and_openai_prompt_cache_key() -> None:

@@ -74,6 +74,9 @@ FULL = entry(
     cache_write_tokens=1_500,
     cache_write_cost=0.0005625,
     input_truncated_by_provider=True,
+    stop="length",
+    reasoning_tokens=120,
+    cache_write_1h_tokens=1_000,
 )
 
 
@@ -140,6 +143,7 @@ def written(**changes: object) -> dict[str, object]:
         {"trims": [{"reason": "r", "budget": "big"}]},
         {"trims": {"reason": "r"}},
         {"cost": "free"},
+        {"stop": "paused"},
     ],
     ids=[
         "naive-ts",
@@ -152,11 +156,13 @@ def written(**changes: object) -> dict[str, object]:
         "trim-text-budget",
         "trims-not-a-list",
         "text-cost",
+        "unknown-stop",
     ],
 )
 def test_bad_values_in_a_complete_line_are_rejected(changes: dict[str, object]) -> None:
     with pytest.raises(
-        ValueError, match=r"valid ts|purpose|expected a number|must be an object|must be a list"
+        ValueError,
+        match=r"valid ts|purpose|expected a number|must be an object|must be a list|stop",
     ):
         LedgerEntry.from_json(written(**changes))
 
@@ -416,3 +422,25 @@ def test_cache_writes_and_the_truncation_flag_are_written_on_every_line() -> Non
     plain = json.loads(entry().to_json_line())
     assert plain["cache_write_tokens"] is None
     assert plain["input_truncated_by_provider"] is False
+
+
+def test_stop_reasoning_and_hour_writes_are_on_every_line_and_unknown_on_older_ones() -> None:
+    data = json.loads(FULL.to_json_line())
+    assert (data["stop"], data["reasoning_tokens"], data["cache_write_1h_tokens"]) == (
+        "length",
+        120,
+        1_000,
+    )
+    plain = json.loads(entry().to_json_line())
+    assert {"stop", "reasoning_tokens", "cache_write_1h_tokens"} <= plain.keys()
+    old = {
+        k: v
+        for k, v in written().items()
+        if k not in {"stop", "reasoning_tokens", "cache_write_1h_tokens"}
+    }
+    decoded = LedgerEntry.from_json(old)
+    assert (decoded.stop, decoded.reasoning_tokens, decoded.cache_write_1h_tokens) == (
+        None,
+        None,
+        None,
+    )

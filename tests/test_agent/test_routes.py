@@ -61,6 +61,18 @@ def test_the_cache_write_cost_is_the_writes_part_of_the_cost() -> None:
     assert without.cache_write_cost(usage) == 0.0
 
 
+def test_one_hour_cache_writes_are_priced_apart() -> None:
+    """Of 1,000 written tokens 600 were written for 1 hour: those at the 1-hour price (2 ×
+    input unless set), the other 400 at the 5-minute price."""
+    usage = Usage(
+        input_tokens=1_000, output_tokens=0, cache_write_tokens=1_000, cache_write_1h_tokens=600
+    )
+    assert PRICES.cache_write_cost(usage) == pytest.approx((400 * 2.5 + 600 * 4.0) / 1_000_000)
+    assert PRICES.cost(usage) == pytest.approx((400 * 2.5 + 600 * 4.0) / 1_000_000)
+    priced = Prices(input_per_mtok=2.0, cache_write_per_mtok=2.5, cache_write_1h_per_mtok=3.0)
+    assert priced.cache_write_cost(usage) == pytest.approx((400 * 2.5 + 600 * 3.0) / 1_000_000)
+
+
 def routes() -> RouteTable:
     model = ScriptedModel()
     return RouteTable(

@@ -299,6 +299,23 @@ def test_the_banner_names_the_offline_model_and_masks_the_password(tmp_path: Pat
     )
 
 
+def test_the_banner_says_when_the_messages_api_was_read_from_the_url(tmp_path: Path) -> None:
+    from bot.app.serve import start_banner
+    from bot.config import load_settings
+
+    def banner(**settings: object) -> str:
+        loaded = load_settings(data_dir=tmp_path, llm_model="claude-sonnet-4-5", **settings)
+        return start_banner(loaded, username="b", webhook=False, host="", port=0)
+
+    inferred = banner(llm_base_url="https://api.anthropic.com")
+    assert (
+        "model default:claude-sonnet-4-5 at https://api.anthropic.com (Anthropic Messages API, "
+        "inferred from the URL; LLM_KIND overrides); "
+    ) in inferred
+    assert "inferred" not in banner(llm_base_url="https://api.anthropic.com", llm_kind="anthropic")
+    assert "inferred" not in banner(llm_base_url="https://api.deepseek.com")
+
+
 # ------------------------------------------------- through the real CLI: one test per command
 # run and demo here; usage report, context show, import-legacy and db upgrade in their own
 # files (test_usage_command.py, test_context_show.py, test_import_legacy.py,

@@ -54,3 +54,23 @@ def test_the_summary_bound_is_read_once_and_held_to_a_quarter_of_the_history(
 def test_compaction_switched_off_has_no_policy(tmp_path: Path) -> None:
     settings = rig_settings(tmp_path, compaction={"enabled": False})
     assert turn_policy(settings).compaction is None
+
+
+async def test_a_profile_prices_one_hour_cache_writes_apart(tmp_path: Path) -> None:
+    from bot.app.wiring import build_routes
+
+    profile = {"base_url": "https://api.anthropic.com", "model": "claude-sonnet-4-5"}
+    prices = {"price_input_per_mtok": 3.0, "price_cache_write_per_mtok": 3.75}
+    settings = rig_settings(
+        tmp_path,
+        providers={
+            "default_1h": {**profile, **prices},
+            "set_1h": {**profile, **prices, "price_cache_write_1h_per_mtok": 5.0},
+        },
+    )
+    routes = build_routes(settings)
+    try:
+        assert routes.resolve("default_1h").prices.hour_write_per_mtok == 6.0  # 2 × input
+        assert routes.resolve("set_1h").prices.hour_write_per_mtok == 5.0
+    finally:
+        await routes.aclose()

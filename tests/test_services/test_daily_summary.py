@@ -226,3 +226,28 @@ def test_the_summary_warns_of_silently_truncated_calls() -> None:
     assert "1 calls reported far less input than was sent" in text
     assert "num_ctx" in text
     assert "Cache writes" not in text  # no call wrote the cache
+
+
+@pytest.mark.parametrize(
+    ("locale", "expected"),
+    [
+        ("en", ["Reasoning 1.2k of the 2.2k output tokens", "Stops: 1 refused, 1 cut at"]),
+        ("zh", ["推理 1.2k（输出共 2.2k）", "停止原因：拒绝 1 次，因输出上限截断 1 次"]),
+    ],
+    ids=["en", "zh"],
+)
+def test_the_summary_shows_reasoning_tokens_and_stops(locale: Locale, expected: list[str]) -> None:
+    day = datetime(2026, 3, 1, 1, 0, tzinfo=UTC)
+    thought = {"output_tokens": 1_000, "reasoning_tokens": 600}
+    report = build_report(
+        [
+            call(day, "a", stop="refusal", **thought),
+            call(day, "b", stop="length", **thought),
+            call(day, "c", stop="end"),
+        ],
+        zone=SHANGHAI,
+        days=[YESTERDAY],
+    )
+    text = format_summary_text(report, YESTERDAY, locale)
+    for line in expected:
+        assert line in text

@@ -168,3 +168,31 @@ def test_the_cost_carries_the_configured_currency(
     code, text = run(tmp_path / "agent-traces", as_json=True)
     assert code == 0
     assert json.loads(text)["currency"] is None  # none given: the figures alone
+
+
+def test_reasoning_one_hour_writes_and_stops_in_the_table_and_the_json(tmp_path: Path) -> None:
+    thought = {"input_tokens": 5_000, "output_tokens": 900, "reasoning_tokens": 700}
+    write_ledger(
+        tmp_path,
+        [
+            call(at(D2, 9), "a", stop="refusal", **thought),
+            call(
+                at(D2, 10),
+                "b",
+                stop="length",
+                cache_write_tokens=1_000,
+                cache_write_1h_tokens=800,
+                **thought,
+            ),
+            call(at(D2, 11), "c", stop="end", input_tokens=5_000, output_tokens=100),
+        ],
+    )
+    code, text = run(tmp_path)
+    assert code == 0
+    assert "reasoning: 1.4k of the 1.9k output tokens" in text
+    assert "1-hour cache writes: 800 tokens" in text
+    assert "stops: 1 refused, 1 cut at the output limit" in text
+    code, out = run(tmp_path, as_json=True)
+    total = json.loads(out)["total"]
+    assert (total["reasoning_tokens"], total["cache_write_1h_tokens"]) == (1_400, 800)
+    assert (total["refusals"], total["cut_at_length"]) == (1, 1)

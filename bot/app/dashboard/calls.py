@@ -51,6 +51,7 @@ def view(trace: dict[str, Any]) -> dict[str, Any]:
         for m in request.get("messages") or ()
     ]
     usage = response.get("usage") or {}
+    reasoning = response.get("reasoning")
     return {
         **trace,
         "messages": messages,
@@ -65,6 +66,9 @@ def view(trace: dict[str, Any]) -> dict[str, Any]:
         "reply": response.get("text") if response else None,
         "reply_calls": [_pretty_call(c) for c in response.get("tool_calls") or ()],
         "finish_reason": response.get("finish_reason"),
+        "stop": response.get("stop"),
+        "refusal": response.get("refusal") or "",
+        "reasoning": (reasoning.get("text") or "") if isinstance(reasoning, dict) else "",
         "usage": usage,
         "sent": bool(request),
     }

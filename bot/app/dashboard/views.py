@@ -108,6 +108,8 @@ class DayLine:
     history_share: float | None = None
     fixed_share: float | None = None
     """Shares of our input estimate (the report's)."""
+    reasoning_tokens: int = 0
+    """The part of `output_tokens` the models spent thinking."""
 
     @property
     def current_share(self) -> float | None:
@@ -157,6 +159,7 @@ def build_overview(digests: Sequence[DayDigest], *, currency: str = "") -> Overv
             truncated_calls=d.row.truncated_calls,
             history_share=d.row.history_share,
             fixed_share=d.row.fixed_share,
+            reasoning_tokens=d.row.reasoning_tokens,
         )
         for d in digests
     )

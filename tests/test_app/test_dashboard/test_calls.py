@@ -12,7 +12,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from bot.agent.ledger import LedgerEntry, read_entries
-from bot.agent.traces import read_trace, trace_path
+from bot.agent.traces import encode_trace, read_trace, trace_path
 from tests.test_app.test_dashboard.conftest import HOSTILE_TEXT, DemoData
 
 Client = TestClient[web.Request, web.Application]
@@ -127,3 +127,31 @@ async def test_an_unpriced_call_says_no_prices_instead_of_zero(
     assert cost is not None
     assert cost.group(1) == "no prices configured"
     assert "0.0000" not in page
+
+
+async def test_the_trace_page_folds_the_models_reasoning(
+    demo_data: DemoData, client: Client
+) -> None:
+    """A call that came with reasoning: the page shows it inside a closed `<details>`, as
+    text, with its reasoning tokens and why the model stopped."""
+    traces = demo_data.data_dir / "agent-traces"
+    entry = _calls(demo_data)[-1]
+    trace = read_trace(traces, entry.call_id)
+    assert trace is not None
+    thought = "First check the <b>calendar</b>, then answer."
+    response = {
+        **trace["response"],
+        "reasoning": {"format": "reasoning_content", "text": thought, "payload": ""},
+        "stop": "end",
+        "usage": {**trace["response"]["usage"], "reasoning_tokens": 321},
+    }
+    call_id = entry.call_id[:-4] + "beef"
+    path = trace_path(traces, call_id)
+    assert path is not None
+    path.write_bytes(encode_trace({**trace, "call_id": call_id, "response": response}))
+    page = await (await client.get(f"/calls/{call_id}")).text()
+    folded = re.search(r'<details id="reasoning">(.*?)</details>', page, re.S)
+    assert folded is not None  # closed: no `open` attribute
+    assert html.escape(thought) in folded.group(1)
+    assert 'data-field="reasoning-tokens">321<' in page
+    assert 'data-field="stop">end<' in page
