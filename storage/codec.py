@@ -323,7 +323,12 @@ def _reasoning(reasoning: Reasoning) -> Json:
     """Kept byte for byte: the provider's payload is a string inside the JSON, so its bytes
     (signatures included) come back exactly as they were stored."""
     return _compact(
-        {"format": reasoning.format, "text": reasoning.text, "payload": reasoning.payload}
+        {
+            "format": reasoning.format,
+            "text": reasoning.text,
+            "payload": reasoning.payload,
+            "model": reasoning.model,
+        }
     )
 
 
@@ -334,6 +339,7 @@ def _read_reasoning(raw: object) -> Reasoning | None:
         format=raw["format"],
         text=str(raw.get("text", "")),
         payload=str(raw.get("payload", "")),
+        model=str(raw.get("model", "")),
     )
 
 

@@ -85,7 +85,9 @@ def to_request(
         if not blocks:
             continue
         if index in tool_turns:
-            thinking = anthropic_blocks(message.reasoning)
+            kept = message.reasoning
+            signed = kept is not None and kept.signed_for(request.model)
+            thinking = anthropic_blocks(kept) if signed else []
             if not thinking and empty_thinking:
                 thinking = [{"type": "thinking", "thinking": "", "signature": ""}]
             blocks = [*thinking, *blocks]  # a thinking block opens its message

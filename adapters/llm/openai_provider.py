@@ -31,6 +31,7 @@ import json
 import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from types import TracebackType
 from typing import Any, Literal, Protocol, Self, TypeVar
 
@@ -182,8 +183,10 @@ class OpenAIProvider:
         while True:
             try:
                 if stream and on_text is not None:
-                    return await self._attempt_stream(payload, headers, on_text)
-                return await self._attempt(payload, headers)
+                    response = await self._attempt_stream(payload, headers, on_text)
+                else:
+                    response = await self._attempt(payload, headers)
+                return _tagged(response, request.model)
             except _Failed as failed:
                 failure = failed
             error = failure.error
@@ -378,6 +381,14 @@ class AnthropicProvider(OpenAIProvider):
 
     def _request_headers(self, request: LLMRequest) -> dict[str, str]:
         return {}
+
+
+def _tagged(response: LLMResponse, model: str) -> LLMResponse:
+    """`response` with its reasoning tagged with the model it was asked of (the name as
+    requested: a provider may answer with a dated id), so a signed form goes back to it only."""
+    if response.reasoning is None:
+        return response
+    return replace(response, reasoning=replace(response.reasoning, model=model))
 
 
 class _Failed(Exception):

@@ -77,7 +77,7 @@ def to_request(
     """The chat-completions body for `request` in the dialect `options` describe; our private
     message fields stay behind."""
     messages = [_message_to_wire(m) for m in request.messages]
-    _replay_reasoning(messages, request.messages, options)
+    _replay_reasoning(messages, request.messages, options, request.model)
     if options.marks_breakpoints:
         _mark_breakpoints(messages, request, options)
     body: JSON = {"model": request.model, "messages": messages}
@@ -104,7 +104,7 @@ def to_request(
 
 
 def _replay_reasoning(
-    wire: list[JSON], messages: tuple[ChatMessage, ...], options: WireOptions
+    wire: list[JSON], messages: tuple[ChatMessage, ...], options: WireOptions, model: str
 ) -> None:
     """Put each kept reasoning back where its provider wants it (`adapters.llm.reasoning`):
     text reasoning on the assistant messages of tool turns, Gemini signatures on their
@@ -114,6 +114,8 @@ def _replay_reasoning(
         if message.role != "assistant":
             continue
         reasoning = message.reasoning
+        if reasoning is not None and not reasoning.signed_for(model):
+            reasoning = None  # another model's signature: refused if sent (a /model switch)
         if reasoning is not None and reasoning.format == "gemini":
             signatures = gemini_signatures(reasoning)
             for call in wire[index].get("tool_calls") or []:

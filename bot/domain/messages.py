@@ -27,11 +27,20 @@ class Reasoning:
     - `payload`: the provider's own JSON, exactly as received, for forms that must come
       back unchanged (Anthropic blocks with their signatures, Gemini thought signatures by
       tool call id); empty for plain text fields.
+    - `model`: the model it came from, as requested. Signed forms go back only to that
+      model: after a `/model` switch another model would refuse a signature it did not
+      make. Empty (kept before this field): sent as before.
     """
 
     format: ReasoningFormat
     text: str = ""
     payload: str = ""
+    model: str = ""
+
+    def signed_for(self, model: str) -> bool:
+        """Whether this reasoning may go back in a request to `model`: text reasoning
+        always; a signed form (Anthropic blocks, Gemini signatures) only to its own model."""
+        return self.format in ("reasoning_content", "reasoning") or self.model in ("", model)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

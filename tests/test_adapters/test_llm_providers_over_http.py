@@ -590,3 +590,19 @@ async def test_one_connection_serves_every_streamed_call_to_anthropic(
         await three_turns(provider, stream=True)
     assert len(anthropic.requests) == 6
     assert len(anthropic.peers) == 1
+
+
+async def test_reasoning_is_tagged_with_the_model_it_was_asked_of() -> None:
+    """The tag is the name the route asked for, the one the next request of this chat names
+    (so the signature goes back to it), whatever id the provider answers with."""
+    from adapters.llm.fake_reasoning import ClaudeThinking
+
+    thinking = ClaudeThinking()
+    model = ScriptedModel([CallTool("search", {"q": "x"})])
+    async with FakeAnthropicServer(model, api_key=KEY, thinking=thinking) as server:
+        options = options_for(server.base_url, kind="anthropic", reasoning="high")
+        async with AnthropicProvider(server.base_url, KEY, options=options) as provider:
+            response = await provider.complete(turn([], "q", model="claude-opus-4-7"))
+    assert response.reasoning is not None
+    assert response.reasoning.format == "anthropic"
+    assert response.reasoning.model == "claude-opus-4-7"

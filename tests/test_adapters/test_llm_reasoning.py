@@ -5,6 +5,7 @@ refusals equal to the providers' recorded 400s."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -246,6 +247,43 @@ def test_gemini_signatures_go_back_on_every_turn() -> None:
     body = openai_wire.to_request(LLMRequest(model="gemini-3-flash-preview", messages=messages))
     call = body["messages"][1]["tool_calls"][0]
     assert call["extra_content"] == {"google": {"thought_signature": "c2ln"}}
+
+
+def test_a_signature_goes_back_only_to_the_model_that_made_it() -> None:
+    """After `/model` switches a chat, the other model never gets a signature it did not
+    make (it would refuse it); the model that made it still gets it."""
+    body = fixture("anthropic/reasoning_thinking_tool_use.json")["body"]
+    made = anthropic_wire.from_response(body)
+    assert made.reasoning is not None
+    kept = dataclasses.replace(made.reasoning, model="claude-opus-4-7")
+    history = (
+        user("weather?"),
+        ChatMessage(role="assistant", content="", tool_calls=made.tool_calls, reasoning=kept),
+        ChatMessage(role="tool", content="sunny", tool_call_id=made.tool_calls[0].id),
+        ChatMessage(role="assistant", content="Sunny."),
+        user("and tomorrow?"),
+    )
+
+    def sent_types(model: str) -> list[str]:
+        wire = anthropic_wire.to_request(LLMRequest(model=model, messages=history))
+        return [block["type"] for block in wire["messages"][1]["content"]]
+
+    assert sent_types("claude-opus-4-7")[:2] == ["thinking", "redacted_thinking"]
+    assert sent_types("claude-sonnet-4-6") == ["tool_use"]
+    signed = Reasoning(format="gemini", payload=json.dumps({"call_1": "c2ln"}), model="gemini-3")
+    calls = (
+        user("q1"),
+        ChatMessage(role="assistant", content="", tool_calls=(CALL,), reasoning=signed),
+        ChatMessage(role="tool", content="ok", tool_call_id="call_1"),
+        user("q2"),
+    )
+    other = openai_wire.to_request(LLMRequest(model="gemini-3-pro", messages=calls))
+    assert "extra_content" not in other["messages"][1]["tool_calls"][0]
+    # text reasoning carries no signature: it goes back whoever made it
+    text = Reasoning(format="reasoning_content", text="r1", model="deepseek-v4-pro")
+    plain = (calls[0], dataclasses.replace(calls[1], reasoning=text), *calls[2:])
+    flash = openai_wire.to_request(LLMRequest(model="deepseek-v4-flash", messages=plain))
+    assert flash["messages"][1]["reasoning_content"] == "r1"
 
 
 def test_the_same_history_is_written_the_same_way_on_every_call() -> None:

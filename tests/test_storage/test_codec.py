@@ -43,6 +43,7 @@ ANN = Sender(id=2**40, name="安", is_bot=True, kind="bot")
                     format="anthropic",
                     text="想一想",
                     payload='[{"type": "thinking", "thinking": "想一想", "signature": "Eq+/="}]',
+                    model="claude-opus-4-7",
                 ),
             ),
             (),
