@@ -771,7 +771,7 @@ class FakeBotApi:
             chat_id, "private" if chat_id > 0 else "supergroup", None
         )
         gifts = {"unlimited_gifts": False, "limited_gifts": False, "unique_gifts": False,
-                 "premium_subscription": False}  # fmt: skip
+                 "premium_subscription": False, "gifts_from_channels": False}  # fmt: skip
         info: JSON = {
             **chat,
             "accent_color_id": 0,
