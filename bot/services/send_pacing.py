@@ -13,8 +13,9 @@ member sees a short delay instead of a 429. What counts:
 
 - a message (a text bubble, a photo): the chat's spacing (`1 / per_chat_per_second` after
   the chat's previous slot) and, in a group (negative chat id), the group's window: the
-  slot is at least 60 s after the slot `per_group_per_minute` messages back, so no 60 s
-  holds more than that many;
+  slot is at least 61 s (a minute and a second of margin for the request's way there)
+  after the slot `per_group_per_minute` messages back, so no minute holds more than that
+  many;
 - a reaction: the chat's spacing only (it is not a message in the group's history);
 - the bot-wide budget: sends at least `1 / per_bot_per_second` apart (so no second holds
   more than that many; 33 ms at 30 a second), asked right before the request goes, so a
@@ -42,8 +43,10 @@ from dataclasses import dataclass, field
 
 from bot.ports import PaceKind
 
-GROUP_WINDOW_SECONDS = 60.0
-"""The group budget's window ("20 messages per minute")."""
+GROUP_WINDOW_SECONDS = 61.0
+"""The group budget's window: Telegram's minute and one second more, because a request
+reaches Telegram a little after its slot (a late one must not land inside the minute of the
+message `per_group_per_minute` before it)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,8 +82,8 @@ def next_slot(
     paused_until: float,
 ) -> float:
     """The chat's next slot: after `now`, the pause, the previous slot plus the gap, and (a
-    group's message) 60 s after the slot `per_group_per_minute` messages back in `recent`
-    (the group's message slots, oldest first)."""
+    group's message) 61 s after the slot `per_group_per_minute` messages back in `recent`
+    (the group's message slots, oldest first): a minute and the margin."""
     slot = max(now, paused_until)
     if last is not None:
         slot = max(slot, last + limits.chat_gap)

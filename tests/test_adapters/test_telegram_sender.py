@@ -11,13 +11,13 @@ from adapters.telegram.app import build_bot
 from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.text_units import utf16_len, utf16_slice
-from bot.services.send_pacing import LocalSendPacer, PaceLimits
 from bot.errors import (
     TelegramBadRequest,
     TelegramFloodWait,
     TelegramForbidden,
     TelegramNetworkError,
 )
+from bot.services.send_pacing import LocalSendPacer, PaceLimits
 
 CHAT = -1001234567890
 ALICE = {"id": 1001, "first_name": "Alice"}
