@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from bot.services.send_pacing import LocalSendPacer, PaceLimits, PacingBook
@@ -24,7 +26,7 @@ def test_22_group_messages_asked_within_14_s_get_22_slots_never_20_in_a_minute()
     assert len(slots) == 22  # nothing refused
     assert slots == sorted(slots)  # in the order asked
     assert most_in_a_minute(slots) <= 20
-    assert all(b - a >= 1.0 for a, b in zip(slots, slots[1:], strict=False))
+    assert all(b - a >= 1.0 for a, b in itertools.pairwise(slots))
     assert slots[20] == pytest.approx(slots[0] + 61)  # a minute (and a second) after the 1st
 
 
@@ -47,7 +49,8 @@ def test_a_pause_moves_every_later_slot_of_that_chat_only() -> None:
     book = PacingBook(FAQ)
     book.reserve(GROUP, "message", 0.0)
     book.pause(GROUP, 7.0)
-    assert book.paused(GROUP, 3.0) and not book.paused(GROUP, 7.0)
+    assert book.paused(GROUP, 3.0)
+    assert not book.paused(GROUP, 7.0)
     assert book.reserve(GROUP, "message", 3.0) == 7.0
     assert book.reserve(GROUP - 1, "message", 3.0) == 3.0  # another chat is not held
 
@@ -55,7 +58,8 @@ def test_a_pause_moves_every_later_slot_of_that_chat_only() -> None:
 def test_the_bot_wide_budget_spaces_sends_over_all_chats() -> None:
     book = PacingBook(PaceLimits(per_bot_per_second=30))
     slots = [book.bot_slot(0.0) for _ in range(61)]
-    assert slots[30] == pytest.approx(1.0) and slots[60] == pytest.approx(2.0)
+    assert slots[30] == pytest.approx(1.0)
+    assert slots[60] == pytest.approx(2.0)
     assert sum(1 for s in slots if s < 1.0 - 1e-9) == 30
 
 
