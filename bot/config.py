@@ -194,6 +194,13 @@ class TelegramSettings(Section):
 
     stream_drafts: bool = True
     """In private chats, preview a streamed reply with `sendMessageDraft` as it is written."""
+    per_chat_per_second: float = Field(1.0, ge=0)
+    """Outbound pacing (Telegram's Bot FAQ limits): at most this many messages or reactions a
+    second in one chat; 0 turns it off."""
+    per_group_per_minute: int = Field(20, ge=0)
+    """At most this many messages in any minute in one group (or channel); 0: off."""
+    per_bot_per_second: int = Field(30, ge=0)
+    """At most this many messages a second over all chats; 0: off."""
 
 
 class ScheduleSettings(Section):

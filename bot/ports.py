@@ -485,3 +485,36 @@ class TurnStarter(Protocol):
         """The turn lock if nobody holds or awaits it (this worker) and no worker holds it
         (across workers), without waiting; yields whether it is held."""
         ...
+
+
+# ---------------------------------------------------------------- outbound pacing
+
+PaceKind = Literal["message", "reaction"]
+"""What a paced send puts in a chat: a message (text bubble, photo) counts against the chat's
+per-second spacing and a group's per-minute budget; a reaction only against the spacing."""
+
+
+class SendPacer(Protocol):
+    """Telegram's send limits, shared by everything the bot sends (docs/architecture.md,
+    Outbound pacing). `bot.services.send_pacing.LocalSendPacer` keeps the budgets in this
+    process (SQLite, one worker); `storage.send_pacing.SqlSendPacer` in PostgreSQL, shared by
+    every worker. Slots are handed out in the order they are asked for and never refused."""
+
+    async def reserve(self, chat_id: int, kind: PaceKind) -> float:
+        """Take the chat's next free slot; the seconds to wait until it (0: send now)."""
+        ...
+
+    async def bot_slot(self) -> float:
+        """Take a slot of the bot-wide budget, asked right before a send goes; the seconds
+        to wait (0: at once)."""
+        ...
+
+    async def may_show(self, chat_id: int) -> bool:
+        """Whether a chat action or draft may go now (the chat is not paused by a 429);
+        never waits and takes no slot: one that would be late is skipped."""
+        ...
+
+    async def pause(self, chat_id: int, seconds: float) -> None:
+        """Telegram answered 429 with `retry_after=seconds`: nothing more goes to the chat
+        until then (from any worker)."""
+        ...

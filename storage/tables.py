@@ -167,6 +167,18 @@ class TokenCorrectionRow(SQLModel, table=True):
     samples: int = Field(sa_column=Column(Integer, nullable=False))
 
 
+class SendPacingRow(SQLModel, table=True):
+    """One chat's outbound pacing books (row 0: the bot-wide budget), shared by the workers
+    of one PostgreSQL database (`storage.send_pacing`, migration 0007); empty on SQLite."""
+
+    __tablename__ = "send_pacing"
+
+    chat_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    last_at: float = Field(sa_column=Column(Float, nullable=False))
+    recent: str = Field(sa_column=Column(Text, nullable=False))
+    paused_until: float = Field(sa_column=Column(Float, nullable=False))
+
+
 class ReactionRow(SQLModel, table=True):
     """A reaction a member put on one of the bot's messages (migration 0002)."""
 

@@ -125,6 +125,7 @@ class FakeBotApi:
             "close": self._true,
             "logout": self._true,
         }
+        self._direct_messages_setup()
 
     # ------------------------------------------------------------ lifecycle
 
@@ -696,6 +697,90 @@ class FakeBotApi:
         self._remember(msg)
         self._sent.setdefault(chat_id, []).append(msg)
         return msg
+
+    # ------------------------------------------------------------ channel direct messages
+    # Bot API 9.2: a channel's direct-messages chat is a supergroup with `is_direct_messages`;
+    # each user's conversation is a topic (`direct_messages_topic`), and sends there must name
+    # it with `direct_messages_topic_id`. Kept in one block: it wraps the handlers above.
+
+    def _direct_messages_setup(self) -> None:
+        self._direct_chats: set[int] = set()
+        self._parents: dict[int, JSON] = {}
+        plain_send, plain_photo = self._handlers["sendmessage"], self._handlers["sendphoto"]
+        plain_action = self._handlers["sendchataction"]
+
+        async def send_message(params: Params) -> JSON:
+            return self._in_topic(params, await plain_send(self._topic_checked(params)))
+
+        async def send_photo(params: Params) -> JSON:
+            return self._in_topic(params, await plain_photo(self._topic_checked(params)))
+
+        async def send_chat_action(params: Params) -> bool:
+            if self._chat_id(params) in self._direct_chats:
+                raise _ApiError(400, "Bad Request: chat actions aren't supported in this chat")
+            return bool(await plain_action(params))
+
+        self._handlers.update(
+            {
+                "sendmessage": send_message,
+                "sendphoto": send_photo,
+                "sendchataction": send_chat_action,
+                "getchat": self._get_chat,
+            }
+        )
+
+    def direct_messages_chat(self, chat_id: int, *, channel_id: int, title: str) -> JSON:
+        """Make `chat_id` the direct-messages chat of the channel `channel_id`."""
+        chat: JSON = {
+            "id": chat_id,
+            "type": "supergroup",
+            "title": f"{title} Direct Messages",
+            "is_direct_messages": True,
+        }
+        self._chats[chat_id] = chat
+        self._parents[chat_id] = {"id": channel_id, "type": "channel", "title": title}
+        self._direct_chats.add(chat_id)
+        return chat
+
+    def direct_message(
+        self, chat_id: int, user: Mapping[str, Any] | int, text: str, *, topic_id: int
+    ) -> JSON:
+        """A user's message in topic `topic_id` of a direct-messages chat (an update)."""
+        update = self.user_message(chat_id, user, text)
+        msg = update["message"]
+        msg["direct_messages_topic"] = {"topic_id": topic_id, "user": _user_json(user)}
+        self._remember(msg)
+        return update
+
+    def _topic_checked(self, params: Params) -> Params:
+        chat_id = self._chat_id(params)
+        if chat_id in self._direct_chats and not _int(params.get("direct_messages_topic_id"), 0):
+            raise _ApiError(400, "Bad Request: direct messages topic must be specified")
+        return params
+
+    def _in_topic(self, params: Params, msg: JSON) -> JSON:
+        topic = _int(params.get("direct_messages_topic_id"), 0)
+        if topic and int(msg["chat"]["id"]) in self._direct_chats:
+            msg["direct_messages_topic"] = {"topic_id": topic}
+        return msg
+
+    async def _get_chat(self, params: Params) -> JSON:
+        """`getChat`: the chat as known (a `ChatFullInfo`'s required fields added)."""
+        chat_id = self._chat_id(params)
+        chat = self._chats.get(chat_id) or self._chat(
+            chat_id, "private" if chat_id > 0 else "supergroup", None
+        )
+        gifts = {"unlimited_gifts": False, "limited_gifts": False, "unique_gifts": False,
+                 "premium_subscription": False, "gifts_from_channels": False}  # fmt: skip
+        info: JSON = {
+            **chat,
+            "accent_color_id": 0,
+            "max_reaction_count": 11,
+            "accepted_gift_types": gifts,
+        }
+        if chat_id in self._parents:
+            info["parent_chat"] = self._parents[chat_id]
+        return info
 
 
 # ---------------------------------------------------------------- wire helpers

@@ -102,7 +102,7 @@ class _Reader:
             chat_id=msg.chat.id,
             chat_type=_chat_type(msg.chat),
             chat_title=msg.chat.title,
-            thread_id=(msg.message_thread_id or 0) if msg.is_topic_message else 0,
+            thread_id=thread_of(msg),
             message_id=msg.message_id,
             date=_utc(msg.date),
             sender=sender,
@@ -111,7 +111,7 @@ class _Reader:
             media_group_id=msg.media_group_id,
             automatic_forward=bool(msg.is_automatic_forward),
             topic_name=topic_name_of(msg),
-            topic_first_name=topic_first_name_of(msg),
+            topic_first_name=topic_first_name_of(msg) or self._direct_messages_title(msg),
             quote=self.quote(msg, reply),
             forward=forward_of(msg),
             is_edit=is_edit,
@@ -123,6 +123,14 @@ class _Reader:
             command=self._command(text, entities or ()),
             event=event,
         )
+
+    def _direct_messages_title(self, msg: Message) -> str | None:
+        """A channel's direct-messages topic is named for the user it is with."""
+        topic = msg.direct_messages_topic
+        if topic is None or topic.user is None:
+            return None
+        name = user_name(topic.user)
+        return in_locale(self.locale, zh=f"与 {name} 的私信", en=f"direct messages with {name}")
 
     def quote(self, msg: Message, reply: Message | None) -> Quote | None:
         selected = msg.quote.text if msg.quote is not None and msg.quote.text else None
@@ -272,6 +280,14 @@ def topic_name_of(msg: Message) -> str | None:
     if msg.forum_topic_edited is not None and msg.forum_topic_edited.name:
         return one_line(msg.forum_topic_edited.name) or None
     return None
+
+
+def thread_of(msg: Message) -> int:
+    """The conversation inside the chat: a forum topic's thread id, a channel's
+    direct-messages topic (Bot API 9.2 `direct_messages_topic.topic_id`), else 0."""
+    if msg.direct_messages_topic is not None:
+        return msg.direct_messages_topic.topic_id
+    return (msg.message_thread_id or 0) if msg.is_topic_message else 0
 
 
 def topic_first_name_of(msg: Message) -> str | None:

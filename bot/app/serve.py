@@ -40,6 +40,7 @@ from bot.app.wiring import (
     build_app,
     open_chat_lock,
     open_live_channel,
+    open_send_pacer,
     open_store,
     register_settings_secrets,
     retention_policy,
@@ -140,7 +141,9 @@ async def serve(
                 raise
             raise failure from None
         messenger = TelegramMessenger(
-            bot, cut_note=user_text(settings.bot_locale, "reply_cut", count="{count}")
+            bot,
+            cut_note=user_text(settings.bot_locale, "reply_cut", count="{count}"),
+            pacer=open_send_pacer(settings, store),  # every send, typing and reaction
         )
         app = build_app(
             settings,

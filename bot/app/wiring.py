@@ -45,7 +45,7 @@ from bot.clock import SystemClock
 from bot.config import ProviderProfile, SceneHistory, Settings
 from bot.context.budget import PerScene, ProfileCapacity, RuntimeLimits, bound_summaries
 from bot.errors import ConfigError
-from bot.ports import ChatLock, Clock, LLMProvider, Messenger, RateLimits, ToldUserNotes
+from bot.ports import ChatLock, Clock, LLMProvider, Messenger, RateLimits, SendPacer, ToldUserNotes
 from bot.redact import register_secret
 from bot.services.chat_events import (
     ChatEventPolicy,
@@ -59,6 +59,7 @@ from bot.services.daily_summary import DailySummary
 from bot.services.error_log import ErrorLog, RefusedSendLog
 from bot.services.inbound import InboundPolicy, InboundService
 from bot.services.recovery import CrashRecovery, RecoveryPolicy
+from bot.services.send_pacing import LocalSendPacer, PaceLimits
 from bot.services.told_user import ToldUser, ToldUserMessenger
 from bot.store_ports import ConversationStore
 from bot.tools import default_tools
@@ -67,6 +68,7 @@ from storage.live_channel import PgLiveChannel
 from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
 from storage.rate_limits import SqlRateLimits
 from storage.schema import schema_at_head
+from storage.send_pacing import SqlSendPacer
 from storage.sql import SqlStore
 from storage.token_corrections import SqlTokenCorrections
 from storage.told_notes import SqlToldNotes
@@ -329,6 +331,20 @@ def open_rate_limits(settings: Settings, store: ConversationStore) -> RateLimits
         per_user=settings.security.user_messages_per_minute,
         per_chat=settings.security.chat_messages_per_minute,
     )
+
+
+def open_send_pacer(settings: Settings, store: ConversationStore) -> SendPacer:
+    """Telegram's send limits (`[telegram] per_chat_per_second`, `per_group_per_minute`,
+    `per_bot_per_second`): kept in PostgreSQL when the store is there (two workers in one
+    group count as one bot), in this process's memory on SQLite."""
+    limits = PaceLimits(
+        per_chat_per_second=settings.telegram.per_chat_per_second,
+        per_group_per_minute=settings.telegram.per_group_per_minute,
+        per_bot_per_second=settings.telegram.per_bot_per_second,
+    )
+    if isinstance(store, SqlStore) and store.engine.dialect.name == "postgresql":
+        return SqlSendPacer(store.engine, limits)
+    return LocalSendPacer(limits)
 
 
 def open_told_notes(store: ConversationStore) -> ToldUserNotes | None:

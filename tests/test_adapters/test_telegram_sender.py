@@ -17,6 +17,7 @@ from bot.errors import (
     TelegramForbidden,
     TelegramNetworkError,
 )
+from bot.services.send_pacing import LocalSendPacer, PaceLimits
 
 CHAT = -1001234567890
 ALICE = {"id": 1001, "first_name": "Alice"}
@@ -189,7 +190,11 @@ async def test_aiogram_errors_map_into_the_error_tree(
     trigger_id = trigger(api)
     retry_after = 5 if code == 429 else None
     for method in ("deleteMessage", "setMessageReaction", "sendPhoto"):
-        api.fail_next(method, error_code=code, description=description, retry_after=retry_after)
+        # a reaction's flood wait is waited out once: the second one is the error
+        times = 2 if code == 429 and method == "setMessageReaction" else 1
+        api.fail_next(
+            method, error_code=code, description=description, retry_after=retry_after, times=times
+        )
     with pytest.raises(expected) as caught:
         await messenger.delete_message(CHAT, trigger_id)
     assert caught.value.__cause__ is not None
@@ -318,3 +323,81 @@ async def test_entities_across_the_4096_boundary_are_accepted_by_the_api_in_each
 
 def _span(entity: dict[str, int]) -> tuple[int, int]:
     return entity["offset"], entity["length"]
+
+
+# ---------------------------------------------------------------- pacing (virtual clock)
+
+
+class VirtualClock:
+    """A clock that moves only when the messenger sleeps: pacing without waiting."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.waits: list[float] = []
+
+    async def sleep(self, seconds: float) -> None:
+        self.waits.append(round(seconds, 6))
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> VirtualClock:
+    return VirtualClock()
+
+
+@pytest.fixture
+def paced(bot: Bot, clock: VirtualClock) -> TelegramMessenger:
+    pacer = LocalSendPacer(PaceLimits(), now=lambda: clock.now)
+    return TelegramMessenger(bot, sleep=clock.sleep, pacer=pacer)
+
+
+async def test_paced_bubbles_of_one_reply_go_a_second_apart_in_order(
+    api: FakeBotApi, paced: TelegramMessenger, clock: VirtualClock
+) -> None:
+    delivery = await paced.send_text(CHAT, long_text())
+    assert delivery.error is None
+    assert clock.waits == [1.0, 1.0]
+    assert [m["text"] for m in api.sent_messages(CHAT)] == list(delivery.texts)
+
+
+async def test_a_429_pauses_the_chat_and_the_bubble_goes_after_retry_after(
+    api: FakeBotApi, paced: TelegramMessenger, clock: VirtualClock
+) -> None:
+    api.fail_next(
+        "sendMessage", error_code=429, description="Too Many Requests: retry after 7", retry_after=7
+    )
+    delivery = await paced.send_text(CHAT, "hi")
+    assert delivery.error is None
+    assert clock.waits == [7.0]  # the pause, waited out before the one retry
+    assert [c["text"] for c in api.calls_of("sendMessage")] == ["hi", "hi"]
+
+
+async def test_typing_and_drafts_are_skipped_while_the_chat_is_paused(
+    api: FakeBotApi, paced: TelegramMessenger, clock: VirtualClock
+) -> None:
+    api.fail_next("setMessageReaction", error_code=429, description="Too Many Requests",
+                  retry_after=30)  # fmt: skip
+    with pytest.raises(TelegramFloodWait):  # longer than the messenger waits: an error
+        await paced.set_reaction(CHAT, trigger(api), "👍")
+    await paced.send_typing(CHAT)
+    await paced.send_draft(ALICE["id"], 5, "partial")  # another chat: not paused
+    assert api.calls_of("sendChatAction") == []
+    assert len(api.calls_of("sendMessageDraft")) == 1
+    assert clock.waits == []  # nothing waited for a courtesy
+
+
+async def test_a_channel_direct_messages_topic_is_addressed_by_its_topic_id(
+    api: FakeBotApi, messenger: TelegramMessenger
+) -> None:
+    chat = api.direct_messages_chat(-1009000, channel_id=-1009001, title="News")["id"]
+    delivery = await messenger.send_text(chat, "answer", thread_id=77)
+    assert delivery.error is None
+    (call,) = api.calls_of("sendMessage")
+    assert call["direct_messages_topic_id"] == 77
+    assert "message_thread_id" not in call
+    assert api.sent_messages(chat)[0]["direct_messages_topic"] == {"topic_id": 77}
+    await messenger.send_typing(chat, thread_id=77)  # no chat actions there: skipped
+    assert api.calls_of("sendChatAction") == []
+    assert len(api.calls_of("getChat")) == 1  # asked once, remembered
+    await messenger.send_text(CHAT, "forum", thread_id=5)
+    assert api.calls_of("sendMessage")[-1]["message_thread_id"] == 5
