@@ -44,6 +44,7 @@ from bot.redact import scrub
 from bot.tools.mcp import ListedTool, McpContent, McpResult
 
 log = logging.getLogger("tgbot.mcp")
+logging.getLogger("httpx2").setLevel(logging.WARNING)  # a line per request, like httpx's
 
 FIRST_BACKOFF_SECONDS = 0.5
 MAX_BACKOFF_SECONDS = 60.0
@@ -298,6 +299,8 @@ class McpServer:
             log.debug("mcp server %s: no change events (%s)", self.config.name, exc)
 
     def _changed(self) -> None:
+        if self.list_changed:  # said once (a server may tell both ways)
+            return
         self.list_changed = True
         log.info(
             "mcp server %s: its tool list changed; applied at the next restart or "
