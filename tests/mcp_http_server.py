@@ -73,15 +73,18 @@ def picture() -> Image:
     return Image(data=PNG, format="png")
 
 
-async def main(port_file: Path) -> None:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    app = server.streamable_http_app()
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    port_file.write_text(str(sock.getsockname()[1]), encoding="utf-8")
+async def serve(sock: socket.socket) -> None:
+    config = uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve(sockets=[sock])
 
 
+def main(port_file: Path) -> None:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)  # connections wait in the backlog until the server serves
+    port_file.write_text(str(sock.getsockname()[1]), encoding="utf-8")
+    asyncio.run(serve(sock))
+
+
 if __name__ == "__main__":
-    asyncio.run(main(Path(sys.argv[1])))
+    main(Path(sys.argv[1]))

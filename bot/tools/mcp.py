@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol
 from bot.domain.ids import Scene
 from bot.errors import ToolError
 from bot.ports import ToolSpec
+from bot.redact import scrub
 from bot.tools.base import Tool, ToolContext
 
 SEPARATOR = "__"
@@ -190,7 +191,9 @@ def _tool(
             for key, value in args.items()
         }
         result = await calls.call_tool(server, item.name, arguments, within=timeout)
-        text = render_result(result)
+        # a server that echoes its env or headers: the model, the log and the trace see
+        # `[redacted]` (the app registers those values as secrets)
+        text = scrub(render_result(result))
         if result.is_error:
             raise ToolError(text or "the server reported an error", code="server_error")
         return text
