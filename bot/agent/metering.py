@@ -16,6 +16,7 @@ from datetime import datetime
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.ledger import LedgerEntry, LedgerWriter, TrimInfo, describe_error
 from bot.agent.token_truth import TokenTruth, looks_truncated, route_key
+from bot.tools.mcp import server_of
 
 log = logging.getLogger("tgbot.runtime")
 
@@ -92,6 +93,11 @@ def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEn
         cache_write_cost=prices.cache_write_cost(priced) if priced is not None else None,
         tool_calls=call.tool_calls,
         call_id=call.call_id,
+        mcp_tool_calls=(
+            0
+            if call.response is None
+            else sum(1 for c in call.response.tool_calls if server_of(c.name))
+        ),
     )
 
 

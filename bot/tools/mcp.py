@@ -160,6 +160,13 @@ def server_tools(
     return tuple(chosen[name] for name in sorted(chosen))
 
 
+def server_of(name: str) -> str:
+    """The MCP server a tool name belongs to (`time` of `time__get_current_time`); "" for
+    the bot's own tools, whose names never hold `__`."""
+    server, separator, _ = name.partition(SEPARATOR)
+    return server if separator else ""
+
+
 def offered_name(server: str, tool: str) -> str:
     """`<server>__<tool>`, made of the characters providers take, at most 64 of them."""
     return _NAME_UNSAFE.sub("_", f"{server}{SEPARATOR}{tool}")[:MAX_NAME_CHARS]

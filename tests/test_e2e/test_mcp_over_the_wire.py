@@ -235,6 +235,17 @@ async def test_server_tools_over_the_wire(bot_running: StartBot, web_server: str
     )
     assert json.loads(tool_result(llm.requests[-1]))["timezone"] == "Asia/Tokyo"
 
+    # --- the ledger counts the calls of server tools (8 above)
+    async def counted() -> bool:
+        lines = [
+            json.loads(line)
+            for day in process.data_dir.glob("agent-traces/20*.jsonl")
+            for line in day.read_text(encoding="utf-8").splitlines()
+        ]
+        return sum(line.get("mcp_tool_calls", 0) for line in lines) == 8
+
+    await eventually(counted)
+
     # --- secrets: never in the log, never in a request to the model
     log_text = process.log()
     assert TIME_SECRET not in log_text
