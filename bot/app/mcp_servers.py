@@ -20,15 +20,17 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from bot.app.wiring import register_settings_secrets
 from bot.config import McpServer, Settings
 from bot.domain.ids import Scene
-from bot.tools.base import Tool
+from bot.errors import ToolError
+from bot.ports import ToolSpec
+from bot.tools.base import Tool, ToolContext
 from bot.tools.mcp import McpAccess, McpCalls, server_tools, tools_digest
 
 if TYPE_CHECKING:
@@ -113,7 +115,18 @@ def scene_digests(tools: Sequence[Tool]) -> dict[str, str]:
 def write_offered(settings: Settings, tools: Sequence[Tool]) -> None:
     path = offered_file(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {"scenes": scene_digests(tools), "tools": [t.spec.name for t in tools]}
+    data = {
+        "scenes": scene_digests(tools),
+        "tools": [
+            {
+                **t.spec.schema(),
+                "summary": t.summary,
+                "scenes": sorted(t.scenes or ()),
+                "origin": t.origin,
+            }
+            for t in tools
+        ],
+    }
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(data, indent=1), encoding="utf-8")
     os.replace(temporary, path)
@@ -126,6 +139,38 @@ def read_offered(settings: Settings) -> dict[str, str] | None:
         return None
     scenes = data.get("scenes") if isinstance(data, dict) else None
     return scenes if isinstance(scenes, dict) else None
+
+
+def offered_tools(settings: Settings) -> tuple[Tool, ...]:
+    """The MCP tools the running bot offers, as it wrote them (`offered.json`), for a
+    command that shows a request without starting the servers (`tgbot context show`);
+    running one is an error. Nothing when no bot wrote the file."""
+    if not settings.mcp.servers:
+        return ()
+    try:
+        data = json.loads(offered_file(settings).read_text(encoding="utf-8"))
+        entries = data["tools"]
+        return tuple(_stand_in(entry) for entry in entries)
+    except (OSError, ValueError, KeyError, TypeError):
+        return ()
+
+
+def _stand_in(entry: dict[str, Any]) -> Tool:
+    async def not_here(args: Mapping[str, Any], ctx: ToolContext) -> str:
+        raise ToolError("the MCP server runs in the bot, not here", code="server_down")
+
+    scenes = frozenset(s for s in entry["scenes"] if s in SCENES)
+    return Tool(
+        spec=ToolSpec(
+            name=str(entry["name"]),
+            description=str(entry["description"]),
+            parameters=dict(entry["parameters"]),
+        ),
+        run=not_here,
+        summary=str(entry.get("summary", "")),
+        scenes=scenes,
+        origin=str(entry.get("origin", "")),
+    )
 
 
 @dataclass(slots=True)

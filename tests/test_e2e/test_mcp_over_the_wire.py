@@ -169,24 +169,16 @@ async def test_server_tools_over_the_wire(bot_running: StartBot, web_server: str
     assert "web__extra" not in json.dumps(after)
 
     # --- `tgbot mcp reload` says what it costs; the running bot applies it
-    reload = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot.app.cli",
-        "mcp",
-        "reload",
-        cwd=ROOT,
-        env=process.env(),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(reload.communicate(), deadline(PROCESS_READY))
-    assert reload.returncode == 0, err.decode()
-    assert "the tool list changes in owner; this invalidates 1 cached prefixes" in out.decode()
+    out = await _run_cli(process, "mcp", "reload")
+    assert "the tool list changes in owner; this invalidates 1 cached prefixes" in out
     await eventually(logged(process, "mcp reload: 7 tools offered; changed in owner"))
     await turn(42, OWNER, "after the reload", Reply("more tools"))
     reloaded = [tool["function"]["name"] for tool in llm.requests[-1]["tools"]]
     assert "web__extra" in reloaded
+    # `tgbot context show` shows the server tools the running bot offers, without them
+    shown = await _run_cli(process, "context", "show", "--chat", "42")
+    assert "web__extra" in shown
+    assert "time__get_current_time" in shown
 
     # --- a message reference reaches the server as the platform id; an image is a line
     await turn(42, OWNER, "quote m1", CallTool("web__quote", {"message": "m1"}), Reply("done"))
@@ -253,6 +245,23 @@ async def test_server_tools_over_the_wire(bot_running: StartBot, web_server: str
     wire = json.dumps(llm.requests)
     assert TIME_SECRET not in wire
     assert WEB_SECRET not in wire
+
+
+async def _run_cli(process: BotProcess, *args: str) -> str:
+    """`tgbot ARGS` beside the running bot (its settings); its stdout, after exit code 0."""
+    done = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot.app.cli",
+        *args,
+        cwd=ROOT,
+        env=process.env(),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(done.communicate(), deadline(PROCESS_READY))
+    assert done.returncode == 0, err.decode()
+    return out.decode()
 
 
 def logged(process: BotProcess, text: str) -> Callable[[], Awaitable[bool]]:
