@@ -1,7 +1,7 @@
 """A small streamable-HTTP MCP server for the tests, written with the official SDK.
 
-`python -m tests.mcp_http_server PORT_FILE` binds 127.0.0.1 on a free port, writes the port
-to PORT_FILE once it listens, and serves `/mcp` until killed. Its tools:
+`python -m tests.mcp_http_server PORT_FILE [PORT]` binds 127.0.0.1 on PORT (default: a free
+one), writes the port to PORT_FILE once it listens, and serves `/mcp` until killed. Its tools:
 - `echo(text)`: the text back, with the `Authorization` header it was sent (so a test sees
   the configured header reached the server, and nowhere else);
 - `grow()`: adds the tool `extra` and tells the client its tool list changed (the test of
@@ -78,13 +78,14 @@ async def serve(sock: socket.socket) -> None:
     await uvicorn.Server(config).serve(sockets=[sock])
 
 
-def main(port_file: Path) -> None:
+def main(port_file: Path, port: int = 0) -> None:
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
     sock.listen(64)  # connections wait in the backlog until the server serves
     port_file.write_text(str(sock.getsockname()[1]), encoding="utf-8")
     asyncio.run(serve(sock))
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), *(int(arg) for arg in sys.argv[2:3]))

@@ -56,9 +56,6 @@ MAX_TOOLS = 256
 """Tools read from one server; a server listing more is cut (each schema costs every call)."""
 WAIT_FOR_RESTART_SECONDS = 3.0
 """A call to a server that is restarting waits this long for it before it answers an error."""
-_SERVER_ERROR_CODES_END = -32000
-"""JSON-RPC codes above this (-31999…, -32600…-32700 are below) come from the server
-itself; `CONNECTION_CLOSED` (-32000) and `REQUEST_TIMEOUT` (-32001) mean the connection."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,6 +110,13 @@ class McpServer:
     def start(self) -> None:
         self._task = asyncio.create_task(self._supervise(), name=f"mcp:{self.config.name}")
 
+    async def wait_up(self, within: float) -> bool:
+        """Whether the server is connected, waiting at most `within` seconds for it."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(within):
+                await self._up.wait()
+        return self.state == "up"
+
     async def first_attempt(self, within: float) -> None:
         """Wait until the first connection succeeded or failed (at most `within` seconds)."""
         with contextlib.suppress(TimeoutError):
@@ -150,7 +154,11 @@ class McpServer:
                 f"the MCP server {name!r} did not answer within {timeout:g} s", code="timeout"
             ) from None
         except MCPError as exc:
-            if exc.code > _SERVER_ERROR_CODES_END or exc.code < -32001:
+            if exc.code == mcp_types.REQUEST_TIMEOUT:
+                raise ToolError(
+                    f"the MCP server {name!r} did not answer within {timeout:g} s", code="timeout"
+                ) from None
+            if exc.code != mcp_types.CONNECTION_CLOSED:
                 raise ToolError(
                     scrub(f"the MCP server {name!r} refused the call: {exc}"),
                     code="server_error",
@@ -190,6 +198,15 @@ class McpServer:
             started = time.monotonic()
             try:
                 await self._serve_once()
+            except asyncio.CancelledError:
+                # a cancel the SDK's task group did not take back (its connection broke
+                # inside it); a cancel of the supervisor itself comes with `_stopping` set
+                task = asyncio.current_task()
+                if self._stopping.is_set() or task is None:
+                    raise
+                task.uncancel()
+                self.last_error = "the connection was cancelled"
+                log.warning("mcp server %s: %s", name, self.last_error)
             except Exception as exc:  # the server, its process or the network: start again
                 self.last_error = scrub(_reason(exc))
                 log.warning("mcp server %s: %s", name, self.last_error)
@@ -210,61 +227,60 @@ class McpServer:
             self.restarts += 1
 
     async def _serve_once(self) -> None:
-        name = self.config.name
-        gone = self._gone
+        """One connection, from connect to its end. Raises when it ended by itself."""
         client = Client(
-            _watched(self._transport(), gone),
+            _watched(self._transport(), self._gone),
             message_handler=self._on_message,
             read_timeout_seconds=max(self.config.timeout_seconds, CONNECT_TIMEOUT_SECONDS),
             client_info=mcp_types.Implementation(name="tgbot", version="1"),
         )
-        async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):
-            await client.__aenter__()
         try:
-            tools = await _read_tools(client)
-            if self.listed is None:
-                self.listed = tools
-            elif tools != self.listed:
-                self.list_changed = True
-                log.info(
-                    "mcp server %s: its tool list differs from the one offered; applied at the "
-                    "next restart or `tgbot mcp reload`",
-                    name,
-                )
-            self.latest = tools
-            self._client = client
-            self.state = "up"
-            self.last_error = ""
-            self._up.set()
-            self._tried.set()
-            log.info(
-                "mcp server %s: %s with %d tools (%s)",
-                name,
-                "restarted" if self.restarts else "up",
-                len(tools),
-                client.protocol_version,
-            )
-            watch = None
-            if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                watch = asyncio.create_task(self._listen(client))
-            try:
-                stop = asyncio.create_task(self._stopping.wait())
-                dead = asyncio.create_task(gone.wait())
-                await asyncio.wait((stop, dead), return_when=asyncio.FIRST_COMPLETED)
-                for task in (stop, dead):
-                    task.cancel()
-            finally:
-                if watch is not None:
-                    watch.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await watch
-            if not self._stopping.is_set():
-                raise ConnectionError("the connection ended")
+            # the SDK's task groups live in this task: what breaks inside them cancels this
+            # task's wait, and `async with` hands that back to them to be told apart
+            async with contextlib.AsyncExitStack() as stack:
+                async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):
+                    await stack.enter_async_context(client)
+                await self._connected_until_gone(client)
         finally:
             self._client = None
             self._up.clear()
-            with contextlib.suppress(Exception):
-                await client.__aexit__(None, None, None)
+        if not self._stopping.is_set():
+            raise ConnectionError("the connection ended")
+
+    async def _connected_until_gone(self, client: Client) -> None:
+        name = self.config.name
+        tools = await _read_tools(client)
+        if self.listed is None:
+            self.listed = tools
+        elif tools != self.listed:
+            self._changed()
+        self.latest = tools
+        self._client = client
+        self.state = "up"
+        self.last_error = ""
+        self._up.set()
+        self._tried.set()
+        log.info(
+            "mcp server %s: %s with %d tools (%s)",
+            name,
+            "restarted" if self.restarts else "up",
+            len(tools),
+            client.protocol_version,
+        )
+        watch = None
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            watch = asyncio.create_task(self._listen(client))
+        stop = asyncio.create_task(self._stopping.wait())
+        dead = asyncio.create_task(self._gone.wait())
+        try:
+            await asyncio.wait((stop, dead), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (stop, dead, watch):
+                if task is not None:
+                    task.cancel()
+            if watch is not None:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await watch
 
     def _transport(self) -> AbstractAsyncContextManager[Any]:
         config = self.config
