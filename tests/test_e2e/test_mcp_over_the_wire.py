@@ -16,12 +16,14 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
@@ -115,8 +117,11 @@ def tool_result(request: dict[str, Any]) -> str:
 
 async def test_server_tools_over_the_wire(bot_running: StartBot, web_server: str) -> None:
     model = ScriptedModel(default=answer)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dashboard = int(probe.getsockname()[1])
     api, llm, process, store = await bot_running(
-        model, config=config(web_server), TGBOT_LOG_LEVEL="INFO"
+        model, config=config(web_server), TGBOT_LOG_LEVEL="INFO", DASHBOARD_PORT=str(dashboard)
     )
     replies = {42: 0, GROUP: 0}
 
@@ -227,9 +232,12 @@ async def test_server_tools_over_the_wire(bot_running: StartBot, web_server: str
     )
     assert json.loads(tool_result(llm.requests[-1]))["timezone"] == "Asia/Tokyo"
 
-    # --- the ledger counts the calls of server tools (8 above)
+    # --- the ledger counts the calls of server tools (8 above); the trace page names the
+    # server of each
+    lines: list[dict[str, Any]] = []
+
     async def counted() -> bool:
-        lines = [
+        lines[:] = [
             json.loads(line)
             for day in process.data_dir.glob("agent-traces/20*.jsonl")
             for line in day.read_text(encoding="utf-8").splitlines()
@@ -237,6 +245,11 @@ async def test_server_tools_over_the_wire(bot_running: StartBot, web_server: str
         return sum(line.get("mcp_tool_calls", 0) for line in lines) == 8
 
     await eventually(counted)
+    called = next(line["call_id"] for line in lines if line.get("mcp_tool_calls"))
+    async with httpx.AsyncClient() as http:
+        page = await http.get(f"http://127.0.0.1:{dashboard}/calls/{called}")
+    assert page.status_code == 200
+    assert 'time__get_current_time</code> <span class="pill">MCP server time</span>' in page.text
 
     # --- secrets: never in the log, never in a request to the model
     log_text = process.log()
