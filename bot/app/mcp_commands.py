@@ -26,6 +26,7 @@ from bot.app.mcp_servers import (
 from bot.app.preflight import sqlite_file
 from bot.app.wiring import register_settings_secrets
 from bot.config import McpServer, Settings, load_settings
+from bot.context.window import estimate_tool_schema_tokens
 from bot.tools.base import Tool
 
 OK = "✔"
@@ -49,9 +50,11 @@ class ServerReport:
         if not self.up:
             return f"{FAILED} mcp {self.server.name}: {self.where}: {self.error}"
         scenes = ", ".join(sorted(access_of(self.server, None).offered_scenes))
+        schemas = estimate_tool_schema_tokens([t.spec.schema() for t in self.tools])
         return (
-            f"{OK} mcp {self.server.name}: {self.where}: {len(self.tools)} tools "
-            f"(offered in {scenes}; run by {self.server.members})"
+            f"{OK} mcp {self.server.name}: {self.where}: {len(self.tools)} tools, "
+            f"~{schemas} tokens of schemas in every request (offered in {scenes}; run by "
+            f"{self.server.members})"
         )
 
 

@@ -59,7 +59,8 @@ async def test_mcp_list_names_each_server_and_its_tools(config: Path) -> None:
     lines = out.getvalue().splitlines()
     assert code == 1  # one server did not start
     assert lines[0].startswith("✔ mcp time: stdio ")
-    assert lines[0].endswith("1 tools (offered in owner; run by owner)")
+    assert "1 tools, ~" in lines[0]
+    assert lines[0].endswith("tokens of schemas in every request (offered in owner; run by owner)")
     assert lines[1].startswith("    time__get_current_time: [time] Get current time")
     assert lines[2].startswith("✘ mcp gone: http http://127.0.0.1:")
     assert "ConnectError" in lines[2]
