@@ -248,6 +248,80 @@ class LedgerSettings(Section):
     with it (the dashboard, `tgbot usage report`, the daily summary)."""
 
 
+_SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
+
+
+class McpServer(Section):
+    """One MCP server (`[[mcp.servers]]`, docs/architecture.md, Tools from MCP servers):
+    started with the bot over stdio (`command`, `args`, `env`, `cwd`) or reached over
+    streamable HTTP (`url`, `headers`). Its tools are named `<name>__<tool>`."""
+
+    name: str
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, SecretStr] = Field(default_factory=dict)
+    """Extra environment of the server process; the values are secrets (never logged)."""
+    cwd: Path | None = None
+    url: str | None = None
+    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    """HTTP headers sent with every request (an `Authorization` token…); secrets."""
+    scenes: list[Literal["group", "private", "owner"]] = Field(default_factory=list)
+    """Scenes whose chats are offered (and may run) the server's tools."""
+    chats: list[int] = Field(default_factory=list)
+    """Chat ids that may run its tools (their scenes are offered them); with `scenes`
+    empty too: the owner's private chat only."""
+    members: Literal["anyone", "admins", "owner"] = "owner"
+    """Who may have the bot run its tools: the owner only (the default: a server's powers are
+    the operator's), chat administrators and the owner, or anyone in an allowed chat."""
+    allow: list[str] = Field(default_factory=list)
+    """Tool names (the server's own) offered; empty: all but `deny`."""
+    deny: list[str] = Field(default_factory=list)
+    timeout_seconds: float = Field(30.0, gt=0, le=600)
+    message_reference_params: list[str] = Field(default_factory=list)
+    """Argument names (exact, top level) that take a message reference: the model writes an
+    alias (m12), the server receives the platform message id."""
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        if not _SERVER_NAME.fullmatch(value) or "__" in value:
+            raise ValueError("expected 1-32 characters of A-Z, a-z, 0-9, _ and - (no '__')")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"expected an http(s) URL, got {value!r}")
+        return value
+
+    @property
+    def transport(self) -> Literal["stdio", "http"]:
+        return "stdio" if self.command else "http"
+
+
+class McpSettings(Section):
+    """MCP servers whose tools the model may call (the `mcp` extra)."""
+
+    servers: list[McpServer] = Field(default_factory=list)
+
+    @field_validator("servers")
+    @classmethod
+    def _one_transport_each(cls, value: list[McpServer]) -> list[McpServer]:
+        seen: set[str] = set()
+        for server in value:
+            if (server.command is None) == (server.url is None):
+                raise ValueError(f"{server.name}: set either command (stdio) or url (HTTP)")
+            if server.command is None and (server.args or server.env or server.cwd):
+                raise ValueError(f"{server.name}: args, env and cwd need a command")
+            if server.url is None and server.headers:
+                raise ValueError(f"{server.name}: headers need a url")
+            if server.name in seen:
+                raise ValueError(f"{server.name}: two servers with one name")
+            seen.add(server.name)
+        return value
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="forbid", env_nested_delimiter="__")
 
@@ -295,6 +369,7 @@ class Settings(BaseSettings):
     security: SecuritySettings = SecuritySettings()
     retention: RetentionSettings = RetentionSettings()
     ledger: LedgerSettings = LedgerSettings()
+    mcp: McpSettings = McpSettings()
 
     @field_validator("bot_timezone")
     @classmethod
@@ -425,6 +500,11 @@ def _refuse_unknown_keys(
         if field is None:
             raise error((*loc, key), _did_you_mean(key, model.model_fields))
         inner, keyed = _section_of(field.annotation)
+        if inner is not None and isinstance(value, list):  # `[[mcp.servers]]`: each a section
+            for index, item in enumerate(value):
+                if isinstance(item, Mapping):
+                    _refuse_unknown_keys(inner, item, (*loc, key, str(index)), error)
+            continue
         if inner is None or not isinstance(value, Mapping):
             continue
         if keyed:  # `[providers.NAME]`: any name, each one a profile
@@ -441,6 +521,8 @@ def _section_of(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
         return annotation, False
     origin = get_origin(annotation)
     args = get_args(annotation)
+    if origin is list and len(args) == 1:
+        return _section_of(args[0])[0], False
     if origin in (dict, Mapping) and len(args) == 2:
         inner, _ = _section_of(args[1])
         return inner, inner is not None

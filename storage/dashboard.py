@@ -165,3 +165,16 @@ def _aware(value: datetime | str) -> datetime:
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
     return utc(value)
+
+
+_PER_SCENE = text("SELECT scene, COUNT(*) AS sessions FROM chat_sessions GROUP BY scene")
+
+
+async def sessions_per_scene(engine: AsyncEngine) -> dict[str, int]:
+    """How many chat sessions each scene holds (each has its own cached prefix)."""
+    try:
+        async with engine.connect() as conn:
+            rows = (await conn.execute(_PER_SCENE)).all()
+    except SQLAlchemyError as exc:
+        raise StorageUnavailable(f"could not count the sessions: {type(exc).__name__}") from exc
+    return {str(row.scene): int(row.sessions) for row in rows}

@@ -56,7 +56,7 @@ from bot.domain.records import StoredRecord, SummaryRecord
 from bot.errors import BotError
 from bot.ports import Clock, LLMRequest, LLMResponse, NewRecord, SessionInfo
 from bot.store_ports import SummaryReader, SummaryStore
-from bot.tools.base import Tool
+from bot.tools.base import Tool, offered_in
 
 log = logging.getLogger("tgbot.compaction")
 
@@ -206,7 +206,7 @@ class Compactor:
         request_messages = summary_request(
             messages, first=plan.first, last=plan.last, max_tokens=budget
         )
-        specs = tuple(tool.spec for tool in self.tools.values())
+        specs = tuple(tool.spec for tool in offered_in(self.tools, session.scene).values())
         # the instruction is the one message nobody repeats: the window before it is read
         # from (and written for) the chat's reply requests
         cache = plan_cache(

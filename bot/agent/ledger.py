@@ -119,6 +119,8 @@ class LedgerEntry:
     stop: Stop | None = None
     reasoning_tokens: int | None = None
     cache_write_1h_tokens: int | None = None
+    mcp_tool_calls: int = 0
+    """How many of `tool_calls` name a tool of an MCP server (`<server>__<tool>`)."""
 
     def __post_init__(self) -> None:
         if self.ts.tzinfo is None or self.ts.utcoffset() is None:
@@ -167,6 +169,7 @@ class LedgerEntry:
             "stop": self.stop,
             "reasoning_tokens": self.reasoning_tokens,
             "cache_write_1h_tokens": self.cache_write_1h_tokens,
+            "mcp_tool_calls": self.mcp_tool_calls,
         }
 
     def to_json_line(self) -> str:
@@ -202,7 +205,7 @@ class LedgerEntry:
          input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
          est_images, est_corrected, trims, latency_ms, error, hit_iteration_cap, cost,
          tool_calls, cache_write_tokens, cache_write_cost, truncated, call_id, stop,
-         reasoning_tokens, cache_write_1h_tokens) = values
+         reasoning_tokens, cache_write_1h_tokens, mcp_tool_calls) = values
         if not (
             type(ts) is str and type(session) is int and type(chat) is int
             and type(thread) is int and type(scene) is str and type(turn_id) is str
@@ -222,6 +225,7 @@ class LedgerEntry:
             and (stop is None or stop in STOPS)
             and (type(reasoning_tokens) is int or reasoning_tokens is None)
             and (type(cache_write_1h_tokens) is int or cache_write_1h_tokens is None)
+            and type(mcp_tool_calls) is int
         ):
             return _from_partial(data)
         parsed = datetime.fromisoformat(ts)
@@ -233,7 +237,7 @@ class LedgerEntry:
             est_images, est_corrected, tuple(map(_trim_from_json, trims)),
             latency_ms, error, hit_iteration_cap, cost, tool_calls,
             cache_write_tokens, cache_write_cost, truncated, call_id, stop,
-            reasoning_tokens, cache_write_1h_tokens,
+            reasoning_tokens, cache_write_1h_tokens, mcp_tool_calls,
         ))
         # fmt: on
 
@@ -295,6 +299,7 @@ def _from_partial(data: Mapping[str, Any]) -> LedgerEntry:
             stop,
             _opt_int(get("reasoning_tokens")),
             _opt_int(get("cache_write_1h_tokens")),
+            _int(get("mcp_tool_calls")),
         )
     )
 

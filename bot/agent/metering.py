@@ -16,6 +16,7 @@ from datetime import datetime
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.ledger import LedgerEntry, LedgerWriter, TrimInfo, describe_error
 from bot.agent.token_truth import TokenTruth, looks_truncated, route_key
+from bot.tools.mcp import server_of
 
 log = logging.getLogger("tgbot.runtime")
 
@@ -95,6 +96,11 @@ def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEn
         stop=call.response.stop if call.response is not None else None,
         reasoning_tokens=usage.reasoning_tokens if usage else None,
         cache_write_1h_tokens=usage.cache_write_1h_tokens if usage else None,
+        mcp_tool_calls=(
+            0
+            if call.response is None
+            else sum(1 for c in call.response.tool_calls if server_of(c.name))
+        ),
     )
 
 

@@ -46,7 +46,7 @@ from bot.errors import (
     ProviderUnavailable,
 )
 from bot.ports import Clock, LLMRequest, LLMResponse, TextSink
-from bot.tools.base import Tool
+from bot.tools.base import Tool, offered_in
 
 FINAL_CALL_NOTE = (
     "[Tool results] The tool-call limit of this turn is reached. "
@@ -142,7 +142,7 @@ class ProviderCaller:
         The final call still sends the tool schemas, with `tool_choice: "none"`: the schemas
         lead the cached prefix on every provider, so dropping them would make this call
         miss the cache on the whole request (and, on a breakpoint cache, write it again)."""
-        tools = tuple(t.spec for t in self.tools.values())
+        tools = tuple(t.spec for t in offered_in(self.tools, state.session.scene).values())
         if final:
             state.messages.append(
                 ensure_token_estimate(ChatMessage(role="user", content=FINAL_CALL_NOTE))

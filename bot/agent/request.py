@@ -56,7 +56,7 @@ from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
 from bot.ports import Clock, SessionInfo
 from bot.store_ports import RecentReactions, WindowStore
-from bot.tools.base import Tool
+from bot.tools.base import Tool, offered_in
 
 CURRENT_TURN_SHARE = 8
 """The current turn's allowance is 1/8 of the runtime budget (2,000 of 16,000): the window
@@ -129,17 +129,23 @@ class RequestBuilder:
         self.reactions_block.answered(session_id)
 
     def system_prompt(self, scene: Scene) -> str:
+        tools = offered_in(self.tools, scene)
         return build_system_prompt(
             PromptFacts(
                 bot_name=self.bot_name,
                 scene=scene,
                 locale=self.prompt.locale,
-                tool_names=tuple(self.tools),
+                tool_names=tuple(tools),
                 workspace_rules=self.prompt.workspace_rules,
-                tool_index=tuple(t.summary for t in self.tools.values() if t.summary),
+                tool_index=tuple(t.summary for t in tools.values() if t.summary),
                 owner_id=self.prompt.owner_id,
             )
         )
+
+    def schema_tokens(self, scene: Scene) -> int:
+        """Our estimate of the tool schemas a request in `scene` sends."""
+        offered = offered_in(self.tools, scene).values()
+        return estimate_tool_schema_tokens([t.spec.schema() for t in offered])
 
     async def prepare(
         self,
@@ -317,9 +323,9 @@ class RequestBuilder:
             correction=loaded.correction,
         )
         self._lay_out(state, window, tail=[])
-        state.fixed_tokens = estimate_message_tokens(
-            state.messages[0]
-        ) + estimate_tool_schema_tokens([t.spec.schema() for t in self.tools.values()])
+        state.fixed_tokens = estimate_message_tokens(state.messages[0]) + self.schema_tokens(
+            session.scene
+        )
         if self.compactor is not None:  # is the next move near? then prepare after the reply
             kept = (
                 loaded.costs
@@ -447,7 +453,7 @@ class RequestBuilder:
         fixed = (
             estimate_message_tokens(system)
             + estimate_message_tokens(breadcrumb_message())
-            + estimate_tool_schema_tokens([t.spec.schema() for t in self.tools.values()])
+            + self.schema_tokens(session.scene)
         )
         allowance = runtime // CURRENT_TURN_SHARE
         return max(1, runtime - correction.apply(fixed) - allowance)

@@ -146,6 +146,7 @@ class ToolRunner:
             zone=self.zone,
             search=self.search,
             history=self.store,
+            scene=session.scene,
         )
 
     async def run_calls(
@@ -223,6 +224,8 @@ class ToolRunner:
             return _failed(call, code, message)
 
         tool = self.tools.get(call.name)
+        if tool is not None and tool.scenes is not None and ctx.scene not in tool.scenes:
+            tool = None  # not offered in this scene: the model was never shown it
         if tool is None:
             return failed("unknown_tool", f"there is no tool named {call.name!r}")
         try:
@@ -244,20 +247,24 @@ class ToolRunner:
         if not isinstance(raw, dict):
             return failed("bad_arguments", "the arguments must be a JSON object")
         try:
-            args = aliases.rewrite_arguments(raw)
+            if tool.reference_params is None:
+                args = aliases.rewrite_arguments(raw)
+            else:
+                args = aliases.rewrite_named(raw, tool.reference_params)
         except ReferenceNotConfirmed as exc:
             log.info("tool %s: %s (model wrote %s)", call.name, exc, call.arguments)
             return failed("reference_not_confirmed", str(exc))
         log.info("tool %s(%s)", call.name, call.arguments)
+        timeout = tool.timeout_seconds or TOOL_TIMEOUT_SECONDS
         try:
             run = tool.run(args, replace(ctx, shown=aliases))
-            content = await asyncio.wait_for(run, TOOL_TIMEOUT_SECONDS)
+            content = await asyncio.wait_for(run, timeout)
         except ToolError as exc:
             return failed(exc.code, str(exc))
         except TelegramError as exc:
             return failed("telegram", scrub(f"{type(exc).__name__}: {exc}"))
         except TimeoutError:
-            return failed("timeout", f"the tool took longer than {TOOL_TIMEOUT_SECONDS:.0f} s")
+            return failed("timeout", f"the tool took longer than {timeout:g} s")
         except Exception as exc:  # a tool bug must not crash the turn
             log.exception("tool %s crashed", call.name)
             return failed("internal", type(exc).__name__)

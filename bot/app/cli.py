@@ -36,6 +36,7 @@ _ENV = {
     "import-legacy": f"{_DB_ENV}, {_COMMON_ENV}",
     "dashboard": f"{_DB_ENV}, DASHBOARD_PORT, DASHBOARD_TOKEN, {_COMMON_ENV}",
     "db upgrade": f"{_DB_ENV}, {_COMMON_ENV}",
+    "mcp": f"OWNER_ID, {_DB_ENV}, {_COMMON_ENV}",
     "doctor": f"BOT_TOKEN, TELEGRAM_API_BASE, {_MODEL_ENV}, {_DB_ENV}, DASHBOARD_PORT, "
     f"DASHBOARD_TOKEN, {_COMMON_ENV}",
 }
@@ -142,6 +143,19 @@ def build_parser() -> argparse.ArgumentParser:
         "doctor",
     )
     doctor.set_defaults(handler=_doctor, prepare=None)
+
+    mcp = commands.add_parser("mcp", help="tools from MCP servers ([[mcp.servers]])")
+    mcp_commands = mcp.add_subparsers(dest="mcp_command", metavar="SUBCOMMAND", required=True)
+    mcp_list = _add(mcp_commands, "list", "start each server and list its tools", "mcp")
+    mcp_list.set_defaults(handler=_mcp_list, prepare=None)
+    mcp_reload = _add(
+        mcp_commands,
+        "reload",
+        "have the running bot read its servers' tool lists again (says how many cached "
+        "prefixes that invalidates)",
+        "mcp",
+    )
+    mcp_reload.set_defaults(handler=_mcp_reload, prepare=None)
     return parser
 
 
@@ -281,6 +295,18 @@ def _doctor(args: argparse.Namespace) -> int:
     from bot.app import doctor
 
     return asyncio.run(doctor.doctor(args.config))
+
+
+def _mcp_list(args: argparse.Namespace) -> int:
+    from bot.app import mcp_commands
+
+    return asyncio.run(mcp_commands.mcp_list(args.config))
+
+
+def _mcp_reload(args: argparse.Namespace) -> int:
+    from bot.app import mcp_commands
+
+    return asyncio.run(mcp_commands.mcp_reload(args.config))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from bot.app.mcp_servers import offered_tools
 from bot.app.preflight import check_database_url, opening_database
 from bot.app.wiring import build_app, open_store
 from bot.config import Settings, load_settings
@@ -60,7 +61,12 @@ async def preview_request(
         )
     bot_id, bot_name = await _stored_bot_identity(store, session)
     app = build_app(
-        settings, store=store, messenger=_NoMessenger(), bot_id=bot_id, bot_name=bot_name
+        settings,
+        store=store,
+        messenger=_NoMessenger(),
+        bot_id=bot_id,
+        bot_name=bot_name,
+        extra_tools=offered_tools(settings),  # what a running bot offers from MCP servers
     )
     try:
         told = await app.told.peek(key.chat_id, key.thread_id)

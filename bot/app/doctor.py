@@ -62,6 +62,17 @@ async def doctor(config: str | None, *, out: TextIO | None = None) -> int:
         check = await _attempt(name, run, settings)
         failed += not check.passed
         write(check.line() + "\n")
+    if settings.mcp.servers:  # one line per MCP server, ✔ with its tools or ✘ with why
+        from bot.app.mcp_commands import inspect_servers
+
+        try:
+            reports, _ = await inspect_servers(settings)
+        except Exception as exc:
+            write(Check("mcp", False, f"{type(exc).__name__}: {exc}").line() + "\n")
+            return 1
+        for report in reports:
+            failed += not report.up
+            write(report.line() + "\n")
     return 1 if failed else 0
 
 

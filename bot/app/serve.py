@@ -24,6 +24,7 @@ from adapters.telegram.polling_loop import AfterBatchHook, poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.webhook import serve_webhook
 from bot.app.heap import settle_heap
+from bot.app.mcp_servers import RunningMcp, start_mcp
 from bot.app.preflight import (
     check_bot_token,
     check_data_dir,
@@ -131,6 +132,8 @@ async def serve(
     orphans: asyncio.Task[None] | None = None
     scan_stopped = asyncio.Event()
     dashboard: RunningDashboard | None = None
+    mcp: RunningMcp | None = None
+    mcp_reloads: asyncio.Task[None] | None = None
     live = open_live_channel(settings)  # PostgreSQL: this worker's live events for all
     try:
         try:
@@ -140,6 +143,7 @@ async def serve(
             if failure is None:
                 raise
             raise failure from None
+        mcp = await start_mcp(settings)  # None without [[mcp.servers]]: no SDK import
         messenger = TelegramMessenger(
             bot,
             cut_note=user_text(settings.bot_locale, "reply_cut", count="{count}"),
@@ -153,7 +157,10 @@ async def serve(
             bot_name=me.first_name or me.username or "tgbot",
             chat_lock=chat_lock,
             tracing=tracing,
+            extra_tools=mcp.tools if mcp is not None else (),
         )
+        if mcp is not None:
+            mcp_reloads = asyncio.create_task(mcp.watch_reloads(app.runner.tools, stopped))
         # with chat_events, allowed_updates asks for my_chat_member and message_reaction too
         dispatcher = build_dispatcher(
             app.inbound,
@@ -242,6 +249,10 @@ async def serve(
         scan_stopped.set()
         if retention is not None:
             await retention
+        if mcp_reloads is not None:
+            await mcp_reloads
+        if mcp is not None:
+            await mcp.aclose()  # the servers' processes end with the bot
         if orphans is not None:
             await orphans
         for sig in _STOP_SIGNALS:

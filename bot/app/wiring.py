@@ -9,7 +9,7 @@ Nothing outside `bot/app` reads the settings or imports `adapters` or `storage`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -63,6 +63,7 @@ from bot.services.send_pacing import LocalSendPacer, PaceLimits
 from bot.services.told_user import ToldUser, ToldUserMessenger
 from bot.store_ports import ConversationStore
 from bot.tools import default_tools
+from bot.tools.base import Tool
 from storage.engine import create_engine_for, is_sqlite, normalise_url
 from storage.live_channel import PgLiveChannel
 from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
@@ -364,6 +365,9 @@ def register_settings_secrets(settings: Settings) -> None:
     for profile in settings.providers.values():
         if profile.api_key_env:
             register_secret(os.environ.get(profile.api_key_env))
+    for server in settings.mcp.servers:  # an MCP server's env values and headers
+        for secret in (*server.env.values(), *server.headers.values()):
+            register_secret(secret.get_secret_value())
 
 
 def build_app(
@@ -377,9 +381,11 @@ def build_app(
     offline: LLMProvider | None = None,
     chat_lock: ChatLock | None = None,
     tracing: OtelTracer | None = None,
+    extra_tools: Sequence[Tool] = (),
 ) -> App:
     """The app over `store` and `messenger`; `tracing` (`bot.app.telemetry.start_tracing`)
-    traces every turn, model call and tool call."""
+    traces every turn, model call and tool call; `extra_tools` come after the bot's own
+    (the MCP servers', `bot.app.mcp_servers`)."""
     register_settings_secrets(settings)
     clock = clock or SystemClock()
     # The one outbound door: turns, tools, commands, refusals, the daily summary and
@@ -417,7 +423,7 @@ def build_app(
         platform_messages=store,
         messenger=messenger,
         routes=routes,
-        tools=default_tools(),
+        tools=(*default_tools(), *extra_tools),
         ledger=ledger,
         clock=clock,
         policy=turn_policy(settings),

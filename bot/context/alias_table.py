@@ -59,6 +59,17 @@ class AliasTable:
         """A copy of `arguments` with every message reference rewritten to a platform id."""
         return self._rewrite_mapping(arguments)
 
+    def rewrite_named(
+        self, arguments: Mapping[str, object], names: frozenset[str]
+    ) -> dict[str, object]:
+        """A copy of `arguments` with the top-level arguments in `names` (and only those)
+        rewritten: a tool that declares its message references (an MCP server's) may have an
+        argument called `message_id` that means something else."""
+        return {
+            key: self._convert(value, allow_quoted=False) if key in names else value
+            for key, value in arguments.items()
+        }
+
     def _rewrite_mapping(self, mapping: Mapping[str, object]) -> dict[str, object]:
         reply_segment = mapping.get("type") == "reply"
         result: dict[str, object] = {}

@@ -13,6 +13,7 @@ from datetime import UTC, tzinfo
 from typing import Any
 
 from bot.context.alias_table import AliasTable
+from bot.domain.ids import Scene
 from bot.domain.records import StoredRecord
 from bot.errors import ToolError
 from bot.ports import Clock, Messenger, RecordedBubbles, ToolSpec
@@ -43,6 +44,8 @@ class ToolContext:
     """Aliases of messages beyond the window (`find_aliases`), for what a tool shows."""
     shown: AliasTable | None = None
     """The turn's alias table: a tool that shows messages adds their aliases to it."""
+    scene: Scene = "private"
+    """The scene of the turn's chat (a tool offered per scene checks it when it runs)."""
 
 
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], Awaitable[str]]
@@ -54,6 +57,24 @@ class Tool:
     run: ToolFunction
     summary: str = ""
     """One line for the per-turn tool index."""
+    scenes: frozenset[Scene] | None = None
+    """The scenes whose requests offer this tool; None: every scene. The tool list is the
+    same for every chat of a scene, so the cached prefix holds."""
+    reference_params: frozenset[str] | None = None
+    """Argument names rewritten from message aliases to platform ids before the tool runs;
+    None: the runtime's naming rule (`message_id`, `*_message_id`, `reference`…)."""
+    timeout_seconds: float | None = None
+    """How long one call may take; None: the runtime's default."""
+    origin: str = ""
+    """Where the tool lives when it is not the bot's own: the MCP server's name."""
+
+
+def offered_in(tools: Mapping[str, Tool], scene: Scene) -> dict[str, Tool]:
+    """The tools a request in `scene` offers, in table order (the same for every chat of
+    the scene: the tool schemas and the index open the cached prefix)."""
+    return {
+        name: tool for name, tool in tools.items() if tool.scenes is None or scene in tool.scenes
+    }
 
 
 def require_int(args: Mapping[str, Any], name: str) -> int:

@@ -74,6 +74,11 @@ class MemberRights:
             code="not_allowed",
         )
 
+    async def requester_privileged(self, chat_id: int) -> bool:
+        """Whether the member who asked is the owner, or an administrator of `chat_id`."""
+        requester = self.requester_id
+        return requester is not None and await self._privileged(chat_id, requester)
+
     async def _privileged(self, chat_id: int, user_id: int) -> bool:
         if self.owner_id is not None and user_id == self.owner_id:
             return True

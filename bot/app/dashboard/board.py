@@ -27,6 +27,7 @@ from bot.config import Settings
 from bot.domain.ids import SessionKey
 from bot.services.usage_render import format_cost, format_share, format_tokens
 from bot.store_ports import ConversationStore
+from bot.tools.mcp import server_of
 
 HERE = Path(__file__).parent
 
@@ -130,6 +131,7 @@ def templates(dashboard: Dashboard) -> jinja2.Environment:
     env.filters["cost"] = lambda v: format_cost(v, currency)
     env.filters["num"] = lambda v: "-" if v is None else f"{v:,}"
     env.filters["local"] = lambda v: local(v, zone)
+    env.filters["mcp_server"] = lambda name: server_of(str(name or ""))
     env.globals["zone"] = dashboard.settings.bot_timezone
     env.globals["currency"] = currency
     return env
