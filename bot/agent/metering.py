@@ -16,6 +16,7 @@ from datetime import datetime
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.ledger import LedgerEntry, LedgerWriter, TrimInfo, describe_error
 from bot.agent.token_truth import TokenTruth, looks_truncated, route_key
+from bot.errors import BudgetExceeded
 
 log = logging.getLogger("tgbot.runtime")
 
@@ -92,6 +93,7 @@ def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEn
         cache_write_cost=prices.cache_write_cost(priced) if priced is not None else None,
         tool_calls=call.tool_calls,
         call_id=call.call_id,
+        refused="budget" if isinstance(call.error, BudgetExceeded) else None,
     )
 
 

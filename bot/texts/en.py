@@ -60,4 +60,15 @@ TEXTS: dict[str, str] = {
     "the messages in view nor the summary hold (a password, a date, a link, who said what), "
     "call search_history with a few distinctive words before you answer; never guess. If it "
     "finds nothing, say so.",
+    # spend limits (`[limits]`, bot.agent.spend)
+    "budget": "The spending limit is reached; I will answer again when it resets.",
+    "spend_member_limit": "You have reached your daily limit here; it resets at {reset}.",
+    "spend_chat_limit": "This chat has reached its daily limit; it resets at {reset}.",
+    "spend_day_limit": "I have reached my daily limit; it resets at {reset}.",
+    "spend_month_limit": "I have reached my monthly limit; it resets on {reset}.",
+    "spend_name_day": "daily budget ({period})",
+    "spend_name_month": "monthly budget ({period})",
+    "spend_owner_warning": "{share} of the {budget} is spent: {spent}.",
+    "spend_owner_reached": "The {budget} is spent ({share}): {spent}. Members are refused "
+    "until it resets; you are not. /budget shows the details.",
 }
