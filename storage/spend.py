@@ -20,12 +20,16 @@ Settling a call is one multi-row upsert on both.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 
 import sqlalchemy as sa
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bot.agent.spend import SCOPES, ZERO, Amount, Change, Counter, Scope
+from bot.errors import StorageUnavailable
+from storage.engine import WRITE
 
 _KEY = "scope, period, chat_id, user_id"
 _COLUMNS = f"{_KEY}, cost, tokens, held_cost, held_tokens"
@@ -147,7 +151,7 @@ class SqlSpendCounters:
             return None
         if self._postgres:
             return await self._hold_shared(ordered)
-        async with self._lock, self._engine.begin() as conn:
+        async with self._serial(), self._write() as conn:
             if not self._holds_cleared:  # holds of a process that ended are void
                 await conn.execute(_CLEAR_HOLDS)
                 self._holds_cleared = True
@@ -157,6 +161,23 @@ class SqlSpendCounters:
                     return change.counter
             await self._apply(conn, ordered)
             return None
+
+    @contextlib.asynccontextmanager
+    async def _write(self) -> AsyncIterator[AsyncConnection]:
+        """A write transaction (SQLite: `BEGIN IMMEDIATE`, so it queues on the busy timeout
+        behind the store's writers); a database error is `StorageUnavailable`."""
+        try:
+            async with self._engine.connect() as conn:
+                await conn.execution_options(**WRITE)
+                async with conn.begin():
+                    yield conn
+        except SQLAlchemyError as exc:
+            raise StorageUnavailable(f"spend counters: {exc}") from exc
+
+    def _serial(self) -> contextlib.AbstractAsyncContextManager[object]:
+        """SQLite: this process's writes one at a time (a read that turns into a write
+        beside another writer is refused as busy, not queued); PostgreSQL: no lock."""
+        return contextlib.nullcontext() if self._postgres else self._lock
 
     async def _hold_shared(self, ordered: list[Change]) -> Counter | None:
         params: dict[str, object] = {}
@@ -168,7 +189,7 @@ class SqlSpendCounters:
                 f"lc{i}": change.limit.cost,
                 f"lt{i}": change.limit.tokens,
             }
-        async with self._engine.begin() as conn:
+        async with self._write() as conn:
             took = (await conn.execute(_hold_statement(len(ordered)), params)).one()
         taken = sum(1 for t in took if t)
         if taken == len(ordered):
@@ -181,7 +202,7 @@ class SqlSpendCounters:
         ordered = _ordered(changes)
         if not ordered:
             return {}
-        async with self._engine.begin() as conn:
+        async with self._serial(), self._write() as conn:
             return await self._apply(conn, ordered)
 
     async def _apply(self, conn: AsyncConnection, ordered: list[Change]) -> dict[Counter, Amount]:
@@ -230,7 +251,7 @@ class SqlSpendCounters:
         return [(_counter(row), Amount(int(row.cost), int(row.tokens))) for row in rows]
 
     async def claim_notice(self, kind: str, counter: Counter) -> bool:
-        async with self._engine.begin() as conn:
+        async with self._serial(), self._write() as conn:
             result = await conn.execute(
                 _NOTICE,
                 {

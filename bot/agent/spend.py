@@ -38,7 +38,7 @@ from bot.agent.routes import Prices
 from bot.agent.turn import TurnState
 from bot.context.budget import PerScene
 from bot.domain.ids import Locale, Scene
-from bot.errors import BudgetExceeded, TelegramError
+from bot.errors import BudgetExceeded, StorageUnavailable, TelegramError
 from bot.ports import Clock, LLMRequest, Messenger, Usage
 from bot.texts import text
 
@@ -384,8 +384,13 @@ class SpendGuard:
                 limit = self.policy.limit_of(counter, session.scene)
                 if limit.set:
                     changes.append(Change(counter, held=bound, limit=limit))
+        over = None
         if changes:
-            over = await self.counters.hold(changes)
+            try:
+                over = await self.counters.hold(changes)
+            except StorageUnavailable:  # the database is the bot's too: let the call go
+                log.warning("spend limits not checked: the counters are unavailable")
+                changes = []
             if over is not None:
                 notice = await self._notice(over, chat_id, periods)
                 log.info(
