@@ -25,6 +25,7 @@ Money is counted in integer billionths (`NANOS`), so sums and limits compare exa
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -49,6 +50,8 @@ NANOS = 1_000_000_000
 DEFAULT_OUTPUT_BOUND = 8_192
 """The output a call is bounded by when the runtime sets no `max_output_tokens`."""
 WARN_SHARE = 0.8
+HOLD_POLL_SECONDS = 0.1
+"""How often a call waiting for calls in flight looks again."""
 STALE_HOLD_SECONDS = 3_600.0
 """A hold whose call never reported (its turn was cancelled) is released after this long."""
 
@@ -227,6 +230,8 @@ class SpendPolicy:
     locale: Locale = "zh"
     currency: str = "USD"
     output_bound: int = DEFAULT_OUTPUT_BOUND
+    hold_wait_seconds: float = 180.0
+    """The longest a call waits for calls in flight to report (the model call deadline)."""
 
     def for_chat(self, chat_id: int, scene: Scene) -> ChatLimits:
         return self.chats.get(chat_id) or self.scenes.of(scene)
@@ -384,13 +389,12 @@ class SpendGuard:
                 limit = self.policy.limit_of(counter, session.scene)
                 if limit.set:
                     changes.append(Change(counter, held=bound, limit=limit))
-        over = None
         if changes:
             try:
-                over = await self.counters.hold(changes)
+                over = await self._hold(changes)
             except StorageUnavailable:  # the database is the bot's too: let the call go
                 log.warning("spend limits not checked: the counters are unavailable")
-                changes = []
+                over, changes = None, []
             if over is not None:
                 notice = await self._notice(over, chat_id, periods)
                 log.info(
@@ -405,6 +409,27 @@ class SpendGuard:
             bound=bound,
             opened=time.monotonic(),
         )
+
+    async def _hold(self, changes: list[Change]) -> Counter | None:
+        """Hold `changes`; the budget that is spent, or None once held. A budget reached only
+        by what calls in flight hold is not spent: the call waits for them to report (their
+        real cost is usually far below their bound). After `hold_wait_seconds` (the longest
+        a call may take) the holds still there belong to calls that never reported (a
+        killed worker's), and the call goes ahead without holding anything."""
+        give_up = time.monotonic() + self.policy.hold_wait_seconds
+        while True:
+            over = await self.counters.hold(changes)
+            if over is None:
+                return None
+            limit = next(c.limit for c in changes if c.counter == over)
+            spent = (await self.counters.totals([over]))[over]
+            if limit.reached(spent):
+                return over
+            if time.monotonic() >= give_up:
+                log.warning("the %s is held by calls that never reported", _budget_name(over))
+                changes.clear()
+                return None
+            await asyncio.sleep(HOLD_POLL_SECONDS)
 
     async def on_model_call(self, call: ModelCalled) -> None:
         spent = spent_by(call.usage, call.route.prices)

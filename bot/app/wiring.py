@@ -315,6 +315,7 @@ def spend_policy(settings: Settings) -> SpendPolicy:
         locale=settings.bot_locale,
         currency=settings.ledger.currency,
         output_bound=settings.runtime.max_output_tokens or DEFAULT_OUTPUT_BOUND,
+        hold_wait_seconds=settings.runtime.model_call_deadline_seconds,
     )
 
 
