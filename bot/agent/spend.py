@@ -431,6 +431,24 @@ class SpendGuard:
                 return None
             await asyncio.sleep(HOLD_POLL_SECONDS)
 
+    async def status(self) -> SpendStatus:
+        """Spent and limits of the bot's budgets now, and who spent most today."""
+        periods = periods_at(self.clock.now(), self.policy.zone)
+        day, month = Counter("day", periods.day), Counter("month", periods.month)
+        totals = await self.counters.totals([day, month])
+        return SpendStatus(
+            periods=periods,
+            day=totals[day],
+            month=totals[month],
+            chats=tuple(await self.counters.top("chat", periods.day, TOP)),
+            members=tuple(await self.counters.top("member", periods.day, TOP)),
+        )
+
+    async def report(self) -> str:
+        """`/budget`: spent, limits and resets of the bot's budgets, the limits of chats
+        and members, and today's top chats and members by cost."""
+        return render_status(self.policy, await self.status())
+
     async def on_model_call(self, call: ModelCalled) -> None:
         spent = spent_by(call.usage, call.route.prices)
         if call.purpose == "compaction":  # the operator's: the bot-wide budgets only
@@ -496,6 +514,78 @@ class SpendGuard:
             await self.messenger.send_text(owner, body)
         except TelegramError as exc:
             log.warning("could not tell the owner about the %s: %s", _budget_name(counter), exc)
+
+
+TOP = 5
+"""Chats and members `/budget` lists."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpendStatus:
+    """The bot's budgets now: what the day and the month spent, today's top spenders."""
+
+    periods: Periods
+    day: Amount
+    month: Amount
+    chats: tuple[tuple[Counter, Amount], ...] = ()
+    members: tuple[tuple[Counter, Amount], ...] = ()
+
+
+def render_status(policy: SpendPolicy, status: SpendStatus) -> str:
+    """The `/budget` text (the owner's, in English like `/context`)."""
+    currency, periods = policy.currency, status.periods
+    zone = policy.zone_name
+
+    def line(name: str, used: Amount, limit: Limit, resets: str) -> str:
+        share = f" ({limit.share(used):.0%})" if limit.set else " (no limit)"
+        return f"{name}: {describe_amount(used, limit, currency)}{share}, resets {resets}"
+
+    def limit_text(limit: Limit) -> str:
+        return _limit_only(limit, currency) if limit.set else "none"
+
+    lines = [
+        f"Budgets on {periods.day} ({zone})",
+        line("today", status.day, policy.daily, f"00:00 {zone}"),
+        line(
+            f"this month ({periods.month})",
+            status.month,
+            policy.monthly,
+            periods.month_ends.date().isoformat(),
+        ),
+    ]
+    scenes: tuple[Scene, ...] = ("group", "private", "owner")
+    for scene in scenes:
+        limits = policy.scenes.of(scene)
+        lines.append(
+            f"{scene} chats: {limit_text(limits.chat)} a day each, "
+            f"members {limit_text(limits.member)} a day each"
+        )
+    if policy.chats:
+        lines.append(f"chats with their own limits: {len(policy.chats)}")
+    lines.append(
+        "the owner is exempt" if policy.exempt(policy.owner_id) else "the owner is not exempt"
+    )
+    if status.chats:
+        lines.append("top chats today:")
+        lines += [
+            f"  {c.chat_id}: {describe_amount(a, Limit(), currency)}" for c, a in status.chats
+        ]
+    if status.members:
+        lines.append("top members today:")
+        lines += [
+            f"  {c.user_id} in {c.chat_id}: {describe_amount(a, Limit(), currency)}"
+            for c, a in status.members
+        ]
+    return "\n".join(lines)
+
+
+def _limit_only(limit: Limit, currency: str) -> str:
+    parts = []
+    if limit.cost > 0:
+        parts.append(f"{limit.cost / NANOS:.4f} {currency}")
+    if limit.tokens > 0:
+        parts.append(f"{limit.tokens:,} tokens")
+    return " or ".join(parts)
 
 
 def _budget_name(counter: Counter) -> str:

@@ -498,6 +498,8 @@ def build_app(
         summary = daily_summary(settings, messenger=outside, store=store, clock=clock)
         today = clock.now().astimezone(settings.zone).date()
         message = await summary.compose(today)
+        if spend is not None:  # the budgets too, as `/budget` shows them
+            return f"{message.text}\n\n{await spend.report()}", message.chart
         return message.text, message.chart
 
     commands = Commands(
@@ -512,6 +514,7 @@ def build_app(
             settings.dashboard_url,
             settings.dashboard_token.get_secret_value() if settings.dashboard_token else None,
         ),
+        budget_reply=spend.report if spend is not None else None,
     )
     inbound_policy = InboundPolicy(
         owner_id=settings.owner_id,

@@ -10,7 +10,7 @@ TEXTS: dict[str, str] = {
     "model_current": "Current model: {route} (context window: {window}). Available: {choices}",
     "model_unknown": "No model profile named {name}. Available: {choices}",
     "help": "Mention me or reply to me in a group to talk. Owner commands: "
-    "/usage /context /model /dashboard /retry",
+    "/usage /context /model /dashboard /budget /retry",
     "unknown": "unknown",
     "dashboard_link": "The dashboard (this link works once, for 15 minutes): {url}",
     "reply_cut": "…(reply cut here: at most {count} messages per reply)",
@@ -62,6 +62,7 @@ TEXTS: dict[str, str] = {
     "finds nothing, say so.",
     # spend limits (`[limits]`, bot.agent.spend)
     "budget": "The spending limit is reached; I will answer again when it resets.",
+    "budget_unset": "No spend limits are set (`[limits]` in the config file).",
     "spend_member_limit": "You have reached your daily limit here; it resets at {reset}.",
     "spend_chat_limit": "This chat has reached its daily limit; it resets at {reset}.",
     "spend_day_limit": "I have reached my daily limit; it resets at {reset}.",

@@ -217,6 +217,16 @@ async def test_budgets_stop_members_chats_and_the_bot_and_survive_a_restart(
         assert len(owner_notes(run)) == 2
         assert len(run.llm.requests) == 9
         assert refused_lines(tmp_path) == 6
+        # `/budget`: the month at 0.09 of 0.08 (the owner's call counts, never refused), the
+        # group first among today's chats, Alice first among its members
+        report = await owner.answered("/budget")
+        assert "this month" in report
+        assert "(112%)" in report
+        top_chat = report.split("top chats today:\n")[1].splitlines()[0]
+        assert top_chat.strip().startswith(f"{GROUP}: ")
+        top_member = report.split("top members today:\n")[1].splitlines()[0]
+        assert top_member.strip().startswith(f"{ALICE['id']} in {GROUP}: ")
+        assert "only the bot's owner" in await carol.answered("/budget")
         # a restart keeps the spend: a new chat is refused at once, and told once
         assert await run.bot.stop() == 0, run.bot.log_tail()
         await run.bot.start()
