@@ -132,6 +132,7 @@ def _row_dict(row: UsageRow) -> dict[str, Any]:
         "cap_turns": row.cap_turns,
         "trims": row.trims,
         "errors": row.errors,
+        "refused": {"budget": row.refused_budget},
         "cost": None if row.cost is None else round(row.cost, 6),
         "compaction_calls": row.compaction_calls,
         "compaction_cost": None if row.compaction_cost is None else round(row.compaction_cost, 6),
@@ -252,6 +253,10 @@ def _renderable(report: UsageReport) -> RenderableType:
                 f"{format_share(total.cache_write_share)} of the "
                 + ("cost" if total.cost else "billable-equivalent input")
             )
+        )
+    if total.refused_budget:
+        parts.append(
+            Text(f"refused: budget {total.refused_budget:,} calls (a spend limit was reached)")
         )
     if total.truncated_calls:
         parts.append(
