@@ -431,23 +431,11 @@ class SpendGuard:
                 return None
             await asyncio.sleep(HOLD_POLL_SECONDS)
 
-    async def status(self) -> SpendStatus:
-        """Spent and limits of the bot's budgets now, and who spent most today."""
-        periods = periods_at(self.clock.now(), self.policy.zone)
-        day, month = Counter("day", periods.day), Counter("month", periods.month)
-        totals = await self.counters.totals([day, month])
-        return SpendStatus(
-            periods=periods,
-            day=totals[day],
-            month=totals[month],
-            chats=tuple(await self.counters.top("chat", periods.day, TOP)),
-            members=tuple(await self.counters.top("member", periods.day, TOP)),
-        )
-
     async def report(self) -> str:
         """`/budget`: spent, limits and resets of the bot's budgets, the limits of chats
         and members, and today's top chats and members by cost."""
-        return render_status(self.policy, await self.status())
+        status = await spend_status(self.policy, self.counters, self.clock.now())
+        return render_status(self.policy, status)
 
     async def on_model_call(self, call: ModelCalled) -> None:
         spent = spent_by(call.usage, call.route.prices)
@@ -529,6 +517,20 @@ class SpendStatus:
     month: Amount
     chats: tuple[tuple[Counter, Amount], ...] = ()
     members: tuple[tuple[Counter, Amount], ...] = ()
+
+
+async def spend_status(policy: SpendPolicy, counters: SpendCounters, now: datetime) -> SpendStatus:
+    """The bot's budgets at `now` (`/budget`, the dashboard, `/metrics`)."""
+    periods = periods_at(now, policy.zone)
+    day, month = Counter("day", periods.day), Counter("month", periods.month)
+    totals = await counters.totals([day, month])
+    return SpendStatus(
+        periods=periods,
+        day=totals[day],
+        month=totals[month],
+        chats=tuple(await counters.top("chat", periods.day, TOP)),
+        members=tuple(await counters.top("member", periods.day, TOP)),
+    )
 
 
 def render_status(policy: SpendPolicy, status: SpendStatus) -> str:
