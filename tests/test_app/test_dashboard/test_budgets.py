@@ -8,12 +8,13 @@ The data dir is a copy of the demo's, with spend counted into its database as th
 from __future__ import annotations
 
 import shutil
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
+from bot.agent.ledger import LedgerEntry, LedgerWriter, read_entries
 from bot.agent.spend import Amount, Change, Counter, periods_at
 from bot.app.dashboard.server import open_dashboard
 from storage.engine import create_engine_for
@@ -77,6 +78,37 @@ async def test_budgets_show_as_bars_per_chat_spend_and_gauges(
         assert 'tgbot_budget_used_ratio{budget="month"} 0.25' in metrics
         assert 'tgbot_budget_spent{budget="day",unit="cost"} 0.05' in metrics
         assert 'tgbot_budget_limit{budget="month",unit="tokens"} 400000.0' in metrics
+
+
+async def test_a_refused_call_is_on_the_error_list_and_in_no_call_count(
+    demo_data: DemoData, tmp_path: Path
+) -> None:
+    data = await spent_copy(demo_data, tmp_path)
+    traces = data.data_dir / "agent-traces"
+    now = max(datetime.now(UTC), *(e.ts for e in read_entries(traces))) + timedelta(seconds=1)
+    async with serving(open_dashboard(data.settings(limits=LIMITS))) as client:
+        before = await (await client.get("/overview/figures")).json()
+        LedgerWriter(traces, UTC).append(
+            LedgerEntry(
+                ts=now,
+                session=1,
+                chat=data.group_chat,
+                scene="group",
+                turn_id="refused",
+                provider="default",
+                model="offline-demo",
+                error="BudgetExceeded: the daily budget of chat … is spent",
+                refused="budget",
+                call_id="20261204-000000000000",
+            )
+        )
+        errors = await (await client.get("/errors")).text()
+        row = errors.split('<tr data-kind="refused_budget">', 1)[1].split("</tr>", 1)[0]
+        assert "refused: budget" in row
+        assert "BudgetExceeded" in row
+        assert "/calls/" not in row  # never sent: no trace to link
+        after = await (await client.get("/overview/figures")).json()
+        assert after["calls"] == before["calls"]
 
 
 async def test_without_limits_nothing_of_it_shows(demo_data: DemoData, tmp_path: Path) -> None:
