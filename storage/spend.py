@@ -47,6 +47,11 @@ _TOP = sa.text(
     "ORDER BY cost DESC, tokens DESC, chat_id, user_id LIMIT :count"
 )
 
+_FORGET = (
+    sa.text("DELETE FROM spend_counters WHERE period < :month"),
+    sa.text("DELETE FROM spend_notices WHERE period < :month"),
+)
+
 _CLEAR_HOLDS = sa.text(
     "UPDATE spend_counters SET held_cost = 0, held_tokens = 0 "
     "WHERE held_cost <> 0 OR held_tokens <> 0"
@@ -249,6 +254,12 @@ class SqlSpendCounters:
                 await conn.execute(_TOP, {"scope": scope, "period": period, "count": count})
             ).all()
         return [(_counter(row), Amount(int(row.cost), int(row.tokens))) for row in rows]
+
+    async def forget_before(self, month: str) -> None:
+        # `YYYY-MM-DD` and `YYYY-MM` both sort before `month` exactly when older than it
+        async with self._serial(), self._write() as conn:
+            for statement in _FORGET:
+                await conn.execute(statement, {"month": month})
 
     async def claim_notice(self, kind: str, counter: Counter) -> bool:
         async with self._serial(), self._write() as conn:

@@ -53,6 +53,8 @@ WARN_SHARE = 0.8
 HOLD_POLL_SECONDS = 0.1
 """How often a call waiting for calls in flight looks again."""
 STALE_HOLD_SECONDS = 3_600.0
+SWEEP_EVERY = 1_024
+"""Every this many counted calls, periods before last month are forgotten."""
 """A hold whose call never reported (its turn was cancelled) is released after this long."""
 
 Scope = Literal["member", "chat", "day", "month"]
@@ -159,6 +161,10 @@ class SpendCounters(Protocol):
         """True once per (kind, counter), across processes: whoever gets it tells."""
         ...
 
+    async def forget_before(self, month: str) -> None:
+        """Drop the counters and notices of periods before `month` (`YYYY-MM`)."""
+        ...
+
 
 @dataclass(slots=True)
 class LocalSpendCounters:
@@ -199,6 +205,13 @@ class LocalSpendCounters:
             return False
         self.notices.add((kind, counter))
         return True
+
+    async def forget_before(self, month: str) -> None:
+        # `YYYY-MM-DD` and `YYYY-MM` both sort before `month` exactly when older than it
+        for table in (self.spent, self.held):
+            for counter in [c for c in table if c.period < month]:
+                del table[counter]
+        self.notices = {(k, c) for k, c in self.notices if c.period >= month}
 
 
 # ---------------------------------------------------------------- the policy
@@ -347,6 +360,7 @@ class SpendGuard:
         self.messenger = messenger
         self.clock = clock
         self._open: dict[tuple[int, str], _Open] = {}
+        self._settled = 0
 
     def attach(self, bus: EventBus) -> SpendGuard:
         bus.on(ModelCalled, self.on_model_call)
@@ -456,6 +470,9 @@ class SpendGuard:
             for c in opened.counters
         ]
         totals = await self.counters.settle(changes)
+        self._settled += 1
+        if self._settled % SWEEP_EVERY == 0:  # keep this month and the last, for `/budget`
+            await self.counters.forget_before(_previous_month(opened.counters[-1].period))
         for counter in opened.counters:
             if counter.scope in ("day", "month") and counter in totals:
                 await self._warn_owner(counter, totals[counter])
@@ -588,6 +605,12 @@ def _limit_only(limit: Limit, currency: str) -> str:
     if limit.tokens > 0:
         parts.append(f"{limit.tokens:,} tokens")
     return " or ".join(parts)
+
+
+def _previous_month(period: str) -> str:
+    """`2027-01` → `2026-12` (of a month or a day period)."""
+    year, month = int(period[:4]), int(period[5:7])
+    return f"{year - 1}-12" if month == 1 else f"{year}-{month - 1:02d}"
 
 
 def _budget_name(counter: Counter) -> str:

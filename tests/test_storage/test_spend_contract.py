@@ -161,3 +161,16 @@ async def test_concurrent_checks_pass_a_limit_by_one_call_at_most(opened: Opened
     spent = (await workers[0].totals([BOT_DAY]))[BOT_DAY]
     assert admitted == 6  # 5.5 calls: the sixth crosses, none after it
     assert spent.cost == admitted * CALL.cost
+
+
+async def test_periods_before_a_month_are_forgotten(opened: Opened) -> None:
+    counters = opened.again()
+    old_day, old_month = Counter("day", "2026-10-31"), Counter("month", "2026-10")
+    kept = (Counter("day", "2026-11-01"), Counter("month", "2026-11"), BOT_DAY, MONTH)
+    await counters.settle([Change(c, spent=CALL) for c in (old_day, old_month, *kept)])
+    assert await counters.claim_notice("refused", old_day)
+    await counters.forget_before("2026-11")
+    totals = await counters.totals([old_day, old_month, *kept])
+    assert [totals[c] for c in (old_day, old_month)] == [Amount(), Amount()]
+    assert all(totals[c] == CALL for c in kept)
+    assert await counters.claim_notice("refused", old_day)  # its notice went with it
