@@ -445,6 +445,22 @@ class SpendGuard:
                 return None
             await asyncio.sleep(HOLD_POLL_SECONDS)
 
+    async def spent_for(self, chat_id: int, scene: Scene, user_id: int | None) -> bool:
+        """Whether a turn asked by `user_id` in `chat_id` would be refused now (a budget it
+        is charged to has reached its limit): then a missed message is not worth a notice."""
+        if self.policy.exempt(user_id):
+            return False
+        periods = periods_at(self.clock.now(), self.policy.zone)
+        limited = {
+            counter: limit
+            for counter in self.counters_of(chat_id, user_id, periods)
+            if (limit := self.policy.limit_of(counter, scene)).set
+        }
+        if not limited:
+            return False
+        totals = await self.counters.totals(list(limited))
+        return any(limit.reached(totals[c]) for c, limit in limited.items())
+
     async def report(self) -> str:
         """`/budget`: spent, limits and resets of the bot's budgets, the limits of chats
         and members, and today's top chats and members by cost."""

@@ -548,6 +548,7 @@ def build_app(
             allowed_chats=inbound_policy.allowed_chats,
             owner_id=inbound_policy.owner_id,
         ),
+        spent_for=spend.spent_for if spend is not None else None,
     )
     commands.retry = inbound.retry
     chat_events = ChatEventService(

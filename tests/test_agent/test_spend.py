@@ -6,7 +6,7 @@ toward the bot-wide budgets only and are never refused; the owner is exempt unle
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -17,6 +17,7 @@ from bot.agent.ledger import read_entries
 from bot.agent.routes import Prices
 from bot.agent.spend import (
     Amount,
+    Change,
     Counter,
     Limit,
     LocalSpendCounters,
@@ -29,11 +30,16 @@ from bot.agent.spend import (
 )
 from bot.config import load_settings
 from bot.domain.facts import Sender
+from bot.domain.ids import SessionKey
 from bot.domain.messages import ChatMessage, ToolCall
+from bot.domain.records import UserRecord
 from bot.errors import ConfigError
-from bot.ports import CachePlan, LLMRequest, LLMResponse, Usage
+from bot.ports import CachePlan, LLMRequest, LLMResponse, NewRecord, Usage
+from bot.services.triggers import BotIdentity
 from bot.texts import text
-from tests.fakes import RecordingMessenger
+from storage.memory import InMemoryStore
+from tests.fakes import RecordingMessenger, SteppingClock
+from tests.rig import BOT_ID, rig_settings, wire_app
 from tests.test_agent.rig import CHAT, ROUTE, make_app, model_call, say
 
 ALICE = Sender(id=1001, name="Alice")
@@ -212,3 +218,26 @@ def _toml(limits: dict[str, object]) -> str:
         else:
             lines.append(f"{key} = {value}")
     return "\n".join(lines) + "\n" + "\n".join(tables) + "\n"
+
+
+@pytest.mark.parametrize(("spent", "told"), [(1_000, []), (0, ["missed"])], ids=["spent", "not"])
+async def test_a_restart_does_not_call_a_message_the_budget_refused_missed(
+    tmp_path: Path, spent: int, told: list[str]
+) -> None:
+    messenger = RecordingMessenger()
+    store = InMemoryStore()
+    clock = SteppingClock(datetime(2026, 11, 30, 12, 0, tzinfo=UTC))
+    settings = rig_settings(tmp_path, owner_id=42, limits={"member_daily_tokens": 1_000})
+    app = wire_app(settings, store=store, messenger=messenger, model=ScriptedModel(), clock=clock)
+    assert app.spend is not None
+    day = periods_at(clock.now(), UTC).day
+    await app.spend.counters.settle(
+        [Change(Counter("member", day, -100, ALICE.id), spent=Amount(0, spent))]
+    )
+    session = await store.open_session(SessionKey(chat_id=-100), scene="group")
+    body = UserRecord(sender=ALICE, text="hey @Helper_Bot?")
+    at = clock.now() - timedelta(hours=1)  # too late to answer: once, "missed" was said
+    await store.append(session.id, [NewRecord(body=body, created_at=at, message_ids=(7,))])
+    await app.recovery.recover(BotIdentity(id=BOT_ID, username="helper_bot"))
+    missed = text("en", "restarted_missed")
+    assert ["missed" for t in messenger.texts(-100) if t == missed] == told
