@@ -23,8 +23,7 @@
     └── BudgetExceeded               a spend limit is reached; the model call was not made
 
 What a caller can do follows the branch: `ContextOverflow` → trim and retry once;
-`ProviderRateLimited`/`TelegramFloodWait` → wait `retry_after`; `BudgetExceeded` → end
-the turn with its `notice` (or silently, when the chat was already told); `TelegramForbidden` → stop
+`ProviderRateLimited`/`TelegramFloodWait` → wait `retry_after`; `TelegramForbidden` → stop
 writing to that chat; `StorageUnavailable` → leave the update unconfirmed (it comes
 again); `ToolError` and `ReferenceNotConfirmed` → tell the model, not the user.
 """

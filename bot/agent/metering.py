@@ -88,12 +88,12 @@ def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEn
         ),
         latency_ms=call.latency_ms,
         error=None if call.error is None else describe_error(call.error),
+        refused="budget" if isinstance(call.error, BudgetExceeded) else None,
         hit_iteration_cap=call.final,
         cost=prices.cost(priced) if priced is not None else None,
         cache_write_cost=prices.cache_write_cost(priced) if priced is not None else None,
         tool_calls=call.tool_calls,
         call_id=call.call_id,
-        refused="budget" if isinstance(call.error, BudgetExceeded) else None,
     )
 
 

@@ -254,10 +254,6 @@ def _renderable(report: UsageReport) -> RenderableType:
                 + ("cost" if total.cost else "billable-equivalent input")
             )
         )
-    if total.refused_budget:
-        parts.append(
-            Text(f"refused: budget {total.refused_budget:,} calls (a spend limit was reached)")
-        )
     if total.truncated_calls:
         parts.append(
             Text(
@@ -265,6 +261,10 @@ def _renderable(report: UsageReport) -> RenderableType:
                 "provider dropped the oldest messages (Ollama: raise num_ctx)",
                 style="yellow",
             )
+        )
+    if total.refused_budget:
+        parts.append(
+            Text(f"refused: budget {total.refused_budget:,} calls (a spend limit was reached)")
         )
     if report.corrupt_lines or report.partial_lines:
         parts.append(
