@@ -322,6 +322,48 @@ class McpSettings(Section):
         return value
 
 
+class ChatLimitSettings(Section):
+    """A scene's or one chat's daily limits (`[limits.group]`, `[limits.chats."<chat id>"]`);
+    unset: the shared value; 0: no limit there."""
+
+    chat_daily_cost: float | None = Field(None, ge=0)
+    chat_daily_tokens: int | None = Field(None, ge=0)
+    member_daily_cost: float | None = Field(None, ge=0)
+    member_daily_tokens: int | None = Field(None, ge=0)
+
+
+class LimitSettings(Section):
+    """Spend limits (README, Spend limits): costs in `[ledger] currency`, tokens
+    billable-equivalent (for routes without prices); days and months in BOT_TIMEZONE; 0 (the
+    default) is no limit."""
+
+    daily_cost: float = Field(0.0, ge=0)
+    monthly_cost: float = Field(0.0, ge=0)
+    chat_daily_cost: float = Field(0.0, ge=0)
+    member_daily_cost: float = Field(0.0, ge=0)
+    daily_tokens: int = Field(0, ge=0)
+    monthly_tokens: int = Field(0, ge=0)
+    chat_daily_tokens: int = Field(0, ge=0)
+    member_daily_tokens: int = Field(0, ge=0)
+    owner_exempt: bool = True
+    """The owner's own turns are counted but never refused."""
+    group: ChatLimitSettings = ChatLimitSettings()
+    private: ChatLimitSettings = ChatLimitSettings()
+    owner: ChatLimitSettings = ChatLimitSettings()
+    chats: dict[str, ChatLimitSettings] = Field(default_factory=dict)
+    """Per chat id (`[limits.chats."-1001234"]`), over the scene's."""
+
+    @field_validator("chats")
+    @classmethod
+    def _chat_ids(cls, value: dict[str, ChatLimitSettings]) -> dict[str, ChatLimitSettings]:
+        for key in value:
+            try:
+                int(key)
+            except ValueError:
+                raise ValueError(f"chats.{key}: expected a chat id (an integer)") from None
+        return value
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="forbid", env_nested_delimiter="__")
 
@@ -370,6 +412,7 @@ class Settings(BaseSettings):
     retention: RetentionSettings = RetentionSettings()
     ledger: LedgerSettings = LedgerSettings()
     mcp: McpSettings = McpSettings()
+    limits: LimitSettings = LimitSettings()
 
     @field_validator("bot_timezone")
     @classmethod

@@ -20,7 +20,8 @@
     │   ├── TelegramForbidden        the bot was blocked or removed from the chat
     │   ├── TelegramBadRequest       e.g. the message to reply to or delete is gone
     │   └── TelegramNetworkError     the Bot API could not be reached
-    └── ToolError                    a tool failed; becomes a tool result the model reads
+    ├── ToolError                    a tool failed; becomes a tool result the model reads
+    └── BudgetExceeded               a spend limit is reached; the model call was not made
 
 What a caller can do follows the branch: `ContextOverflow` → trim and retry once;
 `ProviderRateLimited`/`TelegramFloodWait` → wait `retry_after`; `ProviderRejected` → do not
@@ -144,3 +145,14 @@ class ToolError(BotError):
     def __init__(self, message: str, code: str = "tool_error") -> None:
         super().__init__(message)
         self.code = code
+
+
+class BudgetExceeded(BotError):
+    """A spend limit (`[limits]`) is reached, so the model call was not made. `scope` says
+    which (`member`, `chat`, `day`, `month`); `notice` is what the chat is told, `None` when
+    it was already told this period (then the turn ends in silence)."""
+
+    def __init__(self, scope: str, message: str, *, notice: str | None = None) -> None:
+        super().__init__(message)
+        self.scope = scope
+        self.notice = notice

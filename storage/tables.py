@@ -208,3 +208,31 @@ PLATFORM_MESSAGES = _table("platform_events")
 UPDATES = _table("processed_updates")
 SUMMARIES = _table("daily_summaries")
 REACTIONS = _table("reactions")
+
+
+class SpendCounterRow(SQLModel, table=True):
+    """What one budget (`scope`: member, chat, day, month) spent in one period, and what
+    calls in flight hold on it (`storage.spend`, migration 0007). Money in billionths."""
+
+    __tablename__ = "spend_counters"
+
+    scope: str = Field(sa_column=Column(Text, primary_key=True))
+    period: str = Field(sa_column=Column(Text, primary_key=True))
+    chat_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    user_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    cost: int = Field(sa_column=Column(BigInteger, nullable=False))
+    tokens: int = Field(sa_column=Column(BigInteger, nullable=False))
+    held_cost: int = Field(sa_column=Column(BigInteger, nullable=False))
+    held_tokens: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
+class SpendNoticeRow(SQLModel, table=True):
+    """A notice given once per budget and period (`storage.spend`, migration 0007)."""
+
+    __tablename__ = "spend_notices"
+
+    kind: str = Field(sa_column=Column(Text, primary_key=True))
+    scope: str = Field(sa_column=Column(Text, primary_key=True))
+    period: str = Field(sa_column=Column(Text, primary_key=True))
+    chat_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    user_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))

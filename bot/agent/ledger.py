@@ -121,6 +121,8 @@ class LedgerEntry:
     cache_write_1h_tokens: int | None = None
     mcp_tool_calls: int = 0
     """How many of `tool_calls` name a tool of an MCP server (`<server>__<tool>`)."""
+    refused: str | None = None
+    """`budget`: the call was not made, a spend limit was reached (`bot.agent.spend`)."""
 
     def __post_init__(self) -> None:
         if self.ts.tzinfo is None or self.ts.utcoffset() is None:
@@ -170,6 +172,7 @@ class LedgerEntry:
             "reasoning_tokens": self.reasoning_tokens,
             "cache_write_1h_tokens": self.cache_write_1h_tokens,
             "mcp_tool_calls": self.mcp_tool_calls,
+            "refused": self.refused,
         }
 
     def to_json_line(self) -> str:
@@ -205,7 +208,7 @@ class LedgerEntry:
          input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
          est_images, est_corrected, trims, latency_ms, error, hit_iteration_cap, cost,
          tool_calls, cache_write_tokens, cache_write_cost, truncated, call_id, stop,
-         reasoning_tokens, cache_write_1h_tokens, mcp_tool_calls) = values
+         reasoning_tokens, cache_write_1h_tokens, mcp_tool_calls, refused) = values
         if not (
             type(ts) is str and type(session) is int and type(chat) is int
             and type(thread) is int and type(scene) is str and type(turn_id) is str
@@ -226,6 +229,7 @@ class LedgerEntry:
             and (type(reasoning_tokens) is int or reasoning_tokens is None)
             and (type(cache_write_1h_tokens) is int or cache_write_1h_tokens is None)
             and type(mcp_tool_calls) is int
+            and (type(refused) is str or refused is None)
         ):
             return _from_partial(data)
         parsed = datetime.fromisoformat(ts)
@@ -237,7 +241,7 @@ class LedgerEntry:
             est_images, est_corrected, tuple(map(_trim_from_json, trims)),
             latency_ms, error, hit_iteration_cap, cost, tool_calls,
             cache_write_tokens, cache_write_cost, truncated, call_id, stop,
-            reasoning_tokens, cache_write_1h_tokens, mcp_tool_calls,
+            reasoning_tokens, cache_write_1h_tokens, mcp_tool_calls, refused,
         ))
         # fmt: on
 
@@ -300,6 +304,7 @@ def _from_partial(data: Mapping[str, Any]) -> LedgerEntry:
             _opt_int(get("reasoning_tokens")),
             _opt_int(get("cache_write_1h_tokens")),
             _int(get("mcp_tool_calls")),
+            None if get("refused") is None else _str(get("refused")),
         )
     )
 

@@ -16,6 +16,7 @@ from datetime import datetime
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.ledger import LedgerEntry, LedgerWriter, TrimInfo, describe_error
 from bot.agent.token_truth import TokenTruth, looks_truncated, route_key
+from bot.errors import BudgetExceeded
 from bot.tools.mcp import server_of
 
 log = logging.getLogger("tgbot.runtime")
@@ -88,6 +89,7 @@ def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEn
         ),
         latency_ms=call.latency_ms,
         error=None if call.error is None else describe_error(call.error),
+        refused="budget" if isinstance(call.error, BudgetExceeded) else None,
         hit_iteration_cap=call.final,
         cost=prices.cost(priced) if priced is not None else None,
         cache_write_cost=prices.cache_write_cost(priced) if priced is not None else None,

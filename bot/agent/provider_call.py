@@ -38,6 +38,7 @@ from bot.context.tokens import (
 from bot.context.window import check_capacity, recovery_target, tool_schema_text
 from bot.domain.messages import ChatMessage
 from bot.errors import (
+    BudgetExceeded,
     CapacityExceeded,
     ContextOverflow,
     ProviderError,
@@ -52,6 +53,15 @@ FINAL_CALL_NOTE = (
     "[Tool results] The tool-call limit of this turn is reached. "
     "Answer now with what you have, without calling tools."
 )
+
+
+class SpendCheck(Protocol):
+    """Spend limits (`bot.agent.spend.SpendGuard`): holds a call's bounded cost on every
+    limited budget right before it is sent, or raises `BudgetExceeded`."""
+
+    async def before_call(
+        self, state: TurnState, request: LLMRequest, *, input_tokens: int
+    ) -> None: ...
 
 
 class WindowTrimmer(Protocol):
@@ -124,7 +134,10 @@ class ProviderCaller:
         policy: CallPolicy,
         window: WindowTrimmer,
         read_points: ReadPoints | None = None,
+        spend: SpendCheck | None = None,
     ) -> None:
+        self.spend = spend
+        """Spend limits, checked before each call is sent (None: no limits)."""
         self.read_points = read_points if read_points is not None else ReadPoints()
         """Where each session's requests wrote the cache (the next request reads there)."""
         self.tools = tools
@@ -202,6 +215,14 @@ class ProviderCaller:
                     state, None, None, error=exc, final=final, exact=exact, request=request
                 )
                 raise TurnFailed("capacity", str(exc)) from exc
+            if self.spend is not None:
+                try:
+                    await self.spend.before_call(state, request, input_tokens=sum(needs))
+                except BudgetExceeded as exc:
+                    await self._called(state, None, None, error=exc, final=final, exact=exact)
+                    raise TurnFailed(
+                        "budget", str(exc), notice=exc.notice, silent=exc.notice is None
+                    ) from exc
             started = time.perf_counter()
             deadline = self.policy.deadline_seconds
             try:

@@ -26,7 +26,7 @@ from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
 from bot.agent.observer import NO_OBSERVER, TurnObserver
 from bot.agent.policy import TurnPolicy
 from bot.agent.presence import ChatActions, Presence, Typing
-from bot.agent.provider_call import ProviderCaller
+from bot.agent.provider_call import ProviderCaller, SpendCheck
 from bot.agent.request import RequestBuilder
 from bot.agent.routes import RouteTable
 from bot.agent.token_truth import TokenTruth
@@ -92,6 +92,7 @@ class TurnRunner:
         chat_actions: ChatActions | None = None,
         stream_drafts: bool = True,
         observer: TurnObserver = NO_OBSERVER,
+        spend: SpendCheck | None = None,
     ) -> None:
         self.observer = observer
         """Watches each turn and tool call (tracing, `bot.agent.observer`)."""
@@ -141,6 +142,7 @@ class TurnRunner:
             policy=policy.calls,
             window=self.request,
             read_points=read_points,
+            spend=spend,
         )
         self.tool_runner = ToolRunner(
             tools=self.tools,
@@ -220,6 +222,7 @@ class TurnRunner:
         state, aliases, records = await self.prepare(session, turn_id=turn_id, told_user=told_user)
         session = state.session
         tool_ctx = self.tool_runner.context(session, records)
+        state.requester = tool_ctx.rights.requester_id if tool_ctx.rights is not None else None
         try:
             async with asyncio.timeout(self.policy.turn_deadline_seconds):
                 return await self._steps(
@@ -287,9 +290,17 @@ class TurnRunner:
         """Tell the chat the turn failed (a short notice in its language)."""
         session = state.session
         key = session.key
-        text = user_text(self.policy.prompt.locale, failure.key)
         if typing is not None:
             await typing.stop()
+        if failure.silent:  # e.g. a spent budget the chat was already told of
+            return TurnOutcome(
+                status="failed",
+                iterations=state.iteration,
+                hit_iteration_cap=hit_cap,
+                error=failure.detail,
+                failure=failure.key,
+            )
+        text = failure.notice or user_text(self.policy.prompt.locale, failure.key)
         delivery = await self.messenger.send_text(
             key.chat_id, text, thread_id=key.thread_id, reply_to=reply_to
         )

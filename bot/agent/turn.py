@@ -51,6 +51,8 @@ class TurnState:
     published_trims: int = 0
     iteration: int = 0
     correction: TokenCorrection = NO_CORRECTION
+    requester: int | None = None
+    """The member whose message the turn answers (their spend limit applies)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,9 +88,19 @@ class TurnOutcome:
 
 
 class TurnFailed(Exception):
-    """Ends a turn with one clear message for the user."""
+    """Ends a turn with one clear message for the user: the text `key` names, or `notice`
+    when given; `silent` ends it with none (a spent budget the chat was already told of)."""
 
-    def __init__(self, user_message_key: str, detail: str) -> None:
+    def __init__(
+        self,
+        user_message_key: str,
+        detail: str,
+        *,
+        notice: str | None = None,
+        silent: bool = False,
+    ) -> None:
         super().__init__(detail)
         self.key = user_message_key
         self.detail = detail
+        self.notice = notice
+        self.silent = silent

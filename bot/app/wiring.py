@@ -36,13 +36,23 @@ from bot.agent.policy import (
 from bot.agent.presence import chat_actions_of
 from bot.agent.routes import Prices, ProfileEntry, RouteTable
 from bot.agent.runtime import TurnRunner
+from bot.agent.spend import (
+    DEFAULT_OUTPUT_BOUND,
+    ChatLimits,
+    Limit,
+    LocalSpendCounters,
+    SpendCounters,
+    SpendGuard,
+    SpendPolicy,
+    nanos,
+)
 from bot.agent.token_truth import TokenTruth
 from bot.agent.traces import TraceWriter
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
 from bot.app.telemetry import route_endpoints
 from bot.clock import SystemClock
-from bot.config import ProviderProfile, SceneHistory, Settings
+from bot.config import ChatLimitSettings, ProviderProfile, SceneHistory, Settings
 from bot.context.budget import PerScene, ProfileCapacity, RuntimeLimits, bound_summaries
 from bot.errors import ConfigError
 from bot.ports import ChatLock, Clock, LLMProvider, Messenger, RateLimits, SendPacer, ToldUserNotes
@@ -70,6 +80,7 @@ from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
 from storage.rate_limits import SqlRateLimits
 from storage.schema import schema_at_head
 from storage.send_pacing import SqlSendPacer
+from storage.spend import SqlSpendCounters
 from storage.sql import SqlStore
 from storage.token_corrections import SqlTokenCorrections
 from storage.told_notes import SqlToldNotes
@@ -263,6 +274,66 @@ def turn_policy(settings: Settings) -> TurnPolicy:
     )
 
 
+def spend_policy(settings: Settings) -> SpendPolicy:
+    """`[limits]` resolved: the shared limits, each scene's and each chat id's overrides."""
+    limits = settings.limits
+
+    def chat_limits(override: ChatLimitSettings, base: ChatLimits) -> ChatLimits:
+        def pick(value: float | None, fallback: int, scale: bool) -> int:
+            if value is None:
+                return fallback
+            return nanos(value) if scale else int(value)
+
+        return ChatLimits(
+            chat=Limit(
+                cost=pick(override.chat_daily_cost, base.chat.cost, True),
+                tokens=pick(override.chat_daily_tokens, base.chat.tokens, False),
+            ),
+            member=Limit(
+                cost=pick(override.member_daily_cost, base.member.cost, True),
+                tokens=pick(override.member_daily_tokens, base.member.tokens, False),
+            ),
+        )
+
+    shared = ChatLimits(
+        chat=Limit(cost=nanos(limits.chat_daily_cost), tokens=limits.chat_daily_tokens),
+        member=Limit(cost=nanos(limits.member_daily_cost), tokens=limits.member_daily_tokens),
+    )
+    scenes = PerScene(
+        group=chat_limits(limits.group, shared),
+        private=chat_limits(limits.private, shared),
+        owner=chat_limits(limits.owner, shared),
+    )
+    # a chat id's override sits over its scene's; a group id is negative, a private
+    # chat's is its member's id
+    chats = {
+        int(chat): chat_limits(override, scenes.group if int(chat) < 0 else scenes.private)
+        for chat, override in limits.chats.items()
+    }
+    return SpendPolicy(
+        daily=Limit(cost=nanos(limits.daily_cost), tokens=limits.daily_tokens),
+        monthly=Limit(cost=nanos(limits.monthly_cost), tokens=limits.monthly_tokens),
+        scenes=scenes,
+        chats=chats,
+        owner_id=settings.owner_id,
+        owner_exempt=limits.owner_exempt,
+        zone=settings.zone,
+        zone_name=settings.bot_timezone,
+        locale=settings.bot_locale,
+        currency=settings.ledger.currency,
+        output_bound=settings.runtime.max_output_tokens or DEFAULT_OUTPUT_BOUND,
+        hold_wait_seconds=settings.runtime.model_call_deadline_seconds,
+    )
+
+
+def open_spend_counters(store: ConversationStore) -> SpendCounters:
+    """The spend counters: a table on SQLite (a restart keeps the spend) and PostgreSQL
+    (shared by the workers, one statement per check); in memory for the in-memory store."""
+    if isinstance(store, SqlStore):
+        return SqlSpendCounters(store.engine)
+    return LocalSpendCounters()
+
+
 @dataclass(slots=True)
 class App:
     """The wired application (one per process)."""
@@ -283,6 +354,8 @@ class App:
     """The `ChatEventSink`: the bot's membership of chats, reactions on its messages."""
     messenger: Messenger
     """The messenger every outbound path uses: sends nothing to a closed chat."""
+    spend: SpendGuard | None = None
+    """Spend limits (`[limits]`); None when none is set."""
 
 
 async def open_store(settings: Settings) -> ConversationStore:
@@ -408,6 +481,12 @@ def build_app(
             agent_name=bot_name,
             endpoints=route_endpoints(settings, offline=offline is not None),
         )
+    spend = None
+    policy = spend_policy(settings)
+    if policy.active:  # after the ledger's subscriber: a call is counted as it is written
+        spend = SpendGuard(
+            policy=policy, counters=open_spend_counters(store), messenger=messenger, clock=clock
+        )
     TraceWriter(
         settings.traces_dir,
         keep_days=settings.ledger.keep_requests_days,
@@ -436,12 +515,17 @@ def build_app(
         reactions=store,
         search=store,
         observer=tracing if tracing is not None else NO_OBSERVER,
+        spend=spend,
     )
+    if spend is not None:
+        spend.attach(bus)
 
     async def usage_reply() -> tuple[str, bytes | None]:
         summary = daily_summary(settings, messenger=outside, store=store, clock=clock)
         today = clock.now().astimezone(settings.zone).date()
         message = await summary.compose(today)
+        if spend is not None:  # the budgets too, as `/budget` shows them
+            return f"{message.text}\n\n{await spend.report()}", message.chart
         return message.text, message.chart
 
     commands = Commands(
@@ -456,6 +540,7 @@ def build_app(
             settings.dashboard_url,
             settings.dashboard_token.get_secret_value() if settings.dashboard_token else None,
         ),
+        budget_reply=spend.report if spend is not None else None,
     )
     inbound_policy = InboundPolicy(
         owner_id=settings.owner_id,
@@ -489,6 +574,7 @@ def build_app(
             allowed_chats=inbound_policy.allowed_chats,
             owner_id=inbound_policy.owner_id,
         ),
+        spent_for=spend.spent_for if spend is not None else None,
     )
     commands.retry = inbound.retry
     chat_events = ChatEventService(
@@ -514,6 +600,7 @@ def build_app(
         told=told,
         chat_events=chat_events,
         messenger=messenger,
+        spend=spend,
     )
 
 

@@ -1,5 +1,5 @@
-"""Bot commands: /usage, /context, /model and /dashboard for the owner; /retry and /help for
-everyone."""
+"""Bot commands: /usage, /context, /model, /dashboard and /budget for the owner; /retry and
+/help for everyone."""
 
 from __future__ import annotations
 
@@ -23,10 +23,12 @@ UsageReply = Callable[[], Awaitable[tuple[str, bytes | None]]]
 Retry = Callable[[SessionInfo, int], Awaitable[bool]]
 """(session, requester id) → whether the requester's own last turn is regenerated."""
 MeterLookup = Callable[[int], CallMeter | None]
+BudgetReply = Callable[[], Awaitable[str]]
+"""`/budget`: the spend limits' report (`bot.agent.spend.SpendGuard.report`)."""
 DashboardLink = Callable[[], str]
 """A fresh link to the dashboard (with a short-lived signed token when one is set)."""
 
-OWNER_COMMANDS = frozenset({"usage", "context", "model", "dashboard"})
+OWNER_COMMANDS = frozenset({"usage", "context", "model", "dashboard", "budget"})
 PUBLIC_COMMANDS = frozenset({"retry", "help", "start"})
 
 
@@ -45,7 +47,9 @@ class Commands:
         usage_reply: UsageReply,
         retry: Retry | None = None,
         dashboard_link: DashboardLink | None = None,
+        budget_reply: BudgetReply | None = None,
     ) -> None:
+        self.budget_reply = budget_reply
         self.owner_id = owner_id
         self.locale = locale
         self.messenger = messenger
@@ -87,6 +91,8 @@ class Commands:
                 await self._say(message, await self.switch_model(message, session))
             case "dashboard":
                 await self.send_dashboard_link(message)
+            case "budget":
+                await self._say(message, await self.budget_text())
             case "retry":
                 if self.retry is None or not await self.retry(session, message.sender.id):
                     await self._say(message, text(self.locale, "nothing_to_retry"))
@@ -112,6 +118,11 @@ class Commands:
             await self._say(message, text(self.locale, "dashboard_private_failed"))
             return
         await self._say(message, text(self.locale, "dashboard_sent_privately"))
+
+    async def budget_text(self) -> str:
+        if self.budget_reply is None:
+            return text(self.locale, "budget_unset")
+        return await self.budget_reply()
 
     def context_text(self, session: SessionInfo) -> str:
         route = self.routes.resolve(session.route)

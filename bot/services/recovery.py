@@ -39,7 +39,7 @@ this worker, so a turn that fails without storing anything is retried at most on
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -153,6 +153,11 @@ class RecoveryPolicy:
     owner_id: int | None = None
 
 
+SpentFor = Callable[[int, Scene, int | None], Awaitable[bool]]
+"""(chat, scene, member) → whether a spend limit refuses their turns now
+(`bot.agent.spend.SpendGuard.spent_for`)."""
+
+
 class CrashRecovery:
     """Runs `plan_recovery` over every session once and carries the steps out."""
 
@@ -165,7 +170,10 @@ class CrashRecovery:
         clock: Clock,
         turns: TurnStarter,
         policy: RecoveryPolicy,
+        spent_for: SpentFor | None = None,
     ) -> None:
+        self.spent_for = spent_for
+        """A message a spend limit turned away is not "missed" (`SayMissed` skips it)."""
         self.store = store
         self.runner = runner
         self.messenger = messenger
@@ -215,6 +223,8 @@ class CrashRecovery:
                 case RunTurn(reply_to=reply_to, expect_leaf=expect_leaf):
                     self.turns.spawn_turn(fresh, reply_to=reply_to, expect_leaf=expect_leaf)
                 case SayMissed(reply_to=reply_to):
+                    if await self._over_budget(fresh, records[-1]):
+                        return False
                     await self._say(fresh, "restarted_missed", reply_to=reply_to)
                 case CloseCutReply(reply=reply):
                     await self._close_cut_reply(fresh, reply)
@@ -262,6 +272,12 @@ class CrashRecovery:
                 return False
             self.turns.spawn_turn(fresh, reply_to=step.reply_to, expect_leaf=step.expect_leaf)
             return True
+
+    async def _over_budget(self, session: SessionInfo, leaf: StoredRecord) -> bool:
+        if self.spent_for is None:
+            return False
+        sender = leaf.body.sender.id if isinstance(leaf.body, UserRecord) else None
+        return await self.spent_for(session.key.chat_id, session.scene, sender)
 
     async def _close_cut_reply(self, session: SessionInfo, leaf: StoredRecord) -> None:
         """A reply a crash cut short: keep the confirmed bubbles, say so once."""

@@ -136,6 +136,7 @@ def _row_dict(row: UsageRow) -> dict[str, Any]:
         "cap_turns": row.cap_turns,
         "trims": row.trims,
         "errors": row.errors,
+        "refused": {"budget": row.refused_budget},
         "cost": None if row.cost is None else round(row.cost, 6),
         "compaction_calls": row.compaction_calls,
         "compaction_cost": None if row.compaction_cost is None else round(row.compaction_cost, 6),
@@ -282,6 +283,10 @@ def _renderable(report: UsageReport) -> RenderableType:
                 "provider dropped the oldest messages (Ollama: raise num_ctx)",
                 style="yellow",
             )
+        )
+    if total.refused_budget:
+        parts.append(
+            Text(f"refused: budget {total.refused_budget:,} calls (a spend limit was reached)")
         )
     if report.corrupt_lines or report.partial_lines:
         parts.append(

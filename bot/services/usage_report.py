@@ -155,6 +155,9 @@ class UsageRow:
     input (uncached + 0.25 × cached)."""
     drift: tuple[RouteDrift, ...] = ()
     feedback: Feedback = Feedback()
+    refused_budget: int = 0
+    """Calls not made because a spend limit was reached (`refused: budget` lines); they are
+    in no other figure."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -317,6 +320,7 @@ class DayTally:
         "output",
         "reasoning",
         "refusals",
+        "refused",
         "reported",
         "reporting",
         "trims",
@@ -338,7 +342,7 @@ class DayTally:
         # (provider, model) -> (raw errors, corrected errors): |estimate - reported| / reported
         self.drift: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
         self.est_fixed = self.est_history = self.est_total = 0
-        self.trims = self.errors = 0
+        self.trims = self.errors = self.refused = 0
         self.cost: float | None = None
         self.compaction = 0
         self.compaction_cost: float | None = None
@@ -348,7 +352,11 @@ class DayTally:
         self.cap_turns: set[object] = set()
 
     def add(self, entry: LedgerEntry, turn: object) -> None:
-        """Count one call; `turn` identifies its turn (calls per turn, cap turns)."""
+        """Count one call; `turn` identifies its turn (calls per turn, cap turns). A call a
+        spend limit refused is counted as that alone: it was never made."""
+        if entry.refused == "budget":
+            self.refused += 1
+            return
         est_fixed = entry.est_fixed
         est_history = entry.est_history
         est_total = est_fixed + est_history + entry.est_current + entry.est_images
@@ -436,6 +444,7 @@ class DayTally:
         self.cap_turns |= other.cap_turns
         self.trims += other.trims
         self.errors += other.errors
+        self.refused += other.refused
         if other.cost is not None:
             self.cost = other.cost if self.cost is None else self.cost + other.cost
         self.compaction += other.compaction
@@ -498,6 +507,7 @@ class DayTally:
             if self.compaction
             else None,
             drift=tuple(self._drift()),
+            refused_budget=self.refused,
         )
 
     def _billable_equivalent(self) -> float:

@@ -10,7 +10,7 @@ TEXTS: dict[str, str] = {
     "model_current": "Current model: {route} (context window: {window}). Available: {choices}",
     "model_unknown": "No model profile named {name}. Available: {choices}",
     "help": "Mention me or reply to me in a group to talk. Owner commands: "
-    "/usage /context /model /dashboard /retry",
+    "/usage /context /model /dashboard /budget /retry",
     "unknown": "unknown",
     "dashboard_link": "The dashboard (this link works once, for 15 minutes): {url}",
     "reply_cut": "…(reply cut here: at most {count} messages per reply)",
@@ -67,4 +67,16 @@ TEXTS: dict[str, str] = {
     "the messages in view nor the summary hold (a password, a date, a link, who said what), "
     "call search_history with a few distinctive words before you answer; never guess. If it "
     "finds nothing, say so.",
+    # spend limits (`[limits]`, bot.agent.spend)
+    "budget": "The spending limit is reached; I will answer again when it resets.",
+    "budget_unset": "No spend limits are set (`[limits]` in the config file).",
+    "spend_member_limit": "You have reached your daily limit here; it resets at {reset}.",
+    "spend_chat_limit": "This chat has reached its daily limit; it resets at {reset}.",
+    "spend_day_limit": "I have reached my daily limit; it resets at {reset}.",
+    "spend_month_limit": "I have reached my monthly limit; it resets on {reset}.",
+    "spend_name_day": "daily budget ({period})",
+    "spend_name_month": "monthly budget ({period})",
+    "spend_owner_warning": "{share} of the {budget} is spent: {spent}.",
+    "spend_owner_reached": "The {budget} is spent ({share}): {spent}. Members are refused "
+    "until it resets; you are not. /budget shows the details.",
 }

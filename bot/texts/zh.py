@@ -9,7 +9,8 @@ TEXTS: dict[str, str] = {
     "model_switched": "本会话的模型已切换为 {route}（上下文窗口：{window}）。",
     "model_current": "当前模型：{route}（上下文窗口：{window}）。可用：{choices}",
     "model_unknown": "没有名为 {name} 的模型配置。可用：{choices}",
-    "help": "在群里 @我 或回复我的消息即可对话。主人命令：/usage /context /model /dashboard /retry",
+    "help": "在群里 @我 或回复我的消息即可对话。主人命令："
+    "/usage /context /model /dashboard /budget /retry",
     "unknown": "未知",
     "dashboard_link": "控制台（链接仅可使用一次，15 分钟内有效）：{url}",
     "reply_cut": "…（回复过长，到此截断：每次回复最多 {count} 条消息）",
@@ -58,4 +59,16 @@ TEXTS: dict[str, str] = {
     "prompt_search_history": "如果有人问起以前说过、但眼前的消息和摘要里都没有的内容（密码、日期、"
     "链接、谁说过什么），先用几个有区分度的词调用 search_history 再回答，不要猜；"
     "搜不到就如实说。",
+    # spend limits (`[limits]`, bot.agent.spend)
+    "budget": "已达到花费上限，重置后我会再回答。",
+    "budget_unset": "没有设置花费上限（配置文件中的 `[limits]`）。",
+    "spend_member_limit": "你在这里的今日额度已用完，将于 {reset} 重置。",
+    "spend_chat_limit": "这个聊天今日额度已用完，将于 {reset} 重置。",
+    "spend_day_limit": "我今天的额度已用完，将于 {reset} 重置。",
+    "spend_month_limit": "我本月的额度已用完，将于 {reset} 重置。",
+    "spend_name_day": "每日预算（{period}）",
+    "spend_name_month": "每月预算（{period}）",
+    "spend_owner_warning": "{budget} 已用 {share}：{spent}。",
+    "spend_owner_reached": "{budget} 已用完（{share}）：{spent}。在重置前其他人的请求会被拒绝，"
+    "你不受影响。发送 /budget 查看详情。",
 }

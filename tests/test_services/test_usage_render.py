@@ -117,6 +117,16 @@ def test_render_and_json_show_skipped_lines() -> None:
     assert json.loads(to_json(report))["partial_lines"] == 1
 
 
+def test_the_table_and_json_show_calls_a_budget_refused(tmp_path: Path) -> None:
+    refused = call(at(D1, 11), "r", input_tokens=None, error="BudgetExceeded: …", refused="budget")
+    write_ledger(tmp_path, [DAY1[0], refused])
+    code, text = run(tmp_path, today=D1, days=1)
+    assert code == 0
+    assert "refused: budget 1 calls" in text
+    code, text = run(tmp_path, today=D1, days=1, as_json=True)
+    assert json.loads(text)["total"]["refused"] == {"budget": 1}
+
+
 def test_the_table_and_json_show_cache_writes_and_their_share(tmp_path: Path) -> None:
     written = call(
         at(D1, 10),

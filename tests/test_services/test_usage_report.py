@@ -191,3 +191,18 @@ def test_truncated_calls_are_counted() -> None:
     flagged = call(at(D1, 10), "t", input_tokens=2_048, input_truncated_by_provider=True)
     row = build_report([flagged, DAY1[0]], zone=SHANGHAI, days=[D1]).total
     assert row.truncated_calls == 1
+
+
+def test_calls_a_budget_refused_are_counted_apart_and_in_no_other_figure() -> None:
+    refused = call(
+        at(D1, 11), "t9", input_tokens=None, cost=None, error="BudgetExceeded: …", refused="budget"
+    )
+    plain = build_report([DAY1[0]], zone=SHANGHAI, days=[D1]).total
+    row = build_report([DAY1[0], refused], zone=SHANGHAI, days=[D1]).total
+    assert row.refused_budget == 1
+    assert (row.calls, row.turns, row.errors, row.cost) == (
+        plain.calls,
+        plain.turns,
+        plain.errors,
+        plain.cost,
+    )

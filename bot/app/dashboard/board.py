@@ -15,16 +15,30 @@ from typing import Any
 
 import jinja2
 from aiohttp import web
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.agent.events import EventBus
 from bot.agent.policy import WindowPolicy
+from bot.agent.spend import (
+    NANOS,
+    Amount,
+    Counter,
+    Limit,
+    SpendCounters,
+    SpendPolicy,
+    SpendStatus,
+    describe_amount,
+    periods_at,
+    spend_status,
+)
 from bot.app.dashboard.ledger_index import LedgerIndex
 from bot.app.dashboard.live import LedgerTail, LiveChannel, LiveFeed, LiveSource, live_sources
-from bot.app.dashboard.metrics import DashboardMetrics
+from bot.app.dashboard.metrics import BudgetGauge, DashboardMetrics
 from bot.app.dashboard.views import local
 from bot.config import Settings
-from bot.domain.ids import SessionKey
+from bot.domain.ids import Scene, SessionKey
+from bot.errors import StorageUnavailable
 from bot.services.usage_render import format_cost, format_share, format_tokens
 from bot.store_ports import ConversationStore
 from bot.tools.mcp import server_of
@@ -56,6 +70,8 @@ class Dashboard:
     window: WindowPolicy
     """What the request builder holds each scene's window to (budgets, caps)."""
     now: Now = _system_now
+    spend: SpendBoard | None = None
+    """The spend limits and their counters (None: no `[limits]` set)."""
 
     def today(self) -> date:
         return self.now().astimezone(self.settings.zone).date()
@@ -63,6 +79,97 @@ class Dashboard:
     @property
     def currency(self) -> str:
         return self.settings.ledger.currency
+
+
+@dataclass(frozen=True, slots=True)
+class SpendBoard:
+    """What the budgets' bars and gauges read: the limits and the shared counters."""
+
+    policy: SpendPolicy
+    counters: SpendCounters
+
+    async def status(self, now: datetime) -> SpendStatus | None:
+        """The budgets now; None when the counters cannot be read."""
+        try:
+            return await spend_status(self.policy, self.counters, now)
+        except (StorageUnavailable, SQLAlchemyError):
+            return None
+
+    async def chats_today(self, chat_ids: list[int], now: datetime) -> dict[int, Amount]:
+        """Each chat's spend today (the chat's daily budget)."""
+        day = periods_at(now, self.policy.zone).day
+        try:
+            totals = await self.counters.totals([Counter("chat", day, c) for c in chat_ids])
+        except (StorageUnavailable, SQLAlchemyError):
+            return {}
+        return {c.chat_id: a for c, a in totals.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetBar:
+    """One budget on the overview: its name, how much of it is used, and the figures."""
+
+    name: str
+    share: float | None
+    """Of the limit (1.0 = reached); None without a limit."""
+    figures: str
+    resets: str
+
+
+def budget_bars(policy: SpendPolicy, status: SpendStatus) -> list[BudgetBar]:
+    """The bot's day and month, then today's costliest chats and members against theirs."""
+    zone = policy.zone_name
+    periods = status.periods
+    midnight = f"00:00 {zone}"
+
+    def bar(name: str, used: Amount, limit: Limit, resets: str) -> BudgetBar:
+        return BudgetBar(
+            name=name,
+            share=limit.share(used) if limit.set else None,
+            figures=describe_amount(used, limit, policy.currency),
+            resets=resets,
+        )
+
+    def scene_of(chat_id: int) -> Scene:
+        if chat_id < 0:
+            return "group"
+        return "owner" if chat_id == policy.owner_id else "private"
+
+    bars = [
+        bar(f"today ({periods.day})", status.day, policy.daily, midnight),
+        bar(
+            f"this month ({periods.month})",
+            status.month,
+            policy.monthly,
+            periods.month_ends.date().isoformat(),
+        ),
+    ]
+    for counter, used in status.chats:
+        limit = policy.for_chat(counter.chat_id, scene_of(counter.chat_id)).chat
+        bars.append(bar(f"chat {counter.chat_id} today", used, limit, midnight))
+    for counter, used in status.members:
+        limit = policy.for_chat(counter.chat_id, scene_of(counter.chat_id)).member
+        name = f"member {counter.user_id} in {counter.chat_id} today"
+        bars.append(bar(name, used, limit, midnight))
+    return bars
+
+
+def budget_gauges(policy: SpendPolicy, status: SpendStatus) -> list[BudgetGauge]:
+    """The bot's day and month budgets for `/metrics`."""
+    return [
+        BudgetGauge(
+            budget=name,
+            spent_cost=used.money,
+            spent_tokens=used.tokens,
+            limit_cost=limit.cost / NANOS,
+            limit_tokens=limit.tokens,
+            used=limit.share(used) if limit.set else None,
+        )
+        for name, used, limit in (
+            ("day", status.day, policy.daily),
+            ("month", status.month, policy.monthly),
+        )
+    ]
 
 
 DASHBOARD = web.AppKey("dashboard", Dashboard)
@@ -80,8 +187,9 @@ def open_dashboard(
     migrates or writes). With `bus` (inside `tgbot run`) trims arrive as they happen, and
     with `channel` (PostgreSQL) the other workers' live events too."""
     from bot.app.context_show import preview_request
-    from bot.app.wiring import window_policy
+    from bot.app.wiring import spend_policy, window_policy
     from storage.engine import create_readonly_engine
+    from storage.spend import SqlSpendCounters
     from storage.sql import SqlStore
 
     engine = create_readonly_engine(settings.resolved_database_url)
@@ -98,7 +206,9 @@ def open_dashboard(
         ledger_tail=lambda: LedgerTail(settings.traces_dir, feed, today=today),
     )
 
+    limits = spend_policy(settings)
     return Dashboard(
+        spend=SpendBoard(limits, SqlSpendCounters(engine)) if limits.active else None,
         settings=settings,
         store=SqlStore(engine),
         engine=engine,

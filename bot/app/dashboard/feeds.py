@@ -7,7 +7,7 @@ import asyncio
 
 from aiohttp import web
 
-from bot.app.dashboard.board import HERE, dashboard_of, no_bot_data
+from bot.app.dashboard.board import HERE, budget_gauges, dashboard_of, no_bot_data
 from bot.app.dashboard.metrics import CONTENT_TYPE
 from bot.errors import StorageUnavailable
 
@@ -65,7 +65,14 @@ async def metrics(request: web.Request) -> web.Response:
         inbound: int | None = await inbound_message_count(dashboard.engine)
     except StorageUnavailable:
         inbound = None
-    body = dashboard.feed.metrics.render(now=dashboard.now(), inbound_messages=inbound)
+    budgets = None
+    if dashboard.spend is not None:
+        status = await dashboard.spend.status(dashboard.now())
+        if status is not None:
+            budgets = budget_gauges(dashboard.spend.policy, status)
+    body = dashboard.feed.metrics.render(
+        now=dashboard.now(), inbound_messages=inbound, budgets=budgets
+    )
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
 

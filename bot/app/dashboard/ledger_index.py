@@ -229,6 +229,9 @@ def _build(day: date, entries: list[LedgerEntry], zone: tzinfo, corrupt: int) ->
     for entry in entries:
         if entry.ts.astimezone(zone).date() != day:
             continue  # the report leaves such calls out too
+        if entry.refused is not None:  # never made: on the error list only, as the report
+            failed.append(entry)
+            continue
         spend = spend_of(entry)
         chat_spend = by_chat.get(entry.chat)
         by_chat[entry.chat] = spend if chat_spend is None else chat_spend.plus(spend)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from bot.agent.ledger import LedgerEntry
@@ -48,6 +48,56 @@ class _InboundCollector(Collector):
         yield family
 
 
+@dataclass(frozen=True, slots=True)
+class BudgetGauge:
+    """One bot-wide budget as `/metrics` reports it (`bot.agent.spend`)."""
+
+    budget: str
+    """`day` or `month`."""
+    spent_cost: float
+    spent_tokens: int
+    limit_cost: float
+    """0: no limit on money."""
+    limit_tokens: int
+    used: float | None
+    """Of the limit (1.0 = reached); None without one."""
+
+
+class _BudgetCollector(Collector):
+    """Reports the bot's budgets last read from the spend counters (at scrape time)."""
+
+    def __init__(self) -> None:
+        self.gauges: list[BudgetGauge] = []
+
+    def collect(self) -> Iterator[Metric]:
+        spent = GaugeMetricFamily(
+            "tgbot_budget_spent",
+            "What each bot-wide budget spent this period (cost in the ledger's currency, "
+            "billable-equivalent tokens)",
+            labels=["budget", "unit"],
+        )
+        limit = GaugeMetricFamily(
+            "tgbot_budget_limit",
+            "Each bot-wide budget limit (set parts only)",
+            labels=["budget", "unit"],
+        )
+        used = GaugeMetricFamily(
+            "tgbot_budget_used_ratio",
+            "How much of each bot-wide budget is used (1 = reached)",
+            labels=["budget"],
+        )
+        for gauge in self.gauges:
+            spent.add_metric([gauge.budget, "cost"], gauge.spent_cost)
+            spent.add_metric([gauge.budget, "tokens"], gauge.spent_tokens)
+            if gauge.limit_cost > 0:
+                limit.add_metric([gauge.budget, "cost"], gauge.limit_cost)
+            if gauge.limit_tokens > 0:
+                limit.add_metric([gauge.budget, "tokens"], gauge.limit_tokens)
+            if gauge.used is not None:
+                used.add_metric([gauge.budget], gauge.used)
+        yield from (spent, limit, used)
+
+
 class DashboardMetrics:
     """One registry per dashboard (tests run several side by side)."""
 
@@ -55,6 +105,8 @@ class DashboardMetrics:
         self.registry = CollectorRegistry()
         self.inbound = _InboundCollector()
         self.registry.register(self.inbound)
+        self.budgets = _BudgetCollector()
+        self.registry.register(self.budgets)
         self.calls = Counter("tgbot_model_calls", "Model calls", ["scene"], registry=self.registry)
         self.input_tokens = Counter(
             "tgbot_input_tokens", "Input tokens the provider reported", registry=self.registry
@@ -145,7 +197,14 @@ class DashboardMetrics:
         for session in idle:
             self._close(session)
 
-    def render(self, *, now: datetime, inbound_messages: int | None) -> bytes:
+    def render(
+        self,
+        *,
+        now: datetime,
+        inbound_messages: int | None,
+        budgets: list[BudgetGauge] | None = None,
+    ) -> bytes:
         self.close_idle_turns(now)
         self.inbound.value = inbound_messages
+        self.budgets.gauges = budgets or []
         return generate_latest(self.registry)

@@ -8,8 +8,16 @@ from datetime import datetime, timedelta
 
 from aiohttp import web
 
+from bot.agent.spend import describe_amount
 from bot.app.dashboard import calls
-from bot.app.dashboard.board import TEMPLATES, Dashboard, dashboard_of, render
+from bot.app.dashboard.board import (
+    TEMPLATES,
+    BudgetBar,
+    Dashboard,
+    budget_bars,
+    dashboard_of,
+    render,
+)
 from bot.app.dashboard.views import (
     CHAT_DAYS,
     ERROR_DAYS,
@@ -61,6 +69,14 @@ async def _overview(dashboard: Dashboard, request: web.Request) -> Overview:
     return replace(build_overview(digests, currency=dashboard.currency), feedback=feedback)
 
 
+async def _budgets(dashboard: Dashboard) -> list[BudgetBar] | None:
+    """A bar per budget, when `[limits]` sets any (None: none set, or unreadable)."""
+    if dashboard.spend is None:
+        return None
+    status = await dashboard.spend.status(dashboard.now())
+    return None if status is None else budget_bars(dashboard.spend.policy, status)
+
+
 async def overview(request: web.Request) -> web.Response:
     dashboard = dashboard_of(request)
     shown = await _overview(dashboard, request)
@@ -68,6 +84,7 @@ async def overview(request: web.Request) -> web.Response:
         request,
         "overview.html",
         title="Overview",
+        budgets=await _budgets(dashboard),
         overview=shown,
         today=dashboard.today(),
         # a range that ends today follows the live feed
@@ -119,6 +136,14 @@ async def chats(request: web.Request) -> web.Response:
         raise BadQuery(f"page: there are {pages} pages")
     spend_range = spend_days(dashboard.today())
     spend = chat_spend(await asyncio.to_thread(dashboard.index.digests, spend_range))
+    today: dict[int, str] = {}
+    if dashboard.spend is not None:  # each chat's spend today against its daily budget
+        board = dashboard.spend
+        ids = sorted({c.key.chat_id for c in found.chats})
+        for chat_id, used in (await board.chats_today(ids, dashboard.now())).items():
+            scene = next(c.scene for c in found.chats if c.key.chat_id == chat_id)
+            limit = board.policy.for_chat(chat_id, scene).chat
+            today[chat_id] = describe_amount(used, limit, board.policy.currency)
     return render(
         request,
         "chats.html",
@@ -130,6 +155,7 @@ async def chats(request: web.Request) -> web.Response:
         window=dashboard.window,
         spend=spend,
         spend_days=len(spend_range),
+        budget_today=today if dashboard.spend is not None else None,
     )
 
 

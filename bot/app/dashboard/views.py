@@ -385,9 +385,10 @@ def local(value: datetime | None, zone: tzinfo) -> str:
 
 # ---------------------------------------------------------------- errors
 
-ErrorKind = Literal["failed_call", "refused_send", "skipped_update"]
+ErrorKind = Literal["failed_call", "refused_budget", "refused_send", "skipped_update"]
 ERROR_KINDS: Mapping[ErrorKind, str] = {
     "failed_call": "failed model call",
+    "refused_budget": "refused: budget",
     "refused_send": "refused send",
     "skipped_update": "skipped update",
 }
@@ -420,10 +421,10 @@ def error_lines(
     lines = [
         ErrorLine(
             ts=entry.ts,
-            kind="failed_call",
+            kind="refused_budget" if entry.refused == "budget" else "failed_call",
             chat=entry.chat,
             reason=entry.error or "",
-            call_id=entry.call_id,
+            call_id="" if entry.refused else entry.call_id,  # never sent: no trace
         )
         for digest in digests
         for entry in digest.failed
