@@ -156,6 +156,9 @@ class ProviderProfile(Section):
     price_output_per_mtok: float = 0.0
     price_cache_write_per_mtok: float = 0.0
     """Cache writes (Anthropic: 1.25 × input for the 5 min TTL, 2 × for 1 h)."""
+    vision: bool = False
+    """The model sees images: the turn's photos go with the current message. Off: no image
+    bytes are sent, the model is told it cannot see them."""
 
 
 class TriggerSettings(Section):
@@ -208,6 +211,21 @@ class RetentionSettings(Section):
     keep_platform_events_days: int = Field(0, ge=0)
 
 
+class MediaSettings(Section):
+    """Members' files (`[media]`): images shown to the model, documents it reads."""
+
+    max_images_per_turn: int = Field(4, ge=0)
+    """Images a turn sends with its current message, the newest first; the rest are named."""
+    keep_days: int = Field(7, ge=0)
+    """Days a downloaded file stays in `DATA_DIR/media/` (0: no age bound)."""
+    max_mb: int = Field(512, ge=1)
+    """All cached files together; the oldest go first past it."""
+    max_document_mb: int = Field(20, ge=1)
+    """The largest file fetched (the Bot API's own download limit is 20 MB)."""
+    download_timeout_seconds: float = Field(20.0, gt=0)
+    """Each download's deadline: a stalled one is a skipped image or a tool error."""
+
+
 class LedgerSettings(Section):
     """The usage ledger and the per-call traces (`bot.agent.traces`)."""
 
@@ -235,6 +253,8 @@ class Settings(BaseSettings):
     llm_context_window: int = Field(0, ge=0)
     llm_tokenizer_file: Path | None = None
     llm_tokenizer_pattern: str | None = None
+    llm_vision: bool = False
+    """The `default` route's model sees images (a profile's `vision`)."""
     database_url: str | None = None
     data_dir: Path = Path("./data")
     bot_timezone: str = "UTC"
@@ -266,6 +286,7 @@ class Settings(BaseSettings):
     security: SecuritySettings = SecuritySettings()
     retention: RetentionSettings = RetentionSettings()
     ledger: LedgerSettings = LedgerSettings()
+    media: MediaSettings = MediaSettings()
 
     @field_validator("bot_timezone")
     @classmethod

@@ -19,12 +19,16 @@
     │   ├── TelegramForbidden        the bot was blocked or removed from the chat
     │   ├── TelegramBadRequest       e.g. the message to reply to or delete is gone
     │   └── TelegramNetworkError     the Bot API could not be reached
-    └── ToolError                    a tool failed; becomes a tool result the model reads
+    ├── ToolError                    a tool failed; becomes a tool result the model reads
+    └── MediaRefused                 a member's file was not fetched or not accepted (too large,
+                                     not an image, a decompression bomb, a stalled download)
 
 What a caller can do follows the branch: `ContextOverflow` → trim and retry once;
 `ProviderRateLimited`/`TelegramFloodWait` → wait `retry_after`; `TelegramForbidden` → stop
 writing to that chat; `StorageUnavailable` → leave the update unconfirmed (it comes
-again); `ToolError` and `ReferenceNotConfirmed` → tell the model, not the user.
+again); `ToolError` and `ReferenceNotConfirmed` → tell the model, not the user;
+`MediaRefused` → skip the file and say why (a tool error, or a line of the `[Images]`
+block), the turn goes on.
 """
 
 from __future__ import annotations
@@ -135,3 +139,12 @@ class ToolError(BotError):
     def __init__(self, message: str, code: str = "tool_error") -> None:
         super().__init__(message)
         self.code = code
+
+
+class MediaRefused(BotError):
+    """A member's file was not fetched or not accepted; `reason` says why in words the model
+    reads ("the file is 31 MB, over the 20 MB limit"). The turn goes on without it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

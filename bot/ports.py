@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
+from bot.context.images import ImageBounds
 from bot.context.token_correction import TokenCorrection
 from bot.domain.facts import InboundMessage, Media, MembershipChange, ReactionChange
 from bot.domain.ids import Scene, SessionKey
@@ -468,4 +469,30 @@ class TurnStarter(Protocol):
     def try_turn_lock(self, session: SessionInfo) -> AbstractAsyncContextManager[bool]:
         """The turn lock if nobody holds or awaits it (this worker) and no worker holds it
         (across workers), without waiting; yields whether it is held."""
+        ...
+
+
+# ---------------------------------------------------------------- members' files
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchedImage:
+    """An image as it is sent: verified, downscaled and encoded again (metadata dropped)."""
+
+    media_type: str
+    data: bytes
+    width: int
+    height: int
+
+
+class MediaFiles(Protocol):
+    """Members' files, fetched from the platform through a bounded local cache
+    (`adapters.media_files`). Each fails with `MediaRefused` saying why, never hangs."""
+
+    async def image(self, media: Media, bounds: ImageBounds) -> FetchedImage:
+        """The image `media` names, within `bounds`."""
+        ...
+
+    async def document(self, media: Media) -> bytes:
+        """The file `media` names, whole (at most the configured document size)."""
         ...

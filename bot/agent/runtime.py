@@ -32,6 +32,7 @@ from bot.agent.routes import RouteTable
 from bot.agent.token_truth import TokenTruth
 from bot.agent.tool_runner import TOOL_TIMEOUT_SECONDS, ToolRunner
 from bot.agent.turn import TurnFailed, TurnOutcome, TurnState
+from bot.agent.turn_images import TurnImages
 from bot.context.alias_table import AliasTable
 from bot.context.cache_plan import ReadPoints
 from bot.context.escaping import strip_echoed_header
@@ -92,6 +93,7 @@ class TurnRunner:
         chat_actions: ChatActions | None = None,
         stream_drafts: bool = True,
         observer: TurnObserver = NO_OBSERVER,
+        images: TurnImages | None = None,
     ) -> None:
         self.observer = observer
         """Watches each turn and tool call (tracing, `bot.agent.observer`)."""
@@ -133,6 +135,7 @@ class TurnRunner:
             bot_name=bot_name,
             correction=self.truth.correction,
             reactions=reactions,
+            images=images,
         )
         self.provider = ProviderCaller(
             tools=self.tools,
@@ -180,6 +183,8 @@ class TurnRunner:
         learned since their last save."""
         if self.compactor is not None:
             await self.compactor.aclose()
+        if self.request.images is not None:
+            await self.request.images.aclose()
         self.truth.flush()
 
     async def prepare(

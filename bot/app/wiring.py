@@ -19,6 +19,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from adapters.llm.dialects import options_for
 from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
 from adapters.llm.scripted import ScriptedModel
+from adapters.media_files import CachedMediaFiles, MediaCache, TelegramFileSource
 from adapters.scheduler import build_scheduler
 from adapters.tokenizers import TokenizerUnavailable, load_token_counter
 from bot.agent.events import EventBus
@@ -38,6 +39,7 @@ from bot.agent.routes import Prices, ProfileEntry, RouteTable
 from bot.agent.runtime import TurnRunner
 from bot.agent.token_truth import TokenTruth
 from bot.agent.traces import TraceWriter
+from bot.agent.turn_images import TurnImages
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
 from bot.app.telemetry import route_endpoints
@@ -118,6 +120,8 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
                 profile.tokenizer_file,
                 profile.tokenizer_pattern,
             ),
+            wire=profile.kind,
+            vision=profile.vision,
         )
     default_provider: LLMProvider
     if offline is not None:
@@ -148,6 +152,8 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
             count_tokens=_token_counter(
                 "llm_tokenizer_file", settings.llm_tokenizer_file, settings.llm_tokenizer_pattern
             ),
+            wire=settings.llm_kind,
+            vision=settings.llm_vision,
         ),
     )
     default_name = settings.default_provider or "default"
@@ -410,6 +416,12 @@ def build_app(
         reactions=store,
         search=store,
         observer=tracing if tracing is not None else NO_OBSERVER,
+        images=TurnImages(
+            files=media_files(settings),
+            messages=store,
+            aliases=store,
+            max_per_turn=settings.media.max_images_per_turn,
+        ),
     )
 
     async def usage_reply() -> tuple[str, bytes | None]:
@@ -488,6 +500,23 @@ def build_app(
         told=told,
         chat_events=chat_events,
         messenger=messenger,
+    )
+
+
+def media_files(settings: Settings) -> CachedMediaFiles | None:
+    """Members' files through `DATA_DIR/media/` (`[media]`); None without a bot token."""
+    if settings.bot_token is None:
+        return None
+    media = settings.media
+    return CachedMediaFiles(
+        TelegramFileSource(settings.telegram_api_base, settings.bot_token.get_secret_value()),
+        MediaCache(
+            settings.data_dir / "media",
+            keep_days=media.keep_days,
+            max_bytes=media.max_mb * 1024 * 1024,
+        ),
+        max_file_bytes=media.max_document_mb * 1024 * 1024,
+        timeout_seconds=media.download_timeout_seconds,
     )
 
 

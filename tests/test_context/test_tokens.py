@@ -13,7 +13,7 @@ from bot.context.tokens import (
     split_request_tokens,
     system_tokens,
 )
-from bot.domain.messages import ChatMessage, ToolCall
+from bot.domain.messages import ChatMessage, ImagePart, ToolCall
 
 
 @pytest.mark.parametrize(
@@ -43,7 +43,12 @@ def test_estimate_text_tokens(text: str, tokens: int) -> None:
             ),
             7,
         ),
-        (ChatMessage(role="user", content="see", images=("a", "b")), 5 + 2 * IMAGE_TOKEN_ESTIMATE),
+        (
+            ChatMessage(
+                role="user", content="see", images=(ImagePart(url="a"), ImagePart(url="b"))
+            ),
+            5 + 2 * IMAGE_TOKEN_ESTIMATE,
+        ),
         (ChatMessage(role="user", content="hello world!", tokens=40), 40),
     ],
     ids=["text + 4", "call name and arguments", "dispatched images", "cached value wins"],
@@ -65,7 +70,9 @@ def test_estimate_span_tokens_reads_cached_costs() -> None:
 
 # ---------------------------------------------------------------- a request's split
 
-PHOTO = ChatMessage(role="user", content="look", images=("data:image/png;base64,AA",))
+PHOTO = ChatMessage(
+    role="user", content="look", images=(ImagePart(url="data:image/png;base64,AA"),)
+)
 
 
 def test_ensure_token_estimate_keeps_a_cached_estimate_and_fills_a_missing_one() -> None:

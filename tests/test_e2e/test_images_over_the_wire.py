@@ -1,0 +1,114 @@
+"""Members' photos through `tgbot run` against the fake Bot API (with `getFile` and file
+downloads): the model sees the current turn's images, the history never keeps them.
+
+A member posts a photo whose caption mentions the bot. With `LLM_VISION=true` the request
+carries the image (downloaded, verified, downscaled to OpenAI's bounds, cached 0600 under
+`DATA_DIR/media/`), the reply is delivered, and the next turn repeats the photo's message
+byte for byte with its placeholder only. With vision off no file is downloaded, no image
+byte is sent, and the model is told it cannot see the image.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import stat
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from adapters.llm.scripted import ScriptedModel
+from bot.ports import LLMRequest, LLMResponse
+from tests.bot_process import StartBot, reply_stored
+
+pytestmark = pytest.mark.slow
+
+CHAT = -1007770001
+ALICE = {"id": 1001, "first_name": "Alice"}
+
+
+def photo_bytes(width: int, height: int) -> bytes:
+    image = Image.new("RGB", (width, height), (200, 40, 40))
+    out = io.BytesIO()
+    image.save(out, format="JPEG", quality=90)
+    return out.getvalue()
+
+
+def current(request: LLMRequest) -> int:
+    return max(i for i, m in enumerate(request.messages) if m.role == "user")
+
+
+def echo(_request: LLMRequest) -> LLMResponse:
+    return LLMResponse(text="a red square")
+
+
+async def test_the_model_sees_the_photo_of_this_turn_only(
+    bot_running: StartBot, tmp_path: Path
+) -> None:
+    model = ScriptedModel(default=echo)
+    api, _llm, _bot, store = await bot_running(model, LLM_VISION="true")
+    api.push_update(
+        api.media_message(
+            CHAT,
+            ALICE,
+            "@test_bot what is in this picture?",
+            kind="photo",
+            data=photo_bytes(2560, 1920),
+            file_id="AgAD-big-photo",
+            width=2560,
+            height=1920,
+            message_id=500,
+        )
+    )
+    await reply_stored(api, store, CHAT, 1)
+
+    first = model.requests[0]
+    photo = first.messages[current(first)]
+    (image,) = photo.images
+    media_type, _, data = image.url.removeprefix("data:").partition(";base64,")
+    assert media_type == "image/jpeg"
+    with Image.open(io.BytesIO(base64.b64decode(data))) as sent:
+        assert sent.size == (1024, 768)  # OpenAI's high-detail size: nothing wasted
+    assert "[Images]\n- m1: attached below (1024x768)" in photo.content
+    assert "[图片]" in photo.content  # the placeholder stays in the text
+    assert api.calls_of("getFile")[0]["file_id"] == "AgAD-big-photo"
+    (cached,) = (tmp_path / "media").iterdir()
+    assert stat.S_IMODE(cached.stat().st_mode) == 0o600
+
+    api.push_update(api.user_message(CHAT, ALICE, "@test_bot thanks!", message_id=502))
+    await reply_stored(api, store, CHAT, 2)
+    second = model.requests[1]
+    again = second.messages[1]
+    assert again.images == ()
+    stored_form = photo.content.partition("\n\n[Turn context]")[0]
+    assert again.content == stored_form  # byte for byte: the cached prefix holds
+    reply = second.messages[2]
+    assert reply.role == "assistant"
+    assert reply.content.endswith("a red square")
+    assert all(not m.images for m in second.messages)
+    assert len(api.downloads) == 1  # the photo was fetched once
+
+
+async def test_without_vision_no_image_byte_is_sent(bot_running: StartBot) -> None:
+    model = ScriptedModel(default=echo)
+    api, _llm, _bot, store = await bot_running(model)  # vision is off by default
+    api.push_update(
+        api.media_message(
+            CHAT,
+            ALICE,
+            "@test_bot what is in this picture?",
+            kind="photo",
+            data=photo_bytes(640, 480),
+            file_id="AgAD-small-photo",
+            width=640,
+            height=480,
+        )
+    )
+    await reply_stored(api, store, CHAT, 1)
+    (request,) = model.requests
+    assert all(not m.images for m in request.messages)
+    text = request.messages[current(request)].content
+    assert "[Images]\nThis model cannot see images here: m1 cannot be shown to you." in text
+    assert api.calls_of("getFile") == []
+    assert api.downloads == []
