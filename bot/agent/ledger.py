@@ -111,6 +111,9 @@ class LedgerEntry:
     input_truncated_by_provider: bool = False
     call_id: str = ""
     """Names the call's trace (`bot.agent.traces`); empty on lines from before traces."""
+    images: int = 0
+    """Images the call sent (the current turn's, and tool results' `view_image`); their
+    tokens are `est_images`."""
 
     def __post_init__(self) -> None:
         if self.ts.tzinfo is None or self.ts.utcoffset() is None:
@@ -156,6 +159,7 @@ class LedgerEntry:
             "cache_write_cost": self.cache_write_cost,
             "input_truncated_by_provider": self.input_truncated_by_provider,
             "call_id": self.call_id,
+            "images": self.images,
         }
 
     def to_json_line(self) -> str:
@@ -190,7 +194,8 @@ class LedgerEntry:
         (ts, session, chat, thread, scene, turn_id, iteration, purpose, provider, model,
          input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
          est_images, est_corrected, trims, latency_ms, error, hit_iteration_cap, cost,
-         tool_calls, cache_write_tokens, cache_write_cost, truncated, call_id) = values
+         tool_calls, cache_write_tokens, cache_write_cost, truncated, call_id,
+         images) = values
         if not (
             type(ts) is str and type(session) is int and type(chat) is int
             and type(thread) is int and type(scene) is str and type(turn_id) is str
@@ -206,7 +211,7 @@ class LedgerEntry:
             and type(tool_calls) is int and type(trims) is list
             and (type(cache_write_tokens) is int or cache_write_tokens is None)
             and (type(cache_write_cost) is float or cache_write_cost is None)
-            and type(truncated) is bool and type(call_id) is str
+            and type(truncated) is bool and type(call_id) is str and type(images) is int
         ):
             return _from_partial(data)
         parsed = datetime.fromisoformat(ts)
@@ -217,7 +222,7 @@ class LedgerEntry:
             input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
             est_images, est_corrected, tuple(map(_trim_from_json, trims)),
             latency_ms, error, hit_iteration_cap, cost, tool_calls,
-            cache_write_tokens, cache_write_cost, truncated, call_id,
+            cache_write_tokens, cache_write_cost, truncated, call_id, images,
         ))
         # fmt: on
 
@@ -273,6 +278,7 @@ def _from_partial(data: Mapping[str, Any]) -> LedgerEntry:
             _opt_float(get("cache_write_cost")),
             bool(get("input_truncated_by_provider", False)),
             _str(get("call_id")),
+            _int(get("images")),
         )
     )
 

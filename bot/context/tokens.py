@@ -111,6 +111,8 @@ class RequestTokens:
     current: int
     images: int
     messages: int
+    image_count: int = 0
+    """How many images the request sends (`images` is their tokens)."""
 
 
 def split_request_tokens(messages: Sequence[ChatMessage], current_index: int) -> RequestTokens:
@@ -124,4 +126,5 @@ def split_request_tokens(messages: Sequence[ChatMessage], current_index: int) ->
         current=max(0, current - image_tokens(after)),
         images=image_tokens(messages),
         messages=history + current,
+        image_count=sum(len(m.images) for m in messages),
     )

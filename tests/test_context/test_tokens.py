@@ -85,6 +85,8 @@ def test_system_and_image_tokens_count_only_their_part() -> None:
     messages = [ChatMessage(role="system", content="hello world!"), PHOTO, PHOTO]
     assert system_tokens(messages) == 7
     assert image_tokens(messages) == 2 * IMAGE_TOKEN_ESTIMATE
+    sized = ChatMessage(role="user", content="", images=(ImagePart(url="x", tokens=1105),))
+    assert image_tokens([sized, PHOTO]) == 1105 + IMAGE_TOKEN_ESTIMATE  # its own estimate
 
 
 @pytest.mark.parametrize(
@@ -106,7 +108,9 @@ def test_system_and_image_tokens_count_only_their_part() -> None:
                 ChatMessage(role="user", content="hi"),
             ],
             2,
-            RequestTokens(history=5, current=5, images=IMAGE_TOKEN_ESTIMATE, messages=10 + 765),
+            RequestTokens(
+                history=5, current=5, images=IMAGE_TOKEN_ESTIMATE, messages=10 + 765, image_count=1
+            ),
         ),
         (
             [
@@ -116,7 +120,9 @@ def test_system_and_image_tokens_count_only_their_part() -> None:
                 ChatMessage(role="tool", content="ok", tool_call_id="c1", name="f"),
             ],
             2,
-            RequestTokens(history=5, current=10, images=IMAGE_TOKEN_ESTIMATE, messages=15 + 765),
+            RequestTokens(
+                history=5, current=10, images=IMAGE_TOKEN_ESTIMATE, messages=15 + 765, image_count=1
+            ),
         ),
     ],
     ids=["system left out", "image in history", "image and tool step in current"],

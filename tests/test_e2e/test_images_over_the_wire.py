@@ -19,6 +19,9 @@ import pytest
 from PIL import Image
 
 from adapters.llm.scripted import ScriptedModel
+from bot.agent.ledger import read_entries
+from bot.agent.traces import read_trace
+from bot.app.dashboard.calls import view
 from bot.ports import LLMRequest, LLMResponse
 from tests.bot_process import StartBot, reply_stored
 
@@ -88,6 +91,21 @@ async def test_the_model_sees_the_photo_of_this_turn_only(
     assert reply.content.endswith("a red square")
     assert all(not m.images for m in second.messages)
     assert len(api.downloads) == 1  # the photo was fetched once
+
+    # accounting: the ledger counts the image at OpenAI's rule (2x2 tiles: 85 + 4 x 170)
+    await _bot.stop()
+    first_line, second_line = [
+        e for e in read_entries(tmp_path / "agent-traces") if e.purpose == "turn"
+    ]
+    assert (first_line.images, first_line.est_images) == (1, 765)
+    assert (second_line.images, second_line.est_images) == (0, 0)
+    trace = read_trace(tmp_path / "agent-traces", first_line.call_id)
+    assert trace is not None
+    rows = [row for m in view(trace)["messages"] for row in m["image_rows"]]
+    assert [(r["label"], r["width"], r["height"], r["tokens"]) for r in rows] == [
+        ("m1", 1024, 768, 765)
+    ]
+    assert rows[0]["thumbnail"].startswith("data:image/jpeg;base64,")
 
 
 async def test_without_vision_no_image_byte_is_sent(bot_running: StartBot) -> None:
