@@ -496,3 +496,7 @@ class MediaFiles(Protocol):
     async def document(self, media: Media) -> bytes:
         """The file `media` names, whole (at most the configured document size)."""
         ...
+
+    def prefetch(self, media: Media) -> None:
+        """Start fetching `media` into the cache in the background (off the chat's lock)."""
+        ...

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from bot.context.images import ImageSlot, ImageWire, bounds_for, image_tokens_for, images_block
 from bot.context.images import is_image as is_image_media
 from bot.context.projection import current_record_index
-from bot.domain.facts import Media
+from bot.domain.facts import InboundMessage, Media
 from bot.domain.messages import ImagePart
 from bot.domain.records import StoredRecord, UserRecord
 from bot.errors import MediaRefused
@@ -65,7 +65,11 @@ class TurnImages:
         messages: PlatformMessageLookup,
         aliases: AliasLookup,
         max_per_turn: int = DEFAULT_MAX_IMAGES_PER_TURN,
+        prefetch: bool = False,
     ) -> None:
+        self.prefetching = prefetch and files is not None
+        """Some route sees images: a trigger's images are fetched while its turn waits for
+        the merge window and the chat's lock, so the turn itself reads the cache."""
         self.files = files
         self.messages = messages
         self.aliases = aliases
@@ -76,6 +80,14 @@ class TurnImages:
         close = getattr(self.files, "aclose", None)
         if close is not None:
             await close()
+
+    def prefetch(self, message: InboundMessage) -> None:
+        """Start fetching the images of a message a turn will answer (`TurnScheduler`)."""
+        if not self.prefetching or self.files is None:
+            return
+        for media in message.media:
+            if is_image_media(media):
+                self.files.prefetch(media)
 
     async def collect(
         self,

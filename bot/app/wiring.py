@@ -416,11 +416,14 @@ def build_app(
         reactions=store,
         search=store,
         observer=tracing if tracing is not None else NO_OBSERVER,
-        images=TurnImages(
-            files=media_files(settings),
-            messages=store,
-            aliases=store,
-            max_per_turn=settings.media.max_images_per_turn,
+        images=(
+            images := TurnImages(
+                files=media_files(settings),
+                messages=store,
+                aliases=store,
+                max_per_turn=settings.media.max_images_per_turn,
+                prefetch=settings.llm_vision or any(p.vision for p in settings.providers.values()),
+            )
         ),
     )
 
@@ -463,6 +466,7 @@ def build_app(
         chat_lock=chat_lock,
         limits=open_rate_limits(settings, store),
     )
+    inbound.turns.on_scheduled = images.prefetch
     recovery = CrashRecovery(
         store=store,
         runner=runner,

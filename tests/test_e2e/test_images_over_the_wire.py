@@ -13,6 +13,8 @@ from __future__ import annotations
 import base64
 import io
 import stat
+import struct
+import zlib
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,7 @@ from bot.agent.ledger import read_entries
 from bot.agent.traces import read_trace
 from bot.app.dashboard.calls import view
 from bot.ports import LLMRequest, LLMResponse
-from tests.bot_process import StartBot, reply_stored
+from tests.bot_process import QUIET_CONFIG, StartBot, reply_stored
 
 pytestmark = pytest.mark.slow
 
@@ -130,3 +132,46 @@ async def test_without_vision_no_image_byte_is_sent(bot_running: StartBot) -> No
     assert "[Images]\nThis model cannot see images here: m1 cannot be shown to you." in text
     assert api.calls_of("getFile") == []
     assert api.downloads == []
+
+
+def pixel_bomb() -> bytes:
+    """A small PNG whose header declares 30000 x 30000 pixels."""
+    out = io.BytesIO()
+    Image.new("L", (1, 1)).save(out, format="PNG")
+    small = out.getvalue()
+    header = struct.pack(">IIBBBBB", 30000, 30000, 8, 0, 0, 0, 0)
+    chunk = b"IHDR" + header
+    ihdr = struct.pack(">I", len(header)) + chunk + struct.pack(">I", zlib.crc32(chunk))
+    return small[:8] + ihdr + small[8 + 25 :]
+
+
+async def test_a_hostile_or_stalled_image_is_skipped_and_the_turn_answered(
+    bot_running: StartBot,
+) -> None:
+    model = ScriptedModel(default=echo)
+    config = QUIET_CONFIG + "\n[media]\ndownload_timeout_seconds = 1\n"
+    api, _llm, _bot, store = await bot_running(model, config=config, LLM_VISION="true")
+    api.delay_next("file", 3600)  # the first download never finishes
+    api.push_update(
+        api.media_message(
+            CHAT, ALICE, "@test_bot look", kind="photo", data=photo_bytes(64, 64),
+            file_id="AgAD-stalls", width=64, height=64,
+        )
+    )  # fmt: skip
+    await reply_stored(api, store, CHAT, 1)
+    api.push_update(
+        api.media_message(
+            CHAT, ALICE, "@test_bot and this?", kind="photo", data=pixel_bomb(),
+            file_id="AgAD-bomb", width=1280, height=960,
+        )
+    )  # fmt: skip
+    await reply_stored(api, store, CHAT, 2)
+    stalled, bomb = model.requests
+    assert all(not m.images for m in (*stalled.messages, *bomb.messages))
+    assert "- m1: not attached: the download did not finish within 1 s" in (
+        stalled.messages[current(stalled)].content
+    )
+    assert "not attached: the image is too large to decode (a decompression bomb?)" in (
+        bomb.messages[current(bomb)].content
+    )
+    assert [m["text"] for m in api.sent_messages(CHAT)] == ["a red square", "a red square"]
