@@ -160,6 +160,7 @@ class TurnRunner:
             search=search,
             zone=policy.prompt.zone,
             observer=observer,
+            media_files=images.files if images is not None else None,
         )
         self.bubbles = ReplyBubbles(
             store=store,
@@ -224,7 +225,7 @@ class TurnRunner:
             told_user = await self.told.peek(key.chat_id, key.thread_id)
         state, aliases, records = await self.prepare(session, turn_id=turn_id, told_user=told_user)
         session = state.session
-        tool_ctx = self.tool_runner.context(session, records)
+        tool_ctx = self.tool_runner.context(session, records, route=state.route)
         try:
             async with asyncio.timeout(self.policy.turn_deadline_seconds):
                 return await self._steps(

@@ -13,18 +13,24 @@ cannot see them.
 from __future__ import annotations
 
 import asyncio
-import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.context.images import ImageSlot, ImageWire, bounds_for, image_tokens_for, images_block
+from bot.context.images import (
+    ImageSlot,
+    ImageWire,
+    bounds_for,
+    data_url,
+    image_tokens_for,
+    images_block,
+)
 from bot.context.images import is_image as is_image_media
 from bot.context.projection import current_record_index
 from bot.domain.facts import InboundMessage, Media
 from bot.domain.messages import ImagePart
 from bot.domain.records import StoredRecord, UserRecord
 from bot.errors import MediaRefused
-from bot.ports import FetchedImage, MediaFiles, SessionInfo
+from bot.ports import MediaFiles, SessionInfo
 from bot.store_ports import AliasLookup, PlatformMessageLookup
 
 DEFAULT_MAX_IMAGES_PER_TURN = 4
@@ -47,11 +53,6 @@ class _Candidate:
     label: str
     media: Media
     quoted: bool = False
-
-
-def image_url(image: FetchedImage) -> str:
-    """A fetched image as the data URI both wires send."""
-    return f"data:{image.media_type};base64,{base64.b64encode(image.data).decode('ascii')}"
 
 
 class TurnImages:
@@ -139,7 +140,7 @@ class TurnImages:
         except MediaRefused as refused:
             return refused.reason
         return ImagePart(
-            url=image_url(image),
+            url=data_url(image.media_type, image.data),
             width=image.width,
             height=image.height,
             tokens=image_tokens_for(wire, image.width, image.height),

@@ -16,6 +16,7 @@ Sizes and token rules (docs/architecture.md, Images, documents and voice):
 
 from __future__ import annotations
 
+import base64
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -76,6 +77,11 @@ def image_tokens_for(wire: ImageWire, width: int, height: int) -> int:
         return math.ceil(w * h / 750)
     w, h = fitted_size(width, height, ImageBounds(long_side=2048, short_side=768))
     return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+
+
+def data_url(media_type: str, data: bytes) -> str:
+    """An image as the data URI both wires send."""
+    return f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
 
 
 def is_image(media: Media) -> bool:

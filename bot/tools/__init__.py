@@ -9,6 +9,7 @@ from bot.tools import (
     search_history,
     send_message,
     set_reaction,
+    view_image,
 )
 from bot.tools.base import Tool
 
@@ -21,4 +22,5 @@ def default_tools() -> tuple[Tool, ...]:
         inspect_conversation_reference.TOOL,
         expand_tool_result.TOOL,
         search_history.TOOL,
+        view_image.TOOL,
     )

@@ -8,14 +8,16 @@ a tool result the model reads.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from typing import Any
 
 from bot.context.alias_table import AliasTable
+from bot.context.images import ImageWire
+from bot.domain.messages import ImagePart
 from bot.domain.records import StoredRecord
 from bot.errors import ToolError
-from bot.ports import Clock, Messenger, RecordedBubbles, ToolSpec
+from bot.ports import Clock, MediaFiles, Messenger, RecordedBubbles, ToolSpec
 from bot.store_ports import AliasLookup, HistorySearch, PlatformMessageLookup
 from bot.tools.rights import MemberRights
 
@@ -43,6 +45,21 @@ class ToolContext:
     """Aliases of messages beyond the window (`find_aliases`), for what a tool shows."""
     shown: AliasTable | None = None
     """The turn's alias table: a tool that shows messages adds their aliases to it."""
+    media: ToolMedia | None = None
+    """Members' files, and where a tool puts an image for the model (`view_image`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolMedia:
+    """Members' files for tools: `files` fetches them; `wire` and `vision` are the turn's
+    route's; `shown` collects the images one call returns (the runner gives each call its
+    own list and puts them on that call's result, for this turn only)."""
+
+    files: MediaFiles | None
+    wire: ImageWire = "openai"
+    vision: bool = False
+    max_document_bytes: int = 20 * 1024 * 1024
+    shown: list[ImagePart] = field(default_factory=list)
 
 
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], Awaitable[str]]
