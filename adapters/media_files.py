@@ -29,10 +29,11 @@ from typing import Protocol
 import httpx
 from PIL import Image
 
+from adapters.documents import extract_text
 from bot.context.images import MAX_SOURCE_PIXELS, ImageBounds, fitted_size
 from bot.domain.facts import Media
 from bot.errors import MediaRefused
-from bot.ports import FetchedImage
+from bot.ports import DocumentText, FetchedImage
 
 log = logging.getLogger("tgbot.media")
 
@@ -202,6 +203,17 @@ class CachedMediaFiles:
 
     async def document(self, media: Media) -> bytes:
         return await self.raw(media)
+
+    async def text(self, media: Media, *, page: int | None, max_chars: int) -> DocumentText:
+        raw = await self.raw(media)
+        return await asyncio.to_thread(
+            extract_text,
+            raw,
+            name=media.file_name or "",
+            mime_type=media.mime_type or "",
+            page=page,
+            max_chars=max_chars,
+        )
 
     async def raw(self, media: Media) -> bytes:
         """The file's bytes: from the cache, or downloaded once (a concurrent ask for the same

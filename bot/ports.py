@@ -485,6 +485,18 @@ class FetchedImage:
     height: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DocumentText:
+    """A document's text as read: `pages` one string per page read (one for a text file),
+    `first_page` the number of the first (1-based), `page_count` the PDF's pages (None for
+    a text file), `kind` `pdf` or `text`."""
+
+    kind: Literal["pdf", "text"]
+    pages: tuple[str, ...]
+    first_page: int = 1
+    page_count: int | None = None
+
+
 class MediaFiles(Protocol):
     """Members' files, fetched from the platform through a bounded local cache
     (`adapters.media_files`). Each fails with `MediaRefused` saying why, never hangs."""
@@ -493,8 +505,9 @@ class MediaFiles(Protocol):
         """The image `media` names, within `bounds`."""
         ...
 
-    async def document(self, media: Media) -> bytes:
-        """The file `media` names, whole (at most the configured document size)."""
+    async def text(self, media: Media, *, page: int | None, max_chars: int) -> DocumentText:
+        """The text of the document `media` names: a text file whole, a PDF from `page` (or
+        its first) for as many pages as fit `max_chars`."""
         ...
 
     def prefetch(self, media: Media) -> None:

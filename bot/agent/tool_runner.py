@@ -30,7 +30,11 @@ from bot.context.alias_table import AliasTable
 from bot.context.bounded_json import JsonTooDeep, JsonTooLarge, loads_bounded
 from bot.context.projection import current_record_index, record_tokens, tool_result_message
 from bot.context.tokens import ensure_token_estimate
-from bot.context.tool_results import shorten, truncate_tool_result
+from bot.context.tool_results import (
+    DEFAULT_MAX_TOOL_RESULT_CHARS,
+    shorten,
+    truncate_tool_result,
+)
 from bot.domain.messages import ChatMessage, ImagePart, ToolCall
 from bot.domain.records import (
     AssistantRecord,
@@ -163,6 +167,7 @@ class ToolRunner:
                 files=self.media_files,
                 wire=route.wire if route is not None else "openai",
                 vision=route.vision if route is not None else False,
+                max_result_chars=self.max_result_chars or DEFAULT_MAX_TOOL_RESULT_CHARS,
             ),
         )
 

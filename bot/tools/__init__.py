@@ -6,6 +6,7 @@ from bot.tools import (
     delete_message,
     expand_tool_result,
     inspect_conversation_reference,
+    read_document,
     search_history,
     send_message,
     set_reaction,
@@ -23,4 +24,5 @@ def default_tools() -> tuple[Tool, ...]:
         expand_tool_result.TOOL,
         search_history.TOOL,
         view_image.TOOL,
+        read_document.TOOL,
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 from bot.context.alias_table import AliasTable
 from bot.context.images import ImageWire
+from bot.context.tool_results import DEFAULT_MAX_TOOL_RESULT_CHARS
 from bot.domain.messages import ImagePart
 from bot.domain.records import StoredRecord
 from bot.errors import ToolError
@@ -58,7 +59,8 @@ class ToolMedia:
     files: MediaFiles | None
     wire: ImageWire = "openai"
     vision: bool = False
-    max_document_bytes: int = 20 * 1024 * 1024
+    max_result_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS
+    """The record-time cap a document's text is fitted under."""
     shown: list[ImagePart] = field(default_factory=list)
 
 
