@@ -201,7 +201,7 @@ class CachedMediaFiles:
         raw = await self.raw(media)
         return await asyncio.to_thread(prepare_image, raw, bounds)
 
-    async def document(self, media: Media) -> bytes:
+    async def file(self, media: Media) -> bytes:
         return await self.raw(media)
 
     async def text(self, media: Media, *, page: int | None, max_chars: int) -> DocumentText:

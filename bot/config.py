@@ -226,6 +226,30 @@ class MediaSettings(Section):
     """Each download's deadline: a stalled one is a skipped image or a tool error."""
 
 
+class TranscriptionSettings(Section):
+    """Voice and video notes as text (`[transcription]`): an OpenAI-compatible
+    `/audio/transcriptions` endpoint (OpenAI, Groq, a local whisper server). Unset
+    `base_url`: nothing is transcribed."""
+
+    base_url: str | None = None
+    """e.g. `https://api.openai.com/v1`; the request goes to `<base_url>/audio/transcriptions`."""
+    api_key_env: str | None = None
+    """The environment variable holding the endpoint's key (never written in the file)."""
+    model: str = "whisper-1"
+    transcribe: Literal["mentions", "all", "off"] = "mentions"
+    """`mentions`: the voice notes that start a turn; `all`: every one in a served chat."""
+    price_per_minute: float = Field(0.0, ge=0)
+    """What a minute of audio costs (in `[ledger] currency`), for the ledger's `cost`."""
+    timeout_seconds: float = Field(30.0, gt=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"expected an http(s) URL, got {value!r}")
+        return value.rstrip("/") if value else value
+
+
 class LedgerSettings(Section):
     """The usage ledger and the per-call traces (`bot.agent.traces`)."""
 
@@ -287,6 +311,7 @@ class Settings(BaseSettings):
     retention: RetentionSettings = RetentionSettings()
     ledger: LedgerSettings = LedgerSettings()
     media: MediaSettings = MediaSettings()
+    transcription: TranscriptionSettings = TranscriptionSettings()
 
     @field_validator("bot_timezone")
     @classmethod

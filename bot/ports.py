@@ -510,6 +510,17 @@ class MediaFiles(Protocol):
         its first) for as many pages as fit `max_chars`."""
         ...
 
+    async def file(self, media: Media) -> bytes:
+        """The file `media` names, whole (at most the configured document size)."""
+        ...
+
     def prefetch(self, media: Media) -> None:
         """Start fetching `media` into the cache in the background (off the chat's lock)."""
         ...
+
+
+class Transcriber(Protocol):
+    """Speech to text (`adapters.transcription`: an OpenAI-compatible endpoint). Fails with
+    `MediaRefused` saying why."""
+
+    async def transcribe(self, audio: bytes, *, file_name: str, mime_type: str) -> str: ...

@@ -36,8 +36,10 @@ from bot.redact import scrub
 
 log = logging.getLogger("tgbot.ledger")
 
-Purpose = Literal["turn", "final_summary", "recovery_retry", "compaction"]
-PURPOSES: tuple[Purpose, ...] = ("turn", "final_summary", "recovery_retry", "compaction")
+Purpose = Literal["turn", "final_summary", "recovery_retry", "compaction", "transcription"]
+PURPOSES: tuple[Purpose, ...] = (
+    "turn", "final_summary", "recovery_retry", "compaction", "transcription"
+)  # fmt: skip
 
 MAX_LINE_BYTES = 4096
 """Upper bound of one encoded line; keeps each append a single small write."""

@@ -22,6 +22,7 @@ from adapters.llm.scripted import ScriptedModel
 from adapters.media_files import CachedMediaFiles, MediaCache, TelegramFileSource
 from adapters.scheduler import build_scheduler
 from adapters.tokenizers import TokenizerUnavailable, load_token_counter
+from adapters.transcription import OpenAITranscriber
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.observer import NO_OBSERVER
@@ -62,6 +63,7 @@ from bot.services.error_log import ErrorLog, RefusedSendLog
 from bot.services.inbound import InboundPolicy, InboundService
 from bot.services.recovery import CrashRecovery, RecoveryPolicy
 from bot.services.told_user import ToldUser, ToldUserMessenger
+from bot.services.transcripts import TranscriptionPolicy, VoiceTranscripts
 from bot.store_ports import ConversationStore
 from bot.tools import default_tools
 from storage.engine import create_engine_for, is_sqlite, normalise_url
@@ -350,6 +352,8 @@ def register_settings_secrets(settings: Settings) -> None:
     for profile in settings.providers.values():
         if profile.api_key_env:
             register_secret(os.environ.get(profile.api_key_env))
+    if settings.transcription.api_key_env:
+        register_secret(os.environ.get(settings.transcription.api_key_env))
 
 
 def build_app(
@@ -418,7 +422,7 @@ def build_app(
         observer=tracing if tracing is not None else NO_OBSERVER,
         images=(
             images := TurnImages(
-                files=media_files(settings),
+                files=(files := media_files(settings)),
                 messages=store,
                 aliases=store,
                 max_per_turn=settings.media.max_images_per_turn,
@@ -465,6 +469,7 @@ def build_app(
         commands=commands,
         chat_lock=chat_lock,
         limits=open_rate_limits(settings, store),
+        transcripts=voice_transcripts(settings, files=files, ledger=ledger, clock=clock),
     )
     inbound.turns.on_scheduled = images.prefetch
     recovery = CrashRecovery(
@@ -521,6 +526,31 @@ def media_files(settings: Settings) -> CachedMediaFiles | None:
         ),
         max_file_bytes=media.max_document_mb * 1024 * 1024,
         timeout_seconds=media.download_timeout_seconds,
+    )
+
+
+def voice_transcripts(
+    settings: Settings, *, files: CachedMediaFiles | None, ledger: LedgerWriter, clock: Clock
+) -> VoiceTranscripts | None:
+    """Voice notes as text (`[transcription]`); None without an endpoint, with `transcribe =
+    "off"`, or without a way to fetch files."""
+    config = settings.transcription
+    if config.base_url is None or config.transcribe == "off" or files is None:
+        return None
+    key = os.environ.get(config.api_key_env) if config.api_key_env else None
+    return VoiceTranscripts(
+        transcriber=OpenAITranscriber(
+            config.base_url, key, model=config.model, timeout=config.timeout_seconds
+        ),
+        files=files,
+        ledger=ledger,
+        clock=clock,
+        policy=TranscriptionPolicy(
+            mode=config.transcribe,
+            model=config.model,
+            price_per_minute=config.price_per_minute,
+            timeout_seconds=config.timeout_seconds,
+        ),
     )
 
 

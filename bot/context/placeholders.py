@@ -102,7 +102,10 @@ def media_placeholder(media: Media, locale: Locale) -> str:
         parts.append(described)
     if media.duration is not None and media.duration >= 0:
         parts.append(f"{media.duration}s")
-    return "[" + " ".join(part for part in parts if part) + "]"
+    placeholder = "[" + " ".join(part for part in parts if part) + "]"
+    if media.transcript:  # a voice note's words, member content: one line, no brackets
+        return f"{placeholder} {' '.join(inline_value(media.transcript).split())}"
+    return placeholder
 
 
 def media_placeholders(media: Sequence[Media], locale: Locale) -> str:

@@ -123,8 +123,8 @@ async def test_a_file_is_downloaded_once_then_read_from_the_cache(tmp_path: Path
     async with FakeBotApi(TOKEN) as api, files_over(api, tmp_path) as files:
         api.add_file("F1", b"hello", unique_id="U1")
         media = Media(kind="document", file_id="F1", file_unique_id="U1")
-        assert await files.document(media) == b"hello"
-        assert await files.document(media) == b"hello"
+        assert await files.file(media) == b"hello"
+        assert await files.file(media) == b"hello"
         assert api.downloads == ["files/F1"]
 
 
@@ -132,7 +132,7 @@ async def test_a_file_over_the_limit_is_refused_without_downloading(tmp_path: Pa
     async with FakeBotApi(TOKEN) as api, files_over(api, tmp_path) as files:
         api.add_file("BIG", b"x" * 10, declared_size=30 * 1024 * 1024)
         with pytest.raises(MediaRefused, match=r"30\.0 MB, over the 20\.0 MB limit"):
-            await files.document(Media(kind="document", file_id="BIG"))
+            await files.file(Media(kind="document", file_id="BIG"))
         assert api.downloads == []
 
 
@@ -140,7 +140,7 @@ async def test_a_file_that_lies_about_its_size_is_cut_off(tmp_path: Path) -> Non
     async with FakeBotApi(TOKEN) as api, files_over(api, tmp_path, max_bytes=1024) as files:
         api.add_file("LIAR", b"x" * 200_000, declared_size=10)
         with pytest.raises(MediaRefused, match=r"over the 0\.0 MB limit"):
-            await files.document(Media(kind="document", file_id="LIAR"))
+            await files.file(Media(kind="document", file_id="LIAR"))
 
 
 async def test_a_stalled_download_ends_at_its_deadline(tmp_path: Path) -> None:
@@ -148,12 +148,12 @@ async def test_a_stalled_download_ends_at_its_deadline(tmp_path: Path) -> None:
         api.add_file("SLOW", b"data")
         api.delay_next("file", 3600)
         with pytest.raises(MediaRefused, match=r"did not finish within 0\.2 s"):
-            await files.document(Media(kind="document", file_id="SLOW"))
+            await files.file(Media(kind="document", file_id="SLOW"))
 
 
 async def test_an_unknown_file_is_a_refusal_that_names_no_token(tmp_path: Path) -> None:
     async with FakeBotApi(TOKEN) as api, files_over(api, tmp_path) as files:
         with pytest.raises(MediaRefused) as refused:
-            await files.document(Media(kind="document", file_id="NOPE"))
+            await files.file(Media(kind="document", file_id="NOPE"))
         assert "invalid file_id" in refused.value.reason
         assert TOKEN not in refused.value.reason
