@@ -24,6 +24,7 @@ from typing import TypeVar
 from bench import (
     bench_dashboard,
     bench_e2e,
+    bench_images,
     bench_ingest,
     bench_load,
     bench_projection,
@@ -41,6 +42,17 @@ T = TypeVar("T")
 RUN_WITH_POSTGRES = "scripts/with-postgres .venv/bin/python -m bench"
 
 
+IMAGES_SECTION = "## 2c. Photos: the ADR group workload with 10 % photo messages"
+IMAGES_NOTE = (
+    "The same workload twice through the real runtime (vision on for the photo run): a "
+    "photo on about one message in ten (a real 1280x960 JPEG each, verified and downscaled "
+    "by `adapters/media_files.py`; the download skipped). A turn's photos ride on its current "
+    "message only and the history keeps the placeholder, so the prefix cache sees the "
+    "text-only run's history: the hit moves by the images' own (uncached) tokens only. "
+    "Images are counted in the simulated cache at their token estimate (OpenAI's tile rule: "
+    "a 1280x960 photo is sent as 1024x768, 765 tokens); an image a turn's tool loop repeats "
+    "on each call is counted each time. Cost at the example prices of section 1–2."
+)
 WORKERS_SECTION = "## 5b."
 """Run by hand (`python -m bench.bench_load --webhook-workers`): kept from the old report."""
 
@@ -148,6 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     found = _timed("token economy", spent, lambda: economy.run(messages, args.seed))
     caches = _timed("provider caches", spent, lambda: cache_sim.run(messages, args.seed))
+    photos = _timed("photos", spent, lambda: bench_images.run(messages, args.seed))
     tokens = _timed("token truth", spent, bench_tokens.run)
     projection, prepare, sent = _timed(
         "projection cost", spent, lambda: bench_projection.run(sizes, repeats=7 if quick else 15)
@@ -226,6 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ours.hit_rate >= 1.5 * legacy.hit_rate,
         ),
         *caches.targets(),
+        *photos.targets(),
         (
             "history prefix changes only when the window moves",
             f"{ours.prefix_breaks} changes, {ours.window_moves} moves",
@@ -346,6 +360,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "plan is not sent: the stable prefix alone does the work. The DeepSeek row is a "
             "lower bound: units at fixed token intervals (undocumented interval) and common "
             "prefixes inside a message are not modelled.",
+            "",
+            IMAGES_SECTION,
+            "",
+            photos.markdown,
+            "",
+            IMAGES_NOTE,
             "",
             "## 3. Preparing the next call against stored history (SQLite)",
             "",

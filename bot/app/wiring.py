@@ -66,6 +66,8 @@ from bot.services.told_user import ToldUser, ToldUserMessenger
 from bot.services.transcripts import TranscriptionPolicy, VoiceTranscripts
 from bot.store_ports import ConversationStore
 from bot.tools import default_tools
+from bot.tools.base import Tool
+from bot.tools.view_image import VIEW_IMAGE
 from storage.engine import create_engine_for, is_sqlite, normalise_url
 from storage.live_channel import PgLiveChannel
 from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
@@ -407,7 +409,7 @@ def build_app(
         platform_messages=store,
         messenger=messenger,
         routes=routes,
-        tools=default_tools(),
+        tools=offered_tools(settings),
         ledger=ledger,
         clock=clock,
         policy=turn_policy(settings),
@@ -426,7 +428,7 @@ def build_app(
                 messages=store,
                 aliases=store,
                 max_per_turn=settings.media.max_images_per_turn,
-                prefetch=settings.llm_vision or any(p.vision for p in settings.providers.values()),
+                prefetch=sees_images(settings),
             )
         ),
     )
@@ -510,6 +512,20 @@ def build_app(
         chat_events=chat_events,
         messenger=messenger,
     )
+
+
+def sees_images(settings: Settings) -> bool:
+    """Whether any route's model sees images (a profile's `vision`, or `LLM_VISION`)."""
+    return settings.llm_vision or any(p.vision for p in settings.providers.values())
+
+
+def offered_tools(settings: Settings) -> tuple[Tool, ...]:
+    """The tools every request offers: `view_image` only when some route sees images (its
+    schema sits in every cached prefix; a model that cannot see would only be refused)."""
+    tools = default_tools()
+    if sees_images(settings):
+        return tools
+    return tuple(tool for tool in tools if tool.spec.name != VIEW_IMAGE)
 
 
 def media_files(settings: Settings) -> CachedMediaFiles | None:

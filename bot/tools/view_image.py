@@ -17,6 +17,8 @@ from bot.errors import MediaRefused, ToolError
 from bot.ports import ToolSpec
 from bot.tools.base import Tool, ToolContext, require_int
 
+VIEW_IMAGE = "view_image"
+
 
 def viewed_line(label: str) -> str:
     return f"[image {label} viewed]"
@@ -59,7 +61,7 @@ async def view_image(args: Mapping[str, Any], ctx: ToolContext) -> str:
 
 TOOL = Tool(
     spec=ToolSpec(
-        name="view_image",
+        name=VIEW_IMAGE,
         description=(
             "See an image posted earlier in this chat (a photo, image file or sticker): pass "
             "its message's alias (m12). The image comes back with the result, for this turn."
