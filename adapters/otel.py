@@ -349,7 +349,8 @@ def _message(message: ChatMessage) -> dict[str, object]:
         parts.append({"type": "text", "content": message.content})
     for image in message.images:
         # a data URI is the image itself: its bytes stay out of the span
-        uri = image.partition(",")[0] + ",…" if image.startswith("data:") else image
+        url = image.url
+        uri = url.partition(",")[0] + ",…" if url.startswith("data:") else url
         parts.append({"type": "uri", "modality": "image", "uri": uri})
     parts.extend(_tool_call_part(call) for call in message.tool_calls)
     return {"role": message.role, "parts": parts}

@@ -24,6 +24,7 @@ from typing import TypeVar
 from bench import (
     bench_dashboard,
     bench_e2e,
+    bench_images,
     bench_ingest,
     bench_load,
     bench_projection,
@@ -41,6 +42,17 @@ T = TypeVar("T")
 RUN_WITH_POSTGRES = "scripts/with-postgres .venv/bin/python -m bench"
 
 
+IMAGES_SECTION = "## 2d. Photos: the ADR group workload with 10 % photo messages"
+IMAGES_NOTE = (
+    "The same workload twice through the real runtime (vision on for the photo run): a "
+    "photo on about one message in ten (a real 1280x960 JPEG each, verified and downscaled "
+    "by `adapters/media_files.py`; the download skipped). A turn's photos ride on its current "
+    "message only and the history keeps the placeholder, so the prefix cache sees the "
+    "text-only run's history: the hit moves by the images' own (uncached) tokens only. "
+    "Images are counted in the simulated cache at their token estimate (OpenAI's tile rule: "
+    "a 1280x960 photo is sent as 1024x768, 765 tokens); an image a turn's tool loop repeats "
+    "on each call is counted each time. Cost at the example prices of section 1–2."
+)
 WORKERS_SECTION = "## 5b."
 """Run by hand (`python -m bench.bench_load --webhook-workers`): kept from the old report."""
 
@@ -153,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         spent,
         lambda: cache_sim.run(messages, args.seed, thinking=True),
     )
+    photos = _timed("photos", spent, lambda: bench_images.run(messages, args.seed))
     tokens = _timed("token truth", spent, bench_tokens.run)
     projection, prepare, sent = _timed(
         "projection cost", spent, lambda: bench_projection.run(sizes, repeats=7 if quick else 15)
@@ -232,6 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         *caches.targets(),
         cache_sim.reasoning_target(caches, thinking),
+        *photos.targets(),
         (
             "history prefix changes only when the window moves",
             f"{ours.prefix_breaks} changes, {ours.window_moves} moves",
@@ -353,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "lower bound: units at fixed token intervals (undocumented interval) and common "
             "prefixes inside a message are not modelled.",
             "",
-            "### 2c. With reasoning on",
+            "## 2c. With reasoning on",
             "",
             "The same workload with a model that thinks on every answer (about 150 tokens, "
             "kept with the assistant message and sent back by each provider's rule: on the "
@@ -362,6 +376,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"({thinking.requests} requests):",
             "",
             cache_sim.reasoning_markdown(caches, thinking),
+            "",
+            IMAGES_SECTION,
+            "",
+            photos.markdown,
+            "",
+            IMAGES_NOTE,
             "",
             "## 3. Preparing the next call against stored history (SQLite)",
             "",

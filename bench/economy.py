@@ -48,9 +48,9 @@ from bot.context.tokens import (
     estimate_message_tokens,
 )
 from bot.context.window import estimate_tool_schema_tokens
-from bot.domain.facts import InboundMessage, Quote
+from bot.domain.facts import InboundMessage, Media, Quote
 from bot.domain.messages import ChatMessage, Reasoning, ToolCall
-from bot.ports import LLMRequest, LLMResponse, TextSink, ToolSpec
+from bot.ports import LLMRequest, LLMResponse, MediaFiles, TextSink, ToolSpec
 from bot.tools import default_tools
 from bot.tools.base import Tool, ToolContext
 from storage.memory import InMemoryStore
@@ -177,9 +177,14 @@ async def _run_ours(
     caps: int | None = None,
     overrides: Mapping[str, Any] | None = None,
     thinking: bool = False,
+    photos: Callable[[ChatEvent], tuple[Media, ...]] | None = None,
+    files: MediaFiles | None = None,
+    vision: bool = False,
 ) -> tuple[Variant, list[LLMRequest]]:
     """Drive the real runtime; `caps` raises the turn and message caps of the window;
-    `thinking`: every answer comes with reasoning, kept and sent back as a provider's is."""
+    `thinking`: every answer comes with reasoning, kept and sent back as a provider's is;
+    `photos` gives the photos a message carries (`bench/bench_images.py`), `files` fetches
+    them, `vision` says the route sees images."""
     model = ThinkingScriptedModel() if thinking else ScriptedModel()
     messenger = CountingMessenger()
     clock = SetClock(workload.events[0].at)
@@ -200,6 +205,7 @@ async def _run_ours(
         triggers={"merge_window_seconds": 0},
         security={"user_messages_per_minute": 0, "chat_messages_per_minute": 0},
         workspace_rules_file=rules,
+        llm_vision=vision,
     )
     app = build_app(
         settings,
@@ -211,6 +217,8 @@ async def _run_ours(
         offline=model,
     )
     app.runner.tools[TOOL_NAME] = tool
+    if files is not None and app.runner.request.images is not None:
+        app.runner.request.images.files = files
     moves: list[HistoryTrimmed] = []
     app.bus.subscribe(moves.append)
     variant = Variant(name="ours" if caps is None else "ours_caps")
@@ -251,6 +259,7 @@ async def _run_ours(
             text=event.text,
             quote=quote,
             mentions_bot=event.addressed,
+            media=photos(event) if photos is not None else (),
         )
         await app.inbound.on_message(message)
         await app.inbound.drain()

@@ -178,6 +178,10 @@ class ProviderProfile(Section):
             )
         return value
 
+    vision: bool = False
+    """The model sees images: the turn's photos go with the current message. Off: no image
+    bytes are sent, the model is told it cannot see them."""
+
 
 class TriggerSettings(Section):
     """When the bot answers in groups, and how bursts are merged into one turn."""
@@ -234,6 +238,45 @@ class RetentionSettings(Section):
 
     keep_records_days: int = Field(0, ge=0)
     keep_platform_events_days: int = Field(0, ge=0)
+
+
+class MediaSettings(Section):
+    """Members' files (`[media]`): images shown to the model, documents it reads."""
+
+    max_images_per_turn: int = Field(4, ge=0)
+    """Images a turn sends with its current message, the newest first; the rest are named."""
+    keep_days: int = Field(7, ge=0)
+    """Days a downloaded file stays in `DATA_DIR/media/` (0: no age bound)."""
+    max_mb: int = Field(512, ge=1)
+    """All cached files together; the oldest go first past it."""
+    max_document_mb: int = Field(20, ge=1)
+    """The largest file fetched (the Bot API's own download limit is 20 MB)."""
+    download_timeout_seconds: float = Field(20.0, gt=0)
+    """Each download's deadline: a stalled one is a skipped image or a tool error."""
+
+
+class TranscriptionSettings(Section):
+    """Voice and video notes as text (`[transcription]`): an OpenAI-compatible
+    `/audio/transcriptions` endpoint (OpenAI, Groq, a local whisper server). Unset
+    `base_url`: nothing is transcribed."""
+
+    base_url: str | None = None
+    """e.g. `https://api.openai.com/v1`; the request goes to `<base_url>/audio/transcriptions`."""
+    api_key_env: str | None = None
+    """The environment variable holding the endpoint's key (never written in the file)."""
+    model: str = "whisper-1"
+    transcribe: Literal["mentions", "all", "off"] = "mentions"
+    """`mentions`: the voice notes that start a turn; `all`: every one in a served chat."""
+    price_per_minute: float = Field(0.0, ge=0)
+    """What a minute of audio costs (in `[ledger] currency`), for the ledger's `cost`."""
+    timeout_seconds: float = Field(30.0, gt=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"expected an http(s) URL, got {value!r}")
+        return value.rstrip("/") if value else value
 
 
 class LedgerSettings(Section):
@@ -380,6 +423,8 @@ class Settings(BaseSettings):
     llm_context_window: int = Field(0, ge=0)
     llm_tokenizer_file: Path | None = None
     llm_tokenizer_pattern: str | None = None
+    llm_vision: bool = False
+    """The `default` route's model sees images (a profile's `vision`)."""
     database_url: str | None = None
     data_dir: Path = Path("./data")
     bot_timezone: str = "UTC"
@@ -413,6 +458,8 @@ class Settings(BaseSettings):
     ledger: LedgerSettings = LedgerSettings()
     mcp: McpSettings = McpSettings()
     limits: LimitSettings = LimitSettings()
+    media: MediaSettings = MediaSettings()
+    transcription: TranscriptionSettings = TranscriptionSettings()
 
     @field_validator("bot_timezone")
     @classmethod

@@ -21,14 +21,17 @@
     │   ├── TelegramBadRequest       e.g. the message to reply to or delete is gone
     │   └── TelegramNetworkError     the Bot API could not be reached
     ├── ToolError                    a tool failed; becomes a tool result the model reads
-    └── BudgetExceeded               a spend limit is reached; the model call was not made
+    ├── BudgetExceeded               a spend limit is reached; the model call was not made
+    └── MediaRefused                 a member's file was not fetched or not accepted (too large,
+                                     not an image, a decompression bomb, a stalled download)
 
 What a caller can do follows the branch: `ContextOverflow` → trim and retry once;
 `ProviderRateLimited`/`TelegramFloodWait` → wait `retry_after`; `ProviderRejected` → do not
 ask again: the member hears the provider refused, the operator reads its own words;
 `TelegramForbidden` → stop writing to that chat; `StorageUnavailable` → leave the update
 unconfirmed (it comes again); `ToolError` and `ReferenceNotConfirmed` → tell the model, not
-the user.
+the user; `MediaRefused` → skip the file and say why (a tool error, or a line of the
+`[Images]` block), the turn goes on.
 """
 
 from __future__ import annotations
@@ -156,3 +159,12 @@ class BudgetExceeded(BotError):
         super().__init__(message)
         self.scope = scope
         self.notice = notice
+
+
+class MediaRefused(BotError):
+    """A member's file was not fetched or not accepted; `reason` says why in words the model
+    reads ("the file is 31 MB, over the 20 MB limit"). The turn goes on without it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
+from bot.context.images import ImageBounds
 from bot.context.token_correction import TokenCorrection
 from bot.domain.facts import InboundMessage, Media, MembershipChange, ReactionChange
 from bot.domain.ids import Scene, SessionKey
@@ -518,3 +519,57 @@ class SendPacer(Protocol):
         """Telegram answered 429 with `retry_after=seconds`: nothing more goes to the chat
         until then (from any worker)."""
         ...
+
+
+# ---------------------------------------------------------------- members' files
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchedImage:
+    """An image as it is sent: verified, downscaled and encoded again (metadata dropped)."""
+
+    media_type: str
+    data: bytes
+    width: int
+    height: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DocumentText:
+    """A document's text as read: `pages` one string per page read (one for a text file),
+    `first_page` the number of the first (1-based), `page_count` the PDF's pages (None for
+    a text file), `kind` `pdf` or `text`."""
+
+    kind: Literal["pdf", "text"]
+    pages: tuple[str, ...]
+    first_page: int = 1
+    page_count: int | None = None
+
+
+class MediaFiles(Protocol):
+    """Members' files, fetched from the platform through a bounded local cache
+    (`adapters.media_files`). Each fails with `MediaRefused` saying why, never hangs."""
+
+    async def image(self, media: Media, bounds: ImageBounds) -> FetchedImage:
+        """The image `media` names, within `bounds`."""
+        ...
+
+    async def text(self, media: Media, *, page: int | None, max_chars: int) -> DocumentText:
+        """The text of the document `media` names: a text file whole, a PDF from `page` (or
+        its first) for as many pages as fit `max_chars`."""
+        ...
+
+    async def file(self, media: Media) -> bytes:
+        """The file `media` names, whole (at most the configured document size)."""
+        ...
+
+    def prefetch(self, media: Media) -> None:
+        """Start fetching `media` into the cache in the background (off the chat's lock)."""
+        ...
+
+
+class Transcriber(Protocol):
+    """Speech to text (`adapters.transcription`: an OpenAI-compatible endpoint). Fails with
+    `MediaRefused` saying why."""
+
+    async def transcribe(self, audio: bytes, *, file_name: str, mime_type: str) -> str: ...

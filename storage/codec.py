@@ -170,7 +170,19 @@ def _sender(sender: Sender) -> Json:
 
 
 def _media(media: Media) -> Json:
-    details = _compact({"title": media.title, "detail": media.detail, "value": media.value})
+    details = _compact(
+        {
+            "title": media.title,
+            "detail": media.detail,
+            "value": media.value,
+            "fileUniqueId": media.file_unique_id,
+            "width": media.width,
+            "height": media.height,
+            "mimeType": media.mime_type,
+            "fileSize": media.file_size,
+            "transcript": media.transcript,
+        }
+    )
     return {
         "kind": media.kind,
         "duration": media.duration,
@@ -375,6 +387,12 @@ def _read_media(raw: Mapping[str, Any]) -> Media:
         title=_opt_str(raw.get("title")),
         detail=_opt_str(raw.get("detail")),
         value=_opt_int(raw.get("value")),
+        file_unique_id=_opt_str(raw.get("fileUniqueId")),
+        width=_opt_int(raw.get("width")),
+        height=_opt_int(raw.get("height")),
+        mime_type=_opt_str(raw.get("mimeType")),
+        file_size=_opt_int(raw.get("fileSize")),
+        transcript=_opt_str(raw.get("transcript")),
     )
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from adapters.llm.dialects import WireOptions, merge_extra_body, reasoning_fields
 from adapters.llm.openai_wire import anthropic_usage, breakpoint_indexes, classify_error
 from adapters.llm.reasoning import anthropic_blocks, anthropic_reasoning, tool_turn_messages
-from bot.domain.messages import ChatMessage, ToolCall
+from bot.domain.messages import ChatMessage, ImagePart, ToolCall
 from bot.errors import ProviderBadResponse, ProviderError
 from bot.ports import LLMRequest, LLMResponse, StopReason, ToolSpec, Usage
 
@@ -169,6 +169,10 @@ def _blocks(message: ChatMessage) -> list[JSON]:
             "tool_use_id": message.tool_call_id or "",
             "content": message.content,
         }
+        if message.images:  # a viewed image goes back inside its tool result
+            parts: list[JSON] = [{"type": "text", "text": message.content}]
+            parts.extend(_image_block(image.url) for image in message.images)
+            result["content"] = parts
         if message.is_error:
             result["is_error"] = True
         return [result]
@@ -178,7 +182,7 @@ def _blocks(message: ChatMessage) -> list[JSON]:
         if message.role == "system":  # a system note inside the conversation
             text = f"[system]\n{text}"
         blocks.append({"type": "text", "text": text})
-    blocks.extend(_image_block(url) for url in message.images)
+    blocks.extend(_image_block(image.url) for image in message.images)
     for call in message.tool_calls:
         blocks.append(
             {"type": "tool_use", "id": call.id, "name": call.name, "input": _arguments(call)}
@@ -488,7 +492,7 @@ def _from_wire_message(raw: object, index: int, names: dict[str, str]) -> list[C
         raise ValueError(f"messages.{index}.content: must be a string or a list of blocks")
     out: list[ChatMessage] = []
     texts: list[str] = []
-    images: list[str] = []
+    images: list[ImagePart] = []
     calls: list[ToolCall] = []
     thinking: list[JSON] = []
     for block in content:
@@ -498,11 +502,7 @@ def _from_wire_message(raw: object, index: int, names: dict[str, str]) -> list[C
         elif kind == "text":
             texts.append(str(block.get("text", "")))
         elif kind == "image":
-            source = block.get("source") or {}
-            if source.get("type") == "base64":
-                images.append(f"data:{source.get('media_type')};base64,{source.get('data')}")
-            else:
-                images.append(str(source.get("url", "")))
+            images.append(_read_image(block))
         elif kind == "tool_use":
             call = _tool_call(block, len(calls))
             names[call.id] = call.name
@@ -510,7 +510,9 @@ def _from_wire_message(raw: object, index: int, names: dict[str, str]) -> list[C
         elif kind == "tool_result":
             call_id = str(block.get("tool_use_id", ""))
             result = block.get("content", "")
+            shown: list[ImagePart] = []
             if isinstance(result, list):
+                shown = [_read_image(p) for p in result if p.get("type") == "image"]
                 result = "".join(str(part.get("text", "")) for part in result)
             out.append(
                 ChatMessage(
@@ -519,6 +521,7 @@ def _from_wire_message(raw: object, index: int, names: dict[str, str]) -> list[C
                     tool_call_id=call_id,
                     name=names.get(call_id),
                     is_error=bool(block.get("is_error")),
+                    images=tuple(shown),
                 )
             )
         else:
@@ -534,6 +537,13 @@ def _from_wire_message(raw: object, index: int, names: dict[str, str]) -> list[C
             )
         )
     return out
+
+
+def _read_image(block: Mapping[str, Any]) -> ImagePart:
+    source = block.get("source") or {}
+    if source.get("type") == "base64":
+        return ImagePart(url=f"data:{source.get('media_type')};base64,{source.get('data')}")
+    return ImagePart(url=str(source.get("url", "")))
 
 
 def to_response(response: LLMResponse, *, model: str, usage: Usage | None = None) -> JSON:

@@ -15,7 +15,7 @@ from adapters.llm.openai_wire import (
     tool_call_from_wire,
 )
 from adapters.llm.reasoning import gemini_signatures
-from bot.domain.messages import ChatMessage, Role, ToolCall
+from bot.domain.messages import ChatMessage, ImagePart, Role, ToolCall
 from bot.errors import ProviderBadResponse
 from bot.ports import LLMRequest, LLMResponse, ToolSpec
 
@@ -61,7 +61,7 @@ def _message_from_wire(raw: object, index: int, names_by_call: Mapping[str, str]
     role: Role = raw["role"]
     content = raw.get("content")
     text_parts: list[str] = []
-    images: list[str] = []
+    images: list[ImagePart] = []
     if isinstance(content, str):
         text_parts.append(content)
     elif isinstance(content, list):
@@ -71,7 +71,7 @@ def _message_from_wire(raw: object, index: int, names_by_call: Mapping[str, str]
             if part.get("type") == "text":
                 text_parts.append(str(part.get("text", "")))
             elif part.get("type") == "image_url" and isinstance(part.get("image_url"), dict):
-                images.append(str(part["image_url"].get("url", "")))
+                images.append(ImagePart(url=str(part["image_url"].get("url", ""))))
     elif content is not None:
         raise ValueError(f"messages[{index}].content is {type(content).__name__}")
     calls: list[ToolCall] = []

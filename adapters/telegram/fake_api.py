@@ -24,7 +24,7 @@ Params = dict[str, Any]
 # Fields that are strings on the wire even when they look like JSON ("123", "true").
 _STRING_FIELDS = frozenset(
     {"text", "caption", "emoji", "action", "url", "secret_token", "parse_mode", "description"}
-)
+) | {"file_id"}
 _UPDATE_KINDS = (
     "message", "edited_message", "channel_post", "edited_channel_post", "callback_query",
     "inline_query", "my_chat_member", "chat_member", "poll", "poll_answer",
@@ -40,6 +40,14 @@ class _Failure:
     retry_after: int | None
     times: int
     after: int
+
+
+@dataclass
+class _File:
+    data: bytes
+    unique_id: str
+    path: str
+    declared_size: int | None
 
 
 @dataclass
@@ -99,6 +107,9 @@ class FakeBotApi:
         self._failures: dict[str, list[_Failure]] = {}
         self._delays: dict[str, list[_Delay]] = {}
         self._entity_rejections = 0
+        self._files: dict[str, _File] = {}
+        self.downloads: list[str] = []
+        """The file paths downloaded through `/file/bot<token>/<path>`, in order."""
         self._pushed = asyncio.Event()
         self._called: asyncio.Condition | None = None
         self._stopped: asyncio.Event | None = None
@@ -121,6 +132,7 @@ class FakeBotApi:
             "getwebhookinfo": self._get_webhook_info,
             "setmycommands": self._set_my_commands,
             "getmycommands": self._get_my_commands,
+            "getfile": self._get_file,
             "deletemycommands": self._true,
             "close": self._true,
             "logout": self._true,
@@ -147,6 +159,7 @@ class FakeBotApi:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
+        app.router.add_route("GET", "/file/bot{token}/{path:.+}", self._download)
         self._called = asyncio.Condition()
         self._stopped = asyncio.Event()
         self._closing = False
@@ -236,6 +249,73 @@ class FakeBotApi:
             return {"edited_message": msg}
         self._remember(msg)
         return {"message": msg}
+
+    def add_file(
+        self,
+        file_id: str,
+        data: bytes,
+        *,
+        unique_id: str | None = None,
+        path: str | None = None,
+        declared_size: int | None = None,
+    ) -> None:
+        """Serve `data` as `file_id` (`getFile`, then `/file/bot<token>/<path>`).
+        `declared_size` is what `getFile` reports (default: the real size)."""
+        self._files[file_id] = _File(
+            data=data,
+            unique_id=unique_id or f"u{len(self._files) + 1}",
+            path=path or f"files/{file_id}",
+            declared_size=declared_size,
+        )
+
+    def media_message(
+        self,
+        chat_id: int,
+        user: Mapping[str, Any] | int,
+        caption: str,
+        *,
+        kind: str,
+        data: bytes,
+        file_id: str,
+        width: int = 0,
+        height: int = 0,
+        mime_type: str | None = None,
+        file_name: str | None = None,
+        duration: int = 0,
+        declared_size: int | None = None,
+        reply_to: int | None = None,
+        message_id: int | None = None,
+    ) -> JSON:
+        """A message carrying a file (`kind`: photo, document, sticker, voice, video_note)
+        with `caption`, the file served by `getFile` and its download URL."""
+        update = self.user_message(chat_id, user, caption, reply_to=reply_to, message_id=message_id)
+        msg = update["message"]
+        text = msg.pop("text")
+        entities = msg.pop("entities", None)
+        if text:
+            msg["caption"] = text
+            if entities:
+                msg["caption_entities"] = entities
+        unique = f"{file_id}-u"
+        self.add_file(file_id, data, unique_id=unique, declared_size=declared_size)
+        size = declared_size if declared_size is not None else len(data)
+        file: JSON = {"file_id": file_id, "file_unique_id": unique, "file_size": size}
+        if kind == "photo":
+            msg["photo"] = [{**file, "width": width, "height": height}]
+        elif kind == "sticker":
+            msg["sticker"] = {
+                **file, "width": width, "height": height, "type": "regular",
+                "is_animated": False, "is_video": False, "emoji": "🙂",
+            }  # fmt: skip
+        elif kind in ("voice", "video_note"):
+            extra = {"mime_type": mime_type or "audio/ogg"} if kind == "voice" else {"length": 240}
+            msg[kind] = {**file, "duration": duration, **extra}
+        else:
+            msg["document"] = {**file, "file_name": file_name or file_id}
+            if mime_type:
+                msg["document"]["mime_type"] = mime_type
+        self._remember(msg)
+        return update
 
     def set_admins(self, chat_id: int, user_ids: set[int], *, creator: int | None = None) -> None:
         """Who `getChatMember` says administers `chat_id` (and its creator, if any)."""
@@ -456,6 +536,35 @@ class FakeBotApi:
         if not text:
             raise _ApiError(400, "Bad Request: text must be non-empty")
         return True
+
+    async def _get_file(self, params: Params) -> JSON:
+        known = self._files.get(str(params.get("file_id", "")))
+        if known is None:
+            raise _ApiError(400, "Bad Request: invalid file_id")
+        size = known.declared_size if known.declared_size is not None else len(known.data)
+        result: JSON = {
+            "file_id": str(params["file_id"]),
+            "file_unique_id": known.unique_id,
+            "file_size": size,
+        }
+        if size <= 20 * 1024 * 1024:  # the Bot API gives no path to a larger file
+            result["file_path"] = known.path
+        return result
+
+    async def _download(self, request: web.Request) -> web.StreamResponse:
+        if request.match_info["token"] != self.token:
+            return _error(401, "Unauthorized")
+        path = request.match_info["path"]
+        await self._record("file", {"path": path})
+        self.downloads.append(path)
+        delay = self._take_delay("file")
+        if delay > 0 and self._stopped is not None:
+            with contextlib.suppress(TimeoutError):  # a stalled download; stop() ends it
+                await asyncio.wait_for(self._stopped.wait(), delay)
+        for known in self._files.values():
+            if known.path == path:
+                return web.Response(body=known.data, content_type="application/octet-stream")
+        return _error(404, "Not Found")
 
     async def _get_me(self, params: Params) -> JSON:
         return {

@@ -18,13 +18,42 @@ def media_of(msg: Message | ExternalReplyInfo) -> tuple[Media, ...]:
     if msg.live_photo is not None:  # before photo: a live photo carries a still too
         return (Media(kind="live_photo", duration=msg.live_photo.duration),)
     if msg.photo:
-        return (Media(kind="photo", file_id=msg.photo[-1].file_id),)
+        p = msg.photo[-1]  # the largest size Telegram made
+        return (
+            Media(
+                kind="photo",
+                file_id=p.file_id,
+                file_unique_id=p.file_unique_id or None,
+                width=p.width,
+                height=p.height,
+                mime_type="image/jpeg",
+                file_size=p.file_size,
+            ),
+        )
     if msg.voice is not None:
         v = msg.voice
-        return (Media(kind="voice", duration=v.duration, file_id=v.file_id),)
+        return (
+            Media(
+                kind="voice",
+                duration=v.duration,
+                file_id=v.file_id,
+                file_unique_id=v.file_unique_id or None,
+                mime_type=v.mime_type or None,
+                file_size=v.file_size,
+            ),
+        )
     if msg.video_note is not None:
         n = msg.video_note
-        return (Media(kind="video_note", duration=n.duration, file_id=n.file_id),)
+        return (
+            Media(
+                kind="video_note",
+                duration=n.duration,
+                file_id=n.file_id,
+                file_unique_id=n.file_unique_id or None,
+                mime_type="video/mp4",
+                file_size=n.file_size,
+            ),
+        )
     if msg.animation is not None:  # before document: GIFs carry both fields
         a = msg.animation
         return (
@@ -39,10 +68,32 @@ def media_of(msg: Message | ExternalReplyInfo) -> tuple[Media, ...]:
         return (Media(kind="audio", duration=au.duration, file_name=name, file_id=au.file_id),)
     if msg.document is not None:
         d = msg.document
-        return (Media(kind="document", file_name=d.file_name, file_id=d.file_id),)
+        return (
+            Media(
+                kind="document",
+                file_name=d.file_name,
+                file_id=d.file_id,
+                file_unique_id=d.file_unique_id or None,
+                mime_type=d.mime_type or None,
+                file_size=d.file_size,
+            ),
+        )
     if msg.sticker is not None:
         s = msg.sticker
-        return (Media(kind="sticker", emoji=s.emoji, file_id=s.file_id),)
+        # an animated (TGS) or video (WEBM) sticker is no still image: no mime type to fetch
+        still = not (s.is_animated or s.is_video)
+        return (
+            Media(
+                kind="sticker",
+                emoji=s.emoji,
+                file_id=s.file_id,
+                file_unique_id=s.file_unique_id or None,
+                width=s.width,
+                height=s.height,
+                mime_type="image/webp" if still else None,
+                file_size=s.file_size,
+            ),
+        )
     return _content_of(msg)
 
 

@@ -36,8 +36,10 @@ from bot.redact import scrub
 
 log = logging.getLogger("tgbot.ledger")
 
-Purpose = Literal["turn", "final_summary", "recovery_retry", "compaction"]
-PURPOSES: tuple[Purpose, ...] = ("turn", "final_summary", "recovery_retry", "compaction")
+Purpose = Literal["turn", "final_summary", "recovery_retry", "compaction", "transcription"]
+PURPOSES: tuple[Purpose, ...] = (
+    "turn", "final_summary", "recovery_retry", "compaction", "transcription"
+)  # fmt: skip
 Stop = Literal["end", "length", "refusal", "tool_calls", "context"]
 STOPS: tuple[Stop, ...] = ("end", "length", "refusal", "tool_calls", "context")
 
@@ -123,6 +125,9 @@ class LedgerEntry:
     """How many of `tool_calls` name a tool of an MCP server (`<server>__<tool>`)."""
     refused: str | None = None
     """`budget`: the call was not made, a spend limit was reached (`bot.agent.spend`)."""
+    images: int = 0
+    """Images the call sent (the current turn's, and tool results' `view_image`); their
+    tokens are `est_images`."""
 
     def __post_init__(self) -> None:
         if self.ts.tzinfo is None or self.ts.utcoffset() is None:
@@ -173,6 +178,7 @@ class LedgerEntry:
             "cache_write_1h_tokens": self.cache_write_1h_tokens,
             "mcp_tool_calls": self.mcp_tool_calls,
             "refused": self.refused,
+            "images": self.images,
         }
 
     def to_json_line(self) -> str:
@@ -208,7 +214,7 @@ class LedgerEntry:
          input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
          est_images, est_corrected, trims, latency_ms, error, hit_iteration_cap, cost,
          tool_calls, cache_write_tokens, cache_write_cost, truncated, call_id, stop,
-         reasoning_tokens, cache_write_1h_tokens, mcp_tool_calls, refused) = values
+         reasoning_tokens, cache_write_1h_tokens, mcp_tool_calls, refused, images) = values
         if not (
             type(ts) is str and type(session) is int and type(chat) is int
             and type(thread) is int and type(scene) is str and type(turn_id) is str
@@ -230,6 +236,7 @@ class LedgerEntry:
             and (type(cache_write_1h_tokens) is int or cache_write_1h_tokens is None)
             and type(mcp_tool_calls) is int
             and (type(refused) is str or refused is None)
+            and type(images) is int
         ):
             return _from_partial(data)
         parsed = datetime.fromisoformat(ts)
@@ -241,7 +248,7 @@ class LedgerEntry:
             est_images, est_corrected, tuple(map(_trim_from_json, trims)),
             latency_ms, error, hit_iteration_cap, cost, tool_calls,
             cache_write_tokens, cache_write_cost, truncated, call_id, stop,
-            reasoning_tokens, cache_write_1h_tokens, mcp_tool_calls, refused,
+            reasoning_tokens, cache_write_1h_tokens, mcp_tool_calls, refused, images,
         ))
         # fmt: on
 
@@ -305,6 +312,7 @@ def _from_partial(data: Mapping[str, Any]) -> LedgerEntry:
             _opt_int(get("cache_write_1h_tokens")),
             _int(get("mcp_tool_calls")),
             None if get("refused") is None else _str(get("refused")),
+            _int(get("images")),
         )
     )
 

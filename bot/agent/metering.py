@@ -74,6 +74,7 @@ def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEn
         est_history=call.tokens.history,
         est_current=call.tokens.current,
         est_images=call.tokens.images,
+        images=call.tokens.image_count,
         est_corrected=corrected,
         trims=tuple(
             TrimInfo(

@@ -23,6 +23,7 @@ from bot.agent.prompt import PromptFacts, TurnContext, build_per_turn_blocks, bu
 from bot.agent.reactions_block import ReactionsBlock
 from bot.agent.routes import ModelRoute, RouteTable
 from bot.agent.turn import TurnState, TurnWindow
+from bot.agent.turn_images import NO_IMAGES, TurnImages
 from bot.context.alias_table import AliasTable
 from bot.context.budget import RuntimeLimits
 from bot.context.compaction import (
@@ -36,13 +37,14 @@ from bot.context.compaction import (
 from bot.context.history_trim import HistoryTrimmed, IndexedHistory, breadcrumb_message
 from bot.context.orphans import remove_orphaned_tool_messages
 from bot.context.projection import (
+    PER_TURN_SEPARATOR,
     Projection,
     current_record_index,
     project,
     without_per_turn_cost,
 )
 from bot.context.token_correction import NO_CORRECTION, TokenCorrection
-from bot.context.tokens import ensure_token_estimate, estimate_message_tokens
+from bot.context.tokens import ensure_token_estimate, estimate_message_tokens, with_token_estimate
 from bot.context.turns import count_turns, turn_starts
 from bot.context.window import (
     TurnCosts,
@@ -52,7 +54,7 @@ from bot.context.window import (
     turn_costs,
 )
 from bot.domain.ids import Scene
-from bot.domain.messages import ChatMessage
+from bot.domain.messages import ChatMessage, ImagePart
 from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
 from bot.ports import Clock, SessionInfo
 from bot.store_ports import RecentReactions, WindowStore
@@ -83,6 +85,7 @@ class LoadedWindow:
     projection: Projection
     costs: TurnCosts
     starts: tuple[int, ...]
+    images: tuple[ImagePart, ...] = ()
 
 
 class RequestBuilder:
@@ -106,7 +109,10 @@ class RequestBuilder:
         correction: Callable[[str, str], TokenCorrection] | None = None,
         compactor: Compactor | None = None,
         reactions: RecentReactions | None = None,
+        images: TurnImages | None = None,
     ) -> None:
+        self.images = images
+        """Finds and fetches the turn's images; None: images are never looked at."""
         self.compactor = compactor
         """Folds departing turns into the summary; None: compaction is off."""
         self.store = store
@@ -165,7 +171,7 @@ class RequestBuilder:
         calling the summary model (`tgbot context show` is read-only). The turn works with
         the session as loaded with its history (route, scene and window as stored now), not
         as the caller last saw it."""
-        loaded = await self._load(session, told_user)
+        loaded = await self._load(session, told_user, fetch=persist_window)
         plan = await self._plan(loaded, persist=persist_window)
         if plan.fold:
             plan = await self._fold(loaded, plan, turn_id)
@@ -175,8 +181,11 @@ class RequestBuilder:
             state.pending_trims.append(moved)
         return state, state.window.aliases, list(records)
 
-    async def _load(self, session: SessionInfo, told_user: Sequence[str]) -> LoadedWindow:
-        """The window from its stored start, projected with this turn's blocks."""
+    async def _load(
+        self, session: SessionInfo, told_user: Sequence[str], *, fetch: bool = True
+    ) -> LoadedWindow:
+        """The window from its stored start, projected with this turn's blocks (the
+        `[Images]` block last, and with `fetch`, the images it names fetched)."""
         loaded = await self.store.load_history(
             session.id, max_records=self.window_policy.max_records
         )
@@ -200,6 +209,13 @@ class RequestBuilder:
                 reactions=reactions,
             )
         )
+        found = NO_IMAGES
+        if fetch and self.images is not None:
+            found = await self.images.collect(
+                session, records, wire=route.wire, vision=route.vision
+            )
+            if found.block:
+                blocks = f"{blocks}{PER_TURN_SEPARATOR}{found.block}" if blocks else found.block
         targets = await self._quote_targets(session, records)
         projection = self._project(records, session, blocks, targets)
         previous = None
@@ -219,6 +235,7 @@ class RequestBuilder:
             projection=projection,
             costs=costs,
             starts=tuple(projection.record_index[i] for i in costs.starts),
+            images=found.images,
         )
 
     async def _plan(self, loaded: LoadedWindow, *, persist: bool) -> WindowPlan:
@@ -298,6 +315,7 @@ class RequestBuilder:
             blocks=loaded.blocks,
             aliases=aliases,
             summary=summary,
+            images=loaded.images,
         )
         register_shown(aliases, projection, chat_id)
         for alias, message_id in loaded.reacted:  # the reactions block names them
@@ -393,13 +411,17 @@ class RequestBuilder:
         steps in `state.messages`."""
         head = self.head(state.session, has_earlier=state.crumb, summary=window.summary)
         projection = window.projection
-        history = remove_orphaned_tool_messages(projection.messages)
+        history = list(remove_orphaned_tool_messages(projection.messages))
         index = projection.current_message_index
         current = (
             len(history)
             if index is None
             else next(i for i, m in enumerate(history) if m is projection.messages[index])
         )
+        if window.images and index is not None and current < len(history):
+            # the turn's images ride on the current message, for this turn's calls only
+            carrier = history[current]
+            history[current] = with_token_estimate(replace(carrier, images=window.images))
         state.window = window
         state.messages = IndexedHistory([*head, *history, *tail])
         state.history_start = len(head)

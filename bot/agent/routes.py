@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from bot.context.budget import ProfileCapacity, resolve_window, window_for_math
+from bot.context.images import ImageWire
 from bot.ports import LLMProvider, Usage
 
 
@@ -92,6 +93,10 @@ class ModelRoute:
     context_window: int | None
     prices: Prices = Prices()
     count_tokens: TokenCount | None = None
+    wire: ImageWire = "openai"
+    """The provider's wire (`kind`): how images are sized and counted."""
+    vision: bool = False
+    """The profile says its model sees images (`vision = true`, env `LLM_VISION`)."""
 
     @property
     def context_window_for_math(self) -> int:
@@ -108,6 +113,8 @@ class ProfileEntry:
     prices: Prices = Prices()
     count_tokens: TokenCount | None = None
     """Counts for the profile's configured model (any model when it names none)."""
+    wire: ImageWire = "openai"
+    vision: bool = False
 
 
 class RouteTable:
@@ -167,4 +174,6 @@ class RouteTable:
             prices=entry.prices,
             # a tokenizer file belongs to the model it was made for, like the window
             count_tokens=entry.count_tokens if entry.capacity.model in ("", model) else None,
+            wire=entry.wire,
+            vision=entry.vision,
         )

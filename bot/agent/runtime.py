@@ -32,6 +32,7 @@ from bot.agent.routes import RouteTable
 from bot.agent.token_truth import TokenTruth
 from bot.agent.tool_runner import TOOL_TIMEOUT_SECONDS, ToolRunner
 from bot.agent.turn import TurnFailed, TurnOutcome, TurnState
+from bot.agent.turn_images import TurnImages
 from bot.context.alias_table import AliasTable
 from bot.context.cache_plan import ReadPoints
 from bot.context.escaping import strip_echoed_header
@@ -93,6 +94,7 @@ class TurnRunner:
         stream_drafts: bool = True,
         observer: TurnObserver = NO_OBSERVER,
         spend: SpendCheck | None = None,
+        images: TurnImages | None = None,
     ) -> None:
         self.observer = observer
         """Watches each turn and tool call (tracing, `bot.agent.observer`)."""
@@ -134,6 +136,7 @@ class TurnRunner:
             bot_name=bot_name,
             correction=self.truth.correction,
             reactions=reactions,
+            images=images,
         )
         self.provider = ProviderCaller(
             tools=self.tools,
@@ -159,6 +162,7 @@ class TurnRunner:
             search=search,
             zone=policy.prompt.zone,
             observer=observer,
+            media_files=images.files if images is not None else None,
         )
         self.bubbles = ReplyBubbles(
             store=store,
@@ -182,6 +186,8 @@ class TurnRunner:
         learned since their last save."""
         if self.compactor is not None:
             await self.compactor.aclose()
+        if self.request.images is not None:
+            await self.request.images.aclose()
         self.truth.flush()
 
     async def prepare(
@@ -221,7 +227,7 @@ class TurnRunner:
             told_user = await self.told.peek(key.chat_id, key.thread_id)
         state, aliases, records = await self.prepare(session, turn_id=turn_id, told_user=told_user)
         session = state.session
-        tool_ctx = self.tool_runner.context(session, records)
+        tool_ctx = self.tool_runner.context(session, records, route=state.route)
         state.requester = tool_ctx.rights.requester_id if tool_ctx.rights is not None else None
         try:
             async with asyncio.timeout(self.policy.turn_deadline_seconds):

@@ -24,13 +24,18 @@ from dataclasses import replace
 from datetime import UTC, tzinfo
 
 from bot.agent.observer import NO_OBSERVER, TurnObserver
+from bot.agent.routes import ModelRoute
 from bot.agent.turn import TurnState
 from bot.context.alias_table import AliasTable
 from bot.context.bounded_json import JsonTooDeep, JsonTooLarge, loads_bounded
 from bot.context.projection import current_record_index, record_tokens, tool_result_message
 from bot.context.tokens import ensure_token_estimate
-from bot.context.tool_results import shorten, truncate_tool_result
-from bot.domain.messages import ChatMessage, ToolCall
+from bot.context.tool_results import (
+    DEFAULT_MAX_TOOL_RESULT_CHARS,
+    shorten,
+    truncate_tool_result,
+)
+from bot.domain.messages import ChatMessage, ImagePart, ToolCall
 from bot.domain.records import (
     AssistantRecord,
     StoredRecord,
@@ -39,10 +44,10 @@ from bot.domain.records import (
     UserRecord,
 )
 from bot.errors import ReferenceNotConfirmed, TelegramError, ToolError
-from bot.ports import Clock, LLMResponse, Messenger, NewRecord, SessionInfo
+from bot.ports import Clock, LLMResponse, MediaFiles, Messenger, NewRecord, SessionInfo
 from bot.redact import scrub
 from bot.store_ports import HistorySearch, PlatformMessageStore, ToolResultStore
-from bot.tools.base import Tool, ToolContext
+from bot.tools.base import Tool, ToolContext, ToolMedia
 from bot.tools.rights import ChatAdmins, MemberRights
 
 log = logging.getLogger("tgbot.runtime")
@@ -104,8 +109,13 @@ class ToolRunner:
         search: HistorySearch | None = None,
         zone: tzinfo = UTC,
         observer: TurnObserver = NO_OBSERVER,
+        media_files: MediaFiles | None = None,
     ) -> None:
         self.observer = observer
+        self.media_files = media_files
+        """Members' files for `view_image` and `read_document`; None: not available."""
+        self._shown: dict[str, tuple[ImagePart, ...]] = {}
+        """Images a call returned, by call id, until its result joins the request."""
         self.search = search
         self.zone = zone
         self.tools = tools
@@ -122,9 +132,16 @@ class ToolRunner:
         self.max_calls_per_step = max_calls_per_step
         self.max_messages_per_turn = max_messages_per_turn
 
-    def context(self, session: SessionInfo, records: Sequence[StoredRecord]) -> ToolContext:
+    def context(
+        self,
+        session: SessionInfo,
+        records: Sequence[StoredRecord],
+        *,
+        route: ModelRoute | None = None,
+    ) -> ToolContext:
         """Where the turn's tools act: its chat, with the window's records and the rights of
-        the member whose message the turn answers."""
+        the member whose message the turn answers; `route` says whether images can be
+        shown to its model, and how they are sized."""
         current = current_record_index(records)
         body = records[current].body if current is not None else None
         requester = body.sender.id if isinstance(body, UserRecord) else None
@@ -147,6 +164,12 @@ class ToolRunner:
             search=self.search,
             history=self.store,
             scene=session.scene,
+            media=ToolMedia(
+                files=self.media_files,
+                wire=route.wire if route is not None else "openai",
+                vision=route.vision if route is not None else False,
+                max_result_chars=self.max_result_chars or DEFAULT_MAX_TOOL_RESULT_CHARS,
+            ),
         )
 
     async def run_calls(
@@ -206,7 +229,15 @@ class ToolRunner:
             )
         )
         for result in results:
-            state.messages.append(ensure_token_estimate(tool_result_message(result)))
+            message = tool_result_message(result)
+            images = self._shown.pop(result.call_id, ())
+            if images and not result.is_error:
+                # the image rides on this turn's result only; storage keeps the line
+                sizes = ", ".join(f"{i.width}x{i.height}" for i in images)
+                message = replace(
+                    message, content=f"{message.content} ({sizes}, attached)", images=images
+                )
+            state.messages.append(ensure_token_estimate(message))
 
     @staticmethod
     def sent_this_turn(state: TurnState) -> int:
@@ -256,8 +287,9 @@ class ToolRunner:
             return failed("reference_not_confirmed", str(exc))
         log.info("tool %s(%s)", call.name, call.arguments)
         timeout = tool.timeout_seconds or TOOL_TIMEOUT_SECONDS
+        media = replace(ctx.media, shown=[]) if ctx.media is not None else None
         try:
-            run = tool.run(args, replace(ctx, shown=aliases))
+            run = tool.run(args, replace(ctx, shown=aliases, media=media))
             content = await asyncio.wait_for(run, timeout)
         except ToolError as exc:
             return failed(exc.code, str(exc))
@@ -268,6 +300,8 @@ class ToolRunner:
         except Exception as exc:  # a tool bug must not crash the turn
             log.exception("tool %s crashed", call.name)
             return failed("internal", type(exc).__name__)
+        if media is not None and media.shown:
+            self._shown[call.id] = tuple(media.shown)
         return ToolResult(
             call_id=call.id,
             name=call.name,

@@ -10,6 +10,7 @@ from bot.context.alias_table import AliasTable
 from bot.context.history_trim import HistoryTrimmed, IndexedHistory
 from bot.context.projection import Projection
 from bot.context.token_correction import NO_CORRECTION, TokenCorrection
+from bot.domain.messages import ImagePart
 from bot.domain.records import StoredRecord, SummaryRecord
 from bot.ports import Delivery, SessionInfo
 
@@ -71,6 +72,9 @@ class TurnWindow:
     aliases: AliasTable
     summary: SummaryRecord | None = None
     """The compaction summary shown after the breadcrumb, if any."""
+    images: tuple[ImagePart, ...] = ()
+    """The turn's images, on the current message for this turn's calls only (never stored;
+    `bot.agent.turn_images`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

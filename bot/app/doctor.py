@@ -55,6 +55,7 @@ async def doctor(config: str | None, *, out: TextIO | None = None) -> int:
         ("DATA_DIR", _data_dir),
         ("Telegram", _token),
         ("model", _model),
+        ("images", _vision),
         ("dashboard", _dashboard_port),
     )
     failed = 0
@@ -165,6 +166,23 @@ async def _model(settings: Settings) -> str:
         f"output {usage.output_tokens}, cache reads {usage.cached_tokens}, "
         f"cache writes {usage.cache_write_tokens} tokens"
     )
+
+
+async def _vision(settings: Settings) -> str:
+    """Which routes see images (a profile's `vision`, `LLM_VISION` for `default`)."""
+    seeing = {name: profile.vision for name, profile in settings.providers.items()}
+    seeing.setdefault("default", settings.llm_vision)
+    on = sorted(name for name, sees in seeing.items() if sees)
+    off = sorted(name for name, sees in seeing.items() if not sees)
+    parts = []
+    if on:
+        parts.append(f"vision on for {', '.join(on)}: photos go to the model")
+    if off:
+        parts.append(
+            f"vision off for {', '.join(off)}: no image is sent, the model is told it cannot "
+            "see it (`vision = true` in the profile, or LLM_VISION=true)"
+        )
+    return "; ".join(parts)
 
 
 async def _dashboard_port(settings: Settings) -> str:

@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from adapters.llm.dialects import options_for
+from adapters.llm.dialects import kind_for, options_for
 from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
 from adapters.llm.scripted import ScriptedModel
+from adapters.media_files import CachedMediaFiles, MediaCache, TelegramFileSource
 from adapters.scheduler import build_scheduler
 from adapters.tokenizers import TokenizerUnavailable, load_token_counter
+from adapters.transcription import OpenAITranscriber
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.observer import NO_OBSERVER
@@ -48,6 +50,7 @@ from bot.agent.spend import (
 )
 from bot.agent.token_truth import TokenTruth
 from bot.agent.traces import TraceWriter
+from bot.agent.turn_images import TurnImages
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
 from bot.app.telemetry import route_endpoints
@@ -71,9 +74,11 @@ from bot.services.inbound import InboundPolicy, InboundService
 from bot.services.recovery import CrashRecovery, RecoveryPolicy
 from bot.services.send_pacing import LocalSendPacer, PaceLimits
 from bot.services.told_user import ToldUser, ToldUserMessenger
+from bot.services.transcripts import TranscriptionPolicy, VoiceTranscripts
 from bot.store_ports import ConversationStore
 from bot.tools import default_tools
 from bot.tools.base import Tool
+from bot.tools.view_image import VIEW_IMAGE
 from storage.engine import create_engine_for, is_sqlite, normalise_url
 from storage.live_channel import PgLiveChannel
 from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
@@ -135,6 +140,8 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
                 profile.tokenizer_file,
                 profile.tokenizer_pattern,
             ),
+            wire=kind_for(profile.base_url, profile.kind),
+            vision=profile.vision,
         )
     default_provider: LLMProvider
     if offline is not None:
@@ -166,6 +173,8 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
             count_tokens=_token_counter(
                 "llm_tokenizer_file", settings.llm_tokenizer_file, settings.llm_tokenizer_pattern
             ),
+            wire=kind_for(settings.llm_base_url or "", settings.llm_kind),
+            vision=settings.llm_vision,
         ),
     )
     default_name = settings.default_provider or "default"
@@ -441,6 +450,8 @@ def register_settings_secrets(settings: Settings) -> None:
     for server in settings.mcp.servers:  # an MCP server's env values and headers
         for secret in (*server.env.values(), *server.headers.values()):
             register_secret(secret.get_secret_value())
+    if settings.transcription.api_key_env:
+        register_secret(os.environ.get(settings.transcription.api_key_env))
 
 
 def build_app(
@@ -502,7 +513,7 @@ def build_app(
         platform_messages=store,
         messenger=messenger,
         routes=routes,
-        tools=(*default_tools(), *extra_tools),
+        tools=(*offered_tools(settings), *extra_tools),
         ledger=ledger,
         clock=clock,
         policy=turn_policy(settings),
@@ -516,6 +527,15 @@ def build_app(
         search=store,
         observer=tracing if tracing is not None else NO_OBSERVER,
         spend=spend,
+        images=(
+            images := TurnImages(
+                files=(files := media_files(settings)),
+                messages=store,
+                aliases=store,
+                max_per_turn=settings.media.max_images_per_turn,
+                prefetch=sees_images(settings),
+            )
+        ),
     )
     if spend is not None:
         spend.attach(bus)
@@ -561,7 +581,9 @@ def build_app(
         commands=commands,
         chat_lock=chat_lock,
         limits=open_rate_limits(settings, store),
+        transcripts=voice_transcripts(settings, files=files, ledger=ledger, clock=clock),
     )
+    inbound.turns.on_scheduled = images.prefetch
     recovery = CrashRecovery(
         store=store,
         runner=runner,
@@ -601,6 +623,62 @@ def build_app(
         chat_events=chat_events,
         messenger=messenger,
         spend=spend,
+    )
+
+
+def sees_images(settings: Settings) -> bool:
+    """Whether any route's model sees images (a profile's `vision`, or `LLM_VISION`)."""
+    return settings.llm_vision or any(p.vision for p in settings.providers.values())
+
+
+def offered_tools(settings: Settings) -> tuple[Tool, ...]:
+    """The tools every request offers: `view_image` only when some route sees images (its
+    schema sits in every cached prefix; a model that cannot see would only be refused)."""
+    tools = default_tools()
+    if sees_images(settings):
+        return tools
+    return tuple(tool for tool in tools if tool.spec.name != VIEW_IMAGE)
+
+
+def media_files(settings: Settings) -> CachedMediaFiles | None:
+    """Members' files through `DATA_DIR/media/` (`[media]`); None without a bot token."""
+    if settings.bot_token is None:
+        return None
+    media = settings.media
+    return CachedMediaFiles(
+        TelegramFileSource(settings.telegram_api_base, settings.bot_token.get_secret_value()),
+        MediaCache(
+            settings.data_dir / "media",
+            keep_days=media.keep_days,
+            max_bytes=media.max_mb * 1024 * 1024,
+        ),
+        max_file_bytes=media.max_document_mb * 1024 * 1024,
+        timeout_seconds=media.download_timeout_seconds,
+    )
+
+
+def voice_transcripts(
+    settings: Settings, *, files: CachedMediaFiles | None, ledger: LedgerWriter, clock: Clock
+) -> VoiceTranscripts | None:
+    """Voice notes as text (`[transcription]`); None without an endpoint, with `transcribe =
+    "off"`, or without a way to fetch files."""
+    config = settings.transcription
+    if config.base_url is None or config.transcribe == "off" or files is None:
+        return None
+    key = os.environ.get(config.api_key_env) if config.api_key_env else None
+    return VoiceTranscripts(
+        transcriber=OpenAITranscriber(
+            config.base_url, key, model=config.model, timeout=config.timeout_seconds
+        ),
+        files=files,
+        ledger=ledger,
+        clock=clock,
+        policy=TranscriptionPolicy(
+            mode=config.transcribe,
+            model=config.model,
+            price_per_minute=config.price_per_minute,
+            timeout_seconds=config.timeout_seconds,
+        ),
     )
 
 

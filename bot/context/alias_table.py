@@ -48,6 +48,13 @@ class AliasTable:
         """A quoted message shown by platform id: a valid `reference` for the inspect tool."""
         self._references.add(message_id)
 
+    def alias_of(self, message_id: int) -> str | None:
+        """The first alias shown for `message_id` (what a tool result names it by)."""
+        for alias, shown in self._aliases.items():
+            if shown == message_id:
+                return alias
+        return None
+
     def chat_of(self, message_id: int) -> int | None:
         return self._chats.get(message_id)
 

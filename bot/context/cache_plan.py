@@ -78,7 +78,7 @@ def _feed(digest: hashlib.blake2b, message: ChatMessage) -> None:
         message.content,
         message.tool_call_id or "",
         message.name or "",
-        "\x1e".join(message.images),
+        "\x1e".join(image.url for image in message.images),
         "\x1e".join(f"{c.id}\x1f{c.name}\x1f{c.arguments}" for c in message.tool_calls),
         "e" if message.is_error else "",
     ]

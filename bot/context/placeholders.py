@@ -33,7 +33,8 @@ to 120 characters together (`…` marks the cut), so a long poll stays one short
 Names, titles and options are member content: they pass through `escaping.inline_value`,
 so a poll option like `x]\\n[Tool results]` cannot close the placeholder or start a line.
 Coordinates are rounded to 3 decimals (about 100 m) when parsed: enough to say where,
-not a doorstep.
+not a doorstep. A transcribed voice or video note carries its words after the placeholder,
+on the same line and through `inline_value` too: `[语音 12s] see you at noon`.
 """
 
 from __future__ import annotations
@@ -102,7 +103,10 @@ def media_placeholder(media: Media, locale: Locale) -> str:
         parts.append(described)
     if media.duration is not None and media.duration >= 0:
         parts.append(f"{media.duration}s")
-    return "[" + " ".join(part for part in parts if part) + "]"
+    placeholder = "[" + " ".join(part for part in parts if part) + "]"
+    if media.transcript:  # a voice note's words, member content: one line, no brackets
+        return f"{placeholder} {' '.join(inline_value(media.transcript).split())}"
+    return placeholder
 
 
 def media_placeholders(media: Sequence[Media], locale: Locale) -> str:

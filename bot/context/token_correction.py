@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.context.tokens import IMAGE_TOKEN_ESTIMATE, MESSAGE_OVERHEAD_TOKENS
+from bot.context.tokens import MESSAGE_OVERHEAD_TOKENS, image_tokens
 from bot.domain.messages import ChatMessage
 
 MIN_RATIO = 0.25
@@ -138,11 +138,11 @@ def drift_of_errors(errors: list[float]) -> Drift | None:
 
 def exact_message_tokens(messages: Iterable[ChatMessage], count: Callable[[str], int]) -> int:
     """The messages as an exact tokenizer (`count`) sees them, framed and charged like the
-    estimate: text, tool call names and arguments, 4 per message, the fixed image cost."""
+    estimate: text, tool call names and arguments, 4 per message, each image's estimate."""
     total = 0
     for message in messages:
         total += count(message.content) + MESSAGE_OVERHEAD_TOKENS
         for call in message.tool_calls:
             total += count(call.name) + count(call.arguments)
-        total += IMAGE_TOKEN_ESTIMATE * len(message.images)
+        total += image_tokens((message,))
     return total

@@ -2,7 +2,8 @@
 
 `estimate_text_tokens(s) = ceil(cjk + (len(s) - cjk) / 4)`: one token per CJK character,
 one per four other characters. A message adds `MESSAGE_OVERHEAD_TOKENS` for its framing,
-its tool calls (name + arguments text) and `IMAGE_TOKEN_ESTIMATE` per image it dispatches.
+its tool calls (name + arguments text) and each image it dispatches (`ImagePart.tokens`, the
+provider's own rule from `bot.context.images`; `IMAGE_TOKEN_ESTIMATE` when unset).
 For ASCII text this is the seed's "about 4 characters per token + 4 per message".
 """
 
@@ -12,7 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from bot.domain.messages import ChatMessage
+from bot.domain.messages import ChatMessage, ImagePart
 
 MESSAGE_OVERHEAD_TOKENS = 4
 IMAGE_TOKEN_ESTIMATE = 765
@@ -22,6 +23,11 @@ IMAGE_TOKEN_ESTIMATE = 765
 _CJK = re.compile(
     "[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
 )
+
+
+def image_part_tokens(image: ImagePart) -> int:
+    """One dispatched image's estimate: its own, or the fixed constant."""
+    return IMAGE_TOKEN_ESTIMATE if image.tokens is None else image.tokens
 
 
 def count_cjk(text: str) -> int:
@@ -55,7 +61,7 @@ def compute_message_tokens(message: ChatMessage) -> int:
     if message.tool_calls and message.reasoning is not None:
         # a tool turn's reasoning goes back on the wire (adapters/llm/reasoning.py)
         total += estimate_text_tokens(message.reasoning.text)
-    return total + IMAGE_TOKEN_ESTIMATE * len(message.images)
+    return total + sum(image_part_tokens(image) for image in message.images)
 
 
 def estimate_history_tokens(messages: Iterable[ChatMessage]) -> int:
@@ -91,7 +97,7 @@ def system_tokens(messages: Iterable[ChatMessage]) -> int:
 
 def image_tokens(messages: Iterable[ChatMessage]) -> int:
     """What the images the messages dispatch add to their estimate."""
-    return IMAGE_TOKEN_ESTIMATE * sum(len(m.images) for m in messages)
+    return sum(image_part_tokens(image) for m in messages for image in m.images)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,6 +114,8 @@ class RequestTokens:
     current: int
     images: int
     messages: int
+    image_count: int = 0
+    """How many images the request sends (`images` is their tokens)."""
 
 
 def split_request_tokens(messages: Sequence[ChatMessage], current_index: int) -> RequestTokens:
@@ -121,4 +129,5 @@ def split_request_tokens(messages: Sequence[ChatMessage], current_index: int) ->
         current=max(0, current - image_tokens(after)),
         images=image_tokens(messages),
         messages=history + current,
+        image_count=sum(len(m.images) for m in messages),
     )

@@ -59,6 +59,12 @@ class Media:
     question, game / invoice / checklist title, giveaway prize, story's chat), `detail`
     (venue address, rounded coordinates, poll options, checklist tasks, giveaway winners)
     and `value` (dice value, winner count, star count). Title and detail are member content.
+
+    Files (photo, document, sticker, voice…) also keep what fetching them needs
+    (docs/architecture.md, Images, documents and voice): `file_id` (valid for this bot
+    only), `file_unique_id` (the same file everywhere: the media cache's key), `width` /
+    `height` (photos, stickers), `mime_type`, `file_size` in bytes as Telegram reported
+    it. `transcript` is a voice or video note's text, once transcribed (member content).
     """
 
     kind: MediaKind
@@ -69,6 +75,12 @@ class Media:
     title: str | None = None
     detail: str | None = None
     value: int | None = None
+    file_unique_id: str | None = None
+    width: int | None = None
+    height: int | None = None
+    mime_type: str | None = None
+    file_size: int | None = None
+    transcript: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

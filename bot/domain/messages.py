@@ -53,11 +53,47 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ImagePart:
+    """An image dispatched with one message, for this call only (never stored).
+
+    - `url`: a `data:<media type>;base64,<data>` URI (what the bot sends: the file it
+      downloaded, verified and downscaled) or an https URL (read back from a wire).
+    - `width` / `height`: its pixels as sent (0 when unknown).
+    - `tokens`: its estimate for the route's provider (`bot.context.images`); `None`: the
+      fixed `IMAGE_TOKEN_ESTIMATE`.
+    - `label`: what it shows, for people (`m12`, `m12 quoted`); never sent.
+    """
+
+    url: str
+    width: int = 0
+    height: int = 0
+    tokens: int | None = None
+    label: str = ""
+
+    @property
+    def media_type(self) -> str:
+        """The data URI's media type (`image/jpeg`); empty for a URL."""
+        if not self.url.startswith("data:"):
+            return ""
+        return self.url[5:].partition(";")[0]
+
+    @property
+    def size_bytes(self) -> int:
+        """The decoded size of a data URI's payload (0 for a URL)."""
+        _, sep, data = self.url.partition(";base64,")
+        if not sep:
+            return 0
+        return len(data) * 3 // 4 - data[-2:].count("=")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ChatMessage:
     """One message as a provider receives it.
 
-    - `images`: attachments really dispatched with this message (URLs or data URIs); each
-      costs a fixed token estimate. Older `[IMAGE:...]` markers in `content` are plain text.
+    - `images`: images really dispatched with this message in this call (the current
+      message's, or a tool result's: `view_image`); each costs its `ImagePart.tokens`.
+      They are never stored: the next turn shows the message's placeholder only. Older
+      `[IMAGE:...]` markers in `content` are plain text.
     - `tool_call_id` / `name`: set on `tool` messages.
     - `is_breadcrumb`: the trim breadcrumb. Tracked by this flag, never by matching text.
     - `continues_turn`: a user message merged into the previous turn (one reply to a burst).
@@ -73,7 +109,7 @@ class ChatMessage:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
-    images: tuple[str, ...] = ()
+    images: tuple[ImagePart, ...] = ()
     is_breadcrumb: bool = False
     continues_turn: bool = False
     is_error: bool = False

@@ -60,6 +60,7 @@ from bot.services.message_records import (
     scene_of,
     session_title_of,
 )
+from bot.services.transcripts import VoiceTranscripts
 from bot.services.triggers import AnswerRules, facts_of_message, should_answer
 from bot.services.turn_scheduler import TurnScheduler
 from bot.store_ports import InboundStore
@@ -116,7 +117,10 @@ class InboundService:
         commands: CommandHandler | None = None,
         chat_lock: ChatLock | None = None,
         limits: RateLimits | None = None,
+        transcripts: VoiceTranscripts | None = None,
     ) -> None:
+        self.transcripts = transcripts
+        """Voice notes transcribed before they are stored; None: never."""
         self.store = store
         self.messenger = messenger
         self.policy = policy
@@ -170,6 +174,14 @@ class InboundService:
     def _allowed(self, chat_id: int) -> bool:
         return chat_allowed(chat_id, self.policy.allowed_chats, self.policy.owner_id)
 
+    async def _transcribed(self, message: InboundMessage, session: SessionInfo) -> InboundMessage:
+        """The message with its voice note's transcript, when one is wanted (before it is
+        stored, and before any lock: the transcript is part of the stored message)."""
+        if self.transcripts is None:
+            return message
+        answers = self._answers(message, session)
+        return await self.transcripts.transcribed(message, session, answers=answers)
+
     def _answers(self, message: InboundMessage, session: SessionInfo) -> bool:
         return should_answer(facts_of_message(message), session.scene, self.policy.rules)
 
@@ -216,6 +228,7 @@ class InboundService:
             log.info("ignoring chat %s (not in the allow-list)", message.chat_id)
             return
         session = await self.open(message)
+        message = await self._transcribed(message, session)
         if message.command and self.commands is not None and self.commands.handles(message):
             if message.update_id is not None and not await self.store.claim_update(
                 message.update_id
@@ -290,6 +303,10 @@ class InboundService:
             return
         opened = await self.store.open_sessions(list(requests.values()))
         sessions = dict(zip(requests, opened, strict=True))
+        if self.transcripts is not None:
+            for key, queue in queues.items():
+                done = [await self._transcribed(m, sessions[key]) for m in queue]
+                queues[key] = deque(done)
         for key, queue in queues.items():
             named = next((m for m in queue if m.topic_first_name), None)
             if named is not None:

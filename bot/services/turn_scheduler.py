@@ -107,6 +107,8 @@ class TurnScheduler:
         self.store = store
         self.runner = runner
         self.messenger = messenger
+        self.on_scheduled: Callable[[InboundMessage], None] | None = None
+        """Told of each message a turn is scheduled for, before the merge window."""
         self.locale = locale
         self.merge_window_seconds = merge_window_seconds
         self.chat_lock = chat_lock
@@ -186,6 +188,8 @@ class TurnScheduler:
     def schedule(self, session: SessionInfo, message: InboundMessage) -> None:
         """Answer `message` after the merge window; a later message of the same sender in
         the window takes its place (one turn answers the burst)."""
+        if self.on_scheduled is not None:
+            self.on_scheduled(message)  # e.g. its images start downloading, off the lock
         state = self.state(session.id)
         if state.merges(message.sender.id):
             assert state.pending is not None

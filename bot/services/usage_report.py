@@ -406,7 +406,7 @@ class DayTally:
             self.compaction_weight += weight
             if cost is not None:
                 self.compaction_cost = (self.compaction_cost or 0.0) + cost
-        else:
+        elif entry.purpose != "transcription":  # a voice note's text: billed, not a model turn
             self.turn_calls[turn] += 1
         if entry.hit_iteration_cap:
             self.cap_turns.add(turn)

@@ -6,9 +6,11 @@ from bot.tools import (
     delete_message,
     expand_tool_result,
     inspect_conversation_reference,
+    read_document,
     search_history,
     send_message,
     set_reaction,
+    view_image,
 )
 from bot.tools.base import Tool
 
@@ -21,4 +23,6 @@ def default_tools() -> tuple[Tool, ...]:
         inspect_conversation_reference.TOOL,
         expand_tool_result.TOOL,
         search_history.TOOL,
+        view_image.TOOL,
+        read_document.TOOL,
     )

@@ -8,15 +8,18 @@ a tool result the model reads.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from typing import Any
 
 from bot.context.alias_table import AliasTable
+from bot.context.images import ImageWire
+from bot.context.tool_results import DEFAULT_MAX_TOOL_RESULT_CHARS
 from bot.domain.ids import Scene
+from bot.domain.messages import ImagePart
 from bot.domain.records import StoredRecord
 from bot.errors import ToolError
-from bot.ports import Clock, Messenger, RecordedBubbles, ToolSpec
+from bot.ports import Clock, MediaFiles, Messenger, RecordedBubbles, ToolSpec
 from bot.store_ports import AliasLookup, HistorySearch, PlatformMessageLookup
 from bot.tools.rights import MemberRights
 
@@ -46,6 +49,22 @@ class ToolContext:
     """The turn's alias table: a tool that shows messages adds their aliases to it."""
     scene: Scene = "private"
     """The scene of the turn's chat (a tool offered per scene checks it when it runs)."""
+    media: ToolMedia | None = None
+    """Members' files, and where a tool puts an image for the model (`view_image`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolMedia:
+    """Members' files for tools: `files` fetches them; `wire` and `vision` are the turn's
+    route's; `shown` collects the images one call returns (the runner gives each call its
+    own list and puts them on that call's result, for this turn only)."""
+
+    files: MediaFiles | None
+    wire: ImageWire = "openai"
+    vision: bool = False
+    max_result_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS
+    """The record-time cap a document's text is fitted under."""
+    shown: list[ImagePart] = field(default_factory=list)
 
 
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], Awaitable[str]]

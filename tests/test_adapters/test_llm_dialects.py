@@ -12,7 +12,7 @@ import pytest
 
 from adapters.llm import anthropic_wire, openai_wire
 from adapters.llm.dialects import WireOptions, max_tokens_key, options_for
-from bot.domain.messages import ChatMessage, ToolCall
+from bot.domain.messages import ChatMessage, ImagePart, ToolCall
 from bot.errors import ContextOverflow, ProviderBadResponse, ProviderUnavailable
 from bot.ports import CachePlan, LLMRequest, ToolSpec
 
@@ -251,7 +251,9 @@ def test_anthropic_request_shape() -> None:
         messages=(
             ChatMessage(role="system", content="rules"),
             ChatMessage(role="system", content="tools note"),
-            ChatMessage(role="user", content="look", images=("data:image/png;base64,AAAA",)),
+            ChatMessage(
+                role="user", content="look", images=(ImagePart(url="data:image/png;base64,AAAA"),)
+            ),
             ChatMessage(
                 role="assistant",
                 content="checking",

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from adapters.llm.openai_server_wire import from_request, to_response
 from adapters.llm.openai_wire import classify_error, from_response, retry_after_seconds, to_request
-from bot.domain.messages import ChatMessage, ToolCall
+from bot.domain.messages import ChatMessage, ImagePart, ToolCall
 from bot.errors import (
     ContextOverflow,
     ProviderBadResponse,
@@ -39,7 +39,9 @@ SEARCH = ToolSpec(
 CONVERSATION = (
     ChatMessage(role="system", content="You are helpful."),
     ChatMessage(role="user", content="[id:m1;user:Ann;user_id:1;]\nhi", tokens=9),
-    ChatMessage(role="user", content="look", images=("https://x/y.png",), continues_turn=True),
+    ChatMessage(
+        role="user", content="look", images=(ImagePart(url="https://x/y.png"),), continues_turn=True
+    ),
     ChatMessage(
         role="assistant",
         tool_calls=(ToolCall(id="c1", name="search_notes", arguments='{"query":"hi"}'),),

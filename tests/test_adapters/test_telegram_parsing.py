@@ -145,7 +145,16 @@ CASES: dict[str, InboundMessage | None] = {
         ALICE_NO_USERNAME,
         update_id=900007,
         text="our trip",
-        media=(Media(kind="photo", file_id="AgAD-a1-large"),),
+        media=(
+            Media(
+                kind="photo",
+                file_id="AgAD-a1-large",
+                file_unique_id="a1l",
+                width=1280,
+                height=960,
+                mime_type="image/jpeg",
+            ),
+        ),
         media_group_id="13860195811234567",
     ),
     "album_photo_2": group(
@@ -153,7 +162,16 @@ CASES: dict[str, InboundMessage | None] = {
         1764396400,
         ALICE_NO_USERNAME,
         update_id=900008,
-        media=(Media(kind="photo", file_id="AgAD-a2-large"),),
+        media=(
+            Media(
+                kind="photo",
+                file_id="AgAD-a2-large",
+                file_unique_id="a2l",
+                width=1280,
+                height=960,
+                mime_type="image/jpeg",
+            ),
+        ),
         media_group_id="13860195811234567",
     ),
     "voice": InboundMessage(
@@ -163,14 +181,34 @@ CASES: dict[str, InboundMessage | None] = {
         message_id=12,
         date=at(1764396500),
         sender=ALICE_NO_USERNAME,
-        media=(Media(kind="voice", duration=3, file_id="AwAD-voice"),),
+        media=(
+            Media(
+                kind="voice",
+                duration=3,
+                file_id="AwAD-voice",
+                file_unique_id="vo1",
+                mime_type="audio/ogg",
+                file_size=8123,
+            ),
+        ),
     ),
     "sticker": group(
         213,
         1764396510,
         BOB_PLAIN,
         update_id=900010,
-        media=(Media(kind="sticker", emoji="😀", file_id="CAAD-sticker"),),
+        media=(
+            Media(
+                kind="sticker",
+                emoji="😀",
+                file_id="CAAD-sticker",
+                file_unique_id="st1",
+                width=512,
+                height=512,
+                mime_type="image/webp",
+                file_size=22000,
+            ),
+        ),
     ),
     "document": group(
         214,
@@ -178,7 +216,16 @@ CASES: dict[str, InboundMessage | None] = {
         ALICE_NO_USERNAME,
         update_id=900011,
         text="numbers for Q3",
-        media=(Media(kind="document", file_name="Q3 report.pdf", file_id="BQAD-doc"),),
+        media=(
+            Media(
+                kind="document",
+                file_name="Q3 report.pdf",
+                file_id="BQAD-doc",
+                file_unique_id="d1",
+                mime_type="application/pdf",
+                file_size=250000,
+            ),
+        ),
     ),
     "forward_hidden_user": group(
         215,

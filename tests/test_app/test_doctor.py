@@ -50,9 +50,11 @@ async def test_every_check_passes_on_a_healthy_setup(
         "✔ DATA_DIR",
         "✔ Telegram",
         "✔ model",
+        "✔ images",
         "✔ dashboard",
     ]
     assert "@doc_bot" in lines[3]
+    assert "vision off for default" in lines[5]
     assert "cache reads" in lines[4]
     assert "cache writes" in lines[4]
     assert all(TOKEN not in line for line in lines)
@@ -73,7 +75,7 @@ async def test_each_failure_is_one_line_and_the_exit_code_says_so(
             monkeypatch.setenv("DASHBOARD_PORT", str(port))
             code, lines = await _run()
     assert code == 1
-    assert len(lines) == 6, lines
+    assert len(lines) == 7, lines
     marks = {line.split(":")[0] for line in lines}
     assert marks == {
         "✔ settings",
@@ -81,6 +83,7 @@ async def test_each_failure_is_one_line_and_the_exit_code_says_so(
         "✔ DATA_DIR",
         "✘ Telegram",
         "✘ model",
+        "✔ images",
         "✘ dashboard",
     }
     assert not (clean_env / "tgbot.sqlite3").exists()  # the check created nothing
@@ -95,3 +98,19 @@ async def test_bad_settings_stop_at_the_first_line(
     assert code == 2
     assert len(lines) == 1
     assert lines[0].startswith("✘ settings: BOT_TIMEZONE: unknown time zone")
+
+
+async def test_doctor_says_which_routes_see_images(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = tmp_path / "bot.toml"
+    config.write_text(
+        '[providers.claude]\nbase_url = "https://api.anthropic.com"\nkind = "anthropic"\n'
+        "vision = true\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("LLM_VISION", "true")
+    out = io.StringIO()
+    await doctor(str(config), out=out)
+    (line,) = [line for line in out.getvalue().splitlines() if line.startswith("✔ images")]
+    assert "vision on for claude, default" in line, line

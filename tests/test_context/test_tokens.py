@@ -13,7 +13,7 @@ from bot.context.tokens import (
     split_request_tokens,
     system_tokens,
 )
-from bot.domain.messages import ChatMessage, ToolCall
+from bot.domain.messages import ChatMessage, ImagePart, ToolCall
 
 
 @pytest.mark.parametrize(
@@ -43,7 +43,12 @@ def test_estimate_text_tokens(text: str, tokens: int) -> None:
             ),
             7,
         ),
-        (ChatMessage(role="user", content="see", images=("a", "b")), 5 + 2 * IMAGE_TOKEN_ESTIMATE),
+        (
+            ChatMessage(
+                role="user", content="see", images=(ImagePart(url="a"), ImagePart(url="b"))
+            ),
+            5 + 2 * IMAGE_TOKEN_ESTIMATE,
+        ),
         (ChatMessage(role="user", content="hello world!", tokens=40), 40),
     ],
     ids=["text + 4", "call name and arguments", "dispatched images", "cached value wins"],
@@ -65,7 +70,9 @@ def test_estimate_span_tokens_reads_cached_costs() -> None:
 
 # ---------------------------------------------------------------- a request's split
 
-PHOTO = ChatMessage(role="user", content="look", images=("data:image/png;base64,AA",))
+PHOTO = ChatMessage(
+    role="user", content="look", images=(ImagePart(url="data:image/png;base64,AA"),)
+)
 
 
 def test_ensure_token_estimate_keeps_a_cached_estimate_and_fills_a_missing_one() -> None:
@@ -78,6 +85,8 @@ def test_system_and_image_tokens_count_only_their_part() -> None:
     messages = [ChatMessage(role="system", content="hello world!"), PHOTO, PHOTO]
     assert system_tokens(messages) == 7
     assert image_tokens(messages) == 2 * IMAGE_TOKEN_ESTIMATE
+    sized = ChatMessage(role="user", content="", images=(ImagePart(url="x", tokens=1105),))
+    assert image_tokens([sized, PHOTO]) == 1105 + IMAGE_TOKEN_ESTIMATE  # its own estimate
 
 
 @pytest.mark.parametrize(
@@ -99,7 +108,9 @@ def test_system_and_image_tokens_count_only_their_part() -> None:
                 ChatMessage(role="user", content="hi"),
             ],
             2,
-            RequestTokens(history=5, current=5, images=IMAGE_TOKEN_ESTIMATE, messages=10 + 765),
+            RequestTokens(
+                history=5, current=5, images=IMAGE_TOKEN_ESTIMATE, messages=10 + 765, image_count=1
+            ),
         ),
         (
             [
@@ -109,7 +120,9 @@ def test_system_and_image_tokens_count_only_their_part() -> None:
                 ChatMessage(role="tool", content="ok", tool_call_id="c1", name="f"),
             ],
             2,
-            RequestTokens(history=5, current=10, images=IMAGE_TOKEN_ESTIMATE, messages=15 + 765),
+            RequestTokens(
+                history=5, current=10, images=IMAGE_TOKEN_ESTIMATE, messages=15 + 765, image_count=1
+            ),
         ),
     ],
     ids=["system left out", "image in history", "image and tool step in current"],

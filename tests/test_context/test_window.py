@@ -290,7 +290,8 @@ def _meets(tokens: list[int], messages: list[int], start: int, limits: WindowLim
     ok_tokens = limits.token_budget <= 0 or sum(tokens[start:]) <= math.floor(
         limits.token_budget * keep
     )
-    ok_turns = len(tokens) - start <= max(1, math.floor(max(limits.max_turns, 1) * keep))
+    cap = max(limits.max_turns, 1)  # its headroom rounds down: a small cap is exact
+    ok_turns = len(tokens) - start <= cap - math.floor(cap * (1 - keep))
     ok_messages = sum(messages[start:]) <= max(1, math.floor(max(limits.max_messages, 1) * keep))
     return ok_tokens and ok_turns and ok_messages
 

@@ -47,7 +47,11 @@ def view(trace: dict[str, Any]) -> dict[str, Any]:
     request = trace.get("request") or {}
     response = trace.get("response") or {}
     messages = [
-        {**m, "tool_calls": [_pretty_call(c) for c in m.get("tool_calls") or ()]}
+        {
+            **m,
+            "tool_calls": [_pretty_call(c) for c in m.get("tool_calls") or ()],
+            "image_rows": [_image_row(i) for i in m.get("images") or ()],
+        }
         for m in request.get("messages") or ()
     ]
     usage = response.get("usage") or {}
@@ -71,6 +75,22 @@ def view(trace: dict[str, Any]) -> dict[str, Any]:
         "reasoning": (reasoning.get("text") or "") if isinstance(reasoning, dict) else "",
         "usage": usage,
         "sent": bool(request),
+    }
+
+
+def _image_row(image: object) -> dict[str, Any]:
+    """One image a message sent: its label, size and token estimate, and the image itself
+    as a thumbnail when the trace kept it whole (the dashboard is the owner's)."""
+    if not isinstance(image, dict):  # a trace from before images had a shape
+        image = {"url": str(image)}
+    url = str(image.get("url") or "")
+    whole = url.startswith("data:image/") and "chars cut]" not in url[-40:]
+    return {
+        "label": image.get("label") or "?",
+        "width": image.get("width") or 0,
+        "height": image.get("height") or 0,
+        "tokens": image.get("tokens") or 0,
+        "thumbnail": url if whole else "",
     }
 
 

@@ -163,6 +163,8 @@ class DashboardMetrics:
         if entry.error is not None:
             self.errors.inc()
         self.call_latency.observe(entry.latency_ms / 1000)
+        if entry.purpose == "transcription":
+            return  # a voice note read before its turn: no model turn of its own
         if entry.purpose == "compaction":
             self.compactions.inc()
             return  # off the member's turn: its latency is not the turn's
