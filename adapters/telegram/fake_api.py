@@ -72,8 +72,11 @@ class FakeBotApi:
         bot_id: int | None = None,
         username: str = "test_bot",
         first_name: str = "Test Bot",
+        reads_all_group_messages: bool = False,
     ) -> None:
         self.token = token
+        self.reads_all_group_messages = reads_all_group_messages
+        """getMe's `can_read_all_group_messages`: privacy mode off (BotFather's setting)."""
         self.bot_id = bot_id if bot_id is not None else int(token.split(":", 1)[0])
         self.username = username
         self.first_name = first_name
@@ -119,6 +122,7 @@ class FakeBotApi:
             "setwebhook": self._set_webhook,
             "deletewebhook": self._delete_webhook,
             "getwebhookinfo": self._get_webhook_info,
+            "getchat": self._get_chat,
             "setmycommands": self._set_my_commands,
             "getmycommands": self._get_my_commands,
             "deletemycommands": self._true,
@@ -455,7 +459,7 @@ class FakeBotApi:
         return {
             **self.bot_user,
             "can_join_groups": True,
-            "can_read_all_group_messages": False,
+            "can_read_all_group_messages": self.reads_all_group_messages,
             "supports_inline_queries": False,
         }
 
@@ -594,6 +598,26 @@ class FakeBotApi:
             "url": self.webhook_url,
             "has_custom_certificate": False,
             "pending_update_count": len(self._updates),
+        }
+
+    async def _get_chat(self, params: Params) -> JSON:
+        """`getChat`: a chat the bot has seen (a user's private chat once they wrote to it);
+        any other id is "chat not found", as Telegram answers for a user who never started
+        the bot."""
+        chat = self._chats.get(self._chat_id(params))
+        if chat is None:
+            raise _ApiError(400, "Bad Request: chat not found")
+        return {
+            **chat,
+            "accent_color_id": 0,
+            "max_reaction_count": 11,
+            "accepted_gift_types": {
+                "unlimited_gifts": False,
+                "limited_gifts": False,
+                "unique_gifts": False,
+                "premium_subscription": False,
+                "gifts_from_channels": False,
+            },
         }
 
     async def _set_my_commands(self, params: Params) -> bool:

@@ -36,6 +36,7 @@ _ENV = {
     "import-legacy": f"{_DB_ENV}, {_COMMON_ENV}",
     "dashboard": f"{_DB_ENV}, DASHBOARD_PORT, DASHBOARD_TOKEN, {_COMMON_ENV}",
     "db upgrade": f"{_DB_ENV}, {_COMMON_ENV}",
+    "init": "BOT_TOKEN, TELEGRAM_API_BASE, the provider's key variable (e.g. DEEPSEEK_API_KEY), TZ",
     "doctor": f"BOT_TOKEN, TELEGRAM_API_BASE, {_MODEL_ENV}, {_DB_ENV}, DASHBOARD_PORT, "
     f"DASHBOARD_TOKEN, {_COMMON_ENV}",
 }
@@ -142,7 +143,23 @@ def build_parser() -> argparse.ArgumentParser:
         "doctor",
     )
     doctor.set_defaults(handler=_doctor, prepare=None)
+
+    init = _add(
+        commands,
+        "init",
+        "set up (or change) the bot: token, owner, groups, model, time zone, language; "
+        "writes bot.toml and .env",
+        "init",
+    )
+    _init_arguments(init)
+    init.set_defaults(handler=_init, prepare=None)
     return parser
+
+
+def _init_arguments(parser: argparse.ArgumentParser) -> None:
+    from bot.app.init_command import add_arguments
+
+    add_arguments(parser)
 
 
 # ---------------------------------------------------------------- checks before heavy imports
@@ -281,6 +298,12 @@ def _doctor(args: argparse.Namespace) -> int:
     from bot.app import doctor
 
     return asyncio.run(doctor.doctor(args.config))
+
+
+def _init(args: argparse.Namespace) -> int:
+    from bot.app import init_command
+
+    return asyncio.run(init_command.init(init_command.parse_options(args, args.config)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
