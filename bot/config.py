@@ -29,6 +29,7 @@ from pydantic_settings import (
 )
 
 from bot.context.tool_results import DEFAULT_MAX_TOOL_RESULT_CHARS
+from bot.domain.ids import Locale
 from bot.errors import ConfigError
 
 DEFAULT_TELEGRAM_API_BASE = "https://api.telegram.org"
@@ -238,7 +239,9 @@ class Settings(BaseSettings):
     database_url: str | None = None
     data_dir: Path = Path("./data")
     bot_timezone: str = "UTC"
-    bot_locale: Literal["zh", "en"] = "zh"
+    bot_locale: Literal["auto", "zh", "en"] = "auto"
+    """`auto`: each member's Telegram language (`language_code`: zh*, else en) per message,
+    a group the language of its recent members; `zh` or `en` force one for everyone."""
     bot_username: str | None = None
     workspace_rules_file: Path | None = None
     webhook_url: str | None = None
@@ -312,6 +315,12 @@ class Settings(BaseSettings):
         if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError(f"expected an http(s) URL, got {value!r}")
         return value.rstrip("/") if value else value
+
+    @property
+    def fallback_locale(self) -> Locale:
+        """The forced locale, or (with `auto`) the one used where no member's language is
+        known yet."""
+        return "en" if self.bot_locale == "auto" else self.bot_locale
 
     @property
     def zone(self) -> ZoneInfo:

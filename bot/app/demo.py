@@ -275,7 +275,7 @@ async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
                 sink,
                 bot_id=me.id,
                 bot_username=me.username,
-                locale=demo.bot_locale,
+                locale=demo.fallback_locale,
                 chat_events=app.chat_events,
             )
             polling = asyncio.create_task(
@@ -288,7 +288,7 @@ async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
                 PromptFacts(
                     bot_name=me.first_name,
                     scene="group",
-                    locale=demo.bot_locale,
+                    locale=demo.fallback_locale,
                     tool_names=tuple(app.runner.tools),
                 )
             )
@@ -422,7 +422,7 @@ def _blocks(settings: Settings, app: App, private: bool) -> str:
             zone_name=settings.bot_timezone,
             model=settings.llm_model,
             scene="owner" if private else "group",
-            locale=settings.bot_locale,
+            locale=settings.fallback_locale,
             command_prefix=settings.triggers.command_prefix,
             workspace_rules=WORKSPACE_RULES,
             tool_index=tuple(t.summary for t in app.runner.tools.values()),

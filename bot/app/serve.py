@@ -130,7 +130,7 @@ async def serve(
                 raise
             raise failure from None
         messenger = TelegramMessenger(
-            bot, cut_note=user_text(settings.bot_locale, "reply_cut", count="{count}")
+            bot, cut_note=user_text(settings.fallback_locale, "reply_cut", count="{count}")
         )
         app = build_app(
             settings,
@@ -146,7 +146,7 @@ async def serve(
             app.inbound,
             bot_id=me.id,
             bot_username=me.username,
-            locale=settings.bot_locale,
+            locale=settings.fallback_locale,
             chat_events=app.chat_events,
         )
 

@@ -228,7 +228,7 @@ def turn_policy(settings: Settings) -> TurnPolicy:
         prompt=PromptPolicy(
             zone=settings.zone,
             zone_name=settings.bot_timezone,
-            locale=settings.bot_locale,
+            locale=settings.fallback_locale,
             command_prefix=settings.triggers.command_prefix,
             workspace_rules=rules,
             owner_id=settings.owner_id,
@@ -420,7 +420,7 @@ def build_app(
 
     commands = Commands(
         owner_id=settings.owner_id,
-        locale=settings.bot_locale,
+        locale=settings.fallback_locale,
         messenger=outside,
         store=store,
         routes=routes,
@@ -433,7 +433,7 @@ def build_app(
     )
     inbound_policy = InboundPolicy(
         owner_id=settings.owner_id,
-        locale=settings.bot_locale,
+        locale=settings.fallback_locale,
         answer_on_mention=settings.triggers.answer_on_mention,
         answer_on_reply=settings.triggers.answer_on_reply,
         answer_on_command=settings.triggers.answer_on_command,
@@ -501,7 +501,7 @@ def daily_summary(
         messenger,
         store,
         clock,
-        locale=settings.bot_locale,
+        locale=settings.fallback_locale,
         reactions=store,
         currency=settings.ledger.currency,
     )

@@ -14,7 +14,7 @@ from bot.errors import ConfigError
 def test_defaults_are_the_embedded_ones() -> None:
     settings = load_settings()
     assert settings.bot_timezone == "UTC"
-    assert settings.bot_locale == "zh"
+    assert settings.bot_locale == "auto"
     assert settings.data_dir == Path("./data")
     assert settings.resolved_database_url == "sqlite+aiosqlite:///data/tgbot.sqlite3"
     assert settings.history.group_tokens == 8_000
