@@ -198,6 +198,9 @@ class ScheduleSettings(Section):
 class SecuritySettings(Section):
     allowed_chats: list[int] = Field(default_factory=list)
     """Empty: every chat is allowed."""
+    private_chats: Literal["allow", "owner", "allow_list"] = "allow"
+    """Members' private chats: `allow` every one (the allow-list is for groups), `owner` only
+    the owner's, `allow_list` those whose user id is in `allowed_chats`."""
     user_messages_per_minute: int = Field(20, ge=0)
     chat_messages_per_minute: int = Field(60, ge=0)
 

@@ -426,6 +426,7 @@ def build_app(
         routes=routes,
         meters=runner.meters.get,
         usage_reply=usage_reply,
+        sessions=store,
         dashboard_link=owner_link(
             settings.dashboard_url,
             settings.dashboard_token.get_secret_value() if settings.dashboard_token else None,
@@ -439,6 +440,7 @@ def build_app(
         answer_on_command=settings.triggers.answer_on_command,
         merge_window_seconds=settings.triggers.merge_window_seconds,
         allowed_chats=tuple(settings.security.allowed_chats),
+        private_chats=settings.security.private_chats,
         user_messages_per_minute=settings.security.user_messages_per_minute,
         chat_messages_per_minute=settings.security.chat_messages_per_minute,
     )
@@ -461,6 +463,7 @@ def build_app(
             locale=inbound_policy.locale,
             rules=inbound_policy.rules,
             allowed_chats=inbound_policy.allowed_chats,
+            private_chats=inbound_policy.private_chats,
             owner_id=inbound_policy.owner_id,
         ),
     )
@@ -471,6 +474,7 @@ def build_app(
             owner_id=settings.owner_id,
             bot_id=bot_id,
             allowed_chats=tuple(settings.security.allowed_chats),
+            private_chats=settings.security.private_chats,
         ),
         clock=clock,
         closed=closed_chats,

@@ -1,5 +1,5 @@
-"""Bot commands: /usage, /context, /model and /dashboard for the owner; /retry and /help for
-everyone."""
+"""Bot commands: /usage, /context, /model and /dashboard for the owner; /retry, /id and /help
+for everyone."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from bot.domain.ids import Locale
 from bot.errors import TelegramError
 from bot.ports import Messenger, SessionInfo
 from bot.services.guard import OncePerMinute, is_owner
-from bot.store_ports import RouteStore
+from bot.store_ports import RouteStore, SessionList
 from bot.texts import text
 
 log = logging.getLogger("tgbot.commands")
@@ -27,7 +27,7 @@ DashboardLink = Callable[[], str]
 """A fresh link to the dashboard (with a short-lived signed token when one is set)."""
 
 OWNER_COMMANDS = frozenset({"usage", "context", "model", "dashboard"})
-PUBLIC_COMMANDS = frozenset({"retry", "help", "start"})
+PUBLIC_COMMANDS = frozenset({"retry", "help", "start", "id"})
 
 
 class Commands:
@@ -45,6 +45,7 @@ class Commands:
         usage_reply: UsageReply,
         retry: Retry | None = None,
         dashboard_link: DashboardLink | None = None,
+        sessions: SessionList | None = None,
     ) -> None:
         self.owner_id = owner_id
         self.locale = locale
@@ -55,6 +56,8 @@ class Commands:
         self.usage_reply = usage_reply
         self.retry = retry
         self.dashboard_link = dashboard_link
+        self.sessions = sessions
+        """The stored chats, for the groups `/id` lists in the owner's private chat."""
         self._refused = OncePerMinute()
 
     @staticmethod
@@ -87,12 +90,35 @@ class Commands:
                 await self._say(message, await self.switch_model(message, session))
             case "dashboard":
                 await self.send_dashboard_link(message)
+            case "id":
+                await self._say(message, await self.id_text(message))
             case "retry":
                 if self.retry is None or not await self.retry(session, message.sender.id):
                     await self._say(message, text(self.locale, "nothing_to_retry"))
             case _:
                 await self._say(message, text(self.locale, "help"))
         return True
+
+    async def id_text(self, message: InboundMessage) -> str:
+        """The sender's user id and the chat's id; in the owner's private chat also the
+        groups the bot is in (from the stored chats it was not removed from)."""
+        lines = [text(self.locale, "id_ids", user_id=message.sender.id, chat_id=message.chat_id)]
+        in_own_chat = message.chat_type == "private" and message.chat_id == message.sender.id
+        if not (in_own_chat and is_owner(message.sender, self.owner_id)) or self.sessions is None:
+            return "\n".join(lines)
+        titles: dict[int, str] = {}
+        for session in await self.sessions.list_sessions():
+            if session.scene != "group" or session.closed:
+                continue
+            chat_id = session.key.chat_id
+            if session.key.thread_id == 0 or chat_id not in titles:
+                titles[chat_id] = session.title or str(chat_id)
+        if not titles:
+            lines.append(text(self.locale, "id_no_groups"))
+            return "\n".join(lines)
+        lines.append(text(self.locale, "id_groups"))
+        lines.extend(f"{chat_id}  {title}" for chat_id, title in sorted(titles.items()))
+        return "\n".join(lines)
 
     async def send_dashboard_link(self, message: InboundMessage) -> None:
         """The link goes to the owner's private chat only: typed in a group, the group is

@@ -52,7 +52,13 @@ from bot.ports import (
     SessionInfo,
     SessionRequest,
 )
-from bot.services.guard import LocalRateLimits, RateLimiter, chat_allowed, is_owner
+from bot.services.guard import (
+    LocalRateLimits,
+    PrivateChats,
+    RateLimiter,
+    chat_allowed,
+    is_owner,
+)
 from bot.services.message_records import (
     last_member_record,
     platform_message_of,
@@ -77,6 +83,7 @@ class InboundPolicy:
     answer_on_command: bool = True
     merge_window_seconds: float = 1.5
     allowed_chats: tuple[int, ...] = ()
+    private_chats: PrivateChats = "allow"
     user_messages_per_minute: int = 20
     chat_messages_per_minute: int = 60
 
@@ -130,6 +137,8 @@ class InboundService:
             chat_lock=chat_lock,
         )
         """When and how turns run (what recovery starts its turns through, too)."""
+        self._told_not_allowed: set[int] = set()
+        """Members told once that their private chat is not allowed."""
         self.limiter = RateLimiter(
             per_user=policy.user_messages_per_minute, per_chat=policy.chat_messages_per_minute
         )
@@ -168,7 +177,9 @@ class InboundService:
     # ------------------------------------------------------------------ the rules
 
     def _allowed(self, chat_id: int) -> bool:
-        return chat_allowed(chat_id, self.policy.allowed_chats, self.policy.owner_id)
+        return chat_allowed(
+            chat_id, self.policy.allowed_chats, self.policy.owner_id, self.policy.private_chats
+        )
 
     def _answers(self, message: InboundMessage, session: SessionInfo) -> bool:
         return should_answer(facts_of_message(message), session.scene, self.policy.rules)
@@ -198,6 +209,19 @@ class InboundService:
             return True
         return await self.limits.take(user_id=message.sender.id, chat_id=message.chat_id)
 
+    async def _refuse_private_chat(self, message: InboundMessage) -> None:
+        """A member whose private chat is not allowed is told so once (per process), with
+        their user id to pass on to the owner; groups not allowed hear nothing."""
+        if message.chat_type != "private" or message.sender.kind != "user":
+            return
+        if message.sender.id in self._told_not_allowed:
+            return
+        self._told_not_allowed.add(message.sender.id)
+        await self.messenger.send_text(
+            message.chat_id,
+            text(self.policy.locale, "private_not_allowed", user_id=message.sender.id),
+        )
+
     async def _refuse(self, message: InboundMessage) -> None:
         """Log a refusal and tell the chat, at most once a minute."""
         log.info("rate limit: %s in chat %s", message.sender.id, message.chat_id)
@@ -214,6 +238,7 @@ class InboundService:
     async def on_message(self, message: InboundMessage) -> None:
         if not self._allowed(message.chat_id):
             log.info("ignoring chat %s (not in the allow-list)", message.chat_id)
+            await self._refuse_private_chat(message)
             return
         session = await self.open(message)
         if message.command and self.commands is not None and self.commands.handles(message):
