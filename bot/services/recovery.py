@@ -188,7 +188,10 @@ class CrashRecovery:
                 session.active_leaf_id is None
                 or session.closed  # the bot was removed from the chat: nothing goes there
                 or not chat_allowed(
-                    session.key.chat_id, self.policy.allowed_chats, self.policy.owner_id, self.policy.private_chats
+                    session.key.chat_id,
+                    self.policy.allowed_chats,
+                    self.policy.owner_id,
+                    self.policy.private_chats,
                 )
             ):
                 continue
@@ -229,7 +232,12 @@ class CrashRecovery:
             (session.id, session.active_leaf_id): session
             for session in await self.store.sessions_awaiting_answer(now - RECOVERY_ANSWER_WINDOW)
             if session.active_leaf_id is not None
-            and chat_allowed(session.key.chat_id, self.policy.allowed_chats, self.policy.owner_id, self.policy.private_chats)
+            and chat_allowed(
+                session.key.chat_id,
+                self.policy.allowed_chats,
+                self.policy.owner_id,
+                self.policy.private_chats,
+            )
         }
         seen = self._waiting_since
         self._waiting_since = {key: seen.get(key, now) for key in waiting}
