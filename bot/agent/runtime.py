@@ -282,7 +282,7 @@ class TurnRunner:
         """Tell the chat the turn failed (a short notice in its language)."""
         session = state.session
         key = session.key
-        text = user_text(self.policy.prompt.locale, failure.key)
+        text = user_text(self.policy.prompt.locale_of(key.chat_id), failure.key)
         if typing is not None:
             await typing.stop()
         delivery = await self.messenger.send_text(

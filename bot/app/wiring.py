@@ -58,6 +58,7 @@ from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
 from bot.services.error_log import ErrorLog, RefusedSendLog
 from bot.services.inbound import InboundPolicy, InboundService
+from bot.services.locales import ChatLocales
 from bot.services.recovery import CrashRecovery, RecoveryPolicy
 from bot.services.told_user import ToldUser, ToldUserMessenger
 from bot.store_ports import ConversationStore
@@ -202,7 +203,13 @@ def window_policy(settings: Settings) -> WindowPolicy:
     )
 
 
-def turn_policy(settings: Settings) -> TurnPolicy:
+def chat_locales(settings: Settings) -> ChatLocales:
+    """`BOT_LOCALE=auto`: each member's language, a chat its members'; `zh`/`en`: fixed."""
+    fixed = None if settings.bot_locale == "auto" else settings.bot_locale
+    return ChatLocales(fixed=fixed, fallback=settings.fallback_locale)
+
+
+def turn_policy(settings: Settings, locales: ChatLocales | None = None) -> TurnPolicy:
     rules = ""
     if settings.workspace_rules_file is not None:
         try:
@@ -232,6 +239,7 @@ def turn_policy(settings: Settings) -> TurnPolicy:
             command_prefix=settings.triggers.command_prefix,
             workspace_rules=rules,
             owner_id=settings.owner_id,
+            chat_locale=locales.for_chat if locales is not None else None,
         ),
         calls=CallPolicy(
             limits=limits,
@@ -276,6 +284,8 @@ class App:
     """The `ChatEventSink`: the bot's membership of chats, reactions on its messages."""
     messenger: Messenger
     """The messenger every outbound path uses: sends nothing to a closed chat."""
+    locales: ChatLocales | None = None
+    """Whose language the bot speaks (`BOT_LOCALE=auto`: each member's, a chat's)."""
 
 
 async def open_store(settings: Settings) -> ConversationStore:
@@ -376,6 +386,7 @@ def build_app(
         truth.shared = SqlTokenCorrections(store.engine)  # every worker moves one row
         # (`tgbot run` adopts the whole table before its first turn: `truth.load_shared`)
     bus = EventBus()
+    locales = chat_locales(settings)
     if tracing is not None:  # first on the bus: a model call's span ends as it is published
         tracing.attach(
             bus,
@@ -400,7 +411,7 @@ def build_app(
         tools=default_tools(),
         ledger=ledger,
         clock=clock,
-        policy=turn_policy(settings),
+        policy=turn_policy(settings, locales),
         bus=bus,
         bot_id=bot_id,
         bot_name=bot_name,
@@ -427,6 +438,7 @@ def build_app(
         meters=runner.meters.get,
         usage_reply=usage_reply,
         sessions=store,
+        locale_for=locales.for_message,
         dashboard_link=owner_link(
             settings.dashboard_url,
             settings.dashboard_token.get_secret_value() if settings.dashboard_token else None,
@@ -452,6 +464,7 @@ def build_app(
         commands=commands,
         chat_lock=chat_lock,
         limits=open_rate_limits(settings, store),
+        locales=locales,
     )
     recovery = CrashRecovery(
         store=store,
@@ -461,6 +474,7 @@ def build_app(
         turns=inbound.turns,
         policy=RecoveryPolicy(
             locale=inbound_policy.locale,
+            chat_locale=locales.for_chat,
             rules=inbound_policy.rules,
             allowed_chats=inbound_policy.allowed_chats,
             private_chats=inbound_policy.private_chats,
@@ -492,12 +506,19 @@ def build_app(
         told=told,
         chat_events=chat_events,
         messenger=messenger,
+        locales=locales,
     )
 
 
 def daily_summary(
-    settings: Settings, *, messenger: Messenger, store: ConversationStore, clock: Clock
+    settings: Settings,
+    *,
+    messenger: Messenger,
+    store: ConversationStore,
+    clock: Clock,
+    locales: ChatLocales | None = None,
 ) -> DailySummary:
+    owner = settings.owner_id
     return DailySummary(
         settings.traces_dir,
         settings.zone,
@@ -508,6 +529,9 @@ def daily_summary(
         locale=settings.fallback_locale,
         reactions=store,
         currency=settings.ledger.currency,
+        owner_locale=(
+            (lambda: locales.for_member(owner)) if locales is not None and owner else None
+        ),
     )
 
 
@@ -543,6 +567,7 @@ def scheduled_summary(app: App, messenger: Messenger) -> DailySummary:
         ),
         store=app.store,
         clock=SystemClock(),
+        locales=app.locales,
     )
 
 

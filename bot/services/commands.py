@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 
 from bot.agent.routes import RouteTable
 from bot.agent.runtime import CallMeter
@@ -25,6 +26,9 @@ Retry = Callable[[SessionInfo, int], Awaitable[bool]]
 MeterLookup = Callable[[int], CallMeter | None]
 DashboardLink = Callable[[], str]
 """A fresh link to the dashboard (with a short-lived signed token when one is set)."""
+
+_ANSWERING: ContextVar[Locale | None] = ContextVar("answering_locale", default=None)
+"""The locale of the command being answered (its sender's, with `BOT_LOCALE=auto`)."""
 
 OWNER_COMMANDS = frozenset({"usage", "context", "model", "dashboard"})
 PUBLIC_COMMANDS = frozenset({"retry", "help", "start", "id"})
@@ -46,9 +50,12 @@ class Commands:
         retry: Retry | None = None,
         dashboard_link: DashboardLink | None = None,
         sessions: SessionList | None = None,
+        locale_for: Callable[[InboundMessage], Locale] | None = None,
     ) -> None:
+        self.locale_for = locale_for
+        """The locale a reply to a message is in (`BOT_LOCALE=auto`); None: `locale`."""
         self.owner_id = owner_id
-        self.locale = locale
+        self._locale = locale
         self.messenger = messenger
         self.store = store
         self.routes = routes
@@ -68,7 +75,21 @@ class Commands:
         """Whether the message is one of our commands (then it is not stored as a message)."""
         return self.name_of(message) in OWNER_COMMANDS | PUBLIC_COMMANDS
 
+    @property
+    def locale(self) -> Locale:
+        """The locale of the command being answered, else the configured one."""
+        return _ANSWERING.get() or self._locale
+
     async def __call__(self, message: InboundMessage, session: SessionInfo) -> bool:
+        if self.locale_for is None:
+            return await self._answer(message, session)
+        answering = _ANSWERING.set(self.locale_for(message))
+        try:
+            return await self._answer(message, session)
+        finally:
+            _ANSWERING.reset(answering)
+
+    async def _answer(self, message: InboundMessage, session: SessionInfo) -> bool:
         name = self.name_of(message)
         if name not in OWNER_COMMANDS | PUBLIC_COMMANDS:
             return False

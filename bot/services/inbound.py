@@ -59,6 +59,7 @@ from bot.services.guard import (
     chat_allowed,
     is_owner,
 )
+from bot.services.locales import ChatLocales
 from bot.services.message_records import (
     last_member_record,
     platform_message_of,
@@ -123,7 +124,10 @@ class InboundService:
         commands: CommandHandler | None = None,
         chat_lock: ChatLock | None = None,
         limits: RateLimits | None = None,
+        locales: ChatLocales | None = None,
     ) -> None:
+        self.locales = locales or ChatLocales(fixed=policy.locale)
+        """Whose language each reply is in (`BOT_LOCALE=auto`: the member's, the chat's)."""
         self.store = store
         self.messenger = messenger
         self.policy = policy
@@ -135,6 +139,7 @@ class InboundService:
             locale=policy.locale,
             merge_window_seconds=policy.merge_window_seconds,
             chat_lock=chat_lock,
+            chat_locale=self.locales.for_chat,
         )
         """When and how turns run (what recovery starts its turns through, too)."""
         self._told_not_allowed: set[int] = set()
@@ -219,7 +224,9 @@ class InboundService:
         self._told_not_allowed.add(message.sender.id)
         await self.messenger.send_text(
             message.chat_id,
-            text(self.policy.locale, "private_not_allowed", user_id=message.sender.id),
+            text(
+                self.locales.for_message(message), "private_not_allowed", user_id=message.sender.id
+            ),
         )
 
     async def _refuse(self, message: InboundMessage) -> None:
@@ -228,7 +235,7 @@ class InboundService:
         if await self.limits.warn_once(message.chat_id):
             await self.messenger.send_text(
                 message.chat_id,
-                text(self.policy.locale, "rate_limited"),
+                text(self.locales.for_message(message), "rate_limited"),
                 thread_id=message.thread_id,
                 reply_to=message.message_id,
             )
@@ -236,6 +243,7 @@ class InboundService:
     # ------------------------------------------------------------------ InboundSink
 
     async def on_message(self, message: InboundMessage) -> None:
+        self.locales.note(message)
         if not self._allowed(message.chat_id):
             log.info("ignoring chat %s (not in the allow-list)", message.chat_id)
             await self._refuse_private_chat(message)
@@ -299,8 +307,10 @@ class InboundService:
         queues: dict[SessionKey, deque[InboundMessage]] = {}
         requests: dict[SessionKey, SessionRequest] = {}
         for message in messages:
+            self.locales.note(message)
             if not self._allowed(message.chat_id):
                 log.info("ignoring chat %s (not in the allow-list)", message.chat_id)
+                await self._refuse_private_chat(message)
                 continue
             key = key_of(message)
             queues.setdefault(key, deque()).append(message)

@@ -39,7 +39,7 @@ this worker, so a turn that fails without storing anything is retried at most on
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -148,6 +148,8 @@ def unanswered(records: Sequence[StoredRecord]) -> list[UserRecord]:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecoveryPolicy:
     locale: Locale
+    chat_locale: Callable[[int], Locale] | None = None
+    """The locale of a chat (`BOT_LOCALE=auto`); None: `locale`."""
     rules: AnswerRules
     allowed_chats: tuple[int, ...] = ()
     private_chats: PrivateChats = "allow"
@@ -292,7 +294,12 @@ class CrashRecovery:
     async def _say(self, session: SessionInfo, key: str, *, reply_to: int | None) -> None:
         await self.messenger.send_text(
             session.key.chat_id,
-            text(self.policy.locale, key),
+            text(
+                self.policy.chat_locale(session.key.chat_id)
+                if self.policy.chat_locale
+                else self.policy.locale,
+                key,
+            ),
             thread_id=session.key.thread_id,
             reply_to=reply_to,
         )

@@ -103,7 +103,10 @@ class TurnScheduler:
         locale: Locale,
         merge_window_seconds: float,
         chat_lock: ChatLock | None = None,
+        chat_locale: Callable[[int], Locale] | None = None,
     ) -> None:
+        self.chat_locale = chat_locale
+        """The locale of a chat (`BOT_LOCALE=auto`); None: `locale`."""
         self.store = store
         self.runner = runner
         self.messenger = messenger
@@ -319,7 +322,10 @@ class TurnScheduler:
             try:
                 await self.messenger.send_text(
                     session.key.chat_id,
-                    text(self.locale, "internal_error"),
+                    text(
+                        self.chat_locale(session.key.chat_id) if self.chat_locale else self.locale,
+                        "internal_error",
+                    ),
                     thread_id=session.key.thread_id,
                     reply_to=reply_to,
                 )
