@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.agent.runtime import TurnOutcome, TurnRunner
 from bot.domain.facts import InboundMessage
@@ -48,6 +48,7 @@ from bot.ports import (
     CommandHandler,
     InboundAppend,
     Messenger,
+    NewRecord,
     RateLimits,
     SessionInfo,
     SessionRequest,
@@ -61,6 +62,7 @@ from bot.services.guard import (
 )
 from bot.services.locales import ChatLocales
 from bot.services.message_records import (
+    last_answered_of,
     last_member_record,
     platform_message_of,
     record_of,
@@ -434,22 +436,35 @@ class InboundService:
         await self.turns.run(session, reply_to=message.message_id)
 
     async def retry(self, session: SessionInfo, requester_id: int) -> bool:
-        """Regenerate the last answer on a new branch; False when there is nothing to retry.
+        """Regenerate the requester's own last answered turn; False when they have none.
         The new answer comes from a scheduled turn (`drain` waits for it).
 
-        Only the requester's own last turn: when the chat's last message is someone else's
-        (the owner's, say), there is nothing for them to retry. The regenerated turn answers
-        the requester's message, so its tools act with the requester's rights, never with
-        those of whoever spoke last."""
+        When nobody spoke since, the answer is replaced on a new branch. When others did (a
+        busy group), their messages stay: the requester's message is asked again at the end
+        of the conversation and answered there, as a reply to the original. Either way the
+        turn answers the requester's message, so its tools act with the requester's rights,
+        never with those of whoever spoke last."""
         loaded = await self.store.load_history(session.id, max_records=200)
-        last_user = last_member_record(loaded.records)
-        if last_user is None:
+        trigger = last_answered_of(loaded.records, requester_id)
+        if trigger is None:
+            log.info("nothing to /retry for %s", requester_id)
             return False
-        assert isinstance(last_user.body, UserRecord)
-        if last_user.body.sender.id != requester_id:
-            log.info("refused /retry of another member's turn from %s", requester_id)
-            return False
-        self.turns.spawn_turn(session, reply_to=last_user.message_id, leaf=last_user.id)
+        assert isinstance(trigger.body, UserRecord)
+        newest = last_member_record(loaded.records)
+        if newest is not None and newest.id == trigger.id:
+            self.turns.spawn_turn(session, reply_to=trigger.message_id, leaf=trigger.id)
+            return True
+        again = NewRecord(
+            body=replace(trigger.body, merged=False, refused=False),
+            created_at=trigger.created_at,
+            message_ids=trigger.message_ids,
+            tokens=trigger.tokens,
+        )
+
+        async def ask_again() -> None:
+            await self.store.append(session.id, [again])
+
+        self.turns.spawn_turn(session, reply_to=trigger.message_id, before=ask_again)
         return True
 
     async def _store_inbound(

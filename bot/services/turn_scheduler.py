@@ -291,14 +291,18 @@ class TurnScheduler:
         reply_to: int | None,
         leaf: int | None = None,
         expect_leaf: int | None = None,
+        before: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """Run a turn now (no merge window) as a task, under the session's locks; with
         `leaf`, on a new branch from that record (`/retry`); with `expect_leaf`, only if
         nothing was added to the conversation since (recovery: another worker may have
-        answered in between)."""
+        answered in between); `before` runs first, under the lock (a group's `/retry` asks
+        again at the end of the conversation)."""
 
         async def turn() -> None:
             async with self.turn_lock(session):
+                if before is not None:
+                    await before()
                 if expect_leaf is not None:
                     current = await self.store.find_session(session.key)
                     if current is None or current.active_leaf_id != expect_leaf:
