@@ -378,10 +378,25 @@ def load_settings(config_path: str | Path | None = None, **overrides: Any) -> Se
     except ValidationError as exc:
         first = exc.errors()[0]
         raise _named_error(first["loc"], _clean(first["msg"]), path, toml) from None
-    except ValueError as exc:  # pragma: no cover - the file was parsed above
-        raise ConfigError("BOT_CONFIG", str(exc)) from None
+    except ValueError as exc:
+        raise _source_error(str(exc)) from None
     finally:
         _CONFIG_PATH = None
+
+
+def _source_error(message: str) -> ConfigError:
+    """pydantic-settings could not decode a value: an `A__B` variable that holds no JSON
+    (a list or a mapping must be JSON there), named as the operator wrote it."""
+    found = re.search(r'field "(\w+)" from source "EnvSettingsSource"', message)
+    if found is not None:
+        prefix = found[1].upper()
+        names = sorted(n for n in os.environ if n.upper().startswith(prefix))
+        return ConfigError(
+            names[0] if names else prefix,
+            "not valid JSON: lists and tables in a variable are JSON, e.g. "
+            "SECURITY__ALLOWED_CHATS='[-1001234, -1005678]'",
+        )
+    return ConfigError("BOT_CONFIG", message)  # the file was parsed before: not expected
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -215,3 +215,14 @@ def test_a_long_dashboard_token_is_accepted(monkeypatch: pytest.MonkeyPatch) -> 
     token = load_settings().dashboard_token
     assert token is not None
     assert token.get_secret_value() == "0123456789abcdef"
+
+
+def test_a_list_in_a_variable_is_json_and_a_bare_list_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SECURITY__ALLOWED_CHATS", "[-1001234, -1005678]")
+    assert load_settings().security.allowed_chats == [-1001234, -1005678]
+    monkeypatch.setenv("SECURITY__ALLOWED_CHATS", "-1001234,-1005678")
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert str(caught.value).startswith("SECURITY__ALLOWED_CHATS: not valid JSON")
