@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
@@ -257,7 +259,7 @@ def _run(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from bot.app import demo
 
-    return asyncio.run(demo.demo(args.config, data_dir=args.data_dir))
+    return asyncio.run(demo.demo(args.config, data_dir=args.data_dir, started=args.started))
 
 
 def _usage_report(args: argparse.Namespace) -> int:
@@ -306,8 +308,24 @@ def _init(args: argparse.Namespace) -> int:
     return asyncio.run(init_command.init(init_command.parse_options(args, args.config)))
 
 
+def _process_age() -> float:
+    """Seconds since this process started (Linux `/proc`; 0 elsewhere)."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime", encoding="ascii") as uptime:
+            up = float(uptime.read().split()[0])
+        return max(0.0, up - int(fields[19]) / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    # before the command's imports (the demo counts them), and the interpreter's start too
+    # when this is the process's own command line
+    started = time.perf_counter() - (_process_age() if argv is None else 0.0)
     args = build_parser().parse_args(argv)
+    args.started = started
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         if args.prepare is not None:

@@ -227,6 +227,8 @@ def format_summary_text(report: UsageReport, day: date, locale: Locale = "zh") -
                     "summary_compaction",
                     calls=row.compaction_calls,
                     share=format_share(row.compaction_share),
+                    # with no prices the share is of the billable-equivalent input
+                    base=text(locale, "summary_cost_base" if row.cost else "summary_weight_base"),
                 )
             )
     if row.feedback.total:

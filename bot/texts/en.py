@@ -52,7 +52,7 @@ TEXTS: dict[str, str] = {
     "summary_drift": "Estimate error ({route}): median {median}, p90 {p90}; corrected p90 "
     "{corrected}",
     "summary_misc": "Trims {trims} · errors {errors} · cost {cost}",
-    "summary_compaction": "Compaction: {calls} summary calls, {share} of the cost",
+    "summary_compaction": "Compaction: {calls} summary calls, {share} of the {base}",
     "summary_cache_writes": "Cache writes {writes} ({rate} of input), {share} of the {base}",
     "summary_cost_base": "cost",
     "summary_weight_base": "billable-equivalent input",

@@ -45,7 +45,7 @@ TEXTS: dict[str, str] = {
     "summary_cache": "缓存命中 {cache} · 每次计费等效输入 {billable} · 输出 {output}",
     "summary_drift": "估算误差（{route}）：中位 {median}，p90 {p90}；校正后 p90 {corrected}",
     "summary_misc": "裁剪 {trims} 次 · 错误 {errors} 次 · 费用 {cost}",
-    "summary_compaction": "压缩：{calls} 次摘要调用，占费用 {share}",
+    "summary_compaction": "压缩：{calls} 次摘要调用，占{base} {share}",
     "summary_cache_writes": "缓存写入 {writes}（占输入 {rate}），占{base} {share}",
     "summary_cost_base": "费用",
     "summary_weight_base": "计费等效输入",
