@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
-from aiogram.exceptions import TelegramBadRequest, TelegramForbiddenError
+from aiogram.exceptions import TelegramBadRequest, TelegramConflictError, TelegramForbiddenError
 
 from adapters.telegram.app import build_bot
 from adapters.telegram.polling_loop import GetRawUpdates
 from adapters.telegram.startup_errors import startup_failure
+from bot.errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +72,14 @@ class TelegramProbe:
             allowed_updates=["message", "my_chat_member"],
         )
         timeout = int((self._bot.session.timeout or 60) + wait_seconds)
-        raw = await self._bot(method, request_timeout=timeout)
+        try:
+            raw = await self._bot(method, request_timeout=timeout)
+        except TelegramConflictError as exc:
+            raise ConfigError(
+                "getUpdates",
+                f"Telegram refused ({exc.message}): a running `tgbot run` or a webhook reads "
+                "this bot's updates",
+            ) from None
         return [dict(update) for update in raw]
 
     async def chat_name(self, chat_id: int) -> str | None:

@@ -241,7 +241,12 @@ class _Session:
                 async with TelegramProbe(token, self.api_base) as probe:
                     me = await probe.identify()
                     self._describe_bot(me)
-                    updates = await probe.pending_updates()
+                    try:
+                        updates = await probe.pending_updates()
+                    except ConfigError as exc:
+                        # the owner and the groups cannot be read: the rest still can be set
+                        self.say(f"✘ {exc}; stop it to pick the owner and the groups here")
+                        return token, me, []
                     if self.prompt is not None and self.options.owner_id is None:
                         updates = await self._wait_for_start(probe, me, updates)
                 return token, me, updates

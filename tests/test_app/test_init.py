@@ -339,3 +339,29 @@ async def test_init_through_its_prompts_in_a_terminal(tmp_path: Path) -> None:
     assert config["security"]["allowed_chats"] == [GROUP]
     assert config["bot_timezone"] == "Europe/Berlin"
     assert read_env((tmp_path / ".env").read_text())["LLM_API_KEY"] == KEY
+
+
+async def test_updates_read_elsewhere_still_let_it_set_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with FakeBotApi(TOKEN) as api, FakeOpenAIServer() as llm:
+        api.webhook_url = "https://bot.example.com/webhook"  # getUpdates answers 409
+        monkeypatch.setenv("TELEGRAM_API_BASE", api.base_url)
+        monkeypatch.setenv("LLM_API_KEY", KEY)
+        options = InitOptions(
+            interactive=False,
+            token=TOKEN,
+            provider="openai-compatible",
+            base_url=llm.base_url,
+            model="fake-model",
+            owner_id=OWNER,
+            timezone="UTC",
+            locale="auto",
+            config=tmp_path / "bot.toml",
+            env_file=tmp_path / ".env",
+        )
+        assert await init(options) == 0
+    out = capsys.readouterr().out
+    assert "✘ getUpdates: Telegram refused" in out
+    assert tomllib.loads((tmp_path / "bot.toml").read_text())["owner_id"] == OWNER
+    load_settings(tmp_path / "bot.toml")
