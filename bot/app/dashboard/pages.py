@@ -10,6 +10,7 @@ from aiohttp import web
 
 from bot.app.dashboard import calls
 from bot.app.dashboard.board import TEMPLATES, Dashboard, dashboard_of, render
+from bot.app.dashboard.live import recent_events
 from bot.app.dashboard.views import (
     CHAT_DAYS,
     ERROR_DAYS,
@@ -64,11 +65,16 @@ async def _overview(dashboard: Dashboard, request: web.Request) -> Overview:
 async def overview(request: web.Request) -> web.Response:
     dashboard = dashboard_of(request)
     shown = await _overview(dashboard, request)
+    today = dashboard.today()
+    recent = await asyncio.to_thread(
+        recent_events, dashboard.settings.traces_dir, [today - timedelta(days=1), today]
+    )
     return render(
         request,
         "overview.html",
         title="Overview",
         overview=shown,
+        recent=recent,
         today=dashboard.today(),
         # a range that ends today follows the live feed
         follows=shown.end == dashboard.today(),
@@ -146,6 +152,12 @@ async def chat(request: web.Request) -> web.Response:
     chat_days = [d.chats[chat_id] for d in digests if chat_id in d.chats]
     timeline, turns = chat_ledger(chat_days, session=preview.session.id)
     budget = dashboard.window.history_budgets.of(preview.session.scene)
+    recent = await asyncio.to_thread(
+        recent_events,
+        dashboard.settings.traces_dir,
+        [today - timedelta(days=1), today],
+        session=preview.session.id,
+    )
     return render(
         request,
         "chat.html",
@@ -157,6 +169,7 @@ async def chat(request: web.Request) -> web.Response:
         timeline=timeline,
         turns=turns,
         days=CHAT_DAYS,
+        recent=recent,
     )
 
 
