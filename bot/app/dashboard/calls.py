@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from aiohttp import web
 
 from bot.agent.traces import read_trace
-from bot.app.dashboard.views import BadQuery, alias_lines, parse_int
+from bot.app.dashboard.views import BadQuery, TurnCalls, alias_lines, parse_int
 from bot.config import Settings
 from bot.domain.ids import SessionKey
 from bot.domain.records import StoredRecord
@@ -171,3 +173,52 @@ def _page_links(page: int, pages: int) -> list[int | None]:
         links.append(None)
     links.append(pages)
     return links
+
+
+_BLOCKS = ("\n\n[Turn context]", "\n\n[Already told the user]", "\n\n[Reactions since")
+TEXT_CHARS = 200
+
+
+def turn_texts(traces_dir: Path, turns: Sequence[TurnCalls]) -> dict[str, tuple[str, str]]:
+    """(the question, the reply) of each turn, from its calls' traces: the member message
+    its first call answered (header and per-turn blocks cut off) and its last call's reply
+    text; a turn whose traces were pruned has none."""
+    texts: dict[str, tuple[str, str]] = {}
+    for turn in turns:
+        calls = [c for c in turn.calls if c.purpose == "turn" and c.call_id]
+        if not calls:
+            continue
+        question = reply = ""
+        try:
+            first = read_trace(traces_dir, calls[0].call_id or "")
+            last = first if len(calls) == 1 else read_trace(traces_dir, calls[-1].call_id or "")
+        except ValueError:
+            continue
+        if first is not None:
+            users = [
+                m
+                for m in (first.get("request") or {}).get("messages") or ()
+                if m.get("role") == "user"
+            ]
+            if users:
+                question = _member_text(str(users[-1].get("content") or ""))
+        if last is not None:
+            reply = str((last.get("response") or {}).get("text") or "")
+        if question or reply:
+            texts[turn.turn_id] = (_cut(question), _cut(reply))
+    return texts
+
+
+def _member_text(content: str) -> str:
+    """What the member wrote: the rendered message without its header line and the turn's
+    blocks after it."""
+    head, _, body = content.partition("\n")
+    if not head.startswith("[id:"):
+        body = content
+    ends = [body.find(block) for block in _BLOCKS if block in body]
+    return body[: min(ends)] if ends else body
+
+
+def _cut(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= TEXT_CHARS else flat[: TEXT_CHARS - 1] + "…"

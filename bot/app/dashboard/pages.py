@@ -152,6 +152,7 @@ async def chat(request: web.Request) -> web.Response:
     chat_days = [d.chats[chat_id] for d in digests if chat_id in d.chats]
     timeline, turns = chat_ledger(chat_days, session=preview.session.id)
     budget = dashboard.window.history_budgets.of(preview.session.scene)
+    said = await asyncio.to_thread(calls.turn_texts, dashboard.settings.traces_dir, turns)
     recent = await asyncio.to_thread(
         recent_events,
         dashboard.settings.traces_dir,
@@ -168,6 +169,7 @@ async def chat(request: web.Request) -> web.Response:
         aliases=alias_lines(preview.records),
         timeline=timeline,
         turns=turns,
+        said=said,
         days=CHAT_DAYS,
         recent=recent,
     )

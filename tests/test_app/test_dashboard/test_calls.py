@@ -163,3 +163,26 @@ async def test_the_conversation_pages_through_the_whole_history_and_searches_it(
     assert all(1 <= n <= last for n in page_links)
     nothing = await (await client.get(f"{base}?q=zebra-unicorn")).text()
     assert "No stored message matches." in nothing
+
+
+async def test_each_recent_turn_shows_its_question_and_its_reply(
+    demo_data: DemoData, client: Client
+) -> None:
+    page = await (await client.get(f"/chats/{demo_data.group_chat}")).text()
+    said = re.findall(
+        r'<tr class="turn-text" data-turn="([^"]+)">.*?<span class="said-q"[^>]*>(.*?)</span>'
+        r'.*?<span class="said-a"[^>]*>(.*?)</span>',
+        page,
+        re.S,
+    )
+    assert len(said) >= 5
+    entries = {e.turn_id: e for e in _calls(demo_data) if e.purpose == "turn"}
+    for turn_id, question, reply in said[:5]:
+        trace = read_trace(demo_data.data_dir / "agent-traces", entries[turn_id].call_id or "")
+        assert trace is not None
+        assert "[Turn context]" not in question  # what the member wrote, not the blocks
+        assert not question.startswith("[id:")
+        assert question.strip()
+        assert question != "—"
+        sent = " ".join(str(trace["response"]["text"] or "").split())
+        assert html.unescape(reply).rstrip("…") in sent or reply.startswith("(no text")
