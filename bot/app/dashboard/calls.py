@@ -12,7 +12,7 @@ import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -20,12 +20,10 @@ from bot.agent.traces import read_trace
 from bot.app.dashboard.views import BadQuery, TurnCalls, alias_lines, parse_int
 from bot.config import Settings
 from bot.domain.ids import SessionKey
-from bot.domain.records import StoredRecord
 from bot.errors import SessionNotFound
-from bot.store_ports import HistoryLoader, HistorySearch, SessionLookup
+from bot.store_ports import HistorySearch, PathLoader, SessionLookup
 
 RECORDS_PER_PAGE = 50
-MAX_CONVERSATION_RECORDS = 5_000
 
 
 Page = tuple[int, str, dict[str, Any]]
@@ -88,17 +86,9 @@ def _pretty_call(call: dict[str, Any]) -> dict[str, Any]:
     return {**call, "pretty": pretty}
 
 
-class ConversationReader(SessionLookup, HistoryLoader, HistorySearch, Protocol):
-    """What the conversation page reads: the chat's session, its window, its search index."""
-
-
-@runtime_checkable
-class PathReader(Protocol):
-    """A store that reads a session's whole branch (`SqlStore`, `InMemoryStore`)."""
-
-    async def load_path(
-        self, session_id: int, leaf_id: int | None = None
-    ) -> tuple[StoredRecord, ...]: ...
+class ConversationReader(SessionLookup, HistorySearch, PathLoader, Protocol):
+    """What the conversation page reads: the chat's session, its whole branch, its search
+    index."""
 
 
 MAX_PAGE_LINKS = 15
@@ -119,12 +109,7 @@ async def conversation_page(store: ConversationReader, request: web.Request) -> 
     session = await store.find_session(SessionKey(chat_id=chat_id, thread_id=thread))
     if session is None:
         raise SessionNotFound(f"no session for chat {chat_id}")
-    if isinstance(store, PathReader):
-        records = await store.load_path(session.id)
-    else:  # a store that reads windows only
-        records = (
-            await store.load_history(session.id, max_records=MAX_CONVERSATION_RECORDS)
-        ).records
+    records = await store.load_path(session.id)
     pages = max(1, -(-len(records) // RECORDS_PER_PAGE))
     if page > pages:
         raise BadQuery(f"page: there are {pages} pages ({len(records)} records)")
