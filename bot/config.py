@@ -29,6 +29,7 @@ from pydantic_settings import (
 )
 
 from bot.context.tool_results import DEFAULT_MAX_TOOL_RESULT_CHARS
+from bot.domain.ids import Locale
 from bot.errors import ConfigError
 from bot.ports import OWNED_BODY_KEYS, ReasoningLevel
 
@@ -229,6 +230,9 @@ class ScheduleSettings(Section):
 class SecuritySettings(Section):
     allowed_chats: list[int] = Field(default_factory=list)
     """Empty: every chat is allowed."""
+    private_chats: Literal["allow", "owner", "allow_list"] = "allow"
+    """Members' private chats: `allow` every one (the allow-list is for groups), `owner` only
+    the owner's, `allow_list` those whose user id is in `allowed_chats`."""
     user_messages_per_minute: int = Field(20, ge=0)
     chat_messages_per_minute: int = Field(60, ge=0)
 
@@ -428,7 +432,9 @@ class Settings(BaseSettings):
     database_url: str | None = None
     data_dir: Path = Path("./data")
     bot_timezone: str = "UTC"
-    bot_locale: Literal["zh", "en"] = "zh"
+    bot_locale: Literal["auto", "zh", "en"] = "auto"
+    """`auto`: each member's Telegram language (`language_code`: zh*, else en) per message,
+    a group the language of its recent members; `zh` or `en` force one for everyone."""
     bot_username: str | None = None
     workspace_rules_file: Path | None = None
     webhook_url: str | None = None
@@ -508,6 +514,12 @@ class Settings(BaseSettings):
         return value.rstrip("/") if value else value
 
     @property
+    def fallback_locale(self) -> Locale:
+        """The forced locale, or (with `auto`) the one used where no member's language is
+        known yet."""
+        return "en" if self.bot_locale == "auto" else self.bot_locale
+
+    @property
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.bot_timezone)
 
@@ -560,10 +572,25 @@ def load_settings(config_path: str | Path | None = None, **overrides: Any) -> Se
     except ValidationError as exc:
         first = exc.errors()[0]
         raise _named_error(first["loc"], _clean(first["msg"]), path, toml) from None
-    except ValueError as exc:  # pragma: no cover - the file was parsed above
-        raise ConfigError("BOT_CONFIG", str(exc)) from None
+    except ValueError as exc:
+        raise _source_error(str(exc)) from None
     finally:
         _CONFIG_PATH = None
+
+
+def _source_error(message: str) -> ConfigError:
+    """pydantic-settings could not decode a value: an `A__B` variable that holds no JSON
+    (a list or a mapping must be JSON there), named as the operator wrote it."""
+    found = re.search(r'field "(\w+)" from source "EnvSettingsSource"', message)
+    if found is not None:
+        prefix = found[1].upper()
+        names = sorted(n for n in os.environ if n.upper().startswith(prefix))
+        return ConfigError(
+            names[0] if names else prefix,
+            "not valid JSON: lists and tables in a variable are JSON, e.g. "
+            "SECURITY__ALLOWED_CHATS='[-1001234, -1005678]'",
+        )
+    return ConfigError("BOT_CONFIG", message)  # the file was parsed before: not expected
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -63,6 +63,15 @@ class HistoryLoader(Protocol):
         ...
 
 
+class PathLoader(Protocol):
+    async def load_path(
+        self, session_id: int, leaf_id: int | None = None
+    ) -> tuple[StoredRecord, ...]:
+        """The whole branch root → `leaf_id` (the active leaf by default), with aliases (the
+        dashboard's conversation browser pages through it)."""
+        ...
+
+
 class AliasLookup(Protocol):
     async def find_aliases(self, session_id: int, message_ids: Collection[int]) -> dict[int, str]:
         """Aliases of the platform ids in `message_ids` held by records on the active path
@@ -289,6 +298,7 @@ class ConversationStore(
     RecentReactions,
     ReactionHistory,
     HistorySearch,
+    PathLoader,
     Protocol,
 ):
     """The whole store, which the composition root opens, wires and closes."""

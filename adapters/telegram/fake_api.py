@@ -80,8 +80,11 @@ class FakeBotApi:
         bot_id: int | None = None,
         username: str = "test_bot",
         first_name: str = "Test Bot",
+        reads_all_group_messages: bool = False,
     ) -> None:
         self.token = token
+        self.reads_all_group_messages = reads_all_group_messages
+        """getMe's `can_read_all_group_messages`: privacy mode off (BotFather's setting)."""
         self.bot_id = bot_id if bot_id is not None else int(token.split(":", 1)[0])
         self.username = username
         self.first_name = first_name
@@ -130,6 +133,7 @@ class FakeBotApi:
             "setwebhook": self._set_webhook,
             "deletewebhook": self._delete_webhook,
             "getwebhookinfo": self._get_webhook_info,
+            "getchat": self._get_chat,
             "setmycommands": self._set_my_commands,
             "getmycommands": self._get_my_commands,
             "getfile": self._get_file,
@@ -570,7 +574,7 @@ class FakeBotApi:
         return {
             **self.bot_user,
             "can_join_groups": True,
-            "can_read_all_group_messages": False,
+            "can_read_all_group_messages": self.reads_all_group_messages,
             "supports_inline_queries": False,
         }
 
@@ -711,6 +715,22 @@ class FakeBotApi:
             "pending_update_count": len(self._updates),
         }
 
+    async def _get_chat(self, params: Params) -> JSON:
+        """`getChat`: a chat the bot has seen (a user's private chat once they wrote to it);
+        any other id is "chat not found", as Telegram answers for a user who never started
+        the bot."""
+        chat_id = self._chat_id(params)
+        chat = self._chats.get(chat_id)
+        if chat is None:
+            raise _ApiError(400, "Bad Request: chat not found")
+        gifts = {"unlimited_gifts": False, "limited_gifts": False, "unique_gifts": False,
+                 "premium_subscription": False, "gifts_from_channels": False}  # fmt: skip
+        info: JSON = {**chat, "accent_color_id": 0, "max_reaction_count": 11}
+        info["accepted_gift_types"] = gifts
+        if chat_id in self._parents:  # a channel's direct-messages chat
+            info["parent_chat"] = self._parents[chat_id]
+        return info
+
     async def _set_my_commands(self, params: Params) -> bool:
         commands = params.get("commands")
         self.commands = list(commands) if isinstance(commands, list) else []
@@ -839,7 +859,6 @@ class FakeBotApi:
                 "sendmessage": send_message,
                 "sendphoto": send_photo,
                 "sendchataction": send_chat_action,
-                "getchat": self._get_chat,
             }
         )
 
@@ -877,24 +896,6 @@ class FakeBotApi:
         if topic and int(msg["chat"]["id"]) in self._direct_chats:
             msg["direct_messages_topic"] = {"topic_id": topic}
         return msg
-
-    async def _get_chat(self, params: Params) -> JSON:
-        """`getChat`: the chat as known (a `ChatFullInfo`'s required fields added)."""
-        chat_id = self._chat_id(params)
-        chat = self._chats.get(chat_id) or self._chat(
-            chat_id, "private" if chat_id > 0 else "supergroup", None
-        )
-        gifts = {"unlimited_gifts": False, "limited_gifts": False, "unique_gifts": False,
-                 "premium_subscription": False, "gifts_from_channels": False}  # fmt: skip
-        info: JSON = {
-            **chat,
-            "accent_color_id": 0,
-            "max_reaction_count": 11,
-            "accepted_gift_types": gifts,
-        }
-        if chat_id in self._parents:
-            info["parent_chat"] = self._parents[chat_id]
-        return info
 
 
 # ---------------------------------------------------------------- wire helpers

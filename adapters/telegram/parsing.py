@@ -122,6 +122,7 @@ class _Reader:
             ),
             command=self._command(text, entities or ()),
             event=event,
+            language_code=msg.from_user.language_code if msg.from_user is not None else None,
         )
 
     def _direct_messages_title(self, msg: Message) -> str | None:

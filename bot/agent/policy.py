@@ -9,6 +9,7 @@ reads: the window (`RequestBuilder`, the dashboard), the prompt and projection
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import tzinfo
 
@@ -56,6 +57,13 @@ class PromptPolicy:
     command_prefix: str = "/"
     workspace_rules: str = ""
     owner_id: int | None = None
+    chat_locale: Callable[[int], Locale] | None = None
+    """The locale of a chat (`BOT_LOCALE=auto`: its recent members'); None: `locale`."""
+
+    def locale_of(self, chat_id: int | None) -> Locale:
+        if chat_id is None or self.chat_locale is None:
+            return self.locale
+        return self.chat_locale(chat_id)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

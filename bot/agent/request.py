@@ -134,13 +134,13 @@ class RequestBuilder:
         it showed are not shown again (one that arrived while it ran is)."""
         self.reactions_block.answered(session_id)
 
-    def system_prompt(self, scene: Scene) -> str:
+    def system_prompt(self, scene: Scene, chat_id: int | None = None) -> str:
         tools = offered_in(self.tools, scene)
         return build_system_prompt(
             PromptFacts(
                 bot_name=self.bot_name,
                 scene=scene,
-                locale=self.prompt.locale,
+                locale=self.prompt.locale_of(chat_id),
                 tool_names=tuple(tools),
                 workspace_rules=self.prompt.workspace_rules,
                 tool_index=tuple(t.summary for t in tools.values() if t.summary),
@@ -202,7 +202,7 @@ class RequestBuilder:
                 zone_name=prompt.zone_name,
                 model=route.model,
                 scene=session.scene,
-                locale=prompt.locale,
+                locale=prompt.locale_of(session.key.chat_id),
                 command_prefix=prompt.command_prefix,
                 told_user=told_user,
                 topic=session.title if session.key.thread_id else None,
@@ -471,7 +471,9 @@ class RequestBuilder:
         runtime = self.runtime.effective_context_budget(route.context_window)
         if runtime <= 0:
             return None
-        system = ChatMessage(role="system", content=self.system_prompt(session.scene))
+        system = ChatMessage(
+            role="system", content=self.system_prompt(session.scene, session.key.chat_id)
+        )
         fixed = (
             estimate_message_tokens(system)
             + estimate_message_tokens(breadcrumb_message())
@@ -484,7 +486,9 @@ class RequestBuilder:
         self, session: SessionInfo, *, has_earlier: bool, summary: SummaryRecord | None
     ) -> list[ChatMessage]:
         """System prompt, then the breadcrumb and the summary when earlier history is out."""
-        system = ChatMessage(role="system", content=self.system_prompt(session.scene))
+        system = ChatMessage(
+            role="system", content=self.system_prompt(session.scene, session.key.chat_id)
+        )
         head = [ensure_token_estimate(system)]
         if has_earlier:
             head.append(breadcrumb_message())
@@ -565,7 +569,7 @@ class RequestBuilder:
             current_index=current_record_index(records),
             scene=session.scene,
             zone=self.prompt.zone,
-            locale=self.prompt.locale,
+            locale=self.prompt.locale_of(session.key.chat_id),
             bot_user_id=self.bot_id,
             per_turn_blocks=blocks,
             quote_targets=quote_targets,

@@ -306,7 +306,7 @@ class TurnRunner:
                 error=failure.detail,
                 failure=failure.key,
             )
-        text = failure.notice or user_text(self.policy.prompt.locale, failure.key)
+        text = failure.notice or user_text(self.policy.prompt.locale_of(key.chat_id), failure.key)
         delivery = await self.messenger.send_text(
             key.chat_id, text, thread_id=key.thread_id, reply_to=reply_to
         )
@@ -334,9 +334,10 @@ class TurnRunner:
         text = strip_echoed_header(response.text).strip()
         if not text:
             raise TurnFailed("bad_response", "the model's reply was empty after cleaning")
-        if response.stop == "length":  # cut at the output limit: say so, stored as shown
-            text = f"{text}\n\n{user_text(self.policy.prompt.locale, 'cut_marker')}"
         key = state.session.key
+        if response.stop == "length":  # cut at the output limit: say so, stored as shown
+            marker = user_text(self.policy.prompt.locale_of(key.chat_id), "cut_marker")
+            text = f"{text}\n\n{marker}"
         recorder = self.bubbles.recorder(state.session, reply_to, text, response.reasoning)
         if typing is not None:  # no "typing…" after the reply
             await typing.stop()

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 from datetime import time as day_time
@@ -241,10 +241,15 @@ class SpendPolicy:
     zone: tzinfo
     zone_name: str = "UTC"
     locale: Locale = "zh"
+    chat_locale: Callable[[int], Locale] | None = None
+    """A chat's language (`BOT_LOCALE=auto`: its recent members'); None: `locale`."""
     currency: str = "USD"
     output_bound: int = DEFAULT_OUTPUT_BOUND
     hold_wait_seconds: float = 180.0
     """The longest a call waits for calls in flight to report (the model call deadline)."""
+
+    def locale_of(self, chat_id: int) -> Locale:
+        return self.chat_locale(chat_id) if self.chat_locale is not None else self.locale
 
     def for_chat(self, chat_id: int, scene: Scene) -> ChatLimits:
         return self.chats.get(chat_id) or self.scenes.of(scene)
@@ -507,7 +512,7 @@ class SpendGuard:
                 return None
         elif not await self.counters.claim_notice("refused", over):
             return None
-        locale = self.policy.locale
+        locale = self.policy.locale_of(chat_id)
         if over.scope == "month":
             return text(locale, "spend_month_limit", reset=periods.month_ends.date().isoformat())
         reset = f"00:00 {self.policy.zone_name}"
@@ -524,10 +529,11 @@ class SpendGuard:
         kind = "owner_100" if share >= 1 else "owner_80"
         if not await self.counters.claim_notice(kind, counter):
             return
+        locale = self.policy.locale_of(owner)  # the owner's private chat
         body = text(
-            self.policy.locale,
+            locale,
             "spend_owner_reached" if share >= 1 else "spend_owner_warning",
-            budget=text(self.policy.locale, f"spend_name_{counter.scope}", period=counter.period),
+            budget=text(locale, f"spend_name_{counter.scope}", period=counter.period),
             share=f"{share:.0%}",
             spent=describe_amount(total, limit, self.policy.currency),
         )

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
@@ -37,6 +39,7 @@ _ENV = {
     "dashboard": f"{_DB_ENV}, DASHBOARD_PORT, DASHBOARD_TOKEN, {_COMMON_ENV}",
     "db upgrade": f"{_DB_ENV}, {_COMMON_ENV}",
     "mcp": f"OWNER_ID, {_DB_ENV}, {_COMMON_ENV}",
+    "init": "BOT_TOKEN, TELEGRAM_API_BASE, the provider's key variable (e.g. DEEPSEEK_API_KEY), TZ",
     "doctor": f"BOT_TOKEN, TELEGRAM_API_BASE, {_MODEL_ENV}, {_DB_ENV}, DASHBOARD_PORT, "
     f"DASHBOARD_TOKEN, {_COMMON_ENV}",
 }
@@ -156,7 +159,22 @@ def build_parser() -> argparse.ArgumentParser:
         "mcp",
     )
     mcp_reload.set_defaults(handler=_mcp_reload, prepare=None)
+    init = _add(
+        commands,
+        "init",
+        "set up (or change) the bot: token, owner, groups, model, time zone, language; "
+        "writes bot.toml and .env",
+        "init",
+    )
+    _init_arguments(init)
+    init.set_defaults(handler=_init, prepare=None)
     return parser
+
+
+def _init_arguments(parser: argparse.ArgumentParser) -> None:
+    from bot.app.init_command import add_arguments
+
+    add_arguments(parser)
 
 
 # ---------------------------------------------------------------- checks before heavy imports
@@ -254,7 +272,7 @@ def _run(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from bot.app import demo
 
-    return asyncio.run(demo.demo(args.config, data_dir=args.data_dir))
+    return asyncio.run(demo.demo(args.config, data_dir=args.data_dir, started=args.started))
 
 
 def _usage_report(args: argparse.Namespace) -> int:
@@ -309,8 +327,30 @@ def _mcp_reload(args: argparse.Namespace) -> int:
     return asyncio.run(mcp_commands.mcp_reload(args.config))
 
 
+def _init(args: argparse.Namespace) -> int:
+    from bot.app import init_command
+
+    return asyncio.run(init_command.init(init_command.parse_options(args, args.config)))
+
+
+def _process_age() -> float:
+    """Seconds since this process started (Linux `/proc`; 0 elsewhere)."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime", encoding="ascii") as uptime:
+            up = float(uptime.read().split()[0])
+        return max(0.0, up - int(fields[19]) / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    # before the command's imports (the demo counts them), and the interpreter's start too
+    # when this is the process's own command line
+    started = time.perf_counter() - (_process_age() if argv is None else 0.0)
     args = build_parser().parse_args(argv)
+    args.started = started
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         if args.prepare is not None:

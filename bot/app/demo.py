@@ -226,9 +226,37 @@ def _written_by_an_older_demo(data: Path) -> bool:
     return rules == WORKSPACE_RULES
 
 
-async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
-    started = time.perf_counter()
-    data = data_dir or Path(tempfile.mkdtemp(prefix="tgbot-demo-"))
+class ScenarioClock:
+    """The demo's time: the scripted time of the message last pushed, plus the real seconds
+    since, so the bot's replies are stamped just after the message they answer and the
+    header times (`time:HH:mm` after a minute's gap) run through the whole conversation
+    instead of stopping at the first reply, stamped at the wall clock's now."""
+
+    def __init__(self, at: datetime) -> None:
+        self.set(at)
+
+    def set(self, at: datetime) -> None:
+        self._at = at
+        self._since = time.monotonic()
+
+    def now(self) -> datetime:
+        return self._at + timedelta(seconds=time.monotonic() - self._since)
+
+
+async def run_demo(
+    settings: Settings, *, data_dir: Path | None, started: float | None = None
+) -> int:
+    """The demo; `started` is the `time.perf_counter()` of the process start, so "Done in"
+    counts the start-up too. Without `data_dir` it works in a temporary directory and
+    removes it at the end."""
+    started = started if started is not None else time.perf_counter()
+    if data_dir is not None:
+        return await _run_demo(settings, data=data_dir, keep=True, started=started)
+    with tempfile.TemporaryDirectory(prefix="tgbot-demo-") as temporary:
+        return await _run_demo(settings, data=Path(temporary), keep=False, started=started)
+
+
+async def _run_demo(settings: Settings, *, data: Path, keep: bool, started: float) -> int:
     prepare_demo_dir(data)
     rules = data / "workspace-rules.md"
     rules.write_text(WORKSPACE_RULES, encoding="utf-8")
@@ -260,6 +288,8 @@ async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
         store = await open_store(demo)
         bot = build_bot(DEMO_TOKEN, api.base_url)
         model = ScriptedModel.demo(model=settings.llm_model)
+        scenario = build_scenario(bot_username="")
+        clock = ScenarioClock(scenario_start(datetime.now(UTC), scenario))
         try:
             me = await bot.get_me()
             app = build_app(
@@ -269,13 +299,14 @@ async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
                 bot_id=me.id,
                 bot_name=me.first_name,
                 offline=model,
+                clock=clock,
             )
             sink = CountingSink(app.inbound)
             dispatcher = build_dispatcher(
                 sink,
                 bot_id=me.id,
                 bot_username=me.username,
-                locale=demo.bot_locale,
+                locale=demo.fallback_locale,
                 chat_events=app.chat_events,
             )
             polling = asyncio.create_task(
@@ -288,12 +319,14 @@ async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
                 PromptFacts(
                     bot_name=me.first_name,
                     scene="group",
-                    locale=demo.bot_locale,
+                    locale=demo.fallback_locale,
                     tool_names=tuple(app.runner.tools),
                 )
             )
             naive = NaiveBaseline(system=ChatMessage(role="system", content=base_prompt))
-            group_requests = await replay(api, app, sink, model, naive, demo, me.username or "")
+            group_requests = await replay(
+                api, app, sink, model, naive, demo, me.username or "", clock=clock
+            )
             await app.runner.aclose()
             await dispatcher.stop_polling()
             await polling
@@ -307,7 +340,7 @@ async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
     run_usage_report(
         demo.traces_dir,
         zone=demo.zone,
-        today=datetime.now(UTC).astimezone(demo.zone).date(),
+        today=clock.now().astimezone(demo.zone).date(),
         days=1,
         since=None,
         as_json=False,
@@ -333,9 +366,18 @@ async def run_demo(settings: Settings, *, data_dir: Path | None) -> int:
     out.write("\n" + takeaway(base, ours) + "\n")
     elapsed = time.perf_counter() - started
     command = invoked_as()
+    if not keep:
+        out.write(
+            f"\nDone in {elapsed:.1f} s, start-up included; the temporary data is removed. "
+            f"To keep it and look around: {command} demo --data-dir DIR, then\n"
+            f"     DATA_DIR=DIR {command} usage report --days 1\n"
+            f"     DATA_DIR=DIR {command} context show --chat {GROUP_CHAT}\n"
+            f"     DATA_DIR=DIR {command} dashboard        # http://127.0.0.1:8080/\n"
+        )
+        return 0
     out.write(
-        f"\nDone in {elapsed:.1f} s. Data went to {data}: the SQLite database "
-        f"{data / 'tgbot.sqlite3'} and the ledger {demo.traces_dir}/.\n"
+        f"\nDone in {elapsed:.1f} s, start-up included. Data went to {data}: the SQLite "
+        f"database {data / 'tgbot.sqlite3'} and the ledger {demo.traces_dir}/.\n"
         f"Try: DATA_DIR={data} {command} usage report --days 1\n"
         f"     DATA_DIR={data} {command} context show --chat {GROUP_CHAT}\n"
         f"     DATA_DIR={data} {command} dashboard        # http://127.0.0.1:8080/\n"
@@ -355,9 +397,9 @@ def takeaway(naive: Economy, ours: Economy) -> str:
     )
 
 
-async def demo(config: str | None, *, data_dir: str | None) -> int:
+async def demo(config: str | None, *, data_dir: str | None, started: float | None = None) -> int:
     settings = load_settings(config)
-    return await run_demo(settings, data_dir=Path(data_dir) if data_dir else None)
+    return await run_demo(settings, data_dir=Path(data_dir) if data_dir else None, started=started)
 
 
 async def replay(
@@ -368,15 +410,18 @@ async def replay(
     naive: NaiveBaseline,
     settings: Settings,
     bot_username: str,
+    *,
+    clock: ScenarioClock | None = None,
 ) -> int:
     """Push the scenario through the fake Bot API, one message at a time, waiting for each
-    answer; returns how many model calls the group chat made."""
+    answer; returns how many model calls the group chat made. `clock`, the app's, is set
+    to each message's time as it is pushed."""
     scenario = build_scenario(bot_username=bot_username)
-    clock = scenario_start(datetime.now(UTC), scenario)
+    when = scenario_start(datetime.now(UTC), scenario)
     ids: dict[int, list[int]] = {}
     group_requests = 0
     for pushed, line in enumerate(scenario, start=1):
-        clock += timedelta(seconds=line.seconds_after)
+        when += timedelta(seconds=line.seconds_after)
         chat_ids = ids.setdefault(line.chat, [])
         reply_to = None
         if line.reply_back is not None and len(chat_ids) >= line.reply_back:
@@ -386,7 +431,7 @@ async def replay(
             line.user,
             line.text,
             reply_to=reply_to,
-            date=clock,
+            date=when,
             chat_type="private" if line.private else "supergroup",
             chat_title=None if line.private else "Design Review",
         )
@@ -395,6 +440,8 @@ async def replay(
         before_requests = len(model.requests)
         before_sent = len(api.sent_messages(line.chat))
         naive.on_user(line.chat, line.text, _blocks(settings, app, line.private))
+        if clock is not None:
+            clock.set(when)
         api.push_update(update)
         await sink.wait_for(pushed)
         await app.inbound.drain()
@@ -422,7 +469,7 @@ def _blocks(settings: Settings, app: App, private: bool) -> str:
             zone_name=settings.bot_timezone,
             model=settings.llm_model,
             scene="owner" if private else "group",
-            locale=settings.bot_locale,
+            locale=settings.fallback_locale,
             command_prefix=settings.triggers.command_prefix,
             workspace_rules=WORKSPACE_RULES,
             tool_index=tuple(t.summary for t in app.runner.tools.values()),

@@ -1,5 +1,8 @@
 """`tgbot doctor`: one line per check, ✔ or ✘ — settings, the database at head, DATA_DIR
-writable, the token (getMe), the model endpoint (one tiny request) and the dashboard port.
+writable, the token (getMe), privacy mode, the owner (set, and reachable: getChat, which
+sends nothing), the webhook or polling state, every model route (one tiny request each, or
+the reason none was sent: an unset key variable, a forgotten `LLM_MODEL`), prices, the
+locale and the dashboard port. Each ✘ line ends with the fix.
 
 It creates nothing: the database is only read (a SQLite file that does not exist is
 reported, not made) and DATA_DIR is only written to by a temporary file it removes. The exit
@@ -8,23 +11,28 @@ code is 1 when any check fails, 2 when the settings themselves do not load.
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+from urllib.parse import urlsplit
 
 from bot.app.preflight import (
     check_bot_token,
     check_data_dir,
     check_database_url,
     describe_database_failure,
-    describe_telegram_failure,
     mask_url,
     sqlite_file,
 )
-from bot.config import Settings, load_settings
+from bot.app.probes import PRIVACY_FIX, one_model_call
+from bot.config import ProviderProfile, Settings, load_settings
 from bot.errors import BotError, ConfigError
+
+if TYPE_CHECKING:
+    from adapters.telegram.probe import TelegramProbe
 
 MODEL_TIMEOUT_SECONDS = 20.0
 OK = "✔"
@@ -50,19 +58,21 @@ async def doctor(config: str | None, *, out: TextIO | None = None) -> int:
         return 2
     source = f"environment and {config}" if config else "environment"
     write(Check("settings", True, f"read from the {source}").line() + "\n")
-    checks: tuple[tuple[str, Callable[[Settings], Awaitable[str]]], ...] = (
+    checks: tuple[tuple[str, Callable[[Settings], Awaitable[str | list[Check]]]], ...] = (
         ("database", _database),
         ("DATA_DIR", _data_dir),
-        ("Telegram", _token),
-        ("model", _model),
+        ("Telegram", _telegram),
+        ("model", _models),
         ("images", _vision),
+        ("prices", _prices),
+        ("locale", _locale),
         ("dashboard", _dashboard_port),
     )
     failed = 0
     for name, run in checks:
-        check = await _attempt(name, run, settings)
-        failed += not check.passed
-        write(check.line() + "\n")
+        for check in await _attempt(name, run, settings):
+            failed += not check.passed
+            write(check.line() + "\n")
     if settings.mcp.servers:  # one line per MCP server, ✔ with its tools or ✘ with why
         from bot.app.mcp_commands import inspect_servers
 
@@ -78,15 +88,20 @@ async def doctor(config: str | None, *, out: TextIO | None = None) -> int:
 
 
 async def _attempt(
-    name: str, run: Callable[[Settings], Awaitable[str]], settings: Settings
-) -> Check:
+    name: str, run: Callable[[Settings], Awaitable[str | list[Check]]], settings: Settings
+) -> list[Check]:
     try:
-        return Check(name, True, await run(settings))
+        result = await run(settings)
     except BotError as exc:
-        return Check(name, False, str(exc))
+        return [Check(name, False, str(exc))]
     except Exception as exc:  # a check reports, it never crashes the report
-        text = (str(exc).strip() or type(exc).__name__).splitlines()[0]
-        return Check(name, False, f"{type(exc).__name__}: {text}")
+        return [Check(name, False, _first_line(exc))]
+    return [Check(name, True, result)] if isinstance(result, str) else result
+
+
+def _first_line(exc: BaseException) -> str:
+    text = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+    return text if isinstance(exc, BotError) else f"{type(exc).__name__}: {text}"
 
 
 async def _database(settings: Settings) -> str:
@@ -118,54 +133,219 @@ async def _data_dir(settings: Settings) -> str:
     return f"{settings.data_dir} is writable"
 
 
-async def _token(settings: Settings) -> str:
-    from adapters.telegram.app import build_bot
+async def _telegram(settings: Settings) -> list[Check]:
+    """getMe, then privacy mode, the owner and the webhook, one line each."""
+    from adapters.telegram.probe import TelegramProbe
 
     token = check_bot_token(settings, "run")
-    try:
-        bot = build_bot(token, settings.telegram_api_base)
-    except Exception as exc:
-        raise describe_telegram_failure(exc, settings.telegram_api_base) or exc from None
-    try:
-        me = await bot.get_me()
-    except Exception as exc:
-        raise describe_telegram_failure(exc, settings.telegram_api_base) or exc from None
-    finally:
-        await bot.session.close()
-    return f"getMe answered @{me.username} (id {me.id}) at {settings.telegram_api_base}"
+    base = settings.telegram_api_base
+    async with TelegramProbe(token, base) as probe:
+        me = await probe.identify()
+        checks = [Check("Telegram", True, f"getMe answered @{me.username} (id {me.id}) at {base}")]
+        if me.reads_all_group_messages:
+            checks.append(Check("privacy mode", True, "off: the bot reads every group message"))
+        else:
+            checks.append(
+                Check(
+                    "privacy mode",
+                    False,
+                    "on: in groups the bot sees only commands, mentions and replies to it; "
+                    "fix: " + PRIVACY_FIX.format(username=me.username),
+                )
+            )
+        checks.append(await _owner(settings, probe, me.username))
+        checks.append(await _webhook(settings, probe))
+    return checks
 
 
-async def _model(settings: Settings) -> str:
-    from bot.app.wiring import build_routes
-    from bot.domain.messages import ChatMessage
-    from bot.ports import LLMRequest
+async def _owner(settings: Settings, probe: TelegramProbe, username: str) -> Check:
+    owner = settings.owner_id
+    if owner is None:
+        return Check(
+            "OWNER_ID",
+            False,
+            "unset: owner commands (/usage, /context, /model) and the daily summary are off; "
+            f"fix: send /id to @{username} and set OWNER_ID (or run `tgbot init`)",
+        )
+    name = await probe.chat_name(owner)
+    if name is None:
+        return Check(
+            "OWNER_ID",
+            False,
+            f"{owner}: the bot cannot message this user (never sent it /start, or blocked "
+            f"it); fix: send /start to @{username} from that account",
+        )
+    return Check("OWNER_ID", True, f"{owner} ({name}): the bot can message them")
 
-    if not settings.llm_base_url and not settings.default_provider:
-        return "LLM_BASE_URL unset: the offline model, replies are canned (`tgbot run --offline`)"
-    # one request, no retries (a doctor reports the first failure) and a short deadline
-    quick = settings.runtime.model_copy(
-        update={"max_retries": 0, "request_timeout_seconds": MODEL_TIMEOUT_SECONDS}
-    )
-    routes = build_routes(settings.model_copy(update={"runtime": quick}))
-    try:
-        route = routes.resolve(None)
-        response = await route.provider.complete(
-            LLMRequest(
-                model=route.model,
-                messages=(ChatMessage(role="user", content="Reply with the word: ok"),),
-                max_output_tokens=1,
+
+async def _webhook(settings: Settings, probe: TelegramProbe) -> Check:
+    state = await probe.webhook()
+    waiting = f"{state.pending_updates} update(s) waiting"
+    if not state.url:
+        return Check("webhook", True, f"none: long polling (`tgbot run`); {waiting}")
+    if settings.webhook_url != state.url:
+        return Check(
+            "webhook",
+            False,
+            f"set to {state.url}, so `tgbot run` (long polling) gets 409 Conflict; fix: set "
+            "WEBHOOK_URL to it and run `tgbot run --webhook`, or delete it "
+            "(https://api.telegram.org/bot<token>/deleteWebhook)",
+        )
+    if state.last_error:
+        return Check(
+            "webhook",
+            False,
+            f"set to {state.url}; Telegram's last delivery failed: {state.last_error}; fix: "
+            "make that URL answer over HTTPS (`tgbot run --webhook` behind it)",
+        )
+    return Check("webhook", True, f"set to {state.url} (`tgbot run --webhook`); {waiting}")
+
+
+_KEY_VARIABLES = (
+    "OPENAI_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OPENROUTER_API_KEY",
+    "DASHSCOPE_API_KEY",
+    "MOONSHOT_API_KEY",
+    "GEMINI_API_KEY",
+    "XAI_API_KEY",
+)
+"""Variables people set for a provider's own SDK, mistaken for `LLM_API_KEY`."""
+
+
+async def _models(settings: Settings) -> list[Check]:
+    """Every route, one line each: the profiles of the TOML, then the `default` route from
+    the LLM_* variables."""
+    if settings.default_provider and settings.default_provider not in settings.providers:
+        raise ConfigError(
+            "default_provider",
+            f"no provider profile named {settings.default_provider!r}; fix: add "
+            f"[providers.{settings.default_provider}] or change default_provider",
+        )
+    checks: list[Check] = []
+    for name, profile in settings.providers.items():
+        checks.append(await _profile(settings, name, profile))
+    default_name = "model default"
+    if settings.llm_base_url:
+        checks.append(await _env_route(settings, default_name, settings.llm_base_url))
+    elif not settings.default_provider:
+        checks.append(
+            Check(
+                default_name,
+                True,
+                "LLM_BASE_URL unset: the offline model, replies are canned (`tgbot run --offline`)",
             )
         )
-    finally:
-        await routes.aclose()
-    usage = response.usage
-    if usage is None:
-        return f"{route.profile}:{route.model} answered; it reported no usage"
-    return (
-        f"{route.profile}:{route.model} answered: input {usage.input_tokens}, "
-        f"output {usage.output_tokens}, cache reads {usage.cached_tokens}, "
-        f"cache writes {usage.cache_write_tokens} tokens"
+    return checks
+
+
+async def _profile(settings: Settings, name: str, profile: ProviderProfile) -> Check:
+    title = f"model {name}"
+    where = f"providers.{name}"
+    if not profile.model:
+        return Check(title, False, f'{where}.model: unset; fix: model = "<model name>"')
+    key_env = profile.api_key_env
+    key = os.environ.get(key_env) if key_env else None
+    if key_env and not key:
+        return Check(
+            title,
+            False,
+            f"{profile.model} at {profile.base_url}: {key_env} ({where}.api_key_env) is not "
+            f"set; fix: export {key_env}=… (or put it in the .env file)",
+        )
+    key_hint = f"the key in {key_env}" if key_env else f"api_key_env in [{where}]"
+    return await _call(settings, title, profile, key, key_hint)
+
+
+async def _env_route(settings: Settings, title: str, base_url: str) -> Check:
+    if settings.llm_model == "offline-demo" and "LLM_MODEL" not in os.environ:
+        return Check(
+            title,
+            False,
+            f"LLM_MODEL: unset, so the bot would send the model name `offline-demo` to "
+            f"{base_url}; fix: export LLM_MODEL=<model name>",
+        )
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    if key is None and not _loopback(base_url):
+        stray = next((name for name in _KEY_VARIABLES if os.environ.get(name)), None)
+        if stray is not None:
+            return Check(
+                title,
+                False,
+                f"LLM_API_KEY: unset, but {stray} is set (the bot reads only LLM_API_KEY for "
+                f'{base_url}); fix: export LLM_API_KEY="${stray}"',
+            )
+    profile = ProviderProfile(
+        base_url=base_url,
+        kind=settings.llm_kind,
+        cache=settings.llm_cache,
+        cache_ttl=settings.llm_cache_ttl,
+        model=settings.llm_model,
     )
+    return await _call(settings, title, profile, key, "LLM_API_KEY")
+
+
+async def _call(
+    settings: Settings, title: str, profile: ProviderProfile, key: str | None, key_hint: str
+) -> Check:
+    from bot.app.wiring import build_provider
+
+    provider = build_provider(profile, key, timeout=MODEL_TIMEOUT_SECONDS, max_retries=0)
+    where = f"{profile.model} at {profile.base_url}"
+    try:
+        usage = await one_model_call(provider, profile.model)
+    except Exception as exc:
+        line = _first_line(exc)
+        if "HTTP 401" in line or "HTTP 403" in line:
+            fix = f"check {key_hint}"
+        elif "HTTP 404" in line or "model" in line.lower():
+            fix = "check the model name and the base URL"
+        else:
+            fix = "check the base URL and that the endpoint is up"
+        return Check(title, False, f"{where}: {line}; fix: {fix}")
+    finally:
+        await provider.aclose()
+    if usage is None:
+        return Check(title, True, f"{where} answered; it reported no usage")
+    return Check(
+        title,
+        True,
+        f"{where} answered: input {usage.input_tokens}, output {usage.output_tokens}, "
+        f"cache reads {usage.cached_tokens}, cache writes {usage.cache_write_tokens} tokens",
+    )
+
+
+def _loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+async def _prices(settings: Settings) -> str:
+    priced = [
+        name
+        for name, p in settings.providers.items()
+        if p.price_input_per_mtok or p.price_output_per_mtok or p.price_cached_input_per_mtok
+    ]
+    unpriced = [name for name in settings.providers if name not in priced]
+    if settings.llm_base_url:
+        unpriced.append("default (LLM_* variables carry no prices)")
+    parts = []
+    if priced:
+        parts.append(f"set for {', '.join(priced)} ({settings.ledger.currency})")
+    if unpriced:
+        parts.append(
+            f"not set for {', '.join(unpriced)}: costs show 'no prices configured' "
+            "(price_*_per_mtok in a [providers.NAME] profile)"
+        )
+    return "; ".join(parts) or "no model route to price (the offline model costs nothing)"
+
+
+async def _locale(settings: Settings) -> str:
+    locale = settings.bot_locale
+    if locale == "auto":
+        return "auto: each member's own language (zh or en); groups follow their recent members"
+    return f"{locale} for everyone (BOT_LOCALE; `auto` follows each member's language)"
 
 
 async def _vision(settings: Settings) -> str:

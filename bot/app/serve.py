@@ -146,7 +146,7 @@ async def serve(
         mcp = await start_mcp(settings)  # None without [[mcp.servers]]: no SDK import
         messenger = TelegramMessenger(
             bot,
-            cut_note=user_text(settings.bot_locale, "reply_cut", count="{count}"),
+            cut_note=user_text(settings.fallback_locale, "reply_cut", count="{count}"),
             pacer=open_send_pacer(settings, store),  # every send, typing and reaction
         )
         app = build_app(
@@ -166,7 +166,7 @@ async def serve(
             app.inbound,
             bot_id=me.id,
             bot_username=me.username,
-            locale=settings.bot_locale,
+            locale=settings.fallback_locale,
             chat_events=app.chat_events,
         )
 

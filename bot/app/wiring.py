@@ -71,6 +71,7 @@ from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
 from bot.services.error_log import ErrorLog, RefusedSendLog
 from bot.services.inbound import InboundPolicy, InboundService
+from bot.services.locales import ChatLocales
 from bot.services.recovery import CrashRecovery, RecoveryPolicy
 from bot.services.send_pacing import LocalSendPacer, PaceLimits
 from bot.services.told_user import ToldUser, ToldUserMessenger
@@ -229,7 +230,13 @@ def window_policy(settings: Settings) -> WindowPolicy:
     )
 
 
-def turn_policy(settings: Settings) -> TurnPolicy:
+def chat_locales(settings: Settings) -> ChatLocales:
+    """`BOT_LOCALE=auto`: each member's language, a chat its members'; `zh`/`en`: fixed."""
+    fixed = None if settings.bot_locale == "auto" else settings.bot_locale
+    return ChatLocales(fixed=fixed, fallback=settings.fallback_locale)
+
+
+def turn_policy(settings: Settings, locales: ChatLocales | None = None) -> TurnPolicy:
     rules = ""
     if settings.workspace_rules_file is not None:
         try:
@@ -255,10 +262,11 @@ def turn_policy(settings: Settings) -> TurnPolicy:
         prompt=PromptPolicy(
             zone=settings.zone,
             zone_name=settings.bot_timezone,
-            locale=settings.bot_locale,
+            locale=settings.fallback_locale,
             command_prefix=settings.triggers.command_prefix,
             workspace_rules=rules,
             owner_id=settings.owner_id,
+            chat_locale=locales.for_chat if locales is not None else None,
         ),
         calls=CallPolicy(
             limits=limits,
@@ -283,7 +291,7 @@ def turn_policy(settings: Settings) -> TurnPolicy:
     )
 
 
-def spend_policy(settings: Settings) -> SpendPolicy:
+def spend_policy(settings: Settings, locales: ChatLocales | None = None) -> SpendPolicy:
     """`[limits]` resolved: the shared limits, each scene's and each chat id's overrides."""
     limits = settings.limits
 
@@ -328,7 +336,8 @@ def spend_policy(settings: Settings) -> SpendPolicy:
         owner_exempt=limits.owner_exempt,
         zone=settings.zone,
         zone_name=settings.bot_timezone,
-        locale=settings.bot_locale,
+        locale=settings.fallback_locale,
+        chat_locale=locales.for_chat if locales is not None else None,
         currency=settings.ledger.currency,
         output_bound=settings.runtime.max_output_tokens or DEFAULT_OUTPUT_BOUND,
         hold_wait_seconds=settings.runtime.model_call_deadline_seconds,
@@ -365,6 +374,8 @@ class App:
     """The messenger every outbound path uses: sends nothing to a closed chat."""
     spend: SpendGuard | None = None
     """Spend limits (`[limits]`); None when none is set."""
+    locales: ChatLocales | None = None
+    """Whose language the bot speaks (`BOT_LOCALE=auto`: each member's, a chat's)."""
 
 
 async def open_store(settings: Settings) -> ConversationStore:
@@ -486,6 +497,7 @@ def build_app(
         truth.shared = SqlTokenCorrections(store.engine)  # every worker moves one row
         # (`tgbot run` adopts the whole table before its first turn: `truth.load_shared`)
     bus = EventBus()
+    locales = chat_locales(settings)
     if tracing is not None:  # first on the bus: a model call's span ends as it is published
         tracing.attach(
             bus,
@@ -493,7 +505,7 @@ def build_app(
             endpoints=route_endpoints(settings, offline=offline is not None),
         )
     spend = None
-    policy = spend_policy(settings)
+    policy = spend_policy(settings, locales)
     if policy.active:  # after the ledger's subscriber: a call is counted as it is written
         spend = SpendGuard(
             policy=policy, counters=open_spend_counters(store), messenger=messenger, clock=clock
@@ -516,7 +528,7 @@ def build_app(
         tools=(*offered_tools(settings), *extra_tools),
         ledger=ledger,
         clock=clock,
-        policy=turn_policy(settings),
+        policy=turn_policy(settings, locales),
         bus=bus,
         bot_id=bot_id,
         bot_name=bot_name,
@@ -550,12 +562,14 @@ def build_app(
 
     commands = Commands(
         owner_id=settings.owner_id,
-        locale=settings.bot_locale,
+        locale=settings.fallback_locale,
         messenger=outside,
         store=store,
         routes=routes,
         meters=runner.meters.get,
         usage_reply=usage_reply,
+        sessions=store,
+        locale_for=locales.for_message,
         dashboard_link=owner_link(
             settings.dashboard_url,
             settings.dashboard_token.get_secret_value() if settings.dashboard_token else None,
@@ -564,12 +578,13 @@ def build_app(
     )
     inbound_policy = InboundPolicy(
         owner_id=settings.owner_id,
-        locale=settings.bot_locale,
+        locale=settings.fallback_locale,
         answer_on_mention=settings.triggers.answer_on_mention,
         answer_on_reply=settings.triggers.answer_on_reply,
         answer_on_command=settings.triggers.answer_on_command,
         merge_window_seconds=settings.triggers.merge_window_seconds,
         allowed_chats=tuple(settings.security.allowed_chats),
+        private_chats=settings.security.private_chats,
         user_messages_per_minute=settings.security.user_messages_per_minute,
         chat_messages_per_minute=settings.security.chat_messages_per_minute,
     )
@@ -582,6 +597,7 @@ def build_app(
         chat_lock=chat_lock,
         limits=open_rate_limits(settings, store),
         transcripts=voice_transcripts(settings, files=files, ledger=ledger, clock=clock),
+        locales=locales,
     )
     inbound.turns.on_scheduled = images.prefetch
     recovery = CrashRecovery(
@@ -592,8 +608,10 @@ def build_app(
         turns=inbound.turns,
         policy=RecoveryPolicy(
             locale=inbound_policy.locale,
+            chat_locale=locales.for_chat,
             rules=inbound_policy.rules,
             allowed_chats=inbound_policy.allowed_chats,
+            private_chats=inbound_policy.private_chats,
             owner_id=inbound_policy.owner_id,
         ),
         spent_for=spend.spent_for if spend is not None else None,
@@ -605,6 +623,7 @@ def build_app(
             owner_id=settings.owner_id,
             bot_id=bot_id,
             allowed_chats=tuple(settings.security.allowed_chats),
+            private_chats=settings.security.private_chats,
         ),
         clock=clock,
         closed=closed_chats,
@@ -623,6 +642,7 @@ def build_app(
         chat_events=chat_events,
         messenger=messenger,
         spend=spend,
+        locales=locales,
     )
 
 
@@ -683,8 +703,14 @@ def voice_transcripts(
 
 
 def daily_summary(
-    settings: Settings, *, messenger: Messenger, store: ConversationStore, clock: Clock
+    settings: Settings,
+    *,
+    messenger: Messenger,
+    store: ConversationStore,
+    clock: Clock,
+    locales: ChatLocales | None = None,
 ) -> DailySummary:
+    owner = settings.owner_id
     return DailySummary(
         settings.traces_dir,
         settings.zone,
@@ -692,9 +718,12 @@ def daily_summary(
         messenger,
         store,
         clock,
-        locale=settings.bot_locale,
+        locale=settings.fallback_locale,
         reactions=store,
         currency=settings.ledger.currency,
+        owner_locale=(
+            (lambda: locales.for_member(owner)) if locales is not None and owner else None
+        ),
     )
 
 
@@ -730,6 +759,7 @@ def scheduled_summary(app: App, messenger: Messenger) -> DailySummary:
         ),
         store=app.store,
         clock=SystemClock(),
+        locales=app.locales,
     )
 
 

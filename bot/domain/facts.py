@@ -152,6 +152,9 @@ class InboundMessage:
     replies_to_bot: bool = False
     command: str | None = None
     event: str | None = None
+    language_code: str | None = None
+    """The sender's Telegram app language (IETF tag, `zh-hans`, `en`), when Telegram sends
+    it: what `BOT_LOCALE=auto` answers in."""
 
 
 MembershipChangeKind = Literal["added", "removed", "updated"]

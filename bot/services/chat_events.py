@@ -30,7 +30,7 @@ from bot.ports import (
     Messenger,
     StoredReaction,
 )
-from bot.services.guard import chat_allowed
+from bot.services.guard import PrivateChats, chat_allowed
 from bot.services.messenger_relay import MessengerRelay
 from bot.store_ports import ChatEventRecorder, ClosedLookup, PlatformMessageLookup, SessionOpener
 
@@ -50,6 +50,7 @@ class ChatEventPolicy:
     owner_id: int | None
     bot_id: int | None
     allowed_chats: tuple[int, ...] = ()
+    private_chats: PrivateChats = "allow"
 
 
 class ChatEventService:
@@ -70,7 +71,12 @@ class ChatEventService:
 
     async def on_membership(self, change: MembershipChange) -> None:
         if change.change == "added":
-            if not chat_allowed(change.chat_id, self.policy.allowed_chats, self.policy.owner_id):
+            if not chat_allowed(
+                change.chat_id,
+                self.policy.allowed_chats,
+                self.policy.owner_id,
+                self.policy.private_chats,
+            ):
                 log.info("added to chat %s (not in the allow-list): ignored", change.chat_id)
                 return
             await self.store.open_session(
@@ -103,7 +109,12 @@ class ChatEventService:
             log.info("membership in chat %s updated: %s", change.chat_id, change.status)
 
     async def on_reaction(self, reaction: ReactionChange) -> None:
-        if not chat_allowed(reaction.chat_id, self.policy.allowed_chats, self.policy.owner_id):
+        if not chat_allowed(
+            reaction.chat_id,
+            self.policy.allowed_chats,
+            self.policy.owner_id,
+            self.policy.private_chats,
+        ):
             return
         target = await self.store.find_platform_message(reaction.chat_id, reaction.message_id)
         if target is None or not self._is_ours(target.sender_id, is_bot=target.is_bot):

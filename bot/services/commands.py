@@ -1,11 +1,12 @@
-"""Bot commands: /usage, /context, /model, /dashboard and /budget for the owner; /retry and
-/help for everyone."""
+"""Bot commands: /usage, /context, /model, /dashboard and /budget for the owner; /retry, /id
+and /help for everyone."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 
 from bot.agent.routes import RouteTable
 from bot.agent.runtime import CallMeter
@@ -14,7 +15,7 @@ from bot.domain.ids import Locale
 from bot.errors import TelegramError
 from bot.ports import Messenger, SessionInfo
 from bot.services.guard import OncePerMinute, is_owner
-from bot.store_ports import RouteStore
+from bot.store_ports import RouteStore, SessionList
 from bot.texts import text
 
 log = logging.getLogger("tgbot.commands")
@@ -28,8 +29,11 @@ BudgetReply = Callable[[], Awaitable[str]]
 DashboardLink = Callable[[], str]
 """A fresh link to the dashboard (with a short-lived signed token when one is set)."""
 
+_ANSWERING: ContextVar[Locale | None] = ContextVar("answering_locale", default=None)
+"""The locale of the command being answered (its sender's, with `BOT_LOCALE=auto`)."""
+
 OWNER_COMMANDS = frozenset({"usage", "context", "model", "dashboard", "budget"})
-PUBLIC_COMMANDS = frozenset({"retry", "help", "start"})
+PUBLIC_COMMANDS = frozenset({"retry", "help", "start", "id"})
 
 
 class Commands:
@@ -48,10 +52,14 @@ class Commands:
         retry: Retry | None = None,
         dashboard_link: DashboardLink | None = None,
         budget_reply: BudgetReply | None = None,
+        sessions: SessionList | None = None,
+        locale_for: Callable[[InboundMessage], Locale] | None = None,
     ) -> None:
         self.budget_reply = budget_reply
+        self.locale_for = locale_for
+        """The locale a reply to a message is in (`BOT_LOCALE=auto`); None: `locale`."""
         self.owner_id = owner_id
-        self.locale = locale
+        self._locale = locale
         self.messenger = messenger
         self.store = store
         self.routes = routes
@@ -59,6 +67,8 @@ class Commands:
         self.usage_reply = usage_reply
         self.retry = retry
         self.dashboard_link = dashboard_link
+        self.sessions = sessions
+        """The stored chats, for the groups `/id` lists in the owner's private chat."""
         self._refused = OncePerMinute()
 
     @staticmethod
@@ -69,7 +79,21 @@ class Commands:
         """Whether the message is one of our commands (then it is not stored as a message)."""
         return self.name_of(message) in OWNER_COMMANDS | PUBLIC_COMMANDS
 
+    @property
+    def locale(self) -> Locale:
+        """The locale of the command being answered, else the configured one."""
+        return _ANSWERING.get() or self._locale
+
     async def __call__(self, message: InboundMessage, session: SessionInfo) -> bool:
+        if self.locale_for is None:
+            return await self._answer(message, session)
+        answering = _ANSWERING.set(self.locale_for(message))
+        try:
+            return await self._answer(message, session)
+        finally:
+            _ANSWERING.reset(answering)
+
+    async def _answer(self, message: InboundMessage, session: SessionInfo) -> bool:
         name = self.name_of(message)
         if name not in OWNER_COMMANDS | PUBLIC_COMMANDS:
             return False
@@ -93,12 +117,35 @@ class Commands:
                 await self.send_dashboard_link(message)
             case "budget":
                 await self._say(message, await self.budget_text())
+            case "id":
+                await self._say(message, await self.id_text(message))
             case "retry":
                 if self.retry is None or not await self.retry(session, message.sender.id):
                     await self._say(message, text(self.locale, "nothing_to_retry"))
             case _:
                 await self._say(message, text(self.locale, "help"))
         return True
+
+    async def id_text(self, message: InboundMessage) -> str:
+        """The sender's user id and the chat's id; in the owner's private chat also the
+        groups the bot is in (from the stored chats it was not removed from)."""
+        lines = [text(self.locale, "id_ids", user_id=message.sender.id, chat_id=message.chat_id)]
+        in_own_chat = message.chat_type == "private" and message.chat_id == message.sender.id
+        if not (in_own_chat and is_owner(message.sender, self.owner_id)) or self.sessions is None:
+            return "\n".join(lines)
+        titles: dict[int, str] = {}
+        for session in await self.sessions.list_sessions():
+            if session.scene != "group" or session.closed:
+                continue
+            chat_id = session.key.chat_id
+            if session.key.thread_id == 0 or chat_id not in titles:
+                titles[chat_id] = session.title or str(chat_id)
+        if not titles:
+            lines.append(text(self.locale, "id_no_groups"))
+            return "\n".join(lines)
+        lines.append(text(self.locale, "id_groups"))
+        lines.extend(f"{chat_id}  {title}" for chat_id, title in sorted(titles.items()))
+        return "\n".join(lines)
 
     async def send_dashboard_link(self, message: InboundMessage) -> None:
         """The link goes to the owner's private chat only: typed in a group, the group is

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta, tzinfo
 from pathlib import Path
@@ -52,7 +53,10 @@ class DailySummary:
         locale: Locale = "zh",
         reactions: ReactionHistory | None = None,
         currency: str = "",
+        owner_locale: Callable[[], Locale] | None = None,
     ) -> None:
+        self._owner_locale = owner_locale
+        """The owner's language (`BOT_LOCALE=auto`); None: `locale`."""
         self._currency = currency
         self._reactions = reactions
         """Where the 👍/👎 feedback is read (none counted when unset)."""
@@ -104,11 +108,12 @@ class DailySummary:
         except Exception:  # a chart is a nicety; the text still goes out
             logger.exception("daily summary chart for %s failed", day)
             chart = None
+        locale = self._owner_locale() if self._owner_locale is not None else self._locale
         return SummaryMessage(
             day=day,
-            text=format_summary_text(report, day, self._locale),
+            text=format_summary_text(report, day, locale),
             chart=chart,
-            caption=text(self._locale, "summary_caption", n=CHART_DAYS),
+            caption=text(locale, "summary_caption", n=CHART_DAYS),
         )
 
     async def _deliver(self, message: SummaryMessage) -> bool:
@@ -235,6 +240,8 @@ def format_summary_text(report: UsageReport, day: date, locale: Locale = "zh") -
                     "summary_compaction",
                     calls=row.compaction_calls,
                     share=format_share(row.compaction_share),
+                    # with no prices the share is of the billable-equivalent input
+                    base=text(locale, "summary_cost_base" if row.cost else "summary_weight_base"),
                 )
             )
     if row.feedback.total:

@@ -1,8 +1,9 @@
-"""Who may use the bot: the chat allow-list, owner-only commands, and rate limits.
+"""Who may use the bot: the chat allow-list, the private-chat policy, owner-only commands,
+and rate limits.
 
 The owner (checked by id, never by name) is exempt from every rate limit, and the owner's
 private chat (whose chat id is the owner's user id) is always allowed, whatever
-`allowed_chats` says: an operator cannot lock themselves out.
+`allowed_chats` and `private_chats` say: an operator cannot lock themselves out.
 """
 
 from __future__ import annotations
@@ -11,8 +12,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from bot.domain.facts import Sender
+
+PrivateChats = Literal["allow", "owner", "allow_list"]
+"""Members' private chats: `allow` every one (the allow-list is for groups), `owner` only the
+owner's, `allow_list` those whose user id is in `allowed_chats` (every one when it is empty)."""
 
 
 def is_owner(sender: Sender, owner_id: int | None) -> bool:
@@ -21,10 +27,26 @@ def is_owner(sender: Sender, owner_id: int | None) -> bool:
     return owner_id is not None and sender.kind == "user" and sender.id == owner_id
 
 
-def chat_allowed(chat_id: int, allowed: Sequence[int], owner_id: int | None = None) -> bool:
-    """Every chat when the allow-list is empty; else the listed chats and the owner's
-    private chat (a private chat's id is its user's id)."""
-    return not allowed or chat_id in allowed or (owner_id is not None and chat_id == owner_id)
+def chat_allowed(
+    chat_id: int,
+    allowed: Sequence[int],
+    owner_id: int | None = None,
+    private_chats: PrivateChats = "allow",
+) -> bool:
+    """Groups: every one when the allow-list is empty, else the listed ones. Private chats
+    (positive ids: a private chat's id is its user's id) as `private_chats` says; the
+    owner's always."""
+    if owner_id is not None and chat_id == owner_id:
+        return True
+    if chat_id > 0:
+        match private_chats:
+            case "allow":
+                return True
+            case "owner":
+                return False
+            case "allow_list":
+                return not allowed or chat_id in allowed
+    return not allowed or chat_id in allowed
 
 
 @dataclass(slots=True)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.agent.runtime import TurnOutcome, TurnRunner
 from bot.domain.facts import InboundMessage
@@ -48,12 +48,21 @@ from bot.ports import (
     CommandHandler,
     InboundAppend,
     Messenger,
+    NewRecord,
     RateLimits,
     SessionInfo,
     SessionRequest,
 )
-from bot.services.guard import LocalRateLimits, RateLimiter, chat_allowed, is_owner
+from bot.services.guard import (
+    LocalRateLimits,
+    PrivateChats,
+    RateLimiter,
+    chat_allowed,
+    is_owner,
+)
+from bot.services.locales import ChatLocales
 from bot.services.message_records import (
+    last_answered_of,
     last_member_record,
     platform_message_of,
     record_of,
@@ -78,6 +87,7 @@ class InboundPolicy:
     answer_on_command: bool = True
     merge_window_seconds: float = 1.5
     allowed_chats: tuple[int, ...] = ()
+    private_chats: PrivateChats = "allow"
     user_messages_per_minute: int = 20
     chat_messages_per_minute: int = 60
 
@@ -118,9 +128,12 @@ class InboundService:
         chat_lock: ChatLock | None = None,
         limits: RateLimits | None = None,
         transcripts: VoiceTranscripts | None = None,
+        locales: ChatLocales | None = None,
     ) -> None:
         self.transcripts = transcripts
         """Voice notes transcribed before they are stored; None: never."""
+        self.locales = locales or ChatLocales(fixed=policy.locale)
+        """Whose language each reply is in (`BOT_LOCALE=auto`: the member's, the chat's)."""
         self.store = store
         self.messenger = messenger
         self.policy = policy
@@ -132,8 +145,11 @@ class InboundService:
             locale=policy.locale,
             merge_window_seconds=policy.merge_window_seconds,
             chat_lock=chat_lock,
+            chat_locale=self.locales.for_chat,
         )
         """When and how turns run (what recovery starts its turns through, too)."""
+        self._told_not_allowed: set[int] = set()
+        """Members told once that their private chat is not allowed."""
         self.limiter = RateLimiter(
             per_user=policy.user_messages_per_minute, per_chat=policy.chat_messages_per_minute
         )
@@ -172,7 +188,9 @@ class InboundService:
     # ------------------------------------------------------------------ the rules
 
     def _allowed(self, chat_id: int) -> bool:
-        return chat_allowed(chat_id, self.policy.allowed_chats, self.policy.owner_id)
+        return chat_allowed(
+            chat_id, self.policy.allowed_chats, self.policy.owner_id, self.policy.private_chats
+        )
 
     async def _transcribed(self, message: InboundMessage, session: SessionInfo) -> InboundMessage:
         """The message with its voice note's transcript, when one is wanted (before it is
@@ -210,13 +228,28 @@ class InboundService:
             return True
         return await self.limits.take(user_id=message.sender.id, chat_id=message.chat_id)
 
+    async def _refuse_private_chat(self, message: InboundMessage) -> None:
+        """A member whose private chat is not allowed is told so once (per process), with
+        their user id to pass on to the owner; groups not allowed hear nothing."""
+        if message.chat_type != "private" or message.sender.kind != "user":
+            return
+        if message.sender.id in self._told_not_allowed:
+            return
+        self._told_not_allowed.add(message.sender.id)
+        await self.messenger.send_text(
+            message.chat_id,
+            text(
+                self.locales.for_message(message), "private_not_allowed", user_id=message.sender.id
+            ),
+        )
+
     async def _refuse(self, message: InboundMessage) -> None:
         """Log a refusal and tell the chat, at most once a minute."""
         log.info("rate limit: %s in chat %s", message.sender.id, message.chat_id)
         if await self.limits.warn_once(message.chat_id):
             await self.messenger.send_text(
                 message.chat_id,
-                text(self.policy.locale, "rate_limited"),
+                text(self.locales.for_message(message), "rate_limited"),
                 thread_id=message.thread_id,
                 reply_to=message.message_id,
             )
@@ -224,8 +257,10 @@ class InboundService:
     # ------------------------------------------------------------------ InboundSink
 
     async def on_message(self, message: InboundMessage) -> None:
+        self.locales.note(message)
         if not self._allowed(message.chat_id):
             log.info("ignoring chat %s (not in the allow-list)", message.chat_id)
+            await self._refuse_private_chat(message)
             return
         session = await self.open(message)
         message = await self._transcribed(message, session)
@@ -287,8 +322,10 @@ class InboundService:
         queues: dict[SessionKey, deque[InboundMessage]] = {}
         requests: dict[SessionKey, SessionRequest] = {}
         for message in messages:
+            self.locales.note(message)
             if not self._allowed(message.chat_id):
                 log.info("ignoring chat %s (not in the allow-list)", message.chat_id)
+                await self._refuse_private_chat(message)
                 continue
             key = key_of(message)
             queues.setdefault(key, deque()).append(message)
@@ -416,22 +453,35 @@ class InboundService:
         await self.turns.run(session, reply_to=message.message_id)
 
     async def retry(self, session: SessionInfo, requester_id: int) -> bool:
-        """Regenerate the last answer on a new branch; False when there is nothing to retry.
+        """Regenerate the requester's own last answered turn; False when they have none.
         The new answer comes from a scheduled turn (`drain` waits for it).
 
-        Only the requester's own last turn: when the chat's last message is someone else's
-        (the owner's, say), there is nothing for them to retry. The regenerated turn answers
-        the requester's message, so its tools act with the requester's rights, never with
-        those of whoever spoke last."""
+        When nobody spoke since, the answer is replaced on a new branch. When others did (a
+        busy group), their messages stay: the requester's message is asked again at the end
+        of the conversation and answered there, as a reply to the original. Either way the
+        turn answers the requester's message, so its tools act with the requester's rights,
+        never with those of whoever spoke last."""
         loaded = await self.store.load_history(session.id, max_records=200)
-        last_user = last_member_record(loaded.records)
-        if last_user is None:
+        trigger = last_answered_of(loaded.records, requester_id)
+        if trigger is None:
+            log.info("nothing to /retry for %s", requester_id)
             return False
-        assert isinstance(last_user.body, UserRecord)
-        if last_user.body.sender.id != requester_id:
-            log.info("refused /retry of another member's turn from %s", requester_id)
-            return False
-        self.turns.spawn_turn(session, reply_to=last_user.message_id, leaf=last_user.id)
+        assert isinstance(trigger.body, UserRecord)
+        newest = last_member_record(loaded.records)
+        if newest is not None and newest.id == trigger.id:
+            self.turns.spawn_turn(session, reply_to=trigger.message_id, leaf=trigger.id)
+            return True
+        again = NewRecord(
+            body=replace(trigger.body, merged=False, refused=False),
+            created_at=trigger.created_at,
+            message_ids=trigger.message_ids,
+            tokens=trigger.tokens,
+        )
+
+        async def ask_again() -> None:
+            await self.store.append(session.id, [again])
+
+        self.turns.spawn_turn(session, reply_to=trigger.message_id, before=ask_again)
         return True
 
     async def _store_inbound(

@@ -16,6 +16,21 @@ def last_member_record(records: Sequence[StoredRecord]) -> StoredRecord | None:
     return next((r for r in reversed(records) if isinstance(r.body, UserRecord)), None)
 
 
+def last_answered_of(records: Sequence[StoredRecord], sender_id: int) -> StoredRecord | None:
+    """The newest message of `sender_id` that the bot answered: a reply answers the newest
+    member message before it (as the turn that wrote it did)."""
+    trigger: StoredRecord | None = None
+    answered: StoredRecord | None = None
+    for record in records:
+        if isinstance(record.body, UserRecord):
+            trigger = record
+        elif record.kind == "assistant" and trigger is not None:
+            assert isinstance(trigger.body, UserRecord)
+            if trigger.body.sender.id == sender_id:
+                answered = trigger
+    return answered
+
+
 def scene_of(message: InboundMessage, owner_id: int | None) -> Scene:
     if message.chat_type == "private":
         return "owner" if owner_id is not None and message.sender.id == owner_id else "private"

@@ -54,7 +54,7 @@ from bot.domain.records import (
     UserRecord,
 )
 from bot.ports import Clock, Delivery, Messenger, SessionInfo, TurnStarter
-from bot.services.guard import chat_allowed
+from bot.services.guard import PrivateChats, chat_allowed
 from bot.services.message_records import last_member_record
 from bot.services.triggers import AnswerRules, BotIdentity, facts_of_record, should_answer
 from bot.store_ports import RecoveryStore
@@ -148,8 +148,11 @@ def unanswered(records: Sequence[StoredRecord]) -> list[UserRecord]:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecoveryPolicy:
     locale: Locale
+    chat_locale: Callable[[int], Locale] | None = None
+    """The locale of a chat (`BOT_LOCALE=auto`); None: `locale`."""
     rules: AnswerRules
     allowed_chats: tuple[int, ...] = ()
+    private_chats: PrivateChats = "allow"
     owner_id: int | None = None
 
 
@@ -195,7 +198,10 @@ class CrashRecovery:
                 session.active_leaf_id is None
                 or session.closed  # the bot was removed from the chat: nothing goes there
                 or not chat_allowed(
-                    session.key.chat_id, self.policy.allowed_chats, self.policy.owner_id
+                    session.key.chat_id,
+                    self.policy.allowed_chats,
+                    self.policy.owner_id,
+                    self.policy.private_chats,
                 )
             ):
                 continue
@@ -238,7 +244,12 @@ class CrashRecovery:
             (session.id, session.active_leaf_id): session
             for session in await self.store.sessions_awaiting_answer(now - RECOVERY_ANSWER_WINDOW)
             if session.active_leaf_id is not None
-            and chat_allowed(session.key.chat_id, self.policy.allowed_chats, self.policy.owner_id)
+            and chat_allowed(
+                session.key.chat_id,
+                self.policy.allowed_chats,
+                self.policy.owner_id,
+                self.policy.private_chats,
+            )
         }
         seen = self._waiting_since
         self._waiting_since = {key: seen.get(key, now) for key in waiting}
@@ -299,7 +310,12 @@ class CrashRecovery:
     async def _say(self, session: SessionInfo, key: str, *, reply_to: int | None) -> None:
         await self.messenger.send_text(
             session.key.chat_id,
-            text(self.policy.locale, key),
+            text(
+                self.policy.chat_locale(session.key.chat_id)
+                if self.policy.chat_locale
+                else self.policy.locale,
+                key,
+            ),
             thread_id=session.key.thread_id,
             reply_to=reply_to,
         )

@@ -103,7 +103,10 @@ class TurnScheduler:
         locale: Locale,
         merge_window_seconds: float,
         chat_lock: ChatLock | None = None,
+        chat_locale: Callable[[int], Locale] | None = None,
     ) -> None:
+        self.chat_locale = chat_locale
+        """The locale of a chat (`BOT_LOCALE=auto`); None: `locale`."""
         self.store = store
         self.runner = runner
         self.messenger = messenger
@@ -292,14 +295,18 @@ class TurnScheduler:
         reply_to: int | None,
         leaf: int | None = None,
         expect_leaf: int | None = None,
+        before: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """Run a turn now (no merge window) as a task, under the session's locks; with
         `leaf`, on a new branch from that record (`/retry`); with `expect_leaf`, only if
         nothing was added to the conversation since (recovery: another worker may have
-        answered in between)."""
+        answered in between); `before` runs first, under the lock (a group's `/retry` asks
+        again at the end of the conversation)."""
 
         async def turn() -> None:
             async with self.turn_lock(session):
+                if before is not None:
+                    await before()
                 if expect_leaf is not None:
                     current = await self.store.find_session(session.key)
                     if current is None or current.active_leaf_id != expect_leaf:
@@ -323,7 +330,10 @@ class TurnScheduler:
             try:
                 await self.messenger.send_text(
                     session.key.chat_id,
-                    text(self.locale, "internal_error"),
+                    text(
+                        self.chat_locale(session.key.chat_id) if self.chat_locale else self.locale,
+                        "internal_error",
+                    ),
                     thread_id=session.key.thread_id,
                     reply_to=reply_to,
                 )

@@ -246,8 +246,8 @@ def _renderable(report: UsageReport) -> RenderableType:
         parts.append(
             Text(
                 f"compaction: {total.compaction_calls:,} summary calls, "
-                f"{format_share(total.compaction_share)} of the cost"
-                + ("" if total.cost else " (billable-equivalent input)")
+                f"{format_share(total.compaction_share)} of the "
+                + ("cost" if total.cost else "billable-equivalent input (no prices configured)")
             )
         )
     if total.cache_write_tokens:

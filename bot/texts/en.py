@@ -9,8 +9,12 @@ TEXTS: dict[str, str] = {
     "model_switched": "This chat now uses {route} (context window: {window}).",
     "model_current": "Current model: {route} (context window: {window}). Available: {choices}",
     "model_unknown": "No model profile named {name}. Available: {choices}",
-    "help": "Mention me or reply to me in a group to talk. Owner commands: "
-    "/usage /context /model /dashboard /budget /retry",
+    "help": "Mention me or reply to me in a group to talk. For everyone: /retry (answer your "
+    "last message again), /id (your user id and this chat's id), /help. Owner commands: "
+    "/usage /context /model /dashboard /budget",
+    "id_ids": "Your user id: {user_id}\nThis chat's id: {chat_id}",
+    "id_groups": "Groups I am in:",
+    "id_no_groups": "I am in no group yet (add me to one, then send /id here again).",
     "unknown": "unknown",
     "dashboard_link": "The dashboard (this link works once, for 15 minutes): {url}",
     "reply_cut": "…(reply cut here: at most {count} messages per reply)",
@@ -22,6 +26,8 @@ TEXTS: dict[str, str] = {
     "on the bot's machine and open http://127.0.0.1:8080/ there.",
     # inbound and crash recovery
     "rate_limited": "That's a lot of messages — please give me a minute.",
+    "private_not_allowed": "Sorry, I only talk in the groups I was set up for. Your user id is "
+    "{user_id}: send it to the bot's owner if you should be let in.",
     "restarted_missed": "Sorry, I was restarted and missed this message. Please ask again.",
     "restarted_cut": "Sorry, I was restarted while replying, so the answer above may be "
     "incomplete. Send /retry for the whole answer.",
@@ -51,7 +57,7 @@ TEXTS: dict[str, str] = {
     "summary_drift": "Estimate error ({route}): median {median}, p90 {p90}; corrected p90 "
     "{corrected}",
     "summary_misc": "Trims {trims} · errors {errors} · cost {cost}",
-    "summary_compaction": "Compaction: {calls} summary calls, {share} of the cost",
+    "summary_compaction": "Compaction: {calls} summary calls, {share} of the {base}",
     "summary_cache_writes": "Cache writes {writes} ({rate} of input), {share} of the {base}",
     "summary_reasoning": "Reasoning {reasoning} of the {output} output tokens",
     "summary_stops": "Stops: {refusals} refused, {cut} cut at the output limit",

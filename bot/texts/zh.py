@@ -9,8 +9,11 @@ TEXTS: dict[str, str] = {
     "model_switched": "本会话的模型已切换为 {route}（上下文窗口：{window}）。",
     "model_current": "当前模型：{route}（上下文窗口：{window}）。可用：{choices}",
     "model_unknown": "没有名为 {name} 的模型配置。可用：{choices}",
-    "help": "在群里 @我 或回复我的消息即可对话。主人命令："
-    "/usage /context /model /dashboard /budget /retry",
+    "help": "在群里 @我 或回复我的消息即可对话。所有人可用：/retry（重新回答你的上一条消息）、"
+    "/id（你的用户 id 和本聊天的 id）、/help。主人命令：/usage /context /model /dashboard /budget",
+    "id_ids": "你的用户 id：{user_id}\n本聊天的 id：{chat_id}",
+    "id_groups": "我所在的群：",
+    "id_no_groups": "我还没有加入任何群（把我拉进群后，再在这里发送 /id）。",
     "unknown": "未知",
     "dashboard_link": "控制台（链接仅可使用一次，15 分钟内有效）：{url}",
     "reply_cut": "…（回复过长，到此截断：每次回复最多 {count} 条消息）",
@@ -21,6 +24,8 @@ TEXTS: dict[str, str] = {
     "并设置 DASHBOARD_PORT 让 `tgbot run` 一并提供；或在机器人所在的机器上运行 `tgbot dashboard`，"
     "在那里打开 http://127.0.0.1:8080/ 。",
     # inbound and crash recovery
+    "private_not_allowed": "抱歉，我只在指定的群里对话。你的用户 id 是 {user_id}：如需使用，"
+    "请把它发给机器人的主人。",
     "rate_limited": "消息有点多，请稍等一分钟再找我。",
     "restarted_missed": "抱歉，我刚重启过，没来得及回复这条消息。请再问我一次。",
     "restarted_cut": "抱歉，我在回复时重启了，上面的回答可能不完整。发送 /retry 获取完整回答。",
@@ -44,7 +49,7 @@ TEXTS: dict[str, str] = {
     "summary_cache": "缓存命中 {cache} · 每次计费等效输入 {billable} · 输出 {output}",
     "summary_drift": "估算误差（{route}）：中位 {median}，p90 {p90}；校正后 p90 {corrected}",
     "summary_misc": "裁剪 {trims} 次 · 错误 {errors} 次 · 费用 {cost}",
-    "summary_compaction": "压缩：{calls} 次摘要调用，占费用 {share}",
+    "summary_compaction": "压缩：{calls} 次摘要调用，占{base} {share}",
     "summary_cache_writes": "缓存写入 {writes}（占输入 {rate}），占{base} {share}",
     "summary_reasoning": "推理 {reasoning}（输出共 {output}）",
     "summary_stops": "停止原因：拒绝 {refusals} 次，因输出上限截断 {cut} 次",

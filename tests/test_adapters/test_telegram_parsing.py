@@ -57,6 +57,7 @@ CASES: dict[str, InboundMessage | None] = {
         date=at(1764396180),
         sender=ALICE,
         text="hello\nthere",
+        language_code="zh-hans",
     ),
     "group_mention": group(
         201, 1764396240, BOB, update_id=900002, text="@Test_Bot what time is it?", mentions_bot=True

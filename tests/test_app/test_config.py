@@ -14,7 +14,7 @@ from bot.errors import ConfigError
 def test_defaults_are_the_embedded_ones() -> None:
     settings = load_settings()
     assert settings.bot_timezone == "UTC"
-    assert settings.bot_locale == "zh"
+    assert settings.bot_locale == "auto"
     assert settings.data_dir == Path("./data")
     assert settings.resolved_database_url == "sqlite+aiosqlite:///data/tgbot.sqlite3"
     assert settings.history.group_tokens == 8_000
@@ -253,3 +253,14 @@ def test_an_unknown_reasoning_level_is_refused(monkeypatch: pytest.MonkeyPatch) 
     with pytest.raises(ConfigError) as info:
         load_settings()
     assert str(info.value).startswith("LLM_REASONING:")
+
+
+def test_a_list_in_a_variable_is_json_and_a_bare_list_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SECURITY__ALLOWED_CHATS", "[-1001234, -1005678]")
+    assert load_settings().security.allowed_chats == [-1001234, -1005678]
+    monkeypatch.setenv("SECURITY__ALLOWED_CHATS", "-1001234,-1005678")
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert str(caught.value).startswith("SECURITY__ALLOWED_CHATS: not valid JSON")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,13 @@ def _check_output(out: str) -> None:
     assert int(said[1]) == round(naive / ours)
     assert (int(said[4]), int(said[5])) == (int(hits[2]), int(hits[1]))
     assert "dashboard" in out.split("Try: ")[1]
+    assert re.search(r"\nDone in [\d.]+ s, start-up included\.", out)
+    # the header times run on after the bot's first reply (its replies are stamped in the
+    # scenario's time, not at the wall clock's now, ahead of every later message)
+    request = out.split("=== One request as the model saw it")[1].split("=== Usage report")[0]
+    headers = re.findall(r"^\[id:m\d+;[^\n]*\]$", request, re.MULTILINE)
+    first_reply = next(i for i, h in enumerate(headers) if "user_id:" not in h)
+    assert any(";time:" in h for h in headers[first_reply + 1 :]), headers
 
 
 def _usage_today(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -107,3 +115,15 @@ def test_the_scenario_ends_in_the_past() -> None:
     start = scenario_start(now, scenario)
     last = start.timestamp() + sum(line.seconds_after for line in scenario)
     assert last < now.timestamp()
+
+
+@pytest.mark.slow  # a whole demo run
+def test_without_a_data_dir_the_demo_leaves_nothing_behind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "the temporary data is removed" in out
+    assert "--data-dir DIR" in out
+    assert list(tmp_path.iterdir()) == []

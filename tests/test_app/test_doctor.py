@@ -15,11 +15,16 @@ from bot.app.doctor import doctor
 from storage.migrate import upgrade_database
 
 TOKEN = "123456:doctor-SECRET-token"
+OWNER = 4242
 
 
 @pytest.fixture
 def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in ("BOT_CONFIG", "DATABASE_URL", "DASHBOARD_PORT", "DASHBOARD_TOKEN"):
+    for name in (
+        "BOT_CONFIG", "DATABASE_URL", "DASHBOARD_PORT", "DASHBOARD_TOKEN", "OWNER_ID",
+        "LLM_BASE_URL", "LLM_API_KEY", "LLM_MODEL", "OPENAI_API_KEY", "BOT_LOCALE",
+        "WEBHOOK_URL",
+    ):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
     data = tmp_path / "data"
     data.mkdir()
@@ -38,25 +43,40 @@ async def test_every_check_passes_on_a_healthy_setup(
     clean_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await upgrade_database(f"sqlite+aiosqlite:///{clean_env / 'tgbot.sqlite3'}")
-    async with FakeBotApi(TOKEN, username="doc_bot") as api, FakeOpenAIServer() as llm:
+    async with (
+        FakeBotApi(TOKEN, username="doc_bot", reads_all_group_messages=True) as api,
+        FakeOpenAIServer() as llm,
+    ):
+        api.user_message(OWNER, {"id": OWNER, "first_name": "Olga"}, "/start", chat_type="private")
         monkeypatch.setenv("TELEGRAM_API_BASE", api.base_url)
         monkeypatch.setenv("LLM_BASE_URL", llm.base_url)
+        monkeypatch.setenv("LLM_MODEL", "fake-model")
+        monkeypatch.setenv("OWNER_ID", str(OWNER))
         code, lines = await _run()
         assert len(llm.requests) == 1  # one tiny request
+        assert not api.calls_of("sendMessage")  # reaching the owner sends nothing
     assert code == 0, lines
     assert [line.split(":")[0] for line in lines] == [
         "✔ settings",
         "✔ database",
         "✔ DATA_DIR",
         "✔ Telegram",
-        "✔ model",
+        "✔ privacy mode",
+        "✔ OWNER_ID",
+        "✔ webhook",
+        "✔ model default",
         "✔ images",
+        "✔ prices",
+        "✔ locale",
         "✔ dashboard",
     ]
     assert "@doc_bot" in lines[3]
-    assert "vision off for default" in lines[5]
-    assert "cache reads" in lines[4]
-    assert "cache writes" in lines[4]
+    assert "(Olga): the bot can message them" in lines[5]
+    assert "long polling" in lines[6]
+    assert "cache reads" in lines[7]
+    assert "cache writes" in lines[7]
+    assert "not set for default" in lines[9]
+    assert "auto" in lines[10]
     assert all(TOKEN not in line for line in lines)
 
 
@@ -72,20 +92,22 @@ async def test_each_failure_is_one_line_and_the_exit_code_says_so(
         async with FakeBotApi("999:another-token") as api:
             monkeypatch.setenv("TELEGRAM_API_BASE", api.base_url)
             monkeypatch.setenv("LLM_BASE_URL", "http://127.0.0.1:9/v1")
+            monkeypatch.setenv("LLM_MODEL", "some-model")
             monkeypatch.setenv("DASHBOARD_PORT", str(port))
             code, lines = await _run()
     assert code == 1
-    assert len(lines) == 7, lines
-    marks = {line.split(":")[0] for line in lines}
-    assert marks == {
+    assert [line.split(":")[0] for line in lines] == [
         "✔ settings",
         "✘ database",
         "✔ DATA_DIR",
         "✘ Telegram",
-        "✘ model",
+        "✘ model default",
         "✔ images",
+        "✔ prices",
+        "✔ locale",
         "✘ dashboard",
-    }
+    ]
+    assert "fix: check the base URL" in lines[4]
     assert not (clean_env / "tgbot.sqlite3").exists()  # the check created nothing
     assert all(TOKEN not in line for line in lines)
 
@@ -114,3 +136,103 @@ async def test_doctor_says_which_routes_see_images(
     await doctor(str(config), out=out)
     (line,) = [line for line in out.getvalue().splitlines() if line.startswith("✔ images")]
     assert "vision on for claude, default" in line, line
+
+
+def _fix_lines(lines: list[str]) -> list[str]:
+    return [line for line in lines if line.startswith("✘")]
+
+
+async def test_telegram_lines_name_privacy_mode_a_missing_owner_and_a_stray_webhook(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with FakeBotApi(TOKEN, username="doc_bot") as api:
+        api.webhook_url = "https://old.example.com/hook"
+        monkeypatch.setenv("TELEGRAM_API_BASE", api.base_url)
+        _, lines = await _run()
+    failed = {line.split(":")[0]: line for line in _fix_lines(lines)}
+    assert (
+        "fix: @BotFather → /mybots → @doc_bot → Bot Settings → Group Privacy → Turn off"
+        in (failed["✘ privacy mode"])
+    )
+    assert failed["✘ OWNER_ID"] == (
+        "✘ OWNER_ID: unset: owner commands (/usage, /context, /model) and the daily summary "
+        "are off; fix: send /id to @doc_bot and set OWNER_ID (or run `tgbot init`)"
+    )
+    assert "409 Conflict; fix: set WEBHOOK_URL" in failed["✘ webhook"]
+
+
+async def test_an_owner_who_never_started_the_bot_is_unreachable(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with FakeBotApi(TOKEN, username="doc_bot", reads_all_group_messages=True) as api:
+        monkeypatch.setenv("TELEGRAM_API_BASE", api.base_url)
+        monkeypatch.setenv("OWNER_ID", "777")
+        _, lines = await _run()
+    (owner,) = [line for line in lines if line.startswith("✘ OWNER_ID")]
+    assert "777: the bot cannot message this user" in owner
+    assert owner.endswith("fix: send /start to @doc_bot from that account")
+
+
+async def test_every_route_gets_its_line_and_each_mistake_its_fix(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    async with FakeOpenAIServer() as good, FakeOpenAIServer() as refusing:
+        refusing.fail_next(401, {"error": {"message": "Incorrect API key provided"}})
+        config = tmp_path / "bot.toml"
+        config.write_text(
+            'default_provider = "main"\n'
+            "[providers.main]\n"
+            f'base_url = "{good.base_url}"\n'
+            'api_key_env = "MAIN_KEY"\n'
+            'model = "fake-model"\n'
+            "price_input_per_mtok = 0.14\n"
+            "price_output_per_mtok = 0.28\n"
+            "[providers.cheap]\n"
+            f'base_url = "{refusing.base_url}"\n'
+            'api_key_env = "CHEAP_KEY"\n'
+            'model = "small-model"\n'
+            "[providers.spare]\n"
+            f'base_url = "{good.base_url}"\n'
+            'api_key_env = "SPARE_KEY"\n'
+            'model = "fake-model"\n'
+        )
+        monkeypatch.setenv("MAIN_KEY", "sk-main")
+        monkeypatch.setenv("CHEAP_KEY", "sk-wrong")
+        monkeypatch.setenv("LLM_BASE_URL", good.base_url)  # LLM_MODEL forgotten
+        out = io.StringIO()
+        await doctor(str(config), out=out)
+        lines = out.getvalue().splitlines()
+        assert len(good.requests) == 1  # only the main profile reached a model
+        assert len(refusing.requests) == 1
+    by_name = {line.split(":")[0]: line for line in lines}
+    assert by_name["✔ model main"].startswith(
+        f"✔ model main: fake-model at {good.base_url} answered"
+    )
+    assert by_name["✘ model cheap"].endswith(
+        "HTTP 401: Incorrect API key provided; fix: check the key in CHEAP_KEY"
+    )
+    assert by_name["✘ model spare"].endswith(
+        "SPARE_KEY (providers.spare.api_key_env) is not set; fix: export SPARE_KEY=… (or put "
+        "it in the .env file)"
+    )
+    assert by_name["✘ model default"] == (
+        "✘ model default: LLM_MODEL: unset, so the bot would send the model name "
+        f"`offline-demo` to {good.base_url}; fix: export LLM_MODEL=<model name>"
+    )
+    assert "set for main (USD)" in by_name["✔ prices"]
+    assert "not set for cheap, spare, default" in by_name["✔ prices"]
+
+
+async def test_a_provider_sdk_key_set_instead_of_llm_api_key(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LLM_BASE_URL", "https://api.openai.com/v1")
+    monkeypatch.setenv("LLM_MODEL", "gpt-4o-mini")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-in-the-wrong-variable")
+    _, lines = await _run()
+    (line,) = [line for line in lines if line.startswith("✘ model default")]
+    assert line == (
+        "✘ model default: LLM_API_KEY: unset, but OPENAI_API_KEY is set (the bot reads only "
+        'LLM_API_KEY for https://api.openai.com/v1); fix: export LLM_API_KEY="$OPENAI_API_KEY"'
+    )
+    assert "sk-in-the-wrong-variable" not in "\n".join(lines)

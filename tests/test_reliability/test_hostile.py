@@ -380,6 +380,7 @@ async def test_the_allow_list_never_locks_out_the_owner_private_chat(
         ScriptedModel(default=echo),
         security={
             "allowed_chats": [GROUP],
+            "private_chats": "owner",
             "user_messages_per_minute": 0,
             "chat_messages_per_minute": 0,
         },
@@ -387,12 +388,16 @@ async def test_the_allow_list_never_locks_out_the_owner_private_chat(
     api.push_update(api.user_message(OWNER, REAL_OWNER, "status?", chat_type="private"))
     api.push_update(api.user_message(OWNER, REAL_OWNER, "/usage", chat_type="private"))
     await live.handled(api.push_update(api.user_message(BOB["id"], BOB, "hi", chat_type="private")))
+    await live.handled(
+        api.push_update(api.user_message(BOB["id"], BOB, "hello?", chat_type="private"))
+    )
 
     owner = texts(api, OWNER)
     # the reply and the /usage report (and its chart) run apart: either may land first
     assert "re: status?" in owner
     assert any(t.startswith("Usage for") for t in owner)
-    assert texts(api, BOB["id"]) == []  # a stranger's private chat stays closed
+    # a stranger's private chat stays closed: told once, with the id to pass on
+    assert texts(api, BOB["id"]) == [text("en", "private_not_allowed", user_id=BOB["id"])]
 
 
 # ---------------------------------------------------------------- 8. the owner is marked

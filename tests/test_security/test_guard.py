@@ -109,6 +109,56 @@ async def test_chats_outside_the_allow_list_are_neither_stored_nor_answered(
     assert await rig.send("@Helper hi", mentions_bot=True) == ["Noted: @Helper hi"]
 
 
+PRIVATE_NOT_ALLOWED = text("en", "private_not_allowed", user_id=MALLORY.id)
+
+
+@pytest.mark.parametrize(
+    ("policy", "answered"),
+    [("allow", True), ("owner", False), ("allow_list", False)],
+)
+async def test_members_private_chats_follow_private_chats_not_the_group_allow_list(
+    tmp_path: Path, policy: str, answered: bool
+) -> None:
+    rig = Rig(tmp_path, security={"allowed_chats": [GROUP], "private_chats": policy})
+    private = {"chat_id": MALLORY.id, "chat_type": "private"}
+    first = await rig.send("hello?", **private)
+    second = await rig.send("anyone there?", **private)
+    if answered:
+        assert first == ["Noted: hello?"]
+        assert second == ["Noted: anyone there?"]
+    else:  # told once, politely, with the id to pass on; then silence
+        assert first == [PRIVATE_NOT_ALLOWED]
+        assert second == []
+        assert await rig.store.list_sessions() == ()
+    owner_chat = {"chat_id": OWNER_ID, "chat_type": "private", "sender": OWNER}
+    assert await rig.send("still me", **owner_chat) == ["Noted: still me"]
+
+
+async def test_a_private_chat_on_the_allow_list_is_let_in(tmp_path: Path) -> None:
+    rig = Rig(
+        tmp_path, security={"allowed_chats": [GROUP, MALLORY.id], "private_chats": "allow_list"}
+    )
+    replies = await rig.send("hello?", chat_id=MALLORY.id, chat_type="private")
+    assert replies == ["Noted: hello?"]
+
+
+async def test_id_tells_anyone_their_ids_and_the_owner_the_groups(tmp_path: Path) -> None:
+    rig = Rig(tmp_path)
+    await rig.send("morning", chat_id=OTHER_GROUP, chat_title="Ops")
+    (in_group,) = await rig.send("/id", chat_title="Team")
+    assert in_group == text("en", "id_ids", user_id=MALLORY.id, chat_id=GROUP)
+    (member_private,) = await rig.send("/id", chat_id=MALLORY.id, chat_type="private")
+    assert member_private == text("en", "id_ids", user_id=MALLORY.id, chat_id=MALLORY.id)
+    (owner_private,) = await rig.send("/id", sender=OWNER, chat_id=OWNER_ID, chat_type="private")
+    lines = owner_private.splitlines()
+    assert lines[:3] == [
+        f"Your user id: {OWNER_ID}",
+        f"This chat's id: {OWNER_ID}",
+        "Groups I am in:",
+    ]
+    assert lines[3:] == [f"{OTHER_GROUP}  Ops", f"{GROUP}  Team"]
+
+
 @pytest.mark.parametrize(
     ("limits", "senders"),
     [
@@ -262,8 +312,12 @@ def test_the_rate_limiter_forgets_who_was_quiet_for_a_minute() -> None:
 def test_the_owner_private_chat_is_allowed_whatever_the_allow_list() -> None:
     assert chat_allowed(OWNER_ID, [GROUP], OWNER_ID)
     assert chat_allowed(GROUP, [GROUP], OWNER_ID)
-    assert not chat_allowed(MALLORY.id, [GROUP], OWNER_ID)
-    assert not chat_allowed(OWNER_ID, [GROUP], None)  # no owner configured
+    assert not chat_allowed(OTHER_GROUP, [GROUP], OWNER_ID)
+    for policy in ("owner", "allow_list"):
+        assert not chat_allowed(MALLORY.id, [GROUP], OWNER_ID, policy)
+        assert chat_allowed(OWNER_ID, [GROUP], OWNER_ID, policy)
+        assert not chat_allowed(OWNER_ID, [GROUP], None, policy)  # no owner configured
+    assert chat_allowed(MALLORY.id, [GROUP], OWNER_ID)  # "allow": the list is for groups
 
 
 def test_the_owner_is_admitted_past_every_limit_without_using_them_up() -> None:

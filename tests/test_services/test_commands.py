@@ -168,3 +168,12 @@ async def test_dashboard_gives_the_owner_a_fresh_link_and_help_answers_anyone() 
         (CHAT, text("en", "dashboard_sent_privately")),
         (CHAT, text("en", "help")),
     ]
+
+
+def test_help_lists_retry_and_id_among_the_commands_for_everyone() -> None:
+    for locale, owner_part in (("en", "Owner commands"), ("zh", "主人命令")):
+        for_everyone, owner_only = text(locale, "help").split(owner_part)  # type: ignore[arg-type]
+        assert "/retry" in for_everyone
+        assert "/id" in for_everyone
+        assert "/retry" not in owner_only
+        assert "/usage" in owner_only

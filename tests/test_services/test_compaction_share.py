@@ -47,11 +47,15 @@ def test_summary_calls_are_billed_but_belong_to_no_turn() -> None:
     # billable-equivalent input: 1000 + (200 + 200) + (200 + 200)
     assert row.compaction_share == 400 / 1800
     text = format_summary_text(build_report(entries, zone=UTC, days=[DAY]), DAY, "en")
-    assert "Compaction: 1 summary calls, 22% of the cost" in text
+    # no prices: the share is of the billable-equivalent input, and says so
+    assert "Compaction: 1 summary calls, 22% of the billable-equivalent input" in text
+    assert "of the cost" not in text
 
 
 def test_with_prices_the_share_is_of_the_cost() -> None:
     entries = [entry("t1", "turn", 1000, 0, 0.03), entry("t1", "compaction", 900, 800, 0.01)]
     report = build_report(entries, zone=UTC, days=[DAY])
     assert report.total.compaction_share == 0.25
+    text = format_summary_text(report, DAY, "en")
+    assert "Compaction: 1 summary calls, 25% of the cost" in text
     assert '"compaction_calls": 1' in to_json(report)

@@ -13,10 +13,11 @@ import pytest
 from adapters.llm.scripted import Reply, ScriptedModel
 from bot.app.wiring import App, build_app
 from bot.config import load_settings
+from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
 from bot.domain.records import AssistantRecord, UserRecord
 from storage.memory import InMemoryStore
-from tests.fakes import ALICE, BOB, OWNER, RecordingMessenger, SteppingClock, inbound
+from tests.fakes import ALICE, BOB, CHEN, OWNER, RecordingMessenger, SteppingClock, inbound
 
 START = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
 GROUP = -100500
@@ -136,6 +137,57 @@ async def test_retry_regenerates_the_last_answer_on_a_new_branch(tmp_path: Path)
     await app.inbound.drain()
     assert messenger.texts(ALICE.id) == ["first try", "second try"]
     assert await texts_on_path(store, ALICE.id) == [("user", "joke?"), ("assistant", "second try")]
+
+
+async def test_retry_in_a_busy_group_answers_the_requesters_question_again(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel([Reply("Paris, I think"), Reply("Paris, for sure")])
+    app, store, messenger, clock = make(tmp_path, model)
+
+    async def say(mid: int, sender: Sender, body: str, **extra: object) -> None:
+        clock.advance(5)
+        await app.inbound.on_message(
+            inbound(message_id=mid, text=body, sender=sender, at=clock.now(), **extra)  # type: ignore[arg-type]
+        )
+        await app.inbound.drain()
+
+    await say(1, ALICE, "@Helper capital of France?", mentions_bot=True)
+    await say(2, BOB, "lunch at noon?")
+    await say(3, CHEN, "sure")
+    await say(4, ALICE, "/retry", command="retry")
+
+    assert messenger.texts(GROUP) == ["Paris, I think", "Paris, for sure"]
+    assert [m.reply_to for m in messenger.sent] == [1, 1]
+    # the others' messages stay in the conversation; the question is asked again after them
+    assert await texts_on_path(store, GROUP) == [
+        ("user", "@Helper capital of France?"),
+        ("assistant", "Paris, I think"),
+        ("user", "lunch at noon?"),
+        ("user", "sure"),
+        ("user", "@Helper capital of France?"),
+        ("assistant", "Paris, for sure"),
+    ]
+    current = model.requests[-1].messages[-1]
+    assert "capital of France?" in str(current.content)
+
+
+async def test_retry_without_an_answered_turn_of_ones_own_says_so(tmp_path: Path) -> None:
+    model = ScriptedModel([Reply("hello Bob")])
+    app, _store, messenger, clock = make(tmp_path, model)
+    await app.inbound.on_message(
+        inbound(message_id=1, text="@Helper hi", sender=BOB, at=clock.now(), mentions_bot=True)
+    )
+    await app.inbound.drain()
+    await app.inbound.on_message(
+        inbound(message_id=2, text="just chatting", sender=ALICE, at=clock.now())
+    )
+    await app.inbound.on_message(
+        inbound(message_id=3, text="/retry", sender=ALICE, at=clock.now(), command="retry")
+    )
+    await app.inbound.drain()
+    assert messenger.texts(GROUP) == ["hello Bob", "There is no message to retry yet."]
+    assert len(model.requests) == 1
 
 
 async def test_the_owner_switches_models_and_sees_an_unknown_window(tmp_path: Path) -> None:

@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 from aiohttp import web
 
 from bot.agent.traces import read_trace
-from bot.app.dashboard.views import BadQuery, alias_lines, parse_int
+from bot.app.dashboard.views import BadQuery, TurnCalls, alias_lines, parse_int
 from bot.config import Settings
 from bot.domain.ids import SessionKey
 from bot.errors import SessionNotFound
-from bot.store_ports import HistoryLoader, SessionLookup
+from bot.store_ports import HistorySearch, PathLoader, SessionLookup
 
 RECORDS_PER_PAGE = 50
-MAX_CONVERSATION_RECORDS = 5_000
 
 
 Page = tuple[int, str, dict[str, Any]]
@@ -56,9 +57,15 @@ def view(trace: dict[str, Any]) -> dict[str, Any]:
     ]
     usage = response.get("usage") or {}
     reasoning = response.get("reasoning")
+    # the turn's own part: from the current (last) member message on; what precedes it is
+    # the stable prefix (system prompt and history) the page folds
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    new_from = users[-1] if users else 0
     return {
         **trace,
         "messages": messages,
+        "stable": messages[:new_from],
+        "fresh": messages[new_from:],
         "tools": [
             {**t, "schema": json.dumps(t.get("parameters"), ensure_ascii=False, indent=2)}
             for t in request.get("tools") or ()
@@ -103,28 +110,45 @@ def _pretty_call(call: dict[str, Any]) -> dict[str, Any]:
     return {**call, "pretty": pretty}
 
 
-class ConversationReader(SessionLookup, HistoryLoader, Protocol):
-    """What the conversation page reads: the chat's session and its window."""
+class ConversationReader(SessionLookup, HistorySearch, PathLoader, Protocol):
+    """What the conversation page reads: the chat's session, its whole branch, its search
+    index."""
+
+
+MAX_PAGE_LINKS = 15
+"""Page links shown around the current one (the first and the last always are)."""
 
 
 async def conversation_page(store: ConversationReader, request: web.Request) -> Page:
-    """The stored records of a chat's window, newest page first, with their aliases."""
+    """A chat's whole stored conversation (its active branch, from the first message), 50
+    records a page, newest page first, a link per page; `?q=words` searches every stored
+    message of the chat with the recall index (`search_history`'s) and links each hit to
+    its page."""
     chat_id = parse_int(request.match_info["chat_id"], "chat id", default=0)
     thread = parse_int(request.query.get("thread"), "thread", default=0)
     page = parse_int(request.query.get("page"), "page", default=1)
+    query = (request.query.get("q") or "").strip()[:256]
     if page < 1:
         raise BadQuery("page: pages start at 1")
     session = await store.find_session(SessionKey(chat_id=chat_id, thread_id=thread))
     if session is None:
         raise SessionNotFound(f"no session for chat {chat_id}")
-    wanted = min(page * RECORDS_PER_PAGE, MAX_CONVERSATION_RECORDS)
-    loaded = await store.load_history(session.id, max_records=wanted)
-    records = loaded.records
+    records = await store.load_path(session.id)
+    pages = max(1, -(-len(records) // RECORDS_PER_PAGE))
+    if page > pages:
+        raise BadQuery(f"page: there are {pages} pages ({len(records)} records)")
     end = len(records) - (page - 1) * RECORDS_PER_PAGE
-    if end <= 0 and page > 1:
-        raise BadQuery(f"page: there are only {len(records)} records in the window")
-    shown = records[max(0, end - RECORDS_PER_PAGE) : max(0, end)]
-    more = (end > RECORDS_PER_PAGE and wanted < MAX_CONVERSATION_RECORDS) or loaded.has_earlier
+    shown = records[max(0, end - RECORDS_PER_PAGE) : end]
+    hits: list[dict[str, Any]] = []
+    if query:
+        page_of = {
+            message_id: 1 + (len(records) - 1 - index) // RECORDS_PER_PAGE
+            for index, record in enumerate(records)
+            for message_id in record.message_ids
+            if message_id is not None
+        }
+        found = await store.search_messages(chat_id, thread, query, limit=RECORDS_PER_PAGE)
+        hits = [{"message": m, "page": page_of.get(m.message_id)} for m in found]
     return (
         200,
         "conversation.html",
@@ -133,6 +157,77 @@ async def conversation_page(store: ConversationReader, request: web.Request) -> 
             "session": session,
             "aliases": alias_lines(shown, limit=RECORDS_PER_PAGE * 4),
             "page": page,
-            "more": more and end > RECORDS_PER_PAGE,
+            "pages": pages,
+            "links": _page_links(page, pages),
+            "records": len(records),
+            "query": query,
+            "hits": hits,
+            "thread": thread,
         },
     )
+
+
+def _page_links(page: int, pages: int) -> list[int | None]:
+    """Page numbers to link (None: a gap): all of them, or the first, the last and those
+    around `page`."""
+    if pages <= MAX_PAGE_LINKS:
+        return list(range(1, pages + 1))
+    half = MAX_PAGE_LINKS // 2 - 1
+    low, high = max(2, page - half), min(pages - 1, page + half)
+    links: list[int | None] = [1]
+    if low > 2:
+        links.append(None)
+    links.extend(range(low, high + 1))
+    if high < pages - 1:
+        links.append(None)
+    links.append(pages)
+    return links
+
+
+_BLOCKS = ("\n\n[Turn context]", "\n\n[Already told the user]", "\n\n[Reactions since")
+TEXT_CHARS = 200
+
+
+def turn_texts(traces_dir: Path, turns: Sequence[TurnCalls]) -> dict[str, tuple[str, str]]:
+    """(the question, the reply) of each turn, from its calls' traces: the member message
+    its first call answered (header and per-turn blocks cut off) and its last call's reply
+    text; a turn whose traces were pruned has none."""
+    texts: dict[str, tuple[str, str]] = {}
+    for turn in turns:
+        calls = [c for c in turn.calls if c.purpose == "turn" and c.call_id]
+        if not calls:
+            continue
+        question = reply = ""
+        try:
+            first = read_trace(traces_dir, calls[0].call_id or "")
+            last = first if len(calls) == 1 else read_trace(traces_dir, calls[-1].call_id or "")
+        except ValueError:
+            continue
+        if first is not None:
+            users = [
+                m
+                for m in (first.get("request") or {}).get("messages") or ()
+                if m.get("role") == "user"
+            ]
+            if users:
+                question = _member_text(str(users[-1].get("content") or ""))
+        if last is not None:
+            reply = str((last.get("response") or {}).get("text") or "")
+        if question or reply:
+            texts[turn.turn_id] = (_cut(question), _cut(reply))
+    return texts
+
+
+def _member_text(content: str) -> str:
+    """What the member wrote: the rendered message without its header line and the turn's
+    blocks after it."""
+    head, _, body = content.partition("\n")
+    if not head.startswith("[id:"):
+        body = content
+    ends = [body.find(block) for block in _BLOCKS if block in body]
+    return body[: min(ends)] if ends else body
+
+
+def _cut(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= TEXT_CHARS else flat[: TEXT_CHARS - 1] + "…"

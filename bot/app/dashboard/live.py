@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -155,6 +155,58 @@ def call_events(entry: LedgerEntry, *, with_trim: bool) -> list[LiveEvent]:
         }
         events.append(LiveEvent("trim", data))
     return events
+
+
+RECENT_CALLS = 20
+"""Model calls the live panel shows on load, before the first event arrives."""
+TAIL_BYTES = 256 * 1024
+"""How much of a day file's end is read for them (a page load stays fast on a big day)."""
+
+
+def recent_events(
+    traces_dir: Path, days: Sequence[date], *, session: int | None = None
+) -> list[dict[str, Any]]:
+    """The last `RECENT_CALLS` model calls of the newest of `days` (with their errors and
+    trims) as the live panel's first rows, oldest first: `{"kind", "data"}` as the feed
+    sends them. Only each day file's tail is read; `session` keeps one chat's."""
+    entries: list[LedgerEntry] = []
+    for day in sorted(days, reverse=True):
+        found = [
+            entry
+            for entry in _tail_entries(ledger_file(traces_dir, day))
+            if session is None or entry.session == session
+        ]
+        entries = found + entries
+        if len(entries) >= RECENT_CALLS:
+            break
+    return [
+        {"kind": event.kind, "data": event.data}
+        for entry in entries[-RECENT_CALLS:]
+        for event in call_events(entry, with_trim=True)
+    ]
+
+
+def _tail_entries(path: Path) -> list[LedgerEntry]:
+    try:
+        with path.open("rb") as file:
+            file.seek(0, 2)
+            size = file.tell()
+            file.seek(max(0, size - TAIL_BYTES))
+            chunk = file.read()
+    except OSError:
+        return []
+    lines = chunk.split(b"\n")
+    if size > TAIL_BYTES:
+        lines = lines[1:]  # the first is cut
+    entries: list[LedgerEntry] = []
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            entries.append(LedgerEntry.from_json(json.loads(line)))
+        except (ValueError, TypeError, KeyError):
+            continue  # a corrupt or partial line is skipped, as every reader does
+    return entries
 
 
 def trim_event(event: HistoryTrimmed) -> LiveEvent:

@@ -18,6 +18,7 @@ from bot.app.dashboard.board import (
     dashboard_of,
     render,
 )
+from bot.app.dashboard.live import recent_events
 from bot.app.dashboard.views import (
     CHAT_DAYS,
     ERROR_DAYS,
@@ -80,12 +81,17 @@ async def _budgets(dashboard: Dashboard) -> list[BudgetBar] | None:
 async def overview(request: web.Request) -> web.Response:
     dashboard = dashboard_of(request)
     shown = await _overview(dashboard, request)
+    today = dashboard.today()
+    recent = await asyncio.to_thread(
+        recent_events, dashboard.settings.traces_dir, [today - timedelta(days=1), today]
+    )
     return render(
         request,
         "overview.html",
         title="Overview",
         budgets=await _budgets(dashboard),
         overview=shown,
+        recent=recent,
         today=dashboard.today(),
         # a range that ends today follows the live feed
         follows=shown.end == dashboard.today(),
@@ -172,6 +178,13 @@ async def chat(request: web.Request) -> web.Response:
     chat_days = [d.chats[chat_id] for d in digests if chat_id in d.chats]
     timeline, turns = chat_ledger(chat_days, session=preview.session.id)
     budget = dashboard.window.history_budgets.of(preview.session.scene)
+    said = await asyncio.to_thread(calls.turn_texts, dashboard.settings.traces_dir, turns)
+    recent = await asyncio.to_thread(
+        recent_events,
+        dashboard.settings.traces_dir,
+        [today - timedelta(days=1), today],
+        session=preview.session.id,
+    )
     return render(
         request,
         "chat.html",
@@ -182,7 +195,9 @@ async def chat(request: web.Request) -> web.Response:
         aliases=alias_lines(preview.records),
         timeline=timeline,
         turns=turns,
+        said=said,
         days=CHAT_DAYS,
+        recent=recent,
     )
 
 

@@ -377,9 +377,15 @@ def chat_ledger(
     return tuple(timeline), recent
 
 
-def local(value: datetime | None, zone: tzinfo) -> str:
-    if value is None:
+def local(value: datetime | str | None, zone: tzinfo) -> str:
+    """A time in the dashboard's zone (an ISO string, as traces keep it, too)."""
+    if value is None or value == "":
         return "-"
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return str(value)
     return value.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S")
 
 

@@ -184,7 +184,9 @@ async def test_every_page_in_a_browser(browser: Any, open_site: str, data_copy: 
             latency_ms=640,
         )
     )
-    row = await blocking(lambda: wait_for(browser, '#live-rows tr[data-kind="model_call"]'))
+    row = await blocking(
+        lambda: wait_for(browser, '#live-rows tr[data-kind="model_call"]:not([data-recent])')
+    )
     assert "live-model" in row.text
     assert "4321" in row.text
     # ... and a summary call is announced as a compaction
@@ -204,7 +206,9 @@ async def test_every_page_in_a_browser(browser: Any, open_site: str, data_copy: 
             latency_ms=900,
         )
     )
-    row = await blocking(lambda: wait_for(browser, '#live-rows tr[data-kind="compaction"]'))
+    row = await blocking(
+        lambda: wait_for(browser, '#live-rows tr[data-kind="compaction"]:not([data-recent])')
+    )
     assert "fold-model" in row.text
     assert "summary call" in row.text
     await blocking(lambda: screenshot(browser, "overview"))

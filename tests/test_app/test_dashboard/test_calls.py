@@ -13,6 +13,7 @@ from aiohttp.test_utils import TestClient
 
 from bot.agent.ledger import LedgerEntry, read_entries
 from bot.agent.traces import encode_trace, read_trace, trace_path
+from bot.app.demo_scenario import build_scenario
 from tests.test_app.test_dashboard.conftest import HOSTILE_TEXT, DemoData
 
 Client = TestClient[web.Request, web.Application]
@@ -69,6 +70,16 @@ async def test_the_trace_page_shows_the_request_as_sent_and_the_reply(
     assert f'data-field="latency">{entry.latency_ms:,} ms<' in page
     if trace["response"]["text"]:
         assert html.escape(trace["response"]["text"])[:100] in page
+    # it opens on the reply; the stable prefix (system prompt, history) is folded and the
+    # turn's own messages, from the current one on, are open
+    assert page.index('id="reply"') < page.index('id="request"')
+    folded = page.split('<details id="stable">')[1].split("</details>")[0]
+    fresh = page.split('id="fresh"')[1].split("</ol>")[0]
+    assert re.findall(r'data-role="(\w+)"', folded)[0] == "system"
+    assert re.findall(r'data-role="(\w+)"', fresh)[0] == "user"
+    assert html.escape(last_user["content"])[:200] in fresh
+    # its time in the dashboard's zone, as every other time (never the stored ISO UTC)
+    assert trace["ts"] not in page
 
 
 async def test_the_chat_page_links_each_call_and_hostile_text_stays_text(
@@ -155,3 +166,51 @@ async def test_the_trace_page_folds_the_models_reasoning(
     assert html.escape(thought) in folded.group(1)
     assert 'data-field="reasoning-tokens">321<' in page
     assert 'data-field="stop">end<' in page
+
+
+async def test_the_conversation_pages_through_the_whole_history_and_searches_it(
+    demo_data: DemoData, client: Client
+) -> None:
+    base = f"/chats/{demo_data.group_chat}/conversation"
+    first = await (await client.get(base)).text()
+    pages = [int(n) for n in re.findall(r'<a href="\?page=(\d+)">\d+</a>', first)]
+    last = max(pages)
+    # the demo's window moved (a summary holds the start): the history goes past it
+    assert last * 50 > 100
+    oldest = await client.get(f"{base}?page={last}")
+    assert oldest.status == 200
+    first_said = build_scenario(bot_username="demo_helper_bot")[0].text
+    assert html.escape(first_said)[:60] in await oldest.text()
+    assert (await client.get(f"{base}?page={last + 1}")).status == 400
+
+    found = await (await client.get(f"{base}?q=CSV+export")).text()
+    hits = found.split('id="hits"')[1].split("</section>")[0]
+    assert "they want the export in CSV" in hits
+    page_links = [int(n) for n in re.findall(r'href="\?page=(\d+)&amp;q=CSV', hits)]
+    assert page_links
+    assert all(1 <= n <= last for n in page_links)
+    nothing = await (await client.get(f"{base}?q=zebra-unicorn")).text()
+    assert "No stored message matches." in nothing
+
+
+async def test_each_recent_turn_shows_its_question_and_its_reply(
+    demo_data: DemoData, client: Client
+) -> None:
+    page = await (await client.get(f"/chats/{demo_data.group_chat}")).text()
+    said = re.findall(
+        r'<tr class="turn-text" data-turn="([^"]+)">.*?<span class="said-q"[^>]*>(.*?)</span>'
+        r'.*?<span class="said-a"[^>]*>(.*?)</span>',
+        page,
+        re.S,
+    )
+    assert len(said) >= 5
+    entries = {e.turn_id: e for e in _calls(demo_data) if e.purpose == "turn"}
+    for turn_id, question, reply in said[:5]:
+        trace = read_trace(demo_data.data_dir / "agent-traces", entries[turn_id].call_id or "")
+        assert trace is not None
+        assert "[Turn context]" not in question  # what the member wrote, not the blocks
+        assert not question.startswith("[id:")
+        assert question.strip()
+        assert question != "—"
+        sent = " ".join(str(trace["response"]["text"] or "").split())
+        assert html.unescape(reply).rstrip("…") in sent or reply.startswith("(no text")

@@ -85,7 +85,9 @@ async def test_a_live_model_call_links_to_its_trace(
             call_id="20260101-00000000abcd",
         )
     )
-    link = await blocking(lambda: wait_for(browser, '#live-rows tr[data-kind="model_call"] a'))
+    link = await blocking(
+        lambda: wait_for(browser, '#live-rows tr[data-kind="model_call"]:not([data-recent]) a')
+    )
     assert link.get_attribute("href").endswith("/calls/20260101-00000000abcd")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import re
 from collections.abc import AsyncIterator
@@ -20,6 +21,7 @@ from bot.app.dashboard.server import Dashboard, build_application, open_dashboar
 from bot.config import load_settings
 from bot.context.history_trim import HistoryTrimmed
 from bot.errors import ProviderUnavailable
+from storage.migrate import upgrade_database
 from tests.test_agent.rig import model_call
 
 Client = TestClient[web.Request, web.Application]
@@ -196,3 +198,33 @@ async def test_inside_the_bot_the_event_bus_feeds_the_stream(tmp_path: Path) -> 
             stream.close()
     finally:
         await board.store.close()
+
+
+def _recent_on(page: str) -> list[dict[str, object]]:
+    found = re.search(r"data-recent='([^']*)'", page)
+    assert found is not None
+    recent: list[dict[str, object]] = json.loads(html.unescape(found[1]))
+    return recent
+
+
+async def test_the_live_panel_opens_with_the_last_20_calls(tmp_path: Path) -> None:
+    writer = LedgerWriter(tmp_path / "agent-traces", UTC)
+    for n in range(25):
+        writer.append(call(turn_id=f"t-{n}", session=7 if n % 2 else 8))
+    writer.append(call(turn_id="t-failed", session=7, error="ProviderUnavailable: HTTP 503"))
+    writer.append(call(turn_id="t-<script>", session=7))
+    await upgrade_database(f"sqlite+aiosqlite:///{tmp_path / 'tgbot.sqlite3'}")
+    board = await open_board(tmp_path)
+    try:
+        async with TestClient(TestServer(build_application(board))) as client:
+            overview = await (await client.get("/")).text()
+    finally:
+        await board.store.close()
+    recent = _recent_on(overview)
+    calls = [e["data"]["turn_id"] for e in recent if e["kind"] == "model_call"]  # type: ignore[index]
+    assert len(calls) == 20
+    assert calls[-1] == "t-<script>"  # oldest first: the newest is added last, on top
+    assert calls[0] == "t-7"
+    assert [e["kind"] for e in recent].count("error") == 1
+    assert "<script>" not in overview.split("data-recent='")[1].split("'")[0]
+    assert 'data-zone="UTC"' in overview

@@ -8,18 +8,30 @@
   if (!rows || !window.EventSource) { return; }
   var first = true;
   var onlySession = rows.dataset.session ? Number(rows.dataset.session) : null;
+  // times in the dashboard's zone (named once, in the header), as on every page
+  var clock = null;
+  try {
+    clock = new Intl.DateTimeFormat("en-GB", { timeZone: rows.dataset.zone || "UTC",
+      hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" });
+  } catch (e) { clock = null; }
+  function at(ts) {
+    var when = ts ? new Date(ts) : new Date();
+    if (clock && !isNaN(when.getTime())) { return clock.format(when); }
+    return (ts || when.toISOString()).slice(11, 19);
+  }
   function cell(text, left) {
     var td = document.createElement("td");
     td.textContent = text === null || text === undefined ? "-" : String(text);
     if (left) { td.className = "l"; }
     return td;
   }
-  function add(kind, data) {
+  function add(kind, data, recent) {
     if (onlySession !== null && data.session !== onlySession) { return; }
     if (first) { rows.textContent = ""; first = false; }
     var tr = document.createElement("tr");
     tr.className = "live-" + kind;
     tr.dataset.kind = kind;
+    if (recent) { tr.dataset.recent = "1"; }
     var detail = kind === "trim"
       ? data.reason + ": dropped " + data.dropped_turns + " turns, " + data.tokens_before + " → " + data.tokens_after + " tokens"
       : kind === "error" ? data.error
@@ -27,7 +39,7 @@
       : (data.model || "") + (data.tool_calls ? ", " + data.tool_calls + " tool calls" : "")
         + (data.cache_write_tokens ? ", " + data.cache_write_tokens + " cache writes" : "")
         + (data.input_truncated_by_provider ? ", truncated by the provider (num_ctx)" : "");
-    [cell((data.ts || new Date().toISOString()).slice(11, 19), true), cell(kind, true), cell(data.chat, true),
+    [cell(at(data.ts), true), cell(kind, true), cell(data.chat, true),
      cell(data.input_tokens), cell(data.cached_tokens), cell(data.output_tokens),
      cell(data.latency_ms === undefined ? null : data.latency_ms + " ms"), cell(detail, true)
     ].forEach(function (td) { tr.appendChild(td); });
@@ -41,6 +53,12 @@
     }
     rows.insertBefore(tr, rows.firstChild);
     while (rows.children.length > 50) { rows.removeChild(rows.lastChild); }
+  }
+  // the last calls before the page was opened (`recent_events`), oldest first
+  if (rows.dataset.recent) {
+    try {
+      JSON.parse(rows.dataset.recent).forEach(function (e) { add(e.kind, e.data, true); });
+    } catch (e) { /* the feed still fills the panel */ }
   }
   var live = document.getElementById("live");
   var figures = live ? live.dataset.figures : null;
