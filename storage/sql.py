@@ -50,6 +50,7 @@ from storage.codec import (
     with_message_ids,
 )
 from storage.engine import ONE_STATEMENT, WRITE, WriteGate
+from storage.erase import erase_rows
 from storage.inbound_batch import InboundBatchWriter
 from storage.queries import (
     APPEND_HEAD,
@@ -488,6 +489,13 @@ class SqlStore:
         await index_platform_messages(
             conn, ((m.chat_id, m.thread_id, m.message_id, m.text) for m in messages)
         )
+
+    async def erase_message(
+        self, chat_id: int, message_id: int, *, keep_media: bool = False
+    ) -> bool:
+        """See `bot.store_ports.MessageEraser` and `storage.erase`."""
+        async with self._write() as conn:
+            return await erase_rows(conn, chat_id, message_id, keep_media=keep_media)
 
     async def search_messages(
         self, chat_id: int, thread_id: int, query: str, *, limit: int

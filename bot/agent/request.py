@@ -51,6 +51,7 @@ from bot.context.window import (
     select_window,
     turn_costs,
 )
+from bot.domain.erasure import erased_body, without_quoted_text
 from bot.domain.ids import Scene
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
@@ -378,6 +379,29 @@ class RequestBuilder:
         state.crumb = True
         self._lay_out(state, kept, tail=tail)
         return count, before - (state.history_end - state.history_start)
+
+    async def forget(self, state: TurnState, message_ids: frozenset[int]) -> None:
+        """Render the window again with `message_ids` deleted (a tool deleted them during
+        the turn): the turn's next calls show `[deleted]` where they were, as every later
+        turn does (storage has already forgotten them). This turn's tool steps stay."""
+        window = state.window
+
+        def erased(record: StoredRecord) -> StoredRecord:
+            body = record.body
+            for message_id in message_ids:
+                if message_id in record.message_ids:
+                    body = erased_body(replace(record, body=body), message_id, None)
+                else:
+                    body = without_quoted_text(body, message_id)
+            return record if body is record.body else replace(record, body=body)
+
+        records = tuple(map(erased, window.records))
+        if all(new is old for new, old in zip(records, window.records, strict=True)):
+            return
+        targets = await self._quote_targets(state.session, records)
+        projection = self._project(records, state.session, window.blocks, targets)
+        tail = state.messages[state.history_end :]
+        self._lay_out(state, replace(window, records=records, projection=projection), tail=tail)
 
     def _lay_out(
         self, state: TurnState, window: TurnWindow, *, tail: Sequence[ChatMessage]

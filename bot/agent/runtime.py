@@ -38,7 +38,13 @@ from bot.context.escaping import strip_echoed_header
 from bot.domain.ids import Scene
 from bot.domain.records import StoredRecord
 from bot.ports import Clock, LLMResponse, Messenger, SessionInfo
-from bot.store_ports import HistorySearch, HistoryStore, PlatformMessageStore, RecentReactions
+from bot.store_ports import (
+    HistorySearch,
+    HistoryStore,
+    MessageEraser,
+    PlatformMessageStore,
+    RecentReactions,
+)
 from bot.texts import text as user_text
 from bot.tools.base import Tool, ToolContext
 
@@ -92,6 +98,7 @@ class TurnRunner:
         chat_actions: ChatActions | None = None,
         stream_drafts: bool = True,
         observer: TurnObserver = NO_OBSERVER,
+        eraser: MessageEraser | None = None,
     ) -> None:
         self.observer = observer
         """Watches each turn and tool call (tracing, `bot.agent.observer`)."""
@@ -157,6 +164,7 @@ class TurnRunner:
             search=search,
             zone=policy.prompt.zone,
             observer=observer,
+            eraser=eraser,
         )
         self.bubbles = ReplyBubbles(
             store=store,
@@ -257,6 +265,9 @@ class TurnRunner:
             response = await self.provider.call(state, final=hit_cap, on_text=draft)
             if response.tool_calls and not hit_cap:
                 await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
+                if tool_ctx.erased:  # deleted now: not in this turn's next calls either
+                    await self.request.forget(state, frozenset(tool_ctx.erased))
+                    tool_ctx.erased.clear()
                 continue
             if response.tool_calls and not response.text.strip():
                 # a provider that ignores tool_choice "none": its calls are not run

@@ -41,7 +41,7 @@ from bot.domain.records import (
 from bot.errors import ReferenceNotConfirmed, TelegramError, ToolError
 from bot.ports import Clock, LLMResponse, Messenger, NewRecord, SessionInfo
 from bot.redact import scrub
-from bot.store_ports import HistorySearch, PlatformMessageStore, ToolResultStore
+from bot.store_ports import HistorySearch, MessageEraser, PlatformMessageStore, ToolResultStore
 from bot.tools.base import Tool, ToolContext
 from bot.tools.rights import ChatAdmins, MemberRights
 
@@ -104,8 +104,10 @@ class ToolRunner:
         search: HistorySearch | None = None,
         zone: tzinfo = UTC,
         observer: TurnObserver = NO_OBSERVER,
+        eraser: MessageEraser | None = None,
     ) -> None:
         self.observer = observer
+        self.eraser = eraser
         self.search = search
         self.zone = zone
         self.tools = tools
@@ -146,6 +148,7 @@ class ToolRunner:
             zone=self.zone,
             search=self.search,
             history=self.store,
+            eraser=self.eraser,
         )
 
     async def run_calls(

@@ -410,6 +410,7 @@ def build_app(
         reactions=store,
         search=store,
         observer=tracing if tracing is not None else NO_OBSERVER,
+        eraser=store,
     )
 
     async def usage_reply() -> tuple[str, bytes | None]:

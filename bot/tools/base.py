@@ -8,7 +8,7 @@ a tool result the model reads.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from typing import Any
 
@@ -16,7 +16,7 @@ from bot.context.alias_table import AliasTable
 from bot.domain.records import StoredRecord
 from bot.errors import ToolError
 from bot.ports import Clock, Messenger, RecordedBubbles, ToolSpec
-from bot.store_ports import AliasLookup, HistorySearch, PlatformMessageLookup
+from bot.store_ports import AliasLookup, HistorySearch, MessageEraser, PlatformMessageLookup
 from bot.tools.rights import MemberRights
 
 
@@ -43,6 +43,11 @@ class ToolContext:
     """Aliases of messages beyond the window (`find_aliases`), for what a tool shows."""
     shown: AliasTable | None = None
     """The turn's alias table: a tool that shows messages adds their aliases to it."""
+    eraser: MessageEraser | None = None
+    """Forgets a message the tool deleted (its content leaves storage and the index)."""
+    erased: set[int] = field(default_factory=set)
+    """Platform ids a tool deleted in this turn: the runtime renders them `[deleted]` in the
+    turn's next calls too."""
 
 
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], Awaitable[str]]

@@ -1,6 +1,9 @@
 """delete_message: recall one message (one bubble) of the current chat, with the rights of
 the member who asked (`rights.MemberRights`): their own messages and the bot's, anyone's
-for the owner and the chat's administrators."""
+for the owner and the chat's administrators. Once Telegram has deleted it, its content leaves
+storage and the search index (`ToolContext.eraser`) and it renders `[deleted]` from then on,
+in this turn's next calls too (`ToolContext.erased`). So does a message Telegram reports
+gone ("message to delete not found"): someone deleted it before the bot could."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from bot.errors import ToolError
+from bot.errors import TelegramBadRequest, ToolError
 from bot.ports import ToolSpec
 from bot.tools.base import Tool, ToolContext, require_int
 
@@ -18,8 +21,25 @@ async def delete_message(args: Mapping[str, Any], ctx: ToolContext) -> str:
     if ctx.rights is None:
         raise ToolError("not allowed: no member's rights to act with", code="not_allowed")
     await ctx.rights.check_may_delete(ctx.chat_id, message_id, ctx.platform_messages)
-    await ctx.messenger.delete_message(ctx.chat_id, message_id)
+    try:
+        await ctx.messenger.delete_message(ctx.chat_id, message_id)
+    except TelegramBadRequest as exc:
+        if GONE not in str(exc).lower():
+            raise
+        await _forget(ctx, message_id)  # Telegram says it is gone already: so it is for us
+        raise
+    await _forget(ctx, message_id)
     return json.dumps({"deleted": True})
+
+
+GONE = "message to delete not found"
+"""Telegram's words (Bad Request) for a message that is not in the chat any more."""
+
+
+async def _forget(ctx: ToolContext, message_id: int) -> None:
+    if ctx.eraser is not None:
+        await ctx.eraser.erase_message(ctx.chat_id, message_id)
+    ctx.erased.add(message_id)
 
 
 TOOL = Tool(
