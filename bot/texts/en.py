@@ -13,6 +13,7 @@ TEXTS: dict[str, str] = {
     "/usage /context /model /dashboard /retry",
     "unknown": "unknown",
     "dashboard_link": "The dashboard (this link works once, for 15 minutes): {url}",
+    "dashboard_link_told": "The dashboard (a one-time login link, not shown here)",
     "reply_cut": "…(reply cut here: at most {count} messages per reply)",
     "dashboard_sent_privately": "I sent you a private message with the dashboard link.",
     "dashboard_private_failed": "I could not message you privately: open a private chat with "
