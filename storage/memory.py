@@ -355,7 +355,13 @@ class InMemoryStore:
         return any(s.info.closed and s.info.key.chat_id == chat_id for s in self._sessions.values())
 
     async def record_reactions(self, reactions: Sequence[StoredReaction]) -> None:
-        self._reactions.extend(replace(r, created_at=utc(r.created_at)) for r in reactions)
+        """One per member, message and emoji: a toggle replaces the member's earlier one."""
+        new = [replace(r, created_at=utc(r.created_at)) for r in latest_reactions(reactions)]
+        keys = {(r.chat_id, r.message_id, r.user_id, r.emoji) for r in new}
+        self._reactions = [
+            r for r in self._reactions if (r.chat_id, r.message_id, r.user_id, r.emoji) not in keys
+        ]
+        self._reactions.extend(new)
 
     async def reactions_since(
         self, chat_id: int, thread_id: int, since: datetime | None, *, limit: int

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -284,6 +285,9 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # every file any command creates (database, ledger, traces, corrections, reports) is the
+    # operator's alone: 0600, whichever command creates it first (`db upgrade` included)
+    os.umask(0o077)
     args = build_parser().parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:

@@ -127,6 +127,25 @@ async def test_a_request_without_the_secret_is_refused(rig: Rig, secret: str | N
     assert await rig.store.find_session(SessionKey(chat_id=USER)) is None
 
 
+async def test_a_wrong_secret_is_refused_before_any_body_is_read(rig: Rig) -> None:
+    """A wrong secret with a body that trickles (here: never comes) is answered 401 from its
+    headers at once; reading the body first answered 408 only at the body deadline."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", rig.server.port)
+    try:
+        writer.write(
+            b"POST /webhook HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + f"{SECRET_HEADER}: wrong\r\n".encode()
+            + b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"
+        )
+        await writer.drain()
+        status = await reader.readline()
+        assert status.startswith(b"HTTP/1.1 401"), status
+        headers = (await reader.readuntil(b"\r\n\r\n")).lower()
+        assert b"connection: close" in headers
+    finally:
+        writer.close()
+
+
 @pytest.mark.parametrize("body", [b"not json", b"[1, 2]"], ids=["text", "list"])
 async def test_a_body_that_is_not_json_object_is_refused(rig: Rig, body: bytes) -> None:
     headers = {SECRET_HEADER: SECRET, "Content-Type": "application/json"}
