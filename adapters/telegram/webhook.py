@@ -29,7 +29,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from adapters.http_guard import GuardedSite, Throttle, guarded_runner
-from adapters.telegram.lenient import lenient_membership
+from adapters.telegram.lenient import lenient_update
 from adapters.telegram.polling_loop import SkipHook, invalid_reason
 from bot.context.bounded_json import loads_bounded
 
@@ -143,11 +143,11 @@ class WebhookServer:
         try:
             update = Update.model_validate(data, context={"bot": self._bot})
         except ValidationError as exc:
-            lenient = lenient_membership(data, context={"bot": self._bot})
+            lenient = lenient_update(data, context={"bot": self._bot})
             if lenient is None:
                 await self._skip(data.get("update_id"), invalid_reason(exc))
                 return web.json_response({"ok": True})
-            log.warning("membership update %s read leniently", data.get("update_id"))
+            log.warning("update %s read leniently", data.get("update_id"))
             update = lenient
         try:
             await self._dispatcher.feed_webhook_update(self._bot, update)
