@@ -4,16 +4,25 @@ One transaction (`SqlStore.erase_message`): the `platform_events` row keeps its 
 sender, the time, the record it belongs to) but loses its text and media; the search index
 drops it; every record holding it (the one it was stored with, and a re-answered edit's
 copy on a newer branch, found by `first_message_id`) and every record quoting it is
-rewritten by `bot.domain.erasure`. A deletion is rare, so the quoting records are found
-through the chat's rows (`chat_id` leads the unique index) rather than a new index.
+rewritten by `bot.domain.erasure`, and so is every tool result that showed its words
+(found by the words, among the records without a platform id of the chat's sessions). A
+deletion is rare, so these are found through the rows the indexes already reach rather
+than new indexes.
 """
 
 from __future__ import annotations
 
+import json
+
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from bot.domain.erasure import erased_body, without_quoted_text
+from bot.domain.erasure import (
+    deleted_trace,
+    erased_body,
+    without_deleted_lines,
+    without_quoted_text,
+)
 from bot.domain.records import RecordBody
 from storage.codec import encode_payload
 from storage.queries import PLATFORM_MESSAGE_BY_KEY, RECORD_COLUMNS
@@ -33,6 +42,7 @@ _HOLDERS = select(*RECORD_COLUMNS).where(
     ),
     MESSAGES.c.first_message_id == bindparam("message_id"),
 )
+_CHAT_SESSIONS = select(SESSIONS.c.id).where(SESSIONS.c.chat_id == bindparam("chat_id"))
 _QUOTING = select(PLATFORM_MESSAGES.c.record_id).where(
     PLATFORM_MESSAGES.c.chat_id == bindparam("chat_id"),
     PLATFORM_MESSAGES.c.reply_to_message_id == bindparam("message_id"),
@@ -68,6 +78,9 @@ async def erase_rows(
             texts = {int(r.message_id): str(r.text) for r in (await conn.execute(found)).all()}
         body = erased_body(record, message_id, texts, keep_media=keep_media)
         await _rewrite(conn, holder.id, body, record.message_ids)
+    trace = deleted_trace(row.text)
+    if trace is not None:
+        await _erase_shown_lines(conn, chat_id, trace)
     quoting = set((await conn.execute(_QUOTING, key)).scalars()) - set(holders)
     for record_id in sorted(quoting):
         found_row = (
@@ -80,6 +93,23 @@ async def erase_rows(
         if body is not record.body:
             await _rewrite(conn, record_id, body, record.message_ids)
     return True
+
+
+async def _erase_shown_lines(conn: AsyncConnection, chat_id: int, trace: str) -> None:
+    """Tool results of the chat's sessions that showed the message (records without a
+    platform id: `first_message_id IS NULL` keeps to the index's side of them)."""
+    needle = json.dumps(trace, ensure_ascii=False)[1:-1]  # as the codec stores it
+    shown = select(*RECORD_COLUMNS).where(
+        MESSAGES.c.session_id.in_(_CHAT_SESSIONS),
+        MESSAGES.c.first_message_id.is_(None),
+        MESSAGES.c.kind == "tool_results",
+        MESSAGES.c.payload.contains(needle, autoescape=True),
+    )
+    for found in (await conn.execute(shown, {"chat_id": chat_id})).all():
+        record = stored_record(found)
+        body = without_deleted_lines(record.body, trace)
+        if body is not record.body:
+            await _rewrite(conn, found.id, body, record.message_ids)
 
 
 async def _rewrite(

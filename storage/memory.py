@@ -12,7 +12,12 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime
 
 from bot.clock import SYSTEM_CLOCK
-from bot.domain.erasure import erased_body, without_quoted_text
+from bot.domain.erasure import (
+    deleted_trace,
+    erased_body,
+    without_deleted_lines,
+    without_quoted_text,
+)
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import RecordBody, StoredRecord, SummaryRecord
 from bot.errors import SessionNotFound, StorageError
@@ -268,6 +273,7 @@ class InMemoryStore:
         known = self._platform_messages.get((chat_id, message_id))
         if known is None:
             return False
+        trace = deleted_trace(known.text)
         blank = replace(known, text="") if keep_media else replace(known, text="", media=())
         self._platform_messages[(chat_id, message_id)] = blank
         sessions = {sid for sid, s in self._sessions.items() if s.info.key.chat_id == chat_id}
@@ -286,6 +292,8 @@ class InMemoryStore:
                 record.body = erased_body(stored, message_id, texts, keep_media=keep_media)
             else:
                 record.body = without_quoted_text(record.body, message_id)
+                if trace is not None:
+                    record.body = without_deleted_lines(record.body, trace)
         return True
 
     async def search_messages(

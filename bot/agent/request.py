@@ -51,7 +51,12 @@ from bot.context.window import (
     select_window,
     turn_costs,
 )
-from bot.domain.erasure import erased_body, without_quoted_text
+from bot.domain.erasure import (
+    deleted_trace,
+    erased_body,
+    without_deleted_lines,
+    without_quoted_text,
+)
 from bot.domain.ids import Scene
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
@@ -385,6 +390,12 @@ class RequestBuilder:
         the turn): the turn's next calls show `[deleted]` where they were, as every later
         turn does (storage has already forgotten them). This turn's tool steps stay."""
         window = state.window
+        traces = [
+            trace
+            for record in window.records
+            if isinstance(record.body, UserRecord) and message_ids & set(record.message_ids)
+            if (trace := deleted_trace(record.body.text)) is not None
+        ]
 
         def erased(record: StoredRecord) -> StoredRecord:
             body = record.body
@@ -393,6 +404,8 @@ class RequestBuilder:
                     body = erased_body(replace(record, body=body), message_id, None)
                 else:
                     body = without_quoted_text(body, message_id)
+            for trace in traces:  # a search hit that showed it
+                body = without_deleted_lines(body, trace)
             return record if body is record.body else replace(record, body=body)
 
         records = tuple(map(erased, window.records))

@@ -3,7 +3,9 @@
 A message deleted in the chat (by the bot's `delete_message`, by Telegram's report, or a
 member's edit that leaves nothing) keeps its place in the conversation, so aliases and turns
 stay as they were, but none of its words: the record that held it renders `[deleted]`
-(docs/context-window.md, Deleted messages), and a quote of it keeps the relation only.
+(docs/context-window.md, Deleted messages), a quote of it keeps the relation only, and a
+tool result that showed it (a `search_history` hit, an inspected reference) keeps its line's
+fields with `[deleted]` for the words.
 """
 
 from __future__ import annotations
@@ -11,10 +13,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from bot.domain.records import AssistantRecord, RecordBody, StoredRecord, UserRecord
+from bot.domain.records import (
+    AssistantRecord,
+    RecordBody,
+    StoredRecord,
+    ToolResultsRecord,
+    UserRecord,
+)
 
 DELETED_MARKER = "[deleted]"
 """What stands where a deleted message's content was (a system marker, in every locale)."""
+TRACE_CHARS = 60
+MIN_TRACE_CHARS = 12
+"""Shorter words ("ok", "thanks!") would find other messages' lines: they are not traced."""
 
 
 def erased_body(
@@ -64,3 +75,35 @@ def without_quoted_text(body: RecordBody, message_id: int) -> RecordBody:
         return body
     quote = replace(body.quote, summary=DELETED_MARKER, truncated=False, forwarded_from=None)
     return replace(body, quote=quote)
+
+
+def deleted_trace(text: str) -> str | None:
+    """The words a tool result shows of a message: its start on one line, up to a bracket
+    (results escape brackets), at most `TRACE_CHARS`; None when too short to tell apart."""
+    start = " ".join(text.split())[:TRACE_CHARS].split("[", 1)[0].strip()
+    return start if len(start) >= MIN_TRACE_CHARS else None
+
+
+def without_deleted_lines(body: RecordBody, trace: str) -> RecordBody:
+    """`body` with every tool-result line that shows `trace` (`deleted_trace`) erased: a
+    quote line keeps its fields, `[quote id:m42;user:Carol;…] [deleted]`; any other line
+    becomes `[deleted]`."""
+    if not isinstance(body, ToolResultsRecord) or not any(
+        trace in result.content for result in body.results
+    ):
+        return body
+    results = tuple(
+        replace(result, content="\n".join(_erased_line(line, trace) for line in lines))
+        if trace in result.content
+        else result
+        for result in body.results
+        for lines in [result.content.split("\n")]
+    )
+    return replace(body, results=results)
+
+
+def _erased_line(line: str, trace: str) -> str:
+    if trace not in line:
+        return line
+    fields_end = line.find("] ") if line.startswith("[quote ") else -1
+    return line[: fields_end + 2] + DELETED_MARKER if fields_end > 0 else DELETED_MARKER

@@ -1,9 +1,10 @@
 """Deleted means gone, through `tgbot run` on SQLite and PostgreSQL.
 
-Carol posts a PIN in the group; the owner has the bot delete it (`delete_message` by alias).
-From that tool call on, no request carries her words: the same turn's next call and every
-later one show `[deleted]` under her header, Bob's `search_history` finds nothing, and a
-member who quoted her keeps the relation, not the words. A caption a member edits away
+Carol posts a PIN in the group; Bob's search shows it; the owner has the bot delete it
+(`delete_message` by alias). From that tool call on, no request carries her words: the same
+turn's next call and every later one show `[deleted]` under her header and in Bob's old
+search hit, a new `search_history` finds nothing, and a member who quoted her keeps the
+relation, not the words. A caption a member edits away
 leaves with the edit (the photo stays).
 """
 
@@ -91,19 +92,24 @@ def carried(request: LLMRequest) -> str:
 async def test_a_deleted_message_is_gone_from_requests_and_search(group: Group) -> None:
     pin = await group.say(CAROL, f"my {SECRET} is 5519, don't tell")  # m1
     await group.say(BOB, "got it", reply_to=pin)  # m2, quotes m1
+    # Bob searched before the deletion: the hit (her words) is kept in his turn's results
+    group.model.add(CallTool("search_history", {"query": "tell"}), Reply("she posted a pin"))
+    await group.ask(BOB, "what did Carol tell us?")  # m3, answered by m4
+    assert SECRET in carried(group.request(1))  # the hit
     group.model.add(CallTool("delete_message", {"message_id": "m1"}), Reply("deleted"))
     await group.ask(OWNER, "please delete m1")
     (deleted,) = group.api.calls_of("deleteMessage")
     assert (deleted["chat_id"], deleted["message_id"]) == (CHAT, pin)
-    before, after = group.request(0), group.request(1)
+    before, after = group.request(2), group.request(3)
     assert SECRET in carried(before)  # it was there until the deletion
     assert SECRET not in carried(after)  # the same turn's next call no longer carries it
     assert "[id:m1;user:Carol;user_id:1003;" in carried(after)
     assert "\n[deleted]" in carried(after)
+    assert "[quote id:m1;user:Carol;user_id:1003;" in carried(after)  # the hit's fields stay
 
     group.model.add(CallTool("search_history", {"query": SECRET}), Reply("nothing found"))
     await group.ask(BOB, "what was Carol's bank pin?")
-    asked, searched = group.request(2), group.request(3)
+    asked, searched = group.request(4), group.request(5)
     assert SECRET not in carried(asked)
     assert "don't tell" not in carried(searched)  # the query holds the word, not her message
     result = searched.messages[-1]

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from bot.domain.erasure import DELETED_MARKER
 from bot.domain.facts import Media, Quote, Sender
 from bot.domain.ids import SessionKey
-from bot.domain.records import AssistantRecord, UserRecord
+from bot.domain.records import AssistantRecord, ToolResult, ToolResultsRecord, UserRecord
 from bot.ports import NewRecord, PlatformMessage
 from tests.test_storage.conftest import Store
 
@@ -145,3 +145,39 @@ async def test_words_edited_out_of_a_caption_go_the_media_stays(store: Store) ->
     assert kept.text == ""
     assert kept.media == photo
     assert await store.search_messages(CHAT, 0, "Elm", limit=5) == ()
+
+
+async def test_a_search_hit_that_showed_it_loses_the_words(store: Store) -> None:
+    """A member searched before the deletion: the stored result keeps the hit's fields and
+    shows `[deleted]`; other hits stay."""
+    sid = await _session(store)
+    await store.append(
+        sid,
+        [
+            NewRecord(
+                body=UserRecord(sender=CAROL, text="my bankpin5519 is 5519, keep it"),
+                created_at=T0,
+                message_ids=(42,),
+            )
+        ],
+        platform_messages=[platform(42, "my bankpin5519 is 5519, keep it")],
+    )
+    hits = (
+        "[quote id:m1;user:Carol;user_id:7000000003;date:2026-03-01;time:12:00;] "
+        "my bankpin5519 is 5519, keep it\n"
+        "[quote id:m9;user:Bob;user_id:7000000002;date:2026-03-01;time:12:05;] the pin is safe"
+    )
+    results = ToolResultsRecord(
+        results=(ToolResult(call_id="c1", name="search_history", content=hits),)
+    )
+    await store.append(sid, [NewRecord(body=results, created_at=T0)])
+
+    assert await store.erase_message(CHAT, 42)
+
+    stored = (await store.load_path(sid))[-1].body
+    assert isinstance(stored, ToolResultsRecord)
+    assert stored.results[0].content == (
+        "[quote id:m1;user:Carol;user_id:7000000003;date:2026-03-01;time:12:00;] "
+        f"{DELETED_MARKER}\n"
+        "[quote id:m9;user:Bob;user_id:7000000002;date:2026-03-01;time:12:05;] the pin is safe"
+    )
