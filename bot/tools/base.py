@@ -50,6 +50,24 @@ class ToolContext:
     turn's next calls too."""
 
 
+GONE_WORDS = ("message to delete not found", "message to react not found", "message_id_invalid")
+"""How Telegram says (Bad Request) that a message is not in the chat any more."""
+
+
+def says_gone(exc: BaseException) -> bool:
+    """Whether a Bot API refusal says the message is gone from the chat."""
+    words = str(exc).lower()
+    return any(gone in words for gone in GONE_WORDS)
+
+
+async def forget_deleted(ctx: ToolContext, message_id: int) -> None:
+    """The message is gone from the chat: its content leaves storage and the search index,
+    and this turn's next calls show it `[deleted]`."""
+    if ctx.eraser is not None:
+        await ctx.eraser.erase_message(ctx.chat_id, message_id)
+    ctx.erased.add(message_id)
+
+
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], Awaitable[str]]
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.errors import TelegramBadRequest, ToolError
 from bot.ports import ToolSpec
-from bot.tools.base import Tool, ToolContext, require_int
+from bot.tools.base import Tool, ToolContext, forget_deleted, require_int, says_gone
 
 
 async def delete_message(args: Mapping[str, Any], ctx: ToolContext) -> str:
@@ -24,22 +24,11 @@ async def delete_message(args: Mapping[str, Any], ctx: ToolContext) -> str:
     try:
         await ctx.messenger.delete_message(ctx.chat_id, message_id)
     except TelegramBadRequest as exc:
-        if GONE not in str(exc).lower():
-            raise
-        await _forget(ctx, message_id)  # Telegram says it is gone already: so it is for us
+        if says_gone(exc):  # Telegram says it is gone already: so it is for us
+            await forget_deleted(ctx, message_id)
         raise
-    await _forget(ctx, message_id)
+    await forget_deleted(ctx, message_id)
     return json.dumps({"deleted": True})
-
-
-GONE = "message to delete not found"
-"""Telegram's words (Bad Request) for a message that is not in the chat any more."""
-
-
-async def _forget(ctx: ToolContext, message_id: int) -> None:
-    if ctx.eraser is not None:
-        await ctx.eraser.erase_message(ctx.chat_id, message_id)
-    ctx.erased.add(message_id)
 
 
 TOOL = Tool(
