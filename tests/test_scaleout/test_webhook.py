@@ -105,6 +105,27 @@ async def test_an_update_and_its_retry_are_stored_once_and_answered_once(rig: Ri
     assert [r.kind for r in path] == ["user", "assistant"]
 
 
+async def test_an_edit_that_comes_before_its_message_is_stored_and_answered(rig: Rig) -> None:
+    """Workers take updates in parallel: the edit may be handled first. It is stored as the
+    message, with its newest text, and answered; the original is then a duplicate."""
+    original = private(rig.api, 1, "helo")
+    message_id = original["message"]["message_id"]
+    edit = {
+        "update_id": 2,
+        **rig.api.user_message(
+            USER, USER, "hello", chat_type="private", message_id=message_id, edit=True
+        ),
+    }
+    assert await rig.post(edit) == 200
+    assert await rig.post(original) == 200
+    await rig.app.inbound.drain()
+    replies = rig.api.sent_messages(USER)
+    assert [r["text"] for r in replies] == ["Noted: hello"]
+    stored = await rig.store.find_platform_message(USER, message_id)
+    assert stored is not None
+    assert stored.text == "hello"
+
+
 async def test_messages_keep_their_order_and_each_is_answered(rig: Rig) -> None:
     posted: list[int] = []
     for n in range(1, 5):
