@@ -96,21 +96,37 @@ def raise_file_limit() -> int:
     return soft
 
 
-@web.middleware
-async def body_deadline(request: web.Request, handler: _Handler) -> web.StreamResponse:
-    """Read a request's body within `BODY_TIMEOUT_S` (cached for the handler), or 408."""
-    if request.can_read_body:
-        try:
-            async with asyncio.timeout(BODY_TIMEOUT_S):
-                await request.read()
-        except TimeoutError:
-            raise web.HTTPRequestTimeout(text="the request body took too long\n") from None
-    return await handler(request)
+Gate = Callable[[web.Request], web.StreamResponse | None]
+"""Decides from a request's line and headers alone: a response refuses it before its body
+is read (a wrong secret answers at once, whatever body is still trickling in); None lets
+it through."""
 
 
-def guarded_runner(app: web.Application, *, shutdown_timeout: float) -> web.AppRunner:
-    """An `AppRunner` for `app` with the header deadline and the body deadline."""
-    app.middlewares.insert(0, body_deadline)
+def body_deadline(gate: Gate | None = None) -> Callable[..., Awaitable[web.StreamResponse]]:
+    """A middleware that asks `gate` first, then reads a request's body within
+    `BODY_TIMEOUT_S` (cached for the handler), or answers 408."""
+
+    @web.middleware
+    async def read_body(request: web.Request, handler: _Handler) -> web.StreamResponse:
+        if gate is not None and (refused := gate(request)) is not None:
+            return refused
+        if request.can_read_body:
+            try:
+                async with asyncio.timeout(BODY_TIMEOUT_S):
+                    await request.read()
+            except TimeoutError:
+                raise web.HTTPRequestTimeout(text="the request body took too long\n") from None
+        return await handler(request)
+
+    return read_body
+
+
+def guarded_runner(
+    app: web.Application, *, shutdown_timeout: float, gate: Gate | None = None
+) -> web.AppRunner:
+    """An `AppRunner` for `app` with the header deadline and the body deadline (after
+    `gate`, which sees only the request line and headers)."""
+    app.middlewares.insert(0, body_deadline(gate))
     limit_repeated_logs()
     return web.AppRunner(
         app,

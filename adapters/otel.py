@@ -31,12 +31,16 @@ that raised, the `TurnFailed` key (`provider`, `capacity`, `overflow`, `bad_resp
 No message text leaves the process unless `capture_content` (OTEL_CAPTURE_CONTENT=true):
 then `gen_ai.input.messages` / `gen_ai.output.messages` (JSON in the conventions' message
 schema) go on model calls and `gen_ai.tool.call.arguments` / `gen_ai.tool.call.result` on
-tool calls, with known secrets scrubbed.
+tool calls, with known secrets scrubbed. Error texts are content too (a provider's 400 may
+echo the request: "… 'my pin is 5519' is not valid"): without `capture_content` a span's
+status description keeps only the error's type and its HTTP status (`ProviderBadResponse:
+HTTP 400`; `http.response.status_code` as an attribute), never its words.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -182,9 +186,9 @@ class OtelTracer:
         token = _current_turn.set(span)
         try:
             with trace.use_span(span, record_exception=False, set_status_on_exception=False):
-                yield _TurnSpan(span)
+                yield _TurnSpan(span, capture_content=self.capture_content)
         except BaseException as exc:
-            _raised(span, exc)
+            _raised(span, exc, capture_content=self.capture_content)
             raise
         finally:
             _current_turn.reset(token)
@@ -212,7 +216,7 @@ class OtelTracer:
             with trace.use_span(span, record_exception=False, set_status_on_exception=False):
                 yield _ToolSpan(span, capture_content=self.capture_content)
         except BaseException as exc:
-            _raised(span, exc)
+            _raised(span, exc, capture_content=self.capture_content)
             raise
         finally:
             span.end()
@@ -266,8 +270,7 @@ class OtelTracer:
             start_time=ended - call.latency_ms * 1_000_000,
         )
         if call.error is not None:
-            span.set_attribute("error.type", _qualified(call.error))
-            span.set_status(Status(StatusCode.ERROR, describe_error(call.error)))
+            _raised(span, call.error, capture_content=self.capture_content)
         span.end(end_time=ended)
         turn = _current_turn.get()
         if turn is not None and turn.is_recording() and call.purpose == "turn":
@@ -276,14 +279,22 @@ class OtelTracer:
 
 
 class _TurnSpan:
-    def __init__(self, span: Span) -> None:
+    def __init__(self, span: Span, *, capture_content: bool) -> None:
         self.span = span
+        self.capture_content = capture_content
 
     def ended(self, outcome: TurnOutcome) -> None:
         self.span.set_attribute("tgbot.iterations", outcome.iterations)
         if outcome.status == "failed":
-            self.span.set_attribute("error.type", outcome.failure or "_OTHER")
-            self.span.set_status(Status(StatusCode.ERROR, scrub(outcome.error or "")[:300]))
+            kind = outcome.failure or "_OTHER"
+            self.span.set_attribute("error.type", kind)
+            error = outcome.error or ""
+            described = (
+                scrub(error)[:300]
+                if self.capture_content
+                else _content_free(kind, error, self.span)
+            )
+            self.span.set_status(Status(StatusCode.ERROR, described))
 
 
 class _ToolSpan:
@@ -299,9 +310,27 @@ class _ToolSpan:
             self.span.set_attribute("gen_ai.tool.call.result", scrub(result.content))
 
 
-def _raised(span: Span, exc: BaseException) -> None:
-    span.set_attribute("error.type", _qualified(exc))
-    span.set_status(Status(StatusCode.ERROR, describe_error(exc)))
+def _raised(span: Span, exc: BaseException, *, capture_content: bool) -> None:
+    kind = _qualified(exc)
+    span.set_attribute("error.type", kind)
+    if capture_content:
+        span.set_status(Status(StatusCode.ERROR, describe_error(exc)))
+    else:
+        span.set_status(Status(StatusCode.ERROR, _content_free(type(exc).__name__, str(exc), span)))
+
+
+_HTTP_STATUS = re.compile(r"HTTP (\d{3})\b")
+"""How our provider errors name the response's status (`HTTP 400: …`), near their start."""
+
+
+def _content_free(kind: str, error: str, span: Span) -> str:
+    """An error's description without its words: its type, and its HTTP status when it
+    names one (also set as `http.response.status_code`); low cardinality by construction."""
+    found = _HTTP_STATUS.search(error[:80])
+    if found is None:
+        return kind
+    span.set_attribute("http.response.status_code", int(found[1]))
+    return f"{kind}: HTTP {found[1]}"
 
 
 def _qualified(exc: BaseException) -> str:

@@ -173,6 +173,20 @@ class HistorySearch(Protocol):
         ...
 
 
+class MessageEraser(Protocol):
+    """Forgetting a message deleted in the chat (docs/context-window.md, Deleted messages)."""
+
+    async def erase_message(
+        self, chat_id: int, message_id: int, *, keep_media: bool = False
+    ) -> bool:
+        """In one step: the platform message loses its text and media and leaves the search
+        index; every record holding it renders `[deleted]` from then on; a record quoting it
+        keeps the relation without the quoted text (`bot.domain.erasure`). `keep_media`:
+        only its words go (a member edited them all out of a caption). False when the
+        message is not stored."""
+        ...
+
+
 class UpdateClaims(Protocol):
     """De-duplication of inbound updates."""
 
@@ -268,6 +282,7 @@ class InboundStore(
     PlatformMessageStore,
     UpdateClaims,
     InboundBatchStore,
+    MessageEraser,
     Protocol,
 ):
     """What the inbound service needs (it hands `ActiveLeafStore` to its turn scheduler):
@@ -299,6 +314,7 @@ class ConversationStore(
     ReactionHistory,
     HistorySearch,
     PathLoader,
+    MessageEraser,
     Protocol,
 ):
     """The whole store, which the composition root opens, wires and closes."""

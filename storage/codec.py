@@ -106,6 +106,7 @@ def _encode_body(body: RecordBody) -> Json:
                     "album": body.album,
                     "linked_channel": body.linked_channel,
                     "refused": body.refused,
+                    "deleted": body.deleted,
                     "legacy": body.legacy,
                     "blocks": [
                         _compact({"type": b.type, "text": b.text, "key": b.key})
@@ -280,6 +281,7 @@ def _decode_body(data: Mapping[str, Any]) -> RecordBody:
                 album=str(data["album"]) if data.get("album") else None,
                 linked_channel=bool(data.get("linked_channel", False)),
                 refused=bool(data.get("refused", False)),
+                deleted=bool(data.get("deleted", False)),
                 legacy=bool(data.get("legacy", False)),
                 blocks=tuple(_read_block(b) for b in _list(data, "blocks")),
             )

@@ -12,6 +12,12 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime
 
 from bot.clock import SYSTEM_CLOCK
+from bot.domain.erasure import (
+    deleted_trace,
+    erased_body,
+    without_deleted_lines,
+    without_quoted_text,
+)
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import RecordBody, StoredRecord, SummaryRecord
 from bot.errors import SessionNotFound, StorageError
@@ -260,6 +266,36 @@ class InMemoryStore:
     async def find_platform_message(self, chat_id: int, message_id: int) -> PlatformMessage | None:
         return self._platform_messages.get((chat_id, message_id))
 
+    async def erase_message(
+        self, chat_id: int, message_id: int, *, keep_media: bool = False
+    ) -> bool:
+        """See `bot.store_ports.MessageEraser` (`storage.erase` on SQL)."""
+        known = self._platform_messages.get((chat_id, message_id))
+        if known is None:
+            return False
+        trace = deleted_trace(known.text)
+        blank = replace(known, text="") if keep_media else replace(known, text="", media=())
+        self._platform_messages[(chat_id, message_id)] = blank
+        sessions = {sid for sid, s in self._sessions.items() if s.info.key.chat_id == chat_id}
+        for record in self._records.values():
+            if record.session_id not in sessions:
+                continue
+            first = next((mid for mid in record.message_ids if mid is not None), None)
+            if first == message_id or record.id == known.record_id:
+                stored = self._stored(record.id)
+                assert stored is not None
+                texts = {
+                    mid: m.text
+                    for mid in record.message_ids
+                    if mid is not None and (m := self._platform_messages.get((chat_id, mid)))
+                }
+                record.body = erased_body(stored, message_id, texts, keep_media=keep_media)
+            else:
+                record.body = without_quoted_text(record.body, message_id)
+                if trace is not None:
+                    record.body = without_deleted_lines(record.body, trace)
+        return True
+
     async def search_messages(
         self, chat_id: int, thread_id: int, query: str, *, limit: int
     ) -> tuple[PlatformMessage, ...]:
@@ -327,7 +363,13 @@ class InMemoryStore:
         return any(s.info.closed and s.info.key.chat_id == chat_id for s in self._sessions.values())
 
     async def record_reactions(self, reactions: Sequence[StoredReaction]) -> None:
-        self._reactions.extend(replace(r, created_at=utc(r.created_at)) for r in reactions)
+        """One per member, message and emoji: a toggle replaces the member's earlier one."""
+        new = [replace(r, created_at=utc(r.created_at)) for r in latest_reactions(reactions)]
+        keys = {(r.chat_id, r.message_id, r.user_id, r.emoji) for r in new}
+        self._reactions = [
+            r for r in self._reactions if (r.chat_id, r.message_id, r.user_id, r.emoji) not in keys
+        ]
+        self._reactions.extend(new)
 
     async def reactions_since(
         self, chat_id: int, thread_id: int, since: datetime | None, *, limit: int

@@ -36,7 +36,9 @@ thread_id, terms tsvector)` with a GIN index; the tsvector is built from the tok
 extension to create (`pg_trgm`, in Debian's contrib, needs `CREATE EXTENSION` and, like
 FTS5's trigram, cannot use its index for a two-character word). The writers of
 platform messages call `index_platform_messages` in the same transaction (edits re-index the newest
-text); migration 0003 builds the index for existing databases.
+text); a message deleted in the chat leaves at once (`unindex_platform_message`, in the
+transaction that erases it: `storage.erase`); migration 0003 builds the index for existing
+databases.
 """
 
 from __future__ import annotations
@@ -247,6 +249,12 @@ async def index_platform_messages(
         await conn.execute(_PG_PUT if postgres else _SQLITE_PUT, put)
     if drop:
         await conn.execute(_PG_DROP if postgres else _SQLITE_DROP, drop)
+
+
+async def unindex_platform_message(conn: AsyncConnection, chat_id: int, message_id: int) -> None:
+    """Drop one platform message from the index (it was deleted in the chat)."""
+    postgres = conn.dialect.name == "postgresql"
+    await conn.execute(_PG_DROP if postgres else _SQLITE_DROP, {"chat": chat_id, "mid": message_id})
 
 
 # ---------------------------------------------------------------- query

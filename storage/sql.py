@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager, nullcontext
 from datetime import UTC, date, datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -50,6 +50,7 @@ from storage.codec import (
     with_message_ids,
 )
 from storage.engine import ONE_STATEMENT, WRITE, WriteGate
+from storage.erase import erase_rows
 from storage.inbound_batch import InboundBatchWriter
 from storage.queries import (
     APPEND_HEAD,
@@ -88,6 +89,21 @@ from storage.sql_prune import prune_rows
 from storage.tables import MESSAGES, REACTIONS, SESSIONS, SUMMARIES, UPDATES
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_DROP_REACTION = delete(REACTIONS).where(
+    REACTIONS.c.chat_id == bindparam("r_chat"),
+    REACTIONS.c.message_id == bindparam("r_message"),
+    REACTIONS.c.user_id == bindparam("r_user"),
+    REACTIONS.c.emoji == bindparam("r_emoji"),
+)
+
+
+def _reaction_key(reaction: StoredReaction) -> dict[str, Any]:
+    return {
+        "r_chat": reaction.chat_id,
+        "r_message": reaction.message_id,
+        "r_user": reaction.user_id,
+        "r_emoji": reaction.emoji,
+    }
 
 
 class SqlStore:
@@ -489,6 +505,13 @@ class SqlStore:
             conn, ((m.chat_id, m.thread_id, m.message_id, m.text) for m in messages)
         )
 
+    async def erase_message(
+        self, chat_id: int, message_id: int, *, keep_media: bool = False
+    ) -> bool:
+        """See `bot.store_ports.MessageEraser` and `storage.erase`."""
+        async with self._write() as conn:
+            return await erase_rows(conn, chat_id, message_id, keep_media=keep_media)
+
     async def search_messages(
         self, chat_id: int, thread_id: int, query: str, *, limit: int
     ) -> tuple[PlatformMessage, ...]:
@@ -541,8 +564,12 @@ class SqlStore:
     async def record_reactions(self, reactions: Sequence[StoredReaction]) -> None:
         if not reactions:
             return
+        latest = latest_reactions(reactions)
         async with self._write() as conn:
-            await conn.execute(REACTIONS.insert(), [reaction_row(r) for r in reactions])
+            # one row per member, message and emoji: a toggle replaces the member's row (a
+            # thousand 👍 toggles are one row, not five hundred)
+            await conn.execute(_DROP_REACTION, [_reaction_key(r) for r in latest])
+            await conn.execute(REACTIONS.insert(), [reaction_row(r) for r in latest])
 
     async def reactions_since(
         self, chat_id: int, thread_id: int, since: datetime | None, *, limit: int

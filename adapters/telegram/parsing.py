@@ -20,10 +20,11 @@ from aiogram.types import (
 )
 
 from adapters.telegram.entity_text import with_meaning
+from adapters.telegram.lenient import lenient_update
 from adapters.telegram.media_parsing import media_of, rich_text
 from adapters.telegram.quote_summaries import Locale, one_line, summarize
 from adapters.telegram.senders import chat_name_of, sender_of, user_name
-from adapters.telegram.service_parsing import describe_service
+from adapters.telegram.service_parsing import describe_service, suggested_post_fact
 from adapters.telegram.text_units import utf16_slice
 from bot.domain.facts import Forward, InboundMessage, Media, Quote
 from bot.texts import in_locale
@@ -55,12 +56,17 @@ def parse_update(
 def parse_raw_update(
     data: Mapping[str, Any], *, bot_id: int, bot_username: str | None, locale: Locale
 ) -> InboundMessage | None:
-    """`parse_update` for a raw Bot API update dict; invalid JSON shapes give `None`."""
+    """`parse_update` for a raw Bot API update dict, read leniently when it does not
+    validate (`lenient.lenient_update`, as the bot reads it); shapes that cannot be
+    repaired give `None`."""
     try:
         update = Update.model_validate(dict(data))
     except Exception:
-        logger.warning("invalid update %s", data.get("update_id"), exc_info=True)
-        return None
+        lenient = lenient_update(dict(data))
+        if lenient is None:
+            logger.warning("invalid update %s", data.get("update_id"), exc_info=True)
+            return None
+        update = lenient
     return parse_update(update, bot_id=bot_id, bot_username=bot_username, locale=locale)
 
 
@@ -94,7 +100,7 @@ class _Reader:
         text = msg.text or msg.caption or rich_text(msg)
         entities = msg.entities if msg.text else msg.caption_entities
         event = describe_service(msg, sender.name, self.locale)
-        media = media_of(msg)
+        media = media_of(msg) + suggested_post_fact(msg, self.locale)
         if not text and not media and event is None:
             media = (Media(kind="unknown"),)  # every message renders as something
         return InboundMessage(

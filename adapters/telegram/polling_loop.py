@@ -19,8 +19,9 @@ confirmed by the next request:
 - the reply of `getUpdates` is read as raw JSON and validated update by update: one update
   aiogram cannot validate (an older or newer Bot API shape) is logged with its `update_id`
   and the reason, reported to `on_skipped` (the update log), and passed; the rest of the
-  batch is handled and the offset moves past it; a membership update is read leniently
-  first (`lenient.lenient_membership`), so added, removed and promoted are never lost;
+  batch is handled and the offset moves past it; a membership update or a message is read
+  leniently first (`lenient.lenient_update`), so added, removed and promoted are never
+  lost, nor a post for one fact in an older shape;
 - on `stop`, the batch in hand finishes and is confirmed before returning.
 """
 
@@ -40,7 +41,7 @@ from aiogram.types import Message, Update
 from pydantic import ValidationError
 
 from adapters.telegram.app import BatchDelivery, batch_delivery
-from adapters.telegram.lenient import lenient_membership
+from adapters.telegram.lenient import lenient_update
 from bot.errors import StorageUnavailable
 from bot.retry import with_retries
 
@@ -140,11 +141,9 @@ def validate_updates(
         try:
             updates.append(Update.model_validate(item, context={"bot": bot}))
         except ValidationError as exc:
-            lenient = lenient_membership(item, context={"bot": bot})
+            lenient = lenient_update(item, context={"bot": bot})
             if lenient is not None:
-                logger.warning(
-                    "membership update %s read leniently: %s", update_id, invalid_reason(exc)
-                )
+                logger.warning("update %s read leniently: %s", update_id, invalid_reason(exc))
                 updates.append(lenient)
             else:
                 skipped.append((update_id, invalid_reason(exc)))

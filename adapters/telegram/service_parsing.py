@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiogram.types import Chat, InaccessibleMessage, Message, User
+from aiogram.types import (
+    Chat,
+    Checklist,
+    InaccessibleMessage,
+    Message,
+    SuggestedPostPrice,
+    User,
+)
 
 from adapters.telegram.media_parsing import media_of, money
 from adapters.telegram.quote_summaries import Locale, one_line, summarize
 from adapters.telegram.senders import chat_name_of, user_name
+from bot.domain.facts import Media
 from bot.texts import in_locale
 
 # Content types that are conversation content; any other content type is a service message.
@@ -66,6 +74,24 @@ class _ServiceWords:
         if count is None:
             return ""
         return self.t(f"（{count} 星）", f" ({count} stars)")
+
+    def price(self, price: SuggestedPostPrice | None) -> str:
+        """` (100 stars)` / ` (1.5 TON)`: what a suggested post costs; `""` when unknown."""
+        if price is None:
+            return ""
+        shown = suggested_price(price, self.locale)
+        return self.t(f"（{shown}）", f" ({shown})")
+
+    def post(self, post: Message | None) -> str:
+        """` "the post's first words"`: which suggested post a line is about."""
+        if post is None:
+            return ""
+        summary, _ = summarize(post.text or post.caption or "", media_of(post), self.locale)
+        return self.t(f"「{summary}」", f' "{summary}"') if summary else ""
+
+    def in_checklist(self, checklist: Checklist | None) -> str:
+        title = _checklist_title(checklist)
+        return self.t(f"（清单「{title}」）", f' in the checklist "{title}"') if title else ""
 
     def describe(self, kind: str) -> str | None:
         msg, a, t = self.msg, self.actor, self.t
@@ -170,20 +196,32 @@ class _ServiceWords:
             case "chat_background_set":
                 return t(f"{a} 更换了聊天背景", f"{a} changed the chat background")
             case "checklist_tasks_done" if msg.checklist_tasks_done is not None:
-                done = msg.checklist_tasks_done.marked_as_done_task_ids or []
-                undone = msg.checklist_tasks_done.marked_as_not_done_task_ids or []
+                ticked = msg.checklist_tasks_done
+                listed = _checklist_of(ticked.checklist_message)
+                done = _tasks(listed, ticked.marked_as_done_task_ids or [])
+                undone = _tasks(listed, ticked.marked_as_not_done_task_ids or [])
                 parts = []
                 if done:
-                    ids = ", ".join(f"#{i}" for i in done)
-                    parts.append(t(f"将任务 {ids} 标为完成", f"marked tasks {ids} done"))
+                    parts.append(t(f"将任务 {done} 标为完成", f"marked tasks {done} done"))
                 if undone:
-                    ids = ", ".join(f"#{i}" for i in undone)
-                    parts.append(t(f"将任务 {ids} 标为未完成", f"marked tasks {ids} not done"))
-                return f"{a} " + t("，", "; ").join(
-                    parts or [t("更新了清单", "updated the checklist")]
+                    parts.append(
+                        t(f"将任务 {undone} 标为未完成", f"marked tasks {undone} not done")
+                    )
+                where = self.in_checklist(listed)
+                return (
+                    f"{a} "
+                    + t("，", "; ").join(parts or [t("更新了清单", "updated the checklist")])
+                    + where
                 )
             case "checklist_tasks_added" if msg.checklist_tasks_added is not None:
-                tasks = " / ".join(one_line(task.text) for task in msg.checklist_tasks_added.tasks)
+                added = msg.checklist_tasks_added
+                tasks = " / ".join(one_line(task.text) for task in added.tasks)
+                title = _checklist_title(_checklist_of(added.checklist_message))
+                if title:
+                    return t(
+                        f"{a} 向清单「{title}」添加了任务：{tasks}",
+                        f'{a} added tasks to the checklist "{title}": {tasks}',
+                    )
                 return t(f"{a} 向清单添加了任务：{tasks}", f"{a} added checklist tasks: {tasks}")
             case "direct_message_price_changed" if msg.direct_message_price_changed is not None:
                 d = msg.direct_message_price_changed
@@ -226,17 +264,47 @@ class _ServiceWords:
                     f"{a} 删除了投票选项「{option}」", f'{a} removed the poll option "{option}"'
                 )
             case "suggested_post_approved":
-                return t(f"{a} 批准了投稿", f"{a} approved a suggested post")
+                approved = msg.suggested_post_approved
+                post = self.post(approved.suggested_post_message if approved else None)
+                cost = self.price(approved.price if approved else None)
+                return t(
+                    f"{a} 批准了投稿{post}{cost}", f"{a} approved a suggested post{post}{cost}"
+                )
             case "suggested_post_approval_failed":
-                return t("投稿批准失败（付款未完成）", "a suggested post could not be approved")
+                failed = msg.suggested_post_approval_failed
+                post = self.post(failed.suggested_post_message if failed else None)
+                cost = self.price(failed.price if failed else None)
+                return t(
+                    f"投稿{post}批准失败{cost}：付款未完成",
+                    f"a suggested post{post} could not be approved{cost}: the payment failed",
+                )
             case "suggested_post_declined" if msg.suggested_post_declined is not None:
-                why = one_line(msg.suggested_post_declined.comment or "")
-                said = t(f"：{why}", f": {why}") if why else ""
-                return t(f"{a} 拒绝了投稿{said}", f"{a} declined a suggested post{said}")
+                declined = msg.suggested_post_declined
+                post = self.post(declined.suggested_post_message)
+                why = one_line(declined.comment or "")
+                said = t(f"，理由：{why}", f"; the reason: {why}") if why else ""
+                return t(
+                    f"{a} 拒绝了投稿{post}{said}", f"{a} declined a suggested post{post}{said}"
+                )
             case "suggested_post_paid":
-                return t("投稿费用已支付", "a suggested post was paid for")
+                post_paid = msg.suggested_post_paid
+                post = self.post(post_paid.suggested_post_message if post_paid else None)
+                amount = ""
+                if post_paid is not None:
+                    if post_paid.star_amount is not None:
+                        amount = self.stars(post_paid.star_amount.amount)
+                    elif post_paid.amount is not None:
+                        amount = self.price(
+                            SuggestedPostPrice(currency=post_paid.currency, amount=post_paid.amount)
+                        )
+                return t(
+                    f"投稿{post}费用已支付{amount}", f"a suggested post{post} was paid for{amount}"
+                )
             case "suggested_post_refunded":
-                return t("投稿费用已退还", "a suggested post was refunded")
+                refunded = msg.suggested_post_refunded
+                post = self.post(refunded.suggested_post_message if refunded else None)
+                why = _refund_reason(refunded.reason if refunded else "", self.locale)
+                return t(f"投稿{post}费用已退还{why}", f"a suggested post{post} was refunded{why}")
             case "video_chat_scheduled":
                 return t(f"{a} 预约了视频聊天", f"{a} scheduled a video chat")
             case "video_chat_started":
@@ -278,6 +346,63 @@ _SIMPLE_EVENTS: dict[str, tuple[str, str]] = {
     "forum_topic_reopened": ("重新开启了话题", "reopened the topic"),
     "user_shared": ("分享了一位用户", "shared a user"),
 }
+
+
+def suggested_price(price: SuggestedPostPrice, locale: Locale) -> str:
+    """`100 stars` (XTR) or `1.5 TON` (nanotoncoins): a suggested post's price."""
+    if price.currency.upper() == "XTR":
+        return in_locale(locale, zh=f"{price.amount} 星", en=f"{price.amount} stars")
+    if price.currency.upper() == "TON":
+        whole, nano = divmod(price.amount, 10**9)
+        fraction = f".{nano:09d}".rstrip("0").rstrip(".")
+        return f"{whole}{fraction} TON"
+    return money(price.amount, price.currency)
+
+
+_POST_STATES = {
+    "pending": ("待审核", "pending"),
+    "approved": ("已批准", "approved"),
+    "declined": ("已拒绝", "declined"),
+}
+
+
+def suggested_post_fact(msg: Message, locale: Locale) -> tuple[Media, ...]:
+    """A suggested post's state and price (`suggested_post_info`) as a placeholder:
+    `[suggested post pending, 100 stars]`; () for any other message."""
+    info = msg.suggested_post_info
+    if info is None:
+        return ()
+    zh, en = _POST_STATES.get(info.state, (info.state, info.state))
+    state = in_locale(locale, zh=zh, en=en)
+    cost = suggested_price(info.price, locale) if info.price is not None else ""
+    return (Media(kind="suggested_post", detail=", ".join(p for p in (state, cost) if p)),)
+
+
+def _refund_reason(reason: str, locale: Locale) -> str:
+    match reason:
+        case "post_deleted":
+            return in_locale(locale, zh="：帖子已被删除", en=": the post was deleted")
+        case "payment_refunded":
+            return in_locale(locale, zh="：付款已退回", en=": the payment was refunded")
+        case "":
+            return ""
+        case _:
+            words = one_line(reason.replace("_", " "))
+            return in_locale(locale, zh=f"：{words}", en=f": {words}")
+
+
+def _checklist_of(message: Message | None) -> Checklist | None:
+    return message.checklist if message is not None else None
+
+
+def _checklist_title(checklist: Checklist | None) -> str:
+    return one_line(checklist.title) if checklist is not None and checklist.title else ""
+
+
+def _tasks(checklist: Checklist | None, ids: list[int]) -> str:
+    """`#2 publish, #3` : each task by its number, and its words when the checklist names it."""
+    texts = {task.id: one_line(task.text) for task in checklist.tasks} if checklist else {}
+    return ", ".join(f"#{i} {texts[i]}" if texts.get(i) else f"#{i}" for i in ids)
 
 
 def _shared_user(user: Any) -> str:

@@ -3,7 +3,8 @@ dispatcher (several workers can sit behind one load balancer).
 
 Routes:
 - `POST /webhook` — one Telegram update. With a secret set, a request whose
-  `X-Telegram-Bot-Api-Secret-Token` differs is refused (401). The answer comes only after
+  `X-Telegram-Bot-Api-Secret-Token` differs is refused (401) from its headers, before any
+  of its body is read, and its connection closed. The answer comes only after
   the dispatcher has handled the update (the message is stored; the turn runs in the
   background), so the order in which one chat's updates are answered is the order they are
   stored in; an error that reaches this handler answers 500, and Telegram sends it again.
@@ -28,7 +29,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from adapters.http_guard import GuardedSite, Throttle, guarded_runner
-from adapters.telegram.lenient import lenient_membership
+from adapters.telegram.lenient import lenient_update
 from adapters.telegram.polling_loop import SkipHook, invalid_reason
 from bot.context.bounded_json import loads_bounded
 
@@ -79,7 +80,9 @@ class WebhookServer:
         return f"http://{self._host}:{self.port}{WEBHOOK_PATH}"
 
     async def start(self) -> None:
-        self._runner = guarded_runner(self.app, shutdown_timeout=SHUTDOWN_TIMEOUT_SECONDS)
+        self._runner = guarded_runner(
+            self.app, shutdown_timeout=SHUTDOWN_TIMEOUT_SECONDS, gate=self._refuse_unauthenticated
+        )
         await self._runner.setup()
         await GuardedSite(self._runner, self._host, self._port).start()
         log.info("webhook listening on %s (health: %s)", self.url, HEALTH_PATH)
@@ -105,18 +108,28 @@ class WebhookServer:
             return web.json_response({"ok": False, "status": "stopping"}, status=503)
         return web.json_response({"ok": True})
 
-    async def _on_update(self, request: web.Request) -> web.Response:
-        if self._secret is not None and not hmac.compare_digest(
+    def _refuse_unauthenticated(self, request: web.Request) -> web.Response | None:
+        """401 for a webhook request without our secret, decided from its headers before
+        any of its body is read (a trickled body cannot hold the connection)."""
+        if request.path != WEBHOOK_PATH or self._secret is None:
+            return None
+        if hmac.compare_digest(
             request.headers.get(SECRET_HEADER, "").encode(), self._secret.encode()
         ):
-            if self._unauthenticated.allow():
-                held, self._unauthenticated.held = self._unauthenticated.held, 0
-                log.warning(
-                    "webhook request with a wrong secret token from %s (%d more not logged)",
-                    request.remote,
-                    held,
-                )
-            return web.json_response({"ok": False}, status=401)
+            return None
+        if self._unauthenticated.allow():
+            held, self._unauthenticated.held = self._unauthenticated.held, 0
+            log.warning(
+                "webhook request with a wrong secret token from %s (%d more not logged)",
+                request.remote,
+                held,
+            )
+        # the unread body would be read to reuse the connection: close it instead
+        return web.json_response({"ok": False}, status=401, headers={"Connection": "close"})
+
+    async def _on_update(self, request: web.Request) -> web.Response:
+        if (refused := self._refuse_unauthenticated(request)) is not None:
+            return refused
         if self._stopping:  # Telegram retries; another worker will take it
             return web.json_response({"ok": False, "status": "stopping"}, status=503)
         try:
@@ -130,11 +143,11 @@ class WebhookServer:
         try:
             update = Update.model_validate(data, context={"bot": self._bot})
         except ValidationError as exc:
-            lenient = lenient_membership(data, context={"bot": self._bot})
+            lenient = lenient_update(data, context={"bot": self._bot})
             if lenient is None:
                 await self._skip(data.get("update_id"), invalid_reason(exc))
                 return web.json_response({"ok": True})
-            log.warning("membership update %s read leniently", data.get("update_id"))
+            log.warning("update %s read leniently", data.get("update_id"))
             update = lenient
         try:
             await self._dispatcher.feed_webhook_update(self._bot, update)

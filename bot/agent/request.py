@@ -53,6 +53,12 @@ from bot.context.window import (
     select_window,
     turn_costs,
 )
+from bot.domain.erasure import (
+    deleted_trace,
+    erased_body,
+    without_deleted_lines,
+    without_quoted_text,
+)
 from bot.domain.ids import Scene
 from bot.domain.messages import ChatMessage, ImagePart
 from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
@@ -402,6 +408,37 @@ class RequestBuilder:
         state.crumb = True
         self._lay_out(state, kept, tail=tail)
         return count, before - (state.history_end - state.history_start)
+
+    async def forget(self, state: TurnState, message_ids: frozenset[int]) -> None:
+        """Render the window again with `message_ids` deleted (a tool deleted them during
+        the turn): the turn's next calls show `[deleted]` where they were, as every later
+        turn does (storage has already forgotten them). This turn's tool steps stay."""
+        window = state.window
+        traces = [
+            trace
+            for record in window.records
+            if isinstance(record.body, UserRecord) and message_ids & set(record.message_ids)
+            if (trace := deleted_trace(record.body.text)) is not None
+        ]
+
+        def erased(record: StoredRecord) -> StoredRecord:
+            body = record.body
+            for message_id in message_ids:
+                if message_id in record.message_ids:
+                    body = erased_body(replace(record, body=body), message_id, None)
+                else:
+                    body = without_quoted_text(body, message_id)
+            for trace in traces:  # a search hit that showed it
+                body = without_deleted_lines(body, trace)
+            return record if body is record.body else replace(record, body=body)
+
+        records = tuple(map(erased, window.records))
+        if all(new is old for new, old in zip(records, window.records, strict=True)):
+            return
+        targets = await self._quote_targets(state.session, records)
+        projection = self._project(records, state.session, window.blocks, targets)
+        tail = state.messages[state.history_end :]
+        self._lay_out(state, replace(window, records=records, projection=projection), tail=tail)
 
     def _lay_out(
         self, state: TurnState, window: TurnWindow, *, tail: Sequence[ChatMessage]

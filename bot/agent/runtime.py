@@ -39,7 +39,13 @@ from bot.context.escaping import strip_echoed_header
 from bot.domain.ids import Scene
 from bot.domain.records import StoredRecord
 from bot.ports import Clock, LLMResponse, Messenger, SessionInfo
-from bot.store_ports import HistorySearch, HistoryStore, PlatformMessageStore, RecentReactions
+from bot.store_ports import (
+    HistorySearch,
+    HistoryStore,
+    MessageEraser,
+    PlatformMessageStore,
+    RecentReactions,
+)
 from bot.texts import text as user_text
 from bot.tools.base import Tool, ToolContext
 
@@ -95,6 +101,7 @@ class TurnRunner:
         observer: TurnObserver = NO_OBSERVER,
         spend: SpendCheck | None = None,
         images: TurnImages | None = None,
+        eraser: MessageEraser | None = None,
     ) -> None:
         self.observer = observer
         """Watches each turn and tool call (tracing, `bot.agent.observer`)."""
@@ -163,6 +170,7 @@ class TurnRunner:
             zone=policy.prompt.zone,
             observer=observer,
             media_files=images.files if images is not None else None,
+            eraser=eraser,
         )
         self.bubbles = ReplyBubbles(
             store=store,
@@ -271,6 +279,9 @@ class TurnRunner:
                 raise TurnFailed("refusal", f"the model refused: {why}")
             if response.tool_calls and not hit_cap:
                 await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
+                if tool_ctx.erased:  # deleted now: not in this turn's next calls either
+                    await self.request.forget(state, frozenset(tool_ctx.erased))
+                    tool_ctx.erased.clear()
                 continue
             if response.tool_calls and not response.text.strip():
                 # a provider that ignores tool_choice "none": its calls are not run

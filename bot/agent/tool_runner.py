@@ -46,7 +46,7 @@ from bot.domain.records import (
 from bot.errors import ReferenceNotConfirmed, TelegramError, ToolError
 from bot.ports import Clock, LLMResponse, MediaFiles, Messenger, NewRecord, SessionInfo
 from bot.redact import scrub
-from bot.store_ports import HistorySearch, PlatformMessageStore, ToolResultStore
+from bot.store_ports import HistorySearch, MessageEraser, PlatformMessageStore, ToolResultStore
 from bot.tools.base import Tool, ToolContext, ToolMedia
 from bot.tools.rights import ChatAdmins, MemberRights
 
@@ -110,12 +110,14 @@ class ToolRunner:
         zone: tzinfo = UTC,
         observer: TurnObserver = NO_OBSERVER,
         media_files: MediaFiles | None = None,
+        eraser: MessageEraser | None = None,
     ) -> None:
         self.observer = observer
         self.media_files = media_files
         """Members' files for `view_image` and `read_document`; None: not available."""
         self._shown: dict[str, tuple[ImagePart, ...]] = {}
         """Images a call returned, by call id, until its result joins the request."""
+        self.eraser = eraser
         self.search = search
         self.zone = zone
         self.tools = tools
@@ -170,6 +172,7 @@ class ToolRunner:
                 vision=route.vision if route is not None else False,
                 max_result_chars=self.max_result_chars or DEFAULT_MAX_TOOL_RESULT_CHARS,
             ),
+            eraser=self.eraser,
         )
 
     async def run_calls(

@@ -349,6 +349,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # before the command's imports (the demo counts them), and the interpreter's start too
     # when this is the process's own command line
     started = time.perf_counter() - (_process_age() if argv is None else 0.0)
+    # every file any command creates (database, ledger, traces, corrections, reports) is the
+    # operator's alone: 0600, whichever command creates it first (`db upgrade` included)
+    os.umask(0o077)
     args = build_parser().parse_args(argv)
     args.started = started
     handler: Callable[[argparse.Namespace], int] = args.handler

@@ -112,7 +112,6 @@ async def serve(
     updates, before its offset is confirmed (a test entry point crashes there)."""
     token = check_bot_token(settings, "run")
     url = check_database_url(settings)
-    os.umask(0o077)  # data files (database, ledger, corrections) are the operator's: 0600
     raise_file_limit()  # idle sockets must not run the process out of file handles
     limit_repeated_logs()
     async with opening_database(url):
@@ -318,3 +317,6 @@ def _setup_logging(level: str) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    # alembic says at INFO every plugin it loads and every migration it runs: start-up noise
+    # (`tgbot db upgrade` reports what it did itself); its warnings still show
+    logging.getLogger("alembic").setLevel(max(logging.WARNING, logging.getLogger().level))

@@ -548,6 +548,7 @@ def build_app(
                 prefetch=sees_images(settings),
             )
         ),
+        eraser=store,
     )
     if spend is not None:
         spend.attach(bus)

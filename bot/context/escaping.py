@@ -11,11 +11,12 @@ text; names and options go through `inline_value`) every line that opens with an
 bracket followed by a word is escaped. "Opens" allows leading whitespace and invisible
 characters before the bracket and between the bracket and the word, "invisible" decided by
 Unicode category (`bot.context.unicode_classes.is_invisible`: controls, format characters,
-combining marks, variation selectors, separators, Hangul fillers…); the brackets are
-`[`, full-width `［`, `【`, `〖`, `〘` and `〚`; "a word" is any letter or digit in any
-script. Both scans here (this one and the echoed header) are hand-written single passes,
-not regular expressions: member and model text can make a backtracking pattern take
-exponential time. A list of names failed once
+combining marks, variation selectors, separators, Hangul fillers…); the brackets are `[`
+and everything a reader takes for one (`bot.context.confusables`: full-width `［`, `【`,
+`〖`, `⁅`, `⟦`, `〔`, `﹝`, `⦃`, `⦋`… by NFKC and category, not the everyday `(`, `{`, `《`,
+`「`); "a word" is any letter or digit in any script. Both scans here (this one and the
+echoed header) are hand-written single passes, not regular expressions: member and model
+text can make a backtracking pattern take exponential time. A list of names failed once
 already (new blocks slipped through unescaped), and every future block name is covered
 without anyone remembering to add it; the cost is a backslash before a member's
 `[1] footnote` or `[link](url)` line, which reads the same to a model.
@@ -28,14 +29,20 @@ of them as a new line.
 
 Values we put inside a bracket (names, ids, file names, poll options) go through
 `inline_value` / `header_value` instead: no line breaks, control or bidi characters, no
-brackets, and in a header no `;`.
+brackets, and in a header no `;`. "Brackets" and "`;`" include their look-alikes
+(`confusables.lookalike`): a `[`-like character becomes `(`, a `]`-like one `)`, a
+`;`-like one `,` and a `:`-like one a plain `:` (harmless inside a value, and now plainly
+what it is), so `Eve;owner:true` (U+037E) cannot add a field. A value of ASCII and
+everyday characters comes out exactly as before (caches hold).
 """
 
 from __future__ import annotations
 
+from bot.context.confusables import lookalike, opens_like_a_bracket
 from bot.context.unicode_classes import is_invisible
 
 OPENING_BRACKETS = "[［【〖〘〚"
+"""The commonest opening brackets (every look-alike counts: `opens_like_a_bracket`)."""
 HEADER_FIELDS = (
     "id",
     "parts",
@@ -71,7 +78,7 @@ _HEADER_TABLE: dict[int, str | None] = {**_INLINE_TABLE, ord(";"): ","}
 
 def escape_member_text(text: str) -> str:
     """`text` with a backslash before the bracket of every line that opens a reserved marker."""
-    if not any(bracket in text for bracket in OPENING_BRACKETS):
+    if text.isascii() and "[" not in text:
         return text
     return "".join(_escaped_line(line) for line in text.splitlines(keepends=True))
 
@@ -85,7 +92,7 @@ def _escaped_line(line: str) -> str:
     at = 0
     while at < len(line) and (line[at] == "\\" or is_invisible(line[at])):
         at += 1
-    if at == len(line) or line[at] not in OPENING_BRACKETS:
+    if at == len(line) or not opens_like_a_bracket(line[at]):
         return line
     word = at + 1
     while word < len(line) and is_invisible(line[word]):
@@ -96,13 +103,58 @@ def _escaped_line(line: str) -> str:
 
 
 def inline_value(text: str) -> str:
-    """A value inside one of our brackets: no line breaks, controls, bidi marks or brackets."""
-    return text.translate(_INLINE_TABLE)
+    """A value inside one of our brackets: no line breaks, controls, bidi marks or brackets
+    (nor their look-alikes)."""
+    value = text.translate(_INLINE_TABLE)
+    return value if value.isascii() else "".join(map(_INLINE_LOOKALIKES.__getitem__, value))
 
 
 def header_value(text: str) -> str:
-    """A header field value: like `inline_value`, and `;` (the field separator) becomes `,`."""
-    return text.translate(_HEADER_TABLE)
+    """A header field value: like `inline_value`, and `;` (the field separator) becomes `,`
+    (its look-alikes too, and a look-alike `:` a plain one)."""
+    value = text.translate(_HEADER_TABLE)
+    return value if value.isascii() else "".join(map(_HEADER_LOOKALIKES.__getitem__, value))
+
+
+def escape_every_bracket(text: str) -> str:
+    """One line of member text after our fields (a search hit): a backslash before every
+    opening bracket and look-alike, not only a line's first, so no part of it can pass for
+    one of our markers."""
+    if text.isascii():
+        return text.replace("[", "\\[")
+    return "".join("\\" + c if opens_like_a_bracket(c) else c for c in text)
+
+
+class _Lookalikes(dict[str, str]):
+    """What a value shows for each character, worked out once per character it meets
+    (`__missing__`): brackets and their look-alikes → parentheses; in a header, `;`-like →
+    `,` and `:`-like → `:` (`separators`)."""
+
+    __slots__ = ("_separators",)
+
+    def __init__(self, *, separators: bool) -> None:
+        super().__init__()
+        self._separators = separators
+
+    def __missing__(self, char: str) -> str:
+        match lookalike(char):
+            case "[":
+                shown = "("
+            case "]":
+                shown = ")"
+            case ";" if self._separators:
+                shown = ","
+            case ":" if self._separators:
+                shown = ":"
+            case _:
+                shown = char
+        if len(self) < 1 << 16:
+            self[char] = shown
+        return shown
+
+
+_INLINE_LOOKALIKES = _Lookalikes(separators=False)
+_HEADER_LOOKALIKES = _Lookalikes(separators=True)
 
 
 def strip_echoed_header(reply: str) -> str:

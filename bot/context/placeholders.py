@@ -74,6 +74,7 @@ _LABELS: dict[MediaKind, tuple[str, str]] = {
     "checklist": ("清单", "checklist"),
     "live_photo": ("实况照片", "live photo"),
     "unknown": ("未知内容", "unsupported content"),
+    "suggested_post": ("投稿", "suggested post"),
 }
 
 _LABEL_WORDS = sorted({word for pair in _LABELS.values() for word in pair}, key=len, reverse=True)

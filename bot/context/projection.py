@@ -9,7 +9,8 @@ One record renders as (docs/architecture.md, Rendering a message):
   `strip_per_turn_text`); kept legacy blocks are joined with a blank line. A legacy row
   that is a `[Tool results]` carrier renders as the carrier alone (no header, not escaped),
   so it stays in the previous turn and is shrunk with the old tool results. A new row is
-  never stripped: its text is the member's, escaped.
+  never stripped: its text is the member's, escaped. A deleted message (`UserRecord.deleted`)
+  renders `<header>\n[deleted]`: its content left storage with it (`bot.domain.erasure`).
 - assistant: `<header>\\n<text>` with its tool calls; a tool-call-only step without platform
   ids gets no header (it was never a chat message) and empty content. The text is the
   model's own (its echoed headers were stripped before sending), so it is not escaped.
@@ -43,6 +44,7 @@ from bot.context.quotes import QuoteView, forward_line, references_block, render
 from bot.context.tokens import estimate_text_tokens, with_token_estimate
 from bot.context.tool_results import shrink_old_tool_results
 from bot.context.turns import TOOL_RESULTS_PREFIX, turn_starts
+from bot.domain.erasure import DELETED_MARKER
 from bot.domain.ids import Locale, Scene
 from bot.domain.messages import ChatMessage
 from bot.domain.records import (
@@ -288,7 +290,9 @@ class _Renderer:
                 header,
                 forward_line(body.forward) if body.forward is not None else "",
                 view.line or "",
-                escape_member_text(_user_text(body, is_current=is_current)),
+                DELETED_MARKER
+                if body.deleted
+                else escape_member_text(_user_text(body, is_current=is_current)),
                 media_placeholders(body.media, self._locale),
                 references_block([view.reference] if view.reference else []),
             ]

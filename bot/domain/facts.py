@@ -32,6 +32,7 @@ MediaKind = Literal[
     "checklist",
     "live_photo",
     "unknown",
+    "suggested_post",
 ]
 
 

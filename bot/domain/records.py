@@ -45,6 +45,8 @@ class UserRecord:
     refused: bool = False
     """The rate limit refused it: stored like every message, never answered (not by crash
     recovery either)."""
+    deleted: bool = False
+    """The message was deleted in the chat: its content is gone (`bot.domain.erasure`)."""
     blocks: tuple[ContentBlock, ...] = ()
     """Legacy rows only: the original blocks, stripped of per-turn ones at projection."""
     legacy: bool = False

@@ -15,6 +15,7 @@ from bot.domain.ids import Locale
 from bot.errors import TelegramError
 from bot.ports import Messenger, SessionInfo
 from bot.services.guard import OncePerMinute, is_owner
+from bot.services.told_user import SecretText
 from bot.store_ports import RouteStore, SessionList
 from bot.texts import text
 
@@ -154,7 +155,11 @@ class Commands:
         if self.dashboard_link is None:
             await self._say(message, text(self.locale, "dashboard_unset"))
             return
-        link = text(self.locale, "dashboard_link", url=self.dashboard_link())
+        # a working login: sent, never retold (notes, requests, traces see the redacted form)
+        link = SecretText(
+            text(self.locale, "dashboard_link", url=self.dashboard_link()),
+            told_as=text(self.locale, "dashboard_link_told"),
+        )
         if message.chat_type == "private" and message.chat_id == message.sender.id:
             await self._say(message, link)
             return

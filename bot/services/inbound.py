@@ -419,13 +419,34 @@ class InboundService:
                 await self._refuse(message)
 
     async def on_edit(self, message: InboundMessage) -> None:
-        """Record the new text and queue the re-answer for the chat; never waits on a turn."""
+        """Record the new text and queue the re-answer for the chat; never waits on a turn.
+
+        An edit of a message not stored yet (webhook workers: Telegram may deliver the
+        edit first) is stored as that message, with its newest text, and answered when it
+        triggers; the original, when it comes, is then a duplicate. An edit that leaves no
+        words (a caption removed) takes the old words out of storage too: the member took
+        them back (`MessageEraser`)."""
         if not self._allowed(message.chat_id):
             return
         session = await self.open(message)
         async with self.turns.storing(session):
             known = await self.store.find_platform_message(message.chat_id, message.message_id)
-            await self.store.record_platform_messages([platform_message_of(message, known=known)])
+            if known is not None:
+                await self.store.record_platform_messages(
+                    [platform_message_of(message, known=known)]
+                )
+                if known.text and not message.text.strip() and message.event is None:
+                    await self.store.erase_message(
+                        message.chat_id, message.message_id, keep_media=True
+                    )
+        if known is None:
+            log.info(
+                "edit of message %s/%s before the message: stored as the message",
+                message.chat_id,
+                message.message_id,
+            )
+            await self.on_message(message)
+            return
 
         async def reanswer(newest: InboundMessage) -> None:
             await self._reanswer_edit(session, newest)

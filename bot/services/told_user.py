@@ -4,7 +4,8 @@ Command outputs (`/usage`, `/context`, …), rate-limit refusals, restart and re
 and the daily summary are sent by services, not by the model, so the model would otherwise
 not know the chat has seen them. `ToldUserMessenger` wraps the messenger those services use
 and notes one line per message sent (its first line, whitespace collapsed, at most 120
-characters); the next model turn there is shown the chat's newest 5 (`peek`) and they are
+characters; a `SecretText`, such as the owner's login link, only as its redacted form); the
+next model turn there is shown the chat's newest 5 (`peek`) and they are
 forgotten once a turn that carried them succeeds (`shown`): a turn that fails keeps them for
 the next one, and its failure notice is noted too.
 
@@ -42,6 +43,24 @@ MAX_LINES = 5
 MAX_CHATS = 10_000
 
 
+class SecretText(str):
+    """A message text that carries a secret (the owner's one-time dashboard login link):
+    sent as it is, but retold only as `told_as` (in `[Already told the user]`, so never in
+    a model request, a call's trace or the shared notes table)."""
+
+    told_as: str
+
+    def __new__(cls, text: str, *, told_as: str) -> SecretText:
+        made = super().__new__(cls, text)
+        made.told_as = told_as
+        return made
+
+
+def retold(text: str) -> str:
+    """What a note may say about `text`: its redacted form when it carries a secret."""
+    return text.told_as if isinstance(text, SecretText) else text
+
+
 def told_line(text: str) -> str:
     """One line for `text`: its first non-empty line, whitespace collapsed, ≤120 chars."""
     first = next((line for line in text.splitlines() if line.strip()), "")
@@ -60,7 +79,7 @@ class ToldUserLog:
         self._max_chats = max_chats
 
     def note(self, chat_id: int, thread_id: int, text: str) -> None:
-        line = told_line(text)
+        line = told_line(retold(text))
         if not line:
             return
         key = (chat_id, thread_id)
@@ -102,6 +121,7 @@ class ToldUser:
         """Shared: the newest row each chat's running turn was shown."""
 
     async def note(self, chat_id: int, thread_id: int, text: str) -> None:
+        text = retold(text)
         if self.shared is None:
             self.log.note(chat_id, thread_id, text)
             return

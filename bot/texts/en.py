@@ -17,6 +17,7 @@ TEXTS: dict[str, str] = {
     "id_no_groups": "I am in no group yet (add me to one, then send /id here again).",
     "unknown": "unknown",
     "dashboard_link": "The dashboard (this link works once, for 15 minutes): {url}",
+    "dashboard_link_told": "The dashboard (a one-time login link, not shown here)",
     "reply_cut": "…(reply cut here: at most {count} messages per reply)",
     "dashboard_sent_privately": "I sent you a private message with the dashboard link.",
     "dashboard_private_failed": "I could not message you privately: open a private chat with "

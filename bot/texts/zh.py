@@ -16,6 +16,7 @@ TEXTS: dict[str, str] = {
     "id_no_groups": "我还没有加入任何群（把我拉进群后，再在这里发送 /id）。",
     "unknown": "未知",
     "dashboard_link": "控制台（链接仅可使用一次，15 分钟内有效）：{url}",
+    "dashboard_link_told": "控制台（一次性登录链接，此处不显示）",
     "reply_cut": "…（回复过长，到此截断：每次回复最多 {count} 条消息）",
     "dashboard_sent_privately": "控制台链接已私信发给你。",
     "dashboard_private_failed": "无法私信你：请先打开与我的私聊、点击开始，"

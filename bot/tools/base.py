@@ -20,7 +20,7 @@ from bot.domain.messages import ImagePart
 from bot.domain.records import StoredRecord
 from bot.errors import ToolError
 from bot.ports import Clock, MediaFiles, Messenger, RecordedBubbles, ToolSpec
-from bot.store_ports import AliasLookup, HistorySearch, PlatformMessageLookup
+from bot.store_ports import AliasLookup, HistorySearch, MessageEraser, PlatformMessageLookup
 from bot.tools.rights import MemberRights
 
 
@@ -51,6 +51,11 @@ class ToolContext:
     """The scene of the turn's chat (a tool offered per scene checks it when it runs)."""
     media: ToolMedia | None = None
     """Members' files, and where a tool puts an image for the model (`view_image`)."""
+    eraser: MessageEraser | None = None
+    """Forgets a message the tool deleted (its content leaves storage and the index)."""
+    erased: set[int] = field(default_factory=set)
+    """Platform ids a tool deleted in this turn: the runtime renders them `[deleted]` in the
+    turn's next calls too."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,6 +70,24 @@ class ToolMedia:
     max_result_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS
     """The record-time cap a document's text is fitted under."""
     shown: list[ImagePart] = field(default_factory=list)
+
+
+GONE_WORDS = ("message to delete not found", "message to react not found", "message_id_invalid")
+"""How Telegram says (Bad Request) that a message is not in the chat any more."""
+
+
+def says_gone(exc: BaseException) -> bool:
+    """Whether a Bot API refusal says the message is gone from the chat."""
+    words = str(exc).lower()
+    return any(gone in words for gone in GONE_WORDS)
+
+
+async def forget_deleted(ctx: ToolContext, message_id: int) -> None:
+    """The message is gone from the chat: its content leaves storage and the search index,
+    and this turn's next calls show it `[deleted]`."""
+    if ctx.eraser is not None:
+        await ctx.eraser.erase_message(ctx.chat_id, message_id)
+    ctx.erased.add(message_id)
 
 
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], Awaitable[str]]

@@ -1,6 +1,9 @@
 """delete_message: recall one message (one bubble) of the current chat, with the rights of
 the member who asked (`rights.MemberRights`): their own messages and the bot's, anyone's
-for the owner and the chat's administrators."""
+for the owner and the chat's administrators. Once Telegram has deleted it, its content leaves
+storage and the search index (`ToolContext.eraser`) and it renders `[deleted]` from then on,
+in this turn's next calls too (`ToolContext.erased`). So does a message Telegram reports
+gone ("message to delete not found"): someone deleted it before the bot could."""
 
 from __future__ import annotations
 
@@ -8,9 +11,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from bot.errors import ToolError
+from bot.errors import TelegramBadRequest, ToolError
 from bot.ports import ToolSpec
-from bot.tools.base import Tool, ToolContext, require_int
+from bot.tools.base import Tool, ToolContext, forget_deleted, require_int, says_gone
 
 
 async def delete_message(args: Mapping[str, Any], ctx: ToolContext) -> str:
@@ -18,7 +21,13 @@ async def delete_message(args: Mapping[str, Any], ctx: ToolContext) -> str:
     if ctx.rights is None:
         raise ToolError("not allowed: no member's rights to act with", code="not_allowed")
     await ctx.rights.check_may_delete(ctx.chat_id, message_id, ctx.platform_messages)
-    await ctx.messenger.delete_message(ctx.chat_id, message_id)
+    try:
+        await ctx.messenger.delete_message(ctx.chat_id, message_id)
+    except TelegramBadRequest as exc:
+        if says_gone(exc):  # Telegram says it is gone already: so it is for us
+            await forget_deleted(ctx, message_id)
+        raise
+    await forget_deleted(ctx, message_id)
     return json.dumps({"deleted": True})
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bot.context.escaping import header_value
+from bot.context.escaping import escape_every_bracket, header_value
 from bot.context.headers import local_day, local_hhmm
 from bot.context.projection import current_record_index
 from bot.errors import ToolError
@@ -58,9 +58,9 @@ def render_hit(message: PlatformMessage, shown_id: str, ctx: ToolContext) -> str
     body = " ".join(message.text.split())
     if len(body) > MAX_TEXT_CHARS:
         body = body[:MAX_TEXT_CHARS] + "…"
-    # one line of member text after our fields: every bracket escaped, not only a line's
-    # first, so no part of it can pass for one of our markers
-    return f"[quote {fields}] " + body.replace("[", "\\[")
+    # one line of member text after our fields: every bracket (and look-alike) escaped, not
+    # only a line's first, so no part of it can pass for one of our markers
+    return f"[quote {fields}] " + escape_every_bracket(body)
 
 
 def _current_message_ids(ctx: ToolContext) -> frozenset[int]:

@@ -1,4 +1,5 @@
-"""set_reaction: put an emoji reaction on a message of the current chat."""
+"""set_reaction: put an emoji reaction on a message of the current chat. When Telegram says
+the message is gone, it is forgotten as a deleted one (`base.forget_deleted`)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,20 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from bot.errors import TelegramBadRequest
 from bot.ports import ToolSpec
-from bot.tools.base import Tool, ToolContext, require_int, require_str
+from bot.tools.base import Tool, ToolContext, forget_deleted, require_int, require_str, says_gone
 
 
 async def set_reaction(args: Mapping[str, Any], ctx: ToolContext) -> str:
     message_id = require_int(args, "message_id")
     emoji = require_str(args, "emoji", max_len=16)
-    await ctx.messenger.set_reaction(ctx.chat_id, message_id, emoji)
+    try:
+        await ctx.messenger.set_reaction(ctx.chat_id, message_id, emoji)
+    except TelegramBadRequest as exc:
+        if says_gone(exc):  # deleted in the chat meanwhile: forgotten here too
+            await forget_deleted(ctx, message_id)
+        raise
     return json.dumps({"reacted": emoji})
 
 

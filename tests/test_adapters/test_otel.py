@@ -386,7 +386,7 @@ async def test_a_failed_model_call_marks_the_call_and_the_turn(
     assert call.parent_span_id == agent.span_id
     assert call.status.code == Status.STATUS_CODE_ERROR
     assert attributes(call)["error.type"] == "bot.errors.ProviderUnavailable"
-    assert "upstream 503" in call.status.message
+    assert call.status.message == "ProviderUnavailable"  # its words are content: capture is off
     assert "gen_ai.usage.input_tokens" not in attributes(call)
     assert agent.status.code == Status.STATUS_CODE_ERROR
     assert attributes(agent)["error.type"] == "provider"
@@ -422,6 +422,50 @@ async def test_tgbot_run_sends_the_spans_of_a_turn_before_it_exits(
     assert facts["gen_ai.usage.cache_creation.input_tokens"] == SECOND.cache_write_tokens
     assert receiver.service_names() == {"ops-bot"}
     assert ANSWER.encode() not in b"".join(receiver.bodies)
+
+
+ECHOED = "my bankpin5519 is 5519"
+ECHOING_400 = {
+    "error": {
+        "message": f"Invalid 'messages[2].content': could not parse {ECHOED!r} as tool input",
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": None,
+    }
+}
+"""A provider's 400 that quotes the request (the shape of OpenAI's invalid_request_error;
+the echo itself is written for this test)."""
+
+
+@pytest.mark.slow
+async def test_tgbot_run_keeps_an_echoed_input_out_of_error_spans(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    """Without OTEL_CAPTURE_CONTENT, a provider error that echoes the member's words marks
+    the spans failed with a type and the HTTP status, and no span carries the words."""
+    from tests.bot_process import scripted_bot
+
+    async with scripted_bot(
+        tmp_path, ScriptedModel([answering]), OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url
+    ) as (api, llm, bot, _store):
+        llm.fail_next(400, ECHOING_400)
+        api.push_update(
+            api.user_message(-100500, {"id": 1001, "first_name": "Alice"}, f"@test_bot {ECHOED}")
+        )
+        await api.wait_for_call("sendMessage", timeout=deadline(EVENT))  # the failure notice
+        assert await bot.stop() == 0
+    spans = await asyncio.to_thread(receiver.wait_for_spans, 2)
+    named = by_name(spans)
+    (call,) = named["chat fake-model"]
+    (agent,) = named[f"invoke_agent {api.first_name}"]
+    assert call.status.code == Status.STATUS_CODE_ERROR
+    assert call.status.message == "ProviderBadResponse: HTTP 400"
+    assert attributes(call)["error.type"] == "bot.errors.ProviderBadResponse"
+    assert attributes(call)["http.response.status_code"] == 400
+    assert agent.status.code == Status.STATUS_CODE_ERROR
+    assert attributes(agent)["error.type"] == "bad_response"
+    assert agent.status.message == "bad_response: HTTP 400"
+    assert b"5519" not in b"".join(receiver.bodies)
 
 
 # ---------------------------------------------------------------- off, and the extra missing

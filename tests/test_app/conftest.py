@@ -93,7 +93,7 @@ def run_cli(*args: str, env: dict[str, str]) -> Done:
     stderr captured, as `tgbot` would see them from a shell. The environment, the logging
     set-up `tgbot run` installs, and the streams are restored afterwards. (Log records go to
     pytest's handlers here, not to stderr: the real-process tests see those.)"""
-    with _IN_PROCESS, _environment(env), _logging_restored():
+    with _IN_PROCESS, _environment(env), _logging_restored(), _umask_restored():
         out, err = io.StringIO(), io.StringIO()
         with redirect_stdout(out), redirect_stderr(err):
             try:
@@ -118,6 +118,16 @@ def _environment(env: dict[str, str]) -> Iterator[None]:
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+@contextmanager
+def _umask_restored() -> Iterator[None]:
+    """`main` sets the process's umask (0077) for every command: give pytest's back."""
+    previous = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(previous)
 
 
 @contextmanager

@@ -124,7 +124,11 @@ async def test_a_crash_mid_turn_loses_and_doubles_nothing_and_every_turn_ends_cl
 
     # B: the turn completed; no request ever held a tool call without its result
     assert [m["text"] for m in api.sent_messages(GROUP)] == ["Deleted the spam."]
-    assert user_texts(await path_of(db, GROUP)) == ["buy coins", "@test_bot please delete m1"]
+    group_path = await path_of(db, GROUP)
+    # the spam was deleted: its words are gone from storage (docs/context-window.md)
+    assert user_texts(group_path) == ["", "@test_bot please delete m1"]
+    assert isinstance(group_path[0].body, UserRecord)
+    assert group_path[0].body.deleted
     for body in llm.requests:
         assert orphaned_tool_calls(body) == []
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from adapters.llm.scripted import ScriptedModel, is_summary_request
-from bot.services.told_user import ToldUserLog, told_line
+from bot.services.told_user import SecretText, ToldUser, ToldUserLog, told_line
 from tests.fakes import ALICE, RecordingMessenger
 from tests.test_agent.rig import make_app, say
 
@@ -50,3 +50,11 @@ def test_lines_are_short_one_per_message_and_the_newest_five() -> None:
     assert all(len(line) <= 120 for line in lines)
     assert log.take(-1) == ()
     assert log.take(-2) == ("another chat",)
+
+
+async def test_a_secret_is_retold_only_in_its_redacted_form() -> None:
+    book = ToldUser()
+    link = SecretText("login: https://ops.example.org/?token=abc123456789", told_as="login sent")
+    await book.note(7, 0, link)
+    book.log.note(7, 0, SecretText("another https://x/?token=zzz", told_as="another sent"))
+    assert await book.peek(7) == ("login sent", "another sent")

@@ -92,10 +92,10 @@ async def test_reactions_between_is_half_open_across_chats(store: Store) -> None
     day = timedelta(days=1)
     await store.record_reactions(
         [
-            reaction("👍", T0 - day),
-            reaction("👍", T0),
+            reaction("👍", T0 - day, message=2**33 + 1),  # one message a day: a member's
+            reaction("👍", T0, message=2**33 + 2),  # 👍 on one message is one row
             reaction("👎", T0 + timedelta(hours=3), chat=OTHER),
-            reaction("👍", T0 + day),
+            reaction("👍", T0 + day, message=2**33 + 3),
         ]
     )
     found = await store.reactions_between(T0, T0 + day)

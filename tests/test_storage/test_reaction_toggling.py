@@ -24,3 +24,16 @@ async def test_a_member_toggling_a_reaction_counts_once(store: Store) -> None:
     assert len(alice_on_first) == 1
     assert alice_on_first[0].created_at == T0 + timedelta(seconds=998)
     assert found[0].chat_id == CHAT
+
+
+async def test_toggling_stores_one_row_per_member_message_and_emoji(store: Store) -> None:
+    """As the service records them: one call per toggle. A thousand toggles are one row
+    (each emoji a member keeps on a message is one row of its own)."""
+    for i in range(1_000):
+        await store.record_reactions([reaction("👍", T0 + timedelta(seconds=i))])
+    await store.record_reactions([reaction("🔥", T0 + timedelta(hours=1))])
+    rows = await store.reactions_since(CHAT, 0, None, limit=10_000)
+    assert [(r.emoji, r.created_at) for r in rows] == [
+        ("👍", T0 + timedelta(seconds=999)),
+        ("🔥", T0 + timedelta(hours=1)),
+    ]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
 
-from bot.errors import TelegramNetworkError, ToolError
+from bot.errors import TelegramBadRequest, TelegramNetworkError, ToolError
 from bot.ports import PlatformMessage
 from bot.tools.base import ToolContext
 from bot.tools.delete_message import delete_message
@@ -144,3 +145,35 @@ async def test_a_failed_rights_question_refuses() -> None:
     with pytest.raises(ToolError, match="could not ask Telegram"):
         await delete_message({"message_id": 10}, context(messenger, store, BOB))
     assert messenger.deleted == []
+
+
+class GoneMessenger(RecordingMessenger):
+    """Telegram says the message was deleted before the bot got to it."""
+
+    async def delete_message(self, chat_id: int, message_id: int) -> None:
+        raise TelegramBadRequest("Telegram server says - Bad Request: message to delete not found")
+
+
+async def test_a_deletion_forgets_the_message_and_so_does_telegrams_report() -> None:
+    store = InMemoryStore()
+    await store.record_platform_messages(
+        [PlatformMessage(chat_id=GROUP, message_id=11, sender_id=BOB, date=AT, text="pin 5519")]
+    )
+    messenger = RecordingMessenger()
+    ctx = replace(context(messenger, store, BOB), eraser=store)
+    await delete_message({"message_id": 11}, ctx)
+    found = await store.find_platform_message(GROUP, 11)
+    assert found is not None
+    assert found.text == ""
+    assert ctx.erased == {11}
+
+    await store.record_platform_messages(
+        [PlatformMessage(chat_id=GROUP, message_id=12, sender_id=BOB, date=AT, text="pin 7777")]
+    )
+    gone = replace(context(GoneMessenger(), store, BOB), eraser=store)
+    with pytest.raises(TelegramBadRequest):
+        await delete_message({"message_id": 12}, gone)
+    found = await store.find_platform_message(GROUP, 12)
+    assert found is not None
+    assert found.text == ""
+    assert await store.search_messages(GROUP, 0, "pin", limit=5) == ()
