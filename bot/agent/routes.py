@@ -92,6 +92,9 @@ class ModelRoute:
     context_window: int | None
     prices: Prices = Prices()
     count_tokens: TokenCount | None = None
+    marks_cache: bool = True
+    """Whether the provider writes the request's cache plan as markers (`marks_cache`);
+    when it does not, the plan's prefix digests are not worth computing."""
 
     @property
     def context_window_for_math(self) -> int:
@@ -167,4 +170,13 @@ class RouteTable:
             prices=entry.prices,
             # a tokenizer file belongs to the model it was made for, like the window
             count_tokens=entry.count_tokens if entry.capacity.model in ("", model) else None,
+            marks_cache=marks_cache(entry.provider),
         )
+
+
+def marks_cache(provider: LLMProvider) -> bool:
+    """Whether `provider` marks cache breakpoints from the plan: what its wire options say
+    (`options.marks_breakpoints`, the HTTP providers'), else assumed (the scripted model
+    keeps the plan, and the bench's cache simulator reads it)."""
+    marks = getattr(getattr(provider, "options", None), "marks_breakpoints", True)
+    return marks if isinstance(marks, bool) else True
