@@ -7,9 +7,8 @@ environment (and, for `naive`, LLM_BASE_URL and DATABASE_PATH).
   what aiogram's polling, parsing and one `sendMessage` cost.
 - `naive`: the LLM bot a weekend project writes: stores each message in sqlite3 (blocking
   calls on the event loop), reads the chat's last 20 back, posts them with a system prompt to
-  an OpenAI-compatible `/chat/completions` (httpx, one pooled client that keeps its
-  connections, as `tgbot run`'s does: the load measures the bots, not TCP set-up; no
-  streaming), stores the reply and sends it. No windows, no ledger, no traces, no retries.
+  an OpenAI-compatible `/chat/completions` (httpx, one pooled client, no streaming), stores
+  the reply and sends it. No windows, no ledger, no traces, no retries.
 
 Imports nothing from this project, so what it costs is aiogram's, sqlite3's and httpx's.
 """
@@ -92,9 +91,7 @@ async def main(kind: str) -> None:
         return
     database = sqlite3.connect(os.environ["DATABASE_PATH"])
     async with httpx.AsyncClient(
-        base_url=os.environ["LLM_BASE_URL"],
-        headers={"Authorization": "Bearer sk-naive"},
-        limits=httpx.Limits(max_connections=100, max_keepalive_connections=100),
+        base_url=os.environ["LLM_BASE_URL"], headers={"Authorization": "Bearer sk-naive"}
     ) as llm:
         await naive_dispatcher(database, llm).start_polling(bot, handle_signals=True)
     database.close()

@@ -50,9 +50,6 @@ from bot.ports import LLMRequest, LLMResponse, SentBody, TextSink
 
 logger = logging.getLogger(__name__)
 
-POOL_SIZE = 100
-"""Connections to one endpoint at most, all kept alive between calls."""
-
 DEFAULT_MAX_RETRY_AFTER = 60.0
 _T = TypeVar("_T")
 _BAD_RESPONSE_RETRIES = 1
@@ -115,12 +112,7 @@ class OpenAIProvider:
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._client = httpx.AsyncClient(
-            transport=transport,
-            timeout=httpx.Timeout(timeout),
-            headers=self._headers(),
-            # keep every connection the pool opens: with httpx's default (20 kept of 100),
-            # a bot answering many chats at once closed and reopened the rest on every wave
-            limits=httpx.Limits(max_connections=POOL_SIZE, max_keepalive_connections=POOL_SIZE),
+            transport=transport, timeout=httpx.Timeout(timeout), headers=self._headers()
         )
 
     # the dialect hooks (`AnthropicProvider` overrides them)

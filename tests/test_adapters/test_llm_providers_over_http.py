@@ -606,17 +606,3 @@ async def test_reasoning_is_tagged_with_the_model_it_was_asked_of() -> None:
     assert response.reasoning is not None
     assert response.reasoning.format == "anthropic"
     assert response.reasoning.model == "claude-opus-4-7"
-
-
-async def test_calls_from_many_chats_at_once_reuse_the_pooled_connections() -> None:
-    """Concurrent calls open one connection each, and the next wave reuses every one of
-    them (httpx's default kept only 20 and reopened the rest)."""
-    request = LLMRequest(model="m", messages=(ChatMessage(role="user", content="hi"),))
-    at_once = 40
-    async with FakeOpenAIServer(ScriptedModel()) as server:
-        server.delay = 0.05  # the calls of a wave overlap
-        async with OpenAIProvider(server.base_url, "k") as provider:
-            for _ in range(3):
-                await asyncio.gather(*(provider.complete(request) for _ in range(at_once)))
-    assert len(server.requests) == 3 * at_once
-    assert len(server.peers) <= at_once
