@@ -43,7 +43,7 @@ from typing import Any
 
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.ledger import describe_error
-from bot.ports import LLMRequest, LLMResponse
+from bot.ports import LLMRequest, LLMResponse, SentBody
 
 log = logging.getLogger("tgbot.traces")
 
@@ -144,7 +144,18 @@ def trace_json(call: ModelCalled) -> dict[str, Any]:
         "response": None if call.response is None else response_json(call.response),
         "tool_results": [],
         "truncated": False,
-        **({} if sent is None else {"dialect": sent.dialect, "wire_request": sent.body}),
+        **({} if sent is None else _sent_fields(sent, call.request)),
+    }
+
+
+def _sent_fields(sent: SentBody, request: LLMRequest | None) -> dict[str, Any]:
+    """The body as sent (bytes, spliced in by `encode_trace`) and the request's cache plan,
+    which the body shows only as markers."""
+    plan = None if request is None or request.cache_plan is None else request.cache_plan
+    return {
+        "dialect": sent.dialect,
+        "cache_plan": None if plan is None else dataclasses.asdict(plan),
+        "wire_request": sent.body,
     }
 
 

@@ -68,7 +68,7 @@ def view(trace: dict[str, Any]) -> dict[str, Any]:
         "params": {
             k: request.get(k) for k in ("model", "max_output_tokens", "temperature", "tool_choice")
         },
-        "cache_plan": request.get("cache_plan"),
+        "cache_plan": request.get("cache_plan") or trace.get("cache_plan"),
         "reply": response.get("text") if response else None,
         "reply_calls": [_pretty_call(c) for c in response.get("tool_calls") or ()],
         "finish_reason": response.get("finish_reason"),

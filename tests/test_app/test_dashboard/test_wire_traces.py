@@ -23,7 +23,7 @@ from bot.agent.traces import (
 )
 from bot.app.dashboard.calls import view
 from bot.domain.messages import ChatMessage, ToolCall
-from bot.ports import LLMRequest, ToolSpec
+from bot.ports import CachePlan, LLMRequest, ToolSpec
 from tests.test_agent.rig import AT, model_call
 
 REQUEST = LLMRequest(
@@ -46,6 +46,7 @@ REQUEST = LLMRequest(
         ),
     ),
     max_output_tokens=300,
+    cache_plan=CachePlan(system_end=0, last_stable=2),
 )
 
 
@@ -97,6 +98,7 @@ async def test_a_trace_keeps_the_body_sent_and_the_page_reads_it_back(
     assert '"query"' in shown["tools"][0]["schema"]
     assert shown["params"]["max_output_tokens"] == 300
     assert shown["reply"] == "It is sunny."
+    assert shown["cache_plan"]["last_stable"] == 2, "the plan the body shows only as markers"
 
 
 def test_a_huge_sent_body_is_cut_like_any_trace() -> None:
