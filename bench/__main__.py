@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from bench import (
+    bench_cpu,
     bench_dashboard,
     bench_e2e,
     bench_images,
@@ -202,6 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ),
             )
         )
+    cpu_chats, cpu_each = (20, 5) if quick else (200, 20)
+    cpu = _timed("CPU per message", spent, lambda: bench_cpu.run(cpu_chats, cpu_each))
     floor = bench_ingest.aiogram_floor_mb()
     report_lines = 20_000 if quick else bench_report.LINES
     usage = _timed("usage report", spent, lambda: bench_report.run(report_lines))
@@ -287,6 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             loads[0][1].per_second >= 150 and loads[0][1].stored_in_order,
         ),
         postgres_figure("answered msgs/s, scripted model", pg_load),
+        *cpu.targets(),
         (
             f"history search p99 ≤ {bench_search.LATENCY_TARGET_MS:.0f} ms "
             f"({search.largest.messages:,} messages; 1M: `python -m bench.bench_search`)",
@@ -444,6 +448,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             "The PostgreSQL rows run the same sizes as SQLite's on the database given by "
             "`--postgres-url` or, without it, TEST_POSTGRES_URL; they are figures, not targets"
             + ("." if postgres else f": not run this time (`{RUN_WITH_POSTGRES}` runs them)."),
+            "",
+            "### 5a. CPU per answered message, beside an echo bot and a naive LLM bot",
+            "",
+            f"{cpu.chats} private chats at once × {cpu.per_chat} messages, each sent once the "
+            "previous one is answered; every bot its own process polling the fake Bot API, "
+            "the LLM bots calling the scripted model over HTTP; CPU = user + system time of "
+            "the bot's process from its first poll to the last reply (`bench/bench_cpu.py`, "
+            "the floor bots in `bench/floor_bots.py`; pacing and spam limits off):",
+            "",
+            cpu.markdown(),
             "",
             *kept_section(args.out, WORKERS_SECTION),
             "## Storage",

@@ -235,6 +235,19 @@ class LLMResponse:
     reasoning: Reasoning | None = None
     refusal: str = ""
     """The provider's refusal text, where it gives one (OpenAI `message.refusal`)."""
+    sent: SentBody | None = field(default=None, compare=False, repr=False)
+    """The request body exactly as this answer's provider sent it over HTTP, so the call's
+    trace keeps those bytes instead of encoding the request a second time (`None`: not sent
+    over HTTP, e.g. the scripted model in-process)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SentBody:
+    """A JSON request body as sent: `dialect` names its shape (`openai` chat completions,
+    `anthropic` Messages)."""
+
+    dialect: str
+    body: bytes
 
 
 TextSink = Callable[[str], Awaitable[None]]

@@ -46,7 +46,7 @@ from bot.errors import (
     ProviderRateLimited,
     ProviderUnavailable,
 )
-from bot.ports import LLMRequest, LLMResponse, TextSink
+from bot.ports import LLMRequest, LLMResponse, SentBody, TextSink
 
 logger = logging.getLogger(__name__)
 
@@ -176,17 +176,18 @@ class OpenAIProvider:
         self, request: LLMRequest, *, on_text: TextSink | None = None
     ) -> LLMResponse:
         stream = on_text is not None and self._options.stream
-        payload = self._encode(request, stream=stream)
-        headers = self._request_headers(request)
+        # encoded once, here: the same bytes go on the wire and into the call's trace
+        sent = SentBody(self._options.kind, _json_body(self._encode(request, stream=stream)))
+        headers = {**self._request_headers(request), "Content-Type": "application/json"}
         bad_responses = 0
         attempt = 0
         while True:
             try:
                 if stream and on_text is not None:
-                    response = await self._attempt_stream(payload, headers, on_text)
+                    response = await self._attempt_stream(sent.body, headers, on_text)
                 else:
-                    response = await self._attempt(payload, headers)
-                return _tagged(response, request.model)
+                    response = await self._attempt(sent.body, headers)
+                return replace(_tagged(response, request.model), sent=sent)
             except _Failed as failed:
                 failure = failed
             error = failure.error
@@ -217,9 +218,9 @@ class OpenAIProvider:
         ceiling = min(self._backoff_max, self._backoff_base * 2.0**attempt)
         return ceiling * (0.5 + 0.5 * self._rng.random())
 
-    async def _attempt(self, payload: dict[str, Any], headers: dict[str, str]) -> LLMResponse:
+    async def _attempt(self, payload: bytes, headers: dict[str, str]) -> LLMResponse:
         try:
-            response = await self._client.post(self._url, json=payload, headers=headers)
+            response = await self._client.post(self._url, content=payload, headers=headers)
         except httpx.TimeoutException as exc:
             raise self._timed_out(exc) from exc
         except httpx.TransportError as exc:
@@ -235,12 +236,15 @@ class OpenAIProvider:
         raise self._failed(error, response.headers)
 
     async def _attempt_stream(
-        self, payload: dict[str, Any], headers: dict[str, str], on_text: TextSink
+        self, payload: bytes, headers: dict[str, str], on_text: TextSink
     ) -> LLMResponse:
         state = self._new_stream()
         try:
             async with self._client.stream(
-                "POST", self._url, json=payload, headers={**headers, "Accept": "text/event-stream"}
+                "POST",
+                self._url,
+                content=payload,
+                headers={**headers, "Accept": "text/event-stream"},
             ) as response:
                 if not response.is_success:
                     text = (await response.aread()).decode("utf-8", "replace")
@@ -381,6 +385,11 @@ class AnthropicProvider(OpenAIProvider):
 
     def _request_headers(self, request: LLMRequest) -> dict[str, str]:
         return {}
+
+
+def _json_body(payload: dict[str, Any]) -> bytes:
+    """The body as httpx's `json=` would encode it (UTF-8, no spaces, no NaN)."""
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
 def _tagged(response: LLMResponse, model: str) -> LLMResponse:

@@ -113,6 +113,7 @@ class FakeBotApi:
         self._files: dict[str, _File] = {}
         self.downloads: list[str] = []
         """The file paths downloaded through `/file/bot<token>/<path>`, in order."""
+        self._sent_waiters: dict[int, list[tuple[int, asyncio.Future[None]]]] = {}
         self._pushed = asyncio.Event()
         self._called: asyncio.Condition | None = None
         self._stopped: asyncio.Event | None = None
@@ -446,6 +447,25 @@ class FakeBotApi:
         async with condition:
             await asyncio.wait_for(condition.wait_for(lambda: len(calls()) >= count), timeout)
         return calls()
+
+    async def wait_for_sent(
+        self,
+        chat_id: int,
+        count: int,
+        timeout: float = 5,  # noqa: ASYNC109 (a test helper: the bound is its point)
+    ) -> list[JSON]:
+        """Wait until `count` messages were sent to `chat_id`; wakes only this chat's waiter
+        (a load of many chats waits on each without waking the others)."""
+        if len(self._sent.get(chat_id, ())) < count:
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            waiters = self._sent_waiters.setdefault(chat_id, [])
+            waiters.append((count, future))
+            try:
+                await asyncio.wait_for(future, timeout)
+            finally:
+                if (count, future) in waiters:
+                    waiters.remove((count, future))
+        return self.sent_messages(chat_id)
 
     # ------------------------------------------------------------ HTTP
 
@@ -829,7 +849,11 @@ class FakeBotApi:
     def _store_sent(self, msg: JSON) -> JSON:
         chat_id = int(msg["chat"]["id"])
         self._remember(msg)
-        self._sent.setdefault(chat_id, []).append(msg)
+        sent = self._sent.setdefault(chat_id, [])
+        sent.append(msg)
+        for count, future in self._sent_waiters.get(chat_id, ()):
+            if len(sent) >= count and not future.done():
+                future.set_result(None)
         return msg
 
     # ------------------------------------------------------------ channel direct messages

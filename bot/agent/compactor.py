@@ -214,6 +214,7 @@ class Compactor:
             current=len(request_messages) - 1,
             previous=self.read_points.get(session.id, route.model),
             session_key=session_cache_key(session.id),
+            digests=route.marks_cache,
         )
         request = LLMRequest(
             model=route.model,

@@ -10,8 +10,10 @@ logged and the turn goes on: typing is a courtesy.
 In private chats a streaming provider's growing text is previewed with a `Draft`
 (`sendMessageDraft`): one draft id per reply, at most one call per `DRAFT_SECONDS` (the
 clock is injected, so the limit is tested without sleeping), the final message still sent
-as usual. A refusal from Telegram turns drafts off for that chat for the process's life;
-the reply arrives all the same.
+as usual. The first piece of text is held: a reply that arrives in one piece is sent as
+the final message alone (a draft then would be one Bot API call in three for nothing);
+the first draft goes out with the second piece. A refusal from Telegram turns drafts off
+for that chat for the process's life; the reply arrives all the same.
 """
 
 from __future__ import annotations
@@ -70,12 +72,17 @@ class Draft:
         self.draft_id = secrets.randbelow(2**31 - 2) + 1
         """Non-zero, the same for every update of this reply."""
         self._last: float | None = None
+        self._held = False
+        """The first piece of text arrived (and was held)."""
         self._off = False
         self.sent: list[str] = []
         """The texts shown, in order."""
 
     async def __call__(self, text: str) -> None:
         if self._off or not text.strip():
+            return
+        if not self._held:  # the whole reply, maybe: wait for a second piece
+            self._held = True
             return
         now = self._monotonic()
         if self._last is not None and now - self._last < DRAFT_SECONDS:

@@ -280,6 +280,7 @@ class ProviderCaller:
             current=current,
             previous=self.read_points.get(state.session.id, state.route.model),
             session_key=session_cache_key(state.session.id),
+            digests=state.route.marks_cache,
         )
 
     async def _called(

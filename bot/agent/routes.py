@@ -97,6 +97,9 @@ class ModelRoute:
     """The provider's wire (`kind`): how images are sized and counted."""
     vision: bool = False
     """The profile says its model sees images (`vision = true`, env `LLM_VISION`)."""
+    marks_cache: bool = True
+    """Whether the provider writes the request's cache plan as markers (`marks_cache`);
+    when it does not, the plan's prefix digests are not worth computing."""
 
     @property
     def context_window_for_math(self) -> int:
@@ -176,4 +179,13 @@ class RouteTable:
             count_tokens=entry.count_tokens if entry.capacity.model in ("", model) else None,
             wire=entry.wire,
             vision=entry.vision,
+            marks_cache=marks_cache(entry.provider),
         )
+
+
+def marks_cache(provider: LLMProvider) -> bool:
+    """Whether `provider` marks cache breakpoints from the plan: what its wire options say
+    (`options.marks_breakpoints`, the HTTP providers'), else assumed (the scripted model
+    keeps the plan, and the bench's cache simulator reads it)."""
+    marks = getattr(getattr(provider, "options", None), "marks_breakpoints", True)
+    return marks if isinstance(marks, bool) else True

@@ -4,18 +4,24 @@ Layout. `<traces dir>/calls/YYYY-MM-DD/<call_id>.json.gz`, one gzip-compressed J
 per call. A call id starts with its UTC day (`20260101-<12 hex>`), so a trace is found from
 its id alone with one `open` (no index), and pruning removes whole day directories.
 
-Contents. The request exactly as handed to the provider (every message with its role,
-content, tool calls, tool call id and images; the tool schemas; the cache plan; the
-parameters), the response (text, tool calls, usage, finish reason), the tool results that
-the next call of the same turn carried for this call's tool calls, and the call's figures
-(tokens, cache reads/writes, latency, cost, error).
+Contents. The request exactly as sent: when the provider sent it over HTTP, the very bytes
+of its JSON body (`wire_request`, in the shape `dialect` names: `openai` or `anthropic`),
+spliced into the file without decoding or encoding them again; otherwise (the scripted
+model in-process, or a call that failed before an answer) the request as handed to the
+provider (`request`: every message with its role, content, tool calls, tool call id and
+images; the tool schemas; the cache plan; the parameters). Files written before
+`wire_request` existed hold `request` only; readers take either. Then the response (text,
+tool calls, usage, finish reason), the tool results that the next call of the same turn
+carried for this call's tool calls, and the call's figures (tokens, cache reads/writes,
+latency, cost, error).
 
 Bounds. One trace holds at most `MAX_TRACE_CHARS` characters of JSON before compression:
 a larger one has each long string cut (`truncated` says so). All traces together stay
 under `max_total_bytes` (compressed): when a write passes it, the oldest day directories
 go, then today's oldest files. Days older than `keep_days` are pruned once a day.
 
-`TraceWriter` is an `EventBus` subscriber beside metering; files are written in a worker
+`TraceWriter` is an `EventBus` subscriber beside metering; files are encoded, compressed
+(gzip level 1: traces are written on every call and read rarely) and written in a worker
 thread, and a failed write is logged, never raised into the turn.
 """
 
@@ -37,7 +43,7 @@ from typing import Any
 
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.ledger import describe_error
-from bot.ports import LLMRequest, LLMResponse
+from bot.ports import LLMRequest, LLMResponse, SentBody
 
 log = logging.getLogger("tgbot.traces")
 
@@ -102,12 +108,18 @@ def request_json(request: LLMRequest) -> dict[str, Any]:
 
 
 def response_json(response: LLMResponse) -> dict[str, Any]:
-    return dataclasses.asdict(response)
+    data = dataclasses.asdict(dataclasses.replace(response, sent=None))
+    data.pop("sent", None)  # the request's bytes: kept once, as `wire_request`
+    return data
 
 
 def trace_json(call: ModelCalled) -> dict[str, Any]:
     """The trace of one call, as stored."""
     usage = call.usage
+    sent = call.response.sent if call.response is not None else None
+    request: dict[str, Any] | None = None
+    if sent is None and call.request is not None:
+        request = request_json(call.request)
     return {
         "call_id": call.call_id,
         "ts": call.at.astimezone(UTC).isoformat(timespec="milliseconds"),
@@ -128,10 +140,22 @@ def trace_json(call: ModelCalled) -> dict[str, Any]:
         if usage is not None and call.route.prices.configured
         else None,
         "estimated_input": call.fixed_tokens + call.tokens.messages,
-        "request": None if call.request is None else request_json(call.request),
+        "request": request,
         "response": None if call.response is None else response_json(call.response),
         "tool_results": [],
         "truncated": False,
+        **({} if sent is None else _sent_fields(sent, call.request)),
+    }
+
+
+def _sent_fields(sent: SentBody, request: LLMRequest | None) -> dict[str, Any]:
+    """The body as sent (bytes, spliced in by `encode_trace`) and the request's cache plan,
+    which the body shows only as markers."""
+    plan = None if request is None or request.cache_plan is None else request.cache_plan
+    return {
+        "dialect": sent.dialect,
+        "cache_plan": None if plan is None else dataclasses.asdict(plan),
+        "wire_request": sent.body,
     }
 
 
@@ -145,16 +169,32 @@ def _cut(value: Any) -> Any:
     return value
 
 
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def encode_trace(trace: dict[str, Any]) -> bytes:
-    """The compressed file of a trace, cut to `MAX_TRACE_CHARS` of JSON first."""
-    text = json.dumps(trace, ensure_ascii=False, separators=(",", ":"))
+    """The compressed file of a trace, cut to `MAX_TRACE_CHARS` of JSON first. A
+    `wire_request` given as bytes (a JSON body as sent) is spliced in as it is."""
+    wire = trace.get("wire_request")
+    if isinstance(wire, bytes):
+        rest = {key: value for key, value in trace.items() if key != "wire_request"}
+        head = _dumps(rest).encode()
+        size = len(head) + len(wire)  # bytes: never fewer than the characters
+        if size > MAX_TRACE_CHARS:
+            size = len(head.decode()) + len(wire.decode("utf-8", "replace"))
+        if size <= MAX_TRACE_CHARS:
+            return gzip.compress(head[:-1] + b',"wire_request":' + wire + b"}", compresslevel=1)
+        trace = {**rest, "wire_request": json.loads(wire)}  # too long: cut as below
+    text = _dumps(trace)
     if len(text) > MAX_TRACE_CHARS:
         trace = {**_cut(trace), "truncated": True}
-        text = json.dumps(trace, ensure_ascii=False, separators=(",", ":"))
+        text = _dumps(trace)
         if len(text) > MAX_TRACE_CHARS:  # a great many short strings: keep the figures
             trace = {**trace, "request": None, "response": None, "tool_results": []}
-            text = json.dumps(trace, ensure_ascii=False, separators=(",", ":"))
-    return gzip.compress(text.encode(), compresslevel=6)
+            trace.pop("wire_request", None)
+            text = _dumps(trace)
+    return gzip.compress(text.encode(), compresslevel=1)
 
 
 class TraceWriter:

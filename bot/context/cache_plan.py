@@ -118,12 +118,15 @@ def plan_cache(
     current: int | None,
     previous: Sequence[ReadPoint] = (),
     session_key: str = "",
+    digests: bool = True,
 ) -> PlannedCache:
     """The plan of a request of `messages` whose current message is `current`.
 
     `current` is the first message the next turn does not repeat (the one with the per-turn
     blocks; a summary request's instruction); None: the last user message. `previous` are
-    the points this session's earlier requests wrote (`ReadPoints.get`)."""
+    the points this session's earlier requests wrote (`ReadPoints.get`). `digests` False
+    (a route whose provider sends no markers: its cache is automatic) skips the prefix
+    digests: no `previous_read`, nothing to remember; the positions cost nothing."""
     n = len(messages)
     if current is None:
         current = next((i for i in range(n - 1, -1, -1) if messages[i].role == "user"), n)
@@ -136,12 +139,14 @@ def plan_cache(
     loop = n - 1 if n - 1 > current and messages[-1].role == "tool" else None
     last_stable = loop if loop is not None else turn_stable
     candidates = [p for p in previous if 0 < p.count <= n and p.count - 1 != current]
-    counts = [p.count for p in candidates]
     remember_counts = [i + 1 for i in (turn_stable, loop) if i is not None]
-    digests = prefix_digests(messages, [*counts, *remember_counts])
+    if not digests:
+        candidates, remember_counts = [], []
+    counts = [p.count for p in candidates]
+    found = prefix_digests(messages, [*counts, *remember_counts])
     previous_read = None
     for point in sorted(candidates, key=lambda p: p.count, reverse=True):
-        if digests[point.count] == point.digest:
+        if found[point.count] == point.digest:
             previous_read = point.count - 1
             break
     plan = CachePlan(
@@ -151,7 +156,7 @@ def plan_cache(
         last_stable=last_stable,
         session_key=session_key,
     )
-    remember = tuple(ReadPoint(c, digests[c]) for c in sorted(set(remember_counts), reverse=True))
+    remember = tuple(ReadPoint(c, found[c]) for c in sorted(set(remember_counts), reverse=True))
     return PlannedCache(plan=plan, remember=remember)
 
 

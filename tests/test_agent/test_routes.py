@@ -111,3 +111,26 @@ def test_route_resolution(route: str | None, expected: tuple[object, ...]) -> No
         resolved.context_window_for_math,
     )
     assert got == expected
+
+
+async def test_only_routes_whose_provider_marks_breakpoints_pay_for_cache_digests() -> None:
+    from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
+    from bot.agent.routes import marks_cache
+
+    async with (
+        OpenAIProvider("https://api.openai.com/v1", "k") as automatic,
+        AnthropicProvider("https://api.anthropic.com", "k") as anthropic,
+    ):
+        assert not marks_cache(automatic), "an automatic prefix cache needs no plan digests"
+        assert marks_cache(anthropic)
+        table = RouteTable(
+            {
+                "auto": ProfileEntry(provider=automatic, capacity=ProfileCapacity(name="auto")),
+                "marks": ProfileEntry(provider=anthropic, capacity=ProfileCapacity(name="marks")),
+            },
+            default_profile="auto",
+            default_model="m",
+        )
+        assert not table.resolve("auto").marks_cache
+        assert table.resolve("marks").marks_cache
+    assert marks_cache(ScriptedModel()), "in-process: the plan is kept as it was"

@@ -67,3 +67,15 @@ def test_one_opaque_key_per_session_and_a_bounded_memory() -> None:
     assert points.get(1, "m") == ()
     assert points.get(3, "m") == remembered
     assert points.get(3, "other model") == ()
+
+
+def test_a_route_without_markers_gets_the_positions_and_no_digests() -> None:
+    turn = [SYSTEM, breadcrumb_message(), SUMMARY, user("a"), user("now + blocks")]
+    marked = plan_cache(turn, current=4, session_key="k")
+    plain = plan_cache(turn, current=4, session_key="k", digests=False)
+    assert plain.remember == ()
+    assert marked.remember, "a marking route remembers where it wrote"
+    assert plain.plan == marked.plan
+    later = [*turn[:4], user("now"), user("next")]
+    read = plan_cache(later, current=5, previous=marked.remember, digests=False)
+    assert read.plan.previous_read is None, "no digest, so no read point is claimed"

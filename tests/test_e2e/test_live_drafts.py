@@ -62,7 +62,8 @@ async def test_drafts_grow_as_prefixes_of_the_final_reply(live: LiveBot) -> None
     await ask(live, ALICE["id"], "when do we ship?", chat_type="private")
 
     drafts = live.api.calls_of("sendMessageDraft")
-    assert len(drafts) == len(ANSWER.split())  # one a word: the clock says a second passed
+    # one a word from the second (the clock says a second passed); the first word is held
+    assert len(drafts) == len(ANSWER.split()) - 1
     assert len({d["draft_id"] for d in drafts}) == 1
     assert drafts[0]["draft_id"] != 0
     final = live.api.sent_messages(ALICE["id"])[-1]
@@ -99,6 +100,18 @@ async def test_the_real_clock_limits_drafts_to_about_one_a_second(live: LiveBot)
     # a stream much faster than a second: the first prefix shows, the rest wait for the reply
     assert len(live.api.calls_of("sendMessageDraft")) <= 2
     assert live.api.sent_messages(ALICE["id"])[-1]["text"].endswith("w39")
+
+
+async def test_a_reply_that_arrives_in_one_piece_gets_no_draft(live: LiveBot) -> None:
+    ticks = itertools.count()
+    with_clock(live, lambda: float(next(ticks)))
+    live.model.add(Reply("Friday."), Reply("On Friday."))  # streamed word by word
+    await ask(live, ALICE["id"], "when?", chat_type="private")
+    assert live.api.calls_of("sendMessageDraft") == [], "one piece: the reply alone"
+    assert live.api.sent_messages(ALICE["id"])[-1]["text"] == "Friday."
+    await ask(live, ALICE["id"], "sure?", chat_type="private")
+    [draft] = live.api.calls_of("sendMessageDraft")
+    assert draft["text"] == "On Friday."
 
 
 async def test_groups_get_typing_and_no_drafts(live: LiveBot) -> None:

@@ -4,6 +4,11 @@ A trace is read from its own file (`bot.agent.traces`); the page shows the reque
 as it was handed to the provider, message by message with its role, the reply, its tool
 calls and the results the next call carried, and the call's figures. Every text is
 escaped by the template engine.
+
+A trace keeps the request body as it went over the wire (`wire_request`, OpenAI or
+Anthropic shape); it is read back into messages, tools and parameters here. Traces written
+before that hold `request` in our own shape: still read as they are (they age out with
+`ledger.keep_requests_days`, 7 days by default, after which that branch has nothing to read).
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from bot.agent.traces import read_trace
+from adapters.llm.openai_server_wire import from_request
+from bot.agent.traces import read_trace, request_json
 from bot.app.dashboard.views import BadQuery, TurnCalls, alias_lines, parse_int
 from bot.config import Settings
 from bot.domain.ids import SessionKey
@@ -45,7 +51,7 @@ async def call_page(settings: Settings, call_id: str) -> Page:
 
 def view(trace: dict[str, Any]) -> dict[str, Any]:
     """The trace with its tool-call arguments and schemas pretty-printed for the page."""
-    request = trace.get("request") or {}
+    request = trace_request(trace)
     response = trace.get("response") or {}
     messages = [
         {
@@ -73,7 +79,7 @@ def view(trace: dict[str, Any]) -> dict[str, Any]:
         "params": {
             k: request.get(k) for k in ("model", "max_output_tokens", "temperature", "tool_choice")
         },
-        "cache_plan": request.get("cache_plan"),
+        "cache_plan": request.get("cache_plan") or trace.get("cache_plan"),
         "reply": response.get("text") if response else None,
         "reply_calls": [_pretty_call(c) for c in response.get("tool_calls") or ()],
         "finish_reason": response.get("finish_reason"),
@@ -99,6 +105,100 @@ def _image_row(image: object) -> dict[str, Any]:
         "tokens": image.get("tokens") or 0,
         "thumbnail": url if whole else "",
     }
+
+
+def trace_request(trace: dict[str, Any]) -> dict[str, Any]:
+    """The request of a trace in our own shape (messages, tools, parameters), whichever
+    way the file keeps it; `{}` for a call that was never sent."""
+    request = trace.get("request")
+    if isinstance(request, dict):
+        return request  # the file's own shape (in-process model, or written before wire)
+    wire = trace.get("wire_request")
+    if not isinstance(wire, dict):
+        return {}
+    if trace.get("dialect") == "anthropic":
+        return _from_anthropic(wire)
+    try:
+        return request_json(from_request(wire))
+    except ValueError:  # a body the mapping does not know: shown as one raw message
+        raw = json.dumps(wire, ensure_ascii=False, indent=2)
+        return {"model": wire.get("model"), "messages": [{"role": "raw", "content": raw}]}
+
+
+def _from_anthropic(body: dict[str, Any]) -> dict[str, Any]:
+    """An Anthropic Messages body as messages: the system blocks first, then each message's
+    text, its `tool_use` blocks as tool calls and its `tool_result` blocks as tool messages."""
+    messages: list[dict[str, Any]] = []
+    system = body.get("system")
+    if system:
+        messages.append({"role": "system", "content": _block_text(system)})
+    for message in body.get("messages") or ():
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        calls: list[dict[str, Any]] = []
+        texts: list[str] = []
+        images = 0
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "tool_use":
+                arguments = json.dumps(block.get("input"), ensure_ascii=False)
+                calls.append(
+                    {"id": block.get("id"), "name": block.get("name"), "arguments": arguments}
+                )
+            elif kind == "tool_result":
+                messages.append(
+                    {
+                        "role": "tool",
+                        "content": _block_text(block.get("content")),
+                        "tool_call_id": block.get("tool_use_id"),
+                        "is_error": bool(block.get("is_error")),
+                    }
+                )
+            elif kind == "image":
+                images += 1
+            elif kind == "text":
+                texts.append(str(block.get("text") or ""))
+        if texts or calls or images:
+            messages.append(
+                {
+                    "role": message.get("role"),
+                    "content": "\n".join(texts),
+                    "tool_calls": calls,
+                    "images": ["image"] * images,
+                }
+            )
+    tools = [
+        {
+            "name": t.get("name"),
+            "description": t.get("description"),
+            "parameters": t.get("input_schema"),
+        }
+        for t in body.get("tools") or ()
+        if isinstance(t, dict)
+    ]
+    choice = body.get("tool_choice")
+    return {
+        "model": body.get("model"),
+        "messages": messages,
+        "tools": tools,
+        "max_output_tokens": body.get("max_tokens"),
+        "temperature": body.get("temperature"),
+        "tool_choice": choice.get("type") if isinstance(choice, dict) else choice,
+    }
+
+
+def _block_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text") or "") for b in content if isinstance(b, dict) and "text" in b
+        )
+    return ""
 
 
 def _pretty_call(call: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,103 @@
+"""The two bots `bench/bench_cpu.py` sets beside `tgbot run`: plain aiogram, nothing of ours.
+
+Run: `python -m bench.floor_bots echo|naive` with BOT_TOKEN and TELEGRAM_API_BASE in the
+environment (and, for `naive`, LLM_BASE_URL and DATABASE_PATH).
+
+- `echo`: answers every private message with its own text (`message.answer`): the floor of
+  what aiogram's polling, parsing and one `sendMessage` cost.
+- `naive`: the LLM bot a weekend project writes: stores each message in sqlite3 (blocking
+  calls on the event loop), reads the chat's last 20 back, posts them with a system prompt to
+  an OpenAI-compatible `/chat/completions` (httpx, one pooled client, no streaming), stores
+  the reply and sends it. No windows, no ledger, no traces, no retries.
+
+Imports nothing from this project, so what it costs is aiogram's, sqlite3's and httpx's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import sys
+from typing import Any
+
+import httpx
+from aiogram import Bot, Dispatcher
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import TelegramAPIServer
+from aiogram.types import Message
+
+SYSTEM = "You are a helpful assistant in a Telegram chat."
+HISTORY = 20
+
+
+def _bot() -> Bot:
+    base = os.environ["TELEGRAM_API_BASE"].rstrip("/")
+    session = AiohttpSession(api=TelegramAPIServer.from_base(base))
+    return Bot(os.environ["BOT_TOKEN"], session=session)
+
+
+def echo_dispatcher() -> Dispatcher:
+    dispatcher = Dispatcher()
+
+    @dispatcher.message()
+    async def echo(message: Message) -> None:
+        await message.answer(message.text or "…")
+
+    return dispatcher
+
+
+def naive_dispatcher(database: sqlite3.Connection, llm: httpx.AsyncClient) -> Dispatcher:
+    database.execute(
+        "CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY, chat_id INTEGER, "
+        "role TEXT, content TEXT)"
+    )
+    database.execute("CREATE INDEX IF NOT EXISTS by_chat ON messages (chat_id, id)")
+    database.commit()
+    dispatcher = Dispatcher()
+
+    def store(chat_id: int, role: str, content: str) -> None:
+        database.execute(
+            "INSERT INTO messages (chat_id, role, content) VALUES (?, ?, ?)",
+            (chat_id, role, content),
+        )
+        database.commit()
+
+    @dispatcher.message()
+    async def answer(message: Message) -> None:
+        chat_id = message.chat.id
+        store(chat_id, "user", message.text or "")
+        rows = database.execute(
+            "SELECT role, content FROM messages WHERE chat_id = ? ORDER BY id DESC LIMIT ?",
+            (chat_id, HISTORY),
+        ).fetchall()
+        messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
+        messages += [{"role": role, "content": content} for role, content in reversed(rows)]
+        response = await llm.post(
+            "/chat/completions", json={"model": "naive", "messages": messages}
+        )
+        response.raise_for_status()
+        reply = response.json()["choices"][0]["message"]["content"] or "…"
+        store(chat_id, "assistant", reply)
+        await message.answer(reply)
+
+    return dispatcher
+
+
+async def main(kind: str) -> None:
+    bot = _bot()
+    if kind == "echo":
+        await echo_dispatcher().start_polling(bot, handle_signals=True)
+        return
+    database = sqlite3.connect(os.environ["DATABASE_PATH"])
+    async with httpx.AsyncClient(
+        base_url=os.environ["LLM_BASE_URL"], headers={"Authorization": "Bearer sk-naive"}
+    ) as llm:
+        await naive_dispatcher(database, llm).start_polling(bot, handle_signals=True)
+    database.close()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in ("echo", "naive"):
+        raise SystemExit("usage: python -m bench.floor_bots echo|naive")
+    asyncio.run(main(sys.argv[1]))
