@@ -32,13 +32,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.policy import CompactionPolicy
-from bot.agent.provider_call import capacity_window
+from bot.agent.provider_call import check_request, request_needs
 from bot.agent.routes import ModelRoute, RouteTable
 from bot.agent.traces import new_call_id
 from bot.context.cache_plan import ReadPoints, plan_cache, session_cache_key
@@ -49,8 +49,9 @@ from bot.context.compaction import (
     prepared_summaries,
     summary_request,
 )
+from bot.context.token_correction import NO_CORRECTION, TokenCorrection
 from bot.context.tokens import estimate_message_tokens, split_request_tokens
-from bot.context.window import check_capacity, estimate_tool_schema_tokens
+from bot.context.window import estimate_tool_schema_tokens
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord
 from bot.errors import BotError
@@ -60,7 +61,7 @@ from bot.tools.base import Tool, offered_in
 
 log = logging.getLogger("tgbot.compaction")
 
-FoldReason = Literal["move", "prepare", "trim"]
+FoldReason = Literal["move", "prepare", "trim", "overflow"]
 
 
 async def summary_before(
@@ -91,7 +92,11 @@ class Compactor:
         clock: Clock,
         policy: CompactionPolicy,
         read_points: ReadPoints | None = None,
+        correction: Callable[[str, str], TokenCorrection] | None = None,
     ) -> None:
+        self.correction = correction or (lambda provider, model: NO_CORRECTION)
+        """The learned token correction of a route (provider, model): the summary call is
+        held to the window by the same measure as the turn's calls (`request_needs`)."""
         self.read_points = read_points if read_points is not None else ReadPoints()
         """Shared with the turn calls: a summary request reads what the replies wrote."""
         self.store = store
@@ -184,6 +189,8 @@ class Compactor:
         messages: Sequence[ChatMessage],
         turn_id: str,
         why: FoldReason,
+        bound: int | None = None,
+        within: int | None = None,
     ) -> tuple[SummaryRecord | None, bool]:
         """Fold `records[:cut]` (and `previous`) into a new summary stored under
         `records[cut - 1]`, and say whether a due fold failed (a provider error, the capacity
@@ -192,12 +199,18 @@ class Compactor:
 
         `why`: `move`, a window move waits for it (no summary was prepared); `prepare`,
         after a reply for the next move (a failure only means that move folds in its turn);
-        `trim`, a runtime trim drops turns."""
+        `trim`, a runtime trim drops turns; `overflow`, the provider refused the turn's
+        request as too long: `messages` then hold only what leaves, and the summary request
+        must stay smaller than `within` real tokens (what was refused, or the limit the
+        provider reported), else no call is made and the move waits.
+
+        `bound`: the summary's bound in tokens, computed by the caller from the window's
+        clamped budget (`RequestBuilder.window_limits`); else the scene's configured one."""
         if why == "move":
             self.sync_folds += 1
         elif why == "prepare":
             self.prepared_folds += 1
-        budget = self.policy.summary_budgets.of(session.scene)
+        budget = bound if bound is not None else self.policy.summary_budgets.of(session.scene)
         departing = records[:cut]
         plan = plan_fold(departing, previous, budget) if budget > 0 and cut > 0 else None
         if plan is None:
@@ -224,6 +237,7 @@ class Compactor:
             cache_plan=cache.plan,
         )
         schema_tokens = estimate_tool_schema_tokens([s.schema() for s in specs])
+        correction = self.correction(route.profile, route.model)
         system = sum(estimate_message_tokens(m) for m in request_messages if m.role == "system")
         called = _Call(
             bus=self.bus,
@@ -238,16 +252,9 @@ class Compactor:
         )
         started = time.perf_counter()
         try:
-            window, source = capacity_window(route, self.policy.runtime)
-            check_capacity(
-                message_tokens=sum(estimate_message_tokens(m) for m in request_messages),
-                tool_schema_tokens=schema_tokens,
-                image_tokens=0,
-                context_window=window,
-                model=route.model,
-                context_window_known=source == "known",
-                honoured=source == "max_context_tokens",
-            )
+            # the one capacity check of every call: the turn's measure, the turn's window
+            needs = request_needs(request_messages, specs, route, correction)
+            check_request(needs, route, self.policy.runtime, within=within)
             response = await route.provider.complete(request)
         except (TimeoutError, BotError, OSError) as exc:
             log.warning("summary call for session %s failed: %s", session.id, exc)

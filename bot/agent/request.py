@@ -24,7 +24,7 @@ from bot.agent.reactions_block import ReactionsBlock
 from bot.agent.routes import ModelRoute, RouteTable
 from bot.agent.turn import TurnState, TurnWindow
 from bot.context.alias_table import AliasTable
-from bot.context.budget import RuntimeLimits
+from bot.context.budget import RuntimeLimits, summary_bound
 from bot.context.compaction import (
     PreparedSummary,
     WindowPlan,
@@ -258,6 +258,7 @@ class RequestBuilder:
             messages=await self.fold_messages(session, records, loaded.previous),
             turn_id=turn_id,
             why="move",
+            bound=loaded.limits.summary_bound,
         )
         return plan.after_fold(folded, failed=failed)
 
@@ -336,7 +337,9 @@ class RequestBuilder:
             state.fold_soon = predict_cut(kept, loaded.limits, margin) is not None
         return state
 
-    async def drop_turns(self, state: TurnState, count: int) -> tuple[int, int]:
+    async def drop_turns(
+        self, state: TurnState, count: int, *, within: int | None = None
+    ) -> tuple[int, int]:
         """Drop the `count` oldest whole turns of the window from its records, then render
         the rest again (docs/architecture.md, Rendering a message): the first kept message
         opens the window (date, full sender name) and a quote of a dropped message degrades
@@ -344,7 +347,11 @@ class RequestBuilder:
 
         This turn's tool steps after the window stay as they are; the newest turn is never
         dropped. Returns (turns, messages) dropped from the rendered window: (0, 0) when
-        nothing could be dropped."""
+        nothing could be dropped.
+
+        `within`: the provider just refused the turn's request as too long (its size, or
+        the limit it reported): the fold summarises only what leaves, in a request smaller
+        than that, or the cut waits (breadcrumb only, the summary stays as it was)."""
         window = state.window
         projection = window.projection
         starts = turn_starts(projection.messages)
@@ -358,14 +365,20 @@ class RequestBuilder:
         session = state.session
         summary, persist = window.summary, True
         if self.compactor is not None:  # what the trim drops is folded like a move's
+            # after an overflow the request that repeats the whole window cannot be sent:
+            # only what leaves is shown to the summary call
+            shown = window.records if within is None else window.records[:cut]
+            limits = self.window_limits(session.scene, state.correction, session=session)
             folded, failed = await self.compactor.fold_or_fail(
                 session,
                 records=window.records,
                 cut=cut,
                 previous=window.summary,
-                messages=await self.fold_messages(session, window.records, window.summary),
+                messages=await self.fold_messages(session, shown, window.summary),
                 turn_id=state.turn_id,
-                why="trim",
+                why="trim" if within is None else "overflow",
+                bound=limits.summary_bound,
+                within=within,
             )
             persist = not failed  # a failed fold: the cut waits, nothing leaves for good
             summary = folded or summary
@@ -430,7 +443,10 @@ class RequestBuilder:
             room = self.history_room(session, correction)
             if room is not None:
                 history_budget = min(history_budget, room) if history_budget > 0 else room
-        reserve = self.compactor.policy.summary_budgets.of(scene) if self.compactor else 0
+        reserve = 0
+        if self.compactor is not None:  # a quarter of the clamped budget at most
+            configured = self.compactor.policy.summary_budgets.of(scene)
+            reserve = summary_bound(configured, history_budget)
         caps = self.window_policy.caps.of(scene)
         budget = max(1, history_budget - reserve) if history_budget > 0 else 0
         return WindowLimits(
@@ -438,6 +454,7 @@ class RequestBuilder:
             max_turns=caps.max_turns,
             max_messages=caps.max_messages,
             headroom=self.window_policy.headroom,
+            summary_bound=reserve,
         )
 
     def history_room(self, session: SessionInfo, correction: TokenCorrection) -> int | None:
@@ -529,6 +546,7 @@ class RequestBuilder:
             messages=head + list(projection.messages),
             turn_id=turn_id,
             why="prepare",
+            bound=limits.summary_bound,
         )
 
     def _project(

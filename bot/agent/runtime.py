@@ -120,6 +120,7 @@ class TurnRunner:
                 clock=clock,
                 policy=policy.compaction,
                 read_points=read_points,
+                correction=self.truth.correction,
             )
         self.request = RequestBuilder(
             compactor=self.compactor,
