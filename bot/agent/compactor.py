@@ -54,7 +54,7 @@ from bot.context.tokens import estimate_message_tokens, split_request_tokens
 from bot.context.window import estimate_tool_schema_tokens
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord
-from bot.errors import BotError
+from bot.errors import BotError, CapacityExceeded
 from bot.ports import Clock, LLMRequest, LLMResponse, NewRecord, SessionInfo
 from bot.store_ports import SummaryReader, SummaryStore
 from bot.tools.base import Tool, offered_in
@@ -191,6 +191,7 @@ class Compactor:
         why: FoldReason,
         bound: int | None = None,
         within: int | None = None,
+        narrow: Sequence[ChatMessage] | None = None,
     ) -> tuple[SummaryRecord | None, bool]:
         """Fold `records[:cut]` (and `previous`) into a new summary stored under
         `records[cut - 1]`, and say whether a due fold failed (a provider error, the capacity
@@ -203,6 +204,10 @@ class Compactor:
         request as too long: `messages` then hold only what leaves, and the summary request
         must stay smaller than `within` real tokens (what was refused, or the limit the
         provider reported), else no call is made and the move waits.
+
+        `narrow`: the head and only what leaves; the request is made of it when the reply
+        request's shape (`messages`) does not fit the window by the one capacity check, so a
+        window near its limit still folds (its cache is cold, but nothing is refused).
 
         `bound`: the summary's bound in tokens, computed by the caller from the window's
         clamped budget (`RequestBuilder.window_limits`); else the scene's configured one."""
@@ -220,6 +225,15 @@ class Compactor:
             messages, first=plan.first, last=plan.last, max_tokens=budget
         )
         specs = tuple(tool.spec for tool in offered_in(self.tools, session.scene).values())
+        correction = self.correction(route.profile, route.model)
+        if narrow is not None:
+            try:
+                needs = request_needs(request_messages, specs, route, correction)
+                check_request(needs, route, self.policy.runtime, within=within)
+            except CapacityExceeded:  # the whole window does not fit: only what leaves
+                request_messages = summary_request(
+                    narrow, first=plan.first, last=plan.last, max_tokens=budget
+                )
         # the instruction is the one message nobody repeats: the window before it is read
         # from (and written for) the chat's reply requests
         cache = plan_cache(
@@ -237,7 +251,6 @@ class Compactor:
             cache_plan=cache.plan,
         )
         schema_tokens = estimate_tool_schema_tokens([s.schema() for s in specs])
-        correction = self.correction(route.profile, route.model)
         system = sum(estimate_message_tokens(m) for m in request_messages if m.role == "system")
         called = _Call(
             bus=self.bus,

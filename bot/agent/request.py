@@ -250,15 +250,17 @@ class RequestBuilder:
         if self.compactor is None:
             return plan
         session, records = loaded.session, loaded.records
+        cut = loaded.starts[plan.decision.start]
         folded, failed = await self.compactor.fold_or_fail(
             session,
             records=records,
-            cut=loaded.starts[plan.decision.start],
+            cut=cut,
             previous=loaded.previous,
             messages=await self.fold_messages(session, records, loaded.previous),
             turn_id=turn_id,
             why="move",
             bound=loaded.limits.summary_bound,
+            narrow=await self.fold_messages(session, records[:cut], loaded.previous),
         )
         return plan.after_fold(folded, failed=failed)
 
@@ -367,18 +369,22 @@ class RequestBuilder:
         if self.compactor is not None:  # what the trim drops is folded like a move's
             # after an overflow the request that repeats the whole window cannot be sent:
             # only what leaves is shown to the summary call
-            shown = window.records if within is None else window.records[:cut]
+            narrow = await self.fold_messages(session, window.records[:cut], window.summary)
+            whole = narrow
+            if within is None:
+                whole = await self.fold_messages(session, window.records, window.summary)
             limits = self.window_limits(session.scene, state.correction, session=session)
             folded, failed = await self.compactor.fold_or_fail(
                 session,
                 records=window.records,
                 cut=cut,
                 previous=window.summary,
-                messages=await self.fold_messages(session, shown, window.summary),
+                messages=whole,
                 turn_id=state.turn_id,
                 why="trim" if within is None else "overflow",
                 bound=limits.summary_bound,
                 within=within,
+                narrow=narrow,
             )
             persist = not failed  # a failed fold: the cut waits, nothing leaves for good
             summary = folded or summary
@@ -547,6 +553,7 @@ class RequestBuilder:
             turn_id=turn_id,
             why="prepare",
             bound=limits.summary_bound,
+            narrow=await self.fold_messages(session, records[: starts[turn]], summary),
         )
 
     def _project(
