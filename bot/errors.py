@@ -93,7 +93,17 @@ class ProviderError(BotError):
 
 
 class ContextOverflow(ProviderError):
-    """The provider reported that the prompt exceeds the model's context window."""
+    """The provider reported that the prompt exceeds the model's context window.
+
+    `limit` and `requested` are the window and the request's size in the provider's tokens,
+    when its error body says them (None when it does not, as Ollama's does not)."""
+
+    def __init__(
+        self, message: str, *, limit: int | None = None, requested: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.requested = requested
 
 
 class ProviderRateLimited(ProviderError):

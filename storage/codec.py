@@ -135,6 +135,8 @@ def _encode_body(body: RecordBody) -> Json:
                             "content": r.content,
                             "isError": r.is_error,
                             "errorCode": r.error_code,
+                            "shown": [list(pair) for pair in r.shown] or None,
+                            "shownRefs": list(r.shown_references) or None,
                         }
                     )
                     for r in body.results
@@ -307,6 +309,10 @@ def _decode_body(data: Mapping[str, Any]) -> RecordBody:
                         content=str(r.get("content", "")),
                         is_error=bool(r.get("isError", False)),
                         error_code=_opt_str(r.get("errorCode")),
+                        shown=_alias_pairs(r.get("shown")),
+                        shown_references=tuple(
+                            mid for mid in r.get("shownRefs") or () if type(mid) is int
+                        ),
                     )
                     for r in _list(data, "results")
                 )
@@ -328,6 +334,20 @@ def _decode_body(data: Mapping[str, Any]) -> RecordBody:
                 ),
             )
     raise PayloadError(f"unknown record kind {kind!r}")
+
+
+def _alias_pairs(raw: object) -> tuple[tuple[str, int], ...]:
+    """Stored `[alias, platform id]` pairs; malformed ones are skipped."""
+    if not isinstance(raw, list):
+        return ()
+    return tuple(
+        (pair[0], pair[1])
+        for pair in raw
+        if isinstance(pair, list)
+        and len(pair) == 2
+        and isinstance(pair[0], str)
+        and type(pair[1]) is int
+    )
 
 
 _REASONING_FORMATS = frozenset(get_args(ReasoningFormat))

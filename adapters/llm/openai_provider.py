@@ -41,6 +41,7 @@ from adapters.llm import anthropic_wire, openai_wire
 from adapters.llm.dialects import WireOptions
 from adapters.llm.openai_wire import classify_error, retry_after_seconds
 from bot.errors import (
+    ContextOverflow,
     ProviderBadResponse,
     ProviderError,
     ProviderRateLimited,
@@ -348,6 +349,8 @@ class OpenAIProvider:
             return error
         if isinstance(error, ProviderRateLimited):
             return ProviderRateLimited(scrubbed, retry_after=error.retry_after)
+        if isinstance(error, ContextOverflow):
+            return ContextOverflow(scrubbed, limit=error.limit, requested=error.requested)
         return type(error)(scrubbed)
 
     def _scrub(self, text: str) -> str:

@@ -47,6 +47,19 @@ _OVERFLOW_PHRASES = re.compile(
     r"|input length exceeds|input is too long|longer than the context length",
     re.IGNORECASE,
 )
+# the window and the request's size where an overflow body says them (one phrase per
+# provider family, from the fixtures under tests/fixtures/llm/); literals and digits only
+_OVERFLOW_LIMIT = re.compile(
+    r"maximum (?:context|prompt) length is (\d+)|(\d+) maximum|tokens allowed \((\d+)\)"
+    r"|context size \((\d+) tokens\)|model token limit: (\d+)|input length should be \[1, (\d+)\]",
+    re.IGNORECASE,
+)
+_OVERFLOW_REQUESTED = re.compile(
+    r"resulted in (\d+) tokens|requested (?:about )?(\d+) tokens|too long: (\d+) tokens"
+    r"|input token count \((\d+)\)|request \((\d+) tokens\)|\(requested: (\d+)\)"
+    r"|request contains (\d+) tokens",
+    re.IGNORECASE,
+)
 _MAX_ERROR_TEXT = 300
 _STOPS: dict[str, StopReason] = {
     "stop": "end",
@@ -532,12 +545,25 @@ def classify_error(
     if status == 429:
         return ProviderRateLimited(described, retry_after=retry_after_seconds(headers, now=now))
     if 400 <= status < 500 and (code in _OVERFLOW_CODES or _OVERFLOW_PHRASES.search(message)):
-        return ContextOverflow(described)
+        return ContextOverflow(
+            described,
+            limit=_first_number(_OVERFLOW_LIMIT, message),
+            requested=_first_number(_OVERFLOW_REQUESTED, message),
+        )
     if status >= 500:
         return ProviderUnavailable(described)
     if 400 <= status < 500:
         return ProviderRejected(described)
     return ProviderBadResponse(described)
+
+
+def _first_number(pattern: re.Pattern[str], message: str) -> int | None:
+    """The number the first match of `pattern` in `message` captured (None: no match)."""
+    found = pattern.search(message)
+    if found is None:
+        return None
+    number = next(group for group in found.groups() if group is not None)
+    return int(number)
 
 
 def _error_message_and_code(body: object) -> tuple[str, str | None]:

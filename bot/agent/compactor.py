@@ -32,13 +32,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.policy import CompactionPolicy
-from bot.agent.provider_call import capacity_window
+from bot.agent.provider_call import check_request, request_needs
 from bot.agent.routes import ModelRoute, RouteTable
 from bot.agent.traces import new_call_id
 from bot.context.cache_plan import ReadPoints, plan_cache, session_cache_key
@@ -49,18 +49,19 @@ from bot.context.compaction import (
     prepared_summaries,
     summary_request,
 )
+from bot.context.token_correction import NO_CORRECTION, TokenCorrection
 from bot.context.tokens import estimate_message_tokens, split_request_tokens
-from bot.context.window import check_capacity, estimate_tool_schema_tokens
+from bot.context.window import estimate_tool_schema_tokens
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord
-from bot.errors import BotError
+from bot.errors import BotError, CapacityExceeded
 from bot.ports import Clock, LLMRequest, LLMResponse, NewRecord, SessionInfo
 from bot.store_ports import SummaryReader, SummaryStore
 from bot.tools.base import Tool, offered_in
 
 log = logging.getLogger("tgbot.compaction")
 
-FoldReason = Literal["move", "prepare", "trim"]
+FoldReason = Literal["move", "prepare", "trim", "overflow"]
 
 
 async def summary_before(
@@ -91,7 +92,11 @@ class Compactor:
         clock: Clock,
         policy: CompactionPolicy,
         read_points: ReadPoints | None = None,
+        correction: Callable[[str, str], TokenCorrection] | None = None,
     ) -> None:
+        self.correction = correction or (lambda provider, model: NO_CORRECTION)
+        """The learned token correction of a route (provider, model): the summary call is
+        held to the window by the same measure as the turn's calls (`request_needs`)."""
         self.read_points = read_points if read_points is not None else ReadPoints()
         """Shared with the turn calls: a summary request reads what the replies wrote."""
         self.store = store
@@ -184,6 +189,9 @@ class Compactor:
         messages: Sequence[ChatMessage],
         turn_id: str,
         why: FoldReason,
+        bound: int | None = None,
+        within: int | None = None,
+        narrow: Sequence[ChatMessage] | None = None,
     ) -> tuple[SummaryRecord | None, bool]:
         """Fold `records[:cut]` (and `previous`) into a new summary stored under
         `records[cut - 1]`, and say whether a due fold failed (a provider error, the capacity
@@ -192,12 +200,22 @@ class Compactor:
 
         `why`: `move`, a window move waits for it (no summary was prepared); `prepare`,
         after a reply for the next move (a failure only means that move folds in its turn);
-        `trim`, a runtime trim drops turns."""
+        `trim`, a runtime trim drops turns; `overflow`, the provider refused the turn's
+        request as too long: `messages` then hold only what leaves, and the summary request
+        must stay smaller than `within` real tokens (what was refused, or the limit the
+        provider reported), else no call is made and the move waits.
+
+        `narrow`: the head and only what leaves; the request is made of it when the reply
+        request's shape (`messages`) does not fit the window by the one capacity check, so a
+        window near its limit still folds (its cache is cold, but nothing is refused).
+
+        `bound`: the summary's bound in tokens, computed by the caller from the window's
+        clamped budget (`RequestBuilder.window_limits`); else the scene's configured one."""
         if why == "move":
             self.sync_folds += 1
         elif why == "prepare":
             self.prepared_folds += 1
-        budget = self.policy.summary_budgets.of(session.scene)
+        budget = bound if bound is not None else self.policy.summary_budgets.of(session.scene)
         departing = records[:cut]
         plan = plan_fold(departing, previous, budget) if budget > 0 and cut > 0 else None
         if plan is None:
@@ -207,6 +225,15 @@ class Compactor:
             messages, first=plan.first, last=plan.last, max_tokens=budget
         )
         specs = tuple(tool.spec for tool in offered_in(self.tools, session.scene).values())
+        correction = self.correction(route.profile, route.model)
+        if narrow is not None:
+            try:
+                needs = request_needs(request_messages, specs, route, correction)
+                check_request(needs, route, self.policy.runtime, within=within)
+            except CapacityExceeded:  # the whole window does not fit: only what leaves
+                request_messages = summary_request(
+                    narrow, first=plan.first, last=plan.last, max_tokens=budget
+                )
         # the instruction is the one message nobody repeats: the window before it is read
         # from (and written for) the chat's reply requests
         cache = plan_cache(
@@ -239,16 +266,9 @@ class Compactor:
         )
         started = time.perf_counter()
         try:
-            window, source = capacity_window(route, self.policy.runtime)
-            check_capacity(
-                message_tokens=sum(estimate_message_tokens(m) for m in request_messages),
-                tool_schema_tokens=schema_tokens,
-                image_tokens=0,
-                context_window=window,
-                model=route.model,
-                context_window_known=source == "known",
-                honoured=source == "max_context_tokens",
-            )
+            # the one capacity check of every call: the turn's measure, the turn's window
+            needs = request_needs(request_messages, specs, route, correction)
+            check_request(needs, route, self.policy.runtime, within=within)
             response = await route.provider.complete(request)
         except (TimeoutError, BotError, OSError) as exc:
             log.warning("summary call for session %s failed: %s", session.id, exc)

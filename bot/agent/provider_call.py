@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from bot.agent.events import EventBus, ModelCalled
@@ -28,14 +29,20 @@ from bot.context.budget import RuntimeLimits
 from bot.context.cache_plan import PlannedCache, ReadPoints, plan_cache, session_cache_key
 from bot.context.history_trim import HistoryTrimmed, trim_to_recent_turns
 from bot.context.orphans import remove_orphaned_tool_messages
-from bot.context.token_correction import exact_message_tokens
+from bot.context.token_correction import TokenCorrection, exact_message_tokens
 from bot.context.tokens import (
     ensure_token_estimate,
+    estimate_history_tokens,
     image_tokens,
     split_request_tokens,
     system_tokens,
 )
-from bot.context.window import check_capacity, recovery_target, tool_schema_text
+from bot.context.window import (
+    check_capacity,
+    estimate_tool_schema_tokens,
+    recovery_target,
+    tool_schema_text,
+)
 from bot.domain.messages import ChatMessage
 from bot.errors import (
     BudgetExceeded,
@@ -46,7 +53,7 @@ from bot.errors import (
     ProviderRejected,
     ProviderUnavailable,
 )
-from bot.ports import Clock, LLMRequest, LLMResponse, TextSink
+from bot.ports import Clock, LLMRequest, LLMResponse, TextSink, ToolSpec
 from bot.tools.base import Tool, offered_in
 
 FINAL_CALL_NOTE = (
@@ -67,7 +74,9 @@ class SpendCheck(Protocol):
 class WindowTrimmer(Protocol):
     """Drops whole turns from a turn's window and renders the rest again."""
 
-    async def drop_turns(self, state: TurnState, count: int) -> tuple[int, int]: ...
+    async def drop_turns(
+        self, state: TurnState, count: int, *, within: int | None = None
+    ) -> tuple[int, int]: ...
 
 
 CapacitySource = Literal["known", "max_context_tokens", "assumed"]
@@ -85,6 +94,79 @@ def capacity_window(route: ModelRoute, limits: RuntimeLimits) -> tuple[int, Capa
     if honoured is not None and honoured > 0:
         return honoured, "max_context_tokens"
     return route.context_window_for_math, "assumed"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestNeeds:
+    """What a request needs of the model's window, in real tokens: counted exactly when the
+    route has a tokenizer file (`exact` is then the total), else our estimate scaled by the
+    route's correction."""
+
+    messages: int
+    schemas: int
+    images: int
+    exact: int | None = None
+
+    @property
+    def total(self) -> int:
+        return self.messages + self.schemas + self.images
+
+
+def request_needs(
+    messages: Sequence[ChatMessage],
+    tools: Sequence[ToolSpec],
+    route: ModelRoute,
+    correction: TokenCorrection,
+) -> RequestNeeds:
+    """What `messages` and the schemas of `tools` need of `route`'s window: the one measure
+    every model call is held to (a turn's call and a summary call alike)."""
+    images = image_tokens(messages)
+    schemas = [tool.schema() for tool in tools]
+    count = route.count_tokens
+    if count is not None:
+        exact_messages = exact_message_tokens(messages, count) - images
+        exact_schemas = count(tool_schema_text(schemas))
+        total = exact_messages + exact_schemas + images
+        return RequestNeeds(exact_messages, exact_schemas, images, exact=total)
+    real = correction.apply
+    return RequestNeeds(
+        real(estimate_history_tokens(messages) - images),
+        real(estimate_tool_schema_tokens(schemas)),
+        real(images),
+    )
+
+
+def check_request(
+    needs: RequestNeeds, route: ModelRoute, limits: RuntimeLimits, *, within: int | None = None
+) -> None:
+    """Raise `CapacityExceeded` when a request needing `needs` cannot fit `route`'s window
+    (`capacity_window`), or, with `within`, is not smaller than that many tokens (after an
+    overflow: what the provider just refused). The one capacity check of every model call."""
+    window, source = capacity_window(route, limits)
+    if within is not None and within <= window:
+        window, source = within - 1, "known"
+    check_capacity(
+        message_tokens=needs.messages,
+        tool_schema_tokens=needs.schemas,
+        image_tokens=needs.images,
+        context_window=window,
+        model=route.model,
+        context_window_known=source == "known",
+        honoured=source == "max_context_tokens",
+    )
+
+
+def overflow_room(exc: ContextOverflow, refused: int) -> int:
+    """After an overflow: the size (real tokens) no request of the turn may reach again.
+    `refused` is what the refused request needed by our count; when the provider's body
+    says its window and the request's size, our count is scaled by that ratio, and a window
+    alone bounds it too."""
+    room = refused
+    if exc.limit is not None and exc.limit > 0:
+        if exc.requested is not None and exc.requested > exc.limit:
+            room = min(room, refused * exc.limit // exc.requested)
+        room = min(room, exc.limit)
+    return max(1, room)
 
 
 def _failure_key(exc: ProviderError) -> str:
@@ -169,7 +251,7 @@ class ProviderCaller:
             budget = state.correction.to_estimate(state.budget) - schemas
             await self._trim(state, max(1, budget), reason="token_budget")
         await self._flush_trims(state)
-        window, source = capacity_window(state.route, self.policy.limits)
+        window, _ = capacity_window(state.route, self.policy.limits)
         recovered = False
         output_limit = self.policy.max_output_tokens
         raised = False
@@ -186,30 +268,11 @@ class ProviderCaller:
                 max_output_tokens=output_limit,
                 cache_plan=cache.plan,
             )
-            images = image_tokens(state.messages)
-            schemas = fixed - system_tokens(state.messages)
-            # the window is real tokens: so is what must fit, counted exactly when the
-            # route has a tokenizer file, else our estimate scaled by the route's correction
-            count = state.route.count_tokens
-            exact = None
-            if count is not None:
-                exact_messages = exact_message_tokens(state.messages, count) - images
-                exact_schemas = count(tool_schema_text([t.schema() for t in tools]))
-                exact = exact_messages + exact_schemas + images
-                needs = (exact_messages, exact_schemas, images)
-            else:
-                real = state.correction.apply
-                needs = (real(state.messages.tokens - images), real(schemas), real(images))
+            # the window is real tokens: so is what must fit (`request_needs`)
+            needs = request_needs(messages, tools, state.route, state.correction)
+            exact = needs.exact
             try:
-                check_capacity(
-                    message_tokens=needs[0],
-                    tool_schema_tokens=needs[1],
-                    image_tokens=needs[2],
-                    context_window=window,
-                    model=state.route.model,
-                    context_window_known=source == "known",
-                    honoured=source == "max_context_tokens",
-                )
+                check_request(needs, state.route, self.policy.limits, within=state.refused)
             except CapacityExceeded as exc:
                 await self._called(
                     state, None, None, error=exc, final=final, exact=exact, request=request
@@ -217,7 +280,7 @@ class ProviderCaller:
                 raise TurnFailed("capacity", str(exc)) from exc
             if self.spend is not None:
                 try:
-                    await self.spend.before_call(state, request, input_tokens=sum(needs))
+                    await self.spend.before_call(state, request, input_tokens=needs.total)
                 except BudgetExceeded as exc:
                     await self._called(state, None, None, error=exc, final=final, exact=exact)
                     raise TurnFailed(
@@ -239,6 +302,8 @@ class ProviderCaller:
                 await self._called(
                     state, None, started, error=exc, final=final, exact=exact, request=request
                 )
+                # no later request of the turn reaches what was just refused
+                state.refused = overflow_room(exc, needs.total)
                 if recovered or not await self._recover(state):
                     raise TurnFailed("overflow", f"context overflow: {exc}") from exc
                 recovered = True
@@ -254,6 +319,7 @@ class ProviderCaller:
                 state, response, started, error=None, final=final, exact=exact, request=request
             )
             if response.stop == "context":  # stopped at the window: the overflow path
+                state.refused = needs.total
                 if recovered or not await self._recover(state):
                     raise TurnFailed("overflow", "the answer stopped at the context window")
                 recovered = True
@@ -345,7 +411,7 @@ class ProviderCaller:
             if not plan.trimmed or plan.dropped_turns == 0:
                 break
             dropped_turns, dropped_messages = await self.window.drop_turns(
-                state, plan.dropped_turns
+                state, plan.dropped_turns, within=state.refused
             )
             if dropped_turns == 0:
                 break

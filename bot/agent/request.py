@@ -25,7 +25,7 @@ from bot.agent.routes import ModelRoute, RouteTable
 from bot.agent.turn import TurnState, TurnWindow
 from bot.agent.turn_images import NO_IMAGES, TurnImages
 from bot.context.alias_table import AliasTable
-from bot.context.budget import RuntimeLimits
+from bot.context.budget import RuntimeLimits, summary_bound
 from bot.context.compaction import (
     PreparedSummary,
     WindowPlan,
@@ -273,14 +273,17 @@ class RequestBuilder:
         if self.compactor is None:
             return plan
         session, records = loaded.session, loaded.records
+        cut = loaded.starts[plan.decision.start]
         folded, failed = await self.compactor.fold_or_fail(
             session,
             records=records,
-            cut=loaded.starts[plan.decision.start],
+            cut=cut,
             previous=loaded.previous,
             messages=await self.fold_messages(session, records, loaded.previous),
             turn_id=turn_id,
             why="move",
+            bound=loaded.limits.summary_bound,
+            narrow=await self.fold_messages(session, records[:cut], loaded.previous),
         )
         return plan.after_fold(folded, failed=failed)
 
@@ -360,7 +363,9 @@ class RequestBuilder:
             state.fold_soon = predict_cut(kept, loaded.limits, margin) is not None
         return state
 
-    async def drop_turns(self, state: TurnState, count: int) -> tuple[int, int]:
+    async def drop_turns(
+        self, state: TurnState, count: int, *, within: int | None = None
+    ) -> tuple[int, int]:
         """Drop the `count` oldest whole turns of the window from its records, then render
         the rest again (docs/architecture.md, Rendering a message): the first kept message
         opens the window (date, full sender name) and a quote of a dropped message degrades
@@ -368,7 +373,11 @@ class RequestBuilder:
 
         This turn's tool steps after the window stay as they are; the newest turn is never
         dropped. Returns (turns, messages) dropped from the rendered window: (0, 0) when
-        nothing could be dropped."""
+        nothing could be dropped.
+
+        `within`: the provider just refused the turn's request as too long (its size, or
+        the limit it reported): the fold summarises only what leaves, in a request smaller
+        than that, or the cut waits (breadcrumb only, the summary stays as it was)."""
         window = state.window
         projection = window.projection
         starts = turn_starts(projection.messages)
@@ -382,14 +391,24 @@ class RequestBuilder:
         session = state.session
         summary, persist = window.summary, True
         if self.compactor is not None:  # what the trim drops is folded like a move's
+            # after an overflow the request that repeats the whole window cannot be sent:
+            # only what leaves is shown to the summary call
+            narrow = await self.fold_messages(session, window.records[:cut], window.summary)
+            whole = narrow
+            if within is None:
+                whole = await self.fold_messages(session, window.records, window.summary)
+            limits = self.window_limits(session.scene, state.correction, session=session)
             folded, failed = await self.compactor.fold_or_fail(
                 session,
                 records=window.records,
                 cut=cut,
                 previous=window.summary,
-                messages=await self.fold_messages(session, window.records, window.summary),
+                messages=whole,
                 turn_id=state.turn_id,
-                why="trim",
+                why="trim" if within is None else "overflow",
+                bound=limits.summary_bound,
+                within=within,
+                narrow=narrow,
             )
             persist = not failed  # a failed fold: the cut waits, nothing leaves for good
             summary = folded or summary
@@ -489,7 +508,10 @@ class RequestBuilder:
             room = self.history_room(session, correction)
             if room is not None:
                 history_budget = min(history_budget, room) if history_budget > 0 else room
-        reserve = self.compactor.policy.summary_budgets.of(scene) if self.compactor else 0
+        reserve = 0
+        if self.compactor is not None:  # a quarter of the clamped budget at most
+            configured = self.compactor.policy.summary_budgets.of(scene)
+            reserve = summary_bound(configured, history_budget)
         caps = self.window_policy.caps.of(scene)
         budget = max(1, history_budget - reserve) if history_budget > 0 else 0
         return WindowLimits(
@@ -497,6 +519,7 @@ class RequestBuilder:
             max_turns=caps.max_turns,
             max_messages=caps.max_messages,
             headroom=self.window_policy.headroom,
+            summary_bound=reserve,
         )
 
     def history_room(self, session: SessionInfo, correction: TokenCorrection) -> int | None:
@@ -592,6 +615,8 @@ class RequestBuilder:
             messages=head + list(projection.messages),
             turn_id=turn_id,
             why="prepare",
+            bound=limits.summary_bound,
+            narrow=await self.fold_messages(session, records[: starts[turn]], summary),
         )
 
     def _project(

@@ -129,6 +129,7 @@ class TurnRunner:
                 clock=clock,
                 policy=policy.compaction,
                 read_points=read_points,
+                correction=self.truth.correction,
             )
         self.request = RequestBuilder(
             compactor=self.compactor,

@@ -26,7 +26,7 @@ from datetime import UTC, tzinfo
 from bot.agent.observer import NO_OBSERVER, TurnObserver
 from bot.agent.routes import ModelRoute
 from bot.agent.turn import TurnState
-from bot.context.alias_table import AliasTable
+from bot.context.alias_table import AliasTable, ShownByTool
 from bot.context.bounded_json import JsonTooDeep, JsonTooLarge, loads_bounded
 from bot.context.projection import current_record_index, record_tokens, tool_result_message
 from bot.context.tokens import ensure_token_estimate
@@ -292,7 +292,8 @@ class ToolRunner:
         timeout = tool.timeout_seconds or TOOL_TIMEOUT_SECONDS
         media = replace(ctx.media, shown=[]) if ctx.media is not None else None
         try:
-            run = tool.run(args, replace(ctx, shown=aliases, media=media))
+            shown = ShownByTool(aliases)  # what it shows is kept with its result
+            run = tool.run(args, replace(ctx, shown=shown, media=media))
             content = await asyncio.wait_for(run, timeout)
         except ToolError as exc:
             return failed(exc.code, str(exc))
@@ -309,4 +310,6 @@ class ToolRunner:
             call_id=call.id,
             name=call.name,
             content=truncate_tool_result(content, self.max_result_chars),
+            shown=tuple(shown.aliases),
+            shown_references=tuple(shown.references),
         )

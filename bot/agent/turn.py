@@ -54,6 +54,9 @@ class TurnState:
     correction: TokenCorrection = NO_CORRECTION
     requester: int | None = None
     """The member whose message the turn answers (their spend limit applies)."""
+    refused: int | None = None
+    """After a context overflow: what the refused request needed (real tokens, or the limit
+    the provider reported when lower); no later request of the turn may reach it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

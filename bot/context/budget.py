@@ -143,15 +143,17 @@ class PerScene(Generic[T]):
                 assert_never(scene)
 
 
+def summary_bound(configured: int, history_budget: int) -> int:
+    """The summary's bound: as configured, but never more than a quarter of the history
+    budget it is reserved in (a history without a budget keeps the configured bound). The
+    window reserves it and the fold is held to it, both from the same (clamped) budget."""
+    return min(configured, history_budget // 4) if history_budget > 0 else configured
+
+
 def bound_summaries(summaries: PerScene[int], history: PerScene[int]) -> PerScene[int]:
-    """The summary's bound in each scene: as configured, but never more than a quarter of the
-    scene's history budget (a scene without one keeps the configured bound)."""
-
-    def bound(summary: int, budget: int) -> int:
-        return min(summary, budget // 4) if budget > 0 else summary
-
+    """The summary's bound in each scene (`summary_bound` of the scene's history budget)."""
     return PerScene(
-        group=bound(summaries.group, history.group),
-        private=bound(summaries.private, history.private),
-        owner=bound(summaries.owner, history.owner),
+        group=summary_bound(summaries.group, history.group),
+        private=summary_bound(summaries.private, history.private),
+        owner=summary_bound(summaries.owner, history.owner),
     )

@@ -136,10 +136,11 @@ def project(
     shrunk = shrink_old_tool_results(messages, current_turn_start=current_turn_start, locale=locale)
     final = tuple(with_token_estimate(message) for message in shrunk)
     current_tokens = 0 if current_message is None else final[current_message].tokens or 0
+    by_tools, referenced_by_tools = _shown_by_tools(records, record_index, final)
     return Projection(
         messages=final,
-        aliases=tuple(renderer.aliases),
-        references=tuple(renderer.references),
+        aliases=(*renderer.aliases, *by_tools),
+        references=(*renderer.references, *referenced_by_tools),
         record_index=tuple(record_index),
         turn_start_indexes=tuple(starts),
         current_message_index=current_message,
@@ -340,6 +341,30 @@ def legacy_carrier(body: UserRecord) -> str | None:
         return None
     text = _user_text(body, is_current=True)
     return text if text.startswith(TOOL_RESULTS_PREFIX) else None
+
+
+def _shown_by_tools(
+    records: Sequence[StoredRecord], record_index: Sequence[int], messages: Sequence[ChatMessage]
+) -> tuple[list[tuple[str, int]], list[int]]:
+    """The aliases and platform ids that kept tool results (search_history's hits) still
+    show after old results are shrunk: each is stored with its result (`ToolResult.shown`)
+    and counts only while its `id:` field is still in the text the model reads."""
+    aliases: list[tuple[str, int]] = []
+    references: list[int] = []
+    for message, index in zip(messages, record_index, strict=True):
+        body = records[index].body
+        if message.role != "tool" or not isinstance(body, ToolResultsRecord):
+            continue
+        for result in body.results:
+            if result.call_id != message.tool_call_id:
+                continue
+            aliases.extend(
+                (alias, mid) for alias, mid in result.shown if f"id:{alias};" in message.content
+            )
+            references.extend(
+                mid for mid in result.shown_references if f"id:{mid};" in message.content
+            )
+    return aliases, references
 
 
 def tool_result_message(result: ToolResult) -> ChatMessage:

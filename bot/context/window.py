@@ -51,6 +51,8 @@ class WindowLimits:
     max_turns: int = 50
     max_messages: int = 100
     headroom: float = 0.25
+    summary_bound: int = 0
+    """The summary's bound (tokens) reserved inside the budget; a fold is held to it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -75,6 +75,11 @@ class ToolResult:
     content: str
     is_error: bool = False
     error_code: str | None = None
+    shown: tuple[tuple[str, int], ...] = ()
+    """The `(alias, platform id)` pairs the result showed (search_history's hits), so they
+    join the alias table of a later turn that still shows this result."""
+    shown_references: tuple[int, ...] = ()
+    """Platform ids the result showed without an alias (a message off the active path)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from typing import Any
 
-from bot.context.alias_table import AliasTable
+from bot.context.alias_table import AliasTable, ShownByTool
 from bot.context.images import ImageWire
 from bot.context.tool_results import DEFAULT_MAX_TOOL_RESULT_CHARS
 from bot.domain.ids import Scene
@@ -45,7 +45,7 @@ class ToolContext:
     search: HistorySearch | None = None
     history: AliasLookup | None = None
     """Aliases of messages beyond the window (`find_aliases`), for what a tool shows."""
-    shown: AliasTable | None = None
+    shown: AliasTable | ShownByTool | None = None
     """The turn's alias table: a tool that shows messages adds their aliases to it."""
     scene: Scene = "private"
     """The scene of the turn's chat (a tool offered per scene checks it when it runs)."""

@@ -242,8 +242,11 @@ async def test_a_stop_at_the_context_window_goes_to_overflow_recovery(tmp_path: 
         bot.answer(recorded("anthropic/context_window.json"))
         replies = await bot.say("and now summarise everything")
         assert replies == ["Recovered."]
-        stopped, retried = bot.server.requests[-2:]
+        # the call that stopped, the summary of what leaves (only that), the retry
+        stopped, summary, retried = bot.server.requests[-3:]
         assert len(retried["messages"]) < len(stopped["messages"])
+        assert len(json.dumps(summary)) < len(json.dumps(stopped))
+        assert len(json.dumps(retried)) < len(json.dumps(stopped))
         lines = [line for line in bot.ledger() if line["purpose"] == "turn"][-2:]
         assert lines[0]["stop"] == "context"
         assert [t["reason"] for t in lines[1]["trims"]] == ["overflow_recovery"]

@@ -382,6 +382,35 @@ def test_ended_turn_tool_results_shrink_and_the_current_turn_stays_whole() -> No
     assert projection.current_message_index == 3
 
 
+def test_an_old_search_result_lends_the_aliases_it_still_shows() -> None:
+    """Issue 35: what a kept search result still shows after it is shrunk is a valid
+    reference in a later turn (its pairs are stored with the result); what the shrink cut
+    off is not."""
+    hits = "[quote id:m1;user:Alice;] the wifi\n[quote id:555;user:Bob;] old branch\n"
+    far = "[quote id:m9;user:Bob;] far down"
+    content = hits + "x" * 200 + far
+    call = ToolCall(id="s1", name="search_history", arguments='{"query": "wifi"}')
+    result = ToolResult(
+        call_id="s1",
+        name="search_history",
+        content=content,
+        shown=(("m1", 101), ("m9", 109)),
+        shown_references=(555,),
+    )
+    records = [
+        user(1, 1, "q1", at=T0),
+        rec(2, AssistantRecord(tool_calls=(call,)), at=T0),
+        rec(3, ToolResultsRecord(results=(result,)), at=T0),
+        user(4, 2, "q2", at=T0),
+    ]
+    old = run(records, current=3)
+    assert ("m1", 101) in old.aliases
+    assert ("m9", 109) not in old.aliases  # shrunk away: no longer shown
+    assert 555 in old.references
+    current = run(records[:3], current=None)  # the turn that ran it sees it whole
+    assert {("m1", 101), ("m9", 109)} <= set(current.aliases)
+
+
 def test_tool_error_without_code() -> None:
     results = ToolResultsRecord(
         results=(ToolResult(call_id="c", name="t", content="boom", is_error=True),)

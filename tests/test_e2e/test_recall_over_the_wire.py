@@ -153,10 +153,16 @@ async def test_the_model_recalls_what_left_the_window(chat: Chat, locale: str) -
     assert not reacted.content.startswith("error"), reacted.content
     assert chat.api.sent_messages(CHAT)[-1]["text"] == f"Alice: {case['secret']}"
 
-    # --- a later turn: the search result is an ordinary old tool result, shrunk
+    # --- a later turn: the search result is an ordinary old tool result, shrunk; the alias
+    # it still shows is a valid reference (issue 35), though m1 left the window long ago
+    chat.model.add(CallTool("set_reaction", {"message_id": "m1", "emoji": "🔥"}), Reply("ok"))
     chat.api.push_update(chat.api.user_message(CHAT, ALICE, "@test_bot thanks", message_id=99999))
     await reply_stored(chat.api, chat.store, CHAT, 2)
     later = chat.model.requests[-1].messages
+    assert later[-1].role == "tool"
+    assert not later[-1].content.startswith("error"), later[-1].content
+    again = chat.api.calls_of("setMessageReaction")[-1]
+    assert (again["chat_id"], again["message_id"]) == (CHAT, fact_id)
     (old,) = [m for m in later if m.role == "tool" and m.content.startswith(top[:100])]
     assert len(searched.content.splitlines()) == 5  # the limit; fillers name the wifi too
     assert old.content.startswith(searched.content[:200])

@@ -134,7 +134,16 @@ class TestRecords:
                 ),
             ),
             ToolResultsRecord(
-                results=(ToolResult(call_id="c1", name="f", content="no", is_error=True),)
+                results=(
+                    ToolResult(call_id="c1", name="f", content="no", is_error=True),
+                    ToolResult(
+                        call_id="c2",
+                        name="search_history",
+                        content="[quote id:m3;] x\n[quote id:777;] y",
+                        shown=(("m3", 103),),
+                        shown_references=(777,),
+                    ),
+                )
             ),
             ServiceMessageRecord(text="Bob joined", actor=Sender(id=8, name="Bob")),
             SummaryRecord(text="they agreed"),
