@@ -43,6 +43,7 @@ from typing import Any
 
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.ledger import describe_error
+from bot.domain.messages import ImagePart
 from bot.ports import LLMRequest, LLMResponse, SentBody
 
 log = logging.getLogger("tgbot.traces")
@@ -152,10 +153,23 @@ def _sent_fields(sent: SentBody, request: LLMRequest | None) -> dict[str, Any]:
     """The body as sent (bytes, spliced in by `encode_trace`) and the request's cache plan,
     which the body shows only as markers."""
     plan = None if request is None or request.cache_plan is None else request.cache_plan
+    # what the body cannot say of its images (whose they are, their size and our estimate),
+    # in the order they appear in it
+    images = [] if request is None else [image for m in request.messages for image in m.images]
     return {
         "dialect": sent.dialect,
         "cache_plan": None if plan is None else dataclasses.asdict(plan),
+        **({"image_facts": [_image_facts(image) for image in images]} if images else {}),
         "wire_request": sent.body,
+    }
+
+
+def _image_facts(image: ImagePart) -> dict[str, Any]:
+    return {
+        "label": image.label,
+        "width": image.width,
+        "height": image.height,
+        "tokens": image.tokens,
     }
 
 

@@ -459,12 +459,12 @@ async def test_tgbot_run_keeps_an_echoed_input_out_of_error_spans(
     (call,) = named["chat fake-model"]
     (agent,) = named[f"invoke_agent {api.first_name}"]
     assert call.status.code == Status.STATUS_CODE_ERROR
-    assert call.status.message == "ProviderBadResponse: HTTP 400"
-    assert attributes(call)["error.type"] == "bot.errors.ProviderBadResponse"
+    assert call.status.message == "ProviderRejected: HTTP 400"
+    assert attributes(call)["error.type"] == "bot.errors.ProviderRejected"
     assert attributes(call)["http.response.status_code"] == 400
     assert agent.status.code == Status.STATUS_CODE_ERROR
-    assert attributes(agent)["error.type"] == "bad_response"
-    assert agent.status.message == "bad_response: HTTP 400"
+    assert attributes(agent)["error.type"] == "rejected"
+    assert agent.status.message == "rejected: HTTP 400"
     assert b"5519" not in b"".join(receiver.bodies)
 
 

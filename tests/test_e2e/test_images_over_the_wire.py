@@ -76,7 +76,7 @@ async def test_the_model_sees_the_photo_of_this_turn_only(
     with Image.open(io.BytesIO(base64.b64decode(data))) as sent:
         assert sent.size == (1024, 768)  # OpenAI's high-detail size: nothing wasted
     assert "[Images]\n- m1: attached below (1024x768)" in photo.content
-    assert "[图片]" in photo.content  # the placeholder stays in the text
+    assert "[photo]" in photo.content  # the placeholder stays in the text (Alice writes in English)
     assert api.calls_of("getFile")[0]["file_id"] == "AgAD-big-photo"
     (cached,) = (tmp_path / "media").iterdir()
     assert stat.S_IMODE(cached.stat().st_mode) == 0o600

@@ -61,6 +61,7 @@ def view(trace: dict[str, Any]) -> dict[str, Any]:
         }
         for m in request.get("messages") or ()
     ]
+    _fill_image_facts(messages, trace.get("image_facts"))
     usage = response.get("usage") or {}
     reasoning = response.get("reasoning")
     # the turn's own part: from the current (last) member message on; what precedes it is
@@ -89,6 +90,17 @@ def view(trace: dict[str, Any]) -> dict[str, Any]:
         "usage": usage,
         "sent": bool(request),
     }
+
+
+def _fill_image_facts(messages: list[dict[str, Any]], facts: object) -> None:
+    """A trace kept as the body sent: its images' label, size and tokens, which the body
+    cannot say, come from `image_facts` (in the order the images appear)."""
+    if not isinstance(facts, list):
+        return
+    rows = (row for m in messages for row in m["image_rows"])
+    for row, fact in zip(rows, facts, strict=False):
+        if isinstance(fact, dict):
+            row.update({k: fact[k] for k in ("label", "width", "height", "tokens") if k in fact})
 
 
 def _image_row(image: object) -> dict[str, Any]:
