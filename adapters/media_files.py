@@ -204,6 +204,9 @@ class CachedMediaFiles:
     async def file(self, media: Media) -> bytes:
         return await self.raw(media)
 
+    async def prepare(self, raw: bytes, bounds: ImageBounds) -> FetchedImage:
+        return await asyncio.to_thread(prepare_image, raw, bounds)
+
     async def text(self, media: Media, *, page: int | None, max_chars: int) -> DocumentText:
         raw = await self.raw(media)
         return await asyncio.to_thread(

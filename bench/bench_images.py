@@ -34,6 +34,7 @@ from bench import economy
 from bench.workload import ChatEvent, Workload, generate
 from bot.context.images import ImageBounds
 from bot.domain.facts import Media
+from bot.errors import MediaRefused
 from bot.ports import DocumentText, FetchedImage
 
 PHOTO_SHARE = 0.10
@@ -61,6 +62,9 @@ class BenchFiles:
 
     async def file(self, media: Media) -> bytes:
         raise NotImplementedError
+
+    async def prepare(self, raw: bytes, bounds: ImageBounds) -> FetchedImage:
+        raise MediaRefused("no tool images here")
 
     def prefetch(self, media: Media) -> None:
         return None

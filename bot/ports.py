@@ -576,6 +576,11 @@ class MediaFiles(Protocol):
         """The file `media` names, whole (at most the configured document size)."""
         ...
 
+    async def prepare(self, raw: bytes, bounds: ImageBounds) -> FetchedImage:
+        """An image that did not come from the platform (a tool's result), checked and
+        downscaled like a member's."""
+        ...
+
     def prefetch(self, media: Media) -> None:
         """Start fetching `media` into the cache in the background (off the chat's lock)."""
         ...

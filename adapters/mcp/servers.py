@@ -53,6 +53,9 @@ HEALTHY_SECONDS = 60.0
 CONNECT_TIMEOUT_SECONDS = 30.0
 MAX_PAGES = 20
 MAX_TOOLS = 256
+MAX_IMAGE_BYTES = 20 * 1024 * 1024
+"""An image in a tool result larger than this is named, never decoded (a member's file has
+the same bound by default, `[media] max_document_mb`)."""
 """Tools read from one server; a server listing more is cut (each schema costs every call)."""
 WAIT_FOR_RESTART_SECONDS = 3.0
 """A call to a server that is restarting waits this long for it before it answers an error."""
@@ -382,7 +385,17 @@ def _result(result: mcp_types.CallToolResult) -> McpResult:
         match block:
             case mcp_types.TextContent():
                 blocks.append(McpContent(kind="text", text=block.text))
-            case mcp_types.ImageContent() | mcp_types.AudioContent():
+            case mcp_types.ImageContent():
+                data = _bytes(block.data)
+                blocks.append(
+                    McpContent(
+                        kind="image",
+                        mime_type=block.mime_type,
+                        size=len(data) if data is not None else len(block.data),
+                        data=data if data is not None and len(data) <= MAX_IMAGE_BYTES else b"",
+                    )
+                )
+            case mcp_types.AudioContent():
                 blocks.append(
                     McpContent(
                         kind=block.type, mime_type=block.mime_type, size=_decoded(block.data)
@@ -401,6 +414,14 @@ def _result(result: mcp_types.CallToolResult) -> McpResult:
     if result.structured_content is not None:
         structured = json.dumps(result.structured_content, ensure_ascii=False)
     return McpResult(content=tuple(blocks), is_error=result.is_error, structured=structured)
+
+
+def _bytes(data: str) -> bytes | None:
+    """An image block's bytes (base64 in the protocol); None when they do not decode."""
+    try:
+        return base64.b64decode(data, validate=False)
+    except (binascii.Error, ValueError):
+        return None
 
 
 def _decoded(data: str) -> int:

@@ -19,8 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from bot.context.images import bounds_for, data_url, image_tokens_for
 from bot.domain.ids import Scene
-from bot.errors import ToolError
+from bot.domain.messages import ImagePart
+from bot.errors import MediaRefused, ToolError
 from bot.ports import ToolSpec
 from bot.redact import scrub
 from bot.tools.base import Tool, ToolContext
@@ -56,6 +58,8 @@ class McpContent:
     mime_type: str = ""
     size: int = 0
     """Bytes of an image or audio block."""
+    data: bytes = b""
+    """An image block's bytes (empty when too large to keep): shown to a model that sees."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -198,9 +202,10 @@ def _tool(
             for key, value in args.items()
         }
         result = await calls.call_tool(server, item.name, arguments, within=timeout)
+        shown = await show_images(result, ctx, label=name)
         # a server that echoes its env or headers: the model, the log and the trace see
         # `[redacted]` (the app registers those values as secrets)
-        text = scrub(render_result(result))
+        text = scrub(render_result(result, shown=shown))
         if result.is_error:
             raise ToolError(text or "the server reported an error", code="server_error")
         return text
@@ -266,18 +271,49 @@ def _as_declared(value: Any, kind: str | None) -> Any:
     return value
 
 
-def render_result(result: McpResult) -> str:
+async def show_images(result: McpResult, ctx: ToolContext, *, label: str) -> dict[int, str]:
+    """Put the result's images on this turn's request when the route's model sees (as
+    `view_image` does: checked and downscaled like a member's file, never stored; the runner
+    notes "attached" on the result). Returns why an image was not shown, by block index."""
+    media = ctx.media
+    said: dict[int, str] = {}
+    if media is None or not media.vision or media.files is None:
+        return said
+    for index, block in enumerate(result.content):
+        if block.kind != "image" or not block.data:
+            continue
+        try:
+            image = await media.files.prepare(block.data, bounds_for(media.wire))
+        except MediaRefused as refused:
+            said[index] = f"not shown: {refused.reason}"
+            continue
+        media.shown.append(
+            ImagePart(
+                url=data_url(image.media_type, image.data),
+                width=image.width,
+                height=image.height,
+                tokens=image_tokens_for(media.wire, image.width, image.height),
+                label=label,
+            )
+        )
+    return said
+
+
+def render_result(result: McpResult, *, shown: Mapping[int, str] | None = None) -> str:
     """The result as the model reads it: text blocks as they are, an image, audio or a
-    resource as one line saying what it was (this route shows the model no pictures from
-    tools), `structuredContent` when there is nothing else; read up to `MAX_RESULT_CHARS`."""
+    resource as one line saying what it was (and, for an image a seeing model was not shown,
+    why: `shown`), `structuredContent` when there is nothing else; read up to
+    `MAX_RESULT_CHARS`."""
     parts: list[str] = []
     size = 0
-    for block in result.content:
+    for index, block in enumerate(result.content):
         match block.kind:
             case "text":
                 part = block.text
             case "image" | "audio":
-                part = f"[{block.kind} {block.mime_type or 'unknown type'}, {_size(block.size)}]"
+                part = f"[{block.kind} {block.mime_type or 'unknown type'}, {_size(block.size)}"
+                said = (shown or {}).get(index)
+                part += f": {said}]" if said else "]"
             case "resource":
                 part = block.text
         parts.append(part)

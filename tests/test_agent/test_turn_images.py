@@ -39,6 +39,9 @@ class FakeFiles:
     async def file(self, media: Media) -> bytes:
         raise MediaRefused("no files here")
 
+    async def prepare(self, raw: bytes, bounds: ImageBounds) -> FetchedImage:
+        raise MediaRefused("no tool images here")
+
     def prefetch(self, media: Media) -> None:
         return None
 

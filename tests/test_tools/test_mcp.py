@@ -5,17 +5,22 @@ tests/test_e2e/test_mcp_over_the_wire.py)."""
 
 from __future__ import annotations
 
+import io
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
+from PIL import Image
 
+from adapters.media_files import prepare_image
 from bot.agent.tool_runner import ToolRunner
 from bot.context.alias_table import AliasTable
+from bot.context.images import ImageBounds
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.messages import ToolCall
-from bot.ports import SessionInfo
-from bot.tools.base import Tool, ToolContext, offered_in
+from bot.ports import DocumentText, FetchedImage, SessionInfo
+from bot.tools.base import Tool, ToolContext, ToolMedia, offered_in
 from bot.tools.mcp import (
     ListedTool,
     McpAccess,
@@ -24,6 +29,7 @@ from bot.tools.mcp import (
     offered_name,
     render_result,
     server_tools,
+    show_images,
 )
 from bot.tools.rights import MemberRights
 from storage.memory import InMemoryStore
@@ -224,3 +230,58 @@ def test_an_image_is_a_line_and_structured_content_stands_in_for_no_text() -> No
     )
     assert render_result(picture) == "here:\n[image image/png, 2.0 KB]"
     assert render_result(McpResult(content=(), structured='{"a": 1}')) == '{"a": 1}'
+
+
+class ToolImages:
+    """Only what `show_images` uses of `MediaFiles`: the real check and downscale."""
+
+    async def prepare(self, raw: bytes, bounds: ImageBounds) -> FetchedImage:
+        return prepare_image(raw, bounds)
+
+    async def image(self, media: Any, bounds: ImageBounds) -> FetchedImage:
+        raise AssertionError("a tool's image is never fetched from Telegram")
+
+    async def text(self, media: Any, *, page: int | None, max_chars: int) -> DocumentText:
+        raise AssertionError("unused")
+
+    async def file(self, media: Any) -> bytes:
+        raise AssertionError("unused")
+
+    def prefetch(self, media: Any) -> None:
+        raise AssertionError("unused")
+
+
+def png(width: int, height: int) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), (200, 30, 30)).save(out, format="PNG")
+    return out.getvalue()
+
+
+async def test_a_seeing_model_is_shown_a_tools_image_and_told_why_when_not() -> None:
+    """An image in a server's result rides on this turn's request, checked and downscaled
+    like a member's photo (within Anthropic's bounds, aspect kept); a damaged one is
+    named with the reason; a model that cannot see gets the line alone."""
+    result = McpResult(
+        content=(
+            McpContent(kind="image", mime_type="image/png", size=10, data=png(3000, 1500)),
+            McpContent(kind="image", mime_type="image/png", size=10, data=b"\x89PNG broken"),
+        )
+    )
+    run = runner(tools(FakeServer()), RecordingMessenger())
+    media = ToolMedia(files=ToolImages(), wire="anthropic", vision=True)
+    ctx = replace(context(run, OWNER, "owner", OWNER), media=media)
+    refused = await show_images(result, ctx, label="srv__zeta")
+    (image,) = media.shown
+    assert image.label == "srv__zeta"
+    assert max(image.width, image.height) <= 1568
+    assert image.width * image.height <= 1_192_464  # about 1.15 megapixels
+    assert image.width == 2 * image.height
+    assert image.tokens == math.ceil(image.width * image.height / 750)
+    assert image.url.startswith("data:image/jpeg;base64,")
+    line = render_result(result, shown=refused)
+    assert line.splitlines()[0] == "[image image/png, 10 bytes]"
+    assert line.splitlines()[1].startswith("[image image/png, 10 bytes: not shown: ")
+
+    blind = ToolMedia(files=ToolImages(), wire="openai", vision=False)
+    assert await show_images(result, replace(ctx, media=blind), label="srv__zeta") == {}
+    assert blind.shown == []
