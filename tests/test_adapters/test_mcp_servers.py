@@ -34,7 +34,7 @@ def test_result_blocks_become_text_or_what_stands_for_them() -> None:
     mapped = _result(result)
     assert mapped.content == (
         McpContent(kind="text", text="hello"),
-        McpContent(kind="image", mime_type="image/png", size=8),
+        McpContent(kind="image", mime_type="image/png", size=8, data=b"\x89PNG\r\n\x1a\n"),
         McpContent(kind="resource", text="inside"),
         McpContent(kind="resource", text="[resource file:///b.bin]"),
     )
