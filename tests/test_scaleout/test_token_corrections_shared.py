@@ -16,8 +16,8 @@ from bot.context.token_correction import NO_CORRECTION, observe
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
 from storage.token_corrections import SqlTokenCorrections
-from tests.fakes import RecordingMessenger
 from tests.deadlines import EVENT, deadline
+from tests.fakes import RecordingMessenger
 from tests.rig import rig_settings, wire_app
 from tests.test_scaleout.conftest import fresh_postgres
 
@@ -101,9 +101,7 @@ async def test_a_worker_publishes_while_another_holds_its_transaction_open(
         await slow.publish({route_key(*ROUTE): state})
         async with engine.begin() as conn:  # the slow worker's upsert, not yet committed
             await conn.execute(
-                sa.text(
-                    "UPDATE token_correction_workers SET samples = 5 WHERE worker = 'slow'"
-                )
+                sa.text("UPDATE token_correction_workers SET samples = 5 WHERE worker = 'slow'")
             )
             async with asyncio.timeout(deadline(EVENT)):
                 merged = await fast.publish({route_key(*ROUTE): state})
