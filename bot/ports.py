@@ -8,7 +8,7 @@ consumers take) are in `bot.store_ports`; the values they carry are here.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -439,14 +439,15 @@ class ToldUserNotes(Protocol):
 
 
 class SharedTokenCorrections(Protocol):
-    """Per-route token corrections kept where every worker moves them
+    """Per-route token corrections kept where every worker's learning meets
     (`storage.token_corrections.SqlTokenCorrections`, PostgreSQL); one process on SQLite
     keeps its JSON file (`bot.agent.token_truth`)."""
 
     async def load(self) -> dict[str, TokenCorrection]: ...
 
-    async def observe(self, route: str, *, estimated: int, reported: int) -> TokenCorrection:
-        """Step the route's shared correction by one call; returns the new state."""
+    async def publish(self, own: Mapping[str, TokenCorrection]) -> dict[str, TokenCorrection]:
+        """Write this worker's state per route (its ratio; samples: the calls it learned
+        from itself) and return every route's shared state."""
         ...
 
 

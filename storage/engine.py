@@ -26,6 +26,7 @@ from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from storage import sqlite_driver
+from storage.reconnect import POOL_RECYCLE_SECONDS
 
 BUSY_TIMEOUT_MS = 10_000
 SQLITE_POOL_SIZE = 15
@@ -54,7 +55,9 @@ def create_engine_for(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> As
     finds the database locked waits up to `busy_timeout_ms` before it fails."""
     parsed = normalise_url(url)
     if not is_sqlite(parsed):
-        return create_async_engine(parsed, pool_pre_ping=True)
+        # no pre-ping (a round trip per checkout): recycled, and retried on a dropped
+        # connection by the store (`storage.reconnect`)
+        return create_async_engine(parsed, pool_recycle=POOL_RECYCLE_SECONDS)
     database = parsed.database or ""
     in_memory = database in ("", ":memory:")
     if not in_memory and not database.startswith("file:"):

@@ -20,12 +20,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from sqlalchemy import text
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from bot.domain.ids import SessionKey
 from bot.errors import StorageError
 from storage.engine import is_sqlite, normalise_url
+from storage.reconnect import POOL_RECYCLE_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +58,12 @@ def create_lock_engine(url: str) -> AsyncEngine:
     if is_sqlite(parsed):
         raise ValueError("advisory locks need PostgreSQL; use LocalChatLock with SQLite")
     return create_async_engine(
-        parsed, pool_size=LOCK_POOL_SIZE, max_overflow=-1, pool_pre_ping=True
+        parsed, pool_size=LOCK_POOL_SIZE, max_overflow=-1, pool_recycle=POOL_RECYCLE_SECONDS
     )
+
+
+class _Dropped(Exception):
+    """The lock's pooled connection had been dropped by the server."""
 
 
 class AdvisoryChatLock:
@@ -107,7 +112,19 @@ class AdvisoryChatLock:
         return conn
 
     async def _lock(self, lock_id: int, *, wait: bool) -> AsyncConnection | None:
-        """A connection holding `lock_id`; without `wait`, None when someone holds it."""
+        """A connection holding `lock_id`; without `wait`, None when someone holds it.
+        A pooled connection the server dropped (`storage.reconnect`) is replaced once: the
+        lock was not asked on it, so asking again on a fresh one is safe."""
+        try:
+            return await self._lock_once(lock_id, wait=wait)
+        except _Dropped:
+            log.info("lock connection was dropped; asking again on a fresh one")
+        try:
+            return await self._lock_once(lock_id, wait=wait)
+        except _Dropped as dropped:
+            raise StorageError(f"chat lock failed: {dropped.__cause__}") from dropped.__cause__
+
+    async def _lock_once(self, lock_id: int, *, wait: bool) -> AsyncConnection | None:
         try:
             conn = await self._engine.connect()
         except SQLAlchemyError as exc:
@@ -123,6 +140,8 @@ class AdvisoryChatLock:
             # Cancelled while waiting, or the connection broke: the server may have granted
             # the lock anyway, so this connection must die with it rather than be pooled.
             await _discard(conn)
+            if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+                raise _Dropped from exc  # the server never saw the request
             if isinstance(exc, SQLAlchemyError):
                 raise StorageError(f"chat lock failed: {exc}") from exc
             raise

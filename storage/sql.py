@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager, nullcontext
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -71,6 +71,7 @@ from storage.queries import (
     walk_params,
     walk_up,
 )
+from storage.reconnect import FirstStatementRetry
 from storage.record_chain import insert_chain
 from storage.retention import PruneResult
 from storage.rows import (
@@ -118,6 +119,7 @@ class SqlStore:
         self._engine = engine
         self._now = clock.now
         self._gate = WriteGate() if engine.dialect.name == "sqlite" else None
+        self._retry = engine.dialect.name == "postgresql"
         self._batches = InboundBatchWriter(self._write, self._append_inbound_one, self._now)
         self._decoded = DecodedRecords()
 
@@ -134,23 +136,38 @@ class SqlStore:
     @asynccontextmanager
     async def _read(self, *, one_statement: bool = False) -> AsyncIterator[AsyncConnection]:
         """A read-only connection; `one_statement` when it runs a single statement (which
-        is then its own transaction: SQLite skips the `BEGIN`)."""
+        is then its own transaction: SQLite skips the `BEGIN`). On PostgreSQL its first
+        statement is run again on a fresh connection if the pooled one was dropped
+        (`storage.reconnect`)."""
         try:
             async with self._engine.connect() as conn:
                 if one_statement:
                     await conn.execution_options(**ONE_STATEMENT)
-                yield conn
+                if self._retry:
+                    yield cast(AsyncConnection, FirstStatementRetry(conn, begin=False))
+                else:
+                    yield conn
         except SQLAlchemyError as exc:
             raise StorageUnavailable(f"database read failed: {exc}") from exc
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncConnection]:
+        """A connection in a write transaction, committed when the body ends; on PostgreSQL
+        its first statement is run again in a fresh transaction on a fresh connection if
+        the pooled one was dropped (`storage.reconnect`)."""
         async with self._gate.hold() if self._gate is not None else nullcontext():
             try:
                 async with self._engine.connect() as conn:
                     await conn.execution_options(**WRITE)
-                    async with conn.begin():
-                        yield conn
+                    if not self._retry:
+                        async with conn.begin():
+                            yield conn
+                        return
+                    # begun and committed here, not by `conn.begin()`'s block: a retry
+                    # replaces the transaction that block would commit
+                    await conn.begin()
+                    yield cast(AsyncConnection, FirstStatementRetry(conn, begin=True))
+                    await conn.commit()
             except SQLAlchemyError as exc:
                 raise StorageUnavailable(f"database write failed: {exc}") from exc
 

@@ -167,6 +167,19 @@ class TokenCorrectionRow(SQLModel, table=True):
     samples: int = Field(sa_column=Column(Integer, nullable=False))
 
 
+class TokenCorrectionWorkerRow(SQLModel, table=True):
+    """One worker's state of one route's token correction: its ratio and how many calls it
+    learned from itself (`storage.token_corrections`, migration 0009); empty on SQLite."""
+
+    __tablename__ = "token_correction_workers"
+
+    route: str = Field(sa_column=Column(Text, primary_key=True))
+    worker: str = Field(sa_column=Column(Text, primary_key=True))
+    ratio: float = Field(sa_column=Column(Float, nullable=False))
+    samples: int = Field(sa_column=Column(Integer, nullable=False))
+    updated_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
 class SendPacingRow(SQLModel, table=True):
     """One chat's outbound pacing books (row 0: the bot-wide budget), shared by the workers
     of one PostgreSQL database (`storage.send_pacing`, migration 0007); empty on SQLite."""

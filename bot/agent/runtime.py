@@ -198,6 +198,7 @@ class TurnRunner:
         if self.request.images is not None:
             await self.request.images.aclose()
         self.truth.flush()
+        await self.truth.flush_shared()
 
     async def prepare(
         self,

@@ -11,11 +11,14 @@ learning. A route is `provider/model`, the same key the ledger and the usage rep
 File: `<data dir>/token-corrections.json`, `{"version": 1, "routes": {"<provider>/<model>":
 {"ratio": 0.83, "samples": 57}}}`, replaced atomically (write a temporary file, then
 `os.replace`). A missing or unreadable file starts every route fresh; it is never fatal.
-On PostgreSQL (several workers) each call also steps the route's row in the shared table
-(`shared`, `storage.token_corrections`) and the worker adopts the row's new state, so every
-worker learns from every call; the file then only mirrors this worker's copy. A worker that
-starts adopts the whole table before its first turn (`load_shared`), so a restart or a new
-worker begins from what the others learned, not from its own file.
+On PostgreSQL (several workers) the book is also shared (`shared`, `storage.token_corrections`),
+without a lock per call: each worker learns in memory and publishes its own row per route
+(its ratio and the calls it learned from) as it saves, at most every `SAVE_INTERVAL_SECONDS`
+and once more that long after the last change, then adopts the routes' shared state (the
+samples-weighted mean of every worker's recent row). So every worker learns from every call,
+a few seconds late. A worker that starts adopts the shared state before its first turn
+(`load_shared`), so a restart or a new worker begins from what the others learned, not from
+its own file.
 """
 
 from __future__ import annotations
@@ -88,9 +91,13 @@ class TokenTruth:
     ) -> None:
         self.path = path
         self.shared = shared
-        """Set on PostgreSQL: every call also steps the route's shared row, and the result
-        replaces this copy (`_share`), so all workers learn from all calls."""
-        self._sharing: set[asyncio.Task[None]] = set()
+        """Set on PostgreSQL: each save also publishes this worker's rows and adopts the
+        shared state (`_share`), so all workers learn from all calls."""
+        self._sharing: asyncio.Task[None] | None = None
+        self._share_again = False
+        self._later: asyncio.TimerHandle | None = None
+        self._own: dict[str, int] = {}
+        """Per route, the calls this worker learned from since it started (its row's samples)."""
         self._routes: dict[str, TokenCorrection] = dict(routes or {})
         self._save_interval = save_interval
         self._monotonic = monotonic
@@ -132,34 +139,58 @@ class TokenTruth:
         key = route_key(provider, model)
         before = self._routes.get(key, NO_CORRECTION)
         after = observe(before, estimated=estimated, reported=reported)
-        if after != before and self.shared is not None and reported is not None:
-            self._share(key, estimated=estimated, reported=reported)
         if after != before:
             self._routes[key] = after
+            self._own[key] = self._own.get(key, 0) + 1
             self._pending = True
             now = self._monotonic()
             if self._saved_at is None or now - self._saved_at >= self._save_interval:
                 self.save()
+            elif self.shared is not None and self._later is None:
+                # no more calls may come: publish this one anyway, once the interval is over
+                wait = self._save_interval - (now - self._saved_at)
+                self._later = asyncio.get_running_loop().call_later(wait, self._save_later)
         return after
 
-    def _share(self, key: str, *, estimated: int, reported: int) -> None:
+    def _save_later(self) -> None:
+        self._later = None
+        if self._pending:
+            self.save()
+
+    def _share(self) -> None:
+        """Publish this worker's rows and adopt the shared state, in the background; one
+        publication at a time (a save meanwhile publishes again when it ends)."""
+        if self._sharing is not None:
+            self._share_again = True
+            return
+        self._sharing = asyncio.get_running_loop().create_task(self._publish())
+
+    async def _publish(self) -> None:
         shared = self.shared
         assert shared is not None
-
-        async def share() -> None:
-            try:
-                self._routes[key] = await shared.observe(
-                    key, estimated=estimated, reported=reported
-                )
-            except Exception as exc:  # the database away must not fail a member's turn
-                log.warning("token corrections: shared update failed (%s)", exc)
-
-        task = asyncio.get_running_loop().create_task(share())
-        self._sharing.add(task)
-        task.add_done_callback(self._sharing.discard)
+        try:
+            while True:
+                self._share_again = False
+                own = {
+                    key: TokenCorrection(ratio=self._routes[key].ratio, samples=samples)
+                    for key, samples in self._own.items()
+                }
+                before = dict(self._routes)
+                try:
+                    merged = await shared.publish(own)
+                except Exception as exc:  # the database away must not fail a member's turn
+                    log.warning("token corrections: shared update failed (%s)", exc)
+                    return
+                for key, state in merged.items():
+                    if self._routes.get(key) == before.get(key):  # no call of ours meanwhile
+                        self._routes[key] = state
+                if not self._share_again:
+                    return
+        finally:
+            self._sharing = None
 
     async def load_shared(self) -> None:
-        """Adopt every route of the shared table (at start-up; nothing without `shared`).
+        """Adopt every route's shared state (at start-up; nothing without `shared`).
         The database away leaves this worker's own copy: it is never fatal."""
         if self.shared is None:
             return
@@ -170,10 +201,17 @@ class TokenTruth:
             return
         self._routes.update(routes)
 
-    async def shared_settled(self) -> None:
-        """Wait for the shared updates in flight (tests, shutdown)."""
-        while self._sharing:
-            await asyncio.gather(*self._sharing)
+    async def flush_shared(self) -> None:
+        """Publish what is not yet shared and wait until it is (shutdown, tests)."""
+        if self.shared is None:
+            return
+        if self._later is not None:
+            self._later.cancel()
+            self._later = None
+        if self._pending:
+            self.save()
+        while self._sharing is not None:
+            await asyncio.shield(self._sharing)
 
     def flush(self) -> None:
         """Write the changes not yet saved (at shutdown)."""
@@ -183,6 +221,8 @@ class TokenTruth:
     def save(self) -> None:
         self._pending = False
         self._saved_at = self._monotonic()
+        if self.shared is not None and self._own:
+            self._share()
         if self.path is None:
             return
         data = {"version": VERSION, "routes": corrections_to_dict(self._routes)}

@@ -494,7 +494,7 @@ def build_app(
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
     truth = TokenTruth.load(settings.data_dir)
     if isinstance(store, SqlStore) and store.engine.dialect.name == "postgresql":
-        truth.shared = SqlTokenCorrections(store.engine)  # every worker moves one row
+        truth.shared = SqlTokenCorrections(store.engine)  # each worker its own rows
         # (`tgbot run` adopts the whole table before its first turn: `truth.load_shared`)
     bus = EventBus()
     locales = chat_locales(settings)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from bot.agent.token_truth import FILE_NAME, TokenTruth, route_key
+from bot.context.token_correction import TokenCorrection
+from tests.deadlines import EVENT, deadline
 
 
 def _calls(truth: TokenTruth, *, ratio: float, count: int, route: str = "deepseek") -> None:
@@ -96,3 +101,62 @@ def test_a_busy_route_writes_the_book_at_most_once_an_interval(tmp_path: Path) -
     assert crashed.correction("deepseek", "deepseek-chat").samples == 32
     truth.flush()
     assert saved_samples() == 36
+
+
+class SharedBook:
+    """The shared table of `storage.token_corrections` in memory: one row per worker."""
+
+    def __init__(self, others: dict[str, TokenCorrection] | None = None) -> None:
+        self.rows: dict[tuple[str, str], TokenCorrection] = {
+            (route, "other"): state for route, state in (others or {}).items()
+        }
+        self.changed = asyncio.Event()
+
+    def merged(self) -> dict[str, TokenCorrection]:
+        routes: dict[str, list[TokenCorrection]] = {}
+        for (route, _), state in self.rows.items():
+            routes.setdefault(route, []).append(state)
+        out = {}
+        for route, states in routes.items():
+            samples = sum(s.samples for s in states)
+            mean = sum(s.samples * math.log(s.ratio) for s in states) / samples
+            out[route] = TokenCorrection(ratio=math.exp(mean), samples=samples)
+        return out
+
+    async def load(self) -> dict[str, TokenCorrection]:
+        return self.merged()
+
+    async def publish(self, own: Mapping[str, TokenCorrection]) -> dict[str, TokenCorrection]:
+        for route, state in own.items():
+            self.rows[(route, "me")] = state
+        self.changed.set()
+        return self.merged()
+
+
+async def test_the_last_calls_reach_the_shared_book_without_another_call() -> None:
+    book = SharedBook()
+    truth = TokenTruth(save_interval=0.05, shared=book)
+    _calls(truth, ratio=0.82, count=3)  # the first is shared at once, the rest later
+    key = route_key("deepseek", "deepseek-chat")
+    async with asyncio.timeout(deadline(EVENT)):
+        while book.rows.get((key, "me"), TokenCorrection()).samples < 3:
+            book.changed.clear()
+            await book.changed.wait()
+    assert book.rows[(key, "me")].ratio == pytest.approx(
+        truth.correction("deepseek", "deepseek-chat").ratio
+    )
+
+
+async def test_a_worker_adopts_what_every_worker_learned() -> None:
+    key = route_key("deepseek", "deepseek-chat")
+    book = SharedBook({key: TokenCorrection(ratio=0.6, samples=30)})
+    truth = TokenTruth(shared=book)
+    await truth.load_shared()  # at start-up
+    assert truth.correction("deepseek", "deepseek-chat") == TokenCorrection(ratio=0.6, samples=30)
+    _calls(truth, ratio=0.9, count=4)
+    await truth.flush_shared()  # at shutdown
+    mine = book.rows[(key, "me")]
+    assert mine.samples == 4  # its own calls, counted once in the shared state
+    shared = truth.correction("deepseek", "deepseek-chat")
+    assert shared.samples == 34
+    assert 0.6 < shared.ratio < mine.ratio  # the others' 30 calls weigh more than its 4
