@@ -429,24 +429,20 @@ class FakeBotApi:
         method: str,
         count: int = 1,
         timeout: float = 5,  # noqa: ASYNC109 (a test helper: the bound is its point)
-        *,
-        chat_id: int | None = None,
     ) -> list[Params]:
-        """Wait until `method` was called at least `count` times (in `chat_id` only, when
-        given: other chats' paced sends may still be arriving); returns those calls."""
+        """Wait until `method` was called at least `count` times; returns those calls (for
+        one chat's sends, `wait_for_sent`)."""
         if self._called is None:
             raise RuntimeError("FakeBotApi is not started")
         condition = self._called
-
-        def calls() -> list[Params]:
-            found = self._calls_by_method.get(method.lower(), ())
-            if chat_id is None:
-                return list(found)
-            return [c for c in found if str(c.get("chat_id")) == str(chat_id)]
-
         async with condition:
-            await asyncio.wait_for(condition.wait_for(lambda: len(calls()) >= count), timeout)
-        return calls()
+            await asyncio.wait_for(
+                condition.wait_for(
+                    lambda: len(self._calls_by_method.get(method.lower(), ())) >= count
+                ),
+                timeout,
+            )
+        return self.calls_of(method)
 
     async def wait_for_sent(
         self,

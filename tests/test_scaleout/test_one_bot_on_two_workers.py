@@ -220,14 +220,14 @@ async def test_a_command_answered_on_one_worker_is_told_to_the_next_turn_on_the_
     # counted in this chat: an earlier test's paced replies may still be going out
     sent = len(pair.api.sent_messages(chat))
     helped, _ = await pair.say(chat, chat, "/help")
-    await pair.api.wait_for_call("sendMessage", sent + 1, timeout=deadline(EVENT), chat_id=chat)
+    await pair.api.wait_for_sent(chat, sent + 1, timeout=deadline(EVENT))
     asked, _ = await pair.say(chat, chat, "what now?")
     assert pair.proxy.routed[helped] != pair.proxy.routed[asked]  # two workers
-    await pair.api.wait_for_call("sendMessage", sent + 2, timeout=deadline(EVENT), chat_id=chat)
+    await pair.api.wait_for_sent(chat, sent + 2, timeout=deadline(EVENT))
     turn = next(r for r in reversed(pair.model.requests) if "what now?" in r.messages[-1].content)
     assert f"{TOLD}\n- {told_line(text('en', 'help'))}" in turn.messages[-1].content
     again, _ = await pair.say(chat, chat, "and then?")
-    await pair.api.wait_for_call("sendMessage", sent + 3, timeout=deadline(EVENT), chat_id=chat)
+    await pair.api.wait_for_sent(chat, sent + 3, timeout=deadline(EVENT))
     assert pair.proxy.routed[again] == pair.proxy.routed[helped]
     later = next(r for r in reversed(pair.model.requests) if "and then?" in r.messages[-1].content)
     assert TOLD not in later.messages[-1].content  # told once, then forgotten by both
