@@ -109,16 +109,21 @@ def _turns(messages: Sequence[Any], is_boundary: Any) -> list[list[tuple[int, JS
 
 
 @dataclass
-class DeepSeekThinking:
+class _DeepSeekBook:
+    """What both DeepSeek endpoints keep: what they refused, the reasoning of each tool-call
+    answer by its call ids, and a counter; they think unless the request turns it off."""
+
     refused: list[object] = field(default_factory=list)
     issued: dict[tuple[str, ...], str] = field(default_factory=dict)
-    """The reasoning of each tool-call answer, by its call ids."""
     _numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def _thinking(self, body: Mapping[str, Any]) -> bool:
         toggle = body.get("thinking")
         return not (isinstance(toggle, dict) and toggle.get("type") == "disabled")
 
+
+@dataclass
+class DeepSeekThinking(_DeepSeekBook):
     def check(self, body: Mapping[str, Any]) -> None:
         if not self._thinking(body):
             return
@@ -163,15 +168,7 @@ def _only_tool_results(message: Mapping[str, Any]) -> bool:
 
 
 @dataclass
-class DeepSeekAnthropicThinking:
-    refused: list[object] = field(default_factory=list)
-    issued: dict[tuple[str, ...], str] = field(default_factory=dict)
-    _numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-
-    def _thinking(self, body: Mapping[str, Any]) -> bool:
-        toggle = body.get("thinking")
-        return not (isinstance(toggle, dict) and toggle.get("type") == "disabled")
-
+class DeepSeekAnthropicThinking(_DeepSeekBook):
     def check(self, body: Mapping[str, Any]) -> None:
         if not self._thinking(body):
             return
