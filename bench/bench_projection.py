@@ -46,13 +46,13 @@ async def _measure(size: int, workdir: Path, repeats: int) -> tuple[float, int]:
         session = await store.find_session(SessionKey(chat_id=CHAT))
         assert session is not None
         for _ in range(3):  # warm-up: the first call may move the window; caches fill
-            state, _aliases, _records = await app.runner.prepare(session, turn_id="warm-up")
+            state = await app.runner.prepare(session, turn_id="warm-up")
         times = []
         for n in range(repeats):
             session = await store.find_session(SessionKey(chat_id=CHAT))
             assert session is not None
             started = time.perf_counter()
-            state, _aliases, _records = await app.runner.prepare(session, turn_id=f"t{n}")
+            state = await app.runner.prepare(session, turn_id=f"t{n}")
             times.append(time.perf_counter() - started)
         await app.routes.aclose()
     finally:

@@ -16,23 +16,26 @@ from __future__ import annotations
 from bot.context.projection import record_tokens
 from bot.domain.messages import Reasoning
 from bot.domain.records import AssistantRecord, StoredRecord
-from bot.ports import Clock, Delivery, NewRecord, PlatformMessage, SessionInfo
+from bot.ports import Clock, Delivery, Messenger, NewRecord, PlatformMessage, SessionInfo
 from bot.store_ports import BubbleStore, PlatformMessageRecorder
 
 
 class ReplyBubbles:
-    """Stores the bubbles of the bot's replies: records in `store`, platform messages in
-    `platform_messages`, stamped with `clock` and the bot's identity."""
+    """Delivers the bot's replies through `messenger` and stores their bubbles: records in
+    `store`, platform messages in `platform_messages`, stamped with `clock` and the bot's
+    identity."""
 
     def __init__(
         self,
         *,
+        messenger: Messenger,
         store: BubbleStore,
         platform_messages: PlatformMessageRecorder,
         clock: Clock,
         bot_id: int | None,
         bot_name: str,
     ) -> None:
+        self.messenger = messenger
         self.store = store
         self.platform_messages = platform_messages
         self.clock = clock

@@ -3,7 +3,7 @@ prepared in the background.
 
 `Compactor` does the I/O of compaction; what to do is decided by the pure plan
 (`bot.context.compaction.plan_window`, `predict_cut`, `usable_summary`), which
-`RequestBuilder` runs between loading the window and projecting it:
+`bot.agent.window.Windows` runs between loading the window and projecting it:
 
 - `find_prepared`: the summaries hanging inside a loaded window (a move may start on one).
 - `fold_or_fail`: the fold a member's turn waits for at a move (the fallback when none was
@@ -13,7 +13,7 @@ prepared in the background.
 - The summary request repeats the chat's reply request (system prompt, tool schemas with
   `tool_choice: "none"`, breadcrumb, summary, window, in order) plus one instruction, on
   the configured route (default: the chat's own, whose cache is warm). It is a ledger line
-  with `purpose: "compaction"`.
+  with `purpose: "compaction"`, made by the one model caller (`ModelCaller`).
 - A failed call (provider error, capacity, empty answer) leaves the breadcrumb alone and
   never fails the member's turn. Nothing is lost by it: the move waits (the turn is sent
   the moved window under the last good summary, but the start is not persisted), so the
@@ -31,17 +31,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
-from bot.agent.events import EventBus, ModelCalled
+from bot.agent.model_call import CallReport, ModelCaller, request_needs
 from bot.agent.policy import CompactionPolicy
-from bot.agent.provider_call import check_request, request_needs
-from bot.agent.routes import ModelRoute, RouteTable
-from bot.agent.traces import new_call_id
-from bot.context.cache_plan import ReadPoints, plan_cache, session_cache_key
+from bot.agent.routes import RouteTable
 from bot.context.compaction import (
     PreparedSummary,
     new_summary,
@@ -54,8 +49,8 @@ from bot.context.tokens import estimate_message_tokens, split_request_tokens
 from bot.context.window import estimate_tool_schema_tokens
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord
-from bot.errors import BotError, CapacityExceeded
-from bot.ports import Clock, LLMRequest, LLMResponse, NewRecord, SessionInfo
+from bot.errors import BotError
+from bot.ports import Clock, NewRecord, SessionInfo
 from bot.store_ports import SummaryReader, SummaryStore
 from bot.tools.base import Tool, offered_in
 
@@ -88,21 +83,19 @@ class Compactor:
         store: SummaryStore,
         routes: RouteTable,
         tools: Mapping[str, Tool],
-        bus: EventBus,
+        caller: ModelCaller,
         clock: Clock,
         policy: CompactionPolicy,
-        read_points: ReadPoints | None = None,
         correction: Callable[[str, str], TokenCorrection] | None = None,
     ) -> None:
         self.correction = correction or (lambda provider, model: NO_CORRECTION)
         """The learned token correction of a route (provider, model): the summary call is
         held to the window by the same measure as the turn's calls (`request_needs`)."""
-        self.read_points = read_points if read_points is not None else ReadPoints()
-        """Shared with the turn calls: a summary request reads what the replies wrote."""
+        self.caller = caller
+        """The one model caller: a summary request reads the cache the replies wrote."""
         self.store = store
         self.routes = routes
         self.tools = tools
-        self.bus = bus
         self.clock = clock
         self.policy = policy
         self._pending: dict[int, asyncio.Task[None]] = {}
@@ -221,61 +214,41 @@ class Compactor:
         if plan is None:
             return None, False
         route = self.routes.resolve(self.policy.route or session.route)
-        request_messages = summary_request(
-            messages, first=plan.first, last=plan.last, max_tokens=budget
-        )
         specs = tuple(tool.spec for tool in offered_in(self.tools, session.scene).values())
         correction = self.correction(route.profile, route.model)
-        if narrow is not None:
-            try:
-                needs = request_needs(request_messages, specs, route, correction)
-                check_request(needs, route, self.policy.runtime, within=within)
-            except CapacityExceeded:  # the whole window does not fit: only what leaves
-                request_messages = summary_request(
-                    narrow, first=plan.first, last=plan.last, max_tokens=budget
-                )
-        # the instruction is the one message nobody repeats: the window before it is read
-        # from (and written for) the chat's reply requests
-        cache = plan_cache(
-            request_messages,
-            current=len(request_messages) - 1,
-            previous=self.read_points.get(session.id, route.model),
-            session_key=session_cache_key(session.id),
-            digests=route.marks_cache,
-        )
-        request = LLMRequest(
-            model=route.model,
-            messages=tuple(request_messages),
-            tools=specs,
-            max_output_tokens=budget * 2,
-            tool_choice="none" if specs else None,
-            cache_plan=cache.plan,
-        )
-        schema_tokens = estimate_tool_schema_tokens([s.schema() for s in specs])
-        system = sum(estimate_message_tokens(m) for m in request_messages if m.role == "system")
-        called = _Call(
-            bus=self.bus,
-            clock=self.clock,
+        messages = summary_request(messages, first=plan.first, last=plan.last, max_tokens=budget)
+        needs = request_needs(messages, specs, route, correction)
+        if narrow is not None and not self.caller.fits(needs, route, within=within):
+            # the whole window does not fit: only what leaves
+            messages = summary_request(narrow, first=plan.first, last=plan.last, max_tokens=budget)
+            needs = request_needs(messages, specs, route, correction)
+        system = sum(estimate_message_tokens(m) for m in messages if m.role == "system")
+        schemas = estimate_tool_schema_tokens([s.schema() for s in specs])
+        report = CallReport(
             session=session,
             turn_id=turn_id,
-            route=route,
-            messages=request_messages,
-            fixed_tokens=system + schema_tokens,
-            budget=budget,
-            request=request,
+            tokens=split_request_tokens(messages, len(messages) - 1),
+            fixed_tokens=system + schemas,
+            purpose="compaction",
+            history_budget=budget,
         )
-        started = time.perf_counter()
         try:
-            # the one capacity check of every call: the turn's measure, the turn's window
-            needs = request_needs(request_messages, specs, route, correction)
-            check_request(needs, route, self.policy.runtime, within=within)
-            response = await route.provider.complete(request)
-        except (TimeoutError, BotError, OSError) as exc:
+            # the instruction is the one message nobody repeats: the window before it is
+            # read from (and written for) the chat's reply requests
+            response = await self.caller.send(
+                route,
+                tuple(messages),
+                tools=specs,
+                needs=needs,
+                report=report,
+                current=len(messages) - 1,
+                tool_choice="none" if specs else None,
+                max_output_tokens=budget * 2,
+                within=within,
+            )
+        except (BotError, OSError) as exc:
             log.warning("summary call for session %s failed: %s", session.id, exc)
-            await called.publish(None, started, exc)
             return None, True
-        self.read_points.remember(session.id, route.model, cache.remember)
-        await called.publish(response, started, None)
         # a refused summary is no summary, whatever text came before the refusal
         text = "" if response.stop == "refusal" else response.text
         summary = new_summary(text, plan=plan, departing=departing, previous=previous)
@@ -290,48 +263,3 @@ class Compactor:
             move_leaf=False,
         )
         return summary, False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Call:
-    """Publishes one summary call as `ModelCalled` (purpose `compaction`)."""
-
-    bus: EventBus
-    clock: Clock
-    session: SessionInfo
-    turn_id: str
-    route: ModelRoute
-    messages: Sequence[ChatMessage]
-    fixed_tokens: int
-    budget: int
-    request: LLMRequest | None = None
-    """What the summary call sent, for its trace."""
-
-    async def publish(
-        self, response: LLMResponse | None, started: float, error: Exception | None
-    ) -> None:
-        await self.bus.publish(
-            ModelCalled(
-                at=self.clock.now(),
-                session=self.session,
-                turn_id=self.turn_id,
-                iteration=0,
-                final=False,
-                route=self.route,
-                usage=response.usage if response is not None else None,
-                tool_calls=0,
-                error=error,
-                latency_ms=int((time.perf_counter() - started) * 1000),
-                fixed_tokens=self.fixed_tokens,
-                tokens=split_request_tokens(self.messages, len(self.messages) - 1),
-                trims=(),
-                budget=0,
-                history_budget=self.budget,
-                kept_turns=0,
-                dropped_turns=0,
-                purpose="compaction",
-                call_id=new_call_id(self.clock.now()),
-                request=self.request,
-                response=response,
-            )
-        )

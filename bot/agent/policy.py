@@ -92,13 +92,11 @@ class CompactionPolicy:
     """`summary_budgets`: the summary's bound per scene (already held to a quarter of the
     scene's history budget, `bound_summaries`), reserved inside the window's budget;
     `route`: where summary calls go (None: the chat's own route); `prepare_margin`: how
-    near a move must be to prepare its summary after a reply; `runtime`: an honoured
-    `max_context_tokens` is the summary call's window too."""
+    near a move must be to prepare its summary after a reply."""
 
     summary_budgets: PerScene[int]
     route: str | None = None
     prepare_margin: float = 0.1
-    runtime: RuntimeLimits = field(default_factory=RuntimeLimits)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,34 +14,27 @@ previous call, and every trim as `HistoryTrimmed`.
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
-from bot.agent.events import EventBus, ModelCalled
-from bot.agent.policy import CallPolicy
-from bot.agent.routes import ModelRoute
-from bot.agent.traces import new_call_id
+from bot.agent.model_call import (
+    BeforeSend,
+    CallReport,
+    ModelCaller,
+    RequestNeeds,
+    capacity_window,
+    request_needs,
+)
 from bot.agent.turn import TurnFailed, TurnState
-from bot.context.budget import RuntimeLimits
-from bot.context.cache_plan import PlannedCache, ReadPoints, plan_cache, session_cache_key
 from bot.context.history_trim import HistoryTrimmed, trim_to_recent_turns
 from bot.context.orphans import remove_orphaned_tool_messages
-from bot.context.token_correction import TokenCorrection, exact_message_tokens
 from bot.context.tokens import (
     ensure_token_estimate,
-    estimate_history_tokens,
-    image_tokens,
     split_request_tokens,
     system_tokens,
 )
 from bot.context.window import (
-    check_capacity,
-    estimate_tool_schema_tokens,
     recovery_target,
-    tool_schema_text,
 )
 from bot.domain.messages import ChatMessage
 from bot.errors import (
@@ -53,8 +46,11 @@ from bot.errors import (
     ProviderRejected,
     ProviderUnavailable,
 )
-from bot.ports import Clock, LLMRequest, LLMResponse, TextSink, ToolSpec
+from bot.ports import LLMRequest, LLMResponse, TextSink, ToolSpec
 from bot.tools.base import Tool, offered_in
+
+if TYPE_CHECKING:
+    from bot.agent.request import RequestBuilder
 
 FINAL_CALL_NOTE = (
     "[Tool results] The tool-call limit of this turn is reached. "
@@ -69,91 +65,6 @@ class SpendCheck(Protocol):
     async def before_call(
         self, state: TurnState, request: LLMRequest, *, input_tokens: int
     ) -> None: ...
-
-
-class WindowTrimmer(Protocol):
-    """Drops whole turns from a turn's window and renders the rest again."""
-
-    async def drop_turns(
-        self, state: TurnState, count: int, *, within: int | None = None
-    ) -> tuple[int, int]: ...
-
-
-CapacitySource = Literal["known", "max_context_tokens", "assumed"]
-
-
-def capacity_window(route: ModelRoute, limits: RuntimeLimits) -> tuple[int, CapacitySource]:
-    """The window the capacity check holds a request to, and where it comes from.
-
-    The resolved window when known; else a positive `max_context_tokens`, honoured as the
-    window (the same operand the budget uses: docs/context-window.md, Runtime budget); else the
-    32,000 assumed for unknown capacity."""
-    if route.context_window is not None and route.context_window > 0:
-        return route.context_window, "known"
-    honoured = limits.max_context_tokens
-    if honoured is not None and honoured > 0:
-        return honoured, "max_context_tokens"
-    return route.context_window_for_math, "assumed"
-
-
-@dataclass(frozen=True, slots=True)
-class RequestNeeds:
-    """What a request needs of the model's window, in real tokens: counted exactly when the
-    route has a tokenizer file (`exact` is then the total), else our estimate scaled by the
-    route's correction."""
-
-    messages: int
-    schemas: int
-    images: int
-    exact: int | None = None
-
-    @property
-    def total(self) -> int:
-        return self.messages + self.schemas + self.images
-
-
-def request_needs(
-    messages: Sequence[ChatMessage],
-    tools: Sequence[ToolSpec],
-    route: ModelRoute,
-    correction: TokenCorrection,
-) -> RequestNeeds:
-    """What `messages` and the schemas of `tools` need of `route`'s window: the one measure
-    every model call is held to (a turn's call and a summary call alike)."""
-    images = image_tokens(messages)
-    schemas = [tool.schema() for tool in tools]
-    count = route.count_tokens
-    if count is not None:
-        exact_messages = exact_message_tokens(messages, count) - images
-        exact_schemas = count(tool_schema_text(schemas))
-        total = exact_messages + exact_schemas + images
-        return RequestNeeds(exact_messages, exact_schemas, images, exact=total)
-    real = correction.apply
-    return RequestNeeds(
-        real(estimate_history_tokens(messages) - images),
-        real(estimate_tool_schema_tokens(schemas)),
-        real(images),
-    )
-
-
-def check_request(
-    needs: RequestNeeds, route: ModelRoute, limits: RuntimeLimits, *, within: int | None = None
-) -> None:
-    """Raise `CapacityExceeded` when a request needing `needs` cannot fit `route`'s window
-    (`capacity_window`), or, with `within`, is not smaller than that many tokens (after an
-    overflow: what the provider just refused). The one capacity check of every model call."""
-    window, source = capacity_window(route, limits)
-    if within is not None and within <= window:
-        window, source = within - 1, "known"
-    check_capacity(
-        message_tokens=needs.messages,
-        tool_schema_tokens=needs.schemas,
-        image_tokens=needs.images,
-        context_window=window,
-        model=route.model,
-        context_window_known=source == "known",
-        honoured=source == "max_context_tokens",
-    )
 
 
 def overflow_room(exc: ContextOverflow, refused: int) -> int:
@@ -185,17 +96,18 @@ def deliverable(response: LLMResponse) -> bool:
     return not response.tool_calls and bool(response.text.strip())
 
 
-def raised_output_limit(request: LLMRequest, response: LLMResponse, window: int) -> int | None:
+def raised_output_limit(sent: int | None, response: LLMResponse, window: int) -> int | None:
     """The output limit for the one retry of a call cut at its limit: double the limit it
     hit, bounded by the model's maximum; `None` when there is no more room.
 
-    The limit hit is the request's own, else the output the provider reported (it sent no
-    limit, so the provider's default was reached). No provider reports a model's output cap
-    through its API, so the maximum is what the model's context window (`window`: the
-    route's known window, else the honoured `max_context_tokens`, else the 32,000 assumed)
-    leaves after this call's input as the provider reported it."""
+    The limit hit is the one the request sent (`sent`), else the output the provider
+    reported (it sent no limit, so the provider's default was reached). No provider
+    reports a model's output cap through its API, so the maximum is what the model's
+    context window (`window`: the route's known window, else the honoured
+    `max_context_tokens`, else the 32,000 assumed) leaves after this call's input as the
+    provider reported it."""
     usage = response.usage
-    hit = request.max_output_tokens or (usage.output_tokens if usage is not None else 0)
+    hit = sent or (usage.output_tokens if usage is not None else 0)
     if hit <= 0:
         return None
     room = window - usage.input_tokens if usage is not None else window
@@ -204,29 +116,26 @@ def raised_output_limit(request: LLMRequest, response: LLMResponse, window: int)
 
 
 class ProviderCaller:
-    """Makes the model calls of a turn. `tools` is the runner's live tool table; `window`
-    renders the turn's window again after a trim."""
+    """Makes the model calls of a turn: the proactive trim, the call, one overflow recovery,
+    one retry of an answer cut at its output limit. `tools` is the runner's live tool
+    table; `layout` lays the request out again after the window shrank."""
 
     def __init__(
         self,
         *,
-        tools: Mapping[str, Tool],
-        bus: EventBus,
-        clock: Clock,
-        policy: CallPolicy,
-        window: WindowTrimmer,
-        read_points: ReadPoints | None = None,
+        caller: ModelCaller,
+        tools: dict[str, Tool],
+        layout: RequestBuilder,
+        max_output_tokens: int | None = None,
         spend: SpendCheck | None = None,
     ) -> None:
+        self.caller = caller
+        self.tools = tools
+        """The live tool table: MCP reloads and tests add to it."""
+        self.layout = layout
+        self.max_output_tokens = max_output_tokens
         self.spend = spend
         """Spend limits, checked before each call is sent (None: no limits)."""
-        self.read_points = read_points if read_points is not None else ReadPoints()
-        """Where each session's requests wrote the cache (the next request reads there)."""
-        self.tools = tools
-        self.bus = bus
-        self.clock = clock
-        self.policy = policy
-        self.window = window
 
     async def call(
         self, state: TurnState, *, final: bool, on_text: TextSink | None = None
@@ -242,152 +151,115 @@ class ProviderCaller:
             state.messages.append(
                 ensure_token_estimate(ChatMessage(role="user", content=FINAL_CALL_NOTE))
             )
-        fixed = state.fixed_tokens
-        if state.budget > 0:
+        window = state.window
+        if window.budget > 0:
             # the budget holds the whole request, so the messages get what the tool
             # schemas leave (with an honoured max_context_tokens it is also the window);
             # the budget is in real tokens, the trim in estimate units
-            schemas = fixed - system_tokens(state.messages)
-            budget = state.correction.to_estimate(state.budget) - schemas
+            schemas = state.fixed_tokens - system_tokens(state.messages)
+            budget = window.correction.to_estimate(window.budget) - schemas
             await self._trim(state, max(1, budget), reason="token_budget")
         await self._flush_trims(state)
-        window, _ = capacity_window(state.route, self.policy.limits)
-        recovered = False
-        output_limit = self.policy.max_output_tokens
-        raised = False
+        limit, _ = capacity_window(state.route, self.caller.limits)
+        attempt = _Attempt(output_limit=self.max_output_tokens)
         while True:
-            # the last safety net: whatever a trim or a stored history left, the provider
-            # never receives a tool result without its call (or a call without its result)
-            messages = remove_orphaned_tool_messages(state.messages)
-            cache = self._plan(state, messages)
-            request = LLMRequest(
-                model=state.route.model,
-                messages=messages,
-                tools=tools,
-                tool_choice="none" if final and tools else None,
-                max_output_tokens=output_limit,
-                cache_plan=cache.plan,
-            )
-            # the window is real tokens: so is what must fit (`request_needs`)
-            needs = request_needs(messages, tools, state.route, state.correction)
-            exact = needs.exact
-            try:
-                check_request(needs, state.route, self.policy.limits, within=state.refused)
-            except CapacityExceeded as exc:
-                await self._called(
-                    state, None, None, error=exc, final=final, exact=exact, request=request
-                )
-                raise TurnFailed("capacity", str(exc)) from exc
-            if self.spend is not None:
-                try:
-                    await self.spend.before_call(state, request, input_tokens=needs.total)
-                except BudgetExceeded as exc:
-                    await self._called(state, None, None, error=exc, final=final, exact=exact)
-                    raise TurnFailed(
-                        "budget", str(exc), notice=exc.notice, silent=exc.notice is None
-                    ) from exc
-            started = time.perf_counter()
-            deadline = self.policy.deadline_seconds
-            try:
-                async with asyncio.timeout(deadline):
-                    if on_text is None:
-                        response = await state.route.provider.complete(request)
-                    else:  # a streaming provider feeds the live draft
-                        response = await state.route.provider.complete(request, on_text=on_text)
-            except TimeoutError as exc:
-                late = ProviderUnavailable(f"no complete answer within {deadline:g} s")
-                await self._called(state, None, started, error=late, final=final, exact=exact)
-                raise TurnFailed("provider", str(late)) from exc
-            except ContextOverflow as exc:
-                await self._called(
-                    state, None, started, error=exc, final=final, exact=exact, request=request
-                )
-                # no later request of the turn reaches what was just refused
-                state.refused = overflow_room(exc, needs.total)
-                if recovered or not await self._recover(state):
-                    raise TurnFailed("overflow", f"context overflow: {exc}") from exc
-                recovered = True
+            response = await self._attempt(state, tools, final, attempt, on_text)
+            if response is not None:
+                return response
+            if attempt.overflowed:  # the overflow path: the window shrinks once
+                if attempt.recovered or not await self._recover(state):
+                    raise TurnFailed("overflow", attempt.overflow_detail)
+                attempt.recovered, attempt.overflowed = True, False
                 await self._flush_trims(state)
                 continue
-            except ProviderError as exc:
-                await self._called(
-                    state, None, started, error=exc, final=final, exact=exact, request=request
-                )
-                raise TurnFailed(_failure_key(exc), f"{type(exc).__name__}: {exc}") from exc
-            self.read_points.remember(state.session.id, state.route.model, cache.remember)
-            await self._called(
-                state, response, started, error=None, final=final, exact=exact, request=request
+            assert attempt.cut is not None
+            larger = (
+                None
+                if attempt.raised
+                else raised_output_limit(attempt.output_limit, attempt.cut, limit)
             )
-            if response.stop == "context":  # stopped at the window: the overflow path
-                state.refused = needs.total
-                if recovered or not await self._recover(state):
-                    raise TurnFailed("overflow", "the answer stopped at the context window")
-                recovered = True
-                await self._flush_trims(state)
-                continue
-            if response.stop == "length" and not deliverable(response):
-                larger = None if raised else raised_output_limit(request, response, window)
-                if larger is None:
-                    raise TurnFailed("length", "the answer was cut at the output limit")
-                raised, output_limit = True, larger
-                continue
-            return response
+            if larger is None:
+                raise TurnFailed("length", "the answer was cut at the output limit")
+            attempt.raised, attempt.output_limit, attempt.cut = True, larger, None
 
-    def _plan(self, state: TurnState, messages: tuple[ChatMessage, ...]) -> PlannedCache:
-        """The request's cache plan: the current message found by identity (an orphan
-        repair may have shifted it), the session's read points for this model."""
-        current = None
-        if state.current_index < len(state.messages):
-            held = state.messages[state.current_index]
-            if held.role == "user":
-                current = next((i for i, m in enumerate(messages) if m is held), None)
-        return plan_cache(
-            messages,
-            current=current,
-            previous=self.read_points.get(state.session.id, state.route.model),
-            session_key=session_cache_key(state.session.id),
-            digests=state.route.marks_cache,
-        )
-
-    async def _called(
+    async def _attempt(
         self,
         state: TurnState,
-        response: LLMResponse | None,
-        started: float | None,
-        *,
-        error: Exception | None,
+        tools: tuple[ToolSpec, ...],
         final: bool,
-        exact: int | None = None,
-        request: LLMRequest | None = None,
-    ) -> None:
-        """Publish the call with every trim made since the previous one; those are done with."""
-        latency = 0 if started is None else int((time.perf_counter() - started) * 1000)
-        event = ModelCalled(
-            at=self.clock.now(),
+        attempt: _Attempt,
+        on_text: TextSink | None,
+    ) -> LLMResponse | None:
+        """One attempt: the answer, or None when it overflowed the window or was cut at its
+        output limit with nothing to deliver (`attempt` says which)."""
+        # the last safety net: whatever a trim or a stored history left, the provider
+        # never receives a tool result without its call (or a call without its result)
+        messages = remove_orphaned_tool_messages(state.messages)
+        window = state.window
+        # the window is real tokens: so is what must fit (`request_needs`)
+        needs = request_needs(messages, tools, state.route, window.correction)
+        report = CallReport(
             session=state.session,
             turn_id=state.turn_id,
+            tokens=split_request_tokens(state.messages, state.current_index),
+            fixed_tokens=state.fixed_tokens,
             iteration=state.iteration,
             final=final,
-            route=state.route,
-            usage=response.usage if response is not None else None,
-            tool_calls=len(response.tool_calls) if response is not None else 0,
-            error=error,
-            latency_ms=latency,
-            fixed_tokens=state.fixed_tokens,
-            tokens=split_request_tokens(state.messages, state.current_index),
-            trims=tuple(state.pending_trims),
-            budget=state.budget,
-            history_budget=state.history_budget,
-            kept_turns=state.kept_turns,
-            dropped_turns=state.dropped_turns,
-            exact_tokens=exact,
-            call_id=new_call_id(self.clock.now()),
-            request=request,
-            response=response,
+            trims=tuple(window.trims),
+            budget=window.budget,
+            history_budget=window.history_budget,
+            kept_turns=state.layout.kept_turns,
+            dropped_turns=window.dropped_turns,
         )
-        state.pending_trims.clear()
-        state.published_trims = 0
-        await self.bus.publish(event)
+        # every trim made since the previous call is reported with this one: done with
+        window.trims.clear()
+        state.published = 0
+        try:
+            response = await self.caller.send(
+                state.route,
+                messages,
+                tools=tools,
+                needs=needs,
+                report=report,
+                current=_current(state, messages),
+                tool_choice="none" if final and tools else None,
+                max_output_tokens=attempt.output_limit,
+                within=state.refused,
+                before_send=self._spend_check(state),
+                on_text=on_text,
+            )
+        except CapacityExceeded as exc:
+            raise TurnFailed("capacity", str(exc)) from exc
+        except BudgetExceeded as exc:
+            raise TurnFailed(
+                "budget", str(exc), notice=exc.notice, silent=exc.notice is None
+            ) from exc
+        except ContextOverflow as exc:
+            # no later request of the turn reaches what was just refused
+            state.refused = overflow_room(exc, needs.total)
+            attempt.overflowed, attempt.overflow_detail = True, f"context overflow: {exc}"
+            return None
+        except ProviderError as exc:
+            raise TurnFailed(_failure_key(exc), f"{type(exc).__name__}: {exc}") from exc
+        if response.stop == "context":  # stopped at the window: the overflow path
+            state.refused = needs.total
+            attempt.overflowed = True
+            attempt.overflow_detail = "the answer stopped at the context window"
+            return None
+        if response.stop == "length" and not deliverable(response):
+            attempt.cut = response
+            return None
+        return response
+
+    def _spend_check(self, state: TurnState) -> BeforeSend | None:
+        spend = self.spend
+        if spend is None:
+            return None
+
+        async def check(request: LLMRequest, needs: RequestNeeds) -> None:
+            await spend.before_call(state, request, input_tokens=needs.total)
+
+        return check
 
     async def _recover(self, state: TurnState) -> bool:
         """After an overflow: down to two thirds of the estimate, whole turns only."""
@@ -401,30 +273,31 @@ class ProviderCaller:
         *,
         reason: Literal["token_budget", "overflow_recovery"],
     ) -> bool:
-        """Drop the fewest oldest whole turns until the request fits `budget`, rendering the
-        kept ones again after each cut (a re-rendered first message is a little longer, so
-        it may take a second cut). Records one `HistoryTrimmed`; False when nothing went."""
+        """Ask the window to drop the fewest oldest whole turns until the request fits
+        `budget`, laying the request out again after each cut (a re-rendered first message
+        is a little longer, so it may take a second cut). Records one `HistoryTrimmed`;
+        False when nothing went."""
+        window = state.window
         tokens_before = state.messages.tokens
         turns = messages = 0
         while True:
-            plan = trim_to_recent_turns(state.messages, budget, crumb_present=state.crumb)
+            plan = trim_to_recent_turns(state.messages, budget, crumb_present=window.crumb)
             if not plan.trimmed or plan.dropped_turns == 0:
                 break
-            dropped_turns, dropped_messages = await self.window.drop_turns(
-                state, plan.dropped_turns, within=state.refused
-            )
-            if dropped_turns == 0:
+            before = state.layout.history_end - state.layout.history_start
+            dropped = await window.drop_oldest(plan.dropped_turns, within=state.refused)
+            if dropped == 0:
                 break
-            turns += dropped_turns
-            messages += dropped_messages
+            state.lay_out(self.layout)
+            turns += dropped
+            messages += before - (state.layout.history_end - state.layout.history_start)
         if turns == 0:
             return False
-        state.dropped_turns += turns
-        state.pending_trims.append(
+        window.trims.append(
             HistoryTrimmed(
                 dropped_messages=messages,
                 dropped_turns=turns,
-                kept_turns=state.kept_turns,
+                kept_turns=state.layout.kept_turns,
                 reason=reason,
                 tokens_before=tokens_before,
                 tokens_after=state.messages.tokens,
@@ -437,6 +310,32 @@ class ProviderCaller:
 
     async def _flush_trims(self, state: TurnState) -> None:
         """Publish the trims not yet published; the next call reports them all."""
-        for event in state.pending_trims[state.published_trims :]:
-            await self.bus.publish(event)
-        state.published_trims = len(state.pending_trims)
+        trims = state.window.trims
+        for event in trims[state.published :]:
+            await self.caller.bus.publish(event)
+        state.published = len(trims)
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """How the attempts of one turn call went so far."""
+
+    output_limit: int | None
+    recovered: bool = False
+    """The window already shrank once after an overflow."""
+    overflowed: bool = False
+    overflow_detail: str = ""
+    raised: bool = False
+    """The output limit was already raised once."""
+    cut: LLMResponse | None = None
+    """The last answer, cut at its output limit with nothing to deliver."""
+
+
+def _current(state: TurnState, messages: tuple[ChatMessage, ...]) -> int | None:
+    """Where the current message sits in `messages`, found by identity (an orphan repair
+    may have shifted it); None when it is not a member's message."""
+    if state.current_index < len(state.messages):
+        held = state.messages[state.current_index]
+        if held.role == "user":
+            return next((i for i, m in enumerate(messages) if m is held), None)
+    return None

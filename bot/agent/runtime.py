@@ -1,9 +1,11 @@
 """The turn runtime: one `run_turn` answers the newest message of a session.
 
 The tool loop, from parts each doing one job:
-- `request.RequestBuilder`: window, projection with per-turn blocks, system prompt;
-- `provider_call.ProviderCaller`: proactive trim, capacity check, the provider call with
-  one overflow recovery, `ModelCalled` / `HistoryTrimmed` on the bus;
+- `window.Windows`: opens the turn's `ConversationWindow` (load, plan, fold, keep,
+  persist; the only thing that shrinks it during the turn);
+- `request.RequestBuilder`: the system prompt, the per-turn blocks, the layout;
+- `provider_call.ProviderCaller`: the turn's calls (proactive trim, one overflow recovery)
+  through the one `ModelCaller` (capacity check, cache plan, deadline, `ModelCalled`);
 - `tool_runner.ToolRunner`: aliases rewritten, tools run, call and results stored;
 - `bubbles.ReplyBubbles`: the final answer stored bubble by bubble as it is delivered;
 - `metering.CallMetering`: subscribed to the bus, the ledger line and `/context` meter.
@@ -20,34 +22,19 @@ from typing import Protocol
 
 from bot.agent.bubbles import ReplyBubbles
 from bot.agent.compactor import Compactor
-from bot.agent.events import EventBus
-from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
-from bot.agent.observer import NO_OBSERVER, TurnObserver
 from bot.agent.policy import TurnPolicy
-from bot.agent.presence import ChatActions, Presence, Typing
-from bot.agent.provider_call import ProviderCaller, SpendCheck
-from bot.agent.request import RequestBuilder
-from bot.agent.routes import RouteTable
-from bot.agent.token_truth import TokenTruth
+from bot.agent.presence import Presence, Typing
+from bot.agent.provider_call import ProviderCaller
 from bot.agent.tool_runner import TOOL_TIMEOUT_SECONDS, ToolRunner
 from bot.agent.turn import TurnFailed, TurnOutcome, TurnState
-from bot.agent.turn_images import TurnImages
+from bot.agent.window import Windows
 from bot.context.alias_table import AliasTable
-from bot.context.cache_plan import ReadPoints
 from bot.context.escaping import strip_echoed_header
 from bot.domain.ids import Scene
-from bot.domain.records import StoredRecord
-from bot.ports import Clock, LLMResponse, Messenger, SessionInfo
-from bot.store_ports import (
-    HistorySearch,
-    HistoryStore,
-    MessageEraser,
-    PlatformMessageStore,
-    RecentReactions,
-)
+from bot.ports import LLMResponse, SessionInfo
 from bot.texts import text as user_text
-from bot.tools.base import Tool, ToolContext
+from bot.tools.base import ToolContext
 
 __all__ = [
     "MAX_METERS",
@@ -81,106 +68,41 @@ class TurnRunner:
     def __init__(
         self,
         *,
-        store: HistoryStore,
-        platform_messages: PlatformMessageStore,
-        messenger: Messenger,
-        routes: RouteTable,
-        tools: Sequence[Tool],
-        ledger: LedgerWriter,
-        clock: Clock,
+        windows: Windows,
+        calls: ProviderCaller,
+        tool_runner: ToolRunner,
+        bubbles: ReplyBubbles,
+        presence: Presence,
+        metering: CallMetering,
         policy: TurnPolicy,
-        bus: EventBus | None = None,
-        bot_id: int | None = None,
-        bot_name: str = "tgbot",
         told: ToldUserNotes | None = None,
-        truth: TokenTruth | None = None,
-        reactions: RecentReactions | None = None,
-        search: HistorySearch | None = None,
-        chat_actions: ChatActions | None = None,
-        stream_drafts: bool = True,
-        observer: TurnObserver = NO_OBSERVER,
-        spend: SpendCheck | None = None,
-        images: TurnImages | None = None,
-        eraser: MessageEraser | None = None,
     ) -> None:
-        self.observer = observer
-        """Watches each turn and tool call (tracing, `bot.agent.observer`)."""
-        self.presence = Presence(chat_actions, drafts=stream_drafts)
+        """Built in `bot/app/wiring.py` (`build_turn_runner`)."""
+        self.windows = windows
+        """Opens each turn's window (`bot.agent.window`)."""
+        self.request = windows.prompt
+        """The system prompt, the per-turn blocks and the request's layout."""
+        self.calls = calls
+        self.tool_runner = tool_runner
+        self.bubbles = bubbles
+        self.presence = presence
         """"typing…" while a turn runs, stopped before its reply."""
+        self.metering = metering
+        self.policy = policy
         self.told = told
         """`[Already told the user]` notes, kept until a turn that carried them succeeds."""
-        self.messenger = messenger
-        self.truth = truth if truth is not None else TokenTruth()
+        self.observer = tool_runner.observer
+        """Watches each turn and tool call (tracing, `bot.agent.observer`)."""
+        self.messenger = bubbles.messenger
+        self.truth = metering.truth
         """Per-route token corrections: learned by metering, used by budgets and checks."""
-        self.clock = clock
-        self.policy = policy
-        self.bus = bus or EventBus()
-        self.tools = {tool.spec.name: tool for tool in tools}
+        self.clock = bubbles.clock
+        self.tools = calls.tools
         """The live tool table (name → tool), shared by every part."""
-        # compaction: on when the policy has one
-        self.compactor: Compactor | None = None
-        read_points = ReadPoints()  # where the cache was written, shared by every call
-        if policy.compaction is not None:
-            self.compactor = Compactor(
-                store=store,
-                routes=routes,
-                tools=self.tools,
-                bus=self.bus,
-                clock=clock,
-                policy=policy.compaction,
-                read_points=read_points,
-                correction=self.truth.correction,
-            )
-        self.request = RequestBuilder(
-            compactor=self.compactor,
-            store=store,
-            routes=routes,
-            tools=self.tools,
-            clock=clock,
-            window_policy=policy.window,
-            prompt=policy.prompt,
-            runtime=policy.calls.limits,
-            bot_id=bot_id,
-            bot_name=bot_name,
-            correction=self.truth.correction,
-            reactions=reactions,
-            images=images,
-        )
-        self.provider = ProviderCaller(
-            tools=self.tools,
-            bus=self.bus,
-            clock=clock,
-            policy=policy.calls,
-            window=self.request,
-            read_points=read_points,
-            spend=spend,
-        )
-        self.tool_runner = ToolRunner(
-            tools=self.tools,
-            store=store,
-            platform_messages=platform_messages,
-            messenger=messenger,
-            clock=clock,
-            bot_id=bot_id,
-            bot_name=bot_name,
-            max_result_chars=policy.tools.max_result_chars,
-            owner_id=policy.prompt.owner_id,
-            max_calls_per_step=policy.tools.max_calls_per_step,
-            max_messages_per_turn=policy.tools.max_messages_per_turn,
-            search=search,
-            zone=policy.prompt.zone,
-            observer=observer,
-            media_files=images.files if images is not None else None,
-            eraser=eraser,
-        )
-        self.bubbles = ReplyBubbles(
-            store=store,
-            platform_messages=platform_messages,
-            clock=clock,
-            bot_id=bot_id,
-            bot_name=bot_name,
-        )
-        self.metering = CallMetering(ledger, truth=self.truth).attach(self.bus)
+
+    @property
+    def compactor(self) -> Compactor | None:
+        return self.windows.compactor
 
     @property
     def meters(self) -> OrderedDict[int, CallMeter]:
@@ -207,11 +129,16 @@ class TurnRunner:
         turn_id: str,
         told_user: Sequence[str] = (),
         persist_window: bool = True,
-    ) -> tuple[TurnState, AliasTable, list[StoredRecord]]:
-        """Everything up to the first provider call (see `RequestBuilder.prepare`)."""
-        return await self.request.prepare(
-            session, turn_id=turn_id, told_user=told_user, persist_window=persist_window
+    ) -> TurnState:
+        """Everything up to the first provider call: the turn's window opened
+        (`Windows.open`) and the request laid out around it. `persist_window=False`
+        previews (`tgbot context show`): nothing is stored and no model is called."""
+        window = await self.windows.open(
+            session, turn_id=turn_id, told_user=told_user, persist=persist_window
         )
+        state = TurnState(turn_id=turn_id, window=window)
+        state.lay_out(self.request)
+        return state
 
     async def run_turn(
         self, session: SessionInfo, *, reply_to: int | None, told_user: Sequence[str] = ()
@@ -235,9 +162,9 @@ class TurnRunner:
         key = session.key
         if not told_user and self.told is not None:
             told_user = await self.told.peek(key.chat_id, key.thread_id)
-        state, aliases, records = await self.prepare(session, turn_id=turn_id, told_user=told_user)
-        session = state.session
-        tool_ctx = self.tool_runner.context(session, records, route=state.route)
+        state = await self.prepare(session, turn_id=turn_id, told_user=told_user)
+        aliases, records = state.window.aliases, list(state.window.records)
+        tool_ctx = self.tool_runner.context(state.session, records, route=state.route)
         state.requester = tool_ctx.rights.requester_id if tool_ctx.rights is not None else None
         try:
             async with asyncio.timeout(self.policy.turn_deadline_seconds):
@@ -273,7 +200,7 @@ class TurnRunner:
             hit_cap = state.iteration > self.policy.max_tool_iterations
             # one draft id per reply: each model call may be the one that answers
             draft = self.presence.draft(key.chat_id, key.thread_id, private=private)
-            response = await self.provider.call(state, final=hit_cap, on_text=draft)
+            response = await self.calls.call(state, final=hit_cap, on_text=draft)
             if response.stop == "refusal":
                 # not asked again (it would refuse again, and bill again); any text it wrote
                 # before refusing is not an answer and is not delivered
@@ -282,7 +209,8 @@ class TurnRunner:
             if response.tool_calls and not hit_cap:
                 await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
                 if tool_ctx.erased:  # deleted now: not in this turn's next calls either
-                    await self.request.forget(state, frozenset(tool_ctx.erased))
+                    if await state.window.forget(frozenset(tool_ctx.erased)):
+                        state.lay_out(self.request)
                     tool_ctx.erased.clear()
                 continue
             if response.tool_calls and not response.text.strip():
@@ -293,8 +221,8 @@ class TurnRunner:
                 self.request.reactions_answered(session.id)
                 if self.told is not None:
                     await self.told.shown(key.chat_id, key.thread_id, told_user)
-            if state.fold_soon:  # the next window move is near: prepare its summary
-                self.request.after_reply(session, turn_id=turn_id)
+            if state.window.fold_soon:  # the next window move is near: prepare its summary
+                self.windows.prepare_next(session, turn_id=turn_id)
             return outcome
 
     async def _failed(

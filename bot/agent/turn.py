@@ -2,82 +2,104 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Literal
 
 from bot.agent.routes import ModelRoute
-from bot.context.alias_table import AliasTable
-from bot.context.history_trim import HistoryTrimmed, IndexedHistory
-from bot.context.projection import Projection
-from bot.context.token_correction import NO_CORRECTION, TokenCorrection
-from bot.domain.messages import ImagePart
-from bot.domain.records import StoredRecord, SummaryRecord
+from bot.context.history_trim import IndexedHistory
+from bot.context.orphans import remove_orphaned_tool_messages
+from bot.context.tokens import estimate_message_tokens, with_token_estimate
+from bot.context.turns import count_turns
 from bot.ports import Delivery, SessionInfo
+
+if TYPE_CHECKING:
+    from bot.agent.request import RequestBuilder
+    from bot.agent.window import ConversationWindow
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Where the parts of a laid-out request sit: the rendered window is
+    `messages[history_start:history_end]`, the current message at `current_index`;
+    `kept_turns` the window's turns; `fixed_tokens` our estimate of the system prompt and
+    the tool schemas."""
+
+    history_start: int = 0
+    history_end: int = 0
+    current_index: int = 0
+    kept_turns: int = 0
+    fixed_tokens: int = 0
 
 
 @dataclass(slots=True)
 class TurnState:
     """The request of one turn as it grows call by call (never shared between turns).
 
-    `messages` is what the next provider call sends: the head (system prompt, breadcrumb
-    when earlier history is left out), the window rendered from `window.records`, then this
-    turn's tool steps; `messages[history_start:history_end]` is the rendered window and
-    `current_index` where the current message sits. A runtime trim drops whole turns from
-    `window` and renders it again (`RequestBuilder.drop_turns`). `crumb` says whether the
-    breadcrumb is in. `pending_trims` are the trims since the last model call: published
-    on the bus as they are flushed, and all of them reported with the next call.
-    `messages` keeps running totals (`IndexedHistory`), so a trim reads its event's figures
-    without scanning what it drops. `correction` is the route's learned ratio of reported
-    to estimated tokens: `budget`, `history_budget` and the capacity check are in real
-    tokens and are converted into estimate units through it.
+    `messages` is what the next provider call sends, laid out by `lay_out` (where its parts
+    sit: `layout`): the head, the window (`window`, which owns what the
+    model sees of the history and is the only thing that shrinks it), then this turn's tool
+    steps. `published` counts the window's trims already published on the bus (all of them
+    are reported with the next call). `refused`: after a context overflow, what the refused
+    request needed (real tokens, or the limit the provider reported when lower); no later
+    request of the turn may reach it. `requester`: the member whose message the turn
+    answers (their spend limit applies).
     """
 
-    session: SessionInfo
-    route: ModelRoute
     turn_id: str
-    messages: IndexedHistory
-    crumb: bool
-    current_index: int
-    fixed_tokens: int
-    budget: int
-    history_budget: int
-    kept_turns: int
-    window: TurnWindow
-    history_start: int
-    history_end: int
-    dropped_turns: int = 0
-    pending_trims: list[HistoryTrimmed] = field(default_factory=list)
-    fold_soon: bool = False
-    """The next window move is near: prepare the summary after the reply."""
-    published_trims: int = 0
+    window: ConversationWindow
+    messages: IndexedHistory = field(default_factory=IndexedHistory)
+    layout: Layout = field(default_factory=Layout)
+    published: int = 0
     iteration: int = 0
-    correction: TokenCorrection = NO_CORRECTION
     requester: int | None = None
-    """The member whose message the turn answers (their spend limit applies)."""
     refused: int | None = None
-    """After a context overflow: what the refused request needed (real tokens, or the limit
-    the provider reported when lower); no later request of the turn may reach it."""
 
+    def lay_out(self, prompt: RequestBuilder) -> None:
+        """Put the head (`prompt`'s system prompt, and the breadcrumb and summary when
+        earlier history is out), the window's messages without orphaned tool steps, and this
+        turn's tool steps so far in `messages` (to start, and after the window changed)."""
+        window = self.window
+        head = prompt.head(window.session, has_earlier=window.crumb, summary=window.summary)
+        projection = window.projection
+        history = list(remove_orphaned_tool_messages(projection.messages))
+        index = projection.current_message_index
+        current = (
+            len(history)
+            if index is None
+            else next(i for i, m in enumerate(history) if m is projection.messages[index])
+        )
+        if window.images and index is not None and current < len(history):
+            # the turn's images ride on the current message, for this turn's calls only
+            carrier = history[current]
+            history[current] = with_token_estimate(replace(carrier, images=window.images))
+        tail = self.messages[self.layout.history_end :]
+        self.messages = IndexedHistory([*head, *history, *tail])
+        end = len(head) + len(history)
+        schemas = prompt.schema_tokens(window.session.scene)
+        self.layout = Layout(
+            history_start=len(head),
+            history_end=end,
+            current_index=len(head) + current,
+            # the history's turns: the breadcrumb and the summary block before it are not
+            kept_turns=count_turns(self.messages[:end], len(head)),
+            fixed_tokens=estimate_message_tokens(head[0]) + schemas,
+        )
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnWindow:
-    """The window's records as this turn shows them, and what rendering them needs again.
+    @property
+    def session(self) -> SessionInfo:
+        return self.window.session
 
-    `records` are the kept records, oldest first; `projection` their rendering (before the
-    orphan repair); `blocks` the per-turn blocks the current message carries, rendered once
-    per turn so a re-render keeps them byte for byte; `aliases` the turn's alias table,
-    which a re-render adds to (an alias shown once stays valid for the turn).
-    """
+    @property
+    def route(self) -> ModelRoute:
+        return self.window.route
 
-    records: tuple[StoredRecord, ...]
-    projection: Projection
-    blocks: str
-    aliases: AliasTable
-    summary: SummaryRecord | None = None
-    """The compaction summary shown after the breadcrumb, if any."""
-    images: tuple[ImagePart, ...] = ()
-    """The turn's images, on the current message for this turn's calls only (never stored;
-    `bot.agent.turn_images`)."""
+    @property
+    def current_index(self) -> int:
+        return self.layout.current_index
+
+    @property
+    def fixed_tokens(self) -> int:
+        return self.layout.fixed_tokens
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

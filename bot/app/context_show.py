@@ -70,7 +70,7 @@ async def preview_request(
     )
     try:
         told = await app.told.peek(key.chat_id, key.thread_id)
-        state, _aliases, records = await app.runner.prepare(
+        state = await app.runner.prepare(
             session, turn_id="preview", told_user=told, persist_window=False
         )
     finally:
@@ -82,7 +82,7 @@ async def preview_request(
         fixed_tokens=state.fixed_tokens,
         history_tokens=history,
         current_tokens=current,
-        records=tuple(records),
+        records=state.window.records,
     )
 
 

@@ -54,6 +54,7 @@ from bot.agent.turn_images import TurnImages
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
 from bot.app.telemetry import route_endpoints
+from bot.app.turn_parts import build_turn_runner
 from bot.clock import SystemClock
 from bot.config import ChatLimitSettings, ProviderProfile, SceneHistory, Settings
 from bot.context.budget import PerScene, ProfileCapacity, RuntimeLimits, bound_summaries
@@ -282,7 +283,6 @@ def turn_policy(settings: Settings, locales: ChatLocales | None = None) -> TurnP
             summary_budgets=bound_summaries(summaries, window.history_budgets),
             route=compaction.route,
             prepare_margin=compaction.prepare_margin,
-            runtime=limits,
         )
         if compaction.enabled
         else None,
@@ -519,10 +519,9 @@ def build_app(
     told = ToldUser(open_told_notes(store))
     outside = ToldUserMessenger(messenger, told)
     """What services send outside model turns; the next turn there is told."""
-    runner = TurnRunner(
+    runner = build_turn_runner(
         told=told,
         store=store,
-        platform_messages=store,
         messenger=messenger,
         routes=routes,
         tools=(*offered_tools(settings), *extra_tools),
@@ -535,8 +534,6 @@ def build_app(
         chat_actions=chat_actions,
         stream_drafts=settings.telegram.stream_drafts,
         truth=truth,
-        reactions=store,
-        search=store,
         observer=tracing if tracing is not None else NO_OBSERVER,
         spend=spend,
         images=(
@@ -548,7 +545,6 @@ def build_app(
                 prefetch=sees_images(settings),
             )
         ),
-        eraser=store,
     )
     if spend is not None:
         spend.attach(bus)

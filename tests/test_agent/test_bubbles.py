@@ -24,6 +24,7 @@ class Rig:
     @property
     def bubbles(self) -> ReplyBubbles:
         return ReplyBubbles(
+            messenger=self.messenger,
             store=self.store,
             platform_messages=self.store,
             clock=self.clock,

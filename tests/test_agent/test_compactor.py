@@ -99,7 +99,8 @@ async def test_the_summary_sits_right_after_the_breadcrumb_and_names_its_range(
     path = await store.load_path(session.id)
     assert all(not isinstance(r.body, SummaryRecord) for r in path)
     again, _, _ = group_app(tmp_path, model, messenger, store=store, clock=clock)
-    state, aliases, _ = await again.runner.prepare(session, turn_id="t", persist_window=False)
+    state = await again.runner.prepare(session, turn_id="t", persist_window=False)
+    aliases = state.window.aliases
     assert state.messages[2].content == summary.content
     assert aliases.resolve("m3") is not None  # aliases the summary mentions are valid
 

@@ -77,7 +77,7 @@ async def owner_run(
     app = wire_app(settings, store=InMemoryStore(), messenger=messenger, model=model, clock=clock)
     if jitter:
         ratios = cycle([1.0, 1.25, 0.8, 1.15, 0.9])
-        app.runner.request.correction = lambda provider, model: TokenCorrection(
+        app.runner.windows.correction = lambda provider, model: TokenCorrection(
             ratio=next(ratios), samples=50
         )
     for mid in range(1, turns + 1):

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from bot.agent.provider_call import CapacitySource, capacity_window
+from bot.agent.model_call import CapacitySource, capacity_window
 from bot.context.budget import RuntimeLimits
 from tests.test_agent.rig import ROUTE
 

@@ -119,13 +119,13 @@ async def test_the_correction_survives_a_restart_and_widens_an_over_counted_budg
     )
     session = (await store.load_history(1, max_records=1)).session
     assert session.key.chat_id == CHAT
-    kept, _, _ = await restarted.runner.prepare(session, turn_id="p1", persist_window=False)
-    plain, _, _ = await fresh.runner.prepare(session, turn_id="p2", persist_window=False)
-    assert kept.correction.ratio == learned[route].ratio
-    assert plain.correction.samples == 0
+    kept = await restarted.runner.prepare(session, turn_id="p1", persist_window=False)
+    plain = await fresh.runner.prepare(session, turn_id="p2", persist_window=False)
+    assert kept.window.correction.ratio == learned[route].ratio
+    assert plain.window.correction.samples == 0
     # same history, same 700-token budget: the corrected window keeps more of it
     assert kept.messages.tokens > plain.messages.tokens
-    assert kept.kept_turns > plain.kept_turns
+    assert kept.layout.kept_turns > plain.layout.kept_turns
     await restarted.routes.aclose()
     await fresh.routes.aclose()
 
@@ -143,7 +143,7 @@ async def test_the_capacity_check_counts_in_real_tokens(tmp_path: Path) -> None:
             settings, store=InMemoryStore(), messenger=messenger, model=model, clock=clock
         )
         if ratio is not None:
-            route = app.runner.request.routes.resolve(None)
+            route = app.runner.windows.routes.resolve(None)
             truth = app.runner.truth
             for _ in range(40):
                 truth.observe(

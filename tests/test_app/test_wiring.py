@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from adapters.llm.scripted import ScriptedModel
 from bot.agent.policy import SceneCaps
 from bot.app.wiring import turn_policy, window_policy
 from bot.context.budget import PerScene
-from tests.rig import rig_settings
+from storage.memory import InMemoryStore
+from tests.fakes import RecordingMessenger
+from tests.rig import rig_settings, wire_app
 
 
 def test_each_scene_gets_its_budget_and_its_caps_with_overrides_applied(tmp_path: Path) -> None:
@@ -45,10 +48,23 @@ def test_the_summary_bound_is_read_once_and_held_to_a_quarter_of_the_history(
     assert policy.compaction is not None
     assert policy.compaction.summary_budgets == PerScene(group=600, private=500, owner=1_500)
     assert (policy.compaction.route, policy.compaction.prepare_margin) == ("cheap", 0.2)
-    # one set of runtime limits: the calls' budget and the summary call's window agree
-    assert policy.compaction.runtime == policy.calls.limits
     assert policy.calls.limits.max_context_tokens == 50_000
     assert policy.calls.deadline_seconds == 30.0
+
+
+async def test_the_summary_call_and_the_turn_calls_share_one_model_caller(
+    tmp_path: Path,
+) -> None:
+    """One capacity check, one cache plan, one deadline: the summary call is made by the
+    caller the turn's calls use, so both are held to the same window and read one cache."""
+    settings = rig_settings(tmp_path, runtime={"max_context_tokens": 50_000})
+    app = wire_app(
+        settings, store=InMemoryStore(), messenger=RecordingMessenger(), model=ScriptedModel()
+    )
+    compactor = app.runner.compactor
+    assert compactor is not None
+    assert compactor.caller is app.runner.calls.caller
+    assert compactor.caller.limits.max_context_tokens == 50_000
 
 
 def test_compaction_switched_off_has_no_policy(tmp_path: Path) -> None:

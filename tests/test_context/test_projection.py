@@ -6,7 +6,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.agent.request import register_shown
+from bot.agent.window import register_shown
 from bot.context.alias_table import AliasTable
 from bot.context.projection import (
     Projection,
@@ -202,7 +202,7 @@ def test_quote_outside_the_path_shows_the_platform_id_and_a_reference_when_trunc
     )
     assert projection.references == (55,)
     table = AliasTable()
-    register_shown(table, projection, -100)
+    register_shown(table, projection, -100, None)
     assert table.rewrite_arguments({"reference": "55"}) == {"reference": 55}
 
 

@@ -1,0 +1,272 @@
+"""The one model caller: every call to a model, whatever its purpose, goes through here.
+
+A turn's step, its final answer without tools, and a summary call are held to the same
+measure (`request_needs`: exact where the route has a tokenizer file, else our estimate
+times the route's learned correction) and the same check (`check_request`: the model's
+window, or after an overflow what the provider just refused); they share one cache plan
+(where the session's previous request wrote the cache, `ReadPoints`), one deadline, and
+each attempt is one `ModelCalled` on the bus (metering turns it into the ledger line),
+answered, refused by the provider, or never sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from bot.agent.events import EventBus, ModelCalled
+from bot.agent.routes import ModelRoute
+from bot.agent.traces import new_call_id
+from bot.context.budget import RuntimeLimits
+from bot.context.cache_plan import ReadPoints, plan_cache, session_cache_key
+from bot.context.history_trim import HistoryTrimmed
+from bot.context.token_correction import TokenCorrection, exact_message_tokens
+from bot.context.tokens import RequestTokens, estimate_history_tokens, image_tokens
+from bot.context.window import check_capacity, estimate_tool_schema_tokens, tool_schema_text
+from bot.domain.messages import ChatMessage
+from bot.errors import CapacityExceeded, ProviderError, ProviderUnavailable
+from bot.ports import Clock, LLMRequest, LLMResponse, SessionInfo, TextSink, ToolSpec
+
+CapacitySource = Literal["known", "max_context_tokens", "assumed"]
+
+
+def capacity_window(route: ModelRoute, limits: RuntimeLimits) -> tuple[int, CapacitySource]:
+    """The window the capacity check holds a request to, and where it comes from.
+
+    The resolved window when known; else a positive `max_context_tokens`, honoured as the
+    window (the same operand the budget uses: docs/context-window.md, Runtime budget); else the
+    32,000 assumed for unknown capacity."""
+    if route.context_window is not None and route.context_window > 0:
+        return route.context_window, "known"
+    honoured = limits.max_context_tokens
+    if honoured is not None and honoured > 0:
+        return honoured, "max_context_tokens"
+    return route.context_window_for_math, "assumed"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestNeeds:
+    """What a request needs of the model's window, in real tokens: counted exactly when the
+    route has a tokenizer file (`exact` is then the total), else our estimate scaled by the
+    route's correction."""
+
+    messages: int
+    schemas: int
+    images: int
+    exact: int | None = None
+
+    @property
+    def total(self) -> int:
+        return self.messages + self.schemas + self.images
+
+
+def request_needs(
+    messages: Sequence[ChatMessage],
+    tools: Sequence[ToolSpec],
+    route: ModelRoute,
+    correction: TokenCorrection,
+) -> RequestNeeds:
+    """What `messages` and the schemas of `tools` need of `route`'s window: the one measure
+    every model call is held to (a turn's call and a summary call alike)."""
+    images = image_tokens(messages)
+    schemas = [tool.schema() for tool in tools]
+    count = route.count_tokens
+    if count is not None:
+        exact_messages = exact_message_tokens(messages, count) - images
+        exact_schemas = count(tool_schema_text(schemas))
+        total = exact_messages + exact_schemas + images
+        return RequestNeeds(exact_messages, exact_schemas, images, exact=total)
+    real = correction.apply
+    return RequestNeeds(
+        real(estimate_history_tokens(messages) - images),
+        real(estimate_tool_schema_tokens(schemas)),
+        real(images),
+    )
+
+
+def check_request(
+    needs: RequestNeeds, route: ModelRoute, limits: RuntimeLimits, *, within: int | None = None
+) -> None:
+    """Raise `CapacityExceeded` when a request needing `needs` cannot fit `route`'s window
+    (`capacity_window`), or, with `within`, is not smaller than that many tokens (after an
+    overflow: what the provider just refused). The one capacity check of every model call."""
+    window, source = capacity_window(route, limits)
+    if within is not None and within <= window:
+        window, source = within - 1, "known"
+    check_capacity(
+        message_tokens=needs.messages,
+        tool_schema_tokens=needs.schemas,
+        image_tokens=needs.images,
+        context_window=window,
+        model=route.model,
+        context_window_known=source == "known",
+        honoured=source == "max_context_tokens",
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallReport:
+    """What a call's `ModelCalled` says besides the call itself (the ledger line's context):
+    whose turn, which step, our estimate of the request, and the window's state."""
+
+    session: SessionInfo
+    turn_id: str
+    tokens: RequestTokens
+    fixed_tokens: int
+    purpose: Literal["turn", "compaction"] = "turn"
+    iteration: int = 0
+    final: bool = False
+    trims: tuple[HistoryTrimmed, ...] = ()
+    budget: int = 0
+    history_budget: int = 0
+    kept_turns: int = 0
+    dropped_turns: int = 0
+
+
+BeforeSend = Callable[[LLMRequest, RequestNeeds], Awaitable[None]]
+"""Runs right before a request is sent (spend limits); raising stops it."""
+
+
+class ModelCaller:
+    """Makes every model call, whatever its purpose (a turn's step, its final answer, a
+    summary): one capacity check (`check_request`), one cache plan (where the session's
+    previous request wrote the cache), one deadline, one `ModelCalled` on the bus for every
+    attempt, answered, refused or never sent."""
+
+    def __init__(
+        self,
+        *,
+        bus: EventBus,
+        clock: Clock,
+        limits: RuntimeLimits,
+        deadline_seconds: float | None = None,
+        read_points: ReadPoints | None = None,
+    ) -> None:
+        self.bus = bus
+        self.clock = clock
+        self.limits = limits
+        self.deadline_seconds = deadline_seconds
+        self.read_points = read_points if read_points is not None else ReadPoints()
+        """Where each session's requests wrote the cache (the next request reads there)."""
+
+    def fits(self, needs: RequestNeeds, route: ModelRoute, *, within: int | None = None) -> bool:
+        try:
+            check_request(needs, route, self.limits, within=within)
+        except CapacityExceeded:
+            return False
+        return True
+
+    async def send(
+        self,
+        route: ModelRoute,
+        messages: tuple[ChatMessage, ...],
+        *,
+        tools: tuple[ToolSpec, ...],
+        needs: RequestNeeds,
+        report: CallReport,
+        current: int | None,
+        tool_choice: Literal["auto", "none"] | None = None,
+        max_output_tokens: int | None = None,
+        within: int | None = None,
+        before_send: BeforeSend | None = None,
+        on_text: TextSink | None = None,
+    ) -> LLMResponse:
+        """Send `messages` to `route` (`current`: where the current message sits, for the
+        cache plan) and return the answer. Raises what stopped it, after publishing the
+        attempt: `CapacityExceeded` (never sent), what `before_send` raised (never sent),
+        `ProviderUnavailable` past the deadline, any other `ProviderError`."""
+        session = report.session
+        cache = plan_cache(
+            messages,
+            current=current,
+            previous=self.read_points.get(session.id, route.model),
+            session_key=session_cache_key(session.id),
+            digests=route.marks_cache,
+        )
+        request = LLMRequest(
+            model=route.model,
+            messages=messages,
+            tools=tools,
+            tool_choice=tool_choice,
+            max_output_tokens=max_output_tokens,
+            cache_plan=cache.plan,
+        )
+        published = _Publisher(self, route, report, needs.exact)
+        try:
+            check_request(needs, route, self.limits, within=within)
+        except CapacityExceeded as exc:
+            await published(None, None, exc, request)
+            raise
+        if before_send is not None:
+            try:
+                await before_send(request, needs)
+            except Exception as exc:
+                await published(None, None, exc, None)
+                raise
+        started = time.perf_counter()
+        deadline = self.deadline_seconds
+        try:
+            async with asyncio.timeout(deadline):
+                if on_text is None:
+                    response = await route.provider.complete(request)
+                else:  # a streaming provider feeds the live draft
+                    response = await route.provider.complete(request, on_text=on_text)
+        except TimeoutError as exc:
+            late = ProviderUnavailable(f"no complete answer within {deadline:g} s")
+            await published(None, started, late, None)
+            raise late from exc
+        except ProviderError as exc:
+            await published(None, started, exc, request)
+            raise
+        self.read_points.remember(session.id, route.model, cache.remember)
+        await published(response, started, None, request)
+        return response
+
+
+@dataclass(frozen=True, slots=True)
+class _Publisher:
+    """Publishes one attempt of a call as `ModelCalled`."""
+
+    caller: ModelCaller
+    route: ModelRoute
+    report: CallReport
+    exact: int | None
+
+    async def __call__(
+        self,
+        response: LLMResponse | None,
+        started: float | None,
+        error: Exception | None,
+        request: LLMRequest | None,
+    ) -> None:
+        report, clock = self.report, self.caller.clock
+        latency = 0 if started is None else int((time.perf_counter() - started) * 1000)
+        await self.caller.bus.publish(
+            ModelCalled(
+                at=clock.now(),
+                session=report.session,
+                turn_id=report.turn_id,
+                iteration=report.iteration,
+                final=report.final,
+                route=self.route,
+                usage=response.usage if response is not None else None,
+                tool_calls=len(response.tool_calls) if response is not None else 0,
+                error=error,
+                latency_ms=latency,
+                fixed_tokens=report.fixed_tokens,
+                tokens=report.tokens,
+                trims=report.trims,
+                budget=report.budget,
+                history_budget=report.history_budget,
+                kept_turns=report.kept_turns,
+                dropped_turns=report.dropped_turns,
+                purpose=report.purpose,
+                exact_tokens=self.exact,
+                call_id=new_call_id(clock.now()),
+                request=request,
+                response=response,
+            )
+        )

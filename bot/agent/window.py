@@ -1,0 +1,491 @@
+"""A turn's window: load → plan → fold → keep → persist, and the shrinking after it.
+
+`Windows` opens one `ConversationWindow` per turn (`open`): it loads the records from the
+stored start and projects them with the turn's per-turn blocks on the current message only;
+plans the window (`bot.context.compaction.plan_window`: the start moves in chunks, onto a
+prepared summary when one serves); folds what departs when the plan says so; stores a moved
+start and projects the kept records again. During the turn the window shrinks only through
+`ConversationWindow.drop_oldest` (a proactive trim, or after an overflow: whole turns leave
+the records and the rest is rendered again, never cut out of the rendered list) and changes
+through `forget` (a tool deleted messages). After a reply whose next move is near,
+`Windows.prepare_next` folds that move's summary in the background.
+
+Every fold goes through `Windows.fold` and every projection through `Windows.project`:
+whatever asks, the summary call sees the window as the chat's reply requests show it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from bot.agent.compactor import Compactor, FoldReason, summary_before
+from bot.agent.policy import WindowPolicy
+from bot.agent.request import RequestBuilder
+from bot.agent.routes import ModelRoute, RouteTable
+from bot.context.alias_table import AliasTable
+from bot.context.budget import RuntimeLimits, summary_bound
+from bot.context.compaction import (
+    PreparedSummary,
+    WindowPlan,
+    plan_window,
+    predict_cut,
+    usable_summary,
+)
+from bot.context.history_trim import HistoryTrimmed
+from bot.context.projection import (
+    Projection,
+    current_record_index,
+    project,
+    without_per_turn_cost,
+)
+from bot.context.token_correction import NO_CORRECTION, TokenCorrection
+from bot.context.turns import turn_starts
+from bot.context.window import TurnCosts, WindowLimits, select_window, turn_costs
+from bot.domain.erasure import (
+    deleted_trace,
+    erased_body,
+    without_deleted_lines,
+    without_quoted_text,
+)
+from bot.domain.messages import ChatMessage, ImagePart
+from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
+from bot.ports import SessionInfo
+from bot.store_ports import WindowStore
+
+CURRENT_TURN_SHARE = 8
+"""The current turn's allowance is 1/8 of the runtime budget (2,000 of 16,000): the window
+leaves it for the per-turn blocks and the tool steps of the turn, so a turn of ordinary
+size never needs the proactive trim."""
+
+
+@dataclass(slots=True, kw_only=True)
+class ConversationWindow:
+    """One turn's window over a session's history, as the turn's requests show it.
+
+    `records` are the kept records, oldest first; `projection` their rendering (before the
+    orphan repair); `blocks` the per-turn blocks the current message carries, rendered once
+    per turn so a re-render keeps them byte for byte; `aliases` the turn's alias table,
+    which a re-render adds to (an alias shown once stays valid for the turn); `summary` the
+    compaction summary shown after the breadcrumb; `images` the turn's images, on the
+    current message for this turn's calls only (never stored). `crumb`: earlier history is
+    left out (the breadcrumb is shown). `budget` is the route's runtime budget and
+    `history_budget` the scene's, in real tokens; `correction` converts them into our
+    estimate. `trims` are the window's moves and cuts not yet reported with a model call.
+    """
+
+    windows: Windows
+    session: SessionInfo
+    route: ModelRoute
+    turn_id: str
+    correction: TokenCorrection
+    limits: WindowLimits
+    records: tuple[StoredRecord, ...]
+    projection: Projection
+    blocks: str
+    aliases: AliasTable
+    summary: SummaryRecord | None
+    images: tuple[ImagePart, ...]
+    crumb: bool
+    budget: int
+    history_budget: int
+    dropped_turns: int = 0
+    fold_soon: bool = False
+    """The next window move is near: prepare the summary after the reply."""
+    trims: list[HistoryTrimmed] = field(default_factory=list)
+
+    async def drop_oldest(self, count: int, *, within: int | None = None) -> int:
+        """Drop the `count` oldest whole turns from the records and render the rest again
+        (docs/architecture.md, Rendering a message): the first kept message opens the window
+        (date, full sender name) and a quote of a dropped message degrades to its inline
+        line. The newest turn is never dropped. Returns the turns dropped (0: none could be).
+
+        What leaves is folded into the summary like a move's. `within`: the provider just
+        refused the turn's request as too long (its size, or the limit it reported): the
+        fold summarises only what leaves, in a request smaller than that, or the cut waits
+        (breadcrumb only, the summary stays as it was)."""
+        projection = self.projection
+        starts = turn_starts(projection.messages)
+        current = projection.current_message_index
+        if current is not None:  # the current message's turn always stays
+            starts = [s for s in starts if s <= current]
+        count = min(count, len(starts) - 1)
+        if count <= 0:
+            return 0
+        cut = projection.record_index[starts[count]]
+        windows, session = self.windows, self.session
+        why: FoldReason = "trim" if within is None else "overflow"
+        folded, persist = await windows.fold(
+            session, self.records, cut, self.summary, self.limits, self.turn_id, why, within
+        )
+        records = self.records[cut:]
+        if persist:  # a cut is persisted like a move: the next call never undoes it
+            await windows.store.set_window_start(session.id, records[0].id)
+        self.summary = folded or self.summary
+        self.crumb = True
+        await self._render(records)
+        self.dropped_turns += count
+        return count
+
+    async def forget(self, message_ids: frozenset[int]) -> bool:
+        """Render the window again with `message_ids` deleted (a tool deleted them during
+        the turn): the turn's next calls show `[deleted]` where they were, as every later
+        turn does (storage has already forgotten them). False when none was shown."""
+        traces = [
+            trace
+            for record in self.records
+            if isinstance(record.body, UserRecord) and message_ids & set(record.message_ids)
+            if (trace := deleted_trace(record.body.text)) is not None
+        ]
+
+        def erased(record: StoredRecord) -> StoredRecord:
+            body = record.body
+            for message_id in message_ids:
+                if message_id in record.message_ids:
+                    body = erased_body(replace(record, body=body), message_id, None)
+                else:
+                    body = without_quoted_text(body, message_id)
+            for trace in traces:  # a search hit that showed it
+                body = without_deleted_lines(body, trace)
+            return record if body is record.body else replace(record, body=body)
+
+        records = tuple(map(erased, self.records))
+        if all(new is old for new, old in zip(records, self.records, strict=True)):
+            return False
+        await self._render(records)
+        return True
+
+    async def _render(self, records: tuple[StoredRecord, ...]) -> None:
+        """Keep `records`, projected again; every alias the new rendering shows is valid."""
+        session = self.session
+        self.records = records
+        self.projection = await self.windows.project(session, records, self.blocks)
+        register_shown(self.aliases, self.projection, session.key.chat_id, self.summary)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Loaded:
+    """A session's window as loaded for a turn, before its plan: the records from the stored
+    start (`earlier`: records precede them; `previous`: the summary of those), their
+    projection with this turn's per-turn blocks, each turn's cost and first record
+    (`starts[i]`), and the limits the window is held to."""
+
+    session: SessionInfo
+    route: ModelRoute
+    correction: TokenCorrection
+    limits: WindowLimits
+    records: tuple[StoredRecord, ...]
+    earlier: bool
+    previous: SummaryRecord | None
+    blocks: str
+    projection: Projection
+    costs: TurnCosts
+    starts: tuple[int, ...]
+
+
+class Windows:
+    """Opens a session's window for each turn, and prepares its next move's summary.
+
+    `prompt` renders what the window is shown in (system prompt, per-turn blocks, tool
+    schemas); `compactor` folds departing turns (None: compaction is off)."""
+
+    def __init__(
+        self,
+        *,
+        store: WindowStore,
+        routes: RouteTable,
+        prompt: RequestBuilder,
+        policy: WindowPolicy,
+        runtime: RuntimeLimits,
+        correction: Callable[[str, str], TokenCorrection] | None = None,
+        compactor: Compactor | None = None,
+    ) -> None:
+        self.store = store
+        self.routes = routes
+        self.prompt = prompt
+        self.policy = policy
+        self.runtime = runtime
+        """The runtime limits: the route's context budget, which the window leaves room in."""
+        self.correction = correction or (lambda provider, model: NO_CORRECTION)
+        """The learned token correction of a route (provider, model)."""
+        self.compactor = compactor
+
+    async def open(
+        self,
+        session: SessionInfo,
+        *,
+        turn_id: str,
+        told_user: Sequence[str] = (),
+        persist: bool = True,
+    ) -> ConversationWindow:
+        """The turn's window: loaded, planned (keep the start, move it onto a prepared
+        summary, or move it and fold what departs), folded if the plan says so, and
+        projected as kept.
+
+        `persist=False` previews without storing a moved start, without fetching images and
+        without calling the summary model (`tgbot context show` is read-only). The turn works
+        with the session as loaded with its history (route, scene and window as stored now),
+        not as the caller last saw it."""
+        loaded = await self.store.load_history(session.id, max_records=self.policy.max_records)
+        session = loaded.session
+        route = self.routes.resolve(session.route)
+        records = loaded.records
+        correction = self.correction(route.profile, route.model)
+        blocks = await self.prompt.blocks(session, route, records, told_user, fetch=persist)
+        previous = None
+        if loaded.has_earlier:  # the summary of what precedes the window
+            previous = await summary_before(self.store, session, records)
+        projection = await self.project(session, records, blocks.text)
+        costs = turn_costs(without_per_turn_cost(projection, blocks.text))
+        start = _Loaded(
+            session=session,
+            route=route,
+            correction=correction,
+            limits=self.limits(session, correction),
+            records=records,
+            earlier=loaded.has_earlier,
+            previous=previous,
+            blocks=blocks.text,
+            projection=projection,
+            costs=costs,
+            starts=tuple(projection.record_index[i] for i in costs.starts),
+        )
+        plan = await self._plan(start, persist=persist)
+        window = ConversationWindow(
+            windows=self,
+            session=session,
+            route=route,
+            turn_id=turn_id,
+            correction=correction,
+            limits=start.limits,
+            records=records,
+            projection=projection,
+            blocks=blocks.text,
+            aliases=AliasTable(),
+            summary=None,
+            images=blocks.images,
+            crumb=plan.crumb,
+            budget=self.runtime.effective_context_budget(route.context_window),
+            history_budget=self.policy.history_budgets.of(session.scene),
+            dropped_turns=plan.decision.dropped_turns,
+        )
+        if plan.fold:  # the member's turn waits for the summary of what the move drops
+            cut = start.starts[plan.decision.start]
+            folded, persisted = await self.fold(
+                session, records, cut, previous, start.limits, turn_id, "move"
+            )
+            plan = plan.after_fold(folded, failed=not persisted)
+        window.summary = plan.summary
+        for alias, message_id in blocks.reacted:  # the reactions block names them
+            window.aliases.register(alias, session.key.chat_id, message_id)
+        kept = costs
+        if plan.decision.moved:
+            window.records = records[start.starts[plan.decision.start] :]
+            if plan.persist:  # a failed fold: the move waits, nothing leaves for good
+                await self.store.set_window_start(session.id, window.records[0].id)
+            window.projection = await self.project(session, window.records, blocks.text)
+            kept = turn_costs(without_per_turn_cost(window.projection, blocks.text))
+            window.trims.append(
+                HistoryTrimmed.from_window(
+                    plan.decision, start.limits, session=session.id, turn_id=turn_id
+                )
+            )
+        register_shown(window.aliases, window.projection, session.key.chat_id, window.summary)
+        if self.compactor is not None:  # is the next move near? then prepare after the reply
+            margin = self.compactor.policy.prepare_margin
+            window.fold_soon = predict_cut(kept, start.limits, margin) is not None
+        return window
+
+    async def _plan(self, loaded: _Loaded, *, persist: bool) -> WindowPlan:
+        """Where the window starts for this turn and what happens to its summary; the
+        summaries prepared inside the window are looked up only when it moves."""
+        costs, limits = loaded.costs, loaded.limits
+        answered = None if self.policy.count_unanswered_turns else costs.answered
+        decision = select_window(costs.tokens, costs.messages, 0, limits, answered=answered)
+        prepared: tuple[PreparedSummary, ...] = ()
+        if decision.moved and self.compactor is not None:
+            await self.compactor.settle(loaded.session.id)  # one in preparation may serve
+            records = loaded.records[: loaded.starts[-1]]
+            prepared = await self.compactor.find_prepared(loaded.session, records, loaded.starts)
+        return plan_window(
+            decision,
+            costs,
+            limits,
+            earlier=loaded.earlier,
+            previous=loaded.previous,
+            prepared=prepared,
+            compaction=self.compactor is not None,
+            fold_now=persist,
+            persist=persist,
+        )
+
+    async def fold(
+        self,
+        session: SessionInfo,
+        records: Sequence[StoredRecord],
+        cut: int,
+        previous: SummaryRecord | None,
+        limits: WindowLimits,
+        turn_id: str,
+        why: FoldReason,
+        within: int | None = None,
+    ) -> tuple[SummaryRecord | None, bool]:
+        """Fold `records[:cut]` (and `previous`) into a new summary: (the summary or None,
+        whether what leaves may leave for good). A failed fold keeps the window where it
+        was; with compaction off, or nothing to fold, what leaves just leaves.
+
+        The summary call repeats the window as the reply requests show it (its prefix is
+        cached), or, when that does not fit, shows only what leaves (`narrow`); after an
+        overflow (`within`) only what leaves, under what was refused."""
+        compactor = self.compactor
+        if compactor is None:
+            return None, True
+        narrow = await self.fold_messages(session, records[:cut], previous)
+        whole = narrow
+        if within is None:
+            whole = await self.fold_messages(session, records, previous)
+        folded, failed = await compactor.fold_or_fail(
+            session,
+            records=records,
+            cut=cut,
+            previous=previous,
+            messages=whole,
+            turn_id=turn_id,
+            why=why,
+            bound=limits.summary_bound,
+            within=within,
+            narrow=narrow,
+        )
+        return folded, not failed
+
+    def prepare_next(self, session: SessionInfo, *, turn_id: str) -> None:
+        """The turn answered and its next window move is near: prepare that move's summary
+        in the background (one at a time per session), so the move waits for no model."""
+        compactor = self.compactor
+        if compactor is None or compactor.preparing(session.id):
+            return
+        compactor.in_background(session.id, self._prepare_next(session, turn_id))
+
+    async def _prepare_next(self, session: SessionInfo, turn_id: str) -> None:
+        """Load the window as it stands after the reply, plan where its next move will
+        start (`predict_cut`), and fold what that move drops, unless a summary prepared
+        earlier already serves it (`usable_summary`)."""
+        compactor = self.compactor
+        if compactor is None:
+            return
+        loaded = await self.store.load_history(session.id, max_records=self.policy.max_records)
+        session = loaded.session
+        records = loaded.records
+        summary = await summary_before(self.store, session, records) if loaded.has_earlier else None
+        projection = await self.project(session, records, "")
+        costs = turn_costs(projection.messages)
+        route = self.routes.resolve(session.route)
+        limits = self.limits(session, self.correction(route.profile, route.model))
+        turn = predict_cut(costs, limits, compactor.policy.prepare_margin)
+        if turn is None:
+            return
+        starts = [projection.record_index[i] for i in costs.starts]
+        prepared = await compactor.find_prepared(session, records, starts)
+        if usable_summary(turn, prepared, costs, limits) is not None:
+            return  # one prepared already serves the next move
+        await self.fold(session, records, starts[turn], summary, limits, turn_id, "prepare")
+
+    async def fold_messages(
+        self,
+        session: SessionInfo,
+        records: Sequence[StoredRecord],
+        summary: SummaryRecord | None,
+    ) -> list[ChatMessage]:
+        """The window as the chat's reply requests show it, without this turn's per-turn
+        blocks: what a summary request repeats before its instruction."""
+        projection = await self.project(session, records, "")
+        has_earlier = bool(records) and records[0].parent_id is not None
+        head = self.prompt.head(session, has_earlier=has_earlier, summary=summary)
+        return head + list(projection.messages)
+
+    def limits(self, session: SessionInfo, correction: TokenCorrection) -> WindowLimits:
+        """The scene's window limits; the summary's bound is reserved inside its budget.
+        Budgets are real tokens; the window counts our estimate (`correction`).
+
+        The budget is also clamped to what the runtime budget of the session's route leaves
+        (`history_room`), so the chunked, persisted window is what binds and the proactive
+        trim is only the safety net for one oversized turn."""
+        scene = session.scene
+        history_budget = self.policy.history_budgets.of(scene)
+        room = self.history_room(session, correction)
+        if room is not None:
+            history_budget = min(history_budget, room) if history_budget > 0 else room
+        reserve = 0
+        if self.compactor is not None:  # a quarter of the clamped budget at most
+            configured = self.compactor.policy.summary_budgets.of(scene)
+            reserve = summary_bound(configured, history_budget)
+        caps = self.policy.caps.of(scene)
+        budget = max(1, history_budget - reserve) if history_budget > 0 else 0
+        return WindowLimits(
+            token_budget=correction.to_estimate(budget) if budget > 0 else 0,
+            max_turns=caps.max_turns,
+            max_messages=caps.max_messages,
+            headroom=self.policy.headroom,
+            summary_bound=reserve,
+        )
+
+    def history_room(self, session: SessionInfo, correction: TokenCorrection) -> int | None:
+        """Real tokens the runtime budget leaves the history (summary included): the budget
+        less the fixed parts (system prompt, breadcrumb, tool schemas) and the current
+        turn's allowance (`CURRENT_TURN_SHARE` of the budget). None when proactive
+        trimming is off."""
+        route = self.routes.resolve(session.route)
+        runtime = self.runtime.effective_context_budget(route.context_window)
+        if runtime <= 0:
+            return None
+        fixed = self.prompt.fixed_tokens(session, crumb=True)
+        allowance = runtime // CURRENT_TURN_SHARE
+        return max(1, runtime - correction.apply(fixed) - allowance)
+
+    async def project(
+        self, session: SessionInfo, records: Sequence[StoredRecord], blocks: str
+    ) -> Projection:
+        """`records` rendered as the model reads them, `blocks` on the current message; a
+        quote of a message outside them is named by its alias, the same way on every call."""
+        prompt = self.prompt.policy
+        return project(
+            records,
+            current_index=current_record_index(records),
+            scene=session.scene,
+            zone=prompt.zone,
+            locale=prompt.locale_of(session.key.chat_id),
+            bot_user_id=self.prompt.bot_id,
+            per_turn_blocks=blocks,
+            quote_targets=await self._quote_targets(session, records),
+            chat_id=session.key.chat_id,
+            owner_id=prompt.owner_id,
+        )
+
+    async def _quote_targets(
+        self, session: SessionInfo, records: Sequence[StoredRecord]
+    ) -> Mapping[int, str]:
+        """Aliases of quoted messages that are not in `records` (the window)."""
+        shown = {mid for record in records for mid in record.message_ids if mid is not None}
+        quoted = set()
+        for record in records:
+            quote = record.body.quote if isinstance(record.body, UserRecord) else None
+            if quote is not None and quote.chat_id in (None, session.key.chat_id):
+                quoted.add(quote.id)
+        missing = quoted - shown
+        return await self.store.find_aliases(session.id, missing) if missing else {}
+
+
+def register_shown(
+    aliases: AliasTable, projection: Projection, chat_id: int, summary: SummaryRecord | None
+) -> None:
+    """Every alias the projection and the summary showed, and the quotes the projection
+    showed by platform id."""
+    for alias, message_id in projection.aliases:
+        aliases.register(alias, chat_id, message_id)
+    # Only quotes the projection showed by platform id: never a quote from another
+    # chat (its id means nothing here), never one the model was not shown.
+    for message_id in projection.references:
+        aliases.register_reference(message_id)
+    if summary is not None:  # the aliases the summary mentions are valid references
+        for alias, message_id in summary.aliases:
+            aliases.register(alias, chat_id, message_id)
