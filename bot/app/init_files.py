@@ -21,7 +21,9 @@ from bot.errors import ConfigError
 
 TomlValue = str | int | float | bool | list[int] | list[str]
 
-_HEADER = re.compile(r"^\s*\[\[?\s*([^\[\]#]+?)\s*\]\]?\s*(#.*)?$")
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\[\]#\s](?:[^\[\]#]*[^\[\]#\s])?)\s*\]\]?\s*(#.*)?$")
+"""A table header line. The name starts and ends with a non-space, so the spaces around it
+are the outer `\\s*`'s alone: no backtracking between two ways of reading a long gap."""
 _ENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$")
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
 _SHELL_SAFE = re.compile(r"[A-Za-z0-9_:./@+=,%-]*")
