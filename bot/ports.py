@@ -2,8 +2,8 @@
 
 Adapters satisfy them structurally; fakes in tests implement the same Protocols. Every port
 is owned by the code that uses it (the agent runtime, the services, the tools) and is no
-wider than what that code calls. The store's ports (one per job, and the unions their
-consumers take) are in `bot.store_ports`; the values they carry are here.
+wider than what that code calls. The store's ports (one per role: sessions, history,
+platform messages, ...) are in `bot.store_ports`; the values they carry are here.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class LoadedHistory:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionRequest:
-    """A session to open (or find): what `SessionOpener.open_session` takes."""
+    """A session to open (or find): what `SessionStore.open_session` takes."""
 
     key: SessionKey
     scene: Scene

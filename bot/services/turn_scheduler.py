@@ -30,7 +30,7 @@ from bot.agent.runtime import TurnOutcome, TurnRunner
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale
 from bot.ports import ChatLock, LockScope, Messenger, SessionInfo
-from bot.store_ports import ActiveLeafStore
+from bot.store_ports import SessionStore
 from bot.texts import text
 
 log = logging.getLogger("tgbot.inbound")
@@ -97,7 +97,7 @@ class TurnScheduler:
     def __init__(
         self,
         *,
-        store: ActiveLeafStore,
+        store: SessionStore,
         runner: TurnRunner,
         messenger: Messenger,
         locale: Locale,
