@@ -360,10 +360,8 @@ class Messenger(Protocol):
         ...
 
 
-class RecordedBubbles(Protocol):
-    """Called with the platform messages of bubbles a tool delivered, to store them."""
-
-    async def __call__(self, messages: Sequence[PlatformMessage]) -> None: ...
+RecordedBubbles = Callable[[Sequence[PlatformMessage]], Awaitable[None]]
+"""Called with the platform messages of bubbles a tool delivered, to store them."""
 
 
 class InboundSink(Protocol):
@@ -468,37 +466,6 @@ class ChatLock(Protocol):
 
     async def close(self) -> None:
         """Release whatever the lock keeps open (connections); holds must have ended."""
-        ...
-
-
-class CommandHandler(Protocol):
-    """Handles a bot command (`bot.services.commands.Commands`)."""
-
-    def handles(self, message: InboundMessage) -> bool:
-        """Whether the command is ours (else it is stored as a message)."""
-        ...
-
-    async def __call__(self, message: InboundMessage, session: SessionInfo) -> bool:
-        """Handles it; False when it turned out not to be ours."""
-        ...
-
-
-class TurnStarter(Protocol):
-    """What recovery needs from the live path (`InboundService`)."""
-
-    def turn_lock(self, session: SessionInfo) -> AbstractAsyncContextManager[None]:
-        """The session's turn lock (in-process and, when wired, across workers)."""
-        ...
-
-    def spawn_turn(
-        self, session: SessionInfo, *, reply_to: int | None, expect_leaf: int | None = None
-    ) -> None:
-        """Start a turn as a task; with `expect_leaf`, only if that is still the newest."""
-        ...
-
-    def try_turn_lock(self, session: SessionInfo) -> AbstractAsyncContextManager[bool]:
-        """The turn lock if nobody holds or awaits it (this worker) and no worker holds it
-        (across workers), without waiting; yields whether it is held."""
         ...
 
 

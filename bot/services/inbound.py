@@ -45,7 +45,6 @@ from bot.domain.records import UserRecord
 from bot.errors import StorageUnavailable
 from bot.ports import (
     ChatLock,
-    CommandHandler,
     InboundAppend,
     Messenger,
     NewRecord,
@@ -53,6 +52,7 @@ from bot.ports import (
     SessionInfo,
     SessionRequest,
 )
+from bot.services.commands import Commands
 from bot.services.guard import (
     LocalRateLimits,
     PrivateChats,
@@ -127,7 +127,7 @@ class InboundService:
         runner: TurnRunner,
         messenger: Messenger,
         policy: InboundPolicy,
-        commands: CommandHandler | None = None,
+        commands: Commands | None = None,
         chat_lock: ChatLock | None = None,
         limits: RateLimits | None = None,
         transcripts: VoiceTranscripts | None = None,

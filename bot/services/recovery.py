@@ -53,10 +53,11 @@ from bot.domain.records import (
     ToolResultsRecord,
     UserRecord,
 )
-from bot.ports import Clock, Delivery, Messenger, SessionInfo, TurnStarter
+from bot.ports import Clock, Delivery, Messenger, SessionInfo
 from bot.services.guard import PrivateChats, chat_allowed
 from bot.services.message_records import last_member_record
 from bot.services.triggers import AnswerRules, BotIdentity, facts_of_record, should_answer
+from bot.services.turn_scheduler import TurnScheduler
 from bot.store_ports import HistoryStore, PlatformMessages, SessionStore
 from bot.texts import text
 
@@ -173,7 +174,7 @@ class CrashRecovery:
         runner: TurnRunner,
         messenger: Messenger,
         clock: Clock,
-        turns: TurnStarter,
+        turns: TurnScheduler,
         policy: RecoveryPolicy,
         spent_for: SpentFor | None = None,
     ) -> None:

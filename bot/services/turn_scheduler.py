@@ -92,7 +92,7 @@ class SessionTurns:
 
 
 class TurnScheduler:
-    """Runs a session's turns one at a time, as tasks. Implements `bot.ports.TurnStarter`."""
+    """Runs a session's turns one at a time, as tasks (the live path's, and recovery's)."""
 
     def __init__(
         self,
