@@ -24,7 +24,6 @@ import re
 import time
 import warnings
 from pathlib import Path
-from typing import Protocol
 
 import httpx
 from PIL import Image
@@ -47,14 +46,9 @@ def _megabytes(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MB"
 
 
-class FileSource(Protocol):
-    """Where files come from (the Bot API; a fake in tests)."""
-
-    async def fetch(self, file_id: str, *, max_bytes: int) -> bytes: ...
-
-
 class TelegramFileSource:
-    """`getFile` and the file download of one bot, over its own HTTP client."""
+    """Where files come from: `getFile` and the file download of one bot, over its own HTTP
+    client (tests point it at the fake Bot API)."""
 
     def __init__(
         self, api_base: str, token: str, *, client: httpx.AsyncClient | None = None
@@ -178,7 +172,7 @@ class CachedMediaFiles:
 
     def __init__(
         self,
-        source: FileSource,
+        source: TelegramFileSource,
         cache: MediaCache,
         *,
         max_file_bytes: int,
@@ -193,9 +187,7 @@ class CachedMediaFiles:
 
     async def aclose(self) -> None:
         """Close the source's HTTP client."""
-        close = getattr(self.source, "aclose", None)
-        if close is not None:
-            await close()
+        await self.source.aclose()
 
     async def image(self, media: Media, bounds: ImageBounds) -> FetchedImage:
         raw = await self.raw(media)

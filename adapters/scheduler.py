@@ -4,7 +4,7 @@ The job store lives in its OWN database (a sync SQLAlchemy URL such as
 `sqlite:///DATA_DIR/scheduler.sqlite3`), never in the bot's database file, so a busy bot
 database cannot lock the scheduler. With PostgreSQL and several workers each worker may keep
 a local SQLite job store: every worker fires, and the once-a-day claim
-(`DailySummaryClaims.claim_daily_summary`, in the shared database) lets exactly one of them send.
+(`Claims.claim_daily_summary`, in the shared database) lets exactly one of them send.
 
 A persistent store pickles the job, so the job's callable must be importable by name. The
 store therefore holds the textual reference `adapters.scheduler:run_daily_summary`, and that

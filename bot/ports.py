@@ -2,8 +2,8 @@
 
 Adapters satisfy them structurally; fakes in tests implement the same Protocols. Every port
 is owned by the code that uses it (the agent runtime, the services, the tools) and is no
-wider than what that code calls. The store's ports (one per job, and the unions their
-consumers take) are in `bot.store_ports`; the values they carry are here.
+wider than what that code calls. The store's ports (one per role: sessions, history,
+platform messages, ...) are in `bot.store_ports`; the values they carry are here.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class LoadedHistory:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionRequest:
-    """A session to open (or find): what `SessionOpener.open_session` takes."""
+    """A session to open (or find): what `SessionStore.open_session` takes."""
 
     key: SessionKey
     scene: Scene
@@ -360,10 +360,8 @@ class Messenger(Protocol):
         ...
 
 
-class RecordedBubbles(Protocol):
-    """Called with the platform messages of bubbles a tool delivered, to store them."""
-
-    async def __call__(self, messages: Sequence[PlatformMessage]) -> None: ...
+RecordedBubbles = Callable[[Sequence[PlatformMessage]], Awaitable[None]]
+"""Called with the platform messages of bubbles a tool delivered, to store them."""
 
 
 class InboundSink(Protocol):
@@ -416,13 +414,13 @@ class RateLimits(Protocol):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToldNotes:
     """A chat's `[Already told the user]` lines, oldest first; `upto` marks what was read
-    (for `ToldUserNotes.confirm`), None when there was nothing."""
+    (for `SharedToldNotes.confirm`), None when there was nothing."""
 
     lines: tuple[str, ...]
     upto: int | None
 
 
-class ToldUserNotes(Protocol):
+class SharedToldNotes(Protocol):
     """What services sent in a chat outside model turns, kept for the next turn there.
     `bot.services.told_user.ToldUserLog` keeps them in this process (SQLite, one worker);
     `storage.told_notes.SqlToldNotes` in PostgreSQL, seen by every worker."""
@@ -436,6 +434,17 @@ class ToldUserNotes(Protocol):
     async def confirm(self, chat_id: int, thread_id: int, upto: int) -> None:
         """Forget the lines up to `upto` (the turn that carried them succeeded)."""
         ...
+
+
+class ToldUserNotes(Protocol):
+    """What the bot sent in a chat outside model turns (`bot.services.told_user.ToldUser`:
+    in this process, or shared by the workers of one PostgreSQL database)."""
+
+    async def peek(self, chat_id: int, thread_id: int = 0) -> tuple[str, ...]: ...
+
+    async def shown(self, chat_id: int, thread_id: int, lines: Sequence[str]) -> None: ...
+
+    async def note(self, chat_id: int, thread_id: int, text: str) -> None: ...
 
 
 class SharedTokenCorrections(Protocol):
@@ -468,37 +477,6 @@ class ChatLock(Protocol):
 
     async def close(self) -> None:
         """Release whatever the lock keeps open (connections); holds must have ended."""
-        ...
-
-
-class CommandHandler(Protocol):
-    """Handles a bot command (`bot.services.commands.Commands`)."""
-
-    def handles(self, message: InboundMessage) -> bool:
-        """Whether the command is ours (else it is stored as a message)."""
-        ...
-
-    async def __call__(self, message: InboundMessage, session: SessionInfo) -> bool:
-        """Handles it; False when it turned out not to be ours."""
-        ...
-
-
-class TurnStarter(Protocol):
-    """What recovery needs from the live path (`InboundService`)."""
-
-    def turn_lock(self, session: SessionInfo) -> AbstractAsyncContextManager[None]:
-        """The session's turn lock (in-process and, when wired, across workers)."""
-        ...
-
-    def spawn_turn(
-        self, session: SessionInfo, *, reply_to: int | None, expect_leaf: int | None = None
-    ) -> None:
-        """Start a turn as a task; with `expect_leaf`, only if that is still the newest."""
-        ...
-
-    def try_turn_lock(self, session: SessionInfo) -> AbstractAsyncContextManager[bool]:
-        """The turn lock if nobody holds or awaits it (this worker) and no worker holds it
-        (across workers), without waiting; yields whether it is held."""
         ...
 
 

@@ -3,7 +3,7 @@
 - `storage.engine.create_engine_for(url)`: the async engine (SQLite tuned, or asyncpg);
 - `storage.migrate.upgrade_database(url)`: Alembic upgrade to head (packaged scripts);
 - `storage.schema.schema_at_head(url)`: the start-up check that skips Alembic when current;
-- `storage.sql.SqlStore(engine)`: `bot.store_ports.ConversationStore` (every store port);
+- `storage.sql.SqlStore(engine)`: `bot.store_ports.ConversationStore` (every store role);
 - `storage.memory.InMemoryStore()`: the same contract in memory, for tests and fakes;
 - `storage.inbound_batch`: group commit of a `getUpdates` batch (`append_inbound`);
 - `storage.alias_cache`: the per-record alias ordinals and their pure derivation;

@@ -269,7 +269,7 @@ class InMemoryStore:
     async def erase_message(
         self, chat_id: int, message_id: int, *, keep_media: bool = False
     ) -> bool:
-        """See `bot.store_ports.MessageEraser` (`storage.erase` on SQL)."""
+        """See `bot.store_ports.PlatformMessages.erase_message` (`storage.erase` on SQL)."""
         known = self._platform_messages.get((chat_id, message_id))
         if known is None:
             return False

@@ -446,7 +446,7 @@ class SqlStore:
     async def append_inbound(
         self, items: Sequence[InboundAppend]
     ) -> tuple[StoredRecord | None, ...]:
-        """See `bot.store_ports.InboundBatchStore` and `storage.inbound_batch`."""
+        """See `bot.store_ports.HistoryStore.append_inbound` and `storage.inbound_batch`."""
         return await self._batches.append(items)
 
     async def _append_inbound_one(self, item: InboundAppend) -> StoredRecord | None:
@@ -525,7 +525,7 @@ class SqlStore:
     async def erase_message(
         self, chat_id: int, message_id: int, *, keep_media: bool = False
     ) -> bool:
-        """See `bot.store_ports.MessageEraser` and `storage.erase`."""
+        """See `bot.store_ports.PlatformMessages.erase_message` and `storage.erase`."""
         async with self._write() as conn:
             return await erase_rows(conn, chat_id, message_id, keep_media=keep_media)
 

@@ -1,5 +1,5 @@
 """`[Already told the user]` notes in PostgreSQL, shared by every worker (implements
-`bot.ports.ToldUserNotes`).
+`bot.ports.SharedToldNotes`).
 
 A `/help` answered by worker A must be known to the turn worker B runs next in that chat, so
 the lines (`bot.services.told_user.told_line`) go to `told_user_notes`, one row per line,
@@ -48,7 +48,7 @@ _CONFIRM = sa.text(
 
 
 class SqlToldNotes:
-    """Implements `bot.ports.ToldUserNotes` on PostgreSQL (see the module docstring)."""
+    """Implements `bot.ports.SharedToldNotes` on PostgreSQL (see the module docstring)."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine

@@ -1,10 +1,9 @@
-"""What tests read from a store beyond what production code asks: a session by id, a whole
-branch, one record.
+"""What tests read from a store beyond what production code asks: a session by id, one
+record.
 
-No port names these. `load_path` stays on both stores (the benches read whole branches
-too); `get_session` and `get_record` are built here from it and the ports, so they work on
-any store. Contract and storage tests take `InspectedStore`, the whole store port plus
-`load_path`, so they test the port, not one of its two implementations."""
+No port names these; they are built here from the store's roles, so they work on any
+store. Contract and storage tests take `InspectedStore`, the whole store with the counts its
+prune returns, so they test the port, not one of its two implementations."""
 
 from __future__ import annotations
 
@@ -14,31 +13,22 @@ from typing import Protocol
 from bot.domain.records import StoredRecord
 from bot.errors import SessionNotFound
 from bot.ports import SessionInfo
-from bot.store_ports import ConversationStore, SessionList
+from bot.store_ports import ConversationStore, SessionStore
 from storage.retention import PruneResult
 
 
-class PathReader(SessionList, Protocol):
-    async def load_path(
-        self, session_id: int, leaf_id: int | None = None
-    ) -> tuple[StoredRecord, ...]:
-        """The whole branch root → `leaf_id` (the active leaf by default), with aliases,
-        ignoring the window start; `SessionNotFound` when the leaf is not the session's."""
-        ...
-
-
-class InspectedStore(ConversationStore, PathReader, Protocol):
+class InspectedStore(ConversationStore, Protocol):
     """The whole store port, and what tests inspect it with."""
 
     async def prune(
         self, older_than: datetime, *, events_older_than: datetime | None = None
     ) -> PruneResult:
-        """`Prunable.prune`, with the counts both stores return (`bot/` never reads them,
-        so its port says `object`)."""
+        """`ConversationStore.prune`, with the counts both stores return (`bot/` never reads
+        them, so its port says `object`)."""
         ...
 
 
-async def get_session(store: SessionList, session_id: int) -> SessionInfo:
+async def get_session(store: SessionStore, session_id: int) -> SessionInfo:
     """The session with this id, as stored now."""
     found = next((s for s in await store.list_sessions() if s.id == session_id), None)
     if found is None:
@@ -46,7 +36,7 @@ async def get_session(store: SessionList, session_id: int) -> SessionInfo:
     return found
 
 
-async def get_record(store: PathReader, record_id: int) -> StoredRecord | None:
+async def get_record(store: ConversationStore, record_id: int) -> StoredRecord | None:
     """One record with its aliases (those of its own path), or None."""
     for session in await store.list_sessions():
         try:

@@ -33,7 +33,7 @@ import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from types import TracebackType
-from typing import Any, Literal, Protocol, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
 import httpx
 
@@ -56,15 +56,6 @@ _T = TypeVar("_T")
 _BAD_RESPONSE_RETRIES = 1
 
 
-class _Stream(Protocol):
-    def feed(self, event: str, data: Mapping[str, Any]) -> bool: ...
-
-    def result(self) -> LLMResponse: ...
-
-    @property
-    def text(self) -> str: ...
-
-
 class _OpenAIStream:
     def __init__(self) -> None:
         self._state = openai_wire.StreamState()
@@ -78,6 +69,10 @@ class _OpenAIStream:
 
     def result(self) -> LLMResponse:
         return self._state.result()
+
+
+_Stream = _OpenAIStream | anthropic_wire.StreamState
+"""A response stream being read: each feeds events, has the text so far and the result."""
 
 
 class OpenAIProvider:

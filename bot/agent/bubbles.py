@@ -17,7 +17,7 @@ from bot.context.projection import record_tokens
 from bot.domain.messages import Reasoning
 from bot.domain.records import AssistantRecord, StoredRecord
 from bot.ports import Clock, Delivery, Messenger, NewRecord, PlatformMessage, SessionInfo
-from bot.store_ports import BubbleStore, PlatformMessageRecorder
+from bot.store_ports import HistoryStore, PlatformMessages
 
 
 class ReplyBubbles:
@@ -29,8 +29,8 @@ class ReplyBubbles:
         self,
         *,
         messenger: Messenger,
-        store: BubbleStore,
-        platform_messages: PlatformMessageRecorder,
+        store: HistoryStore,
+        platform_messages: PlatformMessages,
         clock: Clock,
         bot_id: int | None,
         bot_name: str,

@@ -51,7 +51,7 @@ from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord
 from bot.errors import BotError
 from bot.ports import Clock, NewRecord, SessionInfo
-from bot.store_ports import SummaryReader, SummaryStore
+from bot.store_ports import HistoryStore
 from bot.tools.base import Tool, offered_in
 
 log = logging.getLogger("tgbot.compaction")
@@ -60,7 +60,7 @@ FoldReason = Literal["move", "prepare", "trim", "overflow"]
 
 
 async def summary_before(
-    store: SummaryReader, session: SessionInfo, records: Sequence[StoredRecord]
+    store: HistoryStore, session: SessionInfo, records: Sequence[StoredRecord]
 ) -> SummaryRecord | None:
     """The newest summary covering exactly what precedes `records` on this path: one hanging
     under the record right before the window start. None when there is none (a summary call
@@ -80,7 +80,7 @@ class Compactor:
     def __init__(
         self,
         *,
-        store: SummaryStore,
+        store: HistoryStore,
         routes: RouteTable,
         tools: Mapping[str, Tool],
         caller: ModelCaller,

@@ -10,24 +10,26 @@ OpenTelemetry tracer (`adapters/otel.py`) is wired only when an OTLP endpoint is
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from bot.agent.turn import TurnOutcome
 from bot.domain.messages import ToolCall
 from bot.domain.records import ToolResult
 from bot.ports import SessionInfo
 
+_Outcome = TypeVar("_Outcome", contravariant=True)
 
-class TurnWatch(Protocol):
-    def ended(self, outcome: TurnOutcome) -> None:
-        """How the turn ended (a turn that raised never gets here: the watch sees the error)."""
+
+class Watch(Protocol[_Outcome]):
+    def ended(self, outcome: _Outcome) -> None:
+        """How the watched work ended: a turn's outcome, or what a tool call gave the model
+        (an error result included). Work that raised never gets here: the watch sees the
+        error."""
         ...
 
 
-class ToolWatch(Protocol):
-    def ended(self, result: ToolResult) -> None:
-        """What the call gave the model (an error result included)."""
-        ...
+TurnWatch = Watch[TurnOutcome]
+ToolWatch = Watch[ToolResult]
 
 
 class TurnObserver(Protocol):

@@ -8,14 +8,13 @@ reactions since the bot's last turn ride on the current message instead, one lin
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
 
 from bot.context.escaping import inline_value
 from bot.domain.records import StoredRecord
 from bot.ports import Clock, SessionInfo
-from bot.store_ports import RecentReactions
+from bot.store_ports import ChatEventStore, HistoryStore
 
 MAX_REACTION_LINES = 10
 """At most this many reactions (the newest) in `[Reactions since your last reply]`."""
@@ -24,20 +23,12 @@ MAX_REACTION_CURSORS = 4_096
 """Sessions whose reaction read times are kept (the oldest are forgotten first)."""
 
 
-class AliasLookup(Protocol):
-    """The aliases of reacted messages outside the loaded window (the history store)."""
-
-    async def find_aliases(
-        self, session_id: int, message_ids: Collection[int]
-    ) -> dict[int, str]: ...
-
-
 class ReactionsBlock:
     """Reads the reactions a turn shows, and remembers per session when the last answered
     turn read them (a later turn shows only newer ones)."""
 
     def __init__(
-        self, reactions: RecentReactions | None, *, aliases: AliasLookup, clock: Clock
+        self, reactions: ChatEventStore | None, *, aliases: HistoryStore, clock: Clock
     ) -> None:
         self.reactions = reactions
         """Where reactions on the bot's messages are read (none shown when unset)."""

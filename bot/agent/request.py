@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from bot.agent.policy import PromptPolicy
 from bot.agent.prompt import PromptFacts, TurnContext, build_per_turn_blocks, build_system_prompt
-from bot.agent.reactions_block import AliasLookup, ReactionsBlock
+from bot.agent.reactions_block import ReactionsBlock
 from bot.agent.routes import ModelRoute
 from bot.agent.turn_images import NO_IMAGES, TurnImages
 from bot.context.compaction import summary_message
@@ -28,7 +28,7 @@ from bot.domain.ids import Scene
 from bot.domain.messages import ChatMessage, ImagePart
 from bot.domain.records import StoredRecord, SummaryRecord
 from bot.ports import Clock, SessionInfo
-from bot.store_ports import RecentReactions
+from bot.store_ports import ChatEventStore, HistoryStore
 from bot.tools.base import Tool, offered_in
 
 
@@ -54,8 +54,8 @@ class RequestBuilder:
         policy: PromptPolicy,
         bot_id: int | None,
         bot_name: str,
-        aliases: AliasLookup,
-        reactions: RecentReactions | None = None,
+        aliases: HistoryStore,
+        reactions: ChatEventStore | None = None,
         images: TurnImages | None = None,
     ) -> None:
         self.images = images

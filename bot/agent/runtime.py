@@ -18,7 +18,6 @@ import logging
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Protocol
 
 from bot.agent.bubbles import ReplyBubbles
 from bot.agent.compactor import Compactor
@@ -32,7 +31,7 @@ from bot.agent.window import Windows
 from bot.context.alias_table import AliasTable
 from bot.context.escaping import strip_echoed_header
 from bot.domain.ids import Scene
-from bot.ports import LLMResponse, SessionInfo
+from bot.ports import LLMResponse, SessionInfo, ToldUserNotes
 from bot.texts import text as user_text
 from bot.tools.base import ToolContext
 
@@ -48,17 +47,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("tgbot.runtime")
-
-
-class ToldUserNotes(Protocol):
-    """What the bot sent in a chat outside model turns (`bot.services.told_user.ToldUser`:
-    in this process, or shared by the workers of one PostgreSQL database)."""
-
-    async def peek(self, chat_id: int, thread_id: int = 0) -> tuple[str, ...]: ...
-
-    async def shown(self, chat_id: int, thread_id: int, lines: Sequence[str]) -> None: ...
-
-    async def note(self, chat_id: int, thread_id: int, text: str) -> None: ...
 
 
 class TurnRunner:

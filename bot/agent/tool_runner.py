@@ -46,7 +46,7 @@ from bot.domain.records import (
 from bot.errors import ReferenceNotConfirmed, TelegramError, ToolError
 from bot.ports import Clock, LLMResponse, MediaFiles, Messenger, NewRecord, SessionInfo
 from bot.redact import scrub
-from bot.store_ports import HistorySearch, MessageEraser, PlatformMessageStore, ToolResultStore
+from bot.store_ports import HistorySearch, HistoryStore, PlatformMessages
 from bot.tools.base import Tool, ToolContext, ToolMedia
 from bot.tools.rights import ChatAdmins, MemberRights
 
@@ -96,8 +96,8 @@ class ToolRunner:
         self,
         *,
         tools: Mapping[str, Tool],
-        store: ToolResultStore,
-        platform_messages: PlatformMessageStore,
+        store: HistoryStore,
+        platform_messages: PlatformMessages,
         messenger: Messenger,
         clock: Clock,
         bot_id: int | None,
@@ -110,7 +110,7 @@ class ToolRunner:
         zone: tzinfo = UTC,
         observer: TurnObserver = NO_OBSERVER,
         media_files: MediaFiles | None = None,
-        eraser: MessageEraser | None = None,
+        eraser: PlatformMessages | None = None,
     ) -> None:
         self.observer = observer
         self.media_files = media_files

@@ -31,7 +31,7 @@ from bot.domain.messages import ImagePart
 from bot.domain.records import StoredRecord, UserRecord
 from bot.errors import MediaRefused
 from bot.ports import MediaFiles, SessionInfo
-from bot.store_ports import AliasLookup, PlatformMessageLookup
+from bot.store_ports import HistoryStore, PlatformMessages
 
 DEFAULT_MAX_IMAGES_PER_TURN = 4
 
@@ -63,8 +63,8 @@ class TurnImages:
         self,
         *,
         files: MediaFiles | None,
-        messages: PlatformMessageLookup,
-        aliases: AliasLookup,
+        messages: PlatformMessages,
+        aliases: HistoryStore,
         max_per_turn: int = DEFAULT_MAX_IMAGES_PER_TURN,
         prefetch: bool = False,
     ) -> None:

@@ -51,7 +51,7 @@ from bot.domain.erasure import (
 from bot.domain.messages import ChatMessage, ImagePart
 from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
 from bot.ports import SessionInfo
-from bot.store_ports import WindowStore
+from bot.store_ports import HistoryStore
 
 CURRENT_TURN_SHARE = 8
 """The current turn's allowance is 1/8 of the runtime budget (2,000 of 16,000): the window
@@ -192,7 +192,7 @@ class Windows:
     def __init__(
         self,
         *,
-        store: WindowStore,
+        store: HistoryStore,
         routes: RouteTable,
         prompt: RequestBuilder,
         policy: WindowPolicy,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from bot.app.mcp_servers import offered_tools
 from bot.app.preflight import check_database_url, opening_database
@@ -21,7 +20,7 @@ from bot.domain.messages import ChatMessage
 from bot.domain.records import AssistantRecord, StoredRecord
 from bot.errors import NotBuiltError, SessionNotFound
 from bot.ports import BubbleHook, Delivery, SessionInfo
-from bot.store_ports import ConversationStore, HistoryLoader, PlatformMessageLookup
+from bot.store_ports import ConversationStore
 
 
 async def context_show(config: str | None, *, chat_id: int, thread_id: int) -> int:
@@ -86,12 +85,8 @@ async def preview_request(
     )
 
 
-class BotIdentitySource(HistoryLoader, PlatformMessageLookup, Protocol):
-    """Where the preview finds the bot's identity: its replies and their bubbles."""
-
-
 async def _stored_bot_identity(
-    store: BotIdentitySource, session: SessionInfo
+    store: ConversationStore, session: SessionInfo
 ) -> tuple[int | None, str]:
     """The bot's id and name as its last delivered reply in this chat recorded them, so the
     preview renders the system prompt and headers as the running bot does (no network)."""

@@ -23,7 +23,7 @@ async def import_legacy(config: str | None, file: str) -> int:
     async with opening_database(check_database_url(settings)):
         store = await open_store(settings)
     try:
-        report = await import_legacy_rows(store, lines)
+        report = await import_legacy_rows(lines, sessions=store, history=store)
     finally:
         await store.close()
     for error in report.errors:

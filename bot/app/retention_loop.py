@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from bot.ports import Clock
-from bot.store_ports import Prunable
+from bot.store_ports import ConversationStore
 
 log = logging.getLogger("tgbot.retention")
 
@@ -43,7 +43,9 @@ class RetentionPolicy:
         return records, events
 
 
-async def apply_retention(store: Prunable, policy: RetentionPolicy, now: datetime) -> object:
+async def apply_retention(
+    store: ConversationStore, policy: RetentionPolicy, now: datetime
+) -> object:
     """One prune by the policy; None when the policy keeps everything."""
     if not policy.enabled:
         return None
@@ -54,7 +56,7 @@ async def apply_retention(store: Prunable, policy: RetentionPolicy, now: datetim
 
 
 async def retention_loop(
-    store: Prunable, policy: RetentionPolicy, clock: Clock, *, stop: asyncio.Event
+    store: ConversationStore, policy: RetentionPolicy, clock: Clock, *, stop: asyncio.Event
 ) -> None:
     """Prune now, then every day until `stop`; a failed prune is logged and tried again
     the next day."""

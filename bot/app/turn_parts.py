@@ -22,12 +22,12 @@ from bot.agent.presence import ChatActions, Presence
 from bot.agent.provider_call import ProviderCaller, SpendCheck
 from bot.agent.request import RequestBuilder
 from bot.agent.routes import RouteTable
-from bot.agent.runtime import ToldUserNotes, TurnRunner
+from bot.agent.runtime import TurnRunner
 from bot.agent.token_truth import TokenTruth
 from bot.agent.tool_runner import ToolRunner
 from bot.agent.turn_images import TurnImages
 from bot.agent.window import Windows
-from bot.ports import Clock, Messenger
+from bot.ports import Clock, Messenger, ToldUserNotes
 from bot.store_ports import ConversationStore
 from bot.tools.base import Tool
 

@@ -59,7 +59,15 @@ from bot.clock import SystemClock
 from bot.config import ChatLimitSettings, ProviderProfile, SceneHistory, Settings
 from bot.context.budget import PerScene, ProfileCapacity, RuntimeLimits, bound_summaries
 from bot.errors import ConfigError
-from bot.ports import ChatLock, Clock, LLMProvider, Messenger, RateLimits, SendPacer, ToldUserNotes
+from bot.ports import (
+    ChatLock,
+    Clock,
+    LLMProvider,
+    Messenger,
+    RateLimits,
+    SendPacer,
+    SharedToldNotes,
+)
 from bot.redact import register_secret
 from bot.services.chat_events import (
     ChatEventPolicy,
@@ -441,7 +449,7 @@ def open_send_pacer(settings: Settings, store: ConversationStore) -> SendPacer:
     return LocalSendPacer(limits)
 
 
-def open_told_notes(store: ConversationStore) -> ToldUserNotes | None:
+def open_told_notes(store: ConversationStore) -> SharedToldNotes | None:
     """`[Already told the user]` notes in PostgreSQL when the store is there (a command
     answered by one worker is known to the next turn on another); None on SQLite, where
     `ToldUserLog` keeps them in memory."""
@@ -489,7 +497,7 @@ def build_app(
     chat_actions = chat_actions_of(messenger)  # typing goes only where turns run
     # next to the adapter: only what Telegram refused (not a closed chat's) is an error
     messenger = RefusedSendLog(messenger, ErrorLog(settings.traces_dir, settings.zone))
-    messenger = ClosedChatGuard(messenger, closed_chats)
+    messenger = ClosedChatGuard(messenger, closed_chats.is_chat_closed)
     routes = build_routes(settings, offline=offline)
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
     truth = TokenTruth.load(settings.data_dir)
@@ -561,11 +569,10 @@ def build_app(
         owner_id=settings.owner_id,
         locale=settings.fallback_locale,
         messenger=outside,
-        store=store,
+        sessions=store,
         routes=routes,
         meters=runner.meters.get,
         usage_reply=usage_reply,
-        sessions=store,
         locale_for=locales.for_message,
         dashboard_link=owner_link(
             settings.dashboard_url,
@@ -586,7 +593,10 @@ def build_app(
         chat_messages_per_minute=settings.security.chat_messages_per_minute,
     )
     inbound = InboundService(
-        store=store,
+        sessions=store,
+        history=store,
+        platform_messages=store,
+        claims=store,
         runner=runner,
         messenger=outside,
         policy=inbound_policy,
@@ -598,7 +608,9 @@ def build_app(
     )
     inbound.turns.on_scheduled = images.prefetch
     recovery = CrashRecovery(
-        store=store,
+        sessions=store,
+        history=store,
+        platform_messages=store,
         runner=runner,
         messenger=outside,
         clock=clock,
@@ -615,7 +627,9 @@ def build_app(
     )
     commands.retry = inbound.retry
     chat_events = ChatEventService(
-        store=store,
+        sessions=store,
+        platform_messages=store,
+        events=store,
         policy=ChatEventPolicy(
             owner_id=settings.owner_id,
             bot_id=bot_id,
@@ -750,7 +764,7 @@ def scheduled_summary(app: App, messenger: Messenger) -> DailySummary:
         messenger=ToldUserMessenger(
             ClosedChatGuard(
                 RefusedSendLog(messenger, ErrorLog(app.settings.traces_dir, app.settings.zone)),
-                app.chat_events.closed or app.store,
+                (app.chat_events.closed or app.store).is_chat_closed,
             ),
             app.told,
         ),

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from bot.domain.facts import MembershipChange, ReactionChange
 from bot.domain.ids import Scene, SessionKey
@@ -32,17 +31,13 @@ from bot.ports import (
 )
 from bot.services.guard import PrivateChats, chat_allowed
 from bot.services.messenger_relay import MessengerRelay
-from bot.store_ports import ChatEventRecorder, ClosedLookup, PlatformMessageLookup, SessionOpener
+from bot.store_ports import ChatEventStore, PlatformMessages, SessionStore
 
 log = logging.getLogger("tgbot.chat_events")
 
 
 class ChatClosed(TelegramForbidden):
     """Nothing is sent to a chat the bot was removed or kicked from."""
-
-
-class ChatEventServiceStore(SessionOpener, PlatformMessageLookup, ChatEventRecorder, Protocol):
-    """What `ChatEventService` needs from the store."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,12 +54,16 @@ class ChatEventService:
     def __init__(
         self,
         *,
-        store: ChatEventServiceStore,
+        sessions: SessionStore,
+        platform_messages: PlatformMessages,
+        events: ChatEventStore,
         policy: ChatEventPolicy,
         clock: Clock,
         closed: ClosedChats | None = None,
     ) -> None:
-        self.store = store
+        self.sessions = sessions
+        self.platform_messages = platform_messages
+        self.events = events
         self.policy = policy
         self.clock = clock
         self.closed = closed
@@ -79,12 +78,12 @@ class ChatEventService:
             ):
                 log.info("added to chat %s (not in the allow-list): ignored", change.chat_id)
                 return
-            await self.store.open_session(
+            await self.sessions.open_session(
                 SessionKey(chat_id=change.chat_id),
                 scene=self._scene(change),
                 title=change.chat_title,
             )
-            reopened = await self.store.set_chat_closed(change.chat_id, False)
+            reopened = await self.events.set_chat_closed(change.chat_id, False)
             if self.closed is not None:
                 self.closed.note(change.chat_id, False)
             log.info(
@@ -95,7 +94,7 @@ class ChatEventService:
                 "; reopened" if reopened else "",
             )
         elif change.change == "removed":
-            closed = await self.store.set_chat_closed(change.chat_id, True)
+            closed = await self.events.set_chat_closed(change.chat_id, True)
             if self.closed is not None:
                 self.closed.note(change.chat_id, True)
             log.info(
@@ -116,7 +115,9 @@ class ChatEventService:
             self.policy.private_chats,
         ):
             return
-        target = await self.store.find_platform_message(reaction.chat_id, reaction.message_id)
+        target = await self.platform_messages.find_platform_message(
+            reaction.chat_id, reaction.message_id
+        )
         if target is None or not self._is_ours(target.sender_id, is_bot=target.is_bot):
             log.debug(
                 "reaction on %s/%s ignored (not the bot's message)",
@@ -132,7 +133,7 @@ class ChatEventService:
                 reaction.chat_id,
                 reaction.message_id,
             )
-        await self.store.record_reactions(
+        await self.events.record_reactions(
             [
                 StoredReaction(
                     chat_id=reaction.chat_id,
@@ -170,7 +171,7 @@ class ClosedChats:
 
     def __init__(
         self,
-        store: ClosedLookup,
+        store: ChatEventStore,
         *,
         ttl: float = 5.0,
         monotonic: Callable[[], float] = time.monotonic,
@@ -198,18 +199,18 @@ class ClosedChats:
 class ClosedChatGuard(MessengerRelay):
     """A `Messenger` that sends nothing to a chat the bot was removed or kicked from.
 
-    The app wraps its one messenger in this, so every outbound path passes it; `closed`
+    The app wraps its one messenger in this, so every outbound path passes it; `is_closed`
     answers from the store or through `ClosedChats`. `send_text` reports an undelivered
     `Delivery` (like a refused send); the other actions raise `ChatClosed`, which tools
     report to the model as an error.
     """
 
-    def __init__(self, inner: Messenger, closed: ClosedLookup) -> None:
+    def __init__(self, inner: Messenger, is_closed: Callable[[int], Awaitable[bool]]) -> None:
         super().__init__(inner)
-        self.closed = closed
+        self.is_closed = is_closed
 
     async def _closed(self, chat_id: int, action: str) -> bool:
-        if await self.closed.is_chat_closed(chat_id):
+        if await self.is_closed(chat_id):
             log.info("not sending %s to chat %s: the bot was removed from it", action, chat_id)
             return True
         return False

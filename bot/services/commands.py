@@ -16,7 +16,7 @@ from bot.errors import TelegramError
 from bot.ports import Messenger, SessionInfo
 from bot.services.guard import OncePerMinute, is_owner
 from bot.services.told_user import SecretText
-from bot.store_ports import RouteStore, SessionList
+from bot.store_ports import SessionStore
 from bot.texts import text
 
 log = logging.getLogger("tgbot.commands")
@@ -46,14 +46,13 @@ class Commands:
         owner_id: int | None,
         locale: Locale,
         messenger: Messenger,
-        store: RouteStore,
+        sessions: SessionStore,
         routes: RouteTable,
         meters: MeterLookup,
         usage_reply: UsageReply,
         retry: Retry | None = None,
         dashboard_link: DashboardLink | None = None,
         budget_reply: BudgetReply | None = None,
-        sessions: SessionList | None = None,
         locale_for: Callable[[InboundMessage], Locale] | None = None,
     ) -> None:
         self.budget_reply = budget_reply
@@ -62,14 +61,14 @@ class Commands:
         self.owner_id = owner_id
         self._locale = locale
         self.messenger = messenger
-        self.store = store
         self.routes = routes
         self.meters = meters
         self.usage_reply = usage_reply
         self.retry = retry
         self.dashboard_link = dashboard_link
         self.sessions = sessions
-        """The stored chats, for the groups `/id` lists in the owner's private chat."""
+        """The stored chats (the groups `/id` lists in the owner's private chat), their
+        routes (`/model`)."""
         self._refused = OncePerMinute()
 
     @staticmethod
@@ -132,7 +131,7 @@ class Commands:
         groups the bot is in (from the stored chats it was not removed from)."""
         lines = [text(self.locale, "id_ids", user_id=message.sender.id, chat_id=message.chat_id)]
         in_own_chat = message.chat_type == "private" and message.chat_id == message.sender.id
-        if not (in_own_chat and is_owner(message.sender, self.owner_id)) or self.sessions is None:
+        if not (in_own_chat and is_owner(message.sender, self.owner_id)):
             return "\n".join(lines)
         titles: dict[int, str] = {}
         for session in await self.sessions.list_sessions():
@@ -227,7 +226,7 @@ class Commands:
         name, _model = self.routes.parse(argument)
         if name not in self.routes.profile_names:
             return text(self.locale, "model_unknown", name=argument, choices=choices)
-        await self.store.set_route(session.id, argument)
+        await self.sessions.set_route(session.id, argument)
         route = self.routes.resolve(argument)
         window = str(route.context_window) if route.context_window else text(self.locale, "unknown")
         return text(

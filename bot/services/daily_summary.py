@@ -1,7 +1,7 @@
 """The daily usage summary: yesterday's report and a 7-day chart, sent once to the owner.
 
 Once per day across processes: `send_for` first claims the day through the shared
-`DailySummaryClaims.claim_daily_summary`; whoever loses the claim sends nothing. A send that fails
+`Claims.claim_daily_summary`; whoever loses the claim sends nothing. A send that fails
 after the claim is logged and NOT retried: the claim stays, because a summary sent twice is
 worse than one missed (the owner can still ask with `/usage`, which uses `compose`).
 """
@@ -20,7 +20,7 @@ from bot.ports import Clock, Messenger
 from bot.services.chart import render_usage_chart
 from bot.services.usage_render import format_cost, format_error, format_share, format_tokens
 from bot.services.usage_report import UsageReport, load_report, with_feedback
-from bot.store_ports import DailySummaryClaims, ReactionHistory
+from bot.store_ports import ChatEventStore, Claims
 from bot.texts import text
 
 logger = logging.getLogger(__name__)
@@ -47,11 +47,11 @@ class DailySummary:
         zone: tzinfo,
         owner_chat_id: int,
         messenger: Messenger,
-        claims: DailySummaryClaims,
+        claims: Claims,
         clock: Clock,
         *,
         locale: Locale = "zh",
-        reactions: ReactionHistory | None = None,
+        reactions: ChatEventStore | None = None,
         currency: str = "",
         owner_locale: Callable[[], Locale] | None = None,
     ) -> None:

@@ -45,7 +45,6 @@ from bot.domain.records import UserRecord
 from bot.errors import StorageUnavailable
 from bot.ports import (
     ChatLock,
-    CommandHandler,
     InboundAppend,
     Messenger,
     NewRecord,
@@ -53,6 +52,7 @@ from bot.ports import (
     SessionInfo,
     SessionRequest,
 )
+from bot.services.commands import Commands
 from bot.services.guard import (
     LocalRateLimits,
     PrivateChats,
@@ -72,7 +72,7 @@ from bot.services.message_records import (
 from bot.services.transcripts import VoiceTranscripts
 from bot.services.triggers import AnswerRules, facts_of_message, should_answer
 from bot.services.turn_scheduler import TurnScheduler
-from bot.store_ports import InboundStore
+from bot.store_ports import Claims, HistoryStore, PlatformMessages, SessionStore
 from bot.texts import text
 
 log = logging.getLogger("tgbot.inbound")
@@ -120,11 +120,14 @@ class InboundService:
     def __init__(
         self,
         *,
-        store: InboundStore,
+        sessions: SessionStore,
+        history: HistoryStore,
+        platform_messages: PlatformMessages,
+        claims: Claims,
         runner: TurnRunner,
         messenger: Messenger,
         policy: InboundPolicy,
-        commands: CommandHandler | None = None,
+        commands: Commands | None = None,
         chat_lock: ChatLock | None = None,
         limits: RateLimits | None = None,
         transcripts: VoiceTranscripts | None = None,
@@ -134,12 +137,15 @@ class InboundService:
         """Voice notes transcribed before they are stored; None: never."""
         self.locales = locales or ChatLocales(fixed=policy.locale)
         """Whose language each reply is in (`BOT_LOCALE=auto`: the member's, the chat's)."""
-        self.store = store
+        self.sessions = sessions
+        self.history = history
+        self.platform_messages = platform_messages
+        self.claims = claims
         self.messenger = messenger
         self.policy = policy
         self.commands = commands
         self.turns = TurnScheduler(
-            store=store,
+            store=sessions,
             runner=runner,
             messenger=messenger,
             locale=policy.locale,
@@ -170,7 +176,7 @@ class InboundService:
         self.turns.cancel_running()
 
     async def open(self, message: InboundMessage) -> SessionInfo:
-        session = await self.store.open_session(
+        session = await self.sessions.open_session(
             key_of(message),
             scene=scene_of(message, self.policy.owner_id),
             title=session_title_of(message),
@@ -181,7 +187,7 @@ class InboundService:
         """A topic session without a name takes the one its topic was created with."""
         if session.title is not None or not message.thread_id or not message.topic_first_name:
             return session
-        return await self.store.open_session(
+        return await self.sessions.open_session(
             session.key, scene=session.scene, title=message.topic_first_name
         )
 
@@ -265,7 +271,7 @@ class InboundService:
         session = await self.open(message)
         message = await self._transcribed(message, session)
         if message.command and self.commands is not None and self.commands.handles(message):
-            if message.update_id is not None and not await self.store.claim_update(
+            if message.update_id is not None and not await self.claims.claim_update(
                 message.update_id
             ):
                 return
@@ -277,7 +283,9 @@ class InboundService:
         state = self.turns.state(session.id)
         async with self.turns.storing(session):
             if (
-                await self.store.find_platform_message(message.chat_id, message.message_id)
+                await self.platform_messages.find_platform_message(
+                    message.chat_id, message.message_id
+                )
                 is not None
             ):
                 log.info("duplicate message %s/%s", message.chat_id, message.message_id)
@@ -290,7 +298,9 @@ class InboundService:
             defer = state.holds_back(message.sender.id, answer=answer)
             admission = await self._admission(message, session, answer=answer)
             if defer:
-                await self.store.record_platform_messages([platform_message_of(message)])
+                await self.platform_messages.record_platform_messages(
+                    [platform_message_of(message)]
+                )
                 if pending is not None:
                     pending.hurry.set()  # keep the wait (and the unstored gap) short
             else:
@@ -338,7 +348,7 @@ class InboundService:
             )
         if not queues:
             return
-        opened = await self.store.open_sessions(list(requests.values()))
+        opened = await self.sessions.open_sessions(list(requests.values()))
         sessions = dict(zip(requests, opened, strict=True))
         if self.transcripts is not None:
             for key, queue in queues.items():
@@ -408,7 +418,7 @@ class InboundService:
                         platform_message=platform_message_of(message),
                     )
                 )
-            stored = await self.store.append_inbound(items)
+            stored = await self.history.append_inbound(items)
         for (session, message), record, admission in zip(batch, stored, admissions, strict=True):
             # None: a duplicate, or not storable (the store logged why)
             if record is None:
@@ -425,18 +435,20 @@ class InboundService:
         edit first) is stored as that message, with its newest text, and answered when it
         triggers; the original, when it comes, is then a duplicate. An edit that leaves no
         words (a caption removed) takes the old words out of storage too: the member took
-        them back (`MessageEraser`)."""
+        them back (`PlatformMessages.erase_message`)."""
         if not self._allowed(message.chat_id):
             return
         session = await self.open(message)
         async with self.turns.storing(session):
-            known = await self.store.find_platform_message(message.chat_id, message.message_id)
+            known = await self.platform_messages.find_platform_message(
+                message.chat_id, message.message_id
+            )
             if known is not None:
-                await self.store.record_platform_messages(
+                await self.platform_messages.record_platform_messages(
                     [platform_message_of(message, known=known)]
                 )
                 if known.text and not message.text.strip() and message.event is None:
-                    await self.store.erase_message(
+                    await self.platform_messages.erase_message(
                         message.chat_id, message.message_id, keep_media=True
                     )
         if known is None:
@@ -456,7 +468,7 @@ class InboundService:
     async def _reanswer_edit(self, session: SessionInfo, message: InboundMessage) -> None:
         """Re-answer an edited trigger on a new branch (under the turn lock), if it is the
         newest member message and was answered."""
-        loaded = await self.store.load_history(session.id, max_records=200)
+        loaded = await self.history.load_history(session.id, max_records=200)
         last_user = last_member_record(loaded.records)
         if last_user is None or last_user.message_id != message.message_id:
             return
@@ -465,7 +477,7 @@ class InboundService:
             return
         if not await self._admit(message):
             return
-        await self.store.append(
+        await self.history.append(
             session.id,
             [record_of(message, merged=False)],
             parent_id=last_user.parent_id,
@@ -482,7 +494,7 @@ class InboundService:
         of the conversation and answered there, as a reply to the original. Either way the
         turn answers the requester's message, so its tools act with the requester's rights,
         never with those of whoever spoke last."""
-        loaded = await self.store.load_history(session.id, max_records=200)
+        loaded = await self.history.load_history(session.id, max_records=200)
         trigger = last_answered_of(loaded.records, requester_id)
         if trigger is None:
             log.info("nothing to /retry for %s", requester_id)
@@ -500,7 +512,7 @@ class InboundService:
         )
 
         async def ask_again() -> None:
-            await self.store.append(session.id, [again])
+            await self.history.append(session.id, [again])
 
         self.turns.spawn_turn(session, reply_to=trigger.message_id, before=ask_again)
         return True
@@ -508,7 +520,7 @@ class InboundService:
     async def _store_inbound(
         self, session: SessionInfo, message: InboundMessage, *, merged: bool, refused: bool
     ) -> None:
-        await self.store.append(
+        await self.history.append(
             session.id,
             [record_of(message, merged=merged, refused=refused)],
             platform_messages=[platform_message_of(message)],

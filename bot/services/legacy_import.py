@@ -42,7 +42,7 @@ from bot.domain.records import (
     UserRecord,
 )
 from bot.ports import NewRecord
-from bot.store_ports import ImportStore
+from bot.store_ports import HistoryStore, SessionStore
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -160,25 +160,27 @@ def parse_lines(lines: Iterable[str]) -> Iterator[tuple[int, LegacyRow | str]]:
         yield number, LegacyRow(key=key, scene=scene, record=record)
 
 
-async def import_legacy_rows(store: ImportStore, lines: Iterable[str]) -> ImportReport:
+async def import_legacy_rows(
+    lines: Iterable[str], *, sessions: SessionStore, history: HistoryStore
+) -> ImportReport:
     errors: list[str] = []
-    sessions: dict[SessionKey, int] = {}
+    opened: dict[SessionKey, int] = {}
     imported = 0
     pending: dict[int, list[NewRecord]] = {}
 
     async def flush(session_id: int) -> None:
         batch = pending.pop(session_id, [])
         if batch:
-            await store.append(session_id, batch)
+            await history.append(session_id, batch)
 
     for _number, item in parse_lines(lines):
         if isinstance(item, str):
             errors.append(item)
             continue
-        if item.key not in sessions:
-            info = await store.open_session(item.key, scene=item.scene)
-            sessions[item.key] = info.id
-        session_id = sessions[item.key]
+        if item.key not in opened:
+            info = await sessions.open_session(item.key, scene=item.scene)
+            opened[item.key] = info.id
+        session_id = opened[item.key]
         batch = pending.setdefault(session_id, [])
         body = item.record.body
         if batch and isinstance(body, ToolResultsRecord):
@@ -199,4 +201,4 @@ async def import_legacy_rows(store: ImportStore, lines: Iterable[str]) -> Import
         imported += 1
     for session_id in list(pending):
         await flush(session_id)
-    return ImportReport(imported=imported, sessions=len(sessions), errors=tuple(errors))
+    return ImportReport(imported=imported, sessions=len(opened), errors=tuple(errors))

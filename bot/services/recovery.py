@@ -53,11 +53,12 @@ from bot.domain.records import (
     ToolResultsRecord,
     UserRecord,
 )
-from bot.ports import Clock, Delivery, Messenger, SessionInfo, TurnStarter
+from bot.ports import Clock, Delivery, Messenger, SessionInfo
 from bot.services.guard import PrivateChats, chat_allowed
 from bot.services.message_records import last_member_record
 from bot.services.triggers import AnswerRules, BotIdentity, facts_of_record, should_answer
-from bot.store_ports import RecoveryStore
+from bot.services.turn_scheduler import TurnScheduler
+from bot.store_ports import HistoryStore, PlatformMessages, SessionStore
 from bot.texts import text
 
 log = logging.getLogger("tgbot.inbound")
@@ -167,17 +168,21 @@ class CrashRecovery:
     def __init__(
         self,
         *,
-        store: RecoveryStore,
+        sessions: SessionStore,
+        history: HistoryStore,
+        platform_messages: PlatformMessages,
         runner: TurnRunner,
         messenger: Messenger,
         clock: Clock,
-        turns: TurnStarter,
+        turns: TurnScheduler,
         policy: RecoveryPolicy,
         spent_for: SpentFor | None = None,
     ) -> None:
         self.spent_for = spent_for
         """A message a spend limit turned away is not "missed" (`SayMissed` skips it)."""
-        self.store = store
+        self.sessions = sessions
+        self.history = history
+        self.platform_messages = platform_messages
         self.runner = runner
         self.messenger = messenger
         self.clock = clock
@@ -193,7 +198,7 @@ class CrashRecovery:
         as tasks of the live path."""
         now = self.clock.now()
         recovered = 0
-        for session in await self.store.list_sessions():
+        for session in await self.sessions.list_sessions():
             if (
                 session.active_leaf_id is None
                 or session.closed  # the bot was removed from the chat: nothing goes there
@@ -218,8 +223,8 @@ class CrashRecovery:
         """Decide under the chat's turn lock, on a fresh read: another worker may be
         finishing (or may just have finished) this very turn."""
         async with self.turns.turn_lock(session):
-            fresh = await self.store.find_session(session.key) or session
-            records = (await self.store.load_history(fresh.id, max_records=30)).records
+            fresh = await self.sessions.find_session(session.key) or session
+            records = (await self.history.load_history(fresh.id, max_records=30)).records
             step = plan_recovery(
                 records, scene=fresh.scene, now=now, rules=self.policy.rules, bot=bot
             )
@@ -242,7 +247,9 @@ class CrashRecovery:
         now = self.clock.now()
         waiting: dict[tuple[int, int], SessionInfo] = {
             (session.id, session.active_leaf_id): session
-            for session in await self.store.sessions_awaiting_answer(now - RECOVERY_ANSWER_WINDOW)
+            for session in await self.sessions.sessions_awaiting_answer(
+                now - RECOVERY_ANSWER_WINDOW
+            )
             if session.active_leaf_id is not None
             and chat_allowed(
                 session.key.chat_id,
@@ -272,10 +279,10 @@ class CrashRecovery:
         async with self.turns.try_turn_lock(session) as held:
             if not held:  # a live turn runs (or is about to run) in this chat
                 return False
-            fresh = await self.store.find_session(session.key)
+            fresh = await self.sessions.find_session(session.key)
             if fresh is None or fresh.closed or fresh.active_leaf_id != session.active_leaf_id:
                 return False  # answered, or moved on, since the scan's read
-            records = (await self.store.load_history(fresh.id, max_records=30)).records
+            records = (await self.history.load_history(fresh.id, max_records=30)).records
             step = plan_recovery(
                 records, scene=fresh.scene, now=now, rules=self.policy.rules, bot=bot
             )
@@ -298,7 +305,7 @@ class CrashRecovery:
             event = (
                 None
                 if mid is None
-                else await self.store.find_platform_message(session.key.chat_id, mid)
+                else await self.platform_messages.find_platform_message(session.key.chat_id, mid)
             )
             texts.append(event.text if event is not None else "")
             if event is not None and trigger is None:

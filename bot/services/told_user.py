@@ -17,7 +17,7 @@ turn until one that carried it is answered, then forgotten; lines noted meanwhil
   only notes not yet shown, and what a restart itself announces is sent (and noted) by the
   new process. Storing them would mean a query over the bot's platform messages without a
   record on every turn, for a block that matters only until the next reply.
-- Several workers (PostgreSQL): the table every worker reads (`bot.ports.ToldUserNotes`,
+- Several workers (PostgreSQL): the table every worker reads (`bot.ports.SharedToldNotes`,
   `storage.told_notes`). `peek` reads without forgetting and remembers up to which row it
   read; `shown` confirms up to there. Turns of one chat never overlap across workers (the
   turn lock), so the turn that peeked is the one that confirms. The database away never
@@ -33,7 +33,7 @@ import logging
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 
-from bot.ports import BubbleHook, Delivery, Messenger, ToldUserNotes
+from bot.ports import BubbleHook, Delivery, Messenger, SharedToldNotes
 from bot.services.messenger_relay import MessengerRelay
 
 log = logging.getLogger("tgbot.told_user")
@@ -114,7 +114,7 @@ class ToldUser:
     """`[Already told the user]` for the runtime and the messengers: in memory (`log`), or in
     the workers' shared table when `shared` is set (see the module docstring)."""
 
-    def __init__(self, shared: ToldUserNotes | None = None) -> None:
+    def __init__(self, shared: SharedToldNotes | None = None) -> None:
         self.log = ToldUserLog()
         self.shared = shared
         self._read: dict[tuple[int, int], int] = {}

@@ -30,7 +30,7 @@ from bot.agent.runtime import TurnOutcome, TurnRunner
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale
 from bot.ports import ChatLock, LockScope, Messenger, SessionInfo
-from bot.store_ports import ActiveLeafStore
+from bot.store_ports import SessionStore
 from bot.texts import text
 
 log = logging.getLogger("tgbot.inbound")
@@ -92,12 +92,12 @@ class SessionTurns:
 
 
 class TurnScheduler:
-    """Runs a session's turns one at a time, as tasks. Implements `bot.ports.TurnStarter`."""
+    """Runs a session's turns one at a time, as tasks (the live path's, and recovery's)."""
 
     def __init__(
         self,
         *,
-        store: ActiveLeafStore,
+        store: SessionStore,
         runner: TurnRunner,
         messenger: Messenger,
         locale: Locale,

@@ -20,7 +20,7 @@ from bot.domain.messages import ImagePart
 from bot.domain.records import StoredRecord
 from bot.errors import ToolError
 from bot.ports import Clock, MediaFiles, Messenger, RecordedBubbles, ToolSpec
-from bot.store_ports import AliasLookup, HistorySearch, MessageEraser, PlatformMessageLookup
+from bot.store_ports import HistorySearch, HistoryStore, PlatformMessages
 from bot.tools.rights import MemberRights
 
 
@@ -34,7 +34,7 @@ class ToolContext:
     bot_name: str = ""
     clock: Clock
     messenger: Messenger
-    platform_messages: PlatformMessageLookup
+    platform_messages: PlatformMessages
     records: Sequence[StoredRecord] = ()
     record_bubbles: RecordedBubbles | None = None
     rights: MemberRights | None = None
@@ -43,7 +43,7 @@ class ToolContext:
     session_id: int = 0
     zone: tzinfo = UTC
     search: HistorySearch | None = None
-    history: AliasLookup | None = None
+    history: HistoryStore | None = None
     """Aliases of messages beyond the window (`find_aliases`), for what a tool shows."""
     shown: AliasTable | ShownByTool | None = None
     """The turn's alias table: a tool that shows messages adds their aliases to it."""
@@ -51,7 +51,7 @@ class ToolContext:
     """The scene of the turn's chat (a tool offered per scene checks it when it runs)."""
     media: ToolMedia | None = None
     """Members' files, and where a tool puts an image for the model (`view_image`)."""
-    eraser: MessageEraser | None = None
+    eraser: PlatformMessages | None = None
     """Forgets a message the tool deleted (its content leaves storage and the index)."""
     erased: set[int] = field(default_factory=set)
     """Platform ids a tool deleted in this turn: the runtime renders them `[deleted]` in the

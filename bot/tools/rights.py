@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 
 from bot.errors import TelegramError, ToolError
 from bot.ports import Clock, Messenger
-from bot.store_ports import PlatformMessageLookup
+from bot.store_ports import PlatformMessages
 
 ADMIN_CACHE_SECONDS = 60.0
 
@@ -54,7 +54,7 @@ class MemberRights:
     admins: ChatAdmins
 
     async def check_may_delete(
-        self, chat_id: int, message_id: int, platform_messages: PlatformMessageLookup
+        self, chat_id: int, message_id: int, platform_messages: PlatformMessages
     ) -> None:
         """Raise `ToolError` ("not allowed: …") unless the requester may delete it."""
         message = await platform_messages.find_platform_message(chat_id, message_id)

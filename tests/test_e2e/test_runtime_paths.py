@@ -173,7 +173,9 @@ async def running(
         )
         store = await open_store(settings)
         if legacy:
-            report = await import_legacy_rows(store, [json.dumps(row) for row in legacy])
+            report = await import_legacy_rows(
+                [json.dumps(row) for row in legacy], sessions=store, history=store
+            )
             assert report.errors == ()
         clock = SteppingClock(T0)
         try:

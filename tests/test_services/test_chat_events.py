@@ -61,7 +61,9 @@ def store() -> InMemoryStore:
 @pytest.fixture
 def service(store: InMemoryStore) -> ChatEventService:
     return ChatEventService(
-        store=store,
+        sessions=store,
+        platform_messages=store,
+        events=store,
         policy=ChatEventPolicy(owner_id=OWNER, bot_id=BOT, allowed_chats=(GROUP, OWNER, 77)),
         clock=SteppingClock(NOW),
     )
@@ -133,7 +135,7 @@ async def test_only_new_reactions_on_the_bots_own_messages_are_kept(
 
 async def test_a_closed_chat_is_sent_nothing_other_chats_are(store: InMemoryStore) -> None:
     inner = RecordingMessenger()
-    guard = ClosedChatGuard(inner, store)
+    guard = ClosedChatGuard(inner, store.is_chat_closed)
     await store.open_session(SessionKey(chat_id=GROUP), scene="group")
     await store.open_session(SessionKey(chat_id=77), scene="private")
     await store.set_chat_closed(GROUP, True)

@@ -21,13 +21,16 @@ SESSION = SessionInfo(id=7, key=SessionKey(chat_id=CHAT), scene="group")
 
 
 class Routes:
-    """A RouteStore that records what `/model` stored."""
+    """The sessions' routes: records what `/model` stored (no stored chats)."""
 
     def __init__(self) -> None:
         self.set: list[tuple[int, str | None]] = []
 
     async def set_route(self, session_id: int, route: str | None) -> None:
         self.set.append((session_id, route))
+
+    async def list_sessions(self) -> tuple[SessionInfo, ...]:
+        return ()
 
 
 def route_table() -> RouteTable:
@@ -64,7 +67,7 @@ def commands(
         owner_id=OWNER.id,
         locale="en",
         messenger=messenger,
-        store=store,
+        sessions=store,
         routes=route_table(),
         meters=lambda _session: None,
         usage_reply=usage,

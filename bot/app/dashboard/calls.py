@@ -17,7 +17,7 @@ import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from aiohttp import web
 
@@ -27,7 +27,7 @@ from bot.app.dashboard.views import BadQuery, TurnCalls, alias_lines, parse_int
 from bot.config import Settings
 from bot.domain.ids import SessionKey
 from bot.errors import SessionNotFound
-from bot.store_ports import HistorySearch, PathLoader, SessionLookup
+from bot.store_ports import ConversationStore
 
 RECORDS_PER_PAGE = 50
 
@@ -222,16 +222,11 @@ def _pretty_call(call: dict[str, Any]) -> dict[str, Any]:
     return {**call, "pretty": pretty}
 
 
-class ConversationReader(SessionLookup, HistorySearch, PathLoader, Protocol):
-    """What the conversation page reads: the chat's session, its whole branch, its search
-    index."""
-
-
 MAX_PAGE_LINKS = 15
 """Page links shown around the current one (the first and the last always are)."""
 
 
-async def conversation_page(store: ConversationReader, request: web.Request) -> Page:
+async def conversation_page(store: ConversationStore, request: web.Request) -> Page:
     """A chat's whole stored conversation (its active branch, from the first message), 50
     records a page, newest page first, a link per page; `?q=words` searches every stored
     message of the chat with the recall index (`search_history`'s) and links each hit to

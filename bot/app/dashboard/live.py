@@ -58,15 +58,6 @@ class LiveChannel(Protocol):
         ...
 
 
-class LiveSource(Protocol):
-    """Where a dashboard's live events come from besides its own runtime: the ledger tail
-    (standalone) or the other workers (`RemoteEvents`)."""
-
-    def start_at_end(self) -> None: ...
-
-    async def run(self) -> None: ...
-
-
 @dataclass(frozen=True, slots=True)
 class LiveEvent:
     kind: EventKind
@@ -356,3 +347,8 @@ class LedgerTail:
             except OSError:
                 log.exception("could not read the ledger tail")
             await asyncio.sleep(self.poll_seconds)
+
+
+LiveSource = LedgerTail | RemoteEvents
+"""Where a dashboard's live events come from besides its own runtime: the ledger tail
+(standalone) or the other workers (`RemoteEvents`); each can `start_at_end` and `run`."""
