@@ -59,7 +59,7 @@ def compute_message_tokens(message: ChatMessage) -> int:
     for call in message.tool_calls:
         total += estimate_text_tokens(call.name) + estimate_text_tokens(call.arguments)
     if message.tool_calls and message.reasoning is not None:
-        # a tool turn's reasoning goes back on the wire (adapters/llm/reasoning.py)
+        # a tool turn's reasoning goes back on the wire (adapters/llm/dialects.py)
         total += estimate_text_tokens(message.reasoning.text)
     return total + sum(image_part_tokens(image) for image in message.images)
 
