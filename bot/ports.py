@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from bot.context.images import ImageBounds
-from bot.context.token_correction import TokenCorrection
+from bot.context.tokens import TokenCorrection
 from bot.domain.facts import InboundMessage, Media, MembershipChange, ReactionChange
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.messages import ChatMessage, Reasoning, ToolCall

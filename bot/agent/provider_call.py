@@ -29,10 +29,11 @@ from bot.context.budget import RuntimeLimits
 from bot.context.cache_plan import PlannedCache, ReadPoints, plan_cache, session_cache_key
 from bot.context.history_trim import HistoryTrimmed, trim_to_recent_turns
 from bot.context.orphans import remove_orphaned_tool_messages
-from bot.context.token_correction import TokenCorrection, exact_message_tokens
 from bot.context.tokens import (
+    TokenCorrection,
     ensure_token_estimate,
     estimate_history_tokens,
+    exact_message_tokens,
     image_tokens,
     split_request_tokens,
     system_tokens,

@@ -43,8 +43,13 @@ from bot.context.projection import (
     project,
     without_per_turn_cost,
 )
-from bot.context.token_correction import NO_CORRECTION, TokenCorrection
-from bot.context.tokens import ensure_token_estimate, estimate_message_tokens, with_token_estimate
+from bot.context.tokens import (
+    NO_CORRECTION,
+    TokenCorrection,
+    ensure_token_estimate,
+    estimate_message_tokens,
+    with_token_estimate,
+)
 from bot.context.turns import count_turns, turn_starts
 from bot.context.window import (
     TurnCosts,

@@ -9,7 +9,7 @@ from bot.agent.routes import ModelRoute
 from bot.context.alias_table import AliasTable
 from bot.context.history_trim import HistoryTrimmed, IndexedHistory
 from bot.context.projection import Projection
-from bot.context.token_correction import NO_CORRECTION, TokenCorrection
+from bot.context.tokens import NO_CORRECTION, TokenCorrection
 from bot.domain.messages import ImagePart
 from bot.domain.records import StoredRecord, SummaryRecord
 from bot.ports import Delivery, SessionInfo
