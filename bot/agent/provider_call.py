@@ -28,7 +28,6 @@ from bot.agent.turn import TurnFailed, TurnState
 from bot.context.budget import RuntimeLimits
 from bot.context.cache_plan import PlannedCache, ReadPoints, plan_cache, session_cache_key
 from bot.context.history_trim import HistoryTrimmed, trim_to_recent_turns
-from bot.context.orphans import remove_orphaned_tool_messages
 from bot.context.tokens import (
     TokenCorrection,
     ensure_token_estimate,
@@ -38,6 +37,7 @@ from bot.context.tokens import (
     split_request_tokens,
     system_tokens,
 )
+from bot.context.turns import remove_orphaned_tool_messages
 from bot.context.window import (
     check_capacity,
     estimate_tool_schema_tokens,

@@ -35,7 +35,6 @@ from bot.context.compaction import (
     usable_summary,
 )
 from bot.context.history_trim import HistoryTrimmed, IndexedHistory, breadcrumb_message
-from bot.context.orphans import remove_orphaned_tool_messages
 from bot.context.projection import (
     PER_TURN_SEPARATOR,
     Projection,
@@ -50,7 +49,7 @@ from bot.context.tokens import (
     estimate_message_tokens,
     with_token_estimate,
 )
-from bot.context.turns import count_turns, turn_starts
+from bot.context.turns import count_turns, remove_orphaned_tool_messages, turn_starts
 from bot.context.window import (
     TurnCosts,
     WindowLimits,
