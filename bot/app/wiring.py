@@ -60,18 +60,14 @@ from bot.context.budget import PerScene, ProfileCapacity, RuntimeLimits, bound_s
 from bot.errors import ConfigError
 from bot.ports import ChatLock, Clock, LLMProvider, Messenger, RateLimits, SendPacer, ToldUserNotes
 from bot.redact import register_secret
-from bot.services.chat_events import (
-    ChatEventPolicy,
-    ChatEventService,
-    ClosedChatGuard,
-    ClosedChats,
-)
+from bot.services.chat_events import ChatEventPolicy, ChatEventService
 from bot.services.chat_lock import LocalChatLock
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
-from bot.services.error_log import ErrorLog, RefusedSendLog
+from bot.services.error_log import ErrorLog
 from bot.services.inbound import InboundPolicy, InboundService
 from bot.services.locales import ChatLocales
+from bot.services.messenger_relay import ClosedChatGuard, ClosedChats, RefusedSendLog
 from bot.services.recovery import CrashRecovery, RecoveryPolicy
 from bot.services.send_pacing import LocalSendPacer, PaceLimits
 from bot.services.told_user import ToldUser, ToldUserMessenger
