@@ -394,7 +394,7 @@ class ChatEventSink(Protocol):
 
 LockScope = Literal["store", "turn"]
 """`"store"`: around "is this message new? then append it"; `"turn"`: around running a turn
-(see `bot.services.chat_lock`)."""
+(see `bot.services.turn_scheduler.LocalChatLock`)."""
 
 
 class RateLimits(Protocol):
@@ -453,7 +453,7 @@ class SharedTokenCorrections(Protocol):
 
 class ChatLock(Protocol):
     """Mutual exclusion per (chat, scope), in this process or across workers; `hold` is an
-    async context manager. `bot.services.chat_lock.LocalChatLock` serves one worker,
+    async context manager. `bot.services.turn_scheduler.LocalChatLock` serves one worker,
     `storage.locks.AdvisoryChatLock` several on one PostgreSQL database."""
 
     def hold(

@@ -61,7 +61,6 @@ from bot.errors import ConfigError
 from bot.ports import ChatLock, Clock, LLMProvider, Messenger, RateLimits, SendPacer, ToldUserNotes
 from bot.redact import register_secret
 from bot.services.chat_events import ChatEventPolicy, ChatEventService
-from bot.services.chat_lock import LocalChatLock
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
 from bot.services.error_log import ErrorLog
@@ -71,6 +70,7 @@ from bot.services.recovery import CrashRecovery, RecoveryPolicy
 from bot.services.send_pacing import LocalSendPacer, PaceLimits
 from bot.services.told_user import ToldUser, ToldUserMessenger
 from bot.services.transcripts import TranscriptionPolicy, VoiceTranscripts
+from bot.services.turn_scheduler import LocalChatLock
 from bot.store_ports import ConversationStore
 from bot.texts import ChatLocales
 from bot.tools import default_tools
