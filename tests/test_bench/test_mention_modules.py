@@ -23,10 +23,12 @@ def test_the_recorder_keeps_project_functions_and_the_modules_they_call(tmp_path
     path = tmp_path / "modules.json"
     recorder = _Recorder(path)
     recorder.start()
-    assert json.loads(path.read_text(encoding="utf-8")) == {"state": "recording"}
-    estimate_text_tokens("a short line, 一行")
-    [estimate_text_tokens(word) for word in ("one", "two")]
-    recorder.stop()
+    try:
+        assert json.loads(path.read_text(encoding="utf-8")) == {"state": "recording"}
+        estimate_text_tokens("a short line, 一行")
+        [estimate_text_tokens(word) for word in ("one", "two")]
+    finally:
+        recorder.stop()  # the rest of the session runs unprofiled whatever happened
     report = json.loads(path.read_text(encoding="utf-8"))
     assert report["state"] == "done"
     names = {(module, name) for module, name, _ in report["functions"]}
