@@ -376,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "The same workload with a model that thinks on every answer (about 150 tokens, "
             "kept with the assistant message and sent back by each provider's rule: on the "
             "assistant messages of turns that made tool calls, byte for byte; "
-            "`adapters/llm/reasoning.py`), replayed through the same caches "
+            "`adapters/llm/dialects.py`), replayed through the same caches "
             f"({thinking.requests} requests):",
             "",
             cache_sim.reasoning_markdown(caches, thinking),

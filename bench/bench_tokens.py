@@ -18,7 +18,7 @@ the estimator's.
 Two measures:
 
 1. *Per text* (one text as one request): the raw estimate's error, and the error after the
-   per-route correction (`bot.context.token_correction`) learned online from the texts before
+   per-route correction (`bot.context.tokens`) learned online from the texts before
    it (three seeded passes; errors counted after the first `WARMUP` calls).
 2. *The private chat as a user sees it* (the target): one request per member message of
    `mixed_chat.txt`, each holding the system prompt, the tool schemas and the whole chat so
@@ -40,8 +40,7 @@ from pathlib import Path
 
 from adapters.tokenizers import TokenCounter, TokenizerUnavailable, load_token_counter
 from bot.agent.prompt import PromptFacts, build_system_prompt
-from bot.context.token_correction import NO_CORRECTION, observe
-from bot.context.tokens import MESSAGE_OVERHEAD_TOKENS, estimate_text_tokens
+from bot.context.tokens import MESSAGE_OVERHEAD_TOKENS, NO_CORRECTION, estimate_text_tokens, observe
 from bot.context.window import estimate_tool_schema_tokens
 from bot.tools import default_tools
 

@@ -683,11 +683,11 @@ def cache_markdown(requests: int, rows: Mapping[str, Sequence[ProviderRow]]) -> 
 
 def with_wire_reasoning(request: LLMRequest) -> LLMRequest:
     """`request` as its wire sends it when the model thinks: each tool turn's kept reasoning
-    goes back with its assistant message (`adapters.llm.reasoning`), here written into the
+    goes back with its assistant message (`adapters.llm.dialects`), here written into the
     message so the caches see its bytes and count its tokens."""
     from dataclasses import replace
 
-    from adapters.llm.reasoning import tool_turn_messages
+    from adapters.llm.dialects import tool_turn_messages
 
     turns = tool_turn_messages(request.messages, boundaries=("user", "system"))
     messages = [

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from bot.context.images import ImageBounds
-from bot.context.token_correction import TokenCorrection
+from bot.context.tokens import TokenCorrection
 from bot.domain.facts import InboundMessage, Media, MembershipChange, ReactionChange
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.messages import ChatMessage, Reasoning, ToolCall
@@ -392,7 +392,7 @@ class ChatEventSink(Protocol):
 
 LockScope = Literal["store", "turn"]
 """`"store"`: around "is this message new? then append it"; `"turn"`: around running a turn
-(see `bot.services.chat_lock`)."""
+(see `bot.services.turn_scheduler.LocalChatLock`)."""
 
 
 class RateLimits(Protocol):
@@ -462,7 +462,7 @@ class SharedTokenCorrections(Protocol):
 
 class ChatLock(Protocol):
     """Mutual exclusion per (chat, scope), in this process or across workers; `hold` is an
-    async context manager. `bot.services.chat_lock.LocalChatLock` serves one worker,
+    async context manager. `bot.services.turn_scheduler.LocalChatLock` serves one worker,
     `storage.locks.AdvisoryChatLock` several on one PostgreSQL database."""
 
     def hold(

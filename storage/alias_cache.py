@@ -33,7 +33,7 @@ from typing import Any
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from bot.context.alias_derivation import AliasCounter
+from bot.context.alias_table import AliasCounter
 from storage.codec import decode_message_ids
 from storage.queries import EARLIEST_WITH_FIRST, walk_params, walk_up
 from storage.tables import MESSAGES

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from bot.context.token_correction import MAX_RATIO, MIN_RATIO, TokenCorrection
+from bot.context.tokens import MAX_RATIO, MIN_RATIO, TokenCorrection
 
 KEEP = dt.timedelta(days=1)
 """A worker row older than this is neither counted nor kept."""

@@ -17,9 +17,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.llm.dialects import WireOptions, merge_extra_body, reasoning_fields
+from adapters.llm.dialects import (
+    WireOptions,
+    anthropic_blocks,
+    anthropic_reasoning,
+    merge_extra_body,
+    reasoning_fields,
+    tool_turn_messages,
+)
 from adapters.llm.openai_wire import anthropic_usage, breakpoint_indexes, classify_error
-from adapters.llm.reasoning import anthropic_blocks, anthropic_reasoning, tool_turn_messages
 from bot.domain.messages import ChatMessage, ImagePart, ToolCall
 from bot.errors import ProviderBadResponse, ProviderError
 from bot.ports import LLMRequest, LLMResponse, StopReason, ToolSpec, Usage
@@ -69,7 +75,7 @@ def to_request(
     last_block: dict[int, JSON] = {}
     """The wire block each source message ended in (where its breakpoint goes)."""
     leading = True
-    # thinking goes back on the assistant messages of tool turns (adapters.llm.reasoning)
+    # thinking goes back on the assistant messages of tool turns (adapters.llm.dialects)
     tool_turns = tool_turn_messages(request.messages, boundaries=("user", "system"))
     empty_thinking = options.reasoning_dialect == "deepseek" and options.reasoning != "off"
     for index, message in enumerate(request.messages):

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from adapters.llm.dialects import gemini_signatures
 from adapters.llm.openai_wire import (
     JSON,
     reasoning_from_wire,
     thought_signature,
     tool_call_from_wire,
 )
-from adapters.llm.reasoning import gemini_signatures
 from bot.domain.messages import ChatMessage, ImagePart, Role, ToolCall
 from bot.errors import ProviderBadResponse
 from bot.ports import LLMRequest, LLMResponse, ToolSpec

@@ -17,12 +17,14 @@ from typing import Any
 
 from adapters.llm.dialects import (
     WireOptions,
+    gemini_reasoning,
+    gemini_signatures,
     is_gpt56_or_later,
     max_tokens_key,
     merge_extra_body,
     reasoning_fields,
+    tool_turn_messages,
 )
-from adapters.llm.reasoning import gemini_reasoning, gemini_signatures, tool_turn_messages
 from bot.context.bounded_json import loads_bounded
 from bot.domain.messages import ChatMessage, ImagePart, Reasoning, ToolCall
 from bot.errors import (
@@ -121,7 +123,7 @@ def to_request(
 def _replay_reasoning(
     wire: list[JSON], messages: tuple[ChatMessage, ...], options: WireOptions, model: str
 ) -> None:
-    """Put each kept reasoning back where its provider wants it (`adapters.llm.reasoning`):
+    """Put each kept reasoning back where its provider wants it (`adapters.llm.dialects`):
     text reasoning on the assistant messages of tool turns, Gemini signatures on their
     tool calls always, DeepSeek's empty field where a tool turn has none."""
     tool_turns = tool_turn_messages(messages)

@@ -29,7 +29,7 @@ from aiogram.types import ChatMemberUpdated, Message, MessageReactionUpdated, Te
 
 from adapters.telegram.chat_event_parsing import parse_membership, parse_reaction
 from adapters.telegram.parsing import parse_update_strict
-from adapters.telegram.quote_summaries import Locale
+from adapters.telegram.text_units import Locale
 from bot.domain.facts import InboundMessage
 from bot.errors import StorageUnavailable
 from bot.ports import ChatEventSink, InboundSink

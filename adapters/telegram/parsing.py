@@ -19,13 +19,11 @@ from aiogram.types import (
     Update,
 )
 
-from adapters.telegram.entity_text import with_meaning
 from adapters.telegram.lenient import lenient_update
 from adapters.telegram.media_parsing import media_of, rich_text
-from adapters.telegram.quote_summaries import Locale, one_line, summarize
 from adapters.telegram.senders import chat_name_of, sender_of, user_name
 from adapters.telegram.service_parsing import describe_service, suggested_post_fact
-from adapters.telegram.text_units import utf16_slice
+from adapters.telegram.text_units import Locale, one_line, summarize, utf16_slice, with_meaning
 from bot.domain.facts import Forward, InboundMessage, Media, Quote
 from bot.texts import in_locale
 
@@ -99,8 +97,7 @@ class _Reader:
         reply = _explicit_reply(msg)
         text = msg.text or msg.caption or rich_text(msg)
         entities = msg.entities if msg.text else msg.caption_entities
-        event = describe_service(msg, sender.name, self.locale)
-        media = media_of(msg) + suggested_post_fact(msg, self.locale)
+        event, media = self._content(msg, sender.name)
         if not text and not media and event is None:
             media = (Media(kind="unknown"),)  # every message renders as something
         return InboundMessage(
@@ -130,6 +127,16 @@ class _Reader:
             event=event,
             language_code=msg.from_user.language_code if msg.from_user is not None else None,
         )
+
+    def _content(self, msg: Message, actor: str) -> tuple[str | None, tuple[Media, ...]]:
+        """The service event and the media of `msg`. A text message is no service message
+        (its content type is text), so the most common message skips that reading; any
+        message may be a suggested post."""
+        event = None if msg.text else describe_service(msg, actor, self.locale)
+        media = media_of(msg)
+        if msg.suggested_post_info is not None:
+            media += suggested_post_fact(msg, self.locale)
+        return event, media
 
     def _direct_messages_title(self, msg: Message) -> str | None:
         """A channel's direct-messages topic is named for the user it is with."""

@@ -7,7 +7,7 @@ from typing import Literal
 
 from aiogram.types import Chat, Message, User
 
-from adapters.telegram.quote_summaries import one_line
+from adapters.telegram.text_units import one_line
 from bot.domain.facts import Sender
 from bot.domain.visible import is_invisible
 

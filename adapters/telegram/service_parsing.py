@@ -14,8 +14,8 @@ from aiogram.types import (
 )
 
 from adapters.telegram.media_parsing import media_of, money
-from adapters.telegram.quote_summaries import Locale, one_line, summarize
 from adapters.telegram.senders import chat_name_of, user_name
+from adapters.telegram.text_units import Locale, one_line, summarize
 from bot.domain.facts import Media
 from bot.texts import in_locale
 

@@ -44,8 +44,12 @@ from bot.context.compaction import (
     prepared_summaries,
     summary_request,
 )
-from bot.context.token_correction import NO_CORRECTION, TokenCorrection
-from bot.context.tokens import estimate_message_tokens, split_request_tokens
+from bot.context.tokens import (
+    NO_CORRECTION,
+    TokenCorrection,
+    estimate_message_tokens,
+    split_request_tokens,
+)
 from bot.context.window import estimate_tool_schema_tokens
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord

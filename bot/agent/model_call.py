@@ -23,8 +23,13 @@ from bot.agent.traces import new_call_id
 from bot.context.budget import RuntimeLimits
 from bot.context.cache_plan import ReadPoints, plan_cache, session_cache_key
 from bot.context.history_trim import HistoryTrimmed
-from bot.context.token_correction import TokenCorrection, exact_message_tokens
-from bot.context.tokens import RequestTokens, estimate_history_tokens, image_tokens
+from bot.context.tokens import (
+    RequestTokens,
+    TokenCorrection,
+    estimate_history_tokens,
+    exact_message_tokens,
+    image_tokens,
+)
 from bot.context.window import check_capacity, estimate_tool_schema_tokens, tool_schema_text
 from bot.domain.messages import ChatMessage
 from bot.errors import CapacityExceeded, ProviderError, ProviderUnavailable

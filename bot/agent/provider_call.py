@@ -27,12 +27,12 @@ from bot.agent.model_call import (
 )
 from bot.agent.turn import TurnFailed, TurnState
 from bot.context.history_trim import HistoryTrimmed, trim_to_recent_turns
-from bot.context.orphans import remove_orphaned_tool_messages
 from bot.context.tokens import (
     ensure_token_estimate,
     split_request_tokens,
     system_tokens,
 )
+from bot.context.turns import remove_orphaned_tool_messages
 from bot.context.window import (
     recovery_target,
 )

@@ -2,7 +2,7 @@
 
 Every ledger line carries our estimate of the call's input (`est_total`) and, when the
 provider answered, the `input_tokens` it counted. `TokenTruth.observe` feeds that pair to the
-route's `TokenCorrection` (bounded, see `bot.context.token_correction`) and writes the book
+route's `TokenCorrection` (bounded, see `bot.context.tokens`) and writes the book
 back, so the correction survives a restart: at once after the first change, then at most once
 every `SAVE_INTERVAL_SECONDS` while calls keep coming (a busy bot makes many calls a second),
 and whatever is pending at shutdown (`flush`). A crash loses at most those few seconds of
@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from bot.context.token_correction import (
+from bot.context.tokens import (
     NO_CORRECTION,
     TokenCorrection,
     corrections_from_dict,
@@ -64,7 +64,7 @@ def looks_truncated(*, corrected: int, reported: int | None) -> bool:
     reports what it kept, so the reported input sits far below our corrected estimate.
     A tokenizer that merely counts differently is what the correction learns, and the
     heuristic's usual error stays well inside a factor of two (Chinese at roughly 0.6-1
-    real tokens for our 1 a character, see `bot.context.token_correction`), so a report
+    real tokens for our 1 a character, see `bot.context.tokens`), so a report
     under half of the corrected estimate is read as a cut. Requests under
     `TRUNCATION_FLOOR` tokens are never flagged: no default context is that small, and
     such calls keep teaching the correction, so a route whose heuristic starts far off

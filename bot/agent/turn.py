@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING, Literal
 
 from bot.agent.routes import ModelRoute
 from bot.context.history_trim import IndexedHistory
-from bot.context.orphans import remove_orphaned_tool_messages
 from bot.context.tokens import estimate_message_tokens, with_token_estimate
-from bot.context.turns import count_turns
+from bot.context.turns import count_turns, remove_orphaned_tool_messages
 from bot.ports import Delivery, SessionInfo
 
 if TYPE_CHECKING:

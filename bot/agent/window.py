@@ -39,7 +39,7 @@ from bot.context.projection import (
     project,
     without_per_turn_cost,
 )
-from bot.context.token_correction import NO_CORRECTION, TokenCorrection
+from bot.context.tokens import NO_CORRECTION, TokenCorrection
 from bot.context.turns import turn_starts
 from bot.context.window import TurnCosts, WindowLimits, select_window, turn_costs
 from bot.domain.erasure import (

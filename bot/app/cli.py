@@ -257,6 +257,10 @@ def _prepare_context_show(args: argparse.Namespace, settings: Settings) -> None:
 def _run(args: argparse.Namespace) -> int:
     from bot.app import serve
 
+    if profile := os.environ.get("TGBOT_PROFILE_MODULES"):  # bench.mention_modules only
+        from bot.app.profile_modules import install
+
+        install(profile)
     return asyncio.run(
         serve.run(
             args.config,

@@ -69,23 +69,19 @@ from bot.ports import (
     SharedToldNotes,
 )
 from bot.redact import register_secret
-from bot.services.chat_events import (
-    ChatEventPolicy,
-    ChatEventService,
-    ClosedChatGuard,
-    ClosedChats,
-)
-from bot.services.chat_lock import LocalChatLock
+from bot.services.chat_events import ChatEventPolicy, ChatEventService
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
-from bot.services.error_log import ErrorLog, RefusedSendLog
+from bot.services.error_log import ErrorLog
 from bot.services.inbound import InboundPolicy, InboundService
-from bot.services.locales import ChatLocales
+from bot.services.messenger_relay import ClosedChatGuard, ClosedChats, RefusedSendLog
 from bot.services.recovery import CrashRecovery, RecoveryPolicy
 from bot.services.send_pacing import LocalSendPacer, PaceLimits
 from bot.services.told_user import ToldUser, ToldUserMessenger
 from bot.services.transcripts import TranscriptionPolicy, VoiceTranscripts
+from bot.services.turn_scheduler import LocalChatLock
 from bot.store_ports import ConversationStore
+from bot.texts import ChatLocales
 from bot.tools import default_tools
 from bot.tools.base import Tool
 from bot.tools.view_image import VIEW_IMAGE

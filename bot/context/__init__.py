@@ -13,9 +13,9 @@ from bot.context.history_trim import (
     trim_to_recent_turn_count,
     trim_to_recent_turns,
 )
-from bot.context.orphans import remove_orphaned_tool_messages
 from bot.context.tokens import estimate_history_tokens, estimate_text_tokens
 from bot.context.tool_results import truncate_tool_result
+from bot.context.turns import remove_orphaned_tool_messages
 from bot.domain.messages import ChatMessage, ToolCall
 
 __all__ = [

@@ -1,6 +1,13 @@
-"""The turn's alias table: aliases the projection showed, and rewriting tool arguments with it.
+"""Message aliases `m<n>`: how they are derived, and the turn's table of the ones it showed.
 
-Before a tool runs, every message reference in its arguments becomes a platform id:
+Derived from platform ids along the active path (`AliasCounter`): `n` is the 1-based
+position, on the active path, of the record among records that have a first confirmed
+platform id. A physical message seen again keeps its first alias; the later bubbles of one
+reply are `m<n>.<slot>` (1-based delivery position) and take no new number. See
+docs/architecture.md, Aliases.
+
+The turn's alias table holds the aliases the projection showed and rewrites tool arguments
+with them. Before a tool runs, every message reference in its arguments becomes a platform id:
 - keys `message_id`, `message_ids`, `messageId`, `messageIds`, `reference` and any key ending
   in `_message_id`, at any depth (so `message_id` inside structured reply segments too);
 - in a reply segment (`{"type": "reply", …}`) also `id`, and `id` in its `data` object.
@@ -14,13 +21,51 @@ an alias the turn never showed, an `unknown` slot, an id from elsewhere — rais
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from bot.errors import ReferenceNotConfirmed
 
 _ALIAS = re.compile(r"m[0-9]+(?:\.[0-9]+)?", re.IGNORECASE)
 _DIGITS = re.compile(r"[0-9]+")
 _REFERENCE_KEYS = frozenset({"message_id", "message_ids", "messageId", "messageIds", "reference"})
+
+
+@dataclass(frozen=True, slots=True)
+class AliasAssignment:
+    """`seq` is the record's ordinal (None without a confirmed id); `parts` one alias a slot."""
+
+    seq: int | None
+    parts: tuple[str | None, ...]
+
+
+class AliasCounter:
+    """Assigns aliases to records in active-path order, continuing after `last_seq`."""
+
+    __slots__ = ("_seen", "last_seq")
+
+    def __init__(self, last_seq: int = 0) -> None:
+        self.last_seq = last_seq
+        self._seen: dict[int, int] = {}
+
+    def assign(self, message_ids: Sequence[int | None]) -> AliasAssignment:
+        first = next((mid for mid in message_ids if mid is not None), None)
+        if first is None:
+            return AliasAssignment(None, (None,) * len(message_ids))
+        seq = self._seen.get(first)
+        if seq is None:
+            self.last_seq += 1
+            seq = self.last_seq
+            self._seen[first] = seq
+        parts: list[str | None] = []
+        for slot, mid in enumerate(message_ids, start=1):
+            if mid is None:
+                parts.append(None)
+            elif mid == first:
+                parts.append(f"m{seq}")
+            else:
+                parts.append(f"m{seq}.{slot}")
+        return AliasAssignment(seq, tuple(parts))
 
 
 def is_reference_key(key: str) -> bool:

@@ -10,7 +10,7 @@ Rule (chosen over a list of names): in member content (text, captions, quotes, e
 text; names and options go through `inline_value`) every line that opens with an opening
 bracket followed by a word is escaped. "Opens" allows leading whitespace and invisible
 characters before the bracket and between the bracket and the word, "invisible" decided by
-Unicode category (`bot.context.unicode_classes.is_invisible`: controls, format characters,
+Unicode category (`bot.domain.visible.is_invisible_char`: controls, format characters,
 combining marks, variation selectors, separators, Hangul fillers…); the brackets are `[`
 and everything a reader takes for one (`bot.context.confusables`: full-width `［`, `【`,
 `〖`, `⁅`, `⟦`, `〔`, `﹝`, `⦃`, `⦋`… by NFKC and category, not the everyday `(`, `{`, `《`,
@@ -39,7 +39,7 @@ everyday characters comes out exactly as before (caches hold).
 from __future__ import annotations
 
 from bot.context.confusables import lookalike, opens_like_a_bracket
-from bot.context.unicode_classes import is_invisible
+from bot.domain.visible import is_invisible_char
 
 OPENING_BRACKETS = "[［【〖〘〚"
 """The commonest opening brackets (every look-alike counts: `opens_like_a_bracket`)."""
@@ -90,12 +90,12 @@ def _escaped_line(line: str) -> str:
     invisible characters and backslashes, a bracket, invisible characters, a word character.
     """
     at = 0
-    while at < len(line) and (line[at] == "\\" or is_invisible(line[at])):
+    while at < len(line) and (line[at] == "\\" or is_invisible_char(line[at])):
         at += 1
     if at == len(line) or not opens_like_a_bracket(line[at]):
         return line
     word = at + 1
-    while word < len(line) and is_invisible(line[word]):
+    while word < len(line) and is_invisible_char(line[word]):
         word += 1
     if word == len(line) or not line[word].isalnum():
         return line

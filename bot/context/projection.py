@@ -133,7 +133,11 @@ def project(
     starts = turn_starts(messages)
     anchor = len(messages) if current_message is None else current_message + 1
     current_turn_start = max((s for s in starts if s < anchor), default=0)
-    shrunk = shrink_old_tool_results(messages, current_turn_start=current_turn_start, locale=locale)
+    shrunk: Sequence[ChatMessage] = messages
+    if renderer.tool_steps:  # only tool steps shrink (calls, results, legacy carriers)
+        shrunk = shrink_old_tool_results(
+            messages, current_turn_start=current_turn_start, locale=locale
+        )
     final = tuple(with_token_estimate(message) for message in shrunk)
     current_tokens = 0 if current_message is None else final[current_message].tokens or 0
     by_tools, referenced_by_tools = _shown_by_tools(records, record_index, final)
@@ -199,6 +203,7 @@ class _Renderer:
         "_zone",
         "aliases",
         "references",
+        "tool_steps",
     )
 
     def __init__(
@@ -224,6 +229,9 @@ class _Renderer:
         self.references: list[int] = []
         self._albums: dict[str, str] = {}
         """media_group_id → alias of its first part rendered in this window."""
+        self.tool_steps = False
+        """Whether a tool call, a tool result or a legacy `[Tool results]` carrier was
+        rendered: nothing else is shrunk once its turn has ended."""
 
     def render(self, record: StoredRecord, *, is_current: bool = False) -> list[ChatMessage]:
         body = record.body
@@ -232,12 +240,15 @@ class _Renderer:
                 carrier = legacy_carrier(body)
                 if carrier is not None:  # written by the old system, not by a member
                     rendered = [ChatMessage(role="user", content=carrier)]
+                    self.tool_steps = True
                 else:
                     rendered = [self._user(record, body, is_current=is_current)]
             case AssistantRecord():
                 rendered = [self._assistant(record, body)]
+                self.tool_steps = self.tool_steps or bool(body.tool_calls)
             case ToolResultsRecord():
                 rendered = [tool_result_message(result) for result in body.results]
+                self.tool_steps = True
             case ServiceMessageRecord():
                 header = self._walker.header(
                     ids=record.alias_parts, at=record.created_at, sender=body.actor
@@ -294,8 +305,8 @@ class _Renderer:
                 DELETED_MARKER
                 if body.deleted
                 else escape_member_text(_user_text(body, is_current=is_current)),
-                media_placeholders(body.media, self._locale),
-                references_block([view.reference] if view.reference else []),
+                media_placeholders(body.media, self._locale) if body.media else "",
+                references_block([view.reference]) if view.reference else "",
             ]
         )
         return ChatMessage(role="user", content=content, continues_turn=body.merged)

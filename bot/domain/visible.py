@@ -1,14 +1,20 @@
-"""Which text a reader cannot see: the one predicate every part that asks uses."""
+"""Which text a reader cannot see: the one predicate every check of "invisible" uses.
+
+Decided by Unicode category, not by a list, so characters added to Unicode later (and the
+many a list forgets) are covered: controls (Cc), format characters (Cf: zero-width, bidi,
+BOM, tags…), unassigned and surrogate code points (Cn, Cs), private use (Co), combining
+marks that draw on the previous character or nothing (Mn, Me: U+034F, U+0301, the variation
+selectors U+FE00–U+FE0F and U+E0100–U+E01EF…), and separators (Zs, Zl, Zp: every kind of
+space). Letters that render as blank space are named here because their category says
+"letter": the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0) and the Braille blank (U+2800).
+"""
 
 from __future__ import annotations
 
 import unicodedata
 
 _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Mn", "Me", "Zl", "Zp", "Zs"})
-"""Controls, format characters (U+200E, U+200B, U+2060…), unassigned and private-use code
-points, combining marks with nothing to sit on, and every kind of space."""
 _BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
-"""Letters and symbols that draw nothing: Hangul fillers and the blank Braille pattern."""
 
 
 def is_invisible_char(char: str) -> bool:

@@ -15,29 +15,19 @@
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.domain.facts import MembershipChange, ReactionChange
 from bot.domain.ids import Scene, SessionKey
-from bot.errors import TelegramForbidden
 from bot.ports import (
-    BubbleHook,
     Clock,
-    Delivery,
-    Messenger,
     StoredReaction,
 )
 from bot.services.guard import PrivateChats, chat_allowed
-from bot.services.messenger_relay import MessengerRelay
+from bot.services.messenger_relay import ClosedChats
 from bot.store_ports import ChatEventStore, PlatformMessages, SessionStore
 
 log = logging.getLogger("tgbot.chat_events")
-
-
-class ChatClosed(TelegramForbidden):
-    """Nothing is sent to a chat the bot was removed or kicked from."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -160,91 +150,3 @@ class ChatEventService:
             owner = self.policy.owner_id
             return "owner" if owner is not None and change.chat_id == owner else "private"
         return "group"
-
-
-class ClosedChats:
-    """Whether a chat is closed, as the guard asks it on every send: read from the store at
-    most once per `ttl` seconds per chat (a query per bubble cost answered turns a third of
-    their throughput), while this process's own membership changes (`note`) count at once.
-    A kick handled by another worker counts within `ttl`; a send in that gap is refused by
-    Telegram itself (the bot is no longer a member)."""
-
-    def __init__(
-        self,
-        store: ChatEventStore,
-        *,
-        ttl: float = 5.0,
-        monotonic: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.store = store
-        self.ttl = ttl
-        self.monotonic = monotonic
-        self._known: dict[int, tuple[bool, float]] = {}
-
-    async def is_chat_closed(self, chat_id: int) -> bool:
-        now = self.monotonic()
-        known = self._known.get(chat_id)
-        if known is not None and now - known[1] < self.ttl:
-            return known[0]
-        if len(self._known) >= 10_000:
-            self._known.clear()
-        closed = await self.store.is_chat_closed(chat_id)
-        self._known[chat_id] = (closed, now)
-        return closed
-
-    def note(self, chat_id: int, closed: bool) -> None:
-        self._known[chat_id] = (closed, self.monotonic())
-
-
-class ClosedChatGuard(MessengerRelay):
-    """A `Messenger` that sends nothing to a chat the bot was removed or kicked from.
-
-    The app wraps its one messenger in this, so every outbound path passes it; `is_closed`
-    answers from the store or through `ClosedChats`. `send_text` reports an undelivered
-    `Delivery` (like a refused send); the other actions raise `ChatClosed`, which tools
-    report to the model as an error.
-    """
-
-    def __init__(self, inner: Messenger, is_closed: Callable[[int], Awaitable[bool]]) -> None:
-        super().__init__(inner)
-        self.is_closed = is_closed
-
-    async def _closed(self, chat_id: int, action: str) -> bool:
-        if await self.is_closed(chat_id):
-            log.info("not sending %s to chat %s: the bot was removed from it", action, chat_id)
-            return True
-        return False
-
-    async def send_text(
-        self,
-        chat_id: int,
-        text: str,
-        *,
-        thread_id: int = 0,
-        reply_to: int | None = None,
-        on_bubble: BubbleHook | None = None,
-    ) -> Delivery:
-        if await self._closed(chat_id, "a message"):
-            return Delivery(
-                message_ids=(None,), texts=(text,), error=ChatClosed(f"chat {chat_id} is closed")
-            )
-        return await self.inner.send_text(
-            chat_id, text, thread_id=thread_id, reply_to=reply_to, on_bubble=on_bubble
-        )
-
-    async def delete_message(self, chat_id: int, message_id: int) -> None:
-        if await self._closed(chat_id, "a deletion"):
-            raise ChatClosed(f"chat {chat_id} is closed")
-        await self.inner.delete_message(chat_id, message_id)
-
-    async def set_reaction(self, chat_id: int, message_id: int, emoji: str) -> None:
-        if await self._closed(chat_id, "a reaction"):
-            raise ChatClosed(f"chat {chat_id} is closed")
-        await self.inner.set_reaction(chat_id, message_id, emoji)
-
-    async def send_photo(
-        self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0
-    ) -> int:
-        if await self._closed(chat_id, "a photo"):
-            raise ChatClosed(f"chat {chat_id} is closed")
-        return await self.inner.send_photo(chat_id, photo, caption=caption, thread_id=thread_id)

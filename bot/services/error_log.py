@@ -3,7 +3,7 @@
 Failed model calls are ledger lines (their `error`); two other kinds of failure leave no
 other durable trace, and the dashboard's error list needs them:
 - `refused_send`: the Bot API refused a send (blocked, kicked, a bad request…), recorded by
-  `RefusedSendLog`, a `Messenger` that wraps the adapter;
+  `RefusedSendLog` (`bot.services.messenger_relay`), a `Messenger` that wraps the adapter;
 - `skipped_update`: an update that failed validation and was passed over (polling or webhook).
 
 Layout: `<traces dir>/errors/YYYY-MM-DD.jsonl` (the day in the bot's zone), each line
@@ -24,10 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bot.agent.ledger import MAX_ERROR_CHARS, describe_error
-from bot.errors import TelegramError
-from bot.ports import BubbleHook, Delivery, Messenger
 from bot.redact import scrub
-from bot.services.messenger_relay import MessengerRelay
 
 log = logging.getLogger("tgbot.errors")
 
@@ -137,36 +134,3 @@ def read_errors(traces_dir: Path, days: list[date]) -> Iterator[LoggedError]:
                 yield LoggedError.from_json(json.loads(line))
             except (ValueError, TypeError, KeyError):
                 continue
-
-
-class RefusedSendLog(MessengerRelay):
-    """A `Messenger` that records every send the Bot API refused in the error log."""
-
-    def __init__(self, inner: Messenger, errors: ErrorLog) -> None:
-        super().__init__(inner)
-        self.errors = errors
-
-    async def send_text(
-        self,
-        chat_id: int,
-        text: str,
-        *,
-        thread_id: int = 0,
-        reply_to: int | None = None,
-        on_bubble: BubbleHook | None = None,
-    ) -> Delivery:
-        delivery = await self.inner.send_text(
-            chat_id, text, thread_id=thread_id, reply_to=reply_to, on_bubble=on_bubble
-        )
-        if delivery.error is not None:
-            self.errors.refused_send(chat_id, delivery.error)
-        return delivery
-
-    async def send_photo(
-        self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0
-    ) -> int:
-        try:
-            return await self.inner.send_photo(chat_id, photo, caption=caption, thread_id=thread_id)
-        except TelegramError as exc:
-            self.errors.refused_send(chat_id, exc)
-            raise

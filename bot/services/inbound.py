@@ -60,7 +60,6 @@ from bot.services.guard import (
     chat_allowed,
     is_owner,
 )
-from bot.services.locales import ChatLocales
 from bot.services.message_records import (
     last_answered_of,
     last_member_record,
@@ -73,7 +72,7 @@ from bot.services.transcripts import VoiceTranscripts
 from bot.services.triggers import AnswerRules, facts_of_message, should_answer
 from bot.services.turn_scheduler import TurnScheduler
 from bot.store_ports import Claims, HistoryStore, PlatformMessages, SessionStore
-from bot.texts import text
+from bot.texts import ChatLocales, text
 
 log = logging.getLogger("tgbot.inbound")
 

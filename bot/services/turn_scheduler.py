@@ -9,6 +9,17 @@ cancelled and scheduled again for the newest message. A message that addresses t
 while another member's turn waits out its window waits its turn (`join_later`): that turn
 starts at once, and the message joins the conversation after it answered, followed by a
 turn of its own.
+
+The chat lock (`bot.ports.ChatLock`): `InboundService` holds a chat's lock in two scopes, so
+a long turn never blocks storing the next message:
+
+- `"store"`: around "is this message new? then append it" (the de-duplication check and
+  the write, so a retried update sent to two workers is stored once, in arrival order);
+- `"turn"`: around running a turn, so two workers never answer in one chat at once.
+
+`LocalChatLock` here (per-chat asyncio locks) serves one worker on SQLite;
+`storage.locks.AdvisoryChatLock` (PostgreSQL advisory locks) serves several workers on one
+database. `ChatLock` and `LockScope` are declared in `bot.ports`.
 """
 
 from __future__ import annotations
@@ -28,7 +39,7 @@ from dataclasses import dataclass, field
 
 from bot.agent.runtime import TurnOutcome, TurnRunner
 from bot.domain.facts import InboundMessage
-from bot.domain.ids import Locale
+from bot.domain.ids import Locale, SessionKey
 from bot.ports import ChatLock, LockScope, Messenger, SessionInfo
 from bot.store_ports import SessionStore
 from bot.texts import text
@@ -143,8 +154,8 @@ class TurnScheduler:
     def _chat_held(
         self, session: SessionInfo, scope: LockScope
     ) -> AbstractAsyncContextManager[None]:
-        """The cross-worker chat lock (bot/services/chat_lock.py), taken after the in-process
-        session lock; nothing extra when no ChatLock is wired."""
+        """The chat lock (`LocalChatLock` below, or advisory locks across workers), taken
+        after the in-process session lock; nothing extra when no ChatLock is wired."""
         if self.chat_lock is None:
             return nullcontext()
         return self.chat_lock.hold(session.key, scope=scope)
@@ -365,3 +376,46 @@ class TurnScheduler:
         """Wait until every scheduled turn has finished (tests and shutdown)."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+@dataclass(slots=True)
+class _LockEntry:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+
+
+class LocalChatLock:
+    """Per-chat asyncio locks for a single worker; an entry lives only while it is used."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[LockScope, str, int, int], _LockEntry] = {}
+
+    @asynccontextmanager
+    async def hold(self, key: SessionKey, *, scope: LockScope = "turn") -> AsyncIterator[None]:
+        name = (scope, key.platform, key.chat_id, key.thread_id)
+        entry = self._entries.setdefault(name, _LockEntry())
+        entry.users += 1
+        try:
+            async with entry.lock:
+                yield
+        finally:
+            entry.users -= 1
+            if entry.users == 0:
+                del self._entries[name]
+
+    @asynccontextmanager
+    async def try_hold(self, key: SessionKey, *, scope: LockScope = "turn") -> AsyncIterator[bool]:
+        name = (scope, key.platform, key.chat_id, key.thread_id)
+        if name in self._entries:  # held, or about to be
+            yield False
+            return
+        async with self.hold(key, scope=scope):
+            yield True
+
+    @property
+    def held(self) -> int:
+        """How many chats have a holder or a waiter (for tests and diagnostics)."""
+        return len(self._entries)
+
+    async def close(self) -> None:
+        return None

@@ -52,7 +52,7 @@ from datetime import date, datetime, timedelta, tzinfo
 from pathlib import Path
 
 from bot.agent.ledger import LedgerEntry, LedgerScan, ledger_file
-from bot.context.token_correction import Drift, drift_of_errors
+from bot.context.tokens import Drift, drift_of_errors
 
 DEFAULT_DAYS = 7
 CACHED_WEIGHT = 0.25

@@ -14,13 +14,25 @@ Not in the catalogues: the media placeholders and notes a model reads (`bot/cont
 service messages in `adapters/telegram`), which are part of the prompt format and sit beside
 the code that builds them, both languages side by side through `in_locale`; and the
 operator's English CLI output.
+
+Which language the bot speaks to whom (`ChatLocales`, `BOT_LOCALE`): one forced locale, or
+with `auto` each member's own (their Telegram `language_code`: `zh…` is Chinese, anything
+else English), and a group the language most of its recent members wrote with.
+
+What the bot says in reply to one message (a command's answer, a refusal) follows its
+sender; what belongs to the chat (the model's prompt and the projection's placeholders, a
+failed turn's notice, a crash notice) follows the chat, so a group's cached prompt does not
+flip with every speaker. Kept in memory: after a restart each chat's first message sets it
+again; until a chat has a member with a known language, `fallback` is used.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict, deque
 from collections.abc import Mapping
 from typing import assert_never
 
+from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale
 from bot.texts import en, zh
 
@@ -45,3 +57,71 @@ def in_locale(locale: Locale, *, zh: str, en: str) -> str:
             return en
         case _:
             assert_never(locale)
+
+
+# ---------------------------------------------------------------- which locale
+
+RECENT_MEMBERS = 10
+"""How many of a group's latest messages with a known language decide its locale."""
+MAX_TRACKED = 10_000
+"""Chats and members remembered (the least recently heard go first)."""
+
+
+def locale_of_language(code: str | None) -> Locale | None:
+    """`zh`, `zh-hans`, `zh-TW` → zh; any other tag → en; none → None."""
+    if not code:
+        return None
+    return "zh" if code.lower().split("-", 1)[0] == "zh" else "en"
+
+
+class ChatLocales:
+    """The locale of a message, a chat and a member; `fixed` (BOT_LOCALE=zh|en) wins."""
+
+    def __init__(self, *, fixed: Locale | None, fallback: Locale = "en") -> None:
+        self.fixed = fixed
+        self.fallback = fixed or fallback
+        self._chats: OrderedDict[int, deque[tuple[int, Locale]]] = OrderedDict()
+        """Per chat: (message id, locale) of its latest member messages with a language."""
+        self._members: OrderedDict[int, Locale] = OrderedDict()
+
+    def note(self, message: InboundMessage) -> None:
+        """Remember the language of a member's message (bots and channels do not count)."""
+        if self.fixed is not None or message.sender.kind != "user" or message.sender.is_bot:
+            return
+        locale = locale_of_language(message.language_code)
+        if locale is None:
+            return
+        recent = self._chats.pop(message.chat_id, None) or deque(maxlen=RECENT_MEMBERS)
+        if all(seen != message.message_id for seen, _ in recent):  # a message counts once
+            recent.append((message.message_id, locale))
+        self._chats[message.chat_id] = recent
+        self._members.pop(message.sender.id, None)
+        self._members[message.sender.id] = locale
+        for remembered in (self._chats, self._members):
+            while len(remembered) > MAX_TRACKED:
+                remembered.popitem(last=False)
+
+    def for_message(self, message: InboundMessage) -> Locale:
+        """The sender's language, else the chat's."""
+        if self.fixed is not None:
+            return self.fixed
+        return locale_of_language(message.language_code) or self.for_chat(message.chat_id)
+
+    def for_chat(self, chat_id: int) -> Locale:
+        """Most of the chat's recent members' (a tie: the latest speaker's)."""
+        if self.fixed is not None:
+            return self.fixed
+        recent = self._chats.get(chat_id)
+        if not recent:
+            return self.fallback
+        zh = sum(1 for _, locale in recent if locale == "zh")
+        en = len(recent) - zh
+        if zh == en:
+            return recent[-1][1]
+        return "zh" if zh > en else "en"
+
+    def for_member(self, user_id: int) -> Locale:
+        """The language a member last wrote with (the owner's, for the daily summary)."""
+        if self.fixed is not None:
+            return self.fixed
+        return self._members.get(user_id, self.fallback)

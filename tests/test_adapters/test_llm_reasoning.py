@@ -18,6 +18,7 @@ from adapters.llm.dialects import (
     has_adaptive_thinking,
     options_for,
     reasoning_fields,
+    tool_turn_messages,
 )
 from adapters.llm.fake_reasoning import (
     ClaudeThinking,
@@ -26,7 +27,6 @@ from adapters.llm.fake_reasoning import (
     GeminiThinking,
     Refusal,
 )
-from adapters.llm.reasoning import tool_turn_messages
 from bot.domain.messages import ChatMessage, Reasoning, ToolCall
 from bot.ports import LLMRequest
 

@@ -60,7 +60,7 @@ async def owner_run(
     from itertools import cycle
 
     from bot.agent.ledger import read_entries
-    from bot.context.token_correction import TokenCorrection
+    from bot.context.tokens import TokenCorrection
     from storage.memory import InMemoryStore
     from tests.fakes import OWNER, SteppingClock
     from tests.rig import rig_settings, wire_app

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.agent.token_truth import FILE_NAME, TokenTruth, route_key
-from bot.context.token_correction import TokenCorrection
+from bot.context.tokens import TokenCorrection
 from tests.deadlines import EVENT, deadline
 
 

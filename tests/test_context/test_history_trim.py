@@ -17,9 +17,8 @@ from bot.context.history_trim import (
     trim_to_recent_turns,
     with_breadcrumb,
 )
-from bot.context.orphans import remove_orphaned_tool_messages
 from bot.context.tokens import estimate_history_tokens
-from bot.context.turns import leading_system_count, turn_starts
+from bot.context.turns import leading_system_count, remove_orphaned_tool_messages, turn_starts
 from bot.context.window import WindowDecision, WindowLimits
 from bot.domain.messages import ChatMessage
 from tests.test_context.histories import (

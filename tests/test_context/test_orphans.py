@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 
-from bot.context.orphans import remove_orphaned_tool_messages
 from bot.context.tokens import compute_message_tokens, with_token_estimate
+from bot.context.turns import remove_orphaned_tool_messages
 from bot.domain.messages import ChatMessage
 from tests.test_context.histories import assistant, histories, system, tool, user
 

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from bot.context.token_correction import (
+from bot.context.tokens import (
     MAX_RATIO,
     MAX_STEP,
     MIN_RATIO,

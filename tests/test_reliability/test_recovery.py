@@ -20,8 +20,8 @@ from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import UserRecord
 from bot.errors import ProviderUnavailable
 from bot.ports import NewRecord
-from bot.services.chat_lock import LocalChatLock
 from bot.services.triggers import BotIdentity
+from bot.services.turn_scheduler import LocalChatLock
 from bot.texts import text
 from storage.engine import create_engine_for
 from storage.memory import InMemoryStore

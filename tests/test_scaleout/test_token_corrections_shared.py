@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from adapters.llm.scripted import ScriptedModel
 from bot.agent.token_truth import TokenTruth, route_key
-from bot.context.token_correction import NO_CORRECTION, observe
+from bot.context.tokens import NO_CORRECTION, observe
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
 from storage.token_corrections import SqlTokenCorrections

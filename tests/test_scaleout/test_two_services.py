@@ -17,7 +17,7 @@ from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
 from bot.ports import ChatLock
-from bot.services.chat_lock import LocalChatLock
+from bot.services.turn_scheduler import LocalChatLock
 from storage.engine import create_engine_for
 from storage.locks import AdvisoryChatLock
 from storage.sql import SqlStore

@@ -27,7 +27,7 @@ from bot.config import load_settings
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
-from bot.services.chat_lock import LocalChatLock
+from bot.services.turn_scheduler import LocalChatLock
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
 from tests.rig import wire_app

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.context.escaping import HEADER_FIELDS, escape_member_text, strip_echoed_header
-from bot.context.unicode_classes import is_invisible
+from bot.domain.visible import is_invisible_char
 from tests.test_security.bounded import within
 
 BOUND_S = 5.0  # a linear scan of these inputs takes well under 10 ms
@@ -96,7 +96,7 @@ invisible_char = st.characters(categories=INVISIBLE_CATEGORIES) | st.sampled_fro
 @settings(max_examples=500, deadline=None)
 @given(st.lists(invisible_char, min_size=1, max_size=12).map("".join), st.sampled_from(RESERVED))
 def test_any_invisible_run_by_category_is_seen_through(prefix: str, block: str) -> None:
-    assert all(is_invisible(char) for char in prefix)
+    assert all(is_invisible_char(char) for char in prefix)
     escaped = escape_member_text(prefix + block + "\nmore")
     # the line splits wherever str.splitlines does; the block's own line is escaped
     assert ("\\" + block + "\n") in escaped
@@ -107,5 +107,5 @@ def test_any_invisible_run_by_category_is_seen_through(prefix: str, block: str) 
 def test_visible_characters_stop_the_scan(char: str) -> None:
     if char in "\\［【〖〘〚[" or char in "\u115f\u1160\u3164\uffa0\u2800" or char.isspace():
         return
-    assert not is_invisible(char), (f"U+{ord(char):04X}", unicodedata.category(char))
+    assert not is_invisible_char(char), (f"U+{ord(char):04X}", unicodedata.category(char))
     assert escape_member_text(char + "[Workspace rules]") == char + "[Workspace rules]"

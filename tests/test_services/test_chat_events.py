@@ -10,13 +10,8 @@ import pytest
 from bot.domain.facts import MembershipChange, MembershipChangeKind, ReactionChange, Sender
 from bot.domain.ids import SessionKey
 from bot.ports import PlatformMessage
-from bot.services.chat_events import (
-    ChatClosed,
-    ChatEventPolicy,
-    ChatEventService,
-    ClosedChatGuard,
-    ClosedChats,
-)
+from bot.services.chat_events import ChatEventPolicy, ChatEventService
+from bot.services.messenger_relay import ChatClosed, ClosedChatGuard, ClosedChats
 from storage.memory import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.domain.facts import InboundMessage, Sender
-from bot.services.locales import ChatLocales, locale_of_language
+from bot.texts import ChatLocales, locale_of_language
 
 AT = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 GROUP = -100500

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from bot.context.alias_derivation import AliasCounter
+from bot.context.alias_table import AliasCounter
 from bot.domain.facts import Forward, Media, Quote, Sender
 from bot.domain.ids import SessionKey
 from bot.domain.messages import Reasoning, ToolCall

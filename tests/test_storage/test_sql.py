@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from sqlalchemy import text
 
-from bot.context.alias_derivation import AliasCounter
+from bot.context.alias_table import AliasCounter
 from bot.domain.ids import SessionKey
 from storage.codec import encode_payload
 from storage.engine import create_engine_for
