@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _layout() -> ModuleType:
     spec = importlib.util.spec_from_file_location("layout", ROOT / "scripts" / "layout.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
