@@ -20,7 +20,6 @@ from datetime import timedelta
 from bot.app.wiring import App
 from bot.services.recovery import CrashRecovery
 from bot.services.triggers import BotIdentity
-from storage.engine import is_sqlite, normalise_url
 
 log = logging.getLogger("tgbot.inbound")
 
@@ -62,10 +61,10 @@ async def orphan_scan_loop(
 def start_orphan_scan(
     app: App, bot: BotIdentity, *, stop: asyncio.Event
 ) -> asyncio.Task[None] | None:
-    """The scan as a task on PostgreSQL (several workers possible); None on SQLite, where
-    the one process recovers its own turns at start-up."""
+    """The scan as a task when several workers may share the database (`app.topology`);
+    None for one process, which recovers its own turns at start-up."""
     settings = app.settings
-    if is_sqlite(normalise_url(settings.resolved_database_url)):
+    if not app.topology.shared:
         return None
     return asyncio.create_task(
         orphan_scan_loop(

@@ -3,9 +3,10 @@ daily-summary scheduler, the retention loop and, on PostgreSQL, the orphaned-tur
 
 SIGTERM / SIGINT stop taking updates (polling stops; the webhook answers 503 and closes after
 the requests in flight), then the turns already running finish (`InboundService.drain`)
-before the process exits. The chat lock comes from the database URL: asyncio locks on SQLite
-(one worker), PostgreSQL advisory locks for several workers on one database. An update that
-does not validate is recorded in the update log (`claim_update`) and passed.
+before the process exits; during start-up they stop it, closing what was opened. What
+differs between one process and several workers (the chat lock, the send pacing, the live
+channel, the orphaned-turn scan) comes from the `Topology` (`bot.app.topology`). An update
+that does not validate is recorded in the update log (`claim_update`) and passed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ import logging
 import os
 import signal
 import sys
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack, contextmanager
 from typing import TYPE_CHECKING
 
 from adapters.http_guard import limit_repeated_logs, raise_file_limit
@@ -24,7 +28,7 @@ from adapters.telegram.polling_loop import AfterBatchHook, poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.webhook import serve_webhook
 from bot.app.heap import settle_heap
-from bot.app.mcp_servers import RunningMcp, start_mcp
+from bot.app.mcp_servers import start_mcp
 from bot.app.preflight import (
     check_bot_token,
     check_data_dir,
@@ -37,26 +41,28 @@ from bot.app.preflight import (
 from bot.app.recovery_loop import start_orphan_scan
 from bot.app.retention_loop import retention_loop
 from bot.app.telemetry import start_tracing
+from bot.app.topology import Topology, topology_for
 from bot.app.wiring import (
+    App,
     build_app,
-    open_chat_lock,
-    open_live_channel,
-    open_send_pacer,
     open_store,
+    pace_limits,
     register_settings_secrets,
     retention_policy,
     start_daily_summary,
 )
 from bot.config import Settings, load_settings
 from bot.errors import ConfigError
+from bot.ports import ChatLock, Messenger
 from bot.redact import install_log_scrubbing
 from bot.services.error_log import ErrorLog
 from bot.services.triggers import BotIdentity
+from bot.store_ports import ConversationStore
 from bot.texts import text as user_text
 
 if TYPE_CHECKING:
     from adapters.otel import OtelTracer
-    from bot.app.dashboard.server import RunningDashboard
+    from storage.live_channel import PgLiveChannel
 
 log = logging.getLogger("tgbot.run")
 
@@ -109,164 +115,275 @@ async def serve(
     after_batch: AfterBatchHook | None = None,
 ) -> int:
     """Serve until SIGTERM/SIGINT; `after_batch` runs after each stored batch of polled
-    updates, before its offset is confirmed (a test entry point crashes there)."""
+    updates, before its offset is confirmed (a test entry point crashes there).
+
+    Every part is entered once on one exit stack, so however serving ends (a stop signal,
+    a start-up step that fails part-way, an error while serving) what was opened closes in
+    reverse order: the orphaned-turn scan stops, the running turns finish, then the
+    background loops, the dashboard, the runtime, the MCP servers, the connections and the
+    store close."""
     token = check_bot_token(settings, "run")
     url = check_database_url(settings)
+    api_base = settings.telegram_api_base
     raise_file_limit()  # idle sockets must not run the process out of file handles
     limit_repeated_logs()
-    async with opening_database(url):
-        store = await open_store(settings)
+    with _StopSignals() as signals:
+        async with AsyncExitStack() as stack:
+            try:
+                async with opening_database(url):
+                    store = await open_store(settings)
+                stack.push_async_callback(store.close)
+                topology = topology_for(store)  # one process, or several workers
+                chat_lock = topology.chat_lock()
+                stack.push_async_callback(chat_lock.close)
+                with _telegram_failures(api_base):
+                    bot = build_bot(token, api_base)
+                stack.push_async_callback(bot.session.close)
+                live = topology.live_channel()  # several workers: each one's live events
+                if live is not None:
+                    stack.push_async_callback(live.close)
+                with _telegram_failures(api_base):
+                    me = await bot.get_me()
+                identity = BotIdentity(id=me.id, username=me.username)
+                app = await _start_app(
+                    stack,
+                    settings,
+                    store=store,
+                    topology=topology,
+                    # every send, typing and reaction is paced (`[telegram]` limits)
+                    sender=TelegramMessenger(
+                        bot,
+                        cut_note=user_text(settings.fallback_locale, "reply_cut", count="{count}"),
+                        pacer=topology.send_pacer(pace_limits(settings)),
+                    ),
+                    bot_id=me.id,
+                    bot_name=me.first_name or me.username or "tgbot",
+                    chat_lock=chat_lock,
+                    tracing=tracing,
+                )
+                # with chat_events, allowed_updates asks for my_chat_member and
+                # message_reaction too
+                dispatcher = build_dispatcher(
+                    app.inbound,
+                    bot_id=me.id,
+                    bot_username=me.username,
+                    locale=settings.fallback_locale,
+                    chat_events=app.chat_events,
+                )
+                await _start_beside(stack, app, live)
+                await _recover(stack, app, identity)
+                log.info("start-up objects frozen out of garbage collection: %d", settle_heap())
+                log.info(
+                    "%s",
+                    start_banner(
+                        settings, username=me.username, webhook=webhook, host=host, port=port
+                    ),
+                )
+                signals.started()  # from here a signal stops taking updates
+                if webhook:
+                    await serve_webhook(
+                        dispatcher,
+                        bot,
+                        host=host,
+                        port=port,
+                        stop=signals.stop,
+                        secret=_secret(settings),
+                        public_url=settings.webhook_url,
+                        on_skipped=_skipped_updates(app),
+                    )
+                else:  # each batch confirmed only after it was stored; one chat's in order
+                    await poll_updates(
+                        dispatcher,
+                        bot,
+                        stop=signals.stop,
+                        on_skipped=_skipped_updates(app),
+                        after_batch=after_batch,
+                    )
+            except asyncio.CancelledError:
+                if not signals.cut_start_short:
+                    raise
+                _uncancel()  # before the stack closes: nothing pending cuts a close short
+                log.info("stop signal during start-up; closing what was opened")
+            finally:
+                signals.started()  # however start-up ended, a signal never cuts a close short
+    log.info("stopped")
+    return 0
+
+
+class _StopSignals:
+    """SIGTERM and SIGINT from the first step of `serve`: during start-up a signal cancels
+    it (what was opened so far closes, in reverse order); once serving it sets `stop` (no
+    new updates; the running turns finish). A second signal never cuts a close short. Only
+    the main thread receives signals: served from another (a test runs the CLI in a thread),
+    there are none to handle."""
+
+    def __init__(self) -> None:
+        self.stop = asyncio.Event()
+        self.cut_start_short = False
+        self._starting = asyncio.current_task()
+        self._signals = (
+            _STOP_SIGNALS if threading.current_thread() is threading.main_thread() else ()
+        )
+
+    def __enter__(self) -> _StopSignals:
+        loop = asyncio.get_running_loop()
+        for sig in self._signals:
+            loop.add_signal_handler(sig, self._received)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in self._signals:
+            loop.remove_signal_handler(sig)
+
+    def started(self) -> None:
+        self._starting = None
+
+    def _received(self) -> None:
+        self.stop.set()
+        if self._starting is not None:
+            self._starting.cancel()
+            self._starting = None
+            self.cut_start_short = True
+
+
+def _uncancel() -> None:
+    """The start-up a stop signal cancelled has closed: the process stops normally."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
+
+
+@contextmanager
+def _telegram_failures(api_base: str) -> Iterator[None]:
+    """A Bot API that refuses the token or cannot be reached: one clear line."""
     try:
-        chat_lock = open_chat_lock(settings)
-        bot = build_bot(token, settings.telegram_api_base)
-    except BaseException as exc:
-        await store.close()
-        failure = describe_telegram_failure(exc, settings.telegram_api_base)
+        yield
+    except Exception as exc:
+        failure = describe_telegram_failure(exc, api_base)
         if failure is None:
             raise
         raise failure from None
-    scheduler = None
-    stopped = asyncio.Event()
-    retention: asyncio.Task[None] | None = None
-    orphans: asyncio.Task[None] | None = None
-    scan_stopped = asyncio.Event()
-    dashboard: RunningDashboard | None = None
-    mcp: RunningMcp | None = None
-    mcp_reloads: asyncio.Task[None] | None = None
-    live = open_live_channel(settings)  # PostgreSQL: this worker's live events for all
-    try:
-        try:
-            me = await bot.get_me()
-        except Exception as exc:
-            failure = describe_telegram_failure(exc, settings.telegram_api_base)
-            if failure is None:
-                raise
-            raise failure from None
-        mcp = await start_mcp(settings)  # None without [[mcp.servers]]: no SDK import
-        messenger = TelegramMessenger(
-            bot,
-            cut_note=user_text(settings.fallback_locale, "reply_cut", count="{count}"),
-            pacer=open_send_pacer(settings, store),  # every send, typing and reaction
-        )
-        app = build_app(
-            settings,
-            store=store,
-            messenger=messenger,
-            bot_id=me.id,
-            bot_name=me.first_name or me.username or "tgbot",
-            chat_lock=chat_lock,
-            tracing=tracing,
-            extra_tools=mcp.tools if mcp is not None else (),
-        )
-        if mcp is not None:
-            mcp_reloads = asyncio.create_task(mcp.watch_reloads(app.runner.tools, stopped))
-        # with chat_events, allowed_updates asks for my_chat_member and message_reaction too
-        dispatcher = build_dispatcher(
-            app.inbound,
-            bot_id=me.id,
-            bot_username=me.username,
-            locale=settings.fallback_locale,
-            chat_events=app.chat_events,
-        )
 
-        skipped_log = ErrorLog(settings.traces_dir, settings.zone)
 
-        async def skipped(update_id: int, reason: str) -> None:
-            skipped_log.skipped_update(update_id, reason)  # for the dashboard's error list
-            await store.claim_update(update_id)
+async def _start_app(
+    stack: AsyncExitStack,
+    settings: Settings,
+    *,
+    store: ConversationStore,
+    topology: Topology,
+    sender: Messenger,
+    bot_id: int,
+    bot_name: str,
+    chat_lock: ChatLock,
+    tracing: OtelTracer | None,
+) -> App:
+    """The MCP servers (their processes end with the bot) and the app over them."""
+    mcp = await start_mcp(settings)  # None without [[mcp.servers]]: no SDK import
+    if mcp is not None:
+        stack.push_async_callback(mcp.aclose)
+    app = build_app(
+        settings,
+        store=store,
+        messenger=sender,
+        bot_id=bot_id,
+        bot_name=bot_name,
+        chat_lock=chat_lock,
+        tracing=tracing,
+        extra_tools=mcp.tools if mcp is not None else (),
+        topology=topology,
+    )
+    stack.push_async_callback(app.ledger.flush)
+    stack.push_async_callback(app.routes.aclose)
+    stack.push_async_callback(app.runner.aclose)
+    if mcp is not None:
+        tools = app.runner.tools
+        _stopped_with(stack, lambda stop: asyncio.create_task(mcp.watch_reloads(tools, stop)))
+    return app
 
-        scheduler = start_daily_summary(app, messenger)
-        if live is not None:
-            from bot.app.dashboard.live import LivePublisher
 
-            LivePublisher(live).attach(app.bus)
-        await app.runner.truth.load_shared()  # the corrections every worker has learned
-        if settings.dashboard_port is not None:
-            # Deferred: most runs serve no dashboard, and importing it (jinja2,
-            # prometheus-client, its views) costs ~7 MB resident and ~0.1-0.3 s of start-up.
-            from bot.app.dashboard.server import start_beside_bot
+async def _start_beside(stack: AsyncExitStack, app: App, live: PgLiveChannel | None) -> None:
+    """What runs beside the updates: the daily summary, the live events, the dashboard and
+    the retention loop; the corrections every worker has learned are adopted first."""
+    settings = app.settings
+    scheduler = start_daily_summary(app)
+    if scheduler is not None:
+        stack.callback(scheduler.shutdown, wait=False)
+    if live is not None:
+        from bot.app.dashboard.live import LivePublisher
 
-            dashboard = await start_beside_bot(settings, app.bus, live)
-        retention = asyncio.create_task(
-            retention_loop(store, retention_policy(settings), app.runner.clock, stop=stopped)
-        )
-        # before the first update: finish or close the turns a crash interrupted
-        identity = BotIdentity(id=me.id, username=me.username)
-        await app.recovery.recover(identity)
-        # PostgreSQL: then, while running, the turns a killed worker left (recovery_loop)
-        orphans = start_orphan_scan(app, identity, stop=scan_stopped)
-        log.info("start-up objects frozen out of garbage collection: %d", settle_heap())
-        loop = asyncio.get_running_loop()
-        log.info(
-            "%s",
-            start_banner(settings, username=me.username, webhook=webhook, host=host, port=port),
-        )
-        if webhook:
-            stop = asyncio.Event()
-            for sig in _STOP_SIGNALS:
-                loop.add_signal_handler(sig, stop.set)
-            secret = settings.webhook_secret
-            await serve_webhook(
-                dispatcher,
-                bot,
-                host=host,
-                port=port,
-                stop=stop,
-                secret=secret.get_secret_value() if secret is not None else None,
-                public_url=settings.webhook_url,
-                on_skipped=skipped,
-            )
-        else:
-            stop_polling = asyncio.Event()
-            for sig in _STOP_SIGNALS:
-                loop.add_signal_handler(sig, stop_polling.set)
-            # confirms each batch only after it was stored; one chat's updates in order
-            await poll_updates(
-                dispatcher,
-                bot,
-                stop=stop_polling,
-                on_skipped=skipped,
-                after_batch=after_batch,
-            )
-        scan_stopped.set()  # no new turns while the running ones finish
-        if orphans is not None:
-            await orphans
-        log.info("finishing running turns")
-        grace = settings.runtime.shutdown_grace_seconds
-        try:
-            async with asyncio.timeout(grace):
-                await app.inbound.drain()
-        except TimeoutError:
-            log.warning("turns still running after %gs; cancelling them", grace)
-            app.inbound.cancel_running()
-            await app.inbound.drain()
-        await app.runner.aclose()
-        await app.routes.aclose()
-        await app.ledger.flush()
-    finally:
-        stopped.set()
-        scan_stopped.set()
-        if retention is not None:
-            await retention
-        if mcp_reloads is not None:
-            await mcp_reloads
-        if mcp is not None:
-            await mcp.aclose()  # the servers' processes end with the bot
-        if orphans is not None:
-            await orphans
-        for sig in _STOP_SIGNALS:
-            asyncio.get_running_loop().remove_signal_handler(sig)
-        if scheduler is not None:
-            scheduler.shutdown(wait=False)
+        LivePublisher(live).attach(app.bus)
+    await app.runner.truth.load_shared()
+    if settings.dashboard_port is not None:
+        # Deferred: most runs serve no dashboard, and importing it (jinja2,
+        # prometheus-client, its views) costs ~7 MB resident and ~0.1-0.3 s of start-up.
+        from bot.app.dashboard.server import start_beside_bot
+
+        dashboard = await start_beside_bot(settings, app.bus, live)
         if dashboard is not None:
-            await dashboard.close()
-        if live is not None:
-            await live.close()
-        await bot.session.close()
-        await chat_lock.close()
-        await store.close()
-    log.info("stopped")
-    return 0
+            stack.push_async_callback(dashboard.close)
+    policy = retention_policy(settings)
+    clock = app.runner.clock
+    _stopped_with(
+        stack,
+        lambda stop: asyncio.create_task(retention_loop(app.store, policy, clock, stop=stop)),
+    )
+
+
+def _stopped_with(
+    stack: AsyncExitStack, start: Callable[[asyncio.Event], asyncio.Task[None] | None]
+) -> None:
+    """Start a loop that runs until its stop event (`start` may decline: None); the stack
+    sets the event and waits for the loop when it closes."""
+    stop = asyncio.Event()
+    task = start(stop)
+    if task is None:
+        return
+
+    async def close() -> None:
+        stop.set()
+        await task
+
+    stack.push_async_callback(close)
+
+
+async def _recover(stack: AsyncExitStack, app: App, identity: BotIdentity) -> None:
+    """Before the first update, finish or close the turns a crash interrupted; with several
+    workers, keep scanning for the turns a killed one left (`bot.app.recovery_loop`). The
+    turns started here finish on every way out (`_finish_turns`)."""
+    stack.push_async_callback(_finish_turns, app)
+    await app.recovery.recover(identity)
+    _stopped_with(stack, lambda stop: start_orphan_scan(app, identity, stop=stop))
+
+
+async def _finish_turns(app: App) -> None:
+    """Let the running turns finish within `shutdown_grace_seconds`, then cancel the rest."""
+    log.info("finishing running turns")
+    grace = app.settings.runtime.shutdown_grace_seconds
+    try:
+        async with asyncio.timeout(grace):
+            await app.inbound.drain()
+    except TimeoutError:
+        log.warning("turns still running after %gs; cancelling them", grace)
+        app.inbound.cancel_running()
+        await app.inbound.drain()
+
+
+def _secret(settings: Settings) -> str | None:
+    secret = settings.webhook_secret
+    return secret.get_secret_value() if secret is not None else None
+
+
+def _skipped_updates(app: App) -> Callable[[int, str], Awaitable[None]]:
+    """An update that does not validate: recorded in the update log (`claim_update`) and
+    on the dashboard's error list, then passed."""
+    skipped_log = ErrorLog(app.settings.traces_dir, app.settings.zone)
+
+    async def skipped(update_id: int, reason: str) -> None:
+        skipped_log.skipped_update(update_id, reason)
+        await app.store.claim_update(update_id)
+
+    return skipped
 
 
 async def run(

@@ -1,8 +1,10 @@
 """The wiring: one `App` per process from the settings, read once by the entry points.
 
 `build_app` puts the runtime, the inbound service and the chat commands together over a
-store and a messenger; `open_store`, `open_chat_lock`, `build_routes`, `turn_policy` and the
-scheduled jobs turn settings into the adapters and plain policy values the services take.
+store and a messenger; `open_store`, `build_routes`, `turn_policy` and the scheduled jobs
+turn settings into the adapters and plain policy values the services take; the parts that
+differ between one process and several workers come from the `Topology` (`bot.app.topology`),
+and every outgoing message passes the one chain `outbound_chain` builds.
 Nothing outside `bot/app` reads the settings or imports `adapters` or `storage`.
 """
 
@@ -35,7 +37,7 @@ from bot.agent.policy import (
     TurnPolicy,
     WindowPolicy,
 )
-from bot.agent.presence import chat_actions_of
+from bot.agent.presence import ChatActions, chat_actions_of
 from bot.agent.routes import Prices, ProfileEntry, RouteTable
 from bot.agent.runtime import TurnRunner
 from bot.agent.spend import (
@@ -54,20 +56,13 @@ from bot.agent.turn_images import TurnImages
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
 from bot.app.telemetry import route_endpoints
+from bot.app.topology import Topology, one_migration_at_a_time, topology_for
 from bot.app.turn_parts import build_turn_runner
 from bot.clock import SystemClock
 from bot.config import ChatLimitSettings, ProviderProfile, SceneHistory, Settings
 from bot.context.budget import PerScene, ProfileCapacity, RuntimeLimits, bound_summaries
 from bot.errors import ConfigError
-from bot.ports import (
-    ChatLock,
-    Clock,
-    LLMProvider,
-    Messenger,
-    RateLimits,
-    SendPacer,
-    SharedToldNotes,
-)
+from bot.ports import ChatLock, Clock, LLMProvider, Messenger
 from bot.redact import register_secret
 from bot.services.chat_events import ChatEventPolicy, ChatEventService
 from bot.services.commands import Commands
@@ -76,25 +71,18 @@ from bot.services.error_log import ErrorLog
 from bot.services.inbound import InboundPolicy, InboundService
 from bot.services.messenger_relay import ClosedChatGuard, ClosedChats, RefusedSendLog
 from bot.services.recovery import CrashRecovery, RecoveryPolicy
-from bot.services.send_pacing import LocalSendPacer, PaceLimits
+from bot.services.send_pacing import PaceLimits
 from bot.services.told_user import ToldUser, ToldUserMessenger
 from bot.services.transcripts import TranscriptionPolicy, VoiceTranscripts
-from bot.services.turn_scheduler import LocalChatLock
 from bot.store_ports import ConversationStore
 from bot.texts import ChatLocales
 from bot.tools import default_tools
 from bot.tools.base import Tool
 from bot.tools.view_image import VIEW_IMAGE
-from storage.engine import create_engine_for, is_sqlite, normalise_url
-from storage.live_channel import PgLiveChannel
-from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
-from storage.rate_limits import SqlRateLimits
+from storage.engine import create_engine_for
 from storage.schema import schema_at_head
-from storage.send_pacing import SqlSendPacer
 from storage.spend import SqlSpendCounters
 from storage.sql import SqlStore
-from storage.token_corrections import SqlTokenCorrections
-from storage.told_notes import SqlToldNotes
 
 if TYPE_CHECKING:
     from adapters.otel import OtelTracer
@@ -376,6 +364,10 @@ class App:
     """The `ChatEventSink`: the bot's membership of chats, reactions on its messages."""
     messenger: Messenger
     """The messenger every outbound path uses: sends nothing to a closed chat."""
+    outside: Messenger
+    """`messenger`, noting for the next turn what services send outside model turns."""
+    topology: Topology
+    """One process or several workers (`bot.app.topology`)."""
     spend: SpendGuard | None = None
     """Spend limits (`[limits]`); None when none is set."""
     locales: ChatLocales | None = None
@@ -389,69 +381,48 @@ async def open_store(settings: Settings) -> ConversationStore:
     # Deferred (measured: ~11 MB resident and 0.1-0.3 s of start-up, see storage.schema).
     from storage.migrate import upgrade_database
 
-    if is_sqlite(normalise_url(url)):
+    async with one_migration_at_a_time(url):
         await upgrade_database(url)
-    else:  # workers starting together migrate one after the other
-        migrations = AdvisoryChatLock.for_url(url)
-        try:
-            async with migrations.hold_id(MIGRATION_LOCK_ID):
-                await upgrade_database(url)
-        finally:
-            await migrations.close()
     return SqlStore(create_engine_for(url))
 
 
-def open_chat_lock(settings: Settings) -> ChatLock:
-    """Per-chat serialisation: asyncio locks on SQLite (one worker), PostgreSQL advisory
-    locks otherwise (several workers on one database)."""
-    url = settings.resolved_database_url
-    if is_sqlite(normalise_url(url)):
-        return LocalChatLock()
-    return AdvisoryChatLock.for_url(url)
-
-
-def open_live_channel(settings: Settings) -> PgLiveChannel | None:
-    """LISTEN/NOTIFY between the workers of one PostgreSQL database (each dashboard shows
-    every worker's live events); None on SQLite, one process."""
-    url = settings.resolved_database_url
-    if is_sqlite(normalise_url(url)):
-        return None
-    return PgLiveChannel.for_url(url)
-
-
-def open_rate_limits(settings: Settings, store: ConversationStore) -> RateLimits | None:
-    """Rate-limit buckets in PostgreSQL when the store is there (several workers count as
-    one); None on SQLite, where the inbound service keeps its own sliding one-minute counts."""
-    if not isinstance(store, SqlStore) or store.engine.dialect.name != "postgresql":
-        return None
-    return SqlRateLimits(
-        store.engine,
-        per_user=settings.security.user_messages_per_minute,
-        per_chat=settings.security.chat_messages_per_minute,
-    )
-
-
-def open_send_pacer(settings: Settings, store: ConversationStore) -> SendPacer:
+def pace_limits(settings: Settings) -> PaceLimits:
     """Telegram's send limits (`[telegram] per_chat_per_second`, `per_group_per_minute`,
-    `per_bot_per_second`): kept in PostgreSQL when the store is there (two workers in one
-    group count as one bot), in this process's memory on SQLite."""
-    limits = PaceLimits(
+    `per_bot_per_second`), kept where the topology keeps them."""
+    return PaceLimits(
         per_chat_per_second=settings.telegram.per_chat_per_second,
         per_group_per_minute=settings.telegram.per_group_per_minute,
         per_bot_per_second=settings.telegram.per_bot_per_second,
     )
-    if isinstance(store, SqlStore) and store.engine.dialect.name == "postgresql":
-        return SqlSendPacer(store.engine, limits)
-    return LocalSendPacer(limits)
 
 
-def open_told_notes(store: ConversationStore) -> SharedToldNotes | None:
-    """`[Already told the user]` notes in PostgreSQL when the store is there (a command
-    answered by one worker is known to the next turn on another); None on SQLite, where
-    `ToldUserLog` keeps them in memory."""
-    if not isinstance(store, SqlStore) or store.engine.dialect.name != "postgresql":
-        return None
-    return SqlToldNotes(store.engine)
+@dataclass(frozen=True, slots=True)
+class Outbound:
+    """The outgoing chain over one sender (the Telegram adapter, paced, or a test's)."""
+
+    turns: Messenger
+    """What model turns and spend notices send through: a send Telegram refuses is logged
+    (not a closed chat's), and a chat the bot left hears nothing more."""
+    outside: Messenger
+    """`turns`, noting what is sent for the next turn there (`[Already told the user]`):
+    commands, refusals, recovery notices and the daily summary."""
+    actions: ChatActions | None
+    """Typing, straight from the sender (it goes only where turns run)."""
+
+
+def outbound_chain(
+    settings: Settings, sender: Messenger, *, closed: ClosedChats, told: ToldUser
+) -> Outbound:
+    """The one outbound door: turns, tools, commands, refusals, the daily summary and
+    recovery notices all send through it, so a chat the bot left hears nothing more."""
+    # next to the adapter: only what Telegram refused (not a closed chat's) is an error
+    turns = ClosedChatGuard(
+        RefusedSendLog(sender, ErrorLog(settings.traces_dir, settings.zone)),
+        closed.is_chat_closed,
+    )
+    return Outbound(
+        turns=turns, outside=ToldUserMessenger(turns, told), actions=chat_actions_of(sender)
+    )
 
 
 def register_settings_secrets(settings: Settings) -> None:
@@ -481,25 +452,26 @@ def build_app(
     chat_lock: ChatLock | None = None,
     tracing: OtelTracer | None = None,
     extra_tools: Sequence[Tool] = (),
+    topology: Topology | None = None,
 ) -> App:
-    """The app over `store` and `messenger`; `tracing` (`bot.app.telemetry.start_tracing`)
-    traces every turn, model call and tool call; `extra_tools` come after the bot's own
-    (the MCP servers', `bot.app.mcp_servers`)."""
+    """The app over `store` and `messenger` (the sender the outbound chain wraps);
+    `tracing` (`bot.app.telemetry.start_tracing`) traces every turn, model call and tool
+    call; `extra_tools` come after the bot's own (the MCP servers', `bot.app.mcp_servers`);
+    `topology` is the store's (`topology_for`) unless given."""
     register_settings_secrets(settings)
     clock = clock or SystemClock()
-    # The one outbound door: turns, tools, commands, refusals, the daily summary and
-    # recovery notices all send through it, so a chat the bot left hears nothing more.
+    topology = topology or topology_for(store)
     closed_chats = ClosedChats(store)
-    chat_actions = chat_actions_of(messenger)  # typing goes only where turns run
-    # next to the adapter: only what Telegram refused (not a closed chat's) is an error
-    messenger = RefusedSendLog(messenger, ErrorLog(settings.traces_dir, settings.zone))
-    messenger = ClosedChatGuard(messenger, closed_chats.is_chat_closed)
+    # kept until a turn that carried them is answered: in memory, or shared on PostgreSQL
+    told = ToldUser(topology.told_notes())
+    outbound = outbound_chain(settings, messenger, closed=closed_chats, told=told)
+    chat_actions = outbound.actions
+    messenger = outbound.turns
     routes = build_routes(settings, offline=offline)
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
     truth = TokenTruth.load(settings.data_dir)
-    if isinstance(store, SqlStore) and store.engine.dialect.name == "postgresql":
-        truth.shared = SqlTokenCorrections(store.engine)  # each worker its own rows
-        # (`tgbot run` adopts the whole table before its first turn: `truth.load_shared`)
+    # shared: `tgbot run` adopts the whole table before its first turn (`truth.load_shared`)
+    truth.shared = topology.token_corrections()
     bus = EventBus()
     locales = chat_locales(settings)
     if tracing is not None:  # first on the bus: a model call's span ends as it is published
@@ -519,9 +491,7 @@ def build_app(
         keep_days=settings.ledger.keep_requests_days,
         max_total_bytes=settings.ledger.max_traces_mb * 1024 * 1024,
     ).attach(bus)
-    # kept until a turn that carried them is answered: in memory, or shared on PostgreSQL
-    told = ToldUser(open_told_notes(store))
-    outside = ToldUserMessenger(messenger, told)
+    outside = outbound.outside
     """What services send outside model turns; the next turn there is told."""
     runner = build_turn_runner(
         told=told,
@@ -598,7 +568,10 @@ def build_app(
         policy=inbound_policy,
         commands=commands,
         chat_lock=chat_lock,
-        limits=open_rate_limits(settings, store),
+        limits=topology.rate_limits(
+            per_user=settings.security.user_messages_per_minute,
+            per_chat=settings.security.chat_messages_per_minute,
+        ),
         transcripts=voice_transcripts(settings, files=files, ledger=ledger, clock=clock),
         locales=locales,
     )
@@ -648,6 +621,8 @@ def build_app(
         told=told,
         chat_events=chat_events,
         messenger=messenger,
+        outside=outside,
+        topology=topology,
         spend=spend,
         locales=locales,
     )
@@ -734,12 +709,12 @@ def daily_summary(
     )
 
 
-def start_daily_summary(app: App, messenger: Messenger) -> AsyncIOScheduler | None:
+def start_daily_summary(app: App) -> AsyncIOScheduler | None:
     """Schedule yesterday's report to the owner; None when disabled or no owner is set."""
     settings = app.settings
     if not settings.schedule.daily_summary or settings.owner_id is None:
         return None
-    summary = scheduled_summary(app, messenger)
+    summary = scheduled_summary(app)
     scheduler = build_scheduler(
         jobstore_url=f"sqlite:///{(settings.data_dir / 'scheduler.sqlite3').as_posix()}",
         zone=settings.zone,
@@ -751,19 +726,13 @@ def start_daily_summary(app: App, messenger: Messenger) -> AsyncIOScheduler | No
     return scheduler
 
 
-def scheduled_summary(app: App, messenger: Messenger) -> DailySummary:
-    """The daily summary the scheduler runs; `messenger` is wrapped like the app's: nothing
-    goes to an owner chat the bot was removed from (the owner blocked it), and what is sent
-    is noted for the next turn there (`[Already told the user]`)."""
+def scheduled_summary(app: App) -> DailySummary:
+    """The daily summary the scheduler runs, through the app's outbound chain: nothing goes
+    to an owner chat the bot was removed from (the owner blocked it), and what is sent is
+    noted for the next turn there (`[Already told the user]`)."""
     return daily_summary(
         app.settings,
-        messenger=ToldUserMessenger(
-            ClosedChatGuard(
-                RefusedSendLog(messenger, ErrorLog(app.settings.traces_dir, app.settings.zone)),
-                (app.chat_events.closed or app.store).is_chat_closed,
-            ),
-            app.told,
-        ),
+        messenger=app.outside,
         store=app.store,
         clock=SystemClock(),
         locales=app.locales,

@@ -125,7 +125,7 @@ async def test_a_kicked_bot_answers_nothing_until_it_is_added_again(live: LiveBo
 
 async def test_a_left_bot_gets_no_due_daily_summary(live: LiveBot) -> None:
     api = live.api
-    summary = scheduled_summary(live.app, live.messenger)
+    summary = scheduled_summary(live.app)
     day = datetime.now(UTC).date() - timedelta(days=1)
     owner = {"id": OWNER, "is_bot": False, "first_name": "Owner"}
     await push(live, api.member_update(OWNER, owner, chat_type="private"))
