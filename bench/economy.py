@@ -53,7 +53,7 @@ from bot.domain.messages import ChatMessage, Reasoning, ToolCall
 from bot.ports import LLMRequest, LLMResponse, MediaFiles, TextSink, ToolSpec
 from bot.tools import default_tools
 from bot.tools.base import Tool, ToolContext
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 
 HISTORY_BUDGET = 8_000
 LEGACY_LAST = 100

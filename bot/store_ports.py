@@ -2,7 +2,7 @@
 
 A consumer that needs several takes the union named after it (`InboundStore`,
 `RecoveryStore`, `HistoryStore`, ...). The stores (`storage.sql.SqlStore`,
-`storage.memory.InMemoryStore`) implement all of them: `ConversationStore`, which only the
+`testkit.memory_store.InMemoryStore`) implement all of them: `ConversationStore`, which only the
 composition root (`bot/app`) takes. `tests/test_architecture.py` checks both: every port a
 consumer takes is called whole, and nothing outside `bot/app` names the whole store. The
 values the ports carry (`SessionInfo`, `NewRecord`, `PlatformMessage`, ...) are in

@@ -19,16 +19,16 @@ from adapters.llm.dialects import (
     options_for,
     reasoning_fields,
 )
-from adapters.llm.fake_reasoning import (
+from adapters.llm.reasoning import tool_turn_messages
+from bot.domain.messages import ChatMessage, Reasoning, ToolCall
+from bot.ports import LLMRequest
+from testkit.fake_reasoning import (
     ClaudeThinking,
     DeepSeekAnthropicThinking,
     DeepSeekThinking,
     GeminiThinking,
     Refusal,
 )
-from adapters.llm.reasoning import tool_turn_messages
-from bot.domain.messages import ChatMessage, Reasoning, ToolCall
-from bot.ports import LLMRequest
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llm"
 

@@ -17,20 +17,20 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llm.fake_anthropic import FakeAnthropicServer
-from adapters.llm.fake_reasoning import (
+from bot.domain.messages import ToolCall
+from bot.domain.records import AssistantRecord
+from bot.ports import LLMRequest, LLMResponse
+from storage.sql import SqlStore
+from testkit.fake_anthropic import FakeAnthropicServer
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_reasoning import (
     ClaudeThinking,
     DeepSeekAnthropicThinking,
     DeepSeekThinking,
     GeminiThinking,
     ThinkingModel,
 )
-from adapters.llm.fake_server import FakeOpenAIServer
-from adapters.telegram.fake_api import FakeBotApi
-from bot.domain.messages import ToolCall
-from bot.domain.records import AssistantRecord
-from bot.ports import LLMRequest, LLMResponse
-from storage.sql import SqlStore
+from testkit.fake_server import FakeOpenAIServer
 from tests.bot_process import BotProcess
 from tests.deadlines import EVENT, deadline
 from tests.test_reliability.conftest import SETTINGS, GatedModel, path_of

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.openai_provider import OpenAIProvider
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.app.context_show import context_show
@@ -19,7 +18,8 @@ from bot.app.wiring import App
 from bot.domain.facts import Forward, InboundMessage, Quote, Sender
 from bot.services.guard import RateLimiter, chat_allowed
 from bot.texts import text
-from storage.memory import InMemoryStore
+from testkit.fake_server import FakeOpenAIServer
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 from tests.rig import rig_settings, wire_app
 

@@ -17,7 +17,7 @@ from bot.services.chat_events import (
     ClosedChatGuard,
     ClosedChats,
 )
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

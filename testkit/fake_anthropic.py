@@ -10,7 +10,7 @@ received; message blocks keyed by `tool_choice`, as the real cache keys them), n
 `tool_use` under `tool_choice` none, errors in Anthropic's format (`{"type": "error",
 ...}`, 529 `overloaded_error`, 429 with `retry-after`), and streams the Messages event
 stream when the body says `stream: true`. `reported` keeps each usage it sent. With
-`thinking` (`adapters.llm.fake_reasoning`) it answers with thinking blocks (streamed through
+`thinking` (`testkit.fake_reasoning`) it answers with thinking blocks (streamed through
 `thinking_delta` / `signature_delta`) and refuses a request that does not give them back.
 """
 
@@ -30,11 +30,11 @@ from adapters.llm.anthropic_wire import (
     to_response,
     usage_to_wire,
 )
-from adapters.llm.fake_cache import Block, PrefixCache
-from adapters.llm.fake_reasoning import Refusal, ThinkingModel
-from adapters.llm.fake_server import FakeOpenAIServer
 from bot.errors import ContextOverflow, ProviderBadResponse, ProviderError, ProviderRateLimited
 from bot.ports import LLMProvider, LLMResponse, Usage
+from testkit.fake_cache import Block, PrefixCache
+from testkit.fake_reasoning import Refusal, ThinkingModel
+from testkit.fake_server import FakeOpenAIServer
 
 MAX_CACHE_CONTROL = 4
 

@@ -14,10 +14,10 @@ upstreams refuse; a `tool_choice` without `tools` or of an unknown value), never
 tool call under `tool_choice: "none"`, streams SSE chunks when asked (`stream: true`, the
 usage in a last chunk with `stream_options.include_usage`), and with `cache` set reports
 usage from `fake_cache.PrefixCache` (`reported` keeps each usage it sent). With `thinking`
-(`adapters.llm.fake_reasoning`) it answers with reasoning, streamed as reasoning deltas, and
+(`testkit.fake_reasoning`) it answers with reasoning, streamed as reasoning deltas, and
 refuses with the provider's own 400 a request that does not give it back.
 
-Run alone with `python -m adapters.llm.fake_server [--port N]` (the demo model answers).
+Run alone with `python -m testkit.fake_server [--port N]` (the demo model answers).
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ from typing import Any, Literal, Self
 
 from aiohttp import web
 
-from adapters.llm.fake_cache import Block, PrefixCache
-from adapters.llm.fake_reasoning import Refusal, ThinkingModel
 from adapters.llm.openai_server_wire import error_body, from_request, to_response
 from adapters.llm.scripted import ScriptedModel
 from bot.errors import ContextOverflow, ProviderBadResponse, ProviderError, ProviderRateLimited
 from bot.ports import LLMProvider, LLMResponse, Usage
+from testkit.fake_cache import Block, PrefixCache
+from testkit.fake_reasoning import Refusal, ThinkingModel
 
 _COMPLETION_ONLY = ("gpt-5", "o1", "o3", "o4")
 """Models that reject `max_tokens` (they take `max_completion_tokens`)."""
@@ -85,7 +85,7 @@ class FakeOpenAIServer:
         """Seconds every answer waits (after `delay_next` delays are used up)."""
         self.model_name = model_name
         self.thinking = thinking
-        """A reasoning model (`adapters.llm.fake_reasoning`): it thinks on every answer and
+        """A reasoning model (`testkit.fake_reasoning`): it thinks on every answer and
         refuses, as its provider does, a request that does not give the reasoning back."""
         self._port = port
         self._failures: deque[_Injected] = deque()
