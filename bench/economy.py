@@ -108,7 +108,7 @@ class Variant:
     notes: dict[str, str] = field(default_factory=dict)
     sent: list[tuple[datetime, LLMRequest]] = field(default_factory=list)
     """Every request the model received (summaries too), with the clock when the
-    inbound message that caused it was handled (`bench/cache_sim.py` replays them)."""
+    inbound message that caused it was handled (`bench/cache_replay.py` replays them)."""
 
 
 # ---------------------------------------------------------------------- the bench tool
@@ -170,7 +170,7 @@ class ThinkingScriptedModel(ScriptedModel):
         )
 
 
-async def _run_ours(
+async def run_ours(
     workload: Workload,
     workdir: Path,
     *,
@@ -302,7 +302,7 @@ async def _run_ours(
     compactor = app.runner.compactor
     variant.sync_folds = compactor.sync_folds if compactor is not None else 0
     for request in replies:
-        schema = estimate_tool_schema_tokens([_schema(s) for s in request.tools])
+        schema = estimate_tool_schema_tokens([tool_schema(s) for s in request.tools])
         variant.calls.append(
             Call(messages=request.messages, current=_current_of(request), schema_tokens=schema)
         )
@@ -322,7 +322,7 @@ def _write_rules(workdir: Path, text: str) -> Path:
     return rules
 
 
-def _schema(spec: ToolSpec) -> dict[str, object]:
+def tool_schema(spec: ToolSpec) -> dict[str, object]:
     return {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
 
 
@@ -647,14 +647,14 @@ def _run_legacy(
         turn += 1
     variants = (resliced, held, summarised, lc_legacy, lc_conv)
     for variant in variants:
-        _feed_cache(variant, tools_prefix)
+        feed_cache(variant, tools_prefix)
     return {v.name: v for v in variants}
 
 
 # ---------------------------------------------------------------------- measuring
 
 
-def _feed_cache(variant: Variant, tools_prefix: str) -> None:
+def feed_cache(variant: Variant, tools_prefix: str) -> None:
     cache = PrefixCache()
     previous: list[str] | None = None
     for call in variant.calls:
@@ -780,13 +780,13 @@ class EconomyResult:
 
 async def _measure(workload: Workload) -> EconomyResult:
     with tempfile.TemporaryDirectory(prefix="tgbot-bench-economy-") as tmp:
-        ours, requests = await _run_ours(workload, Path(tmp) / "default")
+        ours, requests = await run_ours(workload, Path(tmp) / "default")
     with tempfile.TemporaryDirectory(prefix="tgbot-bench-economy-") as tmp:
-        raised, _ = await _run_ours(workload, Path(tmp) / "caps", caps=RAISED_CAPS)
+        raised, _ = await run_ours(workload, Path(tmp) / "caps", caps=RAISED_CAPS)
     tools = requests[0].tools
-    tools_prefix = json.dumps([_schema(s) for s in tools], ensure_ascii=False, sort_keys=True)
+    tools_prefix = json.dumps([tool_schema(s) for s in tools], ensure_ascii=False, sort_keys=True)
     for variant in (ours, raised):
-        _feed_cache(variant, tools_prefix)
+        feed_cache(variant, tools_prefix)
     # the legacy bot's system prompt has no rules: they ride in every stored user message
     system = ChatMessage(
         role="system",
