@@ -23,15 +23,15 @@ from typing import Any
 
 from aiohttp import web
 
-from adapters.llm.anthropic_wire import (
+from bot.errors import ContextOverflow, ProviderBadResponse, ProviderError, ProviderRateLimited
+from bot.ports import LLMProvider, LLMResponse, Usage
+from testkit.anthropic_server_wire import (
     cache_breakpoints,
     error_body,
     from_request,
     to_response,
     usage_to_wire,
 )
-from bot.errors import ContextOverflow, ProviderBadResponse, ProviderError, ProviderRateLimited
-from bot.ports import LLMProvider, LLMResponse, Usage
 from testkit.fake_cache import Block, PrefixCache
 from testkit.fake_reasoning import Refusal, ThinkingModel
 from testkit.fake_server import FakeOpenAIServer

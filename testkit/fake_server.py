@@ -2,7 +2,7 @@
 
 `FakeOpenAIServer` speaks `POST /v1/chat/completions` over real HTTP: it records each raw
 request body, maps it to an `LLMRequest` with `openai_server_wire.from_request`, asks the delegate
-(a `ScriptedModel` by default) and answers with `openai_server_wire.to_response`. Errors the
+(a `ScriptedModel` by default) and answers with `testkit.openai_answers.to_response`. Errors the
 delegate raises come back as the HTTP errors a real provider sends (overflow → 400
 `context_length_exceeded`, rate limit → 429 with `Retry-After`, unavailable → 503, a bad
 response → an empty reply). `fail_next` and `delay_next` inject failures and slowness;
@@ -35,12 +35,13 @@ from typing import Any, Literal, Self
 
 from aiohttp import web
 
-from adapters.llm.openai_server_wire import error_body, from_request, to_response
+from adapters.llm.openai_server_wire import from_request
 from adapters.llm.scripted import ScriptedModel
 from bot.errors import ContextOverflow, ProviderBadResponse, ProviderError, ProviderRateLimited
 from bot.ports import LLMProvider, LLMResponse, Usage
 from testkit.fake_cache import Block, PrefixCache
 from testkit.fake_reasoning import Refusal, ThinkingModel
+from testkit.openai_answers import error_body, to_response
 
 _COMPLETION_ONLY = ("gpt-5", "o1", "o3", "o4")
 """Models that reject `max_tokens` (they take `max_completion_tokens`)."""

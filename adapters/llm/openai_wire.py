@@ -2,7 +2,7 @@
 
 No I/O: the provider does transport and retries. `to_request` / `from_response` (and the
 streaming `StreamState`) are the client side, and `classify_error` turns an error response
-into the `ProviderError` branch of `bot.errors`; the server side, for the fake server, is
+into the `ProviderError` branch of `bot.errors`; the server side (reading a request back) is
 `adapters.llm.openai_server_wire`.
 """
 
