@@ -64,39 +64,7 @@ def to_request(
     request: LLMRequest, options: WireOptions = _ANTHROPIC_OPTIONS, *, stream: bool = False
 ) -> JSON:
     """The Messages body for `request`; breakpoints from its cache plan when `options` say."""
-    system: list[JSON] = []
-    messages: list[JSON] = []
-    last_block: dict[int, JSON] = {}
-    """The wire block each source message ended in (where its breakpoint goes)."""
-    leading = True
-    # thinking goes back on the assistant messages of tool turns (adapters.llm.reasoning)
-    tool_turns = tool_turn_messages(request.messages, boundaries=("user", "system"))
-    empty_thinking = options.reasoning_dialect == "deepseek" and options.reasoning != "off"
-    for index, message in enumerate(request.messages):
-        if message.role == "system" and leading:
-            if not message.content:
-                continue  # the API refuses empty text blocks
-            block: JSON = {"type": "text", "text": message.content}
-            system.append(block)
-            last_block[index] = block
-            continue
-        leading = False
-        blocks = _blocks(message)
-        if not blocks:
-            continue
-        if index in tool_turns:
-            kept = message.reasoning
-            signed = kept is not None and kept.signed_for(request.model)
-            thinking = anthropic_blocks(kept) if signed else []
-            if not thinking and empty_thinking:
-                thinking = [{"type": "thinking", "thinking": "", "signature": ""}]
-            blocks = [*thinking, *blocks]  # a thinking block opens its message
-        role = "assistant" if message.role == "assistant" else "user"
-        if message.role == "tool" and messages and _all_tool_results(messages[-1]):
-            messages[-1]["content"].extend(blocks)  # results of one step share a user turn
-        else:
-            messages.append({"role": role, "content": blocks})
-        last_block[index] = blocks[-1]
+    system, messages, last_block = _wire_messages(request, options)
     marker: JSON = {"type": "ephemeral"}
     if options.cache_ttl == "1h":
         marker["ttl"] = "1h"
@@ -132,6 +100,52 @@ def to_request(
     if stream:
         body["stream"] = True
     return body
+
+
+def _wire_messages(
+    request: LLMRequest, options: WireOptions
+) -> tuple[list[JSON], list[JSON], dict[int, JSON]]:
+    """The system blocks, the messages, and the wire block each source message ended in
+    (where its breakpoint goes)."""
+    system: list[JSON] = []
+    messages: list[JSON] = []
+    last_block: dict[int, JSON] = {}
+    leading = True
+    # thinking goes back on the assistant messages of tool turns (adapters.llm.reasoning)
+    tool_turns = tool_turn_messages(request.messages, boundaries=("user", "system"))
+    empty_thinking = options.reasoning_dialect == "deepseek" and options.reasoning != "off"
+    for index, message in enumerate(request.messages):
+        if message.role == "system" and leading:
+            if not message.content:
+                continue  # the API refuses empty text blocks
+            block: JSON = {"type": "text", "text": message.content}
+            system.append(block)
+            last_block[index] = block
+            continue
+        leading = False
+        blocks = _blocks(message)
+        if not blocks:
+            continue
+        if index in tool_turns:
+            blocks = [*_thinking_blocks(message, request.model, empty_thinking), *blocks]
+        role = "assistant" if message.role == "assistant" else "user"
+        if message.role == "tool" and messages and _all_tool_results(messages[-1]):
+            messages[-1]["content"].extend(blocks)  # results of one step share a user turn
+        else:
+            messages.append({"role": role, "content": blocks})
+        last_block[index] = blocks[-1]
+    return system, messages, last_block
+
+
+def _thinking_blocks(message: ChatMessage, model: str, empty_thinking: bool) -> list[JSON]:
+    """The thinking that opens a tool turn's assistant message: its kept reasoning when
+    signed for `model`, else DeepSeek's empty block when the dialect needs one."""
+    kept = message.reasoning
+    signed = kept is not None and kept.signed_for(model)
+    thinking = anthropic_blocks(kept) if signed else []
+    if not thinking and empty_thinking:
+        thinking = [{"type": "thinking", "thinking": "", "signature": ""}]
+    return thinking
 
 
 def marked_points(request: LLMRequest, options: WireOptions) -> list[tuple[int, bool]]:
@@ -323,33 +337,40 @@ class StreamState:
             if isinstance(block, Mapping):
                 self._blocks[_index(data)] = {**block, "partial": ""}
         elif kind == "content_block_delta":
-            delta = data.get("delta")
-            block = self._blocks.setdefault(_index(data), {"type": "text", "partial": ""})
-            if isinstance(delta, Mapping):
-                if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
-                    self.text += delta["text"]
-                    return bool(delta["text"])
-                if delta.get("type") == "input_json_delta":
-                    block["partial"] += str(delta.get("partial_json", ""))
-                elif delta.get("type") == "thinking_delta":
-                    block["thinking"] = str(block.get("thinking", "")) + str(
-                        delta.get("thinking", "")
-                    )
-                elif delta.get("type") == "signature_delta":
-                    block["signature"] = str(block.get("signature", "")) + str(
-                        delta.get("signature", "")
-                    )
+            return self._delta(data)
         elif kind == "message_delta":
-            delta = data.get("delta")
-            if isinstance(delta, Mapping) and isinstance(delta.get("stop_reason"), str):
-                self.stop_reason = delta["stop_reason"]
-                if isinstance(delta.get("stop_details"), Mapping):
-                    self.stop_details = dict(delta["stop_details"])
-            if isinstance(data.get("usage"), Mapping):
-                self.usage.update(data["usage"])  # cumulative counts
+            self._message_delta(data)
         elif kind == "message_stop":
             self._done = True
         return False
+
+    def _delta(self, data: Mapping[str, Any]) -> bool:
+        """A `content_block_delta`: text (True when it grew), tool input, thinking or its
+        signature, each onto its block."""
+        delta = data.get("delta")
+        block = self._blocks.setdefault(_index(data), {"type": "text", "partial": ""})
+        if not isinstance(delta, Mapping):
+            return False
+        kind = delta.get("type")
+        if kind == "text_delta" and isinstance(delta.get("text"), str):
+            self.text += delta["text"]
+            return bool(delta["text"])
+        if kind == "input_json_delta":
+            block["partial"] += str(delta.get("partial_json", ""))
+        elif kind == "thinking_delta":
+            block["thinking"] = str(block.get("thinking", "")) + str(delta.get("thinking", ""))
+        elif kind == "signature_delta":
+            block["signature"] = str(block.get("signature", "")) + str(delta.get("signature", ""))
+        return False
+
+    def _message_delta(self, data: Mapping[str, Any]) -> None:
+        delta = data.get("delta")
+        if isinstance(delta, Mapping) and isinstance(delta.get("stop_reason"), str):
+            self.stop_reason = delta["stop_reason"]
+            if isinstance(delta.get("stop_details"), Mapping):
+                self.stop_details = dict(delta["stop_details"])
+        if isinstance(data.get("usage"), Mapping):
+            self.usage.update(data["usage"])  # cumulative counts
 
     def result(self) -> LLMResponse:
         if not self._done and self.stop_reason is None:
