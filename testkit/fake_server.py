@@ -38,7 +38,7 @@ from aiohttp import web
 from adapters.llm.openai_server_wire import from_request
 from adapters.llm.scripted import ScriptedModel
 from bot.errors import ContextOverflow, ProviderBadResponse, ProviderError, ProviderRateLimited
-from bot.ports import LLMProvider, LLMResponse, Usage
+from bot.ports import LLMProvider, LLMRequest, LLMResponse, Usage
 from testkit.fake_cache import Block, PrefixCache
 from testkit.fake_reasoning import Refusal, ThinkingModel
 from testkit.openai_answers import error_body, to_response
@@ -170,39 +170,21 @@ class FakeOpenAIServer:
             self.requests.append({"invalid_json": raw})
             return web.json_response(error_body("request body is not JSON"), status=400)
         self.requests.append(body)
-        self.headers.append({k.lower(): v for k, v in http_request.headers.items()})
+        headers = {k.lower(): v for k, v in http_request.headers.items()}
+        self.headers.append(headers)
         delay = self._delays.popleft() if self._delays else self.delay
         if delay > 0:
             await self._wait(delay)
-        if self._failures:
-            injected = self._failures.popleft()
-            return _error_response(injected.status, injected.body, injected.headers)
-        refused = _refusal(body)
+        refused = self._refused(body, headers)
         if refused is not None:
-            return web.json_response(refused, status=400)
-        if self.thinking is not None:
-            try:
-                self.thinking.check(body)
-            except Refusal as refusal:
-                return _error_response(refusal.status, refusal.body)
+            return refused
         try:
             request = from_request(body)
         except ValueError as exc:
             return web.json_response(error_body(str(exc)), status=400)
-        try:
-            response = await self.model.complete(request)
-        except ContextOverflow as exc:
-            message = f"This model's maximum context length is exceeded. {exc}"
-            return _error_response(400, error_body(message, code="context_length_exceeded"))
-        except ProviderRateLimited as exc:
-            headers = {}
-            if exc.retry_after is not None:
-                headers["Retry-After"] = str(math.ceil(exc.retry_after))
-            return _error_response(429, error_body(str(exc), kind="rate_limit_exceeded"), headers)
-        except ProviderBadResponse:
-            response = LLMResponse(text="")  # the client sees an empty reply
-        except ProviderError as exc:
-            return _error_response(503, error_body(str(exc), kind="server_error"))
+        response = await self._answer(request)
+        if isinstance(response, web.Response):
+            return response
         if request.tool_choice == "none" and response.tool_calls:
             # the API never answers a tool call under tool_choice "none"
             response = replace(response, tool_calls=(), finish_reason="stop")
@@ -231,6 +213,39 @@ class FakeOpenAIServer:
         if body.get("stream") is True:
             return await self._stream(http_request, answer, body)
         return web.json_response(answer)
+
+    def _refused(self, body: dict[str, Any], headers: dict[str, str]) -> web.Response | None:
+        """The answer to a request refused before the model sees it (an injected failure,
+        a malformed body, a thinking model's rule)."""
+        if self._failures:
+            injected = self._failures.popleft()
+            return _error_response(injected.status, injected.body, injected.headers)
+        refused = _refusal(body)
+        if refused is not None:
+            return web.json_response(refused, status=400)
+        if self.thinking is not None:
+            try:
+                self.thinking.check(body)
+            except Refusal as refusal:
+                return _error_response(refusal.status, refusal.body)
+        return None
+
+    async def _answer(self, request: LLMRequest) -> LLMResponse | web.Response:
+        """The model's answer, or the error the API sends for what the model raised."""
+        try:
+            return await self.model.complete(request)
+        except ContextOverflow as exc:
+            message = f"This model's maximum context length is exceeded. {exc}"
+            return _error_response(400, error_body(message, code="context_length_exceeded"))
+        except ProviderRateLimited as exc:
+            headers = {}
+            if exc.retry_after is not None:
+                headers["Retry-After"] = str(math.ceil(exc.retry_after))
+            return _error_response(429, error_body(str(exc), kind="rate_limit_exceeded"), headers)
+        except ProviderBadResponse:
+            return LLMResponse(text="")  # the client sees an empty reply
+        except ProviderError as exc:
+            return _error_response(503, error_body(str(exc), kind="server_error"))
 
     async def _stream(
         self, http_request: web.Request, answer: dict[str, Any], body: dict[str, Any]
