@@ -1,6 +1,6 @@
 """The model's Markdown as Telegram sees it: plain text plus message entities, split into bubbles.
 
-`format_markdown` parses CommonMark (with `~~strikethrough~~`, tables as aligned monospace
+The renderer parses CommonMark (with `~~strikethrough~~`, tables as aligned monospace
 rows, and Telegram's `||spoiler||`) using markdown-it-py and walks the tokens into plain
 text and entity spans: no parse mode, so nothing is ever escaped. `plan_bubbles` cuts that
 text into bubbles of at most `limit` UTF-16 code units, preferring block, then line,
@@ -397,13 +397,6 @@ def _render(source: str) -> _Rendered:
     renderer = _Renderer(source)
     renderer.blocks(_MD.parse(source))
     return renderer.result()
-
-
-def format_markdown(source: str) -> tuple[str, tuple[Entity, ...]]:
-    """The whole text with UTF-16 entities, unsplit."""
-    rendered = _render(source)
-    text = rendered.text
-    return text, _entities(text, _utf16_offsets(text), rendered.spans, 0, len(text))
 
 
 # ------------------------------------------------------------------- splitting

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
@@ -20,7 +19,6 @@ from aiogram.types import (
 )
 
 from adapters.telegram.entity_text import with_meaning
-from adapters.telegram.lenient import lenient_update
 from adapters.telegram.media_parsing import media_of, rich_text
 from adapters.telegram.quote_summaries import Locale, one_line, summarize
 from adapters.telegram.senders import chat_name_of, sender_of, user_name
@@ -51,23 +49,6 @@ def parse_update(
     except Exception:
         logger.warning("could not parse update %s", update.update_id, exc_info=True)
         return None
-
-
-def parse_raw_update(
-    data: Mapping[str, Any], *, bot_id: int, bot_username: str | None, locale: Locale
-) -> InboundMessage | None:
-    """`parse_update` for a raw Bot API update dict, read leniently when it does not
-    validate (`lenient.lenient_update`, as the bot reads it); shapes that cannot be
-    repaired give `None`."""
-    try:
-        update = Update.model_validate(dict(data))
-    except Exception:
-        lenient = lenient_update(dict(data))
-        if lenient is None:
-            logger.warning("invalid update %s", data.get("update_id"), exc_info=True)
-            return None
-        update = lenient
-    return parse_update(update, bot_id=bot_id, bot_username=bot_username, locale=locale)
 
 
 def parse_update_strict(

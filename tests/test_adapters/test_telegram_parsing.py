@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from aiogram.types import Update
 
-from adapters.telegram.parsing import parse_raw_update, parse_update
+from adapters.telegram.parsing import parse_update
 from bot.domain.facts import Forward, InboundMessage, Media, Quote, Sender
 from bot.domain.ids import Locale
+from testkit.updates import parse_raw_update
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telegram"
 BOT_ID = 5000000001

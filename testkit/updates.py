@@ -1,0 +1,33 @@
+"""Raw Bot API update dicts read as the bot reads them, for the tests' update corpus."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from aiogram.types import Update
+
+from adapters.telegram.lenient import lenient_update
+from adapters.telegram.parsing import parse_update
+from adapters.telegram.quote_summaries import Locale
+from bot.domain.facts import InboundMessage
+
+logger = logging.getLogger(__name__)
+
+
+def parse_raw_update(
+    data: Mapping[str, Any], *, bot_id: int, bot_username: str | None, locale: Locale
+) -> InboundMessage | None:
+    """`parse_update` for a raw Bot API update dict, read leniently when it does not
+    validate (`lenient.lenient_update`, as the bot reads it); shapes that cannot be
+    repaired give `None`."""
+    try:
+        update = Update.model_validate(dict(data))
+    except Exception:
+        lenient = lenient_update(dict(data))
+        if lenient is None:
+            logger.warning("invalid update %s", data.get("update_id"), exc_info=True)
+            return None
+        update = lenient
+    return parse_update(update, bot_id=bot_id, bot_username=bot_username, locale=locale)
