@@ -9,7 +9,7 @@ from typing import Any
 from aiogram.types import Update
 
 from adapters.telegram.lenient import lenient_update
-from adapters.telegram.parsing import parse_update
+from adapters.telegram.parsing import parse_update_strict
 from adapters.telegram.quote_summaries import Locale
 from bot.domain.facts import InboundMessage
 
@@ -31,3 +31,15 @@ def parse_raw_update(
             return None
         update = lenient
     return parse_update(update, bot_id=bot_id, bot_username=bot_username, locale=locale)
+
+
+def parse_update(
+    update: Update, *, bot_id: int, bot_username: str | None, locale: Locale
+) -> InboundMessage | None:
+    """The message an update carries, or `None` for updates we ignore or cannot read: an
+    error inside becomes `None` and a logged warning (a corpus test reads every file)."""
+    try:
+        return parse_update_strict(update, bot_id=bot_id, bot_username=bot_username, locale=locale)
+    except Exception:
+        logger.warning("could not parse update %s", update.update_id, exc_info=True)
+        return None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
@@ -27,8 +26,6 @@ from adapters.telegram.text_units import utf16_slice
 from bot.domain.facts import Forward, InboundMessage, Media, Quote
 from bot.texts import in_locale
 
-logger = logging.getLogger(__name__)
-
 ChatType = Literal["private", "group", "supergroup", "channel"]
 _CHAT_TYPES: frozenset[str] = frozenset({"private", "group", "supergroup", "channel"})
 
@@ -37,24 +34,11 @@ MessageOrigin = (
 )
 
 
-def parse_update(
-    update: Update, *, bot_id: int, bot_username: str | None, locale: Locale
-) -> InboundMessage | None:
-    """The message an update carries, or `None` for updates we ignore or cannot read.
-
-    Never raises: an error inside becomes `None` and a logged warning.
-    """
-    try:
-        return parse_update_strict(update, bot_id=bot_id, bot_username=bot_username, locale=locale)
-    except Exception:
-        logger.warning("could not parse update %s", update.update_id, exc_info=True)
-        return None
-
-
 def parse_update_strict(
     update: Update, *, bot_id: int, bot_username: str | None, locale: Locale
 ) -> InboundMessage | None:
-    """`parse_update` that lets errors propagate (for callers that report them)."""
+    """The message an update carries, or `None` for updates we ignore; errors propagate
+    (the caller reports them and retries what is transient)."""
     reader = _Reader(bot_id=bot_id, bot_username=bot_username, locale=locale)
     if update.message is not None:
         return reader.message(update.message, update_id=update.update_id, is_edit=False)
