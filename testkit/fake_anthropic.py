@@ -34,7 +34,7 @@ from testkit.anthropic_server_wire import (
 )
 from testkit.fake_cache import Block, PrefixCache
 from testkit.fake_reasoning import Refusal, ThinkingModel
-from testkit.fake_server import FakeOpenAIServer
+from testkit.fake_server import FakeOpenAIServer, raw_answer
 
 MAX_CACHE_CONTROL = 4
 
@@ -124,10 +124,10 @@ class FakeAnthropicServer(FakeOpenAIServer):
             try:
                 self.thinking.check(body)
             except Refusal as refusal:
-                return _plain(refusal.status, refusal.body, {})
+                return raw_answer(refusal.status, refusal.body, {})
         if self._failures:
             injected = self._failures.popleft()
-            return _plain(injected.status, injected.body, injected.headers)
+            return raw_answer(injected.status, injected.body, injected.headers)
         return None
 
     async def _answer(self, request: LLMRequest) -> LLMResponse | web.Response:
@@ -323,12 +323,6 @@ def _error(
     headers: dict[str, str] | None = None,
 ) -> web.Response:
     return web.json_response(error_body(message, kind=kind), status=status, headers=headers)
-
-
-def _plain(status: int, body: object, headers: Any) -> web.Response:
-    if isinstance(body, str):
-        return web.Response(status=status, text=body, headers=dict(headers or {}))
-    return web.json_response(body, status=status, headers=dict(headers or {}))
 
 
 __all__ = ["FakeAnthropicServer"]

@@ -219,7 +219,7 @@ class FakeOpenAIServer:
         a malformed body, a thinking model's rule)."""
         if self._failures:
             injected = self._failures.popleft()
-            return _error_response(injected.status, injected.body, injected.headers)
+            return raw_answer(injected.status, injected.body, injected.headers)
         refused = _refusal(body)
         if refused is not None:
             return web.json_response(refused, status=400)
@@ -227,7 +227,7 @@ class FakeOpenAIServer:
             try:
                 self.thinking.check(body)
             except Refusal as refusal:
-                return _error_response(refusal.status, refusal.body)
+                return raw_answer(refusal.status, refusal.body)
         return None
 
     async def _answer(self, request: LLMRequest) -> LLMResponse | web.Response:
@@ -236,16 +236,16 @@ class FakeOpenAIServer:
             return await self.model.complete(request)
         except ContextOverflow as exc:
             message = f"This model's maximum context length is exceeded. {exc}"
-            return _error_response(400, error_body(message, code="context_length_exceeded"))
+            return raw_answer(400, error_body(message, code="context_length_exceeded"))
         except ProviderRateLimited as exc:
             headers = {}
             if exc.retry_after is not None:
                 headers["Retry-After"] = str(math.ceil(exc.retry_after))
-            return _error_response(429, error_body(str(exc), kind="rate_limit_exceeded"), headers)
+            return raw_answer(429, error_body(str(exc), kind="rate_limit_exceeded"), headers)
         except ProviderBadResponse:
             return LLMResponse(text="")  # the client sees an empty reply
         except ProviderError as exc:
-            return _error_response(503, error_body(str(exc), kind="server_error"))
+            return raw_answer(503, error_body(str(exc), kind="server_error"))
 
     async def _stream(
         self, http_request: web.Request, answer: dict[str, Any], body: dict[str, Any]
@@ -400,9 +400,9 @@ def _blocks(body: Mapping[str, Any]) -> list[Block]:
     return blocks
 
 
-def _error_response(
-    status: int, body: object, headers: Mapping[str, str] | None = None
-) -> web.Response:
+def raw_answer(status: int, body: object, headers: Mapping[str, str] | None = None) -> web.Response:
+    """An answer with `body` as given: text when a string, else JSON (a recorded provider
+    body, an injected failure)."""
     if isinstance(body, str):
         return web.Response(status=status, text=body, headers=dict(headers or {}))
     if isinstance(body, Mapping):
@@ -426,4 +426,4 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["FakeOpenAIServer"]
+__all__ = ["FakeOpenAIServer", "raw_answer"]
