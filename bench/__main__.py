@@ -34,6 +34,7 @@ from bench import (
     bench_storage,
     bench_tokens,
     bench_trim,
+    cache_replay,
     cache_sim,
     economy,
 )
@@ -160,11 +161,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         lambda: bench_e2e.run(chats=10, per_chat=10) if quick else bench_e2e.run(),
     )
     found = _timed("token economy", spent, lambda: economy.run(messages, args.seed))
-    caches = _timed("provider caches", spent, lambda: cache_sim.run(messages, args.seed))
+    caches = _timed("provider caches", spent, lambda: cache_replay.run(messages, args.seed))
     thinking = _timed(
         "provider caches, reasoning on",
         spent,
-        lambda: cache_sim.run(messages, args.seed, thinking=True),
+        lambda: cache_replay.run(messages, args.seed, thinking=True),
     )
     photos = _timed("photos", spent, lambda: bench_images.run(messages, args.seed))
     tokens = _timed("token truth", spent, bench_tokens.run)

@@ -36,9 +36,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import ScriptedModel
-from adapters.telegram.fake_api import FakeBotApi
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "434343:BENCH-cpu"

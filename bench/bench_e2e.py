@@ -17,7 +17,6 @@ from pathlib import Path
 
 from adapters.llm.scripted import ScriptedModel
 from adapters.telegram.app import build_bot, build_dispatcher
-from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.sender import TelegramMessenger
 from bot.app.demo import CountingSink
 from bot.app.wiring import build_app
@@ -26,6 +25,7 @@ from bot.domain.ids import SessionKey
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore
+from testkit.fake_bot_api import FakeBotApi
 
 TOKEN = "424242:BENCH-token"
 

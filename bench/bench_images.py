@@ -156,17 +156,17 @@ async def _measure(workload: Workload) -> ImagesResult:
     photos = photos_of(workload.seed)
     files = BenchFiles()
     with tempfile.TemporaryDirectory(prefix="tgbot-bench-images-") as tmp:
-        text, requests = await economy._run_ours(workload, Path(tmp) / "text", vision=True)
+        text, requests = await economy.run_ours(workload, Path(tmp) / "text", vision=True)
     with tempfile.TemporaryDirectory(prefix="tgbot-bench-images-") as tmp:
-        seen, _ = await economy._run_ours(
+        seen, _ = await economy.run_ours(
             workload, Path(tmp) / "photos", photos=photos, files=files, vision=True
         )
     tools = requests[0].tools
     tools_prefix = json.dumps(
-        [economy._schema(s) for s in tools], ensure_ascii=False, sort_keys=True
+        [economy.tool_schema(s) for s in tools], ensure_ascii=False, sort_keys=True
     )
     for variant in (text, seen):
-        economy._feed_cache(variant, tools_prefix)
+        economy.feed_cache(variant, tools_prefix)
     images = [image for call in seen.calls for m in call.messages for image in m.images]
     return ImagesResult(
         messages=len(workload.events),

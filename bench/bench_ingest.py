@@ -33,13 +33,13 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import ScriptedModel
-from adapters.telegram.fake_api import FakeBotApi
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "424242:BENCH-ingest"

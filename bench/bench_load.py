@@ -46,7 +46,6 @@ import aiohttp
 
 from adapters.llm.scripted import ScriptedModel
 from adapters.telegram.app import build_bot, build_dispatcher
-from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.webhook import HEALTH_PATH, SECRET_HEADER, WEBHOOK_PATH
@@ -56,6 +55,7 @@ from bot.app.wiring import build_app, open_store
 from bot.config import load_settings
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
+from testkit.fake_bot_api import FakeBotApi
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "bench-secret"

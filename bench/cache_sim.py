@@ -703,63 +703,6 @@ def with_wire_reasoning(request: LLMRequest) -> LLMRequest:
     return replace(request, messages=tuple(messages))
 
 
-async def _replay_workload(size: int, seed: int, *, thinking: bool = False) -> CacheBench:
-    import json
-    import tempfile
-    from pathlib import Path
-
-    from bench import economy
-    from bench.workload import generate
-    from bot.context.window import estimate_tool_schema_tokens
-
-    workload = generate(size, seed)
-    with tempfile.TemporaryDirectory(prefix="tgbot-bench-cache-") as tmp:
-        variant, _ = await economy._run_ours(workload, Path(tmp) / "default", thinking=thinking)
-    start = variant.sent[0][0]
-    sent: list[tuple[float, LLMRequest, Prefixes]] = []
-    keyed: list[tuple[float, LLMRequest, Prefixes]] = []
-    for at, request in variant.sent:
-        if thinking:
-            request = with_wire_reasoning(request)
-        schemas = [
-            {"name": s.name, "description": s.description, "parameters": s.parameters}
-            for s in request.tools
-        ]
-        tools_text = json.dumps(schemas, ensure_ascii=False, sort_keys=True)
-        tools_tokens = estimate_tool_schema_tokens(schemas)
-        seconds = (at - start).total_seconds()
-        prefixes = request_prefixes(
-            request.messages, tools_text=tools_text, tools_tokens=tools_tokens
-        )
-        sent.append((seconds, request, prefixes))
-        choice = request.tool_choice or ""
-        if choice:
-            prefixes = request_prefixes(
-                request.messages,
-                tools_text=tools_text,
-                tools_tokens=tools_tokens,
-                messages_key=f"tool_choice={choice}",
-            )
-        keyed.append((seconds, request, prefixes))
-    first_tools = [
-        {"name": s.name, "description": s.description, "parameters": s.parameters}
-        for s in variant.sent[0][1].tools
-    ]
-    rows = provider_rows(
-        sent, json.dumps(first_tools, ensure_ascii=False, sort_keys=True), anthropic_sent=keyed
-    )
-    markdown = cache_markdown(len(sent), rows)
-    return CacheBench(requests=len(sent), rows=rows, markdown=markdown, messages=size)
-
-
-def run(size: int = 400, seed: int = 43, *, thinking: bool = False) -> CacheBench:
-    """`thinking`: the same workload with reasoning on every answer, sent back by the
-    providers' rules (the reasoning rows)."""
-    import asyncio
-
-    return asyncio.run(_replay_workload(size, seed, thinking=thinking))
-
-
 def reasoning_target(plain: CacheBench, thinking: CacheBench) -> tuple[str, str, bool | None]:
     """The acceptance row: with reasoning on, our breakpoint cache's hit stays within 3
     points of the same run without (both TTLs; judged on the ADR workload)."""
@@ -798,10 +741,3 @@ def reasoning_markdown(plain: CacheBench, thinking: CacheBench) -> str:
             f"{(after - before) * 100:+.1f} points |"
         )
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    result = run()
-    print(result.markdown)
-    for label, value, ok in result.targets():
-        print(f"| {label} | {value} | {'figure' if ok is None else 'PASS' if ok else 'FAIL'} |")

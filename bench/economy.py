@@ -53,7 +53,7 @@ from bot.domain.messages import ChatMessage, Reasoning, ToolCall
 from bot.ports import LLMRequest, LLMResponse, MediaFiles, TextSink, ToolSpec
 from bot.tools import default_tools
 from bot.tools.base import Tool, ToolContext
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 
 HISTORY_BUDGET = 8_000
 LEGACY_LAST = 100
@@ -108,7 +108,7 @@ class Variant:
     notes: dict[str, str] = field(default_factory=dict)
     sent: list[tuple[datetime, LLMRequest]] = field(default_factory=list)
     """Every request the model received (summaries too), with the clock when the
-    inbound message that caused it was handled (`bench/cache_sim.py` replays them)."""
+    inbound message that caused it was handled (`bench/cache_replay.py` replays them)."""
 
 
 # ---------------------------------------------------------------------- the bench tool
@@ -170,7 +170,7 @@ class ThinkingScriptedModel(ScriptedModel):
         )
 
 
-async def _run_ours(
+async def run_ours(
     workload: Workload,
     workdir: Path,
     *,
@@ -302,7 +302,7 @@ async def _run_ours(
     compactor = app.runner.compactor
     variant.sync_folds = compactor.sync_folds if compactor is not None else 0
     for request in replies:
-        schema = estimate_tool_schema_tokens([_schema(s) for s in request.tools])
+        schema = estimate_tool_schema_tokens([tool_schema(s) for s in request.tools])
         variant.calls.append(
             Call(messages=request.messages, current=_current_of(request), schema_tokens=schema)
         )
@@ -322,7 +322,7 @@ def _write_rules(workdir: Path, text: str) -> Path:
     return rules
 
 
-def _schema(spec: ToolSpec) -> dict[str, object]:
+def tool_schema(spec: ToolSpec) -> dict[str, object]:
     return {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
 
 
@@ -501,160 +501,199 @@ def _run_legacy(
     tools_prefix: str,
 ) -> dict[str, Variant]:
     """Every baseline over one pass of the workload (they see the same messages)."""
-    resliced = Variant(name="legacy_resliced")
-    held = Variant(name="legacy_held")
-    summarised = Variant(name="legacy_summary")
-    lc_legacy = Variant(name="langchain_legacy")
-    lc_conv = Variant(name="langchain_conv")
-    trim_legacy = _LangChainTrim()
-    trim_conv = _LangChainTrim()
-    stored: list[_Stored] = []  # the legacy bot's storage (per-turn context in every row)
-    full_rows: list[ChatMessage] = []  # each stored row as LangChain is given it
-    said: list[str] = []  # per stored row: what a person or the bot said (for the summary)
-    conv: list[ChatMessage] = []  # conversation-only storage of the same chat
-    summary = _Summary()
-    window_start = 0  # the held window's first stored index, fixed for the turn
-    conv_turn_start = 0
-    turn = 0
-    tool_call = 0
-    call_ids = 0
+    run = _LegacyRun(workload, system, conversation_system, schema_tokens)
+    for event in workload.events:
+        run.event(event)
+    variants = run.variants()
+    for variant in variants:
+        feed_cache(variant, tools_prefix)
+    return {v.name: v for v in variants}
 
-    def add(row: _Stored, line: str) -> None:
-        stored.append(row)
-        full_rows.append(row.full())
-        said.append(line)
 
-    def legacy_start() -> int:
+class _LegacyRun:
+    """The baselines' pass over the workload: the legacy bot's storage (per-turn context in
+    every row), LangChain's trims over it, and conversation-only storage of the same chat."""
+
+    def __init__(
+        self,
+        workload: Workload,
+        system: ChatMessage,
+        conversation_system: ChatMessage,
+        schema_tokens: int,
+    ) -> None:
+        self.workload = workload
+        self.system = system
+        self.conversation_system = conversation_system
+        self.schema_tokens = schema_tokens
+        self.resliced = Variant(name="legacy_resliced")
+        self.held = Variant(name="legacy_held")
+        self.summarised = Variant(name="legacy_summary")
+        self.lc_legacy = Variant(name="langchain_legacy")
+        self.lc_conv = Variant(name="langchain_conv")
+        self.trim_legacy = _LangChainTrim()
+        self.trim_conv = _LangChainTrim()
+        self.stored: list[_Stored] = []  # the legacy bot's storage (per-turn context in every row)
+        self.full_rows: list[ChatMessage] = []  # each stored row as LangChain is given it
+        self.said: list[str] = []  # per stored row: what a person or the bot said (summary)
+        self.conv: list[ChatMessage] = []  # conversation-only storage of the same chat
+        self.summary = _Summary()
+        self.window_start = 0  # the held window's first stored index, fixed for the turn
+        self.conv_turn_start = 0
+        self.turn = 0
+        self.tool_call = 0
+        self.call_ids = 0
+        self.alias = 0
+        self.by_index = {e.index: e for e in workload.events}
+
+    def variants(self) -> tuple[Variant, ...]:
+        return (self.resliced, self.held, self.summarised, self.lc_legacy, self.lc_conv)
+
+    def event(self, event: ChatEvent) -> None:
+        workload = self.workload
+        self.add(
+            _legacy_user(workload, event, self.turn), f"{event.sender.name}: {event.text[:60]}"
+        )
+        self.alias += 1
+        body = f"{_short_header(event, self.alias)}\n{event.text}"
+        if event.quote is not None:
+            # conversation-only storage keeps the quote fact: one inline line, no tool call
+            target = self.by_index[event.quote.target]
+            line, _ = quote_summary(target.text)
+            body = (
+                f"{_short_header(event, self.alias)}\n[quote id:m{target.index + 1};"
+                f"user_id:{target.sender.id};] {line}\n{event.text}"
+            )
+        self.conv.append(ChatMessage(role="user", content=body))
+        if not event.addressed:
+            return
+        self.begin_turn(event)
+        if event.quote is not None:
+            self.quote_round(self.by_index[event.quote.target])
+        for number, size in _calls_for(event, self.tool_call):
+            self.request()
+            args = {"query": event.text[:40], "call": number, "chars": size}
+            output = tool_output(workload.seed, number, size)
+            self.tool_round(TOOL_NAME, args, output, legacy_only=False)
+        self.tool_call += len(event.tool_outputs)
+        self.request()
+        self.add(
+            _Stored(role="assistant", parts=((None, event.reply),)),
+            f"{BOT_NAME}: {event.reply[:60]}",
+        )
+        self.alias += 1
+        self.end_turn()
+        self.conv.append(ChatMessage(role="assistant", content=f"{event.reply}"))
+        self.turn += 1
+
+    def quote_round(self, target: ChatEvent) -> None:
+        """The legacy storage spends one call (and a tool round) on a quote."""
+        self.request(legacy_only=True)
+        reference = {"reference": "ref-1", "depth": 0}
+        self.tool_round(
+            "inspect_conversation_reference",
+            reference,
+            json.dumps({"sender": target.sender.name, "text": target.text}, ensure_ascii=False),
+            legacy_only=True,
+        )
+        for variant in (self.resliced, self.held, self.summarised, self.lc_legacy):
+            variant.quote_calls += 1
+
+    def add(self, row: _Stored, line: str) -> None:
+        self.stored.append(row)
+        self.full_rows.append(row.full())
+        self.said.append(line)
+
+    def legacy_start(self) -> int:
+        stored = self.stored
         start = max(0, len(stored) - LEGACY_LAST)
         while start < len(stored) and stored[start].role == "tool":
             start += 1
         return start
 
-    def legacy_call(variant: Variant, start: int, lead: Sequence[ChatMessage]) -> None:
+    def legacy_call(self, variant: Variant, start: int, lead: Sequence[ChatMessage]) -> None:
+        stored = self.stored
         turn_start = max(i for i, m in enumerate(stored) if m.role == "user")
         window = _render_legacy(stored[start:])
-        messages = (system, *lead, *window)
+        messages = (self.system, *lead, *window)
         current = 1 + len(lead) + (turn_start - start)
-        variant.calls.append(Call(messages=messages, current=current, schema_tokens=schema_tokens))
+        variant.calls.append(
+            Call(messages=messages, current=current, schema_tokens=self.schema_tokens)
+        )
 
-    def begin_turn(event: ChatEvent) -> None:
-        nonlocal window_start, conv_turn_start
-        window_start = legacy_start()
-        conv_turn_start = len(conv) - 1
-        if window_start - summary.upto >= SUMMARY_THRESHOLD:
-            fold(window_start)
+    def begin_turn(self, event: ChatEvent) -> None:
+        self.window_start = self.legacy_start()
+        self.conv_turn_start = len(self.conv) - 1
+        if self.window_start - self.summary.upto >= SUMMARY_THRESHOLD:
+            self.fold(self.window_start)
         # the conversation-only bot: the current message carries this turn's context
+        conv = self.conv
         conv[-1] = replace(conv[-1], content=conv[-1].content + _turn_block(event))
 
-    def end_turn() -> None:
-        current = conv[conv_turn_start]
-        conv[conv_turn_start] = replace(current, content=current.content.split("\n\n[Turn ")[0])
+    def end_turn(self) -> None:
+        current = self.conv[self.conv_turn_start]
+        self.conv[self.conv_turn_start] = replace(
+            current, content=current.content.split("\n\n[Turn ")[0]
+        )
 
-    def fold(upto: int) -> None:
+    def fold(self, upto: int) -> None:
         """One summary call over the messages that left the window since the last one."""
-        departing = _render_legacy(stored[summary.upto : upto])
+        summary = self.summary
+        departing = _render_legacy(self.stored[summary.upto : upto])
         lead = [m for m in (summary.message(),) if m is not None]
         instruction = ChatMessage(
             role="user",
             content=f"Summarise the conversation above in at most {SUMMARY_TOKENS} tokens.",
         )
-        messages = (system, *lead, *departing, instruction)
-        summarised.calls.append(
+        messages = (self.system, *lead, *departing, instruction)
+        self.summarised.calls.append(
             Call(
                 messages=messages,
                 current=len(messages) - 1,
-                schema_tokens=schema_tokens,
+                schema_tokens=self.schema_tokens,
                 purpose="summary",
             )
         )
-        summary.said += [line for line in said[summary.upto : upto] if line]
+        summary.said += [line for line in self.said[summary.upto : upto] if line]
         summary.text = _bounded(summary.said)
         summary.upto = upto
 
-    def request(*, legacy_only: bool = False) -> None:
-        legacy_call(resliced, legacy_start(), ())
-        legacy_call(held, window_start, ())
-        lead = [m for m in (summary.message(),) if m is not None]
-        legacy_call(summarised, window_start, lead)
+    def request(self, *, legacy_only: bool = False) -> None:
+        stored, schema_tokens = self.stored, self.schema_tokens
+        self.legacy_call(self.resliced, self.legacy_start(), ())
+        self.legacy_call(self.held, self.window_start, ())
+        lead = [m for m in (self.summary.message(),) if m is not None]
+        self.legacy_call(self.summarised, self.window_start, lead)
         turn_start = max(i for i, m in enumerate(stored) if m.role == "user")
-        kept = [stored[i] for i in trim_legacy.keep(full_rows[:turn_start])]
-        messages_b = [system, *_render_legacy(kept + stored[turn_start:])]
-        lc_legacy.calls.append(
+        kept = [stored[i] for i in self.trim_legacy.keep(self.full_rows[:turn_start])]
+        messages_b = [self.system, *_render_legacy(kept + stored[turn_start:])]
+        self.lc_legacy.calls.append(
             Call(messages=tuple(messages_b), current=len(kept) + 1, schema_tokens=schema_tokens)
         )
         if legacy_only:
             return
-        history = conv[:conv_turn_start]
-        kept_conv = [history[i] for i in trim_conv.keep(history)]
-        messages_c = (conversation_system, *kept_conv, *conv[conv_turn_start:])
-        lc_conv.calls.append(
+        history = self.conv[: self.conv_turn_start]
+        kept_conv = [history[i] for i in self.trim_conv.keep(history)]
+        messages_c = (self.conversation_system, *kept_conv, *self.conv[self.conv_turn_start :])
+        self.lc_conv.calls.append(
             Call(messages=messages_c, current=len(kept_conv) + 1, schema_tokens=schema_tokens)
         )
 
-    def tool_round(name: str, args: dict[str, Any], result: str, *, legacy_only: bool) -> None:
-        nonlocal call_ids
-        call_ids += 1
-        call = ToolCall(id=f"call_{call_ids}", name=name, arguments=json.dumps(args))
-        add(_Stored(role="assistant", tool_calls=(call,)), "")
-        add(_Stored(role="tool", parts=((None, result),), tool_call_id=call.id), "")
+    def tool_round(
+        self, name: str, args: dict[str, Any], result: str, *, legacy_only: bool
+    ) -> None:
+        self.call_ids += 1
+        call = ToolCall(id=f"call_{self.call_ids}", name=name, arguments=json.dumps(args))
+        self.add(_Stored(role="assistant", tool_calls=(call,)), "")
+        self.add(_Stored(role="tool", parts=((None, result),), tool_call_id=call.id), "")
         if not legacy_only:
-            conv.append(ChatMessage(role="assistant", tool_calls=(call,)))
-            conv.append(ChatMessage(role="tool", content=result, tool_call_id=call.id))
-
-    by_index = {e.index: e for e in workload.events}
-    alias = 0
-    for event in workload.events:
-        add(_legacy_user(workload, event, turn), f"{event.sender.name}: {event.text[:60]}")
-        alias += 1
-        body = f"{_short_header(event, alias)}\n{event.text}"
-        if event.quote is not None:
-            # conversation-only storage keeps the quote fact: one inline line, no tool call
-            target = by_index[event.quote.target]
-            line, _ = quote_summary(target.text)
-            body = (
-                f"{_short_header(event, alias)}\n[quote id:m{target.index + 1};"
-                f"user_id:{target.sender.id};] {line}\n{event.text}"
-            )
-        conv.append(ChatMessage(role="user", content=body))
-        if not event.addressed:
-            continue
-        begin_turn(event)
-        if event.quote is not None:
-            request(legacy_only=True)  # the legacy storage spends one call on the quote
-            target = by_index[event.quote.target]
-            reference = {"reference": "ref-1", "depth": 0}
-            tool_round(
-                "inspect_conversation_reference",
-                reference,
-                json.dumps({"sender": target.sender.name, "text": target.text}, ensure_ascii=False),
-                legacy_only=True,
-            )
-            for variant in (resliced, held, summarised, lc_legacy):
-                variant.quote_calls += 1
-        for number, size in _calls_for(event, tool_call):
-            request()
-            args = {"query": event.text[:40], "call": number, "chars": size}
-            tool_round(TOOL_NAME, args, tool_output(workload.seed, number, size), legacy_only=False)
-        tool_call += len(event.tool_outputs)
-        request()
-        add(
-            _Stored(role="assistant", parts=((None, event.reply),)),
-            f"{BOT_NAME}: {event.reply[:60]}",
-        )
-        alias += 1
-        end_turn()
-        conv.append(ChatMessage(role="assistant", content=f"{event.reply}"))
-        turn += 1
-    variants = (resliced, held, summarised, lc_legacy, lc_conv)
-    for variant in variants:
-        _feed_cache(variant, tools_prefix)
-    return {v.name: v for v in variants}
+            self.conv.append(ChatMessage(role="assistant", tool_calls=(call,)))
+            self.conv.append(ChatMessage(role="tool", content=result, tool_call_id=call.id))
 
 
 # ---------------------------------------------------------------------- measuring
 
 
-def _feed_cache(variant: Variant, tools_prefix: str) -> None:
+def feed_cache(variant: Variant, tools_prefix: str) -> None:
     cache = PrefixCache()
     previous: list[str] | None = None
     for call in variant.calls:
@@ -780,13 +819,13 @@ class EconomyResult:
 
 async def _measure(workload: Workload) -> EconomyResult:
     with tempfile.TemporaryDirectory(prefix="tgbot-bench-economy-") as tmp:
-        ours, requests = await _run_ours(workload, Path(tmp) / "default")
+        ours, requests = await run_ours(workload, Path(tmp) / "default")
     with tempfile.TemporaryDirectory(prefix="tgbot-bench-economy-") as tmp:
-        raised, _ = await _run_ours(workload, Path(tmp) / "caps", caps=RAISED_CAPS)
+        raised, _ = await run_ours(workload, Path(tmp) / "caps", caps=RAISED_CAPS)
     tools = requests[0].tools
-    tools_prefix = json.dumps([_schema(s) for s in tools], ensure_ascii=False, sort_keys=True)
+    tools_prefix = json.dumps([tool_schema(s) for s in tools], ensure_ascii=False, sort_keys=True)
     for variant in (ours, raised):
-        _feed_cache(variant, tools_prefix)
+        feed_cache(variant, tools_prefix)
     # the legacy bot's system prompt has no rules: they ride in every stored user message
     system = ChatMessage(
         role="system",

@@ -2,7 +2,7 @@
 
 `python -m bench.group_window [--messages N] [--seed S]`
 
-Drives the real runtime (`economy._run_ours`: `build_app` over the in-memory store, the
+Drives the real runtime (`economy.run_ours`: `build_app` over the in-memory store, the
 scripted model with its simulated prefix cache) on
 - the ADR workload (`workload.generate`: per-turn context, 40 % of messages address the
   bot, tool turns), and
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.economy import _feed_cache, _run_ours, _schema, figures
+from bench.economy import feed_cache, figures, run_ours, tool_schema
 from bench.workload import Workload, generate
 
 
@@ -70,11 +70,11 @@ POLICIES: dict[str, Mapping[str, Any]] = {
 
 async def measure(name: str, workload: Workload, policy: str) -> Row:
     with tempfile.TemporaryDirectory(prefix="tgbot-bench-window-") as tmp:
-        variant, requests = await _run_ours(workload, Path(tmp) / "run", overrides=POLICIES[policy])
+        variant, requests = await run_ours(workload, Path(tmp) / "run", overrides=POLICIES[policy])
     tools_prefix = json.dumps(
-        [_schema(s) for s in requests[0].tools], ensure_ascii=False, sort_keys=True
+        [tool_schema(s) for s in requests[0].tools], ensure_ascii=False, sort_keys=True
     )
-    _feed_cache(variant, tools_prefix)
+    feed_cache(variant, tools_prefix)
     found = figures(variant)
     billable = sum(r.input_tokens - 0.75 * r.cached_tokens for r in variant.cache)
     return Row(

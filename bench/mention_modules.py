@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import ScriptedModel
-from adapters.telegram.fake_api import FakeBotApi
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("bot", "adapters", "storage")

@@ -2,11 +2,11 @@
 events, claims.
 
 A consumer takes the roles it calls (the composition root hands the same store under each
-type). The stores (`storage.sql.SqlStore`, `storage.memory.InMemoryStore`) implement all of
-them: `ConversationStore`, which only the composition root (`bot/app`) names
-(`tests/test_architecture.py` checks it). The values the ports carry (`SessionInfo`,
-`NewRecord`, `PlatformMessage`, ...) are in `bot.ports`; the contract both stores keep is
-`tests/test_storage`.
+type). The stores (`storage.sql.SqlStore`; `testkit.memory_store.InMemoryStore`, not
+shipped) implement all of them: `ConversationStore`, which only the composition root
+(`bot/app`) names (`tests/test_architecture.py` checks it). The values the ports carry
+(`SessionInfo`, `NewRecord`, `PlatformMessage`, ...) are in `bot.ports`; the contract both
+stores keep is `tests/test_storage`.
 """
 
 from __future__ import annotations

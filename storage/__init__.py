@@ -4,7 +4,7 @@
 - `storage.migrate.upgrade_database(url)`: Alembic upgrade to head (packaged scripts);
 - `storage.schema.schema_at_head(url)`: the start-up check that skips Alembic when current;
 - `storage.sql.SqlStore(engine)`: `bot.store_ports.ConversationStore` (every store role);
-- `storage.memory.InMemoryStore()`: the same contract in memory, for tests and fakes;
+- `testkit.memory_store.InMemoryStore()` (not shipped): the same contract in memory, for tests;
 - `storage.inbound_batch`: group commit of a `getUpdates` batch (`append_inbound`);
 - `storage.alias_cache`: the per-record alias ordinals and their pure derivation;
 - `storage.queries`: prebuilt SQL; `storage.rows`: table rows to domain values;

@@ -20,7 +20,7 @@ repaired by one pass over the path that reads only id, parent_id and the small
 `message_ids` column (`repair_path`). Callers hold the session row's write lock, so
 derivations never race.
 
-The pure functions work on plain values and are shared with `storage.memory`; the async
+The pure functions work on plain values and are shared with `testkit.memory_store`; the async
 ones keep the SQL columns up to date.
 """
 

@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from storage.alias_cache import path_to
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PruneResult:
@@ -60,7 +62,7 @@ def plan_prune(
     by_id = {node.id: node for node in nodes}
     if active_leaf_id not in by_id or window_start_id not in by_id:
         return PrunePlan(frozenset())
-    path = _path_to(by_id, active_leaf_id)
+    path = path_to(active_leaf_id, lambda record_id: by_id[record_id].parent_id)
     if window_start_id not in path:
         return PrunePlan(frozenset())
     children: dict[int, list[int]] = defaultdict(list)
@@ -85,16 +87,6 @@ def plan_prune(
     if cut == 0:
         return PrunePlan(frozenset())
     return PrunePlan(frozenset(delete), new_root=path[cut], last_removed=path[cut - 1])
-
-
-def _path_to(by_id: dict[int, Node], leaf_id: int) -> list[int]:
-    path: list[int] = []
-    current: int | None = leaf_id
-    while current is not None:
-        path.append(current)
-        current = by_id[current].parent_id
-    path.reverse()
-    return path
 
 
 def _side_branches(children: dict[int, list[int]], record_id: int, *, keep: int) -> list[int]:

@@ -75,11 +75,6 @@ class DecodedRecords:
     def __len__(self) -> int:
         return len(self._kept)
 
-    @property
-    def chars(self) -> int:
-        """The payload characters kept."""
-        return self._chars
-
     def record(self, row: Any) -> StoredRecord:
         """The record of a row of `storage.queries.RECORD_COLUMNS`."""
         kept = self._kept

@@ -171,19 +171,6 @@ def matched_terms(terms: Sequence[Term], tokens: Iterable[str]) -> int:
     )
 
 
-def rank_texts(
-    terms: Sequence[Term], candidates: Iterable[tuple[Any, str]], *, newest_key: Any
-) -> list[Any]:
-    """Candidates (item, text) that match, best first: most terms, then newest."""
-    scored = []
-    for item, body in candidates:
-        score = matched_terms(terms, index_tokens(body))
-        if score:
-            scored.append((score, newest_key(item), item))
-    scored.sort(key=lambda entry: (entry[0], entry[1]), reverse=True)
-    return [item for _score, _key, item in scored]
-
-
 def scope_token(chat_id: int, thread_id: int) -> str:
     """One `ascii`-tokenizer token naming a chat and thread (`-100…` → `cn100…t0`)."""
     return f"c{chat_id}t{thread_id}".replace("-", "n")

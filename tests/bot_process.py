@@ -28,11 +28,11 @@ from typing import NamedTuple, Protocol
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
-from adapters.telegram.fake_api import FakeBotApi
 from bot.ports import LLMProvider
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.deadlines import EVENT, PROCESS_READY, REAP, deadline
 
 ROOT = Path(__file__).resolve().parents[1]

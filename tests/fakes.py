@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime, timedelta
 from bot.domain.facts import InboundMessage, Quote, Sender
 from bot.errors import TelegramError
 from bot.ports import BubbleHook, Delivery
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 
 
 @dataclass(slots=True)

@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from adapters.telegram.app import build_bot, build_dispatcher
-from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.sender import TelegramMessenger
 from bot.app.wiring import App
 from bot.config import Settings
 from bot.ports import Clock, LLMProvider
 from bot.store_ports import ConversationStore
+from testkit.fake_bot_api import FakeBotApi
 from tests.deadlines import EVENT, deadline
 from tests.rig import wire_app
 

@@ -49,8 +49,8 @@ async def get_record(store: ConversationStore, record_id: int) -> StoredRecord |
 
 def _both_stores_are_inspected_stores() -> None:
     """Checked by mypy (`mypy tests/store_inspector.py`): both stores satisfy the port."""
-    from storage.memory import InMemoryStore
     from storage.sql import SqlStore
+    from testkit.memory_store import InMemoryStore
 
     stores: tuple[type[InspectedStore], ...] = (InMemoryStore, SqlStore)
     del stores

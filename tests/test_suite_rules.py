@@ -14,7 +14,7 @@ _DRIVE_THE_RIG = """
 import asyncio, sys, tempfile
 from pathlib import Path
 
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger
 from tests.rig import rig_settings, wire_app
 

@@ -1,9 +1,9 @@
-"""Pure mapping between our LLM vocabulary and Anthropic's Messages API JSON, both directions.
+"""Pure mapping between our LLM vocabulary and Anthropic's Messages API JSON (the client side).
 
 No I/O, like `openai_wire`. Client side: `to_request` (system blocks, `tool_use` /
 `tool_result` blocks, images, tools with `input_schema`, the cache plan as `cache_control`),
-`from_response`, `StreamState` (the Messages event stream). Server side (the fake server):
-`from_request`, `to_response`, `cache_breakpoints`. Errors use `openai_wire.classify_error`,
+`from_response`, `StreamState` (the Messages event stream); the server side, for the
+tests' fake, is `testkit.anthropic_server_wire`. Errors use `openai_wire.classify_error`,
 which reads Anthropic's `{"type": "error", "error": {"type", "message"}}` as well.
 
 Reference: docs.anthropic.com/en/api/messages, /en/docs/build-with-claude/prompt-caching,
@@ -26,9 +26,9 @@ from adapters.llm.dialects import (
     tool_turn_messages,
 )
 from adapters.llm.openai_wire import anthropic_usage, breakpoint_indexes, classify_error
-from bot.domain.messages import ChatMessage, ImagePart, ToolCall
+from bot.domain.messages import ChatMessage, ToolCall
 from bot.errors import ProviderBadResponse, ProviderError
-from bot.ports import LLMRequest, LLMResponse, StopReason, ToolSpec, Usage
+from bot.ports import LLMRequest, LLMResponse, StopReason, ToolSpec
 
 JSON = dict[str, Any]
 
@@ -70,39 +70,7 @@ def to_request(
     request: LLMRequest, options: WireOptions = _ANTHROPIC_OPTIONS, *, stream: bool = False
 ) -> JSON:
     """The Messages body for `request`; breakpoints from its cache plan when `options` say."""
-    system: list[JSON] = []
-    messages: list[JSON] = []
-    last_block: dict[int, JSON] = {}
-    """The wire block each source message ended in (where its breakpoint goes)."""
-    leading = True
-    # thinking goes back on the assistant messages of tool turns (adapters.llm.dialects)
-    tool_turns = tool_turn_messages(request.messages, boundaries=("user", "system"))
-    empty_thinking = options.reasoning_dialect == "deepseek" and options.reasoning != "off"
-    for index, message in enumerate(request.messages):
-        if message.role == "system" and leading:
-            if not message.content:
-                continue  # the API refuses empty text blocks
-            block: JSON = {"type": "text", "text": message.content}
-            system.append(block)
-            last_block[index] = block
-            continue
-        leading = False
-        blocks = _blocks(message)
-        if not blocks:
-            continue
-        if index in tool_turns:
-            kept = message.reasoning
-            signed = kept is not None and kept.signed_for(request.model)
-            thinking = anthropic_blocks(kept) if signed else []
-            if not thinking and empty_thinking:
-                thinking = [{"type": "thinking", "thinking": "", "signature": ""}]
-            blocks = [*thinking, *blocks]  # a thinking block opens its message
-        role = "assistant" if message.role == "assistant" else "user"
-        if message.role == "tool" and messages and _all_tool_results(messages[-1]):
-            messages[-1]["content"].extend(blocks)  # results of one step share a user turn
-        else:
-            messages.append({"role": role, "content": blocks})
-        last_block[index] = blocks[-1]
+    system, messages, last_block = _wire_messages(request, options)
     marker: JSON = {"type": "ephemeral"}
     if options.cache_ttl == "1h":
         marker["ttl"] = "1h"
@@ -138,6 +106,52 @@ def to_request(
     if stream:
         body["stream"] = True
     return body
+
+
+def _wire_messages(
+    request: LLMRequest, options: WireOptions
+) -> tuple[list[JSON], list[JSON], dict[int, JSON]]:
+    """The system blocks, the messages, and the wire block each source message ended in
+    (where its breakpoint goes)."""
+    system: list[JSON] = []
+    messages: list[JSON] = []
+    last_block: dict[int, JSON] = {}
+    leading = True
+    # thinking goes back on the assistant messages of tool turns (adapters.llm.dialects)
+    tool_turns = tool_turn_messages(request.messages, boundaries=("user", "system"))
+    empty_thinking = options.reasoning_dialect == "deepseek" and options.reasoning != "off"
+    for index, message in enumerate(request.messages):
+        if message.role == "system" and leading:
+            if not message.content:
+                continue  # the API refuses empty text blocks
+            block: JSON = {"type": "text", "text": message.content}
+            system.append(block)
+            last_block[index] = block
+            continue
+        leading = False
+        blocks = _blocks(message)
+        if not blocks:
+            continue
+        if index in tool_turns:
+            blocks = [*_thinking_blocks(message, request.model, empty_thinking), *blocks]
+        role = "assistant" if message.role == "assistant" else "user"
+        if message.role == "tool" and messages and _all_tool_results(messages[-1]):
+            messages[-1]["content"].extend(blocks)  # results of one step share a user turn
+        else:
+            messages.append({"role": role, "content": blocks})
+        last_block[index] = blocks[-1]
+    return system, messages, last_block
+
+
+def _thinking_blocks(message: ChatMessage, model: str, empty_thinking: bool) -> list[JSON]:
+    """The thinking that opens a tool turn's assistant message: its kept reasoning when
+    signed for `model`, else DeepSeek's empty block when the dialect needs one."""
+    kept = message.reasoning
+    signed = kept is not None and kept.signed_for(model)
+    thinking = anthropic_blocks(kept) if signed else []
+    if not thinking and empty_thinking:
+        thinking = [{"type": "thinking", "thinking": "", "signature": ""}]
+    return thinking
 
 
 def marked_points(request: LLMRequest, options: WireOptions) -> list[tuple[int, bool]]:
@@ -191,12 +205,12 @@ def _blocks(message: ChatMessage) -> list[JSON]:
     blocks.extend(_image_block(image.url) for image in message.images)
     for call in message.tool_calls:
         blocks.append(
-            {"type": "tool_use", "id": call.id, "name": call.name, "input": _arguments(call)}
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": tool_input(call)}
         )
     return blocks
 
 
-def _arguments(call: ToolCall) -> JSON:
+def tool_input(call: ToolCall) -> JSON:
     try:
         parsed = json.loads(call.arguments or "{}")
     except ValueError:
@@ -243,8 +257,8 @@ def from_response(body: object) -> LLMResponse:
         if block.get("type") == "text" and isinstance(block.get("text"), str):
             texts.append(block["text"])
         elif block.get("type") == "tool_use":
-            calls.append(_tool_call(block, index))
-        elif block.get("type") in _THINKING:
+            calls.append(tool_call_from_block(block, index))
+        elif block.get("type") in THINKING_TYPES:
             thinking.append(block)  # kept whole: its signature must come back unchanged
     text = "".join(texts)
     reason = body.get("stop_reason")
@@ -268,7 +282,7 @@ def from_response(body: object) -> LLMResponse:
     )
 
 
-_THINKING = ("thinking", "redacted_thinking")
+THINKING_TYPES = ("thinking", "redacted_thinking")
 
 
 def _refusal_text(body: Mapping[str, Any]) -> str:
@@ -278,7 +292,7 @@ def _refusal_text(body: Mapping[str, Any]) -> str:
     return explanation if isinstance(explanation, str) else ""
 
 
-def _tool_call(block: Mapping[str, Any], index: int) -> ToolCall:
+def tool_call_from_block(block: Mapping[str, Any], index: int) -> ToolCall:
     name = block.get("name")
     if not isinstance(name, str) or not name:
         raise ProviderBadResponse(f"tool_use {index} has no name")
@@ -329,33 +343,40 @@ class StreamState:
             if isinstance(block, Mapping):
                 self._blocks[_index(data)] = {**block, "partial": ""}
         elif kind == "content_block_delta":
-            delta = data.get("delta")
-            block = self._blocks.setdefault(_index(data), {"type": "text", "partial": ""})
-            if isinstance(delta, Mapping):
-                if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
-                    self.text += delta["text"]
-                    return bool(delta["text"])
-                if delta.get("type") == "input_json_delta":
-                    block["partial"] += str(delta.get("partial_json", ""))
-                elif delta.get("type") == "thinking_delta":
-                    block["thinking"] = str(block.get("thinking", "")) + str(
-                        delta.get("thinking", "")
-                    )
-                elif delta.get("type") == "signature_delta":
-                    block["signature"] = str(block.get("signature", "")) + str(
-                        delta.get("signature", "")
-                    )
+            return self._delta(data)
         elif kind == "message_delta":
-            delta = data.get("delta")
-            if isinstance(delta, Mapping) and isinstance(delta.get("stop_reason"), str):
-                self.stop_reason = delta["stop_reason"]
-                if isinstance(delta.get("stop_details"), Mapping):
-                    self.stop_details = dict(delta["stop_details"])
-            if isinstance(data.get("usage"), Mapping):
-                self.usage.update(data["usage"])  # cumulative counts
+            self._message_delta(data)
         elif kind == "message_stop":
             self._done = True
         return False
+
+    def _delta(self, data: Mapping[str, Any]) -> bool:
+        """A `content_block_delta`: text (True when it grew), tool input, thinking or its
+        signature, each onto its block."""
+        delta = data.get("delta")
+        block = self._blocks.setdefault(_index(data), {"type": "text", "partial": ""})
+        if not isinstance(delta, Mapping):
+            return False
+        kind = delta.get("type")
+        if kind == "text_delta" and isinstance(delta.get("text"), str):
+            self.text += delta["text"]
+            return bool(delta["text"])
+        if kind == "input_json_delta":
+            block["partial"] += str(delta.get("partial_json", ""))
+        elif kind == "thinking_delta":
+            block["thinking"] = str(block.get("thinking", "")) + str(delta.get("thinking", ""))
+        elif kind == "signature_delta":
+            block["signature"] = str(block.get("signature", "")) + str(delta.get("signature", ""))
+        return False
+
+    def _message_delta(self, data: Mapping[str, Any]) -> None:
+        delta = data.get("delta")
+        if isinstance(delta, Mapping) and isinstance(delta.get("stop_reason"), str):
+            self.stop_reason = delta["stop_reason"]
+            if isinstance(delta.get("stop_details"), Mapping):
+                self.stop_details = dict(delta["stop_details"])
+        if isinstance(data.get("usage"), Mapping):
+            self.usage.update(data["usage"])  # cumulative counts
 
     def result(self) -> LLMResponse:
         if not self._done and self.stop_reason is None:
@@ -365,7 +386,7 @@ class StreamState:
         thinking: list[JSON] = []
         for index in sorted(self._blocks):
             block = self._blocks[index]
-            if block.get("type") in _THINKING:
+            if block.get("type") in THINKING_TYPES:
                 thinking.append({k: v for k, v in block.items() if k != "partial"})
                 continue
             if block.get("type") != "tool_use":
@@ -377,7 +398,7 @@ class StreamState:
                 if stop != "length":
                     raise ProviderBadResponse(f"tool_use {index}: arguments are not JSON") from exc
                 arguments = partial  # cut at the output limit: the runtime never runs it
-            calls.append(_tool_call({**block, "input": arguments}, index))
+            calls.append(tool_call_from_block({**block, "input": arguments}, index))
         if not self.text and not calls and stop not in _SAYS_WHY_EMPTY:
             raise ProviderBadResponse("empty reply")
         return LLMResponse(
@@ -397,217 +418,12 @@ def _index(data: Mapping[str, Any]) -> int:
     return index if isinstance(index, int) else 0
 
 
-# ---------------------------------------------------------------- server side (fake server)
-
-
-@dataclass(frozen=True, slots=True)
-class Breakpoint:
-    """One `cache_control` marker as received: where (`system`, `tools` or the message
-    index), the prefix length in blocks up to and including it, and its TTL."""
-
-    where: str
-    prefix_blocks: int
-    ttl: str
-
-
-def cache_breakpoints(body: Mapping[str, Any]) -> list[Breakpoint]:
-    """Every `cache_control` in the body, in prefix order (tools, system, messages); a
-    top-level one (automatic mode) is a breakpoint on the last block."""
-    found: list[Breakpoint] = []
-    position = 0
-    place = "tools"
-    for place, blocks in _prefix_blocks(body):
-        for block in blocks:
-            position += 1
-            marker = block.get("cache_control") if isinstance(block, Mapping) else None
-            if isinstance(marker, Mapping):
-                found.append(Breakpoint(place, position, str(marker.get("ttl", "5m"))))
-    automatic = body.get("cache_control")
-    if isinstance(automatic, Mapping) and position:
-        found.append(Breakpoint(place, position, str(automatic.get("ttl", "5m"))))
-    return found
-
-
-def _prefix_blocks(body: Mapping[str, Any]) -> list[tuple[str, list[Any]]]:
-    parts: list[tuple[str, list[Any]]] = [("tools", list(body.get("tools") or []))]
-    system = body.get("system")
-    if isinstance(system, list):
-        parts.append(("system", system))
-    elif isinstance(system, str):
-        parts.append(("system", [{"type": "text", "text": system}]))
-    for index, message in enumerate(body.get("messages") or []):
-        content = message.get("content") if isinstance(message, Mapping) else None
-        if isinstance(content, str):
-            content = [{"type": "text", "text": content}]
-        parts.append((f"messages[{index}]", list(content or [])))
-    return parts
-
-
-def from_request(body: object) -> LLMRequest:
-    """The inverse of `to_request` (cache markers dropped); `ValueError` when it cannot map."""
-    if not isinstance(body, dict):
-        raise ValueError("request body is not an object")
-    messages: list[ChatMessage] = []
-    system = body.get("system")
-    if isinstance(system, str):
-        messages.append(ChatMessage(role="system", content=system))
-    elif isinstance(system, list):
-        for block in system:
-            if not isinstance(block, dict) or block.get("type") != "text":
-                raise ValueError("system blocks must be text blocks")
-            messages.append(ChatMessage(role="system", content=str(block.get("text", ""))))
-    raw_messages = body.get("messages")
-    if not isinstance(raw_messages, list) or not raw_messages:
-        raise ValueError("messages: at least one message is required")
-    names: dict[str, str] = {}
-    for index, raw in enumerate(raw_messages):
-        messages.extend(_from_wire_message(raw, index, names))
-    tools = []
-    for raw_tool in body.get("tools") or []:
-        if not isinstance(raw_tool, dict) or not isinstance(raw_tool.get("input_schema"), dict):
-            raise ValueError("tools: each tool needs an input_schema object")
-        tools.append(
-            ToolSpec(
-                name=str(raw_tool.get("name", "")),
-                description=str(raw_tool.get("description", "")),
-                parameters=raw_tool["input_schema"],
-            )
-        )
-    choice = body.get("tool_choice")
-    choice_type = choice.get("type") if isinstance(choice, dict) else None
-    temperature = body.get("temperature")
-    return LLMRequest(
-        model=str(body.get("model", "")),
-        messages=tuple(messages),
-        tools=tuple(tools),
-        max_output_tokens=body.get("max_tokens")
-        if isinstance(body.get("max_tokens"), int)
-        else None,
-        temperature=float(temperature) if isinstance(temperature, int | float) else None,
-        tool_choice=choice_type if choice_type in ("auto", "none") else None,
-    )
-
-
-def _from_wire_message(raw: object, index: int, names: dict[str, str]) -> list[ChatMessage]:
-    if not isinstance(raw, dict) or raw.get("role") not in ("user", "assistant"):
-        raise ValueError(f"messages.{index}.role: must be user or assistant")
-    content = raw.get("content")
-    if isinstance(content, str):
-        content = [{"type": "text", "text": content}]
-    if not isinstance(content, list):
-        raise ValueError(f"messages.{index}.content: must be a string or a list of blocks")
-    out: list[ChatMessage] = []
-    texts: list[str] = []
-    images: list[ImagePart] = []
-    calls: list[ToolCall] = []
-    thinking: list[JSON] = []
-    for block in content:
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind in _THINKING and raw["role"] == "assistant":
-            thinking.append(block)
-        elif kind == "text":
-            texts.append(str(block.get("text", "")))
-        elif kind == "image":
-            images.append(_read_image(block))
-        elif kind == "tool_use":
-            call = _tool_call(block, len(calls))
-            names[call.id] = call.name
-            calls.append(call)
-        elif kind == "tool_result":
-            call_id = str(block.get("tool_use_id", ""))
-            result = block.get("content", "")
-            shown: list[ImagePart] = []
-            if isinstance(result, list):
-                shown = [_read_image(p) for p in result if p.get("type") == "image"]
-                result = "".join(str(part.get("text", "")) for part in result)
-            out.append(
-                ChatMessage(
-                    role="tool",
-                    content=str(result),
-                    tool_call_id=call_id,
-                    name=names.get(call_id),
-                    is_error=bool(block.get("is_error")),
-                    images=tuple(shown),
-                )
-            )
-        else:
-            raise ValueError(f"messages.{index}.content: unknown block type {kind!r}")
-    if texts or images or calls:
-        out.append(
-            ChatMessage(
-                role="assistant" if raw["role"] == "assistant" else "user",
-                content="\n".join(texts),
-                images=tuple(images),
-                tool_calls=tuple(calls),
-                reasoning=anthropic_reasoning(thinking),
-            )
-        )
-    return out
-
-
-def _read_image(block: Mapping[str, Any]) -> ImagePart:
-    source = block.get("source") or {}
-    if source.get("type") == "base64":
-        return ImagePart(url=f"data:{source.get('media_type')};base64,{source.get('data')}")
-    return ImagePart(url=str(source.get("url", "")))
-
-
-def to_response(response: LLMResponse, *, model: str, usage: Usage | None = None) -> JSON:
-    """A Messages response carrying `response`; `usage` in Anthropic's split (uncached
-    `input_tokens` plus the cache reads and writes)."""
-    content: list[JSON] = list(anthropic_blocks(response.reasoning))
-    if response.text:
-        content.append({"type": "text", "text": response.text})
-    for call in response.tool_calls:
-        content.append(
-            {"type": "tool_use", "id": call.id, "name": call.name, "input": _arguments(call)}
-        )
-    stop = "tool_use" if response.tool_calls else "end_turn"
-    body: JSON = {
-        "id": "msg_fake",
-        "type": "message",
-        "role": "assistant",
-        "model": response.model or model,
-        "content": content,
-        "stop_reason": stop,
-        "stop_sequence": None,
-    }
-    billed = usage or response.usage
-    if billed is not None:
-        body["usage"] = usage_to_wire(billed)
-    return body
-
-
-def usage_to_wire(usage: Usage, *, ttl: str = "5m") -> JSON:
-    uncached = max(0, usage.input_tokens - usage.cached_tokens - usage.cache_write_tokens)
-    writes = {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0}
-    writes[f"ephemeral_{ttl}_input_tokens"] = usage.cache_write_tokens
-    return {
-        "input_tokens": uncached,
-        "cache_creation_input_tokens": usage.cache_write_tokens,
-        "cache_read_input_tokens": usage.cached_tokens,
-        "cache_creation": writes,
-        "output_tokens": usage.output_tokens,
-    }
-
-
-def error_body(message: str, *, kind: str = "invalid_request_error") -> JSON:
-    """An Anthropic-shaped error body (used by the fake server)."""
-    return {"type": "error", "error": {"type": kind, "message": message}}
-
-
 __all__ = [
     "API_VERSION",
     "DEFAULT_MAX_TOKENS",
     "MAX_BREAKPOINTS",
-    "Breakpoint",
     "StreamState",
-    "cache_breakpoints",
-    "error_body",
-    "from_request",
     "from_response",
     "stream_error",
     "to_request",
-    "to_response",
-    "usage_to_wire",
 ]

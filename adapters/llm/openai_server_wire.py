@@ -1,14 +1,13 @@
-"""The server side of the OpenAI chat-completions wire, for the fake server: a request body
-read back into an `LLMRequest` (`from_request`, the inverse of `openai_wire.to_request`),
-and an `LLMResponse` or an error written as OpenAI would (`to_response`, `error_body`).
-Pure, like `adapters.llm.openai_wire`.
+"""The server side of the OpenAI chat-completions wire: a request body read back into an
+`LLMRequest` (`from_request`, the inverse of `openai_wire.to_request`; the dashboard reads
+stored bodies with it). Pure, like `adapters.llm.openai_wire`. The tests' fake server writes
+its answers with `testkit.openai_answers`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from adapters.llm.dialects import gemini_signatures
 from adapters.llm.openai_wire import (
     JSON,
     reasoning_from_wire,
@@ -17,7 +16,7 @@ from adapters.llm.openai_wire import (
 )
 from bot.domain.messages import ChatMessage, ImagePart, Role, ToolCall
 from bot.errors import ProviderBadResponse
-from bot.ports import LLMRequest, LLMResponse, ToolSpec
+from bot.ports import LLMRequest, ToolSpec
 
 _ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
 
@@ -113,52 +112,3 @@ def _tool_from_wire(raw: object) -> ToolSpec:
         description=description if isinstance(description, str) else "",
         parameters=parameters if isinstance(parameters, dict) else {},
     )
-
-
-def to_response(response: LLMResponse, *, model: str, response_id: str = "chatcmpl-fake") -> JSON:
-    """A chat-completions body carrying `response` (OpenAI's usage shape)."""
-    message: JSON = {"role": "assistant", "content": response.text or None}
-    reasoning = response.reasoning
-    if reasoning is not None and reasoning.text and reasoning.format != "anthropic":
-        key = "reasoning" if reasoning.format == "reasoning" else "reasoning_content"
-        message[key] = reasoning.text
-    signatures = gemini_signatures(reasoning)
-    if response.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
-            }
-            for call in response.tool_calls
-        ]
-        for call in message["tool_calls"]:
-            if call["id"] in signatures:
-                call["extra_content"] = {"google": {"thought_signature": signatures[call["id"]]}}
-    finish = response.finish_reason or ("tool_calls" if response.tool_calls else "stop")
-    body: JSON = {
-        "id": response_id,
-        "object": "chat.completion",
-        "created": 0,
-        "model": response.model or model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-    }
-    if response.usage is not None:
-        usage = response.usage
-        body["usage"] = {
-            "prompt_tokens": usage.input_tokens,
-            "completion_tokens": usage.output_tokens,
-            "total_tokens": usage.input_tokens + usage.output_tokens,
-            "prompt_tokens_details": {
-                "cached_tokens": usage.cached_tokens,
-                "cache_write_tokens": usage.cache_write_tokens,
-            },
-        }
-    return body
-
-
-def error_body(
-    message: str, *, code: str | None = None, kind: str = "invalid_request_error"
-) -> JSON:
-    """An OpenAI-shaped error body (used by the fake server)."""
-    return {"error": {"message": message, "type": kind, "param": None, "code": code}}

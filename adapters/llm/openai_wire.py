@@ -2,7 +2,7 @@
 
 No I/O: the provider does transport and retries. `to_request` / `from_response` (and the
 streaming `StreamState`) are the client side, and `classify_error` turns an error response
-into the `ProviderError` branch of `bot.errors`; the server side, for the fake server, is
+into the `ProviderError` branch of `bot.errors`; the server side (reading a request back) is
 `adapters.llm.openai_server_wire`.
 """
 
@@ -663,41 +663,48 @@ class StreamState:
             if isinstance(choice.get("finish_reason"), str):
                 self.finish_reason = choice["finish_reason"]
             delta = choice.get("delta")
-            if not isinstance(delta, Mapping):
-                continue
-            piece = _content_text(delta.get("content"))
-            if piece:
-                self.text += piece
+            if isinstance(delta, Mapping) and self._delta(delta):
                 grew = True
-            for key in _REASONING_FIELDS:
-                thought = delta.get(key)
-                if isinstance(thought, str) and thought:
-                    self._reasoning[key] = self._reasoning.get(key, "") + thought
-            if isinstance(delta.get("refusal"), str):
-                self.refusal += delta["refusal"]
-            for raw in delta.get("tool_calls") or []:
-                if not isinstance(raw, Mapping):
-                    raise ProviderBadResponse("a tool-call delta is not an object")
-                index = raw.get("index", len(self._calls))
-                call = self._calls.setdefault(
-                    index if isinstance(index, int) else 0,
-                    {"id": None, "function": {"name": "", "arguments": ""}},
-                )
-                if isinstance(raw.get("id"), str):
-                    call["id"] = raw["id"]
-                if thought_signature(raw) is not None:
-                    call["extra_content"] = raw["extra_content"]
-                function = raw.get("function")
-                if isinstance(function, Mapping):
-                    if isinstance(function.get("name"), str):
-                        call["function"]["name"] += function["name"]
-                    arguments = function.get("arguments")
-                    if isinstance(arguments, str):
-                        call["function"]["arguments"] += arguments
-                    elif isinstance(arguments, Mapping):
-                        # Ollama sends each call whole, its arguments as an object
-                        call["function"]["arguments"] = json.dumps(arguments, ensure_ascii=False)
         return grew
+
+    def _delta(self, delta: Mapping[str, Any]) -> bool:
+        """One choice's delta: text (True when it grew), reasoning, refusal, tool calls."""
+        piece = _content_text(delta.get("content"))
+        if piece:
+            self.text += piece
+        for key in _REASONING_FIELDS:
+            thought = delta.get(key)
+            if isinstance(thought, str) and thought:
+                self._reasoning[key] = self._reasoning.get(key, "") + thought
+        if isinstance(delta.get("refusal"), str):
+            self.refusal += delta["refusal"]
+        for raw in delta.get("tool_calls") or []:
+            if not isinstance(raw, Mapping):
+                raise ProviderBadResponse("a tool-call delta is not an object")
+            self._tool_call_delta(raw)
+        return bool(piece)
+
+    def _tool_call_delta(self, raw: Mapping[str, Any]) -> None:
+        index = raw.get("index", len(self._calls))
+        call = self._calls.setdefault(
+            index if isinstance(index, int) else 0,
+            {"id": None, "function": {"name": "", "arguments": ""}},
+        )
+        if isinstance(raw.get("id"), str):
+            call["id"] = raw["id"]
+        if thought_signature(raw) is not None:
+            call["extra_content"] = raw["extra_content"]
+        function = raw.get("function")
+        if not isinstance(function, Mapping):
+            return
+        if isinstance(function.get("name"), str):
+            call["function"]["name"] += function["name"]
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            call["function"]["arguments"] += arguments
+        elif isinstance(arguments, Mapping):
+            # Ollama sends each call whole, its arguments as an object
+            call["function"]["arguments"] = json.dumps(arguments, ensure_ascii=False)
 
     def result(self) -> LLMResponse:
         calls = tuple(

@@ -1,6 +1,6 @@
 """The model's Markdown as Telegram sees it: plain text plus message entities, split into bubbles.
 
-`format_markdown` parses CommonMark (with `~~strikethrough~~`, tables as aligned monospace
+The renderer parses CommonMark (with `~~strikethrough~~`, tables as aligned monospace
 rows, and Telegram's `||spoiler||`) using markdown-it-py and walks the tokens into plain
 text and entity spans: no parse mode, so nothing is ever escaped. `plan_bubbles` cuts that
 text into bubbles of at most `limit` UTF-16 code units, preferring block, then line,
@@ -188,70 +188,85 @@ class _Renderer:
         table: list[list[str]] | None = None  # the rows of the table being read
         for token in tokens:
             if table is not None:
-                if token.type == "tr_open":
-                    table.append([])
-                elif token.type == "inline" and table:
-                    table[-1].append(_plain(token.children or []))
-                elif token.type == "table_close":
-                    start = self.size
-                    self.write(_table_text(table), find=False)
-                    self.span("pre", start)
-                    table = None
-                continue
-            match token.type:
-                case "heading_open" | "blockquote_open":
-                    self.start_block(token)
-                    opened.append((token.type, self.size))
-                    if token.type == "blockquote_open":
-                        self.quote_depth += 1
-                        self.fresh = True
-                case "heading_close":
-                    _, start = opened.pop()
-                    self.span("bold", start)
-                case "blockquote_close":
-                    _, start = opened.pop()
-                    self.quote_depth -= 1
-                    if self.quote_depth == 0:  # Telegram does not nest blockquotes
-                        self.span("blockquote", start)
-                case "paragraph_open":
-                    if not token.hidden:
-                        self.start_block(token)
-                case "bullet_list_open" | "ordered_list_open":
-                    if not self.lists:
-                        self.start_block(token)
-                    first = int(token.attrs.get("start", 1) or 1)
-                    self.lists.append([first] if token.type == "ordered_list_open" else [])
-                case "bullet_list_close" | "ordered_list_close":
-                    self.lists.pop()
-                case "list_item_open":
-                    self.start_block(token)
-                    numbering = self.lists[-1]
-                    if numbering:
-                        marker = f"{numbering[0]}{token.markup or '.'}"
-                        numbering[0] += 1
-                    else:
-                        marker = _BULLET
-                    self.write("   " * (len(self.lists) - 1) + marker + " ", find=False)
+                table = self._table_token(table, token)
+            elif token.type == "table_open":
+                self.start_block(token)
+                table = []
+            else:
+                self._block_token(token, opened)
+
+    def _table_token(self, table: list[list[str]], token: Token) -> list[list[str]] | None:
+        """A token inside a table: its rows and cells, written as preformatted text at
+        `table_close` (None: the table ended)."""
+        if token.type == "tr_open":
+            table.append([])
+        elif token.type == "inline" and table:
+            table[-1].append(_plain(token.children or []))
+        elif token.type == "table_close":
+            start = self.size
+            self.write(_table_text(table), find=False)
+            self.span("pre", start)
+            return None
+        return table
+
+    def _block_token(self, token: Token, opened: list[tuple[str, int]]) -> None:
+        match token.type:
+            case "heading_open" | "blockquote_open":
+                self.start_block(token)
+                opened.append((token.type, self.size))
+                if token.type == "blockquote_open":
+                    self.quote_depth += 1
                     self.fresh = True
-                case "inline":
-                    self.inline(token.children or [])
-                case "fence" | "code_block":
+            case "heading_close":
+                _, start = opened.pop()
+                self.span("bold", start)
+            case "blockquote_close":
+                _, start = opened.pop()
+                self.quote_depth -= 1
+                if self.quote_depth == 0:  # Telegram does not nest blockquotes
+                    self.span("blockquote", start)
+            case "paragraph_open":
+                if not token.hidden:
                     self.start_block(token)
-                    start = self.size
-                    self._code_lines(token)
-                    language = token.info.split()[0] if token.info.strip() else ""
-                    self.span("pre", start, language=language)
-                case "table_open":
-                    self.start_block(token)
-                    table = []
-                case "hr":
-                    self.start_block(token)
-                    self.write(_RULE, find=False)
-                case "html_block":
-                    self.start_block(token)
-                    self.write(token.content.rstrip("\n"))
-                case _:
-                    pass
+            case "bullet_list_open" | "ordered_list_open":
+                self._open_list(token)
+            case "bullet_list_close" | "ordered_list_close":
+                self.lists.pop()
+            case "list_item_open":
+                self._list_item(token)
+            case "inline":
+                self.inline(token.children or [])
+            case "fence" | "code_block":
+                self.start_block(token)
+                start = self.size
+                self._code_lines(token)
+                language = token.info.split()[0] if token.info.strip() else ""
+                self.span("pre", start, language=language)
+            case "hr":
+                self.start_block(token)
+                self.write(_RULE, find=False)
+            case "html_block":
+                self.start_block(token)
+                self.write(token.content.rstrip("\n"))
+            case _:
+                pass
+
+    def _open_list(self, token: Token) -> None:
+        if not self.lists:  # a nested list continues its item's block
+            self.start_block(token)
+        first = int(token.attrs.get("start", 1) or 1)
+        self.lists.append([first] if token.type == "ordered_list_open" else [])
+
+    def _list_item(self, token: Token) -> None:
+        self.start_block(token)
+        numbering = self.lists[-1]
+        if numbering:
+            marker = f"{numbering[0]}{token.markup or '.'}"
+            numbering[0] += 1
+        else:
+            marker = _BULLET
+        self.write("   " * (len(self.lists) - 1) + marker + " ", find=False)
+        self.fresh = True
 
     def _code_lines(self, token: Token) -> None:
         lines = token.content.rstrip("\n").split("\n")
@@ -382,13 +397,6 @@ def _render(source: str) -> _Rendered:
     renderer = _Renderer(source)
     renderer.blocks(_MD.parse(source))
     return renderer.result()
-
-
-def format_markdown(source: str) -> tuple[str, tuple[Entity, ...]]:
-    """The whole text with UTF-16 entities, unsplit."""
-    rendered = _render(source)
-    text = rendered.text
-    return text, _entities(text, _utf16_offsets(text), rendered.spans, 0, len(text))
 
 
 # ------------------------------------------------------------------- splitting

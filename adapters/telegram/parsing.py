@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
@@ -19,15 +17,12 @@ from aiogram.types import (
     Update,
 )
 
-from adapters.telegram.lenient import lenient_update
 from adapters.telegram.media_parsing import media_of, rich_text
 from adapters.telegram.senders import chat_name_of, sender_of, user_name
 from adapters.telegram.service_parsing import describe_service, suggested_post_fact
 from adapters.telegram.text_units import Locale, one_line, summarize, utf16_slice, with_meaning
 from bot.domain.facts import Forward, InboundMessage, Media, Quote
 from bot.texts import in_locale
-
-logger = logging.getLogger(__name__)
 
 ChatType = Literal["private", "group", "supergroup", "channel"]
 _CHAT_TYPES: frozenset[str] = frozenset({"private", "group", "supergroup", "channel"})
@@ -37,41 +32,11 @@ MessageOrigin = (
 )
 
 
-def parse_update(
-    update: Update, *, bot_id: int, bot_username: str | None, locale: Locale
-) -> InboundMessage | None:
-    """The message an update carries, or `None` for updates we ignore or cannot read.
-
-    Never raises: an error inside becomes `None` and a logged warning.
-    """
-    try:
-        return parse_update_strict(update, bot_id=bot_id, bot_username=bot_username, locale=locale)
-    except Exception:
-        logger.warning("could not parse update %s", update.update_id, exc_info=True)
-        return None
-
-
-def parse_raw_update(
-    data: Mapping[str, Any], *, bot_id: int, bot_username: str | None, locale: Locale
-) -> InboundMessage | None:
-    """`parse_update` for a raw Bot API update dict, read leniently when it does not
-    validate (`lenient.lenient_update`, as the bot reads it); shapes that cannot be
-    repaired give `None`."""
-    try:
-        update = Update.model_validate(dict(data))
-    except Exception:
-        lenient = lenient_update(dict(data))
-        if lenient is None:
-            logger.warning("invalid update %s", data.get("update_id"), exc_info=True)
-            return None
-        update = lenient
-    return parse_update(update, bot_id=bot_id, bot_username=bot_username, locale=locale)
-
-
 def parse_update_strict(
     update: Update, *, bot_id: int, bot_username: str | None, locale: Locale
 ) -> InboundMessage | None:
-    """`parse_update` that lets errors propagate (for callers that report them)."""
+    """The message an update carries, or `None` for updates we ignore; errors propagate
+    (the caller reports them and retries what is transient)."""
     reader = _Reader(bot_id=bot_id, bot_username=bot_username, locale=locale)
     if update.message is not None:
         return reader.message(update.message, update_id=update.update_id, is_edit=False)

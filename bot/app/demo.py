@@ -22,7 +22,7 @@ from typing import TextIO
 
 from adapters.llm.scripted import ScriptedModel, is_summary_request
 from adapters.telegram.app import build_bot, build_dispatcher
-from adapters.telegram.fake_api import FakeBotApi
+from adapters.telegram.fake_api import DemoBotApi
 from adapters.telegram.sender import TelegramMessenger
 from bot.agent.prompt import (
     PromptFacts,
@@ -261,7 +261,7 @@ async def _run_demo(settings: Settings, *, data: Path, keep: bool, started: floa
     rules = data / "workspace-rules.md"
     rules.write_text(WORKSPACE_RULES, encoding="utf-8")
     out = sys.stdout
-    async with FakeBotApi(DEMO_TOKEN, username="demo_helper_bot", first_name="Helper") as api:
+    async with DemoBotApi(DEMO_TOKEN, username="demo_helper_bot", first_name="Helper") as api:
         out.write(
             "What is simulated: the model is scripted (offline, canned replies, a simulated "
             f"prefix cache) and Telegram is a fake Bot API on {api.base_url}, driven by "
@@ -403,7 +403,7 @@ async def demo(config: str | None, *, data_dir: str | None, started: float | Non
 
 
 async def replay(
-    api: FakeBotApi,
+    api: DemoBotApi,
     app: App,
     sink: CountingSink,
     model: ScriptedModel,

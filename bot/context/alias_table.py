@@ -99,18 +99,17 @@ class ShownByTool:
 class AliasTable:
     """Alias → platform message id for one turn, filled with what the projection showed."""
 
-    __slots__ = ("_aliases", "_chats", "_references", "_shown_ids")
+    __slots__ = ("_aliases", "_references", "_shown_ids")
 
     def __init__(self) -> None:
         self._aliases: dict[str, int] = {}
-        self._chats: dict[int, int] = {}
         self._shown_ids: set[int] = set()
         self._references: set[int] = set()
 
     def register(self, alias: str, chat_id: int, message_id: int) -> None:
-        """Record that `alias` was shown for `message_id`; the first registration wins."""
+        """Record that `alias` was shown for `message_id`; the first registration wins.
+        (`chat_id`: the callers' one signature; a turn's aliases are all of its chat.)"""
         self._aliases.setdefault(alias.lower(), message_id)
-        self._chats.setdefault(message_id, chat_id)
         self._shown_ids.add(message_id)
 
     def register_reference(self, message_id: int) -> None:
@@ -123,9 +122,6 @@ class AliasTable:
             if shown == message_id:
                 return alias
         return None
-
-    def chat_of(self, message_id: int) -> int | None:
-        return self._chats.get(message_id)
 
     def resolve(self, reference: str) -> int:
         """The platform id of an alias (or of a shown id written as digits)."""

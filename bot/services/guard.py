@@ -84,13 +84,6 @@ class RateLimiter:
         self._warned[chat_id] = now
         return True
 
-    def admit(self, sender: Sender, *, chat_id: int, owner_id: int | None, now: float) -> bool:
-        """Whether a message (or command, or edit) from `sender` may start work now: the
-        owner always; everyone else within the per-user and per-chat limits."""
-        if is_owner(sender, owner_id):
-            return True
-        return self.allow(user_id=sender.id, chat_id=chat_id, now=now)
-
     def sweep(self, now: float) -> None:
         """Forget counts and refusals older than a minute."""
         for buckets in (self._users, self._chats):

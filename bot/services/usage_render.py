@@ -225,23 +225,55 @@ def _renderable(report: UsageReport) -> RenderableType:
     )
     parts: list[RenderableType] = [calls, turns]
     if report.total.feedback.total:
-        feedback = _table("Feedback reactions on the bot's messages", ("day", "👍", "👎", "other"))
-        for row in (*report.days, report.total):
-            if row is report.total:
-                feedback.add_section()
-            counts = row.feedback
-            feedback.add_row(
-                row.label,
-                f"{counts.up:,}",
-                f"{counts.down:,}",
-                f"{counts.other:,}",
-                style="bold" if row is report.total else None,
-            )
-        parts.append(feedback)
+        parts.append(_feedback_table(report))
     if report.total.drift:
         parts.append(drift)
     parts.append(notes)
-    total = report.total
+    parts.extend(_total_notes(report.total))
+    if report.corrupt_lines or report.partial_lines:
+        parts.append(
+            Text(
+                f"skipped {report.corrupt_lines} corrupt and {report.partial_lines} partial "
+                "ledger lines",
+                style="yellow",
+            )
+        )
+    return Group(*parts)
+
+
+def _table(title: str, headers: tuple[str, ...]) -> Table:
+    table = Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for header in headers:
+        table.add_column(header, justify="left" if header == "day" else "right", no_wrap=True)
+    return table
+
+
+def _feedback_table(report: UsageReport) -> Table:
+    feedback = _table("Feedback reactions on the bot's messages", ("day", "👍", "👎", "other"))
+    for row in (*report.days, report.total):
+        if row is report.total:
+            feedback.add_section()
+        counts = row.feedback
+        feedback.add_row(
+            row.label,
+            f"{counts.up:,}",
+            f"{counts.down:,}",
+            f"{counts.other:,}",
+            style="bold" if row is report.total else None,
+        )
+    return feedback
+
+
+def _total_notes(total: UsageRow) -> list[RenderableType]:
+    """One line for each part of the bill the period had (compaction, cache writes,
+    reasoning, stops, truncation, budget refusals)."""
+    parts: list[RenderableType] = []
     if total.compaction_calls:
         parts.append(
             Text(
@@ -288,28 +320,7 @@ def _renderable(report: UsageReport) -> RenderableType:
         parts.append(
             Text(f"refused: budget {total.refused_budget:,} calls (a spend limit was reached)")
         )
-    if report.corrupt_lines or report.partial_lines:
-        parts.append(
-            Text(
-                f"skipped {report.corrupt_lines} corrupt and {report.partial_lines} partial "
-                "ledger lines",
-                style="yellow",
-            )
-        )
-    return Group(*parts)
-
-
-def _table(title: str, headers: tuple[str, ...]) -> Table:
-    table = Table(
-        title=title,
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        collapse_padding=True,
-    )
-    for header in headers:
-        table.add_column(header, justify="left" if header == "day" else "right", no_wrap=True)
-    return table
+    return parts
 
 
 def _call_cells(row: UsageRow) -> tuple[str, ...]:

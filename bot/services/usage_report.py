@@ -366,22 +366,7 @@ class DayTally:
             self.inputs.append(est_total)
             self.estimated += 1
         else:
-            self.inputs.append(reported)
-            self.reported += reported
-            self.cached += entry.cached_tokens or 0
-            writes = entry.cache_write_tokens or 0
-            self.writes += writes
-            self.write_weight += CACHE_WRITE_WEIGHT * writes
-            self.reporting += 1
-            if reported > 0:
-                route = (entry.provider, entry.model)
-                errors = self.drift.get(route)
-                if errors is None:
-                    errors = self.drift[route] = ([], [])
-                errors[0].append(abs(est_total - reported) / reported)
-                corrected = entry.est_corrected
-                if corrected is not None:
-                    errors[1].append(abs(corrected - reported) / reported)
+            self._add_reported(entry, reported, est_total)
         self.output += entry.output_tokens or 0
         self.reasoning += entry.reasoning_tokens or 0
         self.hour_writes += entry.cache_write_1h_tokens or 0
@@ -415,6 +400,27 @@ class DayTally:
             self.errors += 1
         if cost is not None:
             self.cost = cost if self.cost is None else self.cost + cost
+
+    def _add_reported(self, entry: LedgerEntry, reported: int, est_total: int) -> None:
+        """The figures of a call whose provider reported its input: the cache's share and
+        our estimate's drift from it, per route."""
+        self.inputs.append(reported)
+        self.reported += reported
+        self.cached += entry.cached_tokens or 0
+        writes = entry.cache_write_tokens or 0
+        self.writes += writes
+        self.write_weight += CACHE_WRITE_WEIGHT * writes
+        self.reporting += 1
+        if reported <= 0:
+            return
+        route = (entry.provider, entry.model)
+        errors = self.drift.get(route)
+        if errors is None:
+            errors = self.drift[route] = ([], [])
+        errors[0].append(abs(est_total - reported) / reported)
+        corrected = entry.est_corrected
+        if corrected is not None:
+            errors[1].append(abs(corrected - reported) / reported)
 
     def merge(self, other: DayTally) -> None:
         self.calls += other.calls

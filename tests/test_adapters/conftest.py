@@ -8,7 +8,7 @@ import pytest
 from aiogram import Bot
 
 from adapters.telegram.app import build_bot
-from adapters.telegram.fake_api import FakeBotApi
+from testkit.fake_bot_api import FakeBotApi
 
 
 @pytest.fixture

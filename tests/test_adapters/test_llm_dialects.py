@@ -15,6 +15,7 @@ from adapters.llm.dialects import WireOptions, max_tokens_key, options_for
 from bot.domain.messages import ChatMessage, ImagePart, ToolCall
 from bot.errors import ContextOverflow, ProviderBadResponse, ProviderUnavailable
 from bot.ports import CachePlan, LLMRequest, ToolSpec
+from testkit import anthropic_server_wire
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llm"
 OVERFLOWS = sorted(FIXTURES.glob("*/overflow*.json"))
@@ -301,7 +302,7 @@ def test_anthropic_request_shape() -> None:
         },
     ]
     assert last == {"role": "user", "content": [{"type": "text", "text": "and now?"}]}
-    back = anthropic_wire.from_request(body)
+    back = anthropic_server_wire.from_request(body)
     assert [m.role for m in back.messages] == [
         "system",
         "system",
@@ -365,7 +366,8 @@ def anthropic_turn(tool_choice: str | None) -> LLMRequest:
 
 
 def anthropic_markers(body: dict[str, Any]) -> list[tuple[str, int, str]]:
-    return [(p.where, p.prefix_blocks, p.ttl) for p in anthropic_wire.cache_breakpoints(body)]
+    points = anthropic_server_wire.cache_breakpoints(body)
+    return [(p.where, p.prefix_blocks, p.ttl) for p in points]
 
 
 def test_anthropic_writes_the_system_prompt_for_an_hour_and_the_conversation_for_the_ttl() -> None:

@@ -8,13 +8,13 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.openai_provider import OpenAIProvider
 from adapters.llm.openai_wire import to_request
 from adapters.llm.scripted import CallTool, Fail, Reply, ScriptedModel
 from bot.domain.messages import ChatMessage, ToolCall
 from bot.errors import ContextOverflow, ProviderRateLimited, ProviderUnavailable
 from bot.ports import LLMRequest, ToolSpec
+from testkit.fake_server import FakeOpenAIServer
 
 TOOLS = (ToolSpec(name="delete_message", description="Delete.", parameters={"type": "object"}),)
 REQUEST = LLMRequest(

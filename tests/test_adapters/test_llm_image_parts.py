@@ -10,6 +10,7 @@ from adapters.llm import anthropic_wire, openai_wire
 from adapters.llm.dialects import options_for
 from bot.domain.messages import ChatMessage, ImagePart, ToolCall
 from bot.ports import CachePlan, LLMRequest
+from testkit import anthropic_server_wire
 
 JPEG = ImagePart(url="data:image/jpeg;base64,/9j/AA==", width=1024, height=768, label="m3")
 CALL = ToolCall(id="c1", name="view_image", arguments='{"reference": "m3"}')
@@ -53,7 +54,7 @@ def test_anthropic_puts_a_viewed_image_inside_its_tool_result() -> None:
         {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg",
                                      "data": "/9j/AA=="}},
     ]  # fmt: skip
-    back = anthropic_wire.from_request(body)
+    back = anthropic_server_wire.from_request(body)
     tool = next(m for m in back.messages if m.role == "tool")
     assert [i.url for i in tool.images] == [JPEG.url]
 

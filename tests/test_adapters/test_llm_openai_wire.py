@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.llm.openai_server_wire import from_request, to_response
+from adapters.llm.openai_server_wire import from_request
 from adapters.llm.openai_wire import classify_error, from_response, retry_after_seconds, to_request
 from bot.domain.messages import ChatMessage, ImagePart, ToolCall
 from bot.errors import (
@@ -22,6 +22,7 @@ from bot.errors import (
     ProviderUnavailable,
 )
 from bot.ports import LLMRequest, LLMResponse, ToolSpec, Usage
+from testkit.openai_answers import to_response
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llm"
 

@@ -14,8 +14,6 @@ import httpx
 import pytest
 
 from adapters.llm.dialects import options_for
-from adapters.llm.fake_anthropic import FakeAnthropicServer
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.app.wiring import build_provider, build_routes
@@ -28,6 +26,8 @@ from bot.errors import (
     ProviderUnavailable,
 )
 from bot.ports import CachePlan, LLMRequest, ToolSpec, Usage
+from testkit.fake_anthropic import FakeAnthropicServer
+from testkit.fake_server import FakeOpenAIServer
 
 KEY = "sk-ant-test-key"
 SYSTEM = ChatMessage(role="system", content="You are the group's bot. " * 40)
@@ -595,7 +595,7 @@ async def test_one_connection_serves_every_streamed_call_to_anthropic(
 async def test_reasoning_is_tagged_with_the_model_it_was_asked_of() -> None:
     """The tag is the name the route asked for, the one the next request of this chat names
     (so the signature goes back to it), whatever id the provider answers with."""
-    from adapters.llm.fake_reasoning import ClaudeThinking
+    from testkit.fake_reasoning import ClaudeThinking
 
     thinking = ClaudeThinking()
     model = ScriptedModel([CallTool("search", {"q": "x"})])

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from adapters.llm.fake_anthropic import FakeAnthropicServer
 from adapters.llm.openai_provider import AnthropicProvider
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
-from storage.memory import InMemoryStore
+from testkit.fake_anthropic import FakeAnthropicServer
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 from tests.rig import rig_settings, wire_app
 from tests.test_agent.rig import START, say

@@ -20,15 +20,15 @@ from adapters.llm.dialects import (
     reasoning_fields,
     tool_turn_messages,
 )
-from adapters.llm.fake_reasoning import (
+from bot.domain.messages import ChatMessage, Reasoning, ToolCall
+from bot.ports import LLMRequest
+from testkit.fake_reasoning import (
     ClaudeThinking,
     DeepSeekAnthropicThinking,
     DeepSeekThinking,
     GeminiThinking,
     Refusal,
 )
-from bot.domain.messages import ChatMessage, Reasoning, ToolCall
-from bot.ports import LLMRequest
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llm"
 

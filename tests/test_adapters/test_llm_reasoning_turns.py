@@ -16,19 +16,19 @@ from typing import Any
 import pytest
 
 from adapters.llm.dialects import options_for
-from adapters.llm.fake_anthropic import FakeAnthropicServer
-from adapters.llm.fake_reasoning import (
+from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
+from adapters.llm.scripted import CallTool, Reply, ScriptedModel, Step
+from bot.domain.records import AssistantRecord
+from testkit.fake_anthropic import FakeAnthropicServer
+from testkit.fake_reasoning import (
     ClaudeThinking,
     DeepSeekAnthropicThinking,
     DeepSeekThinking,
     GeminiThinking,
     ThinkingModel,
 )
-from adapters.llm.fake_server import FakeOpenAIServer
-from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
-from adapters.llm.scripted import CallTool, Reply, ScriptedModel, Step
-from bot.domain.records import AssistantRecord
-from storage.memory import InMemoryStore
+from testkit.fake_server import FakeOpenAIServer
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock, inbound
 from tests.rig import rig_settings, wire_app
 from tests.test_agent.rig import START

@@ -23,10 +23,10 @@ from adapters.media_files import (
     cache_key,
     prepare_image,
 )
-from adapters.telegram.fake_api import FakeBotApi
 from bot.context.images import ANTHROPIC_BOUNDS, OPENAI_BOUNDS
 from bot.domain.facts import Media
 from bot.errors import MediaRefused
+from testkit.fake_bot_api import FakeBotApi
 
 TOKEN = "123456:TEST-token"
 

@@ -42,7 +42,7 @@ from bot.app.wiring import App, build_app
 from bot.domain.messages import ToolCall
 from bot.errors import ConfigError, ProviderUnavailable
 from bot.ports import LLMRequest, LLMResponse, Usage
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.deadlines import EVENT, PROCESS_READY, deadline
 from tests.fakes import RecordingMessenger, SteppingClock, inbound
 from tests.rig import BOT_ID, BOT_NAME, rig_settings

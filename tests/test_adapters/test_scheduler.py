@@ -19,7 +19,7 @@ from adapters.scheduler import (
     run_daily_summary,
 )
 from bot.services.daily_summary import DailySummary
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.deadlines import EVENT, deadline
 from tests.fakes import RecordingMessenger, SteppingClock, claimed_days
 

@@ -9,8 +9,8 @@ from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.types import Update
 
 from adapters.telegram.app import ParseErrorHook, build_bot, build_dispatcher
-from adapters.telegram.fake_api import FakeBotApi
 from bot.domain.facts import InboundMessage
+from testkit.fake_bot_api import FakeBotApi
 
 CHAT = -1001234567890
 ALICE = {"id": 1001, "first_name": "Alice", "last_name": "Liu", "username": "alice"}

@@ -13,9 +13,9 @@ from aiogram.types import Update
 
 from adapters.telegram.app import build_dispatcher
 from adapters.telegram.chat_event_parsing import parse_membership, parse_reaction
-from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.polling_loop import handle_batch, poll_updates
 from bot.domain.facts import InboundMessage, MembershipChange, ReactionChange, Sender
+from testkit.fake_bot_api import FakeBotApi
 
 CHAT = -1001234567890
 ALICE = {"id": 1001, "first_name": "Alice", "username": "alice"}

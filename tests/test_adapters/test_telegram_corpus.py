@@ -26,13 +26,13 @@ from aiogram.types import Update
 from pydantic import ValidationError
 
 from adapters.telegram.lenient import lenient_update
-from adapters.telegram.parsing import parse_raw_update
 from bot.context.projection import project
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale, Scene
 from bot.domain.records import RecordBody, StoredRecord
 from bot.services.message_records import record_of
 from storage.codec import decode_media, decode_payload, encode_media, encode_payload
+from testkit.updates import parse_raw_update
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "telegram_updates"
 GOLDEN = CORPUS / "golden"

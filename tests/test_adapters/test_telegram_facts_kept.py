@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from adapters.telegram.lenient import lenient_update
-from adapters.telegram.parsing import parse_raw_update
 from bot.context.placeholders import media_placeholder
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale
+from testkit.updates import parse_raw_update
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "telegram_updates"
 CHAT = {"id": -1001, "type": "supergroup", "title": "Mods"}

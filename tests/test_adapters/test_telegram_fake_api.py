@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapters.telegram.fake_api import FakeBotApi
+from testkit.fake_bot_api import FakeBotApi
 from tests.deadlines import EVENT, deadline
 
 CHAT = -1001234567890

@@ -11,12 +11,20 @@ from hypothesis import strategies as st
 from adapters.telegram.markdown_entities import (
     Bubble,
     Entity,
-    format_markdown,
     plan_bubbles,
 )
 from adapters.telegram.text_units import utf16_len, utf16_slice
 
 FAMILY = "👨‍👩‍👧"  # 8 UTF-16 units, one grapheme
+
+
+def format_markdown(source: str) -> tuple[str, tuple[Entity, ...]]:
+    """The whole rendered text and its entities: the one bubble of an unbounded limit."""
+    bubbles = plan_bubbles(source, limit=10**9)
+    if not bubbles:
+        return "", ()
+    (whole,) = bubbles
+    return whole.text, whole.entities
 
 
 def shown(text: str, entities: tuple[Entity, ...]) -> list[tuple[str, str, dict[str, Any]]]:

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from adapters.telegram.media_parsing import money
-from adapters.telegram.parsing import parse_raw_update
 from bot.context.headers import HeaderWalker
 from bot.domain.facts import InboundMessage, Media
 from bot.domain.visible import is_invisible
+from testkit.updates import parse_raw_update
 
 GROUP = {"id": -1001234567890, "type": "supergroup", "title": "Team"}
 ALICE = {"id": 1001, "is_bot": False, "first_name": "Alice"}

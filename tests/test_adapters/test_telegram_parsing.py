@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiogram.types import Update
 
-from adapters.telegram.parsing import parse_raw_update, parse_update
 from bot.domain.facts import Forward, InboundMessage, Media, Quote, Sender
 from bot.domain.ids import Locale
+from testkit.updates import parse_raw_update
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telegram"
 BOT_ID = 5000000001
@@ -435,15 +434,6 @@ def test_odd_input_gives_none_and_a_warning(caplog: pytest.LogCaptureFixture) ->
         is None
     )
     assert "invalid update 5" in caplog.text
-
-
-def test_an_error_inside_the_parser_becomes_none(caplog: pytest.LogCaptureFixture) -> None:
-    update = Update.model_validate(load("private_text"))
-    # A Telegram type we did not expect (here: a chat with no usable type) must not raise.
-    broken = update.model_copy(update={"message": None, "edited_message": object()})
-    caplog.set_level(logging.WARNING)
-    assert parse_update(broken, bot_id=BOT_ID, bot_username="x", locale="zh") is None
-    assert "could not parse update 900001" in caplog.text
 
 
 # ---------------------------------------------------------------- who said what

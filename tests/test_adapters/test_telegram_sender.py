@@ -8,7 +8,6 @@ import pytest
 from aiogram import Bot
 
 from adapters.telegram.app import build_bot
-from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.text_units import utf16_len, utf16_slice
 from bot.errors import (
@@ -18,6 +17,7 @@ from bot.errors import (
     TelegramNetworkError,
 )
 from bot.services.send_pacing import LocalSendPacer, PaceLimits
+from testkit.fake_bot_api import FakeBotApi
 
 CHAT = -1001234567890
 ALICE = {"id": 1001, "first_name": "Alice"}

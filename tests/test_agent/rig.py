@@ -14,7 +14,7 @@ from bot.context.history_trim import HistoryTrimmed
 from bot.context.tokens import RequestTokens
 from bot.domain.ids import SessionKey
 from bot.ports import SessionInfo, Usage
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock, inbound
 from tests.rig import rig_settings, wire_app
 

@@ -8,7 +8,7 @@ from bot.agent.bubbles import ReplyBubbles, settle_partial_reply
 from bot.domain.ids import SessionKey
 from bot.domain.records import AssistantRecord, UserRecord
 from bot.ports import Delivery, NewRecord, SessionInfo
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import ALICE, RecordingMessenger, SteppingClock
 
 CHAT = -100700

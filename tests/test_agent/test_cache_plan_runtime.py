@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel, Step, is_summary_request
 from bot.domain.messages import ChatMessage
 from bot.ports import LLMRequest
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import ALICE, BOB, CHEN, RecordingMessenger, SteppingClock, inbound
 from tests.rig import rig_settings, wire_app
 from tests.test_agent.rig import START

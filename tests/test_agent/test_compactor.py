@@ -19,7 +19,7 @@ from bot.domain.ids import SessionKey
 from bot.domain.records import SummaryRecord
 from bot.errors import ProviderUnavailable
 from bot.ports import LLMRequest
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import ALICE, BOB, CHEN, RecordingMessenger, SteppingClock
 from tests.rig import rig_settings, wire_app
 from tests.test_agent.rig import CHAT, START, say

@@ -7,14 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from adapters.llm.fake_anthropic import FakeAnthropicServer
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel, Step
 from bot.agent.provider_call import FINAL_CALL_NOTE
 from bot.ports import LLMProvider
 from bot.texts import text as user_text
-from storage.memory import InMemoryStore
+from testkit.fake_anthropic import FakeAnthropicServer
+from testkit.fake_server import FakeOpenAIServer
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 from tests.rig import rig_settings, wire_app
 from tests.test_agent.rig import START, say

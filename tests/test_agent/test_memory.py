@@ -61,7 +61,7 @@ async def owner_run(
 
     from bot.agent.ledger import read_entries
     from bot.context.tokens import TokenCorrection
-    from storage.memory import InMemoryStore
+    from testkit.memory_store import InMemoryStore
     from tests.fakes import OWNER, SteppingClock
     from tests.rig import rig_settings, wire_app
     from tests.test_agent.rig import START
@@ -121,7 +121,7 @@ async def test_a_turn_cap_counts_the_current_turn(
     tmp_path: Path, messenger: RecordingMessenger
 ) -> None:
     """Item 3: a cap of N keeps the newest max(N, 1) turns including the current one."""
-    from storage.memory import InMemoryStore
+    from testkit.memory_store import InMemoryStore
     from tests.fakes import SteppingClock
     from tests.rig import rig_settings, wire_app
     from tests.test_agent.rig import START
@@ -145,7 +145,7 @@ async def test_the_summary_request_fits_an_honoured_max_context_tokens(
     tmp_path: Path, messenger: RecordingMessenger
 ) -> None:
     """Item 10: with an unknown window, max_context_tokens is the window of every check."""
-    from storage.memory import InMemoryStore
+    from testkit.memory_store import InMemoryStore
     from tests.fakes import ALICE, SteppingClock
     from tests.rig import rig_settings, wire_app
     from tests.test_agent.rig import START
@@ -253,7 +253,7 @@ async def test_a_runtime_trim_after_a_summary_folds_what_it_drops(
     from bot.agent.ledger import read_entries
     from bot.ports import ToolSpec
     from bot.tools.base import Tool
-    from storage.memory import InMemoryStore
+    from testkit.memory_store import InMemoryStore
     from tests.rig import rig_settings, wire_app
     from tests.test_agent.rig import START
 

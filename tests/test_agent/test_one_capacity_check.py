@@ -15,7 +15,7 @@ from bot.agent.token_truth import FILE_NAME
 from bot.context.tokens import estimate_history_tokens
 from bot.context.window import estimate_tool_schema_tokens
 from bot.ports import LLMRequest
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import OWNER, RecordingMessenger, SteppingClock
 from tests.rig import rig_settings, wire_app
 from tests.test_agent.rig import START, say

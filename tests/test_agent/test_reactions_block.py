@@ -10,7 +10,7 @@ from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
 from bot.domain.records import AssistantRecord, RecordBody, StoredRecord, UserRecord
 from bot.ports import SessionInfo, StoredReaction
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import SteppingClock
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

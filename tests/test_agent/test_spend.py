@@ -37,7 +37,7 @@ from bot.errors import ConfigError
 from bot.ports import CachePlan, LLMRequest, LLMResponse, NewRecord, Usage
 from bot.services.triggers import BotIdentity
 from bot.texts import text
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 from tests.rig import BOT_ID, rig_settings, wire_app
 from tests.test_agent.rig import CHAT, ROUTE, make_app, model_call, say

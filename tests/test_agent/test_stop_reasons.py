@@ -21,15 +21,15 @@ from typing import Any, Literal
 
 import pytest
 
-from adapters.llm.fake_anthropic import FakeAnthropicServer
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
 from adapters.llm.scripted import Reply, ScriptedModel
 from bot.app.dashboard.ledger_index import LedgerIndex
 from bot.app.dashboard.views import error_lines
 from bot.app.wiring import App
 from bot.texts import text
-from storage.memory import InMemoryStore
+from testkit.fake_anthropic import FakeAnthropicServer
+from testkit.fake_server import FakeOpenAIServer
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock, inbound
 from tests.rig import rig_settings, wire_app
 

@@ -18,7 +18,7 @@ from bot.agent.metering import CallMetering
 from bot.agent.token_truth import FILE_NAME, TokenTruth
 from bot.errors import ConfigError
 from bot.ports import LLMRequest, LLMResponse, TextSink, Usage
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 from tests.rig import rig_settings, wire_app
 from tests.test_agent.rig import CHAT, START, model_call, say

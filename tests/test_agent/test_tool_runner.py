@@ -21,7 +21,7 @@ from bot.domain.records import ToolResult
 from bot.errors import TelegramError, ToolError
 from bot.ports import SessionInfo, ToolSpec
 from bot.tools.base import Tool, ToolContext, ToolFunction
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import CHEN, RecordingMessenger, SteppingClock
 from tests.test_agent.rig import CHAT, make_app, say
 

@@ -266,7 +266,7 @@ def test_telegram_failures_after_the_database_was_migrated(tmp_path: Path) -> No
 
 
 async def test_a_token_telegram_refuses_is_one_line(tmp_path: Path) -> None:
-    from adapters.telegram.fake_api import FakeBotApi
+    from testkit.fake_bot_api import FakeBotApi
 
     env = cli_env(tmp_path / "data", LLM_BASE_URL="http://127.0.0.1:9/v1")
     assert (await tgbot_here("db", "upgrade", env=env)).code == 0

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
-from adapters.telegram.fake_api import FakeBotApi
 from bot.app.doctor import doctor
 from storage.migrate import upgrade_database
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 
 TOKEN = "123456:doctor-SECRET-token"
 OWNER = 4242

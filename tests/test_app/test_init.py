@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
-from adapters.telegram.fake_api import FakeBotApi
 from bot.app.init_command import InitOptions, init
 from bot.app.init_files import read_env
 from bot.config import load_settings
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.bot_process import BotProcess
 from tests.deadlines import EVENT, PROCESS_READY, REAP, deadline
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from adapters.llm.fake_anthropic import FakeAnthropicServer
-from adapters.llm.fake_reasoning import ClaudeThinking, DeepSeekThinking, OllamaThinking
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.app.wiring import build_provider
 from bot.config import load_settings
-from storage.memory import InMemoryStore
+from testkit.fake_anthropic import FakeAnthropicServer
+from testkit.fake_reasoning import ClaudeThinking, DeepSeekThinking, OllamaThinking
+from testkit.fake_server import FakeOpenAIServer
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock, inbound
 from tests.rig import rig_settings, wire_app
 from tests.test_agent.rig import START

@@ -10,7 +10,7 @@ from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
 from bot.ports import NewRecord, PlatformMessage
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import SteppingClock
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -190,9 +190,9 @@ def test_a_workload_shorter_than_the_adrs_gets_figures_not_verdicts() -> None:
 
 
 def test_the_replay_of_a_small_workload_reports_every_provider() -> None:
-    from bench import cache_sim
+    from bench import cache_replay
 
-    result = cache_sim.run(80, seed=5)
+    result = cache_replay.run(80, seed=5)
     assert result.requests > 0
     assert len(result.rows) == 5
     auto = result.find("anthropic", "automatic (newest message), 5m")
@@ -228,10 +228,10 @@ def test_with_reasoning_a_tool_turns_thinking_is_in_the_bytes_the_caches_see() -
 
 
 def test_the_reasoning_rows_compare_the_same_workload_with_and_without() -> None:
-    from bench import cache_sim
+    from bench import cache_replay, cache_sim
 
-    plain = cache_sim.run(80, seed=5)
-    thinking = cache_sim.run(80, seed=5, thinking=True)
+    plain = cache_replay.run(80, seed=5)
+    thinking = cache_replay.run(80, seed=5, thinking=True)
     table = cache_sim.reasoning_markdown(plain, thinking)
     assert table.count("points |") == 6
     label, _, verdict = cache_sim.reasoning_target(plain, thinking)

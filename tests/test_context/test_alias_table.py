@@ -134,10 +134,8 @@ def test_rewrite_refuses(table: AliasTable, arguments: dict[str, object], refuse
     assert caught.value.reference == refused
 
 
-def test_first_registration_wins_and_chat_is_kept() -> None:
+def test_first_registration_wins() -> None:
     table = AliasTable()
     table.register("m1", CHAT, 10)
     table.register("m1", CHAT, 11)
     assert table.resolve("m1") == 10
-    assert table.chat_of(10) == CHAT
-    assert table.chat_of(99) is None

@@ -14,7 +14,6 @@ import pytest
 
 from adapters.llm.scripted import ScriptedModel
 from adapters.telegram.app import build_dispatcher
-from adapters.telegram.fake_api import FakeBotApi
 from bot.app.wiring import scheduled_summary
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
@@ -25,6 +24,7 @@ from bot.texts import text
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore
+from testkit.fake_bot_api import FakeBotApi
 from tests.bot_process import StartBot
 from tests.deadlines import EVENT, deadline
 from tests.test_reliability.conftest import (

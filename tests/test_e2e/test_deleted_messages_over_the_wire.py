@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.openai_server_wire import from_request
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
-from adapters.telegram.fake_api import FakeBotApi
 from bot.ports import LLMRequest, LLMResponse
 from storage.sql import SqlStore
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.bot_process import StartBot, eventually, reply_stored
 from tests.test_storage.conftest import POSTGRES_URL, reset_postgres
 

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import Reply, ScriptedModel
-from adapters.telegram.fake_api import FakeBotApi
 from bot.domain.ids import SessionKey
 from bot.domain.records import AssistantRecord
 from bot.ports import LLMRequest, LLMResponse
 from storage.sql import SqlStore
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.bot_process import BotProcess, StartBot, reply_stored
 
 pytestmark = pytest.mark.slow

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.openai_server_wire import from_request
 from adapters.llm.scripted import Reply, ScriptedModel
-from adapters.telegram.fake_api import FakeBotApi
 from bot.context.compaction import INSTRUCTION_MARKER, SUMMARY_PREFIX
 from bot.context.history_trim import BREADCRUMB_TEXT
 from bot.context.tokens import estimate_message_tokens
 from bot.ports import LLMRequest, LLMResponse
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.bot_process import StartBot
 from tests.deadlines import EVENT, deadline
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from adapters.llm.scripted import Reply
-from adapters.telegram.fake_api import FakeBotApi
 from bot.agent.presence import Presence
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore
+from testkit.fake_bot_api import FakeBotApi
 from tests.test_reliability.conftest import BOT_TOKEN, LiveBot
 
 ALICE = {"id": 1001, "is_bot": False, "first_name": "Alice"}

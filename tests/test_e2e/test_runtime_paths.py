@@ -22,9 +22,7 @@ from typing import Any
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import CallTool, Fail, Reply, ScriptedModel, Step, is_summary_request
-from adapters.telegram.fake_api import FakeBotApi
 from bot.agent.provider_call import FINAL_CALL_NOTE
 from bot.app.wiring import App, open_store
 from bot.context.compaction import SUMMARY_PREFIX
@@ -39,6 +37,8 @@ from bot.ports import LLMRequest, LLMResponse
 from bot.services.legacy_import import import_legacy_rows
 from bot.services.usage_report import load_report
 from bot.store_ports import ConversationStore
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.bot_process import eventually
 from tests.deadlines import EVENT, deadline
 from tests.fakes import SteppingClock
@@ -204,7 +204,7 @@ async def running(
 def fixed_tokens(tmp_path: Path) -> int:
     """The fixed part of a request as the app builds it (group system prompt and tool
     schemas): budgets in these tests are this plus what the history may take."""
-    from storage.memory import InMemoryStore
+    from testkit.memory_store import InMemoryStore
     from tests.fakes import RecordingMessenger
 
     app = wire_app(

@@ -17,11 +17,11 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import ScriptedModel, last_user_body
-from adapters.telegram.fake_api import FakeBotApi
 from bot.agent.ledger import read_entries
 from bot.ports import LLMRequest, LLMResponse, Usage
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.bot_process import BotProcess, eventually
 
 pytestmark = pytest.mark.slow

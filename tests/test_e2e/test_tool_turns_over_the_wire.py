@@ -18,15 +18,15 @@ from typing import Any
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.openai_server_wire import from_request
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel, Step
-from adapters.telegram.fake_api import FakeBotApi
 from bot.context.history_trim import BREADCRUMB_TEXT
 from bot.context.tokens import estimate_message_tokens
 from bot.domain.ids import SessionKey
 from bot.ports import LLMRequest, LLMResponse
 from storage.sql import SqlStore
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.bot_process import StartBot, reply_stored
 
 pytestmark = pytest.mark.slow

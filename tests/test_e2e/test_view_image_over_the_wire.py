@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from adapters.llm.fake_anthropic import FakeAnthropicServer
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
-from adapters.telegram.fake_api import FakeBotApi
 from bot.ports import LLMRequest, LLMResponse
 from storage.sql import SqlStore
+from testkit.fake_anthropic import FakeAnthropicServer
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.bot_process import (
     QUIET_CONFIG,
     eventually,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from adapters.fake_transcription import FakeTranscriptionServer
 from adapters.llm.scripted import ScriptedModel
 from bot.agent.ledger import read_entries
 from bot.ports import LLMRequest, LLMResponse
+from testkit.fake_transcription import FakeTranscriptionServer
 from tests.bot_process import QUIET_CONFIG, StartBot, reply_stored
 
 pytestmark = pytest.mark.slow

@@ -21,13 +21,13 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from adapters.llm.scripted import ScriptedModel
-from adapters.telegram.fake_api import FakeBotApi
 from bot.app.wiring import App, open_store
 from bot.config import load_settings
 from bot.context.history_trim import BREADCRUMB_TEXT
 from bot.context.turns import turn_starts
 from bot.domain.messages import ChatMessage
 from bot.ports import LLMRequest, LLMResponse
+from testkit.fake_bot_api import FakeBotApi
 from tests.deadlines import EVENT, deadline
 from tests.fakes import SteppingClock
 from tests.polling_rig import polling_app

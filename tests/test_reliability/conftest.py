@@ -15,10 +15,8 @@ from typing import Any
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import ScriptedModel
 from adapters.telegram.app import build_bot, build_dispatcher
-from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from bot.domain.ids import SessionKey
@@ -26,6 +24,8 @@ from bot.domain.records import StoredRecord
 from bot.ports import LLMRequest, LLMResponse, TextSink
 from bot.store_ports import ConversationStore
 from storage.sql import SqlStore
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.bot_process import BotProcess, sqlite_store
 from tests.deadlines import EVENT, deadline
 from tests.rig import rig_settings, wire_app
@@ -190,7 +190,7 @@ async def wait_confirmed(api: FakeBotApi, last_update_id: int) -> None:
 
 @pytest.fixture
 async def live(api: FakeBotApi, tmp_path: Path) -> AsyncIterator[LiveBot]:
-    from storage.memory import InMemoryStore
+    from testkit.memory_store import InMemoryStore
 
     bot = LiveBot(api, InMemoryStore(), tmp_path)
     await bot.start()

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
-from adapters.telegram.fake_api import FakeBotApi
 from bot.domain.records import AssistantRecord, UserRecord
 from bot.ports import LLMRequest, LLMResponse
 from storage.sql import SqlStore
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.bot_process import BotProcess, eventually
 from tests.test_reliability.conftest import GatedModel, path_of
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from adapters.telegram.fake_api import FakeBotApi
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore
+from testkit.fake_bot_api import FakeBotApi
 from tests.test_reliability.conftest import LiveBot
 
 GROUP = -100910

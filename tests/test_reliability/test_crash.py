@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
-from adapters.telegram.fake_api import FakeBotApi
 from bot.domain.messages import ToolCall
 from bot.domain.records import AssistantRecord, StoredRecord, UserRecord
 from bot.ports import LLMRequest, LLMResponse
 from storage.sql import SqlStore
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.bot_process import BotProcess, eventually
 from tests.deadlines import EVENT, deadline
 from tests.test_reliability.conftest import (

@@ -16,10 +16,8 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import ScriptedModel
 from adapters.telegram.app import build_bot, build_dispatcher
-from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from bot.domain.ids import SessionKey
@@ -28,7 +26,9 @@ from bot.domain.records import AssistantRecord, UserRecord
 from bot.ports import LLMProvider, LLMRequest, LLMResponse
 from bot.redact import register_secret, scrub
 from bot.texts import text
-from storage.memory import InMemoryStore
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
+from testkit.memory_store import InMemoryStore
 from tests.bot_process import BotProcess
 from tests.deadlines import EVENT, deadline
 from tests.rig import rig_settings, wire_app

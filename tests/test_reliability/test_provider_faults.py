@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.openai_provider import OpenAIProvider
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.app.wiring import App
 from bot.domain.ids import SessionKey
 from bot.texts import text
-from storage.memory import InMemoryStore
+from testkit.fake_server import FakeOpenAIServer
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock, inbound
 from tests.rig import rig_settings, wire_app
 

@@ -1,5 +1,5 @@
 """Today's models think: `tgbot run` against fakes that refuse, as their providers do, a
-request that does not give the model's reasoning back (adapters/llm/fake_reasoning.py).
+request that does not give the model's reasoning back (testkit/fake_reasoning.py).
 
 For DeepSeek V4 on chat completions and on its Anthropic-format endpoint, Claude with
 adaptive thinking and Gemini 3 with thought signatures: a private chat with a 3-round tool
@@ -17,20 +17,20 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llm.fake_anthropic import FakeAnthropicServer
-from adapters.llm.fake_reasoning import (
+from bot.domain.messages import ToolCall
+from bot.domain.records import AssistantRecord
+from bot.ports import LLMRequest, LLMResponse
+from storage.sql import SqlStore
+from testkit.fake_anthropic import FakeAnthropicServer
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_reasoning import (
     ClaudeThinking,
     DeepSeekAnthropicThinking,
     DeepSeekThinking,
     GeminiThinking,
     ThinkingModel,
 )
-from adapters.llm.fake_server import FakeOpenAIServer
-from adapters.telegram.fake_api import FakeBotApi
-from bot.domain.messages import ToolCall
-from bot.domain.records import AssistantRecord
-from bot.ports import LLMRequest, LLMResponse
-from storage.sql import SqlStore
+from testkit.fake_server import FakeOpenAIServer
 from tests.bot_process import BotProcess
 from tests.deadlines import EVENT, deadline
 from tests.test_reliability.conftest import SETTINGS, GatedModel, path_of

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from adapters.llm.scripted import Fail, Reply, ScriptedModel
-from adapters.telegram.fake_api import FakeBotApi
 from bot.app.recovery_loop import orphan_scan_loop, start_orphan_scan
 from bot.app.wiring import App
 from bot.config import load_settings
@@ -24,9 +23,10 @@ from bot.services.triggers import BotIdentity
 from bot.services.turn_scheduler import LocalChatLock
 from bot.texts import text
 from storage.engine import create_engine_for
-from storage.memory import InMemoryStore
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore
+from testkit.fake_bot_api import FakeBotApi
+from testkit.memory_store import InMemoryStore
 from tests.deadlines import EVENT, deadline
 from tests.fakes import RecordingMessenger, SteppingClock
 from tests.polling_rig import polling_app

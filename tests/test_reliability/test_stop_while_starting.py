@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
-from adapters.telegram.fake_api import FakeBotApi
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.deadlines import PROCESS_READY, deadline
 from tests.test_reliability.conftest import suite_bot
 

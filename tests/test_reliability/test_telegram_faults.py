@@ -4,9 +4,9 @@ that is gone, server errors. Nothing received is lost, nothing unsent is stored 
 
 from __future__ import annotations
 
-from adapters.telegram.fake_api import FakeBotApi
 from bot.domain.ids import SessionKey
 from bot.domain.records import AssistantRecord, UserRecord
+from testkit.fake_bot_api import FakeBotApi
 from tests.test_reliability.conftest import LiveBot
 
 GROUP = -100900

@@ -30,8 +30,6 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from adapters.llm.fake_server import FakeOpenAIServer
-from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.webhook import WEBHOOK_PATH
 from bot.agent.ledger import read_entries
 from bot.domain.ids import SessionKey
@@ -42,6 +40,8 @@ from bot.texts import text
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
 from storage.token_corrections import SqlTokenCorrections
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.bot_process import eventually
 from tests.deadlines import EVENT, deadline
 from tests.test_scaleout.conftest import fresh_postgres

@@ -10,7 +10,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from adapters.telegram.fake_api import FakeBotApi
+from testkit.fake_bot_api import FakeBotApi
 from tests.deadlines import EVENT, deadline
 from tests.test_scaleout.conftest import fresh_postgres
 from tests.test_scaleout.workers import Worker, post, worker_env

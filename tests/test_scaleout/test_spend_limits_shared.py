@@ -13,13 +13,13 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import ScriptedModel
-from adapters.telegram.fake_api import FakeBotApi
 from bot.agent.spend import Counter, periods_at
 from bot.ports import LLMRequest, LLMResponse, Usage
 from storage.engine import create_engine_for
 from storage.spend import SqlSpendCounters
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.deadlines import EVENT, deadline
 from tests.test_scaleout.conftest import fresh_postgres
 from tests.test_scaleout.workers import Worker, post, worker_env

@@ -14,7 +14,6 @@ from aiogram import Bot
 
 from adapters.llm.scripted import ScriptedModel
 from adapters.telegram.app import build_bot, build_dispatcher
-from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.webhook import (
     HEALTH_PATH,
@@ -30,6 +29,7 @@ from bot.domain.records import UserRecord
 from bot.services.turn_scheduler import LocalChatLock
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
+from testkit.fake_bot_api import FakeBotApi
 from tests.rig import wire_app
 
 SECRET = "s3cret-token_1"

@@ -18,13 +18,13 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
-from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.webhook import HEALTH_PATH
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.test_scaleout.conftest import fresh_postgres
 from tests.test_scaleout.probes import OverlapProbe, tag
 from tests.test_scaleout.workers import SECRET, Worker, post, worker_env

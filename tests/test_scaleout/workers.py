@@ -20,8 +20,8 @@ from typing import Any
 
 import aiohttp
 
-from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.webhook import SECRET_HEADER, WEBHOOK_PATH
+from testkit.fake_bot_api import FakeBotApi
 from tests.deadlines import PROCESS_READY, REAP, deadline
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from pydantic import SecretStr
 
 from bot.domain.facts import InboundMessage, Sender
 from bot.texts import text
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 from tests.rig import rig_settings, wire_app
 

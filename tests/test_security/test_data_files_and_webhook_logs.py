@@ -12,11 +12,11 @@ import aiohttp
 import pytest
 from aiogram import Dispatcher
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import Reply, ScriptedModel
 from adapters.telegram.app import build_bot
-from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.webhook import SECRET_HEADER, WEBHOOK_PATH, WebhookServer
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.bot_process import eventually
 from tests.deadlines import EVENT, deadline
 from tests.test_reliability.conftest import BOT_TOKEN, suite_bot

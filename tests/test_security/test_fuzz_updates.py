@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.telegram.parsing import parse_raw_update
 from bot.context.projection import project
 from bot.domain.facts import InboundMessage, Sender
 from bot.domain.records import RecordBody, ServiceMessageRecord, StoredRecord, UserRecord
 from bot.services.message_records import record_of
+from testkit.updates import parse_raw_update
 
 BOT_ID = 999
 PER_TURN = "[Turn context]\ntime: 2026-11-30 12:00 UTC"

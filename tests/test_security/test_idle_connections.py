@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from adapters.http_guard import HEADER_TIMEOUT_S, MAX_CONNECTIONS
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import Reply, ScriptedModel
-from adapters.telegram.fake_api import FakeBotApi
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.bot_process import BotProcess
 from tests.deadlines import EVENT, deadline
 from tests.test_app.test_dashboard.test_run_serves_it import free_port

@@ -16,9 +16,9 @@ from typing import Any, cast
 import pytest
 from aiohttp import web
 
-from adapters.llm.fake_server import FakeOpenAIServer
-from adapters.telegram.fake_api import FakeBotApi
 from bot.texts import text
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.bot_process import BotProcess
 from tests.deadlines import EVENT, deadline
 from tests.test_reliability.conftest import BOT_TOKEN, SETTINGS

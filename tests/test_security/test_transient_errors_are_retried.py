@@ -16,9 +16,9 @@ from aiogram import Bot
 import adapters.telegram.app as telegram_app
 from adapters.telegram import polling_loop
 from adapters.telegram.app import build_bot, build_dispatcher
-from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.polling_loop import poll_updates
 from bot.domain.facts import InboundMessage
+from testkit.fake_bot_api import FakeBotApi
 from tests.deadlines import EVENT, deadline
 
 CHAT = -100_500

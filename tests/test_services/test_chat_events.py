@@ -12,7 +12,7 @@ from bot.domain.ids import SessionKey
 from bot.ports import PlatformMessage
 from bot.services.chat_events import ChatEventPolicy, ChatEventService
 from bot.services.messenger_relay import ChatClosed, ClosedChatGuard, ClosedChats
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

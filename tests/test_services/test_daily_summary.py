@@ -11,7 +11,7 @@ from bot.domain.ids import Locale
 from bot.errors import TelegramNetworkError
 from bot.services.daily_summary import DailySummary, format_summary_text
 from bot.services.usage_report import build_report
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock, claimed_days
 from tests.test_services.ledger_days import SHANGHAI, write_ledger
 from tests.test_services.ledger_days import call as ledger_call

@@ -16,7 +16,7 @@ from bot.config import load_settings
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
 from bot.domain.records import AssistantRecord, UserRecord
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import ALICE, BOB, CHEN, OWNER, RecordingMessenger, SteppingClock, inbound
 
 START = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)

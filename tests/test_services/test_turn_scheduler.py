@@ -17,7 +17,7 @@ from bot.domain.records import UserRecord
 from bot.ports import NewRecord, SessionInfo
 from bot.services.turn_scheduler import PendingTurn, SessionTurns, TurnScheduler
 from bot.texts import text
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.deadlines import EVENT, deadline
 from tests.fakes import ALICE, BOB, RecordingMessenger, inbound
 

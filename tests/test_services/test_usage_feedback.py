@@ -14,7 +14,7 @@ from bot.ports import StoredReaction
 from bot.services.daily_summary import DailySummary
 from bot.services.usage_render import render_table, to_json
 from bot.services.usage_report import Feedback, build_report, with_feedback
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 from tests.rig import rig_settings
 from tests.test_app.conftest import cli_env, tgbot_here

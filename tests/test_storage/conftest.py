@@ -16,9 +16,9 @@ import pytest
 from sqlalchemy import text
 
 from storage.engine import create_engine_for
-from storage.memory import InMemoryStore
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import SteppingClock
 from tests.store_inspector import InspectedStore
 

@@ -12,7 +12,7 @@ from bot.ports import PlatformMessage
 from bot.tools.base import ToolContext
 from bot.tools.delete_message import delete_message
 from bot.tools.rights import ChatAdmins, MemberRights
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 
 GROUP = -100500

@@ -11,7 +11,7 @@ from bot.domain.records import StoredRecord, ToolResult, ToolResultsRecord, User
 from bot.errors import ToolError
 from bot.tools.base import ToolContext
 from bot.tools.expand_tool_result import MAX_CHARS, TOOL, expand_tool_result
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 
 AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

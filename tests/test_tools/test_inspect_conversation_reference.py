@@ -16,7 +16,7 @@ from bot.tools.inspect_conversation_reference import (
     TOOL,
     inspect_conversation_reference,
 )
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 
 GROUP = -100500

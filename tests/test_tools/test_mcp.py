@@ -32,7 +32,7 @@ from bot.tools.mcp import (
     show_images,
 )
 from bot.tools.rights import MemberRights
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 from tests.test_agent.rig import START
 

@@ -16,7 +16,7 @@ from bot.errors import ReferenceNotConfirmed, ToolError
 from bot.ports import NewRecord, PlatformMessage
 from bot.tools.base import ToolContext
 from bot.tools.search_history import MAX_QUERY_CHARS, search_history
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 
 GROUP = -100500

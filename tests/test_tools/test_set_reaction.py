@@ -13,7 +13,7 @@ import pytest
 from bot.errors import ToolError
 from bot.tools.base import ToolContext
 from bot.tools.set_reaction import TOOL, set_reaction
-from storage.memory import InMemoryStore
+from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
 
 GROUP = -100500

@@ -12,9 +12,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.scripted import Reply, ScriptedModel
-from adapters.telegram.fake_api import FakeBotApi
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 from tests.bot_process import BotProcess
 from tests.test_reliability.conftest import BOT_TOKEN, suite_bot
 

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llm.fake_anthropic import FakeAnthropicServer
-from adapters.llm.fake_server import FakeOpenAIServer
 from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
 from adapters.llm.scripted import Reply, ScriptedModel
 from bot.agent.traces import (
@@ -24,6 +22,8 @@ from bot.agent.traces import (
 from bot.app.dashboard.calls import view
 from bot.domain.messages import ChatMessage, ToolCall
 from bot.ports import CachePlan, LLMRequest, ToolSpec
+from testkit.fake_anthropic import FakeAnthropicServer
+from testkit.fake_server import FakeOpenAIServer
 from tests.test_agent.rig import AT, model_call
 
 REQUEST = LLMRequest(

@@ -2,7 +2,7 @@
 
 `FakeOpenAIServer` speaks `POST /v1/chat/completions` over real HTTP: it records each raw
 request body, maps it to an `LLMRequest` with `openai_server_wire.from_request`, asks the delegate
-(a `ScriptedModel` by default) and answers with `openai_server_wire.to_response`. Errors the
+(a `ScriptedModel` by default) and answers with `testkit.openai_answers.to_response`. Errors the
 delegate raises come back as the HTTP errors a real provider sends (overflow → 400
 `context_length_exceeded`, rate limit → 429 with `Retry-After`, unavailable → 503, a bad
 response → an empty reply). `fail_next` and `delay_next` inject failures and slowness;
@@ -14,10 +14,10 @@ upstreams refuse; a `tool_choice` without `tools` or of an unknown value), never
 tool call under `tool_choice: "none"`, streams SSE chunks when asked (`stream: true`, the
 usage in a last chunk with `stream_options.include_usage`), and with `cache` set reports
 usage from `fake_cache.PrefixCache` (`reported` keeps each usage it sent). With `thinking`
-(`adapters.llm.fake_reasoning`) it answers with reasoning, streamed as reasoning deltas, and
+(`testkit.fake_reasoning`) it answers with reasoning, streamed as reasoning deltas, and
 refuses with the provider's own 400 a request that does not give it back.
 
-Run alone with `python -m adapters.llm.fake_server [--port N]` (the demo model answers).
+Run alone with `python -m testkit.fake_server [--port N]` (the demo model answers).
 """
 
 from __future__ import annotations
@@ -35,12 +35,13 @@ from typing import Any, Literal, Self
 
 from aiohttp import web
 
-from adapters.llm.fake_cache import Block, PrefixCache
-from adapters.llm.fake_reasoning import Refusal, ThinkingModel
-from adapters.llm.openai_server_wire import error_body, from_request, to_response
+from adapters.llm.openai_server_wire import from_request
 from adapters.llm.scripted import ScriptedModel
 from bot.errors import ContextOverflow, ProviderBadResponse, ProviderError, ProviderRateLimited
-from bot.ports import LLMProvider, LLMResponse, Usage
+from bot.ports import LLMProvider, LLMRequest, LLMResponse, Usage
+from testkit.fake_cache import Block, PrefixCache
+from testkit.fake_reasoning import Refusal, ThinkingModel
+from testkit.openai_answers import error_body, to_response
 
 _COMPLETION_ONLY = ("gpt-5", "o1", "o3", "o4")
 """Models that reject `max_tokens` (they take `max_completion_tokens`)."""
@@ -85,7 +86,7 @@ class FakeOpenAIServer:
         """Seconds every answer waits (after `delay_next` delays are used up)."""
         self.model_name = model_name
         self.thinking = thinking
-        """A reasoning model (`adapters.llm.fake_reasoning`): it thinks on every answer and
+        """A reasoning model (`testkit.fake_reasoning`): it thinks on every answer and
         refuses, as its provider does, a request that does not give the reasoning back."""
         self._port = port
         self._failures: deque[_Injected] = deque()
@@ -169,39 +170,21 @@ class FakeOpenAIServer:
             self.requests.append({"invalid_json": raw})
             return web.json_response(error_body("request body is not JSON"), status=400)
         self.requests.append(body)
-        self.headers.append({k.lower(): v for k, v in http_request.headers.items()})
+        headers = {k.lower(): v for k, v in http_request.headers.items()}
+        self.headers.append(headers)
         delay = self._delays.popleft() if self._delays else self.delay
         if delay > 0:
             await self._wait(delay)
-        if self._failures:
-            injected = self._failures.popleft()
-            return _error_response(injected.status, injected.body, injected.headers)
-        refused = _refusal(body)
+        refused = self._refused(body, headers)
         if refused is not None:
-            return web.json_response(refused, status=400)
-        if self.thinking is not None:
-            try:
-                self.thinking.check(body)
-            except Refusal as refusal:
-                return _error_response(refusal.status, refusal.body)
+            return refused
         try:
             request = from_request(body)
         except ValueError as exc:
             return web.json_response(error_body(str(exc)), status=400)
-        try:
-            response = await self.model.complete(request)
-        except ContextOverflow as exc:
-            message = f"This model's maximum context length is exceeded. {exc}"
-            return _error_response(400, error_body(message, code="context_length_exceeded"))
-        except ProviderRateLimited as exc:
-            headers = {}
-            if exc.retry_after is not None:
-                headers["Retry-After"] = str(math.ceil(exc.retry_after))
-            return _error_response(429, error_body(str(exc), kind="rate_limit_exceeded"), headers)
-        except ProviderBadResponse:
-            response = LLMResponse(text="")  # the client sees an empty reply
-        except ProviderError as exc:
-            return _error_response(503, error_body(str(exc), kind="server_error"))
+        response = await self._answer(request)
+        if isinstance(response, web.Response):
+            return response
         if request.tool_choice == "none" and response.tool_calls:
             # the API never answers a tool call under tool_choice "none"
             response = replace(response, tool_calls=(), finish_reason="stop")
@@ -230,6 +213,39 @@ class FakeOpenAIServer:
         if body.get("stream") is True:
             return await self._stream(http_request, answer, body)
         return web.json_response(answer)
+
+    def _refused(self, body: dict[str, Any], headers: dict[str, str]) -> web.Response | None:
+        """The answer to a request refused before the model sees it (an injected failure,
+        a malformed body, a thinking model's rule)."""
+        if self._failures:
+            injected = self._failures.popleft()
+            return raw_answer(injected.status, injected.body, injected.headers)
+        refused = _refusal(body)
+        if refused is not None:
+            return web.json_response(refused, status=400)
+        if self.thinking is not None:
+            try:
+                self.thinking.check(body)
+            except Refusal as refusal:
+                return raw_answer(refusal.status, refusal.body)
+        return None
+
+    async def _answer(self, request: LLMRequest) -> LLMResponse | web.Response:
+        """The model's answer, or the error the API sends for what the model raised."""
+        try:
+            return await self.model.complete(request)
+        except ContextOverflow as exc:
+            message = f"This model's maximum context length is exceeded. {exc}"
+            return raw_answer(400, error_body(message, code="context_length_exceeded"))
+        except ProviderRateLimited as exc:
+            headers = {}
+            if exc.retry_after is not None:
+                headers["Retry-After"] = str(math.ceil(exc.retry_after))
+            return raw_answer(429, error_body(str(exc), kind="rate_limit_exceeded"), headers)
+        except ProviderBadResponse:
+            return LLMResponse(text="")  # the client sees an empty reply
+        except ProviderError as exc:
+            return raw_answer(503, error_body(str(exc), kind="server_error"))
 
     async def _stream(
         self, http_request: web.Request, answer: dict[str, Any], body: dict[str, Any]
@@ -384,9 +400,9 @@ def _blocks(body: Mapping[str, Any]) -> list[Block]:
     return blocks
 
 
-def _error_response(
-    status: int, body: object, headers: Mapping[str, str] | None = None
-) -> web.Response:
+def raw_answer(status: int, body: object, headers: Mapping[str, str] | None = None) -> web.Response:
+    """An answer with `body` as given: text when a string, else JSON (a recorded provider
+    body, an injected failure)."""
     if isinstance(body, str):
         return web.Response(status=status, text=body, headers=dict(headers or {}))
     if isinstance(body, Mapping):
@@ -410,4 +426,4 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["FakeOpenAIServer"]
+__all__ = ["FakeOpenAIServer", "raw_answer"]

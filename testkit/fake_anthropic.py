@@ -10,7 +10,7 @@ received; message blocks keyed by `tool_choice`, as the real cache keys them), n
 `tool_use` under `tool_choice` none, errors in Anthropic's format (`{"type": "error",
 ...}`, 529 `overloaded_error`, 429 with `retry-after`), and streams the Messages event
 stream when the body says `stream: true`. `reported` keeps each usage it sent. With
-`thinking` (`adapters.llm.fake_reasoning`) it answers with thinking blocks (streamed through
+`thinking` (`testkit.fake_reasoning`) it answers with thinking blocks (streamed through
 `thinking_delta` / `signature_delta`) and refuses a request that does not give them back.
 """
 
@@ -23,18 +23,18 @@ from typing import Any
 
 from aiohttp import web
 
-from adapters.llm.anthropic_wire import (
+from bot.errors import ContextOverflow, ProviderBadResponse, ProviderError, ProviderRateLimited
+from bot.ports import LLMProvider, LLMRequest, LLMResponse, Usage
+from testkit.anthropic_server_wire import (
     cache_breakpoints,
     error_body,
     from_request,
     to_response,
     usage_to_wire,
 )
-from adapters.llm.fake_cache import Block, PrefixCache
-from adapters.llm.fake_reasoning import Refusal, ThinkingModel
-from adapters.llm.fake_server import FakeOpenAIServer
-from bot.errors import ContextOverflow, ProviderBadResponse, ProviderError, ProviderRateLimited
-from bot.ports import LLMProvider, LLMResponse, Usage
+from testkit.fake_cache import Block, PrefixCache
+from testkit.fake_reasoning import Refusal, ThinkingModel
+from testkit.fake_server import FakeOpenAIServer, raw_answer
 
 MAX_CACHE_CONTROL = 4
 
@@ -78,36 +78,16 @@ class FakeAnthropicServer(FakeOpenAIServer):
             self.requests.append({"invalid_json": raw})
             return _error(400, "There was an error parsing the body of your request.")
         self.requests.append(body)
-        if self.api_key is not None and headers.get("x-api-key") != self.api_key:
-            return _error(401, "invalid x-api-key", kind="authentication_error")
-        if "anthropic-version" not in headers:
-            return _error(400, "anthropic-version: header is required")
-        refused = _refusal(body)
+        refused = self._refused(body, headers)
         if refused is not None:
-            return _error(400, refused)
-        if self.thinking is not None:
-            try:
-                self.thinking.check(body)
-            except Refusal as refusal:
-                return _plain(refusal.status, refusal.body, {})
-        if self._failures:
-            injected = self._failures.popleft()
-            return _plain(injected.status, injected.body, injected.headers)
+            return refused
         try:
             request = from_request(body)
         except ValueError as exc:
             return _error(400, str(exc))
-        try:
-            response = await self.model.complete(request)
-        except ContextOverflow:
-            return _error(400, "prompt is too long: 208310 tokens > 200000 maximum")
-        except ProviderRateLimited as exc:
-            extra = {"retry-after": str(math.ceil(exc.retry_after or 1))}
-            return _error(429, str(exc), kind="rate_limit_error", headers=extra)
-        except ProviderBadResponse:
-            response = LLMResponse(text="…")
-        except ProviderError as exc:
-            return _error(529, str(exc), kind="overloaded_error")
+        response = await self._answer(request)
+        if isinstance(response, web.Response):
+            return response
         if request.tool_choice == "none" and response.tool_calls:
             # the API never answers a tool_use under tool_choice none
             response = replace(response, tool_calls=(), finish_reason="end_turn")
@@ -129,6 +109,40 @@ class FakeAnthropicServer(FakeOpenAIServer):
         if body.get("stream") is True:
             return await self._event_stream(http_request, answer)
         return web.json_response(answer)
+
+    def _refused(self, body: dict[str, Any], headers: dict[str, str]) -> web.Response | None:
+        """The answer to a request the API refuses before the model sees it (a wrong key,
+        no version header, a malformed body, a thinking model's rule, an injected failure)."""
+        if self.api_key is not None and headers.get("x-api-key") != self.api_key:
+            return _error(401, "invalid x-api-key", kind="authentication_error")
+        if "anthropic-version" not in headers:
+            return _error(400, "anthropic-version: header is required")
+        refused = _refusal(body)
+        if refused is not None:
+            return _error(400, refused)
+        if self.thinking is not None:
+            try:
+                self.thinking.check(body)
+            except Refusal as refusal:
+                return raw_answer(refusal.status, refusal.body, {})
+        if self._failures:
+            injected = self._failures.popleft()
+            return raw_answer(injected.status, injected.body, injected.headers)
+        return None
+
+    async def _answer(self, request: LLMRequest) -> LLMResponse | web.Response:
+        """The model's answer, or the error the API sends for what the model raised."""
+        try:
+            return await self.model.complete(request)
+        except ContextOverflow:
+            return _error(400, "prompt is too long: 208310 tokens > 200000 maximum")
+        except ProviderRateLimited as exc:
+            extra = {"retry-after": str(math.ceil(exc.retry_after or 1))}
+            return _error(429, str(exc), kind="rate_limit_error", headers=extra)
+        except ProviderBadResponse:
+            return LLMResponse(text="…")
+        except ProviderError as exc:
+            return _error(529, str(exc), kind="overloaded_error")
 
     async def _event_stream(
         self, http_request: web.Request, answer: dict[str, Any]
@@ -309,12 +323,6 @@ def _error(
     headers: dict[str, str] | None = None,
 ) -> web.Response:
     return web.json_response(error_body(message, kind=kind), status=status, headers=headers)
-
-
-def _plain(status: int, body: object, headers: Any) -> web.Response:
-    if isinstance(body, str):
-        return web.Response(status=status, text=body, headers=dict(headers or {}))
-    return web.json_response(body, status=status, headers=dict(headers or {}))
 
 
 __all__ = ["FakeAnthropicServer"]

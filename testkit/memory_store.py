@@ -7,9 +7,10 @@ the pure derivation of `storage.alias_cache` (the definition the SQL cache must 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime
+from typing import Any
 
 from bot.clock import SYSTEM_CLOCK
 from bot.domain.erasure import (
@@ -36,7 +37,7 @@ from storage.alias_cache import alias_parts, aliases_on_path, derive_path, path_
 from storage.queries import AWAITING_KINDS
 from storage.retention import Node, PruneResult, plan_prune
 from storage.rows import latest_reactions, utc
-from storage.search import query_terms, rank_texts
+from storage.search import Term, index_tokens, matched_terms, query_terms
 
 
 @dataclass(slots=True)
@@ -473,3 +474,17 @@ class InMemoryStore:
 def _satisfies_the_ports(store: InMemoryStore) -> ConversationStore:
     """Checked by mypy: the store implements `bot.store_ports.ConversationStore`."""
     return store
+
+
+def rank_texts(
+    terms: Sequence[Term], candidates: Iterable[tuple[Any, str]], *, newest_key: Any
+) -> list[Any]:
+    """Candidates (item, text) that match, best first: most terms, then newest (the SQL
+    stores rank in the database)."""
+    scored = []
+    for item, body in candidates:
+        score = matched_terms(terms, index_tokens(body))
+        if score:
+            scored.append((score, newest_key(item), item))
+    scored.sort(key=lambda entry: (entry[0], entry[1]), reverse=True)
+    return [item for _score, _key, item in scored]
