@@ -12,11 +12,10 @@ from collections.abc import Sequence
 
 from bot.agent.bubbles import ReplyBubbles
 from bot.agent.compactor import Compactor
-from bot.agent.events import EventBus
+from bot.agent.events import NO_OBSERVER, EventBus, TurnObserver
 from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import CallMetering
 from bot.agent.model_call import ModelCaller
-from bot.agent.observer import NO_OBSERVER, TurnObserver
 from bot.agent.policy import TurnPolicy
 from bot.agent.presence import ChatActions, Presence
 from bot.agent.provider_call import ProviderCaller, SpendCheck

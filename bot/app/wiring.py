@@ -23,9 +23,8 @@ from adapters.media_files import CachedMediaFiles, MediaCache, TelegramFileSourc
 from adapters.scheduler import build_scheduler
 from adapters.tokenizers import TokenizerUnavailable, load_token_counter
 from adapters.transcription import OpenAITranscriber
-from bot.agent.events import EventBus
+from bot.agent.events import NO_OBSERVER, EventBus
 from bot.agent.ledger import LedgerWriter
-from bot.agent.observer import NO_OBSERVER
 from bot.agent.policy import (
     CallPolicy,
     CompactionPolicy,
