@@ -56,7 +56,7 @@ from bot.app.telemetry import route_endpoints
 from bot.app.turn_parts import build_turn_runner
 from bot.clock import SystemClock
 from bot.config import ChatLimitSettings, ProviderProfile, SceneHistory, Settings
-from bot.context.budget import PerScene, ProfileCapacity, RuntimeLimits, bound_summaries
+from bot.context.window import PerScene, ProfileCapacity, RuntimeLimits, bound_summaries
 from bot.errors import ConfigError
 from bot.ports import (
     ChatLock,
