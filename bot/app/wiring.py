@@ -25,6 +25,7 @@ from adapters.tokenizers import TokenizerUnavailable, load_token_counter
 from adapters.transcription import OpenAITranscriber
 from bot.agent.events import NO_OBSERVER, EventBus
 from bot.agent.ledger import LedgerWriter
+from bot.agent.metering import TokenTruth
 from bot.agent.policy import (
     CallPolicy,
     CompactionPolicy,
@@ -47,7 +48,6 @@ from bot.agent.spend import (
     SpendPolicy,
     nanos,
 )
-from bot.agent.token_truth import TokenTruth
 from bot.agent.traces import TraceWriter
 from bot.agent.turn_images import TurnImages
 from bot.app.dashboard.auth import owner_link
