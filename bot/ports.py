@@ -450,7 +450,7 @@ class ToldUserNotes(Protocol):
 class SharedTokenCorrections(Protocol):
     """Per-route token corrections kept where every worker's learning meets
     (`storage.token_corrections.SqlTokenCorrections`, PostgreSQL); one process on SQLite
-    keeps its JSON file (`bot.agent.token_truth`)."""
+    keeps its JSON file (`bot.agent.metering`)."""
 
     async def load(self) -> dict[str, TokenCorrection]: ...
 

@@ -1,7 +1,7 @@
 """Per-route token corrections in PostgreSQL, shared by every worker (implements
 `bot.ports.SharedTokenCorrections`) without a row lock per call.
 
-Each worker learns in memory (`bot.agent.token_truth`) and, every few seconds while calls
+Each worker learns in memory (`bot.agent.metering`, `TokenTruth`) and, every few seconds while calls
 keep coming, upserts its own row per route in `token_correction_workers` (route, worker,
 ratio, samples: the calls this worker learned from itself, updated_at), one statement for
 all its routes. No two workers write the same row, so nothing waits on a lock. What the

@@ -1,17 +1,29 @@
-"""Runtime events (trims, model calls) delivered to the log and to subscribers."""
+"""What a turn publishes and who watches it.
+
+Runtime events (trims, model calls) go to the log and to the bus's subscribers (`EventBus`).
+A tracer watches turns and tool calls as they run (`TurnObserver`): the runtime opens one
+watch per turn (`TurnRunner.run_turn`) and one per tool call the model made
+(`ToolRunner.run_calls`), and says how each ended. Model calls need no watch: each is a
+`ModelCalled` on the bus, published from inside its turn, so a tracer that keeps the turn
+current while it runs can hang the call under it. `NO_OBSERVER` watches nothing; the
+OpenTelemetry tracer (`adapters/otel.py`) is wired only when an OTLP endpoint is configured.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from bot.agent.routes import ModelRoute
 from bot.context.history_trim import HistoryTrimmed
 from bot.context.tokens import RequestTokens
-from bot.ports import LLMRequest, LLMResponse, SessionInfo, Usage
+from bot.domain.messages import ToolCall
+from bot.domain.records import ToolResult
+from bot.ports import Delivery, LLMRequest, LLMResponse, SessionInfo, Usage
 
 log = logging.getLogger("tgbot.events")
 
@@ -110,3 +122,63 @@ def _log_trim(event: HistoryTrimmed) -> None:
         event.tokens_after,
         event.budget,
     )
+
+
+# Watching turns and tool calls: the port a tracer implements
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnOutcome:
+    """How a turn ended: answered (the reply was delivered) or failed (with `error`)."""
+
+    status: Literal["answered", "failed"]
+    text: str = ""
+    delivery: Delivery | None = None
+    iterations: int = 0
+    hit_iteration_cap: bool = False
+    error: str | None = None
+    failure: str | None = None
+    """What kind of failure (the `TurnFailed` key, or `not_delivered`); None when answered."""
+
+
+_Outcome = TypeVar("_Outcome", contravariant=True)
+
+
+class Watch(Protocol[_Outcome]):
+    def ended(self, outcome: _Outcome) -> None:
+        """How the watched work ended: a turn's outcome, or what a tool call gave the model
+        (an error result included). Work that raised never gets here: the watch sees the
+        error."""
+        ...
+
+
+TurnWatch = Watch[TurnOutcome]
+ToolWatch = Watch[ToolResult]
+
+
+class TurnObserver(Protocol):
+    def turn(self, session: SessionInfo, turn_id: str) -> AbstractContextManager[TurnWatch]:
+        """Open while the turn runs, from before its request is built to after its reply."""
+        ...
+
+    def tool_call(self, call: ToolCall) -> AbstractContextManager[ToolWatch]:
+        """Open while one tool call runs (or is refused over a cap)."""
+        ...
+
+
+class _Unwatched:
+    def ended(self, outcome: object) -> None:
+        return None
+
+
+class NullObserver:
+    """Watches nothing (tracing is off)."""
+
+    def turn(self, session: SessionInfo, turn_id: str) -> AbstractContextManager[TurnWatch]:
+        return nullcontext(_Unwatched())
+
+    def tool_call(self, call: ToolCall) -> AbstractContextManager[ToolWatch]:
+        return nullcontext(_Unwatched())
+
+
+NO_OBSERVER: TurnObserver = NullObserver()

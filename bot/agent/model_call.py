@@ -20,7 +20,6 @@ from typing import Literal
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.routes import ModelRoute
 from bot.agent.traces import new_call_id
-from bot.context.budget import RuntimeLimits
 from bot.context.cache_plan import ReadPoints, plan_cache, session_cache_key
 from bot.context.history_trim import HistoryTrimmed
 from bot.context.tokens import (
@@ -30,7 +29,12 @@ from bot.context.tokens import (
     exact_message_tokens,
     image_tokens,
 )
-from bot.context.window import check_capacity, estimate_tool_schema_tokens, tool_schema_text
+from bot.context.window import (
+    RuntimeLimits,
+    check_capacity,
+    estimate_tool_schema_tokens,
+    tool_schema_text,
+)
 from bot.domain.messages import ChatMessage
 from bot.errors import CapacityExceeded, ProviderError, ProviderUnavailable
 from bot.ports import Clock, LLMRequest, LLMResponse, SessionInfo, TextSink, ToolSpec

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import tzinfo
 
-from bot.context.budget import PerScene, RuntimeLimits
 from bot.context.tool_results import DEFAULT_MAX_TOOL_RESULT_CHARS
+from bot.context.window import PerScene, RuntimeLimits
 from bot.domain.ids import Locale
 
 

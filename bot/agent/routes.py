@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from bot.context.budget import ProfileCapacity, resolve_window, window_for_math
 from bot.context.images import ImageWire
+from bot.context.window import ProfileCapacity, resolve_window, window_for_math
 from bot.ports import LLMProvider, Usage
 
 

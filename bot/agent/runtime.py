@@ -21,12 +21,13 @@ from collections.abc import Sequence
 
 from bot.agent.bubbles import ReplyBubbles
 from bot.agent.compactor import Compactor
+from bot.agent.events import TurnOutcome
 from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
 from bot.agent.policy import TurnPolicy
 from bot.agent.presence import Presence, Typing
 from bot.agent.provider_call import ProviderCaller
 from bot.agent.tool_runner import TOOL_TIMEOUT_SECONDS, ToolRunner
-from bot.agent.turn import TurnFailed, TurnOutcome, TurnState
+from bot.agent.turn import TurnFailed, TurnState
 from bot.agent.window import Windows
 from bot.context.alias_table import AliasTable
 from bot.context.escaping import strip_echoed_header
@@ -80,7 +81,7 @@ class TurnRunner:
         self.told = told
         """`[Already told the user]` notes, kept until a turn that carried them succeeds."""
         self.observer = tool_runner.observer
-        """Watches each turn and tool call (tracing, `bot.agent.observer`)."""
+        """Watches each turn and tool call (tracing, `bot.agent.events`)."""
         self.messenger = bubbles.messenger
         self.truth = metering.truth
         """Per-route token corrections: learned by metering, used by budgets and checks."""

@@ -37,7 +37,7 @@ from typing import Literal, Protocol
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.routes import Prices
 from bot.agent.turn import TurnState
-from bot.context.budget import PerScene
+from bot.context.window import PerScene
 from bot.domain.ids import Locale, Scene
 from bot.errors import BudgetExceeded, StorageUnavailable, TelegramError
 from bot.ports import Clock, LLMRequest, Messenger, Usage

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, tzinfo
 
-from bot.agent.observer import NO_OBSERVER, TurnObserver
+from bot.agent.events import NO_OBSERVER, TurnObserver
 from bot.agent.routes import ModelRoute
 from bot.agent.turn import TurnState
 from bot.context.alias_table import AliasTable, ShownByTool

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from bot.agent.routes import ModelRoute
 from bot.context.history_trim import IndexedHistory
 from bot.context.tokens import estimate_message_tokens, with_token_estimate
 from bot.context.turns import count_turns, remove_orphaned_tool_messages
-from bot.ports import Delivery, SessionInfo
+from bot.ports import SessionInfo
 
 if TYPE_CHECKING:
     from bot.agent.request import RequestBuilder
@@ -99,20 +99,6 @@ class TurnState:
     @property
     def fixed_tokens(self) -> int:
         return self.layout.fixed_tokens
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnOutcome:
-    """How a turn ended: answered (the reply was delivered) or failed (with `error`)."""
-
-    status: Literal["answered", "failed"]
-    text: str = ""
-    delivery: Delivery | None = None
-    iterations: int = 0
-    hit_iteration_cap: bool = False
-    error: str | None = None
-    failure: str | None = None
-    """What kind of failure (the `TurnFailed` key, or `not_delivered`); None when answered."""
 
 
 class TurnFailed(Exception):

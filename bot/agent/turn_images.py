@@ -162,8 +162,10 @@ class TurnImages:
             body = record.body
             assert isinstance(body, UserRecord)
             own_ids.update(mid for mid in record.message_ids if mid is not None)
-            label = _label(record)
-            found.extend(_Candidate(label=label, media=m) for m in body.media if is_image_media(m))
+            images = [m for m in body.media if is_image_media(m)]
+            if images:
+                label = _label(record)
+                found.extend(_Candidate(label=label, media=m) for m in images)
         chat_id = session.key.chat_id
         quoted: list[int] = []
         for record in reversed(turn):

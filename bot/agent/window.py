@@ -24,7 +24,6 @@ from bot.agent.policy import WindowPolicy
 from bot.agent.request import RequestBuilder
 from bot.agent.routes import ModelRoute, RouteTable
 from bot.context.alias_table import AliasTable
-from bot.context.budget import RuntimeLimits, summary_bound
 from bot.context.compaction import (
     PreparedSummary,
     WindowPlan,
@@ -41,7 +40,14 @@ from bot.context.projection import (
 )
 from bot.context.tokens import NO_CORRECTION, TokenCorrection
 from bot.context.turns import turn_starts
-from bot.context.window import TurnCosts, WindowLimits, select_window, turn_costs
+from bot.context.window import (
+    RuntimeLimits,
+    TurnCosts,
+    WindowLimits,
+    select_window,
+    summary_bound,
+    turn_costs,
+)
 from bot.domain.erasure import (
     deleted_trace,
     erased_body,

@@ -24,7 +24,7 @@ from adapters.llm.scripted import ScriptedModel, is_summary_request
 from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.fake_api import DemoBotApi
 from adapters.telegram.sender import TelegramMessenger
-from bot.agent.prompt import (
+from bot.agent.request import (
     PromptFacts,
     TurnContext,
     build_per_turn_blocks,

@@ -12,18 +12,16 @@ from collections.abc import Sequence
 
 from bot.agent.bubbles import ReplyBubbles
 from bot.agent.compactor import Compactor
-from bot.agent.events import EventBus
+from bot.agent.events import NO_OBSERVER, EventBus, TurnObserver
 from bot.agent.ledger import LedgerWriter
-from bot.agent.metering import CallMetering
+from bot.agent.metering import CallMetering, TokenTruth
 from bot.agent.model_call import ModelCaller
-from bot.agent.observer import NO_OBSERVER, TurnObserver
 from bot.agent.policy import TurnPolicy
 from bot.agent.presence import ChatActions, Presence
 from bot.agent.provider_call import ProviderCaller, SpendCheck
 from bot.agent.request import RequestBuilder
 from bot.agent.routes import RouteTable
 from bot.agent.runtime import TurnRunner
-from bot.agent.token_truth import TokenTruth
 from bot.agent.tool_runner import ToolRunner
 from bot.agent.turn_images import TurnImages
 from bot.agent.window import Windows

@@ -25,9 +25,9 @@ from adapters.media_files import CachedMediaFiles, MediaCache, TelegramFileSourc
 from adapters.scheduler import build_scheduler
 from adapters.tokenizers import TokenizerUnavailable, load_token_counter
 from adapters.transcription import OpenAITranscriber
-from bot.agent.events import EventBus
+from bot.agent.events import NO_OBSERVER, EventBus
 from bot.agent.ledger import LedgerWriter
-from bot.agent.observer import NO_OBSERVER
+from bot.agent.metering import TokenTruth
 from bot.agent.policy import (
     CallPolicy,
     CompactionPolicy,
@@ -50,7 +50,6 @@ from bot.agent.spend import (
     SpendPolicy,
     nanos,
 )
-from bot.agent.token_truth import TokenTruth
 from bot.agent.traces import TraceWriter
 from bot.agent.turn_images import TurnImages
 from bot.app.dashboard.auth import owner_link
@@ -60,7 +59,7 @@ from bot.app.topology import Topology, one_migration_at_a_time, topology_for
 from bot.app.turn_parts import build_turn_runner
 from bot.clock import SystemClock
 from bot.config import ChatLimitSettings, ProviderProfile, SceneHistory, Settings
-from bot.context.budget import PerScene, ProfileCapacity, RuntimeLimits, bound_summaries
+from bot.context.window import PerScene, ProfileCapacity, RuntimeLimits, bound_summaries
 from bot.errors import ConfigError
 from bot.ports import ChatLock, Clock, LLMProvider, Messenger
 from bot.redact import register_secret

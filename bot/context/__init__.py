@@ -5,7 +5,6 @@ primitives, the estimate and the runtime budget); everything else is imported fr
 module that holds it.
 """
 
-from bot.context.budget import RuntimeLimits, effective_context_budget
 from bot.context.history_trim import (
     BREADCRUMB_TEXT,
     insert_breadcrumb,
@@ -16,6 +15,7 @@ from bot.context.history_trim import (
 from bot.context.tokens import estimate_history_tokens, estimate_text_tokens
 from bot.context.tool_results import truncate_tool_result
 from bot.context.turns import remove_orphaned_tool_messages
+from bot.context.window import RuntimeLimits, effective_context_budget
 from bot.domain.messages import ChatMessage, ToolCall
 
 __all__ = [

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import assert_never
 
-from bot.context.budget import UNKNOWN_WINDOW_TOKENS
 from bot.context.tokens import compute_message_tokens
 from bot.context.turns import TOOL_RESULTS_PREFIX
+from bot.context.window import UNKNOWN_WINDOW_TOKENS
 from bot.domain.ids import Locale
 from bot.domain.messages import ChatMessage, ToolCall
 from bot.texts import in_locale

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from bot.agent.model_call import CapacitySource, capacity_window
-from bot.context.budget import RuntimeLimits
+from bot.context.window import RuntimeLimits
 from tests.test_agent.rig import ROUTE
 
 UNKNOWN = replace(ROUTE, context_window=None)

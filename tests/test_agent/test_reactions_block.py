@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 
-from bot.agent.reactions_block import MAX_REACTION_LINES, ReactionsBlock
+from bot.agent.request import MAX_REACTION_LINES, ReactionsBlock
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
 from bot.domain.records import AssistantRecord, RecordBody, StoredRecord, UserRecord

@@ -6,7 +6,7 @@ import pytest
 
 from adapters.llm.scripted import ScriptedModel
 from bot.agent.routes import Prices, ProfileEntry, RouteTable
-from bot.context.budget import ProfileCapacity
+from bot.context.window import ProfileCapacity
 from bot.ports import Usage
 
 PRICES = Prices(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent.token_truth import FILE_NAME, TokenTruth, route_key
+from bot.agent.metering import FILE_NAME, TokenTruth, route_key
 from bot.context.tokens import TokenCorrection
 from tests.deadlines import EVENT, deadline
 

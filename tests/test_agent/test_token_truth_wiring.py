@@ -14,8 +14,7 @@ import pytest
 from adapters.llm.scripted import ScriptedModel
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerEntry, LedgerWriter, read_entries
-from bot.agent.metering import CallMetering
-from bot.agent.token_truth import FILE_NAME, TokenTruth
+from bot.agent.metering import FILE_NAME, CallMetering, TokenTruth
 from bot.errors import ConfigError
 from bot.ports import LLMRequest, LLMResponse, TextSink, Usage
 from testkit.memory_store import InMemoryStore

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from bot.config import load_settings
-from bot.context.budget import UNKNOWN_WINDOW_TOKENS
 from bot.context.tokens import estimate_text_tokens
 from bot.context.tool_results import truncate_tool_result
+from bot.context.window import UNKNOWN_WINDOW_TOKENS
 from bot.errors import ConfigError
 
 

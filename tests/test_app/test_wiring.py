@@ -7,7 +7,7 @@ from pathlib import Path
 from adapters.llm.scripted import ScriptedModel
 from bot.agent.policy import SceneCaps
 from bot.app.wiring import turn_policy, window_policy
-from bot.context.budget import PerScene
+from bot.context.window import PerScene
 from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger
 from tests.rig import rig_settings, wire_app

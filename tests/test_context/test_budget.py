@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.context.budget import (
+from bot.context.window import (
     PerScene,
     ProfileCapacity,
     RuntimeLimits,

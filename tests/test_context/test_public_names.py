@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bot.context
-from bot.context.budget import RuntimeLimits, effective_context_budget
 from bot.context.history_trim import (
     BREADCRUMB_TEXT,
     insert_breadcrumb,
@@ -14,6 +13,7 @@ from bot.context.history_trim import (
 from bot.context.tokens import estimate_history_tokens, estimate_text_tokens
 from bot.context.tool_results import truncate_tool_result
 from bot.context.turns import remove_orphaned_tool_messages
+from bot.context.window import RuntimeLimits, effective_context_budget
 from bot.domain.messages import ChatMessage, ToolCall
 
 PROMISED = {

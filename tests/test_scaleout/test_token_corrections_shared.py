@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from adapters.llm.scripted import ScriptedModel
-from bot.agent.token_truth import TokenTruth, route_key
+from bot.agent.metering import TokenTruth, route_key
 from bot.context.tokens import NO_CORRECTION, observe
 from storage.engine import create_engine_for
 from storage.sql import SqlStore

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from adapters.llm.scripted import ScriptedModel
 from bot.agent.routes import ProfileEntry, RouteTable
-from bot.context.budget import ProfileCapacity
+from bot.context.window import ProfileCapacity
 from bot.domain.facts import InboundMessage, Sender
 from bot.domain.ids import SessionKey
 from bot.ports import SessionInfo

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.agent.turn import TurnOutcome
+from bot.agent.events import TurnOutcome
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
