@@ -17,10 +17,13 @@ from sqlalchemy import (
     Select,
     and_,
     bindparam,
+    cast,
     func,
     insert,
     literal_column,
+    null,
     select,
+    union_all,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -279,3 +282,149 @@ def walk_up(
     walk = walk.union_all(step)
     wanted = RECORD_COLUMNS if columns == "records" else ALIAS_COLUMNS
     return select(*wanted).join(walk, MESSAGES.c.id == walk.c.id).order_by(walk.c.depth.desc())
+
+
+SESSION_PART = 0
+RECORD_PART = 1
+SUMMARY_PART = 2
+REACTION_PART = 3
+_SESSION_PREFIX = "s_"
+_REACTION_PREFIX = "r_"
+
+
+def _typed_null(column: Any, name: str) -> Any:
+    """A NULL of `column`'s type: the UNION's result keeps its conversions, and PostgreSQL
+    matches the UNION's column types (an untyped NULL would be text)."""
+    return cast(null(), column.type).label(name)
+
+
+def _wide(
+    part: int,
+    *,
+    session: Any = None,
+    record: Any = None,
+    depth: Any = None,
+    reaction: Any = None,
+) -> list[Any]:
+    """The columns of one part of `window_load`: `part`, the session's (`s_` names), the
+    record's (`RECORD_COLUMNS` names) and `depth`, the reaction's (`r_` names); NULL where
+    the part has none."""
+    columns: list[Any] = [literal_column(str(part), Integer).label("part")]
+    for column in SESSIONS.c:
+        name = _SESSION_PREFIX + column.name
+        columns.append(
+            _typed_null(column, name) if session is None else session.c[column.name].label(name)
+        )
+    for column in RECORD_COLUMNS:
+        columns.append(
+            _typed_null(column, column.name) if record is None else record.c[column.name]
+        )
+    columns.append(
+        literal_column("0", Integer).label("depth") if depth is None else depth.label("depth")
+    )
+    for column in REACTIONS.c:
+        name = _REACTION_PREFIX + column.name
+        columns.append(
+            _typed_null(column, name) if reaction is None else reaction.c[column.name].label(name)
+        )
+    return columns
+
+
+@functools.cache
+def window_load(*, summaries: bool = False, reactions: bool = False) -> Select[Any]:
+    """A turn's reads of session `session_id` in one statement (one round trip, no
+    transaction needed: one statement reads one snapshot), as rows of `_wide` tagged by
+    `part`:
+
+    - `SESSION_PART`: the session row;
+    - `RECORD_PART`: the active path from the leaf back to the window start (included), at
+      most `limit` rows, `depth` 1 at the leaf (the walk of `walk_up`);
+    - with `summaries`, `SUMMARY_PART`: summary records hanging under the parent of the
+      oldest record walked (what precedes the window), oldest first;
+    - with `reactions`, `REACTION_PART`: the newest `reactions_limit` reactions of the
+      session's chat and thread made after the oldest record walked was created."""
+    state = (
+        select(
+            SESSIONS.c.active_leaf_id,
+            SESSIONS.c.window_start_id,
+            SESSIONS.c.chat_id,
+            SESSIONS.c.thread_id,
+        )
+        .where(SESSIONS.c.id == bindparam("session_id"))
+        .cte("state")
+    )
+    walk = (
+        select(MESSAGES.c.id, MESSAGES.c.parent_id, literal_column("1", Integer).label("depth"))
+        .where(MESSAGES.c.id == select(state.c.active_leaf_id).scalar_subquery())
+        .cte("walk", recursive=True)
+    )
+    step = (
+        select(MESSAGES.c.id, MESSAGES.c.parent_id, (walk.c.depth + 1).label("depth"))
+        .join(walk, MESSAGES.c.id == walk.c.parent_id)
+        .where(
+            walk.c.id.is_distinct_from(select(state.c.window_start_id).scalar_subquery()),
+            walk.c.depth < bindparam("limit"),
+        )
+    )
+    walk = walk.union_all(step)
+    session_part = select(*_wide(SESSION_PART, session=SESSIONS)).where(
+        SESSIONS.c.id == bindparam("session_id")
+    )
+    record_part = select(*_wide(RECORD_PART, record=MESSAGES, depth=walk.c.depth)).select_from(
+        MESSAGES.join(walk, MESSAGES.c.id == walk.c.id)
+    )
+    parts: list[Select[Any]] = [session_part, record_part]
+    oldest = select(walk.c.id).order_by(walk.c.depth.desc()).limit(1).scalar_subquery()
+    if summaries:
+        before = select(MESSAGES.c.parent_id).where(MESSAGES.c.id == oldest).scalar_subquery()
+        parts.append(
+            select(*_wide(SUMMARY_PART, record=MESSAGES)).where(
+                MESSAGES.c.session_id == bindparam("session_id"),
+                MESSAGES.c.kind == "summary",
+                MESSAGES.c.parent_id == before,
+            )
+        )
+    if reactions:
+        since = select(MESSAGES.c.created_at).where(MESSAGES.c.id == oldest).scalar_subquery()
+        newest = (
+            select(REACTIONS)
+            .where(
+                REACTIONS.c.chat_id == select(state.c.chat_id).scalar_subquery(),
+                REACTIONS.c.thread_id == select(state.c.thread_id).scalar_subquery(),
+                REACTIONS.c.created_at > since,
+            )
+            .order_by(REACTIONS.c.created_at.desc(), REACTIONS.c.id.desc())
+            .limit(bindparam("reactions_limit"))
+            .subquery("newest")
+        )
+        parts.append(select(*_wide(REACTION_PART, reaction=newest)))
+    everything = union_all(*parts).subquery("parts")
+    return select(everything).order_by(
+        everything.c.part,
+        everything.c.depth.desc(),
+        everything.c.id,
+        everything.c.r_created_at,
+        everything.c.r_id,
+    )
+
+
+class PrefixedRow:
+    """One part's columns of a `window_load` row under their table's names (`s_chat_id` →
+    `chat_id`), for `session_info` and `stored_reaction`."""
+
+    __slots__ = ("_prefix", "_row")
+
+    def __init__(self, row: Any, prefix: str) -> None:
+        self._row = row
+        self._prefix = prefix
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._row, self._prefix + name)
+
+
+def session_of(row: Any) -> PrefixedRow:
+    return PrefixedRow(row, _SESSION_PREFIX)
+
+
+def reaction_of(row: Any) -> PrefixedRow:
+    return PrefixedRow(row, _REACTION_PREFIX)

@@ -31,6 +31,7 @@ from bot.ports import (
     Clock,
     InboundAppend,
     LoadedHistory,
+    LoadedTurn,
     NewRecord,
     PlatformMessage,
     SessionInfo,
@@ -59,17 +60,24 @@ from storage.queries import (
     HOLDERS_ON_PATH,
     MOVE_LEAF,
     PLATFORM_MESSAGE_BY_KEY,
+    REACTION_PART,
     REACTIONS_SINCE,
     RECORD_COLUMNS,
+    RECORD_PART,
     SESSION_BY_KEY,
+    SESSION_PART,
     SESSIONS_AWAITING_ANSWER,
     SESSIONS_OF_CHATS,
+    SUMMARY_PART,
     key_params,
+    reaction_of,
     require_record,
+    session_of,
     session_row,
     upsert_platform_messages,
     walk_params,
     walk_up,
+    window_load,
 )
 from storage.reconnect import FirstStatementRetry
 from storage.record_chain import insert_chain
@@ -267,33 +275,69 @@ class SqlStore:
     # ------------------------------------------------------------ records
 
     async def load_history(self, session_id: int, *, max_records: int) -> LoadedHistory:
+        """The session row and the window's records in one statement (`window_load`)."""
+        history, _summaries, _reactions = await self._load_window(
+            session_id, max_records=max_records, summaries=False, reactions_limit=None
+        )
+        return history
+
+    async def load_turn(
+        self, session_id: int, *, max_records: int, reactions_limit: int
+    ) -> LoadedTurn:
+        """`load_history`, the summary before the window and the window's reactions, in one
+        statement (see `bot.ports.LoadedTurn`)."""
+        history, summaries, reactions = await self._load_window(
+            session_id, max_records=max_records, summaries=True, reactions_limit=reactions_limit
+        )
+        return LoadedTurn(history=history, summaries=summaries, reactions=reactions)
+
+    async def _load_window(
+        self,
+        session_id: int,
+        *,
+        max_records: int,
+        summaries: bool,
+        reactions_limit: int | None,
+    ) -> tuple[LoadedHistory, tuple[StoredRecord, ...], tuple[StoredReaction, ...]]:
+        """One round trip, no transaction (a single statement reads one snapshot); again
+        after repairing the path's alias cache if a record on it has none."""
+        query = window_load(summaries=summaries, reactions=reactions_limit is not None)
+        params: dict[str, Any] = {"session_id": session_id, "limit": max(1, max_records)}
+        if reactions_limit is not None:
+            params["reactions_limit"] = max(0, reactions_limit)
         for _attempt in range(2):
-            async with self._read() as conn:
-                srow = await session_row(conn, session_id)
-                session = session_info(srow)
-                if session.active_leaf_id is None:
-                    return LoadedHistory(
-                        session=session,
-                        records=(),
-                        has_earlier=False,
-                        next_alias_seq=srow.alias_root_base + 1,
-                    )
-                stop = session.window_start_id
-                walk = walk_up("records", stop=stop is not None, limit=True)
-                params = walk_params(
-                    session.active_leaf_id, stop_at=stop, limit=max(1, max_records)
+            async with self._read(one_statement=True) as conn:
+                rows = (await conn.execute(query, params)).all()
+            if not rows or rows[0].part != SESSION_PART:
+                raise SessionNotFound(f"no session {session_id}")
+            srow = session_of(rows[0])
+            session = session_info(srow)
+            walked = [row for row in rows if row.part == RECORD_PART]
+            if session.active_leaf_id is None or not walked:
+                history = LoadedHistory(
+                    session=session,
+                    records=(),
+                    has_earlier=False,
+                    next_alias_seq=srow.alias_root_base + 1,
                 )
-                rows = (await conn.execute(walk, params)).all()
-            if any(row.alias_last is None for row in rows):
+                return history, (), ()
+            if any(row.alias_last is None for row in walked):
                 await self._repair_path(session_id, session.active_leaf_id)
                 continue
-            kept = rows[-max_records:] if max_records > 0 else []
-            return LoadedHistory(
+            kept = walked[-max_records:] if max_records > 0 else []
+            history = LoadedHistory(
                 session=session,
                 records=tuple(map(self._decoded.record, kept)),
-                has_earlier=(kept[0].parent_id is not None) if kept else bool(rows),
-                next_alias_seq=rows[-1].alias_last + 1,
+                has_earlier=(kept[0].parent_id is not None) if kept else bool(walked),
+                next_alias_seq=walked[-1].alias_last + 1,
             )
+            if not kept:
+                return history, (), ()
+            found = tuple(stored_record(row) for row in rows if row.part == SUMMARY_PART)
+            reacted = tuple(
+                stored_reaction(reaction_of(row)) for row in rows if row.part == REACTION_PART
+            )
+            return history, found, reacted
         raise StorageError(f"aliases of session {session_id} could not be repaired")
 
     async def find_aliases(self, session_id: int, message_ids: Collection[int]) -> dict[int, str]:
