@@ -284,6 +284,16 @@ def walk_up(
     return select(*wanted).join(walk, MESSAGES.c.id == walk.c.id).order_by(walk.c.depth.desc())
 
 
+def not_by_session(session_id: Any) -> Any:
+    """`session_id` matches, without SQLite walking `ix_agent_messages_session_first_id` for
+    it: with no statistics, SQLite takes that index for `session_id = ?` over
+    `ix_agent_messages_parent` for `parent_id = ?` and reads every record of the session
+    (EXPLAIN QUERY PLAN: `SEARCH ... (session_id=?)`), where the parent's few children were
+    all it needed. `+ 0` keeps the column out of any index; PostgreSQL plans by its
+    statistics either way."""
+    return MESSAGES.c.session_id + 0 == session_id
+
+
 SESSION_PART = 0
 RECORD_PART = 1
 SUMMARY_PART = 2
@@ -379,7 +389,7 @@ def window_load(*, summaries: bool = False, reactions: bool = False) -> Select[A
         before = select(MESSAGES.c.parent_id).where(MESSAGES.c.id == oldest).scalar_subquery()
         parts.append(
             select(*_wide(SUMMARY_PART, record=MESSAGES)).where(
-                MESSAGES.c.session_id == bindparam("session_id"),
+                not_by_session(bindparam("session_id")),
                 MESSAGES.c.kind == "summary",
                 MESSAGES.c.parent_id == before,
             )

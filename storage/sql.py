@@ -70,6 +70,7 @@ from storage.queries import (
     SESSIONS_OF_CHATS,
     SUMMARY_PART,
     key_params,
+    not_by_session,
     reaction_of,
     require_record,
     session_of,
@@ -405,7 +406,7 @@ class SqlStore:
                 query = (
                     select(*RECORD_COLUMNS)
                     .where(
-                        MESSAGES.c.session_id == session_id,
+                        not_by_session(session_id),
                         MESSAGES.c.kind == "summary",
                         MESSAGES.c.parent_id.in_(wanted[begin : begin + 500]),
                     )
