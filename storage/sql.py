@@ -211,21 +211,25 @@ class SqlStore:
                     updated_at=now,
                 )
                 .on_conflict_do_nothing(index_elements=["platform", "chat_id", "thread_id"])
+                .returning(*SESSIONS.c)
             )
-            await conn.execute(stmt)
-            row = (await conn.execute(SESSION_BY_KEY, key_params(key))).one()
+            # the new row as inserted; the known one read only when another writer made it
+            row = (await conn.execute(stmt)).first()
+            if row is None:
+                row = (await conn.execute(SESSION_BY_KEY, key_params(key))).one()
             changes: dict[str, Any] = {}
             if row.scene != scene:
                 changes["scene"] = scene
             if title is not None and row.title != title:
                 changes["title"] = title
             if changes:
-                await conn.execute(
+                changed = (
                     update(SESSIONS)
                     .where(SESSIONS.c.id == row.id)
                     .values(**changes, updated_at=now)
+                    .returning(*SESSIONS.c)
                 )
-                row = (await conn.execute(SESSION_BY_KEY, key_params(key))).one()
+                row = (await conn.execute(changed)).one()
             return session_info(row)
 
     async def find_session(self, key: SessionKey) -> SessionInfo | None:
