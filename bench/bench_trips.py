@@ -14,7 +14,8 @@ last reply, on the store's engine (every SQL component of the bot shares it):
   `ROLLBACK`) not counted; an `executemany` counts once;
 - transactions: on SQLite, as SQLite runs them (its trace callback): each `BEGIN` that
   reaches it, and each statement run outside a transaction (its own transaction); on
-  PostgreSQL, the transactions SQLAlchemy begins;
+  PostgreSQL, as the server counts them (`pg_stat_database`: commits and rollbacks, an
+  autocommit statement one each, read once the bot's connections are closed);
 - hand-offs (SQLite): jobs handed to a connection's thread and answered back on the event
   loop (`storage.sqlite_driver.Connection.trips`), the cost the statements' count stands for.
 
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from adapters.llm.scripted import ScriptedModel
@@ -49,6 +50,7 @@ from bench.bench_ingest import reset_postgres
 from bot.app.wiring import build_app, open_store
 from bot.config import load_settings
 from storage import sqlite_driver
+from storage.engine import create_engine_for
 from storage.sql import SqlStore
 
 _CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
@@ -60,8 +62,6 @@ class TripCounter:
 
     counting: bool = False
     statements: Counter[str] = field(default_factory=Counter)
-    begins: int = 0
-    """Transactions SQLAlchemy began (PostgreSQL's count)."""
     sqlite_transactions: int = 0
     """`BEGIN`s and lone statements as SQLite ran them (its trace callback)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -80,7 +80,6 @@ class TripCounter:
     def attach(self, engine: AsyncEngine) -> None:
         sync = engine.sync_engine
         event.listen(sync, "before_cursor_execute", self._on_statement)
-        event.listen(sync, "begin", self._on_begin)
         if engine.dialect.name == "sqlite":
             event.listen(sync, "checkout", self._on_checkout)
 
@@ -88,10 +87,6 @@ class TripCounter:
         text = " ".join(statement.split())
         if self.counting and not text.upper().startswith(_CONTROL):
             self.statements[text] += 1
-
-    def _on_begin(self, _conn: Any) -> None:
-        if self.counting:
-            self.begins += 1
 
     def _on_checkout(self, dbapi_connection: Any, *_rest: Any) -> None:
         driver = dbapi_connection._connection
@@ -198,6 +193,7 @@ async def run_trips(
                 await api.wait_for_sent(chat, n + 1, timeout=120)
             return per_chat
 
+        server_before = await _server_transactions(database_url)
         counter.start()
         started = time.perf_counter()
         answered = sum(await asyncio.gather(*(conversation(10_000 + c) for c in range(chats))))
@@ -209,6 +205,8 @@ async def run_trips(
         await bot.session.close()
         await app.routes.aclose()
         sqlite = store.engine.dialect.name == "sqlite"
+        await store.close()  # PostgreSQL: each backend reports its counts as it ends
+        server = await _server_transactions(database_url) - server_before
         result = TripsResult(
             database="SQLite" if sqlite else "PostgreSQL",
             chats=chats,
@@ -216,11 +214,29 @@ async def run_trips(
             answered=answered,
             seconds=seconds,
             statements=counter.statements,
-            transactions=counter.sqlite_transactions if sqlite else counter.begins,
+            transactions=counter.sqlite_transactions if sqlite else server,
             hand_offs=counter.hand_offs if sqlite else None,
         )
-        await store.close()
     return result
+
+
+async def _server_transactions(database_url: str | None) -> int:
+    """PostgreSQL's count of transactions ended in this database (0 without one)."""
+    if database_url is None:
+        return 0
+    engine = create_engine_for(database_url)
+    try:
+        async with engine.connect() as conn:
+            await conn.execute(text("SELECT pg_stat_clear_snapshot()"))
+            row = await conn.execute(
+                text(
+                    "SELECT xact_commit + xact_rollback FROM pg_stat_database "
+                    "WHERE datname = current_database()"
+                )
+            )
+            return int(row.scalar_one())
+    finally:
+        await engine.dispose()
 
 
 def run(chats: int = 100, per_chat: int = 10, *, database_url: str | None = None) -> TripsResult:

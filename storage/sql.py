@@ -145,13 +145,16 @@ class SqlStore:
     @asynccontextmanager
     async def _read(self, *, one_statement: bool = False) -> AsyncIterator[AsyncConnection]:
         """A read-only connection; `one_statement` when it runs a single statement (which
-        is then its own transaction: SQLite skips the `BEGIN`). On PostgreSQL its first
-        statement is run again on a fresh connection if the pooled one was dropped
-        (`storage.reconnect`)."""
+        is then its own transaction: SQLite skips the `BEGIN`, PostgreSQL runs it in
+        autocommit, without the `BEGIN` and `ROLLBACK` round trips around it). On
+        PostgreSQL its first statement is run again on a fresh connection if the pooled one
+        was dropped (`storage.reconnect`)."""
         try:
             async with self._engine.connect() as conn:
                 if one_statement:
                     await conn.execution_options(**ONE_STATEMENT)
+                    if self._retry:  # PostgreSQL (asyncpg: a flag, no round trip)
+                        await conn.execution_options(isolation_level="AUTOCOMMIT")
                 if self._retry:
                     yield cast(AsyncConnection, FirstStatementRetry(conn, begin=False))
                 else:
