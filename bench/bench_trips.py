@@ -16,8 +16,11 @@ last reply, on the store's engine (every SQL component of the bot shares it):
   reaches it, and each statement run outside a transaction (its own transaction); on
   PostgreSQL, as the server counts them (`pg_stat_database`: commits and rollbacks, an
   autocommit statement one each, read once the bot's connections are closed);
-- hand-offs (SQLite): jobs handed to a connection's thread and answered back on the event
-  loop (`storage.sqlite_driver.Connection.trips`), the cost the statements' count stands for.
+- trips: on SQLite, hand-offs: jobs handed to a connection's thread and answered back on
+  the event loop (`storage.sqlite_driver.Connection.trips`), the cost the statements' count
+  stands for; on PostgreSQL, round trips to the server: the statements, and the `BEGIN`
+  before the first statement of a transaction and its `COMMIT` or `ROLLBACK` (asyncpg sends
+  `BEGIN` with the first statement's turn; an autocommit read has neither).
 
 `--statements` lists the statements by count per answered message (the first 100 characters
 of each), which is where to look for the next trip to save.
@@ -62,6 +65,9 @@ class TripCounter:
 
     counting: bool = False
     statements: Counter[str] = field(default_factory=Counter)
+    ends: int = 0
+    """PostgreSQL: `BEGIN`s sent before a transaction's first statement, and the `COMMIT`s
+    or `ROLLBACK`s that ended them."""
     sqlite_transactions: int = 0
     """`BEGIN`s and lone statements as SQLite ran them (its trace callback)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -80,13 +86,24 @@ class TripCounter:
     def attach(self, engine: AsyncEngine) -> None:
         sync = engine.sync_engine
         event.listen(sync, "before_cursor_execute", self._on_statement)
+        event.listen(sync, "commit", self._on_end)
+        event.listen(sync, "rollback", self._on_end)
         if engine.dialect.name == "sqlite":
             event.listen(sync, "checkout", self._on_checkout)
 
-    def _on_statement(self, _conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
+    def _on_statement(self, conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
         text = " ".join(statement.split())
-        if self.counting and not text.upper().startswith(_CONTROL):
-            self.statements[text] += 1
+        if not self.counting or text.upper().startswith(_CONTROL):
+            return
+        self.statements[text] += 1
+        autocommit = conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
+        if not autocommit and not conn.info.get("tgbot_bench_begun"):
+            conn.info["tgbot_bench_begun"] = True
+            self.ends += 1  # its BEGIN
+
+    def _on_end(self, conn: Any) -> None:
+        if conn.info.pop("tgbot_bench_begun", False) and self.counting:
+            self.ends += 1  # its COMMIT or ROLLBACK
 
     def _on_checkout(self, dbapi_connection: Any, *_rest: Any) -> None:
         driver = dbapi_connection._connection
@@ -127,17 +144,17 @@ class TripsResult:
     seconds: float
     statements: Counter[str]
     transactions: int
-    hand_offs: int | None
+    trips: int
+    """SQLite: hand-offs to a connection's thread; PostgreSQL: round trips to the server."""
 
     def per_message(self, count: int) -> float:
         return count / max(1, self.answered)
 
     def markdown(self) -> str:
-        hand_offs = "–" if self.hand_offs is None else f"{self.per_message(self.hand_offs):.2f}"
         return (
             f"| {self.database} | {self.chats} × {self.per_chat} | {self.answered:,} "
             f"| {self.per_message(sum(self.statements.values())):.2f} "
-            f"| {self.per_message(self.transactions):.2f} | {hand_offs} |"
+            f"| {self.per_message(self.transactions):.2f} | {self.per_message(self.trips):.2f} |"
         )
 
     def statement_lines(self, top: int = 40, width: int = 100) -> list[str]:
@@ -147,7 +164,8 @@ class TripsResult:
 
 TRIPS_HEADER = (
     "| database | chats × messages | answered | statements / answered message "
-    "| transactions / answered message | thread hand-offs / answered message |\n"
+    "| transactions / answered message | hand-offs (SQLite) or round trips (PostgreSQL) "
+    "/ answered message |\n"
     "|---|---|---:|---:|---:|---:|"
 )
 
@@ -215,7 +233,7 @@ async def run_trips(
             seconds=seconds,
             statements=counter.statements,
             transactions=counter.sqlite_transactions if sqlite else server,
-            hand_offs=counter.hand_offs if sqlite else None,
+            trips=counter.hand_offs if sqlite else sum(counter.statements.values()) + counter.ends,
         )
     return result
 
