@@ -299,6 +299,8 @@ RECORD_PART = 1
 SUMMARY_PART = 2
 REACTION_PART = 3
 _SESSION_PREFIX = "s_"
+_SESSION_COLUMNS = tuple(c for c in SESSIONS.c if c.name not in ("created_at", "updated_at"))
+"""What `storage.rows.session_info` reads (each column is a conversion on every row)."""
 _REACTION_PREFIX = "r_"
 
 
@@ -320,7 +322,7 @@ def _wide(
     record's (`RECORD_COLUMNS` names) and `depth`, the reaction's (`r_` names); NULL where
     the part has none."""
     columns: list[Any] = [literal_column(str(part), Integer).label("part")]
-    for column in SESSIONS.c:
+    for column in _SESSION_COLUMNS:
         name = _SESSION_PREFIX + column.name
         columns.append(
             _typed_null(column, name) if session is None else session.c[column.name].label(name)
