@@ -50,6 +50,7 @@ from adapters.telegram.fake_api import FakeBotApi
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.webhook import HEALTH_PATH, SECRET_HEADER, WEBHOOK_PATH
+from bench.bench_cpu import cpu_seconds
 from bench.bench_ingest import reset_postgres, stored_in_order
 from bot.app.heap import settle_heap
 from bot.app.wiring import build_app, open_store
@@ -186,6 +187,12 @@ class WorkersResult:
     stored_in_order: bool
     peak_rss_mb: tuple[float, ...]
     """Each worker's peak resident memory (`VmHWM`)."""
+    cpu_seconds: float = 0.0
+    """The workers' CPU (user + system, all of them) from the first POST to the last reply."""
+
+    @property
+    def cpu_ms_per_reply(self) -> float:
+        return self.cpu_seconds * 1000 / max(1, self.replies)
 
     @property
     def messages(self) -> int:
@@ -200,13 +207,15 @@ class WorkersResult:
         return (
             f"| {self.database} | {self.workers} | {self.chats} × {self.per_chat} = "
             f"{self.messages:,} | {self.replies:,} | {self.seconds:.1f} s "
-            f"| {self.per_second:,.0f} | {self.stored_in_order} | {rss} MB |"
+            f"| {self.per_second:,.0f} | {self.stored_in_order} | {rss} MB "
+            f"| {self.cpu_ms_per_reply:.2f} ms |"
         )
 
 
 WORKERS_HEADER = (
     "| database | webhook workers | chats × messages | replies | wall time | answered msgs/s "
-    "| stored once, in order | peak RSS per worker |\n|---|---:|---|---:|---:|---:|---|---:|"
+    "| stored once, in order | peak RSS per worker | workers' CPU per reply |\n"
+    "|---|---:|---|---:|---:|---:|---|---:|---:|"
 )
 
 
@@ -255,6 +264,7 @@ async def run_webhook_workers(
             update_ids = itertools.count(1)
             turn = itertools.cycle(ports)  # the load balancer: round robin over the workers
             started = time.perf_counter()
+            cpu_at_start = sum(cpu_seconds(p.pid) for p in processes)
 
             async def chat_traffic(chat: int) -> None:
                 for update in updates[chat]:
@@ -274,6 +284,7 @@ async def run_webhook_workers(
                 sent = len(api.calls_of("sendMessage"))
                 await api.wait_for_call("sendMessage", sent + 1, timeout=120)
             seconds = time.perf_counter() - started
+            cpu = sum(cpu_seconds(p.pid) for p in processes) - cpu_at_start
             peaks = tuple(_peak_rss_mb(p.pid) for p in processes)
             replies = sum(len(api.sent_messages(chat)) for chat in chat_ids)
         finally:
@@ -297,6 +308,7 @@ async def run_webhook_workers(
         replies=replies,
         stored_in_order=ordered,
         peak_rss_mb=peaks,
+        cpu_seconds=cpu,
     )
 
 
