@@ -223,6 +223,7 @@ async def run_trips(
         await bot.session.close()
         await app.routes.aclose()
         sqlite = store.engine.dialect.name == "sqlite"
+        hand_offs = counter.hand_offs  # before the connections close
         await store.close()  # PostgreSQL: each backend reports its counts as it ends
         server = await _server_transactions(database_url) - server_before
         result = TripsResult(
@@ -233,7 +234,7 @@ async def run_trips(
             seconds=seconds,
             statements=counter.statements,
             transactions=counter.sqlite_transactions if sqlite else server,
-            trips=counter.hand_offs if sqlite else sum(counter.statements.values()) + counter.ends,
+            trips=hand_offs if sqlite else sum(counter.statements.values()) + counter.ends,
         )
     return result
 
