@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from sqlalchemy import (
     BigInteger,
-    CompoundSelect,
+    BindParameter,
     Integer,
     Select,
     and_,
@@ -23,6 +23,7 @@ from sqlalchemy import (
     literal_column,
     null,
     select,
+    true,
     union_all,
     update,
 )
@@ -104,12 +105,21 @@ EARLIEST_WITH_FIRST = select(func.min(MESSAGES.c.id)).where(
 )
 
 
-def _holders() -> CompoundSelect[Any]:
-    """Records of session `session_id` that hold one of the platform ids `wanted`: as their
-    first id (indexed), or as a later bubble linked by its platform message (indexed on chat
-    id + message id). On any branch: `HOLDERS_ON_PATH` keeps those of the active path."""
+def _aliases_wanted() -> Select[Any]:
+    """What `find_aliases` reads, in one statement: a row for session `session_id` with its
+    active leaf as `leaf`, and joined to it, the `ALIAS_COLUMNS` of each record on the path
+    ending at that leaf that holds one of the platform ids `wanted`, oldest first. No row:
+    no such session; one row of NULLs besides `leaf`: no holder on the path.
+
+    The holders, on any branch: records of the session holding a wanted id as their first id
+    (indexed), or as a later bubble linked by its platform message (indexed on chat id +
+    message id). The walk goes up from the leaf no further than the oldest holder (ids grow
+    from parent to child) and carries ids only."""
+    session: BindParameter[int] = bindparam("session_id", type_=BigInteger)
+    chat = select(SESSIONS.c.chat_id).where(SESSIONS.c.id == session).scalar_subquery()
+    leaf = select(SESSIONS.c.active_leaf_id).where(SESSIONS.c.id == session).scalar_subquery()
     by_first = select(MESSAGES.c.id.label("id")).where(
-        MESSAGES.c.session_id == bindparam("session_id"),
+        MESSAGES.c.session_id == session,
         MESSAGES.c.first_message_id.in_(bindparam("wanted", expanding=True)),
     )
     by_event = (
@@ -118,41 +128,38 @@ def _holders() -> CompoundSelect[Any]:
             PLATFORM_MESSAGES.join(MESSAGES, MESSAGES.c.id == PLATFORM_MESSAGES.c.record_id)
         )
         .where(
-            PLATFORM_MESSAGES.c.chat_id == bindparam("chat_id"),
+            PLATFORM_MESSAGES.c.chat_id == chat,
             PLATFORM_MESSAGES.c.message_id.in_(bindparam("wanted_bubbles", expanding=True)),
-            MESSAGES.c.session_id == bindparam("session_id"),
+            MESSAGES.c.session_id == session,
         )
     )
-    return by_first.union(by_event)
-
-
-def _holders_on_path() -> Select[Any]:
-    """Of the records `holders`, those on the path ending at `leaf_id`, oldest first, with
-    their alias columns. The walk goes up from the leaf no further than record `floor` (the
-    oldest holder; ids grow from parent to child) and carries ids only."""
-    walk = (
+    holders = by_first.union(by_event).cte("holders")
+    floor = select(func.min(holders.c.id)).scalar_subquery()
+    up = (
         select(MESSAGES.c.id, MESSAGES.c.parent_id)
-        .where(MESSAGES.c.id == bindparam("leaf_id"))
+        .where(MESSAGES.c.id == leaf)
         .cte("up", recursive=True)
     )
     step = (
         select(MESSAGES.c.id, MESSAGES.c.parent_id)
-        .join(walk, MESSAGES.c.id == walk.c.parent_id)
-        .where(MESSAGES.c.id >= bindparam("floor"))
+        .join(up, MESSAGES.c.id == up.c.parent_id)
+        .where(MESSAGES.c.id >= floor)
     )
-    walk = walk.union_all(step)
-    return (
+    up = up.union_all(step)
+    held = (
         select(*ALIAS_COLUMNS)
-        .where(
-            MESSAGES.c.id.in_(bindparam("holders", expanding=True)),
-            MESSAGES.c.id.in_(select(walk.c.id)),
-        )
-        .order_by(MESSAGES.c.id)
+        .where(MESSAGES.c.id.in_(select(holders.c.id)), MESSAGES.c.id.in_(select(up.c.id)))
+        .subquery("held")
+    )
+    return (
+        select(SESSIONS.c.active_leaf_id.label("leaf"), *held.c)
+        .select_from(SESSIONS.outerjoin(held, true()))
+        .where(SESSIONS.c.id == session)
+        .order_by(held.c.id)
     )
 
 
-HOLDERS = _holders()
-HOLDERS_ON_PATH = _holders_on_path()
+ALIASES_WANTED = _aliases_wanted()
 PLATFORM_MESSAGE_BY_KEY = select(PLATFORM_MESSAGES).where(
     PLATFORM_MESSAGES.c.chat_id == bindparam("chat_id"),
     PLATFORM_MESSAGES.c.message_id == bindparam("message_id"),

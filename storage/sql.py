@@ -54,10 +54,9 @@ from storage.engine import ONE_STATEMENT, WRITE, WriteGate
 from storage.erase import erase_rows
 from storage.inbound_batch import InboundBatchWriter
 from storage.queries import (
+    ALIASES_WANTED,
     APPEND_HEAD,
     CLOSED_SESSION_OF_CHAT,
-    HOLDERS,
-    HOLDERS_ON_PATH,
     MOVE_LEAF,
     PLATFORM_MESSAGE_BY_KEY,
     REACTION_PART,
@@ -359,27 +358,20 @@ class SqlStore:
         wanted = sorted(set(message_ids))
         if not wanted:
             return {}
+        params = {"session_id": session_id, "wanted": wanted, "wanted_bubbles": wanted}
         for _attempt in range(2):
-            async with self._read() as conn:
-                srow = await session_row(conn, session_id)
-                leaf = srow.active_leaf_id
-                if leaf is None:
-                    return {}
-                params = {
-                    "session_id": session_id,
-                    "chat_id": srow.chat_id,
-                    "wanted": wanted,
-                    "wanted_bubbles": wanted,
-                }
-                holders = sorted((await conn.execute(HOLDERS, params)).scalars())
-                if not holders:
-                    return {}
-                params = {"leaf_id": leaf, "floor": holders[0], "holders": holders}
-                rows = (await conn.execute(HOLDERS_ON_PATH, params)).all()
-            if any(row.alias_last is None for row in rows):
+            async with self._read(one_statement=True) as conn:
+                rows = (await conn.execute(ALIASES_WANTED, params)).all()
+            if not rows:
+                raise SessionNotFound(f"no session {session_id}")
+            leaf = rows[0].leaf
+            held = [row for row in rows if row.id is not None]
+            if leaf is None or not held:
+                return {}
+            if any(row.alias_last is None for row in held):
                 await self._repair_path(session_id, leaf)
                 continue
-            return aliases_on_path(((row.alias_seq, message_ids_of(row)) for row in rows), wanted)
+            return aliases_on_path(((row.alias_seq, message_ids_of(row)) for row in held), wanted)
         raise StorageError(f"aliases of session {session_id} could not be repaired")
 
     async def load_path(
