@@ -34,6 +34,7 @@ from bench import (
     bench_storage,
     bench_tokens,
     bench_trim,
+    bench_trips,
     cache_replay,
     cache_sim,
     economy,
@@ -206,6 +207,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     cpu_chats, cpu_each = (20, 5) if quick else (200, 20)
     cpu = _timed("CPU per message", spent, lambda: bench_cpu.run(cpu_chats, cpu_each))
+    trips = [_timed("round trips", spent, lambda: bench_trips.run(cpu_chats, cpu_each))]
+    if postgres:
+        trips.append(
+            _timed(
+                "round trips (PostgreSQL)",
+                spent,
+                lambda: bench_trips.run(cpu_chats, cpu_each, database_url=postgres),
+            )
+        )
     floor = bench_ingest.aiogram_floor_mb()
     report_lines = 20_000 if quick else bench_report.LINES
     usage = _timed("usage report", spent, lambda: bench_report.run(report_lines))
@@ -459,6 +469,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             "the floor bots in `bench/floor_bots.py`; pacing and spam limits off):",
             "",
             cpu.markdown(),
+            "",
+            "Database round trips of `tgbot run` under the same load (in this process, "
+            "`bench/bench_trips.py`): SQL statements sent (transaction control not counted), "
+            "transactions as the database runs them, and hand-offs to a SQLite connection's "
+            "thread and back, per answered message (each also one inbound message):",
+            "",
+            bench_trips.TRIPS_HEADER,
+            *(result.markdown() for result in trips),
             "",
             *kept_section(args.out, WORKERS_SECTION),
             "## Storage",

@@ -21,7 +21,8 @@ returns once the message is stored), chats at once, each message to the next wor
 Measured from the first POST until every chat's last message is answered (a message that
 arrives while its chat's turn runs is answered with the next; the replies column counts
 them). Rows: one worker on SQLite (always), then one and two workers on PostgreSQL; without
-a PostgreSQL URL those rows are skipped and the output says so.
+a PostgreSQL URL those rows are skipped and the output says so. Each row gives the workers'
+CPU (user + system, every worker, `/proc`) over the run per reply sent.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.webhook import HEALTH_PATH, SECRET_HEADER, WEBHOOK_PATH
+from bench.bench_cpu import cpu_seconds
 from bench.bench_ingest import reset_postgres, stored_in_order
 from bot.app.heap import settle_heap
 from bot.app.wiring import build_app, open_store
@@ -186,6 +188,12 @@ class WorkersResult:
     stored_in_order: bool
     peak_rss_mb: tuple[float, ...]
     """Each worker's peak resident memory (`VmHWM`)."""
+    cpu_seconds: float = 0.0
+    """The workers' CPU (user + system, all of them) from the first POST to the last reply."""
+
+    @property
+    def cpu_ms_per_reply(self) -> float:
+        return self.cpu_seconds * 1000 / max(1, self.replies)
 
     @property
     def messages(self) -> int:
@@ -200,13 +208,15 @@ class WorkersResult:
         return (
             f"| {self.database} | {self.workers} | {self.chats} × {self.per_chat} = "
             f"{self.messages:,} | {self.replies:,} | {self.seconds:.1f} s "
-            f"| {self.per_second:,.0f} | {self.stored_in_order} | {rss} MB |"
+            f"| {self.per_second:,.0f} | {self.stored_in_order} | {rss} MB "
+            f"| {self.cpu_ms_per_reply:.2f} ms |"
         )
 
 
 WORKERS_HEADER = (
     "| database | webhook workers | chats × messages | replies | wall time | answered msgs/s "
-    "| stored once, in order | peak RSS per worker |\n|---|---:|---|---:|---:|---:|---|---:|"
+    "| stored once, in order | peak RSS per worker | workers' CPU per reply |\n"
+    "|---|---:|---|---:|---:|---:|---|---:|---:|"
 )
 
 
@@ -255,6 +265,7 @@ async def run_webhook_workers(
             update_ids = itertools.count(1)
             turn = itertools.cycle(ports)  # the load balancer: round robin over the workers
             started = time.perf_counter()
+            cpu_at_start = sum(cpu_seconds(p.pid) for p in processes)
 
             async def chat_traffic(chat: int) -> None:
                 for update in updates[chat]:
@@ -274,6 +285,7 @@ async def run_webhook_workers(
                 sent = len(api.calls_of("sendMessage"))
                 await api.wait_for_call("sendMessage", sent + 1, timeout=120)
             seconds = time.perf_counter() - started
+            cpu = sum(cpu_seconds(p.pid) for p in processes) - cpu_at_start
             peaks = tuple(_peak_rss_mb(p.pid) for p in processes)
             replies = sum(len(api.sent_messages(chat)) for chat in chat_ids)
         finally:
@@ -297,6 +309,7 @@ async def run_webhook_workers(
         replies=replies,
         stored_in_order=ordered,
         peak_rss_mb=peaks,
+        cpu_seconds=cpu,
     )
 
 

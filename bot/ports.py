@@ -570,3 +570,21 @@ class Transcriber(Protocol):
     `MediaRefused` saying why."""
 
     async def transcribe(self, audio: bytes, *, file_name: str, mime_type: str) -> str: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadedTurn:
+    """What a turn's preparation reads from storage, in one round trip (`load_turn`).
+
+    `history` is what `load_history` returns. `summaries` are the summary records hanging
+    under the record right before the window's oldest record (what precedes the window),
+    oldest first: `find_summaries(session, [history.records[0].parent_id])`, or nothing when
+    the window starts at the root or is empty. `reactions` are the newest `reactions_limit`
+    reactions of the session's chat and thread made after the window's oldest record was
+    created, oldest first: `reactions_since(chat, thread, history.records[0].created_at,
+    limit=reactions_limit)`, or nothing when the window is empty. A later `since` is a
+    filter of these (`created_at > since`, the last `limit`)."""
+
+    history: LoadedHistory
+    summaries: tuple[StoredRecord, ...]
+    reactions: tuple[StoredReaction, ...]

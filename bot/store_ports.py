@@ -20,6 +20,7 @@ from bot.domain.records import StoredRecord
 from bot.ports import (
     InboundAppend,
     LoadedHistory,
+    LoadedTurn,
     NewRecord,
     PlatformMessage,
     SessionInfo,
@@ -66,6 +67,12 @@ class HistoryStore(Protocol):
 
     async def load_history(self, session_id: int, *, max_records: int) -> LoadedHistory:
         """The active path's tail for the window (see `LoadedHistory`)."""
+        ...
+
+    async def load_turn(
+        self, session_id: int, *, max_records: int, reactions_limit: int
+    ) -> LoadedTurn:
+        """What a turn's preparation reads, in one round trip (see `LoadedTurn`)."""
         ...
 
     async def load_path(

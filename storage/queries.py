@@ -12,15 +12,19 @@ from typing import Any, Literal
 
 from sqlalchemy import (
     BigInteger,
-    CompoundSelect,
+    BindParameter,
     Integer,
     Select,
     and_,
     bindparam,
+    cast,
     func,
     insert,
     literal_column,
+    null,
     select,
+    true,
+    union_all,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -101,12 +105,21 @@ EARLIEST_WITH_FIRST = select(func.min(MESSAGES.c.id)).where(
 )
 
 
-def _holders() -> CompoundSelect[Any]:
-    """Records of session `session_id` that hold one of the platform ids `wanted`: as their
-    first id (indexed), or as a later bubble linked by its platform message (indexed on chat
-    id + message id). On any branch: `HOLDERS_ON_PATH` keeps those of the active path."""
+def _aliases_wanted() -> Select[Any]:
+    """What `find_aliases` reads, in one statement: a row for session `session_id` with its
+    active leaf as `leaf`, and joined to it, the `ALIAS_COLUMNS` of each record on the path
+    ending at that leaf that holds one of the platform ids `wanted`, oldest first. No row:
+    no such session; one row of NULLs besides `leaf`: no holder on the path.
+
+    The holders, on any branch: records of the session holding a wanted id as their first id
+    (indexed), or as a later bubble linked by its platform message (indexed on chat id +
+    message id). The walk goes up from the leaf no further than the oldest holder (ids grow
+    from parent to child) and carries ids only."""
+    session: BindParameter[int] = bindparam("session_id", type_=BigInteger)
+    chat = select(SESSIONS.c.chat_id).where(SESSIONS.c.id == session).scalar_subquery()
+    leaf = select(SESSIONS.c.active_leaf_id).where(SESSIONS.c.id == session).scalar_subquery()
     by_first = select(MESSAGES.c.id.label("id")).where(
-        MESSAGES.c.session_id == bindparam("session_id"),
+        MESSAGES.c.session_id == session,
         MESSAGES.c.first_message_id.in_(bindparam("wanted", expanding=True)),
     )
     by_event = (
@@ -115,41 +128,38 @@ def _holders() -> CompoundSelect[Any]:
             PLATFORM_MESSAGES.join(MESSAGES, MESSAGES.c.id == PLATFORM_MESSAGES.c.record_id)
         )
         .where(
-            PLATFORM_MESSAGES.c.chat_id == bindparam("chat_id"),
+            PLATFORM_MESSAGES.c.chat_id == chat,
             PLATFORM_MESSAGES.c.message_id.in_(bindparam("wanted_bubbles", expanding=True)),
-            MESSAGES.c.session_id == bindparam("session_id"),
+            MESSAGES.c.session_id == session,
         )
     )
-    return by_first.union(by_event)
-
-
-def _holders_on_path() -> Select[Any]:
-    """Of the records `holders`, those on the path ending at `leaf_id`, oldest first, with
-    their alias columns. The walk goes up from the leaf no further than record `floor` (the
-    oldest holder; ids grow from parent to child) and carries ids only."""
-    walk = (
+    holders = by_first.union(by_event).cte("holders")
+    floor = select(func.min(holders.c.id)).scalar_subquery()
+    up = (
         select(MESSAGES.c.id, MESSAGES.c.parent_id)
-        .where(MESSAGES.c.id == bindparam("leaf_id"))
+        .where(MESSAGES.c.id == leaf)
         .cte("up", recursive=True)
     )
     step = (
         select(MESSAGES.c.id, MESSAGES.c.parent_id)
-        .join(walk, MESSAGES.c.id == walk.c.parent_id)
-        .where(MESSAGES.c.id >= bindparam("floor"))
+        .join(up, MESSAGES.c.id == up.c.parent_id)
+        .where(MESSAGES.c.id >= floor)
     )
-    walk = walk.union_all(step)
-    return (
+    up = up.union_all(step)
+    held = (
         select(*ALIAS_COLUMNS)
-        .where(
-            MESSAGES.c.id.in_(bindparam("holders", expanding=True)),
-            MESSAGES.c.id.in_(select(walk.c.id)),
-        )
-        .order_by(MESSAGES.c.id)
+        .where(MESSAGES.c.id.in_(select(holders.c.id)), MESSAGES.c.id.in_(select(up.c.id)))
+        .subquery("held")
+    )
+    return (
+        select(SESSIONS.c.active_leaf_id.label("leaf"), *held.c)
+        .select_from(SESSIONS.outerjoin(held, true()))
+        .where(SESSIONS.c.id == session)
+        .order_by(held.c.id)
     )
 
 
-HOLDERS = _holders()
-HOLDERS_ON_PATH = _holders_on_path()
+ALIASES_WANTED = _aliases_wanted()
 PLATFORM_MESSAGE_BY_KEY = select(PLATFORM_MESSAGES).where(
     PLATFORM_MESSAGES.c.chat_id == bindparam("chat_id"),
     PLATFORM_MESSAGES.c.message_id == bindparam("message_id"),
@@ -279,3 +289,161 @@ def walk_up(
     walk = walk.union_all(step)
     wanted = RECORD_COLUMNS if columns == "records" else ALIAS_COLUMNS
     return select(*wanted).join(walk, MESSAGES.c.id == walk.c.id).order_by(walk.c.depth.desc())
+
+
+def not_by_session(session_id: Any) -> Any:
+    """`session_id` matches, without SQLite walking `ix_agent_messages_session_first_id` for
+    it: with no statistics, SQLite takes that index for `session_id = ?` over
+    `ix_agent_messages_parent` for `parent_id = ?` and reads every record of the session
+    (EXPLAIN QUERY PLAN: `SEARCH ... (session_id=?)`), where the parent's few children were
+    all it needed. `+ 0` keeps the column out of any index; PostgreSQL plans by its
+    statistics either way."""
+    return MESSAGES.c.session_id + 0 == session_id
+
+
+SESSION_PART = 0
+RECORD_PART = 1
+SUMMARY_PART = 2
+REACTION_PART = 3
+_SESSION_PREFIX = "s_"
+_SESSION_COLUMNS = tuple(c for c in SESSIONS.c if c.name not in ("created_at", "updated_at"))
+"""What `storage.rows.session_info` reads (each column is a conversion on every row)."""
+_REACTION_PREFIX = "r_"
+
+
+def _typed_null(column: Any, name: str) -> Any:
+    """A NULL of `column`'s type: the UNION's result keeps its conversions, and PostgreSQL
+    matches the UNION's column types (an untyped NULL would be text)."""
+    return cast(null(), column.type).label(name)
+
+
+def _wide(
+    part: int,
+    *,
+    session: Any = None,
+    record: Any = None,
+    depth: Any = None,
+    reaction: Any = None,
+) -> list[Any]:
+    """The columns of one part of `window_load`: `part`, the session's (`s_` names), the
+    record's (`RECORD_COLUMNS` names) and `depth`, the reaction's (`r_` names); NULL where
+    the part has none."""
+    columns: list[Any] = [literal_column(str(part), Integer).label("part")]
+    for column in _SESSION_COLUMNS:
+        name = _SESSION_PREFIX + column.name
+        columns.append(
+            _typed_null(column, name) if session is None else session.c[column.name].label(name)
+        )
+    for column in RECORD_COLUMNS:
+        columns.append(
+            _typed_null(column, column.name) if record is None else record.c[column.name]
+        )
+    columns.append(
+        literal_column("0", Integer).label("depth") if depth is None else depth.label("depth")
+    )
+    for column in REACTIONS.c:
+        name = _REACTION_PREFIX + column.name
+        columns.append(
+            _typed_null(column, name) if reaction is None else reaction.c[column.name].label(name)
+        )
+    return columns
+
+
+@functools.cache
+def window_load(*, summaries: bool = False, reactions: bool = False) -> Select[Any]:
+    """A turn's reads of session `session_id` in one statement (one round trip, no
+    transaction needed: one statement reads one snapshot), as rows of `_wide` tagged by
+    `part`:
+
+    - `SESSION_PART`: the session row;
+    - `RECORD_PART`: the active path from the leaf back to the window start (included), at
+      most `limit` rows, `depth` 1 at the leaf (the walk of `walk_up`);
+    - with `summaries`, `SUMMARY_PART`: summary records hanging under the parent of the
+      oldest record walked (what precedes the window), oldest first;
+    - with `reactions`, `REACTION_PART`: the newest `reactions_limit` reactions of the
+      session's chat and thread made after the oldest record walked was created."""
+    state = (
+        select(
+            SESSIONS.c.active_leaf_id,
+            SESSIONS.c.window_start_id,
+            SESSIONS.c.chat_id,
+            SESSIONS.c.thread_id,
+        )
+        .where(SESSIONS.c.id == bindparam("session_id"))
+        .cte("state")
+    )
+    walk = (
+        select(MESSAGES.c.id, MESSAGES.c.parent_id, literal_column("1", Integer).label("depth"))
+        .where(MESSAGES.c.id == select(state.c.active_leaf_id).scalar_subquery())
+        .cte("walk", recursive=True)
+    )
+    step = (
+        select(MESSAGES.c.id, MESSAGES.c.parent_id, (walk.c.depth + 1).label("depth"))
+        .join(walk, MESSAGES.c.id == walk.c.parent_id)
+        .where(
+            walk.c.id.is_distinct_from(select(state.c.window_start_id).scalar_subquery()),
+            walk.c.depth < bindparam("limit"),
+        )
+    )
+    walk = walk.union_all(step)
+    session_part = select(*_wide(SESSION_PART, session=SESSIONS)).where(
+        SESSIONS.c.id == bindparam("session_id")
+    )
+    record_part = select(*_wide(RECORD_PART, record=MESSAGES, depth=walk.c.depth)).select_from(
+        MESSAGES.join(walk, MESSAGES.c.id == walk.c.id)
+    )
+    parts: list[Select[Any]] = [session_part, record_part]
+    oldest = select(walk.c.id).order_by(walk.c.depth.desc()).limit(1).scalar_subquery()
+    if summaries:
+        before = select(MESSAGES.c.parent_id).where(MESSAGES.c.id == oldest).scalar_subquery()
+        parts.append(
+            select(*_wide(SUMMARY_PART, record=MESSAGES)).where(
+                not_by_session(bindparam("session_id")),
+                MESSAGES.c.kind == "summary",
+                MESSAGES.c.parent_id == before,
+            )
+        )
+    if reactions:
+        since = select(MESSAGES.c.created_at).where(MESSAGES.c.id == oldest).scalar_subquery()
+        newest = (
+            select(REACTIONS)
+            .where(
+                REACTIONS.c.chat_id == select(state.c.chat_id).scalar_subquery(),
+                REACTIONS.c.thread_id == select(state.c.thread_id).scalar_subquery(),
+                REACTIONS.c.created_at > since,
+            )
+            .order_by(REACTIONS.c.created_at.desc(), REACTIONS.c.id.desc())
+            .limit(bindparam("reactions_limit"))
+            .subquery("newest")
+        )
+        parts.append(select(*_wide(REACTION_PART, reaction=newest)))
+    everything = union_all(*parts).subquery("parts")
+    return select(everything).order_by(
+        everything.c.part,
+        everything.c.depth.desc(),
+        everything.c.id,
+        everything.c.r_created_at,
+        everything.c.r_id,
+    )
+
+
+class PrefixedRow:
+    """One part's columns of a `window_load` row under their table's names (`s_chat_id` →
+    `chat_id`), for `session_info` and `stored_reaction`."""
+
+    __slots__ = ("_prefix", "_row")
+
+    def __init__(self, row: Any, prefix: str) -> None:
+        self._row = row
+        self._prefix = prefix
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._row, self._prefix + name)
+
+
+def session_of(row: Any) -> PrefixedRow:
+    return PrefixedRow(row, _SESSION_PREFIX)
+
+
+def reaction_of(row: Any) -> PrefixedRow:
+    return PrefixedRow(row, _REACTION_PREFIX)

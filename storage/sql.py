@@ -31,6 +31,7 @@ from bot.ports import (
     Clock,
     InboundAppend,
     LoadedHistory,
+    LoadedTurn,
     NewRecord,
     PlatformMessage,
     SessionInfo,
@@ -53,23 +54,30 @@ from storage.engine import ONE_STATEMENT, WRITE, WriteGate
 from storage.erase import erase_rows
 from storage.inbound_batch import InboundBatchWriter
 from storage.queries import (
+    ALIASES_WANTED,
     APPEND_HEAD,
     CLOSED_SESSION_OF_CHAT,
-    HOLDERS,
-    HOLDERS_ON_PATH,
     MOVE_LEAF,
     PLATFORM_MESSAGE_BY_KEY,
+    REACTION_PART,
     REACTIONS_SINCE,
     RECORD_COLUMNS,
+    RECORD_PART,
     SESSION_BY_KEY,
+    SESSION_PART,
     SESSIONS_AWAITING_ANSWER,
     SESSIONS_OF_CHATS,
+    SUMMARY_PART,
     key_params,
+    not_by_session,
+    reaction_of,
     require_record,
+    session_of,
     session_row,
     upsert_platform_messages,
     walk_params,
     walk_up,
+    window_load,
 )
 from storage.reconnect import FirstStatementRetry
 from storage.record_chain import insert_chain
@@ -136,13 +144,16 @@ class SqlStore:
     @asynccontextmanager
     async def _read(self, *, one_statement: bool = False) -> AsyncIterator[AsyncConnection]:
         """A read-only connection; `one_statement` when it runs a single statement (which
-        is then its own transaction: SQLite skips the `BEGIN`). On PostgreSQL its first
-        statement is run again on a fresh connection if the pooled one was dropped
-        (`storage.reconnect`)."""
+        is then its own transaction: SQLite skips the `BEGIN`, PostgreSQL runs it in
+        autocommit, without the `BEGIN` and `ROLLBACK` round trips around it). On
+        PostgreSQL its first statement is run again on a fresh connection if the pooled one
+        was dropped (`storage.reconnect`)."""
         try:
             async with self._engine.connect() as conn:
                 if one_statement:
                     await conn.execution_options(**ONE_STATEMENT)
+                    if self._retry:  # PostgreSQL (asyncpg: a flag, no round trip)
+                        await conn.execution_options(isolation_level="AUTOCOMMIT")
                 if self._retry:
                     yield cast(AsyncConnection, FirstStatementRetry(conn, begin=False))
                 else:
@@ -202,21 +213,25 @@ class SqlStore:
                     updated_at=now,
                 )
                 .on_conflict_do_nothing(index_elements=["platform", "chat_id", "thread_id"])
+                .returning(*SESSIONS.c)
             )
-            await conn.execute(stmt)
-            row = (await conn.execute(SESSION_BY_KEY, key_params(key))).one()
+            # the new row as inserted; the known one read only when another writer made it
+            row = (await conn.execute(stmt)).first()
+            if row is None:
+                row = (await conn.execute(SESSION_BY_KEY, key_params(key))).one()
             changes: dict[str, Any] = {}
             if row.scene != scene:
                 changes["scene"] = scene
             if title is not None and row.title != title:
                 changes["title"] = title
             if changes:
-                await conn.execute(
+                changed = (
                     update(SESSIONS)
                     .where(SESSIONS.c.id == row.id)
                     .values(**changes, updated_at=now)
+                    .returning(*SESSIONS.c)
                 )
-                row = (await conn.execute(SESSION_BY_KEY, key_params(key))).one()
+                row = (await conn.execute(changed)).one()
             return session_info(row)
 
     async def find_session(self, key: SessionKey) -> SessionInfo | None:
@@ -267,33 +282,69 @@ class SqlStore:
     # ------------------------------------------------------------ records
 
     async def load_history(self, session_id: int, *, max_records: int) -> LoadedHistory:
+        """The session row and the window's records in one statement (`window_load`)."""
+        history, _summaries, _reactions = await self._load_window(
+            session_id, max_records=max_records, summaries=False, reactions_limit=None
+        )
+        return history
+
+    async def load_turn(
+        self, session_id: int, *, max_records: int, reactions_limit: int
+    ) -> LoadedTurn:
+        """`load_history`, the summary before the window and the window's reactions, in one
+        statement (see `bot.ports.LoadedTurn`)."""
+        history, summaries, reactions = await self._load_window(
+            session_id, max_records=max_records, summaries=True, reactions_limit=reactions_limit
+        )
+        return LoadedTurn(history=history, summaries=summaries, reactions=reactions)
+
+    async def _load_window(
+        self,
+        session_id: int,
+        *,
+        max_records: int,
+        summaries: bool,
+        reactions_limit: int | None,
+    ) -> tuple[LoadedHistory, tuple[StoredRecord, ...], tuple[StoredReaction, ...]]:
+        """One round trip, no transaction (a single statement reads one snapshot); again
+        after repairing the path's alias cache if a record on it has none."""
+        query = window_load(summaries=summaries, reactions=reactions_limit is not None)
+        params: dict[str, Any] = {"session_id": session_id, "limit": max(1, max_records)}
+        if reactions_limit is not None:
+            params["reactions_limit"] = max(0, reactions_limit)
         for _attempt in range(2):
-            async with self._read() as conn:
-                srow = await session_row(conn, session_id)
-                session = session_info(srow)
-                if session.active_leaf_id is None:
-                    return LoadedHistory(
-                        session=session,
-                        records=(),
-                        has_earlier=False,
-                        next_alias_seq=srow.alias_root_base + 1,
-                    )
-                stop = session.window_start_id
-                walk = walk_up("records", stop=stop is not None, limit=True)
-                params = walk_params(
-                    session.active_leaf_id, stop_at=stop, limit=max(1, max_records)
+            async with self._read(one_statement=True) as conn:
+                rows = (await conn.execute(query, params)).all()
+            if not rows or rows[0].part != SESSION_PART:
+                raise SessionNotFound(f"no session {session_id}")
+            srow = session_of(rows[0])
+            session = session_info(srow)
+            walked = [row for row in rows if row.part == RECORD_PART]
+            if session.active_leaf_id is None or not walked:
+                history = LoadedHistory(
+                    session=session,
+                    records=(),
+                    has_earlier=False,
+                    next_alias_seq=srow.alias_root_base + 1,
                 )
-                rows = (await conn.execute(walk, params)).all()
-            if any(row.alias_last is None for row in rows):
+                return history, (), ()
+            if any(row.alias_last is None for row in walked):
                 await self._repair_path(session_id, session.active_leaf_id)
                 continue
-            kept = rows[-max_records:] if max_records > 0 else []
-            return LoadedHistory(
+            kept = walked[-max_records:] if max_records > 0 else []
+            history = LoadedHistory(
                 session=session,
                 records=tuple(map(self._decoded.record, kept)),
-                has_earlier=(kept[0].parent_id is not None) if kept else bool(rows),
-                next_alias_seq=rows[-1].alias_last + 1,
+                has_earlier=(kept[0].parent_id is not None) if kept else bool(walked),
+                next_alias_seq=walked[-1].alias_last + 1,
             )
+            if not kept:
+                return history, (), ()
+            found = tuple(stored_record(row) for row in rows if row.part == SUMMARY_PART)
+            reacted = tuple(
+                stored_reaction(reaction_of(row)) for row in rows if row.part == REACTION_PART
+            )
+            return history, found, reacted
         raise StorageError(f"aliases of session {session_id} could not be repaired")
 
     async def find_aliases(self, session_id: int, message_ids: Collection[int]) -> dict[int, str]:
@@ -307,27 +358,20 @@ class SqlStore:
         wanted = sorted(set(message_ids))
         if not wanted:
             return {}
+        params = {"session_id": session_id, "wanted": wanted, "wanted_bubbles": wanted}
         for _attempt in range(2):
-            async with self._read() as conn:
-                srow = await session_row(conn, session_id)
-                leaf = srow.active_leaf_id
-                if leaf is None:
-                    return {}
-                params = {
-                    "session_id": session_id,
-                    "chat_id": srow.chat_id,
-                    "wanted": wanted,
-                    "wanted_bubbles": wanted,
-                }
-                holders = sorted((await conn.execute(HOLDERS, params)).scalars())
-                if not holders:
-                    return {}
-                params = {"leaf_id": leaf, "floor": holders[0], "holders": holders}
-                rows = (await conn.execute(HOLDERS_ON_PATH, params)).all()
-            if any(row.alias_last is None for row in rows):
+            async with self._read(one_statement=True) as conn:
+                rows = (await conn.execute(ALIASES_WANTED, params)).all()
+            if not rows:
+                raise SessionNotFound(f"no session {session_id}")
+            leaf = rows[0].leaf
+            held = [row for row in rows if row.id is not None]
+            if leaf is None or not held:
+                return {}
+            if any(row.alias_last is None for row in held):
                 await self._repair_path(session_id, leaf)
                 continue
-            return aliases_on_path(((row.alias_seq, message_ids_of(row)) for row in rows), wanted)
+            return aliases_on_path(((row.alias_seq, message_ids_of(row)) for row in held), wanted)
         raise StorageError(f"aliases of session {session_id} could not be repaired")
 
     async def load_path(
@@ -361,7 +405,7 @@ class SqlStore:
                 query = (
                     select(*RECORD_COLUMNS)
                     .where(
-                        MESSAGES.c.session_id == session_id,
+                        not_by_session(session_id),
                         MESSAGES.c.kind == "summary",
                         MESSAGES.c.parent_id.in_(wanted[begin : begin + 500]),
                     )

@@ -40,6 +40,7 @@ class ChatSession(SQLModel, table=True):
     __tablename__ = "chat_sessions"
     __table_args__ = (
         UniqueConstraint("platform", "chat_id", "thread_id", name="uq_chat_sessions_key"),
+        Index("ix_chat_sessions_chat", "chat_id"),
     )
 
     id: int | None = Field(default=None, sa_column=Column(ID_TYPE, primary_key=True))

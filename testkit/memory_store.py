@@ -26,6 +26,7 @@ from bot.ports import (
     Clock,
     InboundAppend,
     LoadedHistory,
+    LoadedTurn,
     NewRecord,
     PlatformMessage,
     SessionInfo,
@@ -146,6 +147,25 @@ class InMemoryStore:
             has_earlier=(records[0].parent_id is not None) if records else bool(path),
             next_alias_seq=next_seq,
         )
+
+    async def load_turn(
+        self, session_id: int, *, max_records: int, reactions_limit: int
+    ) -> LoadedTurn:
+        """See `bot.ports.LoadedTurn`."""
+        history = await self.load_history(session_id, max_records=max_records)
+        if not history.records:
+            return LoadedTurn(history=history, summaries=(), reactions=())
+        first = history.records[0]
+        key = history.session.key
+        summaries = (
+            await self.find_summaries(session_id, [first.parent_id])
+            if first.parent_id is not None
+            else ()
+        )
+        reactions = await self.reactions_since(
+            key.chat_id, key.thread_id, first.created_at, limit=reactions_limit
+        )
+        return LoadedTurn(history=history, summaries=summaries, reactions=reactions)
 
     async def find_aliases(self, session_id: int, message_ids: Collection[int]) -> dict[int, str]:
         session = self._session(session_id)

@@ -292,7 +292,8 @@ def test_the_store_checker_sees_the_whole_store_named(tmp_path: Path) -> None:
     )
     (tmp_path / "bot/app/w.py").write_text("from storage.sql import SqlStore\n", encoding="utf-8")
     (tmp_path / "adapters/a.py").write_text(
-        "import testkit.memory_store\n\nstore = testkit.memory_store.InMemoryStore()\n", encoding="utf-8"
+        "import testkit.memory_store\n\nstore = testkit.memory_store.InMemoryStore()\n",
+        encoding="utf-8",
     )
     assert whole_store_names(tmp_path) == [
         "bot/services/s.py names ConversationStore",

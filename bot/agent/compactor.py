@@ -71,7 +71,11 @@ async def summary_before(
     failed, compaction is new, or the window starts at the root)."""
     if not records or records[0].parent_id is None:
         return None
-    found = await store.find_summaries(session.id, [records[0].parent_id])
+    return newest_summary(await store.find_summaries(session.id, [records[0].parent_id]))
+
+
+def newest_summary(found: Sequence[StoredRecord]) -> SummaryRecord | None:
+    """The newest summary with text among `found` (oldest first)."""
     for record in reversed(found):
         if isinstance(record.body, SummaryRecord) and record.body.text:
             return record.body

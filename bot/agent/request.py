@@ -34,7 +34,7 @@ from bot.context.window import estimate_tool_schema_tokens
 from bot.domain.ids import Locale, Scene
 from bot.domain.messages import ChatMessage, ImagePart
 from bot.domain.records import StoredRecord, SummaryRecord
-from bot.ports import Clock, SessionInfo
+from bot.ports import Clock, SessionInfo, StoredReaction
 from bot.store_ports import ChatEventStore, HistoryStore
 from bot.texts import in_locale, text
 from bot.tools.base import Tool, offered_in
@@ -128,10 +128,14 @@ class RequestBuilder:
         told_user: Sequence[str],
         *,
         fetch: bool = True,
+        reactions: Sequence[StoredReaction] | None = None,
+        read_at: datetime | None = None,
     ) -> TurnBlocks:
         """The per-turn blocks of the turn answering `records`' newest message (the
         `[Images]` block last, and with `fetch`, the images it names fetched)."""
-        reactions, reacted = await self.reactions_block.read(session, records)
+        shown, reacted = await self.reactions_block.read(
+            session, records, loaded=reactions, read_at=read_at
+        )
         policy = self.policy
         block_text = build_per_turn_blocks(
             TurnContext(
@@ -144,7 +148,7 @@ class RequestBuilder:
                 command_prefix=policy.command_prefix,
                 told_user=told_user,
                 topic=session.title if session.key.thread_id else None,
-                reactions=reactions,
+                reactions=shown,
             )
         )
         found = NO_IMAGES
@@ -330,7 +334,12 @@ class ReactionsBlock:
             _remember(self._answered, session_id, read)
 
     async def read(
-        self, session: SessionInfo, records: Sequence[StoredRecord]
+        self,
+        session: SessionInfo,
+        records: Sequence[StoredRecord],
+        *,
+        loaded: Sequence[StoredReaction] | None = None,
+        read_at: datetime | None = None,
     ) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...]]:
         """`Alice 👍 on m12` for each reaction on the bot's messages since its last turn on
         the loaded path (or since the oldest loaded record when no reply is loaded), newest
@@ -339,7 +348,12 @@ class ReactionsBlock:
 
         "Since its last turn" is read as since the newest member message before the last
         reply (the one that turn answered): a reaction handled while that turn ran, after
-        its request was built, is shown now instead of never."""
+        its request was built, is shown now instead of never.
+
+        `loaded`: the reactions read with the window (`load_turn`: the newest
+        `MAX_REACTION_LINES` or more after its oldest record, oldest first), filtered here
+        instead of a second read; `read_at` is when that read began (bot clock), the time
+        the next turn shows reactions after (now, without it)."""
         if self.reactions is None or not records:
             return (), ()
         last_reply = max((i for i, r in enumerate(records) if r.kind == "assistant"), default=None)
@@ -352,10 +366,14 @@ class ReactionsBlock:
         answered = self._answered.get(session.id)
         if answered is not None:
             since = max(since, answered)
-        _remember(self._read, session.id, self.clock.now())
-        found = await self.reactions.reactions_since(
-            session.key.chat_id, session.key.thread_id, since, limit=MAX_REACTION_LINES
-        )
+        _remember(self._read, session.id, self.clock.now() if read_at is None else read_at)
+        if loaded is None:
+            found = await self.reactions.reactions_since(
+                session.key.chat_id, session.key.thread_id, since, limit=MAX_REACTION_LINES
+            )
+        else:  # a filter of the newest after the window's start, itself no later than since
+            later = [r for r in loaded if r.created_at > since]
+            found = tuple(later[-MAX_REACTION_LINES:])
         if not found:
             return (), ()
         aliases = _loaded_aliases(records)

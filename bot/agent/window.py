@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from bot.agent.compactor import Compactor, FoldReason, summary_before
+from bot.agent.compactor import Compactor, FoldReason, newest_summary, summary_before
 from bot.agent.policy import WindowPolicy
-from bot.agent.request import RequestBuilder
+from bot.agent.request import MAX_REACTION_LINES, RequestBuilder
 from bot.agent.routes import ModelRoute, RouteTable
 from bot.context.alias_table import AliasTable
 from bot.context.compaction import (
@@ -232,15 +232,26 @@ class Windows:
         without calling the summary model (`tgbot context show` is read-only). The turn works
         with the session as loaded with its history (route, scene and window as stored now),
         not as the caller last saw it."""
-        loaded = await self.store.load_history(session.id, max_records=self.policy.max_records)
+        read_at = self.prompt.clock.now()
+        turn = await self.store.load_turn(
+            session.id, max_records=self.policy.max_records, reactions_limit=MAX_REACTION_LINES
+        )
+        loaded = turn.history
         session = loaded.session
         route = self.routes.resolve(session.route)
         records = loaded.records
         correction = self.correction(route.profile, route.model)
-        blocks = await self.prompt.blocks(session, route, records, told_user, fetch=persist)
-        previous = None
-        if loaded.has_earlier:  # the summary of what precedes the window
-            previous = await summary_before(self.store, session, records)
+        blocks = await self.prompt.blocks(
+            session,
+            route,
+            records,
+            told_user,
+            fetch=persist,
+            reactions=turn.reactions,
+            read_at=read_at,
+        )
+        # the summary of what precedes the window
+        previous = newest_summary(turn.summaries) if loaded.has_earlier else None
         projection = await self.project(session, records, blocks.text)
         costs = turn_costs(without_per_turn_cost(projection, blocks.text))
         start = _Loaded(

@@ -118,3 +118,52 @@ async def test_without_a_reactions_store_or_a_window_there_is_no_block() -> None
     assert await block.read(SESSION, WINDOW) == ((), ())
     block = ReactionsBlock(InMemoryStore(), aliases=Aliases({}), clock=SteppingClock(T0))
     assert await block.read(SESSION, ()) == ((), ())
+
+
+class NoReads:
+    """A reactions store that must not be read (the reactions came with the window)."""
+
+    async def reactions_since(
+        self, chat_id: int, thread_id: int, since: datetime | None, *, limit: int
+    ) -> tuple[StoredReaction, ...]:
+        raise AssertionError("read again")
+
+
+async def test_reactions_loaded_with_the_window_show_what_a_second_read_would() -> None:
+    store = InMemoryStore()
+    await store.record_reactions(
+        [
+            reaction(502, "👎", T0 - timedelta(seconds=1)),  # before the window: never loaded
+            reaction(501, "👀", T0 + timedelta(seconds=3)),  # before the answered turn
+            reaction(502, "👍", T0 + timedelta(seconds=30)),
+            *(
+                reaction(502, "🔥", T0 + timedelta(seconds=40 + n), f"M{n}", user_id=2000 + n)
+                for n in range(MAX_REACTION_LINES)
+            ),
+        ]
+    )
+    # what `load_turn` reads with this window: the newest after its oldest record
+    loaded = await store.reactions_since(CHAT, 0, WINDOW[0].created_at, limit=MAX_REACTION_LINES)
+    read_again = ReactionsBlock(store, aliases=Aliases({}), clock=SteppingClock(T0))
+    with_window = ReactionsBlock(NoReads(), aliases=Aliases({}), clock=SteppingClock(T0))
+
+    expected = await read_again.read(SESSION, WINDOW)
+    assert await with_window.read(SESSION, WINDOW, loaded=loaded, read_at=T0) == expected
+    assert len(expected[0]) == MAX_REACTION_LINES
+    assert expected[0][0] == "M0 🔥 on m2"  # the newest ten, after the answered turn's message
+
+
+async def test_the_next_turn_shows_what_came_after_the_window_was_read() -> None:
+    store = InMemoryStore()
+    clock = SteppingClock(T0 + timedelta(seconds=100))
+    block = ReactionsBlock(NoReads(), aliases=Aliases({}), clock=clock)
+    read_at = clock.now()  # the window and its reactions read: none yet
+    # made after the window was read, before its reactions were shown
+    await store.record_reactions([reaction(502, "❤", read_at + timedelta(seconds=1))])
+    clock.advance(5)
+    assert await block.read(SESSION, WINDOW, loaded=(), read_at=read_at) == ((), ())
+    clock.advance(10)
+    block.answered(SESSION.id)
+    loaded = await store.reactions_since(CHAT, 0, WINDOW[0].created_at, limit=MAX_REACTION_LINES)
+    lines, _ = await block.read(SESSION, WINDOW, loaded=loaded, read_at=clock.now())
+    assert lines == ("Alice ❤ on m2",)
