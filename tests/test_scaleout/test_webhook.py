@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -216,10 +216,10 @@ class _BlockingSink:
         self.release = asyncio.Event()
         self.done: list[int] = []
 
-    async def on_message(self, message: InboundMessage) -> None:
+    async def on_messages(self, messages: Sequence[InboundMessage]) -> None:
         self.entered.set()
         await self.release.wait()
-        self.done.append(message.message_id)
+        self.done += [message.message_id for message in messages]
 
     async def on_edit(self, message: InboundMessage) -> None:
         return None
