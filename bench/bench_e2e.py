@@ -1,9 +1,10 @@
 """Benchmark: inbound messages per second end to end, through aiogram's real HTTP client.
 
 `FakeBotApi` on 127.0.0.1 queues every update of many group chats at once; the bot long-polls
-it with `tgbot run`'s polling loop (`poll_updates`, over aiogram's client), parses, stores every message in SQLite (a file, WAL), answers the ones that
-mention it (a scripted model, so the model costs nothing) and sends the answers back over
-HTTP. Timed: from the first push until every message is stored and every answer was sent.
+it with `tgbot run`'s polling loop (`poll_updates`), parses, stores every message in SQLite
+(a file, WAL), answers the ones that mention it (a scripted model, so the model costs
+nothing) and sends the answers back over HTTP. Timed: from the first push until every
+message is stored and every answer was sent.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from pathlib import Path
 
 from adapters.llm.scripted import ScriptedModel
 from adapters.telegram.app import build_bot, build_dispatcher
-from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.fake_api import FakeBotApi
+from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from bot.app.demo import CountingSink
 from bot.app.wiring import build_app
