@@ -128,9 +128,9 @@ class BatchDelivery:
     `handle_batch` sends everything else through the dispatcher. A message that does not
     parse is logged and skipped, as one by one."""
 
-    def __init__(self, inbound: _Inbound, on_batch: BatchHook) -> None:
+    def __init__(self, inbound: _Inbound, on_messages: BatchHook) -> None:
         self._inbound = inbound
-        self._on_batch = on_batch
+        self._on_messages = on_messages
 
     @staticmethod
     def takes(update: Update) -> bool:
@@ -145,7 +145,7 @@ class BatchDelivery:
             if message is not None:
                 messages.append(message)
         if messages:
-            await self._on_batch(messages)
+            await self._on_messages(messages)
 
 
 def batch_delivery(dispatcher: Dispatcher) -> BatchDelivery | None:
