@@ -1,9 +1,10 @@
 """Benchmark: inbound messages per second end to end, through aiogram's real HTTP client.
 
 `FakeBotApi` on 127.0.0.1 queues every update of many group chats at once; the bot long-polls
-it with aiogram, parses, stores every message in SQLite (a file, WAL), answers the ones that
-mention it (a scripted model, so the model costs nothing) and sends the answers back over
-HTTP. Timed: from the first push until every message is stored and every answer was sent.
+it with `tgbot run`'s polling loop (`poll_updates`), parses, stores every message in SQLite
+(a file, WAL), answers the ones that mention it (a scripted model, so the model costs
+nothing) and sends the answers back over HTTP. Timed: from the first push until every
+message is stored and every answer was sent.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from adapters.llm.scripted import ScriptedModel
 from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from bot.app.demo import CountingSink
 from bot.app.wiring import build_app
@@ -99,10 +101,9 @@ async def _run(chats: int, per_chat: int, every: int) -> E2EResult:
                 started = time.perf_counter()
                 for update in updates:
                     api.push_update(update)
+                stop = asyncio.Event()
                 polling = asyncio.create_task(
-                    dispatcher.start_polling(
-                        bot, handle_signals=False, close_bot_session=False, polling_timeout=1
-                    )
+                    poll_updates(dispatcher, bot, stop=stop, poll_seconds=1)
                 )
                 await sink.wait_for(len(updates))
                 await app.inbound.drain()
@@ -111,7 +112,7 @@ async def _run(chats: int, per_chat: int, every: int) -> E2EResult:
                 # into it (one answer per burst), so answers can be fewer than mentions
                 answered = len(api.calls_of("sendMessage"))
                 assert 0 < answered <= addressed, f"{answered} answers for {addressed}"
-                await dispatcher.stop_polling()
+                stop.set()
                 await polling
                 stored = 0
                 for c in range(chats):

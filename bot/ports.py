@@ -367,8 +367,10 @@ RecordedBubbles = Callable[[Sequence[PlatformMessage]], Awaitable[None]]
 class InboundSink(Protocol):
     """What the Telegram adapter hands parsed updates to (the inbound service)."""
 
-    async def on_message(self, message: InboundMessage) -> None:
-        """A new message, service event or command (with `command` set)."""
+    async def on_messages(self, messages: Sequence[InboundMessage]) -> None:
+        """New messages, service events and commands (with `command` set), each chat's in
+        message order: a `getUpdates` batch, or one webhook update. The only way in for
+        new messages."""
         ...
 
     async def on_edit(self, message: InboundMessage) -> None:

@@ -40,7 +40,7 @@ ParseErrorHook = Callable[[Update, Exception], Awaitable[None]]
 BatchHook = Callable[[Sequence[InboundMessage]], Awaitable[None]]
 
 BATCH_DELIVERY = "tgbot_batch_delivery"
-"""Where `build_dispatcher` keeps the `BatchDelivery` of a sink that has `on_batch`."""
+"""Where `build_dispatcher` keeps its sink's `BatchDelivery`."""
 
 # aiogram reads every reply through `Response[method.__returning__]`, and pydantic keeps
 # parametrised models only weakly: once a collection frees one, the next reply rebuilds it
@@ -95,8 +95,9 @@ def build_dispatcher(
     chat_events: ChatEventSink | None = None,
 ) -> Dispatcher:
     """A Dispatcher whose routers parse messages and edits and pass them to `sink` (and the
-    bot's membership changes and reactions to `chat_events`, when given). An update no
-    router handles is logged and skipped."""
+    bot's membership changes and reactions to `chat_events`, when given), fed through
+    `polling_loop.handle_batch` by the poller and the webhook alike. An update no router
+    handles is logged and skipped."""
     dispatcher = Dispatcher()
     routers = get_routers(
         sink,
@@ -107,30 +108,29 @@ def build_dispatcher(
         chat_events=chat_events,
     )
     dispatcher.include_routers(*routers)
-    on_batch = getattr(sink, "on_batch", None)
-    if callable(on_batch):
-        dispatcher.workflow_data[BATCH_DELIVERY] = BatchDelivery(
-            _Inbound(
-                sink,
-                bot_id=bot_id,
-                bot_username=bot_username,
-                locale=locale,
-                on_parse_error=on_parse_error,
-            ),
-            on_batch,
-        )
+    dispatcher.workflow_data[BATCH_DELIVERY] = BatchDelivery(
+        _Inbound(
+            sink,
+            bot_id=bot_id,
+            bot_username=bot_username,
+            locale=locale,
+            on_parse_error=on_parse_error,
+        ),
+        sink.on_messages,
+    )
     dispatcher.update.outer_middleware(_log_unhandled)
     return dispatcher
 
 
 class BatchDelivery:
-    """New messages of a `getUpdates` batch, parsed and handed to the sink's `on_batch` in
-    one call (it stores them in one transaction); the poller sends everything else through
-    the dispatcher. A message that does not parse is logged and skipped, as one by one."""
+    """New messages of a batch (a `getUpdates` batch, one webhook update), parsed and handed
+    to the sink's `on_messages` in one call (it stores them in one transaction);
+    `handle_batch` sends everything else through the dispatcher. A message that does not
+    parse is logged and skipped, as one by one."""
 
-    def __init__(self, inbound: _Inbound, on_batch: BatchHook) -> None:
+    def __init__(self, inbound: _Inbound, on_messages: BatchHook) -> None:
         self._inbound = inbound
-        self._on_batch = on_batch
+        self._on_messages = on_messages
 
     @staticmethod
     def takes(update: Update) -> bool:
@@ -145,11 +145,11 @@ class BatchDelivery:
             if message is not None:
                 messages.append(message)
         if messages:
-            await self._on_batch(messages)
+            await self._on_messages(messages)
 
 
 def batch_delivery(dispatcher: Dispatcher) -> BatchDelivery | None:
-    """The dispatcher's `BatchDelivery`, when its sink takes batches."""
+    """The dispatcher's `BatchDelivery` (None: not built by `build_dispatcher`)."""
     found = dispatcher.workflow_data.get(BATCH_DELIVERY)
     return found if isinstance(found, BatchDelivery) else None
 
@@ -272,7 +272,7 @@ class _Inbound:
         if message is None:
             return
         try:
-            await (self._sink.on_edit(message) if edit else self._sink.on_message(message))
+            await (self._sink.on_edit(message) if edit else self._sink.on_messages((message,)))
         except (StorageUnavailable, OSError):
             raise
         except Exception:

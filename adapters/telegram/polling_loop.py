@@ -1,4 +1,5 @@
-"""Long polling that confirms an update only after it was handled, each chat in order.
+"""Long polling that confirms an update only after it was handled, each chat in order; and
+`handle_batch`, the one way every update is handled (a polled batch, one webhook update).
 
 aiogram's `start_polling` confirms a batch (the next `getUpdates` offset) as soon as it has
 started a task per update, so a crash in the next milliseconds loses updates that were
@@ -111,7 +112,7 @@ async def poll_updates(
             continue
         updates, skipped = validate_updates(raw, bot)
         for update_id, reason in skipped:
-            await _report_skipped(on_skipped, update_id, reason)
+            await report_skipped(on_skipped, update_id, reason)
         unconfirmed = await handle_batch(dispatcher, bot, updates)
         if after_batch is not None:
             after_batch()
@@ -168,7 +169,8 @@ def _update_id(item: Any) -> int | None:
     return None
 
 
-async def _report_skipped(hook: SkipHook | None, update_id: int | None, reason: str) -> None:
+async def report_skipped(hook: SkipHook | None, update_id: int | None, reason: str) -> None:
+    """Log an update passed unhandled and tell `hook` (its failure is logged, not raised)."""
     logger.warning("skipping update %s that does not validate: %s", update_id, reason)
     if hook is None or update_id is None:
         return
@@ -179,12 +181,13 @@ async def _report_skipped(hook: SkipHook | None, update_id: int | None, reason: 
 
 
 async def handle_batch(dispatcher: Dispatcher, bot: Bot, updates: Sequence[Update]) -> set[int]:
-    """Feed one batch: chats concurrently, each chat's updates in message order. Returns
-    the ids of updates a transient error kept from being handled (not to be confirmed).
+    """Feed one batch (a `getUpdates` batch, or one webhook update): chats concurrently,
+    each chat's updates in message order. Returns the ids of updates a transient error
+    kept from being handled (not to be confirmed).
 
-    With a `BatchDelivery` (a sink that takes batches), each chat's leading new messages
-    go to it together, stored in one transaction; the rest of each chat (from its first
-    edit or other update on) then goes through the dispatcher, in order."""
+    Each chat's leading new messages go to the sink's `on_messages` together (the
+    dispatcher's `BatchDelivery`), stored in one transaction; the rest of each chat (from
+    its first edit or other update on) then goes through the dispatcher, in order."""
     unconfirmed: set[int] = set()
     chats: dict[object, list[Update]] = {}
     for update in updates:

@@ -1,13 +1,16 @@
 """Webhook mode for `tgbot run --webhook`: an aiohttp app that feeds Telegram updates to the
-dispatcher (several workers can sit behind one load balancer).
+dispatcher the way the poller does, as a batch of one (`polling_loop.handle_batch`), so a
+new message reaches the inbound service's `on_messages` as a polled one does (several
+workers can sit behind one load balancer).
 
 Routes:
 - `POST /webhook` — one Telegram update. With a secret set, a request whose
   `X-Telegram-Bot-Api-Secret-Token` differs is refused (401) from its headers, before any
   of its body is read, and its connection closed. The answer comes only after
-  the dispatcher has handled the update (the message is stored; the turn runs in the
-  background), so the order in which one chat's updates are answered is the order they are
-  stored in; an error that reaches this handler answers 500, and Telegram sends it again.
+  the update was handled (the message is stored; the turn runs in the background), so the
+  order in which one chat's updates are answered is the order they are stored in; a
+  transient error (the database busy or away) is retried as the poller retries it, and
+  when it persists the answer is 500, and Telegram sends the update again.
   A JSON object that aiogram cannot validate as an update (an older or newer Bot API shape)
   is logged with its `update_id`, reported to `on_skipped`, and answered 200: Telegram would
   otherwise send it again and again. A body that is not a JSON object answers 400.
@@ -24,13 +27,15 @@ import hmac
 import logging
 
 from aiogram import Bot, Dispatcher
-from aiogram.types import Update
 from aiohttp import web
-from pydantic import ValidationError
 
 from adapters.http_guard import GuardedSite, Throttle, guarded_runner
-from adapters.telegram.lenient import lenient_update
-from adapters.telegram.polling_loop import SkipHook, invalid_reason
+from adapters.telegram.polling_loop import (
+    SkipHook,
+    handle_batch,
+    report_skipped,
+    validate_updates,
+)
 from bot.context.bounded_json import loads_bounded
 
 log = logging.getLogger(__name__)
@@ -94,15 +99,6 @@ class WebhookServer:
             await self._runner.cleanup()
             self._runner = None
 
-    async def _skip(self, update_id: object, reason: str) -> None:
-        log.warning("skipping update %s that does not validate: %s", update_id, reason)
-        if self._on_skipped is None or not isinstance(update_id, int):
-            return
-        try:
-            await self._on_skipped(update_id, reason)
-        except Exception:
-            log.exception("recording skipped update %s failed", update_id)
-
     async def _on_health(self, request: web.Request) -> web.Response:
         if self._stopping:
             return web.json_response({"ok": False, "status": "stopping"}, status=503)
@@ -140,19 +136,16 @@ class WebhookServer:
         if not isinstance(data, dict):
             log.warning("webhook request is not a JSON object")
             return web.json_response({"ok": False}, status=400)
+        updates, skipped = validate_updates([data], self._bot)
+        for update_id, reason in skipped:
+            await report_skipped(self._on_skipped, update_id, reason)
         try:
-            update = Update.model_validate(data, context={"bot": self._bot})
-        except ValidationError as exc:
-            lenient = lenient_update(data, context={"bot": self._bot})
-            if lenient is None:
-                await self._skip(data.get("update_id"), invalid_reason(exc))
-                return web.json_response({"ok": True})
-            log.warning("update %s read leniently", data.get("update_id"))
-            update = lenient
-        try:
-            await self._dispatcher.feed_webhook_update(self._bot, update)
+            unconfirmed = await handle_batch(self._dispatcher, self._bot, updates)
         except Exception:
-            log.exception("update %s failed; Telegram will send it again", update.update_id)
+            log.exception("update %s failed; Telegram will send it again", data.get("update_id"))
+            return web.json_response({"ok": False}, status=500)
+        if unconfirmed:
+            log.warning("update %s is not stored; Telegram will send it again", min(unconfirmed))
             return web.json_response({"ok": False}, status=500)
         return web.json_response({"ok": True})
 

@@ -1,6 +1,7 @@
 """`tgbot demo`: the whole bot, offline, on the embedded defaults, in under a minute.
 
-It starts a fake Bot API on 127.0.0.1, points aiogram's real HTTP client at it, uses the
+It starts a fake Bot API on 127.0.0.1, points aiogram's real HTTP client at it, polls it
+with the loop `tgbot run` polls with (`adapters/telegram/polling_loop.py`), uses the
 offline scripted model and a SQLite file, replays the bundled scenario (a busy three-person
 group and a tool-using owner chat), then prints one request as the model saw it, the usage
 report, and a side-by-side with a naive baseline that stores per-turn context in every
@@ -23,6 +24,7 @@ from typing import TextIO
 from adapters.llm.scripted import ScriptedModel, is_summary_request
 from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.fake_api import DemoBotApi
+from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from bot.agent.request import (
     PromptFacts,
@@ -59,21 +61,21 @@ class CountingSink:
         self.handled = 0
         self._changed = asyncio.Condition()
 
-    async def on_message(self, message: InboundMessage) -> None:
+    async def on_messages(self, messages: Sequence[InboundMessage]) -> None:
         try:
-            await self.sink.on_message(message)
+            await self.sink.on_messages(messages)
         finally:
-            await self._bump()
+            await self._bump(len(messages))
 
     async def on_edit(self, message: InboundMessage) -> None:
         try:
             await self.sink.on_edit(message)
         finally:
-            await self._bump()
+            await self._bump(1)
 
-    async def _bump(self) -> None:
+    async def _bump(self, count: int) -> None:
         async with self._changed:
-            self.handled += 1
+            self.handled += count
             self._changed.notify_all()
 
     async def wait_for(self, count: int) -> None:
@@ -309,10 +311,9 @@ async def _run_demo(settings: Settings, *, data: Path, keep: bool, started: floa
                 locale=demo.fallback_locale,
                 chat_events=app.chat_events,
             )
+            stop_polling = asyncio.Event()
             polling = asyncio.create_task(
-                dispatcher.start_polling(
-                    bot, handle_signals=False, close_bot_session=False, polling_timeout=1
-                )
+                poll_updates(dispatcher, bot, stop=stop_polling, poll_seconds=1)
             )
             # the naive bot sends rules and tool index with every message, not in its prompt
             base_prompt = build_system_prompt(
@@ -328,7 +329,7 @@ async def _run_demo(settings: Settings, *, data: Path, keep: bool, started: floa
                 api, app, sink, model, naive, demo, me.username or "", clock=clock
             )
             await app.runner.aclose()
-            await dispatcher.stop_polling()
+            stop_polling.set()
             await polling
         finally:
             await bot.session.close()

@@ -1,5 +1,9 @@
 """On inbound message / edit: store the conversation, decide whether to answer, run turns.
 
+New messages have one way in, `InboundService.on_messages`, whatever brought them: a polled
+`getUpdates` batch, one webhook update (both through `adapters/telegram/polling_loop.py`'s
+`handle_batch`), the demo, a test. Edits come through `on_edit`.
+
 Every message of an allowed chat is stored exactly once (the platform message's chat +
 message id is the de-duplication key, written in the same transaction as the record). When
 and how turns run (one at a time per session, the merge window, messages that wait their
@@ -41,7 +45,7 @@ from dataclasses import dataclass, replace
 from bot.agent.runtime import TurnOutcome, TurnRunner
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale, SessionKey
-from bot.domain.records import UserRecord
+from bot.domain.records import StoredRecord, UserRecord
 from bot.errors import StorageUnavailable
 from bot.ports import (
     ChatLock,
@@ -107,6 +111,10 @@ class Admission:
     """It starts a turn."""
     refused: bool
     """It would have, but the limits turned it away (stored as refused, answered politely)."""
+
+
+Round = tuple[SessionInfo, InboundMessage]
+"""A message of a round, with its session."""
 
 
 def key_of(message: InboundMessage) -> SessionKey:
@@ -261,73 +269,37 @@ class InboundService:
 
     # ------------------------------------------------------------------ InboundSink
 
+    async def on_messages(self, messages: Sequence[InboundMessage]) -> None:
+        """New messages, the one way in (a `getUpdates` batch, one webhook update, a test's
+        message): each chat's in message order, no edits. A message of a chat not allowed
+        is dropped (a private one told so once). The rest are stored one transaction per
+        round (`append_inbound`): a round takes from every chat its messages up to and
+        including the first that starts a turn, so that turn is scheduled before the
+        messages after its trigger are stored, as when they arrive one by one. A command,
+        or a message held back behind another member's waiting turn, goes alone
+        (`_store_alone`). Duplicates (a redelivered update) are found inside the
+        transaction."""
+        queues, sessions = await self._open_queues(messages)
+        while queues:
+            # what goes alone is decided under the store locks, as `_store_alone` decides
+            # whether a message waits its turn (another request may have just scheduled one)
+            async with self.turns.storing_batch([sessions[key] for key in queues]):
+                batch, alone = self._next_round(queues, sessions)
+                stored = await self._append_round(batch) if batch else []
+            for (session, message), (record, admission) in zip(batch, stored, strict=True):
+                await self._after_stored(session, message, record, admission)
+            for session, message in alone:
+                await self._alone(session, message)
+
     async def on_message(self, message: InboundMessage) -> None:
-        self.locales.note(message)
-        if not self._allowed(message.chat_id):
-            log.info("ignoring chat %s (not in the allow-list)", message.chat_id)
-            await self._refuse_private_chat(message)
-            return
-        session = await self.open(message)
-        message = await self._transcribed(message, session)
-        if message.command and self.commands is not None and self.commands.handles(message):
-            if message.update_id is not None and not await self.claims.claim_update(
-                message.update_id
-            ):
-                return
-            # commands start work too (/retry a whole turn, /help a post): same limits
-            if not await self._admit(message):
-                return
-            if await self.commands(message, session):
-                return
-        state = self.turns.state(session.id)
-        async with self.turns.storing(session):
-            if (
-                await self.platform_messages.find_platform_message(
-                    message.chat_id, message.message_id
-                )
-                is not None
-            ):
-                log.info("duplicate message %s/%s", message.chat_id, message.message_id)
-                return
-            answer = self._answers(message, session)
-            pending = state.pending
-            merged = state.merges(message.sender.id)
-            # someone else's turn waits out its merge window: this message waits its turn
-            # (and so does whatever its sender writes until it joined, to keep their order)
-            defer = state.holds_back(message.sender.id, answer=answer)
-            admission = await self._admission(message, session, answer=answer)
-            if defer:
-                await self.platform_messages.record_platform_messages(
-                    [platform_message_of(message)]
-                )
-                if pending is not None:
-                    pending.hurry.set()  # keep the wait (and the unstored gap) short
-            else:
-                await self._store_inbound(
-                    session, message, merged=merged, refused=admission.refused
-                )
-        if admission.refused:
-            await self._refuse(message)
-        if defer:
+        """One new message: `on_messages([message])`."""
+        await self.on_messages((message,))
 
-            async def join() -> None:
-                await self._store_inbound(session, message, merged=False, refused=admission.refused)
-
-            self.turns.join_later(session, message, join, answer=admission.admitted)
-        elif admission.admitted:
-            self.turns.schedule(session, message)
-
-    async def on_batch(self, messages: Sequence[InboundMessage]) -> None:
-        """New messages of one `getUpdates` batch (no edits), each chat's in message order:
-        stored like `on_message` stores them, but one transaction per round
-        (`append_inbound`) instead of one per message. A round takes from every chat its
-        messages up to and including the first that starts a turn, so that turn is
-        scheduled before the messages after its trigger are stored, as when they arrive one
-        by one; a command at the head of a chat's queue goes alone through `on_message`.
-        Duplicates (a redelivered batch) are found inside the transaction.
-
-        Only the in-process session lock is taken, not the cross-worker chat lock: batches
-        come from long polling, which Telegram serves to one consumer at a time."""
+    async def _open_queues(
+        self, messages: Sequence[InboundMessage]
+    ) -> tuple[dict[SessionKey, deque[InboundMessage]], dict[SessionKey, SessionInfo]]:
+        """The allowed messages queued by session, and their sessions, opened (one query),
+        named after their topic, with voice notes transcribed."""
         queues: dict[SessionKey, deque[InboundMessage]] = {}
         requests: dict[SessionKey, SessionRequest] = {}
         for message in messages:
@@ -346,51 +318,59 @@ class InboundService:
                 title=session_title_of(message) or (earlier.title if earlier else None),
             )
         if not queues:
-            return
+            return queues, {}
         opened = await self.sessions.open_sessions(list(requests.values()))
         sessions = dict(zip(requests, opened, strict=True))
-        if self.transcripts is not None:
-            for key, queue in queues.items():
-                done = [await self._transcribed(m, sessions[key]) for m in queue]
-                queues[key] = deque(done)
         for key, queue in queues.items():
+            if self.transcripts is not None:
+                queue = queues[key] = deque(
+                    [await self._transcribed(m, sessions[key]) for m in queue]
+                )
             named = next((m for m in queue if m.topic_first_name), None)
             if named is not None:
                 sessions[key] = await self._name_topic(sessions[key], named)
-        while queues:
-            batch: list[tuple[SessionInfo, InboundMessage]] = []
-            alone: list[InboundMessage] = []
-            for key in list(queues):
-                queue, session = queues[key], sessions[key]
-                if self._goes_alone(queue[0], session):
-                    alone.append(queue.popleft())
-                else:
-                    while queue and not self._goes_alone(queue[0], session):
-                        message = queue.popleft()
-                        batch.append((session, message))
-                        if self._answers(message, session):
-                            break
-                if not queue:
-                    del queues[key]
-            if batch:
-                await self._store_batch(batch)
-            for message in alone:
-                await self._alone(message)
+        return queues, sessions
 
-    async def _alone(self, message: InboundMessage) -> None:
-        """One batched message through `on_message`; a bug there is logged with its update
-        and does not fail the batch (the poller would handle every other update again)."""
+    def _next_round(
+        self,
+        queues: dict[SessionKey, deque[InboundMessage]],
+        sessions: dict[SessionKey, SessionInfo],
+    ) -> tuple[list[Round], list[Round]]:
+        """Take the next round from `queues` (emptied queues leave): from every chat its
+        messages up to and including the first that starts a turn, or its first message
+        when that one goes alone. Returns (stored together, alone)."""
+        batch: list[Round] = []
+        alone: list[Round] = []
+        for key in list(queues):
+            queue, session = queues[key], sessions[key]
+            if self._goes_alone(queue[0], session):
+                alone.append((session, queue.popleft()))
+            else:
+                while queue and not self._goes_alone(queue[0], session):
+                    message = queue.popleft()
+                    batch.append((session, message))
+                    if self._answers(message, session):
+                        break
+            if not queue:
+                del queues[key]
+        return batch, alone
+
+    async def _alone(self, session: SessionInfo, message: InboundMessage) -> None:
+        """One message on its own; a bug there is logged with its update and does not fail
+        the rest (the poller would hand every other update again). A transient error (the
+        database busy or away, out of file handles) is raised: the update stays
+        unconfirmed and comes again."""
         try:
-            await self.on_message(message)
-        except StorageUnavailable:
+            await self._store_alone(session, message)
+        except (StorageUnavailable, OSError):
             raise
         except Exception:
             log.exception("handling update %s failed", message.update_id)
 
     def _goes_alone(self, message: InboundMessage, session: SessionInfo) -> bool:
-        """Whether a batched message takes the one-by-one path of `on_message`: a command,
-        or a message `on_message` holds back behind another member's waiting turn (and what
-        its sender writes until it joined), so those keep their order and their turn."""
+        """Whether a message goes alone (`_store_alone`): a command, or a message held back
+        behind another member's waiting turn (and what its sender writes until it joined),
+        so those keep their order and their turn."""
         if message.command is not None and self.commands is not None:
             return True
         state = self.turns.known(session.id)
@@ -398,34 +378,93 @@ class InboundService:
             return False
         return state.holds_back(message.sender.id, answer=self._answers(message, session))
 
-    async def _store_batch(self, batch: list[tuple[SessionInfo, InboundMessage]]) -> None:
+    async def _store_alone(self, session: SessionInfo, message: InboundMessage) -> None:
+        """A command (claimed by its update, within the limits), or a message that waits
+        its turn behind another member's; anything else the command handler leaves is
+        stored as in a round."""
+        if message.command and self.commands is not None and self.commands.handles(message):
+            if message.update_id is not None and not await self.claims.claim_update(
+                message.update_id
+            ):
+                return
+            # commands start work too (/retry a whole turn, /help a post): same limits
+            if not await self._admit(message):
+                return
+            if await self.commands(message, session):
+                return
+        state = self.turns.state(session.id)
+        async with self.turns.storing(session):
+            if (
+                await self.platform_messages.find_platform_message(message.chat_id, message.message_id)
+                is not None
+            ):
+                log.info("duplicate message %s/%s", message.chat_id, message.message_id)
+                return
+            answer = self._answers(message, session)
+            pending = state.pending
+            merged = state.merges(message.sender.id)
+            # someone else's turn waits out its merge window: this message waits its turn
+            # (and so does whatever its sender writes until it joined, to keep their order)
+            defer = state.holds_back(message.sender.id, answer=answer)
+            admission = await self._admission(message, session, answer=answer)
+            if defer:
+                await self.platform_messages.record_platform_messages([platform_message_of(message)])
+                if pending is not None:
+                    pending.hurry.set()  # keep the wait (and the unstored gap) short
+            else:
+                await self._store_inbound(
+                    session, message, merged=merged, refused=admission.refused
+                )
+        if admission.refused:
+            await self._refuse(message)
+        if defer:
+
+            async def join() -> None:
+                await self._store_inbound(session, message, merged=False, refused=admission.refused)
+
+            self.turns.join_later(session, message, join, answer=admission.admitted)
+        elif admission.admitted:
+            self.turns.schedule(session, message)
+
+    async def _append_round(
+        self, batch: list[Round]
+    ) -> list[tuple[StoredRecord | None, Admission]]:
+        """Store a round in one transaction (under its store locks); each message's record
+        (None: a duplicate, or not storable, the store logged why) and admission."""
         items: list[InboundAppend] = []
         admissions: list[Admission] = []
-        async with self.turns.storing_batch([session.id for session, _ in batch]):
-            for session, message in batch:
-                # a redelivered duplicate counts against the limit too: it is found inside
-                # the transaction
-                admission = await self._admission(
-                    message, session, answer=self._answers(message, session)
+        for session, message in batch:
+            # a redelivered duplicate counts against the limit too: it is found inside the
+            # transaction
+            admission = await self._admission(
+                message, session, answer=self._answers(message, session)
+            )
+            admissions.append(admission)
+            merged = self.turns.state(session.id).merges(message.sender.id)
+            items.append(
+                InboundAppend(
+                    session_id=session.id,
+                    record=record_of(message, merged=merged, refused=admission.refused),
+                    platform_message=platform_message_of(message),
                 )
-                admissions.append(admission)
-                merged = self.turns.state(session.id).merges(message.sender.id)
-                items.append(
-                    InboundAppend(
-                        session_id=session.id,
-                        record=record_of(message, merged=merged, refused=admission.refused),
-                        platform_message=platform_message_of(message),
-                    )
-                )
-            stored = await self.history.append_inbound(items)
-        for (session, message), record, admission in zip(batch, stored, admissions, strict=True):
-            # None: a duplicate, or not storable (the store logged why)
-            if record is None:
-                continue
-            if admission.admitted:
-                self.turns.schedule(session, message)
-            elif isinstance(record.body, UserRecord) and record.body.refused:
-                await self._refuse(message)
+            )
+        stored = await self.history.append_inbound(items)
+        return list(zip(stored, admissions, strict=True))
+
+    async def _after_stored(
+        self,
+        session: SessionInfo,
+        message: InboundMessage,
+        record: StoredRecord | None,
+        admission: Admission,
+    ) -> None:
+        """Schedule the turn a stored message starts, or tell the chat it was refused."""
+        if record is None:
+            return
+        if admission.admitted:
+            self.turns.schedule(session, message)
+        elif isinstance(record.body, UserRecord) and record.body.refused:
+            await self._refuse(message)
 
     async def on_edit(self, message: InboundMessage) -> None:
         """Record the new text and queue the re-answer for the chat; never waits on a turn.
@@ -439,9 +478,7 @@ class InboundService:
             return
         session = await self.open(message)
         async with self.turns.storing(session):
-            known = await self.platform_messages.find_platform_message(
-                message.chat_id, message.message_id
-            )
+            known = await self.platform_messages.find_platform_message(message.chat_id, message.message_id)
             if known is not None:
                 await self.platform_messages.record_platform_messages(
                     [platform_message_of(message, known=known)]

@@ -167,12 +167,19 @@ class TurnScheduler:
             yield
 
     @asynccontextmanager
-    async def storing_batch(self, session_ids: Collection[int]) -> AsyncIterator[None]:
-        """The store locks of several sessions, in id order (no two batches deadlock).
-        In-process only: batches come from long polling, one consumer at a time."""
+    async def storing_batch(self, sessions: Collection[SessionInfo]) -> AsyncIterator[None]:
+        """The store locks of several sessions, in id order (no two batches deadlock). The
+        cross-worker chat lock only for one session (a webhook update; a polling round of
+        one chat): a batch of several chats comes from long polling, which Telegram serves
+        to one consumer at a time, and one lock held per chat would hold a database
+        connection each."""
+        by_id = {session.id: session for session in sessions}
         async with AsyncExitStack() as held:
-            for session_id in sorted(set(session_ids)):
+            for session_id in sorted(by_id):
                 await held.enter_async_context(self.state(session_id).store_lock)
+            if len(by_id) == 1:
+                (session,) = by_id.values()
+                await held.enter_async_context(self._chat_held(session, "store"))
             yield
 
     @asynccontextmanager

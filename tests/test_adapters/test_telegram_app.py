@@ -1,14 +1,17 @@
-"""End to end over real HTTP: aiogram polls `FakeBotApi`, parsed messages reach the sink."""
+"""End to end over real HTTP: the bot's poller polls `FakeBotApi` through aiogram's client,
+parsed messages reach the sink."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.types import Update
 
 from adapters.telegram.app import ParseErrorHook, build_bot, build_dispatcher
+from adapters.telegram.polling_loop import poll_updates
 from bot.domain.facts import InboundMessage
 from testkit.fake_bot_api import FakeBotApi
 
@@ -18,7 +21,8 @@ BOB = {"id": 1002, "first_name": "Bob"}
 
 
 class RecordingSink:
-    """An `InboundSink` that records what it gets and signals after `expected` calls."""
+    """An `InboundSink` that records each message it gets once (a redelivery is a
+    duplicate, as in the inbound service) and signals after `expected`."""
 
     def __init__(self, expected: int, *, fail_on: str | None = None) -> None:
         self.expected = expected
@@ -26,13 +30,16 @@ class RecordingSink:
         self.received: list[tuple[str, InboundMessage]] = []
         self.done = asyncio.Event()
 
-    async def on_message(self, message: InboundMessage) -> None:
-        self._record("message", message)
+    async def on_messages(self, messages: Sequence[InboundMessage]) -> None:
+        for message in messages:
+            self._record("message", message)
 
     async def on_edit(self, message: InboundMessage) -> None:
         self._record("edit", message)
 
     def _record(self, kind: str, message: InboundMessage) -> None:
+        if any((k, m.update_id) == (kind, message.update_id) for k, m in self.received):
+            return
         self.received.append((kind, message))
         if len(self.received) >= self.expected:
             self.done.set()
@@ -50,13 +57,12 @@ async def poll_until(
         locale="en",
         on_parse_error=on_parse_error,
     )
-    polling = asyncio.create_task(
-        dispatcher.start_polling(bot, handle_signals=False, close_bot_session=False)
-    )
+    stop = asyncio.Event()
+    polling = asyncio.create_task(poll_updates(dispatcher, bot, stop=stop, poll_seconds=1))
     try:
         await asyncio.wait_for(sink.done.wait(), 5)
     finally:
-        await dispatcher.stop_polling()
+        stop.set()
         await polling
 
 

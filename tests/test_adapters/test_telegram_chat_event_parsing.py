@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -167,8 +168,9 @@ class Recorder:
         if len(self.seen) >= self.expected:
             self.done.set()
 
-    async def on_message(self, message: InboundMessage) -> None:
-        self._record(message)
+    async def on_messages(self, messages: Sequence[InboundMessage]) -> None:
+        for message in messages:
+            self._record(message)
 
     async def on_edit(self, message: InboundMessage) -> None:
         self._record(message)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ import pytest
 from aiogram import Bot
 
 from adapters.llm.scripted import ScriptedModel
+from adapters.telegram import polling_loop
 from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.webhook import (
@@ -26,6 +27,7 @@ from bot.config import load_settings
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
+from bot.errors import StorageUnavailable
 from bot.services.turn_scheduler import LocalChatLock
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
@@ -216,10 +218,10 @@ class _BlockingSink:
         self.release = asyncio.Event()
         self.done: list[int] = []
 
-    async def on_message(self, message: InboundMessage) -> None:
+    async def on_messages(self, messages: Sequence[InboundMessage]) -> None:
         self.entered.set()
         await self.release.wait()
-        self.done.append(message.message_id)
+        self.done += [message.message_id for message in messages]
 
     async def on_edit(self, message: InboundMessage) -> None:
         return None
@@ -245,3 +247,46 @@ async def test_stopping_finishes_the_request_in_flight() -> None:
             await server.stop()
             await bot.session.close()
     assert sink.done == [1]
+
+
+class _OutageSink:
+    """An InboundSink whose database is away for the first `failures` deliveries."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.stored: list[int] = []
+
+    async def on_messages(self, messages: Sequence[InboundMessage]) -> None:
+        if self.failures > 0:
+            self.failures -= 1
+            raise StorageUnavailable("database is locked")
+        self.stored += [message.message_id for message in messages]
+
+    async def on_edit(self, message: InboundMessage) -> None:
+        return None
+
+
+async def test_a_database_outage_is_retried_then_answered_500_and_the_update_comes_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A webhook update takes the poller's path: a transient error is retried in place, and
+    when it persists the answer is 500, so Telegram sends the update again; nothing is lost."""
+    monkeypatch.setattr(polling_loop, "STORAGE_RETRY_DELAY", 0.01)
+    monkeypatch.setattr(polling_loop, "STORAGE_RETRIES", 1)  # two attempts per request
+    sink = _OutageSink(failures=3)
+    async with FakeBotApi() as api, aiohttp.ClientSession() as http:
+        bot = build_bot(api.token, api.base_url)
+        dispatcher = build_dispatcher(sink, bot_id=api.bot_id, bot_username=None, locale="en")
+        server = WebhookServer(dispatcher, bot, secret=None, port=0)
+        await server.start()
+        try:
+            update = private(api, 1, "are you there?")
+            async with http.post(server.url, json=update) as response:
+                assert response.status == 500
+            assert sink.stored == []
+            async with http.post(server.url, json=update) as response:  # Telegram again
+                assert response.status == 200
+        finally:
+            await server.stop()
+            await bot.session.close()
+    assert sink.stored == [update["message"]["message_id"]]

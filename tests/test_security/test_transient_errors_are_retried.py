@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -50,11 +50,11 @@ class Sink:
         self.stored: list[str] = []
         self.changed = asyncio.Event()
 
-    async def on_message(self, message: InboundMessage) -> None:
+    async def on_messages(self, messages: Sequence[InboundMessage]) -> None:
         if self.failures > 0:
             self.failures -= 1
             raise OSError(errno.EMFILE, "Too many open files")
-        self.stored.append(message.text or "")
+        self.stored += [message.text or "" for message in messages]
         self.changed.set()
 
     async def on_edit(self, message: InboundMessage) -> None:
