@@ -395,7 +395,9 @@ class InboundService:
         state = self.turns.state(session.id)
         async with self.turns.storing(session):
             if (
-                await self.platform_messages.find_platform_message(message.chat_id, message.message_id)
+                await self.platform_messages.find_platform_message(
+                    message.chat_id, message.message_id
+                )
                 is not None
             ):
                 log.info("duplicate message %s/%s", message.chat_id, message.message_id)
@@ -408,7 +410,9 @@ class InboundService:
             defer = state.holds_back(message.sender.id, answer=answer)
             admission = await self._admission(message, session, answer=answer)
             if defer:
-                await self.platform_messages.record_platform_messages([platform_message_of(message)])
+                await self.platform_messages.record_platform_messages(
+                    [platform_message_of(message)]
+                )
                 if pending is not None:
                     pending.hurry.set()  # keep the wait (and the unstored gap) short
             else:
@@ -478,7 +482,9 @@ class InboundService:
             return
         session = await self.open(message)
         async with self.turns.storing(session):
-            known = await self.platform_messages.find_platform_message(message.chat_id, message.message_id)
+            known = await self.platform_messages.find_platform_message(
+                message.chat_id, message.message_id
+            )
             if known is not None:
                 await self.platform_messages.record_platform_messages(
                     [platform_message_of(message, known=known)]

@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 import pytest
-from storage.memory import InMemoryStore
 
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
@@ -20,6 +19,7 @@ from bot.domain.records import AssistantRecord, SummaryRecord, UserRecord
 from bot.errors import SessionNotFound
 from bot.ports import LoadedTurn, NewRecord, StoredReaction
 from storage.sql import SqlStore
+from testkit.memory_store import InMemoryStore
 from tests.test_storage.conftest import Store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
