@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
 from bot.context.images import ImageBounds
@@ -28,6 +28,16 @@ class Clock(Protocol):
     def now(self) -> datetime:
         """The current time, timezone-aware (UTC)."""
         ...
+
+
+class SystemClock:
+    """The wall clock, in UTC: the one implementation of `Clock` outside tests."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+SYSTEM_CLOCK = SystemClock()
 
 
 # ---------------------------------------------------------------- storage

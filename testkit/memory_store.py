@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Any
 
-from bot.clock import SYSTEM_CLOCK
 from bot.domain.erasure import (
     deleted_trace,
     erased_body,
@@ -23,6 +22,7 @@ from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import RecordBody, StoredRecord, SummaryRecord
 from bot.errors import SessionNotFound, StorageError
 from bot.ports import (
+    SYSTEM_CLOCK,
     Clock,
     InboundAppend,
     LoadedHistory,

@@ -8,8 +8,8 @@ from typing import Literal
 from aiogram.types import Chat, Message, User
 
 from adapters.telegram.text_units import one_line
+from bot.context.escaping import is_invisible
 from bot.domain.facts import Sender
-from bot.domain.visible import is_invisible
 
 
 def sender_of(msg: Message) -> Sender:

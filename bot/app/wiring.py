@@ -57,11 +57,10 @@ from bot.app.retention_loop import RetentionPolicy
 from bot.app.telemetry import route_endpoints
 from bot.app.topology import Topology, one_migration_at_a_time, topology_for
 from bot.app.turn_parts import build_turn_runner
-from bot.clock import SystemClock
 from bot.config import ChatLimitSettings, ProviderProfile, SceneHistory, Settings
 from bot.context.window import PerScene, ProfileCapacity, RuntimeLimits, bound_summaries
 from bot.errors import ConfigError
-from bot.ports import ChatLock, Clock, LLMProvider, Messenger
+from bot.ports import ChatLock, Clock, LLMProvider, Messenger, SystemClock
 from bot.redact import register_secret
 from bot.services.chat_events import ChatEventPolicy, ChatEventService
 from bot.services.commands import Commands

@@ -10,7 +10,7 @@ Rule (chosen over a list of names): in member content (text, captions, quotes, e
 text; names and options go through `inline_value`) every line that opens with an opening
 bracket followed by a word is escaped. "Opens" allows leading whitespace and invisible
 characters before the bracket and between the bracket and the word, "invisible" decided by
-Unicode category (`bot.domain.visible.is_invisible_char`: controls, format characters,
+Unicode category (`is_invisible_char`, below: controls, format characters,
 combining marks, variation selectors, separators, Hangul fillers…); the brackets are `[`
 and everything a reader takes for one (`bot.context.confusables`: full-width `［`, `【`,
 `〖`, `⁅`, `⟦`, `〔`, `﹝`, `⦃`, `⦋`… by NFKC and category, not the everyday `(`, `{`, `《`,
@@ -38,8 +38,9 @@ everyday characters comes out exactly as before (caches hold).
 
 from __future__ import annotations
 
+import unicodedata
+
 from bot.context.confusables import lookalike, opens_like_a_bracket
-from bot.domain.visible import is_invisible_char
 
 OPENING_BRACKETS = "[［【〖〘〚"
 """The commonest opening brackets (every look-alike counts: `opens_like_a_bracket`)."""
@@ -203,3 +204,26 @@ def _echoed_header_end(reply: str, start: int) -> int | None:
     if reply.startswith("\n", end):
         return end + 1
     return end
+
+
+# Which text a reader cannot see: the one predicate every check of "invisible" uses.
+#
+# Decided by Unicode category, not by a list, so characters added to Unicode later (and the
+# many a list forgets) are covered: controls (Cc), format characters (Cf: zero-width, bidi,
+# BOM, tags…), unassigned and surrogate code points (Cn, Cs), private use (Co), combining
+# marks that draw on the previous character or nothing (Mn, Me: U+034F, U+0301, the variation
+# selectors U+FE00–U+FE0F and U+E0100–U+E01EF…), and separators (Zs, Zl, Zp: every kind of
+# space). Letters that render as blank space are named here because their category says
+# "letter": the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0) and the Braille blank (U+2800).
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Mn", "Me", "Zl", "Zp", "Zs"})
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def is_invisible_char(char: str) -> bool:
+    """Whether one character draws nothing on screen (see the comment above)."""
+    return char in _BLANK_LETTERS or unicodedata.category(char) in _INVISIBLE_CATEGORIES
+
+
+def is_invisible(text: str) -> bool:
+    """Whether `text` shows nothing at all (empty counts): a name made only of U+200E."""
+    return all(is_invisible_char(char) for char in text)

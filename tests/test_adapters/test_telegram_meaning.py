@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from adapters.telegram.media_parsing import money
+from bot.context.escaping import is_invisible
 from bot.context.headers import HeaderWalker
 from bot.domain.facts import InboundMessage, Media
-from bot.domain.visible import is_invisible
 from testkit.updates import parse_raw_update
 
 GROUP = {"id": -1001234567890, "type": "supergroup", "title": "Team"}

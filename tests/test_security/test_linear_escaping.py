@@ -14,8 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.context.escaping import HEADER_FIELDS, escape_member_text, strip_echoed_header
-from bot.domain.visible import is_invisible_char
+from bot.context.escaping import (
+    HEADER_FIELDS,
+    escape_member_text,
+    is_invisible_char,
+    strip_echoed_header,
+)
 from tests.test_security.bounded import within
 
 BOUND_S = 5.0  # a linear scan of these inputs takes well under 10 ms
