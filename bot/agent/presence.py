@@ -11,9 +11,10 @@ In private chats a streaming provider's growing text is previewed with a `Draft`
 (`sendMessageDraft`): one draft id per reply, at most one call per `DRAFT_SECONDS` (the
 clock is injected, so the limit is tested without sleeping), the final message still sent
 as usual. The first piece of text is held: a reply that arrives in one piece is sent as
-the final message alone (a draft then would be one Bot API call in three for nothing);
-the first draft goes out with the second piece. A refusal from Telegram turns drafts off
-for that chat for the process's life; the reply arrives all the same.
+the final message alone (a draft then would be one Bot API call in three for nothing),
+and so is one streamed faster than `DRAFT_SECONDS`: the first draft goes out with the
+first piece that arrives at least that long after the first. A refusal from Telegram turns
+drafts off for that chat for the process's life; the reply arrives all the same.
 """
 
 from __future__ import annotations
@@ -83,6 +84,9 @@ class Draft:
             return
         if not self._held:  # the whole reply, maybe: wait for a second piece
             self._held = True
+            # and for a second to pass: a reply streamed faster than that shows no draft
+            # (it would flash for a moment and cost a Bot API call; "typing…" is up)
+            self._last = self._monotonic()
             return
         now = self._monotonic()
         if self._last is not None and now - self._last < DRAFT_SECONDS:

@@ -114,6 +114,14 @@ async def test_a_reply_that_arrives_in_one_piece_gets_no_draft(live: LiveBot) ->
     assert draft["text"] == "On Friday."
 
 
+async def test_a_reply_streamed_within_a_second_gets_no_draft(live: LiveBot) -> None:
+    with_clock(live, lambda: 0.0)  # every piece arrives at once
+    live.model.add(Reply("We ship on Friday after the review"))  # streamed word by word
+    await ask(live, ALICE["id"], "when?", chat_type="private")
+    assert live.api.calls_of("sendMessageDraft") == [], "a fast reply: the message alone"
+    assert live.api.sent_messages(ALICE["id"])[-1]["text"] == "We ship on Friday after the review"
+
+
 async def test_groups_get_typing_and_no_drafts(live: LiveBot) -> None:
     ticks = itertools.count()
     with_clock(live, lambda: float(next(ticks)))
