@@ -85,7 +85,10 @@ class PrefixCache:
     def _weights(self, text: str) -> list[int]:
         found = self._cumulative.get(text)
         if found is None:
-            found = list(itertools.accumulate(map(_weight, text), initial=0))
+            if text.isascii():  # no CJK: a quarter token per character
+                found = list(range(len(text) + 1))
+            else:
+                found = list(itertools.accumulate(map(_weight, text), initial=0))
             self._cumulative[text] = found
         return found
 
