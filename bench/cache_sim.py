@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import itertools
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -31,6 +32,9 @@ _CJK = (
     (0xF900, 0xFAFF),
     (0xFF00, 0xFFEF),
 )
+
+
+_CJK_RUN = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK) + "]+")
 
 
 def _weight(char: str) -> int:
@@ -85,7 +89,13 @@ class PrefixCache:
     def _weights(self, text: str) -> list[int]:
         found = self._cumulative.get(text)
         if found is None:
-            found = list(itertools.accumulate(map(_weight, text), initial=0))
+            if text.isascii():  # no CJK: a quarter token per character
+                found = list(range(len(text) + 1))
+            else:
+                weights = [1] * len(text)
+                for run in _CJK_RUN.finditer(text):
+                    weights[run.start() : run.end()] = [4] * (run.end() - run.start())
+                found = list(itertools.accumulate(weights, initial=0))
             self._cumulative[text] = found
         return found
 
@@ -355,7 +365,8 @@ def _common_start(a: str, b: str) -> str:
 
 def _text_tokens(text: str) -> int:
     """The estimate of a piece of serialized text (the `_weight` quarters, rounded up)."""
-    return -(-sum(map(_weight, text)) // 4)
+    cjk = 0 if text.isascii() else sum(len(run) for run in _CJK_RUN.findall(text))
+    return -(-(len(text) + 3 * cjk) // 4)  # 1 quarter a character, 4 for CJK
 
 
 # ---------------------------------------------------------------------- the ADR replay

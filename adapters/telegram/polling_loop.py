@@ -49,6 +49,9 @@ from bot.retry import with_retries
 logger = logging.getLogger(__name__)
 
 MAX_BACKOFF = 30.0
+FIRST_BACKOFF = 0.5
+"""Seconds before `getUpdates` is asked again after it failed or left updates unconfirmed;
+doubled each time, up to `MAX_BACKOFF`."""
 STORAGE_RETRIES = 4
 STORAGE_RETRY_DELAY = 0.5
 """Seconds before the first retry of a transient storage error; doubled each time."""
@@ -85,7 +88,7 @@ async def poll_updates(
     allowed = dispatcher.resolve_used_update_types()
     request_timeout = int((bot.session.timeout or 60) + poll_seconds)
     offset: int | None = None
-    backoff = 0.5
+    backoff = FIRST_BACKOFF
     while not stop.is_set():
         method = GetRawUpdates(offset=offset, timeout=poll_seconds, allowed_updates=allowed)
         fetch = asyncio.ensure_future(bot(method, request_timeout=request_timeout))
@@ -107,7 +110,7 @@ async def poll_updates(
                 await asyncio.wait_for(stop.wait(), backoff)
             backoff = min(MAX_BACKOFF, backoff * 2)
             continue
-        backoff = 0.5
+        backoff = FIRST_BACKOFF
         if not raw:
             continue
         updates, skipped = validate_updates(raw, bot)

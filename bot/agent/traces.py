@@ -101,15 +101,30 @@ def read_trace(traces_dir: Path, call_id: str) -> dict[str, Any] | None:
     return trace
 
 
+def _plain(value: Any) -> Any:
+    """`dataclasses.asdict` for JSON: every field, nested, with lists for tuples (as the file
+    reads back) and the leaves shared instead of deep-copied (a request's tool schemas and
+    history made that copy the bulk of writing a trace)."""
+    if value is None or isinstance(value, str | int | float):
+        return value
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return value
+
+
 def request_json(request: LLMRequest) -> dict[str, Any]:
-    data = dataclasses.asdict(request)
+    data: dict[str, Any] = _plain(request)
     for message in data["messages"]:
         message.pop("tokens", None)  # our estimate, not part of what is sent
     return data
 
 
 def response_json(response: LLMResponse) -> dict[str, Any]:
-    data = dataclasses.asdict(dataclasses.replace(response, sent=None))
+    data: dict[str, Any] = _plain(dataclasses.replace(response, sent=None))
     data.pop("sent", None)  # the request's bytes: kept once, as `wire_request`
     return data
 

@@ -89,7 +89,11 @@ class OtlpReceiver:
                 return None
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # `shutdown` waits for the serving loop to look at its flag, once per poll interval
+        # (0.5 s by default: half a second of every test's teardown)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self.thread.start()
 
     @property

@@ -15,8 +15,11 @@ from bot.agent.traces import (
     encode_trace,
     new_call_id,
     read_trace,
+    request_json,
     trace_path,
 )
+from bot.domain.messages import ChatMessage
+from bot.ports import LLMRequest
 
 
 def _trace(call_id: str, text: str = "hello") -> dict[str, object]:
@@ -44,6 +47,22 @@ def test_a_huge_call_is_cut_and_says_so() -> None:
     content = stored["request"]["messages"][0]["content"]
     assert content.startswith("x" * CUT_STRING_CHARS)
     assert len(content) < CUT_STRING_CHARS + 40
+
+
+def test_a_huge_request_of_the_in_process_model_is_cut_not_dropped() -> None:
+    """The request as handed to the provider (no body sent): its long strings are cut like
+    any other, and the request stays in the trace."""
+    long = ChatMessage(role="user", content="x" * (MAX_TRACE_CHARS * 2))
+    trace = {
+        **_trace("20260101-0123456789ab"),
+        "request": request_json(LLMRequest(model="m", messages=(long,))),
+    }
+    stored = json.loads(gzip.decompress(encode_trace(trace)))
+    assert stored["truncated"] is True
+    (message,) = stored["request"]["messages"]
+    assert message["role"] == "user"
+    assert message["content"].startswith("x" * CUT_STRING_CHARS)
+    assert len(message["content"]) < CUT_STRING_CHARS + 40
 
 
 def test_old_days_are_pruned_and_the_total_is_bounded(tmp_path: Path) -> None:

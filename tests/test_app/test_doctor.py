@@ -30,6 +30,8 @@ def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     data.mkdir()
     monkeypatch.setenv("DATA_DIR", str(data))
     monkeypatch.setenv("BOT_TOKEN", TOKEN)
+    # a test that brings no fake Bot API gets a refused connection, not the real Telegram
+    monkeypatch.setenv("TELEGRAM_API_BASE", "http://127.0.0.1:9")
     return data
 
 

@@ -40,6 +40,9 @@ from tests.test_reliability.conftest import (
 )
 
 GROUP = -100919
+WINDOW = {"merge_window_seconds": 3600.0}
+"""A merge window no test waits out: bursts merge however slow the machine, and
+`Live.settled` starts the turn once the burst is in."""
 ALICE = {"id": 1001, "first_name": "Alice"}
 BOB = {"id": 1002, "first_name": "Bob"}
 MALLORY = {"id": 1066, "first_name": "Mallory"}
@@ -86,6 +89,26 @@ class Live:
         await wait_confirmed(self.api, last_update_id)
         await self.app.inbound.drain()
 
+    async def settled(self, last_update_id: int, chat_id: int) -> None:
+        """`handled` without waiting out the chat's merge window (`hurried`)."""
+        await self.hurried(last_update_id, chat_id)
+        await asyncio.wait_for(self.app.inbound.drain(), deadline(EVENT))
+
+    async def hurried(self, last_update_id: int, chat_id: int) -> None:
+        """Once the updates up to `last_update_id` were handled and the messages that waited
+        their turn have joined, nothing else can join the chat's pending burst: its turn is
+        hurried (as a deferred message hurries it) instead of waiting the window out (with
+        `WINDOW`, longer than any test)."""
+        await wait_confirmed(self.api, last_update_id)
+        session = await self.app.store.find_session(SessionKey(chat_id=chat_id))
+        assert session is not None
+        state = self.app.inbound.turns.known(session.id)
+        if state is not None:
+            while state.joining is not None:
+                await asyncio.wait_for(asyncio.wait([state.joining]), deadline(EVENT))
+            if state.pending is not None:
+                state.pending.hurry.set()
+
     async def close(self) -> None:
         self.stop.set()
         if self._task is not None:
@@ -130,10 +153,13 @@ def texts(api: FakeBotApi, chat_id: int) -> list[str]:
 # ---------------------------------------------------------------- 1. edits never stall
 
 
-async def answered(api: FakeBotApi, chat_id: int, user: dict[str, Any], body: str) -> None:
+async def answered(live: Live, chat_id: int, user: dict[str, Any], body: str) -> None:
     """Send `body` in `chat_id` and wait (on the fake API's calls) for the chat's reply."""
+    api = live.api
     before = len(api.sent_messages(chat_id))
-    api.push_update(api.user_message(chat_id, user, body, chat_type="private"))
+    await live.hurried(
+        api.push_update(api.user_message(chat_id, user, body, chat_type="private")), chat_id
+    )
     while len(api.sent_messages(chat_id)) <= before:
         await api.wait_for_call(
             "sendMessage", len(api.calls_of("sendMessage")) + 1, timeout=deadline(EVENT)
@@ -147,9 +173,9 @@ async def test_an_edit_flood_in_a_waiting_chat_does_not_slow_another_chat_and_re
     model = GatedModel(echo, hold=lambda request: "edit" in last_user_text(request))
     live: Live = await running(model, triggers={"merge_window_seconds": 0.3})
 
-    await answered(api, chat_b, BOB, "ping one")
+    await answered(live, chat_b, BOB, "ping one")
     first = api.user_message(chat_a, ALICE, "hello", chat_type="private")
-    await live.handled(api.push_update(first))
+    await live.settled(api.push_update(first), chat_a)
     trigger = first["message"]["message_id"]
     for n in range(1, 51):  # the answered trigger, edited 50 times
         api.push_update(
@@ -161,12 +187,13 @@ async def test_an_edit_flood_in_a_waiting_chat_does_not_slow_another_chat_and_re
 
     # B is answered while A's re-answer is still held and its 50 edits wait: the order of
     # events, not a latency, so a loaded machine cannot fail it
-    await answered(api, chat_b, BOB, "ping two")
+    await answered(live, chat_b, BOB, "ping two")
     assert not model.gate.is_set()
     assert texts(api, chat_b) == ["re: ping one", "re: ping two"]
     assert texts(api, chat_a) == ["re: hello"]
     model.gate.set()
-    await live.handled(api.push_update(api.user_message(chat_b, BOB, "bye", chat_type="private")))
+    bye = api.user_message(chat_b, BOB, "bye", chat_type="private")
+    await live.settled(api.push_update(bye), chat_b)
 
     edits_answered = [r for r in model.requests if "edit" in last_user_text(r)]
     assert len(edits_answered) == 1  # 50 edits of one message: one re-answer
@@ -308,13 +335,13 @@ async def test_a_mention_by_someone_else_waits_its_turn_and_both_are_answered(
     running: Callable[..., Any], api: FakeBotApi
 ) -> None:
     model = ScriptedModel(default=echo)
-    live: Live = await running(model, triggers={"merge_window_seconds": 1.0})
+    live: Live = await running(model, triggers=WINDOW)
     alice = api.user_message(GROUP, ALICE, "@test_bot when is the meeting?")
     await wait_confirmed(api, api.push_update(alice))
-    # Alice's turn now waits out its merge window, or already runs on a slow machine: either
-    # way Mallory's mention must wait for it, not join or cancel it
+    # Alice's turn now waits out its merge window: Mallory's mention must wait for it, not
+    # join or cancel it
     mallory = api.user_message(GROUP, MALLORY, "@test_bot tell me a joke")
-    await live.handled(api.push_update(mallory))
+    await live.settled(api.push_update(mallory), GROUP)
 
     assert replies_to(api, GROUP) == [
         alice["message"]["message_id"],
@@ -335,13 +362,13 @@ async def test_what_waiting_member_writes_next_keeps_its_order(
     running: Callable[..., Any], api: FakeBotApi
 ) -> None:
     model = ScriptedModel(default=echo)
-    live: Live = await running(model, triggers={"merge_window_seconds": 1.0})
+    live: Live = await running(model, triggers=WINDOW)
     await wait_confirmed(
         api, api.push_update(api.user_message(GROUP, ALICE, "@test_bot when is the meeting?"))
     )
     mention = api.user_message(GROUP, MALLORY, "@test_bot tell me a joke")
     api.push_update(mention)
-    await live.handled(api.push_update(api.user_message(GROUP, MALLORY, "a short one")))
+    await live.settled(api.push_update(api.user_message(GROUP, MALLORY, "a short one")), GROUP)
 
     session = await live.app.store.find_session(SessionKey(chat_id=GROUP))
     assert session is not None
@@ -362,9 +389,9 @@ async def test_a_burst_of_one_sender_is_still_one_turn(
     running: Callable[..., Any], api: FakeBotApi
 ) -> None:
     model = ScriptedModel(default=echo)
-    live: Live = await running(model, triggers={"merge_window_seconds": 1.0})
+    live: Live = await running(model, triggers=WINDOW)
     api.push_update(api.user_message(GROUP, ALICE, "@test_bot one"))
-    await live.handled(api.push_update(api.user_message(GROUP, ALICE, "@test_bot two")))
+    await live.settled(api.push_update(api.user_message(GROUP, ALICE, "@test_bot two")), GROUP)
 
     assert len(model.requests) == 1
     assert texts(api, GROUP) == ["re: @test_bot two"]

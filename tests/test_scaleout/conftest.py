@@ -3,7 +3,9 @@ TEST_POSTGRES_URL) and a migrated SQLite file."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -29,8 +31,18 @@ async def postgres_url() -> str:
     return await fresh_postgres()
 
 
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One SQLite file migrated to head per session, copied for each test (the migrations
+    have their own tests: tests/test_storage/test_migrate.py)."""
+    template = tmp_path_factory.mktemp("scaleout-template") / "bot.sqlite3"
+    asyncio.run(upgrade_database(f"sqlite+aiosqlite:///{template}"))
+    return template
+
+
 @pytest.fixture
-async def sqlite_url(tmp_path: Path) -> str:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'db' / 'bot.sqlite3'}"
-    await upgrade_database(url)
-    return url
+async def sqlite_url(tmp_path: Path, migrated_sqlite: Path) -> str:
+    database = tmp_path / "db" / "bot.sqlite3"
+    database.parent.mkdir()
+    shutil.copyfile(migrated_sqlite, database)
+    return f"sqlite+aiosqlite:///{database}"

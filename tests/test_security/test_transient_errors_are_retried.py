@@ -27,8 +27,10 @@ ALICE = {"id": 1001, "is_bot": False, "first_name": "Alice"}
 
 @pytest.fixture(autouse=True)
 def quick_storage_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The retries' waits shrunk (the same doubling, from 10 ms): what is retried is the point."""
+    """The retries' waits shrunk (the same doubling, from 10 ms): what is retried is the point.
+    So is the wait before an unconfirmed batch is fetched again."""
     monkeypatch.setattr(polling_loop, "STORAGE_RETRY_DELAY", 0.01)
+    monkeypatch.setattr(polling_loop, "FIRST_BACKOFF", 0.01)
 
 
 @pytest.fixture
