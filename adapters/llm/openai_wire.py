@@ -52,7 +52,7 @@ _OVERFLOW_PHRASES = re.compile(
 # the window and the request's size where an overflow body says them (one phrase per
 # provider family, from the fixtures under tests/fixtures/llm/); literals and digits only
 _OVERFLOW_LIMIT = re.compile(
-    r"maximum (?:context|prompt) length is (\d+)|(\d+) maximum|tokens allowed \((\d+)\)"
+    r"maximum (?:context|prompt) length is (\d+)|(?<!\d)(\d+) maximum|tokens allowed \((\d+)\)"
     r"|context size \((\d+) tokens\)|model token limit: (\d+)|input length should be \[1, (\d+)\]",
     re.IGNORECASE,
 )
