@@ -166,7 +166,7 @@ class ConversationWindow:
         session = self.session
         self.records = records
         self.projection = await self.windows.project(session, records, self.blocks)
-        register_shown(self.aliases, self.projection, session.key.chat_id, self.summary)
+        register_shown(self.aliases, self.projection, self.summary)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -294,7 +294,7 @@ class Windows:
             plan = plan.after_fold(folded, failed=not persisted)
         window.summary = plan.summary
         for alias, message_id in blocks.reacted:  # the reactions block names them
-            window.aliases.register(alias, session.key.chat_id, message_id)
+            window.aliases.register(alias, message_id)
         kept = costs
         if plan.decision.moved:
             window.records = records[start.starts[plan.decision.start] :]
@@ -307,7 +307,7 @@ class Windows:
                     plan.decision, start.limits, session=session.id, turn_id=turn_id
                 )
             )
-        register_shown(window.aliases, window.projection, session.key.chat_id, window.summary)
+        register_shown(window.aliases, window.projection, window.summary)
         if self.compactor is not None:  # is the next move near? then prepare after the reply
             margin = self.compactor.policy.prepare_margin
             window.fold_soon = predict_cut(kept, start.limits, margin) is not None
@@ -493,16 +493,16 @@ class Windows:
 
 
 def register_shown(
-    aliases: AliasTable, projection: Projection, chat_id: int, summary: SummaryRecord | None
+    aliases: AliasTable, projection: Projection, summary: SummaryRecord | None
 ) -> None:
     """Every alias the projection and the summary showed, and the quotes the projection
     showed by platform id."""
     for alias, message_id in projection.aliases:
-        aliases.register(alias, chat_id, message_id)
+        aliases.register(alias, message_id)
     # Only quotes the projection showed by platform id: never a quote from another
     # chat (its id means nothing here), never one the model was not shown.
     for message_id in projection.references:
         aliases.register_reference(message_id)
     if summary is not None:  # the aliases the summary mentions are valid references
         for alias, message_id in summary.aliases:
-            aliases.register(alias, chat_id, message_id)
+            aliases.register(alias, message_id)

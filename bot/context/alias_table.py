@@ -84,8 +84,8 @@ class ShownByTool:
         self.aliases: list[tuple[str, int]] = []
         self.references: list[int] = []
 
-    def register(self, alias: str, chat_id: int, message_id: int) -> None:
-        self.turn.register(alias, chat_id, message_id)
+    def register(self, alias: str, message_id: int) -> None:
+        self.turn.register(alias, message_id)
         self.aliases.append((alias, message_id))
 
     def register_reference(self, message_id: int) -> None:
@@ -106,9 +106,9 @@ class AliasTable:
         self._shown_ids: set[int] = set()
         self._references: set[int] = set()
 
-    def register(self, alias: str, chat_id: int, message_id: int) -> None:
-        """Record that `alias` was shown for `message_id`; the first registration wins.
-        (`chat_id`: the callers' one signature; a turn's aliases are all of its chat.)"""
+    def register(self, alias: str, message_id: int) -> None:
+        """Record that `alias` was shown for `message_id` (a turn's aliases are all of its
+        chat); the first registration wins."""
         self._aliases.setdefault(alias.lower(), message_id)
         self._shown_ids.add(message_id)
 

@@ -95,7 +95,7 @@ async def search_history(args: Mapping[str, Any], ctx: ToolContext) -> str:
         alias = aliases.get(hit.message_id)
         if ctx.shown is not None:
             if alias is not None:
-                ctx.shown.register(alias, ctx.chat_id, hit.message_id)
+                ctx.shown.register(alias, hit.message_id)
             else:
                 ctx.shown.register_reference(hit.message_id)
         lines.append(render_hit(hit, alias or str(hit.message_id), ctx))

@@ -121,7 +121,7 @@ def tool_runner(*tools: Tool, max_result_chars: int = 1000) -> ToolRunner:
 
 async def run_call(runner: ToolRunner, name: str, arguments: str) -> ToolResult:
     aliases = AliasTable()
-    aliases.register("m1", CHAT, 501)
+    aliases.register("m1", 501)
     call = ToolCall(id="c1", name=name, arguments=arguments)
     return await runner.run(call, aliases, runner.context(SESSION, ()))
 

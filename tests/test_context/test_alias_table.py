@@ -12,7 +12,7 @@ CHAT = -100
 def table() -> AliasTable:
     table = AliasTable()
     for alias, message_id in [("m3", 3003), ("m7", 7001), ("m7.3", 7003), ("m12", 12000)]:
-        table.register(alias, CHAT, message_id)
+        table.register(alias, message_id)
     table.register_reference(555)
     return table
 
@@ -136,6 +136,6 @@ def test_rewrite_refuses(table: AliasTable, arguments: dict[str, object], refuse
 
 def test_first_registration_wins() -> None:
     table = AliasTable()
-    table.register("m1", CHAT, 10)
-    table.register("m1", CHAT, 11)
+    table.register("m1", 10)
+    table.register("m1", 11)
     assert table.resolve("m1") == 10

@@ -202,7 +202,7 @@ def test_quote_outside_the_path_shows_the_platform_id_and_a_reference_when_trunc
     )
     assert projection.references == (55,)
     table = AliasTable()
-    register_shown(table, projection, -100, None)
+    register_shown(table, projection, None)
     assert table.rewrite_arguments({"reference": "55"}) == {"reference": 55}
 
 

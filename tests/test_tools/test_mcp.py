@@ -197,7 +197,7 @@ async def test_only_declared_references_are_rewritten() -> None:
     fake = FakeServer()
     run = runner(tools(fake), RecordingMessenger())
     aliases = AliasTable()
-    aliases.register("m3", OWNER, 5003)
+    aliases.register("m3", 5003)
     ctx = context(run, OWNER, "owner", OWNER)
     args = '{"message": "m3", "message_id": "m3", "note": 1}'
     assert await call(run, "srv__quote", args, ctx, aliases) == "ok"
