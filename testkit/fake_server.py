@@ -84,6 +84,9 @@ class FakeOpenAIServer:
         carry) or Moonshot's top-level `cached_tokens`."""
         self.delay = delay
         """Seconds every answer waits (after `delay_next` delays are used up)."""
+        self.piece_delay = 0.0
+        """Seconds between the streamed pieces of an answer's text (a model writing slowly,
+        for the live drafts a reply earns only when it takes more than a second)."""
         self.model_name = model_name
         self.thinking = thinking
         """A reasoning model (`testkit.fake_reasoning`): it thinks on every answer and
@@ -271,6 +274,8 @@ class FakeOpenAIServer:
         for start in range(0, len(text), 7):
             piece = {"content": text[start : start + 7]}
             await send({**base, "choices": [{"index": 0, "delta": piece}]})
+            if self.piece_delay > 0:
+                await self._wait(self.piece_delay)
         for index, call in enumerate(message.get("tool_calls") or []):
             arguments = call["function"]["arguments"]
             half = len(arguments) // 2

@@ -15,16 +15,20 @@ pytestmark = pytest.mark.slow
 CHAT = 1001  # a private chat: Alice's own id
 ALICE = {"id": CHAT, "first_name": "Alice"}
 ANSWER = "We ship on Friday after the **last review**, " + "then we rest. " * 40
-"""Streamed in pieces of 7 characters; the first draft goes with the second piece (the first
-is held), so the first draft is plain text (a draft cut inside `**…**` shows the asterisks
-until the span closes)."""
+"""Streamed in pieces of 7 characters, one every `PIECE_SECONDS`: about three seconds in all,
+so the reply earns drafts (one streamed within a second shows none). The first draft is
+plain text (a draft cut inside `**…**` shows the asterisks until the span closes)."""
+AGAIN = "again: Friday, " + "after the review. " * 20
+"""The second reply, streamed over more than a second too, so it tries a draft."""
+PIECE_SECONDS = 0.035
 
 
 async def test_drafts_are_prefixes_of_the_reply_and_a_refusal_turns_them_off(
     bot_running: StartBot,
 ) -> None:
-    model = ScriptedModel([Reply(ANSWER), Reply("again: Friday")])
+    model = ScriptedModel([Reply(ANSWER), Reply(AGAIN)])
     api, llm, bot, store = await bot_running(model, BOT_LOCALE="en")
+    llm.piece_delay = PIECE_SECONDS
     api.push_update(api.user_message(CHAT, ALICE, "when?", chat_type="private"))
     await reply_stored(api, store, CHAT, 1)
     assert llm.requests[0]["stream"] is True, "a private chat asks for a stream"
@@ -44,6 +48,6 @@ async def test_drafts_are_prefixes_of_the_reply_and_a_refusal_turns_them_off(
     refused_before = len(drafts)
     api.push_update(api.user_message(CHAT, ALICE, "sure?", chat_type="private"))
     await reply_stored(api, store, CHAT, 2)
-    assert api.sent_messages(CHAT)[-1]["text"] == "again: Friday"
+    assert api.sent_messages(CHAT)[-1]["text"] == AGAIN.strip()
     assert len(api.calls_of("sendMessageDraft")) == refused_before + 1  # refused, then off
     assert await bot.stop() == 0, bot.log_tail()
