@@ -393,7 +393,6 @@ class Windows:
         loaded = await self.store.load_history(session.id, max_records=self.policy.max_records)
         session = loaded.session
         records = loaded.records
-        summary = await summary_before(self.store, session, records) if loaded.has_earlier else None
         projection = await self.project(session, records, "")
         costs = turn_costs(projection.messages)
         route = self.routes.resolve(session.route)
@@ -405,6 +404,8 @@ class Windows:
         prepared = await compactor.find_prepared(session, records, starts)
         if usable_summary(turn, prepared, costs, limits) is not None:
             return  # one prepared already serves the next move
+        # read only when a fold follows (not for a move a prepared summary already serves)
+        summary = await summary_before(self.store, session, records) if loaded.has_earlier else None
         await self.fold(session, records, starts[turn], summary, limits, turn_id, "prepare")
 
     async def fold_messages(
