@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import TextIO
 
@@ -234,8 +234,9 @@ class ScenarioClock:
     header times (`time:HH:mm` after a minute's gap) run through the whole conversation
     instead of stopping at the first reply, stamped at the wall clock's now."""
 
-    def __init__(self, at: datetime) -> None:
-        self.set(at)
+    def __init__(self, start: datetime) -> None:
+        self.start = start
+        self.set(start)
 
     def set(self, at: datetime) -> None:
         self._at = at
@@ -291,7 +292,7 @@ async def _run_demo(settings: Settings, *, data: Path, keep: bool, started: floa
         bot = build_bot(DEMO_TOKEN, api.base_url)
         model = ScriptedModel.demo(model=settings.llm_model)
         scenario = build_scenario(bot_username="")
-        clock = ScenarioClock(scenario_start(datetime.now(UTC), scenario))
+        clock = ScenarioClock(scenario_start(datetime.now(UTC), scenario, demo.zone))
         try:
             me = await bot.get_me()
             app = build_app(
@@ -412,13 +413,13 @@ async def replay(
     settings: Settings,
     bot_username: str,
     *,
-    clock: ScenarioClock | None = None,
+    clock: ScenarioClock,
 ) -> int:
     """Push the scenario through the fake Bot API, one message at a time, waiting for each
-    answer; returns how many model calls the group chat made. `clock`, the app's, is set
-    to each message's time as it is pushed."""
+    answer; returns how many model calls the group chat made. `clock`, the app's, starts
+    the scenario and is set to each message's time as it is pushed."""
     scenario = build_scenario(bot_username=bot_username)
-    when = scenario_start(datetime.now(UTC), scenario)
+    when = clock.start
     ids: dict[int, list[int]] = {}
     group_requests = 0
     for pushed, line in enumerate(scenario, start=1):
@@ -441,8 +442,7 @@ async def replay(
         before_requests = len(model.requests)
         before_sent = len(api.sent_messages(line.chat))
         naive.on_user(line.chat, line.text, _blocks(settings, app, line.private))
-        if clock is not None:
-            clock.set(when)
+        clock.set(when)
         api.push_update(update)
         await sink.wait_for(pushed)
         await app.inbound.drain()
@@ -456,10 +456,15 @@ async def replay(
     return group_requests
 
 
-def scenario_start(now: datetime, scenario: Sequence[ScriptLine]) -> datetime:
-    """When the scenario's clock starts, so its last message is a minute before `now`: every
-    message time stays in the past of the request's own clock."""
-    return now - timedelta(seconds=sum(line.seconds_after for line in scenario) + 60)
+def scenario_start(now: datetime, scenario: Sequence[ScriptLine], zone: tzinfo) -> datetime:
+    """When the scenario's clock starts: so its last message is a minute before `now`, or,
+    early in the day, a minute after today's midnight in `zone` (the bot's time zone). The
+    whole conversation falls on today, where `tgbot usage report --days 1` and the
+    dashboard look for it; only a demo run in the small hours stamps it ahead of the wall
+    clock."""
+    span = timedelta(seconds=sum(line.seconds_after for line in scenario) + 60)
+    midnight = now.astimezone(zone).replace(hour=0, minute=0, second=0, microsecond=0)
+    return max(now - span, midnight + timedelta(minutes=1))
 
 
 def _blocks(settings: Settings, app: App, private: bool) -> str:

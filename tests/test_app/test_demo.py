@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -54,10 +55,14 @@ def _check_output(out: str) -> None:
     assert any(";time:" in h for h in headers[first_reply + 1 :]), headers
 
 
-def _usage_today(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    assert main(["usage", "report", "--json", "--days", "1"]) == 0
-    today: dict[str, Any] = json.loads(capsys.readouterr().out)["days"][-1]
-    return today
+def _demo_day(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    """The usage report's day of the demo's calls: one day, today, or yesterday when
+    midnight passed since the demo ran."""
+    assert main(["usage", "report", "--json", "--days", "2"]) == 0
+    days = [day for day in json.loads(capsys.readouterr().out)["days"] if day["calls"]]
+    assert len(days) == 1, [day["day"] for day in days]
+    only: dict[str, Any] = days[0]
+    return only
 
 
 def test_demo_prints_the_request_the_report_and_the_comparison(
@@ -72,7 +77,7 @@ def test_demo_prints_the_request_the_report_and_the_comparison(
     assert list((data / "agent-traces").glob("*.jsonl"))
 
     monkeypatch.setenv("DATA_DIR", str(data))
-    today = _usage_today(capsys)
+    today = _demo_day(capsys)
     assert today["calls"] > 50
     for key in ("input_per_call_p50", "input_per_call_p90", "history_share", "cache_hit_rate"):
         assert today[key] > 0
@@ -93,10 +98,10 @@ def test_a_second_demo_run_on_the_same_directory_replays_from_scratch(
     monkeypatch.setenv("DATA_DIR", str(data))
     assert main(["demo", "--data-dir", str(data)]) == 0
     capsys.readouterr()
-    first_calls = _usage_today(capsys)["calls"]
+    first_calls = _demo_day(capsys)["calls"]
     assert main(["demo", "--data-dir", str(data)]) == 0
     _check_output(capsys.readouterr().out)
-    again = _usage_today(capsys)["calls"]
+    again = _demo_day(capsys)["calls"]
     assert first_calls * 0.9 < again < first_calls * 1.1  # one run's ledger, not two
 
 
@@ -109,12 +114,25 @@ def test_the_demo_leaves_a_bots_own_data_alone(
     assert (tmp_path / "tgbot.sqlite3").read_bytes() == b"a real bot's database"
 
 
-def test_the_scenario_ends_in_the_past() -> None:
+def test_the_scenario_ends_a_minute_before_now_when_today_has_room_for_it() -> None:
     now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
     scenario = build_scenario(bot_username="demo_helper_bot")
-    start = scenario_start(now, scenario)
-    last = start.timestamp() + sum(line.seconds_after for line in scenario)
-    assert last < now.timestamp()
+    start = scenario_start(now, scenario, UTC)
+    last = start + timedelta(seconds=sum(line.seconds_after for line in scenario))
+    assert last == now - timedelta(minutes=1)
+
+
+@pytest.mark.parametrize("zone", [UTC, ZoneInfo("Asia/Shanghai"), ZoneInfo("America/New_York")])
+def test_in_the_small_hours_the_scenario_still_falls_on_today(zone: ZoneInfo) -> None:
+    # at 00:20 the conversation (about six hours long) cannot end in the past and start
+    # today: it starts at 00:01, so `tgbot usage report --days 1` finds it
+    now = datetime(2026, 12, 5, 0, 20, tzinfo=zone).astimezone(UTC)
+    scenario = build_scenario(bot_username="demo_helper_bot")
+    start = scenario_start(now, scenario, zone)
+    last = start + timedelta(seconds=sum(line.seconds_after for line in scenario))
+    assert start.astimezone(zone) == datetime(2026, 12, 5, 0, 1, tzinfo=zone)
+    assert last.astimezone(zone).date() == now.astimezone(zone).date()
+    assert last > now
 
 
 @pytest.mark.slow  # a whole demo run

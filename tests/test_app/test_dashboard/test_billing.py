@@ -64,8 +64,9 @@ def billed(demo_data: DemoData, tmp_path: Path) -> Billed:
     copy = DemoData(data_dir=data_dir, group_chat=demo_data.group_chat)
     traces = data_dir / "agent-traces"
     (session,) = {e.session for e in read_entries(traces) if e.chat == copy.group_chat}
-    # ours are the newest however long ago the demo ran (its ledger's stamps are its own)
-    now = max(datetime.now(UTC), *(e.ts for e in read_entries(traces))) + timedelta(seconds=3)
+    # ours are the newest, on the demo's day and the day before, whenever the demo ran
+    # (its ledger's stamps are the scenario's, and midnight may have passed since)
+    now = max(e.ts for e in read_entries(traces)) + timedelta(seconds=3)
     calls = (
         billed_call(
             session, copy.group_chat, now - timedelta(days=1), 1, cost=0.05, cache_write_cost=0.03

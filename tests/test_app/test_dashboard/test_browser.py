@@ -11,7 +11,7 @@ import os
 import re
 import shutil
 from collections.abc import AsyncIterator, Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,7 +19,7 @@ import pytest
 from aiohttp import web
 from pydantic import SecretStr
 
-from bot.agent.ledger import LedgerEntry, LedgerWriter
+from bot.agent.ledger import LedgerEntry, LedgerWriter, read_entries
 from bot.app.dashboard.server import close_dashboard, open_dashboard, start_dashboard
 from tests.test_app.test_dashboard.conftest import (
     DASHBOARD_SECRET,
@@ -169,9 +169,12 @@ async def test_every_page_in_a_browser(browser: Any, open_site: str, data_copy: 
     assert all(chart.size["width"] > 300 for chart in charts)
 
     # One live event: a model call written to the ledger shows up without a reload
-    LedgerWriter(data_copy.data_dir / "agent-traces", UTC).append(
+    traces = data_copy.data_dir / "agent-traces"
+    # the newest (a demo run in the small hours stamps its calls ahead of the wall clock)
+    live_at = max(datetime.now(UTC), *(e.ts for e in read_entries(traces))) + timedelta(seconds=1)
+    LedgerWriter(traces, UTC).append(
         LedgerEntry(
-            ts=datetime.now(UTC),
+            ts=live_at,
             session=1,
             chat=data_copy.group_chat,
             scene="group",
@@ -190,9 +193,9 @@ async def test_every_page_in_a_browser(browser: Any, open_site: str, data_copy: 
     assert "live-model" in row.text
     assert "4321" in row.text
     # ... and a summary call is announced as a compaction
-    LedgerWriter(data_copy.data_dir / "agent-traces", UTC).append(
+    LedgerWriter(traces, UTC).append(
         LedgerEntry(
-            ts=datetime.now(UTC),
+            ts=live_at + timedelta(seconds=1),
             session=1,
             chat=data_copy.group_chat,
             scene="group",

@@ -69,8 +69,9 @@ def compacted(demo_data: DemoData, tmp_path: Path) -> Compacted:
     shutil.copytree(demo_data.data_dir, data_dir)
     copy = DemoData(data_dir=data_dir, group_chat=demo_data.group_chat)
     traces = data_dir / "agent-traces"
-    # ours are the newest however long ago the demo ran (its ledger's stamps are its own)
-    now = max(datetime.now(UTC), *(e.ts for e in read_entries(traces))) + timedelta(seconds=3)
+    # ours are the newest, on the demo's day and the day before, whenever the demo ran
+    # (its ledger's stamps are the scenario's, and midnight may have passed since)
+    now = max(e.ts for e in read_entries(traces)) + timedelta(seconds=3)
     sessions = {e.session for e in read_entries(traces) if e.chat == copy.group_chat}
     assert len(sessions) == 1, "the demo group has one session"
     session = sessions.pop()
