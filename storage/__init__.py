@@ -7,8 +7,9 @@
 - `testkit.memory_store.InMemoryStore()` (not shipped): the same contract in memory, for tests;
 - `storage.inbound_batch`: group commit of a `getUpdates` batch (`append_inbound`);
 - `storage.alias_cache`: the per-record alias ordinals and their pure derivation;
-- `storage.queries`: prebuilt SQL; `storage.rows`: table rows to domain values;
-- `storage.record_chain`: appending a chain of records with their alias ordinals;
+- `storage.queries`: prebuilt SQL; `storage.codec`: table rows to domain values and back
+  (payload JSON included);
+- `storage.sqlite_driver`: SQLite's connections, their `BEGIN` and the writer queue;
 - `storage.retention`: the prune policy and `PruneResult`; `storage.sql_prune`: the prune
-  on SQL; `storage.codec`: payload JSON.
+  on SQL.
 """

@@ -34,7 +34,7 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.context.alias_table import AliasCounter
-from storage.codec import decode_message_ids
+from storage.codec import alias_parts, decode_message_ids
 from storage.queries import EARLIEST_WITH_FIRST, walk_params, walk_up
 from storage.tables import MESSAGES
 
@@ -48,13 +48,6 @@ class Derived:
 
     seq: int | None
     last: int
-
-
-def alias_parts(seq: int | None, message_ids: Sequence[int | None]) -> tuple[str | None, ...]:
-    """The per-slot aliases of a record whose ordinal is `seq`."""
-    if seq is None:
-        return (None,) * len(message_ids)
-    return AliasCounter(seq - 1).assign(message_ids).parts
 
 
 def derive(parent_last: int, first: int | None, seq_on_path: int | None) -> Derived:

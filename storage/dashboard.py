@@ -17,8 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.domain.ids import Scene, SessionKey
 from bot.errors import StorageUnavailable
+from storage.codec import utc
 from storage.engine import ONE_STATEMENT
-from storage.rows import utc
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -3,18 +3,13 @@
 SQLite runs under SQLAlchemy's `sqlite+aiosqlite` dialect, but its connections come from
 `storage.sqlite_driver` (one thread per connection, one hop to it per statement) rather
 than from aiosqlite. They get WAL, `foreign_keys=ON`, a busy timeout and
-`synchronous=NORMAL`, set on that thread as the connection opens.
-SQLAlchemy, not the sqlite3 driver, emits `BEGIN`: plain (deferred) for reads and
-`BEGIN IMMEDIATE` for a connection marked with the `WRITE` execution options, so two
-writers queue on the busy timeout instead of failing when a read lock cannot be upgraded.
-A connection marked `ONE_STATEMENT` gets no `BEGIN` at all: a single read is a consistent
-snapshot on its own, and with no transaction to end, handing the connection back to the pool
-costs no trip to its thread. An `AUTOCOMMIT` connection gets no `BEGIN` either.
+`synchronous=NORMAL`, set on that thread as the connection opens. Each transaction's `BEGIN`
+is chosen by `sqlite_driver.on_begin`: `BEGIN IMMEDIATE` for a connection marked with the
+`WRITE` execution options, none for one marked `ONE_STATEMENT`, a plain one otherwise.
 """
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 import time
 from functools import partial
@@ -22,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from storage import sqlite_driver
@@ -30,9 +25,9 @@ from storage.reconnect import POOL_RECYCLE_SECONDS
 
 BUSY_TIMEOUT_MS = 10_000
 SQLITE_POOL_SIZE = 15
-WRITE: dict[str, Any] = {"tgbot_write": True}
+WRITE: dict[str, Any] = {sqlite_driver.WRITE_OPTION: True}
 """Execution options of a connection that will write (SQLite: `BEGIN IMMEDIATE`)."""
-ONE_STATEMENT: dict[str, Any] = {"tgbot_one_statement": True}
+ONE_STATEMENT: dict[str, Any] = {sqlite_driver.ONE_STATEMENT_OPTION: True}
 """Execution options of a connection that runs a single read (SQLite: no `BEGIN`)."""
 
 
@@ -64,7 +59,7 @@ def create_engine_for(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> As
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     # The URL's file name and sqlite3 options, read the way the pysqlite dialect reads them.
     args, options = parsed.get_dialect()().create_connect_args(parsed)
-    # Transaction control belongs to SQLAlchemy (see `_on_sqlite_begin`); every call on a
+    # Transaction control belongs to SQLAlchemy (`sqlite_driver.on_begin`); every call on a
     # connection runs on that connection's thread, so sqlite3 may keep checking it.
     options.update(isolation_level=None, check_same_thread=True, timeout=busy_timeout_ms / 1000)
     opener = partial(sqlite3.connect, *args, **options)
@@ -79,7 +74,7 @@ def create_engine_for(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> As
         ),
         **pool,
     )
-    event.listen(engine.sync_engine, "begin", _on_sqlite_begin)
+    event.listen(engine.sync_engine, "begin", sqlite_driver.on_begin)
     return engine
 
 
@@ -104,39 +99,6 @@ def _use_wal(conn: sqlite3.Connection, *, deadline: float) -> None:
             if "locked" not in str(exc) or time.monotonic() >= deadline:
                 raise
             time.sleep(0.005)
-
-
-def _on_sqlite_begin(connection: Connection) -> None:
-    options = connection.get_execution_options()
-    if options.get("isolation_level") == "AUTOCOMMIT":
-        return  # every statement its own transaction, as asked
-    if options.get("tgbot_write", False):
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
-    elif not options.get("tgbot_one_statement", False):
-        connection.exec_driver_sql("BEGIN")
-
-
-class WriteGate:
-    """Queues this process's SQLite writers in order, before they take a connection.
-
-    SQLite has one writer at a time; a second `BEGIN IMMEDIATE` waits in SQLite's busy
-    handler, which polls with sleeps of up to 100 ms, and holds a pooled connection while it
-    waits. Waiting here instead hands the lock over as soon as the writer before commits.
-    Other processes on the same file still meet at `BEGIN IMMEDIATE` and its busy timeout.
-    """
-
-    __slots__ = ("_lock", "_loop")
-
-    def __init__(self) -> None:
-        self._lock: asyncio.Lock | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def hold(self) -> asyncio.Lock:
-        """The lock of the running event loop (an asyncio lock belongs to one loop)."""
-        loop = asyncio.get_running_loop()
-        if self._lock is None or self._loop is not loop:
-            self._lock, self._loop = asyncio.Lock(), loop
-        return self._lock
 
 
 def sqlite_file(url: str) -> Path | None:
@@ -193,5 +155,5 @@ def create_readonly_engine(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) 
         pool_size=SQLITE_POOL_SIZE,
         max_overflow=0,
     )
-    event.listen(engine.sync_engine, "begin", _on_sqlite_begin)
+    event.listen(engine.sync_engine, "begin", sqlite_driver.on_begin)
     return engine

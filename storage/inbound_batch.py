@@ -45,9 +45,15 @@ from bot.domain.records import StoredRecord
 from bot.errors import StorageUnavailable
 from bot.ports import InboundAppend
 from bot.retry import with_retries
-from storage.alias_cache import alias_parts, derive
-from storage.codec import encode_message_ids, encode_payload, first_message_id
-from storage.rows import platform_message_row, utc
+from storage.alias_cache import derive
+from storage.codec import (
+    alias_parts,
+    encode_message_ids,
+    encode_payload,
+    first_message_id,
+    platform_message_row,
+    utc,
+)
 from storage.search import index_platform_messages
 from storage.tables import MESSAGES, PLATFORM_MESSAGES, SESSIONS
 

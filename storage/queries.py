@@ -32,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.domain.ids import SessionKey
 from bot.errors import SessionNotFound
+from storage.codec import REACTION_PREFIX, SESSION_PREFIX
 from storage.tables import MESSAGES, PLATFORM_MESSAGES, REACTIONS, SESSIONS
 
 RECORD_COLUMNS = (
@@ -305,10 +306,8 @@ SESSION_PART = 0
 RECORD_PART = 1
 SUMMARY_PART = 2
 REACTION_PART = 3
-_SESSION_PREFIX = "s_"
 _SESSION_COLUMNS = tuple(c for c in SESSIONS.c if c.name not in ("created_at", "updated_at"))
-"""What `storage.rows.session_info` reads (each column is a conversion on every row)."""
-_REACTION_PREFIX = "r_"
+"""What `storage.codec.session_info` reads (each column is a conversion on every row)."""
 
 
 def _typed_null(column: Any, name: str) -> Any:
@@ -330,7 +329,7 @@ def _wide(
     the part has none."""
     columns: list[Any] = [literal_column(str(part), Integer).label("part")]
     for column in _SESSION_COLUMNS:
-        name = _SESSION_PREFIX + column.name
+        name = SESSION_PREFIX + column.name
         columns.append(
             _typed_null(column, name) if session is None else session.c[column.name].label(name)
         )
@@ -342,7 +341,7 @@ def _wide(
         literal_column("0", Integer).label("depth") if depth is None else depth.label("depth")
     )
     for column in REACTIONS.c:
-        name = _REACTION_PREFIX + column.name
+        name = REACTION_PREFIX + column.name
         columns.append(
             _typed_null(column, name) if reaction is None else reaction.c[column.name].label(name)
         )
@@ -425,25 +424,3 @@ def window_load(*, summaries: bool = False, reactions: bool = False) -> Select[A
         everything.c.r_created_at,
         everything.c.r_id,
     )
-
-
-class PrefixedRow:
-    """One part's columns of a `window_load` row under their table's names (`s_chat_id` →
-    `chat_id`), for `session_info` and `stored_reaction`."""
-
-    __slots__ = ("_prefix", "_row")
-
-    def __init__(self, row: Any, prefix: str) -> None:
-        self._row = row
-        self._prefix = prefix
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._row, self._prefix + name)
-
-
-def session_of(row: Any) -> PrefixedRow:
-    return PrefixedRow(row, _SESSION_PREFIX)
-
-
-def reaction_of(row: Any) -> PrefixedRow:
-    return PrefixedRow(row, _REACTION_PREFIX)

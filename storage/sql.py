@@ -41,22 +41,38 @@ from bot.ports import (
 from bot.store_ports import ConversationStore
 from storage.alias_cache import (
     aliases_on_path,
+    derive_record,
+    derive_with_earliest,
     message_ids_of,
     rederive_subtree,
     repair_path,
 )
 from storage.codec import (
+    DecodedRecords,
+    alias_parts,
     encode_message_ids,
+    encode_payload,
     first_message_id,
+    latest_reactions,
+    platform_message_from_row,
+    platform_message_row,
+    reaction_of,
+    reaction_row,
+    session_info,
+    session_of,
+    stored_reaction,
+    stored_record,
+    utc,
     with_message_ids,
 )
-from storage.engine import ONE_STATEMENT, WRITE, WriteGate
+from storage.engine import ONE_STATEMENT, WRITE
 from storage.erase import erase_rows
 from storage.inbound_batch import InboundBatchWriter
 from storage.queries import (
     ALIASES_WANTED,
     APPEND_HEAD,
     CLOSED_SESSION_OF_CHAT,
+    INSERT_RECORD,
     MOVE_LEAF,
     PLATFORM_MESSAGE_BY_KEY,
     REACTION_PART,
@@ -70,9 +86,7 @@ from storage.queries import (
     SUMMARY_PART,
     key_params,
     not_by_session,
-    reaction_of,
     require_record,
-    session_of,
     session_row,
     upsert_platform_messages,
     walk_params,
@@ -80,21 +94,10 @@ from storage.queries import (
     window_load,
 )
 from storage.reconnect import FirstStatementRetry
-from storage.record_chain import insert_chain
 from storage.retention import PruneResult
-from storage.rows import (
-    DecodedRecords,
-    latest_reactions,
-    platform_message_from_row,
-    platform_message_row,
-    reaction_row,
-    session_info,
-    stored_reaction,
-    stored_record,
-    utc,
-)
 from storage.search import index_platform_messages, search_platform_message_rows
 from storage.sql_prune import prune_rows
+from storage.sqlite_driver import WriteGate
 from storage.tables import MESSAGES, REACTIONS, SESSIONS, SUMMARIES, UPDATES
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -113,6 +116,57 @@ def _reaction_key(reaction: StoredReaction) -> dict[str, Any]:
         "r_user": reaction.user_id,
         "r_emoji": reaction.emoji,
     }
+
+
+async def _insert_chain(
+    conn: AsyncConnection,
+    session_id: int,
+    records: Sequence[NewRecord],
+    *,
+    parent: int | None,
+    last: int,
+    earliest: int | None,
+) -> list[StoredRecord]:
+    """Insert `records` in order, the first under `parent` (whose `alias_last` is `last`),
+    each later one under the one before. `earliest` is the oldest record up to `parent`
+    holding the first record's first platform id (`APPEND_HEAD` found it already)."""
+    first = first_message_id(records[0].message_ids)
+    stored: list[StoredRecord] = []
+    for index, record in enumerate(records):
+        if index == 0:
+            derived = await derive_with_earliest(conn, parent, last, first, earliest=earliest)
+        else:
+            first = first_message_id(record.message_ids)
+            derived = await derive_record(conn, session_id, parent, last, first)
+        created_at = utc(record.created_at)
+        values = {
+            "session_id": session_id,
+            "parent_id": parent,
+            "kind": record.body.kind,
+            "created_at": created_at,
+            "payload": encode_payload(record.body, record.message_ids),
+            "tokens": record.tokens,
+            "first_message_id": first,
+            "message_ids": encode_message_ids(record.message_ids),
+            "alias_seq": derived.seq,
+            "alias_last": derived.last,
+        }
+        new_id = (await conn.execute(INSERT_RECORD, values)).scalar_one()
+        stored.append(
+            StoredRecord(
+                id=new_id,
+                session_id=session_id,
+                parent_id=parent,
+                created_at=created_at,
+                body=record.body,
+                message_ids=record.message_ids,
+                tokens=record.tokens,
+                alias_seq=derived.seq,
+                alias_parts=alias_parts(derived.seq, record.message_ids),
+            )
+        )
+        parent, last = new_id, derived.last
+    return stored
 
 
 class SqlStore:
@@ -448,7 +502,7 @@ class SqlStore:
                 if last is None:
                     await repair_path(conn, head, parent)
                     last = (await require_record(conn, session_id, parent)).alias_last
-            stored = await insert_chain(
+            stored = await _insert_chain(
                 conn, session_id, records, parent=parent, last=last, earliest=earliest
             )
             if platform_messages:

@@ -15,8 +15,8 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.alias_cache import repair_path
+from storage.codec import utc
 from storage.retention import Node, PruneResult, plan_prune
-from storage.rows import utc
 from storage.tables import MESSAGES, PLATFORM_MESSAGES, REACTIONS, SESSIONS, UPDATES
 
 _DELETE_CHUNK = 500

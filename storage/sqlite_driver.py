@@ -1,4 +1,8 @@
-"""An asyncio SQLite connection for SQLAlchemy's aiosqlite dialect: one thread hop per statement.
+"""SQLite under SQLAlchemy, statement by statement: the connection, its `BEGIN`, the writer queue.
+
+The connection is an asyncio one for SQLAlchemy's aiosqlite dialect, one thread hop per
+statement (below); `on_begin` picks the `BEGIN` of each transaction from the connection's
+execution options; `WriteGate` queues this process's writers before they take a connection.
 
 `create_async_engine(..., async_creator=...)` hands SQLAlchemy a driver connection; its
 `sqlite+aiosqlite` adapter then awaits `cursor()`, `execute()`, `fetchall()` and `close()` on
@@ -37,7 +41,10 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Generator, Iterable, Sequence
 from contextlib import suppress
 from queue import SimpleQueue
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection as EngineConnection
 
 Row: TypeAlias = tuple[Any, ...]
 Description: TypeAlias = tuple[tuple[Any, ...], ...] | None
@@ -399,3 +406,52 @@ class Cursor:
 async def connect(opener: Opener, *, setup: Setup | None = None) -> Connection:
     """A connection whose thread runs `opener()` and then `setup(conn)` before anything else."""
     return await Connection()._start(opener, setup)
+
+
+# ---------------------------------------------------------------- transactions and writers
+
+WRITE_OPTION = "tgbot_write"
+"""The execution option of a connection that will write (`BEGIN IMMEDIATE`)."""
+ONE_STATEMENT_OPTION = "tgbot_one_statement"
+"""The execution option of a connection that runs a single read (no `BEGIN`)."""
+
+
+def on_begin(connection: EngineConnection) -> None:
+    """The engine's `begin` listener: SQLAlchemy, not the sqlite3 driver, emits `BEGIN`.
+
+    Plain (deferred) for reads and `BEGIN IMMEDIATE` for a connection marked `WRITE_OPTION`,
+    so two writers queue on the busy timeout instead of failing when a read lock cannot be
+    upgraded. A connection marked `ONE_STATEMENT_OPTION` gets no `BEGIN` at all: a single read
+    is a consistent snapshot on its own, and with no transaction to end, handing the
+    connection back to the pool costs no trip to its thread. An `AUTOCOMMIT` connection gets
+    no `BEGIN` either."""
+    options = connection.get_execution_options()
+    if options.get("isolation_level") == "AUTOCOMMIT":
+        return  # every statement its own transaction, as asked
+    if options.get(WRITE_OPTION, False):
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    elif not options.get(ONE_STATEMENT_OPTION, False):
+        connection.exec_driver_sql("BEGIN")
+
+
+class WriteGate:
+    """Queues this process's SQLite writers in order, before they take a connection.
+
+    SQLite has one writer at a time; a second `BEGIN IMMEDIATE` waits in SQLite's busy
+    handler, which polls with sleeps of up to 100 ms, and holds a pooled connection while it
+    waits. Waiting here instead hands the lock over as soon as the writer before commits.
+    Other processes on the same file still meet at `BEGIN IMMEDIATE` and its busy timeout.
+    """
+
+    __slots__ = ("_lock", "_loop")
+
+    def __init__(self) -> None:
+        self._lock: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def hold(self) -> asyncio.Lock:
+        """The lock of the running event loop (an asyncio lock belongs to one loop)."""
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._loop is not loop:
+            self._lock, self._loop = asyncio.Lock(), loop
+        return self._lock

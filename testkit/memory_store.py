@@ -34,10 +34,10 @@ from bot.ports import (
     StoredReaction,
 )
 from bot.store_ports import ConversationStore
-from storage.alias_cache import alias_parts, aliases_on_path, derive_path, path_to
+from storage.alias_cache import aliases_on_path, derive_path, path_to
+from storage.codec import alias_parts, latest_reactions, utc
 from storage.queries import AWAITING_KINDS
 from storage.retention import Node, PruneResult, plan_prune
-from storage.rows import latest_reactions, utc
 from storage.search import Term, index_tokens, matched_terms, query_terms
 
 

@@ -6,12 +6,12 @@ import random
 
 from storage.alias_cache import (
     Derived,
-    alias_parts,
     aliases_on_path,
     derive,
     derive_path,
     path_to,
 )
+from storage.codec import alias_parts
 
 Tree = dict[int, tuple[int | None, tuple[int | None, ...]]]
 """record id -> (parent id, message ids); ids grow from parent to child."""

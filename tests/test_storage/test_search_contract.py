@@ -15,9 +15,9 @@ from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
 from bot.ports import InboundAppend, NewRecord, PlatformMessage
+from storage.codec import platform_message_row
 from storage.engine import create_engine_for
 from storage.migrate import alembic_config, upgrade_database
-from storage.rows import platform_message_row
 from storage.search import MAX_QUERY_CHARS, index_tokens, query_terms
 from storage.sql import SqlStore
 from storage.tables import PLATFORM_MESSAGES
