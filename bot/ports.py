@@ -434,7 +434,7 @@ class ToldNotes:
 
 class SharedToldNotes(Protocol):
     """What services sent in a chat outside model turns, kept for the next turn there.
-    `bot.services.told_user.ToldUserLog` keeps them in this process (SQLite, one worker);
+    `bot.services.messenger_relay.ToldUserLog` keeps them in this process (SQLite, one worker);
     `storage.told_notes.SqlToldNotes` in PostgreSQL, seen by every worker."""
 
     async def note(self, chat_id: int, thread_id: int, line: str) -> None: ...
@@ -449,7 +449,7 @@ class SharedToldNotes(Protocol):
 
 
 class ToldUserNotes(Protocol):
-    """What the bot sent in a chat outside model turns (`bot.services.told_user.ToldUser`:
+    """What the bot sent in a chat outside model turns (`bot.services.messenger_relay.ToldUser`:
     in this process, or shared by the workers of one PostgreSQL database)."""
 
     async def peek(self, chat_id: int, thread_id: int = 0) -> tuple[str, ...]: ...

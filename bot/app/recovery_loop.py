@@ -18,8 +18,8 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from bot.app.wiring import App
+from bot.services.inbound import BotIdentity
 from bot.services.recovery import CrashRecovery
-from bot.services.triggers import BotIdentity
 
 log = logging.getLogger("tgbot.inbound")
 

@@ -67,10 +67,15 @@ from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
 from bot.services.error_log import ErrorLog
 from bot.services.inbound import InboundPolicy, InboundService
-from bot.services.messenger_relay import ClosedChatGuard, ClosedChats, RefusedSendLog
+from bot.services.messenger_relay import (
+    ClosedChatGuard,
+    ClosedChats,
+    RefusedSendLog,
+    ToldUser,
+    ToldUserMessenger,
+)
 from bot.services.recovery import CrashRecovery, RecoveryPolicy
 from bot.services.send_pacing import PaceLimits
-from bot.services.told_user import ToldUser, ToldUserMessenger
 from bot.services.transcripts import TranscriptionPolicy, VoiceTranscripts
 from bot.store_ports import ConversationStore
 from bot.texts import ChatLocales

@@ -1,25 +1,58 @@
-"""The relays of the outgoing messenger: each a `Messenger` that wraps the Telegram sender.
+"""The outgoing messenger chain: the relays that wrap the Telegram sender, and the told-user
+book they fill.
 
-- `MessengerRelay` hands every call to the one it wraps; the relays below (and the
-  told-user book) subclass it and override only the calls they change.
+- `MessengerRelay` hands every call to the one it wraps; the relays below subclass it and
+  override only the calls they change.
 - `ClosedChatGuard` sends nothing to a chat the bot was removed or kicked from
   (`bot.services.chat_events` marks it closed; `ClosedChats` caches the answer).
 - `RefusedSendLog` records every send the Bot API refused in the error log
   (`bot.services.error_log`).
+- `ToldUserMessenger` notes what it delivers in the `ToldUser` book.
+
+`[Already told the user]` (the told-user book): what the bot sent in a chat outside a model
+turn.
+
+Command outputs (`/usage`, `/context`, …), rate-limit refusals, restart and recovery notices
+and the daily summary are sent by services, not by the model, so the model would otherwise
+not know the chat has seen them. `ToldUserMessenger` wraps the messenger those services use
+and notes one line per message sent (its first line, whitespace collapsed, at most 120
+characters; a `SecretText`, such as the owner's login link, only as its redacted form); the
+next model turn there is shown the chat's newest 5 (`peek`) and they are
+forgotten once a turn that carried them succeeds (`shown`): a turn that fails keeps them for
+the next one, and its failure notice is noted too.
+
+`ToldUser` is the one book every path uses (the runtime, the services' messenger, the
+scheduled summary) and the rule is the same in both of its forms: a line is shown to every
+turn until one that carried it is answered, then forgotten; lines noted meanwhile stay.
+
+- One process (SQLite): kept in memory (`ToldUserLog`), per chat and thread. A restart loses
+  only notes not yet shown, and what a restart itself announces is sent (and noted) by the
+  new process. Storing them would mean a query over the bot's platform messages without a
+  record on every turn, for a block that matters only until the next reply.
+- Several workers (PostgreSQL): the table every worker reads (`bot.ports.SharedToldNotes`,
+  `storage.told_notes`). `peek` reads without forgetting and remembers up to which row it
+  read; `shown` confirms up to there. Turns of one chat never overlap across workers (the
+  turn lock), so the turn that peeked is the one that confirms. The database away never
+  fails a turn or a command: the lines are then missed (or shown once more), and logged.
+
+See docs/architecture.md, Rendering a message.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable, Sequence
 
 from bot.errors import TelegramError, TelegramForbidden
-from bot.ports import BubbleHook, Delivery, Messenger
+from bot.ports import BubbleHook, Delivery, Messenger, SharedToldNotes
 from bot.services.error_log import ErrorLog
 from bot.store_ports import ChatEventStore
 
 log = logging.getLogger("tgbot.chat_events")
+told_log = logging.getLogger("tgbot.told_user")
 
 
 class MessengerRelay:
@@ -179,3 +212,159 @@ class RefusedSendLog(MessengerRelay):
         except TelegramError as exc:
             self.errors.refused_send(chat_id, exc)
             raise
+
+
+# ------------------------------------------------------------------ what the user was told
+
+MAX_LINE_CHARS = 120
+MAX_LINES = 5
+MAX_CHATS = 10_000
+
+
+class SecretText(str):
+    """A message text that carries a secret (the owner's one-time dashboard login link):
+    sent as it is, but retold only as `told_as` (in `[Already told the user]`, so never in
+    a model request, a call's trace or the shared notes table)."""
+
+    told_as: str
+
+    def __new__(cls, text: str, *, told_as: str) -> SecretText:
+        made = super().__new__(cls, text)
+        made.told_as = told_as
+        return made
+
+
+def retold(text: str) -> str:
+    """What a note may say about `text`: its redacted form when it carries a secret."""
+    return text.told_as if isinstance(text, SecretText) else text
+
+
+def told_line(text: str) -> str:
+    """One line for `text`: its first non-empty line, whitespace collapsed, ≤120 chars."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    line = " ".join(first.split())
+    more = line != " ".join(text.split())
+    if len(line) > MAX_LINE_CHARS or (more and len(line) + 1 > MAX_LINE_CHARS):
+        return line[: MAX_LINE_CHARS - 1].rstrip() + "…"
+    return line + "…" if more else line
+
+
+class ToldUserLog:
+    """The newest lines sent outside model turns, per (chat, thread)."""
+
+    def __init__(self, *, max_chats: int = MAX_CHATS) -> None:
+        self._lines: OrderedDict[tuple[int, int], deque[str]] = OrderedDict()
+        self._max_chats = max_chats
+
+    def note(self, chat_id: int, thread_id: int, text: str) -> None:
+        line = told_line(retold(text))
+        if not line:
+            return
+        key = (chat_id, thread_id)
+        lines = self._lines.pop(key, None) or deque(maxlen=MAX_LINES)
+        lines.append(line)
+        self._lines[key] = lines
+        while len(self._lines) > self._max_chats:
+            self._lines.popitem(last=False)
+
+    def take(self, chat_id: int, thread_id: int = 0) -> tuple[str, ...]:
+        """The chat's lines since the last take, oldest first; forgets them."""
+        lines = self._lines.pop((chat_id, thread_id), None)
+        return tuple(lines) if lines else ()
+
+    def shown(self, chat_id: int, thread_id: int, lines: Sequence[str]) -> None:
+        """A turn that carried `lines` succeeded: forget them (lines noted meanwhile stay)."""
+        kept = self._lines.get((chat_id, thread_id))
+        if kept is None:
+            return
+        for line in lines:
+            with contextlib.suppress(ValueError):
+                kept.remove(line)
+        if not kept:
+            del self._lines[(chat_id, thread_id)]
+
+    def peek(self, chat_id: int, thread_id: int = 0) -> tuple[str, ...]:
+        """The same without forgetting (for `tgbot context show`)."""
+        return tuple(self._lines.get((chat_id, thread_id), ()))
+
+
+class ToldUser:
+    """`[Already told the user]` for the runtime and the messengers: in memory (`log`), or in
+    the workers' shared table when `shared` is set (see the module docstring)."""
+
+    def __init__(self, shared: SharedToldNotes | None = None) -> None:
+        self.log = ToldUserLog()
+        self.shared = shared
+        self._read: dict[tuple[int, int], int] = {}
+        """Shared: the newest row each chat's running turn was shown."""
+
+    async def note(self, chat_id: int, thread_id: int, text: str) -> None:
+        text = retold(text)
+        if self.shared is None:
+            self.log.note(chat_id, thread_id, text)
+            return
+        try:
+            await self.shared.note(chat_id, thread_id, told_line(text))
+        except Exception as exc:  # the message was delivered; only the note is missed
+            told_log.warning("told-user note for chat %d not stored (%s)", chat_id, exc)
+
+    async def peek(self, chat_id: int, thread_id: int = 0) -> tuple[str, ...]:
+        """The chat's lines not yet shown to an answered turn, oldest first."""
+        if self.shared is None:
+            return self.log.peek(chat_id, thread_id)
+        try:
+            taken = await self.shared.take(chat_id, thread_id)
+        except Exception as exc:
+            told_log.warning("told-user notes of chat %d unreadable (%s)", chat_id, exc)
+            return ()
+        if taken.upto is None:
+            self._read.pop((chat_id, thread_id), None)
+        else:
+            self._read[(chat_id, thread_id)] = taken.upto
+        return taken.lines
+
+    async def shown(self, chat_id: int, thread_id: int, lines: Sequence[str]) -> None:
+        """A turn that carried `lines` was answered: forget them (not what came meanwhile)."""
+        if self.shared is None:
+            self.log.shown(chat_id, thread_id, lines)
+            return
+        upto = self._read.pop((chat_id, thread_id), None)
+        if upto is None or not lines:
+            return
+        try:
+            await self.shared.confirm(chat_id, thread_id, upto)
+        except Exception as exc:
+            told_log.warning("told-user notes of chat %d not confirmed (%s)", chat_id, exc)
+
+
+class ToldUserMessenger(MessengerRelay):
+    """A `Messenger` that notes what it delivers in a `ToldUser` book."""
+
+    def __init__(self, inner: Messenger, told: ToldUser) -> None:
+        super().__init__(inner)
+        self.told = told
+
+    async def send_text(
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        thread_id: int = 0,
+        reply_to: int | None = None,
+        on_bubble: BubbleHook | None = None,
+    ) -> Delivery:
+        delivery = await self.inner.send_text(
+            chat_id, text, thread_id=thread_id, reply_to=reply_to, on_bubble=on_bubble
+        )
+        if delivery.delivered:
+            await self.told.note(chat_id, thread_id, text)
+        return delivery
+
+    async def send_photo(
+        self, chat_id: int, photo: bytes, *, caption: str = "", thread_id: int = 0
+    ) -> int:
+        message_id = await self.inner.send_photo(
+            chat_id, photo, caption=caption, thread_id=thread_id
+        )
+        await self.told.note(chat_id, thread_id, caption or "[chart]")
+        return message_id

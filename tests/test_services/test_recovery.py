@@ -21,6 +21,7 @@ from bot.domain.records import (
     ToolResultsRecord,
     UserRecord,
 )
+from bot.services.inbound import AnswerRules, BotIdentity
 from bot.services.recovery import (
     CloseCutReply,
     RecoveryStep,
@@ -29,7 +30,6 @@ from bot.services.recovery import (
     plan_recovery,
     unanswered,
 )
-from bot.services.triggers import AnswerRules, BotIdentity
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 ALICE = Sender(id=1001, name="Alice")
