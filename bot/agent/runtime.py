@@ -23,11 +23,10 @@ from bot.agent.bubbles import ReplyBubbles
 from bot.agent.compactor import Compactor
 from bot.agent.events import TurnOutcome
 from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
-from bot.agent.policy import TurnPolicy
 from bot.agent.presence import Presence, Typing
 from bot.agent.provider_call import ProviderCaller
 from bot.agent.tool_runner import TOOL_TIMEOUT_SECONDS, ToolRunner
-from bot.agent.turn import TurnFailed, TurnState
+from bot.agent.turn import TurnFailed, TurnPolicy, TurnState
 from bot.agent.window import Windows
 from bot.context.alias_table import AliasTable
 from bot.context.escaping import strip_echoed_header
