@@ -11,15 +11,18 @@ wires the parts. The state is what one turn is made of as it runs: its growing r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from bot.agent.routes import ModelRoute
 from bot.context.history_trim import IndexedHistory
+from bot.context.projection import current_record_index
 from bot.context.tokens import estimate_message_tokens, with_token_estimate
 from bot.context.tool_results import DEFAULT_MAX_TOOL_RESULT_CHARS
 from bot.context.turns import count_turns, remove_orphaned_tool_messages
 from bot.context.window import RuntimeLimits
+from bot.domain.records import StoredRecord, UserRecord
 from bot.ports import SessionInfo
 
 if TYPE_CHECKING:
@@ -147,6 +150,14 @@ class TurnState:
     @property
     def fixed_tokens(self) -> int:
         return self.layout.fixed_tokens
+
+
+def requester_of(records: Sequence[StoredRecord]) -> int | None:
+    """The member whose message the turn answers (the current record's sender); None when
+    no member's message is current."""
+    current = current_record_index(records)
+    body = records[current].body if current is not None else None
+    return body.sender.id if isinstance(body, UserRecord) else None
 
 
 class TurnFailed(Exception):
