@@ -19,12 +19,11 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from bot.agent.bubbles import ReplyBubbles
 from bot.agent.compactor import Compactor
 from bot.agent.events import TurnOutcome
 from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
-from bot.agent.presence import Presence, Typing
 from bot.agent.provider_call import ProviderCaller
+from bot.agent.reply import Presence, ReplyBubbles, Typing
 from bot.agent.tool_runner import TOOL_TIMEOUT_SECONDS, ToolRunner
 from bot.agent.turn import TurnFailed, TurnPolicy, TurnState, requester_of
 from bot.agent.window import Windows

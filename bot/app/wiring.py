@@ -29,7 +29,7 @@ from bot.agent.compactor import CompactionPolicy
 from bot.agent.events import NO_OBSERVER, EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import TokenTruth
-from bot.agent.presence import ChatActions, chat_actions_of
+from bot.agent.reply import ChatActions, chat_actions_of
 from bot.agent.request import PromptPolicy
 from bot.agent.routes import Prices, ProfileEntry, RouteTable
 from bot.agent.runtime import TurnRunner
