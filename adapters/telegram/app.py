@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiogram import Bot, Dispatcher, Router
@@ -28,19 +28,17 @@ from aiogram.methods.base import Response
 from aiogram.types import ChatMemberUpdated, Message, MessageReactionUpdated, TelegramObject, Update
 
 from adapters.telegram.chat_event_parsing import parse_membership, parse_reaction
-from adapters.telegram.parsing import parse_update_strict
+from adapters.telegram.polling_loop import (
+    BATCH_DELIVERY,
+    BatchDelivery,
+    ParseErrorHook,
+    UpdateReader,
+)
 from adapters.telegram.text_units import Locale
-from bot.domain.facts import InboundMessage
 from bot.errors import StorageUnavailable
 from bot.ports import ChatEventSink, InboundSink
 
 logger = logging.getLogger(__name__)
-
-ParseErrorHook = Callable[[Update, Exception], Awaitable[None]]
-BatchHook = Callable[[Sequence[InboundMessage]], Awaitable[None]]
-
-BATCH_DELIVERY = "tgbot_batch_delivery"
-"""Where `build_dispatcher` keeps its sink's `BatchDelivery`."""
 
 # aiogram reads every reply through `Response[method.__returning__]`, and pydantic keeps
 # parametrised models only weakly: once a collection frees one, the next reply rebuilds it
@@ -108,50 +106,12 @@ def build_dispatcher(
         chat_events=chat_events,
     )
     dispatcher.include_routers(*routers)
-    dispatcher.workflow_data[BATCH_DELIVERY] = BatchDelivery(
-        _Inbound(
-            sink,
-            bot_id=bot_id,
-            bot_username=bot_username,
-            locale=locale,
-            on_parse_error=on_parse_error,
-        ),
-        sink.on_messages,
+    reader = UpdateReader(
+        bot_id=bot_id, bot_username=bot_username, locale=locale, on_parse_error=on_parse_error
     )
+    dispatcher.workflow_data[BATCH_DELIVERY] = BatchDelivery(reader, sink.on_messages)
     dispatcher.update.outer_middleware(_log_unhandled)
     return dispatcher
-
-
-class BatchDelivery:
-    """New messages of a batch (a `getUpdates` batch, one webhook update), parsed and handed
-    to the sink's `on_messages` in one call (it stores them in one transaction);
-    `handle_batch` sends everything else through the dispatcher. A message that does not
-    parse is logged and skipped, as one by one."""
-
-    def __init__(self, inbound: _Inbound, on_messages: BatchHook) -> None:
-        self._inbound = inbound
-        self._on_messages = on_messages
-
-    @staticmethod
-    def takes(update: Update) -> bool:
-        """Whether the update is a new message or channel post (not an edit)."""
-        return update.message is not None or update.channel_post is not None
-
-    async def deliver(self, updates: Sequence[Update]) -> None:
-        """Parse and hand on; `StorageUnavailable` propagates (nothing is confirmed)."""
-        messages: list[InboundMessage] = []
-        for update in updates:
-            message = await self._inbound.parse(update)
-            if message is not None:
-                messages.append(message)
-        if messages:
-            await self._on_messages(messages)
-
-
-def batch_delivery(dispatcher: Dispatcher) -> BatchDelivery | None:
-    """The dispatcher's `BatchDelivery` (None: not built by `build_dispatcher`)."""
-    found = dispatcher.workflow_data.get(BATCH_DELIVERY)
-    return found if isinstance(found, BatchDelivery) else None
 
 
 async def _log_unhandled(
@@ -182,9 +142,10 @@ def get_routers(
     """What reacts to what: messages and channel posts are new, edits are edits; with
     `chat_events`, the bot's membership changes and reactions go there. Only kinds with a
     handler are asked for (`allowed_updates` follows these routers)."""
-    inbound = _Inbound(
-        sink, bot_id=bot_id, bot_username=bot_username, locale=locale, on_parse_error=on_parse_error
+    reader = UpdateReader(
+        bot_id=bot_id, bot_username=bot_username, locale=locale, on_parse_error=on_parse_error
     )
+    inbound = _Inbound(sink, reader)
     router = Router(name="inbound")
 
     @router.message()
@@ -247,28 +208,17 @@ class _ChatEvents:
 
 
 class _Inbound:
-    """Parse one update and hand it to the sink. A malformed update or a bug in handling is
-    logged and skipped (retrying it would block the chat for good); a `StorageUnavailable` or
-    an `OSError` (transient) is raised, so the update is not confirmed and Telegram (or the
+    """Parse one update (`UpdateReader`) and hand it to the sink. A bug in handling is logged
+    and skipped (retrying it would block the chat for good); a `StorageUnavailable` or an
+    `OSError` (transient) is raised, so the update is not confirmed and Telegram (or the
     poller) delivers it again."""
 
-    def __init__(
-        self,
-        sink: InboundSink,
-        *,
-        bot_id: int,
-        bot_username: str | None,
-        locale: Locale,
-        on_parse_error: ParseErrorHook | None,
-    ) -> None:
+    def __init__(self, sink: InboundSink, reader: UpdateReader) -> None:
         self._sink = sink
-        self._bot_id = bot_id
-        self._bot_username = bot_username
-        self._locale = locale
-        self._on_parse_error = on_parse_error
+        self._reader = reader
 
     async def deliver(self, update: Update, *, edit: bool) -> None:
-        message = await self.parse(update)
+        message = await self._reader.parse(update)
         if message is None:
             return
         try:
@@ -277,24 +227,3 @@ class _Inbound:
             raise
         except Exception:
             logger.exception("inbound sink failed on update %s", update.update_id)
-
-    async def parse(self, update: Update) -> InboundMessage | None:
-        """The parsed message, or None (logged, reported to `on_parse_error`).
-
-        Only an update that cannot be read is skipped: an `OSError` (out of file handles, a
-        disk that hiccups) says nothing about the update, so it propagates and the update is
-        not confirmed; it comes again."""
-        try:
-            return parse_update_strict(
-                update, bot_id=self._bot_id, bot_username=self._bot_username, locale=self._locale
-            )
-        except OSError:
-            raise
-        except Exception as exc:
-            logger.warning("skipping update %s: %s", update.update_id, exc, exc_info=True)
-            if self._on_parse_error is not None:
-                try:
-                    await self._on_parse_error(update, exc)
-                except Exception:
-                    logger.exception("on_parse_error hook failed")
-            return None

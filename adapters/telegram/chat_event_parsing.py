@@ -16,7 +16,7 @@ from aiogram.types import (
     User,
 )
 
-from adapters.telegram.senders import chat_name_of, user_sender
+from adapters.telegram.message_parts import chat_name_of, user_sender
 from bot.domain.facts import MembershipChange, MembershipChangeKind, ReactionChange, Sender
 
 ChatType = Literal["private", "group", "supergroup", "channel"]

@@ -1,5 +1,6 @@
 """Long polling that confirms an update only after it was handled, each chat in order; and
-`handle_batch`, the one way every update is handled (a polled batch, one webhook update).
+`handle_batch`, the one way every update is handled (a polled batch, one webhook update),
+with the `BatchDelivery` that reads a batch's new messages and hands them on together.
 
 aiogram's `start_polling` confirms a batch (the next `getUpdates` offset) as soon as it has
 started a task per update, so a crash in the next milliseconds loses updates that were
@@ -41,8 +42,10 @@ from aiogram.methods.base import Response
 from aiogram.types import Message, Update
 from pydantic import ValidationError
 
-from adapters.telegram.app import BatchDelivery, batch_delivery
 from adapters.telegram.lenient import lenient_update
+from adapters.telegram.parsing import parse_update_strict
+from adapters.telegram.text_units import Locale
+from bot.domain.facts import InboundMessage
 from bot.errors import StorageUnavailable
 from bot.retry import with_retries
 
@@ -62,6 +65,11 @@ SkipHook = Callable[[int, str], Awaitable[None]]
 """Called with (update_id, reason) for an update that was passed without being handled."""
 AfterBatchHook = Callable[[], None]
 """Called after a batch was handled, before its offset is confirmed (fault injection)."""
+ParseErrorHook = Callable[[Update, Exception], Awaitable[None]]
+BatchHook = Callable[[Sequence[InboundMessage]], Awaitable[None]]
+
+BATCH_DELIVERY = "tgbot_batch_delivery"
+"""Where `app.build_dispatcher` keeps its sink's `BatchDelivery`."""
 
 
 class GetRawUpdates(GetUpdates):
@@ -227,6 +235,77 @@ async def handle_batch(dispatcher: Dispatcher, bot: Bot, updates: Sequence[Updat
 
     await asyncio.gather(*(run_chat(group) for group in groups if group))
     return unconfirmed
+
+
+class UpdateReader:
+    """The message one update carries, read for the bot: an update that cannot be read is
+    logged, reported to `on_parse_error` and skipped."""
+
+    def __init__(
+        self,
+        *,
+        bot_id: int,
+        bot_username: str | None,
+        locale: Locale,
+        on_parse_error: ParseErrorHook | None,
+    ) -> None:
+        self._bot_id = bot_id
+        self._bot_username = bot_username
+        self._locale = locale
+        self._on_parse_error = on_parse_error
+
+    async def parse(self, update: Update) -> InboundMessage | None:
+        """The parsed message, or None (logged, reported to `on_parse_error`).
+
+        Only an update that cannot be read is skipped: an `OSError` (out of file handles, a
+        disk that hiccups) says nothing about the update, so it propagates and the update is
+        not confirmed; it comes again."""
+        try:
+            return parse_update_strict(
+                update, bot_id=self._bot_id, bot_username=self._bot_username, locale=self._locale
+            )
+        except OSError:
+            raise
+        except Exception as exc:
+            logger.warning("skipping update %s: %s", update.update_id, exc, exc_info=True)
+            if self._on_parse_error is not None:
+                try:
+                    await self._on_parse_error(update, exc)
+                except Exception:
+                    logger.exception("on_parse_error hook failed")
+            return None
+
+
+class BatchDelivery:
+    """New messages of a batch (a `getUpdates` batch, one webhook update), parsed and handed
+    to the sink's `on_messages` in one call (it stores them in one transaction);
+    `handle_batch` sends everything else through the dispatcher. A message that does not
+    parse is logged and skipped, as one by one."""
+
+    def __init__(self, reader: UpdateReader, on_messages: BatchHook) -> None:
+        self._reader = reader
+        self._on_messages = on_messages
+
+    @staticmethod
+    def takes(update: Update) -> bool:
+        """Whether the update is a new message or channel post (not an edit)."""
+        return update.message is not None or update.channel_post is not None
+
+    async def deliver(self, updates: Sequence[Update]) -> None:
+        """Parse and hand on; `StorageUnavailable` propagates (nothing is confirmed)."""
+        messages: list[InboundMessage] = []
+        for update in updates:
+            message = await self._reader.parse(update)
+            if message is not None:
+                messages.append(message)
+        if messages:
+            await self._on_messages(messages)
+
+
+def batch_delivery(dispatcher: Dispatcher) -> BatchDelivery | None:
+    """The dispatcher's `BatchDelivery` (None: not built by `app.build_dispatcher`)."""
+    found = dispatcher.workflow_data.get(BATCH_DELIVERY)
+    return found if isinstance(found, BatchDelivery) else None
 
 
 async def _deliver_batch(batch: BatchDelivery, heads: list[Update]) -> bool | None:

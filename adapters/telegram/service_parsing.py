@@ -14,8 +14,7 @@ from aiogram.types import (
     User,
 )
 
-from adapters.telegram.media_parsing import media_of, money
-from adapters.telegram.senders import chat_name_of, user_name
+from adapters.telegram.message_parts import chat_name_of, media_of, money, user_name
 from adapters.telegram.text_units import Locale, one_line, summarize
 from bot.domain.facts import Media
 from bot.texts import in_locale

@@ -32,10 +32,10 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.agent.model_call import CallReport, ModelCaller, request_needs
-from bot.agent.policy import CompactionPolicy
 from bot.agent.routes import RouteTable
 from bot.context.compaction import (
     PreparedSummary,
@@ -50,7 +50,7 @@ from bot.context.tokens import (
     estimate_message_tokens,
     split_request_tokens,
 )
-from bot.context.window import estimate_tool_schema_tokens
+from bot.context.window import PerScene, estimate_tool_schema_tokens
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord
 from bot.errors import BotError
@@ -80,6 +80,18 @@ def newest_summary(found: Sequence[StoredRecord]) -> SummaryRecord | None:
         if isinstance(record.body, SummaryRecord) and record.body.text:
             return record.body
     return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionPolicy:
+    """`summary_budgets`: the summary's bound per scene (already held to a quarter of the
+    scene's history budget, `bound_summaries`), reserved inside the window's budget;
+    `route`: where summary calls go (None: the chat's own route); `prepare_margin`: how
+    near a move must be to prepare its summary after a reply."""
+
+    summary_budgets: PerScene[int]
+    route: str | None = None
+    prepare_margin: float = 0.1
 
 
 class Compactor:

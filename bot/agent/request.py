@@ -18,11 +18,10 @@ message instead (`ReactionsBlock`, `[Reactions since your last reply]`), one lin
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
-from bot.agent.policy import PromptPolicy
 from bot.agent.routes import ModelRoute
 from bot.agent.turn_images import NO_IMAGES, TurnImages
 from bot.context.compaction import summary_message
@@ -38,6 +37,25 @@ from bot.ports import Clock, SessionInfo, StoredReaction
 from bot.store_ports import ChatEventStore, HistoryStore
 from bot.texts import in_locale, text
 from bot.tools.base import Tool, offered_in
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PromptPolicy:
+    """How the system prompt, the per-turn blocks and the projection are written."""
+
+    zone: tzinfo
+    zone_name: str = "UTC"
+    locale: Locale = "zh"
+    command_prefix: str = "/"
+    workspace_rules: str = ""
+    owner_id: int | None = None
+    chat_locale: Callable[[int], Locale] | None = None
+    """The locale of a chat (`BOT_LOCALE=auto`: its recent members'); None: `locale`."""
+
+    def locale_of(self, chat_id: int | None) -> Locale:
+        if chat_id is None or self.chat_locale is None:
+            return self.locale
+        return self.chat_locale(chat_id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,19 +19,18 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from bot.agent.bubbles import ReplyBubbles
 from bot.agent.compactor import Compactor
 from bot.agent.events import TurnOutcome
 from bot.agent.metering import MAX_METERS, CallMeter, CallMetering
-from bot.agent.policy import TurnPolicy
-from bot.agent.presence import Presence, Typing
 from bot.agent.provider_call import ProviderCaller
+from bot.agent.reply import Presence, ReplyBubbles, Typing
 from bot.agent.tool_runner import TOOL_TIMEOUT_SECONDS, ToolRunner
-from bot.agent.turn import TurnFailed, TurnState
+from bot.agent.turn import TurnFailed, TurnPolicy, TurnState, requester_of
 from bot.agent.window import Windows
 from bot.context.alias_table import AliasTable
 from bot.context.escaping import strip_echoed_header
 from bot.domain.ids import Scene
+from bot.domain.records import StoredRecord
 from bot.ports import LLMResponse, SessionInfo, ToldUserNotes
 from bot.texts import text as user_text
 from bot.tools.base import ToolContext
@@ -153,12 +152,11 @@ class TurnRunner:
             told_user = await self.told.peek(key.chat_id, key.thread_id)
         state = await self.prepare(session, turn_id=turn_id, told_user=told_user)
         aliases, records = state.window.aliases, list(state.window.records)
-        tool_ctx = self.tool_runner.context(state.session, records, route=state.route)
-        state.requester = tool_ctx.rights.requester_id if tool_ctx.rights is not None else None
+        state.requester = requester_of(records)
         try:
             async with asyncio.timeout(self.policy.turn_deadline_seconds):
                 return await self._steps(
-                    state, aliases, tool_ctx, reply_to, turn_id, told_user, typing
+                    state, aliases, records, reply_to, turn_id, told_user, typing
                 )
         except TimeoutError:
             failure = TurnFailed(
@@ -175,7 +173,7 @@ class TurnRunner:
         self,
         state: TurnState,
         aliases: AliasTable,
-        tool_ctx: ToolContext,
+        records: Sequence[StoredRecord],
         reply_to: int | None,
         turn_id: str,
         told_user: Sequence[str],
@@ -184,6 +182,9 @@ class TurnRunner:
         session = state.session
         key = session.key
         private = session.scene != "group"
+        # where the turn's tools act, over the window as the turn began: built at the first
+        # tool call (most turns make none), then kept for the turn
+        tool_ctx: ToolContext | None = None
         while True:
             state.iteration += 1
             hit_cap = state.iteration > self.policy.max_tool_iterations
@@ -196,6 +197,8 @@ class TurnRunner:
                 why = response.refusal or "no reason given"
                 raise TurnFailed("refusal", f"the model refused: {why}")
             if response.tool_calls and not hit_cap:
+                if tool_ctx is None:
+                    tool_ctx = self.tool_runner.context(session, records, route=state.route)
                 await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
                 if tool_ctx.erased:  # deleted now: not in this turn's next calls either
                     if await state.window.forget(frozenset(tool_ctx.erased)):

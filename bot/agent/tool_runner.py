@@ -25,10 +25,10 @@ from datetime import UTC, tzinfo
 
 from bot.agent.events import NO_OBSERVER, TurnObserver
 from bot.agent.routes import ModelRoute
-from bot.agent.turn import TurnState
+from bot.agent.turn import TurnState, requester_of
 from bot.context.alias_table import AliasTable, ShownByTool
 from bot.context.bounded_json import JsonTooDeep, JsonTooLarge, loads_bounded
-from bot.context.projection import current_record_index, record_tokens, tool_result_message
+from bot.context.projection import record_tokens, tool_result_message
 from bot.context.tokens import ensure_token_estimate
 from bot.context.tool_results import (
     DEFAULT_MAX_TOOL_RESULT_CHARS,
@@ -41,7 +41,6 @@ from bot.domain.records import (
     StoredRecord,
     ToolResult,
     ToolResultsRecord,
-    UserRecord,
 )
 from bot.errors import ReferenceNotConfirmed, TelegramError, ToolError
 from bot.ports import Clock, LLMResponse, MediaFiles, Messenger, NewRecord, SessionInfo
@@ -144,11 +143,11 @@ class ToolRunner:
         """Where the turn's tools act: its chat, with the window's records and the rights of
         the member whose message the turn answers; `route` says whether images can be
         shown to its model, and how they are sized."""
-        current = current_record_index(records)
-        body = records[current].body if current is not None else None
-        requester = body.sender.id if isinstance(body, UserRecord) else None
         rights = MemberRights(
-            requester_id=requester, owner_id=self.owner_id, bot_id=self.bot_id, admins=self.admins
+            requester_id=requester_of(records),
+            owner_id=self.owner_id,
+            bot_id=self.bot_id,
+            admins=self.admins,
         )
         return ToolContext(
             chat_id=session.key.chat_id,

@@ -1,19 +1,70 @@
-"""What a turn is made of: its growing request, its window, and how it ends."""
+"""A turn: its policy and its state.
+
+The policy is what the turn's parts take from the settings, one small frozen policy per
+part, kept beside the part that reads it (`WindowPolicy` in `bot.agent.window`,
+`PromptPolicy` in `bot.agent.request`, `CompactionPolicy` in `bot.agent.compactor`; a
+model call's `CallPolicy` and the tools' `ToolPolicy` here). `bot/app/wiring.py` builds them
+once; `TurnPolicy` holds them all, with the tool loop's own limits, for `TurnRunner`, which
+wires the parts. The state is what one turn is made of as it runs: its growing request
+(`TurnState`), its window, and how it ends (`TurnFailed`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from bot.agent.routes import ModelRoute
 from bot.context.history_trim import IndexedHistory
+from bot.context.projection import current_record_index
 from bot.context.tokens import estimate_message_tokens, with_token_estimate
+from bot.context.tool_results import DEFAULT_MAX_TOOL_RESULT_CHARS
 from bot.context.turns import count_turns, remove_orphaned_tool_messages
+from bot.context.window import RuntimeLimits
+from bot.domain.records import StoredRecord, UserRecord
 from bot.ports import SessionInfo
 
 if TYPE_CHECKING:
-    from bot.agent.request import RequestBuilder
-    from bot.agent.window import ConversationWindow
+    from bot.agent.compactor import CompactionPolicy
+    from bot.agent.request import PromptPolicy, RequestBuilder
+    from bot.agent.window import ConversationWindow, WindowPolicy
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallPolicy:
+    """One model call: the runtime limits (the budget, and an honoured
+    `max_context_tokens` as the window), the output cap and the call's deadline (None:
+    unbounded)."""
+
+    limits: RuntimeLimits = field(default_factory=RuntimeLimits)
+    max_output_tokens: int | None = None
+    deadline_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolPolicy:
+    """What the tools of one turn may do: the stored result's length, the calls of one
+    model response that run, the messages tools may post besides the reply (0: no cap)."""
+
+    max_result_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS
+    max_calls_per_step: int = 8
+    max_messages_per_turn: int = 5
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnPolicy:
+    """The policies of a turn's parts, and the tool loop's own limits: tool iterations
+    before the final call without tools, and the whole turn's deadline (None: unbounded).
+    `compaction` None: compaction is off."""
+
+    window: WindowPolicy
+    prompt: PromptPolicy
+    calls: CallPolicy = field(default_factory=CallPolicy)
+    tools: ToolPolicy = field(default_factory=ToolPolicy)
+    compaction: CompactionPolicy | None = None
+    max_tool_iterations: int = 10
+    turn_deadline_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +150,14 @@ class TurnState:
     @property
     def fixed_tokens(self) -> int:
         return self.layout.fixed_tokens
+
+
+def requester_of(records: Sequence[StoredRecord]) -> int | None:
+    """The member whose message the turn answers (the current record's sender); None when
+    no member's message is current."""
+    current = current_record_index(records)
+    body = records[current].body if current is not None else None
+    return body.sender.id if isinstance(body, UserRecord) else None
 
 
 class TurnFailed(Exception):

@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from bot.agent.compactor import Compactor, FoldReason, newest_summary, summary_before
-from bot.agent.policy import WindowPolicy
 from bot.agent.request import MAX_REACTION_LINES, RequestBuilder
 from bot.agent.routes import ModelRoute, RouteTable
 from bot.context.alias_table import AliasTable
@@ -41,6 +40,7 @@ from bot.context.projection import (
 from bot.context.tokens import NO_CORRECTION, TokenCorrection
 from bot.context.turns import turn_starts
 from bot.context.window import (
+    PerScene,
     RuntimeLimits,
     TurnCosts,
     WindowLimits,
@@ -63,6 +63,35 @@ CURRENT_TURN_SHARE = 8
 """The current turn's allowance is 1/8 of the runtime budget (2,000 of 16,000): the window
 leaves it for the per-turn blocks and the tool steps of the turn, so a turn of ordinary
 size never needs the proactive trim."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SceneCaps:
+    """The turn and message caps of one scene's window."""
+
+    max_turns: int
+    max_messages: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WindowPolicy:
+    """What each scene's window is held to (`history.*`).
+
+    `history_budgets` are real tokens (the window converts them into our estimate through
+    the route's token correction); `caps` the turn and message caps per scene, overrides
+    applied; `count_unanswered_turns`: every turn counts against the turn cap, answered or
+    not (`history.turn_cap_counts = "all"`)."""
+
+    history_budgets: PerScene[int]
+    caps: PerScene[SceneCaps]
+    headroom: float = 0.25
+    count_unanswered_turns: bool = False
+
+    @property
+    def max_records(self) -> int:
+        """How many records to load: the largest message cap plus room for tool rows."""
+        caps = (self.caps.group, self.caps.private, self.caps.owner)
+        return max(c.max_messages for c in caps) * 2 + 20
 
 
 @dataclass(slots=True, kw_only=True)

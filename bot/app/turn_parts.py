@@ -10,19 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.agent.bubbles import ReplyBubbles
 from bot.agent.compactor import Compactor
 from bot.agent.events import NO_OBSERVER, EventBus, TurnObserver
 from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import CallMetering, TokenTruth
 from bot.agent.model_call import ModelCaller
-from bot.agent.policy import TurnPolicy
-from bot.agent.presence import ChatActions, Presence
 from bot.agent.provider_call import ProviderCaller, SpendCheck
+from bot.agent.reply import ChatActions, Presence, ReplyBubbles
 from bot.agent.request import RequestBuilder
 from bot.agent.routes import RouteTable
 from bot.agent.runtime import TurnRunner
 from bot.agent.tool_runner import ToolRunner
+from bot.agent.turn import TurnPolicy
 from bot.agent.turn_images import TurnImages
 from bot.agent.window import Windows
 from bot.ports import Clock, Messenger, ToldUserNotes

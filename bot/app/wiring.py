@@ -25,19 +25,12 @@ from adapters.media_files import CachedMediaFiles, MediaCache, TelegramFileSourc
 from adapters.scheduler import build_scheduler
 from adapters.tokenizers import TokenizerUnavailable, load_token_counter
 from adapters.transcription import OpenAITranscriber
+from bot.agent.compactor import CompactionPolicy
 from bot.agent.events import NO_OBSERVER, EventBus
 from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import TokenTruth
-from bot.agent.policy import (
-    CallPolicy,
-    CompactionPolicy,
-    PromptPolicy,
-    SceneCaps,
-    ToolPolicy,
-    TurnPolicy,
-    WindowPolicy,
-)
-from bot.agent.presence import ChatActions, chat_actions_of
+from bot.agent.reply import ChatActions, chat_actions_of
+from bot.agent.request import PromptPolicy
 from bot.agent.routes import Prices, ProfileEntry, RouteTable
 from bot.agent.runtime import TurnRunner
 from bot.agent.spend import (
@@ -51,7 +44,9 @@ from bot.agent.spend import (
     nanos,
 )
 from bot.agent.traces import TraceWriter
+from bot.agent.turn import CallPolicy, ToolPolicy, TurnPolicy
 from bot.agent.turn_images import TurnImages
+from bot.agent.window import SceneCaps, WindowPolicy
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
 from bot.app.telemetry import route_endpoints

@@ -10,8 +10,8 @@ from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.types import Update
 
-from adapters.telegram.app import ParseErrorHook, build_bot, build_dispatcher
-from adapters.telegram.polling_loop import poll_updates
+from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.polling_loop import ParseErrorHook, poll_updates
 from bot.domain.facts import InboundMessage
 from testkit.fake_bot_api import FakeBotApi
 

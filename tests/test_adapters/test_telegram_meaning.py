@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from adapters.telegram.media_parsing import money
+from adapters.telegram.message_parts import money
 from bot.context.escaping import is_invisible
 from bot.context.headers import HeaderWalker
 from bot.domain.facts import InboundMessage, Media

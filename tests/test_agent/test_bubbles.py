@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bot.agent.bubbles import ReplyBubbles, settle_partial_reply
+from bot.agent.reply import ReplyBubbles, settle_partial_reply
 from bot.domain.ids import SessionKey
 from bot.domain.records import AssistantRecord, UserRecord
 from bot.ports import Delivery, NewRecord, SessionInfo

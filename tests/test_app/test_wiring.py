@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapters.llm.scripted import ScriptedModel
-from bot.agent.policy import SceneCaps
+from bot.agent.window import SceneCaps
 from bot.app.wiring import turn_policy, window_policy
 from bot.context.window import PerScene
 from testkit.memory_store import InMemoryStore

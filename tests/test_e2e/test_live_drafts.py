@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from adapters.llm.scripted import Reply
-from bot.agent.presence import Presence
+from bot.agent.reply import Presence
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from aiogram import Bot
 
-import adapters.telegram.app as telegram_app
 from adapters.telegram import polling_loop
 from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.polling_loop import poll_updates
@@ -90,7 +89,7 @@ async def test_an_os_error_while_parsing_is_not_a_skip(
     api: FakeBotApi, bot: Bot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(polling_loop, "STORAGE_RETRIES", 1)
-    real = telegram_app.parse_update_strict
+    real = polling_loop.parse_update_strict
     failures = [3]
 
     def flaky(*args: Any, **kwargs: Any) -> InboundMessage | None:
@@ -99,7 +98,7 @@ async def test_an_os_error_while_parsing_is_not_a_skip(
             raise OSError(errno.EMFILE, "Too many open files")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(telegram_app, "parse_update_strict", flaky)
+    monkeypatch.setattr(polling_loop, "parse_update_strict", flaky)
     sink = Sink()
     api.push_update(api.user_message(CHAT, ALICE, "first"))
     api.push_update(api.user_message(CHAT, ALICE, "second"))

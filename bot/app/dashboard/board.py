@@ -19,7 +19,6 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.agent.events import EventBus
-from bot.agent.policy import WindowPolicy
 from bot.agent.spend import (
     NANOS,
     Amount,
@@ -32,6 +31,7 @@ from bot.agent.spend import (
     periods_at,
     spend_status,
 )
+from bot.agent.window import WindowPolicy
 from bot.app.dashboard.ledger_index import LedgerIndex
 from bot.app.dashboard.live import LedgerTail, LiveChannel, LiveFeed, LiveSource, live_sources
 from bot.app.dashboard.metrics import BudgetGauge, DashboardMetrics

@@ -1,0 +1,382 @@
+"""A reply on its way to the chat: shown while it is made, stored as it is sent.
+
+While the turn runs, "typing…" shows for as long as it runs. Telegram shows a chat action
+for about five seconds, so `Presence` sends `typing` as the turn starts and again every
+`RENEW_SECONDS` while it runs (model calls and tool rounds alike), in the turn's thread.
+One small task per turn; `stop()` ends it before the reply goes out, so no action ever
+follows the reply (an action in flight is let finish, not cut off, so its request cannot
+reach Telegram after the reply's). A failed action is logged and the turn goes on: typing
+is a courtesy.
+
+In private chats a streaming provider's growing text is previewed with a `Draft`
+(`sendMessageDraft`): one draft id per reply, at most one call per `DRAFT_SECONDS` (the
+clock is injected, so the limit is tested without sleeping), the final message still sent
+as usual. The first piece of text is held: a reply that arrives in one piece is sent as
+the final message alone (a draft then would be one Bot API call in three for nothing),
+and so is one streamed faster than `DRAFT_SECONDS`: the first draft goes out with the
+first piece that arrives at least that long after the first. A refusal from Telegram turns
+drafts off for that chat for the process's life; the reply arrives all the same.
+
+As it is sent, a reply is stored bubble by bubble, as Telegram confirms each one
+(`ReplyBubbles`). The first confirmed bubble appends the assistant record (the whole
+planned text, one slot per bubble, unconfirmed slots `None`) with its platform message;
+each later bubble fills its slot (`set_message_ids`) and adds its platform message. So a
+crash in the middle of a reply leaves every confirmed bubble stored, and the `None` slots
+tell start-up recovery that the reply was cut short. When delivery stops at a failure
+instead, the record is replaced by a sibling holding only the delivered bubbles
+(`settle_partial_reply`): undelivered text is never stored as sent.
+
+See docs/architecture.md, A turn's path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Protocol, runtime_checkable
+
+from bot.context.projection import record_tokens
+from bot.domain.messages import Reasoning
+from bot.domain.records import AssistantRecord, StoredRecord
+from bot.ports import Clock, Delivery, Messenger, NewRecord, PlatformMessage, SessionInfo
+from bot.store_ports import HistoryStore, PlatformMessages
+
+log = logging.getLogger("tgbot.presence")
+
+RENEW_SECONDS = 4.0
+"""Under Telegram's five seconds, so the indicator never lapses between renewals."""
+ACTION_TIMEOUT_SECONDS = 5.0
+"""One action never holds the reply back longer than this."""
+DRAFT_SECONDS = 1.0
+"""At most one draft update this often ("about one a second")."""
+
+
+@runtime_checkable
+class ChatActions(Protocol):
+    """Shows a chat action (typing) in a chat or one of its topics."""
+
+    async def send_typing(self, chat_id: int, *, thread_id: int = 0) -> None: ...
+
+
+@runtime_checkable
+class DraftSender(Protocol):
+    """Shows a reply being written (`sendMessageDraft`); the text is the model's Markdown."""
+
+    async def send_draft(
+        self, chat_id: int, draft_id: int, text: str, *, thread_id: int = 0
+    ) -> None: ...
+
+
+class Draft:
+    """The live draft of one reply: call it with the text so far (a `TextSink`)."""
+
+    def __init__(
+        self,
+        sender: DraftSender,
+        chat_id: int,
+        thread_id: int,
+        *,
+        monotonic: Callable[[], float],
+        on_refused: Callable[[int], None],
+    ) -> None:
+        self._sender = sender
+        self._chat_id = chat_id
+        self._thread_id = thread_id
+        self._monotonic = monotonic
+        self._on_refused = on_refused
+        self.draft_id = secrets.randbelow(2**31 - 2) + 1
+        """Non-zero, the same for every update of this reply."""
+        self._last: float | None = None
+        self._held = False
+        """The first piece of text arrived (and was held)."""
+        self._off = False
+        self.sent: list[str] = []
+        """The texts shown, in order."""
+
+    async def __call__(self, text: str) -> None:
+        if self._off or not text.strip():
+            return
+        if not self._held:  # the whole reply, maybe: wait for a second piece
+            self._held = True
+            # and for a second to pass: a reply streamed faster than that shows no draft
+            # (it would flash for a moment and cost a Bot API call; "typing…" is up)
+            self._last = self._monotonic()
+            return
+        now = self._monotonic()
+        if self._last is not None and now - self._last < DRAFT_SECONDS:
+            return  # the next one (or the final message) shows more
+        self._last = now
+        try:
+            await asyncio.wait_for(
+                self._sender.send_draft(
+                    self._chat_id, self.draft_id, text, thread_id=self._thread_id
+                ),
+                ACTION_TIMEOUT_SECONDS,
+            )
+        except Exception as exc:
+            log.info("drafts off in chat %s: %s", self._chat_id, exc)
+            self._off = True
+            self._on_refused(self._chat_id)
+            return
+        self.sent.append(text)
+
+
+class Typing:
+    """The typing loop of one turn."""
+
+    def __init__(self, actions: ChatActions, chat_id: int, thread_id: int, *, renew: float) -> None:
+        self._actions = actions
+        self._chat_id = chat_id
+        self._thread_id = thread_id
+        self._renew = renew
+        self._stopped = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name=f"typing:{self._chat_id}")
+
+    async def _loop(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                await asyncio.wait_for(
+                    self._actions.send_typing(self._chat_id, thread_id=self._thread_id),
+                    ACTION_TIMEOUT_SECONDS,
+                )
+            except Exception as exc:  # a courtesy: the turn goes on without it
+                log.info("typing in chat %s failed: %s", self._chat_id, exc)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), self._renew)
+
+    async def stop(self) -> None:
+        """End the loop; returns once no action is in flight (idempotent)."""
+        self._stopped.set()
+        task, self._task = self._task, None
+        if task is not None:
+            with contextlib.suppress(Exception):
+                await task
+
+    def cancel(self) -> None:
+        self._stopped.set()
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+
+class Presence:
+    """Starts a `Typing` per turn, and a `Draft` per reply in private chats; without
+    `actions` (a platform without them) it is idle."""
+
+    def __init__(
+        self,
+        actions: ChatActions | None,
+        *,
+        renew: float = RENEW_SECONDS,
+        drafts: bool = True,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._actions = actions
+        self._renew = renew
+        self._drafts = drafts and isinstance(actions, DraftSender)
+        self._monotonic = monotonic
+        self._refused: set[int] = set()
+        """Chats where Telegram refused a draft: typing only from then on."""
+
+    def draft(self, chat_id: int, thread_id: int, *, private: bool) -> Draft | None:
+        """A live draft for the next reply, or `None` (a group, drafts off, or refused)."""
+        if not (private and self._drafts) or chat_id in self._refused:
+            return None
+        assert isinstance(self._actions, DraftSender)
+        return Draft(
+            self._actions,
+            chat_id,
+            thread_id,
+            monotonic=self._monotonic,
+            on_refused=self._refused.add,
+        )
+
+    @contextlib.asynccontextmanager
+    async def typing(self, chat_id: int, thread_id: int = 0) -> AsyncIterator[Typing | None]:
+        """Typing for the block; the block calls `stop()` before it sends its reply. Leaving
+        the block (a cancelled turn too) ends the loop."""
+        if self._actions is None:
+            yield None
+            return
+        typing = Typing(self._actions, chat_id, thread_id, renew=self._renew)
+        typing.start()
+        try:
+            yield typing
+        except BaseException:
+            typing.cancel()
+            raise
+        else:
+            await typing.stop()
+
+
+def chat_actions_of(messenger: object) -> ChatActions | None:
+    """The messenger as `ChatActions`, when it can show them."""
+    return messenger if isinstance(messenger, ChatActions) else None
+
+
+class ReplyBubbles:
+    """Delivers the bot's replies through `messenger` and stores their bubbles: records in
+    `store`, platform messages in `platform_messages`, stamped with `clock` and the bot's
+    identity."""
+
+    def __init__(
+        self,
+        *,
+        messenger: Messenger,
+        store: HistoryStore,
+        platform_messages: PlatformMessages,
+        clock: Clock,
+        bot_id: int | None,
+        bot_name: str,
+    ) -> None:
+        self.messenger = messenger
+        self.store = store
+        self.platform_messages = platform_messages
+        self.clock = clock
+        self.bot_id = bot_id
+        self.bot_name = bot_name
+
+    def recorder(
+        self,
+        session: SessionInfo,
+        reply_to: int | None,
+        text: str,
+        reasoning: Reasoning | None = None,
+    ) -> BubbleRecorder:
+        """A recorder for one reply of `text` (`Messenger.send_text(on_bubble=...)`), stored
+        with the model's `reasoning` (sent back by the provider's rule, never shown)."""
+        return BubbleRecorder(self, session, reply_to, text, reasoning)
+
+    def bubble_messages(
+        self,
+        session: SessionInfo,
+        delivery: Delivery,
+        *,
+        reply_to: int | None,
+        record_id: int | None,
+        slots: range | None = None,
+    ) -> list[PlatformMessage]:
+        """Platform messages of the confirmed bubbles of `delivery` (only `slots` if given)."""
+        return delivery.platform_messages(
+            chat_id=session.key.chat_id,
+            thread_id=session.key.thread_id,
+            sender_id=self.bot_id,
+            sender_name=self.bot_name,
+            reply_to=reply_to,
+            now=self.clock.now(),
+            record_id=record_id,
+            slots=slots,
+        )
+
+
+class BubbleRecorder:
+    """Stores one reply as its bubbles are confirmed; `settle` it once delivery ends.
+
+    The record holds `text` exactly as the model wrote it (the bubbles are cut from it and
+    may be formatted), so the next request replays the same bytes the provider cached."""
+
+    def __init__(
+        self,
+        bubbles: ReplyBubbles,
+        session: SessionInfo,
+        reply_to: int | None,
+        text: str,
+        reasoning: Reasoning | None = None,
+    ) -> None:
+        self.bubbles = bubbles
+        self.text = text
+        self.reasoning = reasoning
+        self.session = session
+        self.reply_to = reply_to
+        self.record: StoredRecord | None = None
+        self.stored = 0
+
+    async def __call__(self, delivery: Delivery) -> None:
+        bubbles = self.bubbles
+        confirmed = sum(1 for mid in delivery.message_ids if mid is not None)
+        if self.record is None:
+            body = AssistantRecord(text=self.text, reasoning=self.reasoning)
+            (self.record,) = await bubbles.store.append(
+                self.session.id,
+                [
+                    NewRecord(
+                        body=body,
+                        created_at=bubbles.clock.now(),
+                        message_ids=delivery.message_ids,
+                        tokens=record_tokens(body),
+                    )
+                ],
+                platform_messages=bubbles.bubble_messages(
+                    self.session, delivery, reply_to=self.reply_to, record_id=None
+                ),
+            )
+        else:
+            self.record = await bubbles.store.set_message_ids(self.record.id, delivery.message_ids)
+            await bubbles.platform_messages.record_platform_messages(
+                bubbles.bubble_messages(
+                    self.session,
+                    delivery,
+                    reply_to=self.reply_to,
+                    record_id=self.record.id,
+                    slots=range(self.stored, confirmed),
+                )
+            )
+        self.stored = confirmed
+
+    async def settle(self, delivery: Delivery) -> None:
+        """After delivery: keep only what was delivered when it stopped early."""
+        if self.record is None or all(mid is not None for mid in delivery.message_ids):
+            return
+        await settle_partial_reply(
+            self.bubbles,
+            self.session,
+            self.record,
+            delivery,
+            reply_to=self.reply_to,
+            reasoning=self.reasoning,
+        )
+
+
+async def settle_partial_reply(
+    bubbles: ReplyBubbles,
+    session: SessionInfo,
+    record: StoredRecord,
+    delivery: Delivery,
+    *,
+    reply_to: int | None,
+    reasoning: Reasoning | None = None,
+) -> StoredRecord:
+    """Replace a partly delivered reply record by a sibling holding the delivered bubbles
+    only (a new branch under the same parent, like `/retry`; aliases stay the same)."""
+    confirmed = [
+        (mid, bubble)
+        for mid, bubble in zip(delivery.message_ids, delivery.texts, strict=False)
+        if mid is not None
+    ]
+    kept = reasoning if reasoning is not None else _reasoning_of(record)
+    body = AssistantRecord(text="\n".join(bubble for _mid, bubble in confirmed), reasoning=kept)
+    ids = tuple(mid for mid, _bubble in confirmed)
+    (sibling,) = await bubbles.store.append(
+        session.id,
+        [
+            NewRecord(
+                body=body, created_at=record.created_at, message_ids=ids, tokens=record_tokens(body)
+            )
+        ],
+        parent_id=record.parent_id,
+    )
+    await bubbles.platform_messages.record_platform_messages(
+        bubbles.bubble_messages(session, delivery, reply_to=reply_to, record_id=sibling.id)
+    )
+    return sibling
+
+
+def _reasoning_of(record: StoredRecord) -> Reasoning | None:
+    return record.body.reasoning if isinstance(record.body, AssistantRecord) else None
