@@ -57,11 +57,6 @@ def test_one_mention_in_tgbot_run_is_measured(measured: ModuleProfile) -> None:
     assert f"{measured.modules} of {measured.modules_in_tree} modules" in measured.markdown()
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 35: 61 modules after this round's merges (78 before); strict, so the day it "
-    "passes it fails here and this marker goes",
-)
+@pytest.mark.slow  # issue 35: 78 modules, then 61, now 49
 def test_one_mention_touches_at_most_fifty_modules(measured: ModuleProfile) -> None:
     assert measured.modules <= TARGET, measured.markdown()
