@@ -647,3 +647,34 @@ async def test_what_goes_on_the_wire_and_how_a_broken_connection_ends() -> None:
         with pytest.raises(ProviderUnavailable, match="cannot reach") as caught:
             await refused.complete(turn([], "q"))
     assert isinstance(caught.value.__cause__, httpx.ConnectError)
+
+
+async def test_a_proxy_in_the_environment_carries_the_calls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`HTTP_PROXY` / `HTTPS_PROXY` are honoured: the call goes to the proxy, addressed to
+    the provider's URL."""
+    body = json.loads((Path(__file__).parents[1] / "fixtures/llm/openai/usage.json").read_text())
+    answer = json.dumps(body["body"]).encode()
+    targets: list[bytes] = []
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        targets.append(head.split(b"\r\n")[0])
+        length = next(h for h in head.lower().split(b"\r\n") if h.startswith(b"content-length"))
+        await reader.readexactly(int(length.split(b":")[1]))
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+            % len(answer)
+            + answer
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(proxy, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    async with server, OpenAIProvider("http://llm.invalid/v1", KEY, max_retries=0) as provider:
+        response = await provider.complete(turn([], "q"))
+    assert response.text == "Done."
+    assert targets == [b"POST http://llm.invalid/v1/chat/completions HTTP/1.1"]
