@@ -57,6 +57,9 @@ DEFAULT_MAX_PACE_WAIT = 300.0
 instead of holding the turn."""
 KNOWN_CHATS_LIMIT = 4096
 """How many chats' "direct messages or not" answers are remembered."""
+PLAN_INLINE_CHARS = 1_000
+"""Replies up to this long are cut into bubbles on the event loop (about 1 µs a character,
+so at most about a millisecond); longer ones in a thread."""
 # Telegram's answer when it rejects a message's entities ("Bad Request: can't parse
 # entities: ..."); the bubble then goes again as plain text.
 _ENTITIES_REJECTED = re.compile(r"can'?t parse entities|cannot parse entities", re.IGNORECASE)
@@ -107,8 +110,14 @@ class TelegramMessenger:
         slots it left unsent are `None`. `on_bubble` gets the delivery so far after each
         confirmed bubble (its own errors propagate).
         """
-        # at most MAX_BUBBLES_PER_REPLY bubbles; parsed in a thread so other chats go on
-        bubbles = await asyncio.to_thread(plan_reply, text, self._limit, cut_note=self._cut_note)
+        # at most MAX_BUBBLES_PER_REPLY bubbles; a long reply is parsed in a thread so other
+        # chats go on, a short one here (the hop to a thread costs more than parsing it)
+        if len(text) <= PLAN_INLINE_CHARS:
+            bubbles = plan_reply(text, self._limit, cut_note=self._cut_note)
+        else:
+            bubbles = await asyncio.to_thread(
+                plan_reply, text, self._limit, cut_note=self._cut_note
+            )
         sources = tuple(bubble.source for bubble in bubbles)
         ids: list[int | None] = [None] * len(bubbles)
         dates: list[datetime | None] = [None] * len(bubbles)

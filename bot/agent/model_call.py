@@ -81,19 +81,35 @@ def request_needs(
     """What `messages` and the schemas of `tools` need of `route`'s window: the one measure
     every model call is held to (a turn's call and a summary call alike)."""
     images = image_tokens(messages)
-    schemas = [tool.schema() for tool in tools]
     count = route.count_tokens
     if count is not None:
         exact_messages = exact_message_tokens(messages, count) - images
-        exact_schemas = count(tool_schema_text(schemas))
+        exact_schemas = count(tool_schema_text([tool.schema() for tool in tools]))
         total = exact_messages + exact_schemas + images
         return RequestNeeds(exact_messages, exact_schemas, images, exact=total)
     real = correction.apply
     return RequestNeeds(
         real(estimate_history_tokens(messages) - images),
-        real(estimate_tool_schema_tokens(schemas)),
+        real(_schema_estimate(tools)),
         real(images),
     )
+
+
+_SCHEMA_ESTIMATES: dict[tuple[int, ...], tuple[int, tuple[ToolSpec, ...]]] = {}
+"""A tool set's schema estimate by its specs' identities (kept alive beside it): the same
+few sets go with every call, and a spec does not change once made."""
+_SCHEMA_SETS = 64
+
+
+def _schema_estimate(tools: Sequence[ToolSpec]) -> int:
+    key = tuple(id(tool) for tool in tools)
+    known = _SCHEMA_ESTIMATES.get(key)
+    if known is None:
+        if len(_SCHEMA_ESTIMATES) >= _SCHEMA_SETS:  # tool sets came and went: start over
+            _SCHEMA_ESTIMATES.clear()
+        known = (estimate_tool_schema_tokens([t.schema() for t in tools]), tuple(tools))
+        _SCHEMA_ESTIMATES[key] = known
+    return known[0]
 
 
 def check_request(

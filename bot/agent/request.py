@@ -38,6 +38,9 @@ from bot.store_ports import ChatEventStore, HistoryStore
 from bot.texts import in_locale, text
 from bot.tools.base import Tool, offered_in
 
+_REMEMBERED = 64
+"""System prompts and schema estimates kept (scenes × locales × tool sets in use)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PromptPolicy:
@@ -92,6 +95,10 @@ class RequestBuilder:
         self.bot_id = bot_id
         self.bot_name = bot_name
         self.reactions_block = ReactionsBlock(reactions, aliases=aliases, clock=clock)
+        self._systems: dict[PromptFacts, ChatMessage] = {}
+        """Each system prompt written, with its estimate: one per scene, locale and tool set."""
+        self._schemas: dict[tuple[Scene, tuple[int, ...]], tuple[int, tuple[Tool, ...]]] = {}
+        """Each tool set's schema estimate, by the tools' identities (kept alive beside it)."""
 
     def reactions_answered(self, session_id: int) -> None:
         """The turn whose request was built last for `session_id` was answered: the reactions
@@ -99,23 +106,43 @@ class RequestBuilder:
         self.reactions_block.answered(session_id)
 
     def system_prompt(self, scene: Scene, chat_id: int | None = None) -> str:
+        return self._system_message(scene, chat_id).content
+
+    def _system_message(self, scene: Scene, chat_id: int | None) -> ChatMessage:
+        """The system message with its estimate, written once per set of facts (it is the
+        same text for every chat of a scene, locale and tool set)."""
         tools = offered_in(self.tools, scene)
-        return build_system_prompt(
-            PromptFacts(
-                bot_name=self.bot_name,
-                scene=scene,
-                locale=self.policy.locale_of(chat_id),
-                tool_names=tuple(tools),
-                workspace_rules=self.policy.workspace_rules,
-                tool_index=tuple(t.summary for t in tools.values() if t.summary),
-                owner_id=self.policy.owner_id,
-            )
+        facts = PromptFacts(
+            bot_name=self.bot_name,
+            scene=scene,
+            locale=self.policy.locale_of(chat_id),
+            tool_names=tuple(tools),
+            workspace_rules=self.policy.workspace_rules,
+            tool_index=tuple(t.summary for t in tools.values() if t.summary),
+            owner_id=self.policy.owner_id,
         )
+        system = self._systems.get(facts)
+        if system is None:
+            if len(self._systems) >= _REMEMBERED:  # tool sets came and went: start over
+                self._systems.clear()
+            system = ensure_token_estimate(
+                ChatMessage(role="system", content=build_system_prompt(facts))
+            )
+            self._systems[facts] = system
+        return system
 
     def schema_tokens(self, scene: Scene) -> int:
-        """Our estimate of the tool schemas a request in `scene` sends."""
-        offered = offered_in(self.tools, scene).values()
-        return estimate_tool_schema_tokens([t.spec.schema() for t in offered])
+        """Our estimate of the tool schemas a request in `scene` sends (estimated once per
+        tool set: a tool's schema is fixed when it is made)."""
+        offered = tuple(offered_in(self.tools, scene).values())
+        key = (scene, tuple(id(tool) for tool in offered))
+        known = self._schemas.get(key)
+        if known is None:
+            if len(self._schemas) >= _REMEMBERED:
+                self._schemas.clear()
+            known = (estimate_tool_schema_tokens([t.spec.schema() for t in offered]), offered)
+            self._schemas[key] = known
+        return known[0]
 
     def fixed_tokens(self, session: SessionInfo, *, crumb: bool) -> int:
         """Our estimate of what every request of the session sends besides its history: the
@@ -128,10 +155,7 @@ class RequestBuilder:
         self, session: SessionInfo, *, has_earlier: bool, summary: SummaryRecord | None
     ) -> list[ChatMessage]:
         """System prompt, then the breadcrumb and the summary when earlier history is out."""
-        system = ChatMessage(
-            role="system", content=self.system_prompt(session.scene, session.key.chat_id)
-        )
-        head = [ensure_token_estimate(system)]
+        head = [self._system_message(session.scene, session.key.chat_id)]
         if has_earlier:
             head.append(breadcrumb_message())
             if summary is not None:

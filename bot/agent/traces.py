@@ -22,7 +22,8 @@ go, then today's oldest files. Days older than `keep_days` are pruned once a day
 
 `TraceWriter` is an `EventBus` subscriber beside metering; files are encoded, compressed
 (gzip level 1: traces are written on every call and read rarely) and written in a worker
-thread, and a failed write is logged, never raised into the turn.
+thread, the traces of calls that end together in one trip there, and a failed write is
+logged, never raised into the turn.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import logging
 import re
 import secrets
 import shutil
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -243,7 +244,9 @@ class TraceWriter:
         """Turn id → the trace of its last call, until the next call brings its results."""
         self._pruned: date | None = None
         self._total: int | None = None
-        self._lock = asyncio.Lock()
+        self._queue: deque[tuple[list[dict[str, Any]], datetime, asyncio.Future[None]]] = deque()
+        """Traces waiting for the worker thread, with the call's time and its waiter."""
+        self._drainer: asyncio.Task[None] | None = None
 
     def attach(self, bus: EventBus) -> TraceWriter:
         if self.keep_days > 0:
@@ -266,11 +269,54 @@ class TraceWriter:
             self._open[call.turn_id] = trace
             while len(self._open) > OPEN_TURNS:
                 self._open.popitem(last=False)
-        async with self._lock:
+        loop = asyncio.get_running_loop()
+        written: asyncio.Future[None] = loop.create_future()
+        self._queue.append((writes, call.at, written))
+        drainer = self._drainer
+        if drainer is None or drainer.done() or drainer.get_loop() is not loop:
+            self._drainer = loop.create_task(self._drain(), name="trace-writer")
+        try:
+            await written  # cancelled: the trace is still written
+        except OSError:
+            log.exception("could not write the trace of call %s", call.call_id)
+
+    async def _drain(self) -> None:
+        """Write the queued traces in order, those queued together in one trip to a worker
+        thread (one thread writes at a time, as the ledger's)."""
+        while self._queue:
+            batch = list(self._queue)
+            self._queue.clear()
             try:
-                await asyncio.to_thread(self._write_all, writes, call.at)
-            except OSError:
-                log.exception("could not write the trace of call %s", call.call_id)
+                failures = await asyncio.to_thread(
+                    self._write_batch, [(writes, at) for writes, at, _ in batch]
+                )
+            except BaseException:  # the loop is going away: nobody waits in vain
+                for _, _, written in batch:
+                    written.cancel()
+                raise
+            for (_, _, written), failure in zip(batch, failures, strict=True):
+                if written.done():  # its caller was cancelled
+                    if failure is not None:
+                        log.error("could not write a trace: %s", failure)
+                elif failure is None:
+                    written.set_result(None)
+                else:
+                    written.set_exception(failure)
+
+    def _write_batch(
+        self, batch: list[tuple[list[dict[str, Any]], datetime]]
+    ) -> list[Exception | None]:
+        """Runs in the worker thread: each call's traces, what stopped each (its waiter
+        gets it, as if it had written them itself)."""
+        failures: list[Exception | None] = []
+        for traces, at in batch:
+            try:
+                self._write_all(traces, at)
+            except Exception as exc:
+                failures.append(exc)
+            else:
+                failures.append(None)
+        return failures
 
     def _write_all(self, traces: list[dict[str, Any]], now: datetime) -> None:
         today = now.astimezone(UTC).date()

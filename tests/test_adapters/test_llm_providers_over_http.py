@@ -606,3 +606,75 @@ async def test_reasoning_is_tagged_with_the_model_it_was_asked_of() -> None:
     assert response.reasoning is not None
     assert response.reasoning.format == "anthropic"
     assert response.reasoning.model == "claude-opus-4-7"
+
+
+async def test_what_goes_on_the_wire_and_how_a_broken_connection_ends() -> None:
+    """Over the real transport: the request carries httpx's headers once each (whatever pool
+    sends it); a refused connection and a body cut short are an unavailable provider (retried
+    like any network failure), never a hang or a raw transport error."""
+    heads: list[bytes] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(
+            next(h for h in head.lower().split(b"\r\n") if h.startswith(b"content-length")).split(
+                b":"
+            )[1]
+        )
+        await reader.readexactly(length)
+        heads.append(head)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server, OpenAIProvider(f"http://127.0.0.1:{port}/v1", KEY, max_retries=0) as cut:
+        for on_text in (None, Drafts()):
+            with pytest.raises(ProviderUnavailable, match="cannot reach") as caught:
+                await cut.complete(turn([], "q"), on_text=on_text)
+            assert isinstance(caught.value.__cause__, httpx.TransportError)
+    assert len(heads) == 2
+    lines = [line.lower() for line in heads[0].split(b"\r\n")]
+    names = [line.split(b":")[0] for line in lines[1:] if line]
+    assert sorted(names) == sorted(set(names)), "a header sent twice"
+    assert b"content-type: application/json" in lines
+    assert f"authorization: bearer {KEY}".encode() in lines
+    assert any(line.startswith(b"user-agent: python-httpx/") for line in lines)
+    async with OpenAIProvider(f"http://127.0.0.1:{port}/v1", KEY, max_retries=0) as refused:
+        with pytest.raises(ProviderUnavailable, match="cannot reach") as caught:
+            await refused.complete(turn([], "q"))
+    assert isinstance(caught.value.__cause__, httpx.ConnectError)
+
+
+async def test_a_proxy_in_the_environment_carries_the_calls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`HTTP_PROXY` / `HTTPS_PROXY` are honoured: the call goes to the proxy, addressed to
+    the provider's URL."""
+    body = json.loads((Path(__file__).parents[1] / "fixtures/llm/openai/usage.json").read_text())
+    answer = json.dumps(body["body"]).encode()
+    targets: list[bytes] = []
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        targets.append(head.split(b"\r\n")[0])
+        length = next(h for h in head.lower().split(b"\r\n") if h.startswith(b"content-length"))
+        await reader.readexactly(int(length.split(b":")[1]))
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+            % len(answer)
+            + answer
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(proxy, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    async with server, OpenAIProvider("http://llm.invalid/v1", KEY, max_retries=0) as provider:
+        response = await provider.complete(turn([], "q"))
+    assert response.text == "Done."
+    assert targets == [b"POST http://llm.invalid/v1/chat/completions HTTP/1.1"]
