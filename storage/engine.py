@@ -1,9 +1,9 @@
 """The async engine for a database URL: SQLite tuned for a bot, or PostgreSQL (asyncpg).
 
 SQLite runs under SQLAlchemy's `sqlite+aiosqlite` dialect, but its connections come from
-`storage.sqlite_driver` (one thread per connection, one hop to it per statement) rather
-than from aiosqlite. They get WAL, `foreign_keys=ON`, a busy timeout and
-`synchronous=NORMAL`, set on that thread as the connection opens. Each transaction's `BEGIN`
+`storage.sqlite_driver` (statements run on the event loop; a connection's own thread opens
+it and waits for locks) rather than from aiosqlite. They get WAL, `foreign_keys=ON`, a busy
+timeout and `synchronous=NORMAL`, set as the connection opens. Each transaction's `BEGIN`
 is chosen by `sqlite_driver.on_begin`: `BEGIN IMMEDIATE` for a connection marked with the
 `WRITE` execution options, none for one marked `ONE_STATEMENT`, a plain one otherwise.
 """
@@ -59,9 +59,9 @@ def create_engine_for(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> As
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     # The URL's file name and sqlite3 options, read the way the pysqlite dialect reads them.
     args, options = parsed.get_dialect()().create_connect_args(parsed)
-    # Transaction control belongs to SQLAlchemy (`sqlite_driver.on_begin`); every call on a
-    # connection runs on that connection's thread, so sqlite3 may keep checking it.
-    options.update(isolation_level=None, check_same_thread=True, timeout=busy_timeout_ms / 1000)
+    # Transaction control belongs to SQLAlchemy (`sqlite_driver.on_begin`). A connection is
+    # used by the event loop and by its own thread, one at a time (`sqlite_driver`).
+    options.update(isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000)
     opener = partial(sqlite3.connect, *args, **options)
     # A file gets as many connections as SQLAlchemy's default pool (5 + 10 overflow), all
     # kept: under load an overflow connection is otherwise opened and closed over and over,
@@ -128,7 +128,7 @@ def create_readonly_engine(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) 
         options: dict[str, Any] = {
             "uri": True,
             "isolation_level": None,
-            "check_same_thread": True,
+            "check_same_thread": False,
             "timeout": busy_timeout_ms / 1000,
         }
         # A live writer keeps `-wal` and `-shm` beside the file: share them. Without a

@@ -1,26 +1,34 @@
 """SQLite under SQLAlchemy, statement by statement: the connection, its `BEGIN`, the writer queue.
 
-The connection is an asyncio one for SQLAlchemy's aiosqlite dialect, one thread hop per
-statement (below); `on_begin` picks the `BEGIN` of each transaction from the connection's
-execution options; `WriteGate` queues this process's writers before they take a connection.
+The connection is an asyncio one for SQLAlchemy's aiosqlite dialect, run on the event loop
+itself unless it must wait for a lock (below); `on_begin` picks the `BEGIN` of each
+transaction from the connection's execution options; `WriteGate` queues this process's
+writers before they take a connection.
 
 `create_async_engine(..., async_creator=...)` hands SQLAlchemy a driver connection; its
 `sqlite+aiosqlite` adapter then awaits `cursor()`, `execute()`, `fetchall()` and `close()` on
 it for every statement, and a `rollback()` whenever the pool takes a connection back. With
 aiosqlite each of those is a trip to the connection's thread and back (a future, a queue put,
-a wake-up of the event loop through its self-pipe, and the GIL passed twice). Here one
-connection owns one thread running the standard `sqlite3` module, and:
+a wake-up of the event loop through its self-pipe, and the GIL passed twice, then fought for
+while the statement runs). Here one connection runs the standard `sqlite3` module, and:
 
-- `execute` runs the statement and fetches every row in one trip; `description`, `rowcount`
+- a job (a statement, a commit...) runs on the event loop, at once, when nothing is queued
+  on the connection's thread: the bot's statements take microseconds, less than the hop.
+  There SQLite's busy timeout is 0, so the loop never waits for a lock: a job that finds the
+  file locked by another process (SQLite answers busy at once, having done nothing) goes to
+  the connection's own thread, which waits with the configured busy timeout (a `BEGIN` the
+  job ran is rolled back first and runs again there). The thread also opens the connection,
+  and runs every job of a connection opened with sqlite3's same-thread check;
+- `execute` runs the statement and fetches every row in one job; `description`, `rowcount`
   and `lastrowid` come back with the rows, so `fetchall`, `close` and the attributes are local;
 - a bare `BEGIN` (any of `BEGIN [DEFERRED|IMMEDIATE|EXCLUSIVE]`) outside a transaction is
-  held here and runs on the thread just before the next statement, in the same trip, so the
-  transaction still starts (and `BEGIN IMMEDIATE` still takes the write lock) before its first
-  statement runs; a failing `BEGIN` (say, `database is locked` after the busy timeout) is
-  raised by that statement. A transaction ended before any statement never reaches SQLite;
+  held here and runs just before the next statement, in the same job, so the transaction
+  still starts (and `BEGIN IMMEDIATE` still takes the write lock) before its first statement
+  runs; a failing `BEGIN` (say, `database is locked` after the busy timeout) is raised by that
+  statement. A transaction ended before any statement never reaches SQLite;
 - `commit` and `rollback` are answered here when no transaction is open and no work is queued
-  (`sqlite3.Connection.in_transaction`, read on the thread after every job), which is what
-  `sqlite3` itself does then: nothing;
+  (`sqlite3.Connection.in_transaction`, read after every job), which is what `sqlite3` itself
+  does then: nothing;
 - errors are the `sqlite3` exceptions themselves, raised where the statement is awaited, so
   SQLAlchemy maps them as it maps pysqlite's.
 
@@ -61,12 +69,15 @@ _CLOSED = "Cannot operate on a closed database."
 
 
 class _Thread:
-    """What lives on the worker thread: the sqlite3 connection, once opened."""
+    """What jobs run against: the sqlite3 connection, once opened (on the worker thread),
+    and the busy timeout the thread waits with for a lock (`patience_ms`, set when the
+    event loop runs jobs itself: see `Connection._run`)."""
 
-    __slots__ = ("conn",)
+    __slots__ = ("conn", "patience_ms")
 
     def __init__(self) -> None:
         self.conn: sqlite3.Connection | None = None
+        self.patience_ms = 0
 
     def open(self) -> sqlite3.Connection:
         if self.conn is None:
@@ -79,16 +90,22 @@ Settle: TypeAlias = Callable[[bool, Any, bool], None]
 Job: TypeAlias = tuple[asyncio.AbstractEventLoop, Settle, Work] | None
 
 
-def _serve(jobs: SimpleQueue[Job]) -> None:
-    """The worker thread: run jobs in order until a `None` arrives, then close."""
-    here = _Thread()
+def _serve(jobs: SimpleQueue[Job], here: _Thread) -> None:
+    """The worker thread: run jobs in order until a `None` arrives, then close. A job here
+    may wait for a lock as long as the connection was set up to (`patience_ms`)."""
     try:
         while (job := jobs.get()) is not None:
             loop, settle, work = job
+            patient = here.patience_ms > 0 and here.conn is not None
             try:
+                if patient:
+                    here.open().execute(f"PRAGMA busy_timeout={here.patience_ms}")
                 ok, value = True, work(here)
             except BaseException as exc:  # handed to the awaiting task, whatever it is
                 ok, value = False, exc
+            if patient and here.conn is not None:
+                with suppress(sqlite3.Error):
+                    here.conn.execute("PRAGMA busy_timeout=0")
             in_transaction = here.conn is not None and here.conn.in_transaction
             with suppress(RuntimeError):  # the loop is closed: nobody waits for this answer
                 loop.call_soon_threadsafe(settle, ok, value, in_transaction)
@@ -173,20 +190,26 @@ class Connection:
         "__weakref__",
         "_begin",
         "_connection",
+        "_here",
         "_in_transaction",
+        "_inline",
         "_jobs",
         "_pending",
         "_stopped",
         "_thread",
         "_tx",
+        "inline_runs",
         "trips",
     )
 
     def __init__(self) -> None:
         self._jobs: SimpleQueue[Job] = SimpleQueue()
+        self._here = _Thread()
         self._thread = threading.Thread(
-            target=_serve, args=(self._jobs,), name="tgbot-sqlite", daemon=True
+            target=_serve, args=(self._jobs, self._here), name="tgbot-sqlite", daemon=True
         )
+        self._inline = False
+        """Whether the event loop runs jobs itself (see `_run`)."""
         self._connection: sqlite3.Connection | None = None
         self._begin: str | None = None
         self._in_transaction = False
@@ -195,6 +218,8 @@ class Connection:
         self._tx = _AdapterQueue(self)
         self.trips = 0
         """Jobs handed to the thread so far (each one trip there and back)."""
+        self.inline_runs = 0
+        """Jobs the event loop ran itself."""
         # Dropped without close(): the thread still ends (it holds the queue, not us).
         weakref.finalize(self, self._jobs.put, None)
 
@@ -206,18 +231,62 @@ class Connection:
             self.stop()
             self._thread.join()
             raise
+        self._inline = self._take_inline(self._connection)
         return self
+
+    def _take_inline(self, conn: sqlite3.Connection) -> bool:
+        """Let the event loop run jobs itself, when the connection may be used from it
+        (opened with `check_same_thread=False`): it then never waits for a lock (busy
+        timeout 0), and the thread keeps the configured patience for a job that must."""
+        try:
+            (patience,) = conn.execute("PRAGMA busy_timeout").fetchone()
+            conn.execute("PRAGMA busy_timeout=0")
+        except sqlite3.ProgrammingError:  # bound to the thread that opened it
+            return False
+        self._here.patience_ms = int(patience)
+        return True
 
     # -- the hop to the thread
 
     def _run(self, work: Work) -> asyncio.Future[Any]:
+        """`work`'s answer. When nothing is queued on the thread, the event loop runs it
+        itself, at once: a statement takes microseconds, and a hop to the thread and back
+        costs more (a queue wake-up, a self-pipe write and read, the GIL passed twice, and
+        the GIL fought for while the statement runs). A job that would have to wait for a
+        lock (another process writing: SQLite says busy at once, its timeout being 0 here)
+        goes to the thread instead, which waits with the configured busy timeout, so the
+        loop never blocks on a lock."""
         if self._stopped:
             raise sqlite3.ProgrammingError(_CLOSED)
+        begun = self._begin is not None
         if self._begin is not None:
             work, self._begin = _begun(self._begin, work), None
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._submit(future, work)
+        if self._inline and self._pending == 0 and self._here.conn is not None:
+            self._run_here(future, work, begun=begun)
+        else:
+            self._submit(future, work)
         return future
+
+    def _run_here(self, future: asyncio.Future[Any], work: Work, *, begun: bool) -> None:
+        conn = self._here.conn
+        assert conn is not None
+        self.inline_runs += 1
+        try:
+            value = work(self._here)
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_BUSY:
+                future.set_exception(exc)
+            else:  # wait for the lock on the thread; a BEGIN this job ran is undone first
+                if begun and conn.in_transaction:
+                    conn.rollback()
+                self._submit(future, work)
+                return
+        except Exception as exc:
+            future.set_exception(exc)
+        else:
+            future.set_result(value)
+        self._in_transaction = self._here.conn is not None and conn.in_transaction
 
     def _submit(self, future: asyncio.Future[Any], work: Work) -> None:
         def settle(ok: bool, value: Any, in_transaction: bool) -> None:
@@ -292,6 +361,12 @@ class Connection:
             self._connection = None
             self._begin = None
             self._jobs.put(None)
+
+    @property
+    def patience_ms(self) -> int:
+        """How long a job waits for another process's lock, on the thread (0: no waiting
+        thread, every job runs there with the connection's own busy timeout)."""
+        return self._here.patience_ms
 
     @property
     def in_transaction(self) -> bool:

@@ -1,12 +1,15 @@
 """A reply on its way to the chat: shown while it is made, stored as it is sent.
 
 While the turn runs, "typing…" shows for as long as it runs. Telegram shows a chat action
-for about five seconds, so `Presence` sends `typing` as the turn starts and again every
-`RENEW_SECONDS` while it runs (model calls and tool rounds alike), in the turn's thread.
-One small task per turn; `stop()` ends it before the reply goes out, so no action ever
-follows the reply (an action in flight is let finish, not cut off, so its request cannot
-reach Telegram after the reply's). A failed action is logged and the turn goes on: typing
-is a courtesy.
+for about five seconds, so `Presence` sends `typing` once the turn has run `GRACE_SECONDS`
+and again every `RENEW_SECONDS` while it runs (model calls and tool rounds alike), in the
+turn's thread. A turn answered within the grace shows no typing at all: its reply is the
+sign of life, and an indicator that would flash for a moment costs a Bot API call (the
+design asks for typing within 1 s of a turn starting). One timer per turn, and a small
+task once it fires; `stop()` ends it before the reply goes out, so no action ever follows
+the reply (an action in flight is let finish, not cut off, so its request cannot reach
+Telegram after the reply's). A failed action is logged and the turn goes on: typing is a
+courtesy.
 
 In private chats a streaming provider's growing text is previewed with a `Draft`
 (`sendMessageDraft`): one draft id per reply, at most one call per `DRAFT_SECONDS` (the
@@ -34,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
+import random
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol, runtime_checkable
@@ -47,6 +50,8 @@ from bot.store_ports import HistoryStore, PlatformMessages
 
 log = logging.getLogger("tgbot.presence")
 
+GRACE_SECONDS = 0.5
+"""A turn that has run this long shows typing (well inside the 1 s the design allows)."""
 RENEW_SECONDS = 4.0
 """Under Telegram's five seconds, so the indicator never lapses between renewals."""
 ACTION_TIMEOUT_SECONDS = 5.0
@@ -88,7 +93,7 @@ class Draft:
         self._thread_id = thread_id
         self._monotonic = monotonic
         self._on_refused = on_refused
-        self.draft_id = secrets.randbelow(2**31 - 2) + 1
+        self.draft_id = random.randrange(1, 2**31 - 1)
         """Non-zero, the same for every update of this reply."""
         self._last: float | None = None
         self._held = False
@@ -128,16 +133,28 @@ class Draft:
 class Typing:
     """The typing loop of one turn."""
 
-    def __init__(self, actions: ChatActions, chat_id: int, thread_id: int, *, renew: float) -> None:
+    def __init__(
+        self, actions: ChatActions, chat_id: int, thread_id: int, *, renew: float, grace: float
+    ) -> None:
         self._actions = actions
         self._chat_id = chat_id
         self._thread_id = thread_id
         self._renew = renew
+        self._grace = grace
         self._stopped = asyncio.Event()
+        self._timer: asyncio.TimerHandle | None = None
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name=f"typing:{self._chat_id}")
+        if self._grace <= 0:
+            self._begin()
+        else:
+            self._timer = asyncio.get_running_loop().call_later(self._grace, self._begin)
+
+    def _begin(self) -> None:
+        self._timer = None
+        if not self._stopped.is_set():
+            self._task = asyncio.create_task(self._loop(), name=f"typing:{self._chat_id}")
 
     async def _loop(self) -> None:
         while not self._stopped.is_set():
@@ -154,6 +171,7 @@ class Typing:
     async def stop(self) -> None:
         """End the loop; returns once no action is in flight (idempotent)."""
         self._stopped.set()
+        self._drop_timer()
         task, self._task = self._task, None
         if task is not None:
             with contextlib.suppress(Exception):
@@ -161,9 +179,15 @@ class Typing:
 
     def cancel(self) -> None:
         self._stopped.set()
+        self._drop_timer()
         if self._task is not None:
             self._task.cancel()
             self._task = None
+
+    def _drop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 class Presence:
@@ -175,11 +199,13 @@ class Presence:
         actions: ChatActions | None,
         *,
         renew: float = RENEW_SECONDS,
+        grace: float = GRACE_SECONDS,
         drafts: bool = True,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._actions = actions
         self._renew = renew
+        self._grace = grace
         self._drafts = drafts and isinstance(actions, DraftSender)
         self._monotonic = monotonic
         self._refused: set[int] = set()
@@ -205,7 +231,7 @@ class Presence:
         if self._actions is None:
             yield None
             return
-        typing = Typing(self._actions, chat_id, thread_id, renew=self._renew)
+        typing = Typing(self._actions, chat_id, thread_id, renew=self._renew, grace=self._grace)
         typing.start()
         try:
             yield typing

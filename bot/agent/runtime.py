@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -29,7 +28,7 @@ from bot.agent.turn import TurnFailed, TurnPolicy, TurnState, requester_of
 from bot.agent.window import Windows
 from bot.context.alias_table import AliasTable
 from bot.context.escaping import strip_echoed_header
-from bot.domain.ids import Scene
+from bot.domain.ids import Scene, fresh_hex
 from bot.domain.records import StoredRecord
 from bot.ports import LLMResponse, SessionInfo, ToldUserNotes
 from bot.texts import text as user_text
@@ -131,7 +130,7 @@ class TurnRunner:
     async def run_turn(
         self, session: SessionInfo, *, reply_to: int | None, told_user: Sequence[str] = ()
     ) -> TurnOutcome:
-        turn_id = uuid.uuid4().hex[:12]
+        turn_id = fresh_hex()
         with self.observer.turn(session, turn_id) as watch:
             key = session.key
             async with self.presence.typing(key.chat_id, key.thread_id) as typing:

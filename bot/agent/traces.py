@@ -35,7 +35,6 @@ import gzip
 import json
 import logging
 import re
-import secrets
 import shutil
 from collections import OrderedDict, deque
 from datetime import UTC, date, datetime, timedelta
@@ -44,6 +43,7 @@ from typing import Any
 
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.ledger import describe_error
+from bot.domain.ids import fresh_hex
 from bot.domain.messages import ImagePart
 from bot.ports import LLMRequest, LLMResponse, SentBody
 
@@ -62,7 +62,7 @@ CALL_ID = re.compile(r"(\d{8})-[0-9a-f]{12}")
 
 def new_call_id(at: datetime) -> str:
     """A fresh id for a call made at `at`: its UTC day, then 48 random bits."""
-    return f"{at.astimezone(UTC):%Y%m%d}-{secrets.token_hex(6)}"
+    return f"{at.astimezone(UTC):%Y%m%d}-{fresh_hex()}"
 
 
 def call_day(call_id: str) -> date | None:

@@ -15,13 +15,13 @@ import asyncio
 import dataclasses
 import logging
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Literal
 
 from bot.agent.ledger import LedgerEntry, LedgerWriter
 from bot.agent.traces import new_call_id
 from bot.domain.facts import InboundMessage, Media
+from bot.domain.ids import fresh_hex
 from bot.errors import MediaRefused
 from bot.ports import Clock, MediaFiles, SessionInfo, Transcriber
 
@@ -120,7 +120,7 @@ class VoiceTranscripts:
             chat=session.key.chat_id,
             thread=session.key.thread_id,
             scene=session.scene,
-            turn_id=uuid.uuid4().hex[:12],
+            turn_id=fresh_hex(),
             purpose="transcription",
             provider="transcription",
             model=self.policy.model,

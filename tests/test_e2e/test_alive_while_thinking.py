@@ -1,9 +1,9 @@
 """Issue 24 item 1 through `tgbot run`: "typing…" in a group while a slow model thinks.
 
 The scripted model holds its answer until the test releases it (an event, not a sleep).
-The fake Bot API records when each call arrived: the first `sendChatAction(typing)` comes
-before the model is even asked, renewals are at most 5 s apart while the model is held, and
-none follows the reply."""
+The fake Bot API records when each call arrived: `sendChatAction(typing)` comes while the
+model is held (after the turn's half-second grace), renewals are at most 5 s apart, and none
+follows the reply."""
 
 from __future__ import annotations
 
@@ -31,7 +31,6 @@ async def test_typing_shows_while_a_slow_model_thinks_and_never_after_the_reply(
     api, _llm, _bot, store = await bot_running(model)
     api.push_update(api.user_message(GROUP, ALICE, "@test_bot think hard", chat_title="Team"))
     await asyncio.wait_for(held.arrived.wait(), deadline(EVENT))
-    asked = asyncio.get_running_loop().time()
     # held long enough for two renewals
     await api.wait_for_call("sendChatAction", 3, timeout=deadline(EVENT))
     release.set()
@@ -49,12 +48,8 @@ async def test_typing_shows_while_a_slow_model_thinks_and_never_after_the_reply(
     assert all(p["action"] == "typing" and p["chat_id"] == GROUP for _, _, p in before)
     gaps = [b[0] - a[0] for a, b in itertools.pairwise(before)]
     assert max(gaps) <= 5.0, gaps
-    # the first typing came before the model was asked, not after
-    assert before[0][0] <= asked
-    # after the first reply: only the second turn's typing, and then its reply
+    # after the first reply: at most the second turn's typing (a quick answer shows none,
+    # a slow machine may show it), then its reply; nothing after a reply
     after = [name for _, name, _ in timeline[first_reply + 1 :]]
     assert after[-1] == "sendMessage"
-    assert "sendChatAction" in after  # the second turn typed too
-    second_start = after.index("sendChatAction")
-    assert all(name == "sendChatAction" for name in after[second_start:-1])
-    assert after[:second_start] == []
+    assert all(name == "sendChatAction" for name in after[:-1])

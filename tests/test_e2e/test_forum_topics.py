@@ -3,13 +3,15 @@ and the chat action go to the topic's thread, and a rename is followed."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
 
-from adapters.llm.scripted import Reply, ScriptedModel
+from adapters.llm.scripted import Hold, Reply, ScriptedModel
 from bot.domain.ids import SessionKey
 from tests.bot_process import StartBot, eventually, reply_stored
+from tests.deadlines import EVENT, deadline
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +41,8 @@ def topic_event(message_id: int, field: str, name: str) -> dict[str, object]:
 async def test_the_topic_name_is_in_the_turn_context_and_the_reply_in_its_thread(
     bot_running: StartBot,
 ) -> None:
-    model = ScriptedModel([Reply("Friday works"), Reply("still Friday")])
+    release = asyncio.Event()  # the first answer waits until "typing…" has shown
+    model = ScriptedModel([Hold(release, Reply("Friday works")), Reply("still Friday")])
     api, _llm, _bot, store = await bot_running(model)
     api.push_update(topic_event(THREAD, "forum_topic_created", "Release planning"))
     api.push_update(
@@ -47,6 +50,8 @@ async def test_the_topic_name_is_in_the_turn_context_and_the_reply_in_its_thread
             FORUM, ALICE, "@test_bot when do we ship?", chat_title="Dev Forum", thread_id=THREAD
         )
     )
+    await api.wait_for_call("sendChatAction", 1, timeout=deadline(EVENT))
+    release.set()
     await reply_stored(api, store, FORUM, 1)
     api.push_update(topic_event(THREAD + 50, "forum_topic_edited", "Release 2.0"))
 

@@ -43,10 +43,11 @@ async def live(tmp_path: Path) -> AsyncIterator[LiveBot]:
             await store.close()
 
 
-def with_clock(live: LiveBot, monotonic: object) -> None:
+def with_clock(live: LiveBot, monotonic: object, *, grace: float = 0.5) -> None:
     live.app.runner.presence = Presence(
         live.messenger,
         monotonic=monotonic,  # type: ignore[arg-type]
+        grace=grace,
     )
 
 
@@ -124,7 +125,7 @@ async def test_a_reply_streamed_within_a_second_gets_no_draft(live: LiveBot) -> 
 
 async def test_groups_get_typing_and_no_drafts(live: LiveBot) -> None:
     ticks = itertools.count()
-    with_clock(live, lambda: float(next(ticks)))
+    with_clock(live, lambda: float(next(ticks)), grace=0.0)  # typing at once
     live.model.add(Reply(ANSWER))
     await ask(live, GROUP, "@test_bot when?", chat_title="Team")
     assert live.api.calls_of("sendMessageDraft") == []

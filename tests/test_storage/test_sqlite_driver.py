@@ -94,38 +94,69 @@ def driver_threads() -> set[threading.Thread]:
 # ------------------------------------------------------------------ trips
 
 
-async def test_a_statement_is_one_trip_and_an_idle_connection_returns_without_one(
+async def test_a_statement_runs_on_the_loop_without_a_trip_to_the_thread(
     engine: AsyncEngine,
 ) -> None:
     async with engine.connect() as conn:
         await conn.execution_options(**ONE_STATEMENT)
         driver = await driver_of(conn)
-        before = driver.trips
+        trips, inline = driver.trips, driver.inline_runs
         rows = (await conn.execute(text("SELECT 1 UNION ALL SELECT 2"))).all()
-        assert driver.trips == before + 1
+        assert (driver.trips, driver.inline_runs) == (trips, inline + 1)
     assert [tuple(row) for row in rows] == [(1,), (2,)]
-    # Back in the pool (whose reset is a rollback) and out again: no transaction, no trip.
+    # Back in the pool (whose reset is a rollback) and out again: no transaction, no work.
     async with engine.connect() as conn:
         assert await driver_of(conn) is driver
-        assert driver.trips == before + 1
+        assert (driver.trips, driver.inline_runs) == (trips, inline + 1)
 
 
-async def test_a_write_transaction_is_a_trip_per_statement_plus_the_commit(
+async def test_a_write_transaction_is_a_job_per_statement_plus_the_commit(
     engine: AsyncEngine,
 ) -> None:
     async with engine.connect() as conn:
         await conn.execution_options(**WRITE)
         driver = await driver_of(conn)
-        before = driver.trips
+        trips, inline = driver.trips, driver.inline_runs
         async with conn.begin():
             await conn.execute(NOTES.insert().values(body="a"))
             await conn.execute(NOTES.insert().values(body="b"))
-        # BEGIN IMMEDIATE rode with the first INSERT.
-        assert driver.trips == before + 3
+        # BEGIN IMMEDIATE rode with the first INSERT; nothing waited, nothing left the loop.
+        assert (driver.trips, driver.inline_runs) == (trips, inline + 3)
         assert not driver.in_transaction
         async with conn.begin():
             pass  # a transaction without statements never reaches SQLite
-        assert driver.trips == before + 3
+        assert driver.inline_runs == inline + 3
+
+
+async def test_the_loop_never_waits_for_a_lock_the_thread_does(
+    engine: AsyncEngine, path: Path
+) -> None:
+    """SQLite's busy timeout is 0 where the loop runs a statement; a writer that finds the
+    file locked by another process waits on its connection's thread, with the configured
+    patience, while the loop goes on serving other connections."""
+    async with engine.connect() as conn:
+        driver = await driver_of(conn)
+        assert (await conn.execute(text("PRAGMA busy_timeout"))).scalar() == 0
+    assert driver.patience_ms == 10_000
+
+    async def write() -> None:
+        async with engine.connect() as conn:
+            await conn.execution_options(**WRITE)
+            async with conn.begin():
+                await conn.execute(NOTES.insert().values(body="after the lock"))
+
+    with other_writer(path) as other:
+        other.execute("INSERT INTO notes (body) VALUES ('held')")
+        waiting = asyncio.create_task(write())
+        for _ in range(20):  # the loop keeps serving reads meanwhile
+            async with engine.connect() as reader:
+                await reader.execution_options(**ONE_STATEMENT)
+                assert (await reader.execute(select(NOTES.c.id))).all() == []
+        assert not waiting.done()
+    await waiting
+    async with engine.connect() as conn:
+        bodies = (await conn.execute(select(NOTES.c.body).order_by(NOTES.c.id))).scalars()
+        assert list(bodies) == ["held", "after the lock"]
 
 
 # ------------------------------------------------------------------ transactions and locks
@@ -281,6 +312,18 @@ async def test_a_cursor_hands_out_its_rows_once_in_order(path: Path) -> None:
         again = await conn.cursor().execute("SELECT 7")
         assert await again.fetchall() == [(7,)]
         assert await again.fetchone() is None
+    finally:
+        await conn.close()
+
+
+async def test_a_connection_bound_to_its_thread_runs_every_job_there(path: Path) -> None:
+    """An opener that keeps sqlite3's same-thread check gets the thread for everything,
+    with its own busy timeout (nothing else may touch it)."""
+    conn = await sqlite_driver.connect(partial(sqlite3.connect, path, timeout=3))
+    try:
+        trips = conn.trips
+        assert await (await conn.cursor().execute("PRAGMA busy_timeout")).fetchall() == [(3000,)]
+        assert (conn.trips, conn.inline_runs, conn.patience_ms) == (trips + 1, 0, 0)
     finally:
         await conn.close()
 
