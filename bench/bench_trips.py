@@ -17,8 +17,8 @@ last reply, on the store's engine (every SQL component of the bot shares it):
   PostgreSQL, as the server counts them (`pg_stat_database`: commits and rollbacks, an
   autocommit statement one each, read once the bot's connections are closed);
 - trips: on SQLite, hand-offs: jobs handed to a connection's thread and answered back on
-  the event loop (`storage.sqlite_driver.Connection.trips`), the cost the statements' count
-  stands for; on PostgreSQL, round trips to the server: the statements, and the `BEGIN`
+  the event loop (`storage.sqlite_driver.Connection.trips`); statements run on the loop
+  itself, so a hand-off means a job waited there for another process's lock; on PostgreSQL, round trips to the server: the statements, and the `BEGIN`
   before the first statement of a transaction and its `COMMIT` or `ROLLBACK` (asyncpg sends
   `BEGIN` with the first statement's turn; an autocommit read has neither).
 
