@@ -369,19 +369,7 @@ class LedgerWriter:
 
     def append(self, entry: LedgerEntry) -> None:
         """Write one line with a single `O_APPEND` write (blocking; see `append_async`)."""
-        data = entry.to_json_line().encode()
-        path = self.path_for(entry)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            written = os.write(fd, data)
-            if written != len(data):
-                # A short write (disk full): end the broken line so the next entry stays
-                # parseable; the reader counts the fragment as corrupt.
-                os.write(fd, b"\n")
-                raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
-        finally:
-            os.close(fd)
+        _append_lines(self.path_for(entry), entry.to_json_line().encode())
 
     async def append_async(self, entry: LedgerEntry) -> None:
         """`append` off the event loop, after every line queued before it; raises its
@@ -416,16 +404,41 @@ class LedgerWriter:
                     written.set_exception(failure)
 
     def _write_batch(self, entries: list[LedgerEntry]) -> list[OSError | None]:
-        """Runs in the worker thread: one `append` per entry, each its own single write."""
-        failures: list[OSError | None] = []
-        for entry in entries:
+        """Runs in the worker thread: the lines of each day file in one `O_APPEND` write
+        (lines written whole, as one write is, never interleaved with another process's),
+        so a batch costs an open, a write and a close per file, not per line. A failed
+        write fails each of its entries."""
+        by_file: dict[Path, list[int]] = {}
+        for index, entry in enumerate(entries):
+            by_file.setdefault(self.path_for(entry), []).append(index)
+        failures: list[OSError | None] = [None] * len(entries)
+        for path, indexes in by_file.items():
             try:
-                self.append(entry)
+                _append_lines(path, b"".join(entries[i].to_json_line().encode() for i in indexes))
             except OSError as exc:
-                failures.append(exc)
-            else:
-                failures.append(None)
+                for i in indexes:
+                    failures[i] = exc
         return failures
+
+
+def _append_lines(path: Path, data: bytes) -> None:
+    """`data` (whole lines) at the end of `path` in one `O_APPEND` write; the directory is
+    made when missing (the first line of a ledger)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, flags, 0o644)
+    try:
+        written = os.write(fd, data)
+        if written != len(data):
+            # A short write (disk full): end the broken line so the next entry stays
+            # parseable; the reader counts the fragment as corrupt.
+            os.write(fd, b"\n")
+            raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
+    finally:
+        os.close(fd)
 
 
 @dataclass(slots=True)

@@ -206,18 +206,20 @@ class Presence:
         self._actions = actions
         self._renew = renew
         self._grace = grace
-        self._drafts = drafts and isinstance(actions, DraftSender)
+        self._drafts: DraftSender | None = (
+            actions if drafts and isinstance(actions, DraftSender) else None
+        )
+        """Where drafts go (checked once: a protocol check costs microseconds per reply)."""
         self._monotonic = monotonic
         self._refused: set[int] = set()
         """Chats where Telegram refused a draft: typing only from then on."""
 
     def draft(self, chat_id: int, thread_id: int, *, private: bool) -> Draft | None:
         """A live draft for the next reply, or `None` (a group, drafts off, or refused)."""
-        if not (private and self._drafts) or chat_id in self._refused:
+        if not private or self._drafts is None or chat_id in self._refused:
             return None
-        assert isinstance(self._actions, DraftSender)
         return Draft(
-            self._actions,
+            self._drafts,
             chat_id,
             thread_id,
             monotonic=self._monotonic,

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from bot.domain.messages import ChatMessage, ImagePart
@@ -95,7 +95,7 @@ def estimate_history_tokens(messages: Iterable[ChatMessage]) -> int:
 
 def with_token_estimate(message: ChatMessage) -> ChatMessage:
     """The same message with its estimate cached in `tokens`."""
-    return replace(message, tokens=compute_message_tokens(message))
+    return message.with_tokens(compute_message_tokens(message))
 
 
 def estimate_span_tokens(messages: Sequence[ChatMessage], begin: int, end: int) -> int:

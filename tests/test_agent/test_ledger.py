@@ -282,6 +282,23 @@ async def test_an_async_append_that_fails_raises_to_its_caller(tmp_path: Path) -
     assert len(list(read_entries(tmp_path, start=date(2026, 3, 2)))) == 1
 
 
+async def test_a_batch_writes_each_day_file_once_and_fails_only_its_own_lines(
+    tmp_path: Path,
+) -> None:
+    """Lines queued together go to their day files in one write per file; a file that
+    cannot be written fails its own callers, the other day's lines still land whole."""
+    (tmp_path / "2026-03-01.jsonl").mkdir()  # the first day's file cannot be written
+    writer = LedgerWriter(tmp_path, UTC)
+    days = [T0 + timedelta(days=i % 2) for i in range(10)]
+    results = await asyncio.gather(
+        *(writer.append_async(entry(ts=ts, turn_id=f"t{i}")) for i, ts in enumerate(days)),
+        return_exceptions=True,
+    )
+    assert [isinstance(r, IsADirectoryError) for r in results] == [True, False] * 5
+    landed = [e.turn_id for e in read_entries(tmp_path, start=date(2026, 3, 2))]
+    assert landed == [f"t{i}" for i in range(1, 10, 2)]
+
+
 async def test_a_slow_disk_does_not_hold_up_the_event_loop(tmp_path: Path) -> None:
     """The day file is a FIFO: opening it for writing blocks until a reader comes, as a
     stalled disk would. The loop must keep running meanwhile (else the reader thread

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from bot.context.tokens import (
@@ -13,7 +15,7 @@ from bot.context.tokens import (
     split_request_tokens,
     system_tokens,
 )
-from bot.domain.messages import ChatMessage, ImagePart, ToolCall
+from bot.domain.messages import ChatMessage, ImagePart, Reasoning, ToolCall
 
 
 @pytest.mark.parametrize(
@@ -131,3 +133,27 @@ def test_split_request_tokens(
     messages: list[ChatMessage], current_index: int, expected: RequestTokens
 ) -> None:
     assert split_request_tokens(messages, current_index) == expected
+
+
+def test_with_tokens_keeps_every_other_field() -> None:
+    """`ChatMessage.with_tokens` spells `dataclasses.replace` out: a field added to the
+    message later must be carried over too."""
+    message = ChatMessage(
+        role="assistant",
+        content="done",
+        tool_calls=(ToolCall(id="c1", name="search", arguments="{}"),),
+        tool_call_id="t1",
+        name="search",
+        images=(ImagePart(url="data:image/png;base64,AAAA", tokens=85),),
+        is_breadcrumb=True,
+        continues_turn=True,
+        is_error=True,
+        tokens=3,
+        reasoning=Reasoning(text="why", format="reasoning_content"),
+    )
+    assert message.with_tokens(42) == dataclasses.replace(message, tokens=42)
+    set_fields = {f.name for f in dataclasses.fields(ChatMessage)}
+    defaults = ChatMessage(role="user")
+    assert all(getattr(message, name) != getattr(defaults, name) for name in set_fields), (
+        "the example must set every field, so a forgotten one shows"
+    )
