@@ -61,13 +61,15 @@ from bot.errors import (
     ProviderRateLimited,
     ProviderUnavailable,
 )
-from bot.ports import LLMRequest, LLMResponse, SentBody, TextSink
+from bot.ports import LLMRequest, LLMResponse, SentBody, TextSink, ToolSpec
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_RETRY_AFTER = 60.0
 _T = TypeVar("_T")
 _BAD_RESPONSE_RETRIES = 1
+_TOOL_SETS_KEPT = 16
+"""Tool sets whose JSON a provider keeps (one per scene and locale in practice)."""
 
 
 @functools.cache
@@ -216,6 +218,8 @@ class OpenAIProvider:
     """`LLMProvider` for any OpenAI-compatible `/chat/completions` endpoint."""
 
     _PATH = "/chat/completions"
+    _SPLICES_TOOLS = True
+    """Whether the tools' JSON depends on the tool set alone (see `_body`)."""
 
     def __init__(
         self,
@@ -252,6 +256,26 @@ class OpenAIProvider:
             verify=_tls_context(),
         )
         self._timeouts = self._client.timeout.as_dict()
+        self._tools_json: dict[int, tuple[tuple[ToolSpec, ...], bytes]] = {}
+        """id of a tool set → the set (held, so the id stays its own) and its JSON."""
+
+    def _body(self, request: LLMRequest, *, stream: bool) -> bytes:
+        """The JSON body of `request`. The tool schemas are the same list call after call
+        (a route's tool set is built once), and encoding them was about half of encoding
+        the body: their JSON is kept per tool set and spliced in as the last field. Only
+        where the dialect writes them as a pure function of the tool set (chat completions,
+        no `extra_body` of its own for them)."""
+        payload = self._encode(request, stream=stream)
+        if not request.tools or not self._SPLICES_TOOLS or "tools" in self._options.extra_body:
+            return _json_body(payload)
+        tools = payload.pop("tools")
+        kept = self._tools_json.get(id(request.tools))
+        if kept is None or kept[0] is not request.tools:
+            kept = (request.tools, _json_body(tools))
+            if len(self._tools_json) >= _TOOL_SETS_KEPT:
+                self._tools_json.clear()
+            self._tools_json[id(request.tools)] = kept
+        return _json_body(payload)[:-1] + b',"tools":' + kept[1] + b"}"
 
     # the dialect hooks (`AnthropicProvider` overrides them)
 
@@ -315,7 +339,7 @@ class OpenAIProvider:
     ) -> LLMResponse:
         stream = on_text is not None and self._options.stream
         # encoded once, here: the same bytes go on the wire and into the call's trace
-        sent = SentBody(self._options.kind, _json_body(self._encode(request, stream=stream)))
+        sent = SentBody(self._options.kind, self._body(request, stream=stream))
         headers = {**self._request_headers(request), "Content-Type": "application/json"}
         bad_responses = 0
         attempt = 0
@@ -520,6 +544,8 @@ class OpenAIProvider:
 class AnthropicProvider(OpenAIProvider):
     """`LLMProvider` for the native Messages API (Anthropic, and other vendors' Anthropic-format
     endpoints such as DeepSeek's): `POST <base>/v1/messages`, the key in `x-api-key`."""
+
+    _SPLICES_TOOLS = False  # a cache breakpoint may ride on the last tool
 
     def _endpoint(self, base_url: str) -> str:
         if base_url.endswith("/v1"):

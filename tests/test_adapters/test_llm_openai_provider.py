@@ -6,12 +6,14 @@ import json
 import logging
 import random
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from adapters.llm.dialects import WireOptions
 from adapters.llm.openai_provider import OpenAIProvider
 from adapters.llm.openai_wire import to_request
 from bot.domain.messages import ChatMessage
@@ -23,7 +25,7 @@ from bot.errors import (
     ProviderRejected,
     ProviderUnavailable,
 )
-from bot.ports import LLMRequest
+from bot.ports import LLMRequest, ToolSpec
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llm"
 KEY = "sk-test-0123456789abcdefSECRET"
@@ -104,6 +106,29 @@ async def test_posts_the_wire_body_with_the_bearer_key(make_provider: MakeProvid
     assert sent.headers["Authorization"] == f"Bearer {KEY}"
     assert json.loads(sent.content) == to_request(REQUEST)
     assert sleeps == []
+
+
+async def test_the_tool_schemas_sent_are_the_request_s_own_call_after_call(
+    make_provider: MakeProvider,
+) -> None:
+    """The tools' JSON is kept per tool set and spliced into the body: every body still
+    reads as `to_request` writes it, for the same set again, another set, and a profile
+    whose `extra_body` sets `tools` itself."""
+    search = ToolSpec(name="search", description="Find 消息", parameters={"type": "object"})
+    remind = ToolSpec(name="remind", description="Remind someone", parameters=None)
+    first, second = (search, remind), (remind,)
+    requests = [replace(REQUEST, tools=tools) for tools in (first, first, second, first, ())]
+    provider, server, _ = make_provider(ok())
+    for request in requests:
+        await provider.complete(request)
+    for request, sent in zip(requests, server.requests, strict=True):
+        assert json.loads(sent.content) == to_request(request)
+    extra = WireOptions(extra_body={"tools": [{"type": "web_search"}]})
+    custom, custom_server, _ = make_provider(ok(), options=extra)
+    await custom.complete(requests[0])
+    (sent,) = custom_server.requests
+    assert json.loads(sent.content) == to_request(requests[0], extra)
+    assert json.loads(sent.content)["tools"] == [{"type": "web_search"}]
 
 
 async def test_without_a_key_sends_no_authorization(make_provider: MakeProvider) -> None:
