@@ -360,6 +360,16 @@ class SqlStore:
         except SQLAlchemyError as exc:
             raise StorageUnavailable(f"database read failed: {exc}") from exc
 
+    async def _one_read(self, query: Any, params: dict[str, Any]) -> Sequence[Any]:
+        """The rows of one read statement: on SQLite one trip, run on the connection's thread
+        without SQLAlchemy's execution path (`storage.sqlite_fast`, same values); otherwise
+        through `_read(one_statement=True)`."""
+        if self._fast is not None:
+            prepared = self._fast.prepared(query)
+            return await self._fast.read(partial(prepared.rows, values=params))
+        async with self._read(one_statement=True) as conn:
+            return (await conn.execute(query, params)).all()
+
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncConnection]:
         """A connection in a write transaction, committed when the body ends; on PostgreSQL
@@ -434,9 +444,8 @@ class SqlStore:
             return session_info(row)
 
     async def find_session(self, key: SessionKey) -> SessionInfo | None:
-        async with self._read(one_statement=True) as conn:
-            row = (await conn.execute(SESSION_BY_KEY, key_params(key))).first()
-        return None if row is None else session_info(row)
+        rows = await self._one_read(SESSION_BY_KEY, key_params(key))
+        return session_info(rows[0]) if rows else None
 
     async def list_sessions(self) -> tuple[SessionInfo, ...]:
         async with self._read(one_statement=True) as conn:
@@ -511,13 +520,8 @@ class SqlStore:
         params: dict[str, Any] = {"session_id": session_id, "limit": max(1, max_records)}
         if reactions_limit is not None:
             params["reactions_limit"] = max(0, reactions_limit)
-        fast = None if self._fast is None else self._fast.prepared(query)
         for _attempt in range(2):
-            if self._fast is not None and fast is not None:
-                rows: Sequence[Any] = await self._fast.read(partial(fast.rows, values=params))
-            else:
-                async with self._read(one_statement=True) as conn:
-                    rows = (await conn.execute(query, params)).all()
+            rows = await self._one_read(query, params)
             if not rows or rows[0].part != SESSION_PART:
                 raise SessionNotFound(f"no session {session_id}")
             srow = session_of(rows[0])
@@ -763,10 +767,9 @@ class SqlStore:
             await self._write_platform_messages(conn, messages, default_record_id=None)
 
     async def find_platform_message(self, chat_id: int, message_id: int) -> PlatformMessage | None:
-        async with self._read(one_statement=True) as conn:
-            params = {"chat_id": chat_id, "message_id": message_id}
-            row = (await conn.execute(PLATFORM_MESSAGE_BY_KEY, params)).first()
-        return None if row is None else platform_message_from_row(row)
+        params = {"chat_id": chat_id, "message_id": message_id}
+        rows = await self._one_read(PLATFORM_MESSAGE_BY_KEY, params)
+        return platform_message_from_row(rows[0]) if rows else None
 
     async def _write_platform_messages(
         self,
@@ -834,9 +837,7 @@ class SqlStore:
         return int(result.rowcount or 0)
 
     async def is_chat_closed(self, chat_id: int) -> bool:
-        async with self._read(one_statement=True) as conn:
-            row = (await conn.execute(CLOSED_SESSION_OF_CHAT, {"chat_id": chat_id})).first()
-        return row is not None
+        return bool(await self._one_read(CLOSED_SESSION_OF_CHAT, {"chat_id": chat_id}))
 
     async def record_reactions(self, reactions: Sequence[StoredReaction]) -> None:
         if not reactions:

@@ -135,7 +135,15 @@ async def test_appends_write_the_same_rows_as_sqlalchemys_path(
     assert await fast.load_history(sid, max_records=50) == await slow.load_history(
         sid, max_records=50
     )
-    # and each store reads the other's rows the same way
+    for message_id in (10, 11, 30, 99):
+        found = await fast.find_platform_message(CHAT, message_id)
+        assert found == await slow.find_platform_message(CHAT, message_id)
+    assert (await fast.find_platform_message(CHAT, 11)).is_bot is True  # type: ignore[union-attr]
+    assert await fast.find_session(KEY) == await slow.find_session(KEY) is not None
+    await fast.set_chat_closed(CHAT, True)
+    assert await fast.is_chat_closed(CHAT)
+    assert not await slow.is_chat_closed(CHAT)
+    # one database (closed now) read through either path: `slow` borrows the fast one
     slow._fast, fast._fast = fast._fast, None
     assert await slow.load_turn(sid, max_records=2, reactions_limit=1) == await fast.load_turn(
         sid, max_records=2, reactions_limit=1
