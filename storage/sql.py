@@ -8,7 +8,10 @@ Aliases (docs/architecture.md, Aliases) come from the alias cache of each record
 (`storage.alias_cache`), kept up to date by the writers here. Writers that touch aliases
 lock the session row (`FOR UPDATE` on PostgreSQL, `BEGIN IMMEDIATE` on SQLite), so
 derivations never race.
-The SQL built once lives in `storage.queries`.
+The SQL built once lives in `storage.queries`. On SQLite the statements of every answered
+message (the window read, a reply's append, a few one-statement reads) run through
+`storage.sqlite_fast`: one job on the connection's thread each, without SQLAlchemy's
+per-statement path; PostgreSQL, and everything else, go through SQLAlchemy.
 """
 
 from __future__ import annotations

@@ -14,7 +14,9 @@ answered message, this module instead:
   transaction, `BEGIN IMMEDIATE`, its statements and `COMMIT` (`FastSqlite.write`), one trip
   either way. A failing statement rolls the transaction back on the thread; its `sqlite3`
   error surfaces as `StorageUnavailable`, as through SQLAlchemy. Writers queue on the
-  store's `WriteGate` first, as every SQLite writer of the store does.
+  store's `WriteGate` first, as every SQLite writer of the store does. A job already
+  handed to the thread runs to its end (its `COMMIT` or `ROLLBACK`) even if its caller is
+  cancelled meanwhile, and the connection goes back to the pool after it.
 
 The connection still comes from the engine's pool (its size, its reset on return, which the
 driver answers without a trip when no transaction is open, and `dispose`). PostgreSQL never
