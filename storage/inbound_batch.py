@@ -31,6 +31,7 @@ other failure (a locked or lost database) retries the whole transaction.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -169,13 +170,17 @@ def _skip(item: InboundAppend, reason: str) -> None:
 
 _DRIVER_DATA_ERRORS = (OverflowError, ValueError, TypeError)
 """What a driver raises, unwrapped, for a value it cannot send (sqlite3: an int past 64 bits)."""
+_SQLITE_DATA_ERRORS = (*_DRIVER_DATA_ERRORS, sqlite3.IntegrityError, sqlite3.DataError)
+"""Those, and what SQLite refuses about a row when SQLAlchemy is not there to wrap it
+(`storage.sqlite_fast`: the cause of its `StorageUnavailable`)."""
 
 
 def _bad_data(exc: BaseException) -> bool:
     """A failure caused by the rows themselves (retrying cannot help), not the database:
-    a constraint or a value the database refuses, or one the driver cannot send (asyncpg
-    raises its own `DataError`, a ValueError, which SQLAlchemy passes on as a generic
-    error), found anywhere along the chain of causes."""
+    a constraint or a value the database refuses (SQLAlchemy's error, or on SQLite's fast
+    path `sqlite3`'s own), or one the driver cannot send (asyncpg raises its own
+    `DataError`, a ValueError, which SQLAlchemy passes on as a generic error), found
+    anywhere along the chain of causes."""
     seen: set[int] = set()
     todo: list[BaseException | None] = [exc]
     while todo:
@@ -183,7 +188,7 @@ def _bad_data(exc: BaseException) -> bool:
         if current is None or id(current) in seen:
             continue
         seen.add(id(current))
-        if isinstance(current, (IntegrityError, DataError, *_DRIVER_DATA_ERRORS)):
+        if isinstance(current, (IntegrityError, DataError, *_SQLITE_DATA_ERRORS)):
             return True
         if isinstance(current, StatementError) and not isinstance(current, DBAPIError):
             return True  # SQLAlchemy could not process the parameters

@@ -194,11 +194,11 @@ def ts_query(terms: Sequence[Term], *, every: bool) -> str:
 
 # One statement per write, keyed by (chat, message) so no id has to be read first: the
 # answered-load bench lost a third of its rate to a select + delete + insert per write.
-_SQLITE_PUT = text(
+SQLITE_PUT = text(
     "INSERT OR REPLACE INTO message_search(rowid, scope, body) "
     "SELECT id, :scope, :body FROM platform_events WHERE chat_id = :chat AND message_id = :mid"
 )
-_SQLITE_DROP = text(
+SQLITE_DROP = text(
     "DELETE FROM message_search WHERE rowid = "
     "(SELECT id FROM platform_events WHERE chat_id = :chat AND message_id = :mid)"
 )
@@ -214,13 +214,11 @@ _PG_DROP = text(
 )
 
 
-async def index_platform_messages(
-    conn: AsyncConnection, messages: Iterable[tuple[int, int, int, str]]
-) -> None:
-    """(Re-)index platform messages just written, as (chat id, thread id, message id, text):
-    the text is what the row now holds (the newest version of an edit); an event without
-    words leaves the index."""
-    postgres = conn.dialect.name == "postgresql"
+def index_params(
+    messages: Iterable[tuple[int, int, int, str]], *, postgres: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The parameters of `index_platform_messages`' statements: rows to (re-)index, and
+    rows to drop from the index (an event without words)."""
     put: list[dict[str, Any]] = []
     drop: list[dict[str, Any]] = []
     for chat, thread, message_id, body in messages:
@@ -232,16 +230,27 @@ async def index_platform_messages(
             put.append({**key, "tokens": sorted(set(tokens))})
         else:
             put.append({**key, "scope": scope_token(chat, thread), "body": " ".join(tokens)})
+    return put, drop
+
+
+async def index_platform_messages(
+    conn: AsyncConnection, messages: Iterable[tuple[int, int, int, str]]
+) -> None:
+    """(Re-)index platform messages just written, as (chat id, thread id, message id, text):
+    the text is what the row now holds (the newest version of an edit); an event without
+    words leaves the index."""
+    postgres = conn.dialect.name == "postgresql"
+    put, drop = index_params(messages, postgres=postgres)
     if put:
-        await conn.execute(_PG_PUT if postgres else _SQLITE_PUT, put)
+        await conn.execute(_PG_PUT if postgres else SQLITE_PUT, put)
     if drop:
-        await conn.execute(_PG_DROP if postgres else _SQLITE_DROP, drop)
+        await conn.execute(_PG_DROP if postgres else SQLITE_DROP, drop)
 
 
 async def unindex_platform_message(conn: AsyncConnection, chat_id: int, message_id: int) -> None:
     """Drop one platform message from the index (it was deleted in the chat)."""
     postgres = conn.dialect.name == "postgresql"
-    await conn.execute(_PG_DROP if postgres else _SQLITE_DROP, {"chat": chat_id, "mid": message_id})
+    await conn.execute(_PG_DROP if postgres else SQLITE_DROP, {"chat": chat_id, "mid": message_id})
 
 
 # ---------------------------------------------------------------- query

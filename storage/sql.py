@@ -8,14 +8,19 @@ Aliases (docs/architecture.md, Aliases) come from the alias cache of each record
 (`storage.alias_cache`), kept up to date by the writers here. Writers that touch aliases
 lock the session row (`FOR UPDATE` on PostgreSQL, `BEGIN IMMEDIATE` on SQLite), so
 derivations never race.
-The SQL built once lives in `storage.queries`.
+The SQL built once lives in `storage.queries`. On SQLite the statements of every answered
+message (the window read, a reply's append, a few one-statement reads) run through
+`storage.sqlite_fast`: one job on the connection's thread each, without SQLAlchemy's
+per-statement path; PostgreSQL, and everything else, go through SQLAlchemy.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Sequence
-from contextlib import asynccontextmanager, nullcontext
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from contextlib import asynccontextmanager, nullcontext, suppress
 from datetime import UTC, date, datetime
+from functools import partial
 from typing import Any, cast
 
 from sqlalchemy import bindparam, delete, select, update
@@ -41,6 +46,7 @@ from bot.ports import (
 from bot.store_ports import ConversationStore
 from storage.alias_cache import (
     aliases_on_path,
+    derive,
     derive_record,
     derive_with_earliest,
     message_ids_of,
@@ -72,6 +78,7 @@ from storage.queries import (
     ALIASES_WANTED,
     APPEND_HEAD,
     CLOSED_SESSION_OF_CHAT,
+    EARLIEST_WITH_FIRST,
     INSERT_RECORD,
     MOVE_LEAF,
     PLATFORM_MESSAGE_BY_KEY,
@@ -95,9 +102,16 @@ from storage.queries import (
 )
 from storage.reconnect import FirstStatementRetry
 from storage.retention import PruneResult
-from storage.search import index_platform_messages, search_platform_message_rows
+from storage.search import (
+    SQLITE_DROP,
+    SQLITE_PUT,
+    index_params,
+    index_platform_messages,
+    search_platform_message_rows,
+)
 from storage.sql_prune import prune_rows
 from storage.sqlite_driver import WriteGate
+from storage.sqlite_fast import FastSqlite, for_engine
 from storage.tables import MESSAGES, REACTIONS, SESSIONS, SUMMARIES, UPDATES
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -169,6 +183,138 @@ async def _insert_chain(
     return stored
 
 
+_RECORD_KEYS = (
+    "session_id",
+    "parent_id",
+    "kind",
+    "created_at",
+    "payload",
+    "tokens",
+    "first_message_id",
+    "message_ids",
+    "alias_seq",
+    "alias_last",
+)
+"""The columns `append` writes of a record (`INSERT_RECORD`'s parameters)."""
+_PLATFORM_KEYS = (
+    "chat_id",
+    "message_id",
+    "thread_id",
+    "sender_id",
+    "sender_name",
+    "is_bot",
+    "date",
+    "text",
+    "media",
+    "reply_to_message_id",
+    "record_id",
+    "edited_at",
+)
+"""The keys of `storage.codec.platform_message_row`."""
+
+
+class _NeedsSqlAlchemy(Exception):
+    """The one-job append met what it leaves to the statement-by-statement path (an alias
+    cache to repair, a platform id seen before on the path); its transaction rolled back."""
+
+
+def _append_job(
+    fast: FastSqlite,
+    session_id: int,
+    records: Sequence[NewRecord],
+    *,
+    parent_id: int | None,
+    platform_messages: Sequence[PlatformMessage],
+    move_leaf: bool,
+    at_root: bool,
+    now: datetime,
+) -> Callable[[sqlite3.Connection], list[StoredRecord]]:
+    """`SqlStore.append` on SQLite as one job for the connection's thread: the statements of
+    the SQLAlchemy path (`APPEND_HEAD`, an insert per record, the platform messages and
+    their index, the leaf), compiled once (`storage.sqlite_fast`). It raises
+    `_NeedsSqlAlchemy` where that path would read more (`repair_path`, `_seq_on_path`)."""
+    head_query = fast.prepared(APPEND_HEAD)
+    insert = fast.prepared(INSERT_RECORD, _RECORD_KEYS)
+    earliest_query = fast.prepared(EARLIEST_WITH_FIRST)
+    upsert = fast.prepared(upsert_platform_messages("sqlite"), _PLATFORM_KEYS)
+    index_put = fast.prepared(SQLITE_PUT)
+    index_drop = fast.prepared(SQLITE_DROP)
+    move = fast.prepared(MOVE_LEAF)
+
+    def work(conn: sqlite3.Connection) -> list[StoredRecord]:
+        first = first_message_id(records[0].message_ids)
+        params = {"session_id": session_id, "parent_id": parent_id, "first": first}
+        head = head_query.first(conn, params)
+        if head is None:
+            raise SessionNotFound(f"no session {session_id}")
+        parent = None if at_root else head.active_leaf_id if parent_id is None else parent_id
+        last = head.alias_root_base
+        earliest = head.earliest
+        if parent is not None:
+            if head.parent_row is None:
+                raise SessionNotFound(f"no record {parent} in session {session_id}")
+            last = head.parent_last
+            if last is None:
+                raise _NeedsSqlAlchemy
+        stored: list[StoredRecord] = []
+        for index, record in enumerate(records):
+            if index > 0:
+                first = first_message_id(record.message_ids)
+                earliest = None
+                if first is not None and parent is not None:
+                    earliest = earliest_query.scalar(
+                        conn, {"session_id": session_id, "first": first, "parent_id": parent}
+                    )
+            if first is not None and parent is not None and earliest is not None:
+                raise _NeedsSqlAlchemy
+            derived = derive(last, first, None)
+            created_at = utc(record.created_at)
+            values = {
+                "session_id": session_id,
+                "parent_id": parent,
+                "kind": record.body.kind,
+                "created_at": created_at,
+                "payload": encode_payload(record.body, record.message_ids),
+                "tokens": record.tokens,
+                "first_message_id": first,
+                "message_ids": encode_message_ids(record.message_ids),
+                "alias_seq": derived.seq,
+                "alias_last": derived.last,
+            }
+            new_id = insert.scalar(conn, values)
+            stored.append(
+                StoredRecord(
+                    id=new_id,
+                    session_id=session_id,
+                    parent_id=parent,
+                    created_at=created_at,
+                    body=record.body,
+                    message_ids=record.message_ids,
+                    tokens=record.tokens,
+                    alias_seq=derived.seq,
+                    alias_parts=alias_parts(derived.seq, record.message_ids),
+                )
+            )
+            parent, last = new_id, derived.last
+        if platform_messages:
+            default = stored[-1].id
+            rows = [platform_message_row(m, default_record_id=default) for m in platform_messages]
+            upsert.run_many(conn, rows)
+            put, drop = index_params(
+                ((m.chat_id, m.thread_id, m.message_id, m.text) for m in platform_messages),
+                postgres=False,
+            )
+            if put:
+                index_put.run_many(conn, put)
+            if drop:
+                index_drop.run_many(conn, drop)
+        if move_leaf:
+            move.run(conn, {"session_id": session_id, "leaf_id": stored[-1].id, "now": now})
+        return stored
+
+    return work
+
+
 class SqlStore:
     """`bot.store_ports.ConversationStore` over one async SQLAlchemy engine.
 
@@ -183,6 +329,8 @@ class SqlStore:
         self._gate = WriteGate() if engine.dialect.name == "sqlite" else None
         self._retry = engine.dialect.name == "postgresql"
         self._batches = InboundBatchWriter(self._write, self._append_inbound_one, self._now)
+        self._fast = for_engine(engine, self._gate)
+        """SQLite under `storage.sqlite_driver`: the hot reads and writes in one job each."""
         self._decoded = DecodedRecords()
 
     async def close(self) -> None:
@@ -214,6 +362,16 @@ class SqlStore:
                     yield conn
         except SQLAlchemyError as exc:
             raise StorageUnavailable(f"database read failed: {exc}") from exc
+
+    async def _one_read(self, query: Any, params: dict[str, Any]) -> Sequence[Any]:
+        """The rows of one read statement: on SQLite one driver job, without SQLAlchemy's
+        execution path (`storage.sqlite_fast`, same values); otherwise
+        through `_read(one_statement=True)`."""
+        if self._fast is not None:
+            prepared = self._fast.prepared(query)
+            return await self._fast.read(partial(prepared.rows, values=params))
+        async with self._read(one_statement=True) as conn:
+            return (await conn.execute(query, params)).all()
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncConnection]:
@@ -289,9 +447,8 @@ class SqlStore:
             return session_info(row)
 
     async def find_session(self, key: SessionKey) -> SessionInfo | None:
-        async with self._read(one_statement=True) as conn:
-            row = (await conn.execute(SESSION_BY_KEY, key_params(key))).first()
-        return None if row is None else session_info(row)
+        rows = await self._one_read(SESSION_BY_KEY, key_params(key))
+        return session_info(rows[0]) if rows else None
 
     async def list_sessions(self) -> tuple[SessionInfo, ...]:
         async with self._read(one_statement=True) as conn:
@@ -367,8 +524,7 @@ class SqlStore:
         if reactions_limit is not None:
             params["reactions_limit"] = max(0, reactions_limit)
         for _attempt in range(2):
-            async with self._read(one_statement=True) as conn:
-                rows = (await conn.execute(query, params)).all()
+            rows = await self._one_read(query, params)
             if not rows or rows[0].part != SESSION_PART:
                 raise SessionNotFound(f"no session {session_id}")
             srow = session_of(rows[0])
@@ -480,6 +636,19 @@ class SqlStore:
     ) -> tuple[StoredRecord, ...]:
         if not records:
             raise ValueError("append needs at least one record")
+        if self._fast is not None:
+            job = _append_job(
+                self._fast,
+                session_id,
+                records,
+                parent_id=parent_id,
+                platform_messages=platform_messages,
+                move_leaf=move_leaf,
+                at_root=at_root,
+                now=self._now(),
+            )
+            with suppress(_NeedsSqlAlchemy):
+                return tuple(await self._fast.write(job))
         first = first_message_id(records[0].message_ids)
         async with self._write() as conn:
             if conn.dialect.name != "sqlite":  # SQLite: `BEGIN IMMEDIATE` locked already
@@ -601,10 +770,9 @@ class SqlStore:
             await self._write_platform_messages(conn, messages, default_record_id=None)
 
     async def find_platform_message(self, chat_id: int, message_id: int) -> PlatformMessage | None:
-        async with self._read(one_statement=True) as conn:
-            params = {"chat_id": chat_id, "message_id": message_id}
-            row = (await conn.execute(PLATFORM_MESSAGE_BY_KEY, params)).first()
-        return None if row is None else platform_message_from_row(row)
+        params = {"chat_id": chat_id, "message_id": message_id}
+        rows = await self._one_read(PLATFORM_MESSAGE_BY_KEY, params)
+        return platform_message_from_row(rows[0]) if rows else None
 
     async def _write_platform_messages(
         self,
@@ -672,9 +840,7 @@ class SqlStore:
         return int(result.rowcount or 0)
 
     async def is_chat_closed(self, chat_id: int) -> bool:
-        async with self._read(one_statement=True) as conn:
-            row = (await conn.execute(CLOSED_SESSION_OF_CHAT, {"chat_id": chat_id})).first()
-        return row is not None
+        return bool(await self._one_read(CLOSED_SESSION_OF_CHAT, {"chat_id": chat_id}))
 
     async def record_reactions(self, reactions: Sequence[StoredReaction]) -> None:
         if not reactions:

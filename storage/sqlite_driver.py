@@ -32,6 +32,11 @@ while the statement runs). Here one connection runs the standard `sqlite3` modul
 - errors are the `sqlite3` exceptions themselves, raised where the statement is awaited, so
   SQLAlchemy maps them as it maps pysqlite's.
 
+Beyond SQLAlchemy's protocol, `run` and `run_transaction` take a whole job (a function of the
+`sqlite3` connection) for callers that know every statement up front: a write transaction
+(`BEGIN IMMEDIATE`, its statements, `COMMIT`) is then one job instead of one per statement
+plus the commit (`storage.sqlite_fast`).
+
 Besides the awaitable methods, the adapter reads three attributes of the connection:
 `_connection` (truthy while open), and `_conn` with `_tx.put_nowait((future, function))` for
 its `isolation_level` setter, which runs `function` on the connection's thread.
@@ -49,7 +54,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Generator, Iterable, Sequence
 from contextlib import suppress
 from queue import SimpleQueue
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection as EngineConnection
@@ -85,6 +90,7 @@ class _Thread:
         return self.conn
 
 
+T = TypeVar("T")
 Work: TypeAlias = Callable[[_Thread], Any]
 Settle: TypeAlias = Callable[[bool, Any, bool], None]
 Job: TypeAlias = tuple[asyncio.AbstractEventLoop, Settle, Work] | None
@@ -164,6 +170,29 @@ def _statements(operation: str, seq_of_parameters: Iterable[Any]) -> Work:
             cursor.close()
 
     return work
+
+
+def _plain(work: Callable[[sqlite3.Connection], T]) -> Callable[[_Thread], T]:
+    def plain(here: _Thread) -> T:
+        return work(here.open())
+
+    return plain
+
+
+def _transaction(begin: str, work: Callable[[sqlite3.Connection], T]) -> Callable[[_Thread], T]:
+    def transaction(here: _Thread) -> T:
+        conn = here.open()
+        conn.execute(begin)
+        try:
+            result = work(conn)
+            conn.commit()
+        except BaseException:
+            if conn.in_transaction:
+                conn.rollback()
+            raise
+        return result
+
+    return transaction
 
 
 def _commit(here: _Thread) -> None:
@@ -338,6 +367,24 @@ class Connection:
     async def rollback(self) -> None:
         if not self._end_held():
             await self._run(_rollback)
+
+    # -- whole jobs, for callers that know every statement they will run
+
+    async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work(conn)` as one job (see `_run`): each statement it runs outside a
+        transaction is its own (one read is one snapshot)."""
+        answer: T = await self._run(_plain(work))
+        return answer
+
+    async def run_transaction(
+        self, work: Callable[[sqlite3.Connection], T], *, begin: str = "BEGIN IMMEDIATE"
+    ) -> T:
+        """`begin`, `work(conn)` and `COMMIT` as one job (see `_run`); if `work` or the
+        commit raises, the transaction is rolled back and the error (the `sqlite3` one, or
+        whatever `work` raised) is raised here. A transaction already open makes `begin` fail
+        (sqlite3's "cannot start a transaction within a transaction")."""
+        answer: T = await self._run(_transaction(begin, work))
+        return answer
 
     async def create_function(self, *args: Any, **kwargs: Any) -> None:
         await self._run(lambda here: here.open().create_function(*args, **kwargs))

@@ -5,8 +5,10 @@ of the batch is stored."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
@@ -14,7 +16,7 @@ from bot.domain.records import UserRecord
 from bot.ports import InboundAppend, NewRecord, PlatformMessage, SessionRequest
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
-from tests.test_storage.conftest import Store
+from tests.test_storage.conftest import Store, database_url
 from tests.test_storage.test_contract import assert_aliases_match_full_path, reply
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -166,3 +168,29 @@ async def test_a_session_with_a_known_message_id_takes_the_ordinary_path(store: 
     assert [r is not None for r in stored] == [True, True]
     assert await texts(store, a) == ["imported", "again", "new"]
     await assert_aliases_match_full_path(store, a, max_records=10)
+
+
+async def test_a_refused_row_on_the_ordinary_path_skips_only_that_item(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The items after a known message id go one by one through `append` (on SQLite one
+    job on the connection's thread); a row SQLite refuses there is skipped, as in a batch."""
+    sql_store = SqlStore(create_engine_for(await database_url("sqlite", tmp_path)))
+    try:
+        a, _ = await open_two(sql_store)
+        await sql_store.append(a, [item(a, GROUP_A, 10, "imported").record])
+        async with sql_store.engine.begin() as conn:
+            await conn.execute(
+                text(
+                    "CREATE TRIGGER refuse_11 BEFORE INSERT ON platform_events "
+                    "WHEN NEW.message_id = 11 BEGIN SELECT RAISE(ABORT, 'refused'); END"
+                )
+            )
+        stored = await sql_store.append_inbound(
+            [item(a, GROUP_A, 10, "again"), item(a, GROUP_A, 11, "no"), item(a, GROUP_A, 12, "ok")]
+        )
+        assert [r is not None for r in stored] == [True, False, True]
+        assert await texts(sql_store, a) == ["imported", "again", "ok"]
+        assert f"not storing message {GROUP_A.chat_id}/11" in caplog.text
+    finally:
+        await sql_store.close()
