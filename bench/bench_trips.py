@@ -12,14 +12,15 @@ last reply, on the store's engine (every SQL component of the bot shares it):
 
 - statements: SQL statements the bot sends, transaction control (`BEGIN`, `COMMIT`,
   `ROLLBACK`) not counted; an `executemany` counts once; on SQLite both those SQLAlchemy
-  runs and those `storage.sqlite_fast` runs on a connection's thread without it;
+  runs and those `storage.sqlite_fast` runs without it;
 - transactions: on SQLite, as SQLite runs them (its trace callback): each `BEGIN` that
   reaches it, and each statement run outside a transaction (its own transaction); on
   PostgreSQL, as the server counts them (`pg_stat_database`: commits and rollbacks, an
   autocommit statement one each, read once the bot's connections are closed);
 - trips: on SQLite, hand-offs: jobs handed to a connection's thread and answered back on
   the event loop (`storage.sqlite_driver.Connection.trips`); statements run on the loop
-  itself, so a hand-off means a job waited there for another process's lock; on PostgreSQL, round trips to the server: the statements, and the `BEGIN`
+  itself, so a hand-off means a job waited there for another process's lock; on
+  PostgreSQL, round trips to the server: the statements, and the `BEGIN`
   before the first statement of a transaction and its `COMMIT` or `ROLLBACK` (asyncpg sends
   `BEGIN` with the first statement's turn; an autocommit read has neither).
 

@@ -20,8 +20,8 @@ wait for a lock). For the statements of every answered message, this module inst
   pool after it.
 
 The connection still comes from the engine's pool (its size, its reset on return, which the
-driver answers without running anything when no transaction is open, and `dispose`). PostgreSQL never
-comes here: the store keeps SQLAlchemy's path for it.
+driver answers without running anything when no transaction is open, and `dispose`).
+PostgreSQL never comes here: the store keeps SQLAlchemy's path for it.
 """
 
 from __future__ import annotations
