@@ -118,11 +118,11 @@ class HeldLedger(LedgerWriter):
         self.release = threading.Event()
         self.threads: list[int] = []
 
-    def append(self, entry: LedgerEntry) -> None:
+    def _write_batch(self, entries: list[LedgerEntry]) -> list[OSError | None]:
         self.threads.append(threading.get_ident())
         self.writing.set()
         self.release.wait(timeout=5)
-        super().append(entry)
+        return super()._write_batch(entries)
 
 
 async def test_a_slow_ledger_write_leaves_the_event_loop_free(tmp_path: Path) -> None:
