@@ -12,7 +12,7 @@ last reply, on the store's engine (every SQL component of the bot shares it):
 
 - statements: SQL statements the bot sends, transaction control (`BEGIN`, `COMMIT`,
   `ROLLBACK`) not counted; an `executemany` counts once; on SQLite both those SQLAlchemy
-  runs and those `storage.sqlite_fast` runs without it;
+  runs and those `storage.sqlite_driver.FastSqlite` runs without it;
 - transactions: on SQLite, as SQLite runs them (its trace callback): each `BEGIN` that
   reaches it, and each statement run outside a transaction (its own transaction); on
   PostgreSQL, as the server counts them (`pg_stat_database`: commits and rollbacks, an
@@ -54,7 +54,7 @@ from adapters.telegram.sender import TelegramMessenger
 from bench.bench_ingest import reset_postgres
 from bot.app.wiring import build_app, open_store
 from bot.config import load_settings
-from storage import sqlite_driver, sqlite_fast
+from storage import sqlite_driver
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
 from testkit.fake_bot_api import FakeBotApi
@@ -93,17 +93,17 @@ class TripCounter:
         event.listen(sync, "rollback", self._on_end)
         if engine.dialect.name == "sqlite":
             event.listen(sync, "checkout", self._on_checkout)
-            sqlite_fast.STATEMENT_LISTENERS.append(self._on_fast_statement)
+            sqlite_driver.STATEMENT_LISTENERS.append(self._on_fast_statement)
 
     def _on_fast_statement(self, statement: str) -> None:
-        """A statement of `storage.sqlite_fast` (run on a connection's thread)."""
+        """A statement `storage.sqlite_driver.FastSqlite` ran."""
         if self.counting:
             with self._lock:
                 self.statements[" ".join(statement.split())] += 1
 
     def detach(self) -> None:
         with suppress(ValueError):
-            sqlite_fast.STATEMENT_LISTENERS.remove(self._on_fast_statement)
+            sqlite_driver.STATEMENT_LISTENERS.remove(self._on_fast_statement)
 
     def _on_statement(self, conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
         text = " ".join(statement.split())

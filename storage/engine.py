@@ -22,7 +22,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from storage import sqlite_driver
 from storage.reconnect import POOL_RECYCLE_SECONDS
-from storage.sqlite_fast import mark_driven
 
 BUSY_TIMEOUT_MS = 10_000
 SQLITE_POOL_SIZE = 15
@@ -76,7 +75,7 @@ def create_engine_for(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> As
         **pool,
     )
     event.listen(engine.sync_engine, "begin", sqlite_driver.on_begin)
-    return mark_driven(engine)
+    return sqlite_driver.mark_driven(engine)
 
 
 def _prepare_sqlite(busy_timeout_ms: int, conn: sqlite3.Connection) -> None:
@@ -157,4 +156,4 @@ def create_readonly_engine(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) 
         max_overflow=0,
     )
     event.listen(engine.sync_engine, "begin", sqlite_driver.on_begin)
-    return mark_driven(engine)
+    return sqlite_driver.mark_driven(engine)

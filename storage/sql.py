@@ -10,7 +10,7 @@ lock the session row (`FOR UPDATE` on PostgreSQL, `BEGIN IMMEDIATE` on SQLite), 
 derivations never race.
 The SQL built once lives in `storage.queries`. On SQLite the statements of every answered
 message (the window read, a reply's append, a few one-statement reads) run through
-`storage.sqlite_fast`: one job on the connection's thread each, without SQLAlchemy's
+`storage.sqlite_driver.FastSqlite`: one job on the connection's thread each, without SQLAlchemy's
 per-statement path; PostgreSQL, and everything else, go through SQLAlchemy.
 """
 
@@ -110,8 +110,7 @@ from storage.search import (
     search_platform_message_rows,
 )
 from storage.sql_prune import prune_rows
-from storage.sqlite_driver import WriteGate
-from storage.sqlite_fast import FastSqlite, for_engine
+from storage.sqlite_driver import FastSqlite, WriteGate, for_engine
 from storage.tables import MESSAGES, REACTIONS, SESSIONS, SUMMARIES, UPDATES
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -231,7 +230,7 @@ def _append_job(
 ) -> Callable[[sqlite3.Connection], list[StoredRecord]]:
     """`SqlStore.append` on SQLite as one job for the connection's thread: the statements of
     the SQLAlchemy path (`APPEND_HEAD`, an insert per record, the platform messages and
-    their index, the leaf), compiled once (`storage.sqlite_fast`). It raises
+    their index, the leaf), compiled once (`storage.sqlite_driver.FastSqlite`). It raises
     `_NeedsSqlAlchemy` where that path would read more (`repair_path`, `_seq_on_path`)."""
     head_query = fast.prepared(APPEND_HEAD)
     insert = fast.prepared(INSERT_RECORD, _RECORD_KEYS)
@@ -365,7 +364,7 @@ class SqlStore:
 
     async def _one_read(self, query: Any, params: dict[str, Any]) -> Sequence[Any]:
         """The rows of one read statement: on SQLite one driver job, without SQLAlchemy's
-        execution path (`storage.sqlite_fast`, same values); otherwise
+        execution path (`storage.sqlite_driver.FastSqlite`, same values); otherwise
         through `_read(one_statement=True)`."""
         if self._fast is not None:
             prepared = self._fast.prepared(query)

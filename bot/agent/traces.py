@@ -34,6 +34,7 @@ import dataclasses
 import gzip
 import json
 import logging
+import random
 import re
 import shutil
 from collections import OrderedDict, deque
@@ -43,7 +44,6 @@ from typing import Any
 
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.ledger import describe_error
-from bot.domain.ids import fresh_hex
 from bot.domain.messages import ImagePart
 from bot.ports import LLMRequest, LLMResponse, SentBody
 
@@ -61,8 +61,9 @@ CALL_ID = re.compile(r"(\d{8})-[0-9a-f]{12}")
 
 
 def new_call_id(at: datetime) -> str:
-    """A fresh id for a call made at `at`: its UTC day, then 48 random bits."""
-    return f"{at.astimezone(UTC):%Y%m%d}-{fresh_hex()}"
+    """A fresh id for a call made at `at`: its UTC day, then 48 random bits (from the
+    process's seeded generator, as turn ids: see `bot.agent.runtime.new_turn_id`)."""
+    return f"{at.astimezone(UTC):%Y%m%d}-{random.getrandbits(48):012x}"
 
 
 def call_day(call_id: str) -> date | None:

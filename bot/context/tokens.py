@@ -94,8 +94,21 @@ def estimate_history_tokens(messages: Iterable[ChatMessage]) -> int:
 
 
 def with_token_estimate(message: ChatMessage) -> ChatMessage:
-    """The same message with its estimate cached in `tokens`."""
-    return message.with_tokens(compute_message_tokens(message))
+    """The same message with its estimate cached in `tokens`: `dataclasses.replace` spelled
+    out, as projection does it for every message of every turn (about twice as fast)."""
+    return ChatMessage(
+        role=message.role,
+        content=message.content,
+        tool_calls=message.tool_calls,
+        tool_call_id=message.tool_call_id,
+        name=message.name,
+        images=message.images,
+        is_breadcrumb=message.is_breadcrumb,
+        continues_turn=message.continues_turn,
+        is_error=message.is_error,
+        tokens=compute_message_tokens(message),
+        reasoning=message.reasoning,
+    )
 
 
 def estimate_span_tokens(messages: Sequence[ChatMessage], begin: int, end: int) -> int:

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bot.agent.ledger import LedgerEntry, LedgerWriter
+from bot.agent.runtime import new_turn_id
 from bot.agent.traces import new_call_id
 from bot.domain.facts import InboundMessage, Media
-from bot.domain.ids import fresh_hex
 from bot.errors import MediaRefused
 from bot.ports import Clock, MediaFiles, SessionInfo, Transcriber
 
@@ -120,7 +120,7 @@ class VoiceTranscripts:
             chat=session.key.chat_id,
             thread=session.key.thread_id,
             scene=session.scene,
-            turn_id=fresh_hex(),
+            turn_id=new_turn_id(),
             purpose="transcription",
             provider="transcription",
             model=self.policy.model,

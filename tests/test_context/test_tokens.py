@@ -7,6 +7,7 @@ import pytest
 from bot.context.tokens import (
     IMAGE_TOKEN_ESTIMATE,
     RequestTokens,
+    compute_message_tokens,
     ensure_token_estimate,
     estimate_message_tokens,
     estimate_span_tokens,
@@ -14,6 +15,7 @@ from bot.context.tokens import (
     image_tokens,
     split_request_tokens,
     system_tokens,
+    with_token_estimate,
 )
 from bot.domain.messages import ChatMessage, ImagePart, Reasoning, ToolCall
 
@@ -135,9 +137,9 @@ def test_split_request_tokens(
     assert split_request_tokens(messages, current_index) == expected
 
 
-def test_with_tokens_keeps_every_other_field() -> None:
-    """`ChatMessage.with_tokens` spells `dataclasses.replace` out: a field added to the
-    message later must be carried over too."""
+def test_the_cached_estimate_keeps_every_other_field() -> None:
+    """`with_token_estimate` spells `dataclasses.replace` out: a field added to the message
+    later must be carried over too."""
     message = ChatMessage(
         role="assistant",
         content="done",
@@ -151,9 +153,10 @@ def test_with_tokens_keeps_every_other_field() -> None:
         tokens=3,
         reasoning=Reasoning(text="why", format="reasoning_content"),
     )
-    assert message.with_tokens(42) == dataclasses.replace(message, tokens=42)
-    set_fields = {f.name for f in dataclasses.fields(ChatMessage)}
+    expected = dataclasses.replace(message, tokens=compute_message_tokens(message))
+    assert with_token_estimate(message) == expected
     defaults = ChatMessage(role="user")
-    assert all(getattr(message, name) != getattr(defaults, name) for name in set_fields), (
-        "the example must set every field, so a forgotten one shows"
-    )
+    assert all(
+        getattr(message, f.name) != getattr(defaults, f.name)
+        for f in dataclasses.fields(ChatMessage)
+    ), "the example must set every field, so a forgotten one shows"

@@ -1,5 +1,5 @@
-"""SQLite's one-trip jobs (`storage.sqlite_fast`): same rows and results as SQLAlchemy's path,
-one hand-off each, and a failing statement rolls the whole job back."""
+"""SQLite's whole jobs (`storage.sqlite_driver.FastSqlite`): same rows and results as
+SQLAlchemy's path, one driver job each, and a failing statement rolls the whole job back."""
 
 from __future__ import annotations
 
