@@ -16,6 +16,7 @@ whatever asks, the summary call sees the window as the chat's reply requests sho
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -33,6 +34,7 @@ from bot.context.compaction import (
 from bot.context.history_trim import HistoryTrimmed
 from bot.context.projection import (
     Projection,
+    RenderedPrefix,
     current_record_index,
     project,
     without_per_turn_cost,
@@ -59,6 +61,8 @@ from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
 from bot.ports import SessionInfo
 from bot.store_ports import HistoryStore
 
+RENDERED_SESSIONS = 512
+"""Sessions whose last rendered window is kept to resume from (the busiest ones)."""
 CURRENT_TURN_SHARE = 8
 """The current turn's allowance is 1/8 of the runtime budget (2,000 of 16,000): the window
 leaves it for the per-turn blocks and the tool steps of the turn, so a turn of ordinary
@@ -244,6 +248,9 @@ class Windows:
         self.correction = correction or (lambda provider, model: NO_CORRECTION)
         """The learned token correction of a route (provider, model)."""
         self.compactor = compactor
+        self._prefixes: OrderedDict[int, RenderedPrefix] = OrderedDict()
+        """Per session, what its last projection rendered before its current record: the
+        next one renders only what follows (`bot.context.projection`, resume)."""
 
     async def open(
         self,
@@ -495,7 +502,7 @@ class Windows:
         """`records` rendered as the model reads them, `blocks` on the current message; a
         quote of a message outside them is named by its alias, the same way on every call."""
         prompt = self.prompt.policy
-        return project(
+        projection = project(
             records,
             current_index=current_record_index(records),
             scene=session.scene,
@@ -506,7 +513,14 @@ class Windows:
             quote_targets=await self._quote_targets(session, records),
             chat_id=session.key.chat_id,
             owner_id=prompt.owner_id,
+            resume=self._prefixes.get(session.id),
         )
+        if projection.prefix is not None:
+            self._prefixes[session.id] = projection.prefix
+            self._prefixes.move_to_end(session.id)
+            while len(self._prefixes) > RENDERED_SESSIONS:
+                self._prefixes.popitem(last=False)
+        return projection
 
     async def _quote_targets(
         self, session: SessionInfo, records: Sequence[StoredRecord]

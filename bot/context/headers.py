@@ -31,7 +31,7 @@ See docs/architecture.md, Rendering a message.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 
@@ -104,6 +104,16 @@ def local_day(moment: datetime, zone: tzinfo) -> date:
     return as_utc(moment).astimezone(zone).date()
 
 
+@dataclass(frozen=True, slots=True)
+class WalkState:
+    """A `HeaderWalker`'s state between two messages: the last time shown, its day, and the
+    name last shown per sender."""
+
+    last_shown: datetime | None
+    last_day: date | None
+    names: Mapping[int, str]
+
+
 class HeaderWalker:
     """Builds the headers of one window, oldest message first (used inside projection only)."""
 
@@ -168,6 +178,15 @@ class HeaderWalker:
                 linked_channel=linked_channel,
             )
         )
+
+    def snapshot(self) -> WalkState:
+        """Where the walk stands (a copy: the walk goes on)."""
+        return WalkState(self._last_shown, self._last_day, dict(self._names))
+
+    def restore(self, state: WalkState) -> None:
+        """Go on from `state` (taken from a walker with the same arguments)."""
+        self._last_shown, self._last_day = state.last_shown, state.last_day
+        self._names = dict(state.names)
 
     def _sender_fields(self, sender: Sender | None) -> tuple[str | None, int | None, bool]:
         if sender is None:

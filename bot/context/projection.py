@@ -26,18 +26,22 @@ results are shrunk; then every message gets its token estimate cached, once.
 
 Rendering walks the window oldest first and a message reads only what came before it, so
 while the window start stays put, every message but the current one renders byte-identical
-from call to call.
+from call to call. That also lets a call resume where the last one stopped: a projection
+keeps what it rendered before its current record (`RenderedPrefix`: those records, the
+arguments, the walk's state, their messages), and the next call of the session, given it
+as `resume`, renders only the records after it, when its window starts with those same
+record objects under the same arguments (else it renders the whole window, as always).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, tzinfo
 from typing import assert_never
 
 from bot.context.escaping import escape_member_text
-from bot.context.headers import HeaderWalker
+from bot.context.headers import HeaderWalker, WalkState
 from bot.context.legacy import strip_per_turn_blocks, strip_per_turn_text
 from bot.context.placeholders import media_placeholders
 from bot.context.quotes import QuoteView, forward_line, references_block, render_quote
@@ -65,6 +69,27 @@ PER_TURN_SEPARATOR = "\n\n"
 LEGACY_BLOCK_SEPARATOR = "\n\n"
 
 
+@dataclass(frozen=True, slots=True)
+class RenderedPrefix:
+    """The part of a projection before its current record, to resume from (module doc)."""
+
+    records: tuple[StoredRecord, ...]
+    arguments: tuple[object, ...]
+    state: _RendererState
+    messages: tuple[ChatMessage, ...]
+    """Their messages with their estimates, before old tool results are shrunk."""
+    record_index: tuple[int, ...]
+
+    def resumes(self, records: Sequence[StoredRecord], arguments: tuple[object, ...]) -> bool:
+        """Whether `records` start with this prefix's records, rendered under `arguments`."""
+        mine = self.records
+        return (
+            arguments == self.arguments
+            and len(records) >= len(mine)
+            and all(a is b for a, b in zip(records, mine, strict=False))
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Projection:
     """The history and current message of one model call (no system prompt).
@@ -85,6 +110,8 @@ class Projection:
     current_message_index: int | None
     history_tokens: int
     current_tokens: int
+    prefix: RenderedPrefix | None = field(default=None, compare=False, repr=False)
+    """What the next call may resume from (`project(resume=...)`)."""
 
 
 def project(
@@ -99,36 +126,53 @@ def project(
     quote_targets: Mapping[int, str] | None = None,
     chat_id: int | None = None,
     owner_id: int | None = None,
+    resume: RenderedPrefix | None = None,
 ) -> Projection:
     """Render the window `records` (oldest first, aliases attached) for the model.
 
     `current_index` is the record that receives `per_turn_blocks` (the newest user message
     of the turn). `quote_targets` maps platform ids on the active path outside the window to
     their aliases. `chat_id`, when given, keeps quotes from other chats out of `reply_to`.
-    `owner_id` marks the owner's messages (`owner:true;` in the header).
+    `owner_id` marks the owner's messages (`owner:true;` in the header). `resume` is the
+    `prefix` of the session's last projection (see the module doc): the result is the same
+    with it or without it.
     """
+    on_path = quote_targets or {}
+    arguments = (scene, zone, locale, bot_user_id, tuple(on_path.items()), chat_id, owner_id)
     renderer = _Renderer(
         scene=scene,
         zone=zone,
         locale=locale,
         bot_user_id=bot_user_id,
-        on_path=quote_targets or {},
+        on_path=on_path,
         chat_id=chat_id,
         owner_id=owner_id,
     )
     messages: list[ChatMessage] = []
     record_index: list[int] = []
+    start = 0
+    stop = len(records) if current_index is None else current_index
+    if resume is not None and len(resume.records) <= stop and resume.resumes(records, arguments):
+        renderer.restore(resume.state)
+        messages.extend(resume.messages)
+        record_index.extend(resume.record_index)
+        start = len(resume.records)
+    prefix: RenderedPrefix | None = None
     current_message: int | None = None
-    for index, record in enumerate(records):
-        rendered = renderer.render(record, is_current=index == current_index)
+    for index in range(start, len(records)):
+        if index == stop:
+            prefix = _prefix(records, stop, arguments, renderer, messages, record_index)
+        rendered = renderer.render(records[index], is_current=index == current_index)
         if index == current_index and rendered and per_turn_blocks:
             last = rendered[-1]
             tail = PER_TURN_SEPARATOR + per_turn_blocks if last.content else per_turn_blocks
             rendered[-1] = replace(last, content=last.content + tail)
         if index == current_index and rendered:
             current_message = len(messages) + len(rendered) - 1
-        messages.extend(rendered)
+        messages.extend(with_token_estimate(message) for message in rendered)
         record_index.extend([index] * len(rendered))
+    if prefix is None:
+        prefix = _prefix(records, stop, arguments, renderer, messages, record_index)
 
     starts = turn_starts(messages)
     anchor = len(messages) if current_message is None else current_message + 1
@@ -138,7 +182,7 @@ def project(
         shrunk = shrink_old_tool_results(
             messages, current_turn_start=current_turn_start, locale=locale
         )
-    final = tuple(with_token_estimate(message) for message in shrunk)
+    final = tuple(shrunk)  # each with its estimate (a shrunk one's recomputed)
     current_tokens = 0 if current_message is None else final[current_message].tokens or 0
     by_tools, referenced_by_tools = _shown_by_tools(records, record_index, final)
     return Projection(
@@ -150,6 +194,26 @@ def project(
         current_message_index=current_message,
         history_tokens=sum(m.tokens or 0 for m in final) - current_tokens,
         current_tokens=current_tokens,
+        prefix=prefix,
+    )
+
+
+def _prefix(
+    records: Sequence[StoredRecord],
+    stop: int,
+    arguments: tuple[object, ...],
+    renderer: _Renderer,
+    messages: Sequence[ChatMessage],
+    record_index: Sequence[int],
+) -> RenderedPrefix:
+    """What was rendered of `records[:stop]` so far: the walk's state is copied, since
+    rendering goes on from it."""
+    return RenderedPrefix(
+        records=tuple(records[:stop]),
+        arguments=arguments,
+        state=renderer.snapshot(),
+        messages=tuple(messages),
+        record_index=tuple(record_index),
     )
 
 
@@ -188,6 +252,18 @@ def record_tokens(body: RecordBody, *, locale: Locale = "zh") -> int:
         scene="group", zone=UTC, locale=locale, bot_user_id=None, on_path={}, chat_id=None
     )
     return sum((with_token_estimate(m).tokens or 0) for m in renderer.render(record))
+
+
+@dataclass(frozen=True, slots=True)
+class _RendererState:
+    """A `_Renderer`'s state between two records (its containers copied)."""
+
+    walk: WalkState
+    in_window: Mapping[int, str]
+    aliases: tuple[tuple[str, int], ...]
+    references: tuple[int, ...]
+    albums: Mapping[str, str]
+    tool_steps: bool
 
 
 class _Renderer:
@@ -232,6 +308,25 @@ class _Renderer:
         self.tool_steps = False
         """Whether a tool call, a tool result or a legacy `[Tool results]` carrier was
         rendered: nothing else is shrunk once its turn has ended."""
+
+    def snapshot(self) -> _RendererState:
+        return _RendererState(
+            walk=self._walker.snapshot(),
+            in_window=dict(self._in_window),
+            aliases=tuple(self.aliases),
+            references=tuple(self.references),
+            albums=dict(self._albums),
+            tool_steps=self.tool_steps,
+        )
+
+    def restore(self, state: _RendererState) -> None:
+        """Go on from `state` (taken from a renderer with the same arguments)."""
+        self._walker.restore(state.walk)
+        self._in_window = dict(state.in_window)
+        self.aliases = list(state.aliases)
+        self.references = list(state.references)
+        self._albums = dict(state.albums)
+        self.tool_steps = state.tool_steps
 
     def render(self, record: StoredRecord, *, is_current: bool = False) -> list[ChatMessage]:
         body = record.body

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -553,3 +554,114 @@ def test_the_window_costs_the_current_message_without_its_per_turn_blocks() -> N
     assert (costed[-1].tokens or 0) < (with_blocks.messages[-1].tokens or 0) - 10
     assert [m.content for m in costed] == contents(with_blocks)
     assert without_per_turn_cost(without, "") == list(without.messages)
+
+
+# ---------------------------------------------------------------- resuming
+
+
+def _conversation() -> list[StoredRecord]:
+    """Turns of every kind over two days: tool steps, quotes in and out of the window,
+    albums, an event, a merged burst, names that change."""
+    day2 = T0 + timedelta(days=1, hours=2)
+    records = list(GROUP)
+    records += [
+        rec(7, AssistantRecord(text="nice photo"), at=T0 + timedelta(seconds=90), ids=(105,)),
+        user(8, 6, "part 1", at=day2, album="g1"),
+        user(9, 7, "part 2", at=day2 + timedelta(seconds=1), album="g1"),
+        rec(
+            10,
+            ServiceMessageRecord(actor=BOB, text="Bob pinned a message"),
+            at=day2 + timedelta(seconds=20),
+            ids=(108,),
+            parts=("m8",),
+        ),
+        user(11, 9, "and more", at=day2 + timedelta(seconds=21), merged=True),
+        user(
+            12,
+            10,
+            "still on?",
+            at=day2 + timedelta(minutes=30),
+            sender=Sender(id=1001, name="Alice L."),
+            quote=Quote(id=50, sender_id=1002, summary="an old one"),
+        ),
+        rec(13, AssistantRecord(tool_calls=(CALL,)), at=day2 + timedelta(minutes=31)),
+        rec(
+            14,
+            ToolResultsRecord(
+                results=(ToolResult(call_id="c1", name="set_reaction", content="x" * 400),)
+            ),
+            at=day2 + timedelta(minutes=31),
+        ),
+        rec(15, AssistantRecord(text="yes"), at=day2 + timedelta(minutes=32), ids=(111,)),
+        user(16, 12, "ok", at=day2 + timedelta(minutes=40), sender=BOB),
+    ]
+    return records
+
+
+def _same(resumed: Projection, fresh: Projection) -> None:
+    assert resumed == fresh
+    assert [m.tokens for m in resumed.messages] == [m.tokens for m in fresh.messages]
+
+
+def test_a_resumed_projection_is_the_fresh_one_turn_after_turn() -> None:
+    """Each turn's window grows by what the last turn added; resuming from the last
+    projection renders only that, and gives exactly what rendering it all gives."""
+    records = _conversation()
+    targets = {50: "m0"}
+    last: Projection | None = None
+    for end in range(1, len(records) + 1):
+        window = records[:end]
+        current = current_record_index(window)
+        arguments = {"targets": targets, "current": current}
+        fresh = run(window, **arguments)  # type: ignore[arg-type]
+        resumed = project(
+            window,
+            current_index=current,
+            scene="group",
+            zone=SHANGHAI,
+            locale="zh",
+            bot_user_id=BOT_ID,
+            per_turn_blocks=TURN_BLOCKS,
+            quote_targets=targets,
+            chat_id=-100,
+            resume=None if last is None else last.prefix,
+        )
+        _same(resumed, fresh)
+        last = resumed
+
+
+def test_a_resumed_prefix_is_used_only_where_it_applies() -> None:
+    """The prefix's own messages come back (nothing before it is rendered again) while the
+    window starts with its records under the same arguments; a moved start, a replaced
+    record (an edit) or other arguments render the whole window."""
+    records = _conversation()
+    first = run(records[:8], current=7)
+    assert first.prefix is not None
+    assert len(first.prefix.records) == 7
+    head, *rest = first.prefix.messages
+    forged = replace(first.prefix, messages=(replace(head, content="FROM THE PREFIX"), *rest))
+
+    def fresh(window: Sequence[StoredRecord], scene: Scene = "group") -> Projection:
+        return run(window, current=current_record_index(window), scene=scene)
+
+    def again(window: Sequence[StoredRecord], **changes: object) -> Projection:
+        arguments: dict[str, object] = {
+            "current_index": current_record_index(window),
+            "scene": "group",
+            "zone": SHANGHAI,
+            "locale": "zh",
+            "bot_user_id": BOT_ID,
+            "per_turn_blocks": TURN_BLOCKS,
+            "chat_id": -100,
+            "resume": forged,
+        }
+        arguments.update(changes)
+        return project(window, **arguments)  # type: ignore[arg-type]
+
+    assert again(records[:10]).messages[0].content == "FROM THE PREFIX"
+    assert again(records[1:10]) == fresh(records[1:10])
+    edited = [*records[:10]]
+    edited[2] = replace(edited[2], created_at=edited[2].created_at)  # another object
+    assert again(edited) == fresh(edited)
+    assert again(records[:10], scene="private") == fresh(records[:10], scene="private")
+    assert again(records[:5]) == fresh(records[:5])  # its current record comes earlier
