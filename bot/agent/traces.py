@@ -53,19 +53,23 @@ thread, one thread at a time, and a failed write is logged, never raised into th
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import gzip
 import json
 import logging
 import os
+import queue
 import re
 import secrets
 import shutil
 import struct
+import threading
 import time
 import zlib
-from collections import OrderedDict, deque
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -90,6 +94,10 @@ OPEN_TURNS = 1_000
 """Turns whose last call waits for its tool results (the next call of the turn)."""
 HOLD_SECONDS = 60.0
 """How long a tool-calling call's trace waits for its results before it is written anyway."""
+MAX_QUEUED = 1_000
+"""Calls waiting for the worker thread past which a call's publisher waits for it."""
+IDLE_SECONDS = 30.0
+"""The worker thread ends after this long without a trace to write (and closes the files)."""
 STALE_CHECK_SECONDS = 5.0
 """How often the open segments are checked for removal by another process's pruning."""
 
@@ -372,12 +380,24 @@ def _gzip_member(data: bytes, name: bytes) -> bytes:
     return header + zlib.compress(data, 1, wbits=-15) + trailer
 
 
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """A call whose trace is to be written, with the results the next call brought."""
+
+    call: ModelCalled
+    tool_results: tuple[dict[str, Any], ...] = ()
+
+    def trace(self) -> dict[str, Any]:
+        trace = trace_json(self.call)
+        trace["tool_results"] = list(self.tool_results)
+        return trace
+
+
 @dataclass(slots=True)
 class _Held:
-    """A tool-calling call's trace, waiting for the next call of its turn."""
+    """A tool-calling call, waiting for the next call of its turn."""
 
-    trace: dict[str, Any]
-    at: datetime
+    call: ModelCalled
     since: float
     """`time.monotonic()` when it began to wait."""
     written: bool = False
@@ -386,11 +406,12 @@ class _Held:
 
 @dataclass(slots=True)
 class _Job:
-    """Traces of one call (and what it completed) on their way to the worker thread."""
+    """What one event hands to the worker thread."""
 
-    traces: list[dict[str, Any]]
+    calls: list[_Call]
     at: datetime | None
-    written: asyncio.Future[None]
+    done: concurrent.futures.Future[None] | None = None
+    """Set once written (a flush, or a caller held back by a long queue)."""
     close: bool = False
     """Close the files once written (a flush)."""
 
@@ -431,12 +452,13 @@ class TraceWriter:
         self.segment_bytes = segment_bytes or max(1, min(SEGMENT_BYTES, max_total_bytes // 16))
         self.hold_seconds = hold_seconds
         self._held: OrderedDict[str, _Held] = OrderedDict()
-        """Turn id → the trace of its last call, if it asked for tools."""
+        """Turn id → its last call, if it asked for tools."""
         self._timer: asyncio.TimerHandle | None = None
         self._timer_loop: asyncio.AbstractEventLoop | None = None
-        self._queue: deque[_Job] = deque()
-        self._drainer: asyncio.Task[None] | None = None
-        # the worker thread's (one at a time)
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._worker: threading.Thread | None = None
+        self._worker_lock = threading.Lock()
+        # the worker thread's
         self._pruned: date | None = None
         self._total: int | None = None
         self._segments: dict[str, _Segment] = {}
@@ -448,28 +470,29 @@ class TraceWriter:
         return self
 
     async def on_model_call(self, call: ModelCalled) -> None:
+        """Hand the call's trace (and the one it completes) to the worker thread; wait only
+        when the worker is far behind."""
         if not call.call_id:
             return
-        trace = trace_json(call)
-        writes: list[dict[str, Any]] = []
+        writes: list[_Call] = []
         held = self._held.pop(call.turn_id, None)
         if held is not None:
-            results = [] if call.request is None else _tool_results(held.trace, call.request)
-            if results:
-                held.trace["tool_results"] = results
+            results = () if call.request is None else _tool_results(held.call, call.request)
             if results or not held.written:
-                writes.append(held.trace)
+                writes.append(_Call(held.call, results))
         response = call.response
         if response is not None and response.tool_calls:
-            writes.extend(self._hold(call.turn_id, trace, call.at))
+            writes.extend(self._hold(call))
         else:
-            writes.append(trace)
-        if not writes:
-            return
-        try:
-            await self._enqueue(writes, call.at)  # cancelled: the traces are still written
-        except OSError:
-            log.exception("could not write the trace of call %s", call.call_id)
+            writes.append(_Call(call))
+        if writes:
+            self._submit(_Job(calls=writes, at=call.at))
+        if self._jobs.qsize() > MAX_QUEUED:  # a slow disk: the turns wait, memory stays bounded
+            await self.drain()
+
+    async def drain(self) -> None:
+        """Wait until every trace handed over so far is written (held ones stay held)."""
+        await self._written(_Job(calls=[], at=None))
 
     async def flush(self) -> None:
         """Write every held trace, wait until everything handed over is written, and close
@@ -481,21 +504,18 @@ class TraceWriter:
         due = [held for held in self._held.values() if not held.written]
         for held in due:
             held.written = True  # kept: results that still come are written with it
-        at = max((held.at for held in due), default=None)
-        try:
-            await self._enqueue([held.trace for held in due], at, close=True)
-        except OSError:
-            log.exception("could not write %d held traces", len(due))
+        at = max((held.call.at for held in due), default=None)
+        await self._written(_Job(calls=[_Call(held.call) for held in due], at=at, close=True))
 
-    def _hold(self, turn_id: str, trace: dict[str, Any], at: datetime) -> list[dict[str, Any]]:
-        """Keep `trace` until the next call of its turn; what must be written now instead
+    def _hold(self, call: ModelCalled) -> list[_Call]:
+        """Keep `call` until the next call of its turn; what must be written now instead
         (the oldest held, past `OPEN_TURNS`)."""
-        self._held[turn_id] = _Held(trace=trace, at=at, since=time.monotonic())
+        self._held[call.turn_id] = _Held(call=call, since=time.monotonic())
         evicted = []
         while len(self._held) > OPEN_TURNS:
             _, oldest = self._held.popitem(last=False)
             if not oldest.written:
-                evicted.append(oldest.trace)
+                evicted.append(_Call(oldest.call))
         loop = asyncio.get_running_loop()
         if self._timer is None or self._timer_loop is not loop:
             self._timer = loop.call_later(self.hold_seconds, self._expire)
@@ -512,55 +532,70 @@ class TraceWriter:
         for held in due:
             held.written = True
         if due:
-            written = self._enqueue([held.trace for held in due], max(held.at for held in due))
-            written.add_done_callback(_log_failure)
+            at = max(held.call.at for held in due)
+            self._submit(_Job(calls=[_Call(held.call) for held in due], at=at))
         if len(due) < len(waiting):
             loop = asyncio.get_running_loop()
             delay = waiting[len(due)].since + self.hold_seconds - now  # in the order held
             self._timer = loop.call_later(max(0.0, delay), self._expire)
             self._timer_loop = loop
 
-    def _enqueue(
-        self, traces: list[dict[str, Any]], at: datetime | None, *, close: bool = False
-    ) -> asyncio.Future[None]:
-        loop = asyncio.get_running_loop()
-        written: asyncio.Future[None] = loop.create_future()
-        self._queue.append(_Job(traces=traces, at=at, written=written, close=close))
-        drainer = self._drainer
-        if drainer is None or drainer.done() or drainer.get_loop() is not loop:
-            self._drainer = loop.create_task(self._drain(), name="trace-writer")
-        return written
+    async def _written(self, job: _Job) -> None:
+        """Hand `job` over and wait until it and everything before it is written."""
+        job.done = concurrent.futures.Future()
+        self._submit(job)
+        await asyncio.wrap_future(job.done)
 
-    async def _drain(self) -> None:
-        """Write the queued traces in order, those queued together in one trip to a worker
-        thread (one thread writes at a time, as the ledger's)."""
-        while self._queue:
-            batch = list(self._queue)
-            self._queue.clear()
+    def _submit(self, job: _Job) -> None:
+        self._jobs.put(job)
+        with self._worker_lock:
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, name="trace-writer", daemon=True)
+                self._worker.start()
+
+    def _work(self) -> None:
+        """The worker thread: the jobs queued together in one batch, in order; it ends after
+        `IDLE_SECONDS` without any (and starts again with the next)."""
+        while True:
             try:
-                failures = await asyncio.to_thread(
-                    self._write_batch,
-                    [(job.traces, job.at) for job in batch],
-                    close=any(job.close for job in batch),
-                )
-            except BaseException:  # the loop is going away: nobody waits in vain
-                for job in batch:
-                    job.written.cancel()
-                raise
-            for job, failure in zip(batch, failures, strict=True):
-                if job.written.done():  # its caller was cancelled
-                    if failure is not None:
-                        log.error("could not write a trace: %s", failure)
-                elif failure is None:
-                    job.written.set_result(None)
-                else:
-                    job.written.set_exception(failure)
+                batch = [self._jobs.get(timeout=IDLE_SECONDS)]
+            except queue.Empty:
+                with self._worker_lock:
+                    if self._jobs.qsize() == 0:
+                        self._worker = None
+                        self._close_all()
+                        return
+                continue
+            while True:
+                try:
+                    batch.append(self._jobs.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                self._write_jobs(batch)
+            except Exception:  # never lose the thread: the next traces may well be written
+                log.exception("the trace writer failed")
+            for job in batch:
+                if job.done is not None:
+                    with contextlib.suppress(concurrent.futures.InvalidStateError):
+                        job.done.set_result(None)  # (unless its waiter was cancelled)
+
+    def _write_jobs(self, batch: list[_Job]) -> None:
+        close = any(job.close for job in batch)
+        failures = self._write_batch([(job.calls, job.at) for job in batch], close=close)
+        failed = [(job, failure) for job, failure in zip(batch, failures, strict=True) if failure]
+        if failed:
+            calls = ", ".join(c.call.call_id for job, _ in failed for c in job.calls)
+            log.error("could not write the traces of calls %s: %s", calls, failed[0][1])
 
     def _write_batch(
-        self, batch: list[tuple[list[dict[str, Any]], datetime | None]], *, close: bool = False
+        self,
+        batch: Sequence[tuple[Sequence[_Call | dict[str, Any]], datetime | None]],
+        *,
+        close: bool = False,
     ) -> list[Exception | None]:
-        """Runs in the worker thread: every trace of the batch, one write per file touched;
-        what stopped each call's traces (its waiter gets it, as if it had written them)."""
+        """Every trace of the batch, one write per file touched; what stopped each job's
+        traces (in the worker thread, or the caller's: one writer at a time)."""
         failures: list[Exception | None] = [None] * len(batch)
         try:
             times = [at for traces, at in batch if traces and at is not None]
@@ -569,7 +604,10 @@ class TraceWriter:
             days: dict[str, list[tuple[int, str, bytes]]] = {}
             for job, (traces, _) in enumerate(batch):
                 try:
-                    encoded = [_member(trace) for trace in traces]
+                    encoded = [
+                        _member(trace if isinstance(trace, dict) else trace.trace())
+                        for trace in traces
+                    ]
                 except Exception as exc:  # a trace that cannot be encoded fails its call only
                     failures[job] = exc
                     continue
@@ -591,7 +629,8 @@ class TraceWriter:
         return failures
 
     def _write_all(self, traces: list[dict[str, Any]], now: datetime) -> None:
-        """Write `traces` now, in this thread (tests and tools; the bot goes through the bus)."""
+        """Write `traces` now, in this thread (tests and tools, while no worker runs; the
+        bot goes through the bus)."""
         (failure,) = self._write_batch([(traces, now)])
         if failure is not None:
             raise failure
@@ -760,16 +799,11 @@ def _size(directory: Path) -> int:
     return total
 
 
-def _log_failure(written: asyncio.Future[None]) -> None:
-    if not written.cancelled() and (failure := written.exception()) is not None:
-        log.error("could not write held traces: %s", failure)
-
-
-def _tool_results(previous: dict[str, Any], request: LLMRequest) -> list[dict[str, Any]]:
+def _tool_results(previous: ModelCalled, request: LLMRequest) -> tuple[dict[str, Any], ...]:
     """The tool messages of `request` that answer the tool calls of the previous call."""
-    response = previous.get("response") or {}
-    ids = {call.get("id") for call in response.get("tool_calls", ())}
-    return [
+    response = previous.response
+    ids = {call.id for call in response.tool_calls} if response is not None else set()
+    return tuple(
         {
             "tool_call_id": message.tool_call_id,
             "name": message.name,
@@ -778,4 +812,4 @@ def _tool_results(previous: dict[str, Any], request: LLMRequest) -> list[dict[st
         }
         for message in request.messages
         if message.role == "tool" and message.tool_call_id in ids
-    ]
+    )

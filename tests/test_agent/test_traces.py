@@ -275,8 +275,10 @@ async def test_a_tool_calling_call_is_written_once_with_its_results(tmp_path: Pa
     writer = TraceWriter(tmp_path)
     first, second = new_call_id(AT), new_call_id(AT)
     await writer.on_model_call(_asks_tools(first))
+    await writer.drain()
     assert read_trace(tmp_path, first) is None, "held until its results come"
     await writer.on_model_call(_answers(second))
+    await writer.drain()
     trace = read_trace(tmp_path, first)
     assert trace is not None
     assert trace["tool_results"] == [
@@ -302,6 +304,7 @@ async def test_flush_writes_what_is_held(tmp_path: Path) -> None:
     assert not writer._segments, "the files are closed"
 
     await writer.on_model_call(_answers(new_call_id(AT)))
+    await writer.drain()
     again = read_trace(tmp_path, first)
     assert again is not None
     assert [r["content"] for r in again["tool_results"]] == ["found it"]
@@ -323,6 +326,7 @@ async def test_a_held_trace_is_written_after_a_while(tmp_path: Path) -> None:
     assert await asyncio.to_thread(wrote.wait, deadline(EVENT))
     assert read_trace(tmp_path, first) is not None
     await writer.on_model_call(_answers(new_call_id(AT)))
+    await writer.drain()
     trace = read_trace(tmp_path, first)
     assert trace is not None
     assert trace["tool_results"], "rewritten with its results"
@@ -333,10 +337,30 @@ async def test_too_many_waiting_turns_write_the_oldest(tmp_path: Path) -> None:
     ids = [new_call_id(AT) for _ in range(OPEN_TURNS + 1)]
     for n, call_id in enumerate(ids):
         await writer.on_model_call(_asks_tools(call_id, turn=f"t{n}"))
+    await writer.drain()
     assert read_trace(tmp_path, ids[0]) is not None
     assert read_trace(tmp_path, ids[1]) is None
     await writer.flush()
     assert all(read_trace(tmp_path, call_id) is not None for call_id in ids)
+
+
+async def test_the_turn_goes_on_while_the_trace_is_written(tmp_path: Path) -> None:
+    """The publisher hands the trace over and returns; the worker thread writes it."""
+    writer = TraceWriter(tmp_path)
+    release = threading.Event()
+    write_batch = writer._write_batch
+
+    def slow(*args: Any, **kwargs: Any) -> list[Exception | None]:
+        release.wait(deadline(EVENT))
+        return write_batch(*args, **kwargs)
+
+    writer._write_batch = slow  # type: ignore[method-assign]
+    call_id = new_call_id(AT)
+    await writer.on_model_call(_answers(call_id))  # returns although the disk is "stuck"
+    assert read_trace(tmp_path, call_id) is None
+    release.set()
+    await writer.drain()
+    assert read_trace(tmp_path, call_id) is not None
 
 
 async def test_a_failed_write_is_logged_not_raised(
@@ -345,5 +369,11 @@ async def test_a_failed_write_is_logged_not_raised(
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
     writer = TraceWriter(blocked)
-    await writer.on_model_call(_answers(new_call_id(AT)))
-    assert "could not write the trace" in caplog.text
+    call_id = new_call_id(AT)
+    await writer.on_model_call(_answers(call_id))
+    await writer.flush()
+    assert f"could not write the traces of calls {call_id}" in caplog.text
+    good = TraceWriter(tmp_path)
+    await good.on_model_call(_answers(call_id))
+    await good.flush()
+    assert read_trace(tmp_path, call_id) is not None
