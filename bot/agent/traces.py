@@ -34,9 +34,9 @@ is written anyway after `HOLD_SECONDS` (a slow tool; then written again, with it
 when they come: the newer copy wins), when more than `OPEN_TURNS` turns wait, and by
 `TraceWriter.flush`, which the bot awaits on a clean stop after its turns have finished:
 nothing is lost then. A crash loses the held traces (calls whose tools were still running,
-at most `HOLD_SECONDS` old) and the batch being handed over; everything written before is
-in the files (no `fsync`: as the ledger, a power cut may lose what the system had not yet
-stored).
+at most `HOLD_SECONDS` old) and those still queued for the writer thread (the calls of the
+last moments); everything written before is in the files (no `fsync`: as the ledger, a
+power cut may lose what the system had not yet stored).
 
 Bounds. One trace holds at most `MAX_TRACE_CHARS` characters of JSON before compression:
 a larger one has each long string cut (`truncated` says so). All traces together stay
@@ -45,9 +45,13 @@ segments go, oldest first (the oldest day's first, a day's per-call files of the
 layout before its segments), until 90 % of the bound is left. Days older than `keep_days`
 are pruned whole once a day.
 
-`TraceWriter` is an `EventBus` subscriber beside metering; traces are encoded, compressed
-(gzip level 1: traces are written on every call and read rarely) and written in a worker
-thread, one thread at a time, and a failed write is logged, never raised into the turn.
+`TraceWriter` is an `EventBus` subscriber beside metering. The event loop only hands each
+call over (a queue put); one writer thread builds, encodes, compresses (gzip level 1:
+traces are written on every call and read rarely) and writes everything queued at that
+moment as one batch, and ends after `IDLE_SECONDS` without work. The turn never waits for
+the disk (unless `MAX_QUEUED` calls are waiting for it); a failed write is logged, never
+raised into the turn. `drain` waits for what was handed over; `flush` also writes the held
+traces and closes the files.
 """
 
 from __future__ import annotations
@@ -96,7 +100,7 @@ HOLD_SECONDS = 60.0
 """How long a tool-calling call's trace waits for its results before it is written anyway."""
 MAX_QUEUED = 1_000
 """Calls waiting for the worker thread past which a call's publisher waits for it."""
-IDLE_SECONDS = 30.0
+IDLE_SECONDS = 10.0
 """The worker thread ends after this long without a trace to write (and closes the files)."""
 STALE_CHECK_SECONDS = 5.0
 """How often the open segments are checked for removal by another process's pruning."""
