@@ -589,8 +589,14 @@ class TraceWriter:
         failures = self._write_batch([(job.calls, job.at) for job in batch], close=close)
         failed = [(job, failure) for job, failure in zip(batch, failures, strict=True) if failure]
         if failed:
-            calls = ", ".join(c.call.call_id for job, _ in failed for c in job.calls)
-            log.error("could not write the traces of calls %s: %s", calls, failed[0][1])
+            ids = [c.call.call_id for job, _ in failed for c in job.calls]
+            more = f" and {len(ids) - 5} more" if len(ids) > 5 else ""
+            log.error(
+                "could not write the traces of calls %s%s: %s",
+                ", ".join(ids[:5]),
+                more,
+                failed[0][1],
+            )
 
     def _write_batch(
         self,
