@@ -51,7 +51,8 @@ traces are written on every call and read rarely) and writes everything queued a
 moment as one batch, and ends after `IDLE_SECONDS` without work. The turn never waits for
 the disk (unless `MAX_QUEUED` calls are waiting for it); a failed write is logged, never
 raised into the turn. `drain` waits for what was handed over; `flush` also writes the held
-traces and closes the files.
+traces and closes the files, and runs by itself when the event loop ends (`asyncio.run`
+cancels the writer's guard task, which flushes before it goes).
 """
 
 from __future__ import annotations
@@ -65,8 +66,8 @@ import json
 import logging
 import os
 import queue
+import random
 import re
-import secrets
 import shutil
 import struct
 import threading
@@ -112,9 +113,15 @@ _SEGMENT = re.compile(r"(\d{1,9})\.(gz|idx)")
 _LEGACY_SUFFIX = ".json.gz"
 
 
+_ids = random.Random()
+"""Seeded from `os.urandom` once, and again in a forked child: not a system call per id."""
+os.register_at_fork(after_in_child=_ids.seed)
+
+
 def new_call_id(at: datetime) -> str:
-    """A fresh id for a call made at `at`: its UTC day, then 48 random bits."""
-    return f"{at.astimezone(UTC):%Y%m%d}-{secrets.token_hex(6)}"
+    """A fresh id for a call made at `at`: its UTC day, then 48 random bits (the dashboard
+    guards its pages with its token, not with the ids: they are unique, not secret)."""
+    return f"{at.astimezone(UTC):%Y%m%d}-{_ids.getrandbits(48):012x}"
 
 
 def call_day(call_id: str) -> date | None:
@@ -462,6 +469,7 @@ class TraceWriter:
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None
         self._worker_lock = threading.Lock()
+        self._guardian: asyncio.Task[None] | None = None
         # the worker thread's
         self._pruned: date | None = None
         self._total: int | None = None
@@ -491,8 +499,27 @@ class TraceWriter:
             writes.append(_Call(call))
         if writes:
             self._submit(_Job(calls=writes, at=call.at))
+        guardian = self._guardian
+        if (
+            guardian is None
+            or guardian.done()
+            or guardian.get_loop() is not asyncio.get_running_loop()
+        ):
+            self._guardian = asyncio.get_running_loop().create_task(
+                self._guard(), name="trace-writer-guard"
+            )
         if self._jobs.qsize() > MAX_QUEUED:  # a slow disk: the turns wait, memory stays bounded
             await self.drain()
+
+    async def _guard(self) -> None:
+        """Waits for the end of the loop (`asyncio.run` cancels every task left), then
+        flushes, so that the loop does not end before the traces handed over are written
+        (a stop without `flush`: tests, tools)."""
+        try:
+            await asyncio.get_running_loop().create_future()
+        except asyncio.CancelledError:
+            await self.flush()
+            raise
 
     async def drain(self) -> None:
         """Wait until every trace handed over so far is written (held ones stay held)."""

@@ -377,3 +377,19 @@ async def test_a_failed_write_is_logged_not_raised(
     await good.on_model_call(_answers(call_id))
     await good.flush()
     assert read_trace(tmp_path, call_id) is not None
+
+
+def test_the_end_of_the_loop_waits_for_the_traces(tmp_path: Path) -> None:
+    """No `flush`: a loop that ends (`asyncio.run`, a test's runner) still leaves every
+    trace handed over, and the held ones, on disk before it returns, so a caller may remove
+    the directory right after."""
+    writer = TraceWriter(tmp_path)
+    ids = [new_call_id(AT) for _ in range(3)]
+
+    async def turns() -> None:
+        await writer.on_model_call(_answers(ids[0], turn="t1"))
+        await writer.on_model_call(_asks_tools(ids[1], turn="t2"))
+        await writer.on_model_call(_answers(ids[2], turn="t3"))
+
+    asyncio.run(turns())
+    assert all(read_trace(tmp_path, call_id) is not None for call_id in ids)
