@@ -462,6 +462,7 @@ class TraceWriter:
         self.max_total_bytes = max_total_bytes
         self.segment_bytes = segment_bytes or max(1, min(SEGMENT_BYTES, max_total_bytes // 16))
         self.hold_seconds = hold_seconds
+        self.stale_check_seconds = STALE_CHECK_SECONDS
         self._held: OrderedDict[str, _Held] = OrderedDict()
         """Turn id → its last call, if it asked for tools."""
         self._timer: asyncio.TimerHandle | None = None
@@ -711,7 +712,7 @@ class TraceWriter:
         segment = self._segments.get(day)
         if segment is not None:
             now = time.monotonic()
-            if now - segment.checked >= STALE_CHECK_SECONDS:
+            if now - segment.checked >= self.stale_check_seconds:
                 segment.checked = now
                 if os.fstat(segment.data).st_nlink == 0 or os.fstat(segment.index).st_nlink == 0:
                     self._forget(day)

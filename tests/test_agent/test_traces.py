@@ -393,3 +393,19 @@ def test_the_end_of_the_loop_waits_for_the_traces(tmp_path: Path) -> None:
 
     asyncio.run(turns())
     assert all(read_trace(tmp_path, call_id) is not None for call_id in ids)
+
+
+def test_a_segment_another_worker_pruned_is_opened_anew(tmp_path: Path) -> None:
+    """Two workers share the directory; one's bound removes the segment the other has open.
+    The other notices (it looks every `STALE_CHECK_SECONDS`) and writes to a new file
+    instead of one nobody can read."""
+    mine = TraceWriter(tmp_path)
+    mine.stale_check_seconds = 0
+    first = new_call_id(NOW)
+    mine._write_all([_trace(first)], NOW)
+    other = TraceWriter(tmp_path, max_total_bytes=10_000)
+    other._write_all([_trace(new_call_id(NOW), _noise(n)) for n in range(10)], NOW)
+    assert read_trace(tmp_path, first) is None, "pruned by the other worker"
+    later = new_call_id(NOW)
+    mine._write_all([_trace(later, "still kept")], NOW)
+    assert read_trace(tmp_path, later) == _trace(later, "still kept")
