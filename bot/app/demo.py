@@ -330,6 +330,8 @@ async def _run_demo(settings: Settings, *, data: Path, keep: bool, started: floa
                 api, app, sink, model, naive, demo, me.username or "", clock=clock
             )
             await app.runner.aclose()
+            if app.traces is not None:
+                await app.traces.flush()
             stop_polling.set()
             await polling
         finally:

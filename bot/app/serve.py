@@ -294,6 +294,8 @@ async def _start_app(
         topology=topology,
     )
     stack.push_async_callback(app.ledger.flush)
+    if app.traces is not None:  # after the turns: their held traces are written
+        stack.push_async_callback(app.traces.flush)
     stack.push_async_callback(app.routes.aclose)
     stack.push_async_callback(app.runner.aclose)
     if mcp is not None:

@@ -370,6 +370,8 @@ class App:
     """Spend limits (`[limits]`); None when none is set."""
     locales: ChatLocales | None = None
     """Whose language the bot speaks (`BOT_LOCALE=auto`: each member's, a chat's)."""
+    traces: TraceWriter | None = None
+    """Per-call traces; `flush` on a clean stop writes the ones still held."""
 
 
 async def open_store(settings: Settings) -> ConversationStore:
@@ -484,7 +486,7 @@ def build_app(
         spend = SpendGuard(
             policy=policy, counters=open_spend_counters(store), messenger=messenger, clock=clock
         )
-    TraceWriter(
+    traces = TraceWriter(
         settings.traces_dir,
         keep_days=settings.ledger.keep_requests_days,
         max_total_bytes=settings.ledger.max_traces_mb * 1024 * 1024,
@@ -623,6 +625,7 @@ def build_app(
         topology=topology,
         spend=spend,
         locales=locales,
+        traces=traces,
     )
 
 

@@ -502,9 +502,10 @@ async def test_echoing_errors_leave_no_secret_in_the_log_or_the_ledger(
         path.read_text(encoding="utf-8") for path in (bot.data_dir / "agent-traces").glob("*.jsonl")
     )
     traces = "".join(  # each call as sent and answered, kept beside the ledger
-        gzip.decompress(path.read_bytes()).decode("utf-8")
-        for path in (bot.data_dir / "agent-traces").rglob("*.json.gz")
+        gzip.decompress(path.read_bytes()).decode("utf-8")  # a segment: every member
+        for path in (bot.data_dir / "agent-traces").rglob("*.gz")
     )
+    assert '"call_id":' in traces
     assert "[redacted]" in log_text  # both errors were logged, scrubbed
     assert "[redacted]" in ledger  # the failed call's ledger line, scrubbed
     for name, form in secret_forms().items():

@@ -22,7 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from adapters.llm.openai_server_wire import from_request
-from bot.agent.traces import read_trace, request_json
+from bot.agent.traces import TraceReader, read_trace, request_json
 from bot.app.dashboard.views import BadQuery, TurnCalls, alias_lines, parse_int
 from bot.config import Settings
 from bot.domain.ids import SessionKey
@@ -300,14 +300,15 @@ def turn_texts(traces_dir: Path, turns: Sequence[TurnCalls]) -> dict[str, tuple[
     its first call answered (header and per-turn blocks cut off) and its last call's reply
     text; a turn whose traces were pruned has none."""
     texts: dict[str, tuple[str, str]] = {}
+    reader = TraceReader(traces_dir)  # each day's indexes read once for the whole page
     for turn in turns:
         calls = [c for c in turn.calls if c.purpose == "turn" and c.call_id]
         if not calls:
             continue
         question = reply = ""
         try:
-            first = read_trace(traces_dir, calls[0].call_id or "")
-            last = first if len(calls) == 1 else read_trace(traces_dir, calls[-1].call_id or "")
+            first = reader.read(calls[0].call_id or "")
+            last = first if len(calls) == 1 else reader.read(calls[-1].call_id or "")
         except ValueError:
             continue
         if first is not None:

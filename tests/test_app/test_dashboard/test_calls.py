@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import html
-import json
 import re
 
 from aiohttp import web
@@ -29,14 +28,18 @@ def test_every_ledger_line_names_a_stored_compressed_trace(demo_data: DemoData) 
     traces = demo_data.data_dir / "agent-traces"
     for entry in calls:
         assert re.fullmatch(r"\d{8}-[0-9a-f]{12}", entry.call_id), entry.call_id
-        path = trace_path(traces, entry.call_id)
-        assert path is not None
-        assert path.is_file()
-        stored = json.loads(gzip.decompress(path.read_bytes()))
+        stored = read_trace(traces, entry.call_id)
+        assert stored is not None
         assert stored["call_id"] == entry.call_id
         assert stored["turn_id"] == entry.turn_id
         assert stored["request"]["messages"][0]["role"] == "system"
     assert len({e.call_id for e in calls}) == len(calls)
+    # appended to a few compressed segments a day, each with its index: not a file per call
+    files = [p for p in (traces / "calls").rglob("*") if p.is_file()]
+    assert {p.suffix for p in files} == {".gz", ".idx"}
+    assert len(files) < len(calls)
+    for segment in (p for p in files if p.suffix == ".gz"):
+        assert gzip.decompress(segment.read_bytes()).startswith(b'{"call_id":"')
 
 
 def test_a_tool_calling_call_keeps_the_results_the_next_call_carried(

@@ -72,6 +72,7 @@ async def test_a_trace_keeps_the_body_sent_and_the_page_reads_it_back(
     call_id = new_call_id(AT)
     writer = TraceWriter(tmp_path)
     await writer.on_model_call(model_call(call_id=call_id, request=REQUEST, response=response))
+    await writer.drain()
 
     trace = read_trace(tmp_path, call_id)
     assert trace is not None
