@@ -6,6 +6,9 @@ needed on disk. `tgbot db upgrade` and the tests call this; the store never crea
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
 from pathlib import Path
 
 from alembic import command
@@ -43,3 +46,21 @@ def _upgrade(connection: Connection, revision: str) -> None:
     config = alembic_config()
     config.attributes["connection"] = connection
     command.upgrade(config, revision)
+
+
+def _main() -> int:
+    """`storage.schema.upgrade_in_child`'s child: the upgrade, and on failure its reason in
+    one line on stderr (the parent shows it)."""
+    from storage.schema import URL_VARIABLE
+
+    try:
+        asyncio.run(upgrade_database(os.environ[URL_VARIABLE]))
+    except Exception as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        print(f"{type(exc).__name__}: {reason}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

@@ -131,7 +131,7 @@ async def serve(
         async with AsyncExitStack() as stack:
             try:
                 async with opening_database(url):
-                    store = await open_store(settings)
+                    store = await open_store(settings, serving=True)
                 stack.push_async_callback(store.close)
                 topology = topology_for(store)  # one process, or several workers
                 chat_lock = topology.chat_lock()

@@ -78,7 +78,7 @@ from bot.tools import default_tools
 from bot.tools.base import Tool
 from bot.tools.view_image import VIEW_IMAGE
 from storage.engine import create_engine_for
-from storage.schema import schema_at_head
+from storage.schema import schema_at_head, upgrade_in_child
 from storage.spend import SqlSpendCounters
 from storage.sql import SqlStore
 
@@ -374,15 +374,19 @@ class App:
     """Per-call traces; `flush` on a clean stop writes the ones still held."""
 
 
-async def open_store(settings: Settings) -> ConversationStore:
+async def open_store(settings: Settings, *, serving: bool = False) -> ConversationStore:
+    """The store, its schema created or migrated first when it is not at head. A serving
+    process (`tgbot run`) has that done by a child process, so Alembic (~11 MB resident for
+    the process's life) never enters it; a one-off command runs Alembic itself."""
     url = settings.resolved_database_url
-    if await schema_at_head(url):  # the usual start: Alembic is not even imported
-        return SqlStore(create_engine_for(url))
-    # Deferred (measured: ~11 MB resident and 0.1-0.3 s of start-up, see storage.schema).
-    from storage.migrate import upgrade_database
+    if not await schema_at_head(url):  # the usual start does not even import Alembic
+        async with one_migration_at_a_time(url):
+            if serving:
+                await upgrade_in_child(url)
+            else:
+                from storage.migrate import upgrade_database
 
-    async with one_migration_at_a_time(url):
-        await upgrade_database(url)
+                await upgrade_database(url)
     return SqlStore(create_engine_for(url))
 
 

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
+import sys
+from asyncio.subprocess import PIPE
 from pathlib import Path
 
 import pytest
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
+from bot.errors import StorageUnavailable
 from storage.engine import create_engine_for
 from storage.migrate import alembic_config, upgrade_database
-from storage.schema import HEAD_REVISION, schema_at_head, schema_revision
+from storage.schema import HEAD_REVISION, schema_at_head, schema_revision, upgrade_in_child
 from tests.test_app.conftest import cli_env, tgbot, tgbot_here
 
 TABLES = {
@@ -81,3 +85,42 @@ async def test_the_start_up_check_knows_the_newest_migration(tmp_path: Path) -> 
     assert not await schema_at_head(url)
     await upgrade_database(url)
     assert await schema_at_head(url)
+
+
+@pytest.mark.slow  # a real child process
+async def test_the_serving_process_creates_the_schema_without_importing_alembic(
+    tmp_path: Path,
+) -> None:
+    """`open_store(serving=True)` (what `tgbot run` opens) upgrades a new database in a
+    child process: the schema is at head and Alembic (~11 MB resident) never entered the
+    serving process."""
+    database = tmp_path / "new.sqlite3"
+    url = f"sqlite:///{database}"
+    script = (
+        "import asyncio, sys\n"
+        "from bot.app.wiring import open_store\n"
+        "from bot.config import load_settings\n"
+        f"settings = load_settings(data_dir={str(tmp_path)!r}, database_url={url!r})\n"
+        "async def main():\n"
+        "    store = await open_store(settings, serving=True)\n"
+        "    await store.close()\n"
+        "asyncio.run(main())\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))\n"
+    )
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, stdout=PIPE, stderr=PIPE, env=cli_env(tmp_path / "data")
+    )
+    out, err = await child.communicate()
+    assert child.returncode == 0, err.decode()
+    assert out.decode().strip() == "[]"
+    assert await schema_revision(url) == HEAD_REVISION
+
+
+@pytest.mark.slow  # a real child process
+async def test_a_failed_upgrade_in_the_child_is_storage_unavailable_with_its_reason(
+    tmp_path: Path,
+) -> None:
+    not_a_database = tmp_path / "notes.sqlite3"
+    not_a_database.write_text("these are notes, not a database\n" * 200)
+    with pytest.raises(StorageUnavailable, match=r"schema upgrade failed: .*not a database"):
+        await upgrade_in_child(f"sqlite:///{not_a_database}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.test_app.conftest import cli_env, run_cli
 
 
@@ -33,6 +35,7 @@ def test_a_webhook_without_a_secret_is_refused_in_one_line(tmp_path: Path) -> No
     assert "SECRET-bot-token" not in done.err
 
 
+@pytest.mark.slow  # `tgbot run` creates its new database's schema in a child process
 def test_the_secret_or_an_explicit_insecure_flag_passes_that_check(tmp_path: Path) -> None:
     # nothing listens on the API base: the run gets past the webhook check, then fails
     unreachable = {"TELEGRAM_API_BASE": "http://127.0.0.1:9"}
