@@ -473,7 +473,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "Database round trips of `tgbot run` under the same load (in this process, "
             "`bench/bench_trips.py`): SQL statements sent (transaction control not counted), "
             "transactions as the database runs them, and hand-offs to a SQLite connection's "
-            "thread and back, per answered message (each also one inbound message):",
+            "thread and back (SQLite's statements run on the event loop: a hand-off is a job "
+            "that had to wait for another process's lock), per answered message (each also "
+            "one inbound message):",
             "",
             bench_trips.TRIPS_HEADER,
             *(result.markdown() for result in trips),
