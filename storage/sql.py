@@ -45,6 +45,7 @@ from bot.ports import (
 )
 from bot.store_ports import ConversationStore
 from storage.alias_cache import (
+    Derived,
     aliases_on_path,
     derive,
     derive_record,
@@ -151,35 +152,46 @@ async def _insert_chain(
         else:
             first = first_message_id(record.message_ids)
             derived = await derive_record(conn, session_id, parent, last, first)
-        created_at = utc(record.created_at)
-        values = {
-            "session_id": session_id,
-            "parent_id": parent,
-            "kind": record.body.kind,
-            "created_at": created_at,
-            "payload": encode_payload(record.body, record.message_ids),
-            "tokens": record.tokens,
-            "first_message_id": first,
-            "message_ids": encode_message_ids(record.message_ids),
-            "alias_seq": derived.seq,
-            "alias_last": derived.last,
-        }
+        values = _record_row(session_id, parent, record, first, derived)
         new_id = (await conn.execute(INSERT_RECORD, values)).scalar_one()
-        stored.append(
-            StoredRecord(
-                id=new_id,
-                session_id=session_id,
-                parent_id=parent,
-                created_at=created_at,
-                body=record.body,
-                message_ids=record.message_ids,
-                tokens=record.tokens,
-                alias_seq=derived.seq,
-                alias_parts=alias_parts(derived.seq, record.message_ids),
-            )
-        )
+        stored.append(_inserted(new_id, values, record, derived))
         parent, last = new_id, derived.last
     return stored
+
+
+def _record_row(
+    session_id: int, parent: int | None, record: NewRecord, first: int | None, derived: Derived
+) -> dict[str, Any]:
+    """The columns `INSERT_RECORD` writes of `record` under `parent`."""
+    return {
+        "session_id": session_id,
+        "parent_id": parent,
+        "kind": record.body.kind,
+        "created_at": utc(record.created_at),
+        "payload": encode_payload(record.body, record.message_ids),
+        "tokens": record.tokens,
+        "first_message_id": first,
+        "message_ids": encode_message_ids(record.message_ids),
+        "alias_seq": derived.seq,
+        "alias_last": derived.last,
+    }
+
+
+def _inserted(
+    new_id: int, row: dict[str, Any], record: NewRecord, derived: Derived
+) -> StoredRecord:
+    """The stored record of `row` (`_record_row`), inserted as `new_id`."""
+    return StoredRecord(
+        id=new_id,
+        session_id=row["session_id"],
+        parent_id=row["parent_id"],
+        created_at=row["created_at"],
+        body=record.body,
+        message_ids=record.message_ids,
+        tokens=record.tokens,
+        alias_seq=derived.seq,
+        alias_parts=alias_parts(derived.seq, record.message_ids),
+    )
 
 
 _RECORD_KEYS = (
@@ -267,33 +279,9 @@ def _append_job(
             if first is not None and parent is not None and earliest is not None:
                 raise _NeedsSqlAlchemy
             derived = derive(last, first, None)
-            created_at = utc(record.created_at)
-            values = {
-                "session_id": session_id,
-                "parent_id": parent,
-                "kind": record.body.kind,
-                "created_at": created_at,
-                "payload": encode_payload(record.body, record.message_ids),
-                "tokens": record.tokens,
-                "first_message_id": first,
-                "message_ids": encode_message_ids(record.message_ids),
-                "alias_seq": derived.seq,
-                "alias_last": derived.last,
-            }
+            values = _record_row(session_id, parent, record, first, derived)
             new_id = insert.scalar(conn, values)
-            stored.append(
-                StoredRecord(
-                    id=new_id,
-                    session_id=session_id,
-                    parent_id=parent,
-                    created_at=created_at,
-                    body=record.body,
-                    message_ids=record.message_ids,
-                    tokens=record.tokens,
-                    alias_seq=derived.seq,
-                    alias_parts=alias_parts(derived.seq, record.message_ids),
-                )
-            )
+            stored.append(_inserted(new_id, values, record, derived))
             parent, last = new_id, derived.last
         if platform_messages:
             default = stored[-1].id

@@ -68,7 +68,15 @@ import sqlite3
 import threading
 import weakref
 from collections import namedtuple
-from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from contextlib import suppress
 from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
@@ -738,33 +746,26 @@ class FastSqlite:
         return known[1]
 
     async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """`work` on a pooled connection's thread, outside a transaction (one statement
-        reads one snapshot)."""
-        try:
-            async with self._engine.connect() as conn:
-                driver = _driver(conn)
-                try:
-                    return await driver.run(work)
-                except sqlite3.Error as exc:
-                    await _drop_if_closed(conn, exc)
-                    raise
-        except (SQLAlchemyError, sqlite3.Error) as exc:
-            raise StorageUnavailable(f"database read failed: {exc}") from exc
+        """`work` on a pooled connection, outside a transaction (one statement reads one
+        snapshot)."""
+        return await self._job(lambda driver: driver.run(work), "read")
 
     async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`work` in one write transaction (`BEGIN IMMEDIATE` … `COMMIT`), as one job;
         whatever it raises rolls everything back (a `sqlite3` error as `StorageUnavailable`)."""
         async with self._gate.hold():
-            try:
-                async with self._engine.connect() as conn:
-                    driver = _driver(conn)
-                    try:
-                        return await driver.run_transaction(work)
-                    except sqlite3.Error as exc:
-                        await _drop_if_closed(conn, exc)
-                        raise
-            except (SQLAlchemyError, sqlite3.Error) as exc:
-                raise StorageUnavailable(f"database write failed: {exc}") from exc
+            return await self._job(lambda driver: driver.run_transaction(work), "write")
+
+    async def _job(self, run: Callable[[Connection], Awaitable[T]], what: str) -> T:
+        try:
+            async with self._engine.connect() as conn:
+                try:
+                    return await run(_driver(conn))
+                except sqlite3.Error as exc:
+                    await _drop_if_closed(conn, exc)
+                    raise
+        except (SQLAlchemyError, sqlite3.Error) as exc:
+            raise StorageUnavailable(f"database {what} failed: {exc}") from exc
 
 
 def _driver(conn: AsyncConnection) -> Connection:
