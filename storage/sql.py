@@ -159,6 +159,22 @@ async def _insert_chain(
     return stored
 
 
+def _append_parent(
+    head: Any, session_id: int, parent_id: int | None, *, at_root: bool
+) -> tuple[int | None, int | None]:
+    """Where an append goes, from its `APPEND_HEAD` row: the parent (None: a new root) and
+    the `alias_last` the first record continues from (None: the parent's alias cache is
+    missing and must be repaired first)."""
+    if head is None:
+        raise SessionNotFound(f"no session {session_id}")
+    parent = None if at_root else head.active_leaf_id if parent_id is None else parent_id
+    if parent is None:
+        return None, head.alias_root_base
+    if head.parent_row is None:
+        raise SessionNotFound(f"no record {parent} in session {session_id}")
+    return parent, head.parent_last
+
+
 def _record_row(
     session_id: int, parent: int | None, record: NewRecord, first: int | None, derived: Derived
 ) -> dict[str, Any]:
@@ -256,17 +272,10 @@ def _append_job(
         first = first_message_id(records[0].message_ids)
         params = {"session_id": session_id, "parent_id": parent_id, "first": first}
         head = head_query.first(conn, params)
-        if head is None:
-            raise SessionNotFound(f"no session {session_id}")
-        parent = None if at_root else head.active_leaf_id if parent_id is None else parent_id
-        last = head.alias_root_base
+        parent, last = _append_parent(head, session_id, parent_id, at_root=at_root)
         earliest = head.earliest
-        if parent is not None:
-            if head.parent_row is None:
-                raise SessionNotFound(f"no record {parent} in session {session_id}")
-            last = head.parent_last
-            if last is None:
-                raise _NeedsSqlAlchemy
+        if last is None:
+            raise _NeedsSqlAlchemy
         stored: list[StoredRecord] = []
         for index, record in enumerate(records):
             if index > 0:
@@ -646,18 +655,12 @@ class SqlStore:
                     {"session_id": session_id, "parent_id": parent_id, "first": first},
                 )
             ).first()
-            if head is None:
-                raise SessionNotFound(f"no session {session_id}")
-            parent = None if at_root else head.active_leaf_id if parent_id is None else parent_id
-            last = head.alias_root_base
+            parent, last = _append_parent(head, session_id, parent_id, at_root=at_root)
             earliest = head.earliest
-            if parent is not None:
-                if head.parent_row is None:
-                    raise SessionNotFound(f"no record {parent} in session {session_id}")
-                last = head.parent_last
-                if last is None:
-                    await repair_path(conn, head, parent)
-                    last = (await require_record(conn, session_id, parent)).alias_last
+            if last is None:  # the parent's alias cache is missing (only a parent's can be)
+                assert parent is not None
+                await repair_path(conn, head, parent)
+                last = (await require_record(conn, session_id, parent)).alias_last
             stored = await _insert_chain(
                 conn, session_id, records, parent=parent, last=last, earliest=earliest
             )
