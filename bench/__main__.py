@@ -206,7 +206,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         )
     cpu_chats, cpu_each = (20, 5) if quick else (200, 20)
-    cpu = _timed("CPU per message", spent, lambda: bench_cpu.run(cpu_chats, cpu_each))
+    cpu = _timed(
+        "CPU per message",
+        spent,
+        lambda: bench_cpu.run(
+            cpu_chats,
+            cpu_each,
+            shapes=("burst",) if quick else ("burst", "quiet", "steady"),
+            database_url=postgres,
+        ),
+    )
     trips = [_timed("round trips", spent, lambda: bench_trips.run(cpu_chats, cpu_each))]
     if postgres:
         trips.append(
@@ -460,13 +469,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             "`--postgres-url` or, without it, TEST_POSTGRES_URL; they are figures, not targets"
             + ("." if postgres else f": not run this time (`{RUN_WITH_POSTGRES}` runs them)."),
             "",
-            "### 5a. CPU per answered message, beside an echo bot and a naive LLM bot",
+            "### 5a. CPU per answered message, beside an echo bot and a fair naive LLM bot",
             "",
-            f"{cpu.chats} private chats at once × {cpu.per_chat} messages, each sent once the "
-            "previous one is answered; every bot its own process polling the fake Bot API, "
-            "the LLM bots calling the scripted model over HTTP; CPU = user + system time of "
-            "the bot's process from its first poll to the last reply (`bench/bench_cpu.py`, "
-            "the floor bots in `bench/floor_bots.py`; pacing and spam limits off):",
+            "Every bot its own process polling the fake Bot API, the LLM bots calling the "
+            "scripted model over HTTP; CPU = user + system time of the bot's process from its "
+            "first poll to the last reply, per answered message (`bench/bench_cpu.py`, the "
+            "floor bots in `bench/floor_bots.py`: the naive bot commits each message to "
+            "sqlite3 in WAL with synchronous NORMAL and calls the model through one pooled "
+            "httpx client sized like ours). Three traffic shapes, each bot under the same "
+            "load in the same run; `tgbot run` on PostgreSQL too when it ran:",
             "",
             cpu.markdown(),
             "",

@@ -1,30 +1,102 @@
-"""The CPU-per-message row of `python -m bench`: three real bot processes under one load."""
+"""The CPU-per-message rows of `python -m bench`: three real bot processes under one load,
+in each traffic shape, and a naive baseline written fairly."""
 
 from __future__ import annotations
 
 import os
+import sqlite3
+import sys
+from pathlib import Path
 
 import pytest
 
-from bench import bench_cpu
+from adapters.llm.scripted import ScriptedModel
+from bench import bench_cpu, floor_bots
+from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_server import FakeOpenAIServer
 
 
 @pytest.mark.slow
-def test_every_bot_answers_every_message_and_each_is_charged_its_own_cpu() -> None:
-    result = bench_cpu.run(chats=3, per_chat=2)
-    for bot in (result.echo, result.naive, result.ours):
-        assert bot.answered == bot.messages == 6, bot.label
-        assert bot.cpu_seconds > 0, bot.label
-    assert result.echo.model_calls == 0
-    assert result.naive.model_calls == 6
-    assert result.ours.model_calls >= 6
+async def test_every_bot_answers_every_message_in_every_shape_and_is_charged_its_own_cpu(
+    tmp_path: Path,
+) -> None:
+    quiet = bench_cpu.Shape("quiet", 2, 2)
+    result = await bench_cpu.run_cpu([bench_cpu.burst(3, 2), quiet], tmp_path)
+    burst, quiet = result.shape("burst"), result.shape("quiet")
+    assert burst.shape.messages == 6
+    for shape in (burst, quiet):
+        for bot in shape.bots:
+            assert bot.answered == bot.messages == shape.shape.messages, bot.label
+            assert bot.cpu_seconds >= 0, bot.label
+            assert bot.polls >= 1, bot.label
+        assert shape.echo.model_calls == 0
+        assert shape.naive.model_calls == shape.shape.messages
+        assert shape.ours.model_calls >= shape.shape.messages
+        assert shape.vs_echo == shape.ours.ms_per_message / shape.echo.ms_per_message
     # connections are pooled: never more than the chats served at once
-    assert 0 < result.ours.connections <= 3
-    assert result.vs_echo == result.ours.ms_per_message / result.echo.ms_per_message
+    assert 0 < burst.ours.connections <= 3
     names = [name for name, _, _ in result.targets()]
-    assert any("naive" in name for name in names)
-    assert any("echo" in name for name in names)
+    assert any(name.startswith("burst:") and "1.5× the fair naive" in name for name in names)
+    assert any(name.startswith("quiet:") and "6× the echo" in name for name in names)
     assert "`tgbot run` (SQLite)" in result.markdown()
+
+
+@pytest.mark.slow
+async def test_the_naive_bot_commits_in_wal_through_one_pooled_model_connection(
+    tmp_path: Path,
+) -> None:
+    """The baseline a careful engineer writes: WAL with synchronous NORMAL, and every model
+    call of a conversation on one kept-alive connection (not one per call)."""
+    shape = bench_cpu.Shape("one chat", 1, 5)
+    async with FakeOpenAIServer(ScriptedModel(keep_requests=False)) as llm:
+        naive = await bench_cpu.measure_bot(
+            "naive",
+            [sys.executable, "-m", "bench.floor_bots", "naive"],
+            shape,
+            tmp_path,
+            llm,
+            chat_base=7_000,
+        )
+    assert naive.answered == naive.model_calls == 5
+    assert naive.connections == 1
+    database = sqlite3.connect(tmp_path / "naive.sqlite3")
+    try:
+        assert database.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        stored = database.execute("SELECT role, count(*) FROM messages GROUP BY role").fetchall()
+    finally:
+        database.close()
+    assert sorted(stored) == [("assistant", 5), ("user", 5)]
+
+
+async def test_the_naive_bots_client_and_database_are_configured_like_a_service(
+    tmp_path: Path,
+) -> None:
+    database = floor_bots.open_database(str(tmp_path / "db.sqlite3"))
+    try:
+        assert database.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert database.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
+    finally:
+        database.close()
+    async with floor_bots.model_client("http://127.0.0.1:9") as client:
+        pool = client._transport._pool  # type: ignore[attr-defined]  # httpcore's pool
+        assert pool._max_connections == floor_bots.MODEL_CONNECTIONS
+        assert pool._max_keepalive_connections == floor_bots.MODEL_CONNECTIONS
+        assert client.timeout.read == floor_bots.MODEL_TIMEOUT_SECONDS
+
+
+def test_an_unknown_shape_is_refused_before_anything_runs() -> None:
+    with pytest.raises(ValueError, match="unknown shapes"):
+        bench_cpu.run(shapes=("bursty",))
+
+
+async def test_the_open_loop_sends_on_time_whatever_was_answered() -> None:
+    """The steady shape's arrival does not wait for answers: with no bot at all every
+    message is still queued, and only the wait for answers gives up."""
+    async with FakeBotApi("1:x", username="b", first_name="B") as api:
+        with pytest.raises(TimeoutError):
+            await bench_cpu._open_loop(api, [1, 2], 3, rate=100.0, answer_timeout=0.2)
+        assert api.calls_of("getUpdates") == []
+        assert len(api._updates) == 6  # queued for a poll that never came
 
 
 def test_cpu_seconds_reads_this_process_user_and_system_time() -> None:
