@@ -182,6 +182,12 @@ class ProviderProfile(Section):
     vision: bool = False
     """The model sees images: the turn's photos go with the current message. Off: no image
     bytes are sent, the model is told it cannot see them."""
+    fallbacks: list[str] = Field(default_factory=list)
+    """Profiles that take a call, in order, when this one is down (5xx, 529, a 429 after
+    its retries, a timeout, a refused connection) and nothing of the reply was shown."""
+    fallback_cooldown_seconds: float = Field(300.0, ge=0)
+    """How long a session stays on a fallback before trying this profile again; also how
+    long every chat skips this profile once it failed repeatedly."""
 
 
 class TriggerSettings(Section):
