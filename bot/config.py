@@ -212,6 +212,12 @@ class TelegramSettings(Section):
     """At most this many messages in any minute in one group (or channel); 0: off."""
     per_bot_per_second: int = Field(30, ge=0)
     """At most this many messages a second over all chats; 0: off."""
+    poll_seconds: int = Field(30, ge=1)
+    """The long poll of `getUpdates` (its `timeout`)."""
+    poll_grace_seconds: float = Field(15.0, gt=0)
+    """A `getUpdates` not done this long after its long poll is abandoned and asked again."""
+    updates_stall_seconds: float = Field(120.0, gt=0)
+    """`/healthz` answers 503 when no `getUpdates` completed for this long."""
 
 
 class ScheduleSettings(Section):

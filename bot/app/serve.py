@@ -26,6 +26,7 @@ from adapters.llm.dialects import kind_for
 from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.polling_loop import AfterBatchHook, poll_updates
 from adapters.telegram.sender import TelegramMessenger
+from adapters.telegram.update_health import UpdateHealth
 from adapters.telegram.webhook import serve_webhook
 from bot.app.heap import settle_heap
 from bot.app.mcp_servers import start_mcp
@@ -170,7 +171,9 @@ async def serve(
                     locale=settings.fallback_locale,
                     chat_events=app.chat_events,
                 )
-                await _start_beside(stack, app, live)
+                # never silently deaf: /healthz and the systemd watchdog read this
+                health = UpdateHealth(stall_seconds=settings.telegram.updates_stall_seconds)
+                await _start_beside(stack, app, live, health)
                 await _recover(stack, app, identity)
                 log.info("start-up objects frozen out of garbage collection: %d", settle_heap())
                 log.info(
@@ -198,6 +201,9 @@ async def serve(
                         stop=signals.stop,
                         on_skipped=_skipped_updates(app),
                         after_batch=after_batch,
+                        health=health,
+                        poll_seconds=settings.telegram.poll_seconds,
+                        grace_seconds=settings.telegram.poll_grace_seconds,
                     )
             except asyncio.CancelledError:
                 if not signals.cut_start_short:
@@ -304,7 +310,9 @@ async def _start_app(
     return app
 
 
-async def _start_beside(stack: AsyncExitStack, app: App, live: PgLiveChannel | None) -> None:
+async def _start_beside(
+    stack: AsyncExitStack, app: App, live: PgLiveChannel | None, health: UpdateHealth
+) -> None:
     """What runs beside the updates: the daily summary, the live events, the dashboard and
     the retention loop; the corrections every worker has learned are adopted first."""
     settings = app.settings
@@ -321,7 +329,7 @@ async def _start_beside(stack: AsyncExitStack, app: App, live: PgLiveChannel | N
         # prometheus-client, its views) costs ~7 MB resident and ~0.1-0.3 s of start-up.
         from bot.app.dashboard.server import start_beside_bot
 
-        dashboard = await start_beside_bot(settings, app.bus, live)
+        dashboard = await start_beside_bot(settings, app.bus, live, updates=health)
         if dashboard is not None:
             stack.push_async_callback(dashboard.close)
     policy = retention_policy(settings)
