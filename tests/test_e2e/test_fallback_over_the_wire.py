@@ -16,10 +16,13 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from adapters.llm.scripted import ScriptedModel, last_user_body
+from adapters.llm.scripted import CallTool, Fail, Reply, ScriptedModel, last_user_body
+from bot.errors import ProviderUnavailable
 from bot.ports import LLMRequest, LLMResponse
 from storage.sql import SqlStore
+from testkit.fake_anthropic import FakeAnthropicServer
 from testkit.fake_bot_api import FakeBotApi
+from testkit.fake_reasoning import ClaudeThinking, DeepSeekThinking
 from testkit.fake_server import FakeOpenAIServer
 from testkit.openai_answers import error_body
 from tests.bot_process import LLM_KEY, BotProcess, process_running, reply_stored, sqlite_store
@@ -77,13 +80,16 @@ async def fallback_bot(
     tmp_path: Path,
     *,
     cooldown: float,
-    main_model: ScriptedModel | None = None,
-    backup_model: ScriptedModel | None = None,
+    main: FakeOpenAIServer | None = None,
+    backup: FakeOpenAIServer | None = None,
+    backup_profile: str = 'model = "backup-model"',
 ) -> AsyncIterator[Rig]:
+    """`tgbot run` with `[providers.main]` (falling back to `backup`) on `main`'s server and
+    `[providers.backup]` on `backup`'s (`backup_profile`: its model, kind, reasoning)."""
     async with (
         FakeBotApi(username="test_bot") as api,
-        FakeOpenAIServer(main_model or tagged("main")) as main,
-        FakeOpenAIServer(backup_model or tagged("backup")) as backup,
+        main or FakeOpenAIServer(tagged("main")) as main,
+        backup or FakeOpenAIServer(tagged("backup")) as backup,
     ):
         config = tmp_path / "bot.toml"
         config.write_text(
@@ -112,8 +118,8 @@ fallback_cooldown_seconds = {cooldown}
 [providers.backup]
 base_url = "{backup.base_url}"
 api_key_env = "LLM_API_KEY"
-model = "backup-model"
 stream = false
+{backup_profile}
 """,
             encoding="utf-8",
         )
@@ -187,3 +193,40 @@ async def test_a_rejection_or_an_overflow_never_falls_back(tmp_path: Path) -> No
         assert answer.startswith(("This conversation no longer fits", "This request does not fit"))
         assert rig.backup.requests == []
         assert {line["route"] for line in rig.ledger()} == {"main"}
+
+
+async def test_a_deepseek_to_claude_switch_sends_claude_no_deepseek_reasoning(
+    tmp_path: Path,
+) -> None:
+    """DeepSeek (thinking, its reasoning required back on tool turns) starts a tool loop and
+    goes down mid-loop; Claude (thinking on, refusing any block it did not sign) finishes
+    it, and the next turn's tool loop runs on Claude: no provider 400, no DeepSeek thinking
+    in any request Claude got."""
+    look = CallTool("inspect_conversation_reference", {"reference": "m1"})
+    deepseek_model = ScriptedModel([look, Fail(ProviderUnavailable("overloaded"))])
+    claude_model = ScriptedModel([Reply("Claude finished it."), look, Reply("Claude again.")])
+    deepseek = FakeOpenAIServer(deepseek_model, thinking=DeepSeekThinking())
+    claude_thinking = ClaudeThinking()
+    claude = FakeAnthropicServer(claude_model, thinking=claude_thinking)
+    claude_profile = 'kind = "anthropic"\nmodel = "claude-sonnet-4-5"\nreasoning = "high"'
+    async with fallback_bot(
+        tmp_path, cooldown=600, main=deepseek, backup=claude, backup_profile=claude_profile
+    ) as rig:
+        assert await rig.say("what did I say first?", 1) == "Claude finished it."
+        assert await rig.say("and now?", 2) == "Claude again."
+
+        assert rig.routes() == [
+            ("main", None, True),  # DeepSeek's tool call
+            ("main", None, False),  # down
+            ("backup", "main", True),  # Claude ends the loop
+            ("backup", "main", True),  # the next turn, straight to Claude: a tool call
+            ("backup", "main", True),  # and its answer
+        ]
+        assert claude_thinking.refused == []
+        assert deepseek.thinking is not None
+        assert deepseek.thinking.refused == []
+        sent_to_claude = json.dumps(claude.requests)
+        assert "Let me think" not in sent_to_claude  # DeepSeek's reasoning text
+        assert "reasoning_content" not in sent_to_claude
+        # Claude thought on the second turn's loop and got its own signed thinking back
+        assert '"type": "thinking"' in json.dumps(claude.requests[-1]["messages"])
