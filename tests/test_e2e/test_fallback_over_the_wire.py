@@ -83,6 +83,7 @@ async def fallback_bot(
     main: FakeOpenAIServer | None = None,
     backup: FakeOpenAIServer | None = None,
     backup_profile: str = 'model = "backup-model"',
+    main_profile: str = "stream = false",
 ) -> AsyncIterator[Rig]:
     """`tgbot run` with `[providers.main]` (falling back to `backup`) on `main`'s server and
     `[providers.backup]` on `backup`'s (`backup_profile`: its model, kind, reasoning)."""
@@ -111,7 +112,7 @@ chat_messages_per_minute = 0
 base_url = "{main.base_url}"
 api_key_env = "LLM_API_KEY"
 model = "main-model"
-stream = false
+{main_profile}
 fallbacks = ["backup"]
 fallback_cooldown_seconds = {cooldown}
 
@@ -230,3 +231,24 @@ async def test_a_deepseek_to_claude_switch_sends_claude_no_deepseek_reasoning(
         assert "reasoning_content" not in sent_to_claude
         # Claude thought on the second turn's loop and got its own signed thinking back
         assert '"type": "thinking"' in json.dumps(claude.requests[-1]["messages"])
+
+
+async def test_a_stream_cut_after_a_draft_was_shown_does_not_fall_back(tmp_path: Path) -> None:
+    """The primary streams slowly enough to earn a live draft, then the connection drops:
+    what the member saw came from the primary, so no other model takes over; the member
+    is told once."""
+    long = "We ship on Friday after the last review, " + "then we rest. " * 40
+    main = FakeOpenAIServer(ScriptedModel([Reply(long)]))
+    main.piece_delay = 0.035  # about 2 s for the pieces before the cut: a draft shows
+    main.cut_after_pieces = 60
+    async with fallback_bot(tmp_path, cooldown=0, main=main, main_profile="stream = true") as rig:
+        notice = await rig.say("when do we ship?", 1, notice=True)
+
+        assert rig.api.calls_of("sendMessageDraft"), rig.bot.log_tail()
+        assert notice == "The model is unavailable right now. Please try again in a moment."
+        assert rig.backup.requests == []
+        assert rig.routes() == [("main", None, False)]
+        # told once: nothing else reaches the chat
+        await rig.say("thanks", 2, notice=True)
+        assert [m["text"] for m in rig.api.sent_messages(CHAT)][:1] == [notice]
+        assert len(rig.api.sent_messages(CHAT)) == 2
