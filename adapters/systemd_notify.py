@@ -38,4 +38,3 @@ def sd_notify(state: str, *, environ: Mapping[str, str] | None = None) -> bool:
         log.warning("sd_notify %s failed: %s", state.split("=", 1)[0], exc)
         return False
     return True
-

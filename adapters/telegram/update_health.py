@@ -26,10 +26,13 @@ class UpdateHealth:
         self,
         *,
         stall_seconds: float,
+        source: str = "getUpdates",
         now: Callable[[], float] = time.monotonic,
         notify: Notify = sd_notify,
     ) -> None:
         self.stall_seconds = stall_seconds
+        self.source = source
+        """What a sign of life is: `getUpdates`, or `getWebhookInfo` with a webhook."""
         self._now = now
         self._notify = notify
         self._started = now()
@@ -61,5 +64,5 @@ class UpdateHealth:
         age = self.age()
         if age <= self.stall_seconds:
             return None
-        what = "getUpdates" if self._last is not None else "getUpdates since start"
+        what = self.source if self._last is not None else f"{self.source} since start"
         return f"no {what} completed for {age:.0f} s (bound {self.stall_seconds:g} s)"

@@ -12,6 +12,7 @@ that does not validate is recorded in the update log (`claim_update`) and passed
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -28,6 +29,7 @@ from adapters.telegram.polling_loop import AfterBatchHook, poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.update_health import UpdateHealth
 from adapters.telegram.webhook import serve_webhook
+from adapters.telegram.webhook_watch import watch_webhook
 from bot.app.heap import settle_heap
 from bot.app.mcp_servers import start_mcp
 from bot.app.preflight import (
@@ -172,7 +174,10 @@ async def serve(
                     chat_events=app.chat_events,
                 )
                 # never silently deaf: /healthz and the systemd watchdog read this
-                health = UpdateHealth(stall_seconds=settings.telegram.updates_stall_seconds)
+                health = UpdateHealth(
+                    stall_seconds=settings.telegram.updates_stall_seconds,
+                    source="getWebhookInfo" if webhook else "getUpdates",
+                )
                 await _start_beside(stack, app, live, health)
                 await _recover(stack, app, identity)
                 log.info("start-up objects frozen out of garbage collection: %d", settle_heap())
@@ -184,16 +189,24 @@ async def serve(
                 )
                 signals.started()  # from here a signal stops taking updates
                 if webhook:
-                    await serve_webhook(
-                        dispatcher,
-                        bot,
-                        host=host,
-                        port=port,
-                        stop=signals.stop,
-                        secret=_secret(settings),
-                        public_url=settings.webhook_url,
-                        on_skipped=_skipped_updates(app),
-                    )
+                    # Telegram's word on its deliveries: /healthz and the watchdog read it
+                    watcher = asyncio.create_task(watch_webhook(bot, health, stop=signals.stop))
+                    try:
+                        await serve_webhook(
+                            dispatcher,
+                            bot,
+                            host=host,
+                            port=port,
+                            stop=signals.stop,
+                            secret=_secret(settings),
+                            public_url=settings.webhook_url,
+                            on_skipped=_skipped_updates(app),
+                            health=health,
+                        )
+                    finally:
+                        watcher.cancel()
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await watcher
                 else:  # each batch confirmed only after it was stored; one chat's in order
                     await poll_updates(
                         dispatcher,
