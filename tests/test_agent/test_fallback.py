@@ -4,6 +4,7 @@ how long a session stays there, the breaker every chat shares, and what never fa
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import pytest
 
@@ -80,6 +81,7 @@ class Rig:
         *,
         messages: tuple[ChatMessage, ...] | None = None,
         on_text: TextSink | None = None,
+        purpose: Literal["turn", "compaction"] = "turn",
     ) -> LLMResponse:
         sent = messages or (ChatMessage(role="user", content="hello"),)
         report = CallReport(
@@ -87,6 +89,7 @@ class Rig:
             turn_id=f"t{len(self.calls)}",
             tokens=RequestTokens(history=0, current=10, images=0, messages=10),
             fixed_tokens=0,
+            purpose=purpose,
         )
         return await self.caller.send(
             self.route("main"),
@@ -280,3 +283,14 @@ def test_own_reasoning_keeps_a_model_its_reasoning_and_unmarked_reasoning() -> N
     stripped = own_reasoning(messages, "deepseek-chat")
     assert stripped[0] == replace(messages[0], reasoning=None, tokens=stripped[0].tokens)
     assert stripped[1].reasoning == unmarked
+
+
+async def test_a_summary_call_falls_back_like_a_turn_call() -> None:
+    rig = make_rig()
+    rig.main.errors.append(ProviderUnavailable("HTTP 503"))
+
+    assert (await rig.ask(purpose="compaction")).text == "answer from backup"
+    assert [(c.route.profile, c.purpose) for c in rig.calls] == [
+        ("main", "compaction"),
+        ("backup", "compaction"),
+    ]
