@@ -43,15 +43,22 @@ class UpdateHealth:
     def polled(self) -> None:
         """A `getUpdates` completed: updates are being read (the watchdog is fed)."""
         self._last = self._now()
-        if not self._ready:
-            self._ready = self._notify("READY=1") or True
+        self._started_up()
         self._notify("WATCHDOG=1")
+
+    def _started_up(self) -> None:
+        """`READY=1` once: the bot has reached Telegram (systemd's start is over)."""
+        if not self._ready:
+            self._ready = True
+            self._notify("READY=1")
 
     def webhook_checked(self, error: str | None) -> None:
         """`getWebhookInfo` answered: `error` is its recent delivery error (None: none)."""
         self._webhook_error = error
         if error is None:
             self.polled()
+        else:  # started, but deaf: no watchdog ping, so systemd restarts it in time
+            self._started_up()
 
     def age(self) -> float:
         """Seconds since updates were last read (since start, before the first read)."""
