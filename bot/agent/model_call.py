@@ -240,10 +240,12 @@ class ModelCaller:
         session_id = report.session.id
         shown = _Shown(on_text)
         failure: Exception | None = None
+        too_small: CapacityExceeded | None = None
         for candidate in chains.candidates(session_id, route):
             planned = own_reasoning(messages, candidate.model)
             planned_needs = needs
-            if (candidate.profile, candidate.model) != (route.profile, route.model):
+            own = (candidate.profile, candidate.model) == (route.profile, route.model)
+            if not own:
                 correction = self.correction(candidate.profile, candidate.model)
                 planned_needs = request_needs(planned, tools, candidate, correction)
             try:
@@ -260,9 +262,10 @@ class ModelCaller:
                     before_send=before_send,
                     on_text=shown.sink if on_text is not None else None,
                 )
-            except CapacityExceeded:
-                if failure is None:
+            except CapacityExceeded as exc:
+                if own:
                     raise  # the route the call was planned for: the turn's own check
+                too_small = too_small or exc
                 continue  # this fallback's window is too small for the request
             except ProviderError as exc:
                 if not falls_back(exc):
@@ -274,8 +277,7 @@ class ModelCaller:
                 continue
             chains.answered(session_id, candidate)
             return response
-        assert failure is not None
-        raise failure
+        raise failure or too_small or CapacityExceeded("no route of the chain took the call")
 
     async def _send_one(
         self,

@@ -294,3 +294,12 @@ async def test_a_summary_call_falls_back_like_a_turn_call() -> None:
         ("main", "compaction"),
         ("backup", "compaction"),
     ]
+
+
+async def test_a_stay_on_a_fallback_too_small_for_the_request_goes_on_down_the_chain() -> None:
+    rig = make_rig(windows={"backup": 5})
+    rig.chains.answered(1, replace(rig.route("backup"), fallback_from="main"))  # staying there
+
+    assert (await rig.ask(session=1)).text == "answer from spare"
+    assert [c.route.profile for c in rig.calls] == ["backup", "spare"]
+    assert rig.main.got == []
