@@ -182,6 +182,12 @@ class ProviderProfile(Section):
     vision: bool = False
     """The model sees images: the turn's photos go with the current message. Off: no image
     bytes are sent, the model is told it cannot see them."""
+    fallbacks: list[str] = Field(default_factory=list)
+    """Profiles that take a call, in order, when this one is down (5xx, 529, a 429 after
+    its retries, a timeout, a refused connection) and nothing of the reply was shown."""
+    fallback_cooldown_seconds: float = Field(300.0, ge=0)
+    """How long a session stays on a fallback before trying this profile again; also how
+    long every chat skips this profile once it failed repeatedly."""
 
 
 class TriggerSettings(Section):
@@ -206,6 +212,12 @@ class TelegramSettings(Section):
     """At most this many messages in any minute in one group (or channel); 0: off."""
     per_bot_per_second: int = Field(30, ge=0)
     """At most this many messages a second over all chats; 0: off."""
+    poll_seconds: int = Field(30, ge=1)
+    """The long poll of `getUpdates` (its `timeout`)."""
+    poll_grace_seconds: float = Field(15.0, gt=0)
+    """A `getUpdates` not done this long after its long poll is abandoned and asked again."""
+    updates_stall_seconds: float = Field(120.0, gt=0)
+    """`/healthz` answers 503 when no `getUpdates` completed for this long."""
 
 
 class ScheduleSettings(Section):

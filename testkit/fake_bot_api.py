@@ -79,6 +79,8 @@ class FakeBotApi(DemoBotApi):
         self.photos: list[tuple[int, bytes]] = []
         self.commands: list[JSON] = []
         self.webhook_url = ""
+        self.webhook_error: tuple[int, str] | None = None
+        """(unix time, message): what `getWebhookInfo` reports as its last delivery error."""
         self._admins: dict[int, set[int]] = {}
         self._creators: dict[int, int] = {}
         self._failures: dict[str, list[_Failure]] = {}
@@ -517,11 +519,14 @@ class FakeBotApi(DemoBotApi):
         return True
 
     async def _get_webhook_info(self, params: Params) -> JSON:
-        return {
+        info: JSON = {
             "url": self.webhook_url,
             "has_custom_certificate": False,
             "pending_update_count": len(self._updates),
         }
+        if self.webhook_error is not None:
+            info["last_error_date"], info["last_error_message"] = self.webhook_error
+        return info
 
     async def _get_chat(self, params: Params) -> JSON:
         """`getChat`: a chat the bot has seen (a user's private chat once they wrote to it);

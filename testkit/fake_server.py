@@ -88,6 +88,9 @@ class FakeOpenAIServer:
         """Seconds between the streamed pieces of an answer's text (a model writing slowly,
         for the live drafts a reply earns only when it takes more than a second)."""
         self.model_name = model_name
+        self.cut_after_pieces: int | None = None
+        """The next streamed answer's connection is dropped after this many text pieces
+        (a proxy or the provider cutting a stream short), then it is reset."""
         self.thinking = thinking
         """A reasoning model (`testkit.fake_reasoning`): it thinks on every answer and
         refuses, as its provider does, a request that does not give the reasoning back."""
@@ -272,6 +275,11 @@ class FakeOpenAIServer:
                 piece = {key: thought[start : start + 11]}
                 await send({**base, "choices": [{"index": 0, "delta": piece}]})
         for start in range(0, len(text), 7):
+            if self.cut_after_pieces is not None and start // 7 >= self.cut_after_pieces:
+                self.cut_after_pieces = None
+                if http_request.transport is not None:
+                    http_request.transport.close()  # no terminating chunk: a cut body
+                return stream
             piece = {"content": text[start : start + 7]}
             await send({**base, "choices": [{"index": 0, "delta": piece}]})
             if self.piece_delay > 0:

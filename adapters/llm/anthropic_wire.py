@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.llm.dialects import (
+    ReasoningFields,
     WireOptions,
     anthropic_blocks,
     anthropic_reasoning,
@@ -81,6 +82,11 @@ def to_request(
                 hour: JSON = {"type": "ephemeral", "ttl": "1h"}
                 target["cache_control"] = hour if ttl else dict(marker)
     thinking_fields = reasoning_fields(options, request.model)
+    if thinking_fields.thinking and _loop_without_thinking(request, options):
+        # a tool loop another model began (a fallback took over mid-turn): its last step
+        # has no thinking signed for this model, and the API refuses thinking then ("To
+        # avoid this requirement, disable `thinking`"); this one request goes without
+        thinking_fields = ReasoningFields({}, thinking=False)
     body: JSON = {
         "model": request.model,
         "max_tokens": (request.max_output_tokens or DEFAULT_MAX_TOKENS)
@@ -141,6 +147,19 @@ def _wire_messages(
             messages.append({"role": role, "content": blocks})
         last_block[index] = blocks[-1]
     return system, messages, last_block
+
+
+def _loop_without_thinking(request: LLMRequest, options: WireOptions) -> bool:
+    """Whether the request continues a tool loop whose last assistant step carries no
+    thinking this model signed (DeepSeek's endpoint takes its empty block instead)."""
+    messages = request.messages
+    if options.reasoning_dialect == "deepseek" or not messages or messages[-1].role != "tool":
+        return False
+    last = next((m for m in reversed(messages) if m.role == "assistant"), None)
+    if last is None or not last.tool_calls:
+        return False
+    kept = last.reasoning
+    return kept is None or not kept.signed_for(request.model) or not anthropic_blocks(kept)
 
 
 def _thinking_blocks(message: ChatMessage, model: str, empty_thinking: bool) -> list[JSON]:

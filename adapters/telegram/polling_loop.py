@@ -17,7 +17,10 @@ confirmed by the next request:
   (`StorageUnavailable`: the database is busy or away; `OSError`: out of file handles, a
   disk or socket hiccup) is retried with backoff, and when it persists the update is left
   unconfirmed: the next `getUpdates` starts at it, so it is delivered again, never lost;
-- `getUpdates` failures back off exponentially up to `MAX_BACKOFF` seconds;
+- `getUpdates` failures back off exponentially up to `MAX_BACKOFF` seconds; a `getUpdates`
+  that hangs past its deadline (the long poll plus `grace_seconds`) is abandoned and asked
+  again from the same offset, so nothing is lost; each one that completes is reported to
+  `health` (`adapters.telegram.update_health`: `/healthz`, the systemd watchdog);
 - the reply of `getUpdates` is read as raw JSON and validated update by update: one update
   aiogram cannot validate (an older or newer Bot API shape) is logged with its `update_id`
   and the reason, reported to `on_skipped` (the update log), and passed; the rest of the
@@ -45,6 +48,7 @@ from pydantic import ValidationError
 from adapters.telegram.lenient import lenient_update
 from adapters.telegram.parsing import parse_update_strict
 from adapters.telegram.text_units import Locale
+from adapters.telegram.update_health import UpdateHealth
 from bot.domain.facts import InboundMessage
 from bot.errors import StorageUnavailable
 from bot.retry import with_retries
@@ -91,6 +95,8 @@ async def poll_updates(
     poll_seconds: int = 30,
     on_skipped: SkipHook | None = None,
     after_batch: AfterBatchHook | None = None,
+    health: UpdateHealth | None = None,
+    grace_seconds: float = 15.0,
 ) -> None:
     """Poll until `stop` is set."""
     allowed = dispatcher.resolve_used_update_types()
@@ -101,13 +107,24 @@ async def poll_updates(
         method = GetRawUpdates(offset=offset, timeout=poll_seconds, allowed_updates=allowed)
         fetch = asyncio.ensure_future(bot(method, request_timeout=request_timeout))
         stopping = asyncio.ensure_future(stop.wait())
-        await asyncio.wait({fetch, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(
+            {fetch, stopping},
+            timeout=poll_seconds + grace_seconds,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
         stopping.cancel()
         if not fetch.done():
             fetch.cancel()
             with contextlib.suppress(BaseException):
                 await fetch
-            break
+            if stop.is_set():
+                break
+            logger.error(
+                "getUpdates did not complete within %gs; abandoned, asking again from offset %s",
+                poll_seconds + grace_seconds,
+                offset,
+            )
+            continue
         try:
             raw = fetch.result()
         except Exception as exc:
@@ -119,6 +136,8 @@ async def poll_updates(
             backoff = min(MAX_BACKOFF, backoff * 2)
             continue
         backoff = FIRST_BACKOFF
+        if health is not None:
+            health.polled()
         if not raw:
             continue
         updates, skipped = validate_updates(raw, bot)

@@ -14,7 +14,8 @@ Routes:
   A JSON object that aiogram cannot validate as an update (an older or newer Bot API shape)
   is logged with its `update_id`, reported to `on_skipped`, and answered 200: Telegram would
   otherwise send it again and again. A body that is not a JSON object answers 400.
-- `GET /healthz` — 200 while serving, 503 once shutting down (take the worker out of the pool).
+- `GET /healthz` — 200 while serving, 503 once shutting down (take the worker out of the pool)
+  or while Telegram's `getWebhookInfo` reports recent delivery errors (the reason in `status`).
 
 Stopping (`WebhookServer.stop`) refuses new work first, then lets requests in flight finish;
 the caller drains running turns afterwards.
@@ -36,6 +37,7 @@ from adapters.telegram.polling_loop import (
     report_skipped,
     validate_updates,
 )
+from adapters.telegram.update_health import UpdateHealth
 from bot.context.bounded_json import loads_bounded
 
 log = logging.getLogger(__name__)
@@ -58,8 +60,10 @@ class WebhookServer:
         host: str = "127.0.0.1",
         port: int = 8080,
         on_skipped: SkipHook | None = None,
+        health: UpdateHealth | None = None,
     ) -> None:
         self._dispatcher = dispatcher
+        self._health = health
         self._on_skipped = on_skipped
         self._bot = bot
         self._secret = secret
@@ -102,6 +106,9 @@ class WebhookServer:
     async def _on_health(self, request: web.Request) -> web.Response:
         if self._stopping:
             return web.json_response({"ok": False, "status": "stopping"}, status=503)
+        deaf = self._health.stalled() if self._health is not None else None
+        if deaf is not None:  # Telegram reports it cannot deliver (adapters.telegram.webhook_watch)
+            return web.json_response({"ok": False, "status": deaf}, status=503)
         return web.json_response({"ok": True})
 
     def _refuse_unauthenticated(self, request: web.Request) -> web.Response | None:
@@ -174,13 +181,14 @@ async def serve_webhook(
     secret: str | None = None,
     public_url: str | None = None,
     on_skipped: SkipHook | None = None,
+    health: UpdateHealth | None = None,
 ) -> None:
     """Serve until `stop` is set, then stop gracefully. With `public_url` the webhook is
     registered first; it is never deleted on the way out (other workers still serve it)."""
     if secret is None:
         log.warning("WEBHOOK_SECRET is not set: anyone who finds the URL can post updates")
     server = WebhookServer(
-        dispatcher, bot, secret=secret, host=host, port=port, on_skipped=on_skipped
+        dispatcher, bot, secret=secret, host=host, port=port, on_skipped=on_skipped, health=health
     )
     await server.start()
     try:

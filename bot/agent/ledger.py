@@ -128,6 +128,10 @@ class LedgerEntry:
     images: int = 0
     """Images the call sent (the current turn's, and tool results' `view_image`); their
     tokens are `est_images`."""
+    route: str = ""
+    """The profile that took the call (empty on lines from before fallback chains)."""
+    fallback_from: str | None = None
+    """The session's own profile, when the call went to one of its fallbacks."""
 
     def __post_init__(self) -> None:
         if self.ts.tzinfo is None or self.ts.utcoffset() is None:
@@ -179,6 +183,8 @@ class LedgerEntry:
             "mcp_tool_calls": self.mcp_tool_calls,
             "refused": self.refused,
             "images": self.images,
+            "route": self.route,
+            "fallback_from": self.fallback_from,
         }
 
     def to_json_line(self) -> str:
@@ -214,7 +220,8 @@ class LedgerEntry:
          input_tokens, cached_tokens, output_tokens, est_fixed, est_history, est_current,
          est_images, est_corrected, trims, latency_ms, error, hit_iteration_cap, cost,
          tool_calls, cache_write_tokens, cache_write_cost, truncated, call_id, stop,
-         reasoning_tokens, cache_write_1h_tokens, mcp_tool_calls, refused, images) = values
+         reasoning_tokens, cache_write_1h_tokens, mcp_tool_calls, refused, images,
+         route, fallback_from) = values
         if not (
             type(ts) is str and type(session) is int and type(chat) is int
             and type(thread) is int and type(scene) is str and type(turn_id) is str
@@ -236,7 +243,8 @@ class LedgerEntry:
             and (type(cache_write_1h_tokens) is int or cache_write_1h_tokens is None)
             and type(mcp_tool_calls) is int
             and (type(refused) is str or refused is None)
-            and type(images) is int
+            and type(images) is int and type(route) is str
+            and (type(fallback_from) is str or fallback_from is None)
         ):
             return _from_partial(data)
         parsed = datetime.fromisoformat(ts)
@@ -249,6 +257,7 @@ class LedgerEntry:
             latency_ms, error, hit_iteration_cap, cost, tool_calls,
             cache_write_tokens, cache_write_cost, truncated, call_id, stop,
             reasoning_tokens, cache_write_1h_tokens, mcp_tool_calls, refused, images,
+            route, fallback_from,
         ))
         # fmt: on
 
@@ -313,6 +322,8 @@ def _from_partial(data: Mapping[str, Any]) -> LedgerEntry:
             _int(get("mcp_tool_calls")),
             None if get("refused") is None else _str(get("refused")),
             _int(get("images")),
+            _str(get("route")),
+            None if get("fallback_from") is None else _str(get("fallback_from")),
         )
     )
 

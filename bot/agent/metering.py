@@ -101,6 +101,8 @@ def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEn
         else "turn",
         provider=call.route.profile,
         model=call.route.model,
+        route=call.route.profile,
+        fallback_from=call.route.fallback_from,
         input_tokens=usage.input_tokens if usage else None,
         cached_tokens=usage.cached_tokens if usage else None,
         cache_write_tokens=usage.cache_write_tokens if usage else None,

@@ -7,6 +7,11 @@ window, or after an overflow what the provider just refused); they share one cac
 (where the session's previous request wrote the cache, `ReadPoints`), one deadline, and
 each attempt is one `ModelCalled` on the bus (metering turns it into the ledger line),
 answered, refused by the provider, or never sent.
+
+A route with fallbacks (`bot.agent.fallback`) is where a call goes to the next route when
+its own is down and nothing of the reply was shown; the attempt on the next route is
+planned for it (its tokenizer and correction, its window, its reasoning rule, its prices
+for the spend check), so every purpose (a turn, a summary, a job) falls back alike.
 """
 
 from __future__ import annotations
@@ -18,11 +23,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bot.agent.events import EventBus, ModelCalled
-from bot.agent.routes import ModelRoute
+from bot.agent.fallback import falls_back, own_reasoning
+from bot.agent.routes import ModelRoute, RouteChains
 from bot.agent.traces import new_call_id
 from bot.context.cache_plan import ReadPoints, plan_cache, session_cache_key
 from bot.context.history_trim import HistoryTrimmed
 from bot.context.tokens import (
+    NO_CORRECTION,
     RequestTokens,
     TokenCorrection,
     estimate_history_tokens,
@@ -151,8 +158,9 @@ class CallReport:
     dropped_turns: int = 0
 
 
-BeforeSend = Callable[[LLMRequest, RequestNeeds], Awaitable[None]]
-"""Runs right before a request is sent (spend limits); raising stops it."""
+BeforeSend = Callable[[LLMRequest, RequestNeeds, ModelRoute], Awaitable[None]]
+"""Runs right before a request is sent to a route (spend limits, at its prices); raising
+stops it."""
 
 
 class ModelCaller:
@@ -169,6 +177,8 @@ class ModelCaller:
         limits: RuntimeLimits,
         deadline_seconds: float | None = None,
         read_points: ReadPoints | None = None,
+        chains: RouteChains | None = None,
+        correction: Callable[[str, str], TokenCorrection] | None = None,
     ) -> None:
         self.bus = bus
         self.clock = clock
@@ -176,6 +186,10 @@ class ModelCaller:
         self.deadline_seconds = deadline_seconds
         self.read_points = read_points if read_points is not None else ReadPoints()
         """Where each session's requests wrote the cache (the next request reads there)."""
+        self.chains = chains
+        """The profiles' fallback chains (None: no profile has one)."""
+        self.correction = correction or (lambda profile, model: NO_CORRECTION)
+        """The learned token correction of a route (profile, model): a fallback's measure."""
 
     def fits(self, needs: RequestNeeds, route: ModelRoute, *, within: int | None = None) -> bool:
         try:
@@ -202,7 +216,85 @@ class ModelCaller:
         """Send `messages` to `route` (`current`: where the current message sits, for the
         cache plan) and return the answer. Raises what stopped it, after publishing the
         attempt: `CapacityExceeded` (never sent), what `before_send` raised (never sent),
-        `ProviderUnavailable` past the deadline, any other `ProviderError`."""
+        `ProviderUnavailable` past the deadline, any other `ProviderError`.
+
+        With a fallback chain, a route that is down (`falls_back`) hands the call to the
+        next one while no text of the answer has reached `on_text`; each attempt is
+        planned for its route and published on its own. What the last route raised is
+        raised (the first route's failure when no fallback could take the call)."""
+        chains = self.chains
+        if chains is None or not chains.in_chain(route):
+            return await self._send_one(
+                route,
+                messages,
+                tools=tools,
+                needs=needs,
+                report=report,
+                current=current,
+                tool_choice=tool_choice,
+                max_output_tokens=max_output_tokens,
+                within=within,
+                before_send=before_send,
+                on_text=on_text,
+            )
+        session_id = report.session.id
+        shown = _Shown(on_text)
+        failure: Exception | None = None
+        too_small: CapacityExceeded | None = None
+        for candidate in chains.candidates(session_id, route):
+            planned = own_reasoning(messages, candidate.model)
+            planned_needs = needs
+            own = (candidate.profile, candidate.model) == (route.profile, route.model)
+            if not own:
+                correction = self.correction(candidate.profile, candidate.model)
+                planned_needs = request_needs(planned, tools, candidate, correction)
+            try:
+                response = await self._send_one(
+                    candidate,
+                    planned,
+                    tools=tools,
+                    needs=planned_needs,
+                    report=report,
+                    current=current,
+                    tool_choice=tool_choice,
+                    max_output_tokens=max_output_tokens,
+                    within=within,
+                    before_send=before_send,
+                    on_text=shown.sink if on_text is not None else None,
+                )
+            except CapacityExceeded as exc:
+                if own:
+                    raise  # the route the call was planned for: the turn's own check
+                too_small = too_small or exc
+                continue  # this fallback's window is too small for the request
+            except ProviderError as exc:
+                if not falls_back(exc):
+                    raise
+                chains.failed(candidate)
+                if shown.shown:
+                    raise  # part of the answer is on the screen: no second author
+                failure = failure or exc
+                continue
+            chains.answered(session_id, candidate)
+            return response
+        raise failure or too_small or CapacityExceeded("no route of the chain took the call")
+
+    async def _send_one(
+        self,
+        route: ModelRoute,
+        messages: tuple[ChatMessage, ...],
+        *,
+        tools: tuple[ToolSpec, ...],
+        needs: RequestNeeds,
+        report: CallReport,
+        current: int | None,
+        tool_choice: Literal["auto", "none"] | None = None,
+        max_output_tokens: int | None = None,
+        within: int | None = None,
+        before_send: BeforeSend | None = None,
+        on_text: TextSink | None = None,
+    ) -> LLMResponse:
+        """One attempt on one route (`send`'s)."""
         session = report.session
         cache = plan_cache(
             messages,
@@ -227,7 +319,7 @@ class ModelCaller:
             raise
         if before_send is not None:
             try:
-                await before_send(request, needs)
+                await before_send(request, needs, route)
             except Exception as exc:
                 await published(None, None, exc, None)
                 raise
@@ -295,3 +387,19 @@ class _Publisher:
                 response=response,
             )
         )
+
+
+class _Shown:
+    """Passes streamed text on and remembers whether any reached the screen's sink."""
+
+    __slots__ = ("_sink", "shown")
+
+    def __init__(self, sink: TextSink | None) -> None:
+        self.shown = False
+        self._sink = sink
+
+    async def sink(self, text: str) -> None:
+        if text:
+            self.shown = True
+        if self._sink is not None:
+            await self._sink(text)

@@ -25,6 +25,7 @@ from bot.agent.model_call import (
     capacity_window,
     request_needs,
 )
+from bot.agent.routes import ModelRoute, Prices
 from bot.agent.turn import TurnFailed, TurnState
 from bot.context.history_trim import HistoryTrimmed, trim_to_recent_turns
 from bot.context.tokens import (
@@ -63,7 +64,12 @@ class SpendCheck(Protocol):
     limited budget right before it is sent, or raises `BudgetExceeded`."""
 
     async def before_call(
-        self, state: TurnState, request: LLMRequest, *, input_tokens: int
+        self,
+        state: TurnState,
+        request: LLMRequest,
+        *,
+        input_tokens: int,
+        prices: Prices | None = None,
     ) -> None: ...
 
 
@@ -256,8 +262,9 @@ class ProviderCaller:
         if spend is None:
             return None
 
-        async def check(request: LLMRequest, needs: RequestNeeds) -> None:
-            await spend.before_call(state, request, input_tokens=needs.total)
+        async def check(request: LLMRequest, needs: RequestNeeds, route: ModelRoute) -> None:
+            # priced at the route that takes the call (a fallback's own prices)
+            await spend.before_call(state, request, input_tokens=needs.total, prices=route.prices)
 
         return check
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from bot.context.images import ImageWire
 from bot.context.window import ProfileCapacity, resolve_window, window_for_math
@@ -100,6 +101,8 @@ class ModelRoute:
     marks_cache: bool = True
     """Whether the provider writes the request's cache plan as markers (`marks_cache`);
     when it does not, the plan's prefix digests are not worth computing."""
+    fallback_from: str | None = None
+    """The profile this route stands in for (`bot.agent.fallback`); None: its own route."""
 
     @property
     def context_window_for_math(self) -> int:
@@ -120,8 +123,26 @@ class ProfileEntry:
     vision: bool = False
 
 
+class RouteChains(Protocol):
+    """The profiles' fallback chains as routes and callers use them
+    (`bot.agent.fallback.FallbackChains`)."""
+
+    def in_chain(self, route: ModelRoute) -> bool: ...
+
+    def route_for(self, session_id: int, route: ModelRoute) -> ModelRoute: ...
+
+    def candidates(self, session_id: int, route: ModelRoute) -> list[ModelRoute]: ...
+
+    def failed(self, route: ModelRoute) -> None: ...
+
+    def answered(self, session_id: int, route: ModelRoute) -> None: ...
+
+
 class RouteTable:
-    """Resolves a session's route string (`profile`, `profile:model` or `model`)."""
+    """Resolves a session's route string (`profile`, `profile:model` or `model`).
+    `chains`: the profiles' fallback chains (`bot.agent.fallback`), None without any."""
+
+    chains: RouteChains | None = None
 
     def __init__(
         self,
@@ -160,6 +181,14 @@ class RouteTable:
             entry = self._profiles[route]
             return route, entry.capacity.model or self.default_model
         return self.default_profile, route
+
+    def resolve_for(self, session_id: int, route: str | None) -> ModelRoute:
+        """The route a session's turn is planned for: its own, or the fallback it stays on
+        while its own route is down (`FallbackChains.route_for`)."""
+        resolved = self.resolve(route)
+        if self.chains is None:
+            return resolved
+        return self.chains.route_for(session_id, resolved)
 
     def resolve(self, route: str | None) -> ModelRoute:
         name, model = self.parse(route)

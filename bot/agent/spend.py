@@ -384,9 +384,15 @@ class SpendGuard:
         )
 
     async def before_call(
-        self, state: TurnState, request: LLMRequest, *, input_tokens: int
+        self,
+        state: TurnState,
+        request: LLMRequest,
+        *,
+        input_tokens: int,
+        prices: Prices | None = None,
     ) -> None:
-        """Hold the call's bound on every limited budget, or raise `BudgetExceeded`."""
+        """Hold the call's bound on every limited budget, or raise `BudgetExceeded`;
+        `prices`: the route that takes the call (a fallback's), else the turn's route."""
         await self._release_stale()
         session = state.session
         key = (session.id, state.turn_id)
@@ -397,7 +403,7 @@ class SpendGuard:
         chat_id = session.key.chat_id
         counters = self.counters_of(chat_id, state.requester, periods)
         bound = call_bound(
-            state.route.prices,
+            prices if prices is not None else state.route.prices,
             request,
             input_tokens=input_tokens,
             output_bound=self.policy.output_bound,

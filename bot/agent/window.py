@@ -274,7 +274,7 @@ class Windows:
         )
         loaded = turn.history
         session = loaded.session
-        route = self.routes.resolve(session.route)
+        route = self.routes.resolve_for(session.id, session.route)
         records = loaded.records
         correction = self.correction(route.profile, route.model)
         blocks = await self.prompt.blocks(
@@ -431,7 +431,7 @@ class Windows:
         records = loaded.records
         projection = await self.project(session, records, "")
         costs = turn_costs(projection.messages)
-        route = self.routes.resolve(session.route)
+        route = self.routes.resolve_for(session.id, session.route)
         limits = self.limits(session, self.correction(route.profile, route.model))
         turn = predict_cut(costs, limits, compactor.policy.prepare_margin)
         if turn is None:
@@ -488,7 +488,7 @@ class Windows:
         less the fixed parts (system prompt, breadcrumb, tool schemas) and the current
         turn's allowance (`CURRENT_TURN_SHARE` of the budget). None when proactive
         trimming is off."""
-        route = self.routes.resolve(session.route)
+        route = self.routes.resolve_for(session.id, session.route)
         runtime = self.runtime.effective_context_budget(route.context_window)
         if runtime <= 0:
             return None

@@ -237,7 +237,35 @@ async def _models(settings: Settings) -> list[Check]:
                 "LLM_BASE_URL unset: the offline model, replies are canned (`tgbot run --offline`)",
             )
         )
-    return checks
+    return checks + _chains(settings, checks)
+
+
+def _chains(settings: Settings, checks: list[Check]) -> list[Check]:
+    """One line per fallback chain: every route of it was checked above (a profile each);
+    the chain passes when every fallback exists, is not the profile itself, and answered."""
+    answered = {c.name.removeprefix("model "): c.passed for c in checks}
+    lines: list[Check] = []
+    for name, profile in settings.providers.items():
+        if not profile.fallbacks:
+            continue
+        problems: list[str] = []
+        for fallback in profile.fallbacks:
+            if fallback == name:
+                problems.append(f"{fallback} is the profile itself")
+            elif fallback not in answered:
+                problems.append(f"no provider profile named {fallback!r}")
+            elif not answered[fallback]:
+                problems.append(f"{fallback} did not pass its check (its line above)")
+        chain = " → ".join([name, *profile.fallbacks])
+        cooldown = f"{profile.fallback_cooldown_seconds:g} s cooldown"
+        if problems:
+            detail = f"{chain}: {'; '.join(problems)}; fix: providers.{name}.fallbacks"
+            lines.append(Check(f"fallbacks {name}", False, detail))
+        else:
+            lines.append(
+                Check(f"fallbacks {name}", True, f"{chain}, every route answered ({cooldown})")
+            )
+    return lines
 
 
 async def _profile(settings: Settings, name: str, profile: ProviderProfile) -> Check:

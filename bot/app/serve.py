@@ -12,6 +12,7 @@ that does not validate is recorded in the update log (`claim_update`) and passed
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -26,7 +27,9 @@ from adapters.llm.dialects import kind_for
 from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.polling_loop import AfterBatchHook, poll_updates
 from adapters.telegram.sender import TelegramMessenger
+from adapters.telegram.update_health import UpdateHealth
 from adapters.telegram.webhook import serve_webhook
+from adapters.telegram.webhook_watch import watch_webhook
 from bot.app.heap import settle_heap
 from bot.app.mcp_servers import start_mcp
 from bot.app.preflight import (
@@ -170,7 +173,12 @@ async def serve(
                     locale=settings.fallback_locale,
                     chat_events=app.chat_events,
                 )
-                await _start_beside(stack, app, live)
+                # never silently deaf: /healthz and the systemd watchdog read this
+                health = UpdateHealth(
+                    stall_seconds=settings.telegram.updates_stall_seconds,
+                    source="getWebhookInfo" if webhook else "getUpdates",
+                )
+                await _start_beside(stack, app, live, health)
                 await _recover(stack, app, identity)
                 log.info("start-up objects frozen out of garbage collection: %d", settle_heap())
                 log.info(
@@ -181,16 +189,24 @@ async def serve(
                 )
                 signals.started()  # from here a signal stops taking updates
                 if webhook:
-                    await serve_webhook(
-                        dispatcher,
-                        bot,
-                        host=host,
-                        port=port,
-                        stop=signals.stop,
-                        secret=_secret(settings),
-                        public_url=settings.webhook_url,
-                        on_skipped=_skipped_updates(app),
-                    )
+                    # Telegram's word on its deliveries: /healthz and the watchdog read it
+                    watcher = asyncio.create_task(watch_webhook(bot, health, stop=signals.stop))
+                    try:
+                        await serve_webhook(
+                            dispatcher,
+                            bot,
+                            host=host,
+                            port=port,
+                            stop=signals.stop,
+                            secret=_secret(settings),
+                            public_url=settings.webhook_url,
+                            on_skipped=_skipped_updates(app),
+                            health=health,
+                        )
+                    finally:
+                        watcher.cancel()
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await watcher
                 else:  # each batch confirmed only after it was stored; one chat's in order
                     await poll_updates(
                         dispatcher,
@@ -198,6 +214,9 @@ async def serve(
                         stop=signals.stop,
                         on_skipped=_skipped_updates(app),
                         after_batch=after_batch,
+                        health=health,
+                        poll_seconds=settings.telegram.poll_seconds,
+                        grace_seconds=settings.telegram.poll_grace_seconds,
                     )
             except asyncio.CancelledError:
                 if not signals.cut_start_short:
@@ -304,7 +323,9 @@ async def _start_app(
     return app
 
 
-async def _start_beside(stack: AsyncExitStack, app: App, live: PgLiveChannel | None) -> None:
+async def _start_beside(
+    stack: AsyncExitStack, app: App, live: PgLiveChannel | None, health: UpdateHealth
+) -> None:
     """What runs beside the updates: the daily summary, the live events, the dashboard and
     the retention loop; the corrections every worker has learned are adopted first."""
     settings = app.settings
@@ -321,7 +342,7 @@ async def _start_beside(stack: AsyncExitStack, app: App, live: PgLiveChannel | N
         # prometheus-client, its views) costs ~7 MB resident and ~0.1-0.3 s of start-up.
         from bot.app.dashboard.server import start_beside_bot
 
-        dashboard = await start_beside_bot(settings, app.bus, live)
+        dashboard = await start_beside_bot(settings, app.bus, live, updates=health)
         if dashboard is not None:
             stack.push_async_callback(dashboard.close)
     policy = retention_policy(settings)

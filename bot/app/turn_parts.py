@@ -55,7 +55,12 @@ def build_turn_runner(
     table = {tool.spec.name: tool for tool in tools}  # the live tool table, shared
     calls = policy.calls
     caller = ModelCaller(
-        bus=bus, clock=clock, limits=calls.limits, deadline_seconds=calls.deadline_seconds
+        bus=bus,
+        clock=clock,
+        limits=calls.limits,
+        deadline_seconds=calls.deadline_seconds,
+        chains=routes.chains,
+        correction=truth.correction,
     )
     compactor = None
     if policy.compaction is not None:

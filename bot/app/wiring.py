@@ -27,6 +27,7 @@ from adapters.tokenizers import TokenizerUnavailable, load_token_counter
 from adapters.transcription import OpenAITranscriber
 from bot.agent.compactor import CompactionPolicy
 from bot.agent.events import NO_OBSERVER, EventBus
+from bot.agent.fallback import FallbackChains
 from bot.agent.ledger import LedgerWriter
 from bot.agent.metering import TokenTruth
 from bot.agent.reply import ChatActions, chat_actions_of
@@ -173,12 +174,29 @@ def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> R
     if default_name not in entries:
         raise ConfigError("default_provider", f"no provider profile named {default_name!r}")
     default_model = entries[default_name].capacity.model or settings.llm_model
-    return RouteTable(
+    table = RouteTable(
         entries,
         default_profile=default_name,
         default_model=default_model,
         fallback_window=settings.llm_context_window,
     )
+    table.chains = fallback_chains(settings, table)
+    return table
+
+
+def fallback_chains(settings: Settings, table: RouteTable) -> FallbackChains | None:
+    """The profiles' `fallbacks` (None when no profile has any); a chain naming an unknown
+    profile, or its own, is a `ConfigError`."""
+    chains = {name: p.fallbacks for name, p in settings.providers.items() if p.fallbacks}
+    if not chains:
+        return None
+    for name, chain in chains.items():
+        for fallback in chain:
+            if fallback == name or fallback not in table.profile_names:
+                what = "itself" if fallback == name else f"no provider profile named {fallback!r}"
+                raise ConfigError(f"providers.{name}.fallbacks", f"{fallback!r}: {what}")
+    cooldowns = {n: p.fallback_cooldown_seconds for n, p in settings.providers.items()}
+    return FallbackChains(resolve=table.resolve, chains=chains, cooldowns=cooldowns)
 
 
 def _token_counter(

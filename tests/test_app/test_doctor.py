@@ -238,3 +238,38 @@ async def test_a_provider_sdk_key_set_instead_of_llm_api_key(
         'LLM_API_KEY for https://api.openai.com/v1); fix: export LLM_API_KEY="$OPENAI_API_KEY"'
     )
     assert "sk-in-the-wrong-variable" not in "\n".join(lines)
+
+
+async def test_doctor_checks_every_route_of_every_fallback_chain(
+    clean_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with FakeOpenAIServer() as good, FakeOpenAIServer() as down:
+        down.fail_next(503, {"error": {"message": "overloaded"}}, times=5)
+        config = tmp_path / "bot.toml"
+        config.write_text(
+            'default_provider = "main"\n'
+            "[providers.main]\n"
+            f'base_url = "{good.base_url}"\n'
+            'model = "fake-model"\n'
+            'fallbacks = ["spare", "broken"]\n'
+            "[providers.spare]\n"
+            f'base_url = "{good.base_url}"\n'
+            'model = "fake-model"\n'
+            'fallbacks = ["main"]\n'
+            "fallback_cooldown_seconds = 60\n"
+            "[providers.broken]\n"
+            f'base_url = "{down.base_url}"\n'
+            'model = "fake-model"\n'
+        )
+        out = io.StringIO()
+        await doctor(str(config), out=out)
+        assert len(down.requests) >= 1  # the fallback's own route was called
+    by_name = {line.split(":")[0]: line for line in out.getvalue().splitlines()}
+    assert by_name["✘ model broken"].startswith("✘ model broken: fake-model at")
+    assert by_name["✘ fallbacks main"] == (
+        "✘ fallbacks main: main → spare → broken: broken did not pass its check (its line "
+        "above); fix: providers.main.fallbacks"
+    )
+    assert by_name["✔ fallbacks spare"] == (
+        "✔ fallbacks spare: spare → main, every route answered (60 s cooldown)"
+    )

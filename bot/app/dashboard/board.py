@@ -18,6 +18,7 @@ from aiohttp import web
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapters.telegram.update_health import UpdateHealth
 from bot.agent.events import EventBus
 from bot.agent.spend import (
     NANOS,
@@ -72,6 +73,8 @@ class Dashboard:
     now: Now = _system_now
     spend: SpendBoard | None = None
     """The spend limits and their counters (None: no `[limits]` set)."""
+    updates: UpdateHealth | None = None
+    """Whether the bot still reads its updates (None: a dashboard outside `tgbot run`)."""
 
     def today(self) -> date:
         return self.now().astimezone(self.settings.zone).date()

@@ -52,6 +52,10 @@ async def healthz(request: web.Request) -> web.Response:
     missing = await no_bot_data(request)
     if missing is not None:
         return web.Response(text=missing + "\n", status=503)
+    updates = dashboard_of(request).updates
+    deaf = updates.stalled() if updates is not None else None
+    if deaf is not None:  # never silently deaf (adapters.telegram.update_health)
+        return web.Response(text=deaf + "\n", status=503)
     if await store_answers(dashboard_of(request).engine):
         return web.Response(text="ok\n")
     return web.Response(text="the database does not answer\n", status=503)
@@ -70,8 +74,12 @@ async def metrics(request: web.Request) -> web.Response:
         status = await dashboard.spend.status(dashboard.now())
         if status is not None:
             budgets = budget_gauges(dashboard.spend.policy, status)
+    updates = dashboard.updates
     body = dashboard.feed.metrics.render(
-        now=dashboard.now(), inbound_messages=inbound, budgets=budgets
+        now=dashboard.now(),
+        inbound_messages=inbound,
+        budgets=budgets,
+        last_update_age=updates.age() if updates is not None else None,
     )
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 

@@ -226,6 +226,7 @@ def _build(day: date, entries: list[LedgerEntry], zone: tzinfo, corrupt: int) ->
     by_chat: dict[int, Spend] = {}
     by_model: dict[str, Spend] = {}
     failed: list[LedgerEntry] = []
+    down: set[tuple[int, str, int]] = set()  # calls whose route failed: a switch may follow
     for entry in entries:
         if entry.ts.astimezone(zone).date() != day:
             continue  # the report leaves such calls out too
@@ -242,8 +243,12 @@ def _build(day: date, entries: list[LedgerEntry], zone: tzinfo, corrupt: int) ->
         recent.setdefault(entry.chat, []).append(entry)
         if entry.trim is not None:
             trims.setdefault(entry.chat, []).append(entry)
+        step = (entry.session, entry.turn_id, entry.iteration)
         if entry.error is not None:
             failed.append(entry)
+            down.add(step)
+        elif entry.fallback_from is not None and step in down:
+            failed.append(entry)  # the switch: the error list shows who took the call
         if entry.purpose == "compaction":
             compactions.setdefault(entry.chat, []).append(entry)
     inputs.sort()

@@ -300,6 +300,8 @@ def _call_data(entry: LedgerEntry) -> dict[str, Any]:
         "tool_calls": entry.tool_calls,
         "error": entry.error is not None,
         "call_id": entry.call_id,
+        "route": entry.route or entry.provider,
+        "fallback_from": entry.fallback_from,
     }
 
 

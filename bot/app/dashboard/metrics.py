@@ -48,6 +48,23 @@ class _InboundCollector(Collector):
         yield family
 
 
+class _UpdateAgeCollector(Collector):
+    """Reports how long ago updates were last read (`tgbot run` only)."""
+
+    def __init__(self) -> None:
+        self.value: float | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            "tgbot_last_update_age_seconds",
+            "Seconds since a getUpdates last completed (webhook: since Telegram last "
+            "reported clean deliveries)",
+        )
+        if self.value is not None:
+            family.add_metric([], self.value)
+        yield family
+
+
 @dataclass(frozen=True, slots=True)
 class BudgetGauge:
     """One bot-wide budget as `/metrics` reports it (`bot.agent.spend`)."""
@@ -107,6 +124,8 @@ class DashboardMetrics:
         self.registry.register(self.inbound)
         self.budgets = _BudgetCollector()
         self.registry.register(self.budgets)
+        self.update_age = _UpdateAgeCollector()
+        self.registry.register(self.update_age)
         self.calls = Counter("tgbot_model_calls", "Model calls", ["scene"], registry=self.registry)
         self.input_tokens = Counter(
             "tgbot_input_tokens", "Input tokens the provider reported", registry=self.registry
@@ -205,8 +224,10 @@ class DashboardMetrics:
         now: datetime,
         inbound_messages: int | None,
         budgets: list[BudgetGauge] | None = None,
+        last_update_age: float | None = None,
     ) -> bytes:
         self.close_idle_turns(now)
         self.inbound.value = inbound_messages
+        self.update_age.value = last_update_age
         self.budgets.gauges = budgets or []
         return generate_latest(self.registry)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from adapters.http_guard import GuardedSite, guarded_runner
+from adapters.telegram.update_health import UpdateHealth
 from bot.agent.events import EventBus
 from bot.app.dashboard import feeds, pages
 from bot.app.dashboard.auth import check_bind
@@ -130,7 +131,11 @@ class RunningDashboard:
 
 
 async def start_beside_bot(
-    settings: Settings, bus: EventBus, channel: LiveChannel | None = None
+    settings: Settings,
+    bus: EventBus,
+    channel: LiveChannel | None = None,
+    *,
+    updates: UpdateHealth | None = None,
 ) -> RunningDashboard | None:
     """Serve the dashboard inside `tgbot run` when DASHBOARD_PORT is set (None otherwise):
     on all interfaces when DASHBOARD_TOKEN protects it, else on loopback only."""
@@ -138,6 +143,7 @@ async def start_beside_bot(
         return None
     host = "0.0.0.0" if settings.dashboard_token is not None else "127.0.0.1"
     dashboard = open_dashboard(settings, bus=bus, channel=channel)
+    dashboard.updates = updates
     try:
         runner = await start_dashboard(dashboard, host=host, port=settings.dashboard_port)
     except BaseException:

@@ -391,9 +391,10 @@ def local(value: datetime | str | None, zone: tzinfo) -> str:
 
 # ---------------------------------------------------------------- errors
 
-ErrorKind = Literal["failed_call", "refused_budget", "refused_send", "skipped_update"]
+ErrorKind = Literal["failed_call", "fallback", "refused_budget", "refused_send", "skipped_update"]
 ERROR_KINDS: Mapping[ErrorKind, str] = {
     "failed_call": "failed model call",
+    "fallback": "fell back",
     "refused_budget": "refused: budget",
     "refused_send": "refused send",
     "skipped_update": "skipped update",
@@ -419,22 +420,28 @@ class ErrorLine:
         return ERROR_KINDS[self.kind]
 
 
+def _call_line(entry: LedgerEntry) -> ErrorLine:
+    """A failed call's row, or a switch's: the fallback that took a call its route failed."""
+    if entry.error is None and entry.fallback_from is not None:
+        reason = f"{entry.fallback_from} was down: {entry.route} ({entry.model}) answered"
+        return ErrorLine(
+            ts=entry.ts, kind="fallback", chat=entry.chat, reason=reason, call_id=entry.call_id
+        )
+    return ErrorLine(
+        ts=entry.ts,
+        kind="refused_budget" if entry.refused == "budget" else "failed_call",
+        chat=entry.chat,
+        reason=entry.error or "",
+        call_id="" if entry.refused else entry.call_id,  # never sent: no trace
+    )
+
+
 def error_lines(
     digests: Sequence[DayDigest], logged: Iterable[LoggedError], *, limit: int = MAX_ERRORS
 ) -> tuple[tuple[ErrorLine, ...], int]:
     """(the newest `limit` errors of the range, newest first; how many were left out):
     the failed calls of the ledger and the error log's refused sends and skipped updates."""
-    lines = [
-        ErrorLine(
-            ts=entry.ts,
-            kind="refused_budget" if entry.refused == "budget" else "failed_call",
-            chat=entry.chat,
-            reason=entry.error or "",
-            call_id="" if entry.refused else entry.call_id,  # never sent: no trace
-        )
-        for digest in digests
-        for entry in digest.failed
-    ]
+    lines = [_call_line(entry) for digest in digests for entry in digest.failed]
     lines.extend(
         ErrorLine(
             ts=error.ts,

@@ -145,3 +145,39 @@ async def test_forbidden_is_recorded_with_its_class(tmp_path: Path) -> None:
     (entry,) = read_errors(tmp_path, [datetime.now(UTC).date()])
     assert entry.reason == "TelegramForbidden: Forbidden: bot was kicked from the group chat"
     assert entry.chat == -5
+
+
+async def test_a_switch_to_a_fallback_is_on_the_error_list(tmp_path: Path) -> None:
+    """The primary's failed call, then the fallback that took it; the fallback's later
+    calls (the session stays there) are not errors."""
+    settings = settings_for(tmp_path)
+    now = datetime.now(UTC)
+    writer = LedgerWriter(settings.traces_dir, settings.zone)
+    for seconds, route, fallback_from, error, turn in [
+        (181, "main", None, "ProviderUnavailable: HTTP 503", "t1"),
+        (180, "backup", "main", None, "t1"),
+        (60, "backup", "main", None, "t2"),  # within the cooldown: straight there
+    ]:
+        writer.append(
+            LedgerEntry(
+                ts=now - timedelta(seconds=seconds),
+                session=1,
+                chat=-77,
+                scene="group",
+                turn_id=turn,
+                provider=route,
+                route=route,
+                fallback_from=fallback_from,
+                model=f"{route}-model",
+                error=error,
+                call_id=f"20260101-0000000{seconds}{route[0]}",
+            )
+        )
+    async with serving(open_dashboard(settings)) as test_client:
+        page = await (await test_client.get("/errors")).text()
+    found = rows(page)
+    assert [kind for kind, _ in found] == ["fallback", "failed_call"]
+    switch = found[0][1]
+    assert switch[1] == "fell back"
+    assert switch[3] == "main was down: backup (backup-model) answered"
+    assert 'href="/calls/20260101-0000000180b"' in switch[4]

@@ -228,3 +228,23 @@ async def test_the_live_panel_opens_with_the_last_20_calls(tmp_path: Path) -> No
     assert [e["kind"] for e in recent].count("error") == 1
     assert "<script>" not in overview.split("data-recent='")[1].split("'")[0]
     assert 'data-zone="UTC"' in overview
+
+
+def test_a_call_a_fallback_took_says_so_on_the_live_panel() -> None:
+    from bot.app.dashboard.live import call_events
+
+    entry = LedgerEntry(
+        ts=datetime(2026, 12, 7, 4, 0, tzinfo=UTC),
+        session=1,
+        chat=-77,
+        scene="group",
+        turn_id="t1",
+        provider="backup",
+        route="backup",
+        fallback_from="main",
+        model="backup-model",
+    )
+    (event,) = call_events(entry, with_trim=True)
+    assert (event.data["route"], event.data["fallback_from"]) == ("backup", "main")
+    script = (Path(__file__).parents[3] / "bot/app/dashboard/static/live.js").read_text()
+    assert '" (fallback for " + data.fallback_from + ")"' in script

@@ -36,7 +36,8 @@
       ? data.reason + ": dropped " + data.dropped_turns + " turns, " + data.tokens_before + " → " + data.tokens_after + " tokens"
       : kind === "error" ? data.error
       : kind === "compaction" ? "summary call, " + (data.model || "")
-      : (data.model || "") + (data.tool_calls ? ", " + data.tool_calls + " tool calls" : "")
+      : (data.model || "") + (data.fallback_from ? " (fallback for " + data.fallback_from + ")" : "")
+        + (data.tool_calls ? ", " + data.tool_calls + " tool calls" : "")
         + (data.cache_write_tokens ? ", " + data.cache_write_tokens + " cache writes" : "")
         + (data.input_truncated_by_provider ? ", truncated by the provider (num_ctx)" : "");
     [cell(at(data.ts), true), cell(kind, true), cell(data.chat, true),
