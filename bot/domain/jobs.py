@@ -283,7 +283,7 @@ def shortest_gap(cron: Cron, start: datetime, zone: tzinfo, samples: int = 48) -
 
 
 class JobStore(Protocol):
-    """Jobs and their runs (`storage.jobs.SqlJobStore`, `testkit.memory_jobs`)."""
+    """Jobs and their runs (`storage.jobs.SqlJobStore`, `bot.services.local_jobs`)."""
 
     async def add_job(self, job: NewJob) -> Job:
         """Store the job and its first run, due at `job.first_at`."""

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from bot.domain.jobs import JobStore, NewJob
+from bot.services.local_jobs import LocalJobStore
 from storage.engine import create_engine_for
 from storage.jobs import SqlJobStore
-from testkit.memory_jobs import InMemoryJobStore
 from tests.test_storage.conftest import BACKENDS, database_url
 
 NOW = datetime(2026, 12, 7, 1, 0, tzinfo=UTC)
@@ -25,7 +25,7 @@ class Opened:
     def __init__(self, url: str | None) -> None:
         self.url = url
         self.engines: list[object] = []
-        self.memory = InMemoryJobStore()
+        self.memory = LocalJobStore()
 
     def again(self) -> JobStore:
         if self.url is None:

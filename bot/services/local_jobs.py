@@ -1,5 +1,5 @@
-"""Scheduled jobs in memory: the twin of `storage.jobs.SqlJobStore` for one process (the
-same contract test runs on both)."""
+"""Scheduled jobs in memory, for the in-memory store: the twin of `storage.jobs.SqlJobStore`
+for one process (the same contract test runs on both)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 from bot.domain.jobs import ClaimedRun, Job, JobRun, NewJob, RunStatus, next_run
 
 
-class InMemoryJobStore:
+class LocalJobStore:
     """Implements `bot.domain.jobs.JobStore` in dicts (one process: no other worker)."""
 
     def __init__(self) -> None:
