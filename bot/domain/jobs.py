@@ -124,10 +124,8 @@ def resolve_at(value: str, zone: tzinfo) -> datetime:
 def _local(naive: datetime, zone: tzinfo) -> datetime:
     """A wall-clock time in `zone`; one that a DST change skips moves forward past the gap."""
     aware = naive.replace(tzinfo=zone)
-    back = aware.astimezone(UTC).astimezone(zone).replace(tzinfo=None)
-    if back != naive:  # in the gap: the same instant read the other way round
-        aware = (naive + (naive - back)).replace(tzinfo=zone)
-    return aware
+    # in a gap the round trip lands past it (02:30 → 03:30); elsewhere it is the same time
+    return aware.astimezone(UTC).astimezone(zone)
 
 
 # ---------------------------------------------------------------- repeats
@@ -330,3 +328,15 @@ class JobStore(Protocol):
     async def runs(self, *, job_id: int | None = None, limit: int = 50) -> tuple[JobRun, ...]:
         """Runs, newest due first (one job's, or every job's)."""
         ...
+
+
+def latest_due(job: Job, due: datetime, now: datetime, zone: tzinfo) -> datetime:
+    """The last time a repeating job came due at or before `now`, from its pending `due`
+    (the period a restart still runs, once, when it missed several)."""
+    latest = due
+    for _ in range(10_000):
+        following = next_run(job, latest, zone)
+        if following is None or following > now:
+            break
+        latest = following
+    return latest

@@ -33,6 +33,7 @@ from bot.domain.jobs import (
     NewJob,
     ScheduleError,
     first_run,
+    latest_due,
     parse_job_name,
     resolve_at,
     shortest_gap,
@@ -128,8 +129,12 @@ class JobBook:
             raise JobRefused("'text' is empty: say what to post or do")
         if len(body) > MAX_JOB_TEXT:
             raise JobRefused(f"'text' is longer than {MAX_JOB_TEXT} characters")
-        if request.mode not in ("post", "task"):
-            raise JobRefused(f"unknown mode {request.mode!r}: use 'post' or 'task'")
+        if request.mode == "task":
+            # a task run needs a turn with the job as its per-turn instruction, ledgered
+            # `purpose: job`: not built yet (docs/architecture.md, Scheduled jobs)
+            raise JobRefused("mode 'task' is not available yet; schedule a 'post' instead")
+        if request.mode != "post":
+            raise JobRefused(f"unknown mode {request.mode!r}: use 'post'")
         now = self.clock.now()
         zone = request.zone
         try:
@@ -227,6 +232,14 @@ def _repeat_text(repeat: str | None) -> str | None:
 
 # ---------------------------------------------------------------- running due jobs
 
+
+def _zone(job: Job) -> tzinfo:
+    try:
+        return ZoneInfo(job.zone)
+    except (ValueError, KeyError):
+        return ZoneInfo("UTC")
+
+
 TaskTurn = Callable[[SessionInfo, Job], Awaitable[bool]]
 """Runs a `task` job's turn in its session (the caller holds the turn lock); returns
 whether it sent an answer."""
@@ -295,13 +308,18 @@ class JobRunner:
     async def deliver(self, item: ClaimedRun) -> None:
         job, run = item.job, item.run
         now = self.clock.now()
-        overdue = (now - run.due_at).total_seconds()
+        due = run.due_at
+        overdue = (now - due).total_seconds()
+        if overdue > self.policy.misfire_grace_seconds and job.repeat is not None:
+            # several periods missed: the latest one runs, once, if it is within the grace
+            due = latest_due(job, due, now, _zone(job))
+            overdue = (now - due).total_seconds()
         if overdue > self.policy.misfire_grace_seconds and run.attempts == 1:
             await self.store.finish_run(
-                run.id, "missed", now, error=f"the bot was not running at {run.due_at:%H:%M} UTC"
+                run.id, "missed", now, error=f"the bot was not running at {due:%H:%M} UTC"
             )
             log.info("jobs: %s missed (%.0f s late)", job.name, overdue)
-            await self._tell_creator(job, "jobs_missed", when=self._local(job, run.due_at))
+            await self._tell_creator(job, "jobs_missed", when=self._local(job, due))
             return
         # late: the bot was not running at its time (a run Telegram made wait is not)
         late = run.attempts == 1 and overdue > self.policy.late_after_seconds
@@ -315,7 +333,7 @@ class JobRunner:
                 note = text(
                     self.delivery.locale_for_chat(job.chat_id),
                     "jobs_late_note",
-                    when=self._local(job, run.due_at),
+                    when=self._local(job, due),
                 )
                 body = f"{note}\n{body}"
             sent = await self.delivery.messenger.send_text(
@@ -402,11 +420,7 @@ class JobRunner:
         )
 
     def _local(self, job: Job, when: datetime) -> str:
-        try:
-            zone: tzinfo = ZoneInfo(job.zone)
-        except (ValueError, KeyError):
-            zone = ZoneInfo("UTC")
-        return f"{when.astimezone(zone):%Y-%m-%d %H:%M}"
+        return f"{when.astimezone(_zone(job)):%Y-%m-%d %H:%M}"
 
     async def _tell_creator(self, job: Job, key: str, **values: str) -> None:
         """Tell the creator in their private chat (where the bot can reach them)."""
