@@ -339,3 +339,21 @@ def _replace(job: Job, **changes: Any) -> Job:
 def job_tables() -> Sequence[sa.Table]:
     """The tables this module owns (the migration `0011_jobs` creates them)."""
     return (jobs_table, job_runs_table)
+
+
+async def job_counts(engine: AsyncEngine) -> tuple[dict[str, int], dict[str, int]]:
+    """(jobs by status, runs by status): what `/metrics` reports."""
+    async with engine.connect() as conn:
+        jobs = (
+            await conn.execute(
+                sa.select(jobs_table.c.status, sa.func.count()).group_by(jobs_table.c.status)
+            )
+        ).all()
+        runs = (
+            await conn.execute(
+                sa.select(job_runs_table.c.status, sa.func.count()).group_by(
+                    job_runs_table.c.status
+                )
+            )
+        ).all()
+    return {str(s): int(n) for s, n in jobs}, {str(s): int(n) for s, n in runs}

@@ -58,6 +58,7 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def metrics(request: web.Request) -> web.Response:
+    from bot.app.dashboard.jobs_page import jobs_metrics
     from storage.dashboard import inbound_message_count
 
     dashboard = dashboard_of(request)
@@ -73,6 +74,7 @@ async def metrics(request: web.Request) -> web.Response:
     body = dashboard.feed.metrics.render(
         now=dashboard.now(), inbound_messages=inbound, budgets=budgets
     )
+    body += (await jobs_metrics(request)).encode()
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
 
