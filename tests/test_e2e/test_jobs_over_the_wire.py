@@ -260,3 +260,34 @@ async def test_a_403_is_failed_never_delivered_and_a_429_is_waited_out_and_sent_
     (sent,) = [m for m in bot.api.sent_messages(CHAT) if m["text"] == "Paced one"]
     assert [(r.status, r.message_id) for r in paced] == [("delivered", sent["message_id"])]
     assert paced[0].attempts == 2
+
+
+BOB = {"id": 1002, "first_name": "Bob"}
+
+
+async def test_cancel_rights_and_slash_jobs_in_the_askers_language(bot_running: StartBot) -> None:
+    bot, model = await start(bot_running)
+    at = local_iso(8)
+    await ask(
+        bot, model, "remind", CallTool("schedule", {"at": at, "text": "Never sent"}), Reply("Set.")
+    )
+    # Bob, neither its creator nor an administrator: refused, the job stays
+    model.add(CallTool("cancel_scheduled", {"job": "j1"}), Reply("Cannot."))
+    replies = len(bot.api.sent_messages(CHAT)) + 1
+    bot.api.push_update(bot.api.user_message(CHAT, BOB, "@test_bot cancel j1"))
+    await reply_stored(bot.api, bot.store, CHAT, replies)
+    refused = [m for m in from_request(bot.llm.requests[-1]).messages if m.role == "tool"][-1]
+    assert "not allowed" in refused.content
+    # `/jobs` lists it; Alice cancels her own with `/jobs cancel j1`
+    bot.api.push_update(bot.api.user_message(CHAT, ALICE, "/jobs"))
+    listed = (await bot.api.wait_for_sent(CHAT, replies + 1, timeout=deadline(EVENT)))[-1]
+    assert listed["text"].startswith("Scheduled jobs:")
+    assert "j1 · " in listed["text"]
+    assert "by Alice: Never sent" in listed["text"]
+    bot.api.push_update(bot.api.user_message(CHAT, ALICE, "/jobs cancel j1"))
+    done = (await bot.api.wait_for_sent(CHAT, replies + 2, timeout=deadline(EVENT)))[-1]
+    assert done["text"] == "Cancelled j1."
+    due = datetime.fromisoformat(at).replace(tzinfo=SHANGHAI).timestamp()
+    await asyncio.sleep(max(0.0, due + 1 - datetime.now(SHANGHAI).timestamp()))
+    assert not [m for m in bot.api.sent_messages(CHAT) if m["text"] == "Never sent"]
+    assert await runs_of(bot) == ()  # the pending run was dropped with the job
