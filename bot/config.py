@@ -239,6 +239,24 @@ class ScheduleSettings(Section):
         return value
 
 
+class JobsSettings(Section):
+    """Reminders and scheduled posts (`schedule`, docs/architecture.md, Scheduled jobs)."""
+
+    per_member: int = Field(10, ge=0)
+    """Active jobs one member may have (the owner: no cap); 0 turns members' jobs off."""
+    per_chat: int = Field(50, ge=0)
+    min_repeat_minutes: int = Field(60, ge=0)
+    """The shortest repeat a member may set (the owner: any)."""
+    max_days_ahead: int = Field(366, ge=1)
+    misfire_grace_seconds: int = Field(3600, ge=0)
+    """A run the bot missed (it was down) is still sent this late, saying it is late;
+    beyond, it is recorded missed and its creator told."""
+    late_after_seconds: float = Field(60.0, ge=0)
+    """A run sent more than this after its time says it is late."""
+    poll_seconds: float = Field(5.0, gt=0)
+    """How often each worker asks the database for due runs."""
+
+
 class SecuritySettings(Section):
     allowed_chats: list[int] = Field(default_factory=list)
     """Empty: every chat is allowed."""
@@ -471,6 +489,7 @@ class Settings(BaseSettings):
     triggers: TriggerSettings = TriggerSettings()
     telegram: TelegramSettings = TelegramSettings()
     schedule: ScheduleSettings = ScheduleSettings()
+    jobs: JobsSettings = JobsSettings()
     security: SecuritySettings = SecuritySettings()
     retention: RetentionSettings = RetentionSettings()
     ledger: LedgerSettings = LedgerSettings()

@@ -250,3 +250,7 @@ class SpendNoticeRow(SQLModel, table=True):
     period: str = Field(sa_column=Column(Text, primary_key=True))
     chat_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
     user_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+
+
+# the jobs tables live in their own module (`storage.jobs`); declared with these
+from storage import jobs as _jobs  # noqa: E402, F401

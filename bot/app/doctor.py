@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit
 
+from bot.app.doctor_jobs import job_chat_checks
 from bot.app.preflight import (
     check_bot_token,
     check_data_dir,
@@ -155,6 +156,9 @@ async def _telegram(settings: Settings) -> list[Check]:
             )
         checks.append(await _owner(settings, probe, me.username))
         checks.append(await _webhook(settings, probe))
+        checks.extend(
+            Check("jobs", ok, line) for ok, line in await job_chat_checks(settings, probe)
+        )
     return checks
 
 

@@ -31,6 +31,7 @@ from adapters.telegram.update_health import UpdateHealth
 from adapters.telegram.webhook import serve_webhook
 from adapters.telegram.webhook_watch import watch_webhook
 from bot.app.heap import settle_heap
+from bot.app.jobs import start_jobs
 from bot.app.mcp_servers import start_mcp
 from bot.app.preflight import (
     check_bot_token,
@@ -345,11 +346,37 @@ async def _start_beside(
         dashboard = await start_beside_bot(settings, app.bus, live, updates=health)
         if dashboard is not None:
             stack.push_async_callback(dashboard.close)
+    _start_jobs(stack, app)
     policy = retention_policy(settings)
     clock = app.runner.clock
     _stopped_with(
         stack,
         lambda stop: asyncio.create_task(retention_loop(app.store, policy, clock, stop=stop)),
+    )
+
+
+def _start_jobs(stack: AsyncExitStack, app: App) -> None:
+    """Scheduled jobs: due runs claimed and delivered beside the updates (`bot.app.jobs`)."""
+    book = app.jobs
+    if book is None:
+        return
+    _stopped_with(
+        stack,
+        lambda stop: start_jobs(
+            book.store,
+            book.policy,
+            app.runner.clock,
+            messenger=app.messenger,
+            notices=app.outside,
+            conversations=app.store,
+            turn_lock=app.inbound.turns.turn_lock,
+            bot_id=app.runner.tool_runner.bot_id,
+            bot_name=app.runner.tool_runner.bot_name,
+            locales=app.locales,
+            fallback_locale=app.settings.fallback_locale,
+            task_turn=None,
+            stop=stop,
+        )[1],
     )
 
 

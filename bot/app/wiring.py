@@ -49,6 +49,7 @@ from bot.agent.turn import CallPolicy, ToolPolicy, TurnPolicy
 from bot.agent.turn_images import TurnImages
 from bot.agent.window import SceneCaps, WindowPolicy
 from bot.app.dashboard.auth import owner_link
+from bot.app.jobs import jobs_policy, open_job_store
 from bot.app.retention_loop import RetentionPolicy
 from bot.app.telemetry import route_endpoints
 from bot.app.topology import Topology, one_migration_at_a_time, topology_for
@@ -63,6 +64,8 @@ from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
 from bot.services.error_log import ErrorLog
 from bot.services.inbound import InboundPolicy, InboundService
+from bot.services.jobs import JobBook
+from bot.services.jobs_command import JobsCommand
 from bot.services.messenger_relay import (
     ClosedChatGuard,
     ClosedChats,
@@ -77,6 +80,7 @@ from bot.store_ports import ConversationStore
 from bot.texts import ChatLocales
 from bot.tools import default_tools
 from bot.tools.base import Tool
+from bot.tools.schedule import schedule_tools
 from bot.tools.view_image import VIEW_IMAGE
 from storage.engine import create_engine_for
 from storage.schema import schema_at_head, upgrade_in_child
@@ -390,6 +394,8 @@ class App:
     """Whose language the bot speaks (`BOT_LOCALE=auto`: each member's, a chat's)."""
     traces: TraceWriter | None = None
     """Per-call traces; `flush` on a clean stop writes the ones still held."""
+    jobs: JobBook | None = None
+    """Reminders and scheduled posts (`[jobs]`); `start_jobs` runs the due ones."""
 
 
 async def open_store(settings: Settings, *, serving: bool = False) -> ConversationStore:
@@ -508,6 +514,7 @@ def build_app(
         spend = SpendGuard(
             policy=policy, counters=open_spend_counters(store), messenger=messenger, clock=clock
         )
+    jobs = JobBook(open_job_store(store), jobs_policy(settings), clock)
     traces = TraceWriter(
         settings.traces_dir,
         keep_days=settings.ledger.keep_requests_days,
@@ -520,7 +527,7 @@ def build_app(
         store=store,
         messenger=messenger,
         routes=routes,
-        tools=(*offered_tools(settings), *extra_tools),
+        tools=(*offered_tools(settings), *schedule_tools(jobs), *extra_tools),
         ledger=ledger,
         clock=clock,
         policy=turn_policy(settings, locales),
@@ -617,6 +624,7 @@ def build_app(
         spent_for=spend.spent_for if spend is not None else None,
     )
     commands.retry = inbound.retry
+    commands.jobs_reply = JobsCommand(jobs, outside)
     chat_events = ChatEventService(
         sessions=store,
         platform_messages=store,
@@ -648,6 +656,7 @@ def build_app(
         spend=spend,
         locales=locales,
         traces=traces,
+        jobs=jobs,
     )
 
 

@@ -1,5 +1,5 @@
-"""Bot commands: /usage, /context, /model, /dashboard and /budget for the owner; /retry, /id
-and /help for everyone."""
+"""Bot commands: /usage, /context, /model, /dashboard and /budget for the owner; /retry, /id,
+/jobs and /help for everyone."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ Retry = Callable[[SessionInfo, int], Awaitable[bool]]
 MeterLookup = Callable[[int], CallMeter | None]
 BudgetReply = Callable[[], Awaitable[str]]
 """`/budget`: the spend limits' report (`bot.agent.spend.SpendGuard.report`)."""
+JobsReply = Callable[[InboundMessage, Locale], Awaitable[str]]
+"""`/jobs [cancel jN]`: the answer to the asker, in their locale."""
 DashboardLink = Callable[[], str]
 """A fresh link to the dashboard (with a short-lived signed token when one is set)."""
 
@@ -34,7 +36,7 @@ _ANSWERING: ContextVar[Locale | None] = ContextVar("answering_locale", default=N
 """The locale of the command being answered (its sender's, with `BOT_LOCALE=auto`)."""
 
 OWNER_COMMANDS = frozenset({"usage", "context", "model", "dashboard", "budget"})
-PUBLIC_COMMANDS = frozenset({"retry", "help", "start", "id"})
+PUBLIC_COMMANDS = frozenset({"retry", "help", "start", "id", "jobs"})
 
 
 class Commands:
@@ -70,6 +72,8 @@ class Commands:
         """The stored chats (the groups `/id` lists in the owner's private chat), their
         routes (`/model`)."""
         self._refused = OncePerMinute()
+        self.jobs_reply: JobsReply | None = None
+        """`/jobs [cancel jN]` (`bot.services.jobs_command.JobsCommand`)."""
 
     @staticmethod
     def name_of(message: InboundMessage) -> str:
@@ -119,6 +123,8 @@ class Commands:
                 await self._say(message, await self.budget_text())
             case "id":
                 await self._say(message, await self.id_text(message))
+            case "jobs" if self.jobs_reply is not None:
+                await self._say(message, await self.jobs_reply(message, self.locale))
             case "retry":
                 if self.retry is None or not await self.retry(session, message.sender.id):
                     await self._say(message, text(self.locale, "nothing_to_retry"))

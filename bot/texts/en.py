@@ -10,8 +10,8 @@ TEXTS: dict[str, str] = {
     "model_current": "Current model: {route} (context window: {window}). Available: {choices}",
     "model_unknown": "No model profile named {name}. Available: {choices}",
     "help": "Mention me or reply to me in a group to talk. For everyone: /retry (answer your "
-    "last message again), /id (your user id and this chat's id), /help. Owner commands: "
-    "/usage /context /model /dashboard /budget",
+    "last message again), /id (your user id and this chat's id), /jobs (scheduled posts; "
+    "/jobs cancel j3), /help. Owner commands: /usage /context /model /dashboard /budget",
     "id_ids": "Your user id: {user_id}\nThis chat's id: {chat_id}",
     "id_groups": "Groups I am in:",
     "id_no_groups": "I am in no group yet (add me to one, then send /id here again).",
@@ -86,4 +86,19 @@ TEXTS: dict[str, str] = {
     "spend_owner_warning": "{share} of the {budget} is spent: {spent}.",
     "spend_owner_reached": "The {budget} is spent ({share}): {spent}. Members are refused "
     "until it resets; you are not. /budget shows the details.",
+    # reminders and scheduled posts (`[jobs]`, bot.services.jobs)
+    "jobs_late_note": "(Late: this was due at {when}; I was not running then.)",
+    "jobs_missed": "Your scheduled {job} (“{preview}”), due at {when}, was missed: I was not "
+    "running then, and it is too late to send it now.",
+    "jobs_failed": "Your scheduled {job} (“{preview}”) could not be delivered. Telegram said: "
+    "{reason}",
+    "jobs_none": "No scheduled jobs here.",
+    "jobs_header": "Scheduled jobs:",
+    "jobs_line": "{job} · {when} · {repeat} · {mode} · by {creator}: {preview}",
+    "jobs_once": "once",
+    "jobs_cancelled": "Cancelled {job}.",
+    "jobs_cancel_usage": "Usage: /jobs cancel j3",
+    "jobs_not_found": "There is no active job {job} here.",
+    "jobs_not_yours": "Only whoever set {job}, the chat's administrators or the owner may "
+    "cancel it.",
 }

@@ -10,7 +10,8 @@ TEXTS: dict[str, str] = {
     "model_current": "当前模型：{route}（上下文窗口：{window}）。可用：{choices}",
     "model_unknown": "没有名为 {name} 的模型配置。可用：{choices}",
     "help": "在群里 @我 或回复我的消息即可对话。所有人可用：/retry（重新回答你的上一条消息）、"
-    "/id（你的用户 id 和本聊天的 id）、/help。主人命令：/usage /context /model /dashboard /budget",
+    "/id（你的用户 id 和本聊天的 id）、/jobs（定时消息；/jobs cancel j3 取消）、/help。"
+    "主人命令：/usage /context /model /dashboard /budget",
     "id_ids": "你的用户 id：{user_id}\n本聊天的 id：{chat_id}",
     "id_groups": "我所在的群：",
     "id_no_groups": "我还没有加入任何群（把我拉进群后，再在这里发送 /id）。",
@@ -77,4 +78,17 @@ TEXTS: dict[str, str] = {
     "spend_owner_warning": "{budget} 已用 {share}：{spent}。",
     "spend_owner_reached": "{budget} 已用完（{share}）：{spent}。在重置前其他人的请求会被拒绝，"
     "你不受影响。发送 /budget 查看详情。",
+    # reminders and scheduled posts (`[jobs]`, bot.services.jobs)
+    "jobs_late_note": "（迟到了：这条原定 {when} 发送，当时我没有在运行。）",
+    "jobs_missed": "你设定的 {job}（“{preview}”）原定 {when}，已错过：当时我没有在运行，"
+    "现在发已太迟。",
+    "jobs_failed": "你设定的 {job}（“{preview}”）未能送达。Telegram 的回复：{reason}",
+    "jobs_none": "这里没有定时任务。",
+    "jobs_header": "定时任务：",
+    "jobs_line": "{job} · {when} · {repeat} · {mode} · 由 {creator} 设定：{preview}",
+    "jobs_once": "一次",
+    "jobs_cancelled": "已取消 {job}。",
+    "jobs_cancel_usage": "用法：/jobs cancel j3",
+    "jobs_not_found": "这里没有进行中的任务 {job}。",
+    "jobs_not_yours": "只有设定 {job} 的人、本群管理员或机器人主人可以取消它。",
 }

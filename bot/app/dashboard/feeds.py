@@ -62,6 +62,7 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def metrics(request: web.Request) -> web.Response:
+    from bot.app.dashboard.jobs_page import jobs_metrics
     from storage.dashboard import inbound_message_count
 
     dashboard = dashboard_of(request)
@@ -81,6 +82,7 @@ async def metrics(request: web.Request) -> web.Response:
         budgets=budgets,
         last_update_age=updates.age() if updates is not None else None,
     )
+    body += (await jobs_metrics(request)).encode()
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
 

@@ -18,7 +18,7 @@ from aiohttp import web
 from adapters.http_guard import GuardedSite, guarded_runner
 from adapters.telegram.update_health import UpdateHealth
 from bot.agent.events import EventBus
-from bot.app.dashboard import feeds, pages
+from bot.app.dashboard import feeds, jobs_page, pages
 from bot.app.dashboard.auth import check_bind
 from bot.app.dashboard.board import DASHBOARD, TEMPLATES, Dashboard, open_dashboard, templates
 from bot.app.dashboard.guard import errors_as_pages, security_headers, token_check
@@ -57,6 +57,7 @@ def build_application(dashboard: Dashboard) -> web.Application:
     app.router.add_get(r"/calls/{call_id:\d{8}-[0-9a-f]{12}}", pages.call_page)
     app.router.add_get(r"/chats/{chat_id:-?\d{1,19}}/conversation", pages.conversation_page)
     app.router.add_get("/errors", pages.errors_page)
+    app.router.add_get("/jobs", jobs_page.jobs_page)
     app.router.add_get("/events", feeds.events)
     app.router.add_get("/healthz", feeds.healthz)
     app.router.add_get("/metrics", feeds.metrics)

@@ -234,8 +234,14 @@ async def test_the_overview_splits_the_estimate_per_day_and_labels_its_axes(
             continue
         history, fixed = day["history_share"], day["fixed_share"]
         current = max(0.0, 1 - history - fixed)
-        shown = [f"{v * 100:.0f}%" for v in (history, fixed, current)]
-        assert rows[day["day"]]["split"] == " · ".join(shown)
+        # the report's JSON rounds each share to 4 digits, the page shows the exact one: a
+        # share on a half percent (0.39496 → 0.395) may round one point apart
+        shown = [float(part.rstrip("%")) for part in rows[day["day"]]["split"].split(" · ")]
+        expected = [v * 100 for v in (history, fixed, current)]
+        assert all(abs(a - b) <= 0.51 for a, b in zip(shown, expected, strict=True)), (
+            shown,
+            expected,
+        )
     assert 'aria-label="Our input estimate split per day: history, fixed, current"' in page
     for unit in ("calls", "tokens / call", "tokens / day", "% of input", "% of estimate"):
         assert f'<text class="axis unit" x="4" y="12">{html.escape(unit)}</text>' in page
