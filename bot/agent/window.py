@@ -53,6 +53,7 @@ from bot.context.window import (
 from bot.domain.erasure import (
     deleted_trace,
     erased_body,
+    without_content_of,
     without_deleted_lines,
     without_quoted_text,
 )
@@ -186,6 +187,7 @@ class ConversationWindow:
                     body = erased_body(replace(record, body=body), message_id, None)
                 else:
                     body = without_quoted_text(body, message_id)
+                    body = without_content_of(body, message_id)
             for trace in traces:  # a search hit that showed it
                 body = without_deleted_lines(body, trace)
             return record if body is record.body else replace(record, body=body)

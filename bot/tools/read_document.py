@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bot.context.alias_table import ShownByTool
 from bot.errors import MediaRefused, ToolError
 from bot.ports import DocumentText, ToolSpec
 from bot.tools.base import Tool, ToolContext, require_int
@@ -38,6 +39,8 @@ async def read_document(args: Mapping[str, Any], ctx: ToolContext) -> str:
         kinds = ", ".join(m.kind for m in message.media) or "text only"
         raise ToolError(f"{label} holds no document ({kinds})", code="no_document")
     document = files[0]
+    if isinstance(ctx.shown, ShownByTool):  # its words go with the message, should it be deleted
+        ctx.shown.carry(message_id)
     room = max(1000, media.max_result_chars - HEADER_ROOM)
     try:
         text = await media.files.text(document, page=page, max_chars=room)
