@@ -576,7 +576,9 @@ def build_app(
             per_user=settings.security.user_messages_per_minute,
             per_chat=settings.security.chat_messages_per_minute,
         ),
-        transcripts=voice_transcripts(settings, files=files, ledger=ledger, clock=clock),
+        transcripts=voice_transcripts(
+            settings, files=files, ledger=ledger, clock=clock, spend=spend
+        ),
         locales=locales,
     )
     inbound.turns.on_scheduled = images.prefetch
@@ -665,7 +667,12 @@ def media_files(settings: Settings) -> CachedMediaFiles | None:
 
 
 def voice_transcripts(
-    settings: Settings, *, files: CachedMediaFiles | None, ledger: LedgerWriter, clock: Clock
+    settings: Settings,
+    *,
+    files: CachedMediaFiles | None,
+    ledger: LedgerWriter,
+    clock: Clock,
+    spend: SpendGuard | None = None,
 ) -> VoiceTranscripts | None:
     """Voice notes as text (`[transcription]`); None without an endpoint, with `transcribe =
     "off"`, or without a way to fetch files."""
@@ -686,6 +693,7 @@ def voice_transcripts(
             price_per_minute=config.price_per_minute,
             timeout_seconds=config.timeout_seconds,
         ),
+        spend=spend,
     )
 
 
