@@ -46,6 +46,15 @@ def _megabytes(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MB"
 
 
+def plain_file_path(path: str) -> bool:
+    """Whether `getFile`'s `file_path` is a plain relative path (`photos/file_3.jpg`): no
+    `..` segment, query, fragment, percent-encoding (`%2e%2e`), backslash or control
+    character, so the download URL names the file and nothing beside it."""
+    if any(c in path for c in "?#%\\") or any(ord(c) < 32 or ord(c) == 127 for c in path):
+        return False
+    return all(segment not in (".", "..") for segment in path.strip("/").split("/"))
+
+
 class TelegramFileSource:
     """Where files come from: `getFile` and the file download of one bot, over its own HTTP
     client (tests point it at the fake Bot API)."""
@@ -81,6 +90,8 @@ class TelegramFileSource:
         path = result.get("file_path")
         if not isinstance(path, str) or not path:
             raise MediaRefused("Telegram gave no download path for the file (over 20 MB?)")
+        if not plain_file_path(path):
+            raise MediaRefused("Telegram gave a download path that is not a plain file path")
         return await self._download(path, max_bytes)
 
     async def _download(self, path: str, max_bytes: int) -> bytes:
@@ -302,6 +313,9 @@ def prepare_image(raw: bytes, bounds: ImageBounds) -> FetchedImage:
         raise MediaRefused("the file is not a readable image (truncated or damaged)") from None
     if frame.size != target:
         frame = frame.resize(target, Image.Resampling.LANCZOS)
+    # nothing but pixels leaves: no EXIF, XMP or JPEG comment (`COM`), which Pillow would
+    # otherwise write again from what it read
+    frame.info.clear()
     out = io.BytesIO()
     if alpha:
         frame.save(out, format="PNG", optimize=True)
