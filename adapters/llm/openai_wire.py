@@ -133,6 +133,11 @@ def _replay_reasoning(
         reasoning = message.reasoning
         if reasoning is not None and not reasoning.signed_for(model):
             reasoning = None  # another model's signature: refused if sent (a /model switch)
+        if reasoning is not None and reasoning.format == "openrouter":
+            # OpenRouter: its `reasoning_details` go back as they came, on every message
+            # that had them (Gemini's signatures and Claude's ride inside)
+            wire[index]["reasoning_details"] = json.loads(reasoning.payload)
+            continue
         if reasoning is not None and reasoning.format == "gemini":
             signatures = gemini_signatures(reasoning)
             for call in wire[index].get("tool_calls") or []:
@@ -351,8 +356,17 @@ _REASONING_FIELDS = ("reasoning_content", "reasoning")
 def reasoning_from_wire(
     message: Mapping[str, Any], signatures: Mapping[str, str]
 ) -> Reasoning | None:
-    """The reasoning an assistant message (or the folded deltas of one) carried: Gemini's
-    thought signatures on its tool calls, else its text reasoning field, kept as written."""
+    """The reasoning an assistant message (or the folded deltas of one) carried: OpenRouter's
+    `reasoning_details` (kept whole, to go back unmodified), else Gemini's thought signatures
+    on its tool calls, else its text reasoning field, kept as written."""
+    details = message.get("reasoning_details")
+    if isinstance(details, list) and details:
+        text = message.get("reasoning")
+        return Reasoning(
+            format="openrouter",
+            text=text if isinstance(text, str) else "",
+            payload=json.dumps(details, ensure_ascii=False),
+        )
     for key in _REASONING_FIELDS:
         text = message.get(key)
         if isinstance(text, str) and text:
@@ -591,6 +605,11 @@ def _error_message_and_code(body: object) -> tuple[str, str | None]:
     message = error.get("message") or error.get("detail") or body.get("detail") or ""
     if not isinstance(message, str):
         message = json.dumps(message, ensure_ascii=False, default=str)
+    metadata = error.get("metadata")
+    raw = metadata.get("raw") if isinstance(metadata, Mapping) else None
+    if raw is not None:  # OpenRouter: the upstream provider's own error, which says why
+        said = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False, default=str)
+        message = f"{message} (upstream: {said})" if message else said
     code = error.get("code")
     if not isinstance(code, str):  # llama.cpp and Gemini send the HTTP status as the code
         code = error.get("type") or error.get("status")
@@ -647,6 +666,8 @@ class StreamState:
         self._calls: dict[int, JSON] = {}
         self._reasoning: dict[str, str] = {}
         """Reasoning text by field name, folded from the deltas."""
+        self._details: dict[int, JSON] = {}
+        """OpenRouter's `reasoning_details` by index, folded from the deltas."""
 
     def feed(self, chunk: Mapping[str, Any]) -> bool:
         """Take one chunk; True when the text grew. A chunk carrying an error raises it."""
@@ -676,6 +697,9 @@ class StreamState:
             thought = delta.get(key)
             if isinstance(thought, str) and thought:
                 self._reasoning[key] = self._reasoning.get(key, "") + thought
+        for detail in delta.get("reasoning_details") or []:
+            if isinstance(detail, Mapping):
+                self._detail_delta(detail)
         if isinstance(delta.get("refusal"), str):
             self.refusal += delta["refusal"]
         for raw in delta.get("tool_calls") or []:
@@ -683,6 +707,17 @@ class StreamState:
                 raise ProviderBadResponse("a tool-call delta is not an object")
             self._tool_call_delta(raw)
         return bool(piece)
+
+    def _detail_delta(self, raw: Mapping[str, Any]) -> None:
+        """One piece of a reasoning detail: its strings (`text`, `summary`, `data`) grow
+        piece by piece, its other fields (`type`, `format`, `signature`, `id`) are set."""
+        index = raw.get("index", len(self._details))
+        detail = self._details.setdefault(index if isinstance(index, int) else 0, {})
+        for key, value in raw.items():
+            if key in ("text", "summary", "data") and isinstance(value, str):
+                detail[key] = detail.get(key, "") + value
+            elif value is not None:
+                detail[key] = value
 
     def _tool_call_delta(self, raw: Mapping[str, Any]) -> None:
         index = raw.get("index", len(self._calls))
@@ -725,7 +760,13 @@ class StreamState:
             usage=self.usage,
             finish_reason=self.finish_reason,
             model=self.model,
-            reasoning=reasoning_from_wire(self._reasoning, signatures),
+            reasoning=reasoning_from_wire(
+                {
+                    **self._reasoning,
+                    "reasoning_details": [d for _, d in sorted(self._details.items())],
+                },
+                signatures,
+            ),
             stop=stop,
             refusal=self.refusal,
         )
