@@ -140,6 +140,8 @@ def _replay_reasoning(
             continue
         if reasoning is not None and reasoning.format == "gemini":
             signatures = gemini_signatures(reasoning)
+            if (own := signatures.get(MESSAGE_SIGNATURE)) is not None:  # a text-only reply's
+                wire[index]["extra_content"] = {"google": {"thought_signature": own}}
             for call in wire[index].get("tool_calls") or []:
                 signature = signatures.get(call["id"])
                 if signature is not None:
@@ -337,6 +339,8 @@ def from_response(body: object) -> LLMResponse:
         for call, raw in zip(calls, raw_calls, strict=True)
         if (signature := thought_signature(raw)) is not None
     }
+    if (own := thought_signature(message)) is not None:  # on the message itself
+        signatures[MESSAGE_SIGNATURE] = own
     return LLMResponse(
         text=text,
         tool_calls=calls,
@@ -376,8 +380,14 @@ def reasoning_from_wire(
     return gemini_reasoning(signatures)
 
 
+MESSAGE_SIGNATURE = "_message"
+"""Where a Gemini payload keeps the signature of the message itself (a text-only reply
+carries one there rather than on a tool call), beside those by tool call id."""
+
+
 def thought_signature(raw: object) -> str | None:
-    """Gemini's `extra_content.google.thought_signature` on a tool call, if any."""
+    """Gemini's `extra_content.google.thought_signature` on a tool call (or on a message,
+    or a stream's delta), if any."""
     if not isinstance(raw, Mapping):
         return None
     extra = raw.get("extra_content")
@@ -666,6 +676,8 @@ class StreamState:
         self._calls: dict[int, JSON] = {}
         self._reasoning: dict[str, str] = {}
         """Reasoning text by field name, folded from the deltas."""
+        self._signature: str | None = None
+        """Gemini's signature on the message itself (a text-only reply)."""
         self._details: dict[int, JSON] = {}
         """OpenRouter's `reasoning_details` by index, folded from the deltas."""
 
@@ -697,6 +709,8 @@ class StreamState:
             thought = delta.get(key)
             if isinstance(thought, str) and thought:
                 self._reasoning[key] = self._reasoning.get(key, "") + thought
+        if (own := thought_signature(delta)) is not None:
+            self._signature = own
         for detail in delta.get("reasoning_details") or []:
             if isinstance(detail, Mapping):
                 self._detail_delta(detail)
@@ -754,6 +768,8 @@ class StreamState:
             for call, index in zip(calls, sorted(self._calls), strict=True)
             if (signature := thought_signature(self._calls[index])) is not None
         }
+        if self._signature is not None:
+            signatures[MESSAGE_SIGNATURE] = self._signature
         return LLMResponse(
             text=self.text,
             tool_calls=calls,

@@ -1,5 +1,6 @@
-"""Issue 50, item 7: OpenRouter's `reasoning_details` go back unmodified, and its upstream
-error reaches the operator's error line.
+"""Issue 50, items 7 and 8: OpenRouter's `reasoning_details` go back unmodified, its
+upstream error reaches the operator's error line, and Gemini's signature on a text-only
+reply is kept.
 
 Against the fake OpenAI server answering with bodies shaped as OpenRouter documents them
 (openrouter.ai/docs/use-cases/reasoning-tokens, "Preserving reasoning blocks"; its 400 for a
@@ -132,3 +133,38 @@ async def test_openrouters_upstream_error_reaches_the_error_line() -> None:
                 await provider.complete(request)
     assert "missing a thought_signature" in str(refused.value)
     assert "Provider returned error" in str(refused.value)
+
+
+async def test_geminis_signature_on_a_text_only_reply_is_kept() -> None:
+    """Issue 50, item 8: Gemini signs a text-only reply on the message itself
+    (`extra_content.google.thought_signature`); the next request gives it back there."""
+    question = ChatMessage(role="user", content="and the weather?")
+    request = LLMRequest(model="gemini-3-pro-preview", messages=(question,))
+    body = {
+        "model": "gemini-3-pro-preview",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {
+                    "role": "assistant",
+                    "content": "Sunny.",
+                    "extra_content": {"google": {"thought_signature": "CmQBsignedText=="}},
+                },
+            }
+        ],
+    }
+    async with (
+        FakeOpenAIServer() as server,
+        OpenAIProvider(server.base_url, "k", max_retries=0) as provider,
+    ):
+        server.answer_next(body)
+        response = await provider.complete(request)
+        history = (
+            question,
+            ChatMessage(role="assistant", content="Sunny.", reasoning=response.reasoning),
+            ChatMessage(role="user", content="thanks"),
+        )
+        await provider.complete(replace(request, messages=history))
+    sent = server.requests[-1]["messages"][1]
+    assert sent["extra_content"] == {"google": {"thought_signature": "CmQBsignedText=="}}
