@@ -242,7 +242,7 @@ class SpendPolicy:
     zone_name: str = "UTC"
     locale: Locale = "zh"
     chat_locale: Callable[[int], Locale] | None = None
-    """A chat's language (`BOT_LOCALE=auto`: its recent members'); None: `locale`."""
+    """A chat's language (`BOT_LOCALE=auto`: its sticky language); None: `locale`."""
     currency: str = "USD"
     output_bound: int = DEFAULT_OUTPUT_BOUND
     hold_wait_seconds: float = 180.0

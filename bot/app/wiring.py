@@ -258,6 +258,7 @@ def turn_policy(settings: Settings, locales: ChatLocales | None = None) -> TurnP
             workspace_rules=rules,
             owner_id=settings.owner_id,
             chat_locale=locales.for_chat if locales is not None else None,
+            member_locale=locales.member_language if locales is not None else None,
         ),
         calls=CallPolicy(
             limits=limits,
