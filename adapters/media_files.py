@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 from PIL import Image
 
-from adapters.documents import extract_text
+from adapters.document_worker import DocumentReader
 from bot.context.images import MAX_SOURCE_PIXELS, ImageBounds, fitted_size
 from bot.domain.facts import Media
 from bot.errors import MediaRefused
@@ -188,7 +188,10 @@ class CachedMediaFiles:
         *,
         max_file_bytes: int,
         timeout_seconds: float,
+        documents: DocumentReader | None = None,
     ) -> None:
+        self.documents = documents or DocumentReader()
+        """Documents' texts: PDFs parsed in a bounded child process, texts kept per file."""
         self.source = source
         self.cache = cache
         self.max_file_bytes = max_file_bytes
@@ -212,8 +215,8 @@ class CachedMediaFiles:
 
     async def text(self, media: Media, *, page: int | None, max_chars: int) -> DocumentText:
         raw = await self.raw(media)
-        return await asyncio.to_thread(
-            extract_text,
+        return await self.documents.text(
+            media.file_unique_id or media.file_id or "",
             raw,
             name=media.file_name or "",
             mime_type=media.mime_type or "",

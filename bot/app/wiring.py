@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from adapters.document_worker import DocumentReader
 from adapters.llm.dialects import kind_for, options_for
 from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
 from adapters.llm.scripted import ScriptedModel
@@ -664,6 +665,7 @@ def media_files(settings: Settings) -> CachedMediaFiles | None:
         ),
         max_file_bytes=media.max_document_mb * 1024 * 1024,
         timeout_seconds=media.download_timeout_seconds,
+        documents=DocumentReader(parse_seconds=media.document_parse_seconds),
     )
 
 
