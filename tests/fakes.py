@@ -138,6 +138,7 @@ def inbound(
     command: str | None = None,
     update_id: int | None = None,
     language_code: str | None = None,
+    direct_messages: bool = False,
 ) -> InboundMessage:
     return InboundMessage(
         update_id=update_id,
@@ -151,4 +152,5 @@ def inbound(
         mentions_bot=mentions_bot,
         command=command,
         language_code=language_code,
+        direct_messages=direct_messages,
     )
