@@ -523,6 +523,7 @@ def build_app(
                 aliases=store,
                 max_per_turn=settings.media.max_images_per_turn,
                 prefetch=sees_images(settings),
+                spent_for=spend.spent_for if spend is not None else None,
             )
         ),
     )

@@ -70,7 +70,7 @@ async def test_transcription_is_priced_as_billed_and_held_to_the_spend_limits(
 ) -> None:
     """Issue 50, item 2: a note declared as 1 s that the endpoint bills as 3,600 s is
     ledgered at 0.36, not 0.0001, and counts toward Alice's daily budget; once it is spent,
-    her next voice note is neither downloaded nor transcribed."""
+    her next voice note is neither downloaded nor transcribed, nor is her photo downloaded."""
     model = ScriptedModel(default=lambda _r: LLMResponse(text="noted"))
     long_note, next_note = b"OggS\x00\x02an-hour-long", b"OggS\x00\x02one-more"
     async with FakeTranscriptionServer() as speech:
@@ -82,7 +82,9 @@ async def test_transcription_is_priced_as_billed_and_held_to_the_spend_limits(
             + "price_per_minute = 0.006\n"
             + "\n[limits]\nmember_daily_cost = 0.01\n"
         )
-        api, _llm, bot, store = await bot_running(model, config=config, BOT_LOCALE="en")
+        api, _llm, bot, store = await bot_running(
+            model, config=config, BOT_LOCALE="en", LLM_VISION="true"
+        )
         api.push_update(api.user_message(CHAT, ALICE, "@test_bot listen to this"))
         await reply_stored(api, store, CHAT, 1)
         bot_message = api.sent_messages(CHAT)[0]["message_id"]
@@ -98,8 +100,21 @@ async def test_transcription_is_priced_as_billed_and_held_to_the_spend_limits(
                 return await store.find_platform_message(CHAT, mid) is not None
 
             await eventually(stored)
+        # over budget, a photo is not downloaded either (for the turn, or ahead of it)
+        api.push_update(
+            api.media_message(
+                CHAT, ALICE, "@test_bot and this?", kind="photo", data=b"\xff\xd8not-fetched",
+                file_id="AgAD-photo", width=64, height=48, message_id=803,
+            )
+        )  # fmt: skip
+
+        async def photo_stored() -> bool:
+            return await store.find_platform_message(CHAT, 803) is not None
+
+        await eventually(photo_stored)
         await bot.stop()
 
+    assert [d for d in api.downloads if d.endswith("AgAD-photo")] == []
     lines = [e for e in read_entries(tmp_path / "agent-traces") if e.purpose == "transcription"]
     assert [line.cost for line in lines] == [pytest.approx(0.36)]
     assert len(speech.calls) == 1
