@@ -39,6 +39,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from adapters.mcp.stderr import server_stderr
 from bot.errors import ToolError
 from bot.redact import scrub
 from bot.tools.mcp import ListedTool, McpContent, McpResult
@@ -294,7 +295,7 @@ class McpServer:
                 env=dict(config.env) or None,
                 cwd=config.cwd,
             )
-            return stdio_client(params)
+            return _stdio(params, config.name)
         assert config.url is not None
         http = httpx2.AsyncClient(
             headers=dict(config.headers),
@@ -326,6 +327,14 @@ class McpServer:
             "`tgbot mcp reload` (the tool schemas open every cached prefix)",
             self.config.name,
         )
+
+
+@asynccontextmanager
+async def _stdio(params: StdioServerParameters, name: str) -> AsyncIterator[Any]:
+    """The SDK's stdio transport, the server's stderr logged under its name
+    (`adapters.mcp.stderr`) rather than written into the bot's own."""
+    async with server_stderr(name) as errlog, stdio_client(params, errlog=errlog) as streams:
+        yield streams
 
 
 @asynccontextmanager
