@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 from PIL import Image
 
-from adapters.documents import extract_text
+from adapters.document_worker import DocumentReader
 from bot.context.images import MAX_SOURCE_PIXELS, ImageBounds, fitted_size
 from bot.domain.facts import Media
 from bot.errors import MediaRefused
@@ -44,6 +44,15 @@ _CHUNK = 64 * 1024
 
 def _megabytes(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MB"
+
+
+def plain_file_path(path: str) -> bool:
+    """Whether `getFile`'s `file_path` is a plain relative path (`photos/file_3.jpg`): no
+    `..` segment, query, fragment, percent-encoding (`%2e%2e`), backslash or control
+    character, so the download URL names the file and nothing beside it."""
+    if any(c in path for c in "?#%\\") or any(ord(c) < 32 or ord(c) == 127 for c in path):
+        return False
+    return all(segment not in (".", "..") for segment in path.strip("/").split("/"))
 
 
 class TelegramFileSource:
@@ -81,6 +90,8 @@ class TelegramFileSource:
         path = result.get("file_path")
         if not isinstance(path, str) or not path:
             raise MediaRefused("Telegram gave no download path for the file (over 20 MB?)")
+        if not plain_file_path(path):
+            raise MediaRefused("Telegram gave a download path that is not a plain file path")
         return await self._download(path, max_bytes)
 
     async def _download(self, path: str, max_bytes: int) -> bytes:
@@ -177,7 +188,10 @@ class CachedMediaFiles:
         *,
         max_file_bytes: int,
         timeout_seconds: float,
+        documents: DocumentReader | None = None,
     ) -> None:
+        self.documents = documents or DocumentReader()
+        """Documents' texts: PDFs parsed in a bounded child process, texts kept per file."""
         self.source = source
         self.cache = cache
         self.max_file_bytes = max_file_bytes
@@ -201,8 +215,8 @@ class CachedMediaFiles:
 
     async def text(self, media: Media, *, page: int | None, max_chars: int) -> DocumentText:
         raw = await self.raw(media)
-        return await asyncio.to_thread(
-            extract_text,
+        return await self.documents.text(
+            media.file_unique_id or media.file_id or "",
             raw,
             name=media.file_name or "",
             mime_type=media.mime_type or "",
@@ -302,6 +316,9 @@ def prepare_image(raw: bytes, bounds: ImageBounds) -> FetchedImage:
         raise MediaRefused("the file is not a readable image (truncated or damaged)") from None
     if frame.size != target:
         frame = frame.resize(target, Image.Resampling.LANCZOS)
+    # nothing but pixels leaves: no EXIF, XMP or JPEG comment (`COM`), which Pillow would
+    # otherwise write again from what it read
+    frame.info.clear()
     out = io.BytesIO()
     if alpha:
         frame.save(out, format="PNG", optimize=True)

@@ -1,7 +1,8 @@
 """Speech to text through an OpenAI-compatible `/audio/transcriptions` endpoint (OpenAI,
 Groq, a local whisper server): the `Transcriber` port. Reference:
 platform.openai.com/docs/api-reference/audio/createTranscription (multipart `file` and
-`model`; the answer is `{"text": ...}`).
+`model`; with `response_format=verbose_json` the answer is `{"text": ..., "duration": ...}`,
+and newer models say `usage: {"type": "duration", "seconds": ...}`: the seconds billed).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import httpx
 
 from bot.errors import MediaRefused
+from bot.ports import Transcript
 
 MAX_TRANSCRIPT_CHARS = 4000
 """A transcript is stored with its message: a ten-minute monologue is cut here."""
@@ -34,11 +36,11 @@ class OpenAITranscriber:
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    async def transcribe(self, audio: bytes, *, file_name: str, mime_type: str) -> str:
+    async def transcribe(self, audio: bytes, *, file_name: str, mime_type: str) -> Transcript:
         try:
             response = await self._client.post(
                 self.url,
-                data={"model": self.model, "response_format": "json"},
+                data={"model": self.model, "response_format": "verbose_json"},
                 files={"file": (file_name, audio, mime_type or "application/octet-stream")},
             )
         except httpx.HTTPError as exc:
@@ -52,4 +54,19 @@ class OpenAITranscriber:
         text = body.get("text") if isinstance(body, dict) else None
         if not isinstance(text, str):
             raise MediaRefused("the transcription answer had no text")
-        return " ".join(text.split())[:MAX_TRANSCRIPT_CHARS]
+        assert isinstance(body, dict)
+        return Transcript(" ".join(text.split())[:MAX_TRANSCRIPT_CHARS], billed_seconds(body))
+
+
+def billed_seconds(body: dict[str, object]) -> float | None:
+    """The audio's length as the endpoint reports it: `usage.seconds` (a duration usage),
+    else verbose_json's `duration`; None when neither is a number."""
+    usage = body.get("usage")
+    if isinstance(usage, dict):
+        seconds = usage.get("seconds")
+        if isinstance(seconds, int | float) and not isinstance(seconds, bool) and seconds >= 0:
+            return float(seconds)
+    duration = body.get("duration")
+    if isinstance(duration, int | float) and not isinstance(duration, bool) and duration >= 0:
+        return float(duration)
+    return None

@@ -287,6 +287,9 @@ class MediaSettings(Section):
     """The largest file fetched (the Bot API's own download limit is 20 MB)."""
     download_timeout_seconds: float = Field(20.0, gt=0)
     """Each download's deadline: a stalled one is a skipped image or a tool error."""
+    document_parse_seconds: float = Field(20.0, gt=0)
+    """How long a PDF's text may take to read (a child process under CPU and memory limits);
+    a file that takes longer is refused for ten minutes."""
 
 
 class TranscriptionSettings(Section):

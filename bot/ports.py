@@ -577,11 +577,20 @@ class MediaFiles(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """What the endpoint answered: the text, and the audio's length in seconds as the
+    endpoint measured (and bills) it; None when its answer did not say."""
+
+    text: str
+    seconds: float | None = None
+
+
 class Transcriber(Protocol):
     """Speech to text (`adapters.transcription`: an OpenAI-compatible endpoint). Fails with
     `MediaRefused` saying why."""
 
-    async def transcribe(self, audio: bytes, *, file_name: str, mime_type: str) -> str: ...
+    async def transcribe(self, audio: bytes, *, file_name: str, mime_type: str) -> Transcript: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -146,6 +146,7 @@ def _encode_body(body: RecordBody) -> Json:
                             "errorCode": r.error_code,
                             "shown": [list(pair) for pair in r.shown] or None,
                             "shownRefs": list(r.shown_references) or None,
+                            "contentOf": list(r.content_of) or None,
                         }
                     )
                     for r in body.results
@@ -321,6 +322,9 @@ def _decode_body(data: Mapping[str, Any]) -> RecordBody:
                         shown=_alias_pairs(r.get("shown")),
                         shown_references=tuple(
                             mid for mid in r.get("shownRefs") or () if type(mid) is int
+                        ),
+                        content_of=tuple(
+                            mid for mid in r.get("contentOf") or () if type(mid) is int
                         ),
                     )
                     for r in _list(data, "results")

@@ -5,7 +5,8 @@ sender, the time, the record it belongs to) but loses its text and media; the se
 drops it; every record holding it (the one it was stored with, and a re-answered edit's
 copy on a newer branch, found by `first_message_id`) and every record quoting it is
 rewritten by `bot.domain.erasure`, and so is every tool result that showed its words
-(found by the words, among the records without a platform id of the chat's sessions). A
+(found by the words, among the records without a platform id of the chat's sessions) or
+carried its content (a document read, an image viewed). A
 deletion is rare, so these are found through the rows the indexes already reach rather
 than new indexes.
 """
@@ -20,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from bot.domain.erasure import (
     deleted_trace,
     erased_body,
+    without_content_of,
     without_deleted_lines,
     without_quoted_text,
 )
@@ -80,6 +82,7 @@ async def erase_rows(
     trace = deleted_trace(row.text)
     if trace is not None:
         await _erase_shown_lines(conn, chat_id, trace)
+    await _erase_carried(conn, chat_id, message_id)
     quoting = set((await conn.execute(_QUOTING, key)).scalars()) - set(holders)
     for record_id in sorted(quoting):
         found_row = (
@@ -107,6 +110,23 @@ async def _erase_shown_lines(conn: AsyncConnection, chat_id: int, trace: str) ->
     for found in (await conn.execute(shown, {"chat_id": chat_id})).all():
         record = stored_record(found)
         body = without_deleted_lines(record.body, trace)
+        if body is not record.body:
+            await _rewrite(conn, found.id, body, record.message_ids)
+
+
+async def _erase_carried(conn: AsyncConnection, chat_id: int, message_id: int) -> None:
+    """Tool results of the chat's sessions that carried the message's content (a document
+    read, an image viewed: `ToolResult.content_of`), found by the stored field."""
+    carried = select(*RECORD_COLUMNS).where(
+        MESSAGES.c.session_id.in_(_CHAT_SESSIONS),
+        MESSAGES.c.first_message_id.is_(None),
+        MESSAGES.c.kind == "tool_results",
+        MESSAGES.c.payload.contains('"contentOf":', autoescape=True),
+        MESSAGES.c.payload.contains(str(message_id), autoescape=True),
+    )
+    for found in (await conn.execute(carried, {"chat_id": chat_id})).all():
+        record = stored_record(found)
+        body = without_content_of(record.body, message_id)
         if body is not record.body:
             await _rewrite(conn, found.id, body, record.message_ids)
 

@@ -14,6 +14,7 @@ class FakeTranscriptionServer:
 
     def __init__(self) -> None:
         self.texts: dict[bytes, str] = {}
+        self.seconds: dict[bytes, float] = {}
         self.calls: list[dict[str, Any]] = []
         self._runner: web.AppRunner | None = None
         self._port = 0
@@ -22,8 +23,12 @@ class FakeTranscriptionServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._port}/v1"
 
-    def say(self, audio: bytes, text: str) -> None:
+    def say(self, audio: bytes, text: str, *, seconds: float | None = None) -> None:
+        """Answer `text` for `audio`; with `seconds`, report (and bill) that length, as
+        verbose_json's `duration` does."""
         self.texts[audio] = text
+        if seconds is not None:
+            self.seconds[audio] = seconds
 
     async def __aenter__(self) -> FakeTranscriptionServer:
         app = web.Application()
@@ -56,4 +61,6 @@ class FakeTranscriptionServer:
         text = self.texts.get(audio)
         if text is None:
             return web.json_response({"error": {"message": "unknown audio"}}, status=400)
+        if audio in self.seconds:
+            return web.json_response({"text": text, "duration": self.seconds[audio]})
         return web.json_response({"text": text})

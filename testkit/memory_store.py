@@ -15,6 +15,7 @@ from typing import Any
 from bot.domain.erasure import (
     deleted_trace,
     erased_body,
+    without_content_of,
     without_deleted_lines,
     without_quoted_text,
 )
@@ -313,6 +314,7 @@ class InMemoryStore:
                 record.body = erased_body(stored, message_id, texts, keep_media=keep_media)
             else:
                 record.body = without_quoted_text(record.body, message_id)
+                record.body = without_content_of(record.body, message_id)
                 if trace is not None:
                     record.body = without_deleted_lines(record.body, trace)
         return True

@@ -81,3 +81,12 @@ def zip_bomb_like() -> bytes:
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("zeros.bin", b"\0" * (50 * 1024 * 1024))
     return out.getvalue()
+
+
+def slow_pdf() -> bytes:
+    """One page whose content stream inflates to about 20 MB of drawing and text operators
+    (some 50 KB on disk): under pypdf's output limit, but minutes of parsing."""
+    slow = pdf([b""])
+    operators = b"BT /F1 9 Tf 72 720 Td (x) Tj ET 0 0 m 1 1 l S\n" * 440_000
+    body = stream(operators, deflate=True)
+    return slow.replace(b"<< /Length 0 >>\nstream\n\nendstream", body)

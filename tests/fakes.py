@@ -137,6 +137,8 @@ def inbound(
     quote: Quote | None = None,
     command: str | None = None,
     update_id: int | None = None,
+    language_code: str | None = None,
+    direct_messages: bool = False,
 ) -> InboundMessage:
     return InboundMessage(
         update_id=update_id,
@@ -149,4 +151,6 @@ def inbound(
         quote=quote,
         mentions_bot=mentions_bot,
         command=command,
+        language_code=language_code,
+        direct_messages=direct_messages,
     )

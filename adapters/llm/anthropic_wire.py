@@ -18,9 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.llm.dialects import (
+    TEXT_MARK,
+    TOOL_USE_MARK,
     ReasoningFields,
     WireOptions,
     anthropic_blocks,
+    anthropic_layout,
     anthropic_reasoning,
     merge_extra_body,
     reasoning_fields,
@@ -139,7 +142,11 @@ def _wire_messages(
         if not blocks:
             continue
         if index in tool_turns:
-            blocks = [*_thinking_blocks(message, request.model, empty_thinking), *blocks]
+            layout = _signed_layout(message, request.model)
+            if layout is not None:  # interleaved: each thinking block back in its place
+                blocks = _interleaved(layout, blocks)
+            else:
+                blocks = [*_thinking_blocks(message, request.model, empty_thinking), *blocks]
         role = "assistant" if message.role == "assistant" else "user"
         if message.role == "tool" and messages and _all_tool_results(messages[-1]):
             messages[-1]["content"].extend(blocks)  # results of one step share a user turn
@@ -160,6 +167,30 @@ def _loop_without_thinking(request: LLMRequest, options: WireOptions) -> bool:
         return False
     kept = last.reasoning
     return kept is None or not kept.signed_for(request.model) or not anthropic_blocks(kept)
+
+
+def _signed_layout(message: ChatMessage, model: str) -> list[JSON] | None:
+    kept = message.reasoning
+    return anthropic_layout(kept) if kept is not None and kept.signed_for(model) else None
+
+
+def _interleaved(layout: list[JSON], blocks: list[JSON]) -> list[JSON]:
+    """`blocks` with the kept thinking blocks where they came (`layout`): the text where
+    the first text was, each tool_use where it was; anything else after."""
+    placed: list[JSON] = []
+    rest = list(blocks)
+    for item in layout:
+        kind = item.get("type")
+        if kind == TEXT_MARK:
+            found = [b for b in rest if b.get("type") == "text"]
+        elif kind == TOOL_USE_MARK:
+            found = [b for b in rest if b.get("type") == "tool_use" and b["id"] == item.get("id")]
+        else:
+            placed.append(item)
+            continue
+        placed.extend(found)
+        rest = [b for b in rest if not any(b is f for f in found)]
+    return placed + rest
 
 
 def _thinking_blocks(message: ChatMessage, model: str, empty_thinking: bool) -> list[JSON]:
@@ -269,7 +300,6 @@ def from_response(body: object) -> LLMResponse:
         raise ProviderBadResponse("response has no content list")
     texts: list[str] = []
     calls: list[ToolCall] = []
-    thinking: list[JSON] = []
     for index, block in enumerate(content):
         if not isinstance(block, dict):
             raise ProviderBadResponse(f"content[{index}] is not an object")
@@ -277,8 +307,7 @@ def from_response(body: object) -> LLMResponse:
             texts.append(block["text"])
         elif block.get("type") == "tool_use":
             calls.append(tool_call_from_block(block, index))
-        elif block.get("type") in THINKING_TYPES:
-            thinking.append(block)  # kept whole: its signature must come back unchanged
+    # thinking blocks kept whole (their signatures come back unchanged), in their places
     text = "".join(texts)
     reason = body.get("stop_reason")
     reason = reason if isinstance(reason, str) else None
@@ -295,7 +324,7 @@ def from_response(body: object) -> LLMResponse:
         usage=anthropic_usage(usage) if usage is not None else None,
         finish_reason=reason,
         model=model if isinstance(model, str) else None,
-        reasoning=anthropic_reasoning(thinking),
+        reasoning=anthropic_reasoning(content),
         stop=stop,
         refusal=_refusal_text(body) if stop == "refusal" else "",
     )
@@ -402,11 +431,11 @@ class StreamState:
             raise ProviderBadResponse("the event stream ended before message_stop")
         stop = _STOPS.get(self.stop_reason) if self.stop_reason is not None else None
         calls: list[ToolCall] = []
-        thinking: list[JSON] = []
+        content: list[JSON] = []  # in order: thinking whole, the others for their places
         for index in sorted(self._blocks):
             block = self._blocks[index]
+            content.append({k: v for k, v in block.items() if k != "partial"})
             if block.get("type") in THINKING_TYPES:
-                thinking.append({k: v for k, v in block.items() if k != "partial"})
                 continue
             if block.get("type") != "tool_use":
                 continue
@@ -426,7 +455,7 @@ class StreamState:
             usage=anthropic_usage(self.usage) if self.usage else None,
             finish_reason=self.stop_reason,
             model=self.model,
-            reasoning=anthropic_reasoning(thinking),
+            reasoning=anthropic_reasoning(content),
             stop=stop,
             refusal=_refusal_text({"stop_details": self.stop_details}) if stop == "refusal" else "",
         )

@@ -133,8 +133,15 @@ def _replay_reasoning(
         reasoning = message.reasoning
         if reasoning is not None and not reasoning.signed_for(model):
             reasoning = None  # another model's signature: refused if sent (a /model switch)
+        if reasoning is not None and reasoning.format == "openrouter":
+            # OpenRouter: its `reasoning_details` go back as they came, on every message
+            # that had them (Gemini's signatures and Claude's ride inside)
+            wire[index]["reasoning_details"] = json.loads(reasoning.payload)
+            continue
         if reasoning is not None and reasoning.format == "gemini":
             signatures = gemini_signatures(reasoning)
+            if (own := signatures.get(MESSAGE_SIGNATURE)) is not None:  # a text-only reply's
+                wire[index]["extra_content"] = {"google": {"thought_signature": own}}
             for call in wire[index].get("tool_calls") or []:
                 signature = signatures.get(call["id"])
                 if signature is not None:
@@ -332,6 +339,8 @@ def from_response(body: object) -> LLMResponse:
         for call, raw in zip(calls, raw_calls, strict=True)
         if (signature := thought_signature(raw)) is not None
     }
+    if (own := thought_signature(message)) is not None:  # on the message itself
+        signatures[MESSAGE_SIGNATURE] = own
     return LLMResponse(
         text=text,
         tool_calls=calls,
@@ -351,8 +360,17 @@ _REASONING_FIELDS = ("reasoning_content", "reasoning")
 def reasoning_from_wire(
     message: Mapping[str, Any], signatures: Mapping[str, str]
 ) -> Reasoning | None:
-    """The reasoning an assistant message (or the folded deltas of one) carried: Gemini's
-    thought signatures on its tool calls, else its text reasoning field, kept as written."""
+    """The reasoning an assistant message (or the folded deltas of one) carried: OpenRouter's
+    `reasoning_details` (kept whole, to go back unmodified), else Gemini's thought signatures
+    on its tool calls, else its text reasoning field, kept as written."""
+    details = message.get("reasoning_details")
+    if isinstance(details, list) and details:
+        text = message.get("reasoning")
+        return Reasoning(
+            format="openrouter",
+            text=text if isinstance(text, str) else "",
+            payload=json.dumps(details, ensure_ascii=False),
+        )
     for key in _REASONING_FIELDS:
         text = message.get(key)
         if isinstance(text, str) and text:
@@ -362,8 +380,14 @@ def reasoning_from_wire(
     return gemini_reasoning(signatures)
 
 
+MESSAGE_SIGNATURE = "_message"
+"""Where a Gemini payload keeps the signature of the message itself (a text-only reply
+carries one there rather than on a tool call), beside those by tool call id."""
+
+
 def thought_signature(raw: object) -> str | None:
-    """Gemini's `extra_content.google.thought_signature` on a tool call, if any."""
+    """Gemini's `extra_content.google.thought_signature` on a tool call (or on a message,
+    or a stream's delta), if any."""
     if not isinstance(raw, Mapping):
         return None
     extra = raw.get("extra_content")
@@ -591,6 +615,11 @@ def _error_message_and_code(body: object) -> tuple[str, str | None]:
     message = error.get("message") or error.get("detail") or body.get("detail") or ""
     if not isinstance(message, str):
         message = json.dumps(message, ensure_ascii=False, default=str)
+    metadata = error.get("metadata")
+    raw = metadata.get("raw") if isinstance(metadata, Mapping) else None
+    if raw is not None:  # OpenRouter: the upstream provider's own error, which says why
+        said = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False, default=str)
+        message = f"{message} (upstream: {said})" if message else said
     code = error.get("code")
     if not isinstance(code, str):  # llama.cpp and Gemini send the HTTP status as the code
         code = error.get("type") or error.get("status")
@@ -647,6 +676,10 @@ class StreamState:
         self._calls: dict[int, JSON] = {}
         self._reasoning: dict[str, str] = {}
         """Reasoning text by field name, folded from the deltas."""
+        self._signature: str | None = None
+        """Gemini's signature on the message itself (a text-only reply)."""
+        self._details: dict[int, JSON] = {}
+        """OpenRouter's `reasoning_details` by index, folded from the deltas."""
 
     def feed(self, chunk: Mapping[str, Any]) -> bool:
         """Take one chunk; True when the text grew. A chunk carrying an error raises it."""
@@ -676,6 +709,11 @@ class StreamState:
             thought = delta.get(key)
             if isinstance(thought, str) and thought:
                 self._reasoning[key] = self._reasoning.get(key, "") + thought
+        if (own := thought_signature(delta)) is not None:
+            self._signature = own
+        for detail in delta.get("reasoning_details") or []:
+            if isinstance(detail, Mapping):
+                self._detail_delta(detail)
         if isinstance(delta.get("refusal"), str):
             self.refusal += delta["refusal"]
         for raw in delta.get("tool_calls") or []:
@@ -683,6 +721,17 @@ class StreamState:
                 raise ProviderBadResponse("a tool-call delta is not an object")
             self._tool_call_delta(raw)
         return bool(piece)
+
+    def _detail_delta(self, raw: Mapping[str, Any]) -> None:
+        """One piece of a reasoning detail: its strings (`text`, `summary`, `data`) grow
+        piece by piece, its other fields (`type`, `format`, `signature`, `id`) are set."""
+        index = raw.get("index", len(self._details))
+        detail = self._details.setdefault(index if isinstance(index, int) else 0, {})
+        for key, value in raw.items():
+            if key in ("text", "summary", "data") and isinstance(value, str):
+                detail[key] = detail.get(key, "") + value
+            elif value is not None:
+                detail[key] = value
 
     def _tool_call_delta(self, raw: Mapping[str, Any]) -> None:
         index = raw.get("index", len(self._calls))
@@ -719,13 +768,21 @@ class StreamState:
             for call, index in zip(calls, sorted(self._calls), strict=True)
             if (signature := thought_signature(self._calls[index])) is not None
         }
+        if self._signature is not None:
+            signatures[MESSAGE_SIGNATURE] = self._signature
         return LLMResponse(
             text=self.text,
             tool_calls=calls,
             usage=self.usage,
             finish_reason=self.finish_reason,
             model=self.model,
-            reasoning=reasoning_from_wire(self._reasoning, signatures),
+            reasoning=reasoning_from_wire(
+                {
+                    **self._reasoning,
+                    "reasoning_details": [d for _, d in sorted(self._details.items())],
+                },
+                signatures,
+            ),
             stop=stop,
             refusal=self.refusal,
         )

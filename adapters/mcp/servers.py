@@ -23,6 +23,7 @@ import binascii
 import contextlib
 import json
 import logging
+import sys
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -39,11 +40,18 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from adapters.mcp import relay
+from adapters.mcp.stderr import server_stderr
 from bot.errors import ToolError
 from bot.redact import scrub
 from bot.tools.mcp import ListedTool, McpContent, McpResult
 
 log = logging.getLogger("tgbot.mcp")
+
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+"""The largest message a stdio server's answer may be; a larger one is answered with a
+size error by the relay, so a 30 MB result never reaches the bot's event loop."""
+RELAY = relay.__file__
 logging.getLogger("httpx2").setLevel(logging.WARNING)  # a line per request, like httpx's
 
 FIRST_BACKOFF_SECONDS = 0.5
@@ -160,6 +168,12 @@ class McpServer:
             if exc.code == mcp_types.REQUEST_TIMEOUT:
                 raise ToolError(
                     f"the MCP server {name!r} did not answer within {timeout:g} s", code="timeout"
+                ) from None
+            if exc.code == relay.SIZE_ERROR:  # dropped on the way: the server stays up
+                raise ToolError(
+                    f"the MCP server {name!r} answered more than "
+                    f"{MAX_MESSAGE_BYTES // (1024 * 1024)} MB: not read",
+                    code="too_large",
                 ) from None
             if exc.code != mcp_types.CONNECTION_CLOSED:
                 raise ToolError(
@@ -288,13 +302,15 @@ class McpServer:
     def _transport(self) -> AbstractAsyncContextManager[Any]:
         config = self.config
         if config.command is not None:
+            # through the relay: a message over the cap is dropped and answered with a
+            # size error there, never read into this process (`adapters.mcp.relay`)
             params = StdioServerParameters(
-                command=config.command,
-                args=list(config.args),
+                command=sys.executable,
+                args=[RELAY, str(MAX_MESSAGE_BYTES), "--", config.command, *config.args],
                 env=dict(config.env) or None,
                 cwd=config.cwd,
             )
-            return stdio_client(params)
+            return _stdio(params, config.name)
         assert config.url is not None
         http = httpx2.AsyncClient(
             headers=dict(config.headers),
@@ -326,6 +342,14 @@ class McpServer:
             "`tgbot mcp reload` (the tool schemas open every cached prefix)",
             self.config.name,
         )
+
+
+@asynccontextmanager
+async def _stdio(params: StdioServerParameters, name: str) -> AsyncIterator[Any]:
+    """The SDK's stdio transport, the server's stderr logged under its name
+    (`adapters.mcp.stderr`) rather than written into the bot's own."""
+    async with server_stderr(name) as errlog, stdio_client(params, errlog=errlog) as streams:
+        yield streams
 
 
 @asynccontextmanager

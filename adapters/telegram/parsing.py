@@ -68,6 +68,7 @@ class _Reader:
             update_id=update_id,
             chat_id=msg.chat.id,
             chat_type=_chat_type(msg.chat),
+            direct_messages=bool(msg.chat.is_direct_messages),
             chat_title=msg.chat.title,
             thread_id=thread_of(msg),
             message_id=msg.message_id,

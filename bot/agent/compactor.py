@@ -14,10 +14,11 @@ prepared in the background.
   `tool_choice: "none"`, breadcrumb, summary, window, in order) plus one instruction, on
   the configured route (default: the chat's own, whose cache is warm). It is a ledger line
   with `purpose: "compaction"`, made by the one model caller (`ModelCaller`).
-- A failed call (provider error, capacity, empty answer) leaves the breadcrumb alone and
-  never fails the member's turn. Nothing is lost by it: the move waits (the turn is sent
-  the moved window under the last good summary, but the start is not persisted), so the
-  next fold starts from the last good summary's end and covers every record since.
+- A failed call (provider error, capacity, empty answer) never fails the member's turn.
+  Nothing is lost by it: the move waits (the start is not persisted), so the next fold
+  starts from the last good summary's end and covers every record since. What leaves but
+  does not fit one summary request is folded in pieces, oldest turns first
+  (`bot.agent.window.Windows.fold`): `FoldResult.too_large` says a piece must shrink.
 
 A summary is a record of kind `summary` appended off the active path as a child of the last
 record it covers, so it survives restarts and a branch finds the summary of its own path
@@ -38,7 +39,9 @@ from typing import Any, Literal
 from bot.agent.model_call import CallReport, ModelCaller, request_needs
 from bot.agent.routes import RouteTable
 from bot.context.compaction import (
+    FoldPlan,
     PreparedSummary,
+    extractive_summary,
     new_summary,
     plan_fold,
     prepared_summaries,
@@ -53,7 +56,7 @@ from bot.context.tokens import (
 from bot.context.window import PerScene, estimate_tool_schema_tokens
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord
-from bot.errors import BotError
+from bot.errors import BotError, CapacityExceeded
 from bot.ports import Clock, NewRecord, SessionInfo
 from bot.store_ports import HistoryStore
 from bot.tools.base import Tool, offered_in
@@ -61,6 +64,18 @@ from bot.tools.base import Tool, offered_in
 log = logging.getLogger("tgbot.compaction")
 
 FoldReason = Literal["move", "prepare", "trim", "overflow"]
+
+
+@dataclass(frozen=True, slots=True)
+class FoldResult:
+    """One fold's outcome: the new summary (None: nothing folded); `failed`: a due fold
+    failed, so nothing may leave the window for good; `too_large`: it failed before any
+    call because even the request of only what leaves does not fit the window (a smaller
+    piece may)."""
+
+    summary: SummaryRecord | None
+    failed: bool = False
+    too_large: bool = False
 
 
 async def summary_before(
@@ -205,11 +220,13 @@ class Compactor:
         bound: int | None = None,
         within: int | None = None,
         narrow: Sequence[ChatMessage] | None = None,
-    ) -> tuple[SummaryRecord | None, bool]:
+        offline: bool = False,
+    ) -> FoldResult:
         """Fold `records[:cut]` (and `previous`) into a new summary stored under
         `records[cut - 1]`, and say whether a due fold failed (a provider error, the capacity
-        check, an empty answer): then nothing may leave the window for good. (None, False)
-        when there was nothing to fold (no alias departs, or the scene keeps no summary).
+        check, an empty answer): then nothing may leave the window for good. No summary and
+        no failure when there was nothing to fold (no alias departs, or the scene keeps no
+        summary).
 
         `why`: `move`, a window move waits for it (no summary was prepared); `prepare`,
         after a reply for the next move (a failure only means that move folds in its turn);
@@ -223,7 +240,10 @@ class Compactor:
         window near its limit still folds (its cache is cold, but nothing is refused).
 
         `bound`: the summary's bound in tokens, computed by the caller from the window's
-        clamped budget (`RequestBuilder.window_limits`); else the scene's configured one."""
+        clamped budget (`RequestBuilder.window_limits`); else the scene's configured one.
+
+        `offline`: no model call; the summary is folded extractively (one line per message,
+        as the offline model does), for what leaves but fits no request at all."""
         if why == "move":
             self.sync_folds += 1
         elif why == "prepare":
@@ -232,11 +252,18 @@ class Compactor:
         departing = records[:cut]
         plan = plan_fold(departing, previous, budget) if budget > 0 and cut > 0 else None
         if plan is None:
-            return None, False
+            return FoldResult(None)
         route = self.routes.resolve(self.policy.route or session.route)
         specs = tuple(tool.spec for tool in offered_in(self.tools, session.scene).values())
         correction = self.correction(route.profile, route.model)
         messages = summary_request(messages, first=plan.first, last=plan.last, max_tokens=budget)
+        if offline:
+            shown = summary_request(
+                narrow or messages, first=plan.first, last=plan.last, max_tokens=budget
+            )
+            return await self._stored(
+                session, extractive_summary(shown), plan, records, cut, previous
+            )
         needs = request_needs(messages, specs, route, correction)
         if narrow is not None and not self.caller.fits(needs, route, within=within):
             # the whole window does not fit: only what leaves
@@ -268,13 +295,27 @@ class Compactor:
             )
         except (BotError, OSError) as exc:
             log.warning("summary call for session %s failed: %s", session.id, exc)
-            return None, True
+            # refused before sending: even only what leaves is too large for one request
+            return FoldResult(None, failed=True, too_large=isinstance(exc, CapacityExceeded))
         # a refused summary is no summary, whatever text came before the refusal
         text = "" if response.stop == "refusal" else response.text
+        return await self._stored(session, text, plan, records, cut, previous)
+
+    async def _stored(
+        self,
+        session: SessionInfo,
+        text: str,
+        plan: FoldPlan,
+        records: Sequence[StoredRecord],
+        cut: int,
+        previous: SummaryRecord | None,
+    ) -> FoldResult:
+        """The summary `text` answers, stored under `records[cut - 1]`; failed when empty."""
+        departing = records[:cut]
         summary = new_summary(text, plan=plan, departing=departing, previous=previous)
         if summary is None:
             log.warning("summary call for session %s answered nothing", session.id)
-            return None, True
+            return FoldResult(None, failed=True)
         tokens = estimate_message_tokens(ChatMessage(role="user", content=summary.text))
         await self.store.append(
             session.id,
@@ -282,4 +323,4 @@ class Compactor:
             parent_id=records[cut - 1].id,
             move_leaf=False,
         )
-        return summary, False
+        return FoldResult(summary)

@@ -27,12 +27,12 @@ from bot.agent.turn_images import NO_IMAGES, TurnImages
 from bot.context.compaction import summary_message
 from bot.context.escaping import escape_member_text, inline_value
 from bot.context.history_trim import breadcrumb_message
-from bot.context.projection import PER_TURN_SEPARATOR
+from bot.context.projection import PER_TURN_SEPARATOR, current_record_index
 from bot.context.tokens import ensure_token_estimate, estimate_message_tokens
 from bot.context.window import estimate_tool_schema_tokens
 from bot.domain.ids import Locale, Scene
 from bot.domain.messages import ChatMessage, ImagePart
-from bot.domain.records import StoredRecord, SummaryRecord
+from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
 from bot.ports import Clock, SessionInfo, StoredReaction
 from bot.store_ports import ChatEventStore, HistoryStore
 from bot.texts import in_locale, text
@@ -53,7 +53,10 @@ class PromptPolicy:
     workspace_rules: str = ""
     owner_id: int | None = None
     chat_locale: Callable[[int], Locale] | None = None
-    """The locale of a chat (`BOT_LOCALE=auto`: its recent members'); None: `locale`."""
+    """The locale of a chat (`BOT_LOCALE=auto`: its sticky language); None: `locale`."""
+    member_locale: Callable[[int], Locale | None] | None = None
+    """The language a member writes in (`BOT_LOCALE=auto`), for the per-turn block: the
+    prompt and the history stay in the chat's, so their cached prefix holds."""
 
     def locale_of(self, chat_id: int | None) -> Locale:
         if chat_id is None or self.chat_locale is None:
@@ -179,6 +182,11 @@ class RequestBuilder:
             session, records, loaded=reactions, read_at=read_at
         )
         policy = self.policy
+        locale = policy.locale_of(session.key.chat_id)
+        current = current_record_index(records)
+        body = records[current].body if current is not None else None
+        if policy.member_locale is not None and isinstance(body, UserRecord):
+            locale = policy.member_locale(body.sender.id) or locale  # the member's own
         block_text = build_per_turn_blocks(
             TurnContext(
                 now=self.clock.now(),
@@ -186,7 +194,7 @@ class RequestBuilder:
                 zone_name=policy.zone_name,
                 model=route.model,
                 scene=session.scene,
-                locale=policy.locale_of(session.key.chat_id),
+                locale=locale,
                 command_prefix=policy.command_prefix,
                 told_user=told_user,
                 topic=session.title if session.key.thread_id else None,

@@ -242,7 +242,7 @@ class SpendPolicy:
     zone_name: str = "UTC"
     locale: Locale = "zh"
     chat_locale: Callable[[int], Locale] | None = None
-    """A chat's language (`BOT_LOCALE=auto`: its recent members'); None: `locale`."""
+    """A chat's language (`BOT_LOCALE=auto`: its sticky language); None: `locale`."""
     currency: str = "USD"
     output_bound: int = DEFAULT_OUTPUT_BOUND
     hold_wait_seconds: float = 180.0
@@ -434,6 +434,33 @@ class SpendGuard:
             bound=bound,
             opened=time.monotonic(),
         )
+
+    async def hold_cost(
+        self, chat_id: int, scene: Scene, user_id: int | None, bound: float
+    ) -> _Open:
+        """Hold `bound` (money: a call that is not a model's, a transcription) on every
+        limited budget `user_id` in `chat_id` is charged to, as `before_call` does, or raise
+        `BudgetExceeded` (no notice: the member's message is stored without the work);
+        `settle_cost` counts what it really cost."""
+        periods = periods_at(self.clock.now(), self.policy.zone)
+        counters = self.counters_of(chat_id, user_id, periods)
+        amount = Amount(nanos(bound))
+        changes = []
+        if not self.policy.exempt(user_id):
+            for counter in counters:
+                limit = self.policy.limit_of(counter, scene)
+                if limit.set:
+                    changes.append(Change(counter, held=amount, limit=limit))
+        if changes:
+            over = await self._hold(changes)
+            if over is not None:
+                raise BudgetExceeded(over.scope, f"the {_budget_name(over)} is spent")
+        held = frozenset(c.counter for c in changes)
+        return _Open(counters=counters, held=held, bound=amount, opened=time.monotonic())
+
+    async def settle_cost(self, held: _Open, cost: float) -> None:
+        """Release what `hold_cost` held and count `cost`."""
+        await self._settle(held, Amount(nanos(cost)))
 
     async def _hold(self, changes: list[Change]) -> Counter | None:
         """Hold `changes`; the budget that is spent, or None once held. A budget reached only

@@ -311,4 +311,5 @@ class ToolRunner:
             content=truncate_tool_result(content, self.max_result_chars),
             shown=tuple(shown.aliases),
             shown_references=tuple(shown.references),
+            content_of=tuple(shown.carried),
         )

@@ -13,7 +13,7 @@ cannot see them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from bot.context.images import (
@@ -27,6 +27,7 @@ from bot.context.images import (
 from bot.context.images import is_image as is_image_media
 from bot.context.projection import current_record_index
 from bot.domain.facts import InboundMessage, Media
+from bot.domain.ids import Scene
 from bot.domain.messages import ImagePart
 from bot.domain.records import StoredRecord, UserRecord
 from bot.errors import MediaRefused
@@ -55,6 +56,11 @@ class _Candidate:
     quoted: bool = False
 
 
+SpentFor = Callable[[int, Scene, int | None], Awaitable[bool]]
+"""Whether a turn asked by a member in a chat would be refused by a spent budget
+(`bot.agent.spend.SpendGuard.spent_for`)."""
+
+
 class TurnImages:
     """Finds and fetches a turn's images. `files` is None when the bot cannot fetch files
     (no token): the block then says the images could not be fetched."""
@@ -67,7 +73,11 @@ class TurnImages:
         aliases: HistoryStore,
         max_per_turn: int = DEFAULT_MAX_IMAGES_PER_TURN,
         prefetch: bool = False,
+        spent_for: SpentFor | None = None,
     ) -> None:
+        self.spent_for = spent_for
+        """Spend limits: a member whose budget is spent has no image downloaded."""
+        self._prefetches: set[asyncio.Task[None]] = set()
         self.prefetching = prefetch and files is not None
         """Some route sees images: a trigger's images are fetched while its turn waits for
         the merge window and the chat's lock, so the turn itself reads the cache."""
@@ -86,9 +96,27 @@ class TurnImages:
         """Start fetching the images of a message a turn will answer (`TurnScheduler`)."""
         if not self.prefetching or self.files is None:
             return
-        for media in message.media:
-            if is_image_media(media):
+        images = [media for media in message.media if is_image_media(media)]
+        if not images:
+            return
+        if self.spent_for is None:
+            for media in images:
                 self.files.prefetch(media)
+            return
+        task = asyncio.create_task(self._prefetch_within_budget(message, images))
+        self._prefetches.add(task)
+        task.add_done_callback(self._prefetches.discard)
+
+    async def _prefetch_within_budget(self, message: InboundMessage, images: list[Media]) -> None:
+        files, spent_for = self.files, self.spent_for
+        if files is None or spent_for is None:
+            return
+        group = message.chat_type in ("group", "supergroup")
+        scene: Scene = "group" if group else "private"
+        if await spent_for(message.chat_id, scene, message.sender.id):
+            return  # over budget: nothing is downloaded
+        for media in images:
+            files.prefetch(media)
 
     async def collect(
         self,
@@ -98,10 +126,17 @@ class TurnImages:
         wire: ImageWire,
         vision: bool,
     ) -> TurnImagesFound:
-        """The images of the turn `records` ends with."""
+        """The images of the turn `records` ends with (none fetched for a member whose
+        budget is spent: the turn's call is refused anyway)."""
         candidates = await self._candidates(session, records)
         if not candidates:
             return NO_IMAGES
+        if self.spent_for is not None:
+            current = current_record_index(records)
+            body = records[current].body if current is not None else None
+            asker = body.sender.id if isinstance(body, UserRecord) else None
+            if await self.spent_for(session.key.chat_id, session.scene, asker):
+                return NO_IMAGES
         if not vision:
             unseen = tuple(ImageSlot(label=c.label, quoted=c.quoted) for c in candidates)
             return TurnImagesFound(block=images_block(unseen, vision=False))

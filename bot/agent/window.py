@@ -53,6 +53,7 @@ from bot.context.window import (
 from bot.domain.erasure import (
     deleted_trace,
     erased_body,
+    without_content_of,
     without_deleted_lines,
     without_quoted_text,
 )
@@ -154,13 +155,15 @@ class ConversationWindow:
         cut = projection.record_index[starts[count]]
         windows, session = self.windows, self.session
         why: FoldReason = "trim" if within is None else "overflow"
-        folded, persist = await windows.fold(
+        fold = await windows.fold(
             session, self.records, cut, self.summary, self.limits, self.turn_id, why, within
         )
         records = self.records[cut:]
-        if persist:  # a cut is persisted like a move: the next call never undoes it
-            await windows.store.set_window_start(session.id, records[0].id)
-        self.summary = folded or self.summary
+        if fold.through > 0:  # a cut is persisted like a move: the next call never undoes it
+            await windows.store.set_window_start(session.id, self.records[fold.through].id)
+        # the summary shown ends right before the window, or none is shown (the breadcrumb
+        # alone): the model never reads a summary, then a gap, then the window
+        self.summary = (fold.summary or self.summary) if fold.through == cut else None
         self.crumb = True
         await self._render(records)
         self.dropped_turns += count
@@ -184,6 +187,7 @@ class ConversationWindow:
                     body = erased_body(replace(record, body=body), message_id, None)
                 else:
                     body = without_quoted_text(body, message_id)
+                    body = without_content_of(body, message_id)
             for trace in traces:  # a search hit that showed it
                 body = without_deleted_lines(body, trace)
             return record if body is record.body else replace(record, body=body)
@@ -200,6 +204,15 @@ class ConversationWindow:
         self.records = records
         self.projection = await self.windows.project(session, records, self.blocks)
         register_shown(self.aliases, self.projection, self.summary)
+
+
+@dataclass(frozen=True, slots=True)
+class Folded:
+    """What a fold did: the new summary (None: none new), and `through`, the record index up
+    to which what leaves may leave for good (the summary, if any, ends right before it)."""
+
+    summary: SummaryRecord | None
+    through: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -322,19 +335,21 @@ class Windows:
             history_budget=self.policy.history_budgets.of(session.scene),
             dropped_turns=plan.decision.dropped_turns,
         )
+        begin = start.starts[plan.decision.start] if plan.decision.moved else 0
         if plan.fold:  # the member's turn waits for the summary of what the move drops
-            cut = start.starts[plan.decision.start]
-            folded, persisted = await self.fold(
-                session, records, cut, previous, start.limits, turn_id, "move"
-            )
-            plan = plan.after_fold(folded, failed=not persisted)
+            fold = await self.fold(session, records, begin, previous, start.limits, turn_id, "move")
+            # a failed fold: the move waits (as far as the fold went), so the summary shown
+            # always ends right before the window
+            plan = plan.after_fold(fold.summary, failed=fold.through == 0)
+            begin = fold.through
+            window.crumb = plan.crumb if begin > 0 else start.earlier
         window.summary = plan.summary
         for alias, message_id in blocks.reacted:  # the reactions block names them
             window.aliases.register(alias, message_id)
         kept = costs
-        if plan.decision.moved:
-            window.records = records[start.starts[plan.decision.start] :]
-            if plan.persist:  # a failed fold: the move waits, nothing leaves for good
+        if begin > 0:
+            window.records = records[begin:]
+            if plan.persist:
                 await self.store.set_window_start(session.id, window.records[0].id)
             window.projection = await self.project(session, window.records, blocks.text)
             kept = turn_costs(without_per_turn_cost(window.projection, blocks.text))
@@ -382,22 +397,29 @@ class Windows:
         turn_id: str,
         why: FoldReason,
         within: int | None = None,
-    ) -> tuple[SummaryRecord | None, bool]:
-        """Fold `records[:cut]` (and `previous`) into a new summary: (the summary or None,
-        whether what leaves may leave for good). A failed fold keeps the window where it
-        was; with compaction off, or nothing to fold, what leaves just leaves.
+    ) -> Folded:
+        """Fold `records[:cut]` (and `previous`) into a new summary: the summary (None:
+        none new) and how far what leaves may leave for good (`through`, a record index:
+        `cut` when all of it, 0 when the fold failed). With compaction off, or nothing to
+        fold, what leaves just leaves.
 
         The summary call repeats the window as the reply requests show it (its prefix is
         cached), or, when that does not fit, shows only what leaves (`narrow`); after an
-        overflow (`within`) only what leaves, under what was refused."""
+        overflow (`within`) only what leaves, under what was refused. When even only what
+        leaves does not fit one request, it is folded in pieces of whole turns, oldest
+        first, each on top of the summary before it: a chat whose history outgrew a small
+        window still moves its start, and a start once moved stays. A piece that fails for
+        another reason stops there (`through` says how far the pieces went)."""
         compactor = self.compactor
         if compactor is None:
-            return None, True
+            return Folded(None, cut)
+        if within is not None:  # the window is smaller than we knew: so is the summary
+            limits = replace(limits, summary_bound=min(limits.summary_bound, within // 4))
         narrow = await self.fold_messages(session, records[:cut], previous)
         whole = narrow
         if within is None:
             whole = await self.fold_messages(session, records, previous)
-        folded, failed = await compactor.fold_or_fail(
+        result = await compactor.fold_or_fail(
             session,
             records=records,
             cut=cut,
@@ -409,7 +431,75 @@ class Windows:
             within=within,
             narrow=narrow,
         )
-        return folded, not failed
+        if not result.too_large:
+            return Folded(result.summary, 0 if result.failed else cut)
+        return await self._fold_in_pieces(
+            session, records, cut, previous, limits, turn_id, why, within
+        )
+
+    async def _fold_in_pieces(
+        self,
+        session: SessionInfo,
+        records: Sequence[StoredRecord],
+        cut: int,
+        previous: SummaryRecord | None,
+        limits: WindowLimits,
+        turn_id: str,
+        why: FoldReason,
+        within: int | None,
+    ) -> Folded:
+        """Fold `records[:cut]` piece by piece (see `fold`): each piece as many whole turns
+        as one request holds, halved until it fits; a single turn too large for any request
+        is folded extractively (no model call: one line per message), so it leaves too."""
+        compactor = self.compactor
+        assert compactor is not None
+        projection = await self.project(session, records[:cut], "")
+        ends = sorted(
+            {projection.record_index[i] for i in turn_starts(projection.messages)} - {0} | {cut}
+        )
+        summary, through = previous, 0
+        folded: SummaryRecord | None = None
+        while through < cut:
+            candidates = [end for end in ends if end > through]
+            end = candidates[-1]
+            while True:
+                piece = records[through:]
+                narrow = await self.fold_messages(session, piece[: end - through], summary)
+                result = await compactor.fold_or_fail(
+                    session,
+                    records=piece,
+                    cut=end - through,
+                    previous=summary,
+                    messages=narrow,
+                    turn_id=turn_id,
+                    why=why,
+                    bound=limits.summary_bound,
+                    within=within,
+                    narrow=narrow,
+                )
+                smaller = [c for c in candidates if c < end]
+                if not result.too_large:
+                    break
+                if not smaller:  # one turn fits no request: folded without the model
+                    result = await compactor.fold_or_fail(
+                        session,
+                        records=piece,
+                        cut=end - through,
+                        previous=summary,
+                        messages=narrow,
+                        turn_id=turn_id,
+                        why=why,
+                        bound=limits.summary_bound,
+                        offline=True,
+                    )
+                    break
+                end = smaller[(len(smaller) - 1) // 2]
+            if result.failed:
+                break
+            if result.summary is not None:
+                summary = folded = result.summary
+            through = end
+        return Folded(folded, through)
 
     def prepare_next(self, session: SessionInfo, *, turn_id: str) -> None:
         """The turn answered and its next window move is near: prepare that move's summary

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from adapters.document_worker import DocumentReader
 from adapters.llm.dialects import kind_for, options_for
 from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
 from adapters.llm.scripted import ScriptedModel
@@ -280,6 +281,7 @@ def turn_policy(settings: Settings, locales: ChatLocales | None = None) -> TurnP
             workspace_rules=rules,
             owner_id=settings.owner_id,
             chat_locale=locales.for_chat if locales is not None else None,
+            member_locale=locales.member_language if locales is not None else None,
         ),
         calls=CallPolicy(
             limits=limits,
@@ -546,6 +548,7 @@ def build_app(
                 aliases=store,
                 max_per_turn=settings.media.max_images_per_turn,
                 prefetch=sees_images(settings),
+                spent_for=spend.spent_for if spend is not None else None,
             )
         ),
     )
@@ -601,7 +604,9 @@ def build_app(
             per_user=settings.security.user_messages_per_minute,
             per_chat=settings.security.chat_messages_per_minute,
         ),
-        transcripts=voice_transcripts(settings, files=files, ledger=ledger, clock=clock),
+        transcripts=voice_transcripts(
+            settings, files=files, ledger=ledger, clock=clock, spend=spend
+        ),
         locales=locales,
     )
     inbound.turns.on_scheduled = images.prefetch
@@ -688,11 +693,17 @@ def media_files(settings: Settings) -> CachedMediaFiles | None:
         ),
         max_file_bytes=media.max_document_mb * 1024 * 1024,
         timeout_seconds=media.download_timeout_seconds,
+        documents=DocumentReader(parse_seconds=media.document_parse_seconds),
     )
 
 
 def voice_transcripts(
-    settings: Settings, *, files: CachedMediaFiles | None, ledger: LedgerWriter, clock: Clock
+    settings: Settings,
+    *,
+    files: CachedMediaFiles | None,
+    ledger: LedgerWriter,
+    clock: Clock,
+    spend: SpendGuard | None = None,
 ) -> VoiceTranscripts | None:
     """Voice notes as text (`[transcription]`); None without an endpoint, with `transcribe =
     "off"`, or without a way to fetch files."""
@@ -713,6 +724,7 @@ def voice_transcripts(
             price_per_minute=config.price_per_minute,
             timeout_seconds=config.timeout_seconds,
         ),
+        spend=spend,
     )
 
 

@@ -77,12 +77,19 @@ class ShownByTool:
     for the call's result record (`ToolResult.shown`), so a later turn that still shows the
     result accepts them too."""
 
-    __slots__ = ("aliases", "references", "turn")
+    __slots__ = ("aliases", "carried", "references", "turn")
 
     def __init__(self, turn: AliasTable) -> None:
         self.turn = turn
         self.aliases: list[tuple[str, int]] = []
         self.references: list[int] = []
+        self.carried: list[int] = []
+        """Platform ids whose content the result carries (`ToolResult.content_of`)."""
+
+    def carry(self, message_id: int) -> None:
+        """The result carries the content of `message_id` (a file's text, an image): its
+        words go when that message is deleted."""
+        self.carried.append(message_id)
 
     def register(self, alias: str, message_id: int) -> None:
         self.turn.register(alias, message_id)

@@ -5,7 +5,8 @@ member's edit that leaves nothing) keeps its place in the conversation, so alias
 stay as they were, but none of its words: the record that held it renders `[deleted]`
 (docs/context-window.md, Deleted messages), a quote of it keeps the relation only, and a
 tool result that showed it (a `search_history` hit, an inspected reference) keeps its line's
-fields with `[deleted]` for the words.
+fields with `[deleted]` for the words, and a tool result that carried its content (a
+document read, an image viewed) is `[deleted]` whole.
 """
 
 from __future__ import annotations
@@ -75,6 +76,20 @@ def without_quoted_text(body: RecordBody, message_id: int) -> RecordBody:
         return body
     quote = replace(body.quote, summary=DELETED_MARKER, truncated=False, forwarded_from=None)
     return replace(body, quote=quote)
+
+
+def without_content_of(body: RecordBody, message_id: int) -> RecordBody:
+    """`body` with every tool result that carries `message_id`'s content (a document's
+    text, an image: `ToolResult.content_of`) reduced to the marker; its call stays."""
+    if not isinstance(body, ToolResultsRecord) or not any(
+        message_id in result.content_of for result in body.results
+    ):
+        return body
+    results = tuple(
+        replace(result, content=DELETED_MARKER) if message_id in result.content_of else result
+        for result in body.results
+    )
+    return replace(body, results=results)
 
 
 def deleted_trace(text: str) -> str | None:

@@ -139,6 +139,9 @@ class InboundMessage:
     media: tuple[Media, ...] = ()
     media_group_id: str | None = None
     automatic_forward: bool = False
+    direct_messages: bool = False
+    """The chat is a channel's direct-messages chat: each topic a one-to-one conversation
+    with the member who wrote, governed by `private_chats` like a private chat."""
     topic_name: str | None = None
     """The forum topic's name when the message creates or renames the topic."""
     topic_first_name: str | None = None

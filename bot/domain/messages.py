@@ -7,7 +7,7 @@ from typing import Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
 
-ReasoningFormat = Literal["reasoning_content", "reasoning", "anthropic", "gemini"]
+ReasoningFormat = Literal["reasoning_content", "reasoning", "anthropic", "gemini", "openrouter"]
 """The wire form a model's reasoning came in, which decides where it goes back
 (docs/architecture.md, Reasoning): an OpenAI-wire message field (`reasoning_content`:
 DeepSeek, vLLM, llama.cpp; `reasoning`: Ollama, OpenRouter), Anthropic `thinking` /

@@ -80,6 +80,9 @@ class ToolResult:
     join the alias table of a later turn that still shows this result."""
     shown_references: tuple[int, ...] = ()
     """Platform ids the result showed without an alias (a message off the active path)."""
+    content_of: tuple[int, ...] = ()
+    """Platform ids whose content the result carries (read_document's file, view_image's
+    image): deleting one of them deletes the result's words (`bot.domain.erasure`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -32,12 +32,24 @@ def chat_allowed(
     allowed: Sequence[int],
     owner_id: int | None = None,
     private_chats: PrivateChats = "allow",
+    *,
+    direct_with: int | None = None,
 ) -> bool:
     """Groups: every one when the allow-list is empty, else the listed ones. Private chats
     (positive ids: a private chat's id is its user's id) as `private_chats` says; the
-    owner's always."""
+    owner's always. A channel's direct-messages chat (`direct_with`: the member writing)
+    is a one-to-one conversation: `private_chats` governs it too, the member's id standing
+    for the chat's in `owner` and `allow_list`."""
     if owner_id is not None and chat_id == owner_id:
         return True
+    if direct_with is not None:  # a channel's direct messages: a one-to-one conversation
+        match private_chats:
+            case "allow":
+                return True
+            case "owner":
+                return owner_id is not None and direct_with == owner_id
+            case "allow_list":
+                return not allowed or chat_id in allowed or direct_with in allowed
     if chat_id > 0:
         match private_chats:
             case "allow":

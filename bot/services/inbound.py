@@ -365,9 +365,13 @@ class InboundService:
 
     # ------------------------------------------------------------------ the rules
 
-    def _allowed(self, chat_id: int) -> bool:
+    def _allowed(self, message: InboundMessage) -> bool:
         return chat_allowed(
-            chat_id, self.policy.allowed_chats, self.policy.owner_id, self.policy.private_chats
+            message.chat_id,
+            self.policy.allowed_chats,
+            self.policy.owner_id,
+            self.policy.private_chats,
+            direct_with=message.sender.id if message.direct_messages else None,
         )
 
     async def _transcribed(self, message: InboundMessage, session: SessionInfo) -> InboundMessage:
@@ -469,7 +473,7 @@ class InboundService:
         requests: dict[SessionKey, SessionRequest] = {}
         for message in messages:
             self.locales.note(message)
-            if not self._allowed(message.chat_id):
+            if not self._allowed(message):
                 log.info("ignoring chat %s (not in the allow-list)", message.chat_id)
                 await self._refuse_private_chat(message)
                 continue
@@ -643,7 +647,7 @@ class InboundService:
         triggers; the original, when it comes, is then a duplicate. An edit that leaves no
         words (a caption removed) takes the old words out of storage too: the member took
         them back (`PlatformMessages.erase_message`)."""
-        if not self._allowed(message.chat_id):
+        if not self._allowed(message):
             return
         session = await self.open(message)
         async with self.turns.storing(session):

@@ -7,6 +7,13 @@ stored; the transcript is part of the stored message from then on (`[语音 12s]
 noon`), so every later request repeats it byte for byte. Each call is a ledger line
 (`purpose: transcription`) with its cost at `price_per_minute`. A failure (the file, the
 endpoint, the deadline) is logged and the message is stored with its placeholder only.
+
+Spend limits (`bot.agent.spend.SpendGuard.hold_cost`): before the file is downloaded, the
+call's bound (the longest audio the file's size can hold, at `price_per_minute`) is held on
+the member's, the chat's and the bot's budgets; a spent budget leaves the note
+untranscribed and undownloaded. The ledger and the budgets count the seconds the endpoint
+reports (it bills them), never the duration the update declares; when it reports none, the
+bound.
 """
 
 from __future__ import annotations
@@ -16,18 +23,24 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 from bot.agent.ledger import LedgerEntry, LedgerWriter
 from bot.agent.runtime import new_turn_id
 from bot.agent.traces import new_call_id
 from bot.domain.facts import InboundMessage, Media
-from bot.errors import MediaRefused
+from bot.domain.ids import Scene
+from bot.errors import BudgetExceeded, MediaRefused
 from bot.ports import Clock, MediaFiles, SessionInfo, Transcriber
 
 log = logging.getLogger("tgbot.media")
 
 SPOKEN_KINDS = frozenset({"voice", "video_note"})
+MIN_BYTES_PER_SECOND = 1_000
+"""The lowest bitrate a voice note is bounded by (8 kbit/s, under Telegram's Opus notes):
+a file of N bytes holds at most N / 1,000 seconds."""
+UNKNOWN_SIZE_BYTES = 20 * 1024 * 1024
+"""A file whose size the update does not say is bounded as the largest the Bot API serves."""
 TranscribeMode = Literal["mentions", "all", "off"]
 
 
@@ -38,6 +51,22 @@ class TranscriptionPolicy:
     price_per_minute: float = 0.0
     """0: the cost is unknown (no price configured), written as `null`."""
     timeout_seconds: float = 30.0
+
+
+class TranscriptionSpend(Protocol):
+    """The spend limits' side of a transcription (`bot.agent.spend.SpendGuard`)."""
+
+    async def hold_cost(
+        self, chat_id: int, scene: Scene, user_id: int | None, bound: float
+    ) -> Any: ...
+
+    async def settle_cost(self, held: Any, cost: float) -> None: ...
+
+
+def bound_seconds(media: Media) -> float:
+    """The longest audio `media`'s file can hold, from its size (never its declared length)."""
+    size = media.file_size if media.file_size and media.file_size > 0 else UNKNOWN_SIZE_BYTES
+    return size / MIN_BYTES_PER_SECOND
 
 
 class VoiceTranscripts:
@@ -51,7 +80,10 @@ class VoiceTranscripts:
         ledger: LedgerWriter,
         clock: Clock,
         policy: TranscriptionPolicy,
+        spend: TranscriptionSpend | None = None,
     ) -> None:
+        self.spend = spend
+        """Spend limits (None: none)."""
         self.transcriber = transcriber
         self.files = files
         self.ledger = ledger
@@ -82,13 +114,29 @@ class VoiceTranscripts:
     async def _transcribe(
         self, media: Media, session: SessionInfo, message: InboundMessage
     ) -> str | None:
+        price = self.policy.price_per_minute
+        bound = bound_seconds(media)
+        held = None
+        if self.spend is not None:
+            try:
+                held = await self.spend.hold_cost(
+                    session.key.chat_id, session.scene, message.sender.id, bound / 60 * price
+                )
+            except BudgetExceeded as spent:
+                log.info(
+                    "voice note %s/%s not transcribed: %s",
+                    session.key.chat_id,
+                    message.message_id,
+                    spent,
+                )
+                return None
         started = time.monotonic()
         error: str | None = None
-        text: str | None = None
+        transcript = None
         try:
             async with asyncio.timeout(self.policy.timeout_seconds):
                 audio = await self.files.file(media)
-                text = await self.transcriber.transcribe(
+                transcript = await self.transcriber.transcribe(
                     audio,
                     file_name=_file_name(media),
                     mime_type=media.mime_type or "audio/ogg",
@@ -104,16 +152,19 @@ class VoiceTranscripts:
                 message.message_id,
                 error,
             )
-        await self._ledger(session, media, started, error)
-        return text
+        seconds = None
+        if transcript is not None:  # billed as the endpoint measured it, else the bound
+            seconds = transcript.seconds if transcript.seconds is not None else bound
+        cost = None if price <= 0 or seconds is None else round(seconds / 60 * price, 8)
+        if held is not None and self.spend is not None:
+            await self.spend.settle_cost(held, cost or 0.0)
+        await self._ledger(session, started, error, cost)
+        return transcript.text if transcript is not None else None
 
     async def _ledger(
-        self, session: SessionInfo, media: Media, started: float, error: str | None
+        self, session: SessionInfo, started: float, error: str | None, cost: float | None
     ) -> None:
         now = self.clock.now()
-        seconds = max(0, media.duration or 0)
-        price = self.policy.price_per_minute
-        cost = None if price <= 0 or error is not None else round(seconds / 60 * price, 8)
         entry = LedgerEntry(
             ts=now,
             session=session.id,

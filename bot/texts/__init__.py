@@ -63,6 +63,10 @@ def in_locale(locale: Locale, *, zh: str, en: str) -> str:
 
 RECENT_MEMBERS = 10
 """How many of a group's latest messages with a known language decide its locale."""
+CLEAR_CHANGE = 7
+"""How many of those must be in the other language before a chat's locale changes: it is
+sticky (two languages taking turns never flip it), so its prompt and history keep their
+cached prefix; the member's own language rides in the per-turn block."""
 MAX_TRACKED = 10_000
 """Chats and members remembered (the least recently heard go first)."""
 
@@ -83,6 +87,8 @@ class ChatLocales:
         self._chats: OrderedDict[int, deque[tuple[int, Locale]]] = OrderedDict()
         """Per chat: (message id, locale) of its latest member messages with a language."""
         self._members: OrderedDict[int, Locale] = OrderedDict()
+        self._settled: dict[int, Locale] = {}
+        """Per chat: its locale, changed only by a clear change of language (`CLEAR_CHANGE`)."""
 
     def note(self, message: InboundMessage) -> None:
         """Remember the language of a member's message (bots and channels do not count)."""
@@ -95,11 +101,17 @@ class ChatLocales:
         if all(seen != message.message_id for seen, _ in recent):  # a message counts once
             recent.append((message.message_id, locale))
         self._chats[message.chat_id] = recent
+        settled = self._settled.get(message.chat_id)
+        other = sum(1 for _, heard in recent if heard != settled)
+        if settled is None or other >= CLEAR_CHANGE:  # the first heard, or a clear change
+            self._settled[message.chat_id] = locale
         self._members.pop(message.sender.id, None)
         self._members[message.sender.id] = locale
         for remembered in (self._chats, self._members):
             while len(remembered) > MAX_TRACKED:
-                remembered.popitem(last=False)
+                gone, _ = remembered.popitem(last=False)
+                if remembered is self._chats:
+                    self._settled.pop(gone, None)
 
     def for_message(self, message: InboundMessage) -> Locale:
         """The sender's language, else the chat's."""
@@ -108,17 +120,18 @@ class ChatLocales:
         return locale_of_language(message.language_code) or self.for_chat(message.chat_id)
 
     def for_chat(self, chat_id: int) -> Locale:
-        """Most of the chat's recent members' (a tie: the latest speaker's)."""
+        """The chat's sticky language: the first one heard there, changed only when
+        `CLEAR_CHANGE` of its `RECENT_MEMBERS` latest messages are in the other (a
+        bilingual group keeps one, whoever spoke last)."""
         if self.fixed is not None:
             return self.fixed
-        recent = self._chats.get(chat_id)
-        if not recent:
-            return self.fallback
-        zh = sum(1 for _, locale in recent if locale == "zh")
-        en = len(recent) - zh
-        if zh == en:
-            return recent[-1][1]
-        return "zh" if zh > en else "en"
+        return self._settled.get(chat_id, self.fallback)
+
+    def member_language(self, user_id: int) -> Locale | None:
+        """The language a member last wrote with; None when not heard (or forced)."""
+        if self.fixed is not None:
+            return None
+        return self._members.get(user_id)
 
     def for_member(self, user_id: int) -> Locale:
         """The language a member last wrote with (the owner's, for the daily summary)."""

@@ -15,6 +15,13 @@ from bot.errors import TelegramBadRequest, ToolError
 from bot.ports import ToolSpec
 from bot.tools.base import Tool, ToolContext, forget_deleted, require_int, says_gone
 
+REPLIES_STAY = (
+    "its words are gone from your history, tool results included; your own replies that "
+    "repeated them stay: say so, and offer to delete those too"
+)
+"""What the deletion leaves (docs/context-window.md, Deleted messages): the member learns it
+from the model and may ask for the bot's replies to go as well."""
+
 
 async def delete_message(args: Mapping[str, Any], ctx: ToolContext) -> str:
     message_id = require_int(args, "message_id")
@@ -28,7 +35,7 @@ async def delete_message(args: Mapping[str, Any], ctx: ToolContext) -> str:
             await forget_deleted(ctx, message_id)
         raise
     await forget_deleted(ctx, message_id)
-    return json.dumps({"deleted": True})
+    return json.dumps({"deleted": True, "note": REPLIES_STAY})
 
 
 TOOL = Tool(

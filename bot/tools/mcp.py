@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from bot.context.escaping import escape_member_text
 from bot.context.images import bounds_for, data_url, image_tokens_for
 from bot.domain.ids import Scene
 from bot.domain.messages import ImagePart
@@ -300,7 +301,9 @@ async def show_images(result: McpResult, ctx: ToolContext, *, label: str) -> dic
 
 
 def render_result(result: McpResult, *, shown: Mapping[int, str] | None = None) -> str:
-    """The result as the model reads it: text blocks as they are, an image, audio or a
+    """The result as the model reads it: text blocks escaped like member text (a line that
+    opens like one of our blocks, `[quote …]`, `[Turn context]`, `[id:…]` or a look-alike,
+    gets a backslash), an image, audio or a
     resource as one line saying what it was (and, for an image a seeing model was not shown,
     why: `shown`), `structuredContent` when there is nothing else; read up to
     `MAX_RESULT_CHARS`."""
@@ -308,20 +311,20 @@ def render_result(result: McpResult, *, shown: Mapping[int, str] | None = None) 
     size = 0
     for index, block in enumerate(result.content):
         match block.kind:
-            case "text":
-                part = block.text
+            case "text":  # the server's words: escaped like a member's (bot.context.escaping)
+                part = escape_member_text(block.text)
             case "image" | "audio":
                 part = f"[{block.kind} {block.mime_type or 'unknown type'}, {_size(block.size)}"
                 said = (shown or {}).get(index)
                 part += f": {said}]" if said else "]"
             case "resource":
-                part = block.text
+                part = escape_member_text(block.text)
         parts.append(part)
         size += len(part)
         if size >= MAX_RESULT_CHARS:
             break
     if not any(p.strip() for p in parts) and result.structured is not None:
-        parts = [result.structured]
+        parts = [escape_member_text(result.structured)]
     return "\n".join(parts)[:MAX_RESULT_CHARS]
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bot.context.alias_table import ShownByTool
+from bot.context.escaping import escape_member_text, inline_value
 from bot.errors import MediaRefused, ToolError
 from bot.ports import DocumentText, ToolSpec
 from bot.tools.base import Tool, ToolContext, require_int
@@ -38,6 +40,8 @@ async def read_document(args: Mapping[str, Any], ctx: ToolContext) -> str:
         kinds = ", ".join(m.kind for m in message.media) or "text only"
         raise ToolError(f"{label} holds no document ({kinds})", code="no_document")
     document = files[0]
+    if isinstance(ctx.shown, ShownByTool):  # its words go with the message, should it be deleted
+        ctx.shown.carry(message_id)
     room = max(1000, media.max_result_chars - HEADER_ROOM)
     try:
         text = await media.files.text(document, page=page, max_chars=room)
@@ -48,10 +52,13 @@ async def read_document(args: Mapping[str, Any], ctx: ToolContext) -> str:
 
 def render(label: str, name: str, text: DocumentText, room: int) -> str:
     """The result: a header line naming the file and what is shown, then the text; a PDF's
-    pages each under a `--- page N ---` line, cut at `room` with the page to ask for next."""
-    title = name or label
+    pages each under a `--- page N ---` line, cut at `room` with the page to ask for next.
+    The file's words are escaped like a member's (`bot.context.escaping`): a line of it
+    that opens like one of our blocks (`[quote …]`, `[Turn context]`, `[id:…]`) never
+    reads as the bot's own."""
+    title = inline_value(name) or label  # the member named the file
     if text.kind == "text":
-        body = text.pages[0]
+        body = escape_member_text(text.pages[0])
         cut = len(body) > room
         shown = body[:room]
         more = f"\n…({len(body) - room} more characters not shown)" if cut else ""
@@ -61,7 +68,7 @@ def render(label: str, name: str, text: DocumentText, room: int) -> str:
     last = text.first_page - 1
     for offset, page_text in enumerate(text.pages):
         number = text.first_page + offset
-        block = f"--- page {number} ---\n{page_text.strip()}"
+        block = f"--- page {number} ---\n{escape_member_text(page_text.strip())}"
         if parts and used + len(block) > room:
             break
         parts.append(block[: max(0, room - used)])

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bot.context.alias_table import ShownByTool
 from bot.context.images import bounds_for, data_url, image_tokens_for, is_image
 from bot.domain.messages import ImagePart
 from bot.errors import MediaRefused, ToolError
@@ -47,6 +48,8 @@ async def view_image(args: Mapping[str, Any], ctx: ToolContext) -> str:
     except MediaRefused as refused:
         reason = f"the image of {label} was not fetched: {refused.reason}"
         raise ToolError(reason, code="refused") from None
+    if isinstance(ctx.shown, ShownByTool):  # the line goes with the message, should it be deleted
+        ctx.shown.carry(message_id)
     media.shown.append(
         ImagePart(
             url=data_url(fetched.media_type, fetched.data),

@@ -157,3 +157,42 @@ async def test_an_unknown_file_is_a_refusal_that_names_no_token(tmp_path: Path) 
             await files.file(Media(kind="document", file_id="NOPE"))
         assert "invalid file_id" in refused.value.reason
         assert TOKEN not in refused.value.reason
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../bot/getMe",
+        "photos/../../x.jpg",
+        "photos/x.jpg?download=1",
+        "photos/x.jpg#frag",
+        "photos/%2e%2e/x.jpg",
+        "photos/%2E%2E%2Fx.jpg",
+        "photos\\..\\x.jpg",
+    ],
+)
+async def test_a_download_path_that_is_not_a_plain_file_path_is_refused(
+    tmp_path: Path, path: str
+) -> None:
+    """Issue 50, item 6: whatever `getFile` says, the download names one file under the
+    bot's file URL, never another endpoint or a path beside it."""
+    async with FakeBotApi(TOKEN) as api, files_over(api, tmp_path) as files:
+        api.add_file("F1", b"hello", unique_id="U1", path=path)
+        with pytest.raises(MediaRefused, match="not a plain file path"):
+            await files.file(Media(kind="document", file_id="F1", file_unique_id="U1"))
+        assert api.downloads == []
+
+
+@pytest.mark.parametrize("size", [(64, 48), (4000, 3000)], ids=["kept_size", "downscaled"])
+def test_a_jpegs_comment_never_reaches_the_model(size: tuple[int, int]) -> None:
+    """Issue 50, item 6: a JPEG comment segment (`COM`, where cameras and editors put
+    names, places, serial numbers) is stripped like EXIF."""
+    out = io.BytesIO()
+    Image.new("RGB", size, (200, 30, 30)).save(
+        out, format="JPEG", comment=b"home: 12 Elm Street, Alice's phone"
+    )
+    raw = out.getvalue()
+    assert b"Elm Street" in raw
+    prepared = prepare_image(raw, OPENAI_BOUNDS)
+    assert prepared.media_type == "image/jpeg"
+    assert b"Elm Street" not in prepared.data

@@ -36,7 +36,8 @@ async def test_a_failed_summary_is_folded_again_with_the_last_good_one(
     assert first.startswith(SUMMARY_PREFIX + " m1–")
     after = await chatter(app, clock, after + 1, 30)
     await say(app, clock, after, "@Helper two", mentions_bot=True)  # the fold fails
-    assert len(summaries(model)) == 2
+    # the move waits (issue 50): the next fold is prepared again after the reply
+    assert len(summaries(model)) >= 2
     # the last good summary still stands for what it covers
     assert replies(model)[-1].messages[2].content == first
     after = await chatter(app, clock, after + 1, 30)

@@ -38,7 +38,7 @@ async def test_tool_call_rewrites_the_alias_and_stores_call_with_result(
     second = model.requests[1]
     tool_message = second.messages[-1]
     assert tool_message.role == "tool"
-    assert json.loads(tool_message.content) == {"deleted": True}
+    assert json.loads(tool_message.content)["deleted"] is True
     session = await store.find_session(SessionKey(chat_id=CHAT))
     assert session is not None
     kinds = [r.kind for r in await store.load_path(session.id)]

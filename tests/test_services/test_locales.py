@@ -47,23 +47,28 @@ def test_a_member_is_answered_in_their_own_language_and_a_chat_in_its_majority()
     assert locales.for_member(99) == "en"
 
 
-def test_a_tie_follows_the_latest_speaker_and_a_message_counts_once() -> None:
+def test_two_languages_taking_turns_never_flip_a_chat() -> None:
+    """Issue 50, item 10: a bilingual group keeps one language (its cached prefix holds);
+    each member's own rides in the per-turn block (`member_language`)."""
     locales = ChatLocales(fixed=None)
-    locales.note(said(1, "zh", message_id=1))
-    locales.note(said(2, "en", message_id=2))
-    assert locales.for_chat(GROUP) == "en"
-    locales.note(said(2, "en", message_id=2))  # the same message seen twice (a batch)
-    locales.note(said(1, "zh", message_id=3))
-    assert locales.for_chat(GROUP) == "zh"
+    for n in range(20):
+        locales.note(said(1 + n % 2, ("zh", "en")[n % 2], message_id=n))
+        assert locales.for_chat(GROUP) == "zh"  # the first heard, whoever spoke last
+    assert locales.member_language(1) == "zh"
+    assert locales.member_language(2) == "en"
+    assert locales.member_language(3) is None
 
 
-def test_only_the_recent_members_decide() -> None:
+def test_a_clear_change_of_language_changes_the_chat_and_a_message_counts_once() -> None:
     locales = ChatLocales(fixed=None)
     for n in range(10):
         locales.note(said(1, "zh", message_id=n))
     for n in range(10, 16):
         locales.note(said(2, "en", message_id=n))
-    assert locales.for_chat(GROUP) == "en"  # 6 of the last 10
+    locales.note(said(2, "en", message_id=15))  # the same message seen twice (a batch)
+    assert locales.for_chat(GROUP) == "zh"  # 6 of the last 10: not clear yet
+    locales.note(said(2, "en", message_id=16))
+    assert locales.for_chat(GROUP) == "en"  # 7 of the last 10
 
 
 def test_a_forced_locale_wins_everywhere() -> None:

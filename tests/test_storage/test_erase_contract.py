@@ -181,3 +181,31 @@ async def test_a_search_hit_that_showed_it_loses_the_words(store: Store) -> None
         f"{DELETED_MARKER}\n"
         "[quote id:m9;user:Bob;user_id:7000000002;date:2026-03-01;time:12:05;] the pin is safe"
     )
+
+
+async def test_a_tool_result_that_carried_its_content_is_deleted_whole(store: Store) -> None:
+    """Issue 50, item 1: a document read before the deletion (`read_document` names the
+    message in `content_of`) keeps its call but none of the file's words; a result that
+    carried another message stays."""
+    sid = await _session(store)
+    document = Media(kind="document", file_id="BQAD-1", file_name="salaries.csv")
+    await store.append(
+        sid,
+        [NewRecord(body=UserRecord(sender=CAROL, media=(document,)), created_at=T0,
+                   message_ids=(42,))],
+        platform_messages=[platform(42, "", media=(document,))],
+    )  # fmt: skip
+    results = ToolResultsRecord(
+        results=(
+            ToolResult(call_id="c1", name="read_document", content="alice,9100", content_of=(42,)),
+            ToolResult(call_id="c2", name="read_document", content="other,1", content_of=(420,)),
+        )
+    )
+    await store.append(sid, [NewRecord(body=results, created_at=T0)])
+
+    assert await store.erase_message(CHAT, 42)
+
+    stored = (await store.load_path(sid))[-1].body
+    assert isinstance(stored, ToolResultsRecord)
+    assert [r.content for r in stored.results] == [DELETED_MARKER, "other,1"]
+    assert stored.results[0].call_id == "c1"
