@@ -38,7 +38,7 @@ from bot.domain.records import (
     ToolResultsRecord,
     UserRecord,
 )
-from bot.ports import PlatformMessage, SessionInfo, StoredReaction
+from bot.ports import NewRecord, PlatformMessage, SessionInfo, StoredReaction
 
 RUNTIME_KEYS = frozenset({"aliasSeq", "aliasParts"})
 
@@ -519,6 +519,46 @@ def stored_record(row: Any) -> StoredRecord:
         tokens=row.tokens,
         alias_seq=row.alias_seq,
         alias_parts=alias_parts(row.alias_seq, message_ids),
+    )
+
+
+def record_row(
+    session_id: int,
+    parent_id: int | None,
+    record: NewRecord,
+    *,
+    alias_seq: int | None,
+    alias_last: int,
+) -> dict[str, Any]:
+    """The `agent_messages` row of `record` under `parent_id` (its id aside): the one list
+    of a record's columns every writer inserts."""
+    return {
+        "session_id": session_id,
+        "parent_id": parent_id,
+        "kind": record.body.kind,
+        "created_at": utc(record.created_at),
+        "payload": encode_payload(record.body, record.message_ids),
+        "tokens": record.tokens,
+        "first_message_id": first_message_id(record.message_ids),
+        "message_ids": encode_message_ids(record.message_ids),
+        "alias_seq": alias_seq,
+        "alias_last": alias_last,
+    }
+
+
+def inserted_record(record_id: int, row: Mapping[str, Any], record: NewRecord) -> StoredRecord:
+    """The stored record of `record`, inserted as `row` (`record_row`) with id `record_id`
+    (no payload to decode: the body is at hand)."""
+    return StoredRecord(
+        id=record_id,
+        session_id=row["session_id"],
+        parent_id=row["parent_id"],
+        created_at=row["created_at"],
+        body=record.body,
+        message_ids=record.message_ids,
+        tokens=record.tokens,
+        alias_seq=row["alias_seq"],
+        alias_parts=alias_parts(row["alias_seq"], record.message_ids),
     )
 
 

@@ -202,13 +202,13 @@ SQLITE_DROP = text(
     "DELETE FROM message_search WHERE rowid = "
     "(SELECT id FROM platform_events WHERE chat_id = :chat AND message_id = :mid)"
 )
-_PG_PUT = text(
+PG_PUT = text(
     "INSERT INTO message_search (event_id, chat_id, thread_id, terms) "
     "SELECT id, chat_id, thread_id, array_to_tsvector(:tokens) FROM platform_events "
     "WHERE chat_id = :chat AND message_id = :mid "
     "ON CONFLICT (event_id) DO UPDATE SET terms = excluded.terms, thread_id = excluded.thread_id"
 ).bindparams(bindparam("tokens", type_=ARRAY(Text)))
-_PG_DROP = text(
+PG_DROP = text(
     "DELETE FROM message_search WHERE event_id = "
     "(SELECT id FROM platform_events WHERE chat_id = :chat AND message_id = :mid)"
 )
@@ -242,15 +242,15 @@ async def index_platform_messages(
     postgres = conn.dialect.name == "postgresql"
     put, drop = index_params(messages, postgres=postgres)
     if put:
-        await conn.execute(_PG_PUT if postgres else SQLITE_PUT, put)
+        await conn.execute(PG_PUT if postgres else SQLITE_PUT, put)
     if drop:
-        await conn.execute(_PG_DROP if postgres else SQLITE_DROP, drop)
+        await conn.execute(PG_DROP if postgres else SQLITE_DROP, drop)
 
 
 async def unindex_platform_message(conn: AsyncConnection, chat_id: int, message_id: int) -> None:
     """Drop one platform message from the index (it was deleted in the chat)."""
     postgres = conn.dialect.name == "postgresql"
-    await conn.execute(_PG_DROP if postgres else SQLITE_DROP, {"chat": chat_id, "mid": message_id})
+    await conn.execute(PG_DROP if postgres else SQLITE_DROP, {"chat": chat_id, "mid": message_id})
 
 
 # ---------------------------------------------------------------- query

@@ -16,12 +16,11 @@ per-statement path; PostgreSQL, and everything else, go through SQLAlchemy.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
-from contextlib import asynccontextmanager, nullcontext, suppress
+from contextlib import asynccontextmanager, nullcontext
 from datetime import UTC, date, datetime
 from functools import partial
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -45,20 +44,14 @@ from bot.ports import (
 )
 from bot.store_ports import ConversationStore
 from storage.alias_cache import (
-    Derived,
     aliases_on_path,
-    derive,
-    derive_record,
-    derive_with_earliest,
     message_ids_of,
     rederive_subtree,
     repair_path,
 )
 from storage.codec import (
     DecodedRecords,
-    alias_parts,
     encode_message_ids,
-    encode_payload,
     first_message_id,
     latest_reactions,
     platform_message_from_row,
@@ -74,19 +67,18 @@ from storage.codec import (
 )
 from storage.engine import ONE_STATEMENT, WRITE
 from storage.erase import erase_rows
+from storage.executor import parts_for, run_plan
 from storage.inbound_batch import InboundBatchWriter
+from storage.plan import Plan, Rows, SqlParts, first_row
 from storage.queries import (
     ALIASES_WANTED,
-    APPEND_HEAD,
     CLOSED_SESSION_OF_CHAT,
-    EARLIEST_WITH_FIRST,
-    INSERT_RECORD,
-    MOVE_LEAF,
     PLATFORM_MESSAGE_BY_KEY,
     REACTION_PART,
     REACTIONS_SINCE,
     RECORD_COLUMNS,
     RECORD_PART,
+    SESSION_BY_ID,
     SESSION_BY_KEY,
     SESSION_PART,
     SESSIONS_AWAITING_ANSWER,
@@ -96,24 +88,21 @@ from storage.queries import (
     not_by_session,
     require_record,
     session_row,
-    upsert_platform_messages,
     walk_params,
     walk_up,
     window_load,
 )
 from storage.reconnect import FirstStatementRetry
+from storage.record_write import Append, append_plan
 from storage.retention import PruneResult
 from storage.search import (
-    SQLITE_DROP,
-    SQLITE_PUT,
-    index_params,
-    index_platform_messages,
     search_platform_message_rows,
 )
 from storage.sql_prune import prune_rows
-from storage.sqlite_driver import FastSqlite, WriteGate, for_engine
+from storage.sqlite_driver import WriteGate, for_engine
 from storage.tables import MESSAGES, REACTIONS, SESSIONS, SUMMARIES, UPDATES
 
+T = TypeVar("T")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _DROP_REACTION = delete(REACTIONS).where(
     REACTIONS.c.chat_id == bindparam("r_chat"),
@@ -132,185 +121,6 @@ def _reaction_key(reaction: StoredReaction) -> dict[str, Any]:
     }
 
 
-async def _insert_chain(
-    conn: AsyncConnection,
-    session_id: int,
-    records: Sequence[NewRecord],
-    *,
-    parent: int | None,
-    last: int,
-    earliest: int | None,
-) -> list[StoredRecord]:
-    """Insert `records` in order, the first under `parent` (whose `alias_last` is `last`),
-    each later one under the one before. `earliest` is the oldest record up to `parent`
-    holding the first record's first platform id (`APPEND_HEAD` found it already)."""
-    first = first_message_id(records[0].message_ids)
-    stored: list[StoredRecord] = []
-    for index, record in enumerate(records):
-        if index == 0:
-            derived = await derive_with_earliest(conn, parent, last, first, earliest=earliest)
-        else:
-            first = first_message_id(record.message_ids)
-            derived = await derive_record(conn, session_id, parent, last, first)
-        values = _record_row(session_id, parent, record, first, derived)
-        new_id = (await conn.execute(INSERT_RECORD, values)).scalar_one()
-        stored.append(_inserted(new_id, values, record, derived))
-        parent, last = new_id, derived.last
-    return stored
-
-
-def _append_parent(
-    head: Any, session_id: int, parent_id: int | None, *, at_root: bool
-) -> tuple[int | None, int | None]:
-    """Where an append goes, from its `APPEND_HEAD` row: the parent (None: a new root) and
-    the `alias_last` the first record continues from (None: the parent's alias cache is
-    missing and must be repaired first)."""
-    if head is None:
-        raise SessionNotFound(f"no session {session_id}")
-    parent = None if at_root else head.active_leaf_id if parent_id is None else parent_id
-    if parent is None:
-        return None, head.alias_root_base
-    if head.parent_row is None:
-        raise SessionNotFound(f"no record {parent} in session {session_id}")
-    return parent, head.parent_last
-
-
-def _record_row(
-    session_id: int, parent: int | None, record: NewRecord, first: int | None, derived: Derived
-) -> dict[str, Any]:
-    """The columns `INSERT_RECORD` writes of `record` under `parent`."""
-    return {
-        "session_id": session_id,
-        "parent_id": parent,
-        "kind": record.body.kind,
-        "created_at": utc(record.created_at),
-        "payload": encode_payload(record.body, record.message_ids),
-        "tokens": record.tokens,
-        "first_message_id": first,
-        "message_ids": encode_message_ids(record.message_ids),
-        "alias_seq": derived.seq,
-        "alias_last": derived.last,
-    }
-
-
-def _inserted(
-    new_id: int, row: dict[str, Any], record: NewRecord, derived: Derived
-) -> StoredRecord:
-    """The stored record of `row` (`_record_row`), inserted as `new_id`."""
-    return StoredRecord(
-        id=new_id,
-        session_id=row["session_id"],
-        parent_id=row["parent_id"],
-        created_at=row["created_at"],
-        body=record.body,
-        message_ids=record.message_ids,
-        tokens=record.tokens,
-        alias_seq=derived.seq,
-        alias_parts=alias_parts(derived.seq, record.message_ids),
-    )
-
-
-_RECORD_KEYS = (
-    "session_id",
-    "parent_id",
-    "kind",
-    "created_at",
-    "payload",
-    "tokens",
-    "first_message_id",
-    "message_ids",
-    "alias_seq",
-    "alias_last",
-)
-"""The columns `append` writes of a record (`INSERT_RECORD`'s parameters)."""
-_PLATFORM_KEYS = (
-    "chat_id",
-    "message_id",
-    "thread_id",
-    "sender_id",
-    "sender_name",
-    "is_bot",
-    "date",
-    "text",
-    "media",
-    "reply_to_message_id",
-    "record_id",
-    "edited_at",
-)
-"""The keys of `storage.codec.platform_message_row`."""
-
-
-class _NeedsSqlAlchemy(Exception):
-    """The one-job append met what it leaves to the statement-by-statement path (an alias
-    cache to repair, a platform id seen before on the path); its transaction rolled back."""
-
-
-def _append_job(
-    fast: FastSqlite,
-    session_id: int,
-    records: Sequence[NewRecord],
-    *,
-    parent_id: int | None,
-    platform_messages: Sequence[PlatformMessage],
-    move_leaf: bool,
-    at_root: bool,
-    now: datetime,
-) -> Callable[[sqlite3.Connection], list[StoredRecord]]:
-    """`SqlStore.append` on SQLite as one job for the connection's thread: the statements of
-    the SQLAlchemy path (`APPEND_HEAD`, an insert per record, the platform messages and
-    their index, the leaf), compiled once (`storage.sqlite_driver.FastSqlite`). It raises
-    `_NeedsSqlAlchemy` where that path would read more (`repair_path`, `_seq_on_path`)."""
-    head_query = fast.prepared(APPEND_HEAD)
-    insert = fast.prepared(INSERT_RECORD, _RECORD_KEYS)
-    earliest_query = fast.prepared(EARLIEST_WITH_FIRST)
-    upsert = fast.prepared(upsert_platform_messages("sqlite"), _PLATFORM_KEYS)
-    index_put = fast.prepared(SQLITE_PUT)
-    index_drop = fast.prepared(SQLITE_DROP)
-    move = fast.prepared(MOVE_LEAF)
-
-    def work(conn: sqlite3.Connection) -> list[StoredRecord]:
-        first = first_message_id(records[0].message_ids)
-        params = {"session_id": session_id, "parent_id": parent_id, "first": first}
-        head = head_query.first(conn, params)
-        parent, last = _append_parent(head, session_id, parent_id, at_root=at_root)
-        earliest = head.earliest
-        if last is None:
-            raise _NeedsSqlAlchemy
-        stored: list[StoredRecord] = []
-        for index, record in enumerate(records):
-            if index > 0:
-                first = first_message_id(record.message_ids)
-                earliest = None
-                if first is not None and parent is not None:
-                    earliest = earliest_query.scalar(
-                        conn, {"session_id": session_id, "first": first, "parent_id": parent}
-                    )
-            if first is not None and parent is not None and earliest is not None:
-                raise _NeedsSqlAlchemy
-            derived = derive(last, first, None)
-            values = _record_row(session_id, parent, record, first, derived)
-            new_id = insert.scalar(conn, values)
-            stored.append(_inserted(new_id, values, record, derived))
-            parent, last = new_id, derived.last
-        if platform_messages:
-            default = stored[-1].id
-            rows = [platform_message_row(m, default_record_id=default) for m in platform_messages]
-            upsert.run_many(conn, rows)
-            put, drop = index_params(
-                ((m.chat_id, m.thread_id, m.message_id, m.text) for m in platform_messages),
-                postgres=False,
-            )
-            if put:
-                index_put.run_many(conn, put)
-            if drop:
-                index_drop.run_many(conn, drop)
-        if move_leaf:
-            move.run(conn, {"session_id": session_id, "leaf_id": stored[-1].id, "now": now})
-        return stored
-
-    return work
-
-
 class SqlStore:
     """`bot.store_ports.ConversationStore` over one async SQLAlchemy engine.
 
@@ -324,9 +134,10 @@ class SqlStore:
         self._now = clock.now
         self._gate = WriteGate() if engine.dialect.name == "sqlite" else None
         self._retry = engine.dialect.name == "postgresql"
-        self._batches = InboundBatchWriter(self._write, self._append_inbound_one, self._now)
         self._fast = for_engine(engine, self._gate)
         """SQLite under `storage.sqlite_driver`: the hot reads and writes in one job each."""
+        self._parts = parts_for(engine)
+        self._batches = InboundBatchWriter(self._write_plan_on_connection, self._parts, self._now)
         self._decoded = DecodedRecords()
 
     async def close(self) -> None:
@@ -389,6 +200,19 @@ class SqlStore:
                     await conn.commit()
             except SQLAlchemyError as exc:
                 raise StorageUnavailable(f"database write failed: {exc}") from exc
+
+    async def _write_plan(self, plan: Callable[[], Plan[T]]) -> T:
+        """Run a write plan (`storage.plan`, made afresh by `plan`) in one write transaction:
+        on SQLite as one `sqlite3` job, otherwise on a SQLAlchemy connection."""
+        if self._fast is not None:
+            return await self._fast.write_plan(plan)
+        return await self._write_plan_on_connection(plan)
+
+    async def _write_plan_on_connection(self, plan: Callable[[], Plan[T]]) -> T:
+        """`_write_plan` on a SQLAlchemy connection (a plan with list parameters, which a
+        `sqlite3` job does not compile)."""
+        async with self._write() as conn:
+            return await run_plan(conn, plan())
 
     def _insert(self, conn: AsyncConnection, table: Any) -> Any:
         """The dialect's INSERT, which knows ON CONFLICT."""
@@ -630,48 +454,16 @@ class SqlStore:
         move_leaf: bool = True,
         at_root: bool = False,
     ) -> tuple[StoredRecord, ...]:
-        if not records:
-            raise ValueError("append needs at least one record")
-        if self._fast is not None:
-            job = _append_job(
-                self._fast,
-                session_id,
-                records,
-                parent_id=parent_id,
-                platform_messages=platform_messages,
-                move_leaf=move_leaf,
-                at_root=at_root,
-                now=self._now(),
-            )
-            with suppress(_NeedsSqlAlchemy):
-                return tuple(await self._fast.write(job))
-        first = first_message_id(records[0].message_ids)
-        async with self._write() as conn:
-            if conn.dialect.name != "sqlite":  # SQLite: `BEGIN IMMEDIATE` locked already
-                await session_row(conn, session_id, lock=True)
-            head = (
-                await conn.execute(
-                    APPEND_HEAD,
-                    {"session_id": session_id, "parent_id": parent_id, "first": first},
-                )
-            ).first()
-            parent, last = _append_parent(head, session_id, parent_id, at_root=at_root)
-            earliest = head.earliest
-            if last is None:  # the parent's alias cache is missing (only a parent's can be)
-                assert parent is not None
-                await repair_path(conn, head, parent)
-                last = (await require_record(conn, session_id, parent)).alias_last
-            stored = await _insert_chain(
-                conn, session_id, records, parent=parent, last=last, earliest=earliest
-            )
-            if platform_messages:
-                await self._write_platform_messages(
-                    conn, platform_messages, default_record_id=stored[-1].id
-                )
-            if move_leaf:
-                params = {"session_id": session_id, "leaf_id": stored[-1].id, "now": self._now()}
-                await conn.execute(MOVE_LEAF, params)
-        return tuple(stored)
+        append = Append(
+            session_id=session_id,
+            records=records,
+            parent_id=parent_id,
+            platform_messages=platform_messages,
+            move_leaf=move_leaf,
+            at_root=at_root,
+            now=self._now(),
+        )
+        return tuple(await self._write_plan(partial(append_plan, self._parts, append)))
 
     # ------------------------------------------------------------ group commit
 
@@ -706,13 +498,6 @@ class SqlStore:
         """See `bot.store_ports.HistoryStore.append_inbound` and `storage.inbound_batch`."""
         return await self._batches.append(items)
 
-    async def _append_inbound_one(self, item: InboundAppend) -> StoredRecord | None:
-        message = item.platform_message
-        if await self.find_platform_message(message.chat_id, message.message_id) is not None:
-            return None
-        (stored,) = await self.append(item.session_id, [item.record], platform_messages=[message])
-        return stored
-
     async def set_message_ids(
         self, record_id: int, message_ids: Sequence[int | None]
     ) -> StoredRecord:
@@ -735,21 +520,19 @@ class SqlStore:
                 )
             )
             if first != row.first_message_id:
-                await rederive_subtree(conn, srow, record_id)
+                await run_plan(conn, rederive_subtree(srow, record_id))
             result = (
                 await conn.execute(select(*RECORD_COLUMNS).where(MESSAGES.c.id == record_id))
             ).one()
             if result.alias_last is None:
-                await repair_path(conn, srow, record_id)
+                await run_plan(conn, repair_path(srow.alias_root_base, record_id))
                 result = (
                     await conn.execute(select(*RECORD_COLUMNS).where(MESSAGES.c.id == record_id))
                 ).one()
         return stored_record(result)
 
     async def _repair_path(self, session_id: int, leaf_id: int) -> None:
-        async with self._write() as conn:
-            srow = await session_row(conn, session_id, lock=True)
-            await repair_path(conn, srow, leaf_id)
+        await self._write_plan(partial(_repair_plan, self._parts, session_id, leaf_id))
 
     # ------------------------------------------------------------ platform messages
 
@@ -771,12 +554,8 @@ class SqlStore:
         *,
         default_record_id: int | None,
     ) -> None:
-        stmt = upsert_platform_messages(conn.dialect.name)
         rows = [platform_message_row(m, default_record_id=default_record_id) for m in messages]
-        await conn.execute(stmt, rows)
-        await index_platform_messages(
-            conn, ((m.chat_id, m.thread_id, m.message_id, m.text) for m in messages)
-        )
+        await run_plan(conn, self._parts.store_platform_messages(rows))
 
     async def erase_message(
         self, chat_id: int, message_id: int, *, keep_media: bool = False
@@ -876,6 +655,15 @@ class SqlStore:
         events_cutoff = cutoff if events_older_than is None else utc(events_older_than)
         async with self._write() as conn:
             return await prune_rows(conn, cutoff, events_cutoff)
+
+
+def _repair_plan(parts: SqlParts, session_id: int, leaf_id: int) -> Plan[None]:
+    """Lock the session and repair the alias cache of the path ending at `leaf_id`."""
+    yield from parts.lock_sessions((session_id,))
+    srow = first_row((yield Rows(SESSION_BY_ID, {"session_id": session_id})))
+    if srow is None:
+        raise SessionNotFound(f"no session {session_id}")
+    yield from repair_path(srow.alias_root_base, leaf_id)
 
 
 def _satisfies_the_ports(store: SqlStore) -> ConversationStore:

@@ -78,14 +78,17 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import suppress
+from functools import partial
 from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.sql.dml import Insert
 
 from bot.errors import StorageUnavailable
+from storage.plan import Plan, Rows
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection as EngineConnection
@@ -755,6 +758,31 @@ class FastSqlite:
         whatever it raises rolls everything back (a `sqlite3` error as `StorageUnavailable`)."""
         async with self._gate.hold():
             return await self._job(lambda driver: driver.run_transaction(work), "write")
+
+    async def write_plan(self, plan: Callable[[], Plan[T]]) -> T:
+        """Run a write plan (`storage.plan`; made afresh by `plan`, as a job may run again
+        on the thread) in one write transaction, as one job: this is its `sqlite3` executor."""
+        return await self.write(partial(self._drive, plan))
+
+    def _drive(self, plan_of: Callable[[], Plan[T]], conn: sqlite3.Connection) -> T:
+        plan = plan_of()
+        answer: Any = None
+        try:
+            while True:
+                step = plan.send(answer)
+                # an INSERT's columns are the keys of its parameters
+                if isinstance(step, Rows):
+                    keys = tuple(step.params) if isinstance(step.statement, Insert) else None
+                    answer = self.prepared(step.statement, keys).rows(conn, step.params)
+                else:
+                    keys = tuple(step.params[0]) if isinstance(step.statement, Insert) else None
+                    self.prepared(step.statement, keys).run_many(conn, step.params)
+                    answer = None
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+        finally:
+            plan.close()
 
     async def _job(self, run: Callable[[Connection], Awaitable[T]], what: str) -> T:
         try:

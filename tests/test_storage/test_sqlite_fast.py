@@ -19,10 +19,9 @@ from bot.domain.records import SummaryRecord
 from bot.errors import SessionNotFound, StorageUnavailable
 from bot.ports import NewRecord, PlatformMessage, StoredReaction
 from storage import sqlite_driver
-from storage.codec import platform_message_row
 from storage.engine import create_engine_for
 from storage.queries import window_load
-from storage.sql import _PLATFORM_KEYS, SqlStore
+from storage.sql import SqlStore
 from tests.fakes import SteppingClock
 from tests.test_storage.conftest import database_url
 from tests.test_storage.test_contract import ALICE, CHAT, KEY, T0, event, reply, user
@@ -242,10 +241,6 @@ async def test_a_locked_database_is_storage_unavailable(tmp_path: Path) -> None:
         await store.append(sid, [user("x", 1)])
     finally:
         await store.close()
-
-
-def test_the_platform_message_columns_are_the_rows_keys() -> None:
-    assert tuple(platform_message_row(event(1), default_record_id=None)) == _PLATFORM_KEYS
 
 
 async def test_a_one_trip_transaction_rolls_back_on_error_and_raises_the_sqlite_error(

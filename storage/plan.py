@@ -1,0 +1,68 @@
+"""Write plans: statements out, results in; the steps a plan yields and its SQLAlchemy executor.
+
+A plan is a generator written once, without I/O: it yields `Rows` (a statement whose rows
+it reads) and `Run` (a statement run once per parameter set, no result), and receives
+each `Rows`' rows (named rows: attribute and index access) as the value of its `yield`;
+what it returns is the write's result. Two executors drive the same plans
+(docs/architecture.md, One algorithm, two executors):
+
+- `storage.executor.run_plan`, on a SQLAlchemy connection in a transaction (PostgreSQL;
+  SQLite for statements with list parameters, or when its connections are not
+  `storage.sqlite_driver`'s);
+- `storage.sqlite_driver.FastSqlite.write_plan`, as one `sqlite3` job (SQLite's appends).
+
+What differs between databases (locking the session rows, new record ids, the platform
+messages' upsert and search index) is not in the plans: they take a `SqlParts`, the
+database's own sub-plans (`storage.sqlite.parts`, `storage.postgres.parts`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeAlias, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """Run `statement` with `params`; the plan receives every row."""
+
+    statement: Any
+    params: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """Run `statement` once per parameter set in `params` (never empty); no result."""
+
+    statement: Any
+    params: Sequence[Mapping[str, Any]]
+
+
+Step: TypeAlias = Rows | Run
+Plan: TypeAlias = Generator[Step, Any, T]
+"""A plan returning T: yields steps, receives each `Rows`' rows (None after a `Run`)."""
+
+
+class SqlParts(Protocol):
+    """The sub-plans that differ between databases (one implementation per database)."""
+
+    def lock_sessions(self, session_ids: Sequence[int]) -> Plan[None]:
+        """Hold the write lock of these session rows until the transaction ends."""
+        ...
+
+    def new_record_ids(self, count: int) -> Plan[list[int]]:
+        """`count` ids for records the plan inserts with an explicit id, ascending."""
+        ...
+
+    def store_platform_messages(self, rows: Sequence[Mapping[str, Any]]) -> Plan[None]:
+        """Insert or update (on chat id + message id) `storage.codec.platform_message_row`s
+        and (re-)index their text for search."""
+        ...
+
+
+def first_row(rows: Sequence[Any]) -> Any:
+    """The first of a `Rows` step's rows (None without one)."""
+    return rows[0] if rows else None
