@@ -49,6 +49,10 @@ Plan: TypeAlias = Generator[Step, Any, T]
 class SqlParts(Protocol):
     """The sub-plans that differ between databases (one implementation per database)."""
 
+    def insert(self, table: Any) -> Any:
+        """The database's INSERT into `table`, which knows ON CONFLICT."""
+        ...
+
     def lock_sessions(self, session_ids: Sequence[int]) -> Plan[None]:
         """Hold the write lock of these session rows until the transaction ends."""
         ...

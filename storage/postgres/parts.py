@@ -31,6 +31,10 @@ class PostgresParts:
 
     __slots__ = ()
 
+    def insert(self, table: Any) -> Any:
+        """The database's INSERT into `table`, which knows ON CONFLICT."""
+        return postgresql.insert(table)
+
     def lock_sessions(self, session_ids: Sequence[int]) -> Plan[None]:
         """`FOR UPDATE` on the rows, in id order (two writers never wait on each other)."""
         yield Rows(_LOCK_SESSIONS, {"session_ids": sorted(session_ids)})

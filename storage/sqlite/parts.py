@@ -23,6 +23,10 @@ class SqliteParts:
 
     __slots__ = ()
 
+    def insert(self, table: Any) -> Any:
+        """The database's INSERT into `table`, which knows ON CONFLICT."""
+        return sqlite.insert(table)
+
     def lock_sessions(self, session_ids: Sequence[int]) -> Plan[None]:
         """Nothing to run: a write transaction's `BEGIN IMMEDIATE` holds the database's one
         write lock already."""

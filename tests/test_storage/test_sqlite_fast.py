@@ -52,8 +52,8 @@ async def two_stores(tmp_path: Path) -> tuple[SqlStore, SqlStore]:
     slow_url = await database_url("sqlite", tmp_path / "slow")
     fast = SqlStore(create_engine_for(fast_url), clock=SteppingClock(T0))
     slow = SqlStore(create_engine_for(slow_url), clock=SteppingClock(T0))
-    assert fast._fast is not None
-    slow._fast = None
+    assert fast._db._fast is not None
+    slow._db._fast = None
     return fast, slow
 
 
@@ -144,7 +144,7 @@ async def test_appends_write_the_same_rows_as_sqlalchemys_path(
     assert await fast.is_chat_closed(CHAT)
     assert not await slow.is_chat_closed(CHAT)
     # one database (closed now) read through either path: `slow` borrows the fast one
-    slow._fast, fast._fast = fast._fast, None
+    slow._db._fast, fast._db._fast = fast._db._fast, None
     assert await slow.load_turn(sid, max_records=2, reactions_limit=1) == await fast.load_turn(
         sid, max_records=2, reactions_limit=1
     )
@@ -155,13 +155,13 @@ async def test_the_window_reads_the_same_rows_as_sqlalchemy(
 ) -> None:
     fast, _slow = stores
     sid = await conversation(fast)
-    assert fast._fast is not None
+    assert fast._db._fast is not None
     for summaries in (False, True):
         for reactions in (False, True):
             query = window_load(summaries=summaries, reactions=reactions)
             params = {"session_id": sid, "limit": 4, "reactions_limit": 3}
-            prepared = fast._fast.prepared(query)
-            mine = await fast._fast.read(lambda conn: prepared.rows(conn, params))  # noqa: B023
+            prepared = fast._db._fast.prepared(query)
+            mine = await fast._db._fast.read(lambda conn: prepared.rows(conn, params))  # noqa: B023
             async with fast.engine.connect() as conn:
                 theirs = (await conn.execute(query, params)).all()
             assert [tuple(row) for row in mine] == [tuple(row) for row in theirs]
