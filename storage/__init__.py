@@ -15,7 +15,8 @@
 - `storage.alias_cache`: the per-record alias ordinals and their pure derivation;
 - `storage.queries`: prebuilt SQL; `storage.codec`: table rows to domain values and back
   (payload JSON included);
-- `storage.sqlite_driver`: SQLite's connections, their `BEGIN` and the writer queue;
+- `storage.sqlite.driver`: SQLite's connections (`storage.sqlite.worker`: their thread);
+  `storage.sqlite.jobs`: their `BEGIN`, the writer queue and whole jobs;
 - `storage.retention`: the prune policy and `PruneResult`; `storage.sql_prune`: the prune
   on SQL.
 """

@@ -4,7 +4,7 @@ Every store role (`storage.sessions`, `storage.history`, ...) reads and writes t
 `Database`: a read (one statement: no transaction), a write transaction, a write plan
 (`storage.plan`) run as one `sqlite3` job on SQLite or on a SQLAlchemy connection
 (`run_plan`). This is the one place the engine's database picks what differs: the
-writers' queue and the fast path on SQLite (`storage.sqlite_driver`), a dropped
+writers' queue and the fast path on SQLite (`storage.sqlite.jobs`), a dropped
 connection's retry on PostgreSQL (`storage.reconnect`), and the sub-plans of each
 (`parts_for`: `storage.sqlite.parts`, `storage.postgres.parts`).
 """
@@ -26,8 +26,8 @@ from storage.engine import ONE_STATEMENT, WRITE
 from storage.plan import Plan, Rows, SqlParts
 from storage.postgres.parts import POSTGRES
 from storage.reconnect import FirstStatementRetry
+from storage.sqlite.jobs import WriteGate, for_engine
 from storage.sqlite.parts import SQLITE
-from storage.sqlite_driver import WriteGate, for_engine
 
 T = TypeVar("T")
 
@@ -71,7 +71,7 @@ class Database:
         self._gate = WriteGate() if engine.dialect.name == "sqlite" else None
         self._retry = engine.dialect.name == "postgresql"
         self._fast = for_engine(engine, self._gate)
-        """SQLite under `storage.sqlite_driver`: the hot reads and writes in one job each."""
+        """SQLite under `storage.sqlite.driver`: the hot reads and writes in one job each."""
 
     @asynccontextmanager
     async def read(self, *, one_statement: bool = False) -> AsyncIterator[AsyncConnection]:
@@ -95,7 +95,7 @@ class Database:
 
     async def one_read(self, query: Any, params: dict[str, Any]) -> Sequence[Any]:
         """The rows of one read statement: on SQLite one driver job, without SQLAlchemy's
-        execution path (`storage.sqlite_driver.FastSqlite`, same values); otherwise
+        execution path (`storage.sqlite.jobs.FastSqlite`, same values); otherwise
         through `read(one_statement=True)`."""
         if self._fast is not None:
             prepared = self._fast.prepared(query)

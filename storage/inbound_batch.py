@@ -96,7 +96,7 @@ _DRIVER_DATA_ERRORS = (OverflowError, ValueError, TypeError)
 """What a driver raises, unwrapped, for a value it cannot send (sqlite3: an int past 64 bits)."""
 _SQLITE_DATA_ERRORS = (*_DRIVER_DATA_ERRORS, sqlite3.IntegrityError, sqlite3.DataError)
 """Those, and what SQLite refuses about a row when SQLAlchemy is not there to wrap it
-(`storage.sqlite_driver.FastSqlite`: the cause of its `StorageUnavailable`)."""
+(`storage.sqlite.jobs.FastSqlite`: the cause of its `StorageUnavailable`)."""
 
 
 def _bad_data(exc: BaseException) -> bool:

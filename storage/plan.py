@@ -8,8 +8,8 @@ what it returns is the write's result. Two executors drive the same plans
 
 - `storage.executor.run_plan`, on a SQLAlchemy connection in a transaction (PostgreSQL;
   SQLite for statements with list parameters, or when its connections are not
-  `storage.sqlite_driver`'s);
-- `storage.sqlite_driver.FastSqlite.write_plan`, as one `sqlite3` job (SQLite's appends).
+  `storage.sqlite.driver`'s);
+- `storage.sqlite.jobs.FastSqlite.write_plan`, as one `sqlite3` job (SQLite's appends).
 
 What differs between databases (locking the session rows, new record ids, the platform
 messages' upsert and search index) is not in the plans: they take a `SqlParts`, the

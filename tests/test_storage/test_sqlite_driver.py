@@ -31,10 +31,10 @@ from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
 from bot.errors import StorageUnavailable
 from bot.ports import NewRecord
-from storage import sqlite_driver
 from storage.engine import ONE_STATEMENT, WRITE, create_engine_for
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore
+from storage.sqlite import driver as sqlite_driver
 
 NOTES = Table(
     "notes",

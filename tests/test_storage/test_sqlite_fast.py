@@ -1,4 +1,4 @@
-"""SQLite's whole jobs (`storage.sqlite_driver.FastSqlite`): same rows and results as
+"""SQLite's whole jobs (`storage.sqlite.jobs.FastSqlite`): same rows and results as
 SQLAlchemy's path, one driver job each, and a failing statement rolls the whole job back."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from bot.domain.ids import SessionKey
 from bot.domain.records import SummaryRecord
 from bot.errors import SessionNotFound, StorageUnavailable
 from bot.ports import NewRecord, PlatformMessage, StoredReaction
-from storage import sqlite_driver
 from storage.engine import create_engine_for
 from storage.queries import window_load
 from storage.sql import SqlStore
+from storage.sqlite import driver as sqlite_driver
 from tests.fakes import SteppingClock
 from tests.test_storage.conftest import database_url
 from tests.test_storage.test_contract import ALICE, CHAT, KEY, T0, event, reply, user
