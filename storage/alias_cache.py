@@ -33,7 +33,8 @@ from typing import Any
 from sqlalchemy import bindparam, select, update
 
 from bot.context.alias_table import AliasCounter
-from storage.codec import alias_parts, decode_message_ids
+from storage.codec import alias_parts
+from storage.payload import decode_message_ids
 from storage.plan import Plan, Rows, Run, first_row
 from storage.queries import EARLIEST_WITH_FIRST, walk_params, walk_up
 from storage.tables import MESSAGES

@@ -24,7 +24,8 @@ from bot.domain.erasure import (
     without_quoted_text,
 )
 from bot.domain.records import RecordBody
-from storage.codec import encode_payload, stored_record
+from storage.codec import stored_record
+from storage.payload import encode_payload
 from storage.queries import PLATFORM_MESSAGE_BY_KEY, RECORD_COLUMNS
 from storage.search import unindex_platform_message
 from storage.tables import MESSAGES, PLATFORM_MESSAGES, SESSIONS

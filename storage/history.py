@@ -36,17 +36,15 @@ from storage.alias_cache import (
 )
 from storage.codec import (
     DecodedRecords,
-    encode_message_ids,
-    first_message_id,
     reaction_of,
     session_info,
     session_of,
     stored_reaction,
     stored_record,
-    with_message_ids,
 )
 from storage.executor import Database, run_plan
 from storage.inbound_batch import InboundBatchWriter
+from storage.payload import encode_message_ids, first_message_id, with_message_ids
 from storage.plan import Plan, Rows, SqlParts, first_row
 from storage.queries import (
     ALIASES_WANTED,

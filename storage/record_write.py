@@ -37,7 +37,8 @@ from bot.domain.records import StoredRecord
 from bot.errors import SessionNotFound
 from bot.ports import InboundAppend, NewRecord, PlatformMessage
 from storage.alias_cache import derive, derive_record, derive_with_earliest, repair_path
-from storage.codec import first_message_id, inserted_record, platform_message_row, record_row
+from storage.codec import inserted_record, platform_message_row, record_row
+from storage.payload import first_message_id
 from storage.plan import Plan, Rows, Run, SqlParts, first_row
 from storage.queries import APPEND_HEAD, INSERT_RECORD, MOVE_LEAF, RECORD_IN_SESSION
 from storage.tables import MESSAGES, PLATFORM_MESSAGES, SESSIONS

@@ -9,8 +9,9 @@ from sqlalchemy import text
 
 from bot.context.alias_table import AliasCounter
 from bot.domain.ids import SessionKey
-from storage.codec import DecodedRecords, encode_payload
+from storage.codec import DecodedRecords
 from storage.engine import create_engine_for
+from storage.payload import encode_payload
 from storage.sql import SqlStore
 from tests.store_inspector import get_record
 from tests.test_storage.test_contract import user
