@@ -8,9 +8,9 @@ from bot.ports import (
 from storage.codec import (
     platform_message_from_row,
 )
-from storage.executor import Database
+from storage.executor import Database, run_plan
 from storage.search import (
-    search_platform_message_rows,
+    search_plan,
 )
 
 
@@ -25,5 +25,6 @@ class SqlHistorySearch:
     ) -> tuple[PlatformMessage, ...]:
         """See `bot.ports.HistorySearch` and `storage.search`."""
         async with self._db.read() as conn:
-            rows = await search_platform_message_rows(conn, chat_id, thread_id, query, limit=limit)
+            plan = search_plan(self._db.parts, chat_id, thread_id, query, limit=limit)
+            rows = await run_plan(conn, plan)
         return tuple(map(platform_message_from_row, rows))

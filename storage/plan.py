@@ -20,7 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
+
+if TYPE_CHECKING:
+    from storage.search import Term
 
 T = TypeVar("T")
 
@@ -63,7 +66,22 @@ class SqlParts(Protocol):
 
     def store_platform_messages(self, rows: Sequence[Mapping[str, Any]]) -> Plan[None]:
         """Insert or update (on chat id + message id) `storage.codec.platform_message_row`s
-        and (re-)index their text for search."""
+        and (re-)index their text for search (`storage.search.index_entries`)."""
+        ...
+
+    def unindex(self, chat_id: int, message_id: int) -> Plan[None]:
+        """Drop one platform message from the search index."""
+        ...
+
+    def newest_matching(
+        self, chat_id: int, thread_id: int, terms: Sequence[Term], count: int
+    ) -> Plan[list[int]]:
+        """The event ids of the newest `count` messages of the chat's thread holding every
+        term, newest first (`storage.search.search_plan`)."""
+        ...
+
+    def stored_tokens(self, event_ids: Sequence[int]) -> Plan[dict[int, list[str]]]:
+        """The indexed tokens of these platform messages, read back (no re-tokenizing)."""
         ...
 
 

@@ -52,4 +52,6 @@ class SqlPlatformMessages:
     ) -> bool:
         """See `bot.store_ports.PlatformMessages.erase_message` and `storage.erase`."""
         async with self._db.write() as conn:
-            return await erase_rows(conn, chat_id, message_id, keep_media=keep_media)
+            return await erase_rows(
+                conn, self._db.parts, chat_id, message_id, keep_media=keep_media
+            )
