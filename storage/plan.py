@@ -52,6 +52,12 @@ Plan: TypeAlias = Generator[Step, Any, T]
 class SqlParts(Protocol):
     """The sub-plans that differ between databases (one implementation per database)."""
 
+    greatest: str
+    """The SQL function of the larger of two values (`GREATEST`; SQLite's two-argument `MAX`)."""
+    concurrent_writers: bool
+    """Whether writers in several processes run at once (PostgreSQL's row locks), or the
+    database has one writer at a time (SQLite), which a process may queue for itself."""
+
     def insert(self, table: Any) -> Any:
         """The database's INSERT into `table`, which knows ON CONFLICT."""
         ...

@@ -74,6 +74,8 @@ class PostgresParts:
     """`storage.plan.SqlParts` for PostgreSQL."""
 
     __slots__ = ()
+    greatest = "GREATEST"
+    concurrent_writers = True
 
     def insert(self, table: Any) -> Any:
         """The database's INSERT into `table`, which knows ON CONFLICT."""

@@ -42,6 +42,8 @@ class SqliteParts:
     """`storage.plan.SqlParts` for SQLite."""
 
     __slots__ = ()
+    greatest = "MAX"
+    concurrent_writers = False
 
     def insert(self, table: Any) -> Any:
         """The database's INSERT into `table`, which knows ON CONFLICT."""
