@@ -19,8 +19,7 @@ database's own sub-plans (`storage.sqlite.parts`, `storage.postgres.parts`).
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias, TypeVar
 
 if TYPE_CHECKING:
     from storage.search import Term
@@ -28,16 +27,14 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class Rows:
+class Rows(NamedTuple):
     """Run `statement` with `params`; the plan receives every row."""
 
     statement: Any
     params: Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Run:
+class Run(NamedTuple):
     """Run `statement` once per parameter set in `params` (never empty); no result."""
 
     statement: Any

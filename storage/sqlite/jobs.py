@@ -256,14 +256,19 @@ class FastSqlite:
         try:
             while True:
                 step = plan.send(answer)
+                statement = step.statement
                 # an INSERT's columns are the keys of its parameters
                 if isinstance(step, Rows):
-                    keys = tuple(step.params) if isinstance(step.statement, Insert) else None
-                    answer = self.prepared(step.statement, keys).rows(conn, step.params)
+                    keys = tuple(step.params) if isinstance(statement, Insert) else None
+                    answer = self.prepared(statement, keys).rows(conn, step.params)
+                    continue
+                many = step.params
+                keys = tuple(many[0]) if isinstance(statement, Insert) else None
+                if len(many) == 1:
+                    self.prepared(statement, keys).run(conn, many[0])
                 else:
-                    keys = tuple(step.params[0]) if isinstance(step.statement, Insert) else None
-                    self.prepared(step.statement, keys).run_many(conn, step.params)
-                    answer = None
+                    self.prepared(statement, keys).run_many(conn, many)
+                answer = None
         except StopIteration as stop:
             result: T = stop.value
             return result
