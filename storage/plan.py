@@ -19,10 +19,7 @@ database's own sub-plans (`storage.sqlite.parts`, `storage.postgres.parts`).
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias, TypeVar
-
-if TYPE_CHECKING:
-    from storage.search import Term
+from typing import Any, NamedTuple, Protocol, TypeAlias, TypeVar
 
 T = TypeVar("T")
 
@@ -77,10 +74,10 @@ class SqlParts(Protocol):
         ...
 
     def newest_matching(
-        self, chat_id: int, thread_id: int, terms: Sequence[Term], count: int
+        self, chat_id: int, thread_id: int, terms: Sequence[Any], count: int
     ) -> Plan[list[int]]:
         """The event ids of the newest `count` messages of the chat's thread holding every
-        term, newest first (`storage.search.search_plan`)."""
+        term (`storage.search.Term`s), newest first (`storage.search.search_plan`)."""
         ...
 
     def stored_tokens(self, event_ids: Sequence[int]) -> Plan[dict[int, list[str]]]:
