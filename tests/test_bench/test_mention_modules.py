@@ -48,7 +48,7 @@ def test_the_recorder_keeps_project_functions_and_the_modules_they_call(tmp_path
 @pytest.mark.slow
 def test_one_mention_in_tgbot_run_is_measured(measured: ModuleProfile) -> None:
     # the path every mention takes: parsed, stored, answered by the model, sent
-    for module in ("adapters/telegram/parsing.py", "storage/sql.py", "bot/agent/runtime.py"):
+    for module in ("adapters/telegram/parsing.py", "storage/history.py", "bot/agent/runtime.py"):
         assert module in measured.functions, sorted(measured.functions)
     assert all((ROOT / module).is_file() for module in measured.functions)
     assert measured.function_count > measured.modules > 10
