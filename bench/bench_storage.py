@@ -37,9 +37,9 @@ from bot.domain.records import (
     UserRecord,
 )
 from bot.ports import NewRecord, PlatformMessage
-from storage.codec import encode_message_ids, encode_payload, first_message_id
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
+from storage.payload import encode_message_ids, encode_payload, first_message_id
 from storage.sql import SqlStore
 from storage.tables import MESSAGES, PLATFORM_MESSAGES, SESSIONS
 

@@ -12,13 +12,13 @@ last reply, on the store's engine (every SQL component of the bot shares it):
 
 - statements: SQL statements the bot sends, transaction control (`BEGIN`, `COMMIT`,
   `ROLLBACK`) not counted; an `executemany` counts once; on SQLite both those SQLAlchemy
-  runs and those `storage.sqlite_driver.FastSqlite` runs without it;
+  runs and those `storage.sqlite.jobs.FastSqlite` runs without it;
 - transactions: on SQLite, as SQLite runs them (its trace callback): each `BEGIN` that
   reaches it, and each statement run outside a transaction (its own transaction); on
   PostgreSQL, as the server counts them (`pg_stat_database`: commits and rollbacks, an
   autocommit statement one each, read once the bot's connections are closed);
 - trips: on SQLite, hand-offs: jobs handed to a connection's thread and answered back on
-  the event loop (`storage.sqlite_driver.Connection.trips`); statements run on the loop
+  the event loop (`storage.sqlite.driver.Connection.trips`); statements run on the loop
   itself, so a hand-off means a job waited there for another process's lock; on
   PostgreSQL, round trips to the server: the statements, and the `BEGIN`
   before the first statement of a transaction and its `COMMIT` or `ROLLBACK` (asyncpg sends
@@ -54,9 +54,10 @@ from adapters.telegram.sender import TelegramMessenger
 from bench.bench_ingest import reset_postgres
 from bot.app.wiring import build_app, open_store
 from bot.config import load_settings
-from storage import sqlite_driver
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
+from storage.sqlite import driver as sqlite_driver
+from storage.sqlite import jobs as sqlite_jobs
 from testkit.fake_bot_api import FakeBotApi
 
 _CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
@@ -93,17 +94,17 @@ class TripCounter:
         event.listen(sync, "rollback", self._on_end)
         if engine.dialect.name == "sqlite":
             event.listen(sync, "checkout", self._on_checkout)
-            sqlite_driver.STATEMENT_LISTENERS.append(self._on_fast_statement)
+            sqlite_jobs.STATEMENT_LISTENERS.append(self._on_fast_statement)
 
     def _on_fast_statement(self, statement: str) -> None:
-        """A statement `storage.sqlite_driver.FastSqlite` ran."""
+        """A statement `storage.sqlite.jobs.FastSqlite` ran."""
         if self.counting:
             with self._lock:
                 self.statements[" ".join(statement.split())] += 1
 
     def detach(self) -> None:
         with suppress(ValueError):
-            sqlite_driver.STATEMENT_LISTENERS.remove(self._on_fast_statement)
+            sqlite_jobs.STATEMENT_LISTENERS.remove(self._on_fast_statement)
 
     def _on_statement(self, conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
         text = " ".join(statement.split())

@@ -20,8 +20,8 @@ repaired by one pass over the path that reads only id, parent_id and the small
 `message_ids` column (`repair_path`). Callers hold the session row's write lock, so
 derivations never race.
 
-The pure functions work on plain values and are shared with `testkit.memory_store`; the async
-ones keep the SQL columns up to date.
+The pure functions work on plain values and are shared with `testkit.memory_store`; the
+plans (`storage.plan`) keep the SQL columns up to date.
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import bindparam, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.context.alias_table import AliasCounter
-from storage.codec import alias_parts, decode_message_ids
+from storage.codec import alias_parts
+from storage.payload import decode_message_ids
+from storage.plan import Plan, Rows, Run, first_row
 from storage.queries import EARLIEST_WITH_FIRST, walk_params, walk_up
 from storage.tables import MESSAGES
 
@@ -96,125 +97,122 @@ def aliases_on_path(
     return found
 
 
-# ---------------------------------------------------------------- the SQL columns
+# ---------------------------------------------------------------- the SQL columns, as plans
 
 
-async def derive_record(
-    conn: AsyncConnection,
-    session_id: int,
-    parent_id: int | None,
-    parent_last: int,
-    first: int | None,
-) -> Derived:
+def derive_record(
+    session_id: int, parent_id: int | None, parent_last: int, first: int | None
+) -> Plan[Derived]:
     """A record's alias columns from its parent's (see the module docstring)."""
-    if first is None or parent_id is None:
-        return await derive_with_earliest(conn, parent_id, parent_last, first, earliest=None)
-    params = {"session_id": session_id, "first": first, "parent_id": parent_id}
-    earliest = await conn.scalar(EARLIEST_WITH_FIRST, params)
-    return await derive_with_earliest(conn, parent_id, parent_last, first, earliest=earliest)
+    earliest = None
+    if first is not None and parent_id is not None:
+        params = {"session_id": session_id, "first": first, "parent_id": parent_id}
+        earliest = first_row((yield Rows(EARLIEST_WITH_FIRST, params)))[0]
+    return (yield from derive_with_earliest(parent_id, parent_last, first, earliest=earliest))
 
 
-async def derive_with_earliest(
-    conn: AsyncConnection,
-    parent_id: int | None,
-    parent_last: int,
-    first: int | None,
-    *,
-    earliest: int | None,
-) -> Derived:
+def derive_with_earliest(
+    parent_id: int | None, parent_last: int, first: int | None, *, earliest: int | None
+) -> Plan[Derived]:
     """`derive_record` once `earliest` is known: the oldest record of the session up to the
     parent whose first platform id is `first` (None when there is none)."""
     seq = None
     if first is not None and parent_id is not None and earliest is not None:
-        seq = await _seq_on_path(conn, parent_id, first, down_to=earliest)
+        params = {"leaf_id": parent_id, "first": first, "down_to": earliest}
+        row = first_row((yield Rows(_SEQ_ON_PATH, params)))
+        seq = None if row is None else int(row[0])
     return derive(parent_last, first, seq)
 
 
-async def _seq_on_path(
-    conn: AsyncConnection, leaf_id: int, first: int, *, down_to: int
-) -> int | None:
+def _seq_on_path() -> Any:
     """The ordinal of `first` on the path ending at `leaf_id`, looking no further back than
     record `down_to` (ids grow from parent to child, so older ancestors cannot match)."""
     walk = (
         select(MESSAGES.c.id, MESSAGES.c.parent_id)
-        .where(MESSAGES.c.id == leaf_id)
+        .where(MESSAGES.c.id == bindparam("leaf_id"))
         .cte("up", recursive=True)
     )
     step = (
         select(MESSAGES.c.id, MESSAGES.c.parent_id)
         .join(walk, MESSAGES.c.id == walk.c.parent_id)
-        .where(MESSAGES.c.id >= down_to)
+        .where(MESSAGES.c.id >= bindparam("down_to"))
     )
     walk = walk.union_all(step)
-    query = (
+    return (
         select(MESSAGES.c.alias_seq)
         .join(walk, MESSAGES.c.id == walk.c.id)
-        .where(MESSAGES.c.first_message_id == first, MESSAGES.c.alias_seq.is_not(None))
+        .where(
+            MESSAGES.c.first_message_id == bindparam("first"),
+            MESSAGES.c.alias_seq.is_not(None),
+        )
         .limit(1)
     )
-    value = await conn.scalar(query)
-    return None if value is None else int(value)
 
 
-async def rederive_subtree(conn: AsyncConnection, srow: Any, record_id: int) -> None:
+_SEQ_ON_PATH = _seq_on_path()
+_ALIAS_LAST = select(MESSAGES.c.alias_last).where(MESSAGES.c.id == bindparam("record_id"))
+_NODE = select(MESSAGES.c.parent_id, MESSAGES.c.first_message_id).where(
+    MESSAGES.c.id == bindparam("record_id")
+)
+_SET_ALIASES = (
+    update(MESSAGES)
+    .where(MESSAGES.c.id == bindparam("rid"))
+    .values(alias_seq=bindparam("seq"), alias_last=bindparam("last"))
+)
+
+
+def _subtree() -> Any:
+    down = select(MESSAGES.c.id).where(MESSAGES.c.id == bindparam("record_id")).cte("down", True)
+    down = down.union_all(select(MESSAGES.c.id).join(down, MESSAGES.c.parent_id == down.c.id))
+    return (
+        select(MESSAGES.c.id, MESSAGES.c.parent_id, MESSAGES.c.first_message_id)
+        .where(MESSAGES.c.id.in_(select(down.c.id)))
+        .order_by(MESSAGES.c.id)
+    )
+
+
+_SUBTREE = _subtree()
+
+
+def alias_last_of(record_id: int) -> Plan[int | None]:
+    """A record's cached `alias_last` (None: missing, or no such record)."""
+    row = first_row((yield Rows(_ALIAS_LAST, {"record_id": record_id})))
+    return None if row is None else row[0]
+
+
+def rederive_subtree(srow: Any, record_id: int) -> Plan[None]:
     """Re-derive a record whose first id changed, then its descendants in id order."""
-    row = (
-        await conn.execute(
-            select(MESSAGES.c.parent_id, MESSAGES.c.first_message_id).where(
-                MESSAGES.c.id == record_id
-            )
-        )
-    ).one()
+    (row,) = yield Rows(_NODE, {"record_id": record_id})
     if row.parent_id is None:
         parent_last: int | None = srow.alias_root_base
     else:
-        parent_last = await conn.scalar(
-            select(MESSAGES.c.alias_last).where(MESSAGES.c.id == row.parent_id)
-        )
+        parent_last = yield from alias_last_of(row.parent_id)
     if parent_last is None:
-        await repair_path(conn, srow, record_id)
-        parent_last = await conn.scalar(
-            select(MESSAGES.c.alias_last).where(MESSAGES.c.id == row.parent_id)
-        )
+        yield from repair_path(srow.alias_root_base, record_id)
+        parent_last = yield from alias_last_of(row.parent_id)
         assert parent_last is not None
-    down = select(MESSAGES.c.id).where(MESSAGES.c.id == record_id).cte("down", recursive=True)
-    down = down.union_all(select(MESSAGES.c.id).join(down, MESSAGES.c.parent_id == down.c.id))
-    subtree = (
-        await conn.execute(
-            select(MESSAGES.c.id, MESSAGES.c.parent_id, MESSAGES.c.first_message_id)
-            .where(MESSAGES.c.id.in_(select(down.c.id)))
-            .order_by(MESSAGES.c.id)
-        )
-    ).all()
+    subtree = yield Rows(_SUBTREE, {"record_id": record_id})
     last_of: dict[int | None, int] = {row.parent_id: parent_last}
     for node in subtree:
-        derived = await derive_record(
-            conn, srow.id, node.parent_id, last_of[node.parent_id], node.first_message_id
+        derived = yield from derive_record(
+            srow.id, node.parent_id, last_of[node.parent_id], node.first_message_id
         )
         last_of[node.id] = derived.last
-        await conn.execute(
-            update(MESSAGES)
-            .where(MESSAGES.c.id == node.id)
-            .values(alias_seq=derived.seq, alias_last=derived.last)
-        )
+        yield Run(_SET_ALIASES, ({"rid": node.id, "seq": derived.seq, "last": derived.last},))
 
 
-async def repair_path(conn: AsyncConnection, srow: Any, leaf_id: int) -> None:
-    """Recompute the alias columns of the whole path root → `leaf_id` in one pass."""
-    rows = (await conn.execute(walk_up("aliases"), walk_params(leaf_id))).all()
-    derived = derive_path(srow.alias_root_base, (message_ids_of(row) for row in rows))
+def repair_path(root_base: int, leaf_id: int) -> Plan[None]:
+    """Recompute the alias columns of the whole path root → `leaf_id` in one pass (ordinals
+    after the session's `root_base`)."""
+    rows = yield Rows(walk_up("aliases"), walk_params(leaf_id))
+    derived = derive_path(root_base, (message_ids_of(row) for row in rows))
     changed = [
         {"rid": row.id, "seq": cache.seq, "last": cache.last}
         for row, cache in zip(rows, derived, strict=True)
         if (cache.seq, cache.last) != (row.alias_seq, row.alias_last)
     ]
     if changed:
-        stmt = (
-            update(MESSAGES)
-            .where(MESSAGES.c.id == bindparam("rid"))
-            .values(alias_seq=bindparam("seq"), alias_last=bindparam("last"))
-        )
-        await conn.execute(stmt, changed)
+        yield Run(_SET_ALIASES, changed)
 
 
 def message_ids_of(row: Any) -> tuple[int | None, ...]:

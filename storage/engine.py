@@ -1,10 +1,10 @@
 """The async engine for a database URL: SQLite tuned for a bot, or PostgreSQL (asyncpg).
 
 SQLite runs under SQLAlchemy's `sqlite+aiosqlite` dialect, but its connections come from
-`storage.sqlite_driver` (statements run on the event loop; a connection's own thread opens
+`storage.sqlite.driver` (statements run on the event loop; a connection's own thread opens
 it and waits for locks) rather than from aiosqlite. They get WAL, `foreign_keys=ON`, a busy
 timeout and `synchronous=NORMAL`, set as the connection opens. Each transaction's `BEGIN`
-is chosen by `sqlite_driver.on_begin`: `BEGIN IMMEDIATE` for a connection marked with the
+is chosen by `storage.sqlite.jobs.on_begin`: `BEGIN IMMEDIATE` for a connection marked with the
 `WRITE` execution options, none for one marked `ONE_STATEMENT`, a plain one otherwise.
 """
 
@@ -20,14 +20,15 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from storage import sqlite_driver
 from storage.reconnect import POOL_RECYCLE_SECONDS
+from storage.sqlite import driver as sqlite_driver
+from storage.sqlite import jobs as sqlite_jobs
 
 BUSY_TIMEOUT_MS = 10_000
 SQLITE_POOL_SIZE = 15
-WRITE: dict[str, Any] = {sqlite_driver.WRITE_OPTION: True}
+WRITE: dict[str, Any] = {sqlite_jobs.WRITE_OPTION: True}
 """Execution options of a connection that will write (SQLite: `BEGIN IMMEDIATE`)."""
-ONE_STATEMENT: dict[str, Any] = {sqlite_driver.ONE_STATEMENT_OPTION: True}
+ONE_STATEMENT: dict[str, Any] = {sqlite_jobs.ONE_STATEMENT_OPTION: True}
 """Execution options of a connection that runs a single read (SQLite: no `BEGIN`)."""
 
 
@@ -59,8 +60,8 @@ def create_engine_for(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> As
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     # The URL's file name and sqlite3 options, read the way the pysqlite dialect reads them.
     args, options = parsed.get_dialect()().create_connect_args(parsed)
-    # Transaction control belongs to SQLAlchemy (`sqlite_driver.on_begin`). A connection is
-    # used by the event loop and by its own thread, one at a time (`sqlite_driver`).
+    # Transaction control belongs to SQLAlchemy (`sqlite_jobs.on_begin`). A connection is
+    # used by the event loop and by its own thread, one at a time (`storage.sqlite.driver`).
     options.update(isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000)
     opener = partial(sqlite3.connect, *args, **options)
     # A file gets as many connections as SQLAlchemy's default pool (5 + 10 overflow), all
@@ -74,8 +75,8 @@ def create_engine_for(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> As
         ),
         **pool,
     )
-    event.listen(engine.sync_engine, "begin", sqlite_driver.on_begin)
-    return sqlite_driver.mark_driven(engine)
+    event.listen(engine.sync_engine, "begin", sqlite_jobs.on_begin)
+    return sqlite_jobs.mark_driven(engine)
 
 
 def _prepare_sqlite(busy_timeout_ms: int, conn: sqlite3.Connection) -> None:
@@ -155,5 +156,5 @@ def create_readonly_engine(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) 
         pool_size=SQLITE_POOL_SIZE,
         max_overflow=0,
     )
-    event.listen(engine.sync_engine, "begin", sqlite_driver.on_begin)
-    return sqlite_driver.mark_driven(engine)
+    event.listen(engine.sync_engine, "begin", sqlite_jobs.on_begin)
+    return sqlite_jobs.mark_driven(engine)

@@ -26,9 +26,11 @@ from bot.domain.erasure import (
     without_quoted_text,
 )
 from bot.domain.records import RecordBody
-from storage.codec import encode_payload, stored_record
+from storage.codec import stored_record
+from storage.executor import run_plan
+from storage.payload import encode_payload
+from storage.plan import SqlParts
 from storage.queries import PLATFORM_MESSAGE_BY_KEY, RECORD_COLUMNS
-from storage.search import unindex_platform_message
 from storage.tables import MESSAGES, PLATFORM_MESSAGES, SESSIONS
 
 _ROW = update(PLATFORM_MESSAGES).where(
@@ -52,7 +54,12 @@ _QUOTING = select(PLATFORM_MESSAGES.c.record_id).where(
 
 
 async def erase_rows(
-    conn: AsyncConnection, chat_id: int, message_id: int, *, keep_media: bool = False
+    conn: AsyncConnection,
+    parts: SqlParts,
+    chat_id: int,
+    message_id: int,
+    *,
+    keep_media: bool = False,
 ) -> bool:
     """Erase platform message `message_id` of `chat_id` (module docstring; `keep_media`:
     only its words); False when it is not stored."""
@@ -60,7 +67,7 @@ async def erase_rows(
     row = (await conn.execute(PLATFORM_MESSAGE_BY_KEY, key)).first()
     if row is None:
         return False
-    await unindex_platform_message(conn, chat_id, message_id)
+    await run_plan(conn, parts.unindex(chat_id, message_id))
     where = {"in_chat": chat_id, "of_message": message_id}
     await conn.execute(_BLANK_WORDS if keep_media else _BLANK, where)
     holders = {r.id: r for r in (await conn.execute(_HOLDERS, key)).all()}

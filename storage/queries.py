@@ -27,7 +27,6 @@ from sqlalchemy import (
     union_all,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot.domain.ids import SessionKey
@@ -211,11 +210,10 @@ def _append_head() -> Select[Any]:
 APPEND_HEAD = _append_head()
 
 
-@functools.cache
-def upsert_platform_messages(dialect: str) -> Any:
-    """Insert platform messages, or update the known ones (keeping their record and edit
-    time when the new row has none)."""
-    stmt = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(PLATFORM_MESSAGES)
+def upserting_platform_messages(stmt: Any) -> Any:
+    """`stmt`, a database's INSERT into `platform_events` (which knows ON CONFLICT), made to
+    update the known rows instead (keeping their record and edit time when the new row has
+    none)."""
     return stmt.on_conflict_do_update(
         index_elements=["chat_id", "message_id"],
         set_={

@@ -35,35 +35,26 @@ thread_id, terms tsvector)` with a GIN index; the tsvector is built from the tok
 (`array_to_tsvector`), so the server's parser and locale play no part. Built in: no
 extension to create (`pg_trgm`, in Debian's contrib, needs `CREATE EXTENSION` and, like
 FTS5's trigram, cannot use its index for a two-character word). The writers of
-platform messages call `index_platform_messages` in the same transaction (edits re-index the newest
-text); a message deleted in the chat leaves at once (`unindex_platform_message`, in the
-transaction that erases it: `storage.erase`); migration 0003 builds the index for existing
-databases.
+platform messages index them in the same transaction (`SqlParts.store_platform_messages`,
+from `index_entries`; edits re-index the newest text); a message deleted in the chat leaves
+at once (`SqlParts.unindex`, in the transaction that erases it: `storage.erase`); migration
+0003 builds the index for existing databases. The SQL of each database is in
+`storage.sqlite.parts` and `storage.postgres.parts`; the query's algorithm is `search_plan`.
 """
 
 from __future__ import annotations
 
-import json
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
-    Column,
-    MetaData,
-    Table,
-    Text,
     bindparam,
-    cast,
-    func,
     select,
-    text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY, TSVECTOR
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from storage.plan import Plan, Rows, SqlParts
 from storage.tables import PLATFORM_MESSAGES
 
 MAX_QUERY_CHARS = 256
@@ -84,18 +75,6 @@ def outside_the_search_index(name: str | None, kind: str, _parent: object) -> bo
     """An Alembic `include_name` filter: schema comparisons leave the index alone (this
     module owns it, outside the models)."""
     return not (kind in ("table", "index") and str(name).startswith(SEARCH_TABLE))
-
-
-_SEARCH_META = MetaData()
-PG_SEARCH = Table(
-    "message_search",
-    _SEARCH_META,
-    Column("event_id", BigInteger, primary_key=True),
-    Column("chat_id", BigInteger, nullable=False),
-    Column("thread_id", BigInteger, nullable=False),
-    Column("terms", TSVECTOR, nullable=False),
-)
-"""The PostgreSQL index table (SQLite's is the FTS5 table of migration 0003)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,120 +171,56 @@ def ts_query(terms: Sequence[Term], *, every: bool) -> str:
 
 # ---------------------------------------------------------------- upkeep
 
-# One statement per write, keyed by (chat, message) so no id has to be read first: the
-# answered-load bench lost a third of its rate to a select + delete + insert per write.
-SQLITE_PUT = text(
-    "INSERT OR REPLACE INTO message_search(rowid, scope, body) "
-    "SELECT id, :scope, :body FROM platform_events WHERE chat_id = :chat AND message_id = :mid"
-)
-SQLITE_DROP = text(
-    "DELETE FROM message_search WHERE rowid = "
-    "(SELECT id FROM platform_events WHERE chat_id = :chat AND message_id = :mid)"
-)
-_PG_PUT = text(
-    "INSERT INTO message_search (event_id, chat_id, thread_id, terms) "
-    "SELECT id, chat_id, thread_id, array_to_tsvector(:tokens) FROM platform_events "
-    "WHERE chat_id = :chat AND message_id = :mid "
-    "ON CONFLICT (event_id) DO UPDATE SET terms = excluded.terms, thread_id = excluded.thread_id"
-).bindparams(bindparam("tokens", type_=ARRAY(Text)))
-_PG_DROP = text(
-    "DELETE FROM message_search WHERE event_id = "
-    "(SELECT id FROM platform_events WHERE chat_id = :chat AND message_id = :mid)"
-)
 
-
-def index_params(
-    messages: Iterable[tuple[int, int, int, str]], *, postgres: bool
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The parameters of `index_platform_messages`' statements: rows to (re-)index, and
-    rows to drop from the index (an event without words)."""
-    put: list[dict[str, Any]] = []
+def index_entries(
+    rows: Iterable[Mapping[str, Any]],
+) -> tuple[list[tuple[Mapping[str, Any], list[str]]], list[dict[str, Any]]]:
+    """What indexing platform message rows (`storage.codec.platform_message_row`: the text
+    each now holds, the newest version of an edit) takes: (row, tokens) to (re-)index, and
+    the keys (`chat`, `mid`) of rows without words, which leave the index. Each database
+    writes them its own way (`SqlParts.store_platform_messages`)."""
+    put: list[tuple[Mapping[str, Any], list[str]]] = []
     drop: list[dict[str, Any]] = []
-    for chat, thread, message_id, body in messages:
-        tokens = index_tokens(body)
-        key = {"chat": chat, "mid": message_id}
-        if not tokens:
-            drop.append(key)
-        elif postgres:
-            put.append({**key, "tokens": sorted(set(tokens))})
+    for row in rows:
+        tokens = index_tokens(row["text"])
+        if tokens:
+            put.append((row, tokens))
         else:
-            put.append({**key, "scope": scope_token(chat, thread), "body": " ".join(tokens)})
+            drop.append({"chat": row["chat_id"], "mid": row["message_id"]})
     return put, drop
-
-
-async def index_platform_messages(
-    conn: AsyncConnection, messages: Iterable[tuple[int, int, int, str]]
-) -> None:
-    """(Re-)index platform messages just written, as (chat id, thread id, message id, text):
-    the text is what the row now holds (the newest version of an edit); an event without
-    words leaves the index."""
-    postgres = conn.dialect.name == "postgresql"
-    put, drop = index_params(messages, postgres=postgres)
-    if put:
-        await conn.execute(_PG_PUT if postgres else SQLITE_PUT, put)
-    if drop:
-        await conn.execute(_PG_DROP if postgres else SQLITE_DROP, drop)
-
-
-async def unindex_platform_message(conn: AsyncConnection, chat_id: int, message_id: int) -> None:
-    """Drop one platform message from the index (it was deleted in the chat)."""
-    postgres = conn.dialect.name == "postgresql"
-    await conn.execute(_PG_DROP if postgres else SQLITE_DROP, {"chat": chat_id, "mid": message_id})
 
 
 # ---------------------------------------------------------------- query
 
-_SQLITE_MATCH = text(
-    "SELECT rowid FROM message_search WHERE message_search MATCH :q ORDER BY rowid DESC LIMIT :n"
-)
-_PG_QUERY = cast(bindparam("q", type_=Text), TSQUERY)
-_PG_MATCH = (
-    select(PG_SEARCH.c.event_id)
-    .where(
-        PG_SEARCH.c.chat_id == bindparam("chat"),
-        PG_SEARCH.c.thread_id == bindparam("thread"),
-        PG_SEARCH.c.terms.op("@@")(_PG_QUERY),
-    )
-    .order_by(PG_SEARCH.c.event_id.desc())
-    .limit(bindparam("n"))
-)
 
-
-async def search_platform_message_rows(
-    conn: AsyncConnection, chat_id: int, thread_id: int, query: str, *, limit: int
-) -> list[Any]:
-    """Event rows of this chat and thread matching `query`, best first (at most `limit`)."""
+def search_plan(
+    parts: SqlParts, chat_id: int, thread_id: int, query: str, *, limit: int
+) -> Plan[list[Any]]:
+    """Event rows of this chat and thread matching `query`, best first (at most `limit`),
+    read by the database's `newest_matching` and `stored_tokens` (`storage.plan`)."""
     terms = query_terms(query)
     if not terms or limit <= 0:
         return []
-    postgres = conn.dialect.name == "postgresql"
-
-    async def newest(of: Sequence[Term], count: int) -> list[int]:
-        """The newest `count` messages holding every term of `of`."""
-        if postgres:
-            query_text = ts_query(of, every=True)
-            params = {"chat": chat_id, "thread": thread_id, "q": query_text, "n": count}
-            return list((await conn.execute(_PG_MATCH, params)).scalars())
-        params = {"q": fts_query(chat_id, thread_id, of, every=True), "n": count}
-        return list((await conn.execute(_SQLITE_MATCH, params)).scalars())
-
     # Holding every term is the best score: those come newest first, straight from the index.
-    chosen = await newest(terms, limit) if len(terms) > 1 else []
+    chosen: list[int] = []
+    if len(terms) > 1:
+        chosen = yield from parts.newest_matching(chat_id, thread_id, terms, limit)
     if len(chosen) < limit:
         # then the newest holders of each term on its own, so a rare term's few messages are
         # not crowded out by a common one's many
         seen = set(chosen)
         partial: list[int] = []
         for term in terms[:PER_TERM_QUERIES]:
-            for event_id in await newest((term,), PER_TERM_CANDIDATES):
+            found = yield from parts.newest_matching(
+                chat_id, thread_id, (term,), PER_TERM_CANDIDATES
+            )
+            for event_id in found:
                 if event_id not in seen:
                     seen.add(event_id)
                     partial.append(event_id)
+        stored = (yield from parts.stored_tokens(partial)) if partial else {}
         scored = sorted(
-            (
-                (matched_terms(terms, tokens), event_id)
-                for event_id, tokens in (await _stored_tokens(conn, partial)).items()
-            ),
+            ((matched_terms(terms, tokens), event_id) for event_id, tokens in stored.items()),
             reverse=True,
         )
         chosen += [event_id for score, event_id in scored if score][: limit - len(chosen)]
@@ -313,29 +228,11 @@ async def search_platform_message_rows(
         return []
     # by id alone: with `chat_id = …` too, SQLite walks the chat's whole (chat, message)
     # index instead of looking the ids up (40 ms in a chat of 500k messages, measured)
-    rows = (
-        await conn.execute(select(PLATFORM_MESSAGES).where(PLATFORM_MESSAGES.c.id.in_(chosen)))
-    ).all()
+    rows = yield Rows(_EVENTS, {"ids": chosen})
     by_id = {row.id: row for row in rows if (row.chat_id, row.thread_id) == (chat_id, thread_id)}
     return [by_id[event_id] for event_id in chosen if event_id in by_id]
 
 
-# FTS5 answers `rowid IN (…)` with a scan of the whole table (38 ms for 500 ids at 1M,
-# measured); a join on `json_each` makes it one rowid lookup per id (2 ms).
-_SQLITE_TOKENS = text(
-    "SELECT m.rowid, m.body FROM json_each(:ids) AS j JOIN message_search AS m ON m.rowid = j.value"
+_EVENTS = select(PLATFORM_MESSAGES).where(
+    PLATFORM_MESSAGES.c.id.in_(bindparam("ids", expanding=True))
 )
-_PG_TOKENS = select(
-    PG_SEARCH.c.event_id, func.array_to_string(func.tsvector_to_array(PG_SEARCH.c.terms), " ")
-).where(PG_SEARCH.c.event_id.in_(bindparam("ids", expanding=True)))
-
-
-async def _stored_tokens(conn: AsyncConnection, ids: Sequence[int]) -> dict[int, list[str]]:
-    """The indexed tokens of these platform messages, read back (no re-tokenizing)."""
-    if not ids:
-        return {}
-    if conn.dialect.name == "postgresql":
-        rows = (await conn.execute(_PG_TOKENS, {"ids": list(ids)})).all()
-    else:
-        rows = (await conn.execute(_SQLITE_TOKENS, {"ids": json.dumps(list(ids))})).all()
-    return {int(row[0]): str(row[1]).split(" ") for row in rows}

@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from bot.agent.spend import SCOPES, ZERO, Amount, Change, Counter, Scope
 from bot.errors import StorageUnavailable
 from storage.engine import WRITE
+from storage.executor import parts_for
 
 _KEY = "scope, period, chat_id, user_id"
 _COLUMNS = f"{_KEY}, cost, tokens, held_cost, held_tokens"
@@ -145,16 +146,18 @@ class SqlSpendCounters:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
-        self._postgres = engine.dialect.name == "postgresql"
-        self._greatest = "GREATEST" if self._postgres else "MAX"
+        parts = parts_for(engine)
+        self._shared = parts.concurrent_writers
+        """PostgreSQL's checks run at once across workers; SQLite's one at a time."""
+        self._greatest = parts.greatest
         self._lock = asyncio.Lock()  # SQLite: one check at a time in this process
-        self._holds_cleared = self._postgres
+        self._holds_cleared = self._shared
 
     async def hold(self, changes: Sequence[Change]) -> Counter | None:
         ordered = _ordered(changes)
         if not ordered:
             return None
-        if self._postgres:
+        if self._shared:
             return await self._hold_shared(ordered)
         async with self._serial(), self._write() as conn:
             if not self._holds_cleared:  # holds of a process that ended are void
@@ -182,7 +185,7 @@ class SqlSpendCounters:
     def _serial(self) -> contextlib.AbstractAsyncContextManager[object]:
         """SQLite: this process's writes one at a time (a read that turns into a write
         beside another writer is refused as busy, not queued); PostgreSQL: no lock."""
-        return contextlib.nullcontext() if self._postgres else self._lock
+        return contextlib.nullcontext() if self._shared else self._lock
 
     async def _hold_shared(self, ordered: list[Change]) -> Counter | None:
         params: dict[str, object] = {}

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from storage.alias_cache import repair_path
 from storage.codec import utc
+from storage.executor import run_plan
 from storage.retention import Node, PruneResult, plan_prune
 from storage.tables import MESSAGES, PLATFORM_MESSAGES, REACTIONS, SESSIONS, UPDATES
 
@@ -63,7 +64,7 @@ async def _prune_session(conn: AsyncConnection, srow: Any, cutoff: datetime) -> 
         select(MESSAGES.c.alias_last).where(MESSAGES.c.id == plan.last_removed)
     )
     if base is None:
-        await repair_path(conn, srow, srow.active_leaf_id)
+        await run_plan(conn, repair_path(srow.alias_root_base, srow.active_leaf_id))
         base = await conn.scalar(
             select(MESSAGES.c.alias_last).where(MESSAGES.c.id == plan.last_removed)
         )

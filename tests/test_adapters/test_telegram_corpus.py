@@ -31,7 +31,7 @@ from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale, Scene
 from bot.domain.records import RecordBody, StoredRecord
 from bot.services.inbound import record_of
-from storage.codec import decode_media, decode_payload, encode_media, encode_payload
+from storage.payload import decode_media, decode_payload, encode_media, encode_payload
 from testkit.updates import parse_raw_update
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "telegram_updates"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench import mention_modules
-from bench.mention_modules import ROOT, TARGET, ModuleProfile
+from bench.mention_modules import FUNCTIONS_TARGET, ROOT, ModuleProfile
 from bot.app.profile_modules import _Recorder
 from bot.context.tokens import estimate_text_tokens
 
@@ -48,7 +48,7 @@ def test_the_recorder_keeps_project_functions_and_the_modules_they_call(tmp_path
 @pytest.mark.slow
 def test_one_mention_in_tgbot_run_is_measured(measured: ModuleProfile) -> None:
     # the path every mention takes: parsed, stored, answered by the model, sent
-    for module in ("adapters/telegram/parsing.py", "storage/sql.py", "bot/agent/runtime.py"):
+    for module in ("adapters/telegram/parsing.py", "storage/history.py", "bot/agent/runtime.py"):
         assert module in measured.functions, sorted(measured.functions)
     assert all((ROOT / module).is_file() for module in measured.functions)
     assert measured.function_count > measured.modules > 10
@@ -57,6 +57,8 @@ def test_one_mention_in_tgbot_run_is_measured(measured: ModuleProfile) -> None:
     assert f"{measured.modules} of {measured.modules_in_tree} modules" in measured.markdown()
 
 
-@pytest.mark.slow  # issue 35: 78 modules, then 61, now 49
-def test_one_mention_touches_at_most_fifty_modules(measured: ModuleProfile) -> None:
-    assert measured.modules <= TARGET, measured.markdown()
+@pytest.mark.slow  # issue 45: 440 functions in modules of 19.2k lines before its splits
+def test_one_mention_runs_at_most_450_functions_in_fewer_lines(measured: ModuleProfile) -> None:
+    assert measured.function_count <= FUNCTIONS_TARGET, measured.markdown()
+    # LINES_TARGET once the issue's seam splits have all landed; until then no more lines
+    assert measured.lines <= 19_200, measured.markdown()

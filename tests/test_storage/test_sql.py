@@ -9,8 +9,9 @@ from sqlalchemy import text
 
 from bot.context.alias_table import AliasCounter
 from bot.domain.ids import SessionKey
-from storage.codec import DecodedRecords, encode_payload
+from storage.codec import DecodedRecords
 from storage.engine import create_engine_for
+from storage.payload import encode_payload
 from storage.sql import SqlStore
 from tests.store_inspector import get_record
 from tests.test_storage.test_contract import user
@@ -25,7 +26,7 @@ async def test_a_missing_alias_cache_is_rebuilt_from_the_path(sql_url: str) -> N
         await store.set_window_start(sid, trunk[5].id)
         expected = await store.load_history(sid, max_records=10)
 
-        async with store._engine.begin() as conn:  # a bulk import that skipped the cache
+        async with store.engine.begin() as conn:  # a bulk import that skipped the cache
             await conn.execute(
                 text("UPDATE agent_messages SET alias_seq = NULL, alias_last = NULL")
             )
@@ -43,7 +44,7 @@ async def test_appending_under_an_uncached_record_repairs_first(sql_url: str) ->
     try:
         sid = (await store.open_session(SessionKey(chat_id=-6), scene="group")).id
         a, b = await store.append(sid, [user("a", 1), user("b", 2)])
-        async with store._engine.begin() as conn:
+        async with store.engine.begin() as conn:
             await conn.execute(
                 text("UPDATE agent_messages SET alias_seq = NULL, alias_last = NULL")
             )
@@ -90,7 +91,7 @@ async def test_another_process_changing_a_row_is_seen_on_the_next_read(sql_url: 
         assert again.records[0] is before.records[0], "an unchanged row is not decoded again"
 
         await theirs.set_message_ids(second.id, [12, 13])  # the other worker confirms bubbles
-        async with theirs._engine.begin() as conn:  # and an edit rewrites the first payload
+        async with theirs.engine.begin() as conn:  # and an edit rewrites the first payload
             await conn.execute(
                 text("UPDATE agent_messages SET payload = replace(payload, 'hello', 'edited')")
             )

@@ -7,15 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
+import inspect
+import re
 import sqlite3
 import threading
+import tomllib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import partial
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 from sqlalchemy import Column, Integer, MetaData, String, Table, column, select, text
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -25,10 +31,10 @@ from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
 from bot.errors import StorageUnavailable
 from bot.ports import NewRecord
-from storage import sqlite_driver
 from storage.engine import ONE_STATEMENT, WRITE, create_engine_for
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore
+from storage.sqlite import driver as sqlite_driver
 
 NOTES = Table(
     "notes",
@@ -410,3 +416,62 @@ async def test_connections_opening_together_on_a_new_file_all_get_wal(tmp_path: 
         finally:
             await engine.dispose()
         assert modes == ["wal"] * 8
+
+
+# SQLAlchemy's `sqlite+aiosqlite` adapter drives our connection as it drives aiosqlite's,
+# reading some private attributes of aiosqlite's (docs/architecture.md, The SQLite driver).
+# These pin what it reads to what `sqlite_driver.Connection` and `Cursor` provide, and the
+# installed versions to `pyproject.toml`'s ranges: an upgrade that reads something else fails
+# here, naming it, instead of at run time.
+ADAPTERS = (
+    "sqlalchemy.dialects.sqlite.aiosqlite:AsyncAdapt_aiosqlite_connection",
+    "sqlalchemy.dialects.sqlite.aiosqlite:AsyncAdapt_aiosqlite_cursor",
+    "sqlalchemy.connectors.asyncio:AsyncAdapt_dbapi_connection",
+    "sqlalchemy.connectors.asyncio:AsyncAdapt_dbapi_cursor",
+)
+
+
+def _read_by_adapters(pattern: str) -> set[str]:
+    names: set[str] = set()
+    for where in ADAPTERS:
+        module, _, cls = where.partition(":")
+        source = inspect.getsource(getattr(importlib.import_module(module), cls))
+        names |= set(re.findall(pattern, source))
+    return names
+
+
+def test_what_sqlalchemys_adapter_reads_of_the_connection_is_there() -> None:
+    read = _read_by_adapters(r"self\._connection\.(\w+)") | {"cursor"}
+    assert read >= {"_conn", "_connection", "_tx"}  # the private ones this module imitates
+    missing = {name for name in read if not hasattr(sqlite_driver.Connection, name)}
+    assert not missing, f"SQLAlchemy's adapter now reads {sorted(missing)} of the connection"
+    assert hasattr(sqlite_driver._AdapterQueue, "put_nowait")  # `_tx.put_nowait((future, fn))`
+
+
+def test_what_sqlalchemys_adapter_reads_of_a_cursor_is_there() -> None:
+    read = _read_by_adapters(r"self\._cursor\.(\w+)") - {"nextset"}  # only when asked for
+    missing = {name for name in read if not hasattr(sqlite_driver.Cursor, name)}
+    assert not missing, f"SQLAlchemy's adapter now reads {sorted(missing)} of a cursor"
+
+
+@pytest.mark.parametrize("package", ["sqlalchemy", "aiosqlite"])
+def test_the_installed_driver_packages_are_the_pinned_ones(package: str) -> None:
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    dependencies = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["dependencies"]
+    (pinned,) = (r for r in map(Requirement, dependencies) if r.name == package)
+    assert pinned.specifier.contains(version(package)), (package, version(package), pinned)
+
+
+async def test_the_adapters_isolation_level_setter_runs_on_the_connection(
+    engine: AsyncEngine,
+) -> None:
+    """The setter puts `(future, fn)` on `_tx` with `fn` bound to `_conn`: SQLAlchemy calls
+    it to take an AUTOCOMMIT connection back to the pool's level."""
+    async with engine.connect() as conn:
+        await conn.execution_options(isolation_level="AUTOCOMMIT")
+        driver = await driver_of(conn)
+        adapter = conn.sync_connection.connection.dbapi_connection  # type: ignore[union-attr]
+        await conn.run_sync(lambda _sync: setattr(adapter, "isolation_level", "DEFERRED"))
+        assert driver.isolation_level == "DEFERRED"
+        await conn.run_sync(lambda _sync: setattr(adapter, "isolation_level", None))
+        assert driver.isolation_level is None

@@ -1,4 +1,4 @@
-"""SQLite's whole jobs (`storage.sqlite_driver.FastSqlite`): same rows and results as
+"""SQLite's whole jobs (`storage.sqlite.jobs.FastSqlite`): same rows and results as
 SQLAlchemy's path, one driver job each, and a failing statement rolls the whole job back."""
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ from bot.domain.ids import SessionKey
 from bot.domain.records import SummaryRecord
 from bot.errors import SessionNotFound, StorageUnavailable
 from bot.ports import NewRecord, PlatformMessage, StoredReaction
-from storage import sqlite_driver
-from storage.codec import platform_message_row
 from storage.engine import create_engine_for
 from storage.queries import window_load
-from storage.sql import _PLATFORM_KEYS, SqlStore
+from storage.sql import SqlStore
+from storage.sqlite import driver as sqlite_driver
 from tests.fakes import SteppingClock
 from tests.test_storage.conftest import database_url
 from tests.test_storage.test_contract import ALICE, CHAT, KEY, T0, event, reply, user
@@ -53,8 +52,8 @@ async def two_stores(tmp_path: Path) -> tuple[SqlStore, SqlStore]:
     slow_url = await database_url("sqlite", tmp_path / "slow")
     fast = SqlStore(create_engine_for(fast_url), clock=SteppingClock(T0))
     slow = SqlStore(create_engine_for(slow_url), clock=SteppingClock(T0))
-    assert fast._fast is not None
-    slow._fast = None
+    assert fast._db._fast is not None
+    slow._db._fast = None
     return fast, slow
 
 
@@ -145,7 +144,7 @@ async def test_appends_write_the_same_rows_as_sqlalchemys_path(
     assert await fast.is_chat_closed(CHAT)
     assert not await slow.is_chat_closed(CHAT)
     # one database (closed now) read through either path: `slow` borrows the fast one
-    slow._fast, fast._fast = fast._fast, None
+    slow._db._fast, fast._db._fast = fast._db._fast, None
     assert await slow.load_turn(sid, max_records=2, reactions_limit=1) == await fast.load_turn(
         sid, max_records=2, reactions_limit=1
     )
@@ -156,13 +155,13 @@ async def test_the_window_reads_the_same_rows_as_sqlalchemy(
 ) -> None:
     fast, _slow = stores
     sid = await conversation(fast)
-    assert fast._fast is not None
+    assert fast._db._fast is not None
     for summaries in (False, True):
         for reactions in (False, True):
             query = window_load(summaries=summaries, reactions=reactions)
             params = {"session_id": sid, "limit": 4, "reactions_limit": 3}
-            prepared = fast._fast.prepared(query)
-            mine = await fast._fast.read(lambda conn: prepared.rows(conn, params))  # noqa: B023
+            prepared = fast._db._fast.prepared(query)
+            mine = await fast._db._fast.read(lambda conn: prepared.rows(conn, params))  # noqa: B023
             async with fast.engine.connect() as conn:
                 theirs = (await conn.execute(query, params)).all()
             assert [tuple(row) for row in mine] == [tuple(row) for row in theirs]
@@ -242,10 +241,6 @@ async def test_a_locked_database_is_storage_unavailable(tmp_path: Path) -> None:
         await store.append(sid, [user("x", 1)])
     finally:
         await store.close()
-
-
-def test_the_platform_message_columns_are_the_rows_keys() -> None:
-    assert tuple(platform_message_row(event(1), default_record_id=None)) == _PLATFORM_KEYS
 
 
 async def test_a_one_trip_transaction_rolls_back_on_error_and_raises_the_sqlite_error(

@@ -10,7 +10,7 @@ import pytest
 from bot.domain.facts import Media, Quote, Sender
 from bot.domain.messages import Reasoning, ToolCall
 from bot.domain.records import AssistantRecord, RecordBody, SummaryRecord, UserRecord
-from storage.codec import (
+from storage.payload import (
     PayloadError,
     decode_media,
     decode_payload,

@@ -1,0 +1,138 @@
+"""`Database`: the store's transactions on one engine, and the SQLAlchemy executor of plans.
+
+Every store role (`storage.sessions`, `storage.history`, ...) reads and writes through one
+`Database`: a read (one statement: no transaction), a write transaction, a write plan
+(`storage.plan`) run as one `sqlite3` job on SQLite or on a SQLAlchemy connection
+(`run_plan`). This is the one place the engine's database picks what differs: the
+writers' queue and the fast path on SQLite (`storage.sqlite.jobs`), a dropped
+connection's retry on PostgreSQL (`storage.reconnect`), and the sub-plans of each
+(`parts_for`: `storage.sqlite.parts`, `storage.postgres.parts`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager, nullcontext
+from datetime import datetime
+from functools import partial
+from typing import Any, TypeVar, cast
+
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from bot.errors import StorageUnavailable
+from bot.ports import SYSTEM_CLOCK, Clock
+from storage.engine import ONE_STATEMENT, WRITE
+from storage.plan import Plan, Rows, SqlParts
+from storage.postgres.parts import POSTGRES
+from storage.reconnect import FirstStatementRetry
+from storage.sqlite.jobs import WriteGate, for_engine
+from storage.sqlite.parts import SQLITE
+
+T = TypeVar("T")
+
+_PARTS: dict[str, SqlParts] = {"sqlite": SQLITE, "postgresql": POSTGRES}
+
+
+def parts_for(engine: AsyncEngine | AsyncConnection) -> SqlParts:
+    """The sub-plans of the engine's (or connection's) database."""
+    try:
+        return _PARTS[engine.dialect.name]
+    except KeyError:
+        raise ValueError(f"unsupported database: {engine.dialect.name}") from None
+
+
+async def run_plan(conn: AsyncConnection, plan: Plan[T]) -> T:
+    """Drive `plan` on `conn`, in the caller's transaction; its result. An error a statement
+    raises propagates, the plan abandoned."""
+    answer: Any = None
+    try:
+        while True:
+            step = plan.send(answer)
+            if isinstance(step, Rows):
+                answer = (await conn.execute(step.statement, step.params)).all()
+            else:
+                await conn.execute(step.statement, step.params)
+                answer = None
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
+    finally:
+        plan.close()
+
+
+class Database:
+    """One engine's transactions for the store roles (see the module docstring)."""
+
+    def __init__(self, engine: AsyncEngine, *, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.engine = engine
+        self.now: Callable[[], datetime] = clock.now
+        self.parts = parts_for(engine)
+        self._gate = WriteGate() if engine.dialect.name == "sqlite" else None
+        self._retry = engine.dialect.name == "postgresql"
+        self._fast = for_engine(engine, self._gate)
+        """SQLite under `storage.sqlite.driver`: the hot reads and writes in one job each."""
+
+    @asynccontextmanager
+    async def read(self, *, one_statement: bool = False) -> AsyncIterator[AsyncConnection]:
+        """A read-only connection; `one_statement` when it runs a single statement (which
+        is then its own transaction: SQLite skips the `BEGIN`, PostgreSQL runs it in
+        autocommit, without the `BEGIN` and `ROLLBACK` round trips around it). On
+        PostgreSQL its first statement is run again on a fresh connection if the pooled one
+        was dropped (`storage.reconnect`)."""
+        try:
+            async with self.engine.connect() as conn:
+                if one_statement:
+                    await conn.execution_options(**ONE_STATEMENT)
+                    if self._retry:  # PostgreSQL (asyncpg: a flag, no round trip)
+                        await conn.execution_options(isolation_level="AUTOCOMMIT")
+                if self._retry:
+                    yield cast(AsyncConnection, FirstStatementRetry(conn, begin=False))
+                else:
+                    yield conn
+        except SQLAlchemyError as exc:
+            raise StorageUnavailable(f"database read failed: {exc}") from exc
+
+    async def one_read(self, query: Any, params: dict[str, Any]) -> Sequence[Any]:
+        """The rows of one read statement: on SQLite one driver job, without SQLAlchemy's
+        execution path (`storage.sqlite.jobs.FastSqlite`, same values); otherwise
+        through `read(one_statement=True)`."""
+        if self._fast is not None:
+            prepared = self._fast.prepared(query)
+            return await self._fast.read(partial(prepared.rows, values=params))
+        async with self.read(one_statement=True) as conn:
+            return (await conn.execute(query, params)).all()
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncConnection]:
+        """A connection in a write transaction, committed when the body ends; on PostgreSQL
+        its first statement is run again in a fresh transaction on a fresh connection if
+        the pooled one was dropped (`storage.reconnect`)."""
+        async with self._gate.hold() if self._gate is not None else nullcontext():
+            try:
+                async with self.engine.connect() as conn:
+                    await conn.execution_options(**WRITE)
+                    if not self._retry:
+                        async with conn.begin():
+                            yield conn
+                        return
+                    # begun and committed here, not by `conn.begin()`'s block: a retry
+                    # replaces the transaction that block would commit
+                    await conn.begin()
+                    yield cast(AsyncConnection, FirstStatementRetry(conn, begin=True))
+                    await conn.commit()
+            except SQLAlchemyError as exc:
+                raise StorageUnavailable(f"database write failed: {exc}") from exc
+
+    async def write_plan(self, plan: Callable[[], Plan[T]]) -> T:
+        """Run a write plan (`storage.plan`, made afresh by `plan`) in one write transaction:
+        on SQLite as one `sqlite3` job, otherwise on a SQLAlchemy connection."""
+        if self._fast is not None:
+            return await self._fast.write_plan(plan)
+        return await self.write_plan_on_connection(plan)
+
+    async def write_plan_on_connection(self, plan: Callable[[], Plan[T]]) -> T:
+        """`write_plan` on a SQLAlchemy connection (a plan with list parameters, which a
+        `sqlite3` job does not compile)."""
+        async with self.write() as conn:
+            return await run_plan(conn, plan())

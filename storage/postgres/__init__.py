@@ -1,0 +1,1 @@
+"""What only PostgreSQL needs: its sub-plans of the record write (`storage.postgres.parts`)."""

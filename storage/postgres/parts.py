@@ -1,0 +1,121 @@
+"""PostgreSQL's sub-plans of the record write: `FOR UPDATE`, the id sequence, tsvector index."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    MetaData,
+    Table,
+    Text,
+    bindparam,
+    cast,
+    func,
+    select,
+    text,
+)
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY, TSVECTOR
+
+from storage.plan import Plan, Rows, Run
+from storage.queries import upserting_platform_messages
+from storage.search import Term, index_entries, ts_query
+from storage.tables import PLATFORM_MESSAGES, SESSIONS
+
+SEARCH = Table(
+    "message_search",
+    MetaData(),
+    Column("event_id", BigInteger, primary_key=True),
+    Column("chat_id", BigInteger, nullable=False),
+    Column("thread_id", BigInteger, nullable=False),
+    Column("terms", TSVECTOR, nullable=False),
+)
+"""The search index (`storage.search`): a tsvector per event, GIN-indexed (migration 0003)."""
+_PUT = text(
+    "INSERT INTO message_search (event_id, chat_id, thread_id, terms) "
+    "SELECT id, chat_id, thread_id, array_to_tsvector(:tokens) FROM platform_events "
+    "WHERE chat_id = :chat AND message_id = :mid "
+    "ON CONFLICT (event_id) DO UPDATE SET terms = excluded.terms, thread_id = excluded.thread_id"
+).bindparams(bindparam("tokens", type_=ARRAY(Text)))
+_DROP = text(
+    "DELETE FROM message_search WHERE event_id = "
+    "(SELECT id FROM platform_events WHERE chat_id = :chat AND message_id = :mid)"
+)
+_MATCH = (
+    select(SEARCH.c.event_id)
+    .where(
+        SEARCH.c.chat_id == bindparam("chat"),
+        SEARCH.c.thread_id == bindparam("thread"),
+        SEARCH.c.terms.op("@@")(cast(bindparam("q", type_=Text), TSQUERY)),
+    )
+    .order_by(SEARCH.c.event_id.desc())
+    .limit(bindparam("n"))
+)
+_TOKENS = select(
+    SEARCH.c.event_id, func.array_to_string(func.tsvector_to_array(SEARCH.c.terms), " ")
+).where(SEARCH.c.event_id.in_(bindparam("ids", expanding=True)))
+_LOCK_SESSIONS = (
+    select(SESSIONS.c.id)
+    .where(SESSIONS.c.id.in_(bindparam("session_ids", expanding=True)))
+    .order_by(SESSIONS.c.id)
+    .with_for_update()
+)
+_RECORD_IDS = text(
+    "SELECT nextval(pg_get_serial_sequence('agent_messages', 'id')) FROM generate_series(1, :n)"
+)
+
+UPSERT_PLATFORM_MESSAGES = upserting_platform_messages(postgresql.insert(PLATFORM_MESSAGES))
+
+
+class PostgresParts:
+    """`storage.plan.SqlParts` for PostgreSQL."""
+
+    __slots__ = ()
+    greatest = "GREATEST"
+    concurrent_writers = True
+
+    def insert(self, table: Any) -> Any:
+        """The database's INSERT into `table`, which knows ON CONFLICT."""
+        return postgresql.insert(table)
+
+    def lock_sessions(self, session_ids: Sequence[int]) -> Plan[None]:
+        """`FOR UPDATE` on the rows, in id order (two writers never wait on each other)."""
+        yield Rows(_LOCK_SESSIONS, {"session_ids": sorted(session_ids)})
+
+    def new_record_ids(self, count: int) -> Plan[list[int]]:
+        """From the table's sequence."""
+        rows = yield Rows(_RECORD_IDS, {"n": count})
+        return [int(row[0]) for row in rows]
+
+    def store_platform_messages(self, rows: Sequence[Mapping[str, Any]]) -> Plan[None]:
+        yield Run(UPSERT_PLATFORM_MESSAGES, rows)
+        put, drop = index_entries(rows)
+        if put:
+            put_params = [
+                {"chat": row["chat_id"], "mid": row["message_id"], "tokens": sorted(set(tokens))}
+                for row, tokens in put
+            ]
+            yield Run(_PUT, put_params)
+        if drop:
+            yield Run(_DROP, drop)
+
+    def unindex(self, chat_id: int, message_id: int) -> Plan[None]:
+        yield Run(_DROP, ({"chat": chat_id, "mid": message_id},))
+
+    def newest_matching(
+        self, chat_id: int, thread_id: int, terms: Sequence[Term], count: int
+    ) -> Plan[list[int]]:
+        query = ts_query(terms, every=True)
+        params = {"chat": chat_id, "thread": thread_id, "q": query, "n": count}
+        rows = yield Rows(_MATCH, params)
+        return [int(row[0]) for row in rows]
+
+    def stored_tokens(self, event_ids: Sequence[int]) -> Plan[dict[int, list[str]]]:
+        rows = yield Rows(_TOKENS, {"ids": list(event_ids)})
+        return {int(row[0]): str(row[1]).split(" ") for row in rows}
+
+
+POSTGRES = PostgresParts()

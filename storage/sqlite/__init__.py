@@ -1,0 +1,1 @@
+"""What only SQLite needs: its sub-plans of the record write (`storage.sqlite.parts`)."""

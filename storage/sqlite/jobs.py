@@ -1,0 +1,302 @@
+"""SQLite's whole jobs: each transaction's `BEGIN`, the writers' queue, statements compiled once.
+
+Beyond SQLAlchemy's protocol, the connection's `run` and `run_transaction`
+(`storage.sqlite.driver`) take a whole job (a function of the `sqlite3` connection) for
+callers that know every statement up front: a write transaction (`BEGIN IMMEDIATE`, its
+statements, `COMMIT`) is then one job instead of one per statement plus the commit.
+`FastSqlite` runs the statements of every answered message so, without SQLAlchemy's
+per-statement path (a greenlet switch, the compiled-cache lookup, parameter processing, a
+`Row` per row):
+
+- each statement is compiled once (`Prepared`) for the engine's dialect: its SQL text, its
+  positional parameters with SQLAlchemy's own bind processors (a `DateTime` is stored as
+  SQLAlchemy stores it), and its result columns with SQLAlchemy's own result processors, so
+  the values read back are the ones `conn.execute(...)` would give, as named tuples;
+- a read (`FastSqlite.read`) or a write transaction (`FastSqlite.write`) is one job. A
+  failing statement rolls the transaction back; its `sqlite3` error surfaces as
+  `StorageUnavailable`, as through SQLAlchemy. Writers queue on the store's `WriteGate`
+  first, as every SQLite writer of the store does. A job handed to the thread (it waits
+  there for another process's lock) runs to its end (its `COMMIT` or `ROLLBACK`) even if
+  its caller is cancelled meanwhile, and the connection goes back to the pool after it;
+- the connection still comes from the engine's pool (its size, its reset on return, which
+  is answered without running anything when no transaction is open, and `dispose`).
+  PostgreSQL never comes here: the store keeps SQLAlchemy's path for it.
+
+`FastSqlite.write_plan` is the `sqlite3` executor of write plans (`storage.plan`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import weakref
+from collections import namedtuple
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.sql.dml import Insert
+
+from bot.errors import StorageUnavailable
+from storage.plan import Plan, Rows
+from storage.sqlite.driver import Connection
+from storage.sqlite.worker import CLOSED
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection as EngineConnection
+
+T = TypeVar("T")
+
+# ---------------------------------------------------------------- transactions and writers
+
+WRITE_OPTION = "tgbot_write"
+"""The execution option of a connection that will write (`BEGIN IMMEDIATE`)."""
+ONE_STATEMENT_OPTION = "tgbot_one_statement"
+"""The execution option of a connection that runs a single read (no `BEGIN`)."""
+
+
+def on_begin(connection: EngineConnection) -> None:
+    """The engine's `begin` listener: SQLAlchemy, not the sqlite3 driver, emits `BEGIN`.
+
+    Plain (deferred) for reads and `BEGIN IMMEDIATE` for a connection marked `WRITE_OPTION`,
+    so two writers queue on the busy timeout instead of failing when a read lock cannot be
+    upgraded. A connection marked `ONE_STATEMENT_OPTION` gets no `BEGIN` at all: a single read
+    is a consistent snapshot on its own, and with no transaction to end, handing the
+    connection back to the pool costs no trip to its thread. An `AUTOCOMMIT` connection gets
+    no `BEGIN` either."""
+    options = connection.get_execution_options()
+    if options.get("isolation_level") == "AUTOCOMMIT":
+        return  # every statement its own transaction, as asked
+    if options.get(WRITE_OPTION, False):
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    elif not options.get(ONE_STATEMENT_OPTION, False):
+        connection.exec_driver_sql("BEGIN")
+
+
+class WriteGate:
+    """Queues this process's SQLite writers in order, before they take a connection.
+
+    SQLite has one writer at a time; a second `BEGIN IMMEDIATE` waits in SQLite's busy
+    handler, which polls with sleeps of up to 100 ms, and holds a pooled connection while it
+    waits. Waiting here instead hands the lock over as soon as the writer before commits.
+    Other processes on the same file still meet at `BEGIN IMMEDIATE` and its busy timeout.
+    """
+
+    __slots__ = ("_lock", "_loop")
+
+    def __init__(self) -> None:
+        self._lock: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def hold(self) -> asyncio.Lock:
+        """The lock of the running event loop (an asyncio lock belongs to one loop)."""
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._loop is not loop:
+            self._lock, self._loop = asyncio.Lock(), loop
+        return self._lock
+
+
+# ---------------------------------------------------------------- whole jobs, without SQLAlchemy
+
+STATEMENT_LISTENERS: list[Callable[[str], None]] = []
+"""Called with each statement's SQL as it runs here, on the connection's thread (for
+`bench.bench_trips`, which counts statements; SQLAlchemy's events do not see these)."""
+_DRIVEN: weakref.WeakSet[Any] = weakref.WeakSet()
+"""The (sync) engines whose connections are this module's ones."""
+
+
+def mark_driven(engine: AsyncEngine) -> AsyncEngine:
+    """Note that `engine`'s connections come from `connect`."""
+    _DRIVEN.add(engine.sync_engine)
+    return engine
+
+
+def for_engine(engine: AsyncEngine, gate: WriteGate | None) -> FastSqlite | None:
+    """The fast path of a SQLite engine driven by this module's (else None: the
+    store keeps SQLAlchemy's path, as for PostgreSQL or a plain aiosqlite engine)."""
+    if gate is None or engine.sync_engine not in _DRIVEN:
+        return None
+    return FastSqlite(engine, gate)
+
+
+class Prepared:
+    """One statement compiled for SQLite, run on a `sqlite3` connection (on its thread)."""
+
+    __slots__ = ("_columns", "_processors", "_row", "_spec", "sql")
+
+    def __init__(
+        self, statement: Any, dialect: Dialect, column_keys: Sequence[str] | None = None
+    ) -> None:
+        compiled = statement.compile(
+            dialect=dialect, column_keys=None if column_keys is None else list(column_keys)
+        )
+        if compiled.positiontup is None or compiled.post_compile_params:
+            raise ValueError("only statements with plain positional parameters are prepared")
+        self.sql = str(compiled)
+        processors = compiled._bind_processors
+        spec: list[tuple[str | None, Any, Callable[[Any], Any] | None]] = []
+        for name in compiled.positiontup:
+            bind = compiled.binds[name]
+            process = processors.get(name)
+            if bind.required:
+                spec.append((name, None, process))
+            else:  # a literal SQLAlchemy made a parameter (`LIMIT 1`, a constant)
+                value = bind.effective_value
+                spec.append((None, value if process is None else process(value), None))
+        self._spec = tuple(spec)
+        columns = compiled._result_columns
+        self._columns = tuple(column[0] for column in columns)
+        self._row: Any = namedtuple("Row", self._columns) if columns else None
+        self._processors = tuple(
+            (index, process)
+            for index, column in enumerate(columns)
+            if (process := column[3]._cached_result_processor(dialect, None)) is not None
+        )
+
+    def params(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The positional parameters for named `values` (bind processors applied)."""
+        out: list[Any] = []
+        for name, fixed, process in self._spec:
+            if name is None:
+                out.append(fixed)
+            else:
+                value = values[name]
+                out.append(value if process is None else process(value))
+        return tuple(out)
+
+    def rows(self, conn: sqlite3.Connection, values: Mapping[str, Any]) -> list[Any]:
+        """Every row of the statement, as SQLAlchemy would convert them, as named tuples."""
+        raw = self._execute(conn, values).fetchall()
+        make = self._row._make
+        processors = self._processors
+        if not processors:
+            return [make(row) for row in raw]
+        converted: list[Any] = []
+        for row in raw:
+            values_ = list(row)
+            for index, process in processors:
+                values_[index] = process(values_[index])
+            converted.append(make(values_))
+        return converted
+
+    def first(self, conn: sqlite3.Connection, values: Mapping[str, Any]) -> Any:
+        """The first row (None without one)."""
+        rows = self.rows(conn, values)
+        return rows[0] if rows else None
+
+    def scalar(self, conn: sqlite3.Connection, values: Mapping[str, Any]) -> Any:
+        """The first column of the first row (None without one)."""
+        rows = self._execute(conn, values).fetchall()  # stepped to its end
+        if not rows:
+            return None
+        value = rows[0][0]
+        if self._processors and self._processors[0][0] == 0:
+            value = self._processors[0][1](value)
+        return value
+
+    def run(self, conn: sqlite3.Connection, values: Mapping[str, Any]) -> None:
+        self._execute(conn, values)
+
+    def run_many(self, conn: sqlite3.Connection, values: Iterable[Mapping[str, Any]]) -> None:
+        """The statement once per parameter set, in one `executemany`."""
+        self._noted()
+        conn.executemany(self.sql, [self.params(one) for one in values])
+
+    def _execute(self, conn: sqlite3.Connection, values: Mapping[str, Any]) -> sqlite3.Cursor:
+        self._noted()
+        return conn.execute(self.sql, self.params(values))
+
+    def _noted(self) -> None:
+        for listener in STATEMENT_LISTENERS:
+            listener(self.sql)
+
+
+class FastSqlite:
+    """Jobs of a SQLite store, one driver job each (see "Whole jobs" in the module doc)."""
+
+    __slots__ = ("_dialect", "_engine", "_gate", "_prepared")
+
+    def __init__(self, engine: AsyncEngine, gate: WriteGate) -> None:
+        self._engine = engine
+        self._dialect = engine.dialect
+        self._gate = gate
+        self._prepared: dict[tuple[int, tuple[str, ...] | None], tuple[Any, Prepared]] = {}
+
+    def prepared(self, statement: Any, column_keys: Sequence[str] | None = None) -> Prepared:
+        """`statement` compiled once (kept with it: its id is the key)."""
+        key = (id(statement), None if column_keys is None else tuple(column_keys))
+        known = self._prepared.get(key)
+        if known is None or known[0] is not statement:
+            known = (statement, Prepared(statement, self._dialect, column_keys))
+            self._prepared[key] = known
+        return known[1]
+
+    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work` on a pooled connection, outside a transaction (one statement reads one
+        snapshot)."""
+        return await self._job(lambda driver: driver.run(work), "read")
+
+    async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work` in one write transaction (`BEGIN IMMEDIATE` … `COMMIT`), as one job;
+        whatever it raises rolls everything back (a `sqlite3` error as `StorageUnavailable`)."""
+        async with self._gate.hold():
+            return await self._job(lambda driver: driver.run_transaction(work), "write")
+
+    async def write_plan(self, plan: Callable[[], Plan[T]]) -> T:
+        """Run a write plan (`storage.plan`; made afresh by `plan`, as a job may run again
+        on the thread) in one write transaction, as one job: this is its `sqlite3` executor."""
+        return await self.write(partial(self._drive, plan))
+
+    def _drive(self, plan_of: Callable[[], Plan[T]], conn: sqlite3.Connection) -> T:
+        plan = plan_of()
+        answer: Any = None
+        try:
+            while True:
+                step = plan.send(answer)
+                statement = step.statement
+                # an INSERT's columns are the keys of its parameters
+                if isinstance(step, Rows):
+                    keys = tuple(step.params) if isinstance(statement, Insert) else None
+                    answer = self.prepared(statement, keys).rows(conn, step.params)
+                    continue
+                many = step.params
+                keys = tuple(many[0]) if isinstance(statement, Insert) else None
+                if len(many) == 1:
+                    self.prepared(statement, keys).run(conn, many[0])
+                else:
+                    self.prepared(statement, keys).run_many(conn, many)
+                answer = None
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+        finally:
+            plan.close()
+
+    async def _job(self, run: Callable[[Connection], Awaitable[T]], what: str) -> T:
+        try:
+            async with self._engine.connect() as conn:
+                try:
+                    return await run(_driver(conn))
+                except sqlite3.Error as exc:
+                    await _drop_if_closed(conn, exc)
+                    raise
+        except (SQLAlchemyError, sqlite3.Error) as exc:
+            raise StorageUnavailable(f"database {what} failed: {exc}") from exc
+
+
+def _driver(conn: AsyncConnection) -> Connection:
+    """The driver connection under a connection just taken from the pool (no I/O: the pool
+    has connected it already)."""
+    driver = conn.sync_connection.connection.driver_connection  # type: ignore[union-attr]
+    if not isinstance(driver, Connection):
+        raise TypeError(f"not a storage.sqlite.driver connection: {driver!r}")
+    return driver
+
+
+async def _drop_if_closed(conn: AsyncConnection, exc: sqlite3.Error) -> None:
+    """A closed connection leaves the pool, as SQLAlchemy's disconnect check would have it."""
+    if isinstance(exc, sqlite3.ProgrammingError) and CLOSED in str(exc):
+        await conn.invalidate()
