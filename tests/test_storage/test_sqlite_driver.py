@@ -29,6 +29,7 @@ from storage import sqlite_driver
 from storage.engine import ONE_STATEMENT, WRITE, create_engine_for
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore
+from tests.deadlines import EVENT, deadline
 
 NOTES = Table(
     "notes",
@@ -373,7 +374,7 @@ async def test_a_connection_dropped_unclosed_ends_its_thread(path: Path) -> None
     (thread,) = driver_threads() - before
     del conn
     gc.collect()
-    thread.join(timeout=5)
+    thread.join(timeout=deadline(EVENT))
     assert not thread.is_alive()
 
 
