@@ -329,7 +329,7 @@ async def test_init_through_its_prompts_in_a_terminal(tmp_path: Path) -> None:
             screen.send("Europe/Berlin")
             await screen.expect("Language (auto: each member's own, zh or en; zh; en) [auto]: ")
             screen.send("en")
-            await screen.expect("Wrote bot.toml and .env")
+            await screen.expect("Wrote bot.toml (mode 0644")
             assert await screen.exit_code() == 0
     assert TOKEN not in screen.screen
     assert KEY not in screen.screen
