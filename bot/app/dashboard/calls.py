@@ -311,18 +311,34 @@ def turn_texts(traces_dir: Path, turns: Sequence[TurnCalls]) -> dict[str, tuple[
             last = first if len(calls) == 1 else reader.read(calls[-1].call_id or "")
         except ValueError:
             continue
-        if first is not None:
-            users = [
-                m
-                for m in (first.get("request") or {}).get("messages") or ()
-                if m.get("role") == "user"
-            ]
-            if users:
-                question = _member_text(str(users[-1].get("content") or ""))
+        if first is not None and (said := _user_texts(first)):
+            question = _member_text(said[-1])
         if last is not None:
             reply = str((last.get("response") or {}).get("text") or "")
         if question or reply:
             texts[turn.turn_id] = (_cut(question), _cut(reply))
+    return texts
+
+
+def _user_texts(trace: dict[str, Any]) -> list[str]:
+    """The text of each user message of a call's trace, in order: from `request` (a call
+    made in-process) or else `wire_request`, the body as sent over HTTP (OpenAI's and
+    Anthropic's wires: content a string, or parts whose `text` is read)."""
+    request = trace.get("request") or trace.get("wire_request") or {}
+    messages = request.get("messages") if isinstance(request, dict) else None
+    texts: list[str] = []
+    for message in messages if isinstance(messages, list) else ():
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "".join(
+                str(part.get("text") or "")
+                for part in content
+                if isinstance(part, dict) and part.get("type") == "text"
+            )
+        if content:
+            texts.append(str(content))
     return texts
 
 
