@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import getpass
 import os
+import re
 import shlex
 import sys
 from dataclasses import dataclass, field
@@ -336,6 +337,10 @@ class _Session:
             key_env = profile.api_key_env
             key = self._api_key(key_env, preset)
             ok = await self._test_call(name, profile, key)
+            while ok is None and self.prompt is not None and key_env:
+                # the key was refused: ask for it again, the rest of the answers stand
+                key = self.prompt.secret(f"{key_env} (the API key, hidden; empty: none)") or None
+                ok = await self._test_call(name, profile, key)
             if ok or self.prompt is None:
                 break
             if self.prompt.confirm("Keep these model settings anyway", False):
@@ -435,7 +440,9 @@ class _Session:
             self.say(f"  {key_env} is not set: export it before `tgbot init` to store it")
         return key
 
-    async def _test_call(self, name: str, profile: ProviderProfile, key: str | None) -> bool:
+    async def _test_call(self, name: str, profile: ProviderProfile, key: str | None) -> bool | None:
+        """True: the model answered; None: the provider refused the key (HTTP 401 or 403);
+        False: any other failure."""
         from bot.app.wiring import build_provider
 
         provider = build_provider(profile, key, timeout=MODEL_TIMEOUT_SECONDS, max_retries=0)
@@ -447,7 +454,7 @@ class _Session:
             if self.prompt is None:
                 raise InitFailed(f"model {where}: {text}") from None
             self.say(f"✘ model {where}: {text}")
-            return False
+            return None if _REFUSED_KEY.search(text) else False
         finally:
             await provider.aclose()
         tokens = f" ({usage.input_tokens} tokens in)" if usage is not None else ""
@@ -538,6 +545,10 @@ class _Session:
                     f"✘ {path} is in the git checkout {top} and not in its .gitignore: add it "
                     f"there, or `git add -A` commits {holds}"
                 )
+
+
+_REFUSED_KEY = re.compile(r"\bHTTP 40[13]\b")
+"""How a provider's refusal of the key reads in the error line (`ProviderError`)."""
 
 
 def _own_command() -> list[str]:
