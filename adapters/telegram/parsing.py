@@ -118,10 +118,13 @@ class _Reader:
             else:
                 summary, truncated = self._content_summary(reply)
             forward = forward_of(reply)
+            # a message Telegram no longer shows (InaccessibleMessage: no sender, date 0) has
+            # neither, rather than user 0 on 1970-01-01
+            sent = _utc(reply.date)
             return Quote(
                 id=reply.message_id,
-                sender_id=sender_of(reply).id,
-                timestamp=_utc(reply.date),
+                sender_id=sender_of(reply).id or None,
+                timestamp=sent if sent.timestamp() > 0 else None,
                 summary=summary,
                 truncated=truncated,
                 chat_id=msg.chat.id,

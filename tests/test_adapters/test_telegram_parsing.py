@@ -618,3 +618,14 @@ def test_a_poll_keeps_its_votes_and_whether_it_is_closed() -> None:
     assert (media.value, media.closed) == (7, True)
     assert media_placeholder(media, "en") == "[poll 7 votes: Lunch?: noodles / rice (closed)]"
     assert media_placeholder(media, "zh") == "[投票 7 票: Lunch?: noodles / rice （已结束）]"
+
+
+def test_a_reply_to_a_message_telegram_no_longer_shows_has_no_sender_or_date() -> None:
+    """An InaccessibleMessage (`date` 0, no `from`): the quote knows its id only, never
+    `user_id:0` on 1970-01-01."""
+    data = message_with(
+        reply_to_message={"message_id": 7, "date": 0, "chat": {"id": GROUP, "type": "supergroup"}}
+    )
+    quote = parse(data).quote
+    assert quote is not None
+    assert (quote.id, quote.sender_id, quote.timestamp) == (7, None, None)
