@@ -26,7 +26,9 @@ from bot.agent.traces import TraceReader, read_trace, request_json
 from bot.app.dashboard.views import BadQuery, TurnCalls, alias_lines, parse_int
 from bot.config import Settings
 from bot.domain.ids import SessionKey
+from bot.domain.records import StoredRecord
 from bot.errors import SessionNotFound
+from bot.ports import SessionInfo
 from bot.store_ports import ConversationStore
 
 RECORDS_PER_PAGE = 50
@@ -262,7 +264,9 @@ async def conversation_page(store: ConversationStore, request: web.Request) -> P
         {
             "title": f"Conversation of chat {chat_id}",
             "session": session,
-            "aliases": alias_lines(shown, limit=RECORDS_PER_PAGE * 4),
+            "chat_name": session.title or _private_name(session, records),
+            # newest first, as the page says (its pages are numbered from the newest)
+            "aliases": tuple(reversed(alias_lines(shown, limit=RECORDS_PER_PAGE * 4))),
             "page": page,
             "pages": pages,
             "links": _page_links(page, pages),
@@ -318,6 +322,16 @@ def turn_texts(traces_dir: Path, turns: Sequence[TurnCalls]) -> dict[str, tuple[
         if question or reply:
             texts[turn.turn_id] = (_cut(question), _cut(reply))
     return texts
+
+
+def _private_name(session: SessionInfo, records: Sequence[StoredRecord]) -> str | None:
+    """A private chat's name: its member's, from their latest stored message."""
+    if session.scene == "group":
+        return None
+    for record in reversed(records):
+        if record.body.kind == "user" and record.body.sender.name:
+            return str(record.body.sender.name)
+    return None
 
 
 def _user_texts(trace: dict[str, Any]) -> list[str]:

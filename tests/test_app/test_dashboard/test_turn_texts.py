@@ -1,19 +1,27 @@
 """The question and the reply of a turn on the chat page, read from its calls' traces: also
 from a call made over HTTP, whose trace keeps the body as sent (`wire_request`) and leaves
-`request` empty."""
+`request` empty. The conversation page: a time column, newest first as it says, and a
+private chat named for its member."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
 
 from bot.agent.ledger import LedgerEntry
 from bot.agent.traces import encode_trace, trace_path
 from bot.app.dashboard.calls import turn_texts
 from bot.app.dashboard.views import TurnCalls
+from bot.app.demo_scenario import OWNER_ID
+from tests.test_app.test_dashboard.conftest import DemoData
+
+Client = TestClient[web.Request, web.Application]
 
 AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 CALL_ID = "20260301-00000000beef"
@@ -67,3 +75,16 @@ def test_a_call_over_http_shows_the_members_question(tmp_path: Path, wire: dict[
     }
     turn = _turn(tmp_path, trace)
     assert turn_texts(tmp_path, [turn]) == {"t1": ("@helper when is the demo?", "Thursday at 10.")}
+
+
+async def test_the_conversation_is_newest_first_with_times_and_a_private_chat_has_its_name(
+    demo_data: DemoData, client: Client
+) -> None:
+    page = await (await client.get(f"/chats/{OWNER_ID}/conversation")).text()
+    assert "newest first" in page
+    assert f"Olga ({OWNER_ID})</a></h1>" in page  # the member's name, not just an id
+    table = page.split('id="conversation"')[1].split("</table>")[0]
+    assert '<th class="l">time</th><th class="l">alias</th>' in table
+    times = re.findall(r'<tr><td class="l">([^<]+)</td><td class="l"><code>', table)
+    assert len(times) >= 2
+    assert times == sorted(times, reverse=True)  # newest first, as the heading says
