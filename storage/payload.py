@@ -185,6 +185,7 @@ def _media(media: Media) -> Json:
             "mimeType": media.mime_type,
             "fileSize": media.file_size,
             "transcript": media.transcript,
+            "closed": media.closed,
         }
     )
     return {
@@ -419,6 +420,7 @@ def _read_media(raw: Mapping[str, Any]) -> Media:
         mime_type=_opt_str(raw.get("mimeType")),
         file_size=_opt_int(raw.get("fileSize")),
         transcript=_opt_str(raw.get("transcript")),
+        closed=raw.get("closed") if isinstance(raw.get("closed"), bool) else None,
     )
 
 

@@ -51,11 +51,23 @@ async def sqlite_store(data_dir: Path) -> AsyncIterator[SqlStore]:
 
 class BotProcess:
     """One bot process at a time on `data_dir`. `settings` are environment variables every
-    start passes (`LLM_API_KEY="sk-test"`, `BOT_CONFIG=...`); `start(**extra)` adds more."""
+    start passes (`LLM_API_KEY="sk-test"`, `BOT_CONFIG=...`); `start(**extra)` adds more.
+    `run_as` (a user and a group; the test runs as root) starts it as that user in that
+    group and no other (`setpriv`), as a service manager would; `python` is the interpreter
+    (this one by default)."""
 
     def __init__(
-        self, api: FakeBotApi, llm: FakeOpenAIServer, data_dir: Path, **settings: str
+        self,
+        api: FakeBotApi,
+        llm: FakeOpenAIServer,
+        data_dir: Path,
+        *,
+        run_as: tuple[str, str] | None = None,
+        python: str = sys.executable,
+        **settings: str,
     ) -> None:
+        self.run_as = run_as
+        self.python = python
         self.api = api
         self.llm = llm
         self.data_dir = data_dir
@@ -81,9 +93,13 @@ class BotProcess:
         until it polls (migrated, recovered, started)."""
         assert self.process is None or self.process.poll() is not None
         polls = len(self.api.calls_of("getUpdates"))
+        user: list[str] = []
+        if self.run_as is not None:
+            name, group = self.run_as
+            user = ["setpriv", f"--reuid={name}", f"--regid={group}", "--clear-groups", "--"]
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(  # noqa: ASYNC220 (started, never waited on here)
-                [sys.executable, "-m", entry, "run"],
+                [*user, self.python, "-m", entry, "run"],
                 cwd=ROOT,
                 env=self.env(**extra),
                 stdout=log,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
 import subprocess
@@ -22,6 +23,48 @@ settings.load_profile("loaded")
 # tests are collected, then collects once and freezes what is there: each later collection
 # walks only what the tests themselves allocate.
 gc.disable()
+
+
+def worker_database_url(url: str, worker: str) -> tuple[str, str, str]:
+    """For `url` (TEST_POSTGRES_URL) and an xdist worker id: the URL of the worker's own
+    database, the URL of the server's `postgres` database (to create it from) and its name."""
+    head, _, name = url.rpartition("/")
+    name, _, query = name.partition("?")
+    own = f"{name}_{worker}".lower()
+    if not own.replace("_", "").isalnum():
+        raise ValueError(f"cannot name a database after {name!r} and worker {worker!r}")
+    suffix = f"?{query}" if query else ""
+    return f"{head}/{own}{suffix}", f"{head}/postgres{suffix}", own
+
+
+async def _recreate_database(server_url: str, name: str) -> None:
+    import asyncpg  # type: ignore[import-untyped]
+
+    dsn = server_url.replace("postgresql+asyncpg://", "postgresql://", 1)
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+
+
+def _database_per_worker() -> None:
+    """Under pytest-xdist every worker gets its own PostgreSQL database on the server of
+    TEST_POSTGRES_URL (made empty here), and TEST_POSTGRES_URL names it: tests that reset the
+    `public` schema never reset another worker's. Runs before any test module is imported
+    (the modules read TEST_POSTGRES_URL when imported), and before `tgbot` subprocesses
+    inherit the environment."""
+    url = os.environ.get("TEST_POSTGRES_URL")
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not url or not worker:
+        return
+    own_url, server_url, name = worker_database_url(url, worker)
+    asyncio.run(_recreate_database(server_url, name))
+    os.environ["TEST_POSTGRES_URL"] = own_url
+
+
+_database_per_worker()
 
 
 @pytest.hookimpl(trylast=True)

@@ -47,3 +47,20 @@ def test_the_in_process_rig_imports_no_telegram_client() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_each_xdist_worker_gets_a_database_of_its_own() -> None:
+    """Workers reset the `public` schema of their database before each test: one shared
+    database would be reset under another worker's running test."""
+    from tests.conftest import worker_database_url
+
+    url = "postgresql+asyncpg://postgres@127.0.0.1:5432/tgbot_test"
+    own, server, name = worker_database_url(url, "gw3")
+    assert own == "postgresql+asyncpg://postgres@127.0.0.1:5432/tgbot_test_gw3"
+    assert server == "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
+    assert name == "tgbot_test_gw3"
+    assert worker_database_url(url + "?ssl=disable", "gw0")[0].endswith(
+        "tgbot_test_gw0?ssl=disable"
+    )
+    with pytest.raises(ValueError, match="cannot name a database"):
+        worker_database_url(url, "gw0; DROP")

@@ -154,6 +154,7 @@ def media_of(msg: Message | ExternalReplyInfo) -> tuple[Media, ...]:
             Media(
                 kind="sticker",
                 emoji=s.emoji,
+                title=s.set_name or None,
                 file_id=s.file_id,
                 file_unique_id=s.file_unique_id or None,
                 width=s.width,
@@ -179,8 +180,17 @@ def _content_of(msg: Message | ExternalReplyInfo) -> tuple[Media, ...]:
         name = " ".join(part for part in (c.first_name, c.last_name) if part)
         return (Media(kind="contact", title=name or None),)
     if msg.poll is not None:
-        options = " / ".join(option.text for option in msg.poll.options)
-        return (Media(kind="poll", title=msg.poll.question, detail=options or None),)
+        poll = msg.poll
+        options = " / ".join(option.text for option in poll.options)
+        return (
+            Media(
+                kind="poll",
+                title=poll.question,
+                detail=options or None,
+                value=poll.total_voter_count or None,
+                closed=True if poll.is_closed else None,
+            ),
+        )
     if msg.dice is not None:
         return (Media(kind="dice", emoji=msg.dice.emoji, value=msg.dice.value),)
     if msg.checklist is not None:

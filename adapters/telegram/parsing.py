@@ -18,7 +18,8 @@ from aiogram.types import (
 )
 
 from adapters.telegram.message_parts import chat_name_of, media_of, rich_text, sender_of, user_name
-from adapters.telegram.service_parsing import describe_service, suggested_post_fact
+from adapters.telegram.service_parsing import describe_service
+from adapters.telegram.suggested_posts import suggested_post_fact
 from adapters.telegram.text_units import Locale, one_line, summarize, utf16_slice, with_meaning
 from bot.domain.facts import Forward, InboundMessage, Media, Quote
 from bot.texts import in_locale
@@ -119,10 +120,13 @@ class _Reader:
             else:
                 summary, truncated = self._content_summary(reply)
             forward = forward_of(reply)
+            # a message Telegram no longer shows (InaccessibleMessage: no sender, date 0) has
+            # neither, rather than user 0 on 1970-01-01
+            sent = _utc(reply.date)
             return Quote(
                 id=reply.message_id,
-                sender_id=sender_of(reply).id,
-                timestamp=_utc(reply.date),
+                sender_id=sender_of(reply).id or None,
+                timestamp=sent if sent.timestamp() > 0 else None,
                 summary=summary,
                 truncated=truncated,
                 chat_id=msg.chat.id,

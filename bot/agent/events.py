@@ -139,6 +139,8 @@ class TurnOutcome:
     error: str | None = None
     failure: str | None = None
     """What kind of failure (the `TurnFailed` key, or `not_delivered`); None when answered."""
+    requester: int | None = None
+    """The member whose message the turn answered (None: not known)."""
 
 
 _Outcome = TypeVar("_Outcome", contravariant=True)

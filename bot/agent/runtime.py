@@ -246,6 +246,7 @@ class TurnRunner:
                 hit_iteration_cap=hit_cap,
                 error=failure.detail,
                 failure=failure.key,
+                requester=state.requester,
             )
         text = failure.notice or user_text(self.policy.prompt.locale_of(key.chat_id), failure.key)
         delivery = await self.messenger.send_text(
@@ -261,6 +262,7 @@ class TurnRunner:
             hit_iteration_cap=hit_cap,
             error=failure.detail,
             failure=failure.key,
+            requester=state.requester,
         )
 
     async def _deliver(
@@ -296,4 +298,5 @@ class TurnRunner:
             hit_iteration_cap=hit_cap,
             error=None if delivery.delivered else str(delivery.error),
             failure=None if delivery.delivered else "not_delivered",
+            requester=state.requester,
         )

@@ -172,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _init_arguments(parser: argparse.ArgumentParser) -> None:
-    from bot.app.init_command import add_arguments
+    from bot.app.init_options import add_arguments
 
     add_arguments(parser)
 

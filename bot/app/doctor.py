@@ -16,6 +16,7 @@ import socket
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit
 
@@ -33,11 +34,12 @@ from bot.config import ProviderProfile, Settings, load_settings
 from bot.errors import BotError, ConfigError
 
 if TYPE_CHECKING:
-    from adapters.telegram.probe import TelegramProbe
+    from adapters.telegram.probe import BotIdentity, TelegramProbe
 
 MODEL_TIMEOUT_SECONDS = 20.0
 OK = "✔"
 FAILED = "✘"
+WARNING = "⚠"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +47,12 @@ class Check:
     name: str
     passed: bool
     detail: str
+    warning: bool = False
+    """Passed, but worth changing (the exit code stays 0)."""
 
     def line(self) -> str:
-        return f"{OK if self.passed else FAILED} {self.name}: {self.detail}"
+        mark = (WARNING if self.warning else OK) if self.passed else FAILED
+        return f"{mark} {self.name}: {self.detail}"
 
 
 async def doctor(config: str | None, *, out: TextIO | None = None) -> int:
@@ -57,12 +62,12 @@ async def doctor(config: str | None, *, out: TextIO | None = None) -> int:
     except ConfigError as exc:
         write(Check("settings", False, str(exc)).line() + "\n")
         return 2
-    source = f"environment and {config}" if config else "environment"
-    write(Check("settings", True, f"read from the {source}").line() + "\n")
+    write(Check("settings", True, _settings_source(config)).line() + "\n")
     checks: tuple[tuple[str, Callable[[Settings], Awaitable[str | list[Check]]]], ...] = (
         ("database", _database),
         ("DATA_DIR", _data_dir),
         ("Telegram", _telegram),
+        ("chats", _access),
         ("model", _models),
         ("images", _vision),
         ("prices", _prices),
@@ -86,6 +91,15 @@ async def doctor(config: str | None, *, out: TextIO | None = None) -> int:
             failed += not report.up
             write(report.line() + "\n")
     return 1 if failed else 0
+
+
+def _settings_source(config: str | None) -> str:
+    """Where the settings came from: the file by its absolute path, and how it was named."""
+    if config:
+        return f"read from the environment and {os.path.abspath(config)} (--config)"
+    if named := os.environ.get("BOT_CONFIG"):
+        return f"read from the environment and {os.path.abspath(named)} (BOT_CONFIG)"
+    return "read from the environment only (no settings file: --config or BOT_CONFIG)"
 
 
 async def _attempt(
@@ -112,7 +126,8 @@ async def _database(settings: Settings) -> str:
     masked = mask_url(url)
     database = sqlite_file(url)
     if database is not None and not database.is_file():
-        raise ConfigError("DATABASE_URL", f"no database at {database}: run `tgbot db upgrade`")
+        _creatable(database.parent, "DATABASE_URL")
+        return f"no database yet at {database}: `tgbot run` creates it and its schema at start"
     try:
         revision = await schema_revision(url)
     except Exception as exc:
@@ -120,16 +135,31 @@ async def _database(settings: Settings) -> str:
         if line is None:
             raise
         raise ConfigError("DATABASE_URL", line) from None
-    if revision != HEAD_REVISION:
+    if revision is not None and revision > HEAD_REVISION:
         raise ConfigError(
             "DATABASE_URL",
-            f"{masked} is at revision {revision or 'none (empty)'}, head is {HEAD_REVISION}: "
-            "run `tgbot db upgrade`",
+            f"{masked} is at revision {revision}, newer than this code's {HEAD_REVISION}: "
+            "run the release that wrote it, or a newer one",
+        )
+    if revision != HEAD_REVISION:
+        return (
+            f"{masked} reachable, schema at revision {revision or 'none (empty)'}: `tgbot run` "
+            f"upgrades it to {HEAD_REVISION} at start (or `tgbot db upgrade` now)"
         )
     return f"{masked} reachable, schema at head ({HEAD_REVISION})"
 
 
+def _creatable(path: Path, setting: str) -> None:
+    """`path` exists as a directory, or its nearest existing parent lets this user make it."""
+    existing = next(parent for parent in (path, *path.parents) if parent.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(setting, f"{path} does not exist and {existing} is not writable")
+
+
 async def _data_dir(settings: Settings) -> str:
+    if not settings.data_dir.exists():
+        _creatable(settings.data_dir, "DATA_DIR")
+        return f"{settings.data_dir} does not exist yet: `tgbot run` creates it"
     check_data_dir(settings.data_dir, create=False)
     return f"{settings.data_dir} is writable"
 
@@ -141,7 +171,12 @@ async def _telegram(settings: Settings) -> list[Check]:
     token = check_bot_token(settings, "run")
     base = settings.telegram_api_base
     async with TelegramProbe(token, base) as probe:
-        me = await probe.identify()
+        try:
+            me = await probe.identify()
+        except BotError:
+            raise
+        except Exception as exc:
+            raise ConfigError("getMe", _unreadable(exc, base)) from None
         checks = [Check("Telegram", True, f"getMe answered @{me.username} (id {me.id}) at {base}")]
         if me.reads_all_group_messages:
             checks.append(Check("privacy mode", True, "off: the bot reads every group message"))
@@ -154,15 +189,32 @@ async def _telegram(settings: Settings) -> list[Check]:
                     "fix: " + PRIVACY_FIX.format(username=me.username),
                 )
             )
-        checks.append(await _owner(settings, probe, me.username))
-        checks.append(await _webhook(settings, probe))
+        checks.append(await _method("OWNER_ID", "getChat", base, _owner(settings, probe, me)))
+        checks.append(await _method("webhook", "getWebhookInfo", base, _webhook(settings, probe)))
         checks.extend(
             Check("jobs", ok, line) for ok, line in await job_chat_checks(settings, probe)
         )
     return checks
 
 
-async def _owner(settings: Settings, probe: TelegramProbe, username: str) -> Check:
+async def _method(name: str, method: str, base: str, check: Awaitable[Check]) -> Check:
+    """One Telegram line; a call whose answer could not be read is that line's ✘, naming the
+    Bot API method, and the other lines still run."""
+    try:
+        return await check
+    except Exception as exc:
+        return Check(name, False, f"{method}: {_unreadable(exc, base)}")
+
+
+def _unreadable(exc: BaseException, base: str) -> str:
+    return (
+        f"could not read the answer of {base} ({_first_line(exc)}); fix: check "
+        "TELEGRAM_API_BASE points at a Bot API server"
+    )
+
+
+async def _owner(settings: Settings, probe: TelegramProbe, me: BotIdentity) -> Check:
+    username = me.username
     owner = settings.owner_id
     if owner is None:
         return Check(
@@ -205,6 +257,39 @@ async def _webhook(settings: Settings, probe: TelegramProbe) -> Check:
     return Check("webhook", True, f"set to {state.url} (`tgbot run --webhook`); {waiting}")
 
 
+async def _access(settings: Settings) -> list[Check]:
+    """Who the bot answers: the allow-list of groups, then the private-chat policy."""
+    security = settings.security
+    allowed = security.allowed_chats
+    if allowed:
+        shown = ", ".join(map(str, allowed[:5])) + (" …" if len(allowed) > 5 else "")
+        groups = Check(
+            "allowed_chats",
+            True,
+            f"{len(allowed)} chat(s) ({shown}): the bot answers and stores only there and "
+            "leaves any other group it is added to",
+        )
+    else:
+        groups = Check(
+            "allowed_chats",
+            True,
+            "empty: the bot answers in every group anyone adds it to, at your cost; fix: "
+            "[security] allowed_chats = [<group ids>] (`tgbot init` lists them)",
+            warning=True,
+        )
+    return [groups, Check("private_chats", True, _private_policy(settings))]
+
+
+def _private_policy(settings: Settings) -> str:
+    policy = settings.security.private_chats
+    owner = "the owner's" if settings.owner_id is not None else "the owner's (OWNER_ID unset)"
+    return {
+        "allow": "allow: the bot answers any Telegram user's private chat",
+        "owner": f"owner: the bot answers only {owner} private chat",
+        "allow_list": "allow_list: the bot answers private chats of user ids in allowed_chats",
+    }.get(policy, policy) + " ([security] private_chats)"
+
+
 _KEY_VARIABLES = (
     "OPENAI_API_KEY",
     "DEEPSEEK_API_KEY",
@@ -230,9 +315,13 @@ async def _models(settings: Settings) -> list[Check]:
     checks: list[Check] = []
     for name, profile in settings.providers.items():
         checks.append(await _profile(settings, name, profile))
+        if profile.context_window <= 0:
+            checks.append(_unknown_window(name, f"context_window = <tokens> in [providers.{name}]"))
     default_name = "model default"
     if settings.llm_base_url:
         checks.append(await _env_route(settings, default_name, settings.llm_base_url))
+        if settings.llm_context_window <= 0:
+            checks.append(_unknown_window("default", "export LLM_CONTEXT_WINDOW=<tokens>"))
     elif not settings.default_provider:
         checks.append(
             Check(
@@ -270,6 +359,18 @@ def _chains(settings: Settings, checks: list[Check]) -> list[Check]:
                 Check(f"fallbacks {name}", True, f"{chain}, every route answered ({cooldown})")
             )
     return lines
+
+
+def _unknown_window(route: str, fix: str) -> Check:
+    from bot.context.window import UNKNOWN_WINDOW_TOKENS
+
+    return Check(
+        f"context window {route}",
+        True,
+        f"unknown: the bot assumes {UNKNOWN_WINDOW_TOKENS:,} tokens (history may be cut "
+        f"early, or a request refused as too long); fix: {fix} (the model's documented window)",
+        warning=True,
+    )
 
 
 async def _profile(settings: Settings, name: str, profile: ProviderProfile) -> Check:

@@ -17,20 +17,35 @@ from __future__ import annotations
 import contextlib
 import getpass
 import os
+import re
+import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.app.init_files import (
     TomlValue,
+    git_checkout,
+    ignored_by_git,
     read_env,
     read_toml,
     set_env_values,
     set_toml_value,
     table_name,
     write_private,
+    write_readable,
+)
+from bot.app.init_options import (
+    LOCALES,
+    PRESETS,
+    PROVIDER_NAMES,
+    InitOptions,
+    Preset,
+    ProviderName,
+    add_arguments,
+    parse_options,
 )
 from bot.app.probes import (
     PRIVACY_FIX,
@@ -47,71 +62,9 @@ from bot.errors import BotError, ConfigError
 if TYPE_CHECKING:
     from adapters.telegram.probe import BotIdentity, TelegramProbe
 
-ProviderName = Literal[
-    "deepseek", "anthropic", "openai", "openrouter", "ollama", "openai-compatible"
-]
-PROVIDER_NAMES: tuple[ProviderName, ...] = (
-    "deepseek",
-    "anthropic",
-    "openai",
-    "openrouter",
-    "ollama",
-    "openai-compatible",
-)
-LOCALES = ("auto", "zh", "en")
+__all__ = ["InitOptions", "add_arguments", "init", "parse_options"]
 MODEL_TIMEOUT_SECONDS = 30.0
 START_WAIT_SECONDS = 20
-
-
-@dataclass(frozen=True, slots=True)
-class Preset:
-    label: str
-    base_url: str
-    model: str
-    api_key_env: str | None
-    context_window: int = 0
-    kind: Literal["openai", "anthropic"] = "openai"
-
-
-PRESETS: dict[ProviderName, Preset] = {
-    # DeepSeek retired `deepseek-chat` on 2026-07-24; V4 Flash has a 1M-token window
-    "deepseek": Preset(
-        "DeepSeek", "https://api.deepseek.com/v1", "deepseek-v4-flash", "DEEPSEEK_API_KEY",
-        1_048_576,
-    ),
-    "anthropic": Preset(
-        "Anthropic", "https://api.anthropic.com", "claude-sonnet-4-5", "ANTHROPIC_API_KEY",
-        200_000, "anthropic",
-    ),
-    "openai": Preset(
-        "OpenAI", "https://api.openai.com/v1", "gpt-4o-mini", "OPENAI_API_KEY", 128_000
-    ),
-    "openrouter": Preset(
-        "OpenRouter", "https://openrouter.ai/api/v1", "deepseek/deepseek-v4-flash",
-        "OPENROUTER_API_KEY", 1_048_576,
-    ),
-    # Ollama drops what exceeds num_ctx silently; its default is 2,048-8,192 tokens
-    "ollama": Preset("Ollama (local)", "http://127.0.0.1:11434/v1", "qwen3:8b", None, 8_192),
-    "openai-compatible": Preset("another OpenAI-compatible endpoint", "", "", "LLM_API_KEY"),
-}  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class InitOptions:
-    """The answers given as flags (None: ask, or keep what the files say)."""
-
-    interactive: bool
-    token: str | None = None
-    provider: ProviderName | None = None
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    owner_id: int | None = None
-    allow_chats: tuple[int, ...] | None = None
-    timezone: str | None = None
-    locale: str | None = None
-    config: Path = Path("bot.toml")
-    env_file: Path = Path(".env")
 
 
 class Prompter:
@@ -384,6 +337,10 @@ class _Session:
             key_env = profile.api_key_env
             key = self._api_key(key_env, preset)
             ok = await self._test_call(name, profile, key)
+            while ok is None and self.prompt is not None and key_env:
+                # the key was refused: ask for it again, the rest of the answers stand
+                key = self.prompt.secret(f"{key_env} (the API key, hidden; empty: none)") or None
+                ok = await self._test_call(name, profile, key)
             if ok or self.prompt is None:
                 break
             if self.prompt.confirm("Keep these model settings anyway", False):
@@ -483,7 +440,9 @@ class _Session:
             self.say(f"  {key_env} is not set: export it before `tgbot init` to store it")
         return key
 
-    async def _test_call(self, name: str, profile: ProviderProfile, key: str | None) -> bool:
+    async def _test_call(self, name: str, profile: ProviderProfile, key: str | None) -> bool | None:
+        """True: the model answered; None: the provider refused the key (HTTP 401 or 403);
+        False: any other failure."""
         from bot.app.wiring import build_provider
 
         provider = build_provider(profile, key, timeout=MODEL_TIMEOUT_SECONDS, max_retries=0)
@@ -495,7 +454,7 @@ class _Session:
             if self.prompt is None:
                 raise InitFailed(f"model {where}: {text}") from None
             self.say(f"✘ model {where}: {text}")
-            return False
+            return None if _REFUSED_KEY.search(text) else False
         finally:
             await provider.aclose()
         tokens = f" ({usage.input_tokens} tokens in)" if usage is not None else ""
@@ -558,13 +517,47 @@ class _Session:
             "# secrets for tgbot (written by `tgbot init`); keep this file private\n"
         )
         env_text = set_env_values(env_text, self.plan.env)
-        config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(text, encoding="utf-8")
+        write_readable(config, text)
         write_private(self.options.env_file, env_text)
-        self.say(f"Wrote {config} and {self.options.env_file} (mode 0600).")
+        self.say(
+            f"Wrote {config} (mode 0644: no secrets, any user can read it) and "
+            f"{self.options.env_file} (mode 0600: only its owner)."
+        )
+        self._warn_about_git()
+        tgbot = shlex.join(_own_command())
         self.say("Next:")
-        self.say(f"  set -a; . {self.options.env_file}; set +a")
-        self.say("  tgbot doctor && tgbot run")
+        self.say(f"  set -a; . {shlex.quote(str(self.options.env_file))}; set +a")
+        self.say(f"  {tgbot} doctor && {tgbot} run")
+
+    def _warn_about_git(self) -> None:
+        """A file written into a git checkout is one `git add -A` away from a commit."""
+        for path, holds in (
+            (self.options.env_file, "the bot token and the model key"),
+            (self.options.config, "the owner and the chats"),
+        ):
+            top = git_checkout(path)
+            if top is None:
+                continue
+            if ignored_by_git(top, path):
+                self.say(f"  {path} is in the git checkout {top}; its .gitignore keeps it out")
+            else:
+                self.say(
+                    f"✘ {path} is in the git checkout {top} and not in its .gitignore: add it "
+                    f"there, or `git add -A` commits {holds}"
+                )
+
+
+_REFUSED_KEY = re.compile(r"\bHTTP 40[13]\b")
+"""How a provider's refusal of the key reads in the error line (`ProviderError`)."""
+
+
+def _own_command() -> list[str]:
+    """How to run this very `tgbot` from any directory: the script beside this interpreter
+    (a virtualenv is seldom on PATH), else `python -m bot.app.cli` with its absolute path."""
+    beside = Path(sys.executable).parent / "tgbot"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return [str(beside.absolute())]
+    return [str(Path(sys.executable).absolute()), "-m", "bot.app.cli"]
 
 
 def _local_zone() -> str:
@@ -587,60 +580,3 @@ def _local_zone() -> str:
         except (ZoneInfoNotFoundError, ValueError):
             continue
     return "UTC"
-
-
-def parse_options(args: Any, fallback_config: str | None) -> InitOptions:
-    """The `argparse` namespace of `tgbot init` as options (`--config` of `init` wins over
-    `tgbot --config`)."""
-    config = args.init_config or fallback_config or "bot.toml"
-    interactive = not args.non_interactive
-    if interactive and not sys.stdin.isatty():
-        raise ConfigError(
-            "tgbot init", "stdin is not a terminal: pass --non-interactive and the flags"
-        )
-    return InitOptions(
-        interactive=interactive,
-        token=args.token,
-        provider=args.provider,
-        base_url=args.base_url,
-        model=args.model,
-        api_key_env=args.api_key_env,
-        owner_id=args.owner_id,
-        allow_chats=tuple(args.allow_chat) if args.allow_chat is not None else None,
-        timezone=args.timezone,
-        locale=args.locale,
-        config=Path(config),
-        env_file=Path(args.env_file),
-    )
-
-
-def add_arguments(parser: Any) -> None:
-    """The flags of `tgbot init` (DESIGN §7 names them)."""
-    parser.add_argument(
-        "--non-interactive", action="store_true", help="ask nothing: flags, env and files"
-    )
-    parser.add_argument("--token", help="the bot's token from @BotFather (or BOT_TOKEN)")
-    parser.add_argument("--provider", choices=PROVIDER_NAMES, help="the model provider")
-    parser.add_argument("--base-url", help="the provider's endpoint (default: its own)")
-    parser.add_argument("--model", help="the model name (default: the provider's default)")
-    parser.add_argument(
-        "--api-key-env",
-        metavar="NAME",
-        help="the environment variable holding the key (read now, stored in the env file)",
-    )
-    parser.add_argument("--owner-id", type=int, metavar="ID", help="the owner's user id")
-    parser.add_argument(
-        "--allow-chat",
-        type=int,
-        action="append",
-        metavar="ID",
-        help="allow this chat (repeat for more; given at all, it replaces the allow-list)",
-    )
-    parser.add_argument("--timezone", metavar="ZONE", help="IANA time zone, e.g. Asia/Shanghai")
-    parser.add_argument("--locale", choices=LOCALES, help="auto (default), zh or en")
-    parser.add_argument(
-        "--config", dest="init_config", metavar="PATH", help="the TOML file (default bot.toml)"
-    )
-    parser.add_argument(
-        "--env-file", default=".env", metavar="PATH", help="the secrets file (default .env)"
-    )

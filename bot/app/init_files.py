@@ -10,6 +10,7 @@ key or an inline table, say) raises `ConfigError` and nothing is written.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import tomllib
@@ -249,3 +250,51 @@ def write_private(path: Path, text: str) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as file:
         os.fchmod(file.fileno(), 0o600)
         file.write(text)
+
+
+def write_readable(path: Path, text: str) -> None:
+    """Write `text` readable by every user (0644), also when the file existed, in directories
+    any user can enter: `bot.toml` holds no secret, and a service running as its own user
+    (systemd's `DynamicUser=yes`) reads it, whatever the umask `sudo tgbot init` ran under.
+    Directories made here get 0755; existing ones are left as they are."""
+    missing = [parent for parent in (path.parent, *path.parent.parents) if not parent.exists()]
+    for directory in reversed(missing):
+        directory.mkdir(exist_ok=True)
+        directory.chmod(0o755)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        os.fchmod(file.fileno(), 0o644)
+        file.write(text)
+
+
+def git_checkout(path: Path) -> Path | None:
+    """The top of the git checkout `path` would be written into, or None outside one."""
+    for directory in path.absolute().parents:
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def ignored_by_git(top: Path, path: Path) -> bool:
+    """Whether `top/.gitignore` names `path` (a file in the checkout at `top`), read the way
+    git reads the common patterns: `name` anywhere, `/name` at the top, `dir/name` from the
+    top, globs, and a later `!pattern` taking a file back. Other .gitignore files and git's
+    own exclude lists are not read, so False means "not that this file knows of"."""
+    try:
+        lines = (top / ".gitignore").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return False
+    relative = path.absolute().relative_to(top).as_posix()
+    ignored = False
+    for raw in lines:
+        line = raw.strip()
+        if not line or line.startswith("#") or line.endswith("/"):
+            continue
+        negate = line.startswith("!")
+        pattern = line[1:] if negate else line
+        anchored = "/" in pattern.rstrip("/")
+        pattern = pattern.lstrip("/")
+        target = relative if anchored else relative.rsplit("/", 1)[-1]
+        if fnmatch.fnmatchcase(target, pattern):
+            ignored = not negate
+    return ignored

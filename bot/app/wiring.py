@@ -48,6 +48,7 @@ from bot.agent.spend import (
 from bot.agent.traces import TraceWriter
 from bot.agent.turn import CallPolicy, ToolPolicy, TurnPolicy
 from bot.agent.turn_images import TurnImages
+from bot.agent.turn_log import TurnLog
 from bot.agent.window import SceneCaps, WindowPolicy
 from bot.app.dashboard.auth import owner_link
 from bot.app.jobs import jobs_policy, open_job_store
@@ -539,7 +540,7 @@ def build_app(
         chat_actions=chat_actions,
         stream_drafts=settings.telegram.stream_drafts,
         truth=truth,
-        observer=tracing if tracing is not None else NO_OBSERVER,
+        observer=TurnLog(bus, tracing if tracing is not None else NO_OBSERVER),
         spend=spend,
         images=(
             images := TurnImages(

@@ -83,7 +83,7 @@ _LEADING_PLACEHOLDERS = re.compile(
 )
 
 # Kinds whose value is a count of winners: a colon after it introduces the prize or names.
-_COUNTED: frozenset[MediaKind] = frozenset({"giveaway", "giveaway_winners"})
+_COUNTED: frozenset[MediaKind] = frozenset({"giveaway", "giveaway_winners", "poll"})
 
 
 def media_placeholder(media: Media, locale: Locale) -> str:
@@ -102,6 +102,8 @@ def media_placeholder(media: Media, locale: Locale) -> str:
         parts.append(value + ":" if introduces and media.kind in _COUNTED else value)
     if described:
         parts.append(described)
+    if media.closed:
+        parts.append(in_locale(locale, zh="（已结束）", en="(closed)"))
     if media.duration is not None and media.duration >= 0:
         parts.append(f"{media.duration}s")
     placeholder = "[" + " ".join(part for part in parts if part) + "]"
@@ -133,6 +135,9 @@ def _value(kind: MediaKind, value: int, locale: Locale) -> str:
             return in_locale(locale, zh=f"{value} 人中奖", en=winners)
         case "paid_media":
             return in_locale(locale, zh=f"{value} 星", en=f"{value} stars")
+        case "poll":
+            votes = f"{value} vote" if value == 1 else f"{value} votes"
+            return in_locale(locale, zh=f"{value} 票", en=votes)
         case _:
             return str(value)
 

@@ -59,7 +59,8 @@ class Media:
     The details people care about, by kind: `title` (venue title, contact name, poll
     question, game / invoice / checklist title, giveaway prize, story's chat), `detail`
     (venue address, rounded coordinates, poll options, checklist tasks, giveaway winners)
-    and `value` (dice value, winner count, star count). Title and detail are member content.
+    and `value` (dice value, winner count, star count, a poll's voters). A sticker's `title`
+    is its set's name. Title and detail are member content.
 
     Files (photo, document, sticker, voice…) also keep what fetching them needs
     (docs/architecture.md, Images, documents and voice): `file_id` (valid for this bot
@@ -82,6 +83,8 @@ class Media:
     mime_type: str | None = None
     file_size: int | None = None
     transcript: str | None = None
+    closed: bool | None = None
+    """A poll no longer takes votes (`is_closed`); None for every other kind."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,6 +14,7 @@ from adapters.telegram.app import build_bot, build_dispatcher
 from adapters.telegram.polling_loop import ParseErrorHook, poll_updates
 from bot.domain.facts import InboundMessage
 from testkit.fake_bot_api import FakeBotApi
+from tests.deadlines import EVENT, deadline
 
 CHAT = -1001234567890
 ALICE = {"id": 1001, "first_name": "Alice", "last_name": "Liu", "username": "alice"}
@@ -60,7 +61,7 @@ async def poll_until(
     stop = asyncio.Event()
     polling = asyncio.create_task(poll_updates(dispatcher, bot, stop=stop, poll_seconds=1))
     try:
-        await asyncio.wait_for(sink.done.wait(), 5)
+        await asyncio.wait_for(sink.done.wait(), deadline(EVENT))
     finally:
         stop.set()
         await polling

@@ -17,6 +17,7 @@ from adapters.telegram.chat_event_parsing import parse_membership, parse_reactio
 from adapters.telegram.polling_loop import handle_batch, poll_updates
 from bot.domain.facts import InboundMessage, MembershipChange, ReactionChange, Sender
 from testkit.fake_bot_api import FakeBotApi
+from tests.deadlines import EVENT, deadline
 
 CHAT = -1001234567890
 ALICE = {"id": 1001, "first_name": "Alice", "username": "alice"}
@@ -195,7 +196,7 @@ async def test_membership_and_reactions_are_asked_for_and_reach_the_sink(
     stop = asyncio.Event()
     polling = asyncio.create_task(poll_updates(dispatcher, bot, stop=stop, poll_seconds=1))
     try:
-        await asyncio.wait_for(recorder.done.wait(), 5)
+        await asyncio.wait_for(recorder.done.wait(), deadline(EVENT))
     finally:
         stop.set()
         await polling

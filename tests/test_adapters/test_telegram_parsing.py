@@ -201,6 +201,7 @@ CASES: dict[str, InboundMessage | None] = {
             Media(
                 kind="sticker",
                 emoji="😀",
+                title="HappyFaces",  # its set, as people name stickers
                 file_id="CAAD-sticker",
                 file_unique_id="st1",
                 width=512,
@@ -381,7 +382,7 @@ def test_fixture_parses_to_exact_facts(name: str) -> None:
 
 EN_CASES = {
     "voice": ("[voice 3s]", None),
-    "sticker": ("[sticker 😀]", None),
+    "sticker": ("[sticker 😀 HappyFaces]", None),
     "document": ("[file Q3 report.pdf] numbers for Q3", None),
     "service_members_joined": (None, "Bob added Carol, Dan Wu to the group"),
     "service_member_left": (None, "Dan Wu left the group"),
@@ -590,3 +591,41 @@ def test_a_private_message_without_from_is_the_other_person() -> None:
     parsed = parse(corpus("service_chat_shared_no_sender"))
     assert parsed.sender == Sender(id=250918540, name="Андрей Власов", username="aka_dude")
     assert parsed.event == 'Андрей Власов shared the chat "384939"'
+
+
+def test_a_poll_keeps_its_votes_and_whether_it_is_closed() -> None:
+    """Bot API `Poll.total_voter_count` and `is_closed`: what members ask about a vote."""
+    from bot.context.placeholders import media_placeholder
+
+    poll = {
+        "id": "p",
+        "question": "Lunch?",
+        "options": [
+            {"text": "noodles", "voter_count": 4, "persistent_id": "a"},
+            {"text": "rice", "voter_count": 3, "persistent_id": "b"},
+        ],
+        "total_voter_count": 7,
+        "is_closed": True,
+        "is_anonymous": True,
+        "type": "regular",
+        "allows_multiple_answers": False,
+        "allows_revoting": False,
+        "members_only": False,
+    }
+    data = message_with(poll=poll)
+    del data["message"]["text"]
+    (media,) = parse(data).media
+    assert (media.value, media.closed) == (7, True)
+    assert media_placeholder(media, "en") == "[poll 7 votes: Lunch?: noodles / rice (closed)]"
+    assert media_placeholder(media, "zh") == "[投票 7 票: Lunch?: noodles / rice （已结束）]"
+
+
+def test_a_reply_to_a_message_telegram_no_longer_shows_has_no_sender_or_date() -> None:
+    """An InaccessibleMessage (`date` 0, no `from`): the quote knows its id only, never
+    `user_id:0` on 1970-01-01."""
+    data = message_with(
+        reply_to_message={"message_id": 7, "date": 0, "chat": {"id": GROUP, "type": "supergroup"}}
+    )
+    quote = parse(data).quote
+    assert quote is not None
+    assert (quote.id, quote.sender_id, quote.timestamp) == (7, None, None)

@@ -23,7 +23,7 @@ from bot.agent.ledger import (
     ledger_file,
     read_entries,
 )
-from tests.deadlines import PROCESS_READY, deadline
+from tests.deadlines import EVENT, PROCESS_READY, deadline
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 T0 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
@@ -309,7 +309,7 @@ async def test_a_slow_disk_does_not_hold_up_the_event_loop(tmp_path: Path) -> No
     received: list[bytes] = []
 
     def reader() -> None:
-        released_in_time = loop_ran.wait(timeout=10)
+        released_in_time = loop_ran.wait(timeout=deadline(EVENT))
         with ledger_file(tmp_path, date(2026, 3, 1)).open("rb") as fifo:
             received.append(fifo.read())
         received.append(b"in time" if released_in_time else b"timed out")

@@ -22,6 +22,7 @@ from bot.domain.ids import SessionKey
 from bot.errors import ProviderUnavailable
 from bot.ports import LLMRequest, LLMResponse, SessionInfo, TextSink, Usage
 from bot.services.usage_report import build_report
+from tests.deadlines import EVENT, deadline
 from tests.fakes import RecordingMessenger
 from tests.test_agent.rig import AT, CHAT, ROUTE, TRIM, make_app, model_call, say
 
@@ -121,7 +122,7 @@ class HeldLedger(LedgerWriter):
     def _write_batch(self, entries: list[LedgerEntry]) -> list[OSError | None]:
         self.threads.append(threading.get_ident())
         self.writing.set()
-        self.release.wait(timeout=5)
+        self.release.wait(timeout=deadline(EVENT))
         return super()._write_batch(entries)
 
 

@@ -66,7 +66,10 @@ async def test_every_check_passes_on_a_healthy_setup(
         "✔ privacy mode",
         "✔ OWNER_ID",
         "✔ webhook",
+        "⚠ allowed_chats",  # none: every group is answered, a warning that passes
+        "✔ private_chats",
         "✔ model default",
+        "⚠ context window default",  # LLM_CONTEXT_WINDOW unset
         "✔ images",
         "✔ prices",
         "✔ locale",
@@ -75,10 +78,13 @@ async def test_every_check_passes_on_a_healthy_setup(
     assert "@doc_bot" in lines[3]
     assert "(Olga): the bot can message them" in lines[5]
     assert "long polling" in lines[6]
-    assert "cache reads" in lines[7]
-    assert "cache writes" in lines[7]
-    assert "not set for default" in lines[9]
-    assert "auto" in lines[10]
+    assert "every group anyone adds it to" in lines[7]
+    assert "allow: the bot answers any Telegram user's private chat" in lines[8]
+    assert "cache reads" in lines[9]
+    assert "cache writes" in lines[9]
+    assert "LLM_CONTEXT_WINDOW" in lines[10]
+    assert "not set for default" in lines[12]
+    assert "auto" in lines[13]
     assert all(TOKEN not in line for line in lines)
 
 
@@ -100,16 +106,20 @@ async def test_each_failure_is_one_line_and_the_exit_code_says_so(
     assert code == 1
     assert [line.split(":")[0] for line in lines] == [
         "✔ settings",
-        "✘ database",
+        "✔ database",  # none yet: `tgbot run` makes it
         "✔ DATA_DIR",
         "✘ Telegram",
+        "⚠ allowed_chats",
+        "✔ private_chats",
         "✘ model default",
+        "⚠ context window default",
         "✔ images",
         "✔ prices",
         "✔ locale",
         "✘ dashboard",
     ]
-    assert "fix: check the base URL" in lines[4]
+    assert "no database yet at" in lines[1]
+    assert "fix: check the base URL" in lines[6]
     assert not (clean_env / "tgbot.sqlite3").exists()  # the check created nothing
     assert all(TOKEN not in line for line in lines)
 
@@ -273,3 +283,23 @@ async def test_doctor_checks_every_route_of_every_fallback_chain(
     assert by_name["✔ fallbacks spare"] == (
         "✔ fallbacks spare: spare → main, every route answered (60 s cooldown)"
     )
+
+
+async def test_a_bot_api_answer_it_cannot_read_names_the_method_and_keeps_the_rest(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with FakeBotApi(TOKEN, username="doc_bot", reads_all_group_messages=True) as api:
+        api.user_message(OWNER, {"id": OWNER, "first_name": "Olga"}, "/start", chat_type="private")
+        api.fail_next("getWebhookInfo", error_code=502, description="Bad Gateway")
+        monkeypatch.setenv("TELEGRAM_API_BASE", api.base_url)
+        monkeypatch.setenv("OWNER_ID", str(OWNER))
+        code, lines = await _run()
+    assert code == 1
+    telegram = [
+        line for line in lines if line[2:].startswith(("Telegram", "privacy", "OWNER", "web"))
+    ]
+    assert [line[:9] for line in telegram] == ["✔ Telegra", "✔ privacy", "✔ OWNER_I", "✘ webhook"]
+    assert telegram[3].startswith(
+        f"✘ webhook: getWebhookInfo: could not read the answer of {api.base_url}"
+    )
+    assert "Bad Gateway" in telegram[3]

@@ -323,13 +323,18 @@ async def test_init_through_its_prompts_in_a_terminal(tmp_path: Path) -> None:
             await screen.expect("Model: ")
             screen.send("fake-model")
             await screen.expect("LLM_API_KEY (the API key, hidden; empty: none): ")
+            # a key the provider refuses: back to the key prompt, the other answers kept
+            llm.fail_next(401, {"error": {"message": "Incorrect API key provided"}})
+            screen.send("sk-mistyped")
+            await screen.expect("✘ model openai-compatible: fake-model")
+            await screen.expect("LLM_API_KEY (the API key, hidden; empty: none): ")
             screen.send(KEY)
             await screen.expect("✔ model openai-compatible: fake-model")
             await screen.expect("Time zone (IANA name)")
             screen.send("Europe/Berlin")
             await screen.expect("Language (auto: each member's own, zh or en; zh; en) [auto]: ")
             screen.send("en")
-            await screen.expect("Wrote bot.toml and .env")
+            await screen.expect("Wrote bot.toml (mode 0644")
             assert await screen.exit_code() == 0
     assert TOKEN not in screen.screen
     assert KEY not in screen.screen

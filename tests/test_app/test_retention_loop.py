@@ -11,6 +11,7 @@ from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
 from bot.ports import NewRecord, PlatformMessage
 from testkit.memory_store import InMemoryStore
+from tests.deadlines import EVENT, deadline
 from tests.fakes import SteppingClock
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -70,5 +71,5 @@ async def test_the_loop_prunes_at_start_and_stops_when_told() -> None:
             break
         await asyncio.sleep(0)
     stop.set()
-    await asyncio.wait_for(task, 1)
+    await asyncio.wait_for(task, deadline(EVENT))
     assert len(await store.load_path(sid)) == 1

@@ -17,6 +17,7 @@ from bot.ports import ChatLock
 from bot.services.turn_scheduler import LocalChatLock
 from storage.engine import create_engine_for
 from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock, advisory_key, chat_key
+from tests.deadlines import EVENT, deadline
 from tests.test_scaleout.conftest import fresh_postgres
 
 CHAT = SessionKey(chat_id=-100500)
@@ -56,7 +57,7 @@ async def test_holders_of_one_chat_never_overlap(workers: Workers) -> None:
             order.append(n)
             inside -= 1
 
-    await asyncio.wait_for(asyncio.gather(*(turn(n) for n in range(10))), 20)
+    await asyncio.wait_for(asyncio.gather(*(turn(n) for n in range(10))), deadline(EVENT))
     assert most == 1
     assert sorted(order) == list(range(10))
 
@@ -76,7 +77,7 @@ async def test_other_chats_and_the_store_scope_are_not_blocked_by_a_turn(
             async with workers[1].hold(key, scope=scope):  # type: ignore[arg-type]
                 entered.set()
 
-        await asyncio.wait_for(other(), 5)
+        await asyncio.wait_for(other(), deadline(EVENT))
         assert entered.is_set()
 
 
@@ -99,7 +100,7 @@ async def test_a_waiter_enters_when_the_holder_leaves(workers: Workers) -> None:
     await held.wait()
     assert not entered.is_set()
     release.set()
-    await asyncio.wait_for(asyncio.gather(*tasks), 5)
+    await asyncio.wait_for(asyncio.gather(*tasks), deadline(EVENT))
     assert entered.is_set()
 
 

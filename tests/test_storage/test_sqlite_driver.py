@@ -35,6 +35,7 @@ from storage.engine import ONE_STATEMENT, WRITE, create_engine_for
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore
 from storage.sqlite import driver as sqlite_driver
+from tests.deadlines import EVENT, deadline
 
 NOTES = Table(
     "notes",
@@ -379,7 +380,7 @@ async def test_a_connection_dropped_unclosed_ends_its_thread(path: Path) -> None
     (thread,) = driver_threads() - before
     del conn
     gc.collect()
-    thread.join(timeout=5)
+    thread.join(timeout=deadline(EVENT))
     assert not thread.is_alive()
 
 

@@ -26,7 +26,9 @@ from bot.agent.traces import TraceReader, read_trace, request_json
 from bot.app.dashboard.views import BadQuery, TurnCalls, alias_lines, parse_int
 from bot.config import Settings
 from bot.domain.ids import SessionKey
+from bot.domain.records import StoredRecord
 from bot.errors import SessionNotFound
+from bot.ports import SessionInfo
 from bot.store_ports import ConversationStore
 
 RECORDS_PER_PAGE = 50
@@ -262,7 +264,9 @@ async def conversation_page(store: ConversationStore, request: web.Request) -> P
         {
             "title": f"Conversation of chat {chat_id}",
             "session": session,
-            "aliases": alias_lines(shown, limit=RECORDS_PER_PAGE * 4),
+            "chat_name": session.title or _private_name(session, records),
+            # newest first, as the page says (its pages are numbered from the newest)
+            "aliases": tuple(reversed(alias_lines(shown, limit=RECORDS_PER_PAGE * 4))),
             "page": page,
             "pages": pages,
             "links": _page_links(page, pages),
@@ -311,18 +315,44 @@ def turn_texts(traces_dir: Path, turns: Sequence[TurnCalls]) -> dict[str, tuple[
             last = first if len(calls) == 1 else reader.read(calls[-1].call_id or "")
         except ValueError:
             continue
-        if first is not None:
-            users = [
-                m
-                for m in (first.get("request") or {}).get("messages") or ()
-                if m.get("role") == "user"
-            ]
-            if users:
-                question = _member_text(str(users[-1].get("content") or ""))
+        if first is not None and (said := _user_texts(first)):
+            question = _member_text(said[-1])
         if last is not None:
             reply = str((last.get("response") or {}).get("text") or "")
         if question or reply:
             texts[turn.turn_id] = (_cut(question), _cut(reply))
+    return texts
+
+
+def _private_name(session: SessionInfo, records: Sequence[StoredRecord]) -> str | None:
+    """A private chat's name: its member's, from their latest stored message."""
+    if session.scene == "group":
+        return None
+    for record in reversed(records):
+        if record.body.kind == "user" and record.body.sender.name:
+            return str(record.body.sender.name)
+    return None
+
+
+def _user_texts(trace: dict[str, Any]) -> list[str]:
+    """The text of each user message of a call's trace, in order: from `request` (a call
+    made in-process) or else `wire_request`, the body as sent over HTTP (OpenAI's and
+    Anthropic's wires: content a string, or parts whose `text` is read)."""
+    request = trace.get("request") or trace.get("wire_request") or {}
+    messages = request.get("messages") if isinstance(request, dict) else None
+    texts: list[str] = []
+    for message in messages if isinstance(messages, list) else ():
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "".join(
+                str(part.get("text") or "")
+                for part in content
+                if isinstance(part, dict) and part.get("type") == "text"
+            )
+        if content:
+            texts.append(str(content))
     return texts
 
 

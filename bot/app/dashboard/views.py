@@ -273,6 +273,8 @@ class AliasLine:
     kind: str
     sender: str
     text: str
+    at: datetime | None = None
+    """When the record was stored."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -332,6 +334,7 @@ def alias_lines(records: Sequence[StoredRecord], *, limit: int = 80) -> tuple[Al
                     kind=record.kind,
                     sender=sender,
                     text=_excerpt(text),
+                    at=record.created_at,
                 )
             )
     return tuple(lines[-limit:])
