@@ -47,6 +47,7 @@ from bot.agent.traces import TraceWriter
 from bot.agent.turn import CallPolicy, ToolPolicy, TurnPolicy
 from bot.agent.turn_images import TurnImages
 from bot.agent.window import SceneCaps, WindowPolicy
+from bot.app.chat_scopes import chat_scopes
 from bot.app.dashboard.auth import owner_link
 from bot.app.retention_loop import RetentionPolicy
 from bot.app.telemetry import route_endpoints
@@ -57,6 +58,7 @@ from bot.context.window import PerScene, ProfileCapacity, RuntimeLimits, bound_s
 from bot.errors import ConfigError
 from bot.ports import ChatLock, Clock, LLMProvider, Messenger, SystemClock
 from bot.redact import register_secret
+from bot.services.ambient import AmbientListener, AmbientPolicy
 from bot.services.chat_events import ChatEventPolicy, ChatEventService
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
@@ -478,6 +480,7 @@ def build_app(
     truth.shared = topology.token_corrections()
     bus = EventBus()
     locales = chat_locales(settings)
+    scopes = chat_scopes(settings)
     if tracing is not None:  # first on the bus: a model call's span ends as it is published
         tracing.attach(
             bus,
@@ -506,6 +509,7 @@ def build_app(
         ledger=ledger,
         clock=clock,
         policy=turn_policy(settings, locales),
+        scopes=scopes,
         bus=bus,
         bot_id=bot_id,
         bot_name=bot_name,
@@ -578,6 +582,8 @@ def build_app(
         ),
         transcripts=voice_transcripts(settings, files=files, ledger=ledger, clock=clock),
         locales=locales,
+        scopes=scopes,
+        ambient=ambient_listener(settings, store, routes, runner, clock, spend),
     )
     inbound.turns.on_scheduled = images.prefetch
     recovery = CrashRecovery(
@@ -748,4 +754,34 @@ def retention_policy(settings: Settings) -> RetentionPolicy:
     return RetentionPolicy(
         keep_records_days=settings.retention.keep_records_days,
         keep_platform_events_days=settings.retention.keep_platform_events_days,
+    )
+
+
+def ambient_listener(
+    settings: Settings,
+    store: ConversationStore,
+    routes: RouteTable,
+    runner: TurnRunner,
+    clock: Clock,
+    spend: SpendGuard | None,
+) -> AmbientListener | None:
+    """The ambient judge, when any chat (or the defaults) has `ambient = "judge"`."""
+    tables = [settings.triggers.ambient]
+    for chat in settings.chats.by_id.values():
+        tables.append(chat.triggers.ambient or "off")
+        tables += [topic.triggers.ambient or "off" for topic in chat.topics.values()]
+    if "judge" not in tables:
+        return None
+    return AmbientListener(
+        history=store,
+        routes=routes,
+        caller=runner.calls.caller,
+        clock=clock,
+        policy=AmbientPolicy(
+            settle_seconds=settings.triggers.ambient_settle_seconds,
+            max_judge_tokens=settings.triggers.ambient_judge_max_tokens,
+            zone=settings.zone,
+        ),
+        log_dir=settings.data_dir / "ambient",
+        spent_for=spend.spent_for if spend is not None else None,
     )
