@@ -89,6 +89,8 @@ def judge_messages(
     lines: list[str] = []
     for record in reversed(records):
         body = record.body
+        if isinstance(body, UserRecord) and body.sender.kind == "bot":
+            continue  # another bot's words never reach the judge
         if isinstance(body, UserRecord):
             who = escape_member_text(" ".join(body.sender.name.split()))[:40]
             said = escape_member_text(" ".join(body.text.split()))
