@@ -101,3 +101,37 @@ def chat_scopes(settings: Settings) -> ChatScopes:
             _check_patterns(topic, f"{topic_name}.triggers")
             topics[(chat_id, int(thread))] = topic
     return ChatScopes(default, chats, topics)
+
+
+def chat_problems(settings: Settings, tool_names: set[str], seen: set[int] | None) -> list[str]:
+    """What `tgbot doctor` says about `[chats]`, one line each: unreadable persona files,
+    refused patterns, routes naming an unknown profile, unknown tools (all failures), and
+    chat ids the bot has never seen (`seen`, None: not known; a warning only)."""
+    problems: list[str] = []
+    profiles = set(settings.providers) | {"default"}
+
+    def route_problem(route: str | None, where: str) -> None:
+        if route and ":" in route and route.partition(":")[0] not in profiles:
+            problems.append(f"✘ {where}: no provider profile {route.partition(':')[0]!r}")
+
+    def table_problems(table: TopicSettings, where: str) -> None:
+        route_problem(table.route, f"{where}.route")
+        route_problem(table.triggers.ambient_route, f"{where}.triggers.ambient_route")
+        for key in ("allow", "deny"):
+            for name in getattr(table.tools, key) or ():
+                if name not in tool_names and "__" not in name:  # `<server>__<tool>`: MCP's
+                    problems.append(f"✘ {where}.tools.{key}: no tool named {name!r}")
+
+    route_problem(settings.triggers.ambient_route, "triggers.ambient_route")
+    try:
+        chat_scopes(settings)
+    except ConfigError as exc:
+        problems.append(f"✘ {exc}")
+    for chat_id, table in settings.chats.by_id.items():
+        where = f'chats."{chat_id}"'
+        table_problems(table, where)
+        for thread, topic in table.topics.items():
+            table_problems(topic, f'{where}.topics."{thread}"')
+        if seen is not None and chat_id not in seen:
+            problems.append(f"⚠ {where}: the bot has never seen this chat (is the id right?)")
+    return problems
