@@ -55,11 +55,19 @@ from bot.app.topology import Topology, one_migration_at_a_time, topology_for
 from bot.app.turn_parts import build_turn_runner
 from bot.config import ChatLimitSettings, ProviderProfile, SceneHistory, Settings
 from bot.context.window import PerScene, ProfileCapacity, RuntimeLimits, bound_summaries
+from bot.domain.facts import InboundMessage
 from bot.errors import ConfigError
-from bot.ports import ChatLock, Clock, LLMProvider, Messenger, SystemClock
+from bot.ports import ChatLock, Clock, LLMProvider, Messenger, SessionInfo, SystemClock
 from bot.redact import register_secret
 from bot.services.ambient import AmbientListener, AmbientPolicy
+from bot.services.catchup import Catchup
 from bot.services.chat_events import ChatEventPolicy, ChatEventService
+from bot.services.chat_settings import (
+    ChatSettingsBook,
+    ChatSettingsStore,
+    LocalChatSettings,
+    SettingsCommand,
+)
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
 from bot.services.error_log import ErrorLog
@@ -78,7 +86,9 @@ from bot.store_ports import ConversationStore
 from bot.texts import ChatLocales
 from bot.tools import default_tools
 from bot.tools.base import Tool
+from bot.tools.rights import ChatAdmins
 from bot.tools.view_image import VIEW_IMAGE
+from storage.chat_settings import SqlChatSettings
 from storage.engine import create_engine_for
 from storage.schema import schema_at_head, upgrade_in_child
 from storage.spend import SqlSpendCounters
@@ -336,6 +346,14 @@ def spend_policy(settings: Settings, locales: ChatLocales | None = None) -> Spen
     )
 
 
+def open_chat_settings(store: ConversationStore) -> ChatSettingsStore:
+    """The `/settings` changes: a table on SQLite and PostgreSQL (every worker reads it);
+    in memory for the in-memory store."""
+    if isinstance(store, SqlStore):
+        return SqlChatSettings(store.engine)
+    return LocalChatSettings()
+
+
 def open_spend_counters(store: ConversationStore) -> SpendCounters:
     """The spend counters: a table on SQLite (a restart keeps the spend) and PostgreSQL
     (shared by the workers, one statement per check); in memory for the in-memory store."""
@@ -481,6 +499,7 @@ def build_app(
     bus = EventBus()
     locales = chat_locales(settings)
     scopes = chat_scopes(settings)
+    book = ChatSettingsBook(open_chat_settings(store), clock=clock).attach(scopes)
     if tracing is not None:  # first on the bus: a model call's span ends as it is published
         tracing.attach(
             bus,
@@ -584,6 +603,29 @@ def build_app(
         locales=locales,
         scopes=scopes,
         ambient=ambient_listener(settings, store, routes, runner, clock, spend),
+        refresh_settings=book.refresh,
+    )
+    admins = ChatAdmins(messenger=messenger, clock=clock)
+    settings_command = SettingsCommand(
+        book=book,
+        scopes=scopes,
+        admin_may=frozenset(settings.chats.admin_may),
+        is_admin=admins.is_admin,
+        owner_id=settings.owner_id,
+        route_known=lambda route: routes.parse(route)[0] in routes.profile_names,
+    )
+
+    async def settings_reply(message: InboundMessage, _session: SessionInfo) -> str:
+        return await settings_command(message)
+
+    commands.extra["settings"] = settings_reply
+    commands.extra["catchup"] = Catchup(
+        history=store,
+        routes=routes,
+        caller=runner.calls.caller,
+        clock=clock,
+        scopes=scopes,
+        spent_for=spend.spent_for if spend is not None else None,
     )
     inbound.turns.on_scheduled = images.prefetch
     recovery = CrashRecovery(

@@ -27,6 +27,8 @@ Retry = Callable[[SessionInfo, int], Awaitable[bool]]
 MeterLookup = Callable[[int], CallMeter | None]
 BudgetReply = Callable[[], Awaitable[str]]
 """`/budget`: the spend limits' report (`bot.agent.spend.SpendGuard.report`)."""
+ExtraCommand = Callable[[InboundMessage, SessionInfo], Awaitable[str | None]]
+"""A command another service answers: its reply (None: it replied itself)."""
 DashboardLink = Callable[[], str]
 """A fresh link to the dashboard (with a short-lived signed token when one is set)."""
 
@@ -70,6 +72,8 @@ class Commands:
         """The stored chats (the groups `/id` lists in the owner's private chat), their
         routes (`/model`)."""
         self._refused = OncePerMinute()
+        self.extra: dict[str, ExtraCommand] = {}
+        """Commands other services add (`/settings`, `/catchup`): name → its answer."""
 
     @staticmethod
     def name_of(message: InboundMessage) -> str:
@@ -77,7 +81,8 @@ class Commands:
 
     def handles(self, message: InboundMessage) -> bool:
         """Whether the message is one of our commands (then it is not stored as a message)."""
-        return self.name_of(message) in OWNER_COMMANDS | PUBLIC_COMMANDS
+        name = self.name_of(message)
+        return name in OWNER_COMMANDS | PUBLIC_COMMANDS or name in self.extra
 
     @property
     def locale(self) -> Locale:
@@ -95,6 +100,12 @@ class Commands:
 
     async def _answer(self, message: InboundMessage, session: SessionInfo) -> bool:
         name = self.name_of(message)
+        extra = self.extra.get(name)
+        if extra is not None:
+            reply = await extra(message, session)
+            if reply is not None:
+                await self._say(message, reply)
+            return True
         if name not in OWNER_COMMANDS | PUBLIC_COMMANDS:
             return False
         if name in OWNER_COMMANDS and not is_owner(message.sender, self.owner_id):

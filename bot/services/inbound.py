@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
 from bot.agent.chat_scope import NO_SCOPES, ChatScope, ChatScopes
@@ -325,7 +325,10 @@ class InboundService:
         locales: ChatLocales | None = None,
         scopes: ChatScopes = NO_SCOPES,
         ambient: AmbientListener | None = None,
+        refresh_settings: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
+        self.refresh_settings = refresh_settings
+        """Reloads the `/settings` changes other workers stored, when they are stale."""
         self.scopes = scopes
         """Each chat's triggers and whether the bot answers there (`[chats."<id>"]`)."""
         self.ambient = ambient
@@ -489,6 +492,8 @@ class InboundService:
         or a message held back behind another member's waiting turn, goes alone
         (`_store_alone`). Duplicates (a redelivered update) are found inside the
         transaction."""
+        if self.refresh_settings is not None:
+            await self.refresh_settings()
         queues, sessions = await self._open_queues(messages)
         while queues:
             # what goes alone is decided under the store locks, as `_store_alone` decides
