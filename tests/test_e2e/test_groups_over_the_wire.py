@@ -17,6 +17,7 @@ pytestmark = pytest.mark.slow
 
 WORK = -1001110000048
 FAMILY = -1002220000048
+QUIET = -1003330000049
 THREAD = 7
 ALICE = {"id": 1001, "is_bot": False, "first_name": "Alice"}
 OTHER_BOT = {"id": 5005, "is_bot": True, "first_name": "Echo", "username": "echo_bot"}
@@ -39,6 +40,9 @@ patterns = ['\\bINC-\\d+']
 
 [chats."{FAMILY}".triggers]
 answer_bots = true
+
+[chats."{QUIET}"]
+enabled = false
 """
 
 
@@ -61,8 +65,11 @@ async def test_a_chats_persona_route_and_tools_reach_only_its_requests_and_its_t
         api.user_message(WORK, ALICE, "@test_bot in the topic", chat_title="Work", thread_id=THREAD)
     )
     await reply_stored(api, store, WORK, 2)
+    api.push_update(api.user_message(QUIET, ALICE, "@test_bot anyone?", chat_title="Quiet"))
     api.push_update(api.user_message(FAMILY, ALICE, "@test_bot dinner?", chat_title="Family"))
     await reply_stored(api, store, FAMILY, 1)
+    assert not api.sent_messages(QUIET)  # enabled = false: stored, never answered
+    assert len(model.requests) == 3
 
     work, topic, family = 0, 1, 2
     for index in (work, topic):
