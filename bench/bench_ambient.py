@@ -203,10 +203,10 @@ async def replay(messages: list[InboundMessage], *, settle: float = 10.0) -> dic
         clock.now_at = message.date
         following = messages[index + 1] if index + 1 < len(messages) else None
         if following is not None and (following.date - message.date).total_seconds() < settle:
-            listener._decided(message, "skip", "burst")
+            listener.record(message, "skip", "burst")
             continue
         clock.now_at = message.date + timedelta(seconds=settle)
-        await listener._decide(session, message, scope)
+        await listener.decide(session, message, scope)
     decisions = list(listener.recent)
     judged = [d.judge_input_tokens for d in decisions if d.by == "judge"]
     by: dict[str, int] = {}

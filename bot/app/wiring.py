@@ -613,6 +613,7 @@ def build_app(
         is_admin=admins.is_admin,
         owner_id=settings.owner_id,
         route_known=lambda route: routes.parse(route)[0] in routes.profile_names,
+        locale_for=locales.for_message,
     )
 
     async def settings_reply(message: InboundMessage, _session: SessionInfo) -> str:
@@ -626,6 +627,7 @@ def build_app(
         clock=clock,
         scopes=scopes,
         spent_for=spend.spent_for if spend is not None else None,
+        locale_for=locales.for_message,
     )
     inbound.turns.on_scheduled = images.prefetch
     recovery = CrashRecovery(

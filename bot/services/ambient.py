@@ -156,12 +156,12 @@ class AmbientListener:
     ) -> None:
         """A stored, unaddressed group message of a chat in ambient mode."""
         if message.sender.kind == "bot" or message.sender.is_bot:
-            self._decided(message, "skip", "bot")
+            self.record(message, "skip", "bot")
             return
         earlier = self._pending.pop(session.id, None)
         if earlier is not None:
             earlier[0].cancel()
-            self._decided(earlier[1], "skip", "burst")
+            self.record(earlier[1], "skip", "burst")
         task = asyncio.create_task(self._settle_then_decide(session, message, scope, schedule))
         self._pending[session.id] = (task, message)
         self._tasks.add(task)
@@ -179,12 +179,12 @@ class AmbientListener:
         if self._pending.get(session.id, (None, None))[1] is message:
             del self._pending[session.id]
         try:
-            if await self._decide(session, message, scope) == "reply":
+            if await self.decide(session, message, scope) == "reply":
                 schedule(session, message)
         except Exception:
             log.exception("ambient decision in chat %s failed", message.chat_id)
 
-    async def _decide(
+    async def decide(
         self, session: SessionInfo, message: InboundMessage, scope: ChatScope
     ) -> Outcome:
         triggers = scope.triggers
@@ -193,20 +193,20 @@ class AmbientListener:
         day = now.astimezone(self.policy.zone).date()
         last = self._last_reply.get(chat)
         if last is not None and (now - last).total_seconds() < triggers.ambient_cooldown_seconds:
-            return self._decided(message, "skip", "cooldown")
+            return self.record(message, "skip", "cooldown")
         if self._replies.get((chat, day), 0) >= triggers.ambient_daily_max:
-            return self._decided(message, "skip", "daily_max")
+            return self.record(message, "skip", "daily_max")
         if self.spent_for is not None and await self.spent_for(chat, "group", None):
-            return self._decided(message, "skip", "budget")
+            return self.record(message, "skip", "budget")
         try:
             outcome, tokens = await self.judge(session, scope)
         except (BotError, OSError) as exc:
             log.warning("ambient judge in chat %s failed: %s", chat, exc)
-            return self._decided(message, "skip", "judge_error")
+            return self.record(message, "skip", "judge_error")
         if outcome == "reply":
             self._last_reply[chat] = now
             self._replies[(chat, day)] = self._replies.get((chat, day), 0) + 1
-        return self._decided(message, outcome, "judge", tokens)
+        return self.record(message, outcome, "judge", tokens)
 
     async def judge(self, session: SessionInfo, scope: ChatScope) -> tuple[Outcome, int]:
         """One judge call over the newest messages; (its verdict, its input estimate)."""
@@ -236,7 +236,7 @@ class AmbientListener:
         )
         return verdict_of(response.text), needs.total
 
-    def _decided(
+    def record(
         self, message: InboundMessage, outcome: Outcome, by: str, tokens: int = 0
     ) -> Outcome:
         decision = AmbientDecision(

@@ -11,7 +11,7 @@ in Telegram (`https://t.me/c/<chat>/<message>`, in a supergroup), else stays the
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -21,12 +21,14 @@ from bot.agent.routes import RouteTable
 from bot.context.escaping import escape_member_text
 from bot.context.tokens import NO_CORRECTION, estimate_text_tokens, split_request_tokens
 from bot.domain.facts import InboundMessage
+from bot.domain.ids import Locale
 from bot.domain.messages import ChatMessage
 from bot.domain.records import AssistantRecord, StoredRecord, UserRecord
 from bot.errors import BotError
 from bot.ports import Clock, SessionInfo
 from bot.services.ambient import SpentFor
 from bot.store_ports import HistoryStore
+from bot.texts import text
 
 MAX_INPUT_TOKENS = 3_000
 MAX_OUTPUT_TOKENS = 600
@@ -131,7 +133,9 @@ class Catchup:
         scopes: ChatScopes,
         spent_for: SpentFor | None = None,
         max_records: int = 400,
+        locale_for: Callable[[InboundMessage], Locale] = lambda message: "en",
     ) -> None:
+        self.locale_for = locale_for
         self.history = history
         self.routes = routes
         self.caller = caller
@@ -141,16 +145,17 @@ class Catchup:
         self.max_records = max_records
 
     async def __call__(self, message: InboundMessage, session: SessionInfo) -> str:
+        locale = self.locale_for(message)
         parts = message.text.split()
         hours: int | None = None
         if len(parts) > 1:
             if not parts[1].isdigit() or not 1 <= int(parts[1]) <= MAX_HOURS:
-                return f"/catchup [hours]: hours from 1 to {MAX_HOURS}"
+                return text(locale, "catchup_usage", max=MAX_HOURS)
             hours = int(parts[1])
         if self.spent_for is not None and await self.spent_for(
             message.chat_id, session.scene, message.sender.id
         ):
-            return "This chat's budget for today is spent: no catch-up now."
+            return text(locale, "catchup_budget")
         loaded = await self.history.load_history(session.id, max_records=self.max_records)
         records = loaded.records
         now = self.clock.now()
@@ -167,7 +172,7 @@ class Catchup:
             records, since, asker=message.sender.id, session=session, max_tokens=MAX_INPUT_TOKENS
         )
         if not missed.lines:
-            return "Nothing new since then."
+            return text(locale, "catchup_nothing")
         messages = (
             ChatMessage(role="system", content=CATCHUP_PROMPT),
             ChatMessage(role="user", content="\n".join(missed.lines)),
@@ -192,5 +197,5 @@ class Catchup:
                 max_output_tokens=MAX_OUTPUT_TOKENS,
             )
         except (BotError, OSError):
-            return "The catch-up could not be written just now; try again in a minute."
-        return linked(response.text.strip(), missed.links) or "Nothing worth a summary."
+            return text(locale, "catchup_failed")
+        return linked(response.text.strip(), missed.links) or text(locale, "catchup_nothing")

@@ -20,8 +20,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.agent.chat_scope import ChatScope, ChatScopes
 from bot.domain.facts import InboundMessage
+from bot.domain.ids import Locale
 from bot.ports import Clock
 from bot.services.triggers import UnsafePattern, check_linear
+from bot.texts import text
 
 Overrides = dict[int, dict[str, object]]
 """Each chat's stored changes: setting name → value (JSON-able)."""
@@ -229,7 +231,9 @@ class SettingsCommand:
         is_admin: IsAdmin,
         owner_id: int | None,
         route_known: Callable[[str], bool] = lambda route: True,
+        locale_for: Callable[[InboundMessage], Locale] = lambda message: "en",
     ) -> None:
+        self.locale_for = locale_for
         self.book = book
         self.scopes = scopes
         self.admin_may = admin_may | ({"persona"} if "persona_file" in admin_may else set())
@@ -238,52 +242,51 @@ class SettingsCommand:
         self.route_known = route_known
 
     async def __call__(self, message: InboundMessage) -> str:
+        locale = self.locale_for(message)
         if message.chat_type == "private":
-            return "/settings works in a group: each group has its own."
+            return text(locale, "settings_private")
         owner = self.owner_id is not None and message.sender.id == self.owner_id
         if not owner and not await self.is_admin(message.chat_id, message.sender.id):
-            return "Only the group's admins may see or change its settings."
+            return text(locale, "settings_admins_only")
         await self.book.refresh()
         parts = message.text.split(maxsplit=2)
         if len(parts) < 2:
-            return self.show(message.chat_id)
+            return self.show(message.chat_id, locale)
         name = parts[1].lower()
         raw = parts[2] if len(parts) > 2 else ""
         return await self.set(message, name, raw, owner=owner)
 
-    def show(self, chat_id: int) -> str:
+    def show(self, chat_id: int, locale: Locale = "en") -> str:
         scope = self.scopes.of(chat_id)
-        lines = ["Settings of this chat (✎: admins may change it):"]
+        lines = [text(locale, "settings_title")]
         for name, value in effective(scope).items():
             mark = " ✎" if name in self.admin_may else ""
             lines.append(f"{name}: {value}{mark}")
-        lines.append("Change one: /settings NAME VALUE (reset: /settings NAME reset)")
+        lines.append(text(locale, "settings_usage"))
         return "\n".join(lines)
 
     async def set(self, message: InboundMessage, name: str, raw: str, *, owner: bool) -> str:
+        locale = self.locale_for(message)
         setting = SETTINGS.get(name)
         if setting is None:
-            return f"No setting {name!r}. Settings: {', '.join(SETTINGS)}."
+            return text(locale, "settings_unknown", name=name, names=", ".join(SETTINGS))
         if not owner and name not in self.admin_may:
-            return f"{name} is not one the owner lets admins change here."
+            return text(locale, "settings_not_allowed", name=name)
         confirmed = raw.endswith(" confirm") or raw == "confirm"
         raw = raw.removesuffix("confirm").strip() if confirmed else raw.strip()
         if not raw:
-            return f"/settings {name} VALUE (reset: /settings {name} reset)"
+            return text(locale, "settings_value_missing", name=name)
         value: object = None
         if raw != "reset":
             try:
                 value = setting.parse(raw)
             except BadValue as exc:
-                return f"{name}: {exc}"
+                return text(locale, "settings_bad_value", name=name, reason=exc)
             if name == "route" and not self.route_known(str(value)):
-                return f"route: no provider profile in {value!r}"
+                return text(locale, "settings_unknown_route", route=value)
         if setting.prompt and not confirmed:
-            return (
-                f"Changing {name} changes this chat's system prompt: the model's cached "
-                f"prefix for this chat starts over (the next answer costs more). Send "
-                f"/settings {name} {raw} confirm to apply."
-            )
+            return text(locale, "settings_prompt_change", name=name, value=raw)
         await self.book.change(message.chat_id, name, value, by=message.sender.id)
         shown = effective(self.scopes.of(message.chat_id))[name]
-        return f"{name} is now {shown}" + (" (as the config file says)" if value is None else "")
+        key = "settings_reset" if value is None else "settings_changed"
+        return text(locale, key, name=name, value=shown)
