@@ -17,10 +17,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from difflib import get_close_matches
 from pathlib import Path
 from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -191,13 +199,32 @@ class ProviderProfile(Section):
 
 
 class TriggerSettings(Section):
-    """When the bot answers in groups, and how bursts are merged into one turn."""
+    """When the bot answers in groups, and how bursts are merged into one turn; the
+    defaults of every chat (`[chats."<id>".triggers]` overrides them, docs/groups.md)."""
 
     answer_on_mention: bool = True
     answer_on_reply: bool = True
     answer_on_command: bool = True
     merge_window_seconds: float = Field(1.5, ge=0)
     command_prefix: str = "/"
+    keywords: list[str] = Field(default_factory=list)
+    """Whole words (any case, any script) that make a message address the bot."""
+    patterns: list[str] = Field(default_factory=list)
+    """Regular expressions that make a message address the bot; each must match in linear
+    time (no nested quantifiers, backreferences or lookarounds), or start-up refuses it."""
+    ambient: Literal["off", "judge"] = "off"
+    """`judge`: an unaddressed group message may be answered, past the fixed gates and one
+    short judge call on `ambient_route`."""
+    ambient_route: str | None = None
+    """The judge's route (`profile`, `profile:model` or `model`); unset: the chat's."""
+    ambient_cooldown_seconds: int = Field(600, ge=0)
+    ambient_daily_max: int = Field(10, ge=0)
+    answer_bots: bool = False
+    """Other bots' messages may trigger a turn (a loop guard stops long exchanges)."""
+    ambient_settle_seconds: float = Field(10.0, ge=0)
+    """A burst settles when nobody wrote for this long; only its newest message is judged."""
+    ambient_judge_max_tokens: int = Field(1_200, ge=200)
+    """The judge's whole input, a hard cap: the newest messages that fit are sent."""
 
 
 class TelegramSettings(Section):
@@ -444,6 +471,96 @@ class LimitSettings(Section):
         return value
 
 
+# ------------------------------------------------------------------ per chat (docs/groups.md)
+
+
+class ChatTriggerSettings(Section):
+    """`[chats."<id>".triggers]`: each key unset takes the chat's (or `[triggers]`') value."""
+
+    answer_on_mention: bool | None = None
+    answer_on_reply: bool | None = None
+    answer_on_command: bool | None = None
+    keywords: list[str] | None = None
+    patterns: list[str] | None = None
+    ambient: Literal["off", "judge"] | None = None
+    ambient_route: str | None = None
+    ambient_cooldown_seconds: int | None = Field(None, ge=0)
+    ambient_daily_max: int | None = Field(None, ge=0)
+    answer_bots: bool | None = None
+
+
+class ChatToolSettings(Section):
+    """`[chats."<id>".tools]`: tool names offered (empty: all) and refused."""
+
+    allow: list[str] | None = None
+    deny: list[str] | None = None
+
+
+class TopicSettings(Section):
+    """`[chats."<id>".topics."<thread id>"]`: a forum topic's settings over its chat's."""
+
+    persona_file: Path | None = None
+    """Text put after the rules file at the end of the system prompt (a prefix of its own)."""
+    route: str | None = None
+    timezone: str | None = None
+    locale: Literal["zh", "en"] | None = None
+    enabled: bool | None = None
+    """false: the bot stores what is said here and answers nothing."""
+    tools: ChatToolSettings = ChatToolSettings()
+    triggers: ChatTriggerSettings = ChatTriggerSettings()
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError) as exc:
+                raise ValueError(f"unknown time zone {value!r}") from exc
+        return value
+
+
+class ChatSettings(TopicSettings):
+    """`[chats."<chat id>"]`: one chat's settings over the bot-wide ones."""
+
+    topics: dict[str, TopicSettings] = Field(default_factory=dict)
+
+    @field_validator("topics")
+    @classmethod
+    def _thread_ids(cls, value: dict[str, TopicSettings]) -> dict[str, TopicSettings]:
+        for key in value:
+            if not key.lstrip("-").isdigit():
+                raise ValueError(f"topics.{key}: expected a topic's thread id (an integer)")
+        return value
+
+
+class ChatsSettings(Section):
+    """`[chats]`: `admin_may` (the setting names group admins may change with `/settings`)
+    and, keyed by chat id, each chat's table."""
+
+    model_config = ConfigDict(extra="allow")
+    keyed_extra: ClassVar[type[BaseModel]] = ChatSettings
+    """Keys that are chat ids hold this (the unknown-key check walks them)."""
+
+    admin_may: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _chats(self) -> ChatsSettings:
+        extra = self.__pydantic_extra__ or {}
+        for key, value in list(extra.items()):
+            if not key.lstrip("-").isdigit():
+                raise ValueError(f"chats.{key}: expected a chat id (an integer) or admin_may")
+            if not isinstance(value, ChatSettings):
+                extra[key] = ChatSettings.model_validate(value)
+        return self
+
+    @property
+    def by_id(self) -> dict[int, ChatSettings]:
+        """Each configured chat's table, by chat id."""
+        extra = self.__pydantic_extra__ or {}
+        return {int(key): value for key, value in extra.items()}
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="forbid", env_nested_delimiter="__")
 
@@ -500,6 +617,7 @@ class Settings(BaseSettings):
     limits: LimitSettings = LimitSettings()
     media: MediaSettings = MediaSettings()
     transcription: TranscriptionSettings = TranscriptionSettings()
+    chats: ChatsSettings = ChatsSettings()
 
     @field_validator("bot_timezone")
     @classmethod
@@ -648,6 +766,11 @@ def _refuse_unknown_keys(
     """Walk `data` along `model`'s fields; the first key no field has raises `error`."""
     for key, value in data.items():
         field = model.model_fields.get(key)
+        keyed_extra = getattr(model, "keyed_extra", None)
+        if field is None and keyed_extra is not None and key.lstrip("-").isdigit():
+            if isinstance(value, Mapping):  # `[chats."-1001234"]`: an id beside named keys
+                _refuse_unknown_keys(keyed_extra, value, (*loc, key), error)
+            continue
         if field is None:
             raise error((*loc, key), _did_you_mean(key, model.model_fields))
         inner, keyed = _section_of(field.annotation)

@@ -252,5 +252,18 @@ class SpendNoticeRow(SQLModel, table=True):
     user_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
 
 
+class ChatSettingRow(SQLModel, table=True):
+    """One setting of one chat changed with `/settings`, as JSON, over the TOML file's
+    (`storage.chat_settings`, migration 0013)."""
+
+    __tablename__ = "chat_settings"
+
+    chat_id: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    name: str = Field(sa_column=Column(String(64), primary_key=True))
+    value: str = Field(sa_column=Column(Text, nullable=False))
+    changed_by: int = Field(sa_column=Column(BigInteger, nullable=False))
+    changed_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
 # the jobs tables live in their own module (`storage.jobs`); declared with these
 from storage import jobs as _jobs  # noqa: E402, F401

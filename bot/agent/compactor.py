@@ -36,6 +36,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from bot.agent.chat_scope import NO_SCOPES, ChatScopes
 from bot.agent.model_call import CallReport, ModelCaller, request_needs
 from bot.agent.routes import RouteTable
 from bot.context.compaction import (
@@ -59,7 +60,7 @@ from bot.domain.records import StoredRecord, SummaryRecord
 from bot.errors import BotError, CapacityExceeded
 from bot.ports import Clock, NewRecord, SessionInfo
 from bot.store_ports import HistoryStore
-from bot.tools.base import Tool, offered_in
+from bot.tools.base import Tool
 
 log = logging.getLogger("tgbot.compaction")
 
@@ -122,7 +123,10 @@ class Compactor:
         clock: Clock,
         policy: CompactionPolicy,
         correction: Callable[[str, str], TokenCorrection] | None = None,
+        scopes: ChatScopes = NO_SCOPES,
     ) -> None:
+        self.scopes = scopes
+        """Each chat's tools: the summary call offers what the chat's turns do (one prefix)."""
         self.correction = correction or (lambda provider, model: NO_CORRECTION)
         """The learned token correction of a route (provider, model): the summary call is
         held to the window by the same measure as the turn's calls (`request_needs`)."""
@@ -254,7 +258,7 @@ class Compactor:
         if plan is None:
             return FoldResult(None)
         route = self.routes.resolve(self.policy.route or session.route)
-        specs = tuple(tool.spec for tool in offered_in(self.tools, session.scene).values())
+        specs = tuple(tool.spec for tool in self.scopes.offered(self.tools, session).values())
         correction = self.correction(route.profile, route.model)
         messages = summary_request(messages, first=plan.first, last=plan.last, max_tokens=budget)
         if offline:

@@ -36,9 +36,11 @@ from bot.redact import scrub
 
 log = logging.getLogger("tgbot.ledger")
 
-Purpose = Literal["turn", "final_summary", "recovery_retry", "compaction", "transcription"]
+Purpose = Literal[
+    "turn", "final_summary", "recovery_retry", "compaction", "transcription", "judge", "catchup"
+]
 PURPOSES: tuple[Purpose, ...] = (
-    "turn", "final_summary", "recovery_retry", "compaction", "transcription"
+    "turn", "final_summary", "recovery_retry", "compaction", "transcription", "judge", "catchup"
 )  # fmt: skip
 Stop = Literal["end", "length", "refusal", "tool_calls", "context"]
 STOPS: tuple[Stop, ...] = ("end", "length", "refusal", "tool_calls", "context")

@@ -94,8 +94,8 @@ def ledger_entry(call: ModelCalled, *, corrected: int | None = None) -> LedgerEn
         scene=call.session.scene,
         turn_id=call.turn_id,
         iteration=call.iteration,
-        purpose="compaction"
-        if call.purpose == "compaction"
+        purpose=call.purpose
+        if call.purpose != "turn"
         else "final_summary"
         if call.final
         else "turn",
@@ -210,7 +210,7 @@ class CallMetering:
             corrected=corrected - entry.est_images, reported=entry.input_tokens
         )
         entry = replace(entry, est_corrected=corrected, input_truncated_by_provider=truncated)
-        if call.purpose != "compaction":  # `/context` shows the member's calls
+        if call.purpose == "turn":  # `/context` shows the member's calls
             self._remember(call, corrected, truncated)
         if truncated:
             self._warn_truncated(call, corrected, entry.input_tokens or 0)

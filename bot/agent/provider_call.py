@@ -48,7 +48,7 @@ from bot.errors import (
     ProviderUnavailable,
 )
 from bot.ports import LLMRequest, LLMResponse, TextSink, ToolSpec
-from bot.tools.base import Tool, offered_in
+from bot.tools.base import Tool
 
 if TYPE_CHECKING:
     from bot.agent.request import RequestBuilder
@@ -152,7 +152,9 @@ class ProviderCaller:
         The final call still sends the tool schemas, with `tool_choice: "none"`: the schemas
         lead the cached prefix on every provider, so dropping them would make this call
         miss the cache on the whole request (and, on a breakpoint cache, write it again)."""
-        tools = tuple(t.spec for t in offered_in(self.tools, state.session.scene).values())
+        key = state.session.key
+        offered = self.layout.offered(state.session.scene, key.chat_id, key.thread_id)
+        tools = tuple(t.spec for t in offered.values())
         if final:
             state.messages.append(
                 ensure_token_estimate(ChatMessage(role="user", content=FINAL_CALL_NOTE))

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
+from bot.agent.chat_scope import NO_SCOPES, ChatScopes
 from bot.agent.routes import ModelRoute
 from bot.agent.turn_images import NO_IMAGES, TurnImages
 from bot.context.compaction import summary_message
@@ -89,7 +90,10 @@ class RequestBuilder:
         aliases: HistoryStore,
         reactions: ChatEventStore | None = None,
         images: TurnImages | None = None,
+        scopes: ChatScopes = NO_SCOPES,
     ) -> None:
+        self.scopes = scopes
+        """Each chat's persona, tools, time zone and locale (`[chats."<id>"]`)."""
         self.images = images
         """Finds and fetches the turn's images; None: images are never looked at."""
         self.tools = tools
@@ -108,21 +112,31 @@ class RequestBuilder:
         it showed are not shown again (one that arrived while it ran is)."""
         self.reactions_block.answered(session_id)
 
-    def system_prompt(self, scene: Scene, chat_id: int | None = None) -> str:
-        return self._system_message(scene, chat_id).content
+    def system_prompt(self, scene: Scene, chat_id: int | None = None, thread_id: int = 0) -> str:
+        return self._system_message(scene, chat_id, thread_id).content
 
-    def _system_message(self, scene: Scene, chat_id: int | None) -> ChatMessage:
-        """The system message with its estimate, written once per set of facts (it is the
-        same text for every chat of a scene, locale and tool set)."""
+    def offered(self, scene: Scene, chat_id: int | None, thread_id: int = 0) -> dict[str, Tool]:
+        """The tools a request in this chat offers: its scene's, less what the chat denies."""
         tools = offered_in(self.tools, scene)
+        if chat_id is None:
+            return tools
+        scope = self.scopes.of(chat_id, thread_id)
+        return {name: tool for name, tool in tools.items() if scope.offers(name)}
+
+    def _system_message(self, scene: Scene, chat_id: int | None, thread_id: int = 0) -> ChatMessage:
+        """The system message with its estimate, written once per set of facts (it is the
+        same text for every chat of a scene, locale, tool set and persona)."""
+        tools = self.offered(scene, chat_id, thread_id)
+        scope = self.scopes.of(chat_id, thread_id) if chat_id is not None else None
         facts = PromptFacts(
             bot_name=self.bot_name,
             scene=scene,
-            locale=self.policy.locale_of(chat_id),
+            locale=(scope.locale if scope else None) or self.policy.locale_of(chat_id),
             tool_names=tuple(tools),
             workspace_rules=self.policy.workspace_rules,
             tool_index=tuple(t.summary for t in tools.values() if t.summary),
             owner_id=self.policy.owner_id,
+            persona=scope.persona if scope else "",
         )
         system = self._systems.get(facts)
         if system is None:
@@ -134,10 +148,10 @@ class RequestBuilder:
             self._systems[facts] = system
         return system
 
-    def schema_tokens(self, scene: Scene) -> int:
+    def schema_tokens(self, scene: Scene, chat_id: int | None = None, thread_id: int = 0) -> int:
         """Our estimate of the tool schemas a request in `scene` sends (estimated once per
         tool set: a tool's schema is fixed when it is made)."""
-        offered = tuple(offered_in(self.tools, scene).values())
+        offered = tuple(self.offered(scene, chat_id, thread_id).values())
         key = (scene, tuple(id(tool) for tool in offered))
         known = self._schemas.get(key)
         if known is None:
@@ -152,13 +166,15 @@ class RequestBuilder:
         system prompt, the tool schemas, and with `crumb` the breadcrumb."""
         system = self.head(session, has_earlier=False, summary=None)[0]
         crumb_tokens = estimate_message_tokens(breadcrumb_message()) if crumb else 0
-        return estimate_message_tokens(system) + crumb_tokens + self.schema_tokens(session.scene)
+        key = session.key
+        schemas = self.schema_tokens(session.scene, key.chat_id, key.thread_id)
+        return estimate_message_tokens(system) + crumb_tokens + schemas
 
     def head(
         self, session: SessionInfo, *, has_earlier: bool, summary: SummaryRecord | None
     ) -> list[ChatMessage]:
         """System prompt, then the breadcrumb and the summary when earlier history is out."""
-        head = [self._system_message(session.scene, session.key.chat_id)]
+        head = [self._system_message(session.scene, session.key.chat_id, session.key.thread_id)]
         if has_earlier:
             head.append(breadcrumb_message())
             if summary is not None:
@@ -182,16 +198,21 @@ class RequestBuilder:
             session, records, loaded=reactions, read_at=read_at
         )
         policy = self.policy
-        locale = policy.locale_of(session.key.chat_id)
+        scope = self.scopes.of_session(session)
+        locale = scope.locale or policy.locale_of(session.key.chat_id)
         current = current_record_index(records)
         body = records[current].body if current is not None else None
-        if policy.member_locale is not None and isinstance(body, UserRecord):
+        if (
+            scope.locale is None
+            and policy.member_locale is not None
+            and isinstance(body, UserRecord)
+        ):
             locale = policy.member_locale(body.sender.id) or locale  # the member's own
         block_text = build_per_turn_blocks(
             TurnContext(
                 now=self.clock.now(),
-                zone=policy.zone,
-                zone_name=policy.zone_name,
+                zone=scope.zone or policy.zone,
+                zone_name=scope.timezone or policy.zone_name,
                 model=route.model,
                 scene=session.scene,
                 locale=locale,
@@ -238,6 +259,8 @@ class PromptFacts:
     workspace_rules: str = ""
     tool_index: tuple[str, ...] = ()
     owner_id: int | None = None
+    persona: str = ""
+    """The chat's persona file (`[chats."<id>"] persona_file`): last, after the rules."""
 
 
 def build_system_prompt(facts: PromptFacts) -> str:
@@ -296,6 +319,9 @@ def build_system_prompt(facts: PromptFacts) -> str:
         lines += ["", "[Workspace rules]", facts.workspace_rules.strip()]
     if facts.tool_index:
         lines += ["", "[Tool index]", *(f"- {t}" for t in facts.tool_index)]
+    # the chat's own persona closes the prompt: every chat shares the prefix above it
+    if facts.persona.strip():
+        lines += ["", "[Persona for this chat]", facts.persona.strip()]
     return "\n".join(lines)
 
 

@@ -512,6 +512,11 @@ class SpendGuard:
             bot = (Counter("day", periods.day), Counter("month", periods.month))
             await self._settle(_Open(bot, frozenset(), ZERO, 0.0), spent)
             return
+        if call.purpose in ("judge", "catchup"):  # the chat's: its budget and the bot's
+            periods = periods_at(call.at, self.policy.zone)
+            chat = self.counters_of(call.session.key.chat_id, None, periods)
+            await self._settle(_Open(chat, frozenset(), ZERO, 0.0), spent)
+            return
         opened = self._open.pop((call.session.id, call.turn_id), None)
         if opened is not None:  # else the call was never sent (capacity, refused)
             await self._settle(opened, spent)

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, tzinfo
 
+from bot.agent.chat_scope import NO_SCOPES, ChatScopes
 from bot.agent.events import NO_OBSERVER, TurnObserver
 from bot.agent.routes import ModelRoute
 from bot.agent.turn import TurnState, requester_of
@@ -110,7 +111,9 @@ class ToolRunner:
         observer: TurnObserver = NO_OBSERVER,
         media_files: MediaFiles | None = None,
         eraser: PlatformMessages | None = None,
+        scopes: ChatScopes = NO_SCOPES,
     ) -> None:
+        self.scopes = scopes
         self.observer = observer
         self.media_files = media_files
         """Members' files for `view_image` and `read_document`; None: not available."""
@@ -250,15 +253,23 @@ class ToolRunner:
             if message.role == "tool" and message.name in SENDING_TOOLS and not message.is_error
         )
 
+    def _offered(self, name: str, ctx: ToolContext) -> Tool | None:
+        """The tool, when this turn's request offered it: not one of another scene (the
+        model was never shown it), nor one the chat denies (`[chats."<id>".tools]`)."""
+        tool = self.tools.get(name)
+        if tool is not None and tool.scenes is not None and ctx.scene not in tool.scenes:
+            return None
+        if tool is not None and not self.scopes.of(ctx.chat_id, ctx.thread_id).offers(name):
+            return None
+        return tool
+
     async def run(self, call: ToolCall, aliases: AliasTable, ctx: ToolContext) -> ToolResult:
         """One call's result; a failure is an error result (`error[<code>]: …`)."""
 
         def failed(code: str, message: str) -> ToolResult:
             return _failed(call, code, message)
 
-        tool = self.tools.get(call.name)
-        if tool is not None and tool.scenes is not None and ctx.scene not in tool.scenes:
-            tool = None  # not offered in this scene: the model was never shown it
+        tool = self._offered(call.name, ctx)
         if tool is None:
             return failed("unknown_tool", f"there is no tool named {call.name!r}")
         try:

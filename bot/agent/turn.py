@@ -125,7 +125,8 @@ class TurnState:
         tail = self.messages[self.layout.history_end :]
         self.messages = IndexedHistory([*head, *history, *tail])
         end = len(head) + len(history)
-        schemas = prompt.schema_tokens(window.session.scene)
+        key = window.session.key
+        schemas = prompt.schema_tokens(window.session.scene, key.chat_id, key.thread_id)
         self.layout = Layout(
             history_start=len(head),
             history_end=end,

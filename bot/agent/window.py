@@ -286,7 +286,7 @@ class Windows:
             session.id, max_records=self.policy.max_records, reactions_limit=MAX_REACTION_LINES
         )
         loaded = turn.history
-        session = loaded.session
+        session = self.prompt.scopes.scoped(loaded.session)  # the chat's route, unless /model
         route = self.routes.resolve_for(session.id, session.route)
         records = loaded.records
         correction = self.correction(route.profile, route.model)
@@ -517,7 +517,7 @@ class Windows:
         if compactor is None:
             return
         loaded = await self.store.load_history(session.id, max_records=self.policy.max_records)
-        session = loaded.session
+        session = self.prompt.scopes.scoped(loaded.session)
         records = loaded.records
         projection = await self.project(session, records, "")
         costs = turn_costs(projection.messages)

@@ -192,6 +192,9 @@ def _prepare_run(args: argparse.Namespace, settings: Settings) -> None:
             "unauthenticated updates)",
         )
     preflight.check_offline(settings, offline=args.offline)
+    from bot.app.chat_scopes import chat_scopes
+
+    chat_scopes(settings)  # persona files readable, wake-word patterns linear
     _prepare_write(args, settings)
 
 

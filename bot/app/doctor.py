@@ -73,6 +73,7 @@ async def doctor(config: str | None, *, out: TextIO | None = None) -> int:
         ("prices", _prices),
         ("locale", _locale),
         ("dashboard", _dashboard_port),
+        ("chats", _chats),
     )
     failed = 0
     for name, run in checks:
@@ -154,6 +155,36 @@ def _creatable(path: Path, setting: str) -> None:
     existing = next(parent for parent in (path, *path.parents) if parent.exists())
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         raise ConfigError(setting, f"{path} does not exist and {existing} is not writable")
+
+
+async def _chats(settings: Settings) -> list[Check]:
+    """`[chats]`: every table checked (docs/groups.md); a chat never seen is a warning."""
+    from bot.app.chat_scopes import chat_problems
+    from bot.app.wiring import offered_tools
+    from storage.engine import create_engine_for
+    from storage.schema import schema_at_head
+    from storage.sql import SqlStore
+
+    if not settings.chats.by_id and not settings.triggers.patterns:
+        return []  # nothing to check: no line
+    seen: set[int] | None = None  # unknown: the database line says why
+    url = settings.resolved_database_url
+    database = sqlite_file(url)
+    try:  # read-only: a missing or old database is not created or migrated here
+        if (database is None or database.is_file()) and await schema_at_head(url):
+            store = SqlStore(create_engine_for(url))
+            try:
+                seen = {session.key.chat_id for session in await store.list_sessions()}
+            finally:
+                await store.close()
+    except (BotError, OSError):
+        seen = None
+    names = {tool.spec.name for tool in offered_tools(settings)}
+    problems = chat_problems(settings, names, seen)
+    if not problems:
+        count = len(settings.chats.by_id)
+        return [Check("chats", True, f"{count} chat table{'s' * (count != 1)} valid")]
+    return [Check("chats", line.startswith("⚠"), line[2:]) for line in problems]
 
 
 async def _data_dir(settings: Settings) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from bot.agent.chat_scope import NO_SCOPES, ChatScopes
 from bot.agent.compactor import Compactor
 from bot.agent.events import NO_OBSERVER, EventBus, TurnObserver
 from bot.agent.ledger import LedgerWriter
@@ -48,6 +49,7 @@ def build_turn_runner(
     observer: TurnObserver = NO_OBSERVER,
     spend: SpendCheck | None = None,
     images: TurnImages | None = None,
+    scopes: ChatScopes = NO_SCOPES,
 ) -> TurnRunner:
     """A `TurnRunner` over `store`, answering through `messenger`."""
     bus = bus or EventBus()
@@ -72,6 +74,7 @@ def build_turn_runner(
             clock=clock,
             policy=policy.compaction,
             correction=truth.correction,
+            scopes=scopes,
         )
     prompt = RequestBuilder(
         tools=table,
@@ -82,6 +85,7 @@ def build_turn_runner(
         aliases=store,
         reactions=store,
         images=images,
+        scopes=scopes,
     )
     windows = Windows(
         store=store,
@@ -109,6 +113,7 @@ def build_turn_runner(
         observer=observer,
         media_files=images.files if images is not None else None,
         eraser=store,
+        scopes=scopes,
     )
     return TurnRunner(
         windows=windows,

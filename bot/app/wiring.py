@@ -50,6 +50,7 @@ from bot.agent.turn import CallPolicy, ToolPolicy, TurnPolicy
 from bot.agent.turn_images import TurnImages
 from bot.agent.turn_log import TurnLog
 from bot.agent.window import SceneCaps, WindowPolicy
+from bot.app.chat_scopes import chat_scopes
 from bot.app.dashboard.auth import owner_link
 from bot.app.jobs import jobs_policy, open_job_store
 from bot.app.retention_loop import RetentionPolicy
@@ -58,10 +59,19 @@ from bot.app.topology import Topology, one_migration_at_a_time, topology_for
 from bot.app.turn_parts import build_turn_runner
 from bot.config import ChatLimitSettings, ProviderProfile, SceneHistory, Settings
 from bot.context.window import PerScene, ProfileCapacity, RuntimeLimits, bound_summaries
+from bot.domain.facts import InboundMessage
 from bot.errors import ConfigError
-from bot.ports import ChatLock, Clock, LLMProvider, Messenger, SystemClock
+from bot.ports import ChatLock, Clock, LLMProvider, Messenger, SessionInfo, SystemClock
 from bot.redact import register_secret
+from bot.services.ambient import AmbientListener, AmbientPolicy
+from bot.services.catchup import Catchup
 from bot.services.chat_events import ChatEventPolicy, ChatEventService
+from bot.services.chat_settings import (
+    ChatSettingsBook,
+    ChatSettingsStore,
+    LocalChatSettings,
+    SettingsCommand,
+)
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
 from bot.services.error_log import ErrorLog
@@ -82,8 +92,10 @@ from bot.store_ports import ConversationStore
 from bot.texts import ChatLocales
 from bot.tools import default_tools
 from bot.tools.base import Tool
+from bot.tools.rights import ChatAdmins
 from bot.tools.schedule import schedule_tools
 from bot.tools.view_image import VIEW_IMAGE
+from storage.chat_settings import SqlChatSettings
 from storage.engine import create_engine_for
 from storage.schema import schema_at_head, upgrade_in_child
 from storage.spend import SqlSpendCounters
@@ -359,6 +371,14 @@ def spend_policy(settings: Settings, locales: ChatLocales | None = None) -> Spen
     )
 
 
+def open_chat_settings(store: ConversationStore) -> ChatSettingsStore:
+    """The `/settings` changes: a table on SQLite and PostgreSQL (every worker reads it);
+    in memory for the in-memory store."""
+    if isinstance(store, SqlStore):
+        return SqlChatSettings(store.engine)
+    return LocalChatSettings()
+
+
 def open_spend_counters(store: ConversationStore) -> SpendCounters:
     """The spend counters: a table on SQLite (a restart keeps the spend) and PostgreSQL
     (shared by the workers, one statement per check); in memory for the in-memory store."""
@@ -505,6 +525,8 @@ def build_app(
     truth.shared = topology.token_corrections()
     bus = EventBus()
     locales = chat_locales(settings)
+    scopes = chat_scopes(settings)
+    book = ChatSettingsBook(open_chat_settings(store), clock=clock).attach(scopes)
     if tracing is not None:  # first on the bus: a model call's span ends as it is published
         tracing.attach(
             bus,
@@ -534,6 +556,7 @@ def build_app(
         ledger=ledger,
         clock=clock,
         policy=turn_policy(settings, locales),
+        scopes=scopes,
         bus=bus,
         bot_id=bot_id,
         bot_name=bot_name,
@@ -609,6 +632,33 @@ def build_app(
             settings, files=files, ledger=ledger, clock=clock, spend=spend
         ),
         locales=locales,
+        scopes=scopes,
+        ambient=ambient_listener(settings, store, routes, runner, clock, spend),
+        refresh_settings=book.refresh,
+    )
+    admins = ChatAdmins(messenger=messenger, clock=clock)
+    settings_command = SettingsCommand(
+        book=book,
+        scopes=scopes,
+        admin_may=frozenset(settings.chats.admin_may),
+        is_admin=admins.is_admin,
+        owner_id=settings.owner_id,
+        route_known=lambda route: routes.parse(route)[0] in routes.profile_names,
+        locale_for=locales.for_message,
+    )
+
+    async def settings_reply(message: InboundMessage, _session: SessionInfo) -> str:
+        return await settings_command(message)
+
+    commands.extra["settings"] = settings_reply
+    commands.extra["catchup"] = Catchup(
+        history=store,
+        routes=routes,
+        caller=runner.calls.caller,
+        clock=clock,
+        scopes=scopes,
+        spent_for=spend.spent_for if spend is not None else None,
+        locale_for=locales.for_message,
     )
     inbound.turns.on_scheduled = images.prefetch
     recovery = CrashRecovery(
@@ -630,7 +680,12 @@ def build_app(
         spent_for=spend.spent_for if spend is not None else None,
     )
     commands.retry = inbound.retry
-    commands.jobs_reply = JobsCommand(jobs, outside)
+    jobs_command = JobsCommand(jobs, outside)
+
+    async def jobs_reply(message: InboundMessage, _session: SessionInfo) -> str:
+        return await jobs_command(message, commands.locale)
+
+    commands.extra["jobs"] = jobs_reply
     chat_events = ChatEventService(
         sessions=store,
         platform_messages=store,
@@ -788,4 +843,34 @@ def retention_policy(settings: Settings) -> RetentionPolicy:
     return RetentionPolicy(
         keep_records_days=settings.retention.keep_records_days,
         keep_platform_events_days=settings.retention.keep_platform_events_days,
+    )
+
+
+def ambient_listener(
+    settings: Settings,
+    store: ConversationStore,
+    routes: RouteTable,
+    runner: TurnRunner,
+    clock: Clock,
+    spend: SpendGuard | None,
+) -> AmbientListener | None:
+    """The ambient judge, when any chat (or the defaults) has `ambient = "judge"`."""
+    tables = [settings.triggers.ambient]
+    for chat in settings.chats.by_id.values():
+        tables.append(chat.triggers.ambient or "off")
+        tables += [topic.triggers.ambient or "off" for topic in chat.topics.values()]
+    if "judge" not in tables:
+        return None
+    return AmbientListener(
+        history=store,
+        routes=routes,
+        caller=runner.calls.caller,
+        clock=clock,
+        policy=AmbientPolicy(
+            settle_seconds=settings.triggers.ambient_settle_seconds,
+            max_judge_tokens=settings.triggers.ambient_judge_max_tokens,
+            zone=settings.zone,
+        ),
+        log_dir=settings.data_dir / "ambient",
+        spent_for=spend.spent_for if spend is not None else None,
     )

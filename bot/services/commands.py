@@ -27,8 +27,8 @@ Retry = Callable[[SessionInfo, int], Awaitable[bool]]
 MeterLookup = Callable[[int], CallMeter | None]
 BudgetReply = Callable[[], Awaitable[str]]
 """`/budget`: the spend limits' report (`bot.agent.spend.SpendGuard.report`)."""
-JobsReply = Callable[[InboundMessage, Locale], Awaitable[str]]
-"""`/jobs [cancel jN]`: the answer to the asker, in their locale."""
+ExtraCommand = Callable[[InboundMessage, SessionInfo], Awaitable[str | None]]
+"""A command another service answers: its reply (None: it replied itself)."""
 DashboardLink = Callable[[], str]
 """A fresh link to the dashboard (with a short-lived signed token when one is set)."""
 
@@ -36,7 +36,7 @@ _ANSWERING: ContextVar[Locale | None] = ContextVar("answering_locale", default=N
 """The locale of the command being answered (its sender's, with `BOT_LOCALE=auto`)."""
 
 OWNER_COMMANDS = frozenset({"usage", "context", "model", "dashboard", "budget"})
-PUBLIC_COMMANDS = frozenset({"retry", "help", "start", "id", "jobs"})
+PUBLIC_COMMANDS = frozenset({"retry", "help", "start", "id"})
 
 
 class Commands:
@@ -72,8 +72,9 @@ class Commands:
         """The stored chats (the groups `/id` lists in the owner's private chat), their
         routes (`/model`)."""
         self._refused = OncePerMinute()
-        self.jobs_reply: JobsReply | None = None
-        """`/jobs [cancel jN]` (`bot.services.jobs_command.JobsCommand`)."""
+        self.extra: dict[str, ExtraCommand] = {}
+        """Commands other services add (`/jobs`, `/settings`, `/catchup`): name → its answer
+        (the asker's locale is `self.locale` while it runs)."""
 
     @staticmethod
     def name_of(message: InboundMessage) -> str:
@@ -81,7 +82,8 @@ class Commands:
 
     def handles(self, message: InboundMessage) -> bool:
         """Whether the message is one of our commands (then it is not stored as a message)."""
-        return self.name_of(message) in OWNER_COMMANDS | PUBLIC_COMMANDS
+        name = self.name_of(message)
+        return name in OWNER_COMMANDS | PUBLIC_COMMANDS or name in self.extra
 
     @property
     def locale(self) -> Locale:
@@ -99,6 +101,12 @@ class Commands:
 
     async def _answer(self, message: InboundMessage, session: SessionInfo) -> bool:
         name = self.name_of(message)
+        extra = self.extra.get(name)
+        if extra is not None:
+            reply = await extra(message, session)
+            if reply is not None:
+                await self._say(message, reply)
+            return True
         if name not in OWNER_COMMANDS | PUBLIC_COMMANDS:
             return False
         if name in OWNER_COMMANDS and not is_owner(message.sender, self.owner_id):
@@ -123,8 +131,6 @@ class Commands:
                 await self._say(message, await self.budget_text())
             case "id":
                 await self._say(message, await self.id_text(message))
-            case "jobs" if self.jobs_reply is not None:
-                await self._say(message, await self.jobs_reply(message, self.locale))
             case "retry":
                 if self.retry is None or not await self.retry(session, message.sender.id):
                     await self._say(message, text(self.locale, "nothing_to_retry"))

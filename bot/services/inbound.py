@@ -51,9 +51,10 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
+from bot.agent.chat_scope import NO_SCOPES, ChatScope, ChatScopes
 from bot.agent.runtime import TurnOutcome, TurnRunner
 from bot.context.projection import record_tokens
 from bot.domain.facts import InboundMessage, Sender
@@ -70,6 +71,7 @@ from bot.ports import (
     SessionInfo,
     SessionRequest,
 )
+from bot.services.ambient import AmbientListener
 from bot.services.commands import Commands
 from bot.services.guard import (
     LocalRateLimits,
@@ -79,6 +81,7 @@ from bot.services.guard import (
     is_owner,
 )
 from bot.services.transcripts import VoiceTranscripts
+from bot.services.triggers import BotLoopGuard, compile_wake_words
 from bot.services.turn_scheduler import TurnScheduler
 from bot.store_ports import Claims, HistoryStore, PlatformMessages, SessionStore
 from bot.texts import ChatLocales, text
@@ -96,6 +99,8 @@ class AnswerRules:
     on_mention: bool = True
     on_reply: bool = True
     on_command: bool = True
+    answer_bots: bool = False
+    """Another bot's message may address the bot (`[triggers] answer_bots`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,10 +120,12 @@ class MessageFacts:
     mentions_bot: bool = False
     replies_to_bot: bool = False
     command: bool = False
+    wake_word: bool = False
+    """It holds one of the chat's `keywords` or matches one of its `patterns`."""
 
 
 def should_answer(facts: MessageFacts, scene: Scene, rules: AnswerRules) -> bool:
-    if facts.from_bot or facts.service:
+    if facts.service or (facts.from_bot and not rules.answer_bots):
         return False
     if scene != "group":
         return True
@@ -126,6 +133,18 @@ def should_answer(facts: MessageFacts, scene: Scene, rules: AnswerRules) -> bool
         (rules.on_mention and facts.mentions_bot)
         or (rules.on_reply and facts.replies_to_bot)
         or (rules.on_command and facts.command)
+        or facts.wake_word
+    )
+
+
+def scope_rules(scope: ChatScope) -> AnswerRules:
+    """The answer rules of a chat's (or topic's) triggers."""
+    triggers = scope.triggers
+    return AnswerRules(
+        on_mention=triggers.on_mention,
+        on_reply=triggers.on_reply,
+        on_command=triggers.on_command,
+        answer_bots=triggers.answer_bots,
     )
 
 
@@ -304,7 +323,18 @@ class InboundService:
         limits: RateLimits | None = None,
         transcripts: VoiceTranscripts | None = None,
         locales: ChatLocales | None = None,
+        scopes: ChatScopes = NO_SCOPES,
+        ambient: AmbientListener | None = None,
+        refresh_settings: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
+        self.refresh_settings = refresh_settings
+        """Reloads the `/settings` changes other workers stored, when they are stale."""
+        self.scopes = scopes
+        """Each chat's triggers and whether the bot answers there (`[chats."<id>"]`)."""
+        self.ambient = ambient
+        """Unaddressed group messages the bot may answer (`ambient = "judge"`); None: never."""
+        self.bot_loops = BotLoopGuard()
+        """Exchanges with other bots, stopped after a few rounds (`answer_bots`)."""
         self.transcripts = transcripts
         """Voice notes transcribed before they are stored; None: never."""
         self.locales = locales or ChatLocales(fixed=policy.locale)
@@ -383,7 +413,25 @@ class InboundService:
         return await self.transcripts.transcribed(message, session, answers=answers)
 
     def _answers(self, message: InboundMessage, session: SessionInfo) -> bool:
-        return should_answer(facts_of_message(message), session.scene, self.policy.rules)
+        scope = self.scopes.of(message.chat_id, message.thread_id)
+        if not scope.enabled:
+            return False
+        facts = facts_of_message(message)
+        rules = (
+            scope_rules(scope)
+            if scope is not self.scopes.default
+            else replace(self.policy.rules, answer_bots=scope.triggers.answer_bots)
+        )
+        if session.scene == "group" and not (
+            facts.mentions_bot or facts.replies_to_bot or facts.command
+        ):
+            words = compile_wake_words(scope.triggers.keywords, scope.triggers.patterns)
+            if words and words.match(message.text) is not None:
+                facts = replace(facts, wake_word=True)
+        answer = should_answer(facts, session.scene, rules)
+        if answer and facts.from_bot:  # `answer_bots`: a few rounds in ten minutes at most
+            return self.bot_loops.allows(message.chat_id, message.message_id, message.date)
+        return answer
 
     async def _admission(
         self, message: InboundMessage, session: SessionInfo, *, answer: bool
@@ -448,6 +496,8 @@ class InboundService:
         or a message held back behind another member's waiting turn, goes alone
         (`_store_alone`). Duplicates (a redelivered update) are found inside the
         transaction."""
+        if self.refresh_settings is not None:
+            await self.refresh_settings()
         queues, sessions = await self._open_queues(messages)
         while queues:
             # what goes alone is decided under the store locks, as `_store_alone` decides
@@ -638,6 +688,10 @@ class InboundService:
             self.turns.schedule(session, message)
         elif isinstance(record.body, UserRecord) and record.body.refused:
             await self._refuse(message)
+        elif self.ambient is not None and session.scene == "group" and not session.closed:
+            scope = self.scopes.of(message.chat_id, message.thread_id)
+            if scope.enabled and scope.triggers.ambient == "judge":
+                self.ambient.heard(session, message, scope, self.turns.schedule)
 
     async def on_edit(self, message: InboundMessage) -> None:
         """Record the new text and queue the re-answer for the chat; never waits on a turn.

@@ -101,4 +101,23 @@ TEXTS: dict[str, str] = {
     "jobs_not_found": "There is no active job {job} here.",
     "jobs_not_yours": "Only whoever set {job}, the chat's administrators or the owner may "
     "cancel it.",
+    # /settings and /catchup (docs/groups.md)
+    "settings_private": "/settings works in a group: each group has its own.",
+    "settings_admins_only": "Only the group's admins may see or change its settings.",
+    "settings_title": "Settings of this chat (✎: admins may change it):",
+    "settings_usage": "Change one: /settings NAME VALUE (reset: /settings NAME reset)",
+    "settings_unknown": "No setting {name!r}. Settings: {names}.",
+    "settings_not_allowed": "{name} is not one the owner lets admins change here.",
+    "settings_value_missing": "/settings {name} VALUE (reset: /settings {name} reset)",
+    "settings_bad_value": "{name}: {reason}",
+    "settings_unknown_route": "route: no provider profile in {route!r}",
+    "settings_prompt_change": "Changing {name} changes this chat's system prompt: the model's "
+    "cached prefix for this chat starts over (the next answer costs more). Send "
+    "/settings {name} {value} confirm to apply.",
+    "settings_changed": "{name} is now {value}",
+    "settings_reset": "{name} is now {value} (as the config file says)",
+    "catchup_usage": "/catchup [hours]: hours from 1 to {max}",
+    "catchup_budget": "This chat's budget for today is spent: no catch-up now.",
+    "catchup_nothing": "Nothing new since then.",
+    "catchup_failed": "The catch-up could not be written just now; try again in a minute.",
 }

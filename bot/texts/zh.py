@@ -91,4 +91,22 @@ TEXTS: dict[str, str] = {
     "jobs_cancel_usage": "用法：/jobs cancel j3",
     "jobs_not_found": "这里没有进行中的任务 {job}。",
     "jobs_not_yours": "只有设定 {job} 的人、本群管理员或机器人主人可以取消它。",
+    # /settings and /catchup (docs/groups.md)
+    "settings_private": "/settings 只能在群里用：每个群各有自己的设置。",
+    "settings_admins_only": "只有本群管理员可以查看或修改本群设置。",
+    "settings_title": "本群设置（✎：管理员可修改）：",
+    "settings_usage": "修改：/settings 名称 值（恢复配置文件的值：/settings 名称 reset）",
+    "settings_unknown": "没有名为 {name!r} 的设置。可用：{names}。",
+    "settings_not_allowed": "主人没有允许管理员在这里修改 {name}。",
+    "settings_value_missing": "/settings {name} 值（恢复：/settings {name} reset）",
+    "settings_bad_value": "{name}：{reason}",
+    "settings_unknown_route": "route：{route!r} 中的模型配置不存在",
+    "settings_prompt_change": "修改 {name} 会改变本群的系统提示词：模型为本群缓存的前缀将重新开始"
+    "（下一次回答更贵）。发送 /settings {name} {value} confirm 确认修改。",
+    "settings_changed": "{name} 现在是 {value}",
+    "settings_reset": "{name} 现在是 {value}（配置文件的值）",
+    "catchup_usage": "/catchup [小时数]：1 到 {max} 小时",
+    "catchup_budget": "本群今天的预算已用完：现在无法总结。",
+    "catchup_nothing": "那之后没有新消息。",
+    "catchup_failed": "现在没能写出总结，请一分钟后再试。",
 }

@@ -303,3 +303,35 @@ async def test_a_bot_api_answer_it_cannot_read_names_the_method_and_keeps_the_re
         f"✘ webhook: getWebhookInfo: could not read the answer of {api.base_url}"
     )
     assert "Bad Gateway" in telegram[3]
+
+
+async def test_every_chat_table_is_checked_and_an_unseen_chat_is_a_warning(
+    clean_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await upgrade_database(f"sqlite+aiosqlite:///{clean_env / 'tgbot.sqlite3'}")
+    config = tmp_path / "bot.toml"
+    config.write_text(
+        """
+[chats."-1001"]
+persona_file = "missing-persona.md"
+route = "nope:some-model"
+
+[chats."-1001".tools]
+deny = ["no_such_tool", "set_reaction"]
+
+[chats."-1002".topics."5"]
+route = "fine-model"
+""",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("BOT_CONFIG", str(config))
+    code, lines = await _run()
+    chats = [line for line in lines if line[2:].startswith("chats")]
+    assert code == 1
+    assert any(line.startswith("✘") and "persona_file" in line for line in chats), chats
+    assert any(line.startswith("✘") and "no provider profile 'nope'" in line for line in chats)
+    assert any(line.startswith("✘") and "'no_such_tool'" in line for line in chats)
+    assert not any("'set_reaction'" in line for line in chats)  # a tool the bot has
+    unseen = [line for line in chats if "never seen" in line]
+    assert len(unseen) == 2
+    assert all(line.startswith("✔") for line in unseen)  # a warning, not a failure

@@ -212,6 +212,15 @@ async def conversation_page(request: web.Request) -> web.Response:
     return render(request, template, status=status, **values)
 
 
+async def ambient_page(request: web.Request) -> web.Response:
+    """Ambient mode's decisions, newest first, each with the gate or the judge that made it."""
+    from bot.services.ambient import read_decisions
+
+    directory = dashboard_of(request).settings.data_dir / "ambient"
+    found = await asyncio.to_thread(read_decisions, directory)
+    return render(request, "ambient.html", title="Ambient", decisions=found)
+
+
 async def errors_page(request: web.Request) -> web.Response:
     """Failed model calls, refused sends and skipped updates, newest first."""
     from bot.services.error_log import read_errors

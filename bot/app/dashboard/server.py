@@ -58,6 +58,7 @@ def build_application(dashboard: Dashboard) -> web.Application:
     app.router.add_get(r"/chats/{chat_id:-?\d{1,19}}/conversation", pages.conversation_page)
     app.router.add_get("/errors", pages.errors_page)
     app.router.add_get("/jobs", jobs_page.jobs_page)
+    app.router.add_get("/ambient", pages.ambient_page)
     app.router.add_get("/events", feeds.events)
     app.router.add_get("/healthz", feeds.healthz)
     app.router.add_get("/metrics", feeds.metrics)
