@@ -43,7 +43,7 @@ from bot.agent.spend import (
     SpendPolicy,
     nanos,
 )
-from bot.agent.traces import TraceWriter
+from bot.agent.trace_writer import TraceWriter
 from bot.agent.turn import CallPolicy, ToolPolicy, TurnPolicy
 from bot.agent.turn_images import TurnImages
 from bot.agent.window import SceneCaps, WindowPolicy

@@ -11,10 +11,10 @@ import pytest
 
 from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
 from adapters.llm.scripted import Reply, ScriptedModel
+from bot.agent.trace_writer import TraceWriter
 from bot.agent.traces import (
     CUT_STRING_CHARS,
     MAX_TRACE_CHARS,
-    TraceWriter,
     encode_trace,
     new_call_id,
     read_trace,
