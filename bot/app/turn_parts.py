@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from bot.agent.compactor import Compactor
 from bot.agent.events import NO_OBSERVER, EventBus, TurnObserver
-from bot.agent.ledger import LedgerWriter
+from bot.agent.ledger_file import LedgerWriter
 from bot.agent.metering import CallMetering, TokenTruth
 from bot.agent.model_call import ModelCaller
 from bot.agent.provider_call import ProviderCaller, SpendCheck

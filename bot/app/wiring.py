@@ -27,7 +27,7 @@ from adapters.tokenizers import TokenizerUnavailable, load_token_counter
 from adapters.transcription import OpenAITranscriber
 from bot.agent.compactor import CompactionPolicy
 from bot.agent.events import NO_OBSERVER, EventBus
-from bot.agent.ledger import LedgerWriter
+from bot.agent.ledger_file import LedgerWriter
 from bot.agent.metering import TokenTruth
 from bot.agent.reply import ChatActions, chat_actions_of
 from bot.agent.request import PromptPolicy

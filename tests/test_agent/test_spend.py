@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from adapters.llm.scripted import ScriptedModel
-from bot.agent.ledger import read_entries
+from bot.agent.ledger_file import read_entries
 from bot.agent.routes import Prices
 from bot.agent.spend import (
     Amount,

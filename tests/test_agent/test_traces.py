@@ -33,9 +33,6 @@ def _trace(call_id: str, text: str = "hello") -> dict[str, object]:
     }
 
 
-
-
-
 # ---------------------------------------------------------------- ids and encoding
 
 

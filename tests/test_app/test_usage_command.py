@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.agent.ledger import read_entries
+from bot.agent.ledger_file import read_entries
 from tests.test_app.conftest import Traffic, cli_env, tgbot
 
 pytestmark = pytest.mark.slow  # `tgbot usage report`'s one real-process test
