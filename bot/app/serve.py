@@ -56,7 +56,7 @@ from bot.errors import ConfigError
 from bot.ports import ChatLock, Messenger
 from bot.redact import install_log_scrubbing
 from bot.services.error_log import ErrorLog
-from bot.services.inbound import BotIdentity
+from bot.services.inbound_rules import BotIdentity
 from bot.store_ports import ConversationStore
 from bot.texts import text as user_text
 

@@ -61,7 +61,8 @@ from bot.services.chat_events import ChatEventPolicy, ChatEventService
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
 from bot.services.error_log import ErrorLog
-from bot.services.inbound import InboundPolicy, InboundService
+from bot.services.inbound import InboundService
+from bot.services.inbound_rules import InboundPolicy
 from bot.services.messenger_relay import (
     ClosedChatGuard,
     ClosedChats,

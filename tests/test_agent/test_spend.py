@@ -35,7 +35,7 @@ from bot.domain.messages import ChatMessage, ToolCall
 from bot.domain.records import UserRecord
 from bot.errors import ConfigError
 from bot.ports import CachePlan, LLMRequest, LLMResponse, NewRecord, Usage
-from bot.services.inbound import BotIdentity
+from bot.services.inbound_rules import BotIdentity
 from bot.texts import text
 from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock
