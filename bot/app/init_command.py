@@ -484,7 +484,7 @@ class _Session:
         return key
 
     async def _test_call(self, name: str, profile: ProviderProfile, key: str | None) -> bool:
-        from bot.app.wiring import build_provider
+        from bot.app.model_routes import build_provider
 
         provider = build_provider(profile, key, timeout=MODEL_TIMEOUT_SECONDS, max_retries=0)
         where = f"{name}: {profile.model} at {profile.base_url}"

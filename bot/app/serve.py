@@ -29,6 +29,7 @@ from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.webhook import serve_webhook
 from bot.app.heap import settle_heap
 from bot.app.mcp_servers import start_mcp
+from bot.app.policies import pace_limits, retention_policy
 from bot.app.preflight import (
     check_bot_token,
     check_data_dir,
@@ -46,9 +47,7 @@ from bot.app.wiring import (
     App,
     build_app,
     open_store,
-    pace_limits,
     register_settings_secrets,
-    retention_policy,
     start_daily_summary,
 )
 from bot.config import Settings, load_settings

@@ -16,7 +16,7 @@ import pytest
 from adapters.llm.dialects import options_for
 from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
-from bot.app.wiring import build_provider, build_routes
+from bot.app.model_routes import build_provider, build_routes
 from bot.config import ProviderProfile, load_settings
 from bot.domain.messages import ChatMessage
 from bot.errors import (

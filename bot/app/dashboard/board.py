@@ -187,7 +187,7 @@ def open_dashboard(
     migrates or writes). With `bus` (inside `tgbot run`) trims arrive as they happen, and
     with `channel` (PostgreSQL) the other workers' live events too."""
     from bot.app.context_show import preview_request
-    from bot.app.wiring import spend_policy, window_policy
+    from bot.app.policies import spend_policy, window_policy
     from storage.engine import create_readonly_engine
     from storage.spend import SqlSpendCounters
     from storage.sql import SqlStore
