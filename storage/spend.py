@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from bot.agent.spend import SCOPES, ZERO, Amount, Change, Counter, Scope
+from bot.agent.spend_counters import SCOPES, ZERO, Amount, Change, Counter, Scope
 from bot.errors import StorageUnavailable
 from storage.engine import WRITE
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from bot.agent.compactor import CompactionPolicy
 from bot.agent.request import PromptPolicy
-from bot.agent.spend import DEFAULT_OUTPUT_BOUND, ChatLimits, Limit, SpendPolicy, nanos
+from bot.agent.spend import DEFAULT_OUTPUT_BOUND, ChatLimits, SpendPolicy
+from bot.agent.spend_counters import Limit, nanos
 from bot.agent.turn import CallPolicy, ToolPolicy, TurnPolicy
 from bot.agent.window import SceneCaps, WindowPolicy
 from bot.app.retention_loop import RetentionPolicy

@@ -26,11 +26,8 @@ from bot.agent.metering import TokenTruth
 from bot.agent.reply import ChatActions, chat_actions_of
 from bot.agent.routes import RouteTable
 from bot.agent.runtime import TurnRunner
-from bot.agent.spend import (
-    LocalSpendCounters,
-    SpendCounters,
-    SpendGuard,
-)
+from bot.agent.spend import SpendGuard
+from bot.agent.spend_counters import LocalSpendCounters, SpendCounters
 from bot.agent.trace_writer import TraceWriter
 from bot.agent.turn_images import TurnImages
 from bot.app.dashboard.auth import owner_link

@@ -15,18 +15,14 @@ import pytest
 from adapters.llm.scripted import ScriptedModel
 from bot.agent.ledger_file import read_entries
 from bot.agent.routes import Prices
-from bot.agent.spend import (
+from bot.agent.spend import SpendGuard, SpendPolicy, billable_tokens, call_bound, periods_at
+from bot.agent.spend_counters import (
     Amount,
     Change,
     Counter,
     Limit,
     LocalSpendCounters,
-    SpendGuard,
-    SpendPolicy,
-    billable_tokens,
-    call_bound,
     describe_amount,
-    periods_at,
 )
 from bot.config import load_settings
 from bot.domain.facts import Sender

@@ -19,18 +19,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.agent.events import EventBus
-from bot.agent.spend import (
-    NANOS,
-    Amount,
-    Counter,
-    Limit,
-    SpendCounters,
-    SpendPolicy,
-    SpendStatus,
-    describe_amount,
-    periods_at,
-    spend_status,
-)
+from bot.agent.spend import SpendPolicy, SpendStatus, periods_at, spend_status
+from bot.agent.spend_counters import NANOS, Amount, Counter, Limit, SpendCounters, describe_amount
 from bot.agent.window import WindowPolicy
 from bot.app.dashboard.ledger_index import LedgerIndex
 from bot.app.dashboard.live import LedgerTail, LiveChannel, LiveFeed, LiveSource, live_sources
