@@ -27,10 +27,10 @@ from bot.agent.spend_counters import (
 from bot.config import load_settings
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
-from bot.domain.messages import ChatMessage, ToolCall
+from bot.domain.messages import CachePlan, ChatMessage, ToolCall
 from bot.domain.records import UserRecord
 from bot.errors import ConfigError
-from bot.ports import CachePlan, LLMRequest, LLMResponse, NewRecord, Usage
+from bot.ports import LLMRequest, LLMResponse, NewRecord, Usage
 from bot.services.inbound_rules import BotIdentity
 from bot.texts import text
 from testkit.memory_store import InMemoryStore

@@ -20,8 +20,8 @@ from bot.agent.traces import (
     read_trace,
 )
 from bot.app.dashboard.calls import view
-from bot.domain.messages import ChatMessage, ToolCall
-from bot.ports import CachePlan, LLMRequest, ToolSpec
+from bot.domain.messages import CachePlan, ChatMessage, ToolCall
+from bot.ports import LLMRequest, ToolSpec
 from testkit.fake_anthropic import FakeAnthropicServer
 from testkit.fake_server import FakeOpenAIServer
 from tests.test_agent.rig import AT, model_call
