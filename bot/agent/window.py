@@ -58,7 +58,7 @@ from bot.domain.erasure import (
 )
 from bot.domain.messages import ChatMessage, ImagePart
 from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
-from bot.ports import SessionInfo
+from bot.ports import LoadedHistory, SessionInfo
 from bot.store_ports import HistoryStore
 
 RENDERED_SESSIONS = 512
@@ -113,7 +113,6 @@ class ConversationWindow:
     estimate. `trims` are the window's moves and cuts not yet reported with a model call.
     """
 
-    windows: Windows
     session: SessionInfo
     route: ModelRoute
     turn_id: str
@@ -132,74 +131,6 @@ class ConversationWindow:
     fold_soon: bool = False
     """The next window move is near: prepare the summary after the reply."""
     trims: list[HistoryTrimmed] = field(default_factory=list)
-
-    async def drop_oldest(self, count: int, *, within: int | None = None) -> int:
-        """Drop the `count` oldest whole turns from the records and render the rest again
-        (docs/architecture.md, Rendering a message): the first kept message opens the window
-        (date, full sender name) and a quote of a dropped message degrades to its inline
-        line. The newest turn is never dropped. Returns the turns dropped (0: none could be).
-
-        What leaves is folded into the summary like a move's. `within`: the provider just
-        refused the turn's request as too long (its size, or the limit it reported): the
-        fold summarises only what leaves, in a request smaller than that, or the cut waits
-        (breadcrumb only, the summary stays as it was)."""
-        projection = self.projection
-        starts = turn_starts(projection.messages)
-        current = projection.current_message_index
-        if current is not None:  # the current message's turn always stays
-            starts = [s for s in starts if s <= current]
-        count = min(count, len(starts) - 1)
-        if count <= 0:
-            return 0
-        cut = projection.record_index[starts[count]]
-        windows, session = self.windows, self.session
-        why: FoldReason = "trim" if within is None else "overflow"
-        folded, persist = await windows.fold(
-            session, self.records, cut, self.summary, self.limits, self.turn_id, why, within
-        )
-        records = self.records[cut:]
-        if persist:  # a cut is persisted like a move: the next call never undoes it
-            await windows.store.set_window_start(session.id, records[0].id)
-        self.summary = folded or self.summary
-        self.crumb = True
-        await self._render(records)
-        self.dropped_turns += count
-        return count
-
-    async def forget(self, message_ids: frozenset[int]) -> bool:
-        """Render the window again with `message_ids` deleted (a tool deleted them during
-        the turn): the turn's next calls show `[deleted]` where they were, as every later
-        turn does (storage has already forgotten them). False when none was shown."""
-        traces = [
-            trace
-            for record in self.records
-            if isinstance(record.body, UserRecord) and message_ids & set(record.message_ids)
-            if (trace := deleted_trace(record.body.text)) is not None
-        ]
-
-        def erased(record: StoredRecord) -> StoredRecord:
-            body = record.body
-            for message_id in message_ids:
-                if message_id in record.message_ids:
-                    body = erased_body(replace(record, body=body), message_id, None)
-                else:
-                    body = without_quoted_text(body, message_id)
-            for trace in traces:  # a search hit that showed it
-                body = without_deleted_lines(body, trace)
-            return record if body is record.body else replace(record, body=body)
-
-        records = tuple(map(erased, self.records))
-        if all(new is old for new, old in zip(records, self.records, strict=True)):
-            return False
-        await self._render(records)
-        return True
-
-    async def _render(self, records: tuple[StoredRecord, ...]) -> None:
-        """Keep `records`, projected again; every alias the new rendering shows is valid."""
-        session = self.session
-        self.records = records
-        self.projection = await self.windows.project(session, records, self.blocks)
-        register_shown(self.aliases, self.projection, self.summary)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -272,40 +203,24 @@ class Windows:
         turn = await self.store.load_turn(
             session.id, max_records=self.policy.max_records, reactions_limit=MAX_REACTION_LINES
         )
-        loaded = turn.history
-        session = loaded.session
+        session = turn.history.session
         route = self.routes.resolve(session.route)
-        records = loaded.records
-        correction = self.correction(route.profile, route.model)
         blocks = await self.prompt.blocks(
             session,
             route,
-            records,
+            turn.history.records,
             told_user,
             fetch=persist,
             reactions=turn.reactions,
             read_at=read_at,
         )
         # the summary of what precedes the window
-        previous = newest_summary(turn.summaries) if loaded.has_earlier else None
-        projection = await self.project(session, records, blocks.text)
-        costs = turn_costs(without_per_turn_cost(projection, blocks.text))
-        start = _Loaded(
-            session=session,
-            route=route,
-            correction=correction,
-            limits=self.limits(session, correction),
-            records=records,
-            earlier=loaded.has_earlier,
-            previous=previous,
-            blocks=blocks.text,
-            projection=projection,
-            costs=costs,
-            starts=tuple(projection.record_index[i] for i in costs.starts),
-        )
+        previous = newest_summary(turn.summaries) if turn.history.has_earlier else None
+        start = await self._load(turn.history, blocks.text, previous)
+        correction, records, projection = start.correction, start.records, start.projection
+        costs = start.costs
         plan = await self._plan(start, persist=persist)
         window = ConversationWindow(
-            windows=self,
             session=session,
             route=route,
             turn_id=turn_id,
@@ -411,6 +326,76 @@ class Windows:
         )
         return folded, not failed
 
+    async def drop_oldest(
+        self, window: ConversationWindow, count: int, *, within: int | None = None
+    ) -> int:
+        """Drop the `count` oldest whole turns from `window`'s records and render the rest again
+        (docs/architecture.md, Rendering a message): the first kept message opens the window
+        (date, full sender name) and a quote of a dropped message degrades to its inline
+        line. The newest turn is never dropped. Returns the turns dropped (0: none could be).
+
+        What leaves is folded into the summary like a move's. `within`: the provider just
+        refused the turn's request as too long (its size, or the limit it reported): the
+        fold summarises only what leaves, in a request smaller than that, or the cut waits
+        (breadcrumb only, the summary stays as it was)."""
+        projection = window.projection
+        starts = turn_starts(projection.messages)
+        current = projection.current_message_index
+        if current is not None:  # the current message's turn always stays
+            starts = [s for s in starts if s <= current]
+        count = min(count, len(starts) - 1)
+        if count <= 0:
+            return 0
+        cut = projection.record_index[starts[count]]
+        session = window.session
+        why: FoldReason = "trim" if within is None else "overflow"
+        folded, persist = await self.fold(
+            session, window.records, cut, window.summary, window.limits, window.turn_id, why, within
+        )
+        records = window.records[cut:]
+        if persist:  # a cut is persisted like a move: the next call never undoes it
+            await self.store.set_window_start(session.id, records[0].id)
+        window.summary = folded or window.summary
+        window.crumb = True
+        await self._render(window, records)
+        window.dropped_turns += count
+        return count
+
+    async def forget(self, window: ConversationWindow, message_ids: frozenset[int]) -> bool:
+        """Render `window` again with `message_ids` deleted (a tool deleted them during
+        the turn): the turn's next calls show `[deleted]` where they were, as every later
+        turn does (storage has already forgotten them). False when none was shown."""
+        traces = [
+            trace
+            for record in window.records
+            if isinstance(record.body, UserRecord) and message_ids & set(record.message_ids)
+            if (trace := deleted_trace(record.body.text)) is not None
+        ]
+
+        def erased(record: StoredRecord) -> StoredRecord:
+            body = record.body
+            for message_id in message_ids:
+                if message_id in record.message_ids:
+                    body = erased_body(replace(record, body=body), message_id, None)
+                else:
+                    body = without_quoted_text(body, message_id)
+            for trace in traces:  # a search hit that showed it
+                body = without_deleted_lines(body, trace)
+            return record if body is record.body else replace(record, body=body)
+
+        records = tuple(map(erased, window.records))
+        if all(new is old for new, old in zip(records, window.records, strict=True)):
+            return False
+        await self._render(window, records)
+        return True
+
+    async def _render(self, window: ConversationWindow, records: tuple[StoredRecord, ...]) -> None:
+        """Keep `records` in `window`, projected again; every alias the new rendering shows
+        is valid."""
+        window.records = records
+        window.projection = await self.project(window.session, records, window.blocks)
+        register_shown(window.aliases, window.projection, window.summary)
+
     def prepare_next(self, session: SessionInfo, *, turn_id: str) -> None:
         """The turn answered and its next window move is near: prepare that move's summary
         in the background (one at a time per session), so the move waits for no model."""
@@ -426,23 +411,42 @@ class Windows:
         compactor = self.compactor
         if compactor is None:
             return
-        loaded = await self.store.load_history(session.id, max_records=self.policy.max_records)
-        session = loaded.session
-        records = loaded.records
-        projection = await self.project(session, records, "")
-        costs = turn_costs(projection.messages)
-        route = self.routes.resolve(session.route)
-        limits = self.limits(session, self.correction(route.profile, route.model))
-        turn = predict_cut(costs, limits, compactor.policy.prepare_margin)
+        history = await self.store.load_history(session.id, max_records=self.policy.max_records)
+        start = await self._load(history, "", None)
+        session, records, limits = start.session, start.records, start.limits
+        turn = predict_cut(start.costs, limits, compactor.policy.prepare_margin)
         if turn is None:
             return
-        starts = [projection.record_index[i] for i in costs.starts]
-        prepared = await compactor.find_prepared(session, records, starts)
-        if usable_summary(turn, prepared, costs, limits) is not None:
+        prepared = await compactor.find_prepared(session, records, start.starts)
+        if usable_summary(turn, prepared, start.costs, limits) is not None:
             return  # one prepared already serves the next move
         # read only when a fold follows (not for a move a prepared summary already serves)
-        summary = await summary_before(self.store, session, records) if loaded.has_earlier else None
-        await self.fold(session, records, starts[turn], summary, limits, turn_id, "prepare")
+        summary = await summary_before(self.store, session, records) if start.earlier else None
+        await self.fold(session, records, start.starts[turn], summary, limits, turn_id, "prepare")
+
+    async def _load(
+        self, history: LoadedHistory, blocks: str, previous: SummaryRecord | None
+    ) -> _Loaded:
+        """The window as loaded, before its plan (what `open` and `_prepare_next` share):
+        its route, limits, projection with `blocks` and each turn's cost without them."""
+        session, records = history.session, history.records
+        route = self.routes.resolve(session.route)
+        correction = self.correction(route.profile, route.model)
+        projection = await self.project(session, records, blocks)
+        costs = turn_costs(without_per_turn_cost(projection, blocks))
+        return _Loaded(
+            session=session,
+            route=route,
+            correction=correction,
+            limits=self.limits(session, correction),
+            records=records,
+            earlier=history.has_earlier,
+            previous=previous,
+            blocks=blocks,
+            projection=projection,
+            costs=costs,
+            starts=tuple(projection.record_index[i] for i in costs.starts),
+        )
 
     async def fold_messages(
         self,

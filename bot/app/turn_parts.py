@@ -109,6 +109,7 @@ def build_turn_runner(
         windows=windows,
         calls=ProviderCaller(
             caller=caller,
+            windows=windows,
             tools=table,
             layout=prompt,
             max_output_tokens=calls.max_output_tokens,
