@@ -172,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _init_arguments(parser: argparse.ArgumentParser) -> None:
-    from bot.app.init_command import add_arguments
+    from bot.app.init_options import add_arguments
 
     add_arguments(parser)
 
@@ -332,9 +332,10 @@ def _mcp_reload(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from bot.app import init_command
+    from bot.app.init_command import init
+    from bot.app.init_options import parse_options
 
-    return asyncio.run(init_command.init(init_command.parse_options(args, args.config)))
+    return asyncio.run(init(parse_options(args, args.config)))
 
 
 def _process_age() -> float:
