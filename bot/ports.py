@@ -457,7 +457,7 @@ class ChatLock(Protocol):
         """Hold the lock if nobody does, without waiting; yields whether it is held."""
         ...
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Release whatever the lock keeps open (connections); holds must have ended."""
         ...
 

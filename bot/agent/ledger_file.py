@@ -81,6 +81,10 @@ class LedgerWriter:
             await asyncio.shield(drainer)
             drainer = self._drainer
 
+    async def aclose(self) -> None:
+        """Released on stop (`bot.app.serve`'s exit stack): every queued line is written."""
+        await self.flush()
+
     async def _drain(self) -> None:
         while self._queue:
             batch = list(self._queue)

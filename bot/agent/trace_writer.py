@@ -221,6 +221,10 @@ class TraceWriter:
         at = max((held.call.at for held in due), default=None)
         await self._written(_Job(calls=[_Call(held.call) for held in due], at=at, close=True))
 
+    async def aclose(self) -> None:
+        """Released on stop (`bot.app.serve`'s exit stack), after the turns: `flush`."""
+        await self.flush()
+
     def _hold(self, call: ModelCalled) -> list[_Call]:
         """Keep `call` until the next call of its turn; what must be written now instead
         (the oldest held, past `OPEN_TURNS`)."""

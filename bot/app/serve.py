@@ -128,19 +128,21 @@ async def serve(
     limit_repeated_logs()
     with _StopSignals() as signals:
         async with AsyncExitStack() as stack:
+            if tracing is not None:  # released last: the spans of the whole stop are sent
+                stack.push_async_callback(tracing.aclose)
             try:
                 async with opening_database(url):
                     store = await open_store(settings, serving=True)
                 stack.push_async_callback(store.close)
                 topology = topology_for(store)  # one process, or several workers
                 chat_lock = topology.chat_lock()
-                stack.push_async_callback(chat_lock.close)
+                stack.push_async_callback(chat_lock.aclose)
                 with _telegram_failures(api_base):
                     bot = build_bot(token, api_base)
                 stack.push_async_callback(bot.session.close)
                 live = topology.live_channel()  # several workers: each one's live events
                 if live is not None:
-                    stack.push_async_callback(live.close)
+                    stack.push_async_callback(live.aclose)
                 with _telegram_failures(api_base):
                     me = await bot.get_me()
                 identity = BotIdentity(id=me.id, username=me.username)
@@ -292,9 +294,9 @@ async def _start_app(
         extra_tools=mcp.tools if mcp is not None else (),
         topology=topology,
     )
-    stack.push_async_callback(app.ledger.flush)
+    stack.push_async_callback(app.ledger.aclose)
     if app.traces is not None:  # after the turns: their held traces are written
-        stack.push_async_callback(app.traces.flush)
+        stack.push_async_callback(app.traces.aclose)
     stack.push_async_callback(app.routes.aclose)
     stack.push_async_callback(app.runner.aclose)
     if mcp is not None:
@@ -322,7 +324,7 @@ async def _start_beside(stack: AsyncExitStack, app: App, live: PgLiveChannel | N
 
         dashboard = await start_beside_bot(settings, app.bus, live)
         if dashboard is not None:
-            stack.push_async_callback(dashboard.close)
+            stack.push_async_callback(dashboard.aclose)
     policy = retention_policy(settings)
     clock = app.runner.clock
     _stopped_with(
@@ -412,18 +414,14 @@ async def run(
     tracing = start_tracing(os.environ)  # None without OTEL_EXPORTER_OTLP_ENDPOINT
     register_settings_secrets(settings)  # before the first log line
     _setup_logging(settings.tgbot_log_level)
-    try:
-        return await serve(
-            settings,
-            webhook=webhook,
-            host=host,
-            port=port,
-            tracing=tracing,
-            after_batch=after_batch,
-        )
-    finally:
-        if tracing is not None:  # the spans still batched are sent before the process ends
-            await asyncio.to_thread(tracing.shutdown)
+    return await serve(
+        settings,
+        webhook=webhook,
+        host=host,
+        port=port,
+        tracing=tracing,
+        after_batch=after_batch,
+    )
 
 
 def _setup_logging(level: str) -> None:

@@ -92,7 +92,7 @@ async def workers(tmp_path: Path) -> AsyncIterator[Workers]:
         for store in stores:
             await store.close()
         for lock in locks:
-            await lock.close()
+            await lock.aclose()
 
 
 async def test_a_turn_a_live_worker_holds_the_lock_of_is_not_orphaned(workers: Workers) -> None:

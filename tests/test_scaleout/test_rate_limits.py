@@ -124,7 +124,7 @@ async def test_two_wired_workers_answer_a_member_within_one_limit_and_the_owner_
         for app in apps:
             await app.routes.aclose()
         for lock in locks:
-            await lock.close()
+            await lock.aclose()
     sent = [m for messenger in messengers for m in messenger.sent]
     answered = {m.chat_id for m in sent if m.text == "ok"}
     assert len([c for c in answered if c > GROUP - 1000]) == PER_USER  # Mallory, on both
