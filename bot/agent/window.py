@@ -2,7 +2,7 @@
 
 `Windows` opens one `ConversationWindow` per turn (`open`): it loads the records from the
 stored start and projects them with the turn's per-turn blocks on the current message only;
-plans the window (`bot.context.compaction.plan_window`: the start moves in chunks, onto a
+plans the window (`bot.context.window_plan.plan_window`: the start moves in chunks, onto a
 prepared summary when one serves); folds what departs when the plan says so; stores a moved
 start and projects the kept records again. During the turn the window shrinks only through
 `ConversationWindow.drop_oldest` (a proactive trim, or after an overflow: whole turns leave
@@ -24,13 +24,6 @@ from bot.agent.compactor import Compactor, FoldReason, newest_summary, summary_b
 from bot.agent.request import MAX_REACTION_LINES, RequestBuilder
 from bot.agent.routes import ModelRoute, RouteTable
 from bot.context.alias_table import AliasTable
-from bot.context.compaction import (
-    PreparedSummary,
-    WindowPlan,
-    plan_window,
-    predict_cut,
-    usable_summary,
-)
 from bot.context.history_trim import HistoryTrimmed
 from bot.context.projection import (
     Projection,
@@ -49,6 +42,13 @@ from bot.context.window import (
     select_window,
     summary_bound,
     turn_costs,
+)
+from bot.context.window_plan import (
+    PreparedSummary,
+    WindowPlan,
+    plan_window,
+    predict_cut,
+    usable_summary,
 )
 from bot.domain.erasure import (
     deleted_trace,
