@@ -13,14 +13,9 @@ from typing import Any
 
 import pytest
 
+from bot.agent.trace_reader import TraceReader, read_trace, trace_path
 from bot.agent.trace_writer import OPEN_TURNS, TraceWriter
-from bot.agent.traces import (
-    TraceReader,
-    encode_trace,
-    new_call_id,
-    read_trace,
-    trace_path,
-)
+from bot.agent.traces import encode_trace, new_call_id
 from bot.domain.messages import ChatMessage, ToolCall
 from bot.ports import LLMRequest, LLMResponse
 from tests.deadlines import EVENT, deadline

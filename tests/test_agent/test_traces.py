@@ -8,13 +8,13 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bot.agent.trace_reader import read_trace
 from bot.agent.traces import (
     CUT_STRING_CHARS,
     MAX_TRACE_CHARS,
     call_day,
     encode_trace,
     new_call_id,
-    read_trace,
     request_json,
 )
 from bot.domain.messages import ChatMessage
