@@ -1,4 +1,4 @@
-"""On inbound message / edit: store the conversation, decide whether to answer, run turns.
+"""The inbound service: every message stored once, turns scheduled by their rules, edits.
 
 New messages have one way in, `InboundService.on_messages`, whatever brought them: a polled
 `getUpdates` batch, one webhook update (both through `adapters/telegram/polling_loop.py`'s
