@@ -1,4 +1,4 @@
-"""How many project modules one group mention runs through, measured in `tgbot run`.
+"""The project code one group mention runs: modules, functions and their lines, in `tgbot run`.
 
 Run: `.venv/bin/python -m bench.mention_modules [--names] [--calls]`.
 
