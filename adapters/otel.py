@@ -39,6 +39,7 @@ HTTP 400`; `http.response.status_code` as an attribute), never its words.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -161,6 +162,11 @@ class OtelTracer:
 
     def shutdown(self) -> None:
         self.provider.shutdown()
+
+    async def aclose(self) -> None:
+        """Released last on stop (`bot.app.serve`'s exit stack): the spans still batched
+        are sent before the process ends (off the loop: the export blocks)."""
+        await asyncio.to_thread(self.provider.shutdown)
 
     # ---------------------------------------------------------------- turns
 

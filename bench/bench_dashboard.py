@@ -32,7 +32,8 @@ from sqlalchemy import insert, update
 
 from bench.bench_report import DAYS, FIRST_DAY, ZONE, write_month
 from bench.bench_storage import WINDOW_BACK, _turn_record, bulk_rows
-from bot.agent.ledger import LedgerEntry, LedgerWriter
+from bot.agent.ledger import LedgerEntry
+from bot.agent.ledger_file import LedgerWriter
 from bot.app.dashboard.server import build_application, open_dashboard
 from bot.config import load_settings
 from bot.domain.ids import SessionKey

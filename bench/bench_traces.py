@@ -1,4 +1,4 @@
-"""CPU and system calls of writing model calls' traces (`bot.agent.traces.TraceWriter`).
+"""CPU and system calls of writing model calls' traces (`bot.agent.trace_writer.TraceWriter`).
 
 Run: `.venv/bin/python -m bench.bench_traces [--calls 4000] [--chats 200] [--tools 0.2]
 [--gap MS] [--module PATH]`; under `strace -c -f` to count the system calls.
@@ -11,7 +11,7 @@ as the provider sent it (a system prompt, 20 messages of history, three tool sch
 first makes a call that asks for a tool, whose trace waits for the next call. The events are
 built before the clock starts; measured: the process's CPU (every thread: the event loop
 building each trace, the worker encoding, compressing and writing it) per call, and the
-files written. `--module` loads `TraceWriter` from another copy of `bot/agent/traces.py`
+files written. `--module` loads `TraceWriter` from another copy of `bot/agent/trace_writer.py`
 (e.g. main's, to compare).
 """
 
@@ -32,7 +32,8 @@ from typing import Any
 from adapters.llm.scripted import ScriptedModel
 from bot.agent.events import ModelCalled
 from bot.agent.routes import ModelRoute, Prices
-from bot.agent.traces import TraceWriter, new_call_id
+from bot.agent.trace_writer import TraceWriter
+from bot.agent.traces import new_call_id
 from bot.context.tokens import RequestTokens
 from bot.domain.ids import SessionKey
 from bot.domain.messages import ChatMessage, ToolCall
@@ -185,7 +186,9 @@ def main() -> None:
     parser.add_argument(
         "--gap", type=float, default=0.0, help="ms each chat waits between calls (0: none)"
     )
-    parser.add_argument("--module", help="another bot/agent/traces.py to load TraceWriter from")
+    parser.add_argument(
+        "--module", help="another bot/agent/trace_writer.py to load TraceWriter from"
+    )
     args = parser.parse_args()
     per_chat = build_calls(args.calls, args.chats, args.tools)
     total = sum(len(calls) for calls in per_chat)
@@ -197,7 +200,7 @@ def main() -> None:
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         files = [p for p in Path(tmp).rglob("*") if p.is_file()]
         size = sum(p.stat().st_size for p in files)
-    print(f"traces module: {args.module or 'bot/agent/traces.py'}")
+    print(f"traces module: {args.module or 'bot/agent/trace_writer.py'}")
     print(
         f"{total:,} calls: CPU {cpu:.3f} s ({cpu / total * 1e3:.3f} ms per call), "
         f"wall {wall:.2f} s; {len(files):,} files, {size / 1e6:.1f} MB"

@@ -18,7 +18,7 @@ from bot.context.images import ImageBounds
 from bot.context.tokens import TokenCorrection
 from bot.domain.facts import InboundMessage, Media, MembershipChange, ReactionChange
 from bot.domain.ids import Scene, SessionKey
-from bot.domain.messages import ChatMessage, Reasoning, ToolCall
+from bot.domain.messages import CachePlan, ChatMessage, Reasoning, ToolCall
 from bot.domain.records import RecordBody, StoredRecord
 
 # ---------------------------------------------------------------- time
@@ -149,36 +149,6 @@ class ToolSpec:
     def schema(self) -> dict[str, object]:
         """The tool as it is costed and sent: name, description and parameters."""
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CachePlan:
-    """Which parts of a request the next request repeats byte for byte.
-
-    See docs/architecture.md, Tokens, caches and usage as billed.
-
-    Each field is an index into `LLMRequest.messages` (the message a breakpoint goes after),
-    or `None` when the request has no such point. A provider adapter turns the plan into its
-    own dialect (Anthropic `cache_control`, OpenRouter/Qwen content-part `cache_control`,
-    OpenAI explicit breakpoints) or ignores it (automatic prefix caches). The current message
-    is never a point: its per-turn blocks are dropped next turn, so a write there is never read.
-    """
-
-    system_end: int | None = None
-    """The last leading system message: the prompt and the tool schemas end here."""
-    window_head: int | None = None
-    """The breadcrumb or the summary right after the system prompt."""
-    previous_read: int | None = None
-    """The previous request's last stable message: what this request reads from the cache."""
-    last_stable: int | None = None
-    """The last message the next request will send unchanged (never the current message)."""
-    session_key: str = ""
-    """One key per chat session (`prompt_cache_key` routing); empty: none."""
-
-    def points(self) -> tuple[int, ...]:
-        """The distinct breakpoint indexes, oldest first."""
-        found = {self.system_end, self.window_head, self.previous_read, self.last_stable}
-        return tuple(sorted(i for i in found if i is not None))
 
 
 StopReason = Literal["end", "length", "refusal", "tool_calls", "context"]
@@ -487,7 +457,7 @@ class ChatLock(Protocol):
         """Hold the lock if nobody does, without waiting; yields whether it is held."""
         ...
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Release whatever the lock keeps open (connections); holds must have ended."""
         ...
 

@@ -245,7 +245,7 @@ class PgLiveChannel:
             async with asyncio.timeout(self.ping_seconds):
                 await conn.execute(_PING)  # catches a half-open socket
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Stop sending (what is still queued is dropped) and close the connections."""
         self._closed = True
         if self._sender is not None:

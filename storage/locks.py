@@ -103,7 +103,7 @@ class AdvisoryChatLock:
         finally:
             await self._release(conn, lock_id)
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         await self._engine.dispose()
 
     async def _acquire(self, lock_id: int) -> AsyncConnection:

@@ -1,4 +1,4 @@
-"""Spend counters in the database (implements `bot.agent.spend.SpendCounters`).
+"""Spend counters in the database (implements `bot.agent.spend_counters.SpendCounters`).
 
 `spend_counters(scope, period, chat_id, user_id, cost, tokens, held_cost, held_tokens)`: one
 row per budget and period (money in billionths), what it spent and what calls in flight hold
@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from bot.agent.spend import SCOPES, ZERO, Amount, Change, Counter, Scope
+from bot.agent.spend_counters import SCOPES, ZERO, Amount, Change, Counter, Scope
 from bot.errors import StorageUnavailable
 from storage.engine import WRITE
 from storage.executor import parts_for
@@ -142,7 +142,7 @@ def _counter(row: sa.Row[tuple[object, ...]]) -> Counter:
 
 
 class SqlSpendCounters:
-    """Implements `bot.agent.spend.SpendCounters` on SQLite and PostgreSQL (see above)."""
+    """Implements `bot.agent.spend_counters.SpendCounters` on SQLite and PostgreSQL (see above)."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine

@@ -2,7 +2,7 @@
 prepared in the background.
 
 `Compactor` does the I/O of compaction; what to do is decided by the pure plan
-(`bot.context.compaction.plan_window`, `predict_cut`, `usable_summary`), which
+(`bot.context.window_plan.plan_window`, `predict_cut`, `usable_summary`), which
 `bot.agent.window.Windows` runs between loading the window and projecting it:
 
 - `find_prepared`: the summaries hanging inside a loaded window (a move may start on one).
@@ -41,11 +41,9 @@ from bot.agent.model_call import CallReport, ModelCaller, request_needs
 from bot.agent.routes import RouteTable
 from bot.context.compaction import (
     FoldPlan,
-    PreparedSummary,
     extractive_summary,
     new_summary,
     plan_fold,
-    prepared_summaries,
     summary_request,
 )
 from bot.context.tokens import (
@@ -55,6 +53,7 @@ from bot.context.tokens import (
     split_request_tokens,
 )
 from bot.context.window import PerScene, estimate_tool_schema_tokens
+from bot.context.window_plan import PreparedSummary, prepared_summaries
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord
 from bot.errors import BotError, CapacityExceeded

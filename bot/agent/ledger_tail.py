@@ -1,5 +1,5 @@
 """Following one ledger day file as it grows: the reader of today's ledger for the dashboard's
-day index and its live feed (whole files are read by `bot.agent.ledger.LedgerScan`)."""
+day index and its live feed (whole files are read by `bot.agent.ledger_file.LedgerScan`)."""
 
 from __future__ import annotations
 

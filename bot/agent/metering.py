@@ -42,7 +42,8 @@ from datetime import datetime
 from pathlib import Path
 
 from bot.agent.events import EventBus, ModelCalled
-from bot.agent.ledger import LedgerEntry, LedgerWriter, TrimInfo, describe_error
+from bot.agent.ledger import LedgerEntry, TrimInfo, describe_error
+from bot.agent.ledger_file import LedgerWriter
 from bot.context.tokens import (
     NO_CORRECTION,
     TokenCorrection,

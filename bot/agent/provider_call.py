@@ -52,6 +52,7 @@ from bot.tools.base import Tool
 
 if TYPE_CHECKING:
     from bot.agent.request import RequestBuilder
+    from bot.agent.window import Windows
 
 FINAL_CALL_NOTE = (
     "[Tool results] The tool-call limit of this turn is reached. "
@@ -130,12 +131,15 @@ class ProviderCaller:
         self,
         *,
         caller: ModelCaller,
+        windows: Windows,
         tools: dict[str, Tool],
         layout: RequestBuilder,
         max_output_tokens: int | None = None,
         spend: SpendCheck | None = None,
     ) -> None:
         self.caller = caller
+        self.windows = windows
+        """The window owner: it cuts a turn's window (`drop_oldest`)."""
         self.tools = tools
         """The live tool table: MCP reloads and tests add to it."""
         self.layout = layout
@@ -294,7 +298,9 @@ class ProviderCaller:
             if not plan.trimmed or plan.dropped_turns == 0:
                 break
             before = state.layout.history_end - state.layout.history_start
-            dropped = await window.drop_oldest(plan.dropped_turns, within=state.refused)
+            dropped = await self.windows.drop_oldest(
+                window, plan.dropped_turns, within=state.refused
+            )
             if dropped == 0:
                 break
             state.lay_out(self.layout)

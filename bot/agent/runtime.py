@@ -209,7 +209,7 @@ class TurnRunner:
                     tool_ctx = self.tool_runner.context(session, records, route=state.route)
                 await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
                 if tool_ctx.erased:  # deleted now: not in this turn's next calls either
-                    if await state.window.forget(frozenset(tool_ctx.erased)):
+                    if await self.windows.forget(state.window, frozenset(tool_ctx.erased)):
                         state.lay_out(self.request)
                     tool_ctx.erased.clear()
                 continue

@@ -2,7 +2,7 @@
 
 `Windows` opens one `ConversationWindow` per turn (`open`): it loads the records from the
 stored start and projects them with the turn's per-turn blocks on the current message only;
-plans the window (`bot.context.compaction.plan_window`: the start moves in chunks, onto a
+plans the window (`bot.context.window_plan.plan_window`: the start moves in chunks, onto a
 prepared summary when one serves); folds what departs when the plan says so; stores a moved
 start and projects the kept records again. During the turn the window shrinks only through
 `ConversationWindow.drop_oldest` (a proactive trim, or after an overflow: whole turns leave
@@ -24,13 +24,6 @@ from bot.agent.compactor import Compactor, FoldReason, newest_summary, summary_b
 from bot.agent.request import MAX_REACTION_LINES, RequestBuilder
 from bot.agent.routes import ModelRoute, RouteTable
 from bot.context.alias_table import AliasTable
-from bot.context.compaction import (
-    PreparedSummary,
-    WindowPlan,
-    plan_window,
-    predict_cut,
-    usable_summary,
-)
 from bot.context.history_trim import HistoryTrimmed
 from bot.context.projection import (
     Projection,
@@ -50,6 +43,13 @@ from bot.context.window import (
     summary_bound,
     turn_costs,
 )
+from bot.context.window_plan import (
+    PreparedSummary,
+    WindowPlan,
+    plan_window,
+    predict_cut,
+    usable_summary,
+)
 from bot.domain.erasure import (
     deleted_trace,
     erased_body,
@@ -59,7 +59,7 @@ from bot.domain.erasure import (
 )
 from bot.domain.messages import ChatMessage, ImagePart
 from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
-from bot.ports import SessionInfo
+from bot.ports import LoadedHistory, SessionInfo
 from bot.store_ports import HistoryStore
 
 RENDERED_SESSIONS = 512
@@ -114,7 +114,6 @@ class ConversationWindow:
     estimate. `trims` are the window's moves and cuts not yet reported with a model call.
     """
 
-    windows: Windows
     session: SessionInfo
     route: ModelRoute
     turn_id: str
@@ -133,77 +132,6 @@ class ConversationWindow:
     fold_soon: bool = False
     """The next window move is near: prepare the summary after the reply."""
     trims: list[HistoryTrimmed] = field(default_factory=list)
-
-    async def drop_oldest(self, count: int, *, within: int | None = None) -> int:
-        """Drop the `count` oldest whole turns from the records and render the rest again
-        (docs/architecture.md, Rendering a message): the first kept message opens the window
-        (date, full sender name) and a quote of a dropped message degrades to its inline
-        line. The newest turn is never dropped. Returns the turns dropped (0: none could be).
-
-        What leaves is folded into the summary like a move's. `within`: the provider just
-        refused the turn's request as too long (its size, or the limit it reported): the
-        fold summarises only what leaves, in a request smaller than that, or the cut waits
-        (breadcrumb only, the summary stays as it was)."""
-        projection = self.projection
-        starts = turn_starts(projection.messages)
-        current = projection.current_message_index
-        if current is not None:  # the current message's turn always stays
-            starts = [s for s in starts if s <= current]
-        count = min(count, len(starts) - 1)
-        if count <= 0:
-            return 0
-        cut = projection.record_index[starts[count]]
-        windows, session = self.windows, self.session
-        why: FoldReason = "trim" if within is None else "overflow"
-        fold = await windows.fold(
-            session, self.records, cut, self.summary, self.limits, self.turn_id, why, within
-        )
-        records = self.records[cut:]
-        if fold.through > 0:  # a cut is persisted like a move: the next call never undoes it
-            await windows.store.set_window_start(session.id, self.records[fold.through].id)
-        # the summary shown ends right before the window, or none is shown (the breadcrumb
-        # alone): the model never reads a summary, then a gap, then the window
-        self.summary = (fold.summary or self.summary) if fold.through == cut else None
-        self.crumb = True
-        await self._render(records)
-        self.dropped_turns += count
-        return count
-
-    async def forget(self, message_ids: frozenset[int]) -> bool:
-        """Render the window again with `message_ids` deleted (a tool deleted them during
-        the turn): the turn's next calls show `[deleted]` where they were, as every later
-        turn does (storage has already forgotten them). False when none was shown."""
-        traces = [
-            trace
-            for record in self.records
-            if isinstance(record.body, UserRecord) and message_ids & set(record.message_ids)
-            if (trace := deleted_trace(record.body.text)) is not None
-        ]
-
-        def erased(record: StoredRecord) -> StoredRecord:
-            body = record.body
-            for message_id in message_ids:
-                if message_id in record.message_ids:
-                    body = erased_body(replace(record, body=body), message_id, None)
-                else:
-                    body = without_quoted_text(body, message_id)
-                    body = without_content_of(body, message_id)
-            for trace in traces:  # a search hit that showed it
-                body = without_deleted_lines(body, trace)
-            return record if body is record.body else replace(record, body=body)
-
-        records = tuple(map(erased, self.records))
-        if all(new is old for new, old in zip(records, self.records, strict=True)):
-            return False
-        await self._render(records)
-        return True
-
-    async def _render(self, records: tuple[StoredRecord, ...]) -> None:
-        """Keep `records`, projected again; every alias the new rendering shows is valid."""
-        session = self.session
-        self.records = records
-        self.projection = await self.windows.project(session, records, self.blocks)
-        register_shown(self.aliases, self.projection, self.summary)
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,40 +213,24 @@ class Windows:
         turn = await self.store.load_turn(
             session.id, max_records=self.policy.max_records, reactions_limit=MAX_REACTION_LINES
         )
-        loaded = turn.history
-        session = self.prompt.scopes.scoped(loaded.session)  # the chat's route, unless /model
+        session = self.prompt.scopes.scoped(turn.history.session)  # the chat's route, unless /model
         route = self.routes.resolve_for(session.id, session.route)
-        records = loaded.records
-        correction = self.correction(route.profile, route.model)
         blocks = await self.prompt.blocks(
             session,
             route,
-            records,
+            turn.history.records,
             told_user,
             fetch=persist,
             reactions=turn.reactions,
             read_at=read_at,
         )
         # the summary of what precedes the window
-        previous = newest_summary(turn.summaries) if loaded.has_earlier else None
-        projection = await self.project(session, records, blocks.text)
-        costs = turn_costs(without_per_turn_cost(projection, blocks.text))
-        start = _Loaded(
-            session=session,
-            route=route,
-            correction=correction,
-            limits=self.limits(session, correction),
-            records=records,
-            earlier=loaded.has_earlier,
-            previous=previous,
-            blocks=blocks.text,
-            projection=projection,
-            costs=costs,
-            starts=tuple(projection.record_index[i] for i in costs.starts),
-        )
+        previous = newest_summary(turn.summaries) if turn.history.has_earlier else None
+        start = await self._load(turn.history, blocks.text, previous)
+        correction, records, projection = start.correction, start.records, start.projection
+        costs = start.costs
         plan = await self._plan(start, persist=persist)
         window = ConversationWindow(
-            windows=self,
             session=session,
             route=route,
             turn_id=turn_id,
@@ -501,6 +413,79 @@ class Windows:
             through = end
         return Folded(folded, through)
 
+    async def drop_oldest(
+        self, window: ConversationWindow, count: int, *, within: int | None = None
+    ) -> int:
+        """Drop the `count` oldest whole turns from `window`'s records and render the rest again
+        (docs/architecture.md, Rendering a message): the first kept message opens the window
+        (date, full sender name) and a quote of a dropped message degrades to its inline
+        line. The newest turn is never dropped. Returns the turns dropped (0: none could be).
+
+        What leaves is folded into the summary like a move's. `within`: the provider just
+        refused the turn's request as too long (its size, or the limit it reported): the
+        fold summarises only what leaves, in a request smaller than that, or the cut waits
+        (breadcrumb only, the summary stays as it was)."""
+        projection = window.projection
+        starts = turn_starts(projection.messages)
+        current = projection.current_message_index
+        if current is not None:  # the current message's turn always stays
+            starts = [s for s in starts if s <= current]
+        count = min(count, len(starts) - 1)
+        if count <= 0:
+            return 0
+        cut = projection.record_index[starts[count]]
+        session = window.session
+        why: FoldReason = "trim" if within is None else "overflow"
+        fold = await self.fold(
+            session, window.records, cut, window.summary, window.limits, window.turn_id, why, within
+        )
+        records = window.records[cut:]
+        if fold.through > 0:  # a cut is persisted like a move: the next call never undoes it
+            await self.store.set_window_start(session.id, window.records[fold.through].id)
+        # the summary shown ends right before the window, or none is shown (the breadcrumb
+        # alone): the model never reads a summary, then a gap, then the window
+        window.summary = (fold.summary or window.summary) if fold.through == cut else None
+        window.crumb = True
+        await self._render(window, records)
+        window.dropped_turns += count
+        return count
+
+    async def forget(self, window: ConversationWindow, message_ids: frozenset[int]) -> bool:
+        """Render `window` again with `message_ids` deleted (a tool deleted them during
+        the turn): the turn's next calls show `[deleted]` where they were, as every later
+        turn does (storage has already forgotten them). False when none was shown."""
+        traces = [
+            trace
+            for record in window.records
+            if isinstance(record.body, UserRecord) and message_ids & set(record.message_ids)
+            if (trace := deleted_trace(record.body.text)) is not None
+        ]
+
+        def erased(record: StoredRecord) -> StoredRecord:
+            body = record.body
+            for message_id in message_ids:
+                if message_id in record.message_ids:
+                    body = erased_body(replace(record, body=body), message_id, None)
+                else:
+                    body = without_quoted_text(body, message_id)
+                    body = without_content_of(body, message_id)
+            for trace in traces:  # a search hit that showed it
+                body = without_deleted_lines(body, trace)
+            return record if body is record.body else replace(record, body=body)
+
+        records = tuple(map(erased, window.records))
+        if all(new is old for new, old in zip(records, window.records, strict=True)):
+            return False
+        await self._render(window, records)
+        return True
+
+    async def _render(self, window: ConversationWindow, records: tuple[StoredRecord, ...]) -> None:
+        """Keep `records` in `window`, projected again; every alias the new rendering shows
+        is valid."""
+        window.records = records
+        window.projection = await self.project(window.session, records, window.blocks)
+        register_shown(window.aliases, window.projection, window.summary)
+
     def prepare_next(self, session: SessionInfo, *, turn_id: str) -> None:
         """The turn answered and its next window move is near: prepare that move's summary
         in the background (one at a time per session), so the move waits for no model."""
@@ -516,23 +501,43 @@ class Windows:
         compactor = self.compactor
         if compactor is None:
             return
-        loaded = await self.store.load_history(session.id, max_records=self.policy.max_records)
-        session = self.prompt.scopes.scoped(loaded.session)
-        records = loaded.records
-        projection = await self.project(session, records, "")
-        costs = turn_costs(projection.messages)
-        route = self.routes.resolve_for(session.id, session.route)
-        limits = self.limits(session, self.correction(route.profile, route.model))
-        turn = predict_cut(costs, limits, compactor.policy.prepare_margin)
+        history = await self.store.load_history(session.id, max_records=self.policy.max_records)
+        start = await self._load(history, "", None)
+        session, records, limits = start.session, start.records, start.limits
+        turn = predict_cut(start.costs, limits, compactor.policy.prepare_margin)
         if turn is None:
             return
-        starts = [projection.record_index[i] for i in costs.starts]
-        prepared = await compactor.find_prepared(session, records, starts)
-        if usable_summary(turn, prepared, costs, limits) is not None:
+        prepared = await compactor.find_prepared(session, records, start.starts)
+        if usable_summary(turn, prepared, start.costs, limits) is not None:
             return  # one prepared already serves the next move
         # read only when a fold follows (not for a move a prepared summary already serves)
-        summary = await summary_before(self.store, session, records) if loaded.has_earlier else None
-        await self.fold(session, records, starts[turn], summary, limits, turn_id, "prepare")
+        summary = await summary_before(self.store, session, records) if start.earlier else None
+        await self.fold(session, records, start.starts[turn], summary, limits, turn_id, "prepare")
+
+    async def _load(
+        self, history: LoadedHistory, blocks: str, previous: SummaryRecord | None
+    ) -> _Loaded:
+        """The window as loaded, before its plan (what `open` and `_prepare_next` share):
+        its route, limits, projection with `blocks` and each turn's cost without them."""
+        session = self.prompt.scopes.scoped(history.session)  # the chat's route, unless /model
+        records = history.records
+        route = self.routes.resolve_for(session.id, session.route)
+        correction = self.correction(route.profile, route.model)
+        projection = await self.project(session, records, blocks)
+        costs = turn_costs(without_per_turn_cost(projection, blocks))
+        return _Loaded(
+            session=session,
+            route=route,
+            correction=correction,
+            limits=self.limits(session, correction),
+            records=records,
+            earlier=history.has_earlier,
+            previous=previous,
+            blocks=blocks,
+            projection=projection,
+            costs=costs,
+            starts=tuple(projection.record_index[i] for i in costs.starts),
+        )
 
     async def fold_messages(
         self,

@@ -335,9 +335,10 @@ def _mcp_reload(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from bot.app import init_command
+    from bot.app.init_command import init
+    from bot.app.init_options import parse_options
 
-    return asyncio.run(init_command.init(init_command.parse_options(args, args.config)))
+    return asyncio.run(init(parse_options(args, args.config)))
 
 
 def _process_age() -> float:

@@ -453,7 +453,7 @@ async def _env_route(settings: Settings, title: str, base_url: str) -> Check:
 async def _call(
     settings: Settings, title: str, profile: ProviderProfile, key: str | None, key_hint: str
 ) -> Check:
-    from bot.app.wiring import build_provider
+    from bot.app.model_routes import build_provider
 
     provider = build_provider(profile, key, timeout=MODEL_TIMEOUT_SECONDS, max_retries=0)
     where = f"{profile.model} at {profile.base_url}"

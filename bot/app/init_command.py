@@ -39,13 +39,13 @@ from bot.app.init_files import (
 )
 from bot.app.init_options import (
     LOCALES,
+    MODEL_TIMEOUT_SECONDS,
     PRESETS,
     PROVIDER_NAMES,
+    START_WAIT_SECONDS,
     InitOptions,
     Preset,
     ProviderName,
-    add_arguments,
-    parse_options,
 )
 from bot.app.probes import (
     PRIVACY_FIX,
@@ -62,9 +62,7 @@ from bot.errors import BotError, ConfigError
 if TYPE_CHECKING:
     from adapters.telegram.probe import BotIdentity, TelegramProbe
 
-__all__ = ["InitOptions", "add_arguments", "init", "parse_options"]
-MODEL_TIMEOUT_SECONDS = 30.0
-START_WAIT_SECONDS = 20
+__all__ = ["InitOptions", "init"]
 
 
 class Prompter:
@@ -443,7 +441,7 @@ class _Session:
     async def _test_call(self, name: str, profile: ProviderProfile, key: str | None) -> bool | None:
         """True: the model answered; None: the provider refused the key (HTTP 401 or 403);
         False: any other failure."""
-        from bot.app.wiring import build_provider
+        from bot.app.model_routes import build_provider
 
         provider = build_provider(profile, key, timeout=MODEL_TIMEOUT_SECONDS, max_retries=0)
         where = f"{name}: {profile.model} at {profile.base_url}"

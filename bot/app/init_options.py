@@ -1,5 +1,4 @@
-"""The answers `tgbot init` takes: its flags, the provider presets it offers, and the
-options they make (`InitOptions`)."""
+"""`tgbot init`'s answers as flags: the provider presets, the options and their parsing."""
 
 from __future__ import annotations
 
@@ -22,6 +21,8 @@ PROVIDER_NAMES: tuple[ProviderName, ...] = (
     "openai-compatible",
 )
 LOCALES = ("auto", "zh", "en")
+MODEL_TIMEOUT_SECONDS = 30.0
+START_WAIT_SECONDS = 20
 
 
 @dataclass(frozen=True, slots=True)

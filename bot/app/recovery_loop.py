@@ -18,7 +18,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from bot.app.wiring import App
-from bot.services.inbound import BotIdentity
+from bot.services.inbound_rules import BotIdentity
 from bot.services.recovery import CrashRecovery
 
 log = logging.getLogger("tgbot.inbound")

@@ -33,6 +33,7 @@ from adapters.telegram.webhook_watch import watch_webhook
 from bot.app.heap import settle_heap
 from bot.app.jobs import start_jobs
 from bot.app.mcp_servers import start_mcp
+from bot.app.policies import pace_limits, retention_policy
 from bot.app.preflight import (
     check_bot_token,
     check_data_dir,
@@ -50,9 +51,7 @@ from bot.app.wiring import (
     App,
     build_app,
     open_store,
-    pace_limits,
     register_settings_secrets,
-    retention_policy,
     start_daily_summary,
 )
 from bot.config import Settings, load_settings
@@ -60,7 +59,7 @@ from bot.errors import ConfigError
 from bot.ports import ChatLock, Messenger
 from bot.redact import install_log_scrubbing
 from bot.services.error_log import ErrorLog
-from bot.services.inbound import BotIdentity
+from bot.services.inbound_rules import BotIdentity
 from bot.store_ports import ConversationStore
 from bot.texts import text as user_text
 
@@ -133,19 +132,21 @@ async def serve(
     limit_repeated_logs()
     with _StopSignals() as signals:
         async with AsyncExitStack() as stack:
+            if tracing is not None:  # released last: the spans of the whole stop are sent
+                stack.push_async_callback(tracing.aclose)
             try:
                 async with opening_database(url):
                     store = await open_store(settings, serving=True)
                 stack.push_async_callback(store.close)
                 topology = topology_for(store)  # one process, or several workers
                 chat_lock = topology.chat_lock()
-                stack.push_async_callback(chat_lock.close)
+                stack.push_async_callback(chat_lock.aclose)
                 with _telegram_failures(api_base):
                     bot = build_bot(token, api_base)
                 stack.push_async_callback(bot.session.close)
                 live = topology.live_channel()  # several workers: each one's live events
                 if live is not None:
-                    stack.push_async_callback(live.close)
+                    stack.push_async_callback(live.aclose)
                 with _telegram_failures(api_base):
                     me = await bot.get_me()
                 identity = BotIdentity(id=me.id, username=me.username)
@@ -313,9 +314,9 @@ async def _start_app(
         extra_tools=mcp.tools if mcp is not None else (),
         topology=topology,
     )
-    stack.push_async_callback(app.ledger.flush)
+    stack.push_async_callback(app.ledger.aclose)
     if app.traces is not None:  # after the turns: their held traces are written
-        stack.push_async_callback(app.traces.flush)
+        stack.push_async_callback(app.traces.aclose)
     stack.push_async_callback(app.routes.aclose)
     stack.push_async_callback(app.runner.aclose)
     if mcp is not None:
@@ -345,7 +346,7 @@ async def _start_beside(
 
         dashboard = await start_beside_bot(settings, app.bus, live, updates=health)
         if dashboard is not None:
-            stack.push_async_callback(dashboard.close)
+            stack.push_async_callback(dashboard.aclose)
     _start_jobs(stack, app)
     policy = retention_policy(settings)
     clock = app.runner.clock
@@ -461,18 +462,14 @@ async def run(
     tracing = start_tracing(os.environ)  # None without OTEL_EXPORTER_OTLP_ENDPOINT
     register_settings_secrets(settings)  # before the first log line
     _setup_logging(settings.tgbot_log_level)
-    try:
-        return await serve(
-            settings,
-            webhook=webhook,
-            host=host,
-            port=port,
-            tracing=tracing,
-            after_batch=after_batch,
-        )
-    finally:
-        if tracing is not None:  # the spans still batched are sent before the process ends
-            await asyncio.to_thread(tracing.shutdown)
+    return await serve(
+        settings,
+        webhook=webhook,
+        host=host,
+        port=port,
+        tracing=tracing,
+        after_batch=after_batch,
+    )
 
 
 def _setup_logging(level: str) -> None:

@@ -84,8 +84,9 @@ def start_tracing(environ: Mapping[str, str]) -> OtelTracer | None:
 def route_endpoints(
     settings: Settings, *, offline: bool
 ) -> dict[str, tuple[str | None, str | None]]:
-    """Each route's base URL and wire kind as `build_routes` wires them (a URL of None: the
-    offline scripted model), for naming the provider on model-call spans."""
+    """Each route's base URL and wire kind as `bot.app.model_routes.build_routes` wires
+    them (a URL of None: the offline scripted model), for naming the provider on model-call
+    spans."""
     from adapters.llm.dialects import kind_for
 
     endpoints: dict[str, tuple[str | None, str | None]] = {

@@ -145,4 +145,4 @@ async def one_migration_at_a_time(url: str) -> AsyncIterator[None]:
         async with migrations.hold_id(MIGRATION_LOCK_ID):
             yield
     finally:
-        await migrations.close()
+        await migrations.aclose()

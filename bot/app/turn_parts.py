@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from bot.agent.chat_scope import NO_SCOPES, ChatScopes
 from bot.agent.compactor import Compactor
 from bot.agent.events import NO_OBSERVER, EventBus, TurnObserver
-from bot.agent.ledger import LedgerWriter
+from bot.agent.ledger_file import LedgerWriter
 from bot.agent.metering import CallMetering, TokenTruth
 from bot.agent.model_call import ModelCaller
 from bot.agent.provider_call import ProviderCaller, SpendCheck
@@ -119,6 +119,7 @@ def build_turn_runner(
         windows=windows,
         calls=ProviderCaller(
             caller=caller,
+            windows=windows,
             tools=table,
             layout=prompt,
             max_output_tokens=calls.max_output_tokens,

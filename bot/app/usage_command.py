@@ -1,12 +1,11 @@
 """`tgbot usage report`: the per-day usage report from the ledger (read-only).
 
 Reads the settings and the ledger files, and the feedback reactions from the database,
-opened read-only: nothing is migrated, created or touched. A SQLite file is read only when
-it exists, as `immutable` (no lock, no WAL index), so a running bot's reactions that are
-still in its write-ahead log (SQLite moves them into the file every ~1,000 pages and when
-the bot stops) are not counted yet; the owner's daily summary and `/usage` read through
-the bot's own store and are exact. The store is imported only then, so the command still
-starts quickly.
+opened read-only exactly as the dashboard opens it (`storage.engine.create_readonly_engine`):
+nothing is migrated, created or touched, a running bot's write-ahead log is shared (its
+newest reactions count), and without a running bot the file is read as it stands. So the
+report and the dashboard's overview give the same answer. A SQLite file is read only when it
+exists; the store is imported only then, so the command still starts quickly.
 """
 
 from __future__ import annotations
@@ -68,7 +67,7 @@ def feedback_source(settings: Settings) -> FeedbackSource | None:
         start = datetime.combine(days[0], time(), settings.zone)
         end = datetime.combine(days[-1] + timedelta(days=1), time(), settings.zone)
         try:
-            return asyncio.run(_read_reactions(url, sqlite_path, start, end))
+            return asyncio.run(_read_reactions(url, start, end))
         except StorageError as exc:
             log.warning("feedback reactions not read: %s", exc)
             return ()
@@ -77,19 +76,12 @@ def feedback_source(settings: Settings) -> FeedbackSource | None:
 
 
 async def _read_reactions(
-    url: str, sqlite_path: Path | None, start: datetime, end: datetime
+    url: str, start: datetime, end: datetime
 ) -> list[tuple[datetime, int, str]]:
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    from storage.engine import create_engine_for
+    from storage.engine import create_readonly_engine
     from storage.sql import SqlStore
 
-    if sqlite_path is not None:
-        ro = f"file:{sqlite_path.as_posix()}?mode=ro&immutable=1&uri=true"
-        engine = create_async_engine(f"sqlite+aiosqlite:///{ro}")
-    else:
-        engine = create_engine_for(url)
-    store = SqlStore(engine)
+    store = SqlStore(create_readonly_engine(url))  # the dashboard's read-only open
     try:
         found = await store.reactions_between(start, end)
     finally:

@@ -1,71 +1,60 @@
 """The wiring: one `App` per process from the settings, read once by the entry points.
 
 `build_app` puts the runtime, the inbound service and the chat commands together over a
-store and a messenger; `open_store`, `build_routes`, `turn_policy` and the scheduled jobs
-turn settings into the adapters and plain policy values the services take; the parts that
-differ between one process and several workers come from the `Topology` (`bot.app.topology`),
-and every outgoing message passes the one chain `outbound_chain` builds.
+store and a messenger; `open_store`, `bot.app.model_routes` and the scheduled jobs turn
+settings into adapters, `bot.app.policies` into the plain policy values the services take;
+the parts that differ between one process and several workers come from the `Topology`
+(`bot.app.topology`), and every outgoing message passes the one chain `outbound_chain` builds.
 Nothing outside `bot/app` reads the settings or imports `adapters` or `storage`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from adapters.document_worker import DocumentReader
-from adapters.llm.dialects import kind_for, options_for
-from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
-from adapters.llm.scripted import ScriptedModel
 from adapters.media_files import CachedMediaFiles, MediaCache, TelegramFileSource
 from adapters.scheduler import build_scheduler
-from adapters.tokenizers import TokenizerUnavailable, load_token_counter
 from adapters.transcription import OpenAITranscriber
-from bot.agent.compactor import CompactionPolicy
+from bot.agent.chat_scope import ChatScopes
 from bot.agent.events import NO_OBSERVER, EventBus
-from bot.agent.fallback import FallbackChains
-from bot.agent.ledger import LedgerWriter
+from bot.agent.ledger_file import LedgerWriter
 from bot.agent.metering import TokenTruth
 from bot.agent.reply import ChatActions, chat_actions_of
-from bot.agent.request import PromptPolicy
-from bot.agent.routes import Prices, ProfileEntry, RouteTable
+from bot.agent.routes import RouteTable
 from bot.agent.runtime import TurnRunner
-from bot.agent.spend import (
-    DEFAULT_OUTPUT_BOUND,
-    ChatLimits,
-    Limit,
-    LocalSpendCounters,
-    SpendCounters,
-    SpendGuard,
-    SpendPolicy,
-    nanos,
-)
-from bot.agent.traces import TraceWriter
-from bot.agent.turn import CallPolicy, ToolPolicy, TurnPolicy
+from bot.agent.spend import SpendGuard
+from bot.agent.spend_counters import LocalSpendCounters, SpendCounters
+from bot.agent.trace_writer import TraceWriter
 from bot.agent.turn_images import TurnImages
 from bot.agent.turn_log import TurnLog
-from bot.agent.window import SceneCaps, WindowPolicy
 from bot.app.chat_scopes import chat_scopes
 from bot.app.dashboard.auth import owner_link
 from bot.app.jobs import jobs_policy, open_job_store
-from bot.app.retention_loop import RetentionPolicy
+from bot.app.model_routes import build_routes
+from bot.app.policies import (
+    chat_event_policy,
+    chat_locales,
+    inbound_policy_of,
+    recovery_policy,
+    spend_policy,
+    turn_policy,
+)
 from bot.app.telemetry import route_endpoints
 from bot.app.topology import Topology, one_migration_at_a_time, topology_for
 from bot.app.turn_parts import build_turn_runner
-from bot.config import ChatLimitSettings, ProviderProfile, SceneHistory, Settings
-from bot.context.window import PerScene, ProfileCapacity, RuntimeLimits, bound_summaries
+from bot.config import Settings
 from bot.domain.facts import InboundMessage
-from bot.errors import ConfigError
 from bot.ports import ChatLock, Clock, LLMProvider, Messenger, SessionInfo, SystemClock
 from bot.redact import register_secret
 from bot.services.ambient import AmbientListener, AmbientPolicy
 from bot.services.catchup import Catchup
-from bot.services.chat_events import ChatEventPolicy, ChatEventService
+from bot.services.chat_events import ChatEventService
 from bot.services.chat_settings import (
     ChatSettingsBook,
     ChatSettingsStore,
@@ -75,7 +64,7 @@ from bot.services.chat_settings import (
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
 from bot.services.error_log import ErrorLog
-from bot.services.inbound import InboundPolicy, InboundService
+from bot.services.inbound import InboundService
 from bot.services.jobs import JobBook
 from bot.services.jobs_command import JobsCommand
 from bot.services.messenger_relay import (
@@ -85,8 +74,7 @@ from bot.services.messenger_relay import (
     ToldUser,
     ToldUserMessenger,
 )
-from bot.services.recovery import CrashRecovery, RecoveryPolicy
-from bot.services.send_pacing import PaceLimits
+from bot.services.recovery import CrashRecovery, SpentFor
 from bot.services.transcripts import TranscriptionPolicy, VoiceTranscripts
 from bot.store_ports import ConversationStore
 from bot.texts import ChatLocales
@@ -105,270 +93,12 @@ if TYPE_CHECKING:
     from adapters.otel import OtelTracer
 
 
-def build_provider(
-    profile: ProviderProfile, api_key: str | None, *, timeout: float, max_retries: int
-) -> OpenAIProvider:
-    """The adapter of the profile's kind, speaking the dialect of its host and settings."""
-    options = options_for(
-        profile.base_url,
-        kind=profile.kind,
-        cache=profile.cache,
-        cache_ttl=profile.cache_ttl,
-        prompt_cache_key=profile.prompt_cache_key,
-        max_tokens_param=profile.max_tokens_param,
-        stream=profile.stream,
-        reasoning=profile.reasoning,
-        extra_body=profile.extra_body,
-    )
-    adapter = AnthropicProvider if options.kind == "anthropic" else OpenAIProvider
-    return adapter(
-        profile.base_url, api_key, timeout=timeout, max_retries=max_retries, options=options
-    )
-
-
-def build_routes(settings: Settings, *, offline: LLMProvider | None = None) -> RouteTable:
-    """Provider profiles from the TOML plus the `default` route from LLM_* variables
-    (the offline scripted model when no LLM_BASE_URL is set)."""
-    timeout = settings.runtime.request_timeout_seconds
-    retries = settings.runtime.max_retries
-    entries: dict[str, ProfileEntry] = {}
-    for name, profile in settings.providers.items():
-        key = os.environ.get(profile.api_key_env) if profile.api_key_env else None
-        entries[name] = ProfileEntry(
-            provider=build_provider(profile, key, timeout=timeout, max_retries=retries),
-            capacity=ProfileCapacity(
-                name=name, model=profile.model, context_window=profile.context_window
-            ),
-            prices=Prices(
-                input_per_mtok=profile.price_input_per_mtok,
-                cached_input_per_mtok=profile.price_cached_input_per_mtok,
-                output_per_mtok=profile.price_output_per_mtok,
-                cache_write_per_mtok=profile.price_cache_write_per_mtok,
-                cache_write_1h_per_mtok=profile.price_cache_write_1h_per_mtok,
-            ),
-            count_tokens=_token_counter(
-                f"providers.{name}.tokenizer_file",
-                profile.tokenizer_file,
-                profile.tokenizer_pattern,
-            ),
-            wire=kind_for(profile.base_url, profile.kind),
-            vision=profile.vision,
-        )
-    default_provider: LLMProvider
-    if offline is not None:
-        default_provider = offline
-    elif settings.llm_base_url:
-        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-        default_provider = build_provider(
-            ProviderProfile(
-                base_url=settings.llm_base_url,
-                kind=settings.llm_kind,
-                cache=settings.llm_cache,
-                cache_ttl=settings.llm_cache_ttl,
-                model=settings.llm_model,
-                reasoning=settings.llm_reasoning,
-            ),
-            key,
-            timeout=timeout,
-            max_retries=retries,
-        )
-    else:
-        default_provider = ScriptedModel.demo()
-    entries.setdefault(
-        "default",
-        ProfileEntry(
-            provider=default_provider,
-            capacity=ProfileCapacity(
-                name="default", model=settings.llm_model, context_window=settings.llm_context_window
-            ),
-            count_tokens=_token_counter(
-                "llm_tokenizer_file", settings.llm_tokenizer_file, settings.llm_tokenizer_pattern
-            ),
-            wire=kind_for(settings.llm_base_url or "", settings.llm_kind),
-            vision=settings.llm_vision,
-        ),
-    )
-    default_name = settings.default_provider or "default"
-    if default_name not in entries:
-        raise ConfigError("default_provider", f"no provider profile named {default_name!r}")
-    default_model = entries[default_name].capacity.model or settings.llm_model
-    table = RouteTable(
-        entries,
-        default_profile=default_name,
-        default_model=default_model,
-        fallback_window=settings.llm_context_window,
-    )
-    table.chains = fallback_chains(settings, table)
-    return table
-
-
-def fallback_chains(settings: Settings, table: RouteTable) -> FallbackChains | None:
-    """The profiles' `fallbacks` (None when no profile has any); a chain naming an unknown
-    profile, or its own, is a `ConfigError`."""
-    chains = {name: p.fallbacks for name, p in settings.providers.items() if p.fallbacks}
-    if not chains:
-        return None
-    for name, chain in chains.items():
-        for fallback in chain:
-            if fallback == name or fallback not in table.profile_names:
-                what = "itself" if fallback == name else f"no provider profile named {fallback!r}"
-                raise ConfigError(f"providers.{name}.fallbacks", f"{fallback!r}: {what}")
-    cooldowns = {n: p.fallback_cooldown_seconds for n, p in settings.providers.items()}
-    return FallbackChains(resolve=table.resolve, chains=chains, cooldowns=cooldowns)
-
-
-def _token_counter(
-    setting: str, path: Path | None, pattern: str | None
-) -> Callable[[str], int] | None:
-    """The exact tokenizer an operator configured (read once, offline), or None."""
-    if path is None:
-        return None
-    try:
-        return load_token_counter(path, pattern=pattern).count
-    except TokenizerUnavailable as exc:
-        raise ConfigError(setting, str(exc)) from None
-
-
-def window_policy(settings: Settings) -> WindowPolicy:
-    """Each scene's window: the history budgets and the caps, overrides applied."""
-    history = settings.history
-
-    def caps(override: SceneHistory) -> SceneCaps:
-        return SceneCaps(
-            max_turns=history.max_history_turns
-            if override.max_history_turns is None
-            else override.max_history_turns,
-            max_messages=history.max_recent_messages
-            if override.max_recent_messages is None
-            else override.max_recent_messages,
-        )
-
-    return WindowPolicy(
-        history_budgets=PerScene(
-            group=history.group_tokens,
-            private=history.private_tokens,
-            owner=history.owner_tokens,
-        ),
-        caps=PerScene(
-            group=caps(history.group), private=caps(history.private), owner=caps(history.owner)
-        ),
-        headroom=history.headroom,
-        count_unanswered_turns=history.turn_cap_counts == "all",
-    )
-
-
-def chat_locales(settings: Settings) -> ChatLocales:
-    """`BOT_LOCALE=auto`: each member's language, a chat its members'; `zh`/`en`: fixed."""
-    fixed = None if settings.bot_locale == "auto" else settings.bot_locale
-    return ChatLocales(fixed=fixed, fallback=settings.fallback_locale)
-
-
-def turn_policy(settings: Settings, locales: ChatLocales | None = None) -> TurnPolicy:
-    rules = ""
-    if settings.workspace_rules_file is not None:
-        try:
-            rules = settings.workspace_rules_file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError("workspace_rules_file", str(exc)) from None
-    runtime = settings.runtime
-    compaction = settings.compaction
-    window = window_policy(settings)
-    limits = RuntimeLimits(
-        max_context_tokens=runtime.max_context_tokens,
-        context_compact_ratio=runtime.context_compact_ratio,
-        history_pruning_enabled=runtime.history_pruning.enabled,
-        history_pruning_max_tokens=runtime.history_pruning.max_tokens,
-    )
-    summaries = PerScene(
-        group=compaction.group_tokens,
-        private=compaction.private_tokens,
-        owner=compaction.owner_tokens,
-    )
-    return TurnPolicy(
-        window=window,
-        prompt=PromptPolicy(
-            zone=settings.zone,
-            zone_name=settings.bot_timezone,
-            locale=settings.fallback_locale,
-            command_prefix=settings.triggers.command_prefix,
-            workspace_rules=rules,
-            owner_id=settings.owner_id,
-            chat_locale=locales.for_chat if locales is not None else None,
-            member_locale=locales.member_language if locales is not None else None,
-        ),
-        calls=CallPolicy(
-            limits=limits,
-            max_output_tokens=runtime.max_output_tokens,
-            deadline_seconds=runtime.model_call_deadline_seconds,
-        ),
-        tools=ToolPolicy(
-            max_result_chars=runtime.max_tool_result_chars,
-            max_calls_per_step=runtime.max_tool_calls_per_step,
-            max_messages_per_turn=runtime.max_messages_per_turn,
-        ),
-        compaction=CompactionPolicy(
-            summary_budgets=bound_summaries(summaries, window.history_budgets),
-            route=compaction.route,
-            prepare_margin=compaction.prepare_margin,
-        )
-        if compaction.enabled
-        else None,
-        max_tool_iterations=runtime.max_tool_iterations,
-        turn_deadline_seconds=runtime.turn_deadline_seconds,
-    )
-
-
-def spend_policy(settings: Settings, locales: ChatLocales | None = None) -> SpendPolicy:
-    """`[limits]` resolved: the shared limits, each scene's and each chat id's overrides."""
-    limits = settings.limits
-
-    def chat_limits(override: ChatLimitSettings, base: ChatLimits) -> ChatLimits:
-        def pick(value: float | None, fallback: int, scale: bool) -> int:
-            if value is None:
-                return fallback
-            return nanos(value) if scale else int(value)
-
-        return ChatLimits(
-            chat=Limit(
-                cost=pick(override.chat_daily_cost, base.chat.cost, True),
-                tokens=pick(override.chat_daily_tokens, base.chat.tokens, False),
-            ),
-            member=Limit(
-                cost=pick(override.member_daily_cost, base.member.cost, True),
-                tokens=pick(override.member_daily_tokens, base.member.tokens, False),
-            ),
-        )
-
-    shared = ChatLimits(
-        chat=Limit(cost=nanos(limits.chat_daily_cost), tokens=limits.chat_daily_tokens),
-        member=Limit(cost=nanos(limits.member_daily_cost), tokens=limits.member_daily_tokens),
-    )
-    scenes = PerScene(
-        group=chat_limits(limits.group, shared),
-        private=chat_limits(limits.private, shared),
-        owner=chat_limits(limits.owner, shared),
-    )
-    # a chat id's override sits over its scene's; a group id is negative, a private
-    # chat's is its member's id
-    chats = {
-        int(chat): chat_limits(override, scenes.group if int(chat) < 0 else scenes.private)
-        for chat, override in limits.chats.items()
-    }
-    return SpendPolicy(
-        daily=Limit(cost=nanos(limits.daily_cost), tokens=limits.daily_tokens),
-        monthly=Limit(cost=nanos(limits.monthly_cost), tokens=limits.monthly_tokens),
-        scenes=scenes,
-        chats=chats,
-        owner_id=settings.owner_id,
-        owner_exempt=limits.owner_exempt,
-        zone=settings.zone,
-        zone_name=settings.bot_timezone,
-        locale=settings.fallback_locale,
-        chat_locale=locales.for_chat if locales is not None else None,
-        currency=settings.ledger.currency,
-        output_bound=settings.runtime.max_output_tokens or DEFAULT_OUTPUT_BOUND,
-        hold_wait_seconds=settings.runtime.model_call_deadline_seconds,
-    )
+def open_spend_counters(store: ConversationStore) -> SpendCounters:
+    """The spend counters: a table on SQLite (a restart keeps the spend) and PostgreSQL
+    (shared by the workers, one statement per check); in memory for the in-memory store."""
+    if isinstance(store, SqlStore):
+        return SqlSpendCounters(store.engine)
+    return LocalSpendCounters()
 
 
 def open_chat_settings(store: ConversationStore) -> ChatSettingsStore:
@@ -377,14 +107,6 @@ def open_chat_settings(store: ConversationStore) -> ChatSettingsStore:
     if isinstance(store, SqlStore):
         return SqlChatSettings(store.engine)
     return LocalChatSettings()
-
-
-def open_spend_counters(store: ConversationStore) -> SpendCounters:
-    """The spend counters: a table on SQLite (a restart keeps the spend) and PostgreSQL
-    (shared by the workers, one statement per check); in memory for the in-memory store."""
-    if isinstance(store, SqlStore):
-        return SqlSpendCounters(store.engine)
-    return LocalSpendCounters()
 
 
 @dataclass(slots=True)
@@ -435,16 +157,6 @@ async def open_store(settings: Settings, *, serving: bool = False) -> Conversati
 
                 await upgrade_database(url)
     return SqlStore(create_engine_for(url))
-
-
-def pace_limits(settings: Settings) -> PaceLimits:
-    """Telegram's send limits (`[telegram] per_chat_per_second`, `per_group_per_minute`,
-    `per_bot_per_second`), kept where the topology keeps them."""
-    return PaceLimits(
-        per_chat_per_second=settings.telegram.per_chat_per_second,
-        per_group_per_minute=settings.telegram.per_group_per_minute,
-        per_bot_per_second=settings.telegram.per_bot_per_second,
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -516,7 +228,6 @@ def build_app(
     # kept until a turn that carried them is answered: in memory, or shared on PostgreSQL
     told = ToldUser(topology.told_notes())
     outbound = outbound_chain(settings, messenger, closed=closed_chats, told=told)
-    chat_actions = outbound.actions
     messenger = outbound.turns
     routes = build_routes(settings, offline=offline)
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
@@ -533,18 +244,10 @@ def build_app(
             agent_name=bot_name,
             endpoints=route_endpoints(settings, offline=offline is not None),
         )
-    spend = None
-    policy = spend_policy(settings, locales)
-    if policy.active:  # after the ledger's subscriber: a call is counted as it is written
-        spend = SpendGuard(
-            policy=policy, counters=open_spend_counters(store), messenger=messenger, clock=clock
-        )
+    # after the ledger's subscriber: a call is counted as it is written
+    spend = spend_guard(settings, locales, store=store, messenger=messenger, clock=clock)
     jobs = JobBook(open_job_store(store), jobs_policy(settings), clock)
-    traces = TraceWriter(
-        settings.traces_dir,
-        keep_days=settings.ledger.keep_requests_days,
-        max_total_bytes=settings.ledger.max_traces_mb * 1024 * 1024,
-    ).attach(bus)
+    traces = trace_writer(settings).attach(bus)
     outside = outbound.outside
     """What services send outside model turns; the next turn there is told."""
     runner = build_turn_runner(
@@ -560,142 +263,65 @@ def build_app(
         bus=bus,
         bot_id=bot_id,
         bot_name=bot_name,
-        chat_actions=chat_actions,
+        chat_actions=outbound.actions,
         stream_drafts=settings.telegram.stream_drafts,
         truth=truth,
         observer=TurnLog(bus, tracing if tracing is not None else NO_OBSERVER),
         spend=spend,
-        images=(
-            images := TurnImages(
-                files=(files := media_files(settings)),
-                messages=store,
-                aliases=store,
-                max_per_turn=settings.media.max_images_per_turn,
-                prefetch=sees_images(settings),
-                spent_for=spend.spent_for if spend is not None else None,
-            )
-        ),
+        images=(images := turn_images(settings, store, files := media_files(settings), spend)),
     )
     if spend is not None:
         spend.attach(bus)
 
-    async def usage_reply() -> tuple[str, bytes | None]:
-        summary = daily_summary(settings, messenger=outside, store=store, clock=clock)
-        today = clock.now().astimezone(settings.zone).date()
-        message = await summary.compose(today)
-        if spend is not None:  # the budgets too, as `/budget` shows them
-            return f"{message.text}\n\n{await spend.report()}", message.chart
-        return message.text, message.chart
-
-    commands = Commands(
-        owner_id=settings.owner_id,
-        locale=settings.fallback_locale,
-        messenger=outside,
-        sessions=store,
+    commands = build_commands(
+        settings,
+        outside=outside,
+        store=store,
         routes=routes,
-        meters=runner.meters.get,
-        usage_reply=usage_reply,
-        locale_for=locales.for_message,
-        dashboard_link=owner_link(
-            settings.dashboard_url,
-            settings.dashboard_token.get_secret_value() if settings.dashboard_token else None,
-        ),
-        budget_reply=spend.report if spend is not None else None,
-    )
-    inbound_policy = InboundPolicy(
-        owner_id=settings.owner_id,
-        locale=settings.fallback_locale,
-        answer_on_mention=settings.triggers.answer_on_mention,
-        answer_on_reply=settings.triggers.answer_on_reply,
-        answer_on_command=settings.triggers.answer_on_command,
-        merge_window_seconds=settings.triggers.merge_window_seconds,
-        allowed_chats=tuple(settings.security.allowed_chats),
-        private_chats=settings.security.private_chats,
-        user_messages_per_minute=settings.security.user_messages_per_minute,
-        chat_messages_per_minute=settings.security.chat_messages_per_minute,
-    )
-    inbound = InboundService(
-        sessions=store,
-        history=store,
-        platform_messages=store,
-        claims=store,
         runner=runner,
-        messenger=outside,
-        policy=inbound_policy,
+        clock=clock,
+        spend=spend,
+        locales=locales,
+    )
+    inbound, recovery = build_inbound(
+        settings,
+        store=store,
+        runner=runner,
+        outside=outside,
         commands=commands,
         chat_lock=chat_lock,
-        limits=topology.rate_limits(
-            per_user=settings.security.user_messages_per_minute,
-            per_chat=settings.security.chat_messages_per_minute,
-        ),
+        topology=topology,
         transcripts=voice_transcripts(
             settings, files=files, ledger=ledger, clock=clock, spend=spend
         ),
         locales=locales,
+        clock=clock,
+        spent_for=spend.spent_for if spend is not None else None,
         scopes=scopes,
         ambient=ambient_listener(settings, store, routes, runner, clock, spend),
         refresh_settings=book.refresh,
     )
-    admins = ChatAdmins(messenger=messenger, clock=clock)
-    settings_command = SettingsCommand(
+    inbound.turns.on_scheduled = images.prefetch
+    commands.retry = inbound.retry
+    add_chat_commands(
+        settings,
+        commands,
         book=book,
         scopes=scopes,
-        admin_may=frozenset(settings.chats.admin_may),
-        is_admin=admins.is_admin,
-        owner_id=settings.owner_id,
-        route_known=lambda route: routes.parse(route)[0] in routes.profile_names,
-        locale_for=locales.for_message,
-    )
-
-    async def settings_reply(message: InboundMessage, _session: SessionInfo) -> str:
-        return await settings_command(message)
-
-    commands.extra["settings"] = settings_reply
-    commands.extra["catchup"] = Catchup(
-        history=store,
+        jobs=JobsCommand(jobs, outside),
+        store=store,
         routes=routes,
-        caller=runner.calls.caller,
-        clock=clock,
-        scopes=scopes,
-        spent_for=spend.spent_for if spend is not None else None,
-        locale_for=locales.for_message,
-    )
-    inbound.turns.on_scheduled = images.prefetch
-    recovery = CrashRecovery(
-        sessions=store,
-        history=store,
-        platform_messages=store,
         runner=runner,
-        messenger=outside,
+        outside=outside,
         clock=clock,
-        turns=inbound.turns,
-        policy=RecoveryPolicy(
-            locale=inbound_policy.locale,
-            chat_locale=locales.for_chat,
-            rules=inbound_policy.rules,
-            allowed_chats=inbound_policy.allowed_chats,
-            private_chats=inbound_policy.private_chats,
-            owner_id=inbound_policy.owner_id,
-        ),
-        spent_for=spend.spent_for if spend is not None else None,
+        spend=spend,
+        locales=locales,
     )
-    commands.retry = inbound.retry
-    jobs_command = JobsCommand(jobs, outside)
-
-    async def jobs_reply(message: InboundMessage, _session: SessionInfo) -> str:
-        return await jobs_command(message, commands.locale)
-
-    commands.extra["jobs"] = jobs_reply
     chat_events = ChatEventService(
         sessions=store,
         platform_messages=store,
         events=store,
-        policy=ChatEventPolicy(
-            owner_id=settings.owner_id,
-            bot_id=bot_id,
-            allowed_chats=tuple(settings.security.allowed_chats),
-            private_chats=settings.security.private_chats,
-        ),
+        policy=chat_event_policy(settings, bot_id),
         clock=clock,
         closed=closed_chats,
     )
@@ -718,6 +344,189 @@ def build_app(
         locales=locales,
         traces=traces,
         jobs=jobs,
+    )
+
+
+def build_inbound(
+    settings: Settings,
+    *,
+    store: ConversationStore,
+    runner: TurnRunner,
+    outside: Messenger,
+    commands: Commands,
+    chat_lock: ChatLock | None,
+    topology: Topology,
+    transcripts: VoiceTranscripts | None,
+    locales: ChatLocales,
+    clock: Clock,
+    spent_for: SpentFor | None,
+    scopes: ChatScopes,
+    ambient: AmbientListener | None,
+    refresh_settings: Callable[[], Awaitable[None]],
+) -> tuple[InboundService, CrashRecovery]:
+    """The inbound service and the crash recovery that starts turns through its scheduler
+    and answers by its rules."""
+    inbound_policy = inbound_policy_of(settings)
+    inbound = InboundService(
+        sessions=store,
+        history=store,
+        platform_messages=store,
+        claims=store,
+        runner=runner,
+        messenger=outside,
+        policy=inbound_policy,
+        commands=commands,
+        chat_lock=chat_lock,
+        limits=topology.rate_limits(
+            per_user=inbound_policy.user_messages_per_minute,
+            per_chat=inbound_policy.chat_messages_per_minute,
+        ),
+        transcripts=transcripts,
+        locales=locales,
+        scopes=scopes,
+        ambient=ambient,
+        refresh_settings=refresh_settings,
+    )
+    recovery = CrashRecovery(
+        sessions=store,
+        history=store,
+        platform_messages=store,
+        runner=runner,
+        messenger=outside,
+        clock=clock,
+        turns=inbound.turns,
+        policy=recovery_policy(inbound_policy, locales),
+        spent_for=spent_for,
+    )
+    return inbound, recovery
+
+
+def trace_writer(settings: Settings) -> TraceWriter:
+    """Per-call traces (`[ledger] keep_requests_days`, `max_traces_mb`)."""
+    return TraceWriter(
+        settings.traces_dir,
+        keep_days=settings.ledger.keep_requests_days,
+        max_total_bytes=settings.ledger.max_traces_mb * 1024 * 1024,
+    )
+
+
+def spend_guard(
+    settings: Settings,
+    locales: ChatLocales,
+    *,
+    store: ConversationStore,
+    messenger: Messenger,
+    clock: Clock,
+) -> SpendGuard | None:
+    """Spend limits (`[limits]`) over the store's counters; None when none is set."""
+    policy = spend_policy(settings, locales)
+    if not policy.active:
+        return None
+    return SpendGuard(
+        policy=policy, counters=open_spend_counters(store), messenger=messenger, clock=clock
+    )
+
+
+def turn_images(
+    settings: Settings,
+    store: ConversationStore,
+    files: CachedMediaFiles | None,
+    spend: SpendGuard | None,
+) -> TurnImages:
+    """The images a turn sends (`[media]`), fetched ahead when some route sees them (never
+    for a member over budget)."""
+    return TurnImages(
+        files=files,
+        messages=store,
+        aliases=store,
+        max_per_turn=settings.media.max_images_per_turn,
+        prefetch=sees_images(settings),
+        spent_for=spend.spent_for if spend is not None else None,
+    )
+
+
+def build_commands(
+    settings: Settings,
+    *,
+    outside: Messenger,
+    store: ConversationStore,
+    routes: RouteTable,
+    runner: TurnRunner,
+    clock: Clock,
+    spend: SpendGuard | None,
+    locales: ChatLocales,
+) -> Commands:
+    """The chat commands; `/usage` answers as the daily summary (and `/budget`) would."""
+
+    async def usage_reply() -> tuple[str, bytes | None]:
+        summary = daily_summary(settings, messenger=outside, store=store, clock=clock)
+        today = clock.now().astimezone(settings.zone).date()
+        message = await summary.compose(today)
+        if spend is not None:  # the budgets too, as `/budget` shows them
+            return f"{message.text}\n\n{await spend.report()}", message.chart
+        return message.text, message.chart
+
+    return Commands(
+        owner_id=settings.owner_id,
+        locale=settings.fallback_locale,
+        messenger=outside,
+        sessions=store,
+        routes=routes,
+        meters=runner.meters.get,
+        usage_reply=usage_reply,
+        locale_for=locales.for_message,
+        dashboard_link=owner_link(
+            settings.dashboard_url,
+            settings.dashboard_token.get_secret_value() if settings.dashboard_token else None,
+        ),
+        budget_reply=spend.report if spend is not None else None,
+    )
+
+
+def add_chat_commands(
+    settings: Settings,
+    commands: Commands,
+    *,
+    book: ChatSettingsBook,
+    scopes: ChatScopes,
+    jobs: JobsCommand,
+    store: ConversationStore,
+    routes: RouteTable,
+    runner: TurnRunner,
+    outside: Messenger,
+    clock: Clock,
+    spend: SpendGuard | None,
+    locales: ChatLocales,
+) -> None:
+    """The commands other services answer: `/jobs`, `/settings` for group admins (rights
+    from Telegram) and `/catchup`."""
+    admins = ChatAdmins(messenger=outside, clock=clock)
+    settings_command = SettingsCommand(
+        book=book,
+        scopes=scopes,
+        admin_may=frozenset(settings.chats.admin_may),
+        is_admin=admins.is_admin,
+        owner_id=settings.owner_id,
+        route_known=lambda route: routes.parse(route)[0] in routes.profile_names,
+        locale_for=locales.for_message,
+    )
+
+    async def settings_reply(message: InboundMessage, _session: SessionInfo) -> str:
+        return await settings_command(message)
+
+    async def jobs_reply(message: InboundMessage, _session: SessionInfo) -> str:
+        return await jobs(message, commands.locale)
+
+    commands.extra["jobs"] = jobs_reply
+    commands.extra["settings"] = settings_reply
+    commands.extra["catchup"] = Catchup(
+        history=store,
+        routes=routes,
+        caller=runner.calls.caller,
+        clock=clock,
+        scopes=scopes,
+        spent_for=spend.spent_for if spend is not None else None,
+        locale_for=locales.for_message,
     )
 
 
@@ -836,13 +645,6 @@ def scheduled_summary(app: App) -> DailySummary:
         store=app.store,
         clock=SystemClock(),
         locales=app.locales,
-    )
-
-
-def retention_policy(settings: Settings) -> RetentionPolicy:
-    return RetentionPolicy(
-        keep_records_days=settings.retention.keep_records_days,
-        keep_platform_events_days=settings.retention.keep_platform_events_days,
     )
 
 

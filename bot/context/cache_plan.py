@@ -42,8 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.context.compaction import SUMMARY_PREFIX
-from bot.domain.messages import ChatMessage
-from bot.ports import CachePlan
+from bot.domain.messages import CachePlan, ChatMessage
 
 MAX_REMEMBERED = 4
 """Read points kept per (session, model): the newest first."""

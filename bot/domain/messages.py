@@ -115,3 +115,33 @@ class ChatMessage:
     is_error: bool = False
     tokens: int | None = None
     reasoning: Reasoning | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CachePlan:
+    """Which parts of a request the next request repeats byte for byte.
+
+    See docs/architecture.md, Tokens, caches and usage as billed.
+
+    Each field is an index into `LLMRequest.messages` (the message a breakpoint goes after),
+    or `None` when the request has no such point. A provider adapter turns the plan into its
+    own dialect (Anthropic `cache_control`, OpenRouter/Qwen content-part `cache_control`,
+    OpenAI explicit breakpoints) or ignores it (automatic prefix caches). The current message
+    is never a point: its per-turn blocks are dropped next turn, so a write there is never read.
+    """
+
+    system_end: int | None = None
+    """The last leading system message: the prompt and the tool schemas end here."""
+    window_head: int | None = None
+    """The breadcrumb or the summary right after the system prompt."""
+    previous_read: int | None = None
+    """The previous request's last stable message: what this request reads from the cache."""
+    last_stable: int | None = None
+    """The last message the next request will send unchanged (never the current message)."""
+    session_key: str = ""
+    """One key per chat session (`prompt_cache_key` routing); empty: none."""
+
+    def points(self) -> tuple[int, ...]:
+        """The distinct breakpoint indexes, oldest first."""
+        found = {self.system_end, self.window_head, self.previous_read, self.last_stable}
+        return tuple(sorted(i for i in found if i is not None))

@@ -1,4 +1,4 @@
-"""On inbound message / edit: store the conversation, decide whether to answer, run turns.
+"""The inbound service: every message stored once, turns scheduled by their rules, edits.
 
 New messages have one way in, `InboundService.on_messages`, whatever brought them: a polled
 `getUpdates` batch, one webhook update (both through `adapters/telegram/polling_loop.py`'s
@@ -30,18 +30,8 @@ Hostile members and busy chats:
   that short gap leaves the waiting message out of the conversation (it stays a recorded
   platform message).
 
-Whether a message is answered (`should_answer`, one pure rule for live messages and crash
-recovery): never a bot (two bots could talk forever), never a service message; in a private
-chat every other message; in a group only a message that addresses the bot: a mention, a
-reply to one of its messages, or a command, each as the `AnswerRules` allow. The facts come
-from a live message (`facts_of_message`: the platform told us about mentions, reply targets
-and commands) or from a stored one after a crash (`facts_of_record`: the mention's entity is
-gone, so the text is searched for `@username`; the quote's sender is compared with the bot's
-id; a command is text starting with `/`).
-
-What a message becomes in storage: its session's scene and title (`scene_of`,
-`session_title_of`), its record (`record_of`) and its platform message
-(`platform_message_of`).
+Whether a message is answered and what it is stored as are pure rules, in
+`bot.services.inbound_rules`.
 
 Crash recovery (`recovery.CrashRecovery`, once at start-up) starts its turns through the
 scheduler's `spawn_turn` and answers by the same `should_answer`.
@@ -52,257 +42,53 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from bot.agent.chat_scope import NO_SCOPES, ChatScope, ChatScopes
+from bot.agent.chat_scope import NO_SCOPES, ChatScopes
 from bot.agent.runtime import TurnOutcome, TurnRunner
-from bot.context.projection import record_tokens
-from bot.domain.facts import InboundMessage, Sender
-from bot.domain.ids import Locale, Scene, SessionKey
-from bot.domain.records import RecordBody, ServiceMessageRecord, StoredRecord, UserRecord
+from bot.domain.facts import InboundMessage
+from bot.domain.ids import SessionKey
+from bot.domain.records import StoredRecord, UserRecord
 from bot.errors import StorageUnavailable
 from bot.ports import (
     ChatLock,
     InboundAppend,
     Messenger,
     NewRecord,
-    PlatformMessage,
     RateLimits,
     SessionInfo,
     SessionRequest,
 )
 from bot.services.ambient import AmbientListener
 from bot.services.commands import Commands
-from bot.services.guard import (
-    LocalRateLimits,
-    PrivateChats,
-    RateLimiter,
-    chat_allowed,
-    is_owner,
+from bot.services.inbound_gate import Admission, InboundGate
+from bot.services.inbound_rules import (
+    InboundPolicy,
+    facts_of_message,
+    key_of,
+    last_answered_of,
+    last_member_record,
+    platform_message_of,
+    record_of,
+    scene_of,
+    scope_rules,
+    session_title_of,
+    should_answer,
 )
 from bot.services.transcripts import VoiceTranscripts
 from bot.services.triggers import BotLoopGuard, compile_wake_words
 from bot.services.turn_scheduler import TurnScheduler
 from bot.store_ports import Claims, HistoryStore, PlatformMessages, SessionStore
-from bot.texts import ChatLocales, text
+from bot.texts import ChatLocales
 
 log = logging.getLogger("tgbot.inbound")
-
-
-# ------------------------------------------------------------------ whether a message is answered
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AnswerRules:
-    """Which ways of addressing the bot in a group it answers."""
-
-    on_mention: bool = True
-    on_reply: bool = True
-    on_command: bool = True
-    answer_bots: bool = False
-    """Another bot's message may address the bot (`[triggers] answer_bots`)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BotIdentity:
-    """Who the bot is on the platform (`None` when not known yet)."""
-
-    id: int | None
-    username: str | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MessageFacts:
-    """What the rule looks at in a message."""
-
-    from_bot: bool
-    service: bool = False
-    mentions_bot: bool = False
-    replies_to_bot: bool = False
-    command: bool = False
-    wake_word: bool = False
-    """It holds one of the chat's `keywords` or matches one of its `patterns`."""
-
-
-def should_answer(facts: MessageFacts, scene: Scene, rules: AnswerRules) -> bool:
-    if facts.service or (facts.from_bot and not rules.answer_bots):
-        return False
-    if scene != "group":
-        return True
-    return (
-        (rules.on_mention and facts.mentions_bot)
-        or (rules.on_reply and facts.replies_to_bot)
-        or (rules.on_command and facts.command)
-        or facts.wake_word
-    )
-
-
-def scope_rules(scope: ChatScope) -> AnswerRules:
-    """The answer rules of a chat's (or topic's) triggers."""
-    triggers = scope.triggers
-    return AnswerRules(
-        on_mention=triggers.on_mention,
-        on_reply=triggers.on_reply,
-        on_command=triggers.on_command,
-        answer_bots=triggers.answer_bots,
-    )
-
-
-def is_bot(sender: Sender) -> bool:
-    return sender.kind == "bot"
-
-
-def facts_of_message(message: InboundMessage) -> MessageFacts:
-    """The facts of a message as it arrives."""
-    return MessageFacts(
-        from_bot=is_bot(message.sender),
-        service=message.event is not None,
-        mentions_bot=message.mentions_bot,
-        replies_to_bot=message.replies_to_bot,
-        command=message.command is not None,
-    )
-
-
-def facts_of_record(body: UserRecord, bot: BotIdentity) -> MessageFacts:
-    """The facts of a stored message, as far as storage kept them."""
-    username = bot.username
-    return MessageFacts(
-        from_bot=is_bot(body.sender),
-        mentions_bot=username is not None and f"@{username.lower()}" in body.text.lower(),
-        replies_to_bot=body.quote is not None
-        and bot.id is not None
-        and body.quote.sender_id == bot.id,
-        command=body.text.startswith("/"),
-    )
-
-
-# ------------------------------------------------------------------ what a message is stored as
-
-
-def last_member_record(records: Sequence[StoredRecord]) -> StoredRecord | None:
-    """The newest record of a member's message in `records` (oldest first), if any."""
-    return next((r for r in reversed(records) if isinstance(r.body, UserRecord)), None)
-
-
-def last_answered_of(records: Sequence[StoredRecord], sender_id: int) -> StoredRecord | None:
-    """The newest message of `sender_id` that the bot answered: a reply answers the newest
-    member message before it (as the turn that wrote it did)."""
-    trigger: StoredRecord | None = None
-    answered: StoredRecord | None = None
-    for record in records:
-        if isinstance(record.body, UserRecord):
-            trigger = record
-        elif record.kind == "assistant" and trigger is not None:
-            assert isinstance(trigger.body, UserRecord)
-            if trigger.body.sender.id == sender_id:
-                answered = trigger
-    return answered
-
-
-def scene_of(message: InboundMessage, owner_id: int | None) -> Scene:
-    if message.chat_type == "private":
-        return "owner" if owner_id is not None and message.sender.id == owner_id else "private"
-    return "group"
-
-
-def record_of(message: InboundMessage, *, merged: bool, refused: bool = False) -> NewRecord:
-    """The record of a new (or edited) message; `merged` marks a later message of a burst
-    that joins the turn of the one before, `refused` one the rate limit turned away."""
-    body = _body(message, merged=merged, refused=refused)
-    return NewRecord(
-        body=body,
-        created_at=message.date,
-        message_ids=(message.message_id,),
-        tokens=record_tokens(body),
-    )
-
-
-def session_title_of(message: InboundMessage) -> str | None:
-    """The title a message gives its session: the chat's title, or in a forum topic the
-    topic's name (`None` when this message does not show it: the stored one stays)."""
-    if message.thread_id:
-        return message.topic_name
-    return message.chat_title
-
-
-def platform_message_of(
-    message: InboundMessage, *, known: PlatformMessage | None = None
-) -> PlatformMessage:
-    """The message as a platform message; for an edit, `known` (the stored one) keeps its
-    first date and its record."""
-    return PlatformMessage(
-        chat_id=message.chat_id,
-        thread_id=message.thread_id,
-        message_id=message.message_id,
-        sender_id=message.sender.id,
-        sender_name=message.sender.name,
-        is_bot=message.sender.is_bot,
-        date=known.date if known is not None else message.date,
-        text=message.text if message.event is None else message.event,
-        media=message.media,
-        reply_to_message_id=message.quote.id if message.quote is not None else None,
-        record_id=known.record_id if known is not None else None,
-        edited_at=message.edit_date if message.is_edit else None,
-    )
-
-
-def _body(message: InboundMessage, *, merged: bool, refused: bool) -> RecordBody:
-    if message.event is not None:
-        return ServiceMessageRecord(text=message.event, actor=message.sender)
-    return UserRecord(
-        sender=message.sender,
-        text=message.text,
-        media=message.media,
-        quote=message.quote,
-        forward=message.forward,
-        merged=merged,
-        album=message.media_group_id,
-        linked_channel=message.automatic_forward,
-        refused=refused,
-    )
 
 
 # ------------------------------------------------------------------ the service
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class InboundPolicy:
-    owner_id: int | None
-    locale: Locale = "zh"
-    answer_on_mention: bool = True
-    answer_on_reply: bool = True
-    answer_on_command: bool = True
-    merge_window_seconds: float = 1.5
-    allowed_chats: tuple[int, ...] = ()
-    private_chats: PrivateChats = "allow"
-    user_messages_per_minute: int = 20
-    chat_messages_per_minute: int = 60
-
-    @property
-    def rules(self) -> AnswerRules:
-        return AnswerRules(
-            on_mention=self.answer_on_mention,
-            on_reply=self.answer_on_reply,
-            on_command=self.answer_on_command,
-        )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Admission:
-    """What the rate limits say about a message that would start work."""
-
-    admitted: bool
-    """It starts a turn."""
-    refused: bool
-    """It would have, but the limits turned it away (stored as refused, answered politely)."""
-
-
 Round = tuple[SessionInfo, InboundMessage]
 """A message of a round, with its session."""
-
-
-def key_of(message: InboundMessage) -> SessionKey:
-    return SessionKey(chat_id=message.chat_id, thread_id=message.thread_id)
 
 
 class InboundService:
@@ -356,13 +142,10 @@ class InboundService:
             chat_locale=self.locales.for_chat,
         )
         """When and how turns run (what recovery starts its turns through, too)."""
-        self._told_not_allowed: set[int] = set()
-        """Members told once that their private chat is not allowed."""
-        self.limiter = RateLimiter(
-            per_user=policy.user_messages_per_minute, per_chat=policy.chat_messages_per_minute
+        self.gate = InboundGate(
+            policy=policy, messenger=messenger, locales=self.locales, limits=limits
         )
-        self.limits: RateLimits = limits or LocalRateLimits(self.limiter)
-        """In this process (`limiter`), or shared by the workers of one PostgreSQL database."""
+        """The allow-list, the rate limits and the refusals they send."""
 
     @property
     def outcomes(self) -> deque[TurnOutcome]:
@@ -395,15 +178,6 @@ class InboundService:
 
     # ------------------------------------------------------------------ the rules
 
-    def _allowed(self, message: InboundMessage) -> bool:
-        return chat_allowed(
-            message.chat_id,
-            self.policy.allowed_chats,
-            self.policy.owner_id,
-            self.policy.private_chats,
-            direct_with=message.sender.id if message.direct_messages else None,
-        )
-
     async def _transcribed(self, message: InboundMessage, session: SessionInfo) -> InboundMessage:
         """The message with its voice note's transcript, when one is wanted (before it is
         stored, and before any lock: the transcript is part of the stored message)."""
@@ -432,57 +206,6 @@ class InboundService:
         if answer and facts.from_bot:  # `answer_bots`: a few rounds in ten minutes at most
             return self.bot_loops.allows(message.chat_id, message.message_id, message.date)
         return answer
-
-    async def _admission(
-        self, message: InboundMessage, session: SessionInfo, *, answer: bool
-    ) -> Admission:
-        """Closed: the bot was removed from the chat; what was said is stored, nothing is
-        sent. The limit is checked before storing, so a refusal is stored as one (and crash
-        recovery never answers it)."""
-        wanted = answer and not session.closed
-        admitted = wanted and await self._within_limits(message)
-        return Admission(admitted=admitted, refused=wanted and not admitted)
-
-    async def _admit(self, message: InboundMessage) -> bool:
-        """Whether the sender may start work now (the owner always); a refusal is sent at
-        most once per chat a minute."""
-        if await self._within_limits(message):
-            return True
-        await self._refuse(message)
-        return False
-
-    async def _within_limits(self, message: InboundMessage) -> bool:
-        """Whether the sender may start work now (the owner always: a rule, so it holds on
-        every worker); counts it if so."""
-        if is_owner(message.sender, self.policy.owner_id):
-            return True
-        return await self.limits.take(user_id=message.sender.id, chat_id=message.chat_id)
-
-    async def _refuse_private_chat(self, message: InboundMessage) -> None:
-        """A member whose private chat is not allowed is told so once (per process), with
-        their user id to pass on to the owner; groups not allowed hear nothing."""
-        if message.chat_type != "private" or message.sender.kind != "user":
-            return
-        if message.sender.id in self._told_not_allowed:
-            return
-        self._told_not_allowed.add(message.sender.id)
-        await self.messenger.send_text(
-            message.chat_id,
-            text(
-                self.locales.for_message(message), "private_not_allowed", user_id=message.sender.id
-            ),
-        )
-
-    async def _refuse(self, message: InboundMessage) -> None:
-        """Log a refusal and tell the chat, at most once a minute."""
-        log.info("rate limit: %s in chat %s", message.sender.id, message.chat_id)
-        if await self.limits.warn_once(message.chat_id):
-            await self.messenger.send_text(
-                message.chat_id,
-                text(self.locales.for_message(message), "rate_limited"),
-                thread_id=message.thread_id,
-                reply_to=message.message_id,
-            )
 
     # ------------------------------------------------------------------ InboundSink
 
@@ -523,9 +246,9 @@ class InboundService:
         requests: dict[SessionKey, SessionRequest] = {}
         for message in messages:
             self.locales.note(message)
-            if not self._allowed(message):
+            if not self.gate.allowed(message):
                 log.info("ignoring chat %s (not in the allow-list)", message.chat_id)
-                await self._refuse_private_chat(message)
+                await self.gate.refuse_private_chat(message)
                 continue
             key = key_of(message)
             queues.setdefault(key, deque()).append(message)
@@ -607,7 +330,7 @@ class InboundService:
             ):
                 return
             # commands start work too (/retry a whole turn, /help a post): same limits
-            if not await self._admit(message):
+            if not await self.gate.admit(message):
                 return
             if await self.commands(message, session):
                 return
@@ -627,7 +350,7 @@ class InboundService:
             # someone else's turn waits out its merge window: this message waits its turn
             # (and so does whatever its sender writes until it joined, to keep their order)
             defer = state.holds_back(message.sender.id, answer=answer)
-            admission = await self._admission(message, session, answer=answer)
+            admission = await self.gate.admission(message, session, answer=answer)
             if defer:
                 await self.platform_messages.record_platform_messages(
                     [platform_message_of(message)]
@@ -639,7 +362,7 @@ class InboundService:
                     session, message, merged=merged, refused=admission.refused
                 )
         if admission.refused:
-            await self._refuse(message)
+            await self.gate.refuse(message)
         if defer:
 
             async def join() -> None:
@@ -659,7 +382,7 @@ class InboundService:
         for session, message in batch:
             # a redelivered duplicate counts against the limit too: it is found inside the
             # transaction
-            admission = await self._admission(
+            admission = await self.gate.admission(
                 message, session, answer=self._answers(message, session)
             )
             admissions.append(admission)
@@ -687,7 +410,7 @@ class InboundService:
         if admission.admitted:
             self.turns.schedule(session, message)
         elif isinstance(record.body, UserRecord) and record.body.refused:
-            await self._refuse(message)
+            await self.gate.refuse(message)
         elif self.ambient is not None and session.scene == "group" and not session.closed:
             scope = self.scopes.of(message.chat_id, message.thread_id)
             if scope.enabled and scope.triggers.ambient == "judge":
@@ -701,7 +424,7 @@ class InboundService:
         triggers; the original, when it comes, is then a duplicate. An edit that leaves no
         words (a caption removed) takes the old words out of storage too: the member took
         them back (`PlatformMessages.erase_message`)."""
-        if not self._allowed(message):
+        if not self.gate.allowed(message):
             return
         session = await self.open(message)
         async with self.turns.storing(session):
@@ -740,7 +463,7 @@ class InboundService:
         answered = any(r.kind == "assistant" for r in loaded.records if r.id > last_user.id)
         if not answered:
             return
-        if not await self._admit(message):
+        if not await self.gate.admit(message):
             return
         await self.history.append(
             session.id,

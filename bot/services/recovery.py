@@ -11,7 +11,7 @@ a person would expect (`plan_recovery` decides, `CrashRecovery` acts):
   the same conversation, with no half-finished tool call in it. When it is older (up to
   `RECOVERY_NOTICE_WINDOW`, 6 h) an answer would come out of the blue, so the bot replies
   once "I was restarted and missed this, please ask again". Older than that: nothing.
-  Only a message the live path would have answered counts (`inbound.should_answer`: in
+  Only a message the live path would have answered counts (`inbound_rules.should_answer`: in
   groups a mention of the bot, a reply to it, a command); chatter stays unanswered.
 - tool results are the newest record (the crash came between two model calls): the turn
   continues from them, within the same answer window.
@@ -55,7 +55,7 @@ from bot.domain.records import (
 )
 from bot.ports import Clock, Delivery, Messenger, SessionInfo
 from bot.services.guard import PrivateChats, chat_allowed
-from bot.services.inbound import (
+from bot.services.inbound_rules import (
     AnswerRules,
     BotIdentity,
     facts_of_record,

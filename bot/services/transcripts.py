@@ -25,7 +25,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from bot.agent.ledger import LedgerEntry, LedgerWriter
+from bot.agent.ledger import LedgerEntry
+from bot.agent.ledger_file import LedgerWriter
 from bot.agent.runtime import new_turn_id
 from bot.agent.traces import new_call_id
 from bot.domain.facts import InboundMessage, Media

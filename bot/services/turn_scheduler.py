@@ -424,5 +424,5 @@ class LocalChatLock:
         """How many chats have a holder or a waiter (for tests and diagnostics)."""
         return len(self._entries)
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         return None

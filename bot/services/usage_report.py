@@ -51,7 +51,8 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta, tzinfo
 from pathlib import Path
 
-from bot.agent.ledger import LedgerEntry, LedgerScan, ledger_file
+from bot.agent.ledger import LedgerEntry
+from bot.agent.ledger_file import LedgerScan, ledger_file
 from bot.context.tokens import Drift, drift_of_errors
 
 DEFAULT_DAYS = 7

@@ -14,7 +14,7 @@ from aiogram.types import Update
 
 from adapters.telegram.parsing import parse_update_strict
 from bot.domain.ids import SessionKey
-from bot.services.inbound import key_of
+from bot.services.inbound_rules import key_of
 
 CAROL = {"id": 1003, "is_bot": False, "first_name": "Carol", "username": "carol_c"}
 DIRECT_MESSAGE: dict[str, Any] = {

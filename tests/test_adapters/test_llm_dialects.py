@@ -12,9 +12,9 @@ import pytest
 
 from adapters.llm import anthropic_wire, openai_wire
 from adapters.llm.dialects import WireOptions, max_tokens_key, options_for
-from bot.domain.messages import ChatMessage, ImagePart, ToolCall
+from bot.domain.messages import CachePlan, ChatMessage, ImagePart, ToolCall
 from bot.errors import ContextOverflow, ProviderBadResponse, ProviderUnavailable
-from bot.ports import CachePlan, LLMRequest, ToolSpec
+from bot.ports import LLMRequest, ToolSpec
 from testkit import anthropic_server_wire
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llm"

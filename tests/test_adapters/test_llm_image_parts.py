@@ -8,8 +8,8 @@ import json
 
 from adapters.llm import anthropic_wire, openai_wire
 from adapters.llm.dialects import options_for
-from bot.domain.messages import ChatMessage, ImagePart, ToolCall
-from bot.ports import CachePlan, LLMRequest
+from bot.domain.messages import CachePlan, ChatMessage, ImagePart, ToolCall
+from bot.ports import LLMRequest
 from testkit import anthropic_server_wire
 
 JPEG = ImagePart(url="data:image/jpeg;base64,/9j/AA==", width=1024, height=768, label="m3")

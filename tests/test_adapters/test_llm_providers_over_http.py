@@ -16,16 +16,16 @@ import pytest
 from adapters.llm.dialects import options_for
 from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
-from bot.app.wiring import build_provider, build_routes
+from bot.app.model_routes import build_provider, build_routes
 from bot.config import ProviderProfile, load_settings
-from bot.domain.messages import ChatMessage
+from bot.domain.messages import CachePlan, ChatMessage
 from bot.errors import (
     ConfigError,
     ContextOverflow,
     ProviderRejected,
     ProviderUnavailable,
 )
-from bot.ports import CachePlan, LLMRequest, ToolSpec, Usage
+from bot.ports import LLMRequest, ToolSpec, Usage
 from testkit.fake_anthropic import FakeAnthropicServer
 from testkit.fake_server import FakeOpenAIServer
 

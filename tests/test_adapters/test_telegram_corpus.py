@@ -30,7 +30,7 @@ from bot.context.projection import project
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale, Scene
 from bot.domain.records import RecordBody, StoredRecord
-from bot.services.inbound import record_of
+from bot.services.inbound_rules import record_of
 from storage.payload import decode_media, decode_payload, encode_media, encode_payload
 from testkit.updates import parse_raw_update
 

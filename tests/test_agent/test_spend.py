@@ -13,29 +13,25 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from adapters.llm.scripted import ScriptedModel
-from bot.agent.ledger import read_entries
+from bot.agent.ledger_file import read_entries
 from bot.agent.routes import Prices
-from bot.agent.spend import (
+from bot.agent.spend import SpendGuard, SpendPolicy, billable_tokens, call_bound, periods_at
+from bot.agent.spend_counters import (
     Amount,
     Change,
     Counter,
     Limit,
     LocalSpendCounters,
-    SpendGuard,
-    SpendPolicy,
-    billable_tokens,
-    call_bound,
     describe_amount,
-    periods_at,
 )
 from bot.config import load_settings
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
-from bot.domain.messages import ChatMessage, ToolCall
+from bot.domain.messages import CachePlan, ChatMessage, ToolCall
 from bot.domain.records import UserRecord
 from bot.errors import ConfigError
-from bot.ports import CachePlan, LLMRequest, LLMResponse, NewRecord, Usage
-from bot.services.inbound import BotIdentity
+from bot.ports import LLMRequest, LLMResponse, NewRecord, Usage
+from bot.services.inbound_rules import BotIdentity
 from bot.texts import text
 from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger, SteppingClock

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.app.init_command import InitOptions, init
+from bot.app.init_command import init
 from bot.app.init_files import read_env
+from bot.app.init_options import InitOptions
 from bot.config import load_settings
 from testkit.fake_bot_api import FakeBotApi
 from testkit.fake_server import FakeOpenAIServer

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
-from bot.app.wiring import build_provider
+from bot.app.model_routes import build_provider
 from bot.config import load_settings
 from testkit.fake_anthropic import FakeAnthropicServer
 from testkit.fake_reasoning import ClaudeThinking, DeepSeekThinking, OllamaThinking

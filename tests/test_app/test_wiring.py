@@ -1,55 +1,13 @@
-"""`turn_policy`: the settings, read once, become one small policy per part of a turn."""
+"""The wired app: the parts of a turn share what they must (one model caller)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from adapters.llm.scripted import ScriptedModel
-from bot.agent.window import SceneCaps
-from bot.app.wiring import turn_policy, window_policy
-from bot.context.window import PerScene
 from testkit.memory_store import InMemoryStore
 from tests.fakes import RecordingMessenger
 from tests.rig import rig_settings, wire_app
-
-
-def test_each_scene_gets_its_budget_and_its_caps_with_overrides_applied(tmp_path: Path) -> None:
-    settings = rig_settings(
-        tmp_path,
-        history={
-            "group_tokens": 6_000,
-            "private_tokens": 2_000,
-            "max_history_turns": 30,
-            "max_recent_messages": 80,
-            "group": {"max_recent_messages": 250},
-            "owner": {"max_history_turns": 90},
-        },
-    )
-    window = window_policy(settings)
-    assert window.history_budgets == PerScene(group=6_000, private=2_000, owner=24_000)
-    assert window.caps == PerScene(
-        group=SceneCaps(max_turns=30, max_messages=250),
-        private=SceneCaps(max_turns=30, max_messages=80),
-        owner=SceneCaps(max_turns=90, max_messages=80),
-    )
-    assert window.max_records == 250 * 2 + 20  # the largest cap, with room for tool rows
-
-
-def test_the_summary_bound_is_read_once_and_held_to_a_quarter_of_the_history(
-    tmp_path: Path,
-) -> None:
-    settings = rig_settings(
-        tmp_path,
-        history={"private_tokens": 2_000},
-        compaction={"route": "cheap", "prepare_margin": 0.2},
-        runtime={"max_context_tokens": 50_000, "model_call_deadline_seconds": 30.0},
-    )
-    policy = turn_policy(settings)
-    assert policy.compaction is not None
-    assert policy.compaction.summary_budgets == PerScene(group=600, private=500, owner=1_500)
-    assert (policy.compaction.route, policy.compaction.prepare_margin) == ("cheap", 0.2)
-    assert policy.calls.limits.max_context_tokens == 50_000
-    assert policy.calls.deadline_seconds == 30.0
 
 
 async def test_the_summary_call_and_the_turn_calls_share_one_model_caller(
@@ -65,28 +23,3 @@ async def test_the_summary_call_and_the_turn_calls_share_one_model_caller(
     assert compactor is not None
     assert compactor.caller is app.runner.calls.caller
     assert compactor.caller.limits.max_context_tokens == 50_000
-
-
-def test_compaction_switched_off_has_no_policy(tmp_path: Path) -> None:
-    settings = rig_settings(tmp_path, compaction={"enabled": False})
-    assert turn_policy(settings).compaction is None
-
-
-async def test_a_profile_prices_one_hour_cache_writes_apart(tmp_path: Path) -> None:
-    from bot.app.wiring import build_routes
-
-    profile = {"base_url": "https://api.anthropic.com", "model": "claude-sonnet-4-5"}
-    prices = {"price_input_per_mtok": 3.0, "price_cache_write_per_mtok": 3.75}
-    settings = rig_settings(
-        tmp_path,
-        providers={
-            "default_1h": {**profile, **prices},
-            "set_1h": {**profile, **prices, "price_cache_write_1h_per_mtok": 5.0},
-        },
-    )
-    routes = build_routes(settings)
-    try:
-        assert routes.resolve("default_1h").prices.hour_write_per_mtok == 6.0  # 2 × input
-        assert routes.resolve("set_1h").prices.hour_write_per_mtok == 5.0
-    finally:
-        await routes.aclose()

@@ -16,8 +16,8 @@ from bench.cache_sim import (
     anthropic_points,
     request_prefixes,
 )
-from bot.domain.messages import ChatMessage
-from bot.ports import CachePlan, LLMRequest, ToolSpec
+from bot.domain.messages import CachePlan, ChatMessage
+from bot.ports import LLMRequest, ToolSpec
 
 TTLS = ("5m", "1h")
 

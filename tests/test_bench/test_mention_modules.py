@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench import mention_modules
-from bench.mention_modules import FUNCTIONS_TARGET, ROOT, ModuleProfile
+from bench.mention_modules import FUNCTION_TARGET, ROOT, ModuleProfile
 from bot.app.profile_modules import _Recorder
 from bot.context.tokens import estimate_text_tokens
 
@@ -57,8 +57,14 @@ def test_one_mention_in_tgbot_run_is_measured(measured: ModuleProfile) -> None:
     assert f"{measured.modules} of {measured.modules_in_tree} modules" in measured.markdown()
 
 
-@pytest.mark.slow  # issue 45: 440 functions in modules of 19.2k lines before its splits
-def test_one_mention_runs_at_most_450_functions_in_fewer_lines(measured: ModuleProfile) -> None:
-    assert measured.function_count <= FUNCTIONS_TARGET, measured.markdown()
-    # LINES_TARGET once the issue's seam splits have all landed; until then no more lines
-    assert measured.lines <= 19_200, measured.markdown()
+LINE_CEILING = 19_000
+"""Lines in the modules one mention runs, today (18.9k); issue 45's target is 16,000, which
+the storage split (storage is 3.3k of them) is to reach. Lower it as it falls."""
+
+
+@pytest.mark.slow  # issue 35: 78 modules, then 61, 49; issue 45 counts functions and lines
+def test_one_mention_runs_few_functions_in_few_lines(measured: ModuleProfile) -> None:
+    assert measured.function_count <= FUNCTION_TARGET, measured.markdown()
+    assert measured.line_count <= LINE_CEILING, measured.markdown()
+    markdown = measured.markdown()
+    assert f"{measured.function_count} functions, {measured.line_count:,} lines" in markdown

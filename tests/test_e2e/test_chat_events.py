@@ -19,7 +19,7 @@ from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
 from bot.ports import LLMRequest, LLMResponse, NewRecord, PlatformMessage
-from bot.services.inbound import BotIdentity
+from bot.services.inbound_rules import BotIdentity
 from bot.texts import text
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database

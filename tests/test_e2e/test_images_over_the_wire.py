@@ -21,8 +21,8 @@ import pytest
 from PIL import Image
 
 from adapters.llm.scripted import ScriptedModel
-from bot.agent.ledger import read_entries
-from bot.agent.traces import read_trace
+from bot.agent.ledger_file import read_entries
+from bot.agent.trace_reader import read_trace
 from bot.app.dashboard.calls import view
 from bot.ports import LLMRequest, LLMResponse
 from tests.bot_process import QUIET_CONFIG, StartBot, reply_stored

@@ -19,7 +19,7 @@ from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import UserRecord
 from bot.errors import ProviderUnavailable
 from bot.ports import NewRecord
-from bot.services.inbound import BotIdentity
+from bot.services.inbound_rules import BotIdentity
 from bot.services.turn_scheduler import LocalChatLock
 from bot.texts import text
 from storage.engine import create_engine_for

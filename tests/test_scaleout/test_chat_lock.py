@@ -39,8 +39,8 @@ async def workers(request: pytest.FixtureRequest) -> AsyncIterator[Workers]:
     try:
         yield first, second
     finally:
-        await first.close()
-        await second.close()
+        await first.aclose()
+        await second.aclose()
 
 
 async def test_holders_of_one_chat_never_overlap(workers: Workers) -> None:
@@ -154,8 +154,8 @@ async def test_a_cancelled_wait_leaves_no_advisory_lock_behind(postgres_url: str
         async with asyncio.timeout(5), second.hold(CHAT):
             assert await _advisory_locks(postgres_url, granted=True) == 1
     finally:
-        await first.close()
-        await second.close()
+        await first.aclose()
+        await second.aclose()
 
 
 async def test_try_hold_takes_a_free_lock_and_never_waits_for_a_held_one(

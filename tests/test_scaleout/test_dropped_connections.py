@@ -63,4 +63,4 @@ async def test_a_chat_lock_after_the_server_dropped_the_pool_is_held() -> None:
         async with lock.hold(CHAT), lock.try_hold(CHAT) as other:
             assert not other  # held, on a fresh connection
     finally:
-        await lock.close()
+        await lock.aclose()

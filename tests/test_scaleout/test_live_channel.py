@@ -74,8 +74,8 @@ async def channels() -> AsyncIterator[tuple[PgLiveChannel, PgLiveChannel, str]]:
     try:
         yield one, two, url
     finally:
-        await one.close()
-        await two.close()
+        await one.aclose()
+        await two.aclose()
 
 
 async def listening(channel: PgLiveChannel, inbox: Inbox) -> asyncio.Task[None]:

@@ -19,7 +19,7 @@ from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
 from bot.ports import NewRecord
-from bot.services.inbound import BotIdentity
+from bot.services.inbound_rules import BotIdentity
 from storage.engine import create_engine_for
 from storage.locks import AdvisoryChatLock
 from storage.sql import SqlStore
@@ -92,7 +92,7 @@ async def workers(tmp_path: Path) -> AsyncIterator[Workers]:
         for store in stores:
             await store.close()
         for lock in locks:
-            await lock.close()
+            await lock.aclose()
 
 
 async def test_a_turn_a_live_worker_holds_the_lock_of_is_not_orphaned(workers: Workers) -> None:

@@ -102,8 +102,8 @@ async def test_two_wired_workers_answer_a_member_within_one_limit_and_the_owner_
         messenger = RecordingMessenger(next_id=10_000 * (n + 1))
         settings = rig_settings(tmp_path / f"w{n}", owner_id=OWNER, security=security)
         app = wire_app(settings, store=store, messenger=messenger, model=model, chat_lock=locks[n])
-        assert isinstance(app.inbound.limits, SqlRateLimits)
-        app.inbound.limits = SqlRateLimits(
+        assert isinstance(app.inbound.gate.limits, SqlRateLimits)
+        app.inbound.gate.limits = SqlRateLimits(
             store.engine, per_user=PER_USER, per_chat=1000, now=lambda: clock[0]
         )
         apps.append(app)
@@ -124,7 +124,7 @@ async def test_two_wired_workers_answer_a_member_within_one_limit_and_the_owner_
         for app in apps:
             await app.routes.aclose()
         for lock in locks:
-            await lock.close()
+            await lock.aclose()
     sent = [m for messenger in messengers for m in messenger.sent]
     answered = {m.chat_id for m in sent if m.text == "ok"}
     assert len([c for c in answered if c > GROUP - 1000]) == PER_USER  # Mallory, on both

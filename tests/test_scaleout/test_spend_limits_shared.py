@@ -14,7 +14,8 @@ import aiohttp
 import pytest
 
 from adapters.llm.scripted import ScriptedModel
-from bot.agent.spend import Counter, periods_at
+from bot.agent.spend import periods_at
+from bot.agent.spend_counters import Counter
 from bot.ports import LLMRequest, LLMResponse, Usage
 from storage.engine import create_engine_for
 from storage.spend import SqlSpendCounters

@@ -66,7 +66,7 @@ async def workers(
             await worker.app.routes.aclose()
             await worker.store.close()
         for lock in dict.fromkeys(locks):
-            await lock.close()
+            await lock.aclose()
     assert probe.overlaps == 0
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from bot.context.projection import project
 from bot.domain.facts import InboundMessage, Sender
 from bot.domain.records import RecordBody, ServiceMessageRecord, StoredRecord, UserRecord
-from bot.services.inbound import record_of
+from bot.services.inbound_rules import record_of
 from testkit.updates import parse_raw_update
 
 BOT_ID = 999

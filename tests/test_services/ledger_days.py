@@ -6,7 +6,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from bot.agent.ledger import LedgerEntry, LedgerWriter, TrimInfo
+from bot.agent.ledger import LedgerEntry, TrimInfo
+from bot.agent.ledger_file import LedgerWriter
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 D1 = date(2026, 3, 1)

@@ -21,7 +21,7 @@ from bot.domain.records import (
     ToolResultsRecord,
     UserRecord,
 )
-from bot.services.inbound import AnswerRules, BotIdentity
+from bot.services.inbound_rules import AnswerRules, BotIdentity
 from bot.services.recovery import (
     CloseCutReply,
     RecoveryStep,

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent.ledger import LedgerEntry, LedgerWriter
+from bot.agent.ledger import LedgerEntry
+from bot.agent.ledger_file import LedgerWriter
 from bot.services.usage_render import render_table, run_usage_report, to_json
 from bot.services.usage_report import build_report
 

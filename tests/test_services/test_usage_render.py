@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent.ledger import ledger_file
+from bot.agent.ledger_file import ledger_file
 from bot.services.usage_render import render_table, run_usage_report, to_json
 from bot.services.usage_report import UsageReport, build_report
 from tests.test_services.ledger_days import D1, D2, DAY1, DAY2, SHANGHAI, at, call, write_ledger

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent.spend import (
+from bot.agent.spend_counters import (
     Amount,
     Change,
     Counter,

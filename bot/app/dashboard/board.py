@@ -20,18 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from adapters.telegram.update_health import UpdateHealth
 from bot.agent.events import EventBus
-from bot.agent.spend import (
-    NANOS,
-    Amount,
-    Counter,
-    Limit,
-    SpendCounters,
-    SpendPolicy,
-    SpendStatus,
-    describe_amount,
-    periods_at,
-    spend_status,
-)
+from bot.agent.spend import SpendPolicy, SpendStatus, periods_at, spend_status
+from bot.agent.spend_counters import NANOS, Amount, Counter, Limit, SpendCounters, describe_amount
 from bot.agent.window import WindowPolicy
 from bot.app.dashboard.ledger_index import LedgerIndex
 from bot.app.dashboard.live import LedgerTail, LiveChannel, LiveFeed, LiveSource, live_sources
@@ -190,7 +180,7 @@ def open_dashboard(
     migrates or writes). With `bus` (inside `tgbot run`) trims arrive as they happen, and
     with `channel` (PostgreSQL) the other workers' live events too."""
     from bot.app.context_show import preview_request
-    from bot.app.wiring import spend_policy, window_policy
+    from bot.app.policies import spend_policy, window_policy
     from storage.engine import create_readonly_engine
     from storage.spend import SqlSpendCounters
     from storage.sql import SqlStore

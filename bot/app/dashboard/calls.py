@@ -22,7 +22,8 @@ from typing import Any
 from aiohttp import web
 
 from adapters.llm.openai_server_wire import from_request
-from bot.agent.traces import TraceReader, read_trace, request_json
+from bot.agent.trace_reader import TraceReader, read_trace
+from bot.agent.traces import request_json
 from bot.app.dashboard.views import BadQuery, TurnCalls, alias_lines, parse_int
 from bot.config import Settings
 from bot.domain.ids import SessionKey

@@ -22,7 +22,8 @@ from datetime import date, timedelta, tzinfo
 from pathlib import Path
 from typing import TypeVar
 
-from bot.agent.ledger import LedgerEntry, ledger_file, read_entries
+from bot.agent.ledger import LedgerEntry
+from bot.agent.ledger_file import ledger_file, read_entries
 from bot.agent.ledger_tail import DayFileTail
 from bot.services.usage_report import DayTally, UsageRow, tally_days, total_row
 

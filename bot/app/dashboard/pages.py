@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from aiohttp import web
 
-from bot.agent.spend import describe_amount
+from bot.agent.spend_counters import describe_amount
 from bot.app.dashboard import calls
 from bot.app.dashboard.board import (
     TEMPLATES,

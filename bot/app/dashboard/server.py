@@ -128,7 +128,7 @@ class RunningDashboard:
     dashboard: Dashboard
     runner: web.AppRunner
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         await close_dashboard(self.dashboard, self.runner)
 
 

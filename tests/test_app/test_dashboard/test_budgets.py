@@ -14,8 +14,10 @@ from pathlib import Path
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from bot.agent.ledger import LedgerEntry, LedgerWriter, read_entries
-from bot.agent.spend import Amount, Change, Counter, periods_at
+from bot.agent.ledger import LedgerEntry
+from bot.agent.ledger_file import LedgerWriter, read_entries
+from bot.agent.spend import periods_at
+from bot.agent.spend_counters import Amount, Change, Counter
 from bot.app.dashboard.server import open_dashboard
 from storage.engine import create_engine_for
 from storage.spend import SqlSpendCounters

@@ -10,8 +10,10 @@ import re
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from bot.agent.ledger import LedgerEntry, read_entries
-from bot.agent.traces import encode_trace, read_trace, trace_path
+from bot.agent.ledger import LedgerEntry
+from bot.agent.ledger_file import read_entries
+from bot.agent.trace_reader import read_trace, trace_path
+from bot.agent.traces import encode_trace
 from bot.app.demo_scenario import build_scenario
 from tests.test_app.test_dashboard.conftest import HOSTILE_TEXT, DemoData
 

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from bot.agent.ledger import LedgerEntry, LedgerWriter, read_entries
-from bot.agent.traces import read_trace
+from bot.agent.ledger import LedgerEntry
+from bot.agent.ledger_file import LedgerWriter, read_entries
+from bot.agent.trace_reader import read_trace
 from tests.test_app.test_dashboard.conftest import DemoData
 from tests.test_app.test_dashboard.test_browser import (  # noqa: F401 (fixtures)
     ARTIFACTS,

@@ -14,7 +14,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from adapters.llm.scripted import ScriptedModel
-from bot.agent.ledger import LedgerEntry, LedgerWriter
+from bot.agent.ledger import LedgerEntry
+from bot.agent.ledger_file import LedgerWriter
 from bot.app.dashboard.server import open_dashboard
 from bot.app.wiring import build_app, open_store
 from bot.config import Settings, load_settings

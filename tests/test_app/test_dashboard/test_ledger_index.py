@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from bot.agent.ledger import LedgerEntry, LedgerWriter, ledger_file
+from bot.agent.ledger import LedgerEntry
+from bot.agent.ledger_file import LedgerWriter, ledger_file
 from bot.app.dashboard.ledger_index import LedgerIndex, range_totals
 from bot.services.usage_report import load_report
 

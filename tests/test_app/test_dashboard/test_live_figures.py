@@ -14,7 +14,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from bot.agent.ledger import LedgerEntry, LedgerWriter, ledger_file
+from bot.agent.ledger import LedgerEntry
+from bot.agent.ledger_file import LedgerWriter, ledger_file
 from bot.app.dashboard.server import open_dashboard
 from bot.app.dashboard.views import DEFAULT_DAYS
 from tests.test_app.test_dashboard.conftest import DemoData, serving

@@ -36,7 +36,7 @@ async def test_the_bot_serves_the_dashboard_on_its_port(demo_data: DemoData) -> 
                 assert response.status == 200
                 assert "Design Review" in await response.text()
     finally:
-        await running.close()
+        await running.aclose()
 
 
 async def test_a_busy_port_is_one_line(demo_data: DemoData) -> None:

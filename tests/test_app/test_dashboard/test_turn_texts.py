@@ -15,7 +15,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from bot.agent.ledger import LedgerEntry
-from bot.agent.traces import encode_trace, trace_path
+from bot.agent.trace_reader import trace_path
+from bot.agent.traces import encode_trace
 from bot.app.dashboard.calls import turn_texts
 from bot.app.dashboard.views import TurnCalls
 from bot.app.demo_scenario import OWNER_ID

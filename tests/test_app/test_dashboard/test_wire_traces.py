@@ -11,17 +11,12 @@ import pytest
 
 from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
 from adapters.llm.scripted import Reply, ScriptedModel
-from bot.agent.traces import (
-    CUT_STRING_CHARS,
-    MAX_TRACE_CHARS,
-    TraceWriter,
-    encode_trace,
-    new_call_id,
-    read_trace,
-)
+from bot.agent.trace_reader import read_trace
+from bot.agent.trace_writer import TraceWriter
+from bot.agent.traces import CUT_STRING_CHARS, MAX_TRACE_CHARS, encode_trace, new_call_id
 from bot.app.dashboard.calls import view
-from bot.domain.messages import ChatMessage, ToolCall
-from bot.ports import CachePlan, LLMRequest, ToolSpec
+from bot.domain.messages import CachePlan, ChatMessage, ToolCall
+from bot.ports import LLMRequest, ToolSpec
 from testkit.fake_anthropic import FakeAnthropicServer
 from testkit.fake_server import FakeOpenAIServer
 from tests.test_agent.rig import AT, model_call
