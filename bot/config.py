@@ -259,6 +259,18 @@ class MediaSettings(Section):
     """Each download's deadline: a stalled one is a skipped image or a tool error."""
 
 
+class MemorySettings(Section):
+    """Facts the model keeps on purpose (`[memory]`, docs/architecture.md, Memory)."""
+
+    max_tokens: int = Field(400, ge=0)
+    """The `[Memory]` block's bound: the newest facts that fit are shown."""
+    per_member: int = Field(50, ge=0)
+    """Facts about one member in one chat."""
+    per_chat: int = Field(100, ge=0)
+    """Facts of one chat, about its members and itself."""
+    max_fact_chars: int = Field(300, ge=1)
+
+
 class TranscriptionSettings(Section):
     """Voice and video notes as text (`[transcription]`): an OpenAI-compatible
     `/audio/transcriptions` endpoint (OpenAI, Groq, a local whisper server). Unset
@@ -466,6 +478,7 @@ class Settings(BaseSettings):
     limits: LimitSettings = LimitSettings()
     media: MediaSettings = MediaSettings()
     transcription: TranscriptionSettings = TranscriptionSettings()
+    memory: MemorySettings = MemorySettings()
 
     @field_validator("bot_timezone")
     @classmethod

@@ -27,14 +27,15 @@ from bot.agent.turn_images import NO_IMAGES, TurnImages
 from bot.context.compaction import summary_message
 from bot.context.escaping import escape_member_text, inline_value
 from bot.context.history_trim import breadcrumb_message
-from bot.context.projection import PER_TURN_SEPARATOR
+from bot.context.memory_block import MemoryLimits, render_memory_block
+from bot.context.projection import PER_TURN_SEPARATOR, current_record_index
 from bot.context.tokens import ensure_token_estimate, estimate_message_tokens
 from bot.context.window import estimate_tool_schema_tokens
 from bot.domain.ids import Locale, Scene
 from bot.domain.messages import ChatMessage, ImagePart
-from bot.domain.records import StoredRecord, SummaryRecord
+from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
 from bot.ports import Clock, SessionInfo, StoredReaction
-from bot.store_ports import ChatEventStore, HistoryStore
+from bot.store_ports import ChatEventStore, HistoryStore, MemoryFacts
 from bot.texts import in_locale, text
 from bot.tools.base import Tool, offered_in
 
@@ -86,7 +87,12 @@ class RequestBuilder:
         aliases: HistoryStore,
         reactions: ChatEventStore | None = None,
         images: TurnImages | None = None,
+        memory: MemoryFacts | None = None,
+        memory_limits: MemoryLimits | None = None,
     ) -> None:
+        self.memory = memory
+        """The kept facts the `[Memory]` block shows; None: no block."""
+        self.memory_limits = memory_limits or MemoryLimits()
         self.images = images
         """Finds and fetches the turn's images; None: images are never looked at."""
         self.tools = tools
@@ -193,6 +199,9 @@ class RequestBuilder:
                 reactions=shown,
             )
         )
+        memory = await self.memory_block(session, records)
+        if memory:
+            block_text = f"{block_text}{PER_TURN_SEPARATOR}{memory}" if block_text else memory
         found = NO_IMAGES
         if fetch and self.images is not None:
             found = await self.images.collect(
@@ -203,6 +212,20 @@ class RequestBuilder:
                     f"{block_text}{PER_TURN_SEPARATOR}{found.block}" if block_text else found.block
                 )
         return TurnBlocks(block_text, reacted, found.images)
+
+    async def memory_block(self, session: SessionInfo, records: Sequence[StoredRecord]) -> str:
+        """`[Memory]`: the facts of this chat about the member whose message the turn answers,
+        then the chat's (`bot.context.memory_block`); read for every request, never stored."""
+        if self.memory is None:
+            return ""
+        current = current_record_index(records)
+        body = records[current].body if current is not None else None
+        member = body.sender.id if isinstance(body, UserRecord) else None
+        limits = self.memory_limits
+        facts = await self.memory.facts_of(
+            session.key.chat_id, member, limit=max(limits.per_member, limits.per_chat)
+        )
+        return render_memory_block(facts, member_id=member, max_tokens=limits.max_tokens)
 
 
 # The system prompt and the per-turn blocks

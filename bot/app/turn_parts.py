@@ -24,8 +24,9 @@ from bot.agent.tool_runner import ToolRunner
 from bot.agent.turn import TurnPolicy
 from bot.agent.turn_images import TurnImages
 from bot.agent.window import Windows
+from bot.context.memory_block import MemoryLimits
 from bot.ports import Clock, Messenger, ToldUserNotes
-from bot.store_ports import ConversationStore
+from bot.store_ports import ConversationStore, MemoryFacts
 from bot.tools.base import Tool
 
 
@@ -48,6 +49,8 @@ def build_turn_runner(
     observer: TurnObserver = NO_OBSERVER,
     spend: SpendCheck | None = None,
     images: TurnImages | None = None,
+    memory: MemoryFacts | None = None,
+    memory_limits: MemoryLimits | None = None,
 ) -> TurnRunner:
     """A `TurnRunner` over `store`, answering through `messenger`."""
     bus = bus or EventBus()
@@ -77,6 +80,8 @@ def build_turn_runner(
         aliases=store,
         reactions=store,
         images=images,
+        memory=memory,
+        memory_limits=memory_limits,
     )
     windows = Windows(
         store=store,
@@ -104,6 +109,8 @@ def build_turn_runner(
         observer=observer,
         media_files=images.files if images is not None else None,
         eraser=store,
+        memory=memory,
+        memory_limits=memory_limits,
     )
     return TurnRunner(
         windows=windows,

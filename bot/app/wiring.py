@@ -53,6 +53,7 @@ from bot.app.telemetry import route_endpoints
 from bot.app.topology import Topology, one_migration_at_a_time, topology_for
 from bot.app.turn_parts import build_turn_runner
 from bot.config import ChatLimitSettings, ProviderProfile, SceneHistory, Settings
+from bot.context.memory_block import MemoryLimits
 from bot.context.window import PerScene, ProfileCapacity, RuntimeLimits, bound_summaries
 from bot.errors import ConfigError
 from bot.ports import ChatLock, Clock, LLMProvider, Messenger, SystemClock
@@ -62,6 +63,7 @@ from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
 from bot.services.error_log import ErrorLog
 from bot.services.inbound import InboundPolicy, InboundService
+from bot.services.memory import MemoryCommand
 from bot.services.messenger_relay import (
     ClosedChatGuard,
     ClosedChats,
@@ -72,12 +74,15 @@ from bot.services.messenger_relay import (
 from bot.services.recovery import CrashRecovery, RecoveryPolicy
 from bot.services.send_pacing import PaceLimits
 from bot.services.transcripts import TranscriptionPolicy, VoiceTranscripts
-from bot.store_ports import ConversationStore
+from bot.store_ports import ConversationStore, MemoryFacts
 from bot.texts import ChatLocales
 from bot.tools import default_tools
 from bot.tools.base import Tool
+from bot.tools.forget import TOOL as FORGET_TOOL
+from bot.tools.remember import TOOL as REMEMBER_TOOL
 from bot.tools.view_image import VIEW_IMAGE
 from storage.engine import create_engine_for
+from storage.memory_facts import SqlMemoryFacts
 from storage.schema import schema_at_head, upgrade_in_child
 from storage.spend import SqlSpendCounters
 from storage.sql import SqlStore
@@ -342,6 +347,33 @@ def open_spend_counters(store: ConversationStore) -> SpendCounters:
     return LocalSpendCounters()
 
 
+def open_memory_facts(store: ConversationStore) -> MemoryFacts | None:
+    """The facts `remember` keeps, in the store's database; None (memory off) for a store
+    without one (the in-memory store of tests)."""
+    if isinstance(store, SqlStore):
+        return SqlMemoryFacts(store.engine)
+    return None
+
+
+def memory_limits(settings: Settings) -> MemoryLimits:
+    memory = settings.memory
+    return MemoryLimits(
+        max_tokens=memory.max_tokens,
+        per_member=memory.per_member,
+        per_chat=memory.per_chat,
+        max_fact_chars=memory.max_fact_chars,
+    )
+
+
+def with_memory_tools(memory: MemoryFacts | None, tools: Sequence[Tool]) -> tuple[Tool, ...]:
+    """`remember` and `forget` are offered only where facts can be kept."""
+    if memory is not None:
+        return tuple(tools)
+    return tuple(
+        t for t in tools if t.spec.name not in (REMEMBER_TOOL.spec.name, FORGET_TOOL.spec.name)
+    )
+
+
 @dataclass(slots=True)
 class App:
     """The wired application (one per process)."""
@@ -490,6 +522,7 @@ def build_app(
         spend = SpendGuard(
             policy=policy, counters=open_spend_counters(store), messenger=messenger, clock=clock
         )
+    memory = open_memory_facts(store)
     traces = TraceWriter(
         settings.traces_dir,
         keep_days=settings.ledger.keep_requests_days,
@@ -502,7 +535,9 @@ def build_app(
         store=store,
         messenger=messenger,
         routes=routes,
-        tools=(*offered_tools(settings), *extra_tools),
+        tools=with_memory_tools(memory, (*offered_tools(settings), *extra_tools)),
+        memory=memory,
+        memory_limits=memory_limits(settings),
         ledger=ledger,
         clock=clock,
         policy=turn_policy(settings, locales),
@@ -549,6 +584,7 @@ def build_app(
             settings.dashboard_token.get_secret_value() if settings.dashboard_token else None,
         ),
         budget_reply=spend.report if spend is not None else None,
+        memory=None if memory is None else MemoryCommand(memory, memory_limits(settings)),
     )
     inbound_policy = InboundPolicy(
         owner_id=settings.owner_id,

@@ -1,5 +1,5 @@
-"""Bot commands: /usage, /context, /model, /dashboard and /budget for the owner; /retry, /id
-and /help for everyone."""
+"""Bot commands: /usage, /context, /model, /dashboard and /budget for the owner; /retry, /id,
+/memory and /help for everyone."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from bot.domain.ids import Locale
 from bot.errors import TelegramError
 from bot.ports import Messenger, SessionInfo
 from bot.services.guard import OncePerMinute, is_owner
+from bot.services.memory import MemoryCommand
 from bot.services.messenger_relay import SecretText
 from bot.store_ports import SessionStore
 from bot.texts import text
@@ -34,7 +35,7 @@ _ANSWERING: ContextVar[Locale | None] = ContextVar("answering_locale", default=N
 """The locale of the command being answered (its sender's, with `BOT_LOCALE=auto`)."""
 
 OWNER_COMMANDS = frozenset({"usage", "context", "model", "dashboard", "budget"})
-PUBLIC_COMMANDS = frozenset({"retry", "help", "start", "id"})
+PUBLIC_COMMANDS = frozenset({"retry", "help", "start", "id", "memory"})
 
 
 class Commands:
@@ -54,7 +55,10 @@ class Commands:
         dashboard_link: DashboardLink | None = None,
         budget_reply: BudgetReply | None = None,
         locale_for: Callable[[InboundMessage], Locale] | None = None,
+        memory: MemoryCommand | None = None,
     ) -> None:
+        self.memory = memory
+        """`/memory` (`bot.services.memory`); None: memory is off."""
         self.budget_reply = budget_reply
         self.locale_for = locale_for
         """The locale a reply to a message is in (`BOT_LOCALE=auto`); None: `locale`."""
@@ -119,6 +123,8 @@ class Commands:
                 await self._say(message, await self.budget_text())
             case "id":
                 await self._say(message, await self.id_text(message))
+            case "memory" if self.memory is not None:
+                await self._say(message, await self.memory.answer(message, self.locale))
             case "retry":
                 if self.retry is None or not await self.retry(session, message.sender.id):
                     await self._say(message, text(self.locale, "nothing_to_retry"))

@@ -86,4 +86,12 @@ TEXTS: dict[str, str] = {
     "spend_owner_warning": "{share} of the {budget} is spent: {spent}.",
     "spend_owner_reached": "The {budget} is spent ({share}): {spent}. Members are refused "
     "until it resets; you are not. /budget shows the details.",
+    "memory_listed": "What I keep about you in this chat ({count}); /memory forget f3 deletes "
+    "one, /memory clear all:",
+    "memory_told": "listed the member's {count} kept facts (/memory)",
+    "memory_none": "I keep nothing about you in this chat.",
+    "memory_forgotten": "Forgot {alias}.",
+    "memory_cleared": "Forgot everything I kept about you in this chat ({count}).",
+    "memory_unknown": "You have no kept fact {alias} in this chat (/memory lists yours).",
+    "memory_usage": "Usage: /memory (what I keep about you here), /memory forget f3, /memory clear",
 }

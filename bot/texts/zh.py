@@ -77,4 +77,13 @@ TEXTS: dict[str, str] = {
     "spend_owner_warning": "{budget} 已用 {share}：{spent}。",
     "spend_owner_reached": "{budget} 已用完（{share}）：{spent}。在重置前其他人的请求会被拒绝，"
     "你不受影响。发送 /budget 查看详情。",
+    "memory_listed": "我在本聊天中记住的关于你的内容（{count} 条）；/memory forget f3 删除一条，"
+    "/memory clear 全部删除：",
+    "memory_told": "已列出该成员记住的 {count} 条内容（/memory）",
+    "memory_none": "我在本聊天中没有记住关于你的任何内容。",
+    "memory_forgotten": "已忘记 {alias}。",
+    "memory_cleared": "已忘记本聊天中关于你的全部内容（{count} 条）。",
+    "memory_unknown": "你在本聊天中没有编号为 {alias} 的记忆（/memory 可查看）。",
+    "memory_usage": "用法：/memory（查看我在这里记住的关于你的内容），/memory forget f3，"
+    "/memory clear",
 }
