@@ -32,6 +32,7 @@ from bot.context.compaction import (
     usable_summary,
 )
 from bot.context.history_trim import HistoryTrimmed
+from bot.context.memory_block import without_facts
 from bot.context.projection import (
     Projection,
     RenderedPrefix,
@@ -165,6 +166,17 @@ class ConversationWindow:
         await self._render(records)
         self.dropped_turns += count
         return count
+
+    async def forget_facts(self, fact_ids: frozenset[int]) -> bool:
+        """Render the window again without the `[Memory]` lines of `fact_ids` (a tool made
+        the model forget them during the turn): the turn's next calls no longer show them.
+        False when none was shown."""
+        blocks = without_facts(self.blocks, fact_ids)
+        if blocks == self.blocks:
+            return False
+        self.blocks = blocks
+        await self._render(self.records)
+        return True
 
     async def forget(self, message_ids: frozenset[int]) -> bool:
         """Render the window again with `message_ids` deleted (a tool deleted them during

@@ -10,7 +10,7 @@ reads facts by chat and member); this module only renders them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -110,12 +110,42 @@ def render_memory_block(
     return "\n".join(lines) if len(lines) > 1 else ""
 
 
-def shown_fact_ids(block: str) -> tuple[str, ...]:
-    """The fact aliases a rendered `[Memory]` block shows, in order (for traces and tests)."""
-    if not block.startswith(MEMORY_MARKER):
-        return ()
-    found = []
-    for line in block.splitlines():
-        if line.startswith("- f") and ":" in line:
-            found.append(line[2 : line.index(":")])
-    return tuple(found)
+def without_facts(blocks: str, fact_ids: Collection[int]) -> str:
+    """The per-turn `blocks` with the lines of `fact_ids` left out of their `[Memory]` block
+    (forgotten during the turn: its next calls show them no more); a header left with no
+    line goes too, and the block when it is empty."""
+    start = blocks.find(MEMORY_MARKER)
+    if start < 0 or not fact_ids or (start and blocks[start - 2 : start] != "\n\n"):
+        return blocks
+    end = blocks.find("\n\n", start)
+    end = len(blocks) if end < 0 else end
+    gone = {f"- {fact_alias(i)}:" for i in fact_ids}
+    kept = [line for line in blocks[start:end].split("\n") if not line.startswith(tuple(gone))]
+    # a header (`about …:`) followed by another header or by nothing has no line left
+    lines = [
+        line
+        for n, line in enumerate(kept)
+        if line.startswith("- ") or n == 0 or (n + 1 < len(kept) and kept[n + 1].startswith("- "))
+    ]
+    block = "\n".join(lines) if len(lines) > 1 else ""
+    before, after = blocks[:start], blocks[end:]
+    if not block:
+        before = before[:-2] if before.endswith("\n\n") else before
+        after = after[2:] if not before and after.startswith("\n\n") else after
+    return before + block + after
+
+
+def shown_fact_ids(content: str) -> tuple[str, ...]:
+    """The fact aliases the `[Memory]` block in a current message's `content` shows, in order
+    (what a call's trace says it saw)."""
+    start = content.find(f"\n\n{MEMORY_MARKER}\n")
+    if start < 0:
+        if not content.startswith(MEMORY_MARKER + "\n"):
+            return ()
+        start = -2
+    block = content[start + 2 :].split("\n\n", 1)[0]
+    return tuple(
+        line[2 : line.index(":")]
+        for line in block.splitlines()[1:]
+        if line.startswith("- f") and ":" in line
+    )

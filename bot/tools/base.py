@@ -60,6 +60,9 @@ class ToolContext:
     memory: MemoryFacts | None = None
     """The facts `remember` and `forget` keep and drop (None: memory is off)."""
     memory_limits: MemoryLimits = field(default_factory=MemoryLimits)
+    forgotten: set[int] = field(default_factory=set)
+    """Fact ids `forget` deleted in this turn: the runtime drops them from the turn's
+    `[Memory]` block for its next calls."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -52,6 +52,7 @@ async def forget(args: Mapping[str, Any], ctx: ToolContext) -> str:
             code="not_allowed",
         )
     await memory.delete_facts(ctx.chat_id, [fact_id])
+    ctx.forgotten.add(fact_id)
     return json.dumps({"forgotten": fact.alias})
 
 

@@ -25,6 +25,7 @@ from adapters.llm.openai_server_wire import from_request
 from bot.agent.traces import TraceReader, read_trace, request_json
 from bot.app.dashboard.views import BadQuery, TurnCalls, alias_lines, parse_int
 from bot.config import Settings
+from bot.context.memory_block import shown_fact_ids
 from bot.domain.ids import SessionKey
 from bot.errors import SessionNotFound
 from bot.store_ports import ConversationStore
@@ -73,6 +74,7 @@ def view(trace: dict[str, Any]) -> dict[str, Any]:
         "messages": messages,
         "stable": messages[:new_from],
         "fresh": messages[new_from:],
+        "memory": shown_fact_ids(_text_of(messages[new_from])) if messages else (),
         "tools": [
             {**t, "schema": json.dumps(t.get("parameters"), ensure_ascii=False, indent=2)}
             for t in request.get("tools") or ()
@@ -90,6 +92,14 @@ def view(trace: dict[str, Any]) -> dict[str, Any]:
         "usage": usage,
         "sent": bool(request),
     }
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    """A message's text, whether sent as a string or as content parts."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    return str(content or "")
 
 
 def _fill_image_facts(messages: list[dict[str, Any]], facts: object) -> None:
