@@ -270,8 +270,9 @@ class MemoryFacts(Protocol):
         """Delete every fact about `member_id` in this chat; how many went."""
         ...
 
-    async def list_facts(self, *, limit: int) -> tuple[MemoryFact, ...]:
-        """Every chat's facts for the operator, by chat then newest first, at most `limit`."""
+    async def list_facts(self, *, chat_id: int | None = None, limit: int) -> tuple[MemoryFact, ...]:
+        """Facts for the operator: one chat's (every chat's when None), by chat then newest
+        first, at most `limit`."""
         ...
 
     async def move_chat_facts(self, old_chat_id: int, new_chat_id: int) -> int:

@@ -57,6 +57,9 @@ _DELETE_MEMBER = sa.text(
     "DELETE FROM memory_facts WHERE chat_id = :chat_id AND member_id = :member_id"
 ).bindparams(*_BIG)
 _LIST = sa.text(f"SELECT {_COLUMNS} FROM memory_facts ORDER BY chat_id, id DESC LIMIT :limit")
+_LIST_CHAT = sa.text(
+    f"SELECT {_COLUMNS} FROM memory_facts WHERE chat_id = :chat_id ORDER BY id DESC LIMIT :limit"
+).bindparams(sa.bindparam("chat_id", type_=sa.BigInteger))
 _MOVE = sa.text("UPDATE memory_facts SET chat_id = :new WHERE chat_id = :old").bindparams(
     sa.bindparam("new", type_=sa.BigInteger), sa.bindparam("old", type_=sa.BigInteger)
 )
@@ -156,9 +159,12 @@ class SqlMemoryFacts:
             done = await conn.execute(_DELETE_MEMBER, {"chat_id": chat_id, "member_id": member_id})
         return int(done.rowcount)
 
-    async def list_facts(self, *, limit: int) -> tuple[MemoryFact, ...]:
+    async def list_facts(self, *, chat_id: int | None = None, limit: int) -> tuple[MemoryFact, ...]:
         async with self._read() as conn:
-            rows = (await conn.execute(_LIST, {"limit": limit})).all()
+            if chat_id is None:
+                rows = (await conn.execute(_LIST, {"limit": limit})).all()
+            else:
+                rows = (await conn.execute(_LIST_CHAT, {"chat_id": chat_id, "limit": limit})).all()
         return tuple(map(_fact, rows))
 
     async def move_chat_facts(self, old_chat_id: int, new_chat_id: int) -> int:

@@ -71,8 +71,9 @@ class InMemoryMemoryFacts:
         ]
         return await self.delete_facts(chat_id, ids)
 
-    async def list_facts(self, *, limit: int) -> tuple[MemoryFact, ...]:
-        ordered = sorted(self._facts.values(), key=lambda f: (f.chat_id, -f.id))
+    async def list_facts(self, *, chat_id: int | None = None, limit: int) -> tuple[MemoryFact, ...]:
+        chosen = [f for f in self._facts.values() if chat_id is None or f.chat_id == chat_id]
+        ordered = sorted(chosen, key=lambda f: (f.chat_id, -f.id))
         return tuple(ordered[:limit])
 
     async def move_chat_facts(self, old_chat_id: int, new_chat_id: int) -> int:

@@ -616,6 +616,8 @@ def build_app(
         locales=locales,
     )
     inbound.turns.on_scheduled = images.prefetch
+    if memory is not None:  # a group upgraded to a supergroup keeps its facts
+        inbound.on_chat_migrated = memory.move_chat_facts
     recovery = CrashRecovery(
         sessions=store,
         history=store,

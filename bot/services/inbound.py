@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
 from bot.agent.runtime import TurnOutcome, TurnRunner
@@ -333,6 +333,9 @@ class InboundService:
         )
         self.limits: RateLimits = limits or LocalRateLimits(self.limiter)
         """In this process (`limiter`), or shared by the workers of one PostgreSQL database."""
+        self.on_chat_migrated: Callable[[int, int], Awaitable[object]] | None = None
+        """Told (old chat id, new chat id) when a group becomes a supergroup, before the
+        batch is stored (what is kept per chat follows it: memory facts)."""
 
     @property
     def outcomes(self) -> deque[TurnOutcome]:
@@ -444,6 +447,9 @@ class InboundService:
         or a message held back behind another member's waiting turn, goes alone
         (`_store_alone`). Duplicates (a redelivered update) are found inside the
         transaction."""
+        if self.on_chat_migrated is not None:
+            for migration in {m.chat_migration for m in messages if m.chat_migration}:
+                await self.on_chat_migrated(*migration)
         queues, sessions = await self._open_queues(messages)
         while queues:
             # what goes alone is decided under the store locks, as `_store_alone` decides

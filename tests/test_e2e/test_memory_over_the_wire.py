@@ -8,6 +8,7 @@ prefix is reused across turns), and a forgotten fact surviving in a later reques
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +57,7 @@ class Bot:
         self.model.add(*steps)
         private = chat == user["id"]
         body = text if private or text.startswith("/") else f"@test_bot {text}"
-        kind = "private" if private else "supergroup"
+        kind = "private" if private else "supergroup" if str(chat).startswith("-100") else "group"
         self.api.push_update(self.api.user_message(chat, user, body, chat_type=kind))
         self.sends += 1
         self.sent[chat] += 1
@@ -280,3 +281,29 @@ async def test_rights_caps_and_bad_input_are_tool_errors_and_memory_forgets(
     pages = [view(t) for e in entries if (t := read_trace(traces, e.call_id)) is not None]
     last = pages[-1]
     assert last["memory"] == ("f1",)
+
+
+async def test_a_group_upgraded_to_a_supergroup_keeps_its_facts(bot_running: StartBot) -> None:
+    bot = await start(bot_running)
+    old, new = -5550003, -1005550003
+    await bot.say(ALICE, old, "I am the treasurer", remember("TREASURER Alice"))
+    # Telegram's service message in the new supergroup (a Bot API update as sent)
+    update = {
+        "message": {
+            "message_id": 1,
+            "from": {"id": 1087968824, "is_bot": True, "first_name": "Group"},
+            "chat": {"id": new, "type": "supergroup", "title": "Team"},
+            "date": int(time.time()),
+            "migrate_from_chat_id": old,
+        }
+    }
+    bot.api.push_update(update)
+
+    async def stored() -> bool:
+        return await bot.store.find_platform_message(new, 1) is not None
+
+    await eventually(stored)
+    asked = await bot.say(ALICE, new, "what am I?")
+    assert "- f1: TREASURER Alice" in memory_block(bot.request(asked))
+    before = await bot.say(ALICE, old, "still here?")
+    assert memory_block(bot.request(before)) == ""

@@ -193,6 +193,8 @@ async def test_the_operators_list_is_by_chat_then_newest(opened: Opened) -> None
         (GROUP, "g2"),
         (GROUP, "g1"),
     ]
+    mine = await facts.list_facts(chat_id=GROUP, limit=1)
+    assert [(f.chat_id, f.text) for f in mine] == [(GROUP, "g2")]
 
 
 async def test_two_workers_adding_at_once_never_pass_the_cap(opened: Opened) -> None:
