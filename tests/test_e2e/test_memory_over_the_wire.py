@@ -181,6 +181,11 @@ async def test_facts_stay_in_the_chat_and_with_the_member_they_were_told_by(
     gone = await bot.say(ALICE, alice_private, "what do I eat?")
     assert "PRIVATE-VEG" not in bot.wire(gone - 1)
     assert memory_block(bot.request(gone)) == ""
+    # nor does search find it: the fact was never a message, its call keeps only its id
+    await bot.say(
+        ALICE, alice_private, "search", CallTool("search_history", {"query": "vegetarian"})
+    )
+    assert tool_result(bot.request(-1)) == "no message in this chat's history matches 'vegetarian'"
 
 
 CAPPED = (
