@@ -10,7 +10,8 @@ TEXTS: dict[str, str] = {
     "model_current": "Current model: {route} (context window: {window}). Available: {choices}",
     "model_unknown": "No model profile named {name}. Available: {choices}",
     "help": "Mention me or reply to me in a group to talk. For everyone: /retry (answer your "
-    "last message again), /id (your user id and this chat's id), /help. Owner commands: "
+    "last message again), /id (your user id and this chat's id), /memory (what I keep about "
+    "you here), /help. Owner commands: "
     "/usage /context /model /dashboard /budget",
     "id_ids": "Your user id: {user_id}\nThis chat's id: {chat_id}",
     "id_groups": "Groups I am in:",

@@ -10,7 +10,8 @@ TEXTS: dict[str, str] = {
     "model_current": "当前模型：{route}（上下文窗口：{window}）。可用：{choices}",
     "model_unknown": "没有名为 {name} 的模型配置。可用：{choices}",
     "help": "在群里 @我 或回复我的消息即可对话。所有人可用：/retry（重新回答你的上一条消息）、"
-    "/id（你的用户 id 和本聊天的 id）、/help。主人命令：/usage /context /model /dashboard /budget",
+    "/id（你的用户 id 和本聊天的 id）、/memory（我在这里记住的关于你的内容）、/help。"
+    "主人命令：/usage /context /model /dashboard /budget",
     "id_ids": "你的用户 id：{user_id}\n本聊天的 id：{chat_id}",
     "id_groups": "我所在的群：",
     "id_no_groups": "我还没有加入任何群（把我拉进群后，再在这里发送 /id）。",
