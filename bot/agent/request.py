@@ -304,6 +304,13 @@ def build_system_prompt(facts: PromptFacts) -> str:
         lines.append("Tools available: " + ", ".join(facts.tool_names) + ".")
     if "search_history" in facts.tool_names:
         lines.append(text(facts.locale, "prompt_search_history"))
+    if "remember" in facts.tool_names:
+        lines.append(
+            "A [Memory] block after the current message lists the facts kept with remember "
+            "(ids f<n>): about the member who wrote the current message, in this chat only, "
+            "then about this chat. Keep a fact only when a member asks you to remember it, "
+            "about themselves or (for administrators) the chat; forget one when asked."
+        )
     # The rules file (read once at start-up) and the tool index are as stable as the
     # prompt itself: here they are cached with it instead of being re-sent uncached after
     # every new message (bench: 69 % -> 86 % prefix-cache hits on the ADR workload).

@@ -590,3 +590,16 @@ def test_a_private_message_without_from_is_the_other_person() -> None:
     parsed = parse(corpus("service_chat_shared_no_sender"))
     assert parsed.sender == Sender(id=250918540, name="Андрей Власов", username="aka_dude")
     assert parsed.event == 'Андрей Власов shared the chat "384939"'
+
+
+@pytest.mark.parametrize(
+    "name", ["service_migrate_to_chat_id", "service_migrate_from_chat_id_anonymous"]
+)
+def test_a_group_upgraded_to_a_supergroup_names_both_chat_ids(name: str) -> None:
+    """Either half of Telegram's pair (issue_427 of teloxide, as recorded) says which chat
+    became which: what is kept per chat (memory facts) follows it."""
+    assert parse(corpus(name)).chat_migration == (-599075523, -1001555296434)
+
+
+def test_an_ordinary_message_is_no_chat_migration() -> None:
+    assert parse(message_with()).chat_migration is None
