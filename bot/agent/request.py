@@ -225,6 +225,8 @@ class RequestBuilder:
         facts = await self.memory.facts_of(
             session.key.chat_id, member, limit=max(limits.per_member, limits.per_chat)
         )
+        if not facts:  # the common case: the renderer is not even entered
+            return ""
         return render_memory_block(facts, member_id=member, max_tokens=limits.max_tokens)
 
 
