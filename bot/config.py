@@ -319,6 +319,18 @@ class MediaSettings(Section):
     a file that takes longer is refused for ten minutes."""
 
 
+class MemorySettings(Section):
+    """Facts the model keeps on purpose (`[memory]`, docs/architecture.md, Memory)."""
+
+    max_tokens: int = Field(400, ge=0)
+    """The `[Memory]` block's bound: the newest facts that fit are shown."""
+    per_member: int = Field(50, ge=0)
+    """Facts about one member in one chat."""
+    per_chat: int = Field(100, ge=0)
+    """Facts of one chat, about its members and itself."""
+    max_fact_chars: int = Field(300, ge=1)
+
+
 class TranscriptionSettings(Section):
     """Voice and video notes as text (`[transcription]`): an OpenAI-compatible
     `/audio/transcriptions` endpoint (OpenAI, Groq, a local whisper server). Unset
@@ -618,6 +630,7 @@ class Settings(BaseSettings):
     media: MediaSettings = MediaSettings()
     transcription: TranscriptionSettings = TranscriptionSettings()
     chats: ChatsSettings = ChatsSettings()
+    memory: MemorySettings = MemorySettings()
 
     @field_validator("bot_timezone")
     @classmethod

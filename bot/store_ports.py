@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import date, datetime
-from typing import Protocol
+from typing import Literal, Protocol
 
+from bot.context.memory_block import MemoryFact
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.records import StoredRecord
 from bot.ports import (
@@ -230,3 +231,50 @@ class ConversationStore(
         ...
 
     async def close(self) -> None: ...
+
+
+class MemoryFacts(Protocol):
+    """Facts the model keeps on purpose (`remember`), keyed by (chat, member): every read and
+    delete names the chat, so no call reaches another chat's facts (`storage.memory_facts`;
+    `testkit.memory_facts` in memory; the contract: tests/test_storage/test_memory_facts.py)."""
+
+    async def add_fact(
+        self,
+        *,
+        chat_id: int,
+        member_id: int,
+        author_id: int,
+        text: str,
+        created_at: datetime,
+        per_member: int,
+        per_chat: int,
+    ) -> MemoryFact | Literal["per_member", "per_chat"]:
+        """Keep a fact unless the member (`per_member`, facts about them in this chat) or the
+        chat (`per_chat`, all its facts) is at its cap, checked and written atomically."""
+        ...
+
+    async def facts_of(
+        self, chat_id: int, member_id: int | None, *, limit: int
+    ) -> tuple[MemoryFact, ...]:
+        """The chat's facts about `member_id` and about the chat itself (`CHAT_WIDE`; only
+        those when `member_id` is None), newest first, at most `limit` of each."""
+        ...
+
+    async def find_fact(self, chat_id: int, fact_id: int) -> MemoryFact | None: ...
+
+    async def delete_facts(self, chat_id: int, fact_ids: Collection[int]) -> int:
+        """Delete these facts of this chat (ids of other chats are ignored); how many went."""
+        ...
+
+    async def delete_member_facts(self, chat_id: int, member_id: int) -> int:
+        """Delete every fact about `member_id` in this chat; how many went."""
+        ...
+
+    async def list_facts(self, *, chat_id: int | None = None, limit: int) -> tuple[MemoryFact, ...]:
+        """Facts for the operator: one chat's (every chat's when None), by chat then newest
+        first, at most `limit`."""
+        ...
+
+    async def move_chat_facts(self, old_chat_id: int, new_chat_id: int) -> int:
+        """A group became a supergroup (a new chat id): its facts follow; how many moved."""
+        ...

@@ -267,3 +267,18 @@ class ChatSettingRow(SQLModel, table=True):
 
 # the jobs tables live in their own module (`storage.jobs`); declared with these
 from storage import jobs as _jobs  # noqa: E402, F401
+
+
+class MemoryFactRow(SQLModel, table=True):
+    """A fact the model kept on purpose, about one member of one chat (`member_id`) or about
+    the chat (`member_id` 0): `storage.memory_facts`, migration 0012."""
+
+    __tablename__ = "memory_facts"
+    __table_args__ = (Index("ix_memory_facts_chat_member", "chat_id", "member_id", "id"),)
+
+    id: int | None = Field(default=None, sa_column=Column(ID_TYPE, primary_key=True))
+    chat_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    member_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    author_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))

@@ -92,6 +92,7 @@ class _Reader:
             command=self._command(text, entities or ()),
             event=event,
             language_code=msg.from_user.language_code if msg.from_user is not None else None,
+            chat_migration=_chat_migration(msg),
         )
 
     def _content(self, msg: Message, actor: str) -> tuple[str | None, tuple[Media, ...]]:
@@ -298,3 +299,12 @@ def _utc(value: datetime | int) -> datetime:
 
 def _from_unix(seconds: int) -> datetime:
     return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def _chat_migration(msg: Message) -> tuple[int, int] | None:
+    """(old chat id, new chat id) when `msg` says a group became a supergroup."""
+    if msg.migrate_from_chat_id is not None:
+        return msg.migrate_from_chat_id, msg.chat.id
+    if msg.migrate_to_chat_id is not None:
+        return msg.chat.id, msg.migrate_to_chat_id
+    return None

@@ -28,6 +28,7 @@ from bot.agent.turn_images import NO_IMAGES, TurnImages
 from bot.context.compaction import summary_message
 from bot.context.escaping import escape_member_text, inline_value
 from bot.context.history_trim import breadcrumb_message
+from bot.context.memory_block import MemoryLimits, render_memory_block
 from bot.context.projection import PER_TURN_SEPARATOR, current_record_index
 from bot.context.tokens import ensure_token_estimate, estimate_message_tokens
 from bot.context.window import estimate_tool_schema_tokens
@@ -35,7 +36,7 @@ from bot.domain.ids import Locale, Scene
 from bot.domain.messages import ChatMessage, ImagePart
 from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
 from bot.ports import Clock, SessionInfo, StoredReaction
-from bot.store_ports import ChatEventStore, HistoryStore
+from bot.store_ports import ChatEventStore, HistoryStore, MemoryFacts
 from bot.texts import in_locale, text
 from bot.tools.base import Tool, offered_in
 
@@ -91,9 +92,14 @@ class RequestBuilder:
         reactions: ChatEventStore | None = None,
         images: TurnImages | None = None,
         scopes: ChatScopes = NO_SCOPES,
+        memory: MemoryFacts | None = None,
+        memory_limits: MemoryLimits | None = None,
     ) -> None:
         self.scopes = scopes
         """Each chat's persona, tools, time zone and locale (`[chats."<id>"]`)."""
+        self.memory = memory
+        """The kept facts the `[Memory]` block shows; None: no block."""
+        self.memory_limits = memory_limits or MemoryLimits()
         self.images = images
         """Finds and fetches the turn's images; None: images are never looked at."""
         self.tools = tools
@@ -181,6 +187,17 @@ class RequestBuilder:
                 head.append(summary_message(summary))
         return head
 
+    def turn_locale(self, session: SessionInfo, records: Sequence[StoredRecord]) -> Locale:
+        """The per-turn `language:` line: the language of the member the turn answers (with
+        `BOT_LOCALE=auto`), else the chat's; the chat's own language stays in the prompt."""
+        policy = self.policy
+        locale = policy.locale_of(session.key.chat_id)
+        current = current_record_index(records)
+        body = records[current].body if current is not None else None
+        if policy.member_locale is not None and isinstance(body, UserRecord):
+            return policy.member_locale(body.sender.id) or locale
+        return locale
+
     async def blocks(
         self,
         session: SessionInfo,
@@ -199,15 +216,7 @@ class RequestBuilder:
         )
         policy = self.policy
         scope = self.scopes.of_session(session)
-        locale = scope.locale or policy.locale_of(session.key.chat_id)
-        current = current_record_index(records)
-        body = records[current].body if current is not None else None
-        if (
-            scope.locale is None
-            and policy.member_locale is not None
-            and isinstance(body, UserRecord)
-        ):
-            locale = policy.member_locale(body.sender.id) or locale  # the member's own
+        locale = scope.locale or self.turn_locale(session, records)
         block_text = build_per_turn_blocks(
             TurnContext(
                 now=self.clock.now(),
@@ -222,6 +231,9 @@ class RequestBuilder:
                 reactions=shown,
             )
         )
+        memory = await self.memory_block(session, records)
+        if memory:
+            block_text = f"{block_text}{PER_TURN_SEPARATOR}{memory}" if block_text else memory
         found = NO_IMAGES
         if fetch and self.images is not None:
             found = await self.images.collect(
@@ -232,6 +244,22 @@ class RequestBuilder:
                     f"{block_text}{PER_TURN_SEPARATOR}{found.block}" if block_text else found.block
                 )
         return TurnBlocks(block_text, reacted, found.images)
+
+    async def memory_block(self, session: SessionInfo, records: Sequence[StoredRecord]) -> str:
+        """`[Memory]`: the facts of this chat about the member whose message the turn answers,
+        then the chat's (`bot.context.memory_block`); read for every request, never stored."""
+        if self.memory is None:
+            return ""
+        current = current_record_index(records)
+        body = records[current].body if current is not None else None
+        member = body.sender.id if isinstance(body, UserRecord) else None
+        limits = self.memory_limits
+        facts = await self.memory.facts_of(
+            session.key.chat_id, member, limit=max(limits.per_member, limits.per_chat)
+        )
+        if not facts:  # the common case: the renderer is not even entered
+            return ""
+        return render_memory_block(facts, member_id=member, max_tokens=limits.max_tokens)
 
 
 # The system prompt and the per-turn blocks
@@ -312,6 +340,13 @@ def build_system_prompt(facts: PromptFacts) -> str:
         lines.append("Tools available: " + ", ".join(facts.tool_names) + ".")
     if "search_history" in facts.tool_names:
         lines.append(text(facts.locale, "prompt_search_history"))
+    if "remember" in facts.tool_names:
+        lines.append(
+            "A [Memory] block after the current message lists the facts kept with remember "
+            "(ids f<n>): about the member who wrote the current message, in this chat only, "
+            "then about this chat. Keep a fact only when a member asks you to remember it, "
+            "about themselves or (for administrators) the chat; forget one when asked."
+        )
     # The rules file (read once at start-up) and the tool index are as stable as the
     # prompt itself: here they are cached with it instead of being re-sent uncached after
     # every new message (bench: 69 % -> 86 % prefix-cache hits on the ADR workload).

@@ -212,6 +212,10 @@ class TurnRunner:
                     if await self.windows.forget(state.window, frozenset(tool_ctx.erased)):
                         state.lay_out(self.request)
                     tool_ctx.erased.clear()
+                if tool_ctx.forgotten:  # forgotten now: not in this turn's next calls
+                    if await self.windows.forget_facts(state.window, frozenset(tool_ctx.forgotten)):
+                        state.lay_out(self.request)
+                    tool_ctx.forgotten.clear()
                 continue
             if response.tool_calls and not response.text.strip():
                 # a provider that ignores tool_choice "none": its calls are not run

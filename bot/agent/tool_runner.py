@@ -29,6 +29,7 @@ from bot.agent.routes import ModelRoute
 from bot.agent.turn import TurnState, requester_of
 from bot.context.alias_table import AliasTable, ShownByTool
 from bot.context.bounded_json import JsonTooDeep, JsonTooLarge, loads_bounded
+from bot.context.memory_block import MemoryLimits
 from bot.context.projection import record_tokens, tool_result_message
 from bot.context.tokens import ensure_token_estimate
 from bot.context.tool_results import (
@@ -46,7 +47,7 @@ from bot.domain.records import (
 from bot.errors import ReferenceNotConfirmed, TelegramError, ToolError
 from bot.ports import Clock, LLMResponse, MediaFiles, Messenger, NewRecord, SessionInfo
 from bot.redact import scrub
-from bot.store_ports import HistorySearch, HistoryStore, PlatformMessages
+from bot.store_ports import HistorySearch, HistoryStore, MemoryFacts, PlatformMessages
 from bot.tools.base import Tool, ToolContext, ToolMedia
 from bot.tools.rights import ChatAdmins, MemberRights
 
@@ -112,8 +113,13 @@ class ToolRunner:
         media_files: MediaFiles | None = None,
         eraser: PlatformMessages | None = None,
         scopes: ChatScopes = NO_SCOPES,
+        memory: MemoryFacts | None = None,
+        memory_limits: MemoryLimits | None = None,
     ) -> None:
         self.scopes = scopes
+        self.memory = memory
+        """The facts `remember` and `forget` keep (None: memory is off)."""
+        self.memory_limits = memory_limits or MemoryLimits()
         self.observer = observer
         self.media_files = media_files
         """Members' files for `view_image` and `read_document`; None: not available."""
@@ -175,6 +181,8 @@ class ToolRunner:
                 max_result_chars=self.max_result_chars or DEFAULT_MAX_TOOL_RESULT_CHARS,
             ),
             eraser=self.eraser,
+            memory=self.memory,
+            memory_limits=self.memory_limits,
         )
 
     async def run_calls(
@@ -211,7 +219,10 @@ class ToolRunner:
         if capped := sum(r.error_code in _CAPPED for r in results):
             log.warning("turn %s: %d tool calls over the caps", state.turn_id, capped)
         now = self.clock.now()
-        calls = tuple(bounded_call(call) for call in response.tool_calls)
+        calls = tuple(
+            bounded_call(self.stored_call(call, result))
+            for call, result in zip(response.tool_calls, results, strict=True)
+        )
         call_body = AssistantRecord(
             text=response.text, tool_calls=calls, reasoning=response.reasoning
         )
@@ -243,6 +254,13 @@ class ToolRunner:
                     message, content=f"{message.content} ({sizes}, attached)", images=images
                 )
             state.messages.append(ensure_token_estimate(message))
+
+    def stored_call(self, call: ToolCall, result: ToolResult) -> ToolCall:
+        """The call as stored and replayed (`Tool.stored_call`; unchanged for most tools)."""
+        tool = self.tools.get(call.name)
+        if tool is None or tool.stored_call is None:
+            return call
+        return tool.stored_call(call, result)
 
     @staticmethod
     def sent_this_turn(state: TurnState) -> int:

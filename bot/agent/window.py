@@ -25,6 +25,7 @@ from bot.agent.request import MAX_REACTION_LINES, RequestBuilder
 from bot.agent.routes import ModelRoute, RouteTable
 from bot.context.alias_table import AliasTable
 from bot.context.history_trim import HistoryTrimmed
+from bot.context.memory_block import without_facts
 from bot.context.projection import (
     Projection,
     RenderedPrefix,
@@ -449,6 +450,17 @@ class Windows:
         await self._render(window, records)
         window.dropped_turns += count
         return count
+
+    async def forget_facts(self, window: ConversationWindow, fact_ids: frozenset[int]) -> bool:
+        """Render `window` again without the `[Memory]` lines of `fact_ids` (a tool made the
+        model forget them during the turn): the turn's next calls no longer show them.
+        False when none was shown."""
+        blocks = without_facts(window.blocks, fact_ids)
+        if blocks == window.blocks:
+            return False
+        window.blocks = blocks
+        await self._render(window, window.records)
+        return True
 
     async def forget(self, window: ConversationWindow, message_ids: frozenset[int]) -> bool:
         """Render `window` again with `message_ids` deleted (a tool deleted them during

@@ -14,6 +14,7 @@ from bot.agent.turn import CallPolicy, ToolPolicy, TurnPolicy
 from bot.agent.window import SceneCaps, WindowPolicy
 from bot.app.retention_loop import RetentionPolicy
 from bot.config import ChatLimitSettings, SceneHistory, Settings
+from bot.context.memory_block import MemoryLimits
 from bot.context.window import PerScene, RuntimeLimits, bound_summaries
 from bot.errors import ConfigError
 from bot.services.chat_events import ChatEventPolicy
@@ -217,4 +218,15 @@ def chat_event_policy(settings: Settings, bot_id: int | None) -> ChatEventPolicy
         bot_id=bot_id,
         allowed_chats=tuple(settings.security.allowed_chats),
         private_chats=settings.security.private_chats,
+    )
+
+
+def memory_limits(settings: Settings) -> MemoryLimits:
+    """`[memory]`: the `[Memory]` block's size and the caps on kept facts."""
+    memory = settings.memory
+    return MemoryLimits(
+        max_tokens=memory.max_tokens,
+        per_member=memory.per_member,
+        per_chat=memory.per_chat,
+        max_fact_chars=memory.max_fact_chars,
     )

@@ -25,8 +25,9 @@ from bot.agent.tool_runner import ToolRunner
 from bot.agent.turn import TurnPolicy
 from bot.agent.turn_images import TurnImages
 from bot.agent.window import Windows
+from bot.context.memory_block import MemoryLimits
 from bot.ports import Clock, Messenger, ToldUserNotes
-from bot.store_ports import ConversationStore
+from bot.store_ports import ConversationStore, MemoryFacts
 from bot.tools.base import Tool
 
 
@@ -50,6 +51,8 @@ def build_turn_runner(
     spend: SpendCheck | None = None,
     images: TurnImages | None = None,
     scopes: ChatScopes = NO_SCOPES,
+    memory: MemoryFacts | None = None,
+    memory_limits: MemoryLimits | None = None,
 ) -> TurnRunner:
     """A `TurnRunner` over `store`, answering through `messenger`."""
     bus = bus or EventBus()
@@ -86,6 +89,8 @@ def build_turn_runner(
         reactions=store,
         images=images,
         scopes=scopes,
+        memory=memory,
+        memory_limits=memory_limits,
     )
     windows = Windows(
         store=store,
@@ -114,6 +119,8 @@ def build_turn_runner(
         media_files=images.files if images is not None else None,
         eraser=store,
         scopes=scopes,
+        memory=memory,
+        memory_limits=memory_limits,
     )
     return TurnRunner(
         windows=windows,

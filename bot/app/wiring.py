@@ -41,6 +41,7 @@ from bot.app.policies import (
     chat_event_policy,
     chat_locales,
     inbound_policy_of,
+    memory_limits,
     recovery_policy,
     spend_policy,
     turn_policy,
@@ -67,6 +68,7 @@ from bot.services.error_log import ErrorLog
 from bot.services.inbound import InboundService
 from bot.services.jobs import JobBook
 from bot.services.jobs_command import JobsCommand
+from bot.services.memory import MemoryCommand
 from bot.services.messenger_relay import (
     ClosedChatGuard,
     ClosedChats,
@@ -76,15 +78,18 @@ from bot.services.messenger_relay import (
 )
 from bot.services.recovery import CrashRecovery, SpentFor
 from bot.services.transcripts import TranscriptionPolicy, VoiceTranscripts
-from bot.store_ports import ConversationStore
+from bot.store_ports import ConversationStore, MemoryFacts
 from bot.texts import ChatLocales
 from bot.tools import default_tools
 from bot.tools.base import Tool
+from bot.tools.forget import TOOL as FORGET_TOOL
+from bot.tools.remember import TOOL as REMEMBER_TOOL
 from bot.tools.rights import ChatAdmins
 from bot.tools.schedule import schedule_tools
 from bot.tools.view_image import VIEW_IMAGE
 from storage.chat_settings import SqlChatSettings
 from storage.engine import create_engine_for
+from storage.memory_facts import SqlMemoryFacts
 from storage.schema import schema_at_head, upgrade_in_child
 from storage.spend import SqlSpendCounters
 from storage.sql import SqlStore
@@ -107,6 +112,23 @@ def open_chat_settings(store: ConversationStore) -> ChatSettingsStore:
     if isinstance(store, SqlStore):
         return SqlChatSettings(store.engine)
     return LocalChatSettings()
+
+
+def open_memory_facts(store: ConversationStore) -> MemoryFacts | None:
+    """The facts `remember` keeps, in the store's database; None (memory off) for a store
+    without one (the in-memory store of tests)."""
+    if isinstance(store, SqlStore):
+        return SqlMemoryFacts(store.engine)
+    return None
+
+
+def with_memory_tools(memory: MemoryFacts | None, tools: Sequence[Tool]) -> tuple[Tool, ...]:
+    """`remember` and `forget` are offered only where facts can be kept."""
+    if memory is not None:
+        return tuple(tools)
+    return tuple(
+        t for t in tools if t.spec.name not in (REMEMBER_TOOL.spec.name, FORGET_TOOL.spec.name)
+    )
 
 
 @dataclass(slots=True)
@@ -247,6 +269,7 @@ def build_app(
     # after the ledger's subscriber: a call is counted as it is written
     spend = spend_guard(settings, locales, store=store, messenger=messenger, clock=clock)
     jobs = JobBook(open_job_store(store), jobs_policy(settings), clock)
+    memory = open_memory_facts(store)
     traces = trace_writer(settings).attach(bus)
     outside = outbound.outside
     """What services send outside model turns; the next turn there is told."""
@@ -255,7 +278,11 @@ def build_app(
         store=store,
         messenger=messenger,
         routes=routes,
-        tools=(*offered_tools(settings), *schedule_tools(jobs), *extra_tools),
+        tools=with_memory_tools(
+            memory, (*offered_tools(settings), *schedule_tools(jobs), *extra_tools)
+        ),
+        memory=memory,
+        memory_limits=memory_limits(settings),
         ledger=ledger,
         clock=clock,
         policy=turn_policy(settings, locales),
@@ -302,6 +329,8 @@ def build_app(
         refresh_settings=book.refresh,
     )
     inbound.turns.on_scheduled = images.prefetch
+    if memory is not None:  # a group upgraded to a supergroup keeps its facts
+        inbound.on_chat_migrated = memory.move_chat_facts
     commands.retry = inbound.retry
     add_chat_commands(
         settings,
@@ -309,6 +338,7 @@ def build_app(
         book=book,
         scopes=scopes,
         jobs=JobsCommand(jobs, outside),
+        memory=None if memory is None else MemoryCommand(memory, memory_limits(settings)),
         store=store,
         routes=routes,
         runner=runner,
@@ -490,6 +520,7 @@ def add_chat_commands(
     book: ChatSettingsBook,
     scopes: ChatScopes,
     jobs: JobsCommand,
+    memory: MemoryCommand | None,
     store: ConversationStore,
     routes: RouteTable,
     runner: TurnRunner,
@@ -498,8 +529,8 @@ def add_chat_commands(
     spend: SpendGuard | None,
     locales: ChatLocales,
 ) -> None:
-    """The commands other services answer: `/jobs`, `/settings` for group admins (rights
-    from Telegram) and `/catchup`."""
+    """The commands other services answer: `/jobs`, `/memory`, `/settings` for group admins
+    (rights from Telegram) and `/catchup`."""
     admins = ChatAdmins(messenger=outside, clock=clock)
     settings_command = SettingsCommand(
         book=book,
@@ -518,6 +549,12 @@ def add_chat_commands(
         return await jobs(message, commands.locale)
 
     commands.extra["jobs"] = jobs_reply
+    if memory is not None:  # memory off: `/memory` is not a command
+
+        async def memory_reply(message: InboundMessage, _session: SessionInfo) -> str:
+            return await memory.answer(message, commands.locale)
+
+        commands.extra["memory"] = memory_reply
     commands.extra["settings"] = settings_reply
     commands.extra["catchup"] = Catchup(
         history=store,

@@ -162,6 +162,9 @@ class InboundMessage:
     language_code: str | None = None
     """The sender's Telegram app language (IETF tag, `zh-hans`, `en`), when Telegram sends
     it: what `BOT_LOCALE=auto` answers in."""
+    chat_migration: tuple[int, int] | None = None
+    """(old chat id, new chat id) on the service message of a group upgraded to a
+    supergroup (`migrate_from_chat_id` in the new chat, `migrate_to_chat_id` in the old)."""
 
 
 MembershipChangeKind = Literal["added", "removed", "updated"]

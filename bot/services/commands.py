@@ -1,5 +1,5 @@
 """Bot commands: /usage, /context, /model, /dashboard and /budget for the owner; /retry, /id,
-/jobs and /help for everyone."""
+/jobs, /memory and /help for everyone."""
 
 from __future__ import annotations
 
@@ -73,8 +73,8 @@ class Commands:
         routes (`/model`)."""
         self._refused = OncePerMinute()
         self.extra: dict[str, ExtraCommand] = {}
-        """Commands other services add (`/jobs`, `/settings`, `/catchup`): name → its answer
-        (the asker's locale is `self.locale` while it runs)."""
+        """Commands other services add (`/jobs`, `/memory`, `/settings`, `/catchup`): name →
+        its answer (the asker's locale is `self.locale` while it runs)."""
 
     @staticmethod
     def name_of(message: InboundMessage) -> str:

@@ -146,6 +146,9 @@ class InboundService:
             policy=policy, messenger=messenger, locales=self.locales, limits=limits
         )
         """The allow-list, the rate limits and the refusals they send."""
+        self.on_chat_migrated: Callable[[int, int], Awaitable[object]] | None = None
+        """Told (old chat id, new chat id) when a group becomes a supergroup, before the
+        batch is stored (what is kept per chat follows it: memory facts)."""
 
     @property
     def outcomes(self) -> deque[TurnOutcome]:
@@ -219,6 +222,9 @@ class InboundService:
         or a message held back behind another member's waiting turn, goes alone
         (`_store_alone`). Duplicates (a redelivered update) are found inside the
         transaction."""
+        if self.on_chat_migrated is not None:
+            for migration in {m.chat_migration for m in messages if m.chat_migration}:
+                await self.on_chat_migrated(*migration)
         if self.refresh_settings is not None:
             await self.refresh_settings()
         queues, sessions = await self._open_queues(messages)

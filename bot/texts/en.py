@@ -11,7 +11,9 @@ TEXTS: dict[str, str] = {
     "model_unknown": "No model profile named {name}. Available: {choices}",
     "help": "Mention me or reply to me in a group to talk. For everyone: /retry (answer your "
     "last message again), /id (your user id and this chat's id), /jobs (scheduled posts; "
-    "/jobs cancel j3), /help. Owner commands: /usage /context /model /dashboard /budget",
+    "/jobs cancel j3), /memory (what I keep about you here), /catchup (what you missed), "
+    "/settings (a group's settings, for its admins), /help. Owner commands: "
+    "/usage /context /model /dashboard /budget",
     "id_ids": "Your user id: {user_id}\nThis chat's id: {chat_id}",
     "id_groups": "Groups I am in:",
     "id_no_groups": "I am in no group yet (add me to one, then send /id here again).",
@@ -120,4 +122,12 @@ TEXTS: dict[str, str] = {
     "catchup_budget": "This chat's budget for today is spent: no catch-up now.",
     "catchup_nothing": "Nothing new since then.",
     "catchup_failed": "The catch-up could not be written just now; try again in a minute.",
+    "memory_listed": "What I keep about you in this chat ({count}); /memory forget f3 deletes "
+    "one, /memory clear all:",
+    "memory_told": "listed the member's {count} kept facts (/memory)",
+    "memory_none": "I keep nothing about you in this chat.",
+    "memory_forgotten": "Forgot {alias}.",
+    "memory_cleared": "Forgot everything I kept about you in this chat ({count}).",
+    "memory_unknown": "You have no kept fact {alias} in this chat (/memory lists yours).",
+    "memory_usage": "Usage: /memory (what I keep about you here), /memory forget f3, /memory clear",
 }

@@ -10,7 +10,9 @@ TEXTS: dict[str, str] = {
     "model_current": "当前模型：{route}（上下文窗口：{window}）。可用：{choices}",
     "model_unknown": "没有名为 {name} 的模型配置。可用：{choices}",
     "help": "在群里 @我 或回复我的消息即可对话。所有人可用：/retry（重新回答你的上一条消息）、"
-    "/id（你的用户 id 和本聊天的 id）、/jobs（定时消息；/jobs cancel j3 取消）、/help。"
+    "/id（你的用户 id 和本聊天的 id）、/jobs（定时消息；/jobs cancel j3 取消）、"
+    "/memory（我在这里记住的关于你的内容）、/catchup（你错过的内容）、"
+    "/settings（群设置，限管理员）、/help。"
     "主人命令：/usage /context /model /dashboard /budget",
     "id_ids": "你的用户 id：{user_id}\n本聊天的 id：{chat_id}",
     "id_groups": "我所在的群：",
@@ -109,4 +111,13 @@ TEXTS: dict[str, str] = {
     "catchup_budget": "本群今天的预算已用完：现在无法总结。",
     "catchup_nothing": "那之后没有新消息。",
     "catchup_failed": "现在没能写出总结，请一分钟后再试。",
+    "memory_listed": "我在本聊天中记住的关于你的内容（{count} 条）；/memory forget f3 删除一条，"
+    "/memory clear 全部删除：",
+    "memory_told": "已列出该成员记住的 {count} 条内容（/memory）",
+    "memory_none": "我在本聊天中没有记住关于你的任何内容。",
+    "memory_forgotten": "已忘记 {alias}。",
+    "memory_cleared": "已忘记本聊天中关于你的全部内容（{count} 条）。",
+    "memory_unknown": "你在本聊天中没有编号为 {alias} 的记忆（/memory 可查看）。",
+    "memory_usage": "用法：/memory（查看我在这里记住的关于你的内容），/memory forget f3，"
+    "/memory clear",
 }

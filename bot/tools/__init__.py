@@ -5,8 +5,10 @@ from __future__ import annotations
 from bot.tools import (
     delete_message,
     expand_tool_result,
+    forget,
     inspect_conversation_reference,
     read_document,
+    remember,
     search_history,
     send_message,
     set_reaction,
@@ -25,4 +27,6 @@ def default_tools() -> tuple[Tool, ...]:
         search_history.TOOL,
         view_image.TOOL,
         read_document.TOOL,
+        remember.TOOL,
+        forget.TOOL,
     )

@@ -14,13 +14,14 @@ from typing import Any
 
 from bot.context.alias_table import AliasTable, ShownByTool
 from bot.context.images import ImageWire
+from bot.context.memory_block import MemoryLimits
 from bot.context.tool_results import DEFAULT_MAX_TOOL_RESULT_CHARS
 from bot.domain.ids import Scene
-from bot.domain.messages import ImagePart
-from bot.domain.records import StoredRecord
+from bot.domain.messages import ImagePart, ToolCall
+from bot.domain.records import StoredRecord, ToolResult
 from bot.errors import ToolError
 from bot.ports import Clock, MediaFiles, Messenger, RecordedBubbles, ToolSpec
-from bot.store_ports import HistorySearch, HistoryStore, PlatformMessages
+from bot.store_ports import HistorySearch, HistoryStore, MemoryFacts, PlatformMessages
 from bot.tools.rights import MemberRights
 
 
@@ -56,6 +57,12 @@ class ToolContext:
     erased: set[int] = field(default_factory=set)
     """Platform ids a tool deleted in this turn: the runtime renders them `[deleted]` in the
     turn's next calls too."""
+    memory: MemoryFacts | None = None
+    """The facts `remember` and `forget` keep and drop (None: memory is off)."""
+    memory_limits: MemoryLimits = field(default_factory=MemoryLimits)
+    forgotten: set[int] = field(default_factory=set)
+    """Fact ids `forget` deleted in this turn: the runtime drops them from the turn's
+    `[Memory]` block for its next calls."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,6 +116,10 @@ class Tool:
     """How long one call may take; None: the runtime's default."""
     origin: str = ""
     """Where the tool lives when it is not the bot's own: the MCP server's name."""
+    stored_call: Callable[[ToolCall, ToolResult], ToolCall] | None = None
+    """The call as stored and replayed, given its result (None: as the model wrote it):
+    `remember` keeps the fact's id there, never its text, so a forgotten fact leaves no
+    copy in later requests."""
 
 
 def offered_in(tools: Mapping[str, Tool], scene: Scene) -> dict[str, Tool]:

@@ -629,3 +629,16 @@ def test_a_reply_to_a_message_telegram_no_longer_shows_has_no_sender_or_date() -
     quote = parse(data).quote
     assert quote is not None
     assert (quote.id, quote.sender_id, quote.timestamp) == (7, None, None)
+
+
+@pytest.mark.parametrize(
+    "name", ["service_migrate_to_chat_id", "service_migrate_from_chat_id_anonymous"]
+)
+def test_a_group_upgraded_to_a_supergroup_names_both_chat_ids(name: str) -> None:
+    """Either half of Telegram's pair (issue_427 of teloxide, as recorded) says which chat
+    became which: what is kept per chat (memory facts) follows it."""
+    assert parse(corpus(name)).chat_migration == (-599075523, -1001555296434)
+
+
+def test_an_ordinary_message_is_no_chat_migration() -> None:
+    assert parse(message_with()).chat_migration is None

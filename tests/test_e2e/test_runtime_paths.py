@@ -204,12 +204,14 @@ async def running(
 def fixed_tokens(tmp_path: Path) -> int:
     """The fixed part of a request as the app builds it (group system prompt and tool
     schemas): budgets in these tests are this plus what the history may take."""
-    from testkit.memory_store import InMemoryStore
+    from storage.engine import create_engine_for
+    from storage.sql import SqlStore
     from tests.fakes import RecordingMessenger
 
+    # a SQL store, as the bot runs on (its tools include memory's); never connected
     app = wire_app(
         rig_settings(tmp_path / "probe"),
-        store=InMemoryStore(),
+        store=SqlStore(create_engine_for(f"sqlite+aiosqlite:///{tmp_path / 'probe.db'}")),
         messenger=RecordingMessenger(),
         model=ScriptedModel(),
     )

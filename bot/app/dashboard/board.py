@@ -31,7 +31,7 @@ from bot.config import Settings
 from bot.domain.ids import Scene, SessionKey
 from bot.errors import StorageUnavailable
 from bot.services.usage_render import format_cost, format_share, format_tokens
-from bot.store_ports import ConversationStore
+from bot.store_ports import ConversationStore, MemoryFacts
 from bot.tools.mcp import server_of
 
 HERE = Path(__file__).parent
@@ -65,6 +65,8 @@ class Dashboard:
     """The spend limits and their counters (None: no `[limits]` set)."""
     updates: UpdateHealth | None = None
     """Whether the bot still reads its updates (None: a dashboard outside `tgbot run`)."""
+    memory: MemoryFacts | None = None
+    """The facts the model keeps (`remember`), listed per chat on its page."""
 
     def today(self) -> date:
         return self.now().astimezone(self.settings.zone).date()
@@ -182,6 +184,7 @@ def open_dashboard(
     from bot.app.context_show import preview_request
     from bot.app.policies import spend_policy, window_policy
     from storage.engine import create_readonly_engine
+    from storage.memory_facts import SqlMemoryFacts
     from storage.spend import SqlSpendCounters
     from storage.sql import SqlStore
 
@@ -202,6 +205,7 @@ def open_dashboard(
     limits = spend_policy(settings)
     return Dashboard(
         spend=SpendBoard(limits, SqlSpendCounters(engine)) if limits.active else None,
+        memory=SqlMemoryFacts(engine),
         settings=settings,
         store=SqlStore(engine),
         engine=engine,

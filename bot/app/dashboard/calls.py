@@ -26,6 +26,7 @@ from bot.agent.trace_reader import TraceReader, read_trace
 from bot.agent.traces import request_json
 from bot.app.dashboard.views import BadQuery, TurnCalls, alias_lines, parse_int
 from bot.config import Settings
+from bot.context.memory_block import shown_fact_ids
 from bot.domain.ids import SessionKey
 from bot.domain.records import StoredRecord
 from bot.errors import SessionNotFound
@@ -76,6 +77,7 @@ def view(trace: dict[str, Any]) -> dict[str, Any]:
         "messages": messages,
         "stable": messages[:new_from],
         "fresh": messages[new_from:],
+        "memory": shown_fact_ids(_text_of(messages[new_from])) if messages else (),
         "tools": [
             {**t, "schema": json.dumps(t.get("parameters"), ensure_ascii=False, indent=2)}
             for t in request.get("tools") or ()
@@ -93,6 +95,14 @@ def view(trace: dict[str, Any]) -> dict[str, Any]:
         "usage": usage,
         "sent": bool(request),
     }
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    """A message's text, whether sent as a string or as content parts."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    return str(content or "")
 
 
 def _fill_image_facts(messages: list[dict[str, Any]], facts: object) -> None:

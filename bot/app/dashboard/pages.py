@@ -34,7 +34,9 @@ from bot.app.dashboard.views import (
     parse_int,
     spend_days,
 )
+from bot.context.memory_block import MemoryFact
 from bot.domain.ids import SessionKey
+from bot.errors import StorageUnavailable
 from bot.services.usage_report import Feedback
 
 CHATS_PER_PAGE = 100
@@ -198,7 +200,22 @@ async def chat(request: web.Request) -> web.Response:
         said=said,
         days=CHAT_DAYS,
         recent=recent,
+        facts=await chat_facts(dashboard, chat_id),
     )
+
+
+MAX_FACTS_SHOWN = 500
+
+
+async def chat_facts(dashboard: Dashboard, chat_id: int) -> tuple[MemoryFact, ...] | None:
+    """The facts the model keeps in this chat, newest first; None when they cannot be read
+    (a database from before memory facts)."""
+    if dashboard.memory is None:
+        return None
+    try:
+        return await dashboard.memory.list_facts(chat_id=chat_id, limit=MAX_FACTS_SHOWN)
+    except StorageUnavailable:
+        return None
 
 
 async def call_page(request: web.Request) -> web.Response:
