@@ -11,7 +11,6 @@ when the admin repeats it with `confirm`: the chat's cached prefix starts over.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -195,7 +194,8 @@ class ChatSettingsBook:
         self.store = store
         self.clock = clock
         self._values: Overrides = {}
-        self._loaded_at = float("-inf")
+        self._loaded_at: datetime | None = None
+        """When the changes were last read (the book's clock: tests step it)."""
 
     def attach(self, scopes: ChatScopes) -> ChatSettingsBook:
         scopes.overlay = self.overlay
@@ -206,8 +206,10 @@ class ChatSettingsBook:
         return apply_overrides(scope, values) if values else scope
 
     async def refresh(self, *, force: bool = False) -> None:
-        now = time.monotonic()
-        if force or now - self._loaded_at >= REFRESH_SECONDS:
+        now = self.clock.now()
+        loaded = self._loaded_at
+        # stale after REFRESH_SECONDS, or when the clock went back (never stuck on a copy)
+        if force or loaded is None or not 0 <= (now - loaded).total_seconds() < REFRESH_SECONDS:
             self._values = await self.store.load()
             self._loaded_at = now
 
