@@ -11,7 +11,7 @@ Nothing outside `bot/app` reads the settings or imports `adapters` or `storage`.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -21,7 +21,6 @@ from adapters.document_worker import DocumentReader
 from adapters.media_files import CachedMediaFiles, MediaCache, TelegramFileSource
 from adapters.scheduler import build_scheduler
 from adapters.transcription import OpenAITranscriber
-from bot.agent.chat_scope import ChatScopes
 from bot.agent.events import NO_OBSERVER, EventBus
 from bot.agent.ledger_file import LedgerWriter
 from bot.agent.metering import TokenTruth
@@ -33,15 +32,18 @@ from bot.agent.spend_counters import LocalSpendCounters, SpendCounters
 from bot.agent.trace_writer import TraceWriter
 from bot.agent.turn_images import TurnImages
 from bot.agent.turn_log import TurnLog
-from bot.app.chat_scopes import chat_scopes
 from bot.app.dashboard.auth import owner_link
-from bot.app.jobs import jobs_policy, open_job_store
+from bot.app.member_services import (
+    MemberServices,
+    add_chat_commands,
+    ambient_listener,
+    member_services,
+)
 from bot.app.model_routes import build_routes
 from bot.app.policies import (
     chat_event_policy,
     chat_locales,
     inbound_policy_of,
-    memory_limits,
     recovery_policy,
     spend_policy,
     turn_policy,
@@ -50,25 +52,15 @@ from bot.app.telemetry import route_endpoints
 from bot.app.topology import Topology, one_migration_at_a_time, topology_for
 from bot.app.turn_parts import build_turn_runner
 from bot.config import Settings
-from bot.domain.facts import InboundMessage
-from bot.ports import ChatLock, Clock, LLMProvider, Messenger, SessionInfo, SystemClock
+from bot.ports import ChatLock, Clock, LLMProvider, Messenger, SystemClock
 from bot.redact import register_secret
-from bot.services.ambient import AmbientListener, AmbientPolicy
-from bot.services.catchup import Catchup
+from bot.services.ambient import AmbientListener
 from bot.services.chat_events import ChatEventService
-from bot.services.chat_settings import (
-    ChatSettingsBook,
-    ChatSettingsStore,
-    LocalChatSettings,
-    SettingsCommand,
-)
 from bot.services.commands import Commands
 from bot.services.daily_summary import DailySummary
 from bot.services.error_log import ErrorLog
 from bot.services.inbound import InboundService
 from bot.services.jobs import JobBook
-from bot.services.jobs_command import JobsCommand
-from bot.services.memory import MemoryCommand
 from bot.services.messenger_relay import (
     ClosedChatGuard,
     ClosedChats,
@@ -78,18 +70,12 @@ from bot.services.messenger_relay import (
 )
 from bot.services.recovery import CrashRecovery, SpentFor
 from bot.services.transcripts import TranscriptionPolicy, VoiceTranscripts
-from bot.store_ports import ConversationStore, MemoryFacts
+from bot.store_ports import ConversationStore
 from bot.texts import ChatLocales
 from bot.tools import default_tools
 from bot.tools.base import Tool
-from bot.tools.forget import TOOL as FORGET_TOOL
-from bot.tools.remember import TOOL as REMEMBER_TOOL
-from bot.tools.rights import ChatAdmins
-from bot.tools.schedule import schedule_tools
 from bot.tools.view_image import VIEW_IMAGE
-from storage.chat_settings import SqlChatSettings
 from storage.engine import create_engine_for
-from storage.memory_facts import SqlMemoryFacts
 from storage.schema import schema_at_head, upgrade_in_child
 from storage.spend import SqlSpendCounters
 from storage.sql import SqlStore
@@ -104,31 +90,6 @@ def open_spend_counters(store: ConversationStore) -> SpendCounters:
     if isinstance(store, SqlStore):
         return SqlSpendCounters(store.engine)
     return LocalSpendCounters()
-
-
-def open_chat_settings(store: ConversationStore) -> ChatSettingsStore:
-    """The `/settings` changes: a table on SQLite and PostgreSQL (every worker reads it);
-    in memory for the in-memory store."""
-    if isinstance(store, SqlStore):
-        return SqlChatSettings(store.engine)
-    return LocalChatSettings()
-
-
-def open_memory_facts(store: ConversationStore) -> MemoryFacts | None:
-    """The facts `remember` keeps, in the store's database; None (memory off) for a store
-    without one (the in-memory store of tests)."""
-    if isinstance(store, SqlStore):
-        return SqlMemoryFacts(store.engine)
-    return None
-
-
-def with_memory_tools(memory: MemoryFacts | None, tools: Sequence[Tool]) -> tuple[Tool, ...]:
-    """`remember` and `forget` are offered only where facts can be kept."""
-    if memory is not None:
-        return tuple(tools)
-    return tuple(
-        t for t in tools if t.spec.name not in (REMEMBER_TOOL.spec.name, FORGET_TOOL.spec.name)
-    )
 
 
 @dataclass(slots=True)
@@ -258,8 +219,7 @@ def build_app(
     truth.shared = topology.token_corrections()
     bus = EventBus()
     locales = chat_locales(settings)
-    scopes = chat_scopes(settings)
-    book = ChatSettingsBook(open_chat_settings(store), clock=clock).attach(scopes)
+    members = member_services(settings, store, clock)
     if tracing is not None:  # first on the bus: a model call's span ends as it is published
         tracing.attach(
             bus,
@@ -268,8 +228,6 @@ def build_app(
         )
     # after the ledger's subscriber: a call is counted as it is written
     spend = spend_guard(settings, locales, store=store, messenger=messenger, clock=clock)
-    jobs = JobBook(open_job_store(store), jobs_policy(settings), clock)
-    memory = open_memory_facts(store)
     traces = trace_writer(settings).attach(bus)
     outside = outbound.outside
     """What services send outside model turns; the next turn there is told."""
@@ -278,15 +236,13 @@ def build_app(
         store=store,
         messenger=messenger,
         routes=routes,
-        tools=with_memory_tools(
-            memory, (*offered_tools(settings), *schedule_tools(jobs), *extra_tools)
-        ),
-        memory=memory,
-        memory_limits=memory_limits(settings),
+        tools=members.tools(offered_tools(settings), extra_tools),
+        memory=members.memory,
+        memory_limits=members.memory_limits,
         ledger=ledger,
         clock=clock,
         policy=turn_policy(settings, locales),
-        scopes=scopes,
+        scopes=members.scopes,
         bus=bus,
         bot_id=bot_id,
         bot_name=bot_name,
@@ -324,21 +280,15 @@ def build_app(
         locales=locales,
         clock=clock,
         spent_for=spend.spent_for if spend is not None else None,
-        scopes=scopes,
+        members=members,
         ambient=ambient_listener(settings, store, routes, runner, clock, spend),
-        refresh_settings=book.refresh,
     )
     inbound.turns.on_scheduled = images.prefetch
-    if memory is not None:  # a group upgraded to a supergroup keeps its facts
-        inbound.on_chat_migrated = memory.move_chat_facts
     commands.retry = inbound.retry
     add_chat_commands(
         settings,
         commands,
-        book=book,
-        scopes=scopes,
-        jobs=JobsCommand(jobs, outside),
-        memory=None if memory is None else MemoryCommand(memory, memory_limits(settings)),
+        members,
         store=store,
         routes=routes,
         runner=runner,
@@ -373,7 +323,7 @@ def build_app(
         spend=spend,
         locales=locales,
         traces=traces,
-        jobs=jobs,
+        jobs=members.jobs,
     )
 
 
@@ -390,12 +340,13 @@ def build_inbound(
     locales: ChatLocales,
     clock: Clock,
     spent_for: SpentFor | None,
-    scopes: ChatScopes,
+    members: MemberServices,
     ambient: AmbientListener | None,
-    refresh_settings: Callable[[], Awaitable[None]],
 ) -> tuple[InboundService, CrashRecovery]:
     """The inbound service and the crash recovery that starts turns through its scheduler
-    and answers by its rules."""
+    and answers by its rules; the chats' own settings (those other workers changed read
+    again when stale), the ambient judge, and a group upgraded to a supergroup keeps its
+    memory facts."""
     inbound_policy = inbound_policy_of(settings)
     inbound = InboundService(
         sessions=store,
@@ -413,10 +364,12 @@ def build_inbound(
         ),
         transcripts=transcripts,
         locales=locales,
-        scopes=scopes,
+        scopes=members.scopes,
         ambient=ambient,
-        refresh_settings=refresh_settings,
+        refresh_settings=members.book.refresh,
     )
+    if members.memory is not None:
+        inbound.on_chat_migrated = members.memory.move_chat_facts
     recovery = CrashRecovery(
         sessions=store,
         history=store,
@@ -510,60 +463,6 @@ def build_commands(
             settings.dashboard_token.get_secret_value() if settings.dashboard_token else None,
         ),
         budget_reply=spend.report if spend is not None else None,
-    )
-
-
-def add_chat_commands(
-    settings: Settings,
-    commands: Commands,
-    *,
-    book: ChatSettingsBook,
-    scopes: ChatScopes,
-    jobs: JobsCommand,
-    memory: MemoryCommand | None,
-    store: ConversationStore,
-    routes: RouteTable,
-    runner: TurnRunner,
-    outside: Messenger,
-    clock: Clock,
-    spend: SpendGuard | None,
-    locales: ChatLocales,
-) -> None:
-    """The commands other services answer: `/jobs`, `/memory`, `/settings` for group admins
-    (rights from Telegram) and `/catchup`."""
-    admins = ChatAdmins(messenger=outside, clock=clock)
-    settings_command = SettingsCommand(
-        book=book,
-        scopes=scopes,
-        admin_may=frozenset(settings.chats.admin_may),
-        is_admin=admins.is_admin,
-        owner_id=settings.owner_id,
-        route_known=lambda route: routes.parse(route)[0] in routes.profile_names,
-        locale_for=locales.for_message,
-    )
-
-    async def settings_reply(message: InboundMessage, _session: SessionInfo) -> str:
-        return await settings_command(message)
-
-    async def jobs_reply(message: InboundMessage, _session: SessionInfo) -> str:
-        return await jobs(message, commands.locale)
-
-    commands.extra["jobs"] = jobs_reply
-    if memory is not None:  # memory off: `/memory` is not a command
-
-        async def memory_reply(message: InboundMessage, _session: SessionInfo) -> str:
-            return await memory.answer(message, commands.locale)
-
-        commands.extra["memory"] = memory_reply
-    commands.extra["settings"] = settings_reply
-    commands.extra["catchup"] = Catchup(
-        history=store,
-        routes=routes,
-        caller=runner.calls.caller,
-        clock=clock,
-        scopes=scopes,
-        spent_for=spend.spent_for if spend is not None else None,
-        locale_for=locales.for_message,
     )
 
 
@@ -682,34 +581,4 @@ def scheduled_summary(app: App) -> DailySummary:
         store=app.store,
         clock=SystemClock(),
         locales=app.locales,
-    )
-
-
-def ambient_listener(
-    settings: Settings,
-    store: ConversationStore,
-    routes: RouteTable,
-    runner: TurnRunner,
-    clock: Clock,
-    spend: SpendGuard | None,
-) -> AmbientListener | None:
-    """The ambient judge, when any chat (or the defaults) has `ambient = "judge"`."""
-    tables = [settings.triggers.ambient]
-    for chat in settings.chats.by_id.values():
-        tables.append(chat.triggers.ambient or "off")
-        tables += [topic.triggers.ambient or "off" for topic in chat.topics.values()]
-    if "judge" not in tables:
-        return None
-    return AmbientListener(
-        history=store,
-        routes=routes,
-        caller=runner.calls.caller,
-        clock=clock,
-        policy=AmbientPolicy(
-            settle_seconds=settings.triggers.ambient_settle_seconds,
-            max_judge_tokens=settings.triggers.ambient_judge_max_tokens,
-            zone=settings.zone,
-        ),
-        log_dir=settings.data_dir / "ambient",
-        spent_for=spend.spent_for if spend is not None else None,
     )
