@@ -59,6 +59,8 @@ def _pages(data: Path) -> list[tuple[str, str]]:
         ("conversation", f"/chats/{group}/conversation?q=CSV"),
         ("trace", f"/calls/{call}"),
         ("errors", "/errors"),
+        ("jobs", "/jobs"),
+        ("ambient", "/ambient"),
     ]
 
 
