@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from bot.agent.compactor import Compactor, FoldReason, newest_summary, summary_before
 from bot.agent.request import MAX_REACTION_LINES, RequestBuilder
@@ -378,7 +379,8 @@ class Windows:
             while True:
                 piece = records[through:]
                 narrow = await self.fold_messages(session, piece[: end - through], summary)
-                result = await compactor.fold_or_fail(
+                fold_piece = partial(
+                    compactor.fold_or_fail,
                     session,
                     records=piece,
                     cut=end - through,
@@ -387,24 +389,13 @@ class Windows:
                     turn_id=turn_id,
                     why=why,
                     bound=limits.summary_bound,
-                    within=within,
-                    narrow=narrow,
                 )
+                result = await fold_piece(within=within, narrow=narrow)
                 smaller = [c for c in candidates if c < end]
                 if not result.too_large:
                     break
                 if not smaller:  # one turn fits no request: folded without the model
-                    result = await compactor.fold_or_fail(
-                        session,
-                        records=piece,
-                        cut=end - through,
-                        previous=summary,
-                        messages=narrow,
-                        turn_id=turn_id,
-                        why=why,
-                        bound=limits.summary_bound,
-                        offline=True,
-                    )
+                    result = await fold_piece(offline=True)
                     break
                 end = smaller[(len(smaller) - 1) // 2]
             if result.failed:
