@@ -75,6 +75,7 @@ from bot.services.inbound_rules import (
     session_title_of,
     should_answer,
 )
+from bot.services.private_members import PrivateMembers
 from bot.services.transcripts import VoiceTranscripts
 from bot.services.triggers import BotLoopGuard, compile_wake_words
 from bot.services.turn_scheduler import TurnScheduler
@@ -112,6 +113,7 @@ class InboundService:
         scopes: ChatScopes = NO_SCOPES,
         ambient: AmbientListener | None = None,
         refresh_settings: Callable[[], Awaitable[None]] | None = None,
+        private_members: PrivateMembers | None = None,
     ) -> None:
         self.refresh_settings = refresh_settings
         """Reloads the `/settings` changes other workers stored, when they are stale."""
@@ -143,7 +145,11 @@ class InboundService:
         )
         """When and how turns run (what recovery starts its turns through, too)."""
         self.gate = InboundGate(
-            policy=policy, messenger=messenger, locales=self.locales, limits=limits
+            policy=policy,
+            messenger=messenger,
+            locales=self.locales,
+            limits=limits,
+            members=private_members,
         )
         """The allow-list, the rate limits and the refusals they send."""
         self.on_chat_migrated: Callable[[int, int], Awaitable[object]] | None = None
@@ -252,8 +258,8 @@ class InboundService:
         requests: dict[SessionKey, SessionRequest] = {}
         for message in messages:
             self.locales.note(message)
-            if not self.gate.allowed(message):
-                log.info("ignoring chat %s (not in the allow-list)", message.chat_id)
+            if not await self.gate.allowed(message):
+                log.info("ignoring chat %s (not allowed)", message.chat_id)
                 await self.gate.refuse_private_chat(message)
                 continue
             key = key_of(message)
@@ -430,7 +436,7 @@ class InboundService:
         triggers; the original, when it comes, is then a duplicate. An edit that leaves no
         words (a caption removed) takes the old words out of storage too: the member took
         them back (`PlatformMessages.erase_message`)."""
-        if not self.gate.allowed(message):
+        if not await self.gate.allowed(message):
             return
         session = await self.open(message)
         async with self.turns.storing(session):
