@@ -13,7 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.errors import StorageUnavailable
 
 SEEN_IN_GROUPS = sa.text(
-    "SELECT 1 FROM platform_events WHERE sender_id = :user_id AND chat_id IN :chat_ids LIMIT 1"
+    "SELECT 1 FROM platform_events WHERE sender_id = :user_id AND chat_id IN :chat_ids"
+    " AND chat_id < 0 LIMIT 1"
 ).bindparams(
     sa.bindparam("user_id", type_=sa.BigInteger),
     sa.bindparam("chat_ids", expanding=True, type_=sa.BigInteger),
@@ -28,8 +29,8 @@ class SqlGroupMembers:
         self.engine = engine
 
     async def seen_in_groups(self, user_id: int, chat_ids: Sequence[int]) -> bool:
-        """Whether a stored message of `user_id` is in one of `chat_ids` (empty: any group,
-        a negative chat id)."""
+        """Whether a stored message of `user_id` is in one of the groups `chat_ids` (empty:
+        any group; a group's id is negative, a private chat's is no group)."""
         if chat_ids:
             query, params = SEEN_IN_GROUPS, {"user_id": user_id, "chat_ids": list(chat_ids)}
         else:

@@ -291,7 +291,7 @@ class InMemoryStore:
     async def seen_in_groups(self, user_id: int, chat_ids: Sequence[int]) -> bool:
         """`bot.services.private_members.SeenInGroups` (`storage.group_members` on SQL)."""
         return any(
-            m.sender_id == user_id and (m.chat_id in chat_ids if chat_ids else m.chat_id < 0)
+            m.sender_id == user_id and m.chat_id < 0 and (not chat_ids or m.chat_id in chat_ids)
             for m in self._platform_messages.values()
         )
 

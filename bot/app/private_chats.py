@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from bot.config import Settings
 from bot.services.private_members import ChatMembership, PrivateMembers, SeenInGroups
 from bot.store_ports import ConversationStore
@@ -29,21 +31,31 @@ def private_members(
 
 
 def private_chats_said(settings: Settings) -> str:
-    """What the policy in effect does and why, for `tgbot doctor` and `tgbot init`."""
+    """What the policy in effect does and why, for `tgbot doctor` and `tgbot run`."""
     security = settings.security
-    policy = security.private_chats_in_effect
-    owner = "the owner's" if settings.owner_id is not None else "the owner's (OWNER_ID unset)"
+    return private_policy_said(
+        security.private_chats, security.allowed_chats, owner_known=settings.owner_id is not None
+    )
+
+
+def private_policy_said(
+    private_chats: str | None, allowed_chats: Sequence[int], *, owner_known: bool
+) -> str:
+    """What a private-chat policy does and why: the one set (`private_chats`), else the
+    default for `allowed_chats` (`bot.config.SecuritySettings.private_chats_in_effect`)."""
+    policy = private_chats or ("members" if allowed_chats else "allow")
+    owner = "the owner's" if owner_known else "the owner's (OWNER_ID unset)"
     does = {
         "allow": "the bot answers any Telegram user's private chat",
         "members": "the bot answers the private chats of members of the allowed groups "
         "(seen writing there, or confirmed by Telegram)"
-        + ("" if security.allowed_chats else "; no allow-list: of any group it is in"),
+        + ("" if allowed_chats else "; no allow-list: of any group it is in"),
         "owner": f"the bot answers only {owner} private chat",
         "allow_list": "the bot answers private chats of user ids in allowed_chats",
-    }[policy]
-    if security.private_chats is not None:
+    }.get(policy, "unknown")
+    if private_chats is not None:
         why = "set in [security] private_chats"
-    elif security.allowed_chats:
+    elif allowed_chats:
         why = "the default because allowed_chats is set; [security] private_chats chooses"
     else:
         why = "the default without allowed_chats; [security] private_chats chooses"

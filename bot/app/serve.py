@@ -43,6 +43,7 @@ from bot.app.preflight import (
     mask_url,
     opening_database,
 )
+from bot.app.private_chats import private_chats_said
 from bot.app.recovery_loop import start_orphan_scan
 from bot.app.retention_loop import retention_loop
 from bot.app.telemetry import start_tracing
@@ -189,6 +190,7 @@ async def serve(
                         settings, username=me.username, webhook=webhook, host=host, port=port
                     ),
                 )
+                log.info("private chats: %s", private_chats_said(settings))
                 signals.started()  # from here a signal stops taking updates
                 if webhook:
                     # Telegram's word on its deliveries: /healthz and the watchdog read it

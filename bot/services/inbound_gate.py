@@ -73,6 +73,8 @@ class InboundGate:
             direct_with=direct_with,
         ):
             return False
+        if self.members is not None and message.chat_id < 0 and message.sender.kind == "user":
+            self.members.saw(message.chat_id, message.sender.id)
         user = membership_to_check(
             message.chat_id, policy.owner_id, policy.private_chats, direct_with=direct_with
         )

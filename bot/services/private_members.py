@@ -58,6 +58,8 @@ class PrivateMembers:
         max_entries: int = 4096,
         now: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.any_group = not groups
+        """No allow-list: every group counts."""
         self.groups = tuple(g for g in groups if g < 0)
         """The allowed groups (private chat ids in the allow-list are no groups)."""
         self.seen = seen
@@ -93,6 +95,12 @@ class PrivateMembers:
             self._keep(user_id, verdict, now)
         return verdict
 
+    def saw(self, chat_id: int, user_id: int) -> None:
+        """A user wrote in a group the bot serves: in an allowed one they are a member from
+        now on (a "no" kept from before is forgotten); costs no query."""
+        if chat_id < 0 and (self.any_group or chat_id in self.groups):
+            self._keep(user_id, True, self._now())
+
     def _keep(self, user_id: int, verdict: bool, at: float) -> None:
         self._verdicts[user_id] = (at, verdict)
         self._verdicts.move_to_end(user_id)
@@ -102,7 +110,7 @@ class PrivateMembers:
     async def _ask(self, user_id: int) -> tuple[bool, bool]:
         """(verdict, sure): a "no" the store could not back is not kept."""
         sure = True
-        if self.seen is not None:
+        if self.seen is not None and (self.any_group or self.groups):
             try:
                 if await self.seen.seen_in_groups(user_id, self.groups):
                     return True, True
