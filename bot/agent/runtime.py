@@ -18,6 +18,7 @@ import logging
 import random
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import replace
 
 from bot.agent.compactor import Compactor
 from bot.agent.events import TurnOutcome
@@ -137,13 +138,22 @@ class TurnRunner:
         return state
 
     async def run_turn(
-        self, session: SessionInfo, *, reply_to: int | None, told_user: Sequence[str] = ()
+        self,
+        session: SessionInfo,
+        *,
+        reply_to: int | None,
+        told_user: Sequence[str] = (),
+        trigger: str | None = None,
     ) -> TurnOutcome:
+        """One turn answering `reply_to`; `trigger` (what started it) goes into its
+        outcome, for the turn's log line."""
         turn_id = new_turn_id()
         with self.observer.turn(session, turn_id) as watch:
             key = session.key
             async with self.presence.typing(key.chat_id, key.thread_id) as typing:
                 outcome = await self._run_turn(session, turn_id, reply_to, told_user, typing)
+            if trigger is not None:
+                outcome = replace(outcome, trigger=trigger)
             watch.ended(outcome)
             return outcome
 

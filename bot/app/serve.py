@@ -30,6 +30,7 @@ from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.update_health import UpdateHealth
 from adapters.telegram.webhook import serve_webhook
 from adapters.telegram.webhook_watch import watch_webhook
+from bot.agent.turn_log import TurnLog, TurnTotals
 from bot.app.heap import settle_heap
 from bot.app.jobs import start_jobs
 from bot.app.mcp_servers import start_mcp
@@ -131,6 +132,7 @@ async def serve(
     api_base = settings.telegram_api_base
     raise_file_limit()  # idle sockets must not run the process out of file handles
     limit_repeated_logs()
+    totals: TurnTotals | None = None
     with _StopSignals() as signals:
         async with AsyncExitStack() as stack:
             if tracing is not None:  # released last: the spans of the whole stop are sent
@@ -167,6 +169,8 @@ async def serve(
                     chat_lock=chat_lock,
                     tracing=tracing,
                 )
+                observer = app.runner.observer
+                totals = observer.totals if isinstance(observer, TurnLog) else None
                 # with chat_events, allowed_updates asks for my_chat_member and
                 # message_reaction too
                 dispatcher = build_dispatcher(
@@ -229,7 +233,8 @@ async def serve(
                 log.info("stop signal during start-up; closing what was opened")
             finally:
                 signals.started()  # however start-up ended, a signal never cuts a close short
-    log.info("stopped")
+    # uptime, turns, tokens and cost: what this run did, as the last line of its log
+    log.info("%s", "stopped" if totals is None else totals.line())
     return 0
 
 

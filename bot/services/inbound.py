@@ -426,7 +426,11 @@ class InboundService:
         elif self.ambient is not None and session.scene == "group" and not session.closed:
             scope = self.scopes.of(message.chat_id, message.thread_id)
             if scope.enabled and scope.triggers.ambient == "judge":
-                self.ambient.heard(session, message, scope, self.turns.schedule)
+                self.ambient.heard(session, message, scope, self._schedule_ambient)
+
+    def _schedule_ambient(self, session: SessionInfo, message: InboundMessage) -> None:
+        """A turn the ambient judge asked for (unaddressed: its log line says so)."""
+        self.turns.schedule(session, message, trigger="ambient")
 
     async def on_edit(self, message: InboundMessage) -> None:
         """Record the new text and queue the re-answer for the chat; never waits on a turn.
@@ -483,7 +487,7 @@ class InboundService:
             parent_id=last_user.parent_id,
             at_root=last_user.parent_id is None,
         )
-        await self.turns.run(session, reply_to=message.message_id)
+        await self.turns.run(session, reply_to=message.message_id, trigger="edit")
 
     async def retry(self, session: SessionInfo, requester_id: int) -> bool:
         """Regenerate the requester's own last answered turn; False when they have none.
@@ -502,7 +506,9 @@ class InboundService:
         assert isinstance(trigger.body, UserRecord)
         newest = last_member_record(loaded.records)
         if newest is not None and newest.id == trigger.id:
-            self.turns.spawn_turn(session, reply_to=trigger.message_id, leaf=trigger.id)
+            self.turns.spawn_turn(
+                session, reply_to=trigger.message_id, leaf=trigger.id, trigger="retry"
+            )
             return True
         again = NewRecord(
             body=replace(trigger.body, merged=False, refused=False),
@@ -514,7 +520,9 @@ class InboundService:
         async def ask_again() -> None:
             await self.history.append(session.id, [again])
 
-        self.turns.spawn_turn(session, reply_to=trigger.message_id, before=ask_again)
+        self.turns.spawn_turn(
+            session, reply_to=trigger.message_id, before=ask_again, trigger="retry"
+        )
         return True
 
     async def _store_inbound(

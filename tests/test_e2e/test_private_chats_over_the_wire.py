@@ -1,7 +1,8 @@
 """Issue 51, item 8 through `tgbot run`: with `allowed_chats` set and `private_chats` left
 unset, a stranger's private chat is refused (told once, nothing stored, no model call, one
 `getChatMember`), a member seen in the allowed group is answered, and so is one that
-`getChatMember` confirms."""
+`getChatMember` confirms. Item 5 too: each turn's log line names its trigger, and the last
+line when it stops adds up the turns."""
 
 from __future__ import annotations
 
@@ -56,3 +57,12 @@ async def test_strangers_are_refused_and_members_answered_in_private(
     assert checked.count(CAROL["id"]) == 1
     assert ALICE["id"] not in checked  # seen writing in the group: no lookup
     assert "private chats: members" in bot.log()
+
+    # issue 51, item 5: the terminal says what the bot did, and what it did in all
+    assert await bot.stop() == 0
+    log = bot.log()
+    assert f"chat {GROUP} (group) member {ALICE['id']} trigger mention; " in log
+    assert f"chat {CAROL['id']} (private) member {CAROL['id']} trigger private; " in log
+    assert "3 turn(s) handled (3 answered, 0 failed); tokens in " in log.splitlines()[-1]
+    assert "stopped after " in log.splitlines()[-1]
+    assert "private question" not in log  # no message text
