@@ -73,7 +73,12 @@ class InboundGate:
             direct_with=direct_with,
         ):
             return False
-        if self.members is not None and message.chat_id < 0 and message.sender.kind == "user":
+        if (
+            self.members is not None
+            and message.chat_id < 0
+            and direct_with is None  # a channel's direct messages are no group
+            and message.sender.kind == "user"
+        ):
             self.members.saw(message.chat_id, message.sender.id)
         user = membership_to_check(
             message.chat_id, policy.owner_id, policy.private_chats, direct_with=direct_with

@@ -238,3 +238,14 @@ async def test_other_policies_ask_telegram_nothing(tmp_path: Path, policy: str) 
     )  # fmt: skip
     assert await rig.send("hello?", **private(MALLORY)) == [REFUSED]
     assert messenger.member_calls == []
+
+
+async def test_writing_in_a_channels_direct_messages_makes_no_member(tmp_path: Path) -> None:
+    direct = -1003330051  # a channel's direct-messages chat: one-to-one, despite its id
+    rig = Rig(tmp_path, security={"allowed_chats": [GROUP, direct]})
+    dm = {"chat_id": direct, "direct_messages": True, "mentions_bot": True}
+    assert await rig.send("@Helper hi", **dm) == []
+    assert await rig.send("@Helper hi again", **dm) == []
+    assert isinstance(rig.model, ScriptedModel)
+    assert rig.model.requests == []
+    assert await rig.send("@Helper hi", sender=OWNER, **dm) == ["Noted: @Helper hi"]
