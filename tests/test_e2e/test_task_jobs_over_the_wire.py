@@ -3,12 +3,15 @@ API, with a scripted model that calls `schedule(mode="task")` a few seconds ahea
 (Asia/Shanghai local time). At its time exactly one model call is made, with the instruction
 in the per-turn context after the history (never in it), ledgered `purpose: job`; its answer
 is sent to the chat once and the run recorded delivered with that message's id; the stored
-history gains the bot's answer and nothing else."""
+history gains the bot's answer and nothing else. A task whose route is down falls back like
+any turn."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -17,8 +20,13 @@ from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.domain.ids import SessionKey
 from bot.domain.records import AssistantRecord, StoredRecord
 from bot.ports import LLMRequest, LLMResponse
+from storage.jobs import SqlJobStore
+from testkit.fake_server import FakeOpenAIServer
+from testkit.openai_answers import error_body
 from tests.bot_process import ScriptedBot, StartBot, eventually
 from tests.deadlines import EVENT, deadline
+from tests.test_e2e.test_fallback_over_the_wire import CHAT as PRIVATE
+from tests.test_e2e.test_fallback_over_the_wire import fallback_bot
 from tests.test_e2e.test_jobs_over_the_wire import ALICE, CHAT, CONFIG, ask, local_iso, runs_of
 
 pytestmark = pytest.mark.slow
@@ -117,3 +125,40 @@ async def test_a_task_makes_one_model_call_with_the_instruction_as_per_turn_cont
     await asyncio.sleep(0.5)  # more polls: it ran once
     assert [m["text"] for m in bot.api.sent_messages(CHAT)].count(DIGEST) == 1
     assert bot.api.sent_messages(ALICE["id"]) == []  # no failure told to the creator
+
+
+async def test_a_task_whose_route_is_down_falls_back_like_any_turn(tmp_path: Path) -> None:
+    """The primary answers 503 when the task runs: its fallback writes the answer, which is
+    sent once and recorded delivered; both attempts are `purpose: job` ledger lines."""
+
+    def main_answer(request: LLMRequest) -> LLMResponse:
+        return LLMResponse(text="main says: ok")
+
+    model = ScriptedModel(default=main_answer)
+    async with fallback_bot(tmp_path, cooldown=0, main=FakeOpenAIServer(model)) as rig:
+        at = (datetime.now(UTC) + timedelta(seconds=3)).isoformat(timespec="seconds")
+        model.add(
+            CallTool("schedule", {"at": at, "text": INSTRUCTION, "mode": "task"}),
+            Reply("Set."),
+        )
+        assert await rig.say("post a digest in a moment", 1) == "Set."
+        rig.main.fail_next(503, error_body("overloaded", kind="server_error"))
+        chat = PRIVATE
+        (_, answered) = await rig.api.wait_for_sent(chat, 2, timeout=deadline(EVENT))
+        assert str(answered["text"]).startswith("backup says:")
+
+        async def delivered() -> bool:
+            runs = await SqlJobStore(rig.store.engine).runs()
+            return any(run.status == "delivered" for run in runs)
+
+        await eventually(delivered)
+        (run,) = await SqlJobStore(rig.store.engine).runs()
+        assert run.message_id == answered["message_id"]
+        jobs = [
+            (line["route"], line["fallback_from"], line["error"] is None)
+            for line in rig.ledger()
+            if line["purpose"] == "job"
+        ]
+        assert jobs == [("main", None, False), ("backup", "main", True)]
+        await asyncio.sleep(0.5)
+        assert len(rig.api.sent_messages(chat)) == 2  # no failure notice, one answer
