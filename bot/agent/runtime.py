@@ -222,11 +222,7 @@ class TurnRunner:
                 raise TurnFailed("refusal", f"the model refused: {why}")
             if response.tool_calls and not hit_cap:
                 if tool_ctx is None:
-                    tool_ctx = self.tool_runner.context(session, records, route=state.route)
-                    if state.task is not None and tool_ctx.rights is not None:
-                        # a scheduled task's tools act with its creator's rights
-                        rights = replace(tool_ctx.rights, requester_id=state.requester)
-                        tool_ctx = replace(tool_ctx, rights=rights)
+                    tool_ctx = self._tool_context(state, records)
                 await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
                 if tool_ctx.erased:  # deleted now: not in this turn's next calls either
                     if await self.windows.forget(state.window, frozenset(tool_ctx.erased)):
@@ -248,6 +244,13 @@ class TurnRunner:
             if state.window.fold_soon:  # the next window move is near: prepare its summary
                 self.windows.prepare_next(session, turn_id=turn_id)
             return outcome
+
+    def _tool_context(self, state: TurnState, records: Sequence[StoredRecord]) -> ToolContext:
+        """Where the turn's tools act; a scheduled task's act with its creator's rights."""
+        ctx = self.tool_runner.context(state.session, records, route=state.route)
+        if state.task is None or ctx.rights is None:
+            return ctx
+        return replace(ctx, rights=replace(ctx.rights, requester_id=state.requester))
 
     async def _failed(
         self,

@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, timedelta
 from pathlib import Path
 
-from adapters.llm.scripted import ScriptedModel
+from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.agent.ledger_file import read_entries
 from bot.app.jobs import task_turns
 from bot.app.wiring import App
@@ -217,3 +217,24 @@ async def test_a_task_whose_turn_fails_is_recorded_failed_and_its_creator_told(
     assert len(messenger.texts(CHAT)) == in_chat  # the chat hears nothing of it
     (told,) = messenger.texts(ALICE.id)
     assert told == text("en", "jobs_task_failed", job="j1", preview=INSTRUCTION, reason=run.error)
+
+
+async def test_a_task_s_tools_act_with_its_creator_s_rights(
+    tmp_path: Path, messenger: RecordingMessenger
+) -> None:
+    """Bob wrote last, Alice's task runs: what its tools do is done as Alice."""
+    model = ScriptedModel(default=answer)
+    app, store, clock = make_app(tmp_path, model, messenger)
+    await say(app, clock, 1, "@Helper hello", mentions_bot=True)
+    await say(app, clock, 2, "chatter", sender=BOB)
+    session = await group_session(app, store)
+    at = clock.now().replace(second=0, microsecond=0, tzinfo=None) + timedelta(days=1)
+    model.add(
+        CallTool("schedule", {"at": at.isoformat(), "text": "follow up", "mode": "post"}),
+        Reply("Scheduled the follow-up."),
+    )
+    outcome = await app.runner.run_turn(session, reply_to=None, task=task())
+    assert outcome.status == "answered"
+    assert app.jobs is not None
+    (job,) = await app.jobs.store.list_jobs()
+    assert job.creator_id == ALICE.id
