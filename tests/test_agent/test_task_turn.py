@@ -238,3 +238,18 @@ async def test_a_task_s_tools_act_with_its_creator_s_rights(
     assert app.jobs is not None
     (job,) = await app.jobs.store.list_jobs()
     assert job.creator_id == ALICE.id
+
+
+async def test_a_task_in_a_chat_with_no_history_is_answered(
+    tmp_path: Path, messenger: RecordingMessenger
+) -> None:
+    model = ScriptedModel(default=answer)
+    app, store, _clock = make_app(tmp_path, model, messenger)
+    session = await store.open_session(SessionKey(chat_id=CHAT), scene="group")
+    outcome = await app.runner.run_turn(session, reply_to=None, task=task())
+    assert outcome.status == "answered"
+    (request,) = model.requests
+    assert [m.role for m in request.messages] == ["system", "user"]
+    assert request.messages[-1].content.startswith("[Scheduled task]")
+    stored = await store.load_history(session.id, max_records=10)
+    assert [r.kind for r in stored.records] == ["assistant"]
