@@ -40,7 +40,7 @@ from bot.app.preflight import (
 from bot.app.wiring import App, build_app, open_store
 from bot.config import Settings, load_settings
 from bot.domain.ids import SessionKey
-from bot.ports import SystemClock, Usage
+from bot.ports import LLMProvider, SystemClock, Usage
 from bot.redact import install_log_scrubbing
 from bot.services.usage_render import format_cost
 
@@ -71,36 +71,28 @@ class TypedLines:
         `LineTooLong` once for a line over the limit (the rest of it is skipped)."""
         while True:
             end = self._buffer.find(b"\n")
-            if end >= 0:
-                line = bytes(self._buffer[:end])
-                del self._buffer[: end + 1]
-                if self._skipping:
+            if end >= 0 or self._eof:
+                line = bytes(self._buffer[:end] if end >= 0 else self._buffer)
+                del self._buffer[: end + 1 if end >= 0 else len(self._buffer)]
+                if self._skipping:  # the end of a line already refused
                     self._skipping = False
                     continue
-                return line.decode("utf-8", errors="replace").removesuffix("\r")
-            if self._eof:
-                if self._buffer and not self._skipping:
-                    line = bytes(self._buffer)
-                    self._buffer.clear()
+                if len(line) > self._max:
+                    raise self._too_long()
+                if line or end >= 0:
                     return line.decode("utf-8", errors="replace").removesuffix("\r")
-                return None
-            if len(self._buffer) > self._max:
+                return None  # the end of input
+            if len(self._buffer) > self._max:  # no end in sight: keep no more of it
                 self._buffer.clear()
                 if not self._skipping:
                     self._skipping = True
-                    raise LineTooLong(
-                        f"(a line over {self._max:,} bytes was not sent; nothing of it is kept)"
-                    )
+                    raise self._too_long()
             chunk = await self._read()
-            if not chunk:
-                self._eof = True
-            elif self._skipping:
-                end = chunk.find(b"\n")
-                if end >= 0:
-                    self._skipping = False
-                    self._buffer += chunk[end + 1 :]
-            else:
-                self._buffer += chunk
+            self._eof = not chunk
+            self._buffer += chunk
+
+    def _too_long(self) -> LineTooLong:
+        return LineTooLong(f"(a line over {self._max:,} bytes was not sent; nothing of it is kept)")
 
     async def _read(self) -> bytes:
         loop = asyncio.get_running_loop()
@@ -255,7 +247,9 @@ async def _chat(
 
 
 @contextlib.asynccontextmanager
-async def _chat_app(settings: Settings, messenger: TerminalMessenger) -> AsyncIterator[App]:
+async def _chat_app(
+    settings: Settings, messenger: TerminalMessenger, *, offline: LLMProvider | None = None
+) -> AsyncIterator[App]:
     """The app `tgbot run` builds (its MCP servers' tools too) over the terminal; what was
     opened closes in reverse order however the chat ends. Nothing runs beside the chat:
     no crash recovery, jobs or daily summary (they send to other chats; `tgbot run` does
@@ -273,6 +267,7 @@ async def _chat_app(settings: Settings, messenger: TerminalMessenger) -> AsyncIt
             bot_id=None,
             bot_name=settings.bot_username or "tgbot",
             extra_tools=mcp.tools if mcp is not None else (),
+            offline=offline,
         )
         stack.push_async_callback(app.ledger.aclose)
         if app.traces is not None:
