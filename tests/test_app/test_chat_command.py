@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from adapters.llm.scripted import Reply, ScriptedModel
+from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from adapters.telegram.terminal import PlatformIds, TerminalMessenger
 from bot.app.chat_command import TypedLines, _chat_app, chat_settings, converse
 from bot.config import load_settings
@@ -247,7 +247,7 @@ def _write_and_close(fd: int, data: bytes) -> None:
 
 
 async def typed(
-    tmp_path: Path, data: bytes, *, max_bytes: int = 1 << 20
+    tmp_path: Path, data: bytes, *, max_bytes: int = 1 << 20, model: ScriptedModel | None = None
 ) -> tuple[str, list[LLMRequest]]:
     """`data` typed into `converse` on the app `tgbot chat` builds (SQLite under
     `tmp_path`, the offline model) until its end: what was printed, what the model got."""
@@ -255,7 +255,7 @@ async def typed(
         update={"data_dir": tmp_path, "owner_id": OWNER, "bot_locale": "en"}
     )
     settings, owner = chat_settings(base, data_dir=None)
-    model = ScriptedModel()  # answers with the last user message it was sent
+    model = model or ScriptedModel()  # by default it echoes the last user message
     out = io.StringIO()
     messenger = TerminalMessenger(out, chat_id=OWNER, ids=PlatformIds(), now=SystemClock().now)
     read_end, write_end = os.pipe()
@@ -314,3 +314,15 @@ async def test_exit_ends_the_chat_before_the_lines_after_it(tmp_path: Path) -> N
 async def test_bytes_that_are_not_utf8_are_replaced_not_fatal(tmp_path: Path) -> None:
     _out, requests = await typed(tmp_path, b"caf\xe9 au lait\n")
     assert "caf\ufffd au lait" in _current(requests[0])
+
+
+async def test_tools_act_in_the_terminal_chat(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [CallTool("send_message", {"text": "An extra note, sent by a tool."}), Reply("Done.")]
+    )
+    out, requests = await typed(tmp_path, b"send me a note\n", model=model)
+    lines = out.splitlines()
+    assert lines[:2] == ["An extra note, sent by a tool.", "Done."]
+    assert lines[2].startswith("· default:offline-demo · 2 calls · ")
+    tool_result = next(m for m in requests[1].messages if m.role == "tool")
+    assert '"sent": true' in tool_result.content
