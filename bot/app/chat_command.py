@@ -37,6 +37,7 @@ from bot.app.preflight import (
     check_offline,
     mask_url,
 )
+from bot.app.topology import topology_for
 from bot.app.wiring import App, build_app, open_store
 from bot.config import Settings, load_settings
 from bot.domain.ids import SessionKey
@@ -257,6 +258,10 @@ async def _chat_app(
     async with AsyncExitStack() as stack:
         store = await open_store(settings)
         stack.push_async_callback(store.close)
+        topology = topology_for(store)
+        # on PostgreSQL the workers' lock: a turn here never overlaps one `tgbot run` takes
+        chat_lock = topology.chat_lock()
+        stack.push_async_callback(chat_lock.aclose)
         mcp = await start_mcp(settings)
         if mcp is not None:
             stack.push_async_callback(mcp.aclose)
@@ -268,6 +273,8 @@ async def _chat_app(
             bot_name=settings.bot_username or "tgbot",
             extra_tools=mcp.tools if mcp is not None else (),
             offline=offline,
+            chat_lock=chat_lock,
+            topology=topology,
         )
         stack.push_async_callback(app.ledger.aclose)
         if app.traces is not None:
@@ -302,6 +309,8 @@ async def converse(
             messenger.note(str(exc))
             continue
         if line is None:
+            if prompt:  # Ctrl-D: the shell's prompt on a line of its own
+                messenger.note("")
             return
         text = line.strip()
         if not text:
