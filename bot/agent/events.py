@@ -57,9 +57,10 @@ class ModelCalled:
     history_budget: int
     kept_turns: int
     dropped_turns: int
-    purpose: Literal["turn", "compaction", "judge", "catchup"] = "turn"
+    purpose: Literal["turn", "compaction", "judge", "catchup", "job"] = "turn"
     """`compaction`: a summary call, not part of the member's turn; `judge`: whether to
-    answer an unaddressed message (ambient mode); `catchup`: a `/catchup` summary."""
+    answer an unaddressed message (ambient mode); `catchup`: a `/catchup` summary; `job`: a
+    call of a scheduled task's turn."""
     exact_tokens: int | None = None
     """The request as the route's exact tokenizer counts it, when one is configured."""
     call_id: str = ""
@@ -144,7 +145,7 @@ class TurnOutcome:
     """The member whose message the turn answered (None: not known)."""
     trigger: str | None = None
     """What started the turn (`bot.services.inbound_rules.Trigger`: mention, reply,
-    private, wake_word, ambient, edit, retry, recovery...); None: not said."""
+    private, wake_word, ambient, edit, retry, recovery, job...); None: not said."""
 
 
 _Outcome = TypeVar("_Outcome", contravariant=True)

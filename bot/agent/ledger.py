@@ -19,10 +19,18 @@ from typing import Any, Literal, cast
 from bot.redact import scrub
 
 Purpose = Literal[
-    "turn", "final_summary", "recovery_retry", "compaction", "transcription", "judge", "catchup"
+    "turn",
+    "final_summary",
+    "recovery_retry",
+    "compaction",
+    "transcription",
+    "judge",
+    "catchup",
+    "job",
 ]
 PURPOSES: tuple[Purpose, ...] = (
-    "turn", "final_summary", "recovery_retry", "compaction", "transcription", "judge", "catchup"
+    "turn", "final_summary", "recovery_retry", "compaction", "transcription", "judge", "catchup",
+    "job",
 )  # fmt: skip
 Stop = Literal["end", "length", "refusal", "tool_calls", "context"]
 STOPS: tuple[Stop, ...] = ("end", "length", "refusal", "tool_calls", "context")

@@ -211,7 +211,7 @@ class CallMetering:
             corrected=corrected - entry.est_images, reported=entry.input_tokens
         )
         entry = replace(entry, est_corrected=corrected, input_truncated_by_provider=truncated)
-        if call.purpose == "turn":  # `/context` shows the member's calls
+        if call.purpose in ("turn", "job"):  # `/context` shows the session's turns' calls
             self._remember(call, corrected, truncated)
         if truncated:
             self._warn_truncated(call, corrected, entry.input_tokens or 0)

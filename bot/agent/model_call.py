@@ -148,7 +148,7 @@ class CallReport:
     turn_id: str
     tokens: RequestTokens
     fixed_tokens: int
-    purpose: Literal["turn", "compaction", "judge", "catchup"] = "turn"
+    purpose: Literal["turn", "compaction", "judge", "catchup", "job"] = "turn"
     iteration: int = 0
     final: bool = False
     trims: tuple[HistoryTrimmed, ...] = ()

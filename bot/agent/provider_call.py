@@ -215,6 +215,7 @@ class ProviderCaller:
             turn_id=state.turn_id,
             tokens=split_request_tokens(state.messages, state.current_index),
             fixed_tokens=state.fixed_tokens,
+            purpose="turn" if state.task is None else "job",
             iteration=state.iteration,
             final=final,
             trims=tuple(window.trims),

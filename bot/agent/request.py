@@ -30,6 +30,7 @@ from bot.context.escaping import escape_member_text, inline_value
 from bot.context.history_trim import breadcrumb_message
 from bot.context.memory_block import MemoryLimits, render_memory_block
 from bot.context.projection import PER_TURN_SEPARATOR, current_record_index
+from bot.context.task_block import TaskInstruction, render_task_block
 from bot.context.tokens import ensure_token_estimate, estimate_message_tokens
 from bot.context.window import estimate_tool_schema_tokens
 from bot.domain.ids import Locale, Scene
@@ -187,11 +188,19 @@ class RequestBuilder:
                 head.append(summary_message(summary))
         return head
 
-    def turn_locale(self, session: SessionInfo, records: Sequence[StoredRecord]) -> Locale:
+    def turn_locale(
+        self,
+        session: SessionInfo,
+        records: Sequence[StoredRecord],
+        task: TaskInstruction | None = None,
+    ) -> Locale:
         """The per-turn `language:` line: the language of the member the turn answers (with
-        `BOT_LOCALE=auto`), else the chat's; the chat's own language stays in the prompt."""
+        `BOT_LOCALE=auto`; a task's creator), else the chat's; the chat's own language stays
+        in the prompt."""
         policy = self.policy
         locale = policy.locale_of(session.key.chat_id)
+        if policy.member_locale is not None and task is not None:
+            return policy.member_locale(task.creator_id) or locale
         current = current_record_index(records)
         body = records[current].body if current is not None else None
         if policy.member_locale is not None and isinstance(body, UserRecord):
@@ -208,15 +217,19 @@ class RequestBuilder:
         fetch: bool = True,
         reactions: Sequence[StoredReaction] | None = None,
         read_at: datetime | None = None,
+        task: TaskInstruction | None = None,
     ) -> TurnBlocks:
         """The per-turn blocks of the turn answering `records`' newest message (the
-        `[Images]` block last, and with `fetch`, the images it names fetched)."""
+        `[Images]` block last, and with `fetch`, the images it names fetched). With `task`
+        (a scheduled task's turn, `bot.context.task_block`) the `[Scheduled task]` block
+        comes first, `[Memory]` is its creator's, and no image is looked at: no member's
+        message is current."""
         shown, reacted = await self.reactions_block.read(
             session, records, loaded=reactions, read_at=read_at
         )
         policy = self.policy
         scope = self.scopes.of_session(session)
-        locale = scope.locale or self.turn_locale(session, records)
+        locale = scope.locale or self.turn_locale(session, records, task)
         block_text = build_per_turn_blocks(
             TurnContext(
                 now=self.clock.now(),
@@ -231,11 +244,13 @@ class RequestBuilder:
                 reactions=shown,
             )
         )
-        memory = await self.memory_block(session, records)
+        if task is not None:
+            block_text = f"{render_task_block(task)}{PER_TURN_SEPARATOR}{block_text}"
+        memory = await self.memory_block(session, records, task)
         if memory:
             block_text = f"{block_text}{PER_TURN_SEPARATOR}{memory}" if block_text else memory
         found = NO_IMAGES
-        if fetch and self.images is not None:
+        if fetch and task is None and self.images is not None:
             found = await self.images.collect(
                 session, records, wire=route.wire, vision=route.vision
             )
@@ -245,14 +260,24 @@ class RequestBuilder:
                 )
         return TurnBlocks(block_text, reacted, found.images)
 
-    async def memory_block(self, session: SessionInfo, records: Sequence[StoredRecord]) -> str:
-        """`[Memory]`: the facts of this chat about the member whose message the turn answers,
-        then the chat's (`bot.context.memory_block`); read for every request, never stored."""
+    async def memory_block(
+        self,
+        session: SessionInfo,
+        records: Sequence[StoredRecord],
+        task: TaskInstruction | None = None,
+    ) -> str:
+        """`[Memory]`: the facts of this chat about the member whose message the turn answers
+        (a task's creator), then the chat's (`bot.context.memory_block`); read for every
+        request, never stored."""
         if self.memory is None:
             return ""
-        current = current_record_index(records)
-        body = records[current].body if current is not None else None
-        member = body.sender.id if isinstance(body, UserRecord) else None
+        member: int | None
+        if task is not None:
+            member = task.creator_id
+        else:
+            current = current_record_index(records)
+            body = records[current].body if current is not None else None
+            member = body.sender.id if isinstance(body, UserRecord) else None
         limits = self.memory_limits
         facts = await self.memory.facts_of(
             session.key.chat_id, member, limit=max(limits.per_member, limits.per_chat)

@@ -30,6 +30,7 @@ from bot.agent.turn import TurnFailed, TurnPolicy, TurnState, requester_of
 from bot.agent.window import Windows
 from bot.context.alias_table import AliasTable
 from bot.context.escaping import strip_echoed_header
+from bot.context.task_block import TaskInstruction
 from bot.domain.ids import Scene
 from bot.domain.records import StoredRecord
 from bot.ports import LLMResponse, SessionInfo, ToldUserNotes
@@ -126,14 +127,15 @@ class TurnRunner:
         turn_id: str,
         told_user: Sequence[str] = (),
         persist_window: bool = True,
+        task: TaskInstruction | None = None,
     ) -> TurnState:
         """Everything up to the first provider call: the turn's window opened
         (`Windows.open`) and the request laid out around it. `persist_window=False`
         previews (`tgbot context show`): nothing is stored and no model is called."""
         window = await self.windows.open(
-            session, turn_id=turn_id, told_user=told_user, persist=persist_window
+            session, turn_id=turn_id, told_user=told_user, persist=persist_window, task=task
         )
-        state = TurnState(turn_id=turn_id, window=window)
+        state = TurnState(turn_id=turn_id, window=window, task=task)
         state.lay_out(self.request)
         return state
 
@@ -143,15 +145,23 @@ class TurnRunner:
         *,
         reply_to: int | None,
         told_user: Sequence[str] = (),
+        task: TaskInstruction | None = None,
         trigger: str | None = None,
     ) -> TurnOutcome:
-        """One turn answering `reply_to`; `trigger` (what started it) goes into its
-        outcome, for the turn's log line."""
+        """Answer the session's newest message; with `task`, run a scheduled task instead:
+        no member's message is current, the instruction rides in the per-turn blocks (never
+        stored), the calls are ledgered `purpose: job` and charged to its creator, and a
+        failure is left to the caller to tell (the chat hears nothing of it). `trigger`
+        (what started the turn; a task's is `job`) goes into its outcome, for its log line."""
         turn_id = new_turn_id()
         with self.observer.turn(session, turn_id) as watch:
             key = session.key
             async with self.presence.typing(key.chat_id, key.thread_id) as typing:
-                outcome = await self._run_turn(session, turn_id, reply_to, told_user, typing)
+                outcome = await self._run_turn(
+                    session, turn_id, reply_to, told_user, typing, task=task
+                )
+            if trigger is None and task is not None:
+                trigger = "job"
             if trigger is not None:
                 outcome = replace(outcome, trigger=trigger)
             watch.ended(outcome)
@@ -164,13 +174,15 @@ class TurnRunner:
         reply_to: int | None,
         told_user: Sequence[str],
         typing: Typing | None,
+        *,
+        task: TaskInstruction | None = None,
     ) -> TurnOutcome:
         key = session.key
         if not told_user and self.told is not None:
             told_user = await self.told.peek(key.chat_id, key.thread_id)
-        state = await self.prepare(session, turn_id=turn_id, told_user=told_user)
+        state = await self.prepare(session, turn_id=turn_id, told_user=told_user, task=task)
         aliases, records = state.window.aliases, list(state.window.records)
-        state.requester = requester_of(records)
+        state.requester = task.creator_id if task is not None else requester_of(records)
         try:
             async with asyncio.timeout(self.policy.turn_deadline_seconds):
                 return await self._steps(
@@ -216,7 +228,7 @@ class TurnRunner:
                 raise TurnFailed("refusal", f"the model refused: {why}")
             if response.tool_calls and not hit_cap:
                 if tool_ctx is None:
-                    tool_ctx = self.tool_runner.context(session, records, route=state.route)
+                    tool_ctx = self._tool_context(state, records)
                 await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
                 if tool_ctx.erased:  # deleted now: not in this turn's next calls either
                     if await self.windows.forget(state.window, frozenset(tool_ctx.erased)):
@@ -239,6 +251,13 @@ class TurnRunner:
                 self.windows.prepare_next(session, turn_id=turn_id)
             return outcome
 
+    def _tool_context(self, state: TurnState, records: Sequence[StoredRecord]) -> ToolContext:
+        """Where the turn's tools act; a scheduled task's act with its creator's rights."""
+        ctx = self.tool_runner.context(state.session, records, route=state.route)
+        if state.task is None or ctx.rights is None:
+            return ctx
+        return replace(ctx, rights=replace(ctx.rights, requester_id=state.requester))
+
     async def _failed(
         self,
         state: TurnState,
@@ -253,7 +272,9 @@ class TurnRunner:
         key = session.key
         if typing is not None:
             await typing.stop()
-        if failure.silent:  # e.g. a spent budget the chat was already told of
+        # e.g. a spent budget the chat was already told of; a scheduled task's failure is
+        # recorded with its run and told to its creator (`bot.services.jobs`)
+        if failure.silent or state.task is not None:
             return TurnOutcome(
                 status="failed",
                 iterations=state.iteration,

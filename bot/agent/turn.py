@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING
 from bot.agent.routes import ModelRoute
 from bot.context.history_trim import IndexedHistory
 from bot.context.projection import current_record_index
+from bot.context.task_block import TaskInstruction
 from bot.context.tokens import estimate_message_tokens, with_token_estimate
 from bot.context.tool_results import DEFAULT_MAX_TOOL_RESULT_CHARS
 from bot.context.turns import count_turns, remove_orphaned_tool_messages
 from bot.context.window import RuntimeLimits
+from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, UserRecord
 from bot.ports import SessionInfo
 
@@ -92,7 +94,7 @@ class TurnState:
     are reported with the next call). `refused`: after a context overflow, what the refused
     request needed (real tokens, or the limit the provider reported when lower); no later
     request of the turn may reach it. `requester`: the member whose message the turn
-    answers (their spend limit applies).
+    answers (their spend limit applies); in a scheduled task's turn (`task`) its creator.
     """
 
     turn_id: str
@@ -103,6 +105,7 @@ class TurnState:
     iteration: int = 0
     requester: int | None = None
     refused: int | None = None
+    task: TaskInstruction | None = None
 
     def lay_out(self, prompt: RequestBuilder) -> None:
         """Put the head (`prompt`'s system prompt, and the breadcrumb and summary when
@@ -122,6 +125,11 @@ class TurnState:
             # the turn's images ride on the current message, for this turn's calls only
             carrier = history[current]
             history[current] = with_token_estimate(replace(carrier, images=window.images))
+        if window.detached and window.blocks:
+            # no member's message is current (a scheduled task): the per-turn blocks are a
+            # message of their own after the history, which renders as every turn's does
+            current = len(history)
+            history.append(with_token_estimate(ChatMessage(role="user", content=window.blocks)))
         tail = self.messages[self.layout.history_end :]
         self.messages = IndexedHistory([*head, *history, *tail])
         end = len(head) + len(history)

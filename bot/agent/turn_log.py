@@ -91,7 +91,7 @@ class TurnLog:
 
     def _called(self, event: ModelCalled) -> None:
         sums = self._turns.get(event.turn_id)
-        if sums is None or event.purpose != "turn":
+        if sums is None or event.purpose not in ("turn", "job"):
             return
         sums.calls += 1
         sums.latency_ms += event.latency_ms

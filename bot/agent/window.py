@@ -34,6 +34,7 @@ from bot.context.projection import (
     project,
     without_per_turn_cost,
 )
+from bot.context.task_block import TaskInstruction
 from bot.context.tokens import NO_CORRECTION, TokenCorrection
 from bot.context.turns import turn_starts
 from bot.context.window import (
@@ -110,8 +111,10 @@ class ConversationWindow:
     per turn so a re-render keeps them byte for byte; `aliases` the turn's alias table,
     which a re-render adds to (an alias shown once stays valid for the turn); `summary` the
     compaction summary shown after the breadcrumb; `images` the turn's images, on the
-    current message for this turn's calls only (never stored). `crumb`: earlier history is
-    left out (the breadcrumb is shown). `budget` is the route's runtime budget and
+    current message for this turn's calls only (never stored). `detached`: no member's
+    message is current (a scheduled task's turn): every record renders as history and the
+    blocks ride on a message of their own after it (`TurnState.lay_out`). `crumb`: earlier
+    history is left out (the breadcrumb is shown). `budget` is the route's runtime budget and
     `history_budget` the scene's, in real tokens; `correction` converts them into our
     estimate. `trims` are the window's moves and cuts not yet reported with a model call.
     """
@@ -134,6 +137,7 @@ class ConversationWindow:
     fold_soon: bool = False
     """The next window move is near: prepare the summary after the reply."""
     trims: list[HistoryTrimmed] = field(default_factory=list)
+    detached: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,10 +206,12 @@ class Windows:
         turn_id: str,
         told_user: Sequence[str] = (),
         persist: bool = True,
+        task: TaskInstruction | None = None,
     ) -> ConversationWindow:
         """The turn's window: loaded, planned (keep the start, move it onto a prepared
         summary, or move it and fold what departs), folded if the plan says so, and
-        projected as kept.
+        projected as kept. `task`: a scheduled task's turn, its instruction among the
+        per-turn blocks, which ride after the history (`ConversationWindow.detached`).
 
         `persist=False` previews without storing a moved start, without fetching images and
         without calling the summary model (`tgbot context show` is read-only). The turn works
@@ -225,10 +231,12 @@ class Windows:
             fetch=persist,
             reactions=turn.reactions,
             read_at=read_at,
+            task=task,
         )
+        detached = task is not None
         # the summary of what precedes the window
         previous = newest_summary(turn.summaries) if turn.history.has_earlier else None
-        start = await self._load(turn.history, blocks.text, previous)
+        start = await self._load(turn.history, blocks.text, previous, detached=detached)
         correction, records, projection = start.correction, start.records, start.projection
         costs = start.costs
         plan = await self._plan(start, persist=persist)
@@ -248,6 +256,7 @@ class Windows:
             budget=self.runtime.effective_context_budget(route.context_window),
             history_budget=self.policy.history_budgets.of(session.scene),
             dropped_turns=plan.decision.dropped_turns,
+            detached=detached,
         )
         begin = start.starts[plan.decision.start] if plan.decision.moved else 0
         if plan.fold:  # the member's turn waits for the summary of what the move drops
@@ -265,7 +274,9 @@ class Windows:
             window.records = records[begin:]
             if plan.persist:
                 await self.store.set_window_start(session.id, window.records[0].id)
-            window.projection = await self.project(session, window.records, blocks.text)
+            window.projection = await self.project(
+                session, window.records, blocks.text, detached=detached
+            )
             kept = turn_costs(without_per_turn_cost(window.projection, blocks.text))
             window.trims.append(
                 HistoryTrimmed.from_window(
@@ -486,7 +497,9 @@ class Windows:
         """Keep `records` in `window`, projected again; every alias the new rendering shows
         is valid."""
         window.records = records
-        window.projection = await self.project(window.session, records, window.blocks)
+        window.projection = await self.project(
+            window.session, records, window.blocks, detached=window.detached
+        )
         register_shown(window.aliases, window.projection, window.summary)
 
     def prepare_next(self, session: SessionInfo, *, turn_id: str) -> None:
@@ -518,7 +531,12 @@ class Windows:
         await self.fold(session, records, start.starts[turn], summary, limits, turn_id, "prepare")
 
     async def _load(
-        self, history: LoadedHistory, blocks: str, previous: SummaryRecord | None
+        self,
+        history: LoadedHistory,
+        blocks: str,
+        previous: SummaryRecord | None,
+        *,
+        detached: bool = False,
     ) -> _Loaded:
         """The window as loaded, before its plan (what `open` and `_prepare_next` share):
         its route, limits, projection with `blocks` and each turn's cost without them."""
@@ -526,7 +544,7 @@ class Windows:
         records = history.records
         route = self.routes.resolve_for(session.id, session.route)
         correction = self.correction(route.profile, route.model)
-        projection = await self.project(session, records, blocks)
+        projection = await self.project(session, records, blocks, detached=detached)
         costs = turn_costs(without_per_turn_cost(projection, blocks))
         return _Loaded(
             session=session,
@@ -595,14 +613,20 @@ class Windows:
         return max(1, runtime - correction.apply(fixed) - allowance)
 
     async def project(
-        self, session: SessionInfo, records: Sequence[StoredRecord], blocks: str
+        self,
+        session: SessionInfo,
+        records: Sequence[StoredRecord],
+        blocks: str,
+        *,
+        detached: bool = False,
     ) -> Projection:
-        """`records` rendered as the model reads them, `blocks` on the current message; a
-        quote of a message outside them is named by its alias, the same way on every call."""
+        """`records` rendered as the model reads them, `blocks` on the current message
+        (`detached`: on none, every record is history); a quote of a message outside them is
+        named by its alias, the same way on every call."""
         prompt = self.prompt.policy
         projection = project(
             records,
-            current_index=current_record_index(records),
+            current_index=None if detached else current_record_index(records),
             scene=session.scene,
             zone=prompt.zone,
             locale=prompt.locale_of(session.key.chat_id),

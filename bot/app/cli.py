@@ -32,6 +32,7 @@ _ENV = {
     "run": f"BOT_TOKEN, TELEGRAM_API_BASE, OWNER_ID, {_MODEL_ENV}, {_DB_ENV}, "
     f"WEBHOOK_URL, WEBHOOK_SECRET, DASHBOARD_PORT, DASHBOARD_TOKEN, DASHBOARD_URL, "
     f"TGBOT_LOG_LEVEL, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_CAPTURE_CONTENT, {_COMMON_ENV}",
+    "chat": f"OWNER_ID, {_MODEL_ENV}, {_DB_ENV}, {_COMMON_ENV} (BOT_TOKEN is not used)",
     "demo": f"LLM_MODEL, {_COMMON_ENV} (DATA_DIR, DATABASE_URL and BOT_TOKEN are not used)",
     "usage report": f"{_DB_ENV}, {_COMMON_ENV}",
     "context show": f"OWNER_ID, {_MODEL_ENV}, {_DB_ENV}, {_COMMON_ENV}",
@@ -95,6 +96,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="answer with the offline model (canned replies) when no LLM_BASE_URL is set",
     )
     run.set_defaults(handler=_run, prepare=_prepare_run)
+
+    chat = _add(
+        commands,
+        "chat",
+        "talk to the bot in this terminal as the owner's private chat: the turns `run` "
+        "takes (model, window, tools, commands, ledger, limits), nothing sent to Telegram",
+        "chat",
+    )
+    chat.add_argument(
+        "--fresh",
+        action="store_true",
+        help="a throw-away database and ledger, removed at the end (without OWNER_ID: a "
+        "stand-in owner)",
+    )
+    chat.add_argument(
+        "--offline",
+        action="store_true",
+        help="answer with the offline model (canned replies) when no LLM_BASE_URL is set",
+    )
+    chat.set_defaults(handler=_chat, prepare=_prepare_chat)
 
     demo = _add(commands, "demo", "offline end-to-end showcase (no token needed)", "demo")
     demo.add_argument("--data-dir", metavar="DIR", help="where the demo writes (default: temp)")
@@ -205,6 +226,15 @@ def _prepare_write(args: argparse.Namespace, settings: Settings) -> None:
     preflight.check_data_dir(settings.data_dir, create=True)
 
 
+def _prepare_chat(args: argparse.Namespace, settings: Settings) -> None:
+    from bot.app import preflight
+
+    preflight.check_offline(settings, offline=args.offline)
+    preflight.check_chat_owner(settings, fresh=args.fresh)
+    if not args.fresh:
+        _prepare_write(args, settings)
+
+
 def _prepare_demo(args: argparse.Namespace, settings: Settings) -> None:
     from pathlib import Path
 
@@ -274,6 +304,12 @@ def _run(args: argparse.Namespace) -> int:
             offline=args.offline,
         )
     )
+
+
+def _chat(args: argparse.Namespace) -> int:
+    from bot.app import chat_command
+
+    return asyncio.run(chat_command.chat(args.config, fresh=args.fresh, offline=args.offline))
 
 
 def _demo(args: argparse.Namespace) -> int:

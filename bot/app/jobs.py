@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
+from bot.agent.events import TurnOutcome
+from bot.agent.runtime import TurnRunner
 from bot.config import Settings
+from bot.context.task_block import TaskInstruction
 from bot.domain.ids import Locale
 from bot.domain.jobs import JobStore
-from bot.ports import Clock, Messenger
+from bot.ports import Clock, Messenger, SessionInfo
 from bot.services.jobs import JobDelivery, JobRunner, JobsPolicy, TaskTurn, TurnLock
 from bot.services.local_jobs import LocalJobStore
 from bot.store_ports import ConversationStore
@@ -36,6 +39,16 @@ def jobs_policy(settings: Settings) -> JobsPolicy:
         late_after_seconds=config.late_after_seconds,
         poll_seconds=config.poll_seconds,
     )
+
+
+def task_turns(runner: TurnRunner) -> TaskTurn:
+    """A `task` job's run: one turn on the real turn path (window, tools, send pacing,
+    spend limits, fallback routes) with the job's instruction as per-turn context."""
+
+    async def run(session: SessionInfo, task: TaskInstruction, reply_to: int | None) -> TurnOutcome:
+        return await runner.run_turn(session, reply_to=reply_to, task=task)
+
+    return run
 
 
 def start_jobs(

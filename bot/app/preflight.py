@@ -150,3 +150,22 @@ def sqlite_file(url: str) -> Path | None:
     if database in ("", ":memory:") or database.startswith("file:"):
         return None
     return Path(os.path.expanduser(database))
+
+
+STAND_IN_OWNER = 1
+"""The owner's user id in `tgbot chat --fresh` without OWNER_ID (no Telegram account has it)."""
+
+
+def check_chat_owner(settings: Settings, *, fresh: bool) -> int:
+    """Whom `tgbot chat` talks as: OWNER_ID, or with `--fresh` (a throw-away database) a
+    stand-in; without either a clear error, before anything is created."""
+    if settings.owner_id is not None:
+        return settings.owner_id
+    if fresh:
+        return STAND_IN_OWNER
+    raise ConfigError(
+        "OWNER_ID",
+        "unset: `tgbot chat` talks as the owner in the owner's private chat; set OWNER_ID "
+        "(your Telegram user id; `tgbot init` finds it), or pass --fresh to talk as a "
+        f"stand-in owner (user {STAND_IN_OWNER}) in a throw-away database",
+    )

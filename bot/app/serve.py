@@ -32,7 +32,7 @@ from adapters.telegram.webhook import serve_webhook
 from adapters.telegram.webhook_watch import watch_webhook
 from bot.agent.turn_log import TurnLog, TurnTotals
 from bot.app.heap import settle_heap
-from bot.app.jobs import start_jobs
+from bot.app.jobs import start_jobs, task_turns
 from bot.app.mcp_servers import start_mcp
 from bot.app.policies import pace_limits, retention_policy
 from bot.app.preflight import (
@@ -382,7 +382,7 @@ def _start_jobs(stack: AsyncExitStack, app: App) -> None:
             bot_name=app.runner.tool_runner.bot_name,
             locales=app.locales,
             fallback_locale=app.settings.fallback_locale,
-            task_turn=None,
+            task_turn=task_turns(app.runner),
             stop=stop,
         )[1],
     )

@@ -114,8 +114,9 @@ Trigger = Literal[
     "edit",
     "retry",
     "recovery",
+    "job",
 ]
-"""What started a turn, as its log line says."""
+"""What started a turn, as its log line says (`job`: a scheduled task's turn)."""
 
 
 def trigger_of(message: InboundMessage, scene: Scene) -> Trigger:

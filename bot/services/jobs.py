@@ -7,7 +7,10 @@ gone, topic closed) is recorded failed with Telegram's words and the creator is 
 their private chat. A post waits for a turn running in its chat (the chat's turn lock),
 goes through the outbound chain (send pacing) and is stored as the bot's message. A run
 the bot missed while down is sent late within `misfire_grace_seconds` (saying so), else
-recorded missed and its creator told. See docs/architecture.md, Scheduled jobs.
+recorded missed and its creator told. A `task` run is a turn of the chat's session with
+the job's text as its per-turn instruction (`bot.context.task_block`; never stored),
+charged to its creator and ledgered `purpose: job`; it is delivered when its answer's send
+returned a `message_id`. See docs/architecture.md, Scheduled jobs.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo
 
+from bot.agent.events import TurnOutcome
 from bot.context.projection import record_tokens
+from bot.context.task_block import TaskInstruction
 from bot.domain.ids import Locale, Scene, SessionKey
 from bot.domain.jobs import (
     REPEAT_WORDS,
@@ -129,12 +134,8 @@ class JobBook:
             raise JobRefused("'text' is empty: say what to post or do")
         if len(body) > MAX_JOB_TEXT:
             raise JobRefused(f"'text' is longer than {MAX_JOB_TEXT} characters")
-        if request.mode == "task":
-            # a task run needs a turn with the job as its per-turn instruction, ledgered
-            # `purpose: job`: not built yet (docs/architecture.md, Scheduled jobs)
-            raise JobRefused("mode 'task' is not available yet; schedule a 'post' instead")
-        if request.mode != "post":
-            raise JobRefused(f"unknown mode {request.mode!r}: use 'post'")
+        if request.mode not in ("post", "task"):
+            raise JobRefused(f"unknown mode {request.mode!r}: use 'post' or 'task'")
         now = self.clock.now()
         zone = request.zone
         try:
@@ -240,9 +241,9 @@ def _zone(job: Job) -> tzinfo:
         return ZoneInfo("UTC")
 
 
-TaskTurn = Callable[[SessionInfo, Job], Awaitable[bool]]
-"""Runs a `task` job's turn in its session (the caller holds the turn lock); returns
-whether it sent an answer."""
+TaskTurn = Callable[[SessionInfo, TaskInstruction, int | None], Awaitable[TurnOutcome]]
+"""Runs a `task` job's turn in its session with its instruction, replying to the message
+id given (or none); the caller holds the turn lock."""
 
 TurnLock = Callable[[SessionInfo], AbstractAsyncContextManager[None]]
 
@@ -326,7 +327,7 @@ class JobRunner:
         session = await self._session(job)
         async with self.delivery.turn_lock(session):
             if job.mode == "task":
-                await self._task(item, session, late=late)
+                await self._task(item, session, due=due, late=late)
                 return
             body = job.text
             if late:
@@ -368,7 +369,13 @@ class JobRunner:
         log.warning("jobs: %s failed: %s", job.name, words)
         await self._tell_creator(job, "jobs_failed", reason=words)
 
-    async def _task(self, item: ClaimedRun, session: SessionInfo, *, late: bool) -> None:
+    async def _task(
+        self, item: ClaimedRun, session: SessionInfo, *, due: datetime, late: bool
+    ) -> None:
+        """One turn with the job as its instruction: delivered with its answer's first
+        `message_id`; a turn that sent nothing (a spent budget, a model that failed on every
+        route, a send Telegram refused) is failed with the reason and its creator told. A
+        model call is never repeated here: it may have cost money."""
         job, run = item.job, item.run
         task_turn = self.delivery.task_turn
         if task_turn is None:
@@ -376,14 +383,29 @@ class JobRunner:
                 run.id, "failed", self.clock.now(), error="task jobs are not wired"
             )
             return
-        answered = await task_turn(session, job)
+        instruction = TaskInstruction(
+            job=job.name,
+            creator_id=job.creator_id,
+            creator_name=job.creator_name,
+            due=f"{self._local(job, due)} ({job.zone})",
+            text=job.text,
+            late=late,
+            repeat=job.repeat,
+        )
+        outcome = await task_turn(session, instruction, job.reply_to)
         now = self.clock.now()
-        if answered:
-            await self.store.finish_run(run.id, "delivered", now, late=late)
-        else:
-            await self.store.finish_run(
-                run.id, "failed", now, error="the turn sent no answer", late=late
-            )
+        sent = outcome.delivery
+        first = None
+        if sent is not None and outcome.status == "answered":
+            first = next((mid for mid in sent.message_ids if mid is not None), None)
+        if first is not None:
+            await self.store.finish_run(run.id, "delivered", now, message_id=first, late=late)
+            log.info("jobs: %s answered as message %s", job.name, first)
+            return
+        words = outcome.error or "the turn sent no answer"
+        await self.store.finish_run(run.id, "failed", now, error=words, late=late)
+        log.warning("jobs: %s failed: %s", job.name, words)
+        await self._tell_creator(job, "jobs_task_failed", reason=words)
 
     async def _session(self, job: Job) -> SessionInfo:
         key = SessionKey(chat_id=job.chat_id, thread_id=job.thread_id)

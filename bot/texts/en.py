@@ -94,6 +94,8 @@ TEXTS: dict[str, str] = {
     "running then, and it is too late to send it now.",
     "jobs_failed": "Your scheduled {job} (“{preview}”) could not be delivered. Telegram said: "
     "{reason}",
+    "jobs_task_failed": "Your scheduled task {job} (“{preview}”) did not run to an answer: "
+    "{reason}",
     "jobs_none": "No scheduled jobs here.",
     "jobs_header": "Scheduled jobs:",
     "jobs_line": "{job} · {when} · {repeat} · {mode} · by {creator}: {preview}",

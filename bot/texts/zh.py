@@ -85,6 +85,7 @@ TEXTS: dict[str, str] = {
     "jobs_missed": "你设定的 {job}（“{preview}”）原定 {when}，已错过：当时我没有在运行，"
     "现在发已太迟。",
     "jobs_failed": "你设定的 {job}（“{preview}”）未能送达。Telegram 的回复：{reason}",
+    "jobs_task_failed": "你设定的定时任务 {job}（“{preview}”）没有完成，原因：{reason}",
     "jobs_none": "这里没有定时任务。",
     "jobs_header": "定时任务：",
     "jobs_line": "{job} · {when} · {repeat} · {mode} · 由 {creator} 设定：{preview}",

@@ -195,3 +195,15 @@ def test_cron_fields_and_a_dst_gap() -> None:
     assert first.astimezone(berlin).hour == 3
     assert second.astimezone(berlin).hour == 2
     assert resolve_at("2026-12-07T09:00+00:00", SHANGHAI) == datetime(2026, 12, 7, 9, tzinfo=UTC)
+
+
+async def test_a_task_is_set_like_a_post_and_an_unknown_mode_is_refused() -> None:
+    clock = SteppingClock(START)
+    jobs = book(clock)
+    job = await jobs.schedule(request("2026-12-07T09:00", mode="task"))
+    assert (job.mode, job.name) == ("task", "j1")
+    with pytest.raises(JobRefused, match="use 'post' or 'task'"):
+        await jobs.schedule(request("2026-12-07T09:00", mode="poem"))
+    with pytest.raises(JobRefused, match="in the past"):  # the same checks as a post's
+        await jobs.schedule(request("2026-12-07T07:00", mode="task"))
+    assert len(await jobs.store.list_jobs()) == 1

@@ -27,6 +27,7 @@ from bot.agent.traces import request_json
 from bot.app.dashboard.views import BadQuery, TurnCalls, alias_lines, parse_int
 from bot.config import Settings
 from bot.context.memory_block import shown_fact_ids
+from bot.context.task_block import TASK_MARKER
 from bot.domain.ids import SessionKey
 from bot.domain.records import StoredRecord
 from bot.errors import SessionNotFound
@@ -317,7 +318,7 @@ def turn_texts(traces_dir: Path, turns: Sequence[TurnCalls]) -> dict[str, tuple[
     texts: dict[str, tuple[str, str]] = {}
     reader = TraceReader(traces_dir)  # each day's indexes read once for the whole page
     for turn in turns:
-        calls = [c for c in turn.calls if c.purpose == "turn" and c.call_id]
+        calls = [c for c in turn.calls if c.purpose in ("turn", "job") and c.call_id]
         if not calls:
             continue
         question = reply = ""
@@ -371,7 +372,9 @@ def _member_text(content: str) -> str:
     """What the member wrote: the rendered message without its header line and the turn's
     blocks after it."""
     head, _, body = content.partition("\n")
-    if not head.startswith("[id:"):
+    if head == TASK_MARKER:  # a scheduled task's turn: its instruction is the question
+        body = body.partition("\ninstruction:\n")[2]
+    elif not head.startswith("[id:"):
         body = content
     ends = [body.find(block) for block in _BLOCKS if block in body]
     return body[: min(ends)] if ends else body

@@ -6,6 +6,7 @@ private chat named for its member."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -89,3 +90,26 @@ async def test_the_conversation_is_newest_first_with_times_and_a_private_chat_ha
     times = re.findall(r'<tr><td class="l">([^<]+)</td><td class="l"><code>', table)
     assert len(times) >= 2
     assert times == sorted(times, reverse=True)  # newest first, as the heading says
+
+
+def test_a_scheduled_task_s_turn_shows_its_instruction_as_the_question(tmp_path: Path) -> None:
+    task = (
+        "[Scheduled task]\njob: j3\nset by: Alice (user_id:1001)\ndue: 2026-03-01 12:00 (UTC)"
+        "\nrepeat: once\nNo member wrote to you for this turn.\ninstruction:\n"
+        "Post the weekly digest." + BLOCKS
+    )
+    wire = {
+        **OPENAI_WIRE,
+        "messages": [*OPENAI_WIRE["messages"], {"role": "user", "content": task}],
+    }
+    trace = {
+        "call_id": CALL_ID,
+        "request": None,
+        "wire_request": wire,
+        "response": {"text": "Digest."},
+    }
+    turn = _turn(tmp_path, trace)
+    job = TurnCalls(
+        turn_id="t1", started=AT, calls=tuple(replace(c, purpose="job") for c in turn.calls)
+    )
+    assert turn_texts(tmp_path, [job]) == {"t1": ("Post the weekly digest.", "Digest.")}
