@@ -15,6 +15,10 @@ from bot.agent.events import TurnOutcome
 from bot.agent.turn_log import TurnTotals, _Sums
 from bot.app.wiring import build_app
 from bot.config import load_settings
+from bot.domain.ids import SessionKey
+from bot.domain.records import UserRecord
+from bot.ports import NewRecord
+from bot.services.inbound_rules import BotIdentity
 from testkit.memory_store import InMemoryStore
 from tests.fakes import ALICE, OWNER, RecordingMessenger, SteppingClock, inbound
 from tests.test_services.test_inbound import GROUP, START, make
@@ -96,3 +100,18 @@ def test_the_stop_line_adds_up_the_turns() -> None:
         "stopped after 1h02m03s: 2 turn(s) handled (1 answered, 1 failed); tokens in 1500 "
         "out 80; cost 0.002100 (+1 turn(s) without prices)"
     )
+
+
+async def test_a_turn_recovery_starts_says_so(tmp_path: Path) -> None:
+    store, clock = InMemoryStore(), SteppingClock(START)
+    app = build_app(
+        load_settings(data_dir=tmp_path, bot_locale="en"), store=store,
+        messenger=RecordingMessenger(), bot_id=999, bot_name="Helper", clock=clock,
+        offline=ScriptedModel(),
+    )  # fmt: skip
+    session = await store.open_session(SessionKey(chat_id=ALICE.id), scene="private")
+    body = UserRecord(sender=ALICE, text="still there?", quote=None)
+    await store.append(session.id, [NewRecord(body=body, created_at=START, message_ids=(7,))])
+    await app.recovery.recover(BotIdentity(id=999, username="helper_bot"))
+    await app.inbound.drain()
+    assert [outcome.trigger for outcome in app.inbound.outcomes] == ["recovery"]
