@@ -287,11 +287,20 @@ class JobsSettings(Section):
 class SecuritySettings(Section):
     allowed_chats: list[int] = Field(default_factory=list)
     """Empty: every chat is allowed."""
-    private_chats: Literal["allow", "owner", "allow_list"] = "allow"
-    """Members' private chats: `allow` every one (the allow-list is for groups), `owner` only
-    the owner's, `allow_list` those whose user id is in `allowed_chats`."""
+    private_chats: Literal["allow", "members", "owner", "allow_list"] | None = None
+    """Members' private chats: `allow` every one (the allow-list is for groups), `members`
+    those of people seen in (or confirmed members of) an allowed group, `owner` only the
+    owner's, `allow_list` those whose user id is in `allowed_chats`. Unset: `members` when
+    `allowed_chats` is set, `allow` otherwise (`private_chats_in_effect`)."""
     user_messages_per_minute: int = Field(20, ge=0)
     chat_messages_per_minute: int = Field(60, ge=0)
+
+    @property
+    def private_chats_in_effect(self) -> Literal["allow", "members", "owner", "allow_list"]:
+        """The private-chat policy that applies: the one set, else the default."""
+        if self.private_chats is not None:
+            return self.private_chats
+        return "members" if self.allowed_chats else "allow"
 
 
 class RetentionSettings(Section):

@@ -20,7 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from bot.errors import StorageUnavailable
 from storage.engine import create_engine_for
 
-HEAD_REVISION = "0013"
+HEAD_REVISION = "0014"
 """The newest revision in storage/migrations/versions (a test keeps the two in step)."""
 
 _VERSION = text("SELECT version_num FROM alembic_version")

@@ -94,6 +94,7 @@ class PlatformMessageRow(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("chat_id", "message_id", name="uq_platform_events_message"),
         Index("ix_platform_events_date", "date"),
+        Index("ix_platform_events_sender", "sender_id", "chat_id"),
     )
 
     id: int | None = Field(default=None, sa_column=Column(ID_TYPE, primary_key=True))

@@ -83,6 +83,8 @@ class FakeBotApi(DemoBotApi):
         """(unix time, message): what `getWebhookInfo` reports as its last delivery error."""
         self._admins: dict[int, set[int]] = {}
         self._creators: dict[int, int] = {}
+        self._members: dict[int, dict[int, str]] = {}
+        """Per chat set with `set_members`: user id → "member", "restricted" or "left"."""
         self._failures: dict[str, list[_Failure]] = {}
         self._delays: dict[str, list[_Delay]] = {}
         self._entity_rejections = 0
@@ -202,6 +204,16 @@ class FakeBotApi(DemoBotApi):
         self._admins[chat_id] = set(user_ids)
         if creator is not None:
             self._creators[chat_id] = creator
+
+    def set_members(
+        self, chat_id: int, members: set[int], *, restricted: set[int] | None = None
+    ) -> None:
+        """Who `getChatMember` says is in `chat_id` besides its administrators: `members`,
+        and `restricted` (restricted but still members); anyone else has left. Unset, every
+        user is a member."""
+        statuses = dict.fromkeys(members, "member")
+        statuses.update(dict.fromkeys(restricted or (), "restricted"))
+        self._members[chat_id] = statuses
 
     def member_update(
         self,
@@ -506,7 +518,17 @@ class FakeBotApi(DemoBotApi):
                 "is_anonymous": False,
                 **rights,
             }
-        return {"status": "member", "user": user}
+        known = self._members.get(chat_id)
+        status = "member" if known is None else known.get(user_id, "left")
+        if status == "restricted":
+            return {
+                "status": "restricted",
+                "user": user,
+                "is_member": True,
+                "until_date": 0,
+                **_rights(ChatMemberRestricted, granted=True),
+            }
+        return {"status": status, "user": user}
 
     async def _set_webhook(self, params: Params) -> bool:
         self.webhook_url = str(params.get("url") or "")

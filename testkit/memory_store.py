@@ -288,6 +288,13 @@ class InMemoryStore:
     async def find_platform_message(self, chat_id: int, message_id: int) -> PlatformMessage | None:
         return self._platform_messages.get((chat_id, message_id))
 
+    async def seen_in_groups(self, user_id: int, chat_ids: Sequence[int]) -> bool:
+        """`bot.services.private_members.SeenInGroups` (`storage.group_members` on SQL)."""
+        return any(
+            m.sender_id == user_id and m.chat_id < 0 and (not chat_ids or m.chat_id in chat_ids)
+            for m in self._platform_messages.values()
+        )
+
     async def erase_message(
         self, chat_id: int, message_id: int, *, keep_media: bool = False
     ) -> bool:

@@ -302,6 +302,22 @@ class TelegramMessenger:
             raise map_error(exc) from exc
         return member.status in (ChatMemberStatus.CREATOR, ChatMemberStatus.ADMINISTRATOR)
 
+    async def is_chat_member(self, chat_id: int, user_id: int) -> bool:
+        """`getChatMember`: in the chat now (a member, an administrator, the creator, or
+        restricted but still a member); implements `bot.services.private_members`'
+        `ChatMembership`."""
+        try:
+            member = await self._bot.get_chat_member(chat_id=chat_id, user_id=user_id)
+        except Exception as exc:
+            raise map_error(exc) from exc
+        if member.status == ChatMemberStatus.RESTRICTED:
+            return bool(getattr(member, "is_member", False))
+        return member.status in (
+            ChatMemberStatus.CREATOR,
+            ChatMemberStatus.ADMINISTRATOR,
+            ChatMemberStatus.MEMBER,
+        )
+
     async def send_draft(
         self, chat_id: int, draft_id: int, text: str, *, thread_id: int = 0
     ) -> None:

@@ -143,6 +143,9 @@ class TurnOutcome:
     """What kind of failure (the `TurnFailed` key, or `not_delivered`); None when answered."""
     requester: int | None = None
     """The member whose message the turn answered (None: not known)."""
+    trigger: str | None = None
+    """What started the turn (`bot.services.inbound_rules.Trigger`: mention, reply,
+    private, wake_word, ambient, edit, retry, recovery, job...); None: not said."""
 
 
 _Outcome = TypeVar("_Outcome", contravariant=True)

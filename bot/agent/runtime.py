@@ -146,11 +146,13 @@ class TurnRunner:
         reply_to: int | None,
         told_user: Sequence[str] = (),
         task: TaskInstruction | None = None,
+        trigger: str | None = None,
     ) -> TurnOutcome:
         """Answer the session's newest message; with `task`, run a scheduled task instead:
         no member's message is current, the instruction rides in the per-turn blocks (never
         stored), the calls are ledgered `purpose: job` and charged to its creator, and a
-        failure is left to the caller to tell (the chat hears nothing of it)."""
+        failure is left to the caller to tell (the chat hears nothing of it). `trigger`
+        (what started the turn; a task's is `job`) goes into its outcome, for its log line."""
         turn_id = new_turn_id()
         with self.observer.turn(session, turn_id) as watch:
             key = session.key
@@ -158,6 +160,10 @@ class TurnRunner:
                 outcome = await self._run_turn(
                     session, turn_id, reply_to, told_user, typing, task=task
                 )
+            if trigger is None and task is not None:
+                trigger = "job"
+            if trigger is not None:
+                outcome = replace(outcome, trigger=trigger)
             watch.ended(outcome)
             return outcome
 

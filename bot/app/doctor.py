@@ -29,6 +29,7 @@ from bot.app.preflight import (
     mask_url,
     sqlite_file,
 )
+from bot.app.private_chats import private_chats_said
 from bot.app.probes import PRIVACY_FIX, one_model_call
 from bot.config import ProviderProfile, Settings, load_settings
 from bot.errors import BotError, ConfigError
@@ -312,13 +313,7 @@ async def _access(settings: Settings) -> list[Check]:
 
 
 def _private_policy(settings: Settings) -> str:
-    policy = settings.security.private_chats
-    owner = "the owner's" if settings.owner_id is not None else "the owner's (OWNER_ID unset)"
-    return {
-        "allow": "allow: the bot answers any Telegram user's private chat",
-        "owner": f"owner: the bot answers only {owner} private chat",
-        "allow_list": "allow_list: the bot answers private chats of user ids in allowed_chats",
-    }.get(policy, policy) + " ([security] private_chats)"
+    return private_chats_said(settings)
 
 
 _KEY_VARIABLES = (

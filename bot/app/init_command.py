@@ -47,6 +47,7 @@ from bot.app.init_options import (
     Preset,
     ProviderName,
 )
+from bot.app.private_chats import private_policy_said
 from bot.app.probes import (
     PRIVACY_FIX,
     Group,
@@ -294,10 +295,22 @@ class _Session:
             )
         if chosen is None and self.prompt is not None and groups:
             chosen = self._ask_allow_list(groups, current)
-        if chosen is None:
-            return
-        self.plan.set("security", "allowed_chats", list(chosen))
-        self.say("✔ allow-list: " + (", ".join(str(c) for c in chosen) or "empty (every chat)"))
+        if chosen is not None:
+            self.plan.set("security", "allowed_chats", list(chosen))
+            self.say("✔ allow-list: " + (", ".join(str(c) for c in chosen) or "empty (every chat)"))
+        self._say_private_chats(current if chosen is None else list(chosen))
+
+    def _say_private_chats(self, allowed: list[int]) -> None:
+        """Which private-chat policy applies with this allow-list, and why."""
+        security = self.config.get("security")
+        policy = security.get("private_chats") if isinstance(security, dict) else None
+        owner_known = any(key == "owner_id" for _, key, _ in self.plan.toml) or isinstance(
+            self.config.get("owner_id"), int
+        )
+        said = private_policy_said(
+            policy if isinstance(policy, str) else None, allowed, owner_known=owner_known
+        )
+        self.say(f"✔ private chats: {said}")
 
     def _ask_allow_list(self, groups: list[Group], current: list[int]) -> tuple[int, ...] | None:
         assert self.prompt is not None

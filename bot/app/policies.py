@@ -194,7 +194,7 @@ def inbound_policy_of(settings: Settings) -> InboundPolicy:
         answer_on_command=settings.triggers.answer_on_command,
         merge_window_seconds=settings.triggers.merge_window_seconds,
         allowed_chats=tuple(settings.security.allowed_chats),
-        private_chats=settings.security.private_chats,
+        private_chats=settings.security.private_chats_in_effect,
         user_messages_per_minute=settings.security.user_messages_per_minute,
         chat_messages_per_minute=settings.security.chat_messages_per_minute,
     )
@@ -217,7 +217,7 @@ def chat_event_policy(settings: Settings, bot_id: int | None) -> ChatEventPolicy
         owner_id=settings.owner_id,
         bot_id=bot_id,
         allowed_chats=tuple(settings.security.allowed_chats),
-        private_chats=settings.security.private_chats,
+        private_chats=settings.security.private_chats_in_effect,
     )
 
 

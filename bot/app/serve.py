@@ -30,6 +30,7 @@ from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.update_health import UpdateHealth
 from adapters.telegram.webhook import serve_webhook
 from adapters.telegram.webhook_watch import watch_webhook
+from bot.agent.turn_log import TurnLog, TurnTotals
 from bot.app.heap import settle_heap
 from bot.app.jobs import start_jobs, task_turns
 from bot.app.mcp_servers import start_mcp
@@ -43,6 +44,7 @@ from bot.app.preflight import (
     mask_url,
     opening_database,
 )
+from bot.app.private_chats import private_chats_said
 from bot.app.recovery_loop import start_orphan_scan
 from bot.app.retention_loop import retention_loop
 from bot.app.telemetry import start_tracing
@@ -130,6 +132,7 @@ async def serve(
     api_base = settings.telegram_api_base
     raise_file_limit()  # idle sockets must not run the process out of file handles
     limit_repeated_logs()
+    totals: TurnTotals | None = None
     with _StopSignals() as signals:
         async with AsyncExitStack() as stack:
             if tracing is not None:  # released last: the spans of the whole stop are sent
@@ -166,6 +169,8 @@ async def serve(
                     chat_lock=chat_lock,
                     tracing=tracing,
                 )
+                observer = app.runner.observer
+                totals = observer.totals if isinstance(observer, TurnLog) else None
                 # with chat_events, allowed_updates asks for my_chat_member and
                 # message_reaction too
                 dispatcher = build_dispatcher(
@@ -189,6 +194,7 @@ async def serve(
                         settings, username=me.username, webhook=webhook, host=host, port=port
                     ),
                 )
+                log.info("private chats: %s", private_chats_said(settings))
                 signals.started()  # from here a signal stops taking updates
                 if webhook:
                     # Telegram's word on its deliveries: /healthz and the watchdog read it
@@ -227,7 +233,8 @@ async def serve(
                 log.info("stop signal during start-up; closing what was opened")
             finally:
                 signals.started()  # however start-up ended, a signal never cuts a close short
-    log.info("stopped")
+    # uptime, turns, tokens and cost: what this run did, as the last line of its log
+    log.info("%s", "stopped" if totals is None else totals.line())
     return 0
 
 

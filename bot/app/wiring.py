@@ -48,6 +48,7 @@ from bot.app.policies import (
     spend_policy,
     turn_policy,
 )
+from bot.app.private_chats import private_members
 from bot.app.telemetry import route_endpoints
 from bot.app.topology import Topology, one_migration_at_a_time, topology_for
 from bot.app.turn_parts import build_turn_runner
@@ -68,6 +69,7 @@ from bot.services.messenger_relay import (
     ToldUser,
     ToldUserMessenger,
 )
+from bot.services.private_members import PrivateMembers
 from bot.services.recovery import CrashRecovery, SpentFor
 from bot.services.transcripts import TranscriptionPolicy, VoiceTranscripts
 from bot.store_ports import ConversationStore
@@ -211,7 +213,7 @@ def build_app(
     # kept until a turn that carried them is answered: in memory, or shared on PostgreSQL
     told = ToldUser(topology.told_notes())
     outbound = outbound_chain(settings, messenger, closed=closed_chats, told=told)
-    messenger = outbound.turns
+    sender, messenger = messenger, outbound.turns
     routes = build_routes(settings, offline=offline)
     ledger = LedgerWriter(settings.traces_dir, settings.zone)
     truth = TokenTruth.load(settings.data_dir)
@@ -282,6 +284,7 @@ def build_app(
         spent_for=spend.spent_for if spend is not None else None,
         members=members,
         ambient=ambient_listener(settings, store, routes, runner, clock, spend),
+        private=private_members(settings, store, sender),
     )
     inbound.turns.on_scheduled = images.prefetch
     commands.retry = inbound.retry
@@ -342,6 +345,7 @@ def build_inbound(
     spent_for: SpentFor | None,
     members: MemberServices,
     ambient: AmbientListener | None,
+    private: PrivateMembers | None = None,
 ) -> tuple[InboundService, CrashRecovery]:
     """The inbound service and the crash recovery that starts turns through its scheduler
     and answers by its rules; the chats' own settings (those other workers changed read
@@ -367,6 +371,7 @@ def build_inbound(
         scopes=members.scopes,
         ambient=ambient,
         refresh_settings=members.book.refresh,
+        private_members=private,
     )
     if members.memory is not None:
         inbound.on_chat_migrated = members.memory.move_chat_facts

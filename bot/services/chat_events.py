@@ -23,7 +23,7 @@ from bot.ports import (
     Clock,
     StoredReaction,
 )
-from bot.services.guard import PrivateChats, chat_allowed
+from bot.services.guard import PrivateChats, chat_allowed, membership_to_check
 from bot.services.messenger_relay import ClosedChats
 from bot.store_ports import ChatEventStore, PlatformMessages, SessionStore
 
@@ -68,11 +68,17 @@ class ChatEventService:
             ):
                 log.info("added to chat %s (not in the allow-list): ignored", change.chat_id)
                 return
-            await self.sessions.open_session(
-                SessionKey(chat_id=change.chat_id),
-                scene=self._scene(change),
-                title=change.chat_title,
-            )
+            # under `members` a stranger's private chat (they unblocked the bot) opens no
+            # session: it opens with the first message the gate lets in; a known one reopens
+            if (
+                membership_to_check(change.chat_id, self.policy.owner_id, self.policy.private_chats)
+                is None
+            ):
+                await self.sessions.open_session(
+                    SessionKey(chat_id=change.chat_id),
+                    scene=self._scene(change),
+                    title=change.chat_title,
+                )
             reopened = await self.events.set_chat_closed(change.chat_id, False)
             if self.closed is not None:
                 self.closed.note(change.chat_id, False)

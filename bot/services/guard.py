@@ -16,9 +16,11 @@ from typing import Literal
 
 from bot.domain.facts import Sender
 
-PrivateChats = Literal["allow", "owner", "allow_list"]
-"""Members' private chats: `allow` every one (the allow-list is for groups), `owner` only the
-owner's, `allow_list` those whose user id is in `allowed_chats` (every one when it is empty)."""
+PrivateChats = Literal["allow", "members", "owner", "allow_list"]
+"""Members' private chats: `allow` every one (the allow-list is for groups), `members` those
+of people seen in an allowed group or confirmed members of one (`membership_to_check`, then
+`bot.services.private_members`), `owner` only the owner's, `allow_list` those whose user id
+is in `allowed_chats` (every one when it is empty)."""
 
 
 def is_owner(sender: Sender, owner_id: int | None) -> bool:
@@ -39,12 +41,14 @@ def chat_allowed(
     (positive ids: a private chat's id is its user's id) as `private_chats` says; the
     owner's always. A channel's direct-messages chat (`direct_with`: the member writing)
     is a one-to-one conversation: `private_chats` governs it too, the member's id standing
-    for the chat's in `owner` and `allow_list`."""
+    for the chat's in `owner` and `allow_list`. `members` lets a one-to-one chat pass here:
+    whose membership then decides is `membership_to_check`'s (the inbound gate asks; a
+    stored session was admitted by it, so recovery and reactions need not)."""
     if owner_id is not None and chat_id == owner_id:
         return True
     if direct_with is not None:  # a channel's direct messages: a one-to-one conversation
         match private_chats:
-            case "allow":
+            case "allow" | "members":
                 return True
             case "owner":
                 return owner_id is not None and direct_with == owner_id
@@ -52,13 +56,31 @@ def chat_allowed(
                 return not allowed or chat_id in allowed or direct_with in allowed
     if chat_id > 0:
         match private_chats:
-            case "allow":
+            case "allow" | "members":
                 return True
             case "owner":
                 return False
             case "allow_list":
                 return not allowed or chat_id in allowed
     return not allowed or chat_id in allowed
+
+
+def membership_to_check(
+    chat_id: int,
+    owner_id: int | None,
+    private_chats: PrivateChats,
+    *,
+    direct_with: int | None = None,
+) -> int | None:
+    """Under `members`, the user whose membership of an allowed group decides a one-to-one
+    chat (a private chat's user, a direct-messages chat's member); None when `chat_allowed`
+    alone decides (another policy, a group, the owner)."""
+    if private_chats != "members":
+        return None
+    user = direct_with if direct_with is not None else chat_id if chat_id > 0 else None
+    if user is None or (owner_id is not None and user == owner_id):
+        return None
+    return user
 
 
 @dataclass(slots=True)

@@ -75,6 +75,7 @@ from bot.services.inbound_rules import (
     session_title_of,
     should_answer,
 )
+from bot.services.private_members import PrivateMembers
 from bot.services.transcripts import VoiceTranscripts
 from bot.services.triggers import BotLoopGuard, compile_wake_words
 from bot.services.turn_scheduler import TurnScheduler
@@ -112,6 +113,7 @@ class InboundService:
         scopes: ChatScopes = NO_SCOPES,
         ambient: AmbientListener | None = None,
         refresh_settings: Callable[[], Awaitable[None]] | None = None,
+        private_members: PrivateMembers | None = None,
     ) -> None:
         self.refresh_settings = refresh_settings
         """Reloads the `/settings` changes other workers stored, when they are stale."""
@@ -143,7 +145,11 @@ class InboundService:
         )
         """When and how turns run (what recovery starts its turns through, too)."""
         self.gate = InboundGate(
-            policy=policy, messenger=messenger, locales=self.locales, limits=limits
+            policy=policy,
+            messenger=messenger,
+            locales=self.locales,
+            limits=limits,
+            members=private_members,
         )
         """The allow-list, the rate limits and the refusals they send."""
         self.on_chat_migrated: Callable[[int, int], Awaitable[object]] | None = None
@@ -252,8 +258,8 @@ class InboundService:
         requests: dict[SessionKey, SessionRequest] = {}
         for message in messages:
             self.locales.note(message)
-            if not self.gate.allowed(message):
-                log.info("ignoring chat %s (not in the allow-list)", message.chat_id)
+            if not await self.gate.allowed(message):
+                log.info("ignoring chat %s (not allowed)", message.chat_id)
                 await self.gate.refuse_private_chat(message)
                 continue
             key = key_of(message)
@@ -420,7 +426,11 @@ class InboundService:
         elif self.ambient is not None and session.scene == "group" and not session.closed:
             scope = self.scopes.of(message.chat_id, message.thread_id)
             if scope.enabled and scope.triggers.ambient == "judge":
-                self.ambient.heard(session, message, scope, self.turns.schedule)
+                self.ambient.heard(session, message, scope, self._schedule_ambient)
+
+    def _schedule_ambient(self, session: SessionInfo, message: InboundMessage) -> None:
+        """A turn the ambient judge asked for (unaddressed: its log line says so)."""
+        self.turns.schedule(session, message, trigger="ambient")
 
     async def on_edit(self, message: InboundMessage) -> None:
         """Record the new text and queue the re-answer for the chat; never waits on a turn.
@@ -430,7 +440,7 @@ class InboundService:
         triggers; the original, when it comes, is then a duplicate. An edit that leaves no
         words (a caption removed) takes the old words out of storage too: the member took
         them back (`PlatformMessages.erase_message`)."""
-        if not self.gate.allowed(message):
+        if not await self.gate.allowed(message):
             return
         session = await self.open(message)
         async with self.turns.storing(session):
@@ -477,7 +487,7 @@ class InboundService:
             parent_id=last_user.parent_id,
             at_root=last_user.parent_id is None,
         )
-        await self.turns.run(session, reply_to=message.message_id)
+        await self.turns.run(session, reply_to=message.message_id, trigger="edit")
 
     async def retry(self, session: SessionInfo, requester_id: int) -> bool:
         """Regenerate the requester's own last answered turn; False when they have none.
@@ -496,7 +506,9 @@ class InboundService:
         assert isinstance(trigger.body, UserRecord)
         newest = last_member_record(loaded.records)
         if newest is not None and newest.id == trigger.id:
-            self.turns.spawn_turn(session, reply_to=trigger.message_id, leaf=trigger.id)
+            self.turns.spawn_turn(
+                session, reply_to=trigger.message_id, leaf=trigger.id, trigger="retry"
+            )
             return True
         again = NewRecord(
             body=replace(trigger.body, merged=False, refused=False),
@@ -508,7 +520,9 @@ class InboundService:
         async def ask_again() -> None:
             await self.history.append(session.id, [again])
 
-        self.turns.spawn_turn(session, reply_to=trigger.message_id, before=ask_again)
+        self.turns.spawn_turn(
+            session, reply_to=trigger.message_id, before=ask_again, trigger="retry"
+        )
         return True
 
     async def _store_inbound(

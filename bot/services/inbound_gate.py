@@ -1,5 +1,6 @@
-"""Who may start work on the inbound path: the allow-list, the rate limits (the owner
-exempt), and the refusals they send."""
+"""Who may start work on the inbound path: the allow-list and private-chat policy (under
+`members`, a membership check), the rate limits (the owner exempt), and the refusals they
+send."""
 
 from __future__ import annotations
 
@@ -8,8 +9,15 @@ from dataclasses import dataclass
 
 from bot.domain.facts import InboundMessage
 from bot.ports import Messenger, RateLimits, SessionInfo
-from bot.services.guard import LocalRateLimits, RateLimiter, chat_allowed, is_owner
+from bot.services.guard import (
+    LocalRateLimits,
+    RateLimiter,
+    chat_allowed,
+    is_owner,
+    membership_to_check,
+)
 from bot.services.inbound_rules import InboundPolicy
+from bot.services.private_members import PrivateMembers
 from bot.texts import ChatLocales, text
 
 log = logging.getLogger("tgbot.inbound")
@@ -35,8 +43,12 @@ class InboundGate:
         messenger: Messenger,
         locales: ChatLocales,
         limits: RateLimits | None = None,
+        members: PrivateMembers | None = None,
     ) -> None:
         self.policy = policy
+        self.members = members
+        """Who counts as a member under `private_chats = "members"`; None: nobody does
+        (only the owner's private chat is let in)."""
         self.messenger = messenger
         self.locales = locales
         self._told_not_allowed: set[int] = set()
@@ -47,16 +59,33 @@ class InboundGate:
         self.limits: RateLimits = limits or LocalRateLimits(self.limiter)
         """In this process (`limiter`), or shared by the workers of one PostgreSQL database."""
 
-    def allowed(self, message: InboundMessage) -> bool:
+    async def allowed(self, message: InboundMessage) -> bool:
         """The allow-list and private-chat policy; a channel's direct-messages chat is a
-        one-to-one conversation with its sender."""
-        return chat_allowed(
+        one-to-one conversation with its sender. Under `members`, a one-to-one chat is let
+        in when its member is one of an allowed group (`PrivateMembers`)."""
+        direct_with = message.sender.id if message.direct_messages else None
+        policy = self.policy
+        if not chat_allowed(
             message.chat_id,
-            self.policy.allowed_chats,
-            self.policy.owner_id,
-            self.policy.private_chats,
-            direct_with=message.sender.id if message.direct_messages else None,
+            policy.allowed_chats,
+            policy.owner_id,
+            policy.private_chats,
+            direct_with=direct_with,
+        ):
+            return False
+        if (
+            self.members is not None
+            and message.chat_id < 0
+            and direct_with is None  # a channel's direct messages are no group
+            and message.sender.kind == "user"
+        ):
+            self.members.saw(message.chat_id, message.sender.id)
+        user = membership_to_check(
+            message.chat_id, policy.owner_id, policy.private_chats, direct_with=direct_with
         )
+        if user is None:
+            return True
+        return self.members is not None and await self.members.is_member(user)
 
     async def admission(
         self, message: InboundMessage, session: SessionInfo, *, answer: bool

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from bot.agent.chat_scope import ChatScope
 from bot.context.projection import record_tokens
@@ -100,6 +101,37 @@ def should_answer(facts: MessageFacts, scene: Scene, rules: AnswerRules) -> bool
         or (rules.on_command and facts.command)
         or facts.wake_word
     )
+
+
+Trigger = Literal[
+    "mention",
+    "reply",
+    "command",
+    "wake_word",
+    "private",
+    "owner",
+    "ambient",
+    "edit",
+    "retry",
+    "recovery",
+    "job",
+]
+"""What started a turn, as its log line says (`job`: a scheduled task's turn)."""
+
+
+def trigger_of(message: InboundMessage, scene: Scene) -> Trigger:
+    """What makes a scheduled message's turn: in a private chat the chat itself (the
+    owner's, or a member's); in a group how the message addressed the bot (a mention, a
+    reply, a command), else one of the chat's wake words (ambient turns say so themselves)."""
+    if scene != "group":
+        return "owner" if scene == "owner" else "private"
+    if message.mentions_bot:
+        return "mention"
+    if message.replies_to_bot:
+        return "reply"
+    if message.command is not None:
+        return "command"
+    return "wake_word"
 
 
 def scope_rules(scope: ChatScope) -> AnswerRules:

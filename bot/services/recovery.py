@@ -237,7 +237,9 @@ class CrashRecovery:
                 case None:
                     return False
                 case RunTurn(reply_to=reply_to, expect_leaf=expect_leaf):
-                    self.turns.spawn_turn(fresh, reply_to=reply_to, expect_leaf=expect_leaf)
+                    self.turns.spawn_turn(
+                        fresh, reply_to=reply_to, expect_leaf=expect_leaf, trigger="recovery"
+                    )
                 case SayMissed(reply_to=reply_to):
                     if await self._over_budget(fresh, records[-1]):
                         return False
@@ -293,7 +295,9 @@ class CrashRecovery:
             )
             if not isinstance(step, RunTurn):
                 return False
-            self.turns.spawn_turn(fresh, reply_to=step.reply_to, expect_leaf=step.expect_leaf)
+            self.turns.spawn_turn(
+                fresh, reply_to=step.reply_to, expect_leaf=step.expect_leaf, trigger="recovery"
+            )
             return True
 
     async def _over_budget(self, session: SessionInfo, leaf: StoredRecord) -> bool:

@@ -41,6 +41,7 @@ from bot.agent.runtime import TurnOutcome, TurnRunner
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale, SessionKey
 from bot.ports import ChatLock, LockScope, Messenger, SessionInfo
+from bot.services.inbound_rules import Trigger, trigger_of
 from bot.store_ports import SessionStore
 from bot.texts import text
 
@@ -206,9 +207,13 @@ class TurnScheduler:
 
     # ------------------------------------------------------------------ scheduling
 
-    def schedule(self, session: SessionInfo, message: InboundMessage) -> None:
+    def schedule(
+        self, session: SessionInfo, message: InboundMessage, *, trigger: Trigger | None = None
+    ) -> None:
         """Answer `message` after the merge window; a later message of the same sender in
-        the window takes its place (one turn answers the burst)."""
+        the window takes its place (one turn answers the burst). `trigger`: what started
+        the turn, when the message does not say it (`trigger_of`)."""
+        started_by = trigger or trigger_of(message, session.scene)
         if self.on_scheduled is not None:
             self.on_scheduled(message)  # e.g. its images start downloading, off the lock
         state = self.state(session.id)
@@ -226,7 +231,7 @@ class TurnScheduler:
                 if state.pending is not None and state.pending.task is task:
                     state.pending.started = True
                 try:
-                    await self.run(session, reply_to=message.message_id)
+                    await self.run(session, reply_to=message.message_id, trigger=started_by)
                 finally:
                     if state.pending is not None and state.pending.task is task:
                         state.pending = None
@@ -314,6 +319,7 @@ class TurnScheduler:
         leaf: int | None = None,
         expect_leaf: int | None = None,
         before: Callable[[], Awaitable[None]] | None = None,
+        trigger: Trigger | None = None,
     ) -> None:
         """Run a turn now (no merge window) as a task, under the session's locks; with
         `leaf`, on a new branch from that record (`/retry`); with `expect_leaf`, only if
@@ -331,17 +337,19 @@ class TurnScheduler:
                         return
                 if leaf is not None:
                     await self.store.set_active_leaf(session.id, leaf)
-                await self.run(session, reply_to=reply_to)
+                await self.run(session, reply_to=reply_to, trigger=trigger)
 
         state = self.state(session.id)
         self._track(state, asyncio.create_task(turn(), name=f"turn-{session.id}"))
 
-    async def run(self, session: SessionInfo, *, reply_to: int | None) -> None:
+    async def run(
+        self, session: SessionInfo, *, reply_to: int | None, trigger: Trigger | None = None
+    ) -> None:
         """Run one turn now (the caller holds the turn lock); a crash is logged and the
         chat hears about it once."""
         try:
             # The runner reads the session afresh with its history (route, window).
-            outcome = await self.runner.run_turn(session, reply_to=reply_to)
+            outcome = await self.runner.run_turn(session, reply_to=reply_to, trigger=trigger)
         except Exception:
             # A bug or a storage failure: the user still hears back, once.
             log.exception("turn crashed in session %s", session.id)

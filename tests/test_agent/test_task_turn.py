@@ -69,6 +69,7 @@ async def test_the_instruction_rides_after_the_history_and_is_never_stored(
     outcome = await app.runner.run_turn(session, reply_to=None, task=task())
 
     assert outcome.status == "answered"
+    assert outcome.trigger == "job"  # what its log line says started it
     assert len(model.requests) == calls + 1
     request = model.requests[-1]
     *history, current = request.messages

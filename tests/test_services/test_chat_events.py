@@ -94,6 +94,25 @@ async def test_private_chats_open_with_their_scene(
     assert (owner.scene, member.scene) == ("owner", "private")
 
 
+async def test_under_members_a_strangers_private_chat_opens_nothing(
+    store: InMemoryStore,
+) -> None:
+    policy = ChatEventPolicy(
+        owner_id=OWNER, bot_id=BOT, allowed_chats=(GROUP,), private_chats="members"
+    )
+    service = ChatEventService(
+        sessions=store,
+        platform_messages=store,
+        events=store,
+        policy=policy,
+        clock=SteppingClock(NOW),
+    )
+    await service.on_membership(membership("added", chat=77))  # a stranger unblocked the bot
+    assert await store.find_session(SessionKey(chat_id=77)) is None
+    await service.on_membership(membership("added", chat=OWNER))
+    assert await store.find_session(SessionKey(chat_id=OWNER)) is not None
+
+
 async def test_being_added_to_a_chat_outside_the_allow_list_opens_nothing(
     store: InMemoryStore, service: ChatEventService
 ) -> None:

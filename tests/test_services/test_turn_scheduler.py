@@ -31,7 +31,9 @@ class RecordingRunner:
     turns: list[tuple[int, int | None]] = field(default_factory=list)
     crash: Exception | None = None
 
-    async def run_turn(self, session: SessionInfo, *, reply_to: int | None) -> TurnOutcome:
+    async def run_turn(
+        self, session: SessionInfo, *, reply_to: int | None, trigger: str | None = None
+    ) -> TurnOutcome:
         self.turns.append((session.id, reply_to))
         if self.crash is not None:
             raise self.crash
