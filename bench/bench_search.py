@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bot.ports import PlatformMessage
+from bot.domain.platform_messages import PlatformMessage
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
 from storage.search import index_tokens, scope_token

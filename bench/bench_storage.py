@@ -29,6 +29,7 @@ from sqlalchemy import insert, update
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
 from bot.domain.messages import ToolCall
+from bot.domain.platform_messages import PlatformMessage
 from bot.domain.records import (
     AssistantRecord,
     RecordBody,
@@ -36,7 +37,7 @@ from bot.domain.records import (
     ToolResultsRecord,
     UserRecord,
 )
-from bot.ports import NewRecord, PlatformMessage
+from bot.ports import NewRecord
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
 from storage.payload import encode_message_ids, encode_payload, first_message_id

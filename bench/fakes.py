@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from bot.ports import BubbleHook, Delivery
+from bot.domain.platform_messages import Delivery
+from bot.ports import BubbleHook
 
 LIMIT = 4096
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from bot.context.images import ImageBounds
@@ -19,6 +19,7 @@ from bot.context.tokens import TokenCorrection
 from bot.domain.facts import InboundMessage, Media, MembershipChange, ReactionChange
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.messages import CachePlan, ChatMessage, Reasoning, ToolCall
+from bot.domain.platform_messages import Delivery, PlatformMessage
 from bot.domain.records import RecordBody, StoredRecord
 
 # ---------------------------------------------------------------- time
@@ -28,16 +29,6 @@ class Clock(Protocol):
     def now(self) -> datetime:
         """The current time, timezone-aware (UTC)."""
         ...
-
-
-class SystemClock:
-    """The wall clock, in UTC: the one implementation of `Clock` outside tests."""
-
-    def now(self) -> datetime:
-        return datetime.now(UTC)
-
-
-SYSTEM_CLOCK = SystemClock()
 
 
 # ---------------------------------------------------------------- storage
@@ -66,24 +57,6 @@ class NewRecord:
     created_at: datetime
     message_ids: tuple[int | None, ...] = ()
     tokens: int = 0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PlatformMessage:
-    """One real platform message (inbound, or a confirmed outbound bubble)."""
-
-    chat_id: int
-    thread_id: int = 0
-    message_id: int
-    sender_id: int | None
-    sender_name: str = ""
-    is_bot: bool = False
-    date: datetime
-    text: str = ""
-    media: tuple[Media, ...] = ()
-    reply_to_message_id: int | None = None
-    record_id: int | None = None
-    edited_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -246,59 +219,6 @@ class LLMProvider(Protocol):
 
 
 # ---------------------------------------------------------------- chat platform
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Delivery:
-    """What an outbound send achieved: one slot per planned bubble, `None` where it failed.
-
-    `texts[i]` is what bubble i was made from (the Markdown as the model wrote it, not the
-    formatted text Telegram shows); `error` is the failure that stopped the rest.
-    """
-
-    message_ids: tuple[int | None, ...]
-    texts: tuple[str, ...]
-    dates: tuple[datetime | None, ...] = ()
-    error: Exception | None = None
-
-    @property
-    def delivered(self) -> bool:
-        return any(mid is not None for mid in self.message_ids)
-
-    def platform_messages(
-        self,
-        *,
-        chat_id: int,
-        thread_id: int,
-        sender_id: int | None,
-        sender_name: str,
-        reply_to: int | None,
-        now: datetime,
-        record_id: int | None = None,
-        slots: range | None = None,
-    ) -> list[PlatformMessage]:
-        """Platform messages of the confirmed bubbles (only `slots` if given), as the bot's
-        messages; a bubble without a confirmed date is dated `now`."""
-        dates = self.dates or (None,) * len(self.message_ids)
-        wanted = slots if slots is not None else range(len(self.message_ids))
-        return [
-            PlatformMessage(
-                chat_id=chat_id,
-                thread_id=thread_id,
-                message_id=mid,
-                sender_id=sender_id,
-                sender_name=sender_name,
-                is_bot=True,
-                date=date or now,
-                text=bubble,
-                reply_to_message_id=reply_to,
-                record_id=record_id,
-            )
-            for index, (mid, bubble, date) in enumerate(
-                zip(self.message_ids, self.texts, dates, strict=False)
-            )
-            if mid is not None and index in wanted
-        ]
 
 
 BubbleHook = Callable[[Delivery], Awaitable[None]]

@@ -17,13 +17,13 @@ from typing import Literal, Protocol
 
 from bot.context.memory_block import MemoryFact
 from bot.domain.ids import Scene, SessionKey
+from bot.domain.platform_messages import PlatformMessage
 from bot.domain.records import StoredRecord
 from bot.ports import (
     InboundAppend,
     LoadedHistory,
     LoadedTurn,
     NewRecord,
-    PlatformMessage,
     SessionInfo,
     SessionRequest,
     StoredReaction,

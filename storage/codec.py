@@ -15,10 +15,11 @@ from typing import Any
 
 from bot.context.alias_table import AliasCounter
 from bot.domain.ids import SessionKey
+from bot.domain.platform_messages import PlatformMessage
 from bot.domain.records import (
     StoredRecord,
 )
-from bot.ports import NewRecord, PlatformMessage, SessionInfo, StoredReaction
+from bot.ports import NewRecord, SessionInfo, StoredReaction
 from storage.payload import (
     decode_media,
     decode_payload,

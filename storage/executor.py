@@ -20,8 +20,9 @@ from typing import Any, TypeVar, cast
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from bot.clock import SYSTEM_CLOCK
 from bot.errors import StorageUnavailable
-from bot.ports import SYSTEM_CLOCK, Clock
+from bot.ports import Clock
 from storage.engine import ONE_STATEMENT, WRITE
 from storage.plan import Plan, Rows, SqlParts
 from storage.postgres.parts import POSTGRES

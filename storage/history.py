@@ -18,16 +18,10 @@ from typing import Any
 
 from sqlalchemy import select, update
 
+from bot.domain.platform_messages import PlatformMessage
 from bot.domain.records import StoredRecord
 from bot.errors import SessionNotFound, StorageError
-from bot.ports import (
-    InboundAppend,
-    LoadedHistory,
-    LoadedTurn,
-    NewRecord,
-    PlatformMessage,
-    StoredReaction,
-)
+from bot.ports import InboundAppend, LoadedHistory, LoadedTurn, NewRecord, StoredReaction
 from storage.alias_cache import (
     aliases_on_path,
     message_ids_of,

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from bot.ports import (
-    PlatformMessage,
-)
+from bot.domain.platform_messages import PlatformMessage
 from storage.codec import (
     platform_message_from_row,
 )

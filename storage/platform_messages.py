@@ -6,9 +6,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from bot.ports import (
-    PlatformMessage,
-)
+from bot.domain.platform_messages import PlatformMessage
 from storage.codec import (
     platform_message_from_row,
     platform_message_row,

@@ -14,7 +14,8 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.ports import SYSTEM_CLOCK, Clock
+from bot.clock import SYSTEM_CLOCK
+from bot.ports import Clock
 from bot.store_ports import ConversationStore
 from storage.chat_events import SqlChatEvents
 from storage.claims import SqlClaims

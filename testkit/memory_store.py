@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Any
 
+from bot.clock import SYSTEM_CLOCK
 from bot.domain.erasure import (
     deleted_trace,
     erased_body,
@@ -20,16 +21,15 @@ from bot.domain.erasure import (
     without_quoted_text,
 )
 from bot.domain.ids import Scene, SessionKey
+from bot.domain.platform_messages import PlatformMessage
 from bot.domain.records import RecordBody, StoredRecord, SummaryRecord
 from bot.errors import SessionNotFound, StorageError
 from bot.ports import (
-    SYSTEM_CLOCK,
     Clock,
     InboundAppend,
     LoadedHistory,
     LoadedTurn,
     NewRecord,
-    PlatformMessage,
     SessionInfo,
     SessionRequest,
     StoredReaction,

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
 from bot.domain.facts import InboundMessage, Quote, Sender
+from bot.domain.platform_messages import Delivery
 from bot.errors import TelegramError
-from bot.ports import BubbleHook, Delivery
+from bot.ports import BubbleHook
 from testkit.memory_store import InMemoryStore
 
 

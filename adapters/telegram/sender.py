@@ -40,6 +40,7 @@ from adapters.telegram.markdown_entities import (
     plan_bubbles,
     plan_reply,
 )
+from bot.domain.platform_messages import Delivery
 from bot.errors import (
     TelegramBadRequest,
     TelegramError,
@@ -47,7 +48,7 @@ from bot.errors import (
     TelegramForbidden,
     TelegramNetworkError,
 )
-from bot.ports import BubbleHook, Delivery, PaceKind, SendPacer
+from bot.ports import BubbleHook, PaceKind, SendPacer
 
 logger = logging.getLogger(__name__)
 

@@ -27,8 +27,9 @@ from adapters.telegram.markdown_entities import DEFAULT_CUT_NOTE, TELEGRAM_TEXT_
 from adapters.telegram.parsing import parse_update_strict
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale
+from bot.domain.platform_messages import Delivery
 from bot.errors import TelegramBadRequest
-from bot.ports import BubbleHook, Delivery
+from bot.ports import BubbleHook
 
 _COMMAND = re.compile(r"/[A-Za-z0-9_]{1,32}(?:@[A-Za-z0-9_]{1,64})?")
 """What Telegram marks as a `bot_command` entity at the start of a message."""

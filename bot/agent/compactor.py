@@ -18,7 +18,7 @@ prepared in the background.
   Nothing is lost by it: the move waits (the start is not persisted), so the next fold
   starts from the last good summary's end and covers every record since. What leaves but
   does not fit one summary request is folded in pieces, oldest turns first
-  (`bot.agent.window.Windows.fold`): `FoldResult.too_large` says a piece must shrink.
+  (`bot.agent.window_fold.WindowFolds.fold`): `FoldResult.too_large` says a piece must shrink.
 
 A summary is a record of kind `summary` appended off the active path as a child of the last
 record it covers, so it survives restarts and a branch finds the summary of its own path

@@ -22,8 +22,9 @@ from bot.agent.routes import ModelRoute
 from bot.context.history_trim import HistoryTrimmed
 from bot.context.tokens import RequestTokens
 from bot.domain.messages import ToolCall
+from bot.domain.platform_messages import Delivery
 from bot.domain.records import ToolResult
-from bot.ports import Delivery, LLMRequest, LLMResponse, SessionInfo, Usage
+from bot.ports import LLMRequest, LLMResponse, SessionInfo, Usage
 
 log = logging.getLogger("tgbot.events")
 

@@ -299,7 +299,7 @@ class ProviderCaller:
             if not plan.trimmed or plan.dropped_turns == 0:
                 break
             before = state.layout.history_end - state.layout.history_start
-            dropped = await self.windows.drop_oldest(
+            dropped = await self.windows.folds.drop_oldest(
                 window, plan.dropped_turns, within=state.refused
             )
             if dropped == 0:

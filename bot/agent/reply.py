@@ -44,8 +44,9 @@ from typing import Protocol, runtime_checkable
 
 from bot.context.projection import record_tokens
 from bot.domain.messages import Reasoning
+from bot.domain.platform_messages import Delivery, PlatformMessage
 from bot.domain.records import AssistantRecord, StoredRecord
-from bot.ports import Clock, Delivery, Messenger, NewRecord, PlatformMessage, SessionInfo
+from bot.ports import Clock, Messenger, NewRecord, SessionInfo
 from bot.store_ports import HistoryStore, PlatformMessages
 
 log = logging.getLogger("tgbot.presence")

@@ -1,6 +1,6 @@
 """A turn's request: the system prompt, the per-turn blocks, and the layout around the window.
 
-The window (`bot.agent.window.ConversationWindow`) decides which records the model sees and
+The window (`bot.agent.window_state.ConversationWindow`) decides which records the model sees and
 renders them; this module says what surrounds them: the system prompt first, then the
 breadcrumb and the summary when earlier history is left out, the window's messages without
 tool steps left without their partner (an imported or edited history never reaches the

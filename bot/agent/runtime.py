@@ -231,11 +231,13 @@ class TurnRunner:
                     tool_ctx = self._tool_context(state, records)
                 await self.tool_runner.run_calls(state, response, aliases, tool_ctx)
                 if tool_ctx.erased:  # deleted now: not in this turn's next calls either
-                    if await self.windows.forget(state.window, frozenset(tool_ctx.erased)):
+                    if await self.windows.folds.forget(state.window, frozenset(tool_ctx.erased)):
                         state.lay_out(self.request)
                     tool_ctx.erased.clear()
                 if tool_ctx.forgotten:  # forgotten now: not in this turn's next calls
-                    if await self.windows.forget_facts(state.window, frozenset(tool_ctx.forgotten)):
+                    if await self.windows.folds.forget_facts(
+                        state.window, frozenset(tool_ctx.forgotten)
+                    ):
                         state.lay_out(self.request)
                     tool_ctx.forgotten.clear()
                 continue
@@ -248,7 +250,7 @@ class TurnRunner:
                 if self.told is not None:
                     await self.told.shown(key.chat_id, key.thread_id, told_user)
             if state.window.fold_soon:  # the next window move is near: prepare its summary
-                self.windows.prepare_next(session, turn_id=turn_id)
+                self.windows.folds.prepare_next(session, turn_id=turn_id)
             return outcome
 
     def _tool_context(self, state: TurnState, records: Sequence[StoredRecord]) -> ToolContext:

@@ -30,7 +30,7 @@ from bot.ports import SessionInfo
 if TYPE_CHECKING:
     from bot.agent.compactor import CompactionPolicy
     from bot.agent.request import PromptPolicy, RequestBuilder
-    from bot.agent.window import ConversationWindow, WindowPolicy
+    from bot.agent.window_state import ConversationWindow, WindowPolicy
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,16 +1,14 @@
-"""A turn's window: load → plan → fold → keep → persist, and the shrinking after it.
+"""A turn's window: load → plan → fold → keep → persist.
 
 `Windows` opens one `ConversationWindow` per turn (`open`): it loads the records from the
 stored start and projects them with the turn's per-turn blocks on the current message only;
 plans the window (`bot.context.window_plan.plan_window`: the start moves in chunks, onto a
 prepared summary when one serves); folds what departs when the plan says so; stores a moved
-start and projects the kept records again. During the turn the window shrinks only through
-`ConversationWindow.drop_oldest` (a proactive trim, or after an overflow: whole turns leave
-the records and the rest is rendered again, never cut out of the rendered list) and changes
-through `forget` (a tool deleted messages). After a reply whose next move is near,
-`Windows.prepare_next` folds that move's summary in the background.
+start and projects the kept records again. What leaves a window, and the window shrinking
+during a turn (`drop_oldest` after a proactive trim or an overflow, `forget` after a tool
+deleted messages), live in `bot.agent.window_fold` (`Windows.folds`).
 
-Every fold goes through `Windows.fold` and every projection through `Windows.project`:
+Every fold goes through `WindowFolds.fold` and every projection through `Windows.project`:
 whatever asks, the summary call sees the window as the chat's reply requests show it.
 """
 
@@ -18,15 +16,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from functools import partial
 
-from bot.agent.compactor import Compactor, FoldReason, newest_summary, summary_before
+from bot.agent.compactor import Compactor, newest_summary
 from bot.agent.request import MAX_REACTION_LINES, RequestBuilder
-from bot.agent.routes import ModelRoute, RouteTable
+from bot.agent.routes import RouteTable
+from bot.agent.window_fold import WindowFolds
+from bot.agent.window_state import ConversationWindow, LoadedWindow, WindowPolicy
 from bot.context.alias_table import AliasTable
 from bot.context.history_trim import HistoryTrimmed
-from bot.context.memory_block import without_facts
 from bot.context.projection import (
     Projection,
     RenderedPrefix,
@@ -36,11 +33,8 @@ from bot.context.projection import (
 )
 from bot.context.task_block import TaskInstruction
 from bot.context.tokens import NO_CORRECTION, TokenCorrection
-from bot.context.turns import turn_starts
 from bot.context.window import (
-    PerScene,
     RuntimeLimits,
-    TurnCosts,
     WindowLimits,
     select_window,
     summary_bound,
@@ -51,16 +45,7 @@ from bot.context.window_plan import (
     WindowPlan,
     plan_window,
     predict_cut,
-    usable_summary,
 )
-from bot.domain.erasure import (
-    deleted_trace,
-    erased_body,
-    without_content_of,
-    without_deleted_lines,
-    without_quoted_text,
-)
-from bot.domain.messages import ChatMessage, ImagePart
 from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
 from bot.ports import LoadedHistory, SessionInfo
 from bot.store_ports import HistoryStore
@@ -71,102 +56,6 @@ CURRENT_TURN_SHARE = 8
 """The current turn's allowance is 1/8 of the runtime budget (2,000 of 16,000): the window
 leaves it for the per-turn blocks and the tool steps of the turn, so a turn of ordinary
 size never needs the proactive trim."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SceneCaps:
-    """The turn and message caps of one scene's window."""
-
-    max_turns: int
-    max_messages: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WindowPolicy:
-    """What each scene's window is held to (`history.*`).
-
-    `history_budgets` are real tokens (the window converts them into our estimate through
-    the route's token correction); `caps` the turn and message caps per scene, overrides
-    applied; `count_unanswered_turns`: every turn counts against the turn cap, answered or
-    not (`history.turn_cap_counts = "all"`)."""
-
-    history_budgets: PerScene[int]
-    caps: PerScene[SceneCaps]
-    headroom: float = 0.25
-    count_unanswered_turns: bool = False
-
-    @property
-    def max_records(self) -> int:
-        """How many records to load: the largest message cap plus room for tool rows."""
-        caps = (self.caps.group, self.caps.private, self.caps.owner)
-        return max(c.max_messages for c in caps) * 2 + 20
-
-
-@dataclass(slots=True, kw_only=True)
-class ConversationWindow:
-    """One turn's window over a session's history, as the turn's requests show it.
-
-    `records` are the kept records, oldest first; `projection` their rendering (before the
-    orphan repair); `blocks` the per-turn blocks the current message carries, rendered once
-    per turn so a re-render keeps them byte for byte; `aliases` the turn's alias table,
-    which a re-render adds to (an alias shown once stays valid for the turn); `summary` the
-    compaction summary shown after the breadcrumb; `images` the turn's images, on the
-    current message for this turn's calls only (never stored). `detached`: no member's
-    message is current (a scheduled task's turn): every record renders as history and the
-    blocks ride on a message of their own after it (`TurnState.lay_out`). `crumb`: earlier
-    history is left out (the breadcrumb is shown). `budget` is the route's runtime budget and
-    `history_budget` the scene's, in real tokens; `correction` converts them into our
-    estimate. `trims` are the window's moves and cuts not yet reported with a model call.
-    """
-
-    session: SessionInfo
-    route: ModelRoute
-    turn_id: str
-    correction: TokenCorrection
-    limits: WindowLimits
-    records: tuple[StoredRecord, ...]
-    projection: Projection
-    blocks: str
-    aliases: AliasTable
-    summary: SummaryRecord | None
-    images: tuple[ImagePart, ...]
-    crumb: bool
-    budget: int
-    history_budget: int
-    dropped_turns: int = 0
-    fold_soon: bool = False
-    """The next window move is near: prepare the summary after the reply."""
-    trims: list[HistoryTrimmed] = field(default_factory=list)
-    detached: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Folded:
-    """What a fold did: the new summary (None: none new), and `through`, the record index up
-    to which what leaves may leave for good (the summary, if any, ends right before it)."""
-
-    summary: SummaryRecord | None
-    through: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Loaded:
-    """A session's window as loaded for a turn, before its plan: the records from the stored
-    start (`earlier`: records precede them; `previous`: the summary of those), their
-    projection with this turn's per-turn blocks, each turn's cost and first record
-    (`starts[i]`), and the limits the window is held to."""
-
-    session: SessionInfo
-    route: ModelRoute
-    correction: TokenCorrection
-    limits: WindowLimits
-    records: tuple[StoredRecord, ...]
-    earlier: bool
-    previous: SummaryRecord | None
-    blocks: str
-    projection: Projection
-    costs: TurnCosts
-    starts: tuple[int, ...]
 
 
 class Windows:
@@ -195,6 +84,8 @@ class Windows:
         self.correction = correction or (lambda provider, model: NO_CORRECTION)
         """The learned token correction of a route (provider, model)."""
         self.compactor = compactor
+        self.folds = WindowFolds(self)
+        """What leaves a window: folds, and the shrinking during a turn."""
         self._prefixes: OrderedDict[int, RenderedPrefix] = OrderedDict()
         """Per session, what its last projection rendered before its current record: the
         next one renders only what follows (`bot.context.projection`, resume)."""
@@ -236,7 +127,7 @@ class Windows:
         detached = task is not None
         # the summary of what precedes the window
         previous = newest_summary(turn.summaries) if turn.history.has_earlier else None
-        start = await self._load(turn.history, blocks.text, previous, detached=detached)
+        start = await self.load(turn.history, blocks.text, previous, detached=detached)
         correction, records, projection = start.correction, start.records, start.projection
         costs = start.costs
         plan = await self._plan(start, persist=persist)
@@ -260,7 +151,9 @@ class Windows:
         )
         begin = start.starts[plan.decision.start] if plan.decision.moved else 0
         if plan.fold:  # the member's turn waits for the summary of what the move drops
-            fold = await self.fold(session, records, begin, previous, start.limits, turn_id, "move")
+            fold = await self.folds.fold(
+                session, records, begin, previous, start.limits, turn_id, "move"
+            )
             # a failed fold: the move waits (as far as the fold went), so the summary shown
             # always ends right before the window
             plan = plan.after_fold(fold.summary, failed=fold.through == 0)
@@ -289,7 +182,7 @@ class Windows:
             window.fold_soon = predict_cut(kept, start.limits, margin) is not None
         return window
 
-    async def _plan(self, loaded: _Loaded, *, persist: bool) -> WindowPlan:
+    async def _plan(self, loaded: LoadedWindow, *, persist: bool) -> WindowPlan:
         """Where the window starts for this turn and what happens to its summary; the
         summaries prepared inside the window are looked up only when it moves."""
         costs, limits = loaded.costs, loaded.limits
@@ -312,188 +205,7 @@ class Windows:
             persist=persist,
         )
 
-    async def fold(
-        self,
-        session: SessionInfo,
-        records: Sequence[StoredRecord],
-        cut: int,
-        previous: SummaryRecord | None,
-        limits: WindowLimits,
-        turn_id: str,
-        why: FoldReason,
-        within: int | None = None,
-    ) -> Folded:
-        """Fold `records[:cut]` (and `previous`) into a new summary: the summary (None:
-        none new) and how far what leaves may leave for good (`through`, a record index:
-        `cut` when all of it, 0 when the fold failed). With compaction off, or nothing to
-        fold, what leaves just leaves.
-
-        The summary call repeats the window as the reply requests show it (its prefix is
-        cached), or, when that does not fit, shows only what leaves (`narrow`); after an
-        overflow (`within`) only what leaves, under what was refused. When even only what
-        leaves does not fit one request, it is folded in pieces of whole turns, oldest
-        first, each on top of the summary before it: a chat whose history outgrew a small
-        window still moves its start, and a start once moved stays. A piece that fails for
-        another reason stops there (`through` says how far the pieces went)."""
-        compactor = self.compactor
-        if compactor is None:
-            return Folded(None, cut)
-        if within is not None:  # the window is smaller than we knew: so is the summary
-            limits = replace(limits, summary_bound=min(limits.summary_bound, within // 4))
-        narrow = await self.fold_messages(session, records[:cut], previous)
-        whole = narrow
-        if within is None:
-            whole = await self.fold_messages(session, records, previous)
-        result = await compactor.fold_or_fail(
-            session,
-            records=records,
-            cut=cut,
-            previous=previous,
-            messages=whole,
-            turn_id=turn_id,
-            why=why,
-            bound=limits.summary_bound,
-            within=within,
-            narrow=narrow,
-        )
-        if not result.too_large:
-            return Folded(result.summary, 0 if result.failed else cut)
-        return await self._fold_in_pieces(
-            session, records, cut, previous, limits, turn_id, why, within
-        )
-
-    async def _fold_in_pieces(
-        self,
-        session: SessionInfo,
-        records: Sequence[StoredRecord],
-        cut: int,
-        previous: SummaryRecord | None,
-        limits: WindowLimits,
-        turn_id: str,
-        why: FoldReason,
-        within: int | None,
-    ) -> Folded:
-        """Fold `records[:cut]` piece by piece (see `fold`): each piece as many whole turns
-        as one request holds, halved until it fits; a single turn too large for any request
-        is folded extractively (no model call: one line per message), so it leaves too."""
-        compactor = self.compactor
-        assert compactor is not None
-        projection = await self.project(session, records[:cut], "")
-        ends = sorted(
-            {projection.record_index[i] for i in turn_starts(projection.messages)} - {0} | {cut}
-        )
-        summary, through = previous, 0
-        folded: SummaryRecord | None = None
-        while through < cut:
-            candidates = [end for end in ends if end > through]
-            end = candidates[-1]
-            while True:
-                piece = records[through:]
-                narrow = await self.fold_messages(session, piece[: end - through], summary)
-                fold_piece = partial(
-                    compactor.fold_or_fail,
-                    session,
-                    records=piece,
-                    cut=end - through,
-                    previous=summary,
-                    messages=narrow,
-                    turn_id=turn_id,
-                    why=why,
-                    bound=limits.summary_bound,
-                )
-                result = await fold_piece(within=within, narrow=narrow)
-                smaller = [c for c in candidates if c < end]
-                if not result.too_large:
-                    break
-                if not smaller:  # one turn fits no request: folded without the model
-                    result = await fold_piece(offline=True)
-                    break
-                end = smaller[(len(smaller) - 1) // 2]
-            if result.failed:
-                break
-            if result.summary is not None:
-                summary = folded = result.summary
-            through = end
-        return Folded(folded, through)
-
-    async def drop_oldest(
-        self, window: ConversationWindow, count: int, *, within: int | None = None
-    ) -> int:
-        """Drop the `count` oldest whole turns from `window`'s records and render the rest again
-        (docs/architecture.md, Rendering a message): the first kept message opens the window
-        (date, full sender name) and a quote of a dropped message degrades to its inline
-        line. The newest turn is never dropped. Returns the turns dropped (0: none could be).
-
-        What leaves is folded into the summary like a move's. `within`: the provider just
-        refused the turn's request as too long (its size, or the limit it reported): the
-        fold summarises only what leaves, in a request smaller than that, or the cut waits
-        (breadcrumb only, the summary stays as it was)."""
-        projection = window.projection
-        starts = turn_starts(projection.messages)
-        current = projection.current_message_index
-        if current is not None:  # the current message's turn always stays
-            starts = [s for s in starts if s <= current]
-        count = min(count, len(starts) - 1)
-        if count <= 0:
-            return 0
-        cut = projection.record_index[starts[count]]
-        session = window.session
-        why: FoldReason = "trim" if within is None else "overflow"
-        fold = await self.fold(
-            session, window.records, cut, window.summary, window.limits, window.turn_id, why, within
-        )
-        records = window.records[cut:]
-        if fold.through > 0:  # a cut is persisted like a move: the next call never undoes it
-            await self.store.set_window_start(session.id, window.records[fold.through].id)
-        # the summary shown ends right before the window, or none is shown (the breadcrumb
-        # alone): the model never reads a summary, then a gap, then the window
-        window.summary = (fold.summary or window.summary) if fold.through == cut else None
-        window.crumb = True
-        await self._render(window, records)
-        window.dropped_turns += count
-        return count
-
-    async def forget_facts(self, window: ConversationWindow, fact_ids: frozenset[int]) -> bool:
-        """Render `window` again without the `[Memory]` lines of `fact_ids` (a tool made the
-        model forget them during the turn): the turn's next calls no longer show them.
-        False when none was shown."""
-        blocks = without_facts(window.blocks, fact_ids)
-        if blocks == window.blocks:
-            return False
-        window.blocks = blocks
-        await self._render(window, window.records)
-        return True
-
-    async def forget(self, window: ConversationWindow, message_ids: frozenset[int]) -> bool:
-        """Render `window` again with `message_ids` deleted (a tool deleted them during
-        the turn): the turn's next calls show `[deleted]` where they were, as every later
-        turn does (storage has already forgotten them). False when none was shown."""
-        traces = [
-            trace
-            for record in window.records
-            if isinstance(record.body, UserRecord) and message_ids & set(record.message_ids)
-            if (trace := deleted_trace(record.body.text)) is not None
-        ]
-
-        def erased(record: StoredRecord) -> StoredRecord:
-            body = record.body
-            for message_id in message_ids:
-                if message_id in record.message_ids:
-                    body = erased_body(replace(record, body=body), message_id, None)
-                else:
-                    body = without_quoted_text(body, message_id)
-                    body = without_content_of(body, message_id)
-            for trace in traces:  # a search hit that showed it
-                body = without_deleted_lines(body, trace)
-            return record if body is record.body else replace(record, body=body)
-
-        records = tuple(map(erased, window.records))
-        if all(new is old for new, old in zip(records, window.records, strict=True)):
-            return False
-        await self._render(window, records)
-        return True
-
-    async def _render(self, window: ConversationWindow, records: tuple[StoredRecord, ...]) -> None:
+    async def render(self, window: ConversationWindow, records: tuple[StoredRecord, ...]) -> None:
         """Keep `records` in `window`, projected again; every alias the new rendering shows
         is valid."""
         window.records = records
@@ -502,42 +214,14 @@ class Windows:
         )
         register_shown(window.aliases, window.projection, window.summary)
 
-    def prepare_next(self, session: SessionInfo, *, turn_id: str) -> None:
-        """The turn answered and its next window move is near: prepare that move's summary
-        in the background (one at a time per session), so the move waits for no model."""
-        compactor = self.compactor
-        if compactor is None or compactor.preparing(session.id):
-            return
-        compactor.in_background(session.id, self._prepare_next(session, turn_id))
-
-    async def _prepare_next(self, session: SessionInfo, turn_id: str) -> None:
-        """Load the window as it stands after the reply, plan where its next move will
-        start (`predict_cut`), and fold what that move drops, unless a summary prepared
-        earlier already serves it (`usable_summary`)."""
-        compactor = self.compactor
-        if compactor is None:
-            return
-        history = await self.store.load_history(session.id, max_records=self.policy.max_records)
-        start = await self._load(history, "", None)
-        session, records, limits = start.session, start.records, start.limits
-        turn = predict_cut(start.costs, limits, compactor.policy.prepare_margin)
-        if turn is None:
-            return
-        prepared = await compactor.find_prepared(session, records, start.starts)
-        if usable_summary(turn, prepared, start.costs, limits) is not None:
-            return  # one prepared already serves the next move
-        # read only when a fold follows (not for a move a prepared summary already serves)
-        summary = await summary_before(self.store, session, records) if start.earlier else None
-        await self.fold(session, records, start.starts[turn], summary, limits, turn_id, "prepare")
-
-    async def _load(
+    async def load(
         self,
         history: LoadedHistory,
         blocks: str,
         previous: SummaryRecord | None,
         *,
         detached: bool = False,
-    ) -> _Loaded:
+    ) -> LoadedWindow:
         """The window as loaded, before its plan (what `open` and `_prepare_next` share):
         its route, limits, projection with `blocks` and each turn's cost without them."""
         session = self.prompt.scopes.scoped(history.session)  # the chat's route, unless /model
@@ -546,7 +230,7 @@ class Windows:
         correction = self.correction(route.profile, route.model)
         projection = await self.project(session, records, blocks, detached=detached)
         costs = turn_costs(without_per_turn_cost(projection, blocks))
-        return _Loaded(
+        return LoadedWindow(
             session=session,
             route=route,
             correction=correction,
@@ -559,19 +243,6 @@ class Windows:
             costs=costs,
             starts=tuple(projection.record_index[i] for i in costs.starts),
         )
-
-    async def fold_messages(
-        self,
-        session: SessionInfo,
-        records: Sequence[StoredRecord],
-        summary: SummaryRecord | None,
-    ) -> list[ChatMessage]:
-        """The window as the chat's reply requests show it, without this turn's per-turn
-        blocks: what a summary request repeats before its instruction."""
-        projection = await self.project(session, records, "")
-        has_earlier = bool(records) and records[0].parent_id is not None
-        head = self.prompt.head(session, has_earlier=has_earlier, summary=summary)
-        return head + list(projection.messages)
 
     def limits(self, session: SessionInfo, correction: TokenCorrection) -> WindowLimits:
         """The scene's window limits; the summary's bound is reserved inside its budget.

@@ -39,9 +39,10 @@ from bot.app.preflight import (
 )
 from bot.app.topology import topology_for
 from bot.app.wiring import App, build_app, open_store
+from bot.clock import SystemClock
 from bot.config import Settings, load_settings
 from bot.domain.ids import SessionKey
-from bot.ports import LLMProvider, SystemClock, Usage
+from bot.ports import LLMProvider, Usage
 from bot.redact import install_log_scrubbing
 from bot.services.usage_render import format_cost
 

@@ -17,9 +17,10 @@ from bot.config import Settings, load_settings
 from bot.context.tokens import estimate_message_tokens
 from bot.domain.ids import SessionKey
 from bot.domain.messages import ChatMessage
+from bot.domain.platform_messages import Delivery
 from bot.domain.records import AssistantRecord, StoredRecord
 from bot.errors import NotBuiltError, SessionNotFound
-from bot.ports import BubbleHook, Delivery, SessionInfo
+from bot.ports import BubbleHook, SessionInfo
 from bot.store_ports import ConversationStore
 
 

@@ -11,7 +11,7 @@ from bot.agent.request import PromptPolicy
 from bot.agent.spend import DEFAULT_OUTPUT_BOUND, ChatLimits, SpendPolicy
 from bot.agent.spend_counters import Limit, nanos
 from bot.agent.turn import CallPolicy, ToolPolicy, TurnPolicy
-from bot.agent.window import SceneCaps, WindowPolicy
+from bot.agent.window_state import SceneCaps, WindowPolicy
 from bot.app.retention_loop import RetentionPolicy
 from bot.config import ChatLimitSettings, SceneHistory, Settings
 from bot.context.memory_block import MemoryLimits

@@ -52,8 +52,9 @@ from bot.app.private_chats import private_members
 from bot.app.telemetry import route_endpoints
 from bot.app.topology import Topology, one_migration_at_a_time, topology_for
 from bot.app.turn_parts import build_turn_runner
+from bot.clock import SystemClock
 from bot.config import Settings
-from bot.ports import ChatLock, Clock, LLMProvider, Messenger, SystemClock
+from bot.ports import ChatLock, Clock, LLMProvider, Messenger
 from bot.redact import register_secret
 from bot.services.ambient import AmbientListener
 from bot.services.chat_events import ChatEventService

@@ -26,8 +26,9 @@ from bot.agent.chat_scope import ChatScope
 from bot.context.projection import record_tokens
 from bot.domain.facts import InboundMessage, Sender
 from bot.domain.ids import Locale, Scene, SessionKey
+from bot.domain.platform_messages import PlatformMessage
 from bot.domain.records import RecordBody, ServiceMessageRecord, StoredRecord, UserRecord
-from bot.ports import NewRecord, PlatformMessage
+from bot.ports import NewRecord
 from bot.services.guard import PrivateChats
 
 # ------------------------------------------------------------------ whether a message is answered

@@ -43,9 +43,10 @@ from bot.domain.jobs import (
     resolve_at,
     shortest_gap,
 )
+from bot.domain.platform_messages import Delivery
 from bot.domain.records import AssistantRecord
 from bot.errors import TelegramError, TelegramFloodWait, TelegramNetworkError
-from bot.ports import Clock, Delivery, Messenger, NewRecord, SessionInfo
+from bot.ports import Clock, Messenger, NewRecord, SessionInfo
 from bot.store_ports import HistoryStore, SessionStore
 from bot.texts import text
 

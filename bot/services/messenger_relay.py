@@ -46,8 +46,9 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Sequence
 
+from bot.domain.platform_messages import Delivery
 from bot.errors import TelegramError, TelegramForbidden
-from bot.ports import BubbleHook, Delivery, Messenger, SharedToldNotes
+from bot.ports import BubbleHook, Messenger, SharedToldNotes
 from bot.services.error_log import ErrorLog
 from bot.store_ports import ChatEventStore
 

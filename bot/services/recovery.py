@@ -46,6 +46,7 @@ from datetime import datetime, timedelta
 from bot.agent.reply import settle_partial_reply
 from bot.agent.runtime import TurnRunner
 from bot.domain.ids import Locale, Scene
+from bot.domain.platform_messages import Delivery
 from bot.domain.records import (
     AssistantRecord,
     ServiceMessageRecord,
@@ -53,7 +54,7 @@ from bot.domain.records import (
     ToolResultsRecord,
     UserRecord,
 )
-from bot.ports import Clock, Delivery, Messenger, SessionInfo
+from bot.ports import Clock, Messenger, SessionInfo
 from bot.services.guard import PrivateChats, chat_allowed
 from bot.services.inbound_rules import (
     AnswerRules,

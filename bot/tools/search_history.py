@@ -23,8 +23,9 @@ from typing import Any
 from bot.context.escaping import escape_every_bracket, header_value
 from bot.context.headers import local_day, local_hhmm
 from bot.context.projection import current_record_index
+from bot.domain.platform_messages import PlatformMessage
 from bot.errors import ToolError
-from bot.ports import PlatformMessage, ToolSpec
+from bot.ports import ToolSpec
 from bot.tools.base import Tool, ToolContext
 
 MAX_QUERY_CHARS = 256

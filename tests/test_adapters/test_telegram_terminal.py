@@ -15,8 +15,8 @@ from adapters.telegram.terminal import (
     split_like_telegram,
     typed_messages,
 )
+from bot.domain.platform_messages import Delivery
 from bot.errors import TelegramBadRequest
-from bot.ports import Delivery
 
 OWNER = Owner(id=4242, name="Ada", language_code="zh")
 AT = datetime(2026, 12, 7, 6, 0, 5, tzinfo=UTC)

@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 
 from bot.agent.reply import ReplyBubbles, settle_partial_reply
 from bot.domain.ids import SessionKey
+from bot.domain.platform_messages import Delivery
 from bot.domain.records import AssistantRecord, UserRecord
-from bot.ports import Delivery, NewRecord, SessionInfo
+from bot.ports import NewRecord, SessionInfo
 from testkit.memory_store import InMemoryStore
 from tests.fakes import ALICE, RecordingMessenger, SteppingClock
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import typing
 from dataclasses import fields
 
-from bot.agent.window import ConversationWindow, Windows
+from bot.agent.window import Windows
+from bot.agent.window_fold import WindowFolds
+from bot.agent.window_state import ConversationWindow
 
 
 def test_the_window_holds_no_reference_to_its_owner() -> None:
@@ -14,5 +16,5 @@ def test_the_window_holds_no_reference_to_its_owner() -> None:
     assert not any(
         callable(getattr(ConversationWindow, name, None)) for name in ("drop_oldest", "forget")
     )
-    assert callable(Windows.drop_oldest)
-    assert callable(Windows.forget)
+    assert callable(WindowFolds.drop_oldest)
+    assert callable(WindowFolds.forget)

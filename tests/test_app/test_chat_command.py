@@ -24,8 +24,9 @@ import pytest
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from adapters.telegram.terminal import PlatformIds, TerminalMessenger
 from bot.app.chat_command import TypedLines, _chat_app, chat_settings, converse
+from bot.clock import SystemClock
 from bot.config import load_settings
-from bot.ports import LLMRequest, SystemClock
+from bot.ports import LLMRequest
 from testkit.fake_bot_api import FakeBotApi
 from testkit.fake_server import FakeOpenAIServer
 from tests.deadlines import EVENT, REAP, deadline

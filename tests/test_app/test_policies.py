@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.agent.window import SceneCaps
+from bot.agent.window_state import SceneCaps
 from bot.app.policies import turn_policy, window_policy
 from bot.context.window import PerScene
 from tests.rig import rig_settings

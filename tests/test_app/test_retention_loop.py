@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 from bot.app.retention_loop import RetentionPolicy, apply_retention, retention_loop
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
+from bot.domain.platform_messages import PlatformMessage
 from bot.domain.records import UserRecord
-from bot.ports import NewRecord, PlatformMessage
+from bot.ports import NewRecord
 from testkit.memory_store import InMemoryStore
 from tests.deadlines import EVENT, deadline
 from tests.fakes import SteppingClock

@@ -61,9 +61,11 @@ FUNCTION_CEILING = 480
 """Functions one mention runs, today (476, after round 5's per-chat scopes, wake words, the
 [Memory] read and fallbacks joined the path; 441 before them). Issue 45's target is
 `FUNCTION_TARGET` (450): a ratchet, lowered as the count falls, never raised silently."""
-LINE_CEILING = 20_100
-"""Lines in the modules one mention runs, today (20.1k; 18.6k before round 5's features);
-issue 45's target is 16,000. Lower it as it falls."""
+LINE_CEILING = 19_700
+"""Lines in the modules one mention runs, today (19.6k: 20.3k once the members policy and
+task turns joined the path, less the window's folds and the Protocols file, which a warm
+mention no longer runs; 18.6k before round 5's features); issue 45's target is 16,000.
+Lower it as it falls."""
 
 
 @pytest.mark.slow  # issue 35: 78 modules, then 61, 49; issue 45 counts functions and lines

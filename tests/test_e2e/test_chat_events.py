@@ -17,8 +17,9 @@ from adapters.telegram.app import build_dispatcher
 from bot.app.wiring import scheduled_summary
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
+from bot.domain.platform_messages import PlatformMessage
 from bot.domain.records import UserRecord
-from bot.ports import LLMRequest, LLMResponse, NewRecord, PlatformMessage
+from bot.ports import LLMRequest, LLMResponse, NewRecord
 from bot.services.inbound_rules import BotIdentity
 from bot.texts import text
 from storage.engine import create_engine_for

@@ -9,7 +9,7 @@ import pytest
 
 from adapters.llm.scripted import ScriptedModel
 from bot.agent.chat_scope import ChatScopes
-from bot.ports import SystemClock
+from bot.clock import SystemClock
 from bot.services.chat_settings import ChatSettingsBook
 from storage.chat_settings import SqlChatSettings
 from storage.engine import create_engine_for

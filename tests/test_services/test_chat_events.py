@@ -9,7 +9,7 @@ import pytest
 
 from bot.domain.facts import MembershipChange, MembershipChangeKind, ReactionChange, Sender
 from bot.domain.ids import SessionKey
-from bot.ports import PlatformMessage
+from bot.domain.platform_messages import PlatformMessage
 from bot.services.chat_events import ChatEventPolicy, ChatEventService
 from bot.services.messenger_relay import ChatClosed, ClosedChatGuard, ClosedChats
 from testkit.memory_store import InMemoryStore

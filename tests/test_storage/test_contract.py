@@ -11,6 +11,7 @@ from bot.context.alias_table import AliasCounter
 from bot.domain.facts import Forward, Media, Quote, Sender
 from bot.domain.ids import SessionKey
 from bot.domain.messages import Reasoning, ToolCall
+from bot.domain.platform_messages import PlatformMessage
 from bot.domain.records import (
     AssistantRecord,
     ContentBlock,
@@ -22,7 +23,7 @@ from bot.domain.records import (
     UserRecord,
 )
 from bot.errors import SessionNotFound, StorageError
-from bot.ports import NewRecord, PlatformMessage
+from bot.ports import NewRecord
 from storage.retention import PruneResult
 from tests.fakes import SteppingClock
 from tests.store_inspector import get_record, get_session

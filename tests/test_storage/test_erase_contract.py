@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 from bot.domain.erasure import DELETED_MARKER
 from bot.domain.facts import Media, Quote, Sender
 from bot.domain.ids import SessionKey
+from bot.domain.platform_messages import PlatformMessage
 from bot.domain.records import AssistantRecord, ToolResult, ToolResultsRecord, UserRecord
-from bot.ports import NewRecord, PlatformMessage
+from bot.ports import NewRecord
 from tests.test_storage.conftest import Store
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

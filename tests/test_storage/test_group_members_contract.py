@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import sqlalchemy as sa
 
-from bot.ports import PlatformMessage
+from bot.domain.platform_messages import PlatformMessage
 from bot.services.private_members import SeenInGroups
 from storage.engine import create_engine_for
 from storage.group_members import SqlGroupMembers

@@ -12,8 +12,9 @@ from sqlalchemy import text
 
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
+from bot.domain.platform_messages import PlatformMessage
 from bot.domain.records import UserRecord
-from bot.ports import InboundAppend, NewRecord, PlatformMessage, SessionRequest
+from bot.ports import InboundAppend, NewRecord, SessionRequest
 from storage.engine import create_engine_for
 from storage.sql import SqlStore
 from tests.test_storage.conftest import Store, database_url

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
+from bot.domain.platform_messages import PlatformMessage
 from bot.domain.records import UserRecord
-from bot.ports import InboundAppend, NewRecord, PlatformMessage
+from bot.ports import InboundAppend, NewRecord
 from storage.codec import platform_message_row
 from storage.engine import create_engine_for
 from storage.migrate import alembic_config, upgrade_database

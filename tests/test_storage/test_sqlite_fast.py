@@ -15,9 +15,10 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.domain.ids import SessionKey
+from bot.domain.platform_messages import PlatformMessage
 from bot.domain.records import SummaryRecord
 from bot.errors import SessionNotFound, StorageUnavailable
-from bot.ports import NewRecord, PlatformMessage, StoredReaction
+from bot.ports import NewRecord, StoredReaction
 from storage.engine import create_engine_for
 from storage.queries import window_load
 from storage.sql import SqlStore

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from bot.domain.platform_messages import PlatformMessage
 from bot.errors import TelegramBadRequest, TelegramNetworkError, ToolError
-from bot.ports import PlatformMessage
 from bot.tools.base import ToolContext
 from bot.tools.delete_message import delete_message
 from bot.tools.rights import ChatAdmins, MemberRights

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.domain.facts import Media
+from bot.domain.platform_messages import PlatformMessage
 from bot.errors import ToolError
-from bot.ports import PlatformMessage
 from bot.tools.base import ToolContext
 from bot.tools.inspect_conversation_reference import (
     MAX_CHARS,

@@ -11,9 +11,10 @@ import pytest
 from bot.context.alias_table import AliasTable
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
+from bot.domain.platform_messages import PlatformMessage
 from bot.domain.records import AssistantRecord, UserRecord
 from bot.errors import ReferenceNotConfirmed, ToolError
-from bot.ports import NewRecord, PlatformMessage
+from bot.ports import NewRecord
 from bot.tools.base import ToolContext
 from bot.tools.search_history import MAX_QUERY_CHARS, search_history
 from testkit.memory_store import InMemoryStore

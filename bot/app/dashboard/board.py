@@ -22,7 +22,7 @@ from adapters.telegram.update_health import UpdateHealth
 from bot.agent.events import EventBus
 from bot.agent.spend import SpendPolicy, SpendStatus, periods_at, spend_status
 from bot.agent.spend_counters import NANOS, Amount, Counter, Limit, SpendCounters, describe_amount
-from bot.agent.window import WindowPolicy
+from bot.agent.window_state import WindowPolicy
 from bot.app.dashboard.ledger_index import LedgerIndex
 from bot.app.dashboard.live import LedgerTail, LiveChannel, LiveFeed, LiveSource, live_sources
 from bot.app.dashboard.metrics import BudgetGauge, DashboardMetrics
