@@ -3,7 +3,8 @@ scripted model that calls `schedule`. A post set a few seconds ahead (Asia/Shang
 time) is sent once at that time with no model call, recorded delivered with Telegram's
 message id and stored as the bot's message; bad input is a tool error and stores nothing;
 a restart after the due time sends it once, marked late; beyond the grace it is missed and
-its creator told; a 403 is failed (never delivered), a 429 is waited out and sent once."""
+its creator told; a 403 is failed (never delivered), a 429 is waited out and sent once; a
+repeating post is sent once per period."""
 
 from __future__ import annotations
 
@@ -291,3 +292,41 @@ async def test_cancel_rights_and_slash_jobs_in_the_askers_language(bot_running: 
     await asyncio.sleep(max(0.0, due + 1 - datetime.now(SHANGHAI).timestamp()))
     assert not [m for m in bot.api.sent_messages(CHAT) if m["text"] == "Never sent"]
     assert await runs_of(bot) == ()  # the pending run was dropped with the job
+
+
+async def test_a_repeating_post_is_sent_once_per_period(bot_running: StartBot) -> None:
+    """The owner's every-minute post (members may not repeat that often): one message per
+    minute, each its own delivered run with Telegram's message id, whatever the job poll
+    (every 0.1 s here) sees in between."""
+    bot, model = await start(bot_running)
+    owner = {"id": OWNER, "first_name": "Owner"}
+    model.add(
+        CallTool("schedule", {"at": local_iso(2), "text": "Tick", "repeat": "* * * * *"}),
+        Reply("Set."),
+    )
+    replies = len(bot.api.sent_messages(CHAT)) + 1
+    bot.api.push_update(bot.api.user_message(CHAT, owner, "@test_bot tick every minute"))
+    await reply_stored(bot.api, bot.store, CHAT, replies)
+    assert tool_result(bot)["job"] == "j1"
+
+    def ticks() -> list[dict[str, object]]:
+        return [m for m in bot.api.sent_messages(CHAT) if m["text"] == "Tick"]
+
+    # the first at its time, the second at the next minute: at most 62 s of wall time
+    await bot.api.wait_for_sent(CHAT, replies + 2, timeout=deadline(EVENT) + 62)
+
+    async def two_delivered() -> bool:
+        runs = await runs_of(bot)
+        return sum(run.status == "delivered" for run in runs) == 2
+
+    await eventually(two_delivered, timeout=EVENT + 62)
+    await asyncio.sleep(1)  # ten more polls inside the second period: nothing more is sent
+    sent = ticks()
+    assert len(sent) == 2, sent
+    delivered = sorted(
+        (run for run in await runs_of(bot) if run.status == "delivered"), key=lambda r: r.due_at
+    )
+    assert [run.message_id for run in delivered] == [m["message_id"] for m in sent]
+    first, second = (run.due_at for run in delivered)
+    assert second.second == 0  # the cron's minute, not the first run's time plus 60 s
+    assert timedelta(0) < second - first <= timedelta(seconds=60)
