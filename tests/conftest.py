@@ -6,6 +6,7 @@ import asyncio
 import gc
 import os
 import subprocess
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -23,6 +24,14 @@ settings.load_profile("loaded")
 # tests are collected, then collects once and freezes what is there: each later collection
 # walks only what the tests themselves allocate.
 gc.disable()
+
+# Compiled modules and pytest's rewritten test modules are cached in __pycache__ even where
+# the environment says not to (PYTHONDONTWRITEBYTECODE=1 on some machines): without the cache
+# every xdist worker compiles the whole tree and rewrites every test module's asserts again,
+# about 3 s of CPU per worker per run. The workers start after this file is read and inherit
+# the environment.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 
 def worker_database_url(url: str, worker: str) -> tuple[str, str, str]:
