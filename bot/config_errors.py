@@ -64,7 +64,7 @@ def refuse_unknown_keys(
             continue
         if field is None:
             raise error((*loc, key), _did_you_mean(key, model.model_fields))
-        inner, keyed = _section_of(field.annotation)
+        inner, keyed = section_of(field.annotation)
         if inner is not None and isinstance(value, list):  # `[[mcp.servers]]`: each a section
             for index, item in enumerate(value):
                 if isinstance(item, Mapping):
@@ -80,20 +80,20 @@ def refuse_unknown_keys(
             refuse_unknown_keys(inner, value, (*loc, key), error)
 
 
-def _section_of(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+def section_of(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
     """(the model a field holds, whether it is a mapping of names to that model)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation, False
     origin = get_origin(annotation)
     args = get_args(annotation)
     if origin is list and len(args) == 1:
-        return _section_of(args[0])[0], False
+        return section_of(args[0])[0], False
     if origin in (dict, Mapping) and len(args) == 2:
-        inner, _ = _section_of(args[1])
+        inner, _ = section_of(args[1])
         return inner, inner is not None
     if origin in (Union, UnionType):
         for arg in args:
-            inner, keyed = _section_of(arg)
+            inner, keyed = section_of(arg)
             if inner is not None:
                 return inner, keyed
     return None, False
@@ -121,7 +121,7 @@ def refuse_unknown_env(settings: type[BaseModel]) -> None:
     sections = {
         name: field
         for name, field in settings.model_fields.items()
-        if _section_of(field.annotation)[0] is not None
+        if section_of(field.annotation)[0] is not None
     }
     for variable in sorted(os.environ):
         head, sep, rest = variable.lower().partition("__")

@@ -183,14 +183,15 @@ def test_every_section_forbids_unknown_keys() -> None:
     `Section`, so an unknown key through the environment or code is refused too."""
     from pydantic import BaseModel
 
-    from bot.config import Section, Settings, _section_of
+    from bot.config import Section, Settings
+    from bot.config_errors import section_of
 
     seen: list[type[BaseModel]] = []
     todo: list[type[BaseModel]] = [Settings]
     while todo:
         model = todo.pop()
         for field in model.model_fields.values():
-            inner, _ = _section_of(field.annotation)
+            inner, _ = section_of(field.annotation)
             if inner is not None and inner not in seen:
                 seen.append(inner)
                 todo.append(inner)
