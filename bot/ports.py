@@ -365,7 +365,7 @@ class SharedTokenCorrections(Protocol):
 class ChatLock(Protocol):
     """Mutual exclusion per (chat, scope), in this process or across workers; `hold` is an
     async context manager. `bot.services.turn_scheduler.LocalChatLock` serves one worker,
-    `storage.locks.AdvisoryChatLock` several on one PostgreSQL database."""
+    `storage.postgres.locks.AdvisoryChatLock` several on one PostgreSQL database."""
 
     def hold(
         self, key: SessionKey, *, scope: LockScope = "turn"

@@ -22,7 +22,7 @@ from bot.context.memory_block import CHAT_WIDE, MemoryFact
 from bot.errors import StorageUnavailable
 from storage.codec import utc
 from storage.engine import WRITE
-from storage.locks import advisory_key
+from storage.postgres.locks import advisory_key
 
 _BIG = (
     sa.bindparam("chat_id", type_=sa.BigInteger),

@@ -67,7 +67,7 @@ from bot.texts import text as user_text
 
 if TYPE_CHECKING:
     from adapters.otel import OtelTracer
-    from storage.live_channel import PgLiveChannel
+    from storage.postgres.live_channel import PgLiveChannel
 
 log = logging.getLogger("tgbot.run")
 

@@ -28,8 +28,8 @@ from bot.services.send_pacing import LocalSendPacer, PaceLimits
 from bot.services.turn_scheduler import LocalChatLock
 from bot.store_ports import ConversationStore
 from storage.engine import is_sqlite, normalise_url
-from storage.live_channel import PgLiveChannel
-from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
+from storage.postgres.live_channel import PgLiveChannel
+from storage.postgres.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
 from storage.rate_limits import SqlRateLimits
 from storage.send_pacing import SqlSendPacer
 from storage.sql import SqlStore

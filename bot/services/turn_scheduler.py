@@ -18,7 +18,7 @@ a long turn never blocks storing the next message:
 - `"turn"`: around running a turn, so two workers never answer in one chat at once.
 
 `LocalChatLock` here (per-chat asyncio locks) serves one worker on SQLite;
-`storage.locks.AdvisoryChatLock` (PostgreSQL advisory locks) serves several workers on one
+`storage.postgres.locks.AdvisoryChatLock` (PostgreSQL advisory locks) serves several workers on one
 database. `ChatLock` and `LockScope` are declared in `bot.ports`.
 """
 

@@ -16,7 +16,7 @@ from bot.domain.ids import SessionKey
 from bot.ports import ChatLock
 from bot.services.turn_scheduler import LocalChatLock
 from storage.engine import create_engine_for
-from storage.locks import MIGRATION_LOCK_ID, AdvisoryChatLock, advisory_key, chat_key
+from storage.postgres.locks import MIGRATION_LOCK_ID, AdvisoryChatLock, advisory_key, chat_key
 from tests.deadlines import EVENT, deadline
 from tests.test_scaleout.conftest import fresh_postgres
 

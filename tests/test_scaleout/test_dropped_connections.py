@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from bot.domain.ids import SessionKey
 from storage.engine import create_engine_for
-from storage.locks import AdvisoryChatLock
+from storage.postgres.locks import AdvisoryChatLock
 from storage.sql import SqlStore
 from tests.test_scaleout.conftest import fresh_postgres
 

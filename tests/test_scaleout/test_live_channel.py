@@ -1,7 +1,7 @@
-"""Live events between workers over PostgreSQL LISTEN/NOTIFY (`storage.live_channel`): what one
-worker publishes reaches the others' dashboards (not itself), a payload over PostgreSQL's
-limit is shortened and still delivered, a lost LISTEN connection comes back (logged once),
-and the dashboard's `/events` carries another worker's model call."""
+"""Live events between workers over PostgreSQL LISTEN/NOTIFY (`storage.postgres.live_channel`):
+what one worker publishes reaches the others' dashboards (not itself), a payload over
+PostgreSQL's limit is shortened and still delivered, a lost LISTEN connection comes back
+(logged once), and the dashboard's `/events` carries another worker's model call."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from bot.app.dashboard.server import build_application, open_dashboard
 from bot.config import load_settings
 from bot.context.history_trim import HistoryTrimmed
 from storage.engine import create_engine_for
-from storage.live_channel import MAX_PAYLOAD_BYTES, PgLiveChannel, bounded_payload
+from storage.postgres.live_channel import MAX_PAYLOAD_BYTES, PgLiveChannel, bounded_payload
 from tests.deadlines import EVENT, deadline
 from tests.test_agent.rig import SESSION, model_call
 from tests.test_scaleout.conftest import fresh_postgres

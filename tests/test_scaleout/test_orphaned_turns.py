@@ -21,7 +21,7 @@ from bot.domain.records import UserRecord
 from bot.ports import NewRecord
 from bot.services.inbound_rules import BotIdentity
 from storage.engine import create_engine_for
-from storage.locks import AdvisoryChatLock
+from storage.postgres.locks import AdvisoryChatLock
 from storage.sql import SqlStore
 from tests.fakes import RecordingMessenger, SteppingClock
 from tests.rig import BOT_ID, rig_settings, wire_app

@@ -16,7 +16,7 @@ from bot.domain.facts import Sender
 from bot.ports import LLMResponse
 from bot.texts import text
 from storage.engine import create_engine_for
-from storage.locks import AdvisoryChatLock
+from storage.postgres.locks import AdvisoryChatLock
 from storage.rate_limits import SqlRateLimits
 from storage.sql import SqlStore
 from tests.fakes import RecordingMessenger, inbound

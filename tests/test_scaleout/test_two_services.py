@@ -19,7 +19,7 @@ from bot.domain.records import UserRecord
 from bot.ports import ChatLock
 from bot.services.turn_scheduler import LocalChatLock
 from storage.engine import create_engine_for
-from storage.locks import AdvisoryChatLock
+from storage.postgres.locks import AdvisoryChatLock
 from storage.sql import SqlStore
 from tests.fakes import RecordingMessenger, inbound
 from tests.rig import rig_settings, wire_app

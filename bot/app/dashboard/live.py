@@ -9,7 +9,7 @@ info. Subscribers get bounded queues: a slow browser loses its oldest events, ne
 bot.
 
 On PostgreSQL (several workers) each worker also publishes the events of its runtime on a
-`LiveChannel` (`LivePublisher`; `storage.live_channel`: LISTEN/NOTIFY), whether it serves a
+`LiveChannel` (`LivePublisher`; `storage.postgres.live_channel`: LISTEN/NOTIFY), whether it serves a
 dashboard or not, and a dashboard served by a worker listens there too (`RemoteEvents`), so
 its `/events` shows every worker's calls, trims and errors. A worker's `/metrics` count its
 own events only (Prometheus scrapes every worker); a standalone dashboard keeps following the
@@ -46,7 +46,7 @@ POLL_SECONDS = 0.5
 
 
 class LiveChannel(Protocol):
-    """Live events between worker processes (`storage.live_channel.PgLiveChannel`). A
+    """Live events between worker processes (`storage.postgres.live_channel.PgLiveChannel`). A
     message is a JSON object; one published here is never delivered to this object's own
     `listen`."""
 
