@@ -5,6 +5,7 @@ send."""
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from bot.domain.facts import InboundMessage
@@ -21,6 +22,10 @@ from bot.services.private_members import PrivateMembers
 from bot.texts import ChatLocales, text
 
 log = logging.getLogger("tgbot.inbound")
+
+TOLD_NOT_ALLOWED = 10_000
+"""Strangers remembered as told that their private chat is not allowed (the oldest forgotten
+first: one told again after that many others is harmless)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,8 +56,9 @@ class InboundGate:
         (only the owner's private chat is let in)."""
         self.messenger = messenger
         self.locales = locales
-        self._told_not_allowed: set[int] = set()
-        """Members told once that their private chat is not allowed."""
+        self._told_not_allowed: OrderedDict[int, None] = OrderedDict()
+        """Members told once that their private chat is not allowed, the newest
+        `TOLD_NOT_ALLOWED` of them (a flood of strangers cannot grow it)."""
         self.limiter = RateLimiter(
             per_user=policy.user_messages_per_minute, per_chat=policy.chat_messages_per_minute
         )
@@ -117,9 +123,12 @@ class InboundGate:
         their user id to pass on to the owner; groups not allowed hear nothing."""
         if message.chat_type != "private" or message.sender.kind != "user":
             return
-        if message.sender.id in self._told_not_allowed:
+        told = self._told_not_allowed
+        if message.sender.id in told:
             return
-        self._told_not_allowed.add(message.sender.id)
+        told[message.sender.id] = None
+        if len(told) > TOLD_NOT_ALLOWED:
+            told.popitem(last=False)
         await self.messenger.send_text(
             message.chat_id,
             text(

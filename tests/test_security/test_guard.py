@@ -16,6 +16,7 @@ from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.app.context_show import context_show
 from bot.app.wiring import App
 from bot.domain.facts import Forward, InboundMessage, Quote, Sender
+from bot.services import inbound_gate
 from bot.services.guard import RateLimiter, chat_allowed
 from bot.texts import text
 from testkit.fake_server import FakeOpenAIServer
@@ -132,6 +133,26 @@ async def test_members_private_chats_follow_private_chats_not_the_group_allow_li
         assert await rig.store.list_sessions() == ()
     owner_chat = {"chat_id": OWNER_ID, "chat_type": "private", "sender": OWNER}
     assert await rig.send("still me", **owner_chat) == ["Noted: still me"]
+
+
+async def test_strangers_told_their_private_chat_is_closed_are_remembered_boundedly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flood of strangers cannot grow what the gate remembers: past the bound the oldest
+    is forgotten (told again if it writes again), the newest still hear nothing twice."""
+    monkeypatch.setattr(inbound_gate, "TOLD_NOT_ALLOWED", 2)
+    rig = Rig(tmp_path, security={"allowed_chats": [GROUP], "private_chats": "owner"})
+    strangers = [Sender(id=700 + n, name=f"stranger{n}") for n in range(3)]
+
+    async def write(stranger: Sender) -> list[str]:
+        return await rig.send("hi?", sender=stranger, chat_id=stranger.id, chat_type="private")
+
+    for stranger in strangers:
+        assert await write(stranger) == [text("en", "private_not_allowed", user_id=stranger.id)]
+    assert await write(strangers[2]) == []  # remembered
+    assert await write(strangers[0]) == [  # the oldest was forgotten: told again
+        text("en", "private_not_allowed", user_id=strangers[0].id)
+    ]
 
 
 async def test_a_private_chat_on_the_allow_list_is_let_in(tmp_path: Path) -> None:
