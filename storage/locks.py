@@ -5,7 +5,8 @@ connection of its own (from a pool kept apart from the store's, so a hundred lon
 starve the store of connections) and releases it in `finally`; `try_hold` takes it only if no
 worker holds it (`pg_try_advisory_lock`, for the orphaned-turn scan); `hold_store` takes a
 chat's "store" lock and, in the same statement, sees whether a worker holds its "join" lock
-(messages waiting to join the conversation there, which later messages wait behind). The
+(messages waiting to join the conversation there, which later messages wait behind) by
+taking that lock and giving it back when it is free. The
 lock id is a signed 64-bit hash of (scope, platform, chat id, thread id): every worker
 computes the same id for a chat.
 
@@ -38,13 +39,10 @@ _TRY_LOCK = text("SELECT pg_try_advisory_lock(:id)")
 _UNLOCK = text("SELECT pg_advisory_unlock(:id)")
 _LOCK_AND_PEEK = text(
     # the lock first (a FROM subquery with a volatile call is run before the outer select),
-    # then whether any session of this database holds the other lock (pg_locks is read
-    # live, not from a snapshot); a bigint advisory key is classid (high half), objid
-    # (low half), objsubid 1
-    "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
-    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-    " AND classid = :peek_high AND objid = :peek_low AND objsubid = 1)"
-    " FROM (SELECT pg_advisory_lock(:id)) AS held"
+    # then whether another session holds the other lock: taken and given back at once when
+    # free (constant time, where reading pg_locks grows with every lock held)
+    "SELECT CASE WHEN pg_try_advisory_lock(:peek) THEN NOT pg_advisory_unlock(:peek)"
+    " ELSE true END FROM (SELECT pg_advisory_lock(:id)) AS held"
 )
 
 LOCK_POOL_SIZE = 5
@@ -112,8 +110,7 @@ class AdvisoryChatLock:
         """The chat's "store" lock, and whether a worker holds its "join" lock (asked in
         the statement that takes the lock: no extra round trip)."""
         lock_id = chat_key(key, "store")
-        peek = chat_key(key, "join") & 0xFFFF_FFFF_FFFF_FFFF
-        conn, joining = await self._lock_peeking(lock_id, peek >> 32, peek & 0xFFFF_FFFF)
+        conn, joining = await self._lock_peeking(lock_id, chat_key(key, "join"))
         try:
             yield joining
         finally:
@@ -141,16 +138,14 @@ class AdvisoryChatLock:
         conn, _ = await self._lock_retried(lock_id, wait=wait, peek=None)
         return conn
 
-    async def _lock_peeking(
-        self, lock_id: int, high: int, low: int
-    ) -> tuple[AsyncConnection, bool]:
-        """A connection holding `lock_id`, and whether the lock (high, low) is held."""
-        conn, held = await self._lock_retried(lock_id, wait=True, peek=(high, low))
+    async def _lock_peeking(self, lock_id: int, peek: int) -> tuple[AsyncConnection, bool]:
+        """A connection holding `lock_id`, and whether another session holds `peek`."""
+        conn, held = await self._lock_retried(lock_id, wait=True, peek=peek)
         assert conn is not None
         return conn, held
 
     async def _lock_retried(
-        self, lock_id: int, *, wait: bool, peek: tuple[int, int] | None
+        self, lock_id: int, *, wait: bool, peek: int | None
     ) -> tuple[AsyncConnection | None, bool]:
         """A pooled connection the server dropped (`storage.reconnect`) is replaced once:
         the lock was not asked on it, so asking again on a fresh one is safe."""
@@ -164,7 +159,7 @@ class AdvisoryChatLock:
             raise StorageError(f"chat lock failed: {dropped.__cause__}") from dropped.__cause__
 
     async def _lock_once(
-        self, lock_id: int, *, wait: bool, peek: tuple[int, int] | None
+        self, lock_id: int, *, wait: bool, peek: int | None
     ) -> tuple[AsyncConnection | None, bool]:
         try:
             conn = await self._engine.connect()
@@ -174,7 +169,7 @@ class AdvisoryChatLock:
         try:
             conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
             if peek is not None:
-                params = {"id": lock_id, "peek_high": peek[0], "peek_low": peek[1]}
+                params = {"id": lock_id, "peek": peek}
                 peeked = bool((await conn.execute(_LOCK_AND_PEEK, params)).scalar_one())
             elif wait:
                 await conn.execute(_LOCK, {"id": lock_id})
