@@ -292,8 +292,9 @@ class ChatEventSink(Protocol):
 
 # ---------------------------------------------------------------- coordination
 
-LockScope = Literal["store", "turn"]
-"""`"store"`: around "is this message new? then append it"; `"turn"`: around running a turn
+LockScope = Literal["store", "turn", "join"]
+"""`"store"`: around "is this message new? then append it"; `"turn"`: around running a turn;
+`"join"`: held by the worker whose messages wait to join the conversation, while they wait
 (see `bot.services.turn_scheduler.LocalChatLock`)."""
 
 
@@ -375,6 +376,12 @@ class ChatLock(Protocol):
         self, key: SessionKey, *, scope: LockScope = "turn"
     ) -> AbstractAsyncContextManager[bool]:
         """Hold the lock if nobody does, without waiting; yields whether it is held."""
+        ...
+
+    def hold_store(self, key: SessionKey) -> AbstractAsyncContextManager[bool]:
+        """Hold the chat's `"store"` lock; yields whether some worker (this one included)
+        holds its `"join"` lock, i.e. has messages waiting to join the conversation, which
+        every later message of the chat waits behind (found with the lock, no extra trip)."""
         ...
 
     async def aclose(self) -> None:

@@ -105,6 +105,7 @@ def _encode_body(body: RecordBody) -> Json:
                     "merged": body.merged,
                     "album": body.album,
                     "linked_channel": body.linked_channel,
+                    "paid_stars": body.paid_stars,
                     "refused": body.refused,
                     "deleted": body.deleted,
                     "legacy": body.legacy,
@@ -210,6 +211,8 @@ def _quote(quote: Quote) -> Json:
             "fragment": quote.fragment,
             "chatName": quote.chat_name,
             "forwardedFrom": quote.forwarded_from,
+            "task": quote.task,
+            "story": quote.story,
         }
     )
 
@@ -284,6 +287,7 @@ def _decode_body(data: Mapping[str, Any]) -> RecordBody:
                 merged=bool(data.get("merged", False)),
                 album=str(data["album"]) if data.get("album") else None,
                 linked_channel=bool(data.get("linked_channel", False)),
+                paid_stars=_opt_int(data.get("paid_stars")),
                 refused=bool(data.get("refused", False)),
                 deleted=bool(data.get("deleted", False)),
                 legacy=bool(data.get("legacy", False)),
@@ -437,6 +441,8 @@ def _read_quote(raw: object) -> Quote | None:
         fragment=bool(raw.get("fragment", False)),
         chat_name=_opt_str(raw.get("chatName")),
         forwarded_from=_opt_str(raw.get("forwardedFrom")),
+        task=_opt_int(raw.get("task")),
+        story=_opt_int(raw.get("story")),
     )
 
 

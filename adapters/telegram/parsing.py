@@ -14,6 +14,7 @@ from aiogram.types import (
     MessageOriginChat,
     MessageOriginHiddenUser,
     MessageOriginUser,
+    Story,
     Update,
 )
 
@@ -93,6 +94,8 @@ class _Reader:
             event=event,
             language_code=msg.from_user.language_code if msg.from_user is not None else None,
             chat_migration=_chat_migration(msg),
+            # Bot API 9.x fields, read only when this aiogram has them
+            paid_stars=getattr(msg, "paid_star_count", None) or None,
         )
 
     def _content(self, msg: Message, actor: str) -> tuple[str | None, tuple[Media, ...]]:
@@ -116,6 +119,9 @@ class _Reader:
     def quote(self, msg: Message, reply: Message | None) -> Quote | None:
         selected = msg.quote.text if msg.quote is not None and msg.quote.text else None
         if reply is not None:
+            task_id, task_text = _checklist_task(msg, reply)
+            if selected is None:
+                selected = task_text  # the task replied to is the part of the message meant
             if selected is not None:
                 summary, truncated = summarize(selected, (), self.locale)
             else:
@@ -133,10 +139,27 @@ class _Reader:
                 chat_id=msg.chat.id,
                 fragment=selected is not None,
                 forwarded_from=forward.from_name if forward is not None else None,
+                task=task_id,
             )
         if msg.external_reply is not None:
             return self._external_quote(msg, msg.external_reply, selected)
+        story = getattr(msg, "reply_to_story", None)
+        if isinstance(story, Story):
+            return self._story_quote(story)
         return None
+
+    def _story_quote(self, story: Story) -> Quote:
+        """A reply to a story: no message of any chat, so no message id (0); the story's
+        chat is named on the quote line, its placeholder is the summary."""
+        summary, truncated = summarize("", (Media(kind="story"),), self.locale)
+        return Quote(
+            id=0,
+            summary=summary,
+            truncated=truncated,
+            chat_id=story.chat.id,
+            chat_name=chat_name_of(story.chat),
+            story=story.id,
+        )
 
     def _content_summary(self, msg: Message) -> tuple[str, bool]:
         media = media_of(msg)
@@ -243,6 +266,18 @@ def _origin_id(origin: MessageOrigin) -> int | None:
             return origin.chat.id
         case _:
             return None
+
+
+def _checklist_task(msg: Message, reply: Message) -> tuple[int | None, str | None]:
+    """The checklist task a reply names (`reply_to_checklist_task_id`) and its text, when
+    the replied checklist still lists it."""
+    task_id = getattr(msg, "reply_to_checklist_task_id", None)
+    if not isinstance(task_id, int):
+        return None, None
+    checklist = reply.checklist
+    tasks = checklist.tasks if checklist is not None else []
+    text = next((task.text for task in tasks if task.id == task_id and task.text), None)
+    return task_id, text
 
 
 def _explicit_reply(msg: Message) -> Message | None:

@@ -332,7 +332,10 @@ def build_system_prompt(facts: PromptFacts) -> str:
         "view; inspect_conversation_reference reads it in full.",
         "- In a quote line, forwarded_from: names who first wrote a forwarded message and "
         "chat: the other chat it comes from. Under a header with reply_to:m9, a line "
-        "[quote id:m9;] <text> is the part of m9 the member selected.",
+        "[quote id:m9;] <text> is the part of m9 the member selected; with task:2; it is "
+        "the checklist task the member replied to. [quote story:4;chat:…;] is a reply to "
+        "that chat's story.",
+        "- paid_stars:50; in a header: the sender paid that many Telegram Stars to send it.",
         "- via:@name; in a header: an inline bot produced that text, not the member. "
         "origin:peer_bot; marks another bot. origin:linked_channel; marks the post of the "
         "group's linked channel that Telegram forwarded in; replies to it comment on that "

@@ -323,7 +323,7 @@ class Windows:
         quoted = set()
         for record in records:
             quote = record.body.quote if isinstance(record.body, UserRecord) else None
-            if quote is not None and quote.chat_id in (None, session.key.chat_id):
+            if quote is not None and quote.id and quote.chat_id in (None, session.key.chat_id):
                 quoted.add(quote.id)
         missing = quoted - shown
         return await self.store.find_aliases(session.id, missing) if missing else {}

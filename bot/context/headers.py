@@ -15,6 +15,8 @@ Fields, in this order, each closed by `;`, only when they apply:
   Telegram's automatic forward of the linked channel's post (members comment under it).
 - `via:@<username>` when the message was sent through an inline bot (the words are the
   bot's, picked by the sender); shown in every scene, also where sender fields are not.
+- `paid_stars:<n>` when the sender paid Telegram Stars to send the message
+  (`paid_star_count`), in every scene.
 - `date:YYYY-MM-DD` on the first header of the window and the first of a new day in the
   bot's time zone; `time:HH:mm` with every date and whenever at least 60 s passed since the
   last header that *showed* a time.
@@ -58,6 +60,7 @@ class Header:
     reply_to: str | None = None
     album: str | None = None
     linked_channel: bool = False
+    paid_stars: int | None = None
 
 
 def render_header(header: Header) -> str:
@@ -72,14 +75,7 @@ def render_header(header: Header) -> str:
         fields.append(f"user:{header_value(header.user_name)};")
     if header.user_id is not None:
         fields.append(f"user_id:{header.user_id};")
-    if header.owner:
-        fields.append("owner:true;")
-    if header.peer_bot:
-        fields.append("origin:peer_bot;")
-    elif header.linked_channel:
-        fields.append("origin:linked_channel;")
-    if header.via is not None:
-        fields.append(f"via:{header_value(header.via)};")
+    fields.extend(_origin_fields(header))
     if header.date is not None:
         fields.append(f"date:{header.date};")
     if header.time is not None:
@@ -89,6 +85,23 @@ def render_header(header: Header) -> str:
     if header.album is not None:
         fields.append(f"album:{header_value(header.album)};")
     return "[" + "".join(fields) + "]" if fields else ""
+
+
+def _origin_fields(header: Header) -> list[str]:
+    """What the header says of where the message comes from: the owner, another bot, the
+    linked channel, an inline bot, Stars paid to send it."""
+    fields = []
+    if header.owner:
+        fields.append("owner:true;")
+    if header.peer_bot:
+        fields.append("origin:peer_bot;")
+    elif header.linked_channel:
+        fields.append("origin:linked_channel;")
+    if header.via is not None:
+        fields.append(f"via:{header_value(header.via)};")
+    if header.paid_stars:
+        fields.append(f"paid_stars:{header.paid_stars};")
+    return fields
 
 
 def as_utc(moment: datetime) -> datetime:
@@ -152,6 +165,7 @@ class HeaderWalker:
         reply_to: str | None = None,
         album: str | None = None,
         linked_channel: bool = False,
+        paid_stars: int | None = None,
     ) -> str:
         """The next message's header line (`""` when it has no field); advances the walk.
 
@@ -176,6 +190,7 @@ class HeaderWalker:
                 reply_to=reply_to,
                 album=album,
                 linked_channel=linked_channel,
+                paid_stars=paid_stars,
             )
         )
 

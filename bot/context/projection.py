@@ -391,6 +391,7 @@ class _Renderer:
             reply_to=view.reply_to,
             album=self._album_alias(record, body),
             linked_channel=body.linked_channel,
+            paid_stars=body.paid_stars,
         )
         content = _join(
             [

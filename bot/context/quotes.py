@@ -2,7 +2,8 @@
 
 - Target inside the window (also our own reply): `reply_to:<alias>` in the header, no text.
   When the member selected part of the target (Telegram's `quote`), the fragment is shown
-  as well, on a line that needs only the id: `[quote id:m9;] <fragment>`.
+  as well, on a line that needs only the id: `[quote id:m9;] <fragment>`; a reply to one
+  task of a checklist names it the same way, `[quote id:m9;task:2;] <the task's text>`.
 - Otherwise a line before the body:
   `[quote id:<alias or platform id>;chat:<name>;user_id:<sender>;date:<YYYY-MM-DD>;`
   `time:<HH:mm>;forwarded_from:<name>;] <summary>` (one line; fields only when they apply).
@@ -12,7 +13,10 @@
   when unknown; `date` only when the quoted message is from another day than the quoting
   one (a bare `HH:mm` would read as today).
   `forwarded_from:` names the original author when the quoted message was a forward (one
-  level), so the words are not credited to whoever forwarded them.
+  level), so the words are not credited to whoever forwarded them. `task:<id>` the checklist
+  task the reply is about (the summary is then that task's text).
+- A reply to a story (`reply_to_story`): `[quote story:<id>;chat:<name>;] [story <name>]`,
+  never `reply_to` nor a reference (a story is no message of this chat).
   The summary is the stored one-line `Quote.summary`, escaped, with `…` when truncated.
 - A truncated summary adds one entry to an `[Untrusted conversation references]` block
   after the body, pointing at the tool that reads it whole:
@@ -70,29 +74,16 @@ def render_quote(
     `in_window` maps platform ids of messages shown before this one in the window to their
     aliases; `on_path` does the same for the rest of the active path.
     """
+    if quote.story is not None:
+        return _story_view(quote)
     foreign = quote.chat_name is not None or (
         chat_id is not None and quote.chat_id is not None and quote.chat_id != chat_id
     )
     if not foreign and quote.id in in_window:
-        alias = in_window[quote.id]
-        fragment = _tail(quote.summary) if quote.fragment else ""
-        if fragment and quote.truncated and not fragment.endswith(ELLIPSIS):
-            fragment += ELLIPSIS
-        line = f"[quote id:{header_value(alias)};] {fragment}" if fragment else None
-        return QuoteView(reply_to=alias, line=line)
+        return _in_window_view(quote, in_window[quote.id])
     path_alias = None if foreign else on_path.get(quote.id)
     shown = path_alias if path_alias is not None else str(quote.id) if quote.id else UNKNOWN_ID
-    fields = [f"id:{header_value(shown)};"]
-    if quote.chat_name:
-        fields.append(f"chat:{header_value(quote.chat_name)};")
-    if quote.sender_id is not None:
-        fields.append(f"user_id:{quote.sender_id};")
-    if quote.timestamp is not None:
-        if local_day(quote.timestamp, zone) != local_day(quoted_at, zone):
-            fields.append(f"date:{local_day(quote.timestamp, zone).isoformat()};")
-        fields.append(f"time:{local_hhmm(quote.timestamp, zone)};")
-    if quote.forwarded_from:
-        fields.append(f"forwarded_from:{header_value(quote.forwarded_from)};")
+    fields = [f"id:{header_value(shown)};", *_fields(quote, zone=zone, quoted_at=quoted_at)]
     summary = _tail(quote.summary)
     if quote.truncated and not summary.endswith(ELLIPSIS):
         summary += ELLIPSIS
@@ -110,6 +101,45 @@ def render_quote(
         alias=path_alias,
         platform_id=None if foreign or path_alias is not None or not quote.id else quote.id,
     )
+
+
+def _in_window_view(quote: Quote, alias: str) -> QuoteView:
+    """`reply_to:` in the header; a line only for a selected fragment or a checklist task."""
+    task = f"task:{quote.task};" if quote.task is not None else ""
+    fragment = _tail(quote.summary) if quote.fragment else ""
+    if fragment and quote.truncated and not fragment.endswith(ELLIPSIS):
+        fragment += ELLIPSIS
+    if not fragment and not task:
+        return QuoteView(reply_to=alias)
+    line = f"[quote id:{header_value(alias)};{task}]" + (f" {fragment}" if fragment else "")
+    return QuoteView(reply_to=alias, line=line)
+
+
+def _fields(quote: Quote, *, zone: tzinfo, quoted_at: datetime) -> list[str]:
+    """The quote line's fields after `id:`, those that apply, in their order."""
+    fields = []
+    if quote.chat_name:
+        fields.append(f"chat:{header_value(quote.chat_name)};")
+    if quote.sender_id is not None:
+        fields.append(f"user_id:{quote.sender_id};")
+    if quote.timestamp is not None:
+        if local_day(quote.timestamp, zone) != local_day(quoted_at, zone):
+            fields.append(f"date:{local_day(quote.timestamp, zone).isoformat()};")
+        fields.append(f"time:{local_hhmm(quote.timestamp, zone)};")
+    if quote.forwarded_from:
+        fields.append(f"forwarded_from:{header_value(quote.forwarded_from)};")
+    if quote.task is not None:
+        fields.append(f"task:{quote.task};")
+    return fields
+
+
+def _story_view(quote: Quote) -> QuoteView:
+    """A reply to a story: its id and chat, and the story's placeholder."""
+    fields = [f"story:{quote.story};"]
+    if quote.chat_name:
+        fields.append(f"chat:{header_value(quote.chat_name)};")
+    summary = _tail(quote.summary)
+    return QuoteView(line="[quote " + "".join(fields) + "]" + (" " + summary if summary else ""))
 
 
 def _tail(summary: str) -> str:

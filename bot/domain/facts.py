@@ -97,7 +97,10 @@ class Quote:
     `fragment` says `summary` is the part of the message the sender selected (Telegram's
     `quote`), shown even when the target is in the window. `chat_name` names the other
     chat of an external reply (title or `@username`); `forwarded_from` the original author
-    when the quoted message was itself a forward (one level).
+    when the quoted message was itself a forward (one level). `task` is the checklist task
+    a reply names (`reply_to_checklist_task_id`; its text is then the fragment). `story` is
+    the id of the story a reply answers (`reply_to_story`): `id` is then 0 (no message),
+    `chat_name` the story's chat and `summary` its placeholder.
     """
 
     id: int
@@ -109,6 +112,8 @@ class Quote:
     fragment: bool = False
     chat_name: str | None = None
     forwarded_from: str | None = None
+    task: int | None = None
+    story: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,6 +170,8 @@ class InboundMessage:
     chat_migration: tuple[int, int] | None = None
     """(old chat id, new chat id) on the service message of a group upgraded to a
     supergroup (`migrate_from_chat_id` in the new chat, `migrate_to_chat_id` in the old)."""
+    paid_stars: int | None = None
+    """The Telegram Stars the sender paid to send it (`paid_star_count`), when they did."""
 
 
 MembershipChangeKind = Literal["added", "removed", "updated"]

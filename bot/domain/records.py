@@ -42,6 +42,8 @@ class UserRecord:
     """The media group (`media_group_id`) the message is one part of."""
     linked_channel: bool = False
     """An automatic forward of the linked channel's post."""
+    paid_stars: int | None = None
+    """The Telegram Stars the sender paid to send it (`paid_star_count`)."""
     refused: bool = False
     """The rate limit refused it: stored like every message, never answered (not by crash
     recovery either)."""

@@ -25,10 +25,12 @@ Hostile members and busy chats:
   turn: it is recorded at once as a platform message (so a retried update is not stored
   twice), the pending turn starts without waiting out the rest of its window, and the
   message joins the conversation right after that turn has answered, followed by a turn of
-  its own (so does whatever its sender writes meanwhile, in order). So each addressed
+  its own (so does whatever the chat gets meanwhile, in order, on this worker or another:
+  the worker whose messages wait holds the chat's "join" lock, which the store lock reports
+  to the others). So a chat's messages are stored in Telegram's order, each addressed
   message is answered, and each turn's current message is the one it answers. A crash in
   that short gap leaves the waiting message out of the conversation (it stays a recorded
-  platform message).
+  platform message); the other workers' messages then join.
 
 Whether a message is answered and what it is stored as are pure rules, in
 `bot.services.inbound_rules`.
@@ -237,8 +239,8 @@ class InboundService:
         while queues:
             # what goes alone is decided under the store locks, as `_store_alone` decides
             # whether a message waits its turn (another request may have just scheduled one)
-            async with self.turns.storing_batch([sessions[key] for key in queues]):
-                batch, alone = self._next_round(queues, sessions)
+            async with self.turns.storing_batch([sessions[key] for key in queues]) as joining:
+                batch, alone = self._next_round(queues, sessions, joining=joining)
                 stored = await self._append_round(batch) if batch else []
             for (session, message), (record, admission) in zip(batch, stored, strict=True):
                 await self._after_stored(session, message, record, admission)
@@ -289,15 +291,18 @@ class InboundService:
         self,
         queues: dict[SessionKey, deque[InboundMessage]],
         sessions: dict[SessionKey, SessionInfo],
+        *,
+        joining: bool = False,
     ) -> tuple[list[Round], list[Round]]:
         """Take the next round from `queues` (emptied queues leave): from every chat its
         messages up to and including the first that starts a turn, or its first message
-        when that one goes alone. Returns (stored together, alone)."""
+        when that one goes alone (every message, while messages wait to join: `joining`).
+        Returns (stored together, alone)."""
         batch: list[Round] = []
         alone: list[Round] = []
         for key in list(queues):
             queue, session = queues[key], sessions[key]
-            if self._goes_alone(queue[0], session):
+            if joining or self._goes_alone(queue[0], session):
                 alone.append((session, queue.popleft()))
             else:
                 while queue and not self._goes_alone(queue[0], session):
@@ -323,8 +328,8 @@ class InboundService:
 
     def _goes_alone(self, message: InboundMessage, session: SessionInfo) -> bool:
         """Whether a message goes alone (`_store_alone`): a command, or a message held back
-        behind another member's waiting turn (and what its sender writes until it joined),
-        so those keep their order and their turn."""
+        behind another member's waiting turn (and what the chat gets until it joined), so
+        those keep their order and their turn."""
         if message.command is not None and self.commands is not None:
             return True
         state = self.turns.known(session.id)
@@ -347,7 +352,7 @@ class InboundService:
             if await self.commands(message, session):
                 return
         state = self.turns.state(session.id)
-        async with self.turns.storing(session):
+        async with self.turns.storing(session) as joining:
             if (
                 await self.platform_messages.find_platform_message(
                     message.chat_id, message.message_id
@@ -360,8 +365,9 @@ class InboundService:
             pending = state.pending
             merged = state.merges(message.sender.id)
             # someone else's turn waits out its merge window: this message waits its turn
-            # (and so does whatever its sender writes until it joined, to keep their order)
-            defer = state.holds_back(message.sender.id, answer=answer)
+            # (and so does whatever the chat gets until it joined, here or on another
+            # worker: `joining`, to keep Telegram's order)
+            defer = joining or state.holds_back(message.sender.id, answer=answer)
             admission = await self.gate.admission(message, session, answer=answer)
             if defer:
                 await self.platform_messages.record_platform_messages(
@@ -369,19 +375,20 @@ class InboundService:
                 )
                 if pending is not None:
                     pending.hurry.set()  # keep the wait (and the unstored gap) short
+
+                async def join() -> None:
+                    await self._store_inbound(
+                        session, message, merged=False, refused=admission.refused
+                    )
+
+                await self.turns.join_later(session, message, join, answer=admission.admitted)
             else:
                 await self._store_inbound(
                     session, message, merged=merged, refused=admission.refused
                 )
         if admission.refused:
             await self.gate.refuse(message)
-        if defer:
-
-            async def join() -> None:
-                await self._store_inbound(session, message, merged=False, refused=admission.refused)
-
-            self.turns.join_later(session, message, join, answer=admission.admitted)
-        elif admission.admitted:
+        if not defer and admission.admitted:
             self.turns.schedule(session, message)
 
     async def _append_round(

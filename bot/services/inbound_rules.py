@@ -238,7 +238,9 @@ def platform_message_of(
         date=known.date if known is not None else message.date,
         text=message.text if message.event is None else message.event,
         media=message.media,
-        reply_to_message_id=message.quote.id if message.quote is not None else None,
+        reply_to_message_id=message.quote.id
+        if message.quote is not None and message.quote.id
+        else None,
         record_id=known.record_id if known is not None else None,
         edited_at=message.edit_date if message.is_edit else None,
     )
@@ -257,6 +259,7 @@ def _body(message: InboundMessage, *, merged: bool, refused: bool) -> RecordBody
         album=message.media_group_id,
         linked_channel=message.automatic_forward,
         refused=refused,
+        paid_stars=message.paid_stars,
     )
 
 

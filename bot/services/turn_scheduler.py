@@ -15,7 +15,11 @@ a long turn never blocks storing the next message:
 
 - `"store"`: around "is this message new? then append it" (the de-duplication check and
   the write, so a retried update sent to two workers is stored once, in arrival order);
-- `"turn"`: around running a turn, so two workers never answer in one chat at once.
+- `"turn"`: around running a turn, so two workers never answer in one chat at once;
+- `"join"`: held by a worker from the moment it holds back a message until its held-back
+  messages joined the conversation; taking the store lock tells the other workers (in the
+  same statement), whose new messages of that chat then wait too and join after, so a
+  chat's messages are stored in Telegram's order across workers.
 
 `LocalChatLock` here (per-chat asyncio locks) serves one worker on SQLite;
 `storage.postgres.locks.AdvisoryChatLock` (PostgreSQL advisory locks) serves several workers on one
@@ -65,6 +69,27 @@ class PendingTurn:
 
 
 @dataclass(slots=True)
+class JoinHold:
+    """This worker's hold of a chat's `"join"` lock while its messages wait to join."""
+
+    granted: asyncio.Event = field(default_factory=asyncio.Event)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+
+    async def wait(self) -> None:
+        """Until the lock is held (or could not be taken: the messages join anyway)."""
+        if self.task is None or self.granted.is_set():
+            return
+        granted = asyncio.ensure_future(self.granted.wait())
+        try:
+            await asyncio.wait({granted, self.task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            granted.cancel()
+        if not self.granted.is_set():
+            log.warning("the chat's join lock could not be taken: joining without it")
+
+
+@dataclass(slots=True)
 class SessionTurns:
     """What one session's scheduling keeps: its locks, its pending turn, what waits."""
 
@@ -77,6 +102,8 @@ class SessionTurns:
     """The last deferred message still waiting to join the conversation."""
     deferred: dict[int, int] = field(default_factory=dict)
     """Senders with messages waiting to join (sender id → how many)."""
+    join_hold: JoinHold | None = None
+    """The chat's `"join"` lock, held while messages wait to join here."""
     tasks: int = 0
     """Turn tasks created for this session and not finished yet."""
 
@@ -96,11 +123,11 @@ class SessionTurns:
 
     def holds_back(self, sender_id: int, *, answer: bool) -> bool:
         """Whether a message of `sender_id` waits its turn: it addresses the bot while
-        someone else's turn waits out its merge window, or its sender already has messages
-        waiting (so theirs keep their order)."""
+        someone else's turn waits out its merge window, or messages already wait to join
+        (anyone's: the chat's messages are stored in Telegram's order)."""
         waiting = self.waiting()
         others = waiting is not None and waiting.sender_id != sender_id
-        return (answer and others) or sender_id in self.deferred
+        return (answer and others) or bool(self.deferred)
 
 
 class TurnScheduler:
@@ -161,27 +188,37 @@ class TurnScheduler:
             return nullcontext()
         return self.chat_lock.hold(session.key, scope=scope)
 
-    @asynccontextmanager
-    async def storing(self, session: SessionInfo) -> AsyncIterator[None]:
-        """Around "is this message new? then store it": in-process, then across workers."""
-        async with self.state(session.id).store_lock, self._chat_held(session, "store"):
-            yield
+    def _store_held(self, session: SessionInfo) -> AbstractAsyncContextManager[bool]:
+        """The chat's "store" lock across workers, yielding whether messages wait to join
+        there (on any worker); nothing and False when no ChatLock is wired."""
+        if self.chat_lock is None:
+            return nullcontext(False)
+        return self.chat_lock.hold_store(session.key)
 
     @asynccontextmanager
-    async def storing_batch(self, sessions: Collection[SessionInfo]) -> AsyncIterator[None]:
+    async def storing(self, session: SessionInfo) -> AsyncIterator[bool]:
+        """Around "is this message new? then store it": in-process, then across workers;
+        yields whether messages wait to join the chat's conversation (here or on another
+        worker), which a new message then waits behind."""
+        async with self.state(session.id).store_lock, self._store_held(session) as joining:
+            yield joining
+
+    @asynccontextmanager
+    async def storing_batch(self, sessions: Collection[SessionInfo]) -> AsyncIterator[bool]:
         """The store locks of several sessions, in id order (no two batches deadlock). The
         cross-worker chat lock only for one session (a webhook update; a polling round of
         one chat): a batch of several chats comes from long polling, which Telegram serves
         to one consumer at a time, and one lock held per chat would hold a database
-        connection each."""
+        connection each. Yields what `storing` does for one session (False for several)."""
         by_id = {session.id: session for session in sessions}
         async with AsyncExitStack() as held:
             for session_id in sorted(by_id):
                 await held.enter_async_context(self.state(session_id).store_lock)
+            joining = False
             if len(by_id) == 1:
                 (session,) = by_id.values()
-                await held.enter_async_context(self._chat_held(session, "store"))
-            yield
+                joining = await held.enter_async_context(self._store_held(session))
+            yield joining
 
     @asynccontextmanager
     async def turn_lock(self, session: SessionInfo) -> AsyncIterator[None]:
@@ -242,7 +279,7 @@ class TurnScheduler:
         )
         self._track(state, task)
 
-    def join_later(
+    async def join_later(
         self,
         session: SessionInfo,
         message: InboundMessage,
@@ -251,9 +288,12 @@ class TurnScheduler:
         answer: bool,
     ) -> None:
         """Store `message` (`store`, under the store locks) once the turns pending for other
-        senders have answered, after the messages deferred before it; then, if `answer`,
-        give it a turn."""
+        senders have answered, after the messages deferred before it and those waiting on
+        other workers; then, if `answer`, give it a turn. Called under the store locks, so
+        the chat's `"join"` lock is taken (`_hold_join`) before another worker can store a
+        later message."""
         state = self.state(session.id)
+        hold = await self._hold_join(session, state)
         previous = state.joining
         sender = message.sender.id
         state.deferred[sender] = state.deferred.get(sender, 0) + 1
@@ -262,6 +302,8 @@ class TurnScheduler:
             try:
                 if previous is not None:
                     await asyncio.wait([previous])
+                if hold is not None:
+                    await hold.wait()  # another worker's waiting messages join first
                 while (
                     (pending := state.pending) is not None
                     and pending.sender_id != sender
@@ -281,11 +323,46 @@ class TurnScheduler:
         state.joining = task
 
         def forget(finished: asyncio.Task[None]) -> None:
-            if state.joining is finished:
+            if state.joining is finished:  # nothing waits to join here any more
                 state.joining = None
+                if state.join_hold is not None:
+                    state.join_hold.release.set()
+                    state.join_hold = None
 
         task.add_done_callback(forget)
         self._track(state, task)
+
+    async def _hold_join(self, session: SessionInfo, state: SessionTurns) -> JoinHold | None:
+        """The chat's `"join"` lock for this worker's waiting messages, kept until the last
+        of them joined: taken before returning when no worker holds it; otherwise held (by a
+        task) once the other worker's messages joined. None: no ChatLock is wired."""
+        chat_lock = self.chat_lock
+        if chat_lock is None:
+            return None
+        if state.join_hold is not None:
+            return state.join_hold
+        hold = state.join_hold = JoinHold()
+        tried = asyncio.Event()
+
+        async def holding() -> None:
+            try:
+                async with chat_lock.try_hold(session.key, scope="join") as held:
+                    if held:
+                        hold.granted.set()
+                        tried.set()
+                        await hold.release.wait()
+                        return
+                tried.set()
+                async with chat_lock.hold(session.key, scope="join"):
+                    hold.granted.set()
+                    await hold.release.wait()
+            finally:
+                tried.set()
+
+        hold.task = asyncio.create_task(holding(), name=f"join-lock-{session.id}")
+        self._track(state, hold.task)
+        await tried.wait()
+        return hold
 
     def queue_edit(
         self,
@@ -426,6 +503,11 @@ class LocalChatLock:
             return
         async with self.hold(key, scope=scope):
             yield True
+
+    @asynccontextmanager
+    async def hold_store(self, key: SessionKey) -> AsyncIterator[bool]:
+        async with self.hold(key, scope="store"):
+            yield ("join", key.platform, key.chat_id, key.thread_id) in self._entries
 
     @property
     def held(self) -> int:

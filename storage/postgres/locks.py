@@ -3,8 +3,12 @@
 `AdvisoryChatLock.hold(key, scope=...)` takes a session-level `pg_advisory_lock` on a
 connection of its own (from a pool kept apart from the store's, so a hundred long turns cannot
 starve the store of connections) and releases it in `finally`; `try_hold` takes it only if no
-worker holds it (`pg_try_advisory_lock`, for the orphaned-turn scan). The lock id is a signed 64-bit
-hash of (scope, platform, chat id, thread id): every worker computes the same id for a chat.
+worker holds it (`pg_try_advisory_lock`, for the orphaned-turn scan); `hold_store` takes a
+chat's "store" lock and, in the same statement, sees whether a worker holds its "join" lock
+(messages waiting to join the conversation there, which later messages wait behind) by
+taking that lock and giving it back when it is free. The
+lock id is a signed 64-bit hash of (scope, platform, chat id, thread id): every worker
+computes the same id for a chat.
 
 A session-level advisory lock dies with its connection, so whenever acquiring or releasing
 goes wrong (a cancelled wait, a lost connection) the connection is invalidated, never handed
@@ -33,6 +37,13 @@ log = logging.getLogger(__name__)
 _LOCK = text("SELECT pg_advisory_lock(:id)")
 _TRY_LOCK = text("SELECT pg_try_advisory_lock(:id)")
 _UNLOCK = text("SELECT pg_advisory_unlock(:id)")
+_LOCK_AND_PEEK = text(
+    # the lock first (a FROM subquery with a volatile call is run before the outer select),
+    # then whether another session holds the other lock: taken and given back at once when
+    # free (constant time, where reading pg_locks grows with every lock held)
+    "SELECT CASE WHEN pg_try_advisory_lock(:peek) THEN NOT pg_advisory_unlock(:peek)"
+    " ELSE true END FROM (SELECT pg_advisory_lock(:id)) AS held"
+)
 
 LOCK_POOL_SIZE = 5
 """Idle connections kept for locks; more are opened while more chats hold a lock at once."""
@@ -95,6 +106,17 @@ class AdvisoryChatLock:
             await self._release(conn, lock_id)
 
     @asynccontextmanager
+    async def hold_store(self, key: SessionKey) -> AsyncIterator[bool]:
+        """The chat's "store" lock, and whether a worker holds its "join" lock (asked in
+        the statement that takes the lock: no extra round trip)."""
+        lock_id = chat_key(key, "store")
+        conn, joining = await self._lock_peeking(lock_id, chat_key(key, "join"))
+        try:
+            yield joining
+        finally:
+            await self._release(conn, lock_id)
+
+    @asynccontextmanager
     async def hold_id(self, lock_id: int) -> AsyncIterator[None]:
         """Hold the advisory lock `lock_id` (waits, without polling, for the holder)."""
         conn = await self._acquire(lock_id)
@@ -112,30 +134,48 @@ class AdvisoryChatLock:
         return conn
 
     async def _lock(self, lock_id: int, *, wait: bool) -> AsyncConnection | None:
-        """A connection holding `lock_id`; without `wait`, None when someone holds it.
-        A pooled connection the server dropped (`storage.reconnect`) is replaced once: the
-        lock was not asked on it, so asking again on a fresh one is safe."""
+        """A connection holding `lock_id`; without `wait`, None when someone holds it."""
+        conn, _ = await self._lock_retried(lock_id, wait=wait, peek=None)
+        return conn
+
+    async def _lock_peeking(self, lock_id: int, peek: int) -> tuple[AsyncConnection, bool]:
+        """A connection holding `lock_id`, and whether another session holds `peek`."""
+        conn, held = await self._lock_retried(lock_id, wait=True, peek=peek)
+        assert conn is not None
+        return conn, held
+
+    async def _lock_retried(
+        self, lock_id: int, *, wait: bool, peek: int | None
+    ) -> tuple[AsyncConnection | None, bool]:
+        """A pooled connection the server dropped (`storage.reconnect`) is replaced once:
+        the lock was not asked on it, so asking again on a fresh one is safe."""
         try:
-            return await self._lock_once(lock_id, wait=wait)
+            return await self._lock_once(lock_id, wait=wait, peek=peek)
         except _Dropped:
             log.info("lock connection was dropped; asking again on a fresh one")
         try:
-            return await self._lock_once(lock_id, wait=wait)
+            return await self._lock_once(lock_id, wait=wait, peek=peek)
         except _Dropped as dropped:
             raise StorageError(f"chat lock failed: {dropped.__cause__}") from dropped.__cause__
 
-    async def _lock_once(self, lock_id: int, *, wait: bool) -> AsyncConnection | None:
+    async def _lock_once(
+        self, lock_id: int, *, wait: bool, peek: int | None
+    ) -> tuple[AsyncConnection | None, bool]:
         try:
             conn = await self._engine.connect()
         except SQLAlchemyError as exc:
             raise StorageError(f"no connection for a chat lock: {exc}") from exc
+        peeked = False
         try:
             conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-            if wait:
+            if peek is not None:
+                params = {"id": lock_id, "peek": peek}
+                peeked = bool((await conn.execute(_LOCK_AND_PEEK, params)).scalar_one())
+            elif wait:
                 await conn.execute(_LOCK, {"id": lock_id})
             elif not (await conn.execute(_TRY_LOCK, {"id": lock_id})).scalar_one():
                 await conn.close()  # nothing was granted: the connection is clean
-                return None
+                return None, False
         except BaseException as exc:
             # Cancelled while waiting, or the connection broke: the server may have granted
             # the lock anyway, so this connection must die with it rather than be pooled.
@@ -145,7 +185,7 @@ class AdvisoryChatLock:
             if isinstance(exc, SQLAlchemyError):
                 raise StorageError(f"chat lock failed: {exc}") from exc
             raise
-        return conn
+        return conn, peeked
 
     async def _release(self, conn: AsyncConnection, lock_id: int) -> None:
         try:

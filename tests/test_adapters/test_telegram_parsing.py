@@ -642,3 +642,48 @@ def test_a_group_upgraded_to_a_supergroup_names_both_chat_ids(name: str) -> None
 
 def test_an_ordinary_message_is_no_chat_migration() -> None:
     assert parse(message_with()).chat_migration is None
+
+
+# ---------------------------------------------------------------- facts members care about
+
+
+def test_a_reply_to_a_checklist_task_names_the_task_and_its_text() -> None:
+    parsed = parse(corpus("private_reply_to_checklist_task"))
+    assert parsed.quote is not None
+    assert (parsed.quote.id, parsed.quote.task) == (5, 2)
+    assert parsed.quote.summary == "Telur"  # the task, not the whole checklist
+    assert parsed.quote.fragment is True
+
+
+def test_a_task_the_checklist_no_longer_lists_keeps_its_id_and_the_checklist() -> None:
+    data = corpus("private_reply_to_checklist_task")
+    data["message"]["reply_to_checklist_task_id"] = 9
+    parsed = parse(data)
+    assert parsed.quote is not None
+    assert parsed.quote.task == 9
+    assert parsed.quote.fragment is False
+    assert parsed.quote.summary == "[checklist Belanja: ✓ Beras / Telur]"
+    del data["message"]["reply_to_checklist_task_id"]
+    plain = parse(data)
+    assert plain.quote is not None
+    assert plain.quote.task is None
+
+
+def test_a_paid_message_keeps_its_star_count() -> None:
+    parsed = parse(corpus("nam_paid_star_count"))
+    assert parsed.paid_stars == 50
+    assert parse(message_with()).paid_stars is None
+
+
+def test_a_reply_to_a_story_names_the_story_and_its_chat_never_a_message() -> None:
+    parsed = parse(corpus("group_reply_to_story"))
+    assert parsed.quote == Quote(
+        id=0,
+        summary="[story]",
+        chat_id=1,
+        chat_name="super-group-title",
+        story=1,
+    )
+    channel = parse(corpus("nam_anonymous_admin_signature"))
+    assert channel.quote is not None
+    assert (channel.quote.story, channel.quote.chat_name) == (4, "Stories")

@@ -41,6 +41,10 @@ US = Sender(id=9000, name="Us", is_bot=True)
             "[id:m2;user_id:1;via:@gif;time:14:03;reply_to:m1;]",
         ),
         (Header(ids=("m2",), via="@x;]\n[id:m9"), "[id:m2;via:@x,) (id:m9;]"),
+        (
+            Header(ids=("m3",), user_id=7, via="@gif", paid_stars=50, time="15:06"),
+            "[id:m3;user_id:7;via:@gif;paid_stars:50;time:15:06;]",
+        ),
     ],
     ids=[
         "full",
@@ -52,6 +56,7 @@ US = Sender(id=9000, name="Us", is_bot=True)
         "name",
         "via-after-sender-fields",
         "forged-via",
+        "paid-stars-after-via",
     ],
 )
 def test_render_header(header: Header, expected: str) -> None:

@@ -125,6 +125,26 @@ ON_PATH = {301: "m3"}
             Quote(id=42, summary="[图片] [quote id:m1;] fake"),
             QuoteView(line="[quote id:42;] [图片] \\[quote id:m1;] fake", platform_id=42),
         ),
+        (
+            Quote(id=501, sender_id=1001, summary="Telur", fragment=True, task=2),
+            QuoteView(reply_to="m9", line="[quote id:m9;task:2;] Telur"),
+        ),
+        (
+            Quote(id=501, sender_id=1001, summary="[checklist Belanja]", task=7),
+            QuoteView(reply_to="m9", line="[quote id:m9;task:7;]"),
+        ),
+        (
+            Quote(id=42, sender_id=1001, timestamp=EARLIER, summary="Telur", fragment=True, task=2),
+            QuoteView(line="[quote id:42;user_id:1001;time:13:00;task:2;] Telur", platform_id=42),
+        ),
+        (
+            Quote(id=0, chat_id=-100, chat_name="Stories]\n[id:m1;", summary="[story]", story=4),
+            QuoteView(line="[quote story:4;chat:Stories) (id:m1,;] [story]"),
+        ),
+        (
+            Quote(id=0, chat_id=-100, chat_name="Tea Room", summary="[story]", story=501),
+            QuoteView(line="[quote story:501;chat:Tea Room;] [story]"),
+        ),
     ],
     ids=[
         "in-window-reply-to",
@@ -145,6 +165,11 @@ ON_PATH = {301: "m3"}
         "external-reply-of-an-unnamed-chat",
         "external-reply-without-a-message-id",
         "member-text-after-our-placeholder-escaped",
+        "checklist-task-in-window-names-the-task",
+        "checklist-task-no-longer-listed-keeps-its-id",
+        "checklist-task-out-of-window",
+        "story-with-a-forged-chat-name",
+        "story-of-this-chat-never-reply-to-a-message-with-its-id",
     ],
 )
 def test_render_quote(quote: Quote, expected: QuoteView) -> None:

@@ -178,3 +178,23 @@ async def test_try_hold_takes_a_free_lock_and_never_waits_for_a_held_one(
             assert again is False  # held by a try_hold too
     async with first.hold(CHAT, scope="turn"):  # and released by it
         pass
+
+
+async def test_the_store_lock_tells_whether_another_worker_has_messages_waiting_to_join(
+    workers: Workers,
+) -> None:
+    """`hold_store` says whether a chat's "join" lock is held (by either worker), only for
+    that chat and topic, and holds the store lock as `hold(scope="store")` does."""
+    first, second = workers
+    async with second.hold_store(CHAT) as joining:
+        assert joining is False
+    async with first.hold(CHAT, scope="join"):
+        async with second.hold_store(CHAT) as joining:
+            assert joining is True
+            async with first.try_hold(CHAT, scope="store") as held:
+                assert held is False  # it is the store lock
+        for key in (TOPIC, OTHER):
+            async with second.hold_store(key) as joining:
+                assert joining is False
+    async with second.hold_store(CHAT) as joining:
+        assert joining is False

@@ -106,6 +106,17 @@ async def test_which_message_merges_and_which_waits(
     assert state.holds_back(ALICE.id, answer=answer) is holds_back
 
 
+@pytest.mark.parametrize("answer", [True, False], ids=["addressed", "chatter"])
+async def test_while_anyone_waits_to_join_every_message_of_the_chat_waits(answer: bool) -> None:
+    """Bob's message waits to join: Alice's, addressed or not, waits behind it (a chat's
+    messages are stored in Telegram's order), even once no turn is pending any more."""
+    state = SessionTurns()
+    state.deferred[BOB.id] = 1
+    assert state.holds_back(ALICE.id, answer=answer) is True
+    state.pending = await pending_of(BOB.id, started=False)
+    assert state.holds_back(ALICE.id, answer=answer) is True
+
+
 async def test_a_burst_of_one_sender_is_one_turn_for_its_last_message() -> None:
     store, runner, messenger = InMemoryStore(), RecordingRunner(), RecordingMessenger()
     turns = scheduler(store, runner, messenger, window=3600.0)

@@ -34,6 +34,23 @@ ANN = Sender(id=2**40, name="安", is_bot=True, kind="bot")
             (2**35,),
         ),
         (UserRecord(sender=ANN, text="[Tool results]\nok", legacy=True), ()),
+        (
+            UserRecord(
+                sender=ANN,
+                text="sudah?",
+                quote=Quote(id=5, summary="Telur", fragment=True, task=2),
+                paid_stars=50,
+            ),
+            (12,),
+        ),
+        (
+            UserRecord(
+                sender=ANN,
+                text="test",
+                quote=Quote(id=0, chat_id=-1003, chat_name="Stories", summary="[story]", story=4),
+            ),
+            (2,),
+        ),
         (AssistantRecord(text="long"), (5, None, 7)),
         (SummaryRecord(text="s"), ()),
         (
@@ -49,7 +66,15 @@ ANN = Sender(id=2**40, name="安", is_bot=True, kind="bot")
             (),
         ),
     ],
-    ids=["user", "legacy user row", "multi-bubble", "no-ids", "tool call with its thinking"],
+    ids=[
+        "user",
+        "legacy user row",
+        "checklist task reply, paid",
+        "story reply",
+        "multi-bubble",
+        "no-ids",
+        "tool call with its thinking",
+    ],
 )
 def test_round_trip(body: RecordBody, ids: tuple[int | None, ...]) -> None:
     payload = encode_payload(body, ids)
