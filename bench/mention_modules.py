@@ -155,10 +155,18 @@ async def _signal(
     return report
 
 
+def _turn_lines(log: Path) -> int:
+    """The group's turn lines in the bot's log (one per ended turn)."""
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    return sum(line.find(f": chat {GROUP} (group)") > 0 for line in lines)
+
+
 async def _mention(
-    api: FakeBotApi, store: SqlStore, process: subprocess.Popen[bytes], n: int
+    api: FakeBotApi, store: SqlStore, process: subprocess.Popen[bytes], n: int, log: Path
 ) -> None:
-    """The `n`-th mention in the group; returns once its reply is sent and stored."""
+    """The `n`-th mention in the group; returns once its reply is sent and stored and its
+    turn has ended (its turn line is in the log: what a turn does after its reply is part
+    of it, on a quiet machine and a loaded one alike)."""
     api.push_update(api.user_message(GROUP, MEMBER, f"@{USERNAME} what is {n} + {n}?"))
     await api.wait_for_sent(GROUP, n, timeout=WAIT)
 
@@ -167,6 +175,11 @@ async def _mention(
         return await store.find_platform_message(GROUP, sent[n - 1]["message_id"]) is not None
 
     await _until(stored, f"reply {n} stored", process)
+
+    async def ended() -> bool:
+        return _turn_lines(log) >= n
+
+    await _until(ended, f"turn {n} ended", process)
 
 
 def _environment(api: FakeBotApi, llm: FakeOpenAIServer, data_dir: Path) -> dict[str, str]:
@@ -191,7 +204,8 @@ async def measure(data_dir: Path) -> ModuleProfile:
         FakeBotApi(TOKEN, username=USERNAME, first_name="Mention") as api,
         FakeOpenAIServer(ScriptedModel()) as llm,
     ):
-        with (data_dir / "bot.log").open("wb") as log:
+        log_path = data_dir / "bot.log"
+        with log_path.open("wb") as log:
             process = subprocess.Popen(  # noqa: ASYNC220 (started, never waited on here)
                 [sys.executable, "-m", "bot.app.cli", "run"],
                 cwd=ROOT,
@@ -202,9 +216,9 @@ async def measure(data_dir: Path) -> ModuleProfile:
         store = SqlStore(create_engine_for(f"sqlite+aiosqlite:///{data_dir / 'tgbot.sqlite3'}"))
         try:
             await api.wait_for_call("getUpdates", 1, timeout=WAIT)
-            await _mention(api, store, process, 1)
+            await _mention(api, store, process, 1, log_path)
             await _signal(process, signal.SIGUSR1, out, "recording")
-            await _mention(api, store, process, 2)
+            await _mention(api, store, process, 2, log_path)
             report = await _signal(process, signal.SIGUSR2, out, "done")
         finally:
             await store.close()

@@ -57,12 +57,13 @@ def test_one_mention_in_tgbot_run_is_measured(measured: ModuleProfile) -> None:
     assert f"{measured.modules} of {measured.modules_in_tree} modules" in measured.markdown()
 
 
-FUNCTION_CEILING = 480
-"""Functions one mention runs, today (476, after round 5's per-chat scopes, wake words, the
-[Memory] read and fallbacks joined the path; 441 before them). Issue 45's target is
+FUNCTION_CEILING = 483
+"""Functions one mention runs, today (483: the measure now waits for the turn's end, its
+turn line, which it caught only on a quiet machine before, and the chat's join check of
+issue 51 joined the path; 441 before round 5's features). Issue 45's target is
 `FUNCTION_TARGET` (450): a ratchet, lowered as the count falls, never raised silently."""
-LINE_CEILING = 19_700
-"""Lines in the modules one mention runs, today (19.6k: 20.3k once the members policy and
+LINE_CEILING = 19_850
+"""Lines in the modules one mention runs, today (19.8k: 20.3k once the members policy and
 task turns joined the path, less the window's folds and the Protocols file, which a warm
 mention no longer runs; 18.6k before round 5's features); issue 45's target is 16,000.
 Lower it as it falls."""
