@@ -288,7 +288,7 @@ def build_app(
         private=private_members(settings, store, sender),
     )
     inbound.turns.on_scheduled = images.prefetch
-    commands.retry = inbound.retry
+    commands.retry = inbound.again.retry
     add_chat_commands(
         settings,
         commands,

@@ -56,20 +56,18 @@ from bot.ports import (
     ChatLock,
     InboundAppend,
     Messenger,
-    NewRecord,
     RateLimits,
     SessionInfo,
     SessionRequest,
 )
 from bot.services.ambient import AmbientListener
+from bot.services.answer_again import AnswerAgain
 from bot.services.commands import Commands
 from bot.services.inbound_gate import Admission, InboundGate
 from bot.services.inbound_rules import (
     InboundPolicy,
     facts_of_message,
     key_of,
-    last_answered_of,
-    last_member_record,
     platform_message_of,
     record_of,
     scene_of,
@@ -154,6 +152,8 @@ class InboundService:
             members=private_members,
         )
         """The allow-list, the rate limits and the refusals they send."""
+        self.again = AnswerAgain(history=history, gate=self.gate, turns=self.turns)
+        """An edited trigger answered again, and `/retry`."""
         self.on_chat_migrated: Callable[[int, int], Awaitable[object]] | None = None
         """Told (old chat id, new chat id) when a group becomes a supergroup, before the
         batch is stored (what is kept per chat follows it: memory facts)."""
@@ -472,65 +472,9 @@ class InboundService:
             return
 
         async def reanswer(newest: InboundMessage) -> None:
-            await self._reanswer_edit(session, newest)
+            await self.again.edited(session, newest)
 
         self.turns.queue_edit(session, message, reanswer)
-
-    async def _reanswer_edit(self, session: SessionInfo, message: InboundMessage) -> None:
-        """Re-answer an edited trigger on a new branch (under the turn lock), if it is the
-        newest member message and was answered."""
-        loaded = await self.history.load_history(session.id, max_records=200)
-        last_user = last_member_record(loaded.records)
-        if last_user is None or last_user.message_id != message.message_id:
-            return
-        answered = any(r.kind == "assistant" for r in loaded.records if r.id > last_user.id)
-        if not answered:
-            return
-        if not await self.gate.admit(message):
-            return
-        await self.history.append(
-            session.id,
-            [record_of(message, merged=False)],
-            parent_id=last_user.parent_id,
-            at_root=last_user.parent_id is None,
-        )
-        await self.turns.run(session, reply_to=message.message_id, trigger="edit")
-
-    async def retry(self, session: SessionInfo, requester_id: int) -> bool:
-        """Regenerate the requester's own last answered turn; False when they have none.
-        The new answer comes from a scheduled turn (`drain` waits for it).
-
-        When nobody spoke since, the answer is replaced on a new branch. When others did (a
-        busy group), their messages stay: the requester's message is asked again at the end
-        of the conversation and answered there, as a reply to the original. Either way the
-        turn answers the requester's message, so its tools act with the requester's rights,
-        never with those of whoever spoke last."""
-        loaded = await self.history.load_history(session.id, max_records=200)
-        trigger = last_answered_of(loaded.records, requester_id)
-        if trigger is None:
-            log.info("nothing to /retry for %s", requester_id)
-            return False
-        assert isinstance(trigger.body, UserRecord)
-        newest = last_member_record(loaded.records)
-        if newest is not None and newest.id == trigger.id:
-            self.turns.spawn_turn(
-                session, reply_to=trigger.message_id, leaf=trigger.id, trigger="retry"
-            )
-            return True
-        again = NewRecord(
-            body=replace(trigger.body, merged=False, refused=False),
-            created_at=trigger.created_at,
-            message_ids=trigger.message_ids,
-            tokens=trigger.tokens,
-        )
-
-        async def ask_again() -> None:
-            await self.history.append(session.id, [again])
-
-        self.turns.spawn_turn(
-            session, reply_to=trigger.message_id, before=ask_again, trigger="retry"
-        )
-        return True
 
     async def _store_inbound(
         self, session: SessionInfo, message: InboundMessage, *, merged: bool, refused: bool
