@@ -63,6 +63,9 @@ _LOCK_SESSIONS = (
     .order_by(SESSIONS.c.id)
     .with_for_update()
 )
+_LOCK_CHAT = text("SELECT pg_advisory_xact_lock(:key)").bindparams(
+    bindparam("key", type_=BigInteger)
+)
 _RECORD_IDS = text(
     "SELECT nextval(pg_get_serial_sequence('agent_messages', 'id')) FROM generate_series(1, :n)"
 )
@@ -84,6 +87,10 @@ class PostgresParts:
     def lock_sessions(self, session_ids: Sequence[int]) -> Plan[None]:
         """`FOR UPDATE` on the rows, in id order (two writers never wait on each other)."""
         yield Rows(_LOCK_SESSIONS, {"session_ids": sorted(session_ids)})
+
+    def lock_chat(self, key: int) -> Plan[None]:
+        """A transaction-scoped advisory lock."""
+        yield Rows(_LOCK_CHAT, {"key": key})
 
     def new_record_ids(self, count: int) -> Plan[list[int]]:
         """From the table's sequence."""
