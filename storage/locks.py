@@ -5,6 +5,9 @@ connection of its own (from a pool kept apart from the store's, so a hundred lon
 starve the store of connections) and releases it in `finally`; `try_hold` takes it only if no
 worker holds it (`pg_try_advisory_lock`, for the orphaned-turn scan). The lock id is a signed 64-bit
 hash of (scope, platform, chat id, thread id): every worker computes the same id for a chat.
+Taking and releasing run on the pooled connection's raw asyncpg connection, outside a
+transaction (`storage.postgres.jobs.raw_connection`): one round trip each, no SQLAlchemy
+statement path and no isolation-level switch to undo when the connection goes back.
 
 A session-level advisory lock dies with its connection, so whenever acquiring or releasing
 goes wrong (a cancelled wait, a lost connection) the connection is invalidated, never handed
@@ -19,20 +22,23 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from sqlalchemy import text
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+import asyncpg
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from bot.domain.ids import SessionKey
 from bot.errors import StorageError
 from storage.engine import is_sqlite, normalise_url
+from storage.postgres.jobs import dropped, raw_connection
 from storage.reconnect import POOL_RECYCLE_SECONDS
 
 log = logging.getLogger(__name__)
 
-_LOCK = text("SELECT pg_advisory_lock(:id)")
-_TRY_LOCK = text("SELECT pg_try_advisory_lock(:id)")
-_UNLOCK = text("SELECT pg_advisory_unlock(:id)")
+# run on the raw asyncpg connection, outside a transaction: one round trip each
+_LOCK = "SELECT pg_advisory_lock($1::BIGINT)"
+_TRY_LOCK = "SELECT pg_try_advisory_lock($1::BIGINT)"
+_UNLOCK = "SELECT pg_advisory_unlock($1::BIGINT)"
+_FAILURES = (asyncpg.PostgresError, asyncpg.InterfaceError, SQLAlchemyError, OSError)
 
 LOCK_POOL_SIZE = 5
 """Idle connections kept for locks; more are opened while more chats hold a lock at once."""
@@ -127,29 +133,30 @@ class AdvisoryChatLock:
     async def _lock_once(self, lock_id: int, *, wait: bool) -> AsyncConnection | None:
         try:
             conn = await self._engine.connect()
-        except SQLAlchemyError as exc:
+            raw = await raw_connection(conn)
+        except (SQLAlchemyError, asyncpg.InterfaceError) as exc:
             raise StorageError(f"no connection for a chat lock: {exc}") from exc
         try:
-            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
             if wait:
-                await conn.execute(_LOCK, {"id": lock_id})
-            elif not (await conn.execute(_TRY_LOCK, {"id": lock_id})).scalar_one():
+                await raw.fetchval(_LOCK, lock_id)
+            elif not await raw.fetchval(_TRY_LOCK, lock_id):
                 await conn.close()  # nothing was granted: the connection is clean
                 return None
         except BaseException as exc:
             # Cancelled while waiting, or the connection broke: the server may have granted
             # the lock anyway, so this connection must die with it rather than be pooled.
             await _discard(conn)
-            if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+            if dropped(exc, raw):
                 raise _Dropped from exc  # the server never saw the request
-            if isinstance(exc, SQLAlchemyError):
+            if isinstance(exc, _FAILURES):
                 raise StorageError(f"chat lock failed: {exc}") from exc
             raise
         return conn
 
     async def _release(self, conn: AsyncConnection, lock_id: int) -> None:
         try:
-            released = (await conn.execute(_UNLOCK, {"id": lock_id})).scalar_one()
+            raw = await raw_connection(conn)
+            released = await raw.fetchval(_UNLOCK, lock_id)
         except BaseException:
             await _discard(conn)
             raise

@@ -157,6 +157,22 @@ class Prepared:
         return self._row
 
 
+async def raw_connection(conn: AsyncConnection) -> asyncpg.Connection:
+    """The asyncpg connection under a connection taken from SQLAlchemy's pool; SQLAlchemy
+    does not see what runs on it, so a caller leaves no transaction open on it."""
+    raw = (await conn.get_raw_connection()).driver_connection
+    if raw is None:  # pragma: no cover (the pool hands out connected connections)
+        raise asyncpg.InterfaceError("connection is closed")
+    return raw
+
+
+def dropped(exc: BaseException, raw: asyncpg.Connection) -> bool:
+    """Whether `exc`, raised by a statement on `raw`, says the connection is gone."""
+    return isinstance(exc, _DROPPED) or (
+        isinstance(exc, asyncpg.InterfaceError) and raw.is_closed()
+    )
+
+
 def _row_type(names: list[str]) -> Any:
     return namedtuple("Row", names, rename=True)
 
@@ -191,6 +207,12 @@ class FastPostgres:
     async def one_read(self, query: Any, params: Mapping[str, Any]) -> list[Any]:
         """The rows of one read statement."""
         return await self.read(partial(self.prepared(query).rows, values=params))
+
+    async def statement(self, query: Any, params: Mapping[str, Any]) -> list[Any]:
+        """The rows of one statement run as its own transaction (no `BEGIN`: one round
+        trip), for a read or a single-statement write that may run again if the pooled
+        connection turns out dropped."""
+        return await self.one_read(query, params)
 
     async def read(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
         """`work` on a pooled connection, outside a transaction."""
@@ -239,13 +261,12 @@ class FastPostgres:
         try:
             for attempt in (1, 2):
                 async with self._engine.connect() as conn:
-                    raw = (await conn.get_raw_connection()).driver_connection
-                    assert raw is not None  # the pool connected it
+                    raw = await raw_connection(conn)
                     first = Attempt(conn, raw)
                     try:
                         return await (first.transaction(work) if write else first.run(work))
                     except (*_DROPPED, asyncpg.InterfaceError) as exc:
-                        if not (isinstance(exc, _DROPPED) or raw.is_closed()):
+                        if not dropped(exc, raw):
                             raise
                         await conn.invalidate()
                         if attempt == 2 or not first.retriable:
