@@ -9,18 +9,30 @@ Taking and releasing run on the pooled connection's raw asyncpg connection, outs
 transaction (`storage.postgres.jobs.raw_connection`): one round trip each, no SQLAlchemy
 statement path and no isolation-level switch to undo when the connection goes back.
 
+A lock nobody holds (nearly every turn's) is taken without waiting on one connection the
+worker keeps for that (`_SharedHolder`: `pg_try_advisory_lock`, one round trip, no
+connection per turn: under a burst of a hundred chats the pool otherwise opened and closed a
+connection per turn). Only a lock someone holds (another worker, or a turn of this worker on
+that shared connection, where the lock would be granted again) is waited for on a connection
+of its own. The shared connection's statements run one at a time and run to their end even
+when their caller is cancelled: a lock granted to a cancelled caller is released at once.
+
 A session-level advisory lock dies with its connection, so whenever acquiring or releasing
-goes wrong (a cancelled wait, a lost connection) the connection is invalidated, never handed
-back to the pool: a lock can never stay behind on a pooled connection. A worker that crashes
-likewise frees its locks when PostgreSQL notices the closed connection.
+on a connection of its own goes wrong (a cancelled wait, a lost connection) the connection
+is invalidated, never handed back to the pool: a lock can never stay behind on a pooled
+connection. A worker that crashes likewise frees its locks when PostgreSQL notices the
+closed connection; a shared connection the server dropped loses the locks held on it, as a
+connection of its own would.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import asyncpg
 from sqlalchemy.exc import SQLAlchemyError
@@ -38,10 +50,16 @@ log = logging.getLogger(__name__)
 _LOCK = "SELECT pg_advisory_lock($1::BIGINT)"
 _TRY_LOCK = "SELECT pg_try_advisory_lock($1::BIGINT)"
 _UNLOCK = "SELECT pg_advisory_unlock($1::BIGINT)"
-_FAILURES = (asyncpg.PostgresError, asyncpg.InterfaceError, SQLAlchemyError, OSError)
+_FAILURES = (
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    asyncpg.exceptions.InternalClientError,
+    SQLAlchemyError,
+    OSError,
+)
 
 LOCK_POOL_SIZE = 5
-"""Idle connections kept for locks; more are opened while more chats hold a lock at once."""
+"""Idle connections kept for locks waited for; more are opened while more chats wait at once."""
 
 
 def advisory_key(*parts: str | int) -> int:
@@ -77,6 +95,7 @@ class AdvisoryChatLock:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
+        self._shared = _SharedHolder(engine)
 
     @classmethod
     def for_url(cls, url: str) -> AdvisoryChatLock:
@@ -91,18 +110,23 @@ class AdvisoryChatLock:
     async def try_hold(self, key: SessionKey, *, scope: str = "turn") -> AsyncIterator[bool]:
         """Hold the chat's lock if no worker does, without waiting; yields whether held."""
         lock_id = chat_key(key, scope)
-        conn = await self._lock(lock_id, wait=False)
-        if conn is None:
+        if not await self._shared.try_take(lock_id):
             yield False
             return
         try:
             yield True
         finally:
-            await self._release(conn, lock_id)
+            await self._shared.release(lock_id)
 
     @asynccontextmanager
     async def hold_id(self, lock_id: int) -> AsyncIterator[None]:
         """Hold the advisory lock `lock_id` (waits, without polling, for the holder)."""
+        if await self._shared.try_take(lock_id):
+            try:
+                yield
+            finally:
+                await self._shared.release(lock_id)
+            return
         conn = await self._acquire(lock_id)
         try:
             yield
@@ -110,6 +134,7 @@ class AdvisoryChatLock:
             await self._release(conn, lock_id)
 
     async def aclose(self) -> None:
+        await self._shared.aclose()
         await self._engine.dispose()
 
     async def _acquire(self, lock_id: int) -> AsyncConnection:
@@ -173,3 +198,96 @@ async def _discard(conn: AsyncConnection) -> None:
         await conn.close()
     except Exception:
         log.warning("closing a lock connection failed", exc_info=True)
+
+
+class _SharedHolder:
+    """The connection that holds every lock taken without waiting (see the module docstring).
+
+    `held` are the lock ids held on it by this worker: one of them is never asked again here
+    (PostgreSQL would grant it twice to one session), its second holder waits on a connection
+    of its own."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        self._conn: AsyncConnection | None = None
+        self._raw: Any = None
+        self._mutex: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending: set[asyncio.Future[Any]] = set()
+        self.held: set[int] = set()
+
+    async def try_take(self, lock_id: int) -> bool:
+        """Whether the lock was free and is now held here."""
+        if lock_id in self.held:
+            return False
+        self.held.add(lock_id)
+        asked = asyncio.ensure_future(self._run(_TRY_LOCK, lock_id))
+        try:
+            granted = bool(await asyncio.shield(asked))
+        except asyncio.CancelledError:
+            asked.add_done_callback(lambda done: self._after_cancelled_try(done, lock_id))
+            raise
+        except BaseException:
+            self.held.discard(lock_id)
+            raise
+        if not granted:
+            self.held.discard(lock_id)
+        return granted
+
+    async def release(self, lock_id: int) -> None:
+        try:
+            released = await asyncio.shield(asyncio.ensure_future(self._run(_UNLOCK, lock_id)))
+        except _FAILURES as exc:
+            log.warning("advisory lock %s: its shared connection was lost (%s)", lock_id, exc)
+            return
+        finally:
+            self.held.discard(lock_id)
+        if not released:
+            log.error("advisory lock %s was not held at release", lock_id)
+
+    async def aclose(self) -> None:
+        conn, self._conn, self._raw = self._conn, None, None
+        if conn is not None and self._loop is asyncio.get_running_loop():
+            await conn.close()  # frees every lock still held on it
+
+    def _after_cancelled_try(self, done: asyncio.Future[Any], lock_id: int) -> None:
+        """A try whose caller was cancelled: a lock it was granted is released at once."""
+        if done.cancelled() or done.exception() is not None or not done.result():
+            self.held.discard(lock_id)
+            return
+        undo = asyncio.ensure_future(self.release(lock_id))
+        self._pending.add(undo)
+        undo.add_done_callback(self._pending.discard)
+
+    async def _run(self, sql: str, lock_id: int) -> Any:
+        """`sql` on the shared connection, one statement at a time; a try on a connection
+        the server dropped is asked once more on a fresh one (the dead session held nothing)."""
+        async with self._lock():
+            for attempt in (1, 2):
+                raw = await self._connection()
+                try:
+                    return await raw.fetchval(sql, lock_id)
+                except Exception as exc:
+                    if not dropped(exc, raw):
+                        raise
+                    await _discard(self._conn)  # type: ignore[arg-type]
+                    self._conn = self._raw = None
+                    if attempt == 2 or sql is _UNLOCK:
+                        raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._mutex is None or self._loop is not loop:
+            # a connection belongs to the loop it was opened on
+            self._mutex, self._loop, self._conn, self._raw = asyncio.Lock(), loop, None, None
+        return self._mutex
+
+    async def _connection(self) -> Any:
+        if self._raw is None:
+            try:
+                self._conn = await self._engine.connect()
+                self._raw = await raw_connection(self._conn)
+            except SQLAlchemyError as exc:
+                raise StorageError(f"no connection for a chat lock: {exc}") from exc
+        return self._raw

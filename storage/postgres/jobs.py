@@ -51,11 +51,13 @@ ValueError."""
 _DROPPED = (
     asyncpg.exceptions.ConnectionDoesNotExistError,
     asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.InternalClientError,
     ConnectionError,
 )
 """A connection the server closed (or that was lost) under a job; also asyncpg's "connection
-is closed" when it had noticed already."""
-_FAILURES = (asyncpg.PostgresError, asyncpg.InterfaceError, SQLAlchemyError, OSError)
+is closed" when it had noticed already, and the protocol state a server's goodbye to an
+idle connection can leave ("another operation is in progress"): the connection is unusable."""
+_FAILURES = (asyncpg.PostgresError, asyncpg.InterfaceError, *_DROPPED, SQLAlchemyError, OSError)
 
 STATEMENT_LISTENERS: list[Callable[[str], None]] = []
 """Called with each statement's SQL as it runs here, and with `BEGIN`, `COMMIT` and
