@@ -54,12 +54,13 @@ _MATCH = (
     .order_by(SEARCH.c.event_id.desc())
     .limit(bindparam("n"))
 )
+# `= ANY(array)`, not an expanding `IN`: one SQL text whatever the count (prepared once)
 _TOKENS = select(
     SEARCH.c.event_id, func.array_to_string(func.tsvector_to_array(SEARCH.c.terms), " ")
-).where(SEARCH.c.event_id.in_(bindparam("ids", expanding=True)))
+).where(SEARCH.c.event_id == func.any(bindparam("ids", type_=ARRAY(BigInteger))))
 _LOCK_SESSIONS = (
     select(SESSIONS.c.id)
-    .where(SESSIONS.c.id.in_(bindparam("session_ids", expanding=True)))
+    .where(SESSIONS.c.id == func.any(bindparam("session_ids", type_=ARRAY(BigInteger))))
     .order_by(SESSIONS.c.id)
     .with_for_update()
 )
