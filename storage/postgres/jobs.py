@@ -13,13 +13,13 @@ per-statement path (a greenlet switch, the compiled-cache lookup, the execution 
 - asyncpg prepares each SQL text once per connection (its statement cache) and runs a
   statement in one round trip; a write plan's transaction adds its `BEGIN` and `COMMIT`;
 - a job (`FastPostgres.read`, `FastPostgres.write`) takes its connection from the engine's
-  pool (size, recycling and `dispose` stay SQLAlchemy's): a read runs outside a transaction
-  (each statement its own snapshot, as PostgreSQL's default isolation gives anyway), a write
-  in one transaction. A connection the server dropped while it sat in the pool is found by
-  the job's first round trip and the job runs again once on a fresh connection: nothing of it
-  reached the server (`storage.reconnect` says why that is safe). Any other failure rolls the
-  transaction back; a database error surfaces as `StorageUnavailable`, as through
-  SQLAlchemy.
+  pool (`AsyncEngine.raw_connection`; size, recycling and `dispose` stay SQLAlchemy's): a
+  read runs outside a transaction (each statement its own snapshot, as PostgreSQL's default
+  isolation gives anyway), a write in one transaction. A connection the server dropped
+  while it sat in the pool is found by the job's first round trip and the job runs again
+  once on a fresh connection: nothing of it reached the server (`storage.reconnect` says why
+  that is safe). Any other failure rolls the transaction back; a database error surfaces as
+  `StorageUnavailable`, as through SQLAlchemy.
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ import asyncpg
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.pool import PoolProxiedConnection
 from sqlalchemy.sql.dml import Insert
+from sqlalchemy.util import greenlet_spawn
 
 from bot.errors import StorageUnavailable
 from storage.plan import Plan, Rows
@@ -262,52 +264,56 @@ class FastPostgres:
         what = "write" if write else "read"
         try:
             for attempt in (1, 2):
-                async with self._engine.connect() as conn:
-                    raw = await raw_connection(conn)
-                    first = Attempt(conn, raw)
-                    try:
-                        return await (first.transaction(work) if write else first.run(work))
-                    except (*_DROPPED, asyncpg.InterfaceError) as exc:
-                        if not dropped(exc, raw):
-                            raise
-                        await conn.invalidate()
-                        if attempt == 2 or not first.retriable:
-                            raise
+                # the pool's connection itself, without an `AsyncConnection` around it (a
+                # third of the CPU of a one-statement job went to that wrapper)
+                first = Attempt(await self._engine.raw_connection())
+                try:
+                    return await (first.transaction(work) if write else first.run(work))
+                except (*_DROPPED, asyncpg.InterfaceError) as exc:
+                    if not dropped(exc, first.raw):
+                        raise
+                    await first.drop()
+                    if attempt == 2 or not first.retriable:
+                        raise
+                finally:
+                    await first.give_back()
         except _FAILURES as exc:
             raise StorageUnavailable(f"database {what} failed: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
 
 class Attempt:
-    """One try of a job on one connection; `retriable` while nothing reached the server."""
+    """One try of a job on one pooled connection; `retriable` while nothing reached the
+    server. SQLAlchemy never sees a transaction on it: handing it back runs nothing."""
 
-    __slots__ = ("_conn", "_raw", "retriable")
+    __slots__ = ("_done", "_pooled", "raw", "retriable")
 
-    def __init__(self, conn: AsyncConnection, raw: asyncpg.Connection) -> None:
-        self._conn = conn
-        self._raw = raw
+    def __init__(self, pooled: PoolProxiedConnection) -> None:
+        self._pooled = pooled
+        self._done = False
+        self.raw: Any = pooled.driver_connection
         self.retriable = True
 
     async def run(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
         """A read: any read is safe to run again (it changed nothing)."""
         try:
-            return await work(self._raw)
+            return await work(self.raw)
         except asyncio.CancelledError:
-            await self._drop()
+            await self.drop()
             raise
 
     async def transaction(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
-        transaction = self._raw.transaction()
+        transaction = self.raw.transaction()
         _noted("BEGIN")
         await transaction.start()  # the job's first round trip
         self.retriable = False
         try:
-            result = await work(self._raw)
+            result = await work(self.raw)
         except asyncio.CancelledError:
-            await self._drop()  # the server rolls back what the closed connection began
+            await self.drop()  # the server rolls back what the closed connection began
             raise
         except BaseException:
-            if not self._raw.is_closed():
+            if not self.raw.is_closed():
                 _noted("ROLLBACK")
                 await transaction.rollback()
             raise
@@ -315,7 +321,14 @@ class Attempt:
         await transaction.commit()
         return result
 
-    async def _drop(self) -> None:
-        """A statement cut off midway leaves the connection in an unknown state: it leaves
-        the pool."""
-        await asyncio.shield(self._conn.invalidate())
+    async def drop(self) -> None:
+        """A statement cut off midway, or a connection the server dropped: the connection
+        leaves the pool."""
+        if not self._done:
+            self._done = True
+            await asyncio.shield(greenlet_spawn(self._pooled.invalidate))
+
+    async def give_back(self) -> None:
+        if not self._done:
+            self._done = True
+            await greenlet_spawn(self._pooled.close)
