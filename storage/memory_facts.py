@@ -10,7 +10,7 @@ cannot both pass a cap. A turn's read of the facts is one job (`Database.read_pl
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from datetime import datetime
 from functools import partial
 from typing import Any, Literal
@@ -46,6 +46,14 @@ _OF = sa.text(
     f"SELECT {_COLUMNS} FROM memory_facts WHERE chat_id = :chat_id AND member_id = :member_id "
     "ORDER BY id DESC LIMIT :limit"
 ).bindparams(*_BIG)
+_OF_MEMBER_AND_CHAT = sa.text(
+    f"SELECT * FROM (SELECT 0 AS part, {_COLUMNS} FROM memory_facts "
+    "WHERE chat_id = :chat_id AND member_id = :member_id ORDER BY id DESC LIMIT :limit) AS mine "
+    f"UNION ALL SELECT * FROM (SELECT 1 AS part, {_COLUMNS} FROM memory_facts "
+    "WHERE chat_id = :chat_id AND member_id = :chat_wide ORDER BY id DESC LIMIT :limit) AS chat "
+    "ORDER BY part, id DESC"
+).bindparams(*_BIG, sa.bindparam("chat_wide", type_=sa.BigInteger))
+"""A member's newest facts, then the chat's, in one round trip."""
 _FIND = sa.text(
     f"SELECT {_COLUMNS} FROM memory_facts WHERE chat_id = :chat_id AND id = :id"
 ).bindparams(sa.bindparam("chat_id", type_=sa.BigInteger), sa.bindparam("id", type_=sa.BigInteger))
@@ -159,8 +167,9 @@ def _add_plan(
 
 def _facts_plan(chat_id: int, member_id: int | None, limit: int) -> Plan[tuple[MemoryFact, ...]]:
     """The member's newest facts (none for `CHAT_WIDE` or no member), then the chat's."""
-    mine: Sequence[Any] = ()
-    if member_id is not None and member_id != CHAT_WIDE:
-        mine = yield Rows(_OF, {"chat_id": chat_id, "member_id": member_id, "limit": limit})
-    chats = yield Rows(_OF, {"chat_id": chat_id, "member_id": CHAT_WIDE, "limit": limit})
-    return tuple(_fact(row) for row in (*mine, *chats))
+    if member_id is None or member_id == CHAT_WIDE:
+        rows = yield Rows(_OF, {"chat_id": chat_id, "member_id": CHAT_WIDE, "limit": limit})
+    else:
+        params = {"chat_id": chat_id, "member_id": member_id, "chat_wide": CHAT_WIDE}
+        rows = yield Rows(_OF_MEMBER_AND_CHAT, {**params, "limit": limit})
+    return tuple(map(_fact, rows))
