@@ -21,8 +21,8 @@ last reply, on the store's engine (every SQL component of the bot shares it):
   the event loop (`storage.sqlite.driver.Connection.trips`); statements run on the loop
   itself, so a hand-off means a job waited there for another process's lock; on
   PostgreSQL, round trips to the server: the statements, and the `BEGIN`
-  before the first statement of a transaction and its `COMMIT` or `ROLLBACK` (asyncpg sends
-  `BEGIN` with the first statement's turn; an autocommit read has neither).
+  before the first statement of a transaction and its `COMMIT` or `ROLLBACK` (an autocommit
+  read has neither), through SQLAlchemy or as `storage.postgres.jobs` runs them.
 
 `--statements` lists the statements by count per answered message (the first 100 characters
 of each), which is where to look for the next trip to save.
@@ -55,6 +55,7 @@ from bench.bench_ingest import reset_postgres
 from bot.app.wiring import build_app, open_store
 from bot.config import load_settings
 from storage.engine import create_engine_for
+from storage.postgres import jobs as postgres_jobs
 from storage.sql import SqlStore
 from storage.sqlite import driver as sqlite_driver
 from storage.sqlite import jobs as sqlite_jobs
@@ -95,6 +96,8 @@ class TripCounter:
         if engine.dialect.name == "sqlite":
             event.listen(sync, "checkout", self._on_checkout)
             sqlite_jobs.STATEMENT_LISTENERS.append(self._on_fast_statement)
+        else:
+            postgres_jobs.STATEMENT_LISTENERS.append(self._on_postgres_job)
 
     def _on_fast_statement(self, statement: str) -> None:
         """A statement `storage.sqlite.jobs.FastSqlite` ran."""
@@ -102,9 +105,22 @@ class TripCounter:
             with self._lock:
                 self.statements[" ".join(statement.split())] += 1
 
+    def _on_postgres_job(self, statement: str) -> None:
+        """A statement, `BEGIN`, `COMMIT` or `ROLLBACK` `storage.postgres.jobs` sent."""
+        if not self.counting:
+            return
+        text = " ".join(statement.split())
+        with self._lock:
+            if text.upper().startswith(_CONTROL):
+                self.ends += 1
+            else:
+                self.statements[text] += 1
+
     def detach(self) -> None:
         with suppress(ValueError):
             sqlite_jobs.STATEMENT_LISTENERS.remove(self._on_fast_statement)
+        with suppress(ValueError):
+            postgres_jobs.STATEMENT_LISTENERS.remove(self._on_postgres_job)
 
     def _on_statement(self, conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
         text = " ".join(statement.split())

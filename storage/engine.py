@@ -26,6 +26,7 @@ from storage.sqlite import jobs as sqlite_jobs
 
 BUSY_TIMEOUT_MS = 10_000
 SQLITE_POOL_SIZE = 15
+POSTGRES_POOL_SIZE = 15
 WRITE: dict[str, Any] = {sqlite_jobs.WRITE_OPTION: True}
 """Execution options of a connection that will write (SQLite: `BEGIN IMMEDIATE`)."""
 ONE_STATEMENT: dict[str, Any] = {sqlite_jobs.ONE_STATEMENT_OPTION: True}
@@ -53,7 +54,9 @@ def create_engine_for(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> As
     if not is_sqlite(parsed):
         # no pre-ping (a round trip per checkout): recycled, and retried on a dropped
         # connection by the store (`storage.reconnect`)
-        return create_async_engine(parsed, pool_recycle=POOL_RECYCLE_SECONDS)
+        return create_async_engine(
+            parsed, pool_recycle=POOL_RECYCLE_SECONDS, pool_size=15, max_overflow=0
+        )
     database = parsed.database or ""
     in_memory = database in ("", ":memory:")
     if not in_memory and not database.startswith("file:"):

@@ -4,9 +4,11 @@ Every store role (`storage.sessions`, `storage.history`, ...) reads and writes t
 `Database`: a read (one statement: no transaction), a write transaction, a write plan
 (`storage.plan`) run as one `sqlite3` job on SQLite or on a SQLAlchemy connection
 (`run_plan`). This is the one place the engine's database picks what differs: the
-writers' queue and the fast path on SQLite (`storage.sqlite.jobs`), a dropped
-connection's retry on PostgreSQL (`storage.reconnect`), and the sub-plans of each
-(`parts_for`: `storage.sqlite.parts`, `storage.postgres.parts`).
+writers' queue on SQLite, the whole jobs of each database (`jobs_for`:
+`storage.sqlite.jobs`, `storage.postgres.jobs`: the hot reads and the write plans without
+SQLAlchemy's per-statement path), a dropped connection's retry on PostgreSQL
+(`storage.reconnect`), and the sub-plans of each (`parts_for`: `storage.sqlite.parts`,
+`storage.postgres.parts`).
 """
 
 from __future__ import annotations
@@ -14,8 +16,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, nullcontext
 from datetime import datetime
-from functools import partial
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -25,14 +26,44 @@ from bot.errors import StorageUnavailable
 from bot.ports import Clock
 from storage.engine import ONE_STATEMENT, WRITE
 from storage.plan import Plan, Rows, SqlParts
+from storage.postgres.jobs import DATA_ERRORS as POSTGRES_DATA_ERRORS
+from storage.postgres.jobs import FastPostgres
 from storage.postgres.parts import POSTGRES
 from storage.reconnect import FirstStatementRetry
+from storage.sqlite.jobs import DATA_ERRORS as SQLITE_DATA_ERRORS
 from storage.sqlite.jobs import WriteGate, for_engine
 from storage.sqlite.parts import SQLITE
 
 T = TypeVar("T")
 
 _PARTS: dict[str, SqlParts] = {"sqlite": SQLITE, "postgresql": POSTGRES}
+DATA_ERRORS: tuple[type[BaseException], ...] = (*SQLITE_DATA_ERRORS, *POSTGRES_DATA_ERRORS)
+"""What a database refuses about the rows themselves, as its driver raises it under a whole
+job (the cause of the job's `StorageUnavailable`)."""
+
+
+class Jobs(Protocol):
+    """A database's whole jobs (`storage.sqlite.jobs.FastSqlite`,
+    `storage.postgres.jobs.FastPostgres`)."""
+
+    @property
+    def lists(self) -> bool:
+        """Whether statements with list parameters run as jobs too."""
+        ...
+
+    async def one_read(self, query: Any, params: dict[str, Any]) -> Sequence[Any]: ...
+
+    async def read_plan(self, plan: Callable[[], Plan[T]]) -> T: ...
+
+    async def write_plan(self, plan: Callable[[], Plan[T]]) -> T: ...
+
+
+def jobs_for(engine: AsyncEngine, gate: WriteGate | None) -> Jobs | None:
+    """The whole jobs of the engine's database (None: SQLAlchemy's path for everything, as
+    for a SQLite engine whose connections are not `storage.sqlite.driver`'s)."""
+    if engine.dialect.name == "postgresql":
+        return FastPostgres(engine)
+    return for_engine(engine, gate)
 
 
 def parts_for(engine: AsyncEngine | AsyncConnection) -> SqlParts:
@@ -71,8 +102,8 @@ class Database:
         self.parts = parts_for(engine)
         self._gate = WriteGate() if engine.dialect.name == "sqlite" else None
         self._retry = engine.dialect.name == "postgresql"
-        self._fast = for_engine(engine, self._gate)
-        """SQLite under `storage.sqlite.driver`: the hot reads and writes in one job each."""
+        self._fast = jobs_for(engine, self._gate)
+        """The hot reads and the write plans, in one job each."""
 
     @asynccontextmanager
     async def read(self, *, one_statement: bool = False) -> AsyncIterator[AsyncConnection]:
@@ -95,14 +126,20 @@ class Database:
             raise StorageUnavailable(f"database read failed: {exc}") from exc
 
     async def one_read(self, query: Any, params: dict[str, Any]) -> Sequence[Any]:
-        """The rows of one read statement: on SQLite one driver job, without SQLAlchemy's
-        execution path (`storage.sqlite.jobs.FastSqlite`, same values); otherwise
-        through `read(one_statement=True)`."""
+        """The rows of one read statement: one job, without SQLAlchemy's execution path
+        (`jobs_for`, same values); without jobs through `read(one_statement=True)`."""
         if self._fast is not None:
-            prepared = self._fast.prepared(query)
-            return await self._fast.read(partial(prepared.rows, values=params))
+            return await self._fast.one_read(query, params)
         async with self.read(one_statement=True) as conn:
             return (await conn.execute(query, params)).all()
+
+    async def read_plan(self, plan: Callable[[], Plan[T]]) -> T:
+        """Run a plan that only reads, without list parameters (made afresh by `plan`), as
+        one job outside a transaction; without jobs on a SQLAlchemy read connection."""
+        if self._fast is not None:
+            return await self._fast.read_plan(plan)
+        async with self.read() as conn:
+            return await run_plan(conn, plan())
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncConnection]:
@@ -127,13 +164,18 @@ class Database:
 
     async def write_plan(self, plan: Callable[[], Plan[T]]) -> T:
         """Run a write plan (`storage.plan`, made afresh by `plan`) in one write transaction:
-        on SQLite as one `sqlite3` job, otherwise on a SQLAlchemy connection."""
+        as one job (`jobs_for`), without jobs on a SQLAlchemy connection."""
         if self._fast is not None:
             return await self._fast.write_plan(plan)
-        return await self.write_plan_on_connection(plan)
+        return await self._write_plan_on_connection(plan)
 
-    async def write_plan_on_connection(self, plan: Callable[[], Plan[T]]) -> T:
-        """`write_plan` on a SQLAlchemy connection (a plan with list parameters, which a
-        `sqlite3` job does not compile)."""
+    async def write_list_plan(self, plan: Callable[[], Plan[T]]) -> T:
+        """`write_plan` for a plan with list parameters: on a SQLAlchemy connection where the
+        jobs do not compile those (a `sqlite3` job)."""
+        if self._fast is not None and self._fast.lists:
+            return await self._fast.write_plan(plan)
+        return await self._write_plan_on_connection(plan)
+
+    async def _write_plan_on_connection(self, plan: Callable[[], Plan[T]]) -> T:
         async with self.write() as conn:
             return await run_plan(conn, plan())

@@ -10,7 +10,6 @@ any other failure (a locked or lost database) retries the whole transaction.
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from functools import partial
@@ -21,6 +20,7 @@ from bot.domain.records import StoredRecord
 from bot.errors import StorageUnavailable
 from bot.ports import InboundAppend
 from bot.retry import with_retries
+from storage.executor import DATA_ERRORS
 from storage.plan import Plan, SqlParts
 from storage.record_write import Encoded, inbound_plan
 
@@ -94,15 +94,15 @@ def _skip(item: InboundAppend, reason: str) -> None:
 
 _DRIVER_DATA_ERRORS = (OverflowError, ValueError, TypeError)
 """What a driver raises, unwrapped, for a value it cannot send (sqlite3: an int past 64 bits)."""
-_SQLITE_DATA_ERRORS = (*_DRIVER_DATA_ERRORS, sqlite3.IntegrityError, sqlite3.DataError)
-"""Those, and what SQLite refuses about a row when SQLAlchemy is not there to wrap it
-(`storage.sqlite.jobs.FastSqlite`: the cause of its `StorageUnavailable`)."""
+_JOB_DATA_ERRORS: tuple[type[BaseException], ...] = (*_DRIVER_DATA_ERRORS, *DATA_ERRORS)
+"""Those, and what the database refuses about a row when SQLAlchemy is not there to wrap it
+(a whole job, `storage.executor.jobs_for`: the cause of its `StorageUnavailable`)."""
 
 
 def _bad_data(exc: BaseException) -> bool:
     """A failure caused by the rows themselves (retrying cannot help), not the database:
     a constraint or a value the database refuses (SQLAlchemy's error, or on SQLite's fast
-    path `sqlite3`'s own), or one the driver cannot send (asyncpg raises its own
+    path the driver's own), or one the driver cannot send (asyncpg raises its own
     `DataError`, a ValueError, which SQLAlchemy passes on as a generic error), found
     anywhere along the chain of causes."""
     seen: set[int] = set()
@@ -112,7 +112,7 @@ def _bad_data(exc: BaseException) -> bool:
         if current is None or id(current) in seen:
             continue
         seen.add(id(current))
-        if isinstance(current, (IntegrityError, DataError, *_SQLITE_DATA_ERRORS)):
+        if isinstance(current, (IntegrityError, DataError, *_JOB_DATA_ERRORS)):
             return True
         if isinstance(current, StatementError) and not isinstance(current, DBAPIError):
             return True  # SQLAlchemy could not process the parameters

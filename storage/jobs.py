@@ -35,8 +35,7 @@ from bot.domain.jobs import (
     next_run,
 )
 from storage.engine import WRITE
-
-ID_TYPE = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+from storage.tables import ID_TYPE
 
 jobs_table = sa.Table(
     "jobs",

@@ -2,27 +2,27 @@
 
 `memory_facts(id, chat_id, member_id, author_id, text, created_at)`, one row per fact; every
 statement names the chat, so no read or delete reaches another chat's facts. Adding a fact
-checks both caps and inserts in one transaction: on SQLite a write transaction
-(`BEGIN IMMEDIATE`, one writer at a time); on PostgreSQL behind a transaction-scoped
-advisory lock on the chat, so two workers adding to one chat at once cannot both pass a cap.
+checks both caps and inserts in one write plan (`storage.plan`), after the database's own
+lock on the chat's writers (`SqlParts.lock_chat`: SQLite's one writer at a time,
+PostgreSQL's transaction-scoped advisory lock), so two workers adding to one chat at once
+cannot both pass a cap. A turn's read of the facts is one job (`Database.read_plan`).
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import Collection
 from datetime import datetime
+from functools import partial
 from typing import Any, Literal
 
 import sqlalchemy as sa
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.context.memory_block import CHAT_WIDE, MemoryFact
-from bot.errors import StorageUnavailable
 from storage.codec import utc
-from storage.engine import WRITE
+from storage.executor import Database
 from storage.postgres.locks import advisory_key
+from storage.plan import Plan, Rows, SqlParts, first_row
 
 _BIG = (
     sa.bindparam("chat_id", type_=sa.BigInteger),
@@ -46,6 +46,14 @@ _OF = sa.text(
     f"SELECT {_COLUMNS} FROM memory_facts WHERE chat_id = :chat_id AND member_id = :member_id "
     "ORDER BY id DESC LIMIT :limit"
 ).bindparams(*_BIG)
+_OF_MEMBER_AND_CHAT = sa.text(
+    f"SELECT * FROM (SELECT 0 AS part, {_COLUMNS} FROM memory_facts "
+    "WHERE chat_id = :chat_id AND member_id = :member_id ORDER BY id DESC LIMIT :limit) AS mine "
+    f"UNION ALL SELECT * FROM (SELECT 1 AS part, {_COLUMNS} FROM memory_facts "
+    "WHERE chat_id = :chat_id AND member_id = :chat_wide ORDER BY id DESC LIMIT :limit) AS chat "
+    "ORDER BY part, id DESC"
+).bindparams(*_BIG, sa.bindparam("chat_wide", type_=sa.BigInteger))
+"""A member's newest facts, then the chat's, in one round trip."""
 _FIND = sa.text(
     f"SELECT {_COLUMNS} FROM memory_facts WHERE chat_id = :chat_id AND id = :id"
 ).bindparams(sa.bindparam("chat_id", type_=sa.BigInteger), sa.bindparam("id", type_=sa.BigInteger))
@@ -62,9 +70,6 @@ _LIST_CHAT = sa.text(
 ).bindparams(sa.bindparam("chat_id", type_=sa.BigInteger))
 _MOVE = sa.text("UPDATE memory_facts SET chat_id = :new WHERE chat_id = :old").bindparams(
     sa.bindparam("new", type_=sa.BigInteger), sa.bindparam("old", type_=sa.BigInteger)
-)
-_LOCK = sa.text("SELECT pg_advisory_xact_lock(:key)").bindparams(
-    sa.bindparam("key", type_=sa.BigInteger)
 )
 
 
@@ -86,8 +91,7 @@ class SqlMemoryFacts:
     """Implements `bot.store_ports.MemoryFacts` on SQLite and PostgreSQL (module doc)."""
 
     def __init__(self, engine: AsyncEngine) -> None:
-        self._engine = engine
-        self._postgres = engine.dialect.name == "postgresql"
+        self._db = Database(engine)
 
     async def add_fact(
         self,
@@ -100,94 +104,72 @@ class SqlMemoryFacts:
         per_member: int,
         per_chat: int,
     ) -> MemoryFact | Literal["per_member", "per_chat"]:
-        async with self._write() as conn:
-            if self._postgres:
-                await conn.execute(_LOCK, {"key": advisory_key("tgbot-memory", chat_id)})
-            counts = (
-                await conn.execute(_COUNTS, {"chat_id": chat_id, "member_id": member_id})
-            ).one()
-            if member_id != CHAT_WIDE and int(counts.member) >= per_member:
-                return "per_member"
-            if int(counts.chat) >= per_chat:
-                return "per_chat"
-            row = (
-                await conn.execute(
-                    _INSERT,
-                    {
-                        "chat_id": chat_id,
-                        "member_id": member_id,
-                        "author_id": author_id,
-                        "text": text,
-                        "created_at": created_at,
-                    },
-                )
-            ).one()
-        return _fact(row)
+        row = {
+            "chat_id": chat_id,
+            "member_id": member_id,
+            "author_id": author_id,
+            "text": text,
+            "created_at": created_at,
+        }
+        return await self._db.write_plan(
+            partial(_add_plan, self._db.parts, row, per_member=per_member, per_chat=per_chat)
+        )
 
     async def facts_of(
         self, chat_id: int, member_id: int | None, *, limit: int
     ) -> tuple[MemoryFact, ...]:
-        async with self._read() as conn:
-            mine: Sequence[Any] = ()
-            if member_id is not None and member_id != CHAT_WIDE:
-                mine = (
-                    await conn.execute(
-                        _OF, {"chat_id": chat_id, "member_id": member_id, "limit": limit}
-                    )
-                ).all()
-            chats = (
-                await conn.execute(
-                    _OF, {"chat_id": chat_id, "member_id": CHAT_WIDE, "limit": limit}
-                )
-            ).all()
-        return tuple(_fact(row) for row in (*mine, *chats))
+        return await self._db.read_plan(partial(_facts_plan, chat_id, member_id, limit))
 
     async def find_fact(self, chat_id: int, fact_id: int) -> MemoryFact | None:
-        async with self._read() as conn:
-            row = (await conn.execute(_FIND, {"chat_id": chat_id, "id": fact_id})).first()
-        return None if row is None else _fact(row)
+        rows = await self._db.one_read(_FIND, {"chat_id": chat_id, "id": fact_id})
+        return _fact(rows[0]) if rows else None
 
     async def delete_facts(self, chat_id: int, fact_ids: Collection[int]) -> int:
         if not fact_ids:
             return 0
-        async with self._write() as conn:
+        async with self._db.write() as conn:
             done = await conn.execute(_DELETE, {"chat_id": chat_id, "ids": sorted(set(fact_ids))})
         return int(done.rowcount)
 
     async def delete_member_facts(self, chat_id: int, member_id: int) -> int:
-        async with self._write() as conn:
+        async with self._db.write() as conn:
             done = await conn.execute(_DELETE_MEMBER, {"chat_id": chat_id, "member_id": member_id})
         return int(done.rowcount)
 
     async def list_facts(self, *, chat_id: int | None = None, limit: int) -> tuple[MemoryFact, ...]:
-        async with self._read() as conn:
-            if chat_id is None:
-                rows = (await conn.execute(_LIST, {"limit": limit})).all()
-            else:
-                rows = (await conn.execute(_LIST_CHAT, {"chat_id": chat_id, "limit": limit})).all()
+        if chat_id is None:
+            rows = await self._db.one_read(_LIST, {"limit": limit})
+        else:
+            rows = await self._db.one_read(_LIST_CHAT, {"chat_id": chat_id, "limit": limit})
         return tuple(map(_fact, rows))
 
     async def move_chat_facts(self, old_chat_id: int, new_chat_id: int) -> int:
         if old_chat_id == new_chat_id:
             return 0
-        async with self._write() as conn:
+        async with self._db.write() as conn:
             done = await conn.execute(_MOVE, {"old": old_chat_id, "new": new_chat_id})
         return int(done.rowcount)
 
-    @contextlib.asynccontextmanager
-    async def _write(self) -> AsyncIterator[AsyncConnection]:
-        try:
-            async with self._engine.connect() as conn:
-                await conn.execution_options(**WRITE)
-                async with conn.begin():
-                    yield conn
-        except SQLAlchemyError as exc:
-            raise StorageUnavailable(f"memory facts: {exc}") from exc
 
-    @contextlib.asynccontextmanager
-    async def _read(self) -> AsyncIterator[AsyncConnection]:
-        try:
-            async with self._engine.connect() as conn:
-                yield conn
-        except SQLAlchemyError as exc:
-            raise StorageUnavailable(f"memory facts: {exc}") from exc
+def _add_plan(
+    parts: SqlParts, row: dict[str, Any], *, per_member: int, per_chat: int
+) -> Plan[MemoryFact | Literal["per_member", "per_chat"]]:
+    """Lock the chat's writers, check both caps, insert."""
+    chat_id, member_id = row["chat_id"], row["member_id"]
+    yield from parts.lock_chat(advisory_key("tgbot-memory", chat_id))
+    counts = first_row((yield Rows(_COUNTS, {"chat_id": chat_id, "member_id": member_id})))
+    if member_id != CHAT_WIDE and int(counts.member) >= per_member:
+        return "per_member"
+    if int(counts.chat) >= per_chat:
+        return "per_chat"
+    return _fact(first_row((yield Rows(_INSERT, row))))
+
+
+def _facts_plan(chat_id: int, member_id: int | None, limit: int) -> Plan[tuple[MemoryFact, ...]]:
+    """The member's newest facts (none for `CHAT_WIDE` or no member), then the chat's."""
+    if member_id is None or member_id == CHAT_WIDE:
+        rows = yield Rows(_OF, {"chat_id": chat_id, "member_id": CHAT_WIDE, "limit": limit})
+    else:
+        params = {"chat_id": chat_id, "member_id": member_id, "chat_wide": CHAT_WIDE}
+        rows = yield Rows(_OF_MEMBER_AND_CHAT, {**params, "limit": limit})
+    return tuple(map(_fact, rows))

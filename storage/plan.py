@@ -60,6 +60,11 @@ class SqlParts(Protocol):
         """Hold the write lock of these session rows until the transaction ends."""
         ...
 
+    def lock_chat(self, key: int) -> Plan[None]:
+        """Hold the write lock named `key` (`storage.postgres.locks.advisory_key`) until the
+        transaction ends: writers of one chat in several processes take turns."""
+        ...
+
     def new_record_ids(self, count: int) -> Plan[list[int]]:
         """`count` ids for records the plan inserts with an explicit id, ascending."""
         ...

@@ -8,7 +8,8 @@ One row per chat: `last_at` is the chat's newest slot, `recent` the group's newe
 slots (at most `per_group_per_minute`, space-separated, oldest first), `paused_until` the end
 of a 429's `retry_after`. Row 0 (no Telegram chat has id 0) holds the bot-wide last slot.
 
-One statement per reservation (`_RESERVE`): an `INSERT … ON CONFLICT DO UPDATE` whose SET
+One statement per reservation (`_RESERVE`), run as its own transaction in one round trip
+(`storage.postgres.jobs.FastPostgres.statement`): an `INSERT … ON CONFLICT DO UPDATE` whose SET
 computes the new slot from the row it has locked, so two workers asking at once queue one
 behind the other and see each other's slots (a CTE reading the row first would read the
 statement's snapshot, not the row a concurrent worker just committed). The bot-wide slot is
@@ -30,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.ports import PaceKind
 from bot.services.send_pacing import GROUP_WINDOW_SECONDS, PaceLimits
+from storage.postgres.jobs import FastPostgres
 
 BOT_ROW = 0
 """The row of the bot-wide budget."""
@@ -102,46 +104,43 @@ class SqlSendPacer:
     def __init__(
         self, engine: AsyncEngine, limits: PaceLimits, *, now: Callable[[], float] = time.time
     ) -> None:
-        self._engine = engine
+        self._jobs = FastPostgres(engine)
         self.limits = limits
         self._now = now
         self._calls = 0
 
     async def reserve(self, chat_id: int, kind: PaceKind) -> float:
         now = self._now()
-        async with self._engine.begin() as conn:
-            self._calls += 1
-            if self._calls % self.SWEEP_EVERY == 0:
-                await conn.execute(_SWEEP, {"before": now - 2 * GROUP_WINDOW_SECONDS, "now": now})
-            result = await conn.execute(
-                _RESERVE,
-                {
-                    "chat_id": chat_id,
-                    "now": now,
-                    "gap": self.limits.chat_gap,
-                    "windowed": self.limits.windowed(chat_id, kind),
-                    "window_limit": max(self.limits.per_group_per_minute, 1),
-                    "window_seconds": GROUP_WINDOW_SECONDS,
-                },
+        self._calls += 1
+        if self._calls % self.SWEEP_EVERY == 0:
+            await self._jobs.statement(
+                _SWEEP, {"before": now - 2 * GROUP_WINDOW_SECONDS, "now": now}
             )
-            slot = float(result.scalar_one())
-        return max(0.0, slot - now)
+        (row,) = await self._jobs.statement(
+            _RESERVE,
+            {
+                "chat_id": chat_id,
+                "now": now,
+                "gap": self.limits.chat_gap,
+                "windowed": self.limits.windowed(chat_id, kind),
+                "window_limit": max(self.limits.per_group_per_minute, 1),
+                "window_seconds": GROUP_WINDOW_SECONDS,
+            },
+        )
+        return max(0.0, float(row[0]) - now)
 
     async def bot_slot(self) -> float:
         interval = self.limits.bot_interval
         if interval <= 0:
             return 0.0
         now = self._now()
-        async with self._engine.begin() as conn:
-            result = await conn.execute(_BOT_SLOT, {"now": now, "interval": interval})
-            slot = float(result.scalar_one())
-        return max(0.0, slot - now)
+        (row,) = await self._jobs.statement(_BOT_SLOT, {"now": now, "interval": interval})
+        return max(0.0, float(row[0]) - now)
 
     async def may_show(self, chat_id: int) -> bool:
-        async with self._engine.connect() as conn:
-            until = (await conn.execute(_PAUSED_UNTIL, {"chat_id": chat_id})).scalar_one_or_none()
+        rows = await self._jobs.statement(_PAUSED_UNTIL, {"chat_id": chat_id})
+        until = rows[0][0] if rows else None
         return until is None or float(until) <= self._now()
 
     async def pause(self, chat_id: int, seconds: float) -> None:
-        async with self._engine.begin() as conn:
-            await conn.execute(_PAUSE, {"chat_id": chat_id, "until": self._now() + seconds})
+        await self._jobs.statement(_PAUSE, {"chat_id": chat_id, "until": self._now() + seconds})

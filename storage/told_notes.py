@@ -11,10 +11,14 @@ keeps at most `MAX_LINES` rows: an older one can never be shown.
 
 from __future__ import annotations
 
+from functools import partial
+
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.ports import ToldNotes
+from storage.plan import Plan, Run
+from storage.postgres.jobs import FastPostgres
 
 MAX_LINES = 5
 
@@ -51,27 +55,28 @@ class SqlToldNotes:
     """Implements `bot.ports.SharedToldNotes` on PostgreSQL (see the module docstring)."""
 
     def __init__(self, engine: AsyncEngine) -> None:
-        self._engine = engine
+        self._jobs = FastPostgres(engine)
 
     async def note(self, chat_id: int, thread_id: int, line: str) -> None:
         if not line:
             return
         chat = {"chat_id": chat_id, "thread_id": thread_id}
-        async with self._engine.begin() as conn:
-            await conn.execute(_NOTE, {**chat, "line": line})
-            await conn.execute(_TRIM, {**chat, "keep": MAX_LINES})
+        await self._jobs.write_plan(partial(_note_plan, chat, line))
 
     async def take(self, chat_id: int, thread_id: int = 0) -> ToldNotes:
-        async with self._engine.connect() as conn:
-            rows = (
-                await conn.execute(
-                    _TAKE, {"chat_id": chat_id, "thread_id": thread_id, "keep": MAX_LINES}
-                )
-            ).all()
+        rows = await self._jobs.one_read(
+            _TAKE, {"chat_id": chat_id, "thread_id": thread_id, "keep": MAX_LINES}
+        )
         if not rows:
             return ToldNotes(lines=(), upto=None)
         return ToldNotes(lines=tuple(str(r.line) for r in reversed(rows)), upto=int(rows[0].id))
 
     async def confirm(self, chat_id: int, thread_id: int, upto: int) -> None:
-        async with self._engine.begin() as conn:
-            await conn.execute(_CONFIRM, {"chat_id": chat_id, "thread_id": thread_id, "upto": upto})
+        await self._jobs.statement(
+            _CONFIRM, {"chat_id": chat_id, "thread_id": thread_id, "upto": upto}
+        )
+
+
+def _note_plan(chat: dict[str, int], line: str) -> Plan[None]:
+    yield Run(_NOTE, ({**chat, "line": line},))
+    yield Run(_TRIM, ({**chat, "keep": MAX_LINES},))

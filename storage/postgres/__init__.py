@@ -1,1 +1,2 @@
-"""What only PostgreSQL needs: its sub-plans of the record write (`storage.postgres.parts`)."""
+"""What only PostgreSQL needs: its whole jobs (`storage.postgres.jobs`) and its sub-plans of the
+record write (`storage.postgres.parts`)."""

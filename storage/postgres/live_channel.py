@@ -12,9 +12,10 @@ the channel's random `origin`): a worker sees its own events straight from its r
   JSON fits in `MAX_PAYLOAD_BYTES`, and drops the event's data as a last resort; publishing
   never fails a turn.
 - **Never in the turn's way.** `publish` only queues (`QUEUE_SIZE`, the oldest dropped when
-  full); one background task sends, on a connection of its own. While the database is away
-  the events are dropped (they are live, a stale one is worthless) and the failure is logged
-  once per outage.
+  full); one background task sends, on a connection of its own, everything queued meanwhile
+  in one round trip (asyncpg's pipelined `executemany`, outside SQLAlchemy). While the
+  database is away the events are dropped (they are live, a stale one is worthless) and the
+  failure is logged once per outage.
 - **A dead worker** just stops publishing: nothing waits for it. **A lost LISTEN
   connection** (PostgreSQL restarted, the backend terminated, a half-open socket caught by
   the ping every `PING_SECONDS`) is re-established with exponential backoff
@@ -36,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import NullPool
 
 from storage.engine import is_sqlite, normalise_url
+from storage.postgres.jobs import raw_connection
 
 log = logging.getLogger("tgbot.live")
 
@@ -49,7 +51,9 @@ BACKOFF_MAX = 30.0
 MIN_STRING = 24
 """A string is never shortened below this many characters (ids, kinds and dates stay)."""
 
-_NOTIFY = sa.text("SELECT pg_notify(:channel, :payload)")
+_NOTIFY = "SELECT pg_notify($1, $2)"
+SEND_BATCH = 64
+"""At most this many queued messages go in one round trip."""
 _PING = sa.text("SELECT 1")
 
 
@@ -156,26 +160,31 @@ class PgLiveChannel:
 
     async def _send_loop(self) -> None:
         conn: AsyncConnection | None = None
+        raw: Any = None
         failing = False
         try:
             while True:
-                payload = await self._queue.get()
+                batch = [await self._queue.get()]
+                while len(batch) < SEND_BATCH and not self._queue.empty():
+                    batch.append(self._queue.get_nowait())
                 try:
                     if conn is None:
-                        conn = await self._connect()
-                    await conn.execute(_NOTIFY, {"channel": self.channel, "payload": payload})
+                        conn = await self._engine.connect()
+                        raw = await raw_connection(conn)
+                    await raw.executemany(_NOTIFY, [(self.channel, p) for p in batch])
                     if failing:
                         log.info("live events: publishing again")
                         failing = False
                 except Exception as exc:  # the database away: drop, say so once
-                    self.dropped += 1
+                    self.dropped += len(batch)
                     if not failing:
                         log.warning("live events: could not publish (%s); dropping them", exc)
                         failing = True
                     await _discard(conn)
-                    conn = None
+                    conn = raw = None
                 finally:
-                    self._queue.task_done()
+                    for _sent in batch:
+                        self._queue.task_done()
         finally:
             await _discard(conn)
 

@@ -6,47 +6,74 @@ starve the store of connections) and releases it in `finally`; `try_hold` takes 
 worker holds it (`pg_try_advisory_lock`, for the orphaned-turn scan); `hold_store` takes a
 chat's "store" lock and, in the same statement, sees whether a worker holds its "join" lock
 (messages waiting to join the conversation there, which later messages wait behind) by
-taking that lock and giving it back when it is free. The
-lock id is a signed 64-bit hash of (scope, platform, chat id, thread id): every worker
-computes the same id for a chat.
+taking that lock and giving it back when it is free. The lock id is a signed 64-bit hash of
+(scope, platform, chat id, thread id): every worker computes the same id for a chat.
+Taking and releasing run on the pooled connection's raw asyncpg connection, outside a
+transaction (`storage.postgres.jobs.raw_connection`): one round trip each, no SQLAlchemy
+statement path and no isolation-level switch to undo when the connection goes back.
+
+A lock nobody holds (nearly every turn's) is taken without waiting on one connection the
+worker keeps for that (`_SharedHolder`: `pg_try_advisory_lock`, one round trip, no
+connection per turn: under a burst of a hundred chats the pool otherwise opened and closed a
+connection per turn). Only a lock someone holds (another worker, or a turn of this worker on
+that shared connection, where the lock would be granted again) is waited for on a connection
+of its own. The shared connection's statements run one at a time and run to their end even
+when their caller is cancelled: a lock granted to a cancelled caller is released at once.
 
 A session-level advisory lock dies with its connection, so whenever acquiring or releasing
-goes wrong (a cancelled wait, a lost connection) the connection is invalidated, never handed
-back to the pool: a lock can never stay behind on a pooled connection. A worker that crashes
-likewise frees its locks when PostgreSQL notices the closed connection.
+on a connection of its own goes wrong (a cancelled wait, a lost connection) the connection
+is invalidated, never handed back to the pool: a lock can never stay behind on a pooled
+connection. A worker that crashes likewise frees its locks when PostgreSQL notices the
+closed connection; a shared connection the server dropped loses the locks held on it, as a
+connection of its own would.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
-from sqlalchemy import text
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+import asyncpg
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from bot.domain.ids import SessionKey
 from bot.errors import StorageError
 from storage.engine import is_sqlite, normalise_url
+from storage.postgres.jobs import dropped, raw_connection
 from storage.reconnect import POOL_RECYCLE_SECONDS
 
 log = logging.getLogger(__name__)
 
-_LOCK = text("SELECT pg_advisory_lock(:id)")
-_TRY_LOCK = text("SELECT pg_try_advisory_lock(:id)")
-_UNLOCK = text("SELECT pg_advisory_unlock(:id)")
-_LOCK_AND_PEEK = text(
-    # the lock first (a FROM subquery with a volatile call is run before the outer select),
-    # then whether another session holds the other lock: taken and given back at once when
-    # free (constant time, where reading pg_locks grows with every lock held)
-    "SELECT CASE WHEN pg_try_advisory_lock(:peek) THEN NOT pg_advisory_unlock(:peek)"
-    " ELSE true END FROM (SELECT pg_advisory_lock(:id)) AS held"
+# run on the raw asyncpg connection, outside a transaction: one round trip each
+_LOCK = "SELECT pg_advisory_lock($1::BIGINT)"
+_TRY_LOCK = "SELECT pg_try_advisory_lock($1::BIGINT)"
+_UNLOCK = "SELECT pg_advisory_unlock($1::BIGINT)"
+# the lock first (a FROM subquery with a volatile call is run before the outer select), then
+# whether another session holds the other lock: taken and given back at once when free
+# (constant time, where reading pg_locks grows with every lock held)
+_PEEK = (
+    "CASE WHEN pg_try_advisory_lock($2::BIGINT) THEN NOT pg_advisory_unlock($2::BIGINT)"
+    " ELSE true END"
+)
+_LOCK_AND_PEEK = f"SELECT {_PEEK} FROM (SELECT pg_advisory_lock($1::BIGINT)) AS held"
+_TRY_LOCK_AND_PEEK = (
+    f"SELECT got, got AND {_PEEK} FROM (SELECT pg_try_advisory_lock($1::BIGINT) AS got) AS held"
+)
+_FAILURES = (
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    asyncpg.exceptions.InternalClientError,
+    SQLAlchemyError,
+    OSError,
 )
 
 LOCK_POOL_SIZE = 5
-"""Idle connections kept for locks; more are opened while more chats hold a lock at once."""
+"""Idle connections kept for locks waited for; more are opened while more chats wait at once."""
 
 
 def advisory_key(*parts: str | int) -> int:
@@ -82,6 +109,7 @@ class AdvisoryChatLock:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
+        self._shared = _SharedHolder(engine)
 
     @classmethod
     def for_url(cls, url: str) -> AdvisoryChatLock:
@@ -96,29 +124,46 @@ class AdvisoryChatLock:
     async def try_hold(self, key: SessionKey, *, scope: str = "turn") -> AsyncIterator[bool]:
         """Hold the chat's lock if no worker does, without waiting; yields whether held."""
         lock_id = chat_key(key, scope)
-        conn = await self._lock(lock_id, wait=False)
-        if conn is None:
+        granted, _ = await self._shared.try_take(lock_id)
+        if not granted:
             yield False
             return
         try:
             yield True
         finally:
-            await self._release(conn, lock_id)
+            await self._shared.release(lock_id)
 
     @asynccontextmanager
     async def hold_store(self, key: SessionKey) -> AsyncIterator[bool]:
         """The chat's "store" lock, and whether a worker holds its "join" lock (asked in
-        the statement that takes the lock: no extra round trip)."""
-        lock_id = chat_key(key, "store")
-        conn, joining = await self._lock_peeking(lock_id, chat_key(key, "join"))
+        the statement that takes the lock: no extra round trip). A join lock this worker
+        holds on the shared connection is known here: that session would be granted it
+        again, so asking there cannot see it."""
+        lock_id, join_id = chat_key(key, "store"), chat_key(key, "join")
+        granted, peeked = await self._shared.try_take(lock_id, peek=join_id)
+        if granted:
+            try:
+                yield peeked or join_id in self._shared.held
+            finally:
+                await self._shared.release(lock_id)
+            return
+        conn, peeked = await self._lock(lock_id, wait=True, peek=join_id)
+        assert conn is not None
         try:
-            yield joining
+            yield peeked or join_id in self._shared.held
         finally:
             await self._release(conn, lock_id)
 
     @asynccontextmanager
     async def hold_id(self, lock_id: int) -> AsyncIterator[None]:
         """Hold the advisory lock `lock_id` (waits, without polling, for the holder)."""
+        granted, _ = await self._shared.try_take(lock_id)
+        if granted:
+            try:
+                yield
+            finally:
+                await self._shared.release(lock_id)
+            return
         conn = await self._acquire(lock_id)
         try:
             yield
@@ -126,29 +171,21 @@ class AdvisoryChatLock:
             await self._release(conn, lock_id)
 
     async def aclose(self) -> None:
+        await self._shared.aclose()
         await self._engine.dispose()
 
     async def _acquire(self, lock_id: int) -> AsyncConnection:
-        conn = await self._lock(lock_id, wait=True)
+        conn, _ = await self._lock(lock_id, wait=True)
         assert conn is not None
         return conn
 
-    async def _lock(self, lock_id: int, *, wait: bool) -> AsyncConnection | None:
-        """A connection holding `lock_id`; without `wait`, None when someone holds it."""
-        conn, _ = await self._lock_retried(lock_id, wait=wait, peek=None)
-        return conn
-
-    async def _lock_peeking(self, lock_id: int, peek: int) -> tuple[AsyncConnection, bool]:
-        """A connection holding `lock_id`, and whether another session holds `peek`."""
-        conn, held = await self._lock_retried(lock_id, wait=True, peek=peek)
-        assert conn is not None
-        return conn, held
-
-    async def _lock_retried(
-        self, lock_id: int, *, wait: bool, peek: int | None
+    async def _lock(
+        self, lock_id: int, *, wait: bool, peek: int | None = None
     ) -> tuple[AsyncConnection | None, bool]:
-        """A pooled connection the server dropped (`storage.reconnect`) is replaced once:
-        the lock was not asked on it, so asking again on a fresh one is safe."""
+        """A connection holding `lock_id`, and with `peek` whether another session holds
+        that lock; without `wait`, no connection when someone holds `lock_id`. A pooled
+        connection the server dropped (`storage.reconnect`) is replaced once: the lock was
+        not asked on it, so asking again on a fresh one is safe."""
         try:
             return await self._lock_once(lock_id, wait=wait, peek=peek)
         except _Dropped:
@@ -163,33 +200,33 @@ class AdvisoryChatLock:
     ) -> tuple[AsyncConnection | None, bool]:
         try:
             conn = await self._engine.connect()
-        except SQLAlchemyError as exc:
+            raw = await raw_connection(conn)
+        except (SQLAlchemyError, asyncpg.InterfaceError) as exc:
             raise StorageError(f"no connection for a chat lock: {exc}") from exc
         peeked = False
         try:
-            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
             if peek is not None:
-                params = {"id": lock_id, "peek": peek}
-                peeked = bool((await conn.execute(_LOCK_AND_PEEK, params)).scalar_one())
+                peeked = bool(await raw.fetchval(_LOCK_AND_PEEK, lock_id, peek))
             elif wait:
-                await conn.execute(_LOCK, {"id": lock_id})
-            elif not (await conn.execute(_TRY_LOCK, {"id": lock_id})).scalar_one():
+                await raw.fetchval(_LOCK, lock_id)
+            elif not await raw.fetchval(_TRY_LOCK, lock_id):
                 await conn.close()  # nothing was granted: the connection is clean
                 return None, False
         except BaseException as exc:
             # Cancelled while waiting, or the connection broke: the server may have granted
             # the lock anyway, so this connection must die with it rather than be pooled.
             await _discard(conn)
-            if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+            if dropped(exc, raw):
                 raise _Dropped from exc  # the server never saw the request
-            if isinstance(exc, SQLAlchemyError):
+            if isinstance(exc, _FAILURES):
                 raise StorageError(f"chat lock failed: {exc}") from exc
             raise
         return conn, peeked
 
     async def _release(self, conn: AsyncConnection, lock_id: int) -> None:
         try:
-            released = (await conn.execute(_UNLOCK, {"id": lock_id})).scalar_one()
+            raw = await raw_connection(conn)
+            released = await raw.fetchval(_UNLOCK, lock_id)
         except BaseException:
             await _discard(conn)
             raise
@@ -206,3 +243,110 @@ async def _discard(conn: AsyncConnection) -> None:
         await conn.close()
     except Exception:
         log.warning("closing a lock connection failed", exc_info=True)
+
+
+class _SharedHolder:
+    """The connection that holds every lock taken without waiting (see the module docstring).
+
+    `held` are the lock ids held on it by this worker: one of them is never asked again here
+    (PostgreSQL would grant it twice to one session), its second holder waits on a connection
+    of its own."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        self._conn: AsyncConnection | None = None
+        self._raw: Any = None
+        self._mutex: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending: set[asyncio.Future[Any]] = set()
+        self.held: set[int] = set()
+
+    async def try_take(self, lock_id: int, *, peek: int | None = None) -> tuple[bool, bool]:
+        """Whether the lock was free and is now held here; with `peek`, also whether another
+        session holds that lock (asked in the same statement, when the lock was granted)."""
+        if lock_id in self.held:
+            return False, False
+        self.held.add(lock_id)
+        if peek is None:
+            asked = asyncio.ensure_future(self._granted(_TRY_LOCK, lock_id))
+        else:
+            asked = asyncio.ensure_future(self._granted(_TRY_LOCK_AND_PEEK, lock_id, peek))
+        try:
+            granted, peeked = await asyncio.shield(asked)
+        except asyncio.CancelledError:
+            asked.add_done_callback(lambda done: self._after_cancelled_try(done, lock_id))
+            raise
+        except BaseException:
+            self.held.discard(lock_id)
+            raise
+        if not granted:
+            self.held.discard(lock_id)
+        return granted, granted and peeked
+
+    async def release(self, lock_id: int) -> None:
+        try:
+            released = await asyncio.shield(asyncio.ensure_future(self._run(_UNLOCK, lock_id)))
+        except _FAILURES as exc:
+            log.warning("advisory lock %s: its shared connection was lost (%s)", lock_id, exc)
+            return
+        finally:
+            self.held.discard(lock_id)
+        if not released:
+            log.error("advisory lock %s was not held at release", lock_id)
+
+    async def aclose(self) -> None:
+        conn, self._conn, self._raw = self._conn, None, None
+        if conn is not None and self._loop is asyncio.get_running_loop():
+            await conn.close()  # frees every lock still held on it
+
+    def _after_cancelled_try(self, done: asyncio.Future[Any], lock_id: int) -> None:
+        """A try whose caller was cancelled: a lock it was granted is released at once."""
+        if done.cancelled() or done.exception() is not None or not done.result()[0]:
+            self.held.discard(lock_id)
+            return
+        undo = asyncio.ensure_future(self.release(lock_id))
+        self._pending.add(undo)
+        undo.add_done_callback(self._pending.discard)
+
+    async def _granted(self, sql: str, *args: int) -> tuple[bool, bool]:
+        """A try's answer: (granted, the peek's answer or False)."""
+        if sql is _TRY_LOCK:
+            return bool(await self._run(sql, *args)), False
+        got, peeked = await self._run(sql, *args, row=True)
+        return bool(got), bool(peeked)
+
+    async def _run(self, sql: str, *args: int, row: bool = False) -> Any:
+        """`sql` on the shared connection, one statement at a time (its first value, or with
+        `row` its row); a try on a connection the server dropped is asked once more on a
+        fresh one (the dead session held nothing)."""
+        async with self._lock():
+            for attempt in (1, 2):
+                raw = await self._connection()
+                try:
+                    if row:
+                        return tuple(await raw.fetchrow(sql, *args))
+                    return await raw.fetchval(sql, *args)
+                except Exception as exc:
+                    if not dropped(exc, raw):
+                        raise
+                    await _discard(self._conn)  # type: ignore[arg-type]
+                    self._conn = self._raw = None
+                    if attempt == 2 or sql is _UNLOCK:
+                        raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._mutex is None or self._loop is not loop:
+            # a connection belongs to the loop it was opened on
+            self._mutex, self._loop, self._conn, self._raw = asyncio.Lock(), loop, None, None
+        return self._mutex
+
+    async def _connection(self) -> Any:
+        if self._raw is None:
+            try:
+                self._conn = await self._engine.connect()
+                self._raw = await raw_connection(self._conn)
+            except SQLAlchemyError as exc:
+                raise StorageError(f"no connection for a chat lock: {exc}") from exc
+        return self._raw

@@ -54,20 +54,51 @@ _MATCH = (
     .order_by(SEARCH.c.event_id.desc())
     .limit(bindparam("n"))
 )
+# `= ANY(array)`, not an expanding `IN`: one SQL text whatever the count (prepared once)
 _TOKENS = select(
     SEARCH.c.event_id, func.array_to_string(func.tsvector_to_array(SEARCH.c.terms), " ")
-).where(SEARCH.c.event_id.in_(bindparam("ids", expanding=True)))
+).where(SEARCH.c.event_id == func.any(bindparam("ids", type_=ARRAY(BigInteger))))
 _LOCK_SESSIONS = (
     select(SESSIONS.c.id)
-    .where(SESSIONS.c.id.in_(bindparam("session_ids", expanding=True)))
+    .where(SESSIONS.c.id == func.any(bindparam("session_ids", type_=ARRAY(BigInteger))))
     .order_by(SESSIONS.c.id)
     .with_for_update()
+)
+_LOCK_CHAT = text("SELECT pg_advisory_xact_lock(:key)").bindparams(
+    bindparam("key", type_=BigInteger)
 )
 _RECORD_IDS = text(
     "SELECT nextval(pg_get_serial_sequence('agent_messages', 'id')) FROM generate_series(1, :n)"
 )
 
 UPSERT_PLATFORM_MESSAGES = upserting_platform_messages(postgresql.insert(PLATFORM_MESSAGES))
+_UPSERT_INDEXED: dict[tuple[str, ...], Any] = {}
+
+
+def upsert_indexed(keys: tuple[str, ...]) -> Any:
+    """One statement (one round trip) that upserts a platform message with the columns
+    `keys` and puts its `tokens` in the search index: the upsert is a CTE whose row feeds
+    the index's insert. Made once per set of columns."""
+    known = _UPSERT_INDEXED.get(keys)
+    if known is None:
+        values = {key: bindparam(key, type_=PLATFORM_MESSAGES.c[key].type) for key in keys}
+        upserted = (
+            UPSERT_PLATFORM_MESSAGES.values(values)
+            .returning(
+                PLATFORM_MESSAGES.c.id, PLATFORM_MESSAGES.c.chat_id, PLATFORM_MESSAGES.c.thread_id
+            )
+            .cte("upserted")
+        )
+        terms = func.array_to_tsvector(bindparam("tokens", type_=ARRAY(Text)))
+        indexed = postgresql.insert(SEARCH).from_select(
+            ["event_id", "chat_id", "thread_id", "terms"],
+            select(upserted.c.id, upserted.c.chat_id, upserted.c.thread_id, terms),
+        )
+        known = _UPSERT_INDEXED[keys] = indexed.on_conflict_do_update(
+            index_elements=["event_id"],
+            set_={"terms": indexed.excluded.terms, "thread_id": indexed.excluded.thread_id},
+        )
+    return known
 
 
 class PostgresParts:
@@ -85,15 +116,31 @@ class PostgresParts:
         """`FOR UPDATE` on the rows, in id order (two writers never wait on each other)."""
         yield Rows(_LOCK_SESSIONS, {"session_ids": sorted(session_ids)})
 
+    def lock_chat(self, key: int) -> Plan[None]:
+        """A transaction-scoped advisory lock."""
+        yield Rows(_LOCK_CHAT, {"key": key})
+
     def new_record_ids(self, count: int) -> Plan[list[int]]:
         """From the table's sequence."""
         rows = yield Rows(_RECORD_IDS, {"n": count})
         return [int(row[0]) for row in rows]
 
     def store_platform_messages(self, rows: Sequence[Mapping[str, Any]]) -> Plan[None]:
-        yield Run(UPSERT_PLATFORM_MESSAGES, rows)
+        """A message with words to index is upserted and indexed by one statement
+        (`upsert_indexed`); the others are upserted, and dropped from the index."""
         put, drop = index_entries(rows)
+        indexed = {id(row) for row, _tokens in put}
         if put:
+            keys = tuple(put[0][0])
+            if all(tuple(row) == keys for row, _tokens in put):
+                params = [{**row, "tokens": sorted(set(tokens))} for row, tokens in put]
+                yield Run(upsert_indexed(keys), params)
+            else:  # rows of several shapes (not made by `platform_message_row`)
+                indexed = set()
+        plain = [row for row in rows if id(row) not in indexed]
+        if plain:
+            yield Run(UPSERT_PLATFORM_MESSAGES, plain)
+        if put and not indexed:
             put_params = [
                 {"chat": row["chat_id"], "mid": row["message_id"], "tokens": sorted(set(tokens))}
                 for row, tokens in put

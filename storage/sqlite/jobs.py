@@ -33,7 +33,7 @@ import weakref
 from collections import namedtuple
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import SQLAlchemyError
@@ -49,6 +49,10 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection as EngineConnection
 
 T = TypeVar("T")
+
+DATA_ERRORS: tuple[type[BaseException], ...] = (sqlite3.IntegrityError, sqlite3.DataError)
+"""What SQLite refuses about the rows themselves, unwrapped: the cause of a job's
+`StorageUnavailable`."""
 
 # ---------------------------------------------------------------- transactions and writers
 
@@ -169,7 +173,11 @@ class Prepared:
 
     def rows(self, conn: sqlite3.Connection, values: Mapping[str, Any]) -> list[Any]:
         """Every row of the statement, as SQLAlchemy would convert them, as named tuples."""
-        raw = self._execute(conn, values).fetchall()
+        cursor = self._execute(conn, values)
+        raw = cursor.fetchall()
+        if self._row is None:  # a textual statement: its columns are known once it ran
+            names = [column[0] for column in cursor.description or ()]
+            self._row = cast(Any, namedtuple("Row", names, rename=True))
         make = self._row._make
         processors = self._processors
         if not processors:
@@ -219,6 +227,9 @@ class FastSqlite:
 
     __slots__ = ("_dialect", "_engine", "_gate", "_prepared")
 
+    lists = False
+    """Statements with list parameters are left to SQLAlchemy's path."""
+
     def __init__(self, engine: AsyncEngine, gate: WriteGate) -> None:
         self._engine = engine
         self._dialect = engine.dialect
@@ -233,6 +244,14 @@ class FastSqlite:
             known = (statement, Prepared(statement, self._dialect, column_keys))
             self._prepared[key] = known
         return known[1]
+
+    async def one_read(self, query: Any, params: Mapping[str, Any]) -> list[Any]:
+        """The rows of one read statement."""
+        return await self.read(partial(self.prepared(query).rows, values=params))
+
+    async def read_plan(self, plan: Callable[[], Plan[T]]) -> T:
+        """A plan that only reads (made afresh by `plan`), outside a transaction, as one job."""
+        return await self.read(partial(self._drive, plan))
 
     async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`work` on a pooled connection, outside a transaction (one statement reads one

@@ -55,6 +55,11 @@ class SqliteParts:
         return
         yield  # a generator that yields nothing
 
+    def lock_chat(self, key: int) -> Plan[None]:
+        """Nothing to run: `BEGIN IMMEDIATE` holds the database's one write lock already."""
+        return
+        yield  # a generator that yields nothing
+
     def new_record_ids(self, count: int) -> Plan[list[int]]:
         """After the largest id (the write lock is held: nobody takes them meanwhile)."""
         (row,) = yield Rows(_MAX_RECORD_ID, {})

@@ -7,6 +7,7 @@ two AdvisoryChatLocks with separate engines (separate connections, as in two pro
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
@@ -188,6 +189,10 @@ async def test_the_store_lock_tells_whether_another_worker_has_messages_waiting_
     first, second = workers
     async with second.hold_store(CHAT) as joining:
         assert joining is False
+    # its own join lock, held on the worker's shared connection (where PostgreSQL would grant
+    # it again and the peek could not see it), counts too
+    async with first.hold(CHAT, scope="join"), first.hold_store(CHAT) as joining:
+        assert joining is True
     async with first.hold(CHAT, scope="join"):
         async with second.hold_store(CHAT) as joining:
             assert joining is True
@@ -198,3 +203,27 @@ async def test_the_store_lock_tells_whether_another_worker_has_messages_waiting_
                 assert joining is False
     async with second.hold_store(CHAT) as joining:
         assert joining is False
+
+
+@pytest.mark.postgres
+async def test_free_locks_share_one_connection_and_a_second_holder_waits(postgres_url: str) -> None:
+    """Locks nobody holds are taken on the worker's one shared connection (no connection
+    per turn); a second holder of one of them in the same worker waits on its own."""
+    lock = AdvisoryChatLock.for_url(postgres_url)
+    chats = [SessionKey(chat_id=-300 - n) for n in range(5)]
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            for key in chats:
+                await stack.enter_async_context(lock.hold(key))
+            assert lock._engine.pool.checkedout() == 1  # type: ignore[attr-defined]
+            assert await _advisory_locks(postgres_url, granted=True) == len(chats)
+            again = lock.hold(chats[0])
+            second = asyncio.create_task(again.__aenter__())
+            await _until(postgres_url, granted=False, count=1)  # waits, on a connection
+            assert not second.done()
+        await asyncio.wait_for(second, deadline(EVENT))  # entered once the first left
+        assert await _advisory_locks(postgres_url, granted=True) == 1
+        await again.__aexit__(None, None, None)
+    finally:
+        await lock.aclose()
+    await _until(postgres_url, granted=True, count=0)

@@ -1,0 +1,334 @@
+"""PostgreSQL's whole jobs: raw asyncpg on a pooled connection, statements compiled once.
+
+The store's hot reads and write plans (`storage.plan`) run here without SQLAlchemy's
+per-statement path (a greenlet switch, the compiled-cache lookup, the execution context, a
+`Row` per row), as `storage.sqlite.jobs` does for SQLite:
+
+- each statement is compiled once (`Prepared`) for the engine's dialect: its SQL text (the
+  `$n::TYPE` casts SQLAlchemy renders), its positional parameters with SQLAlchemy's own bind
+  processors, its result columns with SQLAlchemy's own result processors, so the values read
+  back are the ones `conn.execute(...)` would give, as named tuples. A statement with list
+  parameters (`IN` over an expanding parameter) is expanded per call by SQLAlchemy's public
+  `construct_expanded_state`;
+- asyncpg prepares each SQL text once per connection (its statement cache) and runs a
+  statement in one round trip; a write plan's transaction adds its `BEGIN` and `COMMIT`;
+- a job (`FastPostgres.read`, `FastPostgres.write`) takes its connection from the engine's
+  pool (`AsyncEngine.raw_connection`; size, recycling and `dispose` stay SQLAlchemy's): a
+  read runs outside a transaction (each statement its own snapshot, as PostgreSQL's default
+  isolation gives anyway), a write in one transaction. A connection the server dropped
+  while it sat in the pool is found by the job's first round trip and the job runs again
+  once on a fresh connection: nothing of it reached the server (`storage.reconnect` says why
+  that is safe). Any other failure rolls the transaction back; a database error surfaces as
+  `StorageUnavailable`, as through SQLAlchemy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import namedtuple
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from functools import partial
+from typing import Any, TypeVar
+
+import asyncpg
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.pool import PoolProxiedConnection
+from sqlalchemy.sql.dml import Insert
+from sqlalchemy.util import greenlet_spawn
+
+from bot.errors import StorageUnavailable
+from storage.plan import Plan, Rows
+
+T = TypeVar("T")
+
+DATA_ERRORS: tuple[type[BaseException], ...] = (
+    asyncpg.exceptions.IntegrityConstraintViolationError,
+    asyncpg.exceptions.DataError,
+)
+"""What PostgreSQL refuses about the rows themselves (a constraint, a value out of range),
+unwrapped: the cause of a job's `StorageUnavailable`. asyncpg's client-side data error is a
+ValueError."""
+_DROPPED = (
+    asyncpg.exceptions.ConnectionDoesNotExistError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.InternalClientError,
+    ConnectionError,
+)
+"""A connection the server closed (or that was lost) under a job; also asyncpg's "connection
+is closed" when it had noticed already, and the protocol state a server's goodbye to an
+idle connection can leave ("another operation is in progress"): the connection is unusable."""
+_FAILURES = (asyncpg.PostgresError, asyncpg.InterfaceError, *_DROPPED, SQLAlchemyError, OSError)
+
+STATEMENT_LISTENERS: list[Callable[[str], None]] = []
+"""Called with each statement's SQL as it runs here, and with `BEGIN`, `COMMIT` and
+`ROLLBACK` (for `bench.bench_trips`, which counts statements and round trips; SQLAlchemy's
+events do not see these)."""
+
+
+class Prepared:
+    """One statement compiled for PostgreSQL (asyncpg), run on a raw asyncpg connection."""
+
+    __slots__ = ("_compiled", "_expanding", "_processors", "_row", "_spec", "sql")
+
+    def __init__(
+        self, statement: Any, dialect: Dialect, column_keys: Sequence[str] | None = None
+    ) -> None:
+        compiled = statement.compile(
+            dialect=dialect, column_keys=None if column_keys is None else list(column_keys)
+        )
+        if compiled.positiontup is None:
+            raise ValueError("only statements with positional parameters are prepared")
+        self._compiled = compiled
+        self._expanding = bool(compiled.post_compile_params)
+        self.sql = str(compiled)
+        processors = compiled._bind_processors
+        spec: list[tuple[str | None, Any, Callable[[Any], Any] | None]] = []
+        for name in compiled.positiontup:
+            bind = compiled.binds[name]
+            process = processors.get(name)
+            if bind.required:
+                spec.append((name, None, process))
+            else:  # a literal SQLAlchemy made a parameter (`LIMIT 1`, a constant)
+                value = bind.effective_value
+                spec.append((None, value if process is None else process(value), None))
+        self._spec = tuple(spec)
+        columns = compiled._result_columns
+        self._row: Any = _row_type([c[0] for c in columns]) if columns else None
+        self._processors = tuple(
+            (index, process)
+            for index, column in enumerate(columns)
+            if (process := column[3]._cached_result_processor(dialect, None)) is not None
+        )
+
+    def bound(self, values: Mapping[str, Any]) -> tuple[str, tuple[Any, ...]]:
+        """The SQL and its positional parameters for named `values` (bind processors
+        applied; a list parameter expanded)."""
+        if self._expanding:
+            state = self._compiled.construct_expanded_state(dict(values))
+            out = []
+            for name in state.positiontup or ():
+                value = state.parameters[name]
+                process = state.processors.get(name)
+                out.append(value if process is None else process(value))
+            return state.statement, tuple(out)
+        args: list[Any] = []
+        for name, fixed, process in self._spec:
+            if name is None:
+                args.append(fixed)
+            else:
+                value = values[name]
+                args.append(value if process is None else process(value))
+        return self.sql, tuple(args)
+
+    async def rows(self, conn: asyncpg.Connection, values: Mapping[str, Any]) -> list[Any]:
+        """Every row of the statement, as SQLAlchemy would convert them, as named tuples."""
+        sql, args = self.bound(values)
+        _noted(sql)
+        records = await conn.fetch(sql, *args)
+        if not records:
+            return []
+        make = self._row_type(records[0])._make
+        processors = self._processors
+        if not processors:
+            return [make(record) for record in records]
+        converted: list[Any] = []
+        for record in records:
+            row = list(record)
+            for index, process in processors:
+                row[index] = process(row[index])
+            converted.append(make(row))
+        return converted
+
+    async def run(self, conn: asyncpg.Connection, values: Mapping[str, Any]) -> None:
+        sql, args = self.bound(values)
+        _noted(sql)
+        await conn.execute(sql, *args)
+
+    async def run_many(self, conn: asyncpg.Connection, values: Iterable[Mapping[str, Any]]) -> None:
+        """The statement once per parameter set, pipelined in one `executemany`."""
+        if self._expanding:
+            for one in values:
+                await self.run(conn, one)
+            return
+        _noted(self.sql)
+        await conn.executemany(self.sql, [self.bound(one)[1] for one in values])
+
+    def _row_type(self, record: asyncpg.Record) -> Any:
+        if self._row is None:  # a textual statement: its columns are known once it ran
+            self._row = _row_type(list(record.keys()))
+        return self._row
+
+
+async def raw_connection(conn: AsyncConnection) -> asyncpg.Connection:
+    """The asyncpg connection under a connection taken from SQLAlchemy's pool; SQLAlchemy
+    does not see what runs on it, so a caller leaves no transaction open on it."""
+    raw = (await conn.get_raw_connection()).driver_connection
+    if raw is None:  # pragma: no cover (the pool hands out connected connections)
+        raise asyncpg.InterfaceError("connection is closed")
+    return raw
+
+
+def dropped(exc: BaseException, raw: asyncpg.Connection) -> bool:
+    """Whether `exc`, raised by a statement on `raw`, says the connection is gone."""
+    return isinstance(exc, _DROPPED) or (
+        isinstance(exc, asyncpg.InterfaceError) and raw.is_closed()
+    )
+
+
+def _row_type(names: list[str]) -> Any:
+    return namedtuple("Row", names, rename=True)
+
+
+def _noted(sql: str) -> None:
+    for listener in STATEMENT_LISTENERS:
+        listener(sql)
+
+
+class FastPostgres:
+    """Jobs of a PostgreSQL store on raw asyncpg connections (see the module docstring)."""
+
+    __slots__ = ("_dialect", "_engine", "_prepared")
+
+    lists = True
+    """Statements with list parameters run here too."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        self._dialect = engine.dialect
+        self._prepared: dict[tuple[int, tuple[str, ...] | None], tuple[Any, Prepared]] = {}
+
+    def prepared(self, statement: Any, column_keys: Sequence[str] | None = None) -> Prepared:
+        """`statement` compiled once (kept with it: its id is the key)."""
+        key = (id(statement), None if column_keys is None else tuple(column_keys))
+        known = self._prepared.get(key)
+        if known is None or known[0] is not statement:
+            known = (statement, Prepared(statement, self._dialect, column_keys))
+            self._prepared[key] = known
+        return known[1]
+
+    async def one_read(self, query: Any, params: Mapping[str, Any]) -> list[Any]:
+        """The rows of one read statement."""
+        return await self.read(partial(self.prepared(query).rows, values=params))
+
+    async def statement(self, query: Any, params: Mapping[str, Any]) -> list[Any]:
+        """The rows of one statement run as its own transaction (no `BEGIN`: one round
+        trip), for a read or a single-statement write that may run again if the pooled
+        connection turns out dropped."""
+        return await self.one_read(query, params)
+
+    async def read(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """`work` on a pooled connection, outside a transaction."""
+        return await self._job(work, write=False)
+
+    async def write(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """`work` in one transaction; whatever it raises rolls everything back."""
+        return await self._job(work, write=True)
+
+    async def read_plan(self, plan: Callable[[], Plan[T]]) -> T:
+        """A plan that only reads, outside a transaction (made afresh by `plan`)."""
+        return await self.read(partial(self._drive, plan))
+
+    async def write_plan(self, plan: Callable[[], Plan[T]]) -> T:
+        """Run a write plan (`storage.plan`, made afresh by `plan`: a job may run again on a
+        fresh connection) in one transaction: this is its asyncpg executor."""
+        return await self.write(partial(self._drive, plan))
+
+    async def _drive(self, plan_of: Callable[[], Plan[T]], conn: asyncpg.Connection) -> T:
+        plan = plan_of()
+        answer: Any = None
+        try:
+            while True:
+                step = plan.send(answer)
+                statement = step.statement
+                # an INSERT's columns are the keys of its parameters
+                if isinstance(step, Rows):
+                    keys = tuple(step.params) if isinstance(statement, Insert) else None
+                    answer = await self.prepared(statement, keys).rows(conn, step.params)
+                    continue
+                many = step.params
+                keys = tuple(many[0]) if isinstance(statement, Insert) else None
+                if len(many) == 1:
+                    await self.prepared(statement, keys).run(conn, many[0])
+                else:
+                    await self.prepared(statement, keys).run_many(conn, many)
+                answer = None
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+        finally:
+            plan.close()
+
+    async def _job(self, work: Callable[[asyncpg.Connection], Awaitable[T]], *, write: bool) -> T:
+        what = "write" if write else "read"
+        try:
+            for attempt in (1, 2):
+                # the pool's connection itself, without an `AsyncConnection` around it (a
+                # third of the CPU of a one-statement job went to that wrapper)
+                first = Attempt(await self._engine.raw_connection())
+                try:
+                    return await (first.transaction(work) if write else first.run(work))
+                except (*_DROPPED, asyncpg.InterfaceError) as exc:
+                    if not dropped(exc, first.raw):
+                        raise
+                    await first.drop()
+                    if attempt == 2 or not first.retriable:
+                        raise
+                finally:
+                    await first.give_back()
+        except _FAILURES as exc:
+            raise StorageUnavailable(f"database {what} failed: {exc}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+class Attempt:
+    """One try of a job on one pooled connection; `retriable` while nothing reached the
+    server. SQLAlchemy never sees a transaction on it: handing it back runs nothing."""
+
+    __slots__ = ("_done", "_pooled", "raw", "retriable")
+
+    def __init__(self, pooled: PoolProxiedConnection) -> None:
+        self._pooled = pooled
+        self._done = False
+        self.raw: Any = pooled.driver_connection
+        self.retriable = True
+
+    async def run(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """A read: any read is safe to run again (it changed nothing)."""
+        try:
+            return await work(self.raw)
+        except asyncio.CancelledError:
+            await self.drop()
+            raise
+
+    async def transaction(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        transaction = self.raw.transaction()
+        _noted("BEGIN")
+        await transaction.start()  # the job's first round trip
+        self.retriable = False
+        try:
+            result = await work(self.raw)
+        except asyncio.CancelledError:
+            await self.drop()  # the server rolls back what the closed connection began
+            raise
+        except BaseException:
+            if not self.raw.is_closed():
+                _noted("ROLLBACK")
+                await transaction.rollback()
+            raise
+        _noted("COMMIT")
+        await transaction.commit()
+        return result
+
+    async def drop(self) -> None:
+        """A statement cut off midway, or a connection the server dropped: the connection
+        leaves the pool."""
+        if not self._done:
+            self._done = True
+            await asyncio.shield(greenlet_spawn(self._pooled.invalidate))
+
+    async def give_back(self) -> None:
+        if not self._done:
+            self._done = True
+            await greenlet_spawn(self._pooled.close)
