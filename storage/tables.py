@@ -266,10 +266,6 @@ class ChatSettingRow(SQLModel, table=True):
     changed_at: dt.datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
 
 
-# the jobs tables live in their own module (`storage.jobs`); declared with these
-from storage import jobs as _jobs  # noqa: E402, F401
-
-
 class MemoryFactRow(SQLModel, table=True):
     """A fact the model kept on purpose, about one member of one chat (`member_id`) or about
     the chat (`member_id` 0): `storage.memory_facts`, migration 0012."""

@@ -12,6 +12,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
+import storage.jobs
 import storage.tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 from storage.engine import create_engine_for
 from storage.search import outside_the_search_index

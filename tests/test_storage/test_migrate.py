@@ -10,6 +10,7 @@ from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
+import storage.jobs  # noqa: F401  (its tables on SQLModel.metadata, as the migrations' env has them)
 from storage.engine import create_engine_for
 from storage.migrate import upgrade_database
 from storage.search import outside_the_search_index
