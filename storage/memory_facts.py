@@ -21,8 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.context.memory_block import CHAT_WIDE, MemoryFact
 from storage.codec import utc
 from storage.executor import Database
-from storage.postgres.locks import advisory_key
 from storage.plan import Plan, Rows, SqlParts, first_row
+from storage.postgres.locks import advisory_key
 
 _BIG = (
     sa.bindparam("chat_id", type_=sa.BigInteger),

@@ -125,8 +125,9 @@ async def _advisory_locks(url: str, *, granted: bool) -> int:
     engine = create_engine_for(url)
     try:
         async with engine.connect() as conn:
-            query = text(
+            query = text(  # this database's: other test workers share the server
                 "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted = :g"
+                " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
             )
             return int((await conn.execute(query, {"g": granted})).scalar_one())
     finally:
@@ -135,7 +136,7 @@ async def _advisory_locks(url: str, *, granted: bool) -> int:
 
 async def _until(url: str, *, granted: bool, count: int) -> None:
     """PostgreSQL offers no event for "a backend now waits on a lock"; poll pg_locks."""
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(deadline(EVENT)):
         while await _advisory_locks(url, granted=granted) != count:  # noqa: ASYNC110
             await asyncio.sleep(0.02)
 
