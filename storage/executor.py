@@ -129,10 +129,5 @@ class Database:
         on SQLite as one `sqlite3` job, otherwise on a SQLAlchemy connection."""
         if self._fast is not None:
             return await self._fast.write_plan(plan)
-        return await self.write_plan_on_connection(plan)
-
-    async def write_plan_on_connection(self, plan: Callable[[], Plan[T]]) -> T:
-        """`write_plan` on a SQLAlchemy connection (a plan with list parameters, which a
-        `sqlite3` job does not compile)."""
         async with self.write() as conn:
             return await run_plan(conn, plan())

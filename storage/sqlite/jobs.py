@@ -47,6 +47,7 @@ from storage.sqlite.worker import CLOSED
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection as EngineConnection
+    from sqlalchemy.sql.compiler import SQLCompiler
 
 T = TypeVar("T")
 
@@ -123,9 +124,13 @@ def for_engine(engine: AsyncEngine, gate: WriteGate | None) -> FastSqlite | None
 
 
 class Prepared:
-    """One statement compiled for SQLite, run on a `sqlite3` connection (on its thread)."""
+    """One statement compiled for SQLite, run on a `sqlite3` connection (on its thread).
 
-    __slots__ = ("_columns", "_processors", "_row", "_spec", "sql")
+    A statement with parameters rendered per call (expanding ones: `IN` over a list) is
+    compiled once too; its SQL and parameters are expanded for each call's values by
+    SQLAlchemy's own `construct_expanded_state`, as its execution path does."""
+
+    __slots__ = ("_columns", "_expanding", "_processors", "_row", "_spec", "sql")
 
     def __init__(
         self, statement: Any, dialect: Dialect, column_keys: Sequence[str] | None = None
@@ -133,12 +138,14 @@ class Prepared:
         compiled = statement.compile(
             dialect=dialect, column_keys=None if column_keys is None else list(column_keys)
         )
-        if compiled.positiontup is None or compiled.post_compile_params:
-            raise ValueError("only statements with plain positional parameters are prepared")
+        if compiled.positiontup is None:
+            raise ValueError("only statements with positional parameters are prepared")
         self.sql = str(compiled)
+        late = compiled.post_compile_params or compiled.literal_execute_params
+        self._expanding: SQLCompiler | None = compiled if late else None
         processors = compiled._bind_processors
         spec: list[tuple[str | None, Any, Callable[[Any], Any] | None]] = []
-        for name in compiled.positiontup:
+        for name in () if self._expanding is not None else compiled.positiontup:
             bind = compiled.binds[name]
             process = processors.get(name)
             if bind.required:
@@ -157,7 +164,8 @@ class Prepared:
         )
 
     def params(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
-        """The positional parameters for named `values` (bind processors applied)."""
+        """The positional parameters for named `values` (bind processors applied) of a
+        statement without expanding parameters."""
         out: list[Any] = []
         for name, fixed, process in self._spec:
             if name is None:
@@ -167,10 +175,26 @@ class Prepared:
                 out.append(value if process is None else process(value))
         return tuple(out)
 
+    def bound(self, values: Mapping[str, Any]) -> tuple[str, tuple[Any, ...]]:
+        """The SQL and positional parameters for named `values` (expanded, for a statement
+        with expanding parameters)."""
+        if self._expanding is None:
+            return self.sql, self.params(values)
+        state = self._expanding.construct_expanded_state(values)
+        processors = state.processors
+        out: list[Any] = []
+        for name in state.positiontup or ():
+            value = state.parameters[name]
+            process = processors.get(name)
+            out.append(value if process is None else process(value))
+        return state.statement, tuple(out)
+
     def rows(self, conn: sqlite3.Connection, values: Mapping[str, Any]) -> list[Any]:
-        """Every row of the statement, as SQLAlchemy would convert them, as named tuples."""
-        raw = self._execute(conn, values).fetchall()
-        make = self._row._make
+        """Every row of the statement, as SQLAlchemy would convert them, as named tuples
+        (a textual statement without declared columns: named as SQLite names them)."""
+        cursor = self._execute(conn, values)
+        raw = cursor.fetchall()
+        make = self._row._make if self._row is not None else _row_of(cursor)._make
         processors = self._processors
         if not processors:
             return [make(row) for row in raw]
@@ -202,16 +226,28 @@ class Prepared:
 
     def run_many(self, conn: sqlite3.Connection, values: Iterable[Mapping[str, Any]]) -> None:
         """The statement once per parameter set, in one `executemany`."""
-        self._noted()
+        if self._expanding is not None:
+            for one in values:
+                self.run(conn, one)
+            return
+        self._noted(self.sql)
         conn.executemany(self.sql, [self.params(one) for one in values])
 
     def _execute(self, conn: sqlite3.Connection, values: Mapping[str, Any]) -> sqlite3.Cursor:
-        self._noted()
-        return conn.execute(self.sql, self.params(values))
+        sql, params = self.bound(values)
+        self._noted(sql)
+        return conn.execute(sql, params)
 
-    def _noted(self) -> None:
+    @staticmethod
+    def _noted(sql: str) -> None:
         for listener in STATEMENT_LISTENERS:
-            listener(self.sql)
+            listener(sql)
+
+
+def _row_of(cursor: sqlite3.Cursor) -> Any:
+    """The named tuple of a textual statement's rows, its names as SQLite gives them."""
+    names: list[str] = [column[0] for column in cursor.description]
+    return namedtuple("Row", names, rename=True)
 
 
 class FastSqlite:
