@@ -10,7 +10,7 @@ advisory lock on the chat, so two workers adding to one chat at once cannot both
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Collection
 from datetime import datetime
 from typing import Any, Literal
 
@@ -22,6 +22,7 @@ from bot.context.memory_block import CHAT_WIDE, MemoryFact
 from bot.errors import StorageUnavailable
 from storage.codec import utc
 from storage.engine import WRITE
+from storage.executor import Database
 from storage.locks import advisory_key
 
 _BIG = (
@@ -46,6 +47,26 @@ _OF = sa.text(
     f"SELECT {_COLUMNS} FROM memory_facts WHERE chat_id = :chat_id AND member_id = :member_id "
     "ORDER BY id DESC LIMIT :limit"
 ).bindparams(*_BIG)
+_MINE = (
+    f"SELECT {_COLUMNS}, {{part}} AS part FROM memory_facts "
+    "WHERE chat_id = :chat_id AND member_id = {member} ORDER BY id DESC LIMIT :limit"
+)
+_OF_BOTH = sa.text(
+    f"SELECT {_COLUMNS} FROM (SELECT * FROM ({_MINE.format(part=0, member=':member_id')}) AS mine"
+    f" UNION ALL SELECT * FROM ({_MINE.format(part=1, member=CHAT_WIDE)}) AS chat_wide) AS facts"
+    " ORDER BY part, id DESC"
+).bindparams(*_BIG)
+_FACT_COLUMNS: dict[str, Any] = {
+    "id": sa.BigInteger,
+    "chat_id": sa.BigInteger,
+    "member_id": sa.BigInteger,
+    "author_id": sa.BigInteger,
+    "text": sa.Text,
+    "created_at": sa.DateTime(timezone=True),
+}
+_OF_TYPED = _OF.columns(**_FACT_COLUMNS)
+_OF_BOTH_TYPED = _OF_BOTH.columns(**_FACT_COLUMNS)
+"""A member's facts, newest first, then the chat-wide ones: one statement (one snapshot)."""
 _FIND = sa.text(
     f"SELECT {_COLUMNS} FROM memory_facts WHERE chat_id = :chat_id AND id = :id"
 ).bindparams(sa.bindparam("chat_id", type_=sa.BigInteger), sa.bindparam("id", type_=sa.BigInteger))
@@ -88,6 +109,8 @@ class SqlMemoryFacts:
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
         self._postgres = engine.dialect.name == "postgresql"
+        self._db = Database(engine)
+        """For `one_read` only (its writer queue is not used: `_write` keeps its own)."""
 
     async def add_fact(
         self,
@@ -127,20 +150,13 @@ class SqlMemoryFacts:
     async def facts_of(
         self, chat_id: int, member_id: int | None, *, limit: int
     ) -> tuple[MemoryFact, ...]:
-        async with self._read() as conn:
-            mine: Sequence[Any] = ()
-            if member_id is not None and member_id != CHAT_WIDE:
-                mine = (
-                    await conn.execute(
-                        _OF, {"chat_id": chat_id, "member_id": member_id, "limit": limit}
-                    )
-                ).all()
-            chats = (
-                await conn.execute(
-                    _OF, {"chat_id": chat_id, "member_id": CHAT_WIDE, "limit": limit}
-                )
-            ).all()
-        return tuple(_fact(row) for row in (*mine, *chats))
+        """Read before every turn: one statement, on SQLite one driver job."""
+        params = {"chat_id": chat_id, "limit": limit}
+        if member_id is not None and member_id != CHAT_WIDE:
+            rows = await self._db.one_read(_OF_BOTH_TYPED, {**params, "member_id": member_id})
+        else:
+            rows = await self._db.one_read(_OF_TYPED, {**params, "member_id": CHAT_WIDE})
+        return tuple(map(_fact, rows))
 
     async def find_fact(self, chat_id: int, fact_id: int) -> MemoryFact | None:
         async with self._read() as conn:
