@@ -73,6 +73,12 @@ class Database:
         self._fast = for_engine(engine, self._gate)
         """SQLite under `storage.sqlite.driver`: the hot reads and writes in one job each."""
 
+    async def close(self) -> None:
+        """Close the engine's connections (on SQLite, the fast path's own ones first)."""
+        if self._fast is not None:
+            await self._fast.close()
+        await self.engine.dispose()
+
     @asynccontextmanager
     async def read(self, *, one_statement: bool = False) -> AsyncIterator[AsyncConnection]:
         """A read-only connection; `one_statement` when it runs a single statement (which

@@ -22,6 +22,7 @@ from storage.engine import create_engine_for
 from storage.queries import window_load
 from storage.sql import SqlStore
 from storage.sqlite import driver as sqlite_driver
+from storage.sqlite import jobs as sqlite_jobs
 from storage.tables import MESSAGES
 from tests.fakes import SteppingClock
 from tests.test_storage.conftest import database_url
@@ -36,6 +37,7 @@ class Trips:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._drivers: dict[int, sqlite_driver.Connection] = {}
+        self._own = sqlite_jobs._DRIVEN[engine.sync_engine]
         sa_event.listen(engine.sync_engine, "checkout", self._on_checkout)
 
     def _on_checkout(self, dbapi_connection: Any, *_rest: Any) -> None:
@@ -44,6 +46,8 @@ class Trips:
         self._drivers[id(driver)] = driver
 
     def __call__(self) -> int:
+        for driver in self._own.opened():  # the whole jobs' own connections
+            self._drivers[id(driver)] = driver
         return sum(driver.trips + driver.inline_runs for driver in self._drivers.values())
 
 
