@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.services.chat_settings import Overrides
+from storage.executor import Database
 
 _ALL = sa.text("SELECT chat_id, name, value FROM chat_settings")
 _DELETE = sa.text("DELETE FROM chat_settings WHERE chat_id = :chat_id AND name = :name").bindparams(
@@ -32,10 +33,11 @@ class SqlChatSettings:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
+        self._db = Database(engine)
+        """For `one_read` only: `load` runs every few seconds while messages come in."""
 
     async def load(self) -> Overrides:
-        async with self._engine.connect() as conn:
-            rows = (await conn.execute(_ALL)).all()
+        rows = await self._db.one_read(_ALL, {})
         found: dict[int, dict[str, object]] = {}
         for row in rows:
             try:

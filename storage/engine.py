@@ -71,15 +71,12 @@ def create_engine_for(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> As
     # kept: under load an overflow connection is otherwise opened and closed over and over,
     # a thread, a file handle and the pragmas each time. `:memory:` has its one connection.
     pool: dict[str, Any] = {} if in_memory else {"pool_size": SQLITE_POOL_SIZE, "max_overflow": 0}
-    engine = create_async_engine(
-        parsed,
-        async_creator=partial(
-            sqlite_driver.connect, opener, setup=partial(_prepare_sqlite, busy_timeout_ms)
-        ),
-        **pool,
+    connect = partial(
+        sqlite_driver.connect, opener, setup=partial(_prepare_sqlite, busy_timeout_ms)
     )
+    engine = create_async_engine(parsed, async_creator=connect, **pool)
     event.listen(engine.sync_engine, "begin", sqlite_jobs.on_begin)
-    return sqlite_jobs.mark_driven(engine)
+    return sqlite_jobs.mark_driven(engine, connect)
 
 
 def _prepare_sqlite(busy_timeout_ms: int, conn: sqlite3.Connection) -> None:
@@ -153,11 +150,9 @@ def create_readonly_engine(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) 
         conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         conn.execute("PRAGMA query_only=ON")
 
+    connect = partial(sqlite_driver.connect, opener, setup=setup)
     engine = create_async_engine(
-        normalise_url(url),
-        async_creator=partial(sqlite_driver.connect, opener, setup=setup),
-        pool_size=SQLITE_POOL_SIZE,
-        max_overflow=0,
+        normalise_url(url), async_creator=connect, pool_size=SQLITE_POOL_SIZE, max_overflow=0
     )
     event.listen(engine.sync_engine, "begin", sqlite_jobs.on_begin)
-    return sqlite_jobs.mark_driven(engine)
+    return sqlite_jobs.mark_driven(engine, connect)

@@ -46,16 +46,13 @@ class Jobs(Protocol):
     """A database's whole jobs (`storage.sqlite.jobs.FastSqlite`,
     `storage.postgres.jobs.FastPostgres`)."""
 
-    @property
-    def lists(self) -> bool:
-        """Whether statements with list parameters run as jobs too."""
-        ...
-
     async def one_read(self, query: Any, params: dict[str, Any]) -> Sequence[Any]: ...
 
     async def read_plan(self, plan: Callable[[], Plan[T]]) -> T: ...
 
     async def write_plan(self, plan: Callable[[], Plan[T]]) -> T: ...
+
+    async def close(self) -> None: ...
 
 
 def jobs_for(engine: AsyncEngine, gate: WriteGate | None) -> Jobs | None:
@@ -104,6 +101,12 @@ class Database:
         self._retry = engine.dialect.name == "postgresql"
         self._fast = jobs_for(engine, self._gate)
         """The hot reads and the write plans, in one job each."""
+
+    async def close(self) -> None:
+        """Close the engine's connections (on SQLite, the fast path's own ones first)."""
+        if self._fast is not None:
+            await self._fast.close()
+        await self.engine.dispose()
 
     @asynccontextmanager
     async def read(self, *, one_statement: bool = False) -> AsyncIterator[AsyncConnection]:
@@ -167,15 +170,5 @@ class Database:
         as one job (`jobs_for`), without jobs on a SQLAlchemy connection."""
         if self._fast is not None:
             return await self._fast.write_plan(plan)
-        return await self._write_plan_on_connection(plan)
-
-    async def write_list_plan(self, plan: Callable[[], Plan[T]]) -> T:
-        """`write_plan` for a plan with list parameters: on a SQLAlchemy connection where the
-        jobs do not compile those (a `sqlite3` job)."""
-        if self._fast is not None and self._fast.lists:
-            return await self._fast.write_plan(plan)
-        return await self._write_plan_on_connection(plan)
-
-    async def _write_plan_on_connection(self, plan: Callable[[], Plan[T]]) -> T:
         async with self.write() as conn:
             return await run_plan(conn, plan())

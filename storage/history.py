@@ -65,7 +65,7 @@ class SqlHistory:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._decoded = DecodedRecords()
-        self._batches = InboundBatchWriter(db.write_list_plan, db.parts, db.now)
+        self._batches = InboundBatchWriter(db.write_plan, db.parts, db.now)
 
     async def set_window_start(self, session_id: int, record_id: int | None) -> None:
         async with self._db.write() as conn:

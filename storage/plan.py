@@ -7,9 +7,9 @@ what it returns is the write's result. Two executors drive the same plans
 (docs/architecture.md, One algorithm, two executors):
 
 - `storage.executor.run_plan`, on a SQLAlchemy connection in a transaction (PostgreSQL;
-  SQLite for statements with list parameters, or when its connections are not
-  `storage.sqlite.driver`'s);
-- `storage.sqlite.jobs.FastSqlite.write_plan`, as one `sqlite3` job (SQLite's appends).
+  SQLite when its connections are not `storage.sqlite.driver`'s);
+- `storage.sqlite.jobs.FastSqlite.write_plan`, as one `sqlite3` job (SQLite's appends and
+  inbound batches).
 
 What differs between databases (locking the session rows, new record ids, the platform
 messages' upsert and search index) is not in the plans: they take a `SqlParts`, the

@@ -115,9 +115,8 @@ class SqlSessions:
     async def open_sessions(self, requests: Sequence[SessionRequest]) -> tuple[SessionInfo, ...]:
         """One read for the known sessions; `open_session` for new or changed ones."""
         chat_ids = sorted({r.key.chat_id for r in requests})
-        async with self._db.read(one_statement=True) as conn:
-            rows = await conn.execute(SESSIONS_OF_CHATS, {"chat_ids": chat_ids})
-            known = {info.key: info for info in map(session_info, rows)}
+        rows = await self._db.one_read(SESSIONS_OF_CHATS, {"chat_ids": chat_ids})
+        known = {info.key: info for info in map(session_info, rows)}
         opened: list[SessionInfo] = []
         for request in requests:
             info = known.get(request.key)

@@ -52,7 +52,7 @@ class SqlStore(
             role.__init__(self, db)
 
     async def close(self) -> None:
-        await self._db.engine.dispose()
+        await self._db.close()
 
     @property
     def engine(self) -> AsyncEngine:

@@ -191,8 +191,6 @@ class FastPostgres:
 
     __slots__ = ("_dialect", "_engine", "_prepared")
 
-    lists = True
-    """Statements with list parameters run here too."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
@@ -211,6 +209,9 @@ class FastPostgres:
     async def one_read(self, query: Any, params: Mapping[str, Any]) -> list[Any]:
         """The rows of one read statement."""
         return await self.read(partial(self.prepared(query).rows, values=params))
+
+    async def close(self) -> None:
+        """Nothing of its own to close: its connections are the engine's pool's."""
 
     async def statement(self, query: Any, params: Mapping[str, Any]) -> list[Any]:
         """The rows of one statement run as its own transaction (no `BEGIN`: one round

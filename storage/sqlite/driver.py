@@ -263,6 +263,11 @@ class Connection:
             self._jobs.put(None)
 
     @property
+    def stopped(self) -> bool:
+        """Whether `stop` or `close` was called (no job runs any more)."""
+        return self._stopped
+
+    @property
     def patience_ms(self) -> int:
         """How long a job waits for another process's lock, on the thread (0: no waiting
         thread, every job runs there with the connection's own busy timeout)."""

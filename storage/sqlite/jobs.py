@@ -17,10 +17,11 @@ per-statement path (a greenlet switch, the compiled-cache lookup, parameter proc
   `StorageUnavailable`, as through SQLAlchemy. Writers queue on the store's `WriteGate`
   first, as every SQLite writer of the store does. A job handed to the thread (it waits
   there for another process's lock) runs to its end (its `COMMIT` or `ROLLBACK`) even if
-  its caller is cancelled meanwhile, and the connection goes back to the pool after it;
-- the connection still comes from the engine's pool (its size, its reset on return, which
-  is answered without running anything when no transaction is open, and `dispose`).
-  PostgreSQL never comes here: the store keeps SQLAlchemy's path for it.
+  its caller is cancelled meanwhile, and the next job on that connection runs after it;
+- the jobs run on two connections of the engine's own kind kept outside its pool, one for
+  reads and one for writes (`OwnConnections`), so a job costs no checkout and return; the
+  engine's `dispose` stops them. PostgreSQL never comes here: the store keeps SQLAlchemy's
+  path for it.
 
 `FastSqlite.write_plan` is the `sqlite3` executor of write plans (`storage.plan`).
 """
@@ -35,9 +36,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from sqlalchemy import event
 from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql.dml import Insert
 
 from bot.errors import StorageUnavailable
@@ -47,6 +48,7 @@ from storage.sqlite.worker import CLOSED
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection as EngineConnection
+    from sqlalchemy.sql.compiler import SQLCompiler
 
 T = TypeVar("T")
 
@@ -108,28 +110,95 @@ class WriteGate:
 STATEMENT_LISTENERS: list[Callable[[str], None]] = []
 """Called with each statement's SQL as it runs here, on the connection's thread (for
 `bench.bench_trips`, which counts statements; SQLAlchemy's events do not see these)."""
-_DRIVEN: weakref.WeakSet[Any] = weakref.WeakSet()
-"""The (sync) engines whose connections are this module's ones."""
+_DRIVEN: weakref.WeakKeyDictionary[Any, OwnConnections] = weakref.WeakKeyDictionary()
+"""The (sync) engines whose connections are this module's ones, with their own connections."""
 
 
-def mark_driven(engine: AsyncEngine) -> AsyncEngine:
-    """Note that `engine`'s connections come from `connect`."""
-    _DRIVEN.add(engine.sync_engine)
+def mark_driven(engine: AsyncEngine, connect: Callable[[], Awaitable[Connection]]) -> AsyncEngine:
+    """Note that `engine`'s connections come from `connect` (`storage.sqlite.driver.connect`
+    with the engine's opener), which also opens the whole jobs' own connections."""
+    own = OwnConnections(connect)
+    _DRIVEN[engine.sync_engine] = own
+    event.listen(engine.sync_engine, "engine_disposed", own.on_disposed)
     return engine
 
 
 def for_engine(engine: AsyncEngine, gate: WriteGate | None) -> FastSqlite | None:
     """The fast path of a SQLite engine driven by this module's (else None: the
     store keeps SQLAlchemy's path, as for PostgreSQL or a plain aiosqlite engine)."""
-    if gate is None or engine.sync_engine not in _DRIVEN:
+    own = _DRIVEN.get(engine.sync_engine) if gate is not None else None
+    if gate is None or own is None:
         return None
-    return FastSqlite(engine, gate)
+    return FastSqlite(engine, gate, own)
+
+
+class OwnConnections:
+    """The whole jobs' connections of one engine, outside its pool: one for reads, one for
+    write transactions, opened on first use, shared by every `FastSqlite` of the engine.
+
+    Taking a pooled connection and giving it back cost more than the job it ran (the
+    pool's checkout and reset, a greenlet trip each way, a task to close the connection);
+    a whole job needs none of that. Jobs on one connection run one after the other (inline
+    when nothing is queued on its thread, else in order on the thread: see
+    `storage.sqlite.driver`), and each write job is its whole transaction, so two never
+    interleave. Reads have their own connection, so a write waiting on the thread for
+    another process's lock never holds a read up. The engine's `dispose` stops both
+    (`close` waits for their threads); the next job opens them again."""
+
+    __slots__ = ("_connect", "_connections", "_lock", "_loop")
+
+    def __init__(self, connect: Callable[[], Awaitable[Connection]]) -> None:
+        self._connect = connect
+        self._connections: dict[str, Connection] = {}
+        self._lock: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def get(self, role: str) -> Connection:
+        """The open connection for `role` ("read" or "write"), opened if need be."""
+        connection = self._connections.get(role)
+        if connection is not None and not connection.stopped:
+            return connection
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._loop is not loop:
+            self._lock, self._loop = asyncio.Lock(), loop
+        async with self._lock:
+            connection = self._connections.get(role)
+            if connection is None or connection.stopped:
+                connection = self._connections[role] = await self._connect()
+        return connection
+
+    def drop(self, connection: Connection) -> None:
+        """Forget a connection found closed; the next job opens another."""
+        for role, known in list(self._connections.items()):
+            if known is connection:
+                del self._connections[role]
+        connection.stop()
+
+    def opened(self) -> tuple[Connection, ...]:
+        return tuple(self._connections.values())
+
+    def on_disposed(self, _engine: Any) -> None:
+        """The engine's `engine_disposed` listener: stop both (their threads end after
+        the jobs already queued)."""
+        connections, self._connections = self.opened(), {}
+        for connection in connections:
+            connection.stop()
+
+    async def close(self) -> None:
+        """Close both and wait for their threads."""
+        connections, self._connections = self.opened(), {}
+        for connection in connections:
+            await connection.close()
 
 
 class Prepared:
-    """One statement compiled for SQLite, run on a `sqlite3` connection (on its thread)."""
+    """One statement compiled for SQLite, run on a `sqlite3` connection (on its thread).
 
-    __slots__ = ("_columns", "_processors", "_row", "_spec", "sql")
+    A statement with parameters rendered per call (expanding ones: `IN` over a list) is
+    compiled once too; its SQL and parameters are expanded for each call's values by
+    SQLAlchemy's own `construct_expanded_state`, as its execution path does."""
+
+    __slots__ = ("_columns", "_expanding", "_processors", "_row", "_spec", "sql")
 
     def __init__(
         self, statement: Any, dialect: Dialect, column_keys: Sequence[str] | None = None
@@ -137,12 +206,14 @@ class Prepared:
         compiled = statement.compile(
             dialect=dialect, column_keys=None if column_keys is None else list(column_keys)
         )
-        if compiled.positiontup is None or compiled.post_compile_params:
-            raise ValueError("only statements with plain positional parameters are prepared")
+        if compiled.positiontup is None:
+            raise ValueError("only statements with positional parameters are prepared")
         self.sql = str(compiled)
+        late = compiled.post_compile_params or compiled.literal_execute_params
+        self._expanding: SQLCompiler | None = compiled if late else None
         processors = compiled._bind_processors
         spec: list[tuple[str | None, Any, Callable[[Any], Any] | None]] = []
-        for name in compiled.positiontup:
+        for name in () if self._expanding is not None else compiled.positiontup:
             bind = compiled.binds[name]
             process = processors.get(name)
             if bind.required:
@@ -161,7 +232,8 @@ class Prepared:
         )
 
     def params(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
-        """The positional parameters for named `values` (bind processors applied)."""
+        """The positional parameters for named `values` (bind processors applied) of a
+        statement without expanding parameters."""
         out: list[Any] = []
         for name, fixed, process in self._spec:
             if name is None:
@@ -171,14 +243,26 @@ class Prepared:
                 out.append(value if process is None else process(value))
         return tuple(out)
 
+    def bound(self, values: Mapping[str, Any]) -> tuple[str, tuple[Any, ...]]:
+        """The SQL and positional parameters for named `values` (expanded, for a statement
+        with expanding parameters)."""
+        if self._expanding is None:
+            return self.sql, self.params(values)
+        state = self._expanding.construct_expanded_state(values)
+        processors = state.processors
+        out: list[Any] = []
+        for name in state.positiontup or ():
+            value = state.parameters[name]
+            process = processors.get(name)
+            out.append(value if process is None else process(value))
+        return state.statement, tuple(out)
+
     def rows(self, conn: sqlite3.Connection, values: Mapping[str, Any]) -> list[Any]:
-        """Every row of the statement, as SQLAlchemy would convert them, as named tuples."""
+        """Every row of the statement, as SQLAlchemy would convert them, as named tuples
+        (a textual statement without declared columns: named as SQLite names them)."""
         cursor = self._execute(conn, values)
         raw = cursor.fetchall()
-        if self._row is None:  # a textual statement: its columns are known once it ran
-            names = [column[0] for column in cursor.description or ()]
-            self._row = cast(Any, namedtuple("Row", names, rename=True))
-        make = self._row._make
+        make = self._row._make if self._row is not None else _row_of(cursor)._make
         processors = self._processors
         if not processors:
             return [make(row) for row in raw]
@@ -210,30 +294,40 @@ class Prepared:
 
     def run_many(self, conn: sqlite3.Connection, values: Iterable[Mapping[str, Any]]) -> None:
         """The statement once per parameter set, in one `executemany`."""
-        self._noted()
+        if self._expanding is not None:
+            for one in values:
+                self.run(conn, one)
+            return
+        self._noted(self.sql)
         conn.executemany(self.sql, [self.params(one) for one in values])
 
     def _execute(self, conn: sqlite3.Connection, values: Mapping[str, Any]) -> sqlite3.Cursor:
-        self._noted()
-        return conn.execute(self.sql, self.params(values))
+        sql, params = self.bound(values)
+        self._noted(sql)
+        return conn.execute(sql, params)
 
-    def _noted(self) -> None:
+    @staticmethod
+    def _noted(sql: str) -> None:
         for listener in STATEMENT_LISTENERS:
-            listener(self.sql)
+            listener(sql)
+
+
+def _row_of(cursor: sqlite3.Cursor) -> Any:
+    """The named tuple of a textual statement's rows, its names as SQLite gives them."""
+    names: list[str] = [column[0] for column in cursor.description]
+    return namedtuple("Row", names, rename=True)
 
 
 class FastSqlite:
     """Jobs of a SQLite store, one driver job each (see "Whole jobs" in the module doc)."""
 
-    __slots__ = ("_dialect", "_engine", "_gate", "_prepared")
+    __slots__ = ("_dialect", "_engine", "_gate", "_own", "_prepared")
 
-    lists = False
-    """Statements with list parameters are left to SQLAlchemy's path."""
-
-    def __init__(self, engine: AsyncEngine, gate: WriteGate) -> None:
+    def __init__(self, engine: AsyncEngine, gate: WriteGate, own: OwnConnections) -> None:
         self._engine = engine
         self._dialect = engine.dialect
         self._gate = gate
+        self._own = own
         self._prepared: dict[tuple[int, tuple[str, ...] | None], tuple[Any, Prepared]] = {}
 
     def prepared(self, statement: Any, column_keys: Sequence[str] | None = None) -> Prepared:
@@ -254,7 +348,7 @@ class FastSqlite:
         return await self.read(partial(self._drive, plan))
 
     async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """`work` on a pooled connection, outside a transaction (one statement reads one
+        """`work` on the reading connection, outside a transaction (one statement reads one
         snapshot)."""
         return await self._job(lambda driver: driver.run(work), "read")
 
@@ -263,6 +357,10 @@ class FastSqlite:
         whatever it raises rolls everything back (a `sqlite3` error as `StorageUnavailable`)."""
         async with self._gate.hold():
             return await self._job(lambda driver: driver.run_transaction(work), "write")
+
+    async def close(self) -> None:
+        """Close the engine's own connections (for every `FastSqlite` of the engine)."""
+        await self._own.close()
 
     async def write_plan(self, plan: Callable[[], Plan[T]]) -> T:
         """Run a write plan (`storage.plan`; made afresh by `plan`, as a job may run again
@@ -296,26 +394,18 @@ class FastSqlite:
 
     async def _job(self, run: Callable[[Connection], Awaitable[T]], what: str) -> T:
         try:
-            async with self._engine.connect() as conn:
-                try:
-                    return await run(_driver(conn))
-                except sqlite3.Error as exc:
-                    await _drop_if_closed(conn, exc)
-                    raise
-        except (SQLAlchemyError, sqlite3.Error) as exc:
+            driver = await self._own.get(what)
+            try:
+                answer = await run(driver)
+            except sqlite3.ProgrammingError as exc:
+                if CLOSED in str(exc):  # gone: the next job opens another
+                    self._own.drop(driver)
+                raise
+        except sqlite3.Error as exc:
             raise StorageUnavailable(f"database {what} failed: {exc}") from exc
-
-
-def _driver(conn: AsyncConnection) -> Connection:
-    """The driver connection under a connection just taken from the pool (no I/O: the pool
-    has connected it already)."""
-    driver = conn.sync_connection.connection.driver_connection  # type: ignore[union-attr]
-    if not isinstance(driver, Connection):
-        raise TypeError(f"not a storage.sqlite.driver connection: {driver!r}")
-    return driver
-
-
-async def _drop_if_closed(conn: AsyncConnection, exc: sqlite3.Error) -> None:
-    """A closed connection leaves the pool, as SQLAlchemy's disconnect check would have it."""
-    if isinstance(exc, sqlite3.ProgrammingError) and CLOSED in str(exc):
-        await conn.invalidate()
+        # A job run inline answers without suspending its caller. Let the other tasks run
+        # once, as a trip through the pool did (its connection's return was a task): a
+        # caller storing message after message must not keep a turn it just scheduled from
+        # starting.
+        await asyncio.sleep(0)
+        return answer

@@ -5,24 +5,26 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import bindparam, select, text, tuple_
 from sqlalchemy import event as sa_event
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.domain.ids import SessionKey
 from bot.domain.platform_messages import PlatformMessage
 from bot.domain.records import SummaryRecord
 from bot.errors import SessionNotFound, StorageUnavailable
-from bot.ports import NewRecord, StoredReaction
+from bot.ports import InboundAppend, NewRecord, SessionRequest, StoredReaction
 from storage.engine import create_engine_for
 from storage.queries import window_load
 from storage.sql import SqlStore
 from storage.sqlite import driver as sqlite_driver
+from storage.sqlite import jobs as sqlite_jobs
+from storage.tables import MESSAGES
 from tests.fakes import SteppingClock
 from tests.test_storage.conftest import database_url
 from tests.test_storage.test_contract import ALICE, CHAT, KEY, T0, event, reply, user
@@ -36,6 +38,7 @@ class Trips:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._drivers: dict[int, sqlite_driver.Connection] = {}
+        self._own = sqlite_jobs._DRIVEN[engine.sync_engine]
         sa_event.listen(engine.sync_engine, "checkout", self._on_checkout)
 
     def _on_checkout(self, dbapi_connection: Any, *_rest: Any) -> None:
@@ -44,6 +47,8 @@ class Trips:
         self._drivers[id(driver)] = driver
 
     def __call__(self) -> int:
+        for driver in self._own.opened():  # the whole jobs' own connections
+            self._drivers[id(driver)] = driver
         return sum(driver.trips + driver.inline_runs for driver in self._drivers.values())
 
 
@@ -186,6 +191,75 @@ async def test_an_append_and_a_window_read_are_one_job_each(
         counts.append((wrote, trips() - before - wrote))
     # SQLAlchemy's path: the head, the insert, the bubble, its index entry, the leaf, COMMIT
     assert counts == [(1, 1), (6, 1)]
+
+
+def inbound(session_id: int, key: SessionKey, message_id: int, body: str) -> InboundAppend:
+    return InboundAppend(
+        session_id=session_id,
+        record=user(body, message_id),
+        platform_message=PlatformMessage(
+            chat_id=key.chat_id,
+            thread_id=key.thread_id,
+            message_id=message_id,
+            sender_id=ALICE.id,
+            sender_name=ALICE.name,
+            date=T0,
+            text=body,
+        ),
+    )
+
+
+async def test_an_inbound_batch_writes_the_same_rows_in_one_job(
+    stores: tuple[SqlStore, SqlStore],
+) -> None:
+    fast, slow = stores
+    other = SessionKey(chat_id=-77, thread_id=3)
+    jobs: list[int] = []
+    for store in (fast, slow):
+        trips = Trips(store.engine)
+        a, b = await store.open_sessions(
+            [SessionRequest(key=KEY, scene="group"), SessionRequest(key=other, scene="group")]
+        )
+        await store.append_inbound([inbound(a.id, KEY, 1, "warm")])
+        before = trips()
+        batch = [
+            inbound(a.id, KEY, 2, "two"),
+            inbound(b.id, other, 2, "b two"),
+            inbound(a.id, KEY, 1, "a duplicate"),
+            inbound(a.id, KEY, 3, "three"),
+        ]
+        stored = await store.append_inbound(batch)
+        jobs.append(trips() - before)
+        assert [r is None for r in stored] == [False, False, True, False]
+    assert await dump(fast) == await dump(slow)
+    # the fast path: one job; SQLAlchemy's: a statement each, the BEGIN and the COMMIT
+    assert jobs[0] == 1 < jobs[1]
+
+
+async def test_a_statement_with_expanding_parameters_reads_as_sqlalchemy(
+    stores: tuple[SqlStore, SqlStore],
+) -> None:
+    fast, _slow = stores
+    sid = await conversation(fast)
+    assert fast._db._fast is not None
+    query = select(MESSAGES.c.id, MESSAGES.c.created_at).where(
+        tuple_(MESSAGES.c.session_id, MESSAGES.c.first_message_id).in_(
+            bindparam("pairs", expanding=True)
+        ),
+        MESSAGES.c.kind.in_(bindparam("kinds", expanding=True)),
+    )
+    for params in (
+        {"pairs": [(sid, 10), (sid, 11), (sid, 99)], "kinds": ["user", "assistant"]},
+        {"pairs": [(sid, 13)], "kinds": ["user"]},
+        {"pairs": [], "kinds": ["user"]},
+    ):
+        mine = await fast._db.one_read(query, params)
+        async with fast.engine.connect() as conn:
+            theirs = (await conn.execute(query, params)).all()
+        assert [tuple(row) for row in mine] == [tuple(row) for row in theirs]
+        assert all(isinstance(row.created_at, datetime) for row in mine)
+    assert not mine
+    assert not theirs
 
 
 async def test_a_failing_statement_rolls_the_whole_append_back(
