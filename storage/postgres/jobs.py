@@ -191,7 +191,6 @@ class FastPostgres:
 
     __slots__ = ("_dialect", "_engine", "_prepared")
 
-
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
         self._dialect = engine.dialect

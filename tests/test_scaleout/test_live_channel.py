@@ -136,6 +136,7 @@ async def test_a_lost_listen_connection_is_re_established_and_logged_once(
                         sa.text(
                             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
                             "WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()"
+                            " AND datname = current_database()"  # not another test worker's
                         )
                     )
                 ).scalar_one()
