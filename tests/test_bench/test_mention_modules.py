@@ -57,16 +57,16 @@ def test_one_mention_in_tgbot_run_is_measured(measured: ModuleProfile) -> None:
     assert f"{measured.modules} of {measured.modules_in_tree} modules" in measured.markdown()
 
 
-FUNCTION_CEILING = 483
-"""Functions one mention runs, today (483: the measure now waits for the turn's end, its
-turn line, which it caught only on a quiet machine before, and the chat's join check of
-issue 51 joined the path; 441 before round 5's features). Issue 45's target is
-`FUNCTION_TARGET` (450): a ratchet, lowered as the count falls, never raised silently."""
-LINE_CEILING = 19_850
-"""Lines in the modules one mention runs, today (19.8k: 20.3k once the members policy and
+FUNCTION_CEILING = 467
+"""Functions one mention runs, today (467: 483 once the measure waited for the turn's end
+and the chat's join check of issue 51 joined the path, less the storage jobs of issues 45
+and 53; 441 before round 5's features). Issue 45's target is `FUNCTION_TARGET` (450): a
+ratchet, lowered as the count falls, never raised silently."""
+LINE_CEILING = 19_900
+"""Lines in the modules one mention runs, today (19.9k: 20.3k once the members policy and
 task turns joined the path, less the window's folds and the Protocols file, which a warm
-mention no longer runs; 18.6k before round 5's features); issue 45's target is 16,000.
-Lower it as it falls."""
+mention no longer runs, plus the grown SQLite jobs module; 18.6k before round 5's
+features); issue 45's target is 16,000. Lower it as it falls."""
 
 
 @pytest.mark.slow  # issue 35: 78 modules, then 61, 49; issue 45 counts functions and lines
