@@ -77,6 +77,13 @@ _database_per_worker()
 
 
 @pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Slow tests first (the order otherwise kept): most of them wait on another process
+    (Telegram's group pace, a cron minute), so started first they overlap the fast tests
+    on the other workers instead of starting last and running alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     del session
     gc.collect()
