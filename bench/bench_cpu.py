@@ -1,7 +1,7 @@
 """CPU per answered message: `tgbot run` beside an aiogram echo bot and a fair naive LLM bot.
 
 Run: `.venv/bin/python -m bench.bench_cpu [--chats 200] [--messages 20]
-[--shapes burst,quiet,steady] [--postgres-url URL]`.
+[--shapes burst,quiet,steady[,thinking]] [--postgres-url URL]`.
 
 Each bot is its own process, polling the fake Bot API (this process, 127.0.0.1, real HTTP);
 the LLM bots call a scripted model (it echoes the last user message) over HTTP served from
@@ -13,6 +13,8 @@ this process too. Every shape runs the three bots one after the other under the 
   would measure Telegram's limits otherwise).
 - `quiet`: two chats, each message sent once the previous reply arrived: one update per
   poll, the common case of a bot in a quiet chat. Default settings.
+- `thinking` (not run unless named): the quiet shape with 2 s between a reply and the
+  member's next message, so that no bot meets a message straight after its last one.
 - `steady`: an open-loop arrival of 20 messages a second spread over 100 chats (each message
   is sent at its time whether or not earlier ones were answered), default settings, pacing on.
 
@@ -72,6 +74,8 @@ class Shape:
     None: closed loop (each chat sends once its previous message was answered)."""
     defaults: bool = True
     """False: outbound pacing, spam limits and the burst-merge window off."""
+    think: float = 0.0
+    """Closed loop: seconds a member takes to write the next message after a reply."""
     naive_target: float = 2.0
     echo_target: float = 6.0
 
@@ -86,9 +90,10 @@ class Shape:
                 f"{self.chats} chats (open loop)"
             )
         elif self.chats <= 2:
+            after = f"{self.think:g} s after" if self.think else "once"
             arrival = (
-                f"{self.chats} chats × {self.per_chat} messages, each sent once the previous "
-                "reply arrived (one update per poll)"
+                f"{self.chats} chats × {self.per_chat} messages, each sent {after} the "
+                "previous reply arrived (one update per poll)"
             )
         else:
             arrival = (
@@ -104,6 +109,9 @@ def burst(chats: int = 200, per_chat: int = 20) -> Shape:
 
 
 QUIET = Shape("quiet", 2, 20)
+THINKING = Shape("thinking", 2, 20, think=2.0)
+"""The quiet chat with a member who takes 2 s to write each next message: every bot, not
+only the one that waits out its merge window, meets each message after a pause (opt-in)."""
 STEADY = Shape("steady", 100, 4, rate=20.0)
 
 
@@ -267,9 +275,13 @@ def _environment(
     return env
 
 
-async def _closed_loop(api: FakeBotApi, chats: Sequence[int], per_chat: int) -> int:
+async def _closed_loop(
+    api: FakeBotApi, chats: Sequence[int], per_chat: int, think: float = 0.0
+) -> int:
     async def conversation(chat: int) -> int:
         for n in range(per_chat):
+            if n and think:
+                await asyncio.sleep(think)
             api.push_update(api.user_message(chat, chat, f"message {n}", chat_type="private"))
             await api.wait_for_sent(chat, n + 1, timeout=ANSWER_TIMEOUT)
         return per_chat
@@ -331,7 +343,7 @@ async def measure_bot(
                 started_cpu, started = cpu_seconds(process.pid), time.perf_counter()
                 try:
                     if shape.rate is None:
-                        await _closed_loop(api, chats, shape.per_chat)
+                        await _closed_loop(api, chats, shape.per_chat, shape.think)
                     else:
                         await _open_loop(api, chats, shape.per_chat, shape.rate)
                 except TimeoutError:
@@ -408,7 +420,7 @@ def run(
     database_url: str | None = None,
 ) -> CpuResult:
     """Run the named shapes (`burst` sized by `chats` × `per_chat`)."""
-    known = {"burst": burst(chats, per_chat), "quiet": QUIET, "steady": STEADY}
+    known = {shape.name: shape for shape in (burst(chats, per_chat), QUIET, STEADY, THINKING)}
     unknown = [name for name in shapes if name not in known]
     if unknown:
         raise ValueError(f"unknown shapes {unknown}: choose from {sorted(known)}")

@@ -35,6 +35,7 @@ from bot.domain.jobs import (
     next_run,
 )
 from storage.engine import WRITE
+from storage.executor import Database
 from storage.tables import ID_TYPE
 
 jobs_table = sa.Table(
@@ -131,8 +132,12 @@ def _run(row: Any) -> JobRun:
 class SqlJobStore:
     """Implements `bot.domain.jobs.JobStore` on SQLite and PostgreSQL (module docstring)."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, *, database: Database | None = None) -> None:
         self._engine = engine
+        self._poll = database
+        """The bot's own store's `Database` (`tgbot run`): the frequent "anything due?" read
+        runs as one job on it, without SQLAlchemy's per-statement path (a poll every few
+        seconds is most of what a bot in a quiet chat does)."""
 
     async def add_job(self, job: NewJob) -> Job:
         async with self._engine.connect() as conn:
@@ -203,9 +208,8 @@ class SqlJobStore:
 
     async def claim_due(self, now: datetime, worker: str) -> tuple[ClaimedRun, ...]:
         stamp = _ts(now)
-        async with self._engine.connect() as conn:  # most polls find nothing: a read, no lock
-            if (await conn.execute(_ANY_DUE, {"now": stamp})).first() is None:
-                return ()
+        if not await self._any_due(stamp):  # most polls find nothing: a read, no lock
+            return ()
         async with self._engine.connect() as conn:
             conn = await conn.execution_options(**WRITE)
             async with conn.begin():
@@ -238,6 +242,12 @@ class SqlJobStore:
                     )
                     out.append(ClaimedRun(run=run, job=job))
         return tuple(out)
+
+    async def _any_due(self, stamp: float) -> bool:
+        if self._poll is not None:
+            return bool(await self._poll.one_read(_ANY_DUE, {"now": stamp}))
+        async with self._engine.connect() as conn:
+            return (await conn.execute(_ANY_DUE, {"now": stamp})).first() is not None
 
     async def retry_run(self, run_id: int, try_at: datetime, error: str) -> None:
         async with self._engine.begin() as conn:

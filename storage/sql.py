@@ -55,6 +55,12 @@ class SqlStore(
         await self._db.close()
 
     @property
+    def database(self) -> Database:
+        """The store's transactions and whole jobs, for the tables kept next to it
+        (`storage.jobs`)."""
+        return self._db
+
+    @property
     def engine(self) -> AsyncEngine:
         """The store's engine, for the shared state kept next to it (`storage.rate_limits`)."""
         return self._db.engine

@@ -23,7 +23,7 @@ from storage.sql import SqlStore
 def open_job_store(store: ConversationStore) -> JobStore:
     """Jobs in the bot's database (shared by the workers); in memory beside a memory store."""
     if isinstance(store, SqlStore):
-        return SqlJobStore(store.engine)
+        return SqlJobStore(store.engine, database=store.database)
     return LocalJobStore()
 
 

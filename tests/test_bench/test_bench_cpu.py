@@ -3,10 +3,13 @@ in each traffic shape, and a naive baseline written fairly."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -103,3 +106,30 @@ def test_cpu_seconds_reads_this_process_user_and_system_time() -> None:
     before = bench_cpu.cpu_seconds(os.getpid())
     sum(n * n for n in range(3_000_000))  # about 0.1 s of CPU: more than a clock tick
     assert bench_cpu.cpu_seconds(os.getpid()) > before
+
+
+class PushTimes(FakeBotApi):
+    """The fake Bot API noting when each update was pushed."""
+
+    def __init__(self) -> None:
+        super().__init__("1:x", username="b", first_name="B")
+        self.pushed: asyncio.Queue[float] = asyncio.Queue()
+
+    def push_update(self, update: Mapping[str, Any], *, update_id: int | None = None) -> int:
+        self.pushed.put_nowait(asyncio.get_running_loop().time())
+        return super().push_update(update, update_id=update_id)
+
+
+async def test_the_thinking_member_writes_each_next_message_a_while_after_the_reply() -> None:
+    """The `thinking` shape: a reply arrives, and the member's next message follows only
+    `think` seconds later (the quiet shape sends it at once)."""
+    async with PushTimes() as api:
+        conversation = asyncio.create_task(bench_cpu._closed_loop(api, [5], 2, think=0.3))
+        await api.pushed.get()
+        api._store_sent({"message_id": 1, "chat": {"id": 5}, "text": "first answer"})
+        replied_at = asyncio.get_running_loop().time()
+        assert await api.pushed.get() - replied_at >= 0.3
+        api._store_sent({"message_id": 2, "chat": {"id": 5}, "text": "second answer"})
+        assert await conversation == 2
+    assert bench_cpu.QUIET.think == 0
+    assert "2 s after the previous reply" in bench_cpu.THINKING.describe()

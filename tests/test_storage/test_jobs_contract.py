@@ -15,6 +15,7 @@ import pytest
 from bot.domain.jobs import JobStore, NewJob
 from bot.services.local_jobs import LocalJobStore
 from storage.engine import create_engine_for
+from storage.executor import Database
 from storage.jobs import SqlJobStore
 from tests.test_storage.conftest import BACKENDS, database_url
 
@@ -24,19 +25,22 @@ NOW = datetime(2026, 12, 7, 1, 0, tzinfo=UTC)
 class Opened:
     def __init__(self, url: str | None) -> None:
         self.url = url
-        self.engines: list[object] = []
+        self.databases: list[Database] = []
         self.memory = LocalJobStore()
 
     def again(self) -> JobStore:
+        """Another worker's store. The first one polls through its `Database`'s whole jobs,
+        as `tgbot run` opens it; the others through SQLAlchemy, as `tgbot doctor` does."""
         if self.url is None:
             return self.memory
-        engine = create_engine_for(self.url)
-        self.engines.append(engine)
-        return SqlJobStore(engine)
+        database = Database(create_engine_for(self.url))
+        self.databases.append(database)
+        polls = database if len(self.databases) == 1 else None
+        return SqlJobStore(database.engine, database=polls)
 
     async def close(self) -> None:
-        for engine in self.engines:
-            await engine.dispose()  # type: ignore[attr-defined]
+        for database in self.databases:
+            await database.close()
 
 
 @pytest.fixture(params=BACKENDS)
