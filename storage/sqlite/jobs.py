@@ -29,7 +29,6 @@ per-statement path (a greenlet switch, the compiled-cache lookup, parameter proc
 from __future__ import annotations
 
 import asyncio
-import functools
 import sqlite3
 import weakref
 from collections import namedtuple
@@ -263,7 +262,10 @@ class Prepared:
         (a textual statement without declared columns: named as SQLite names them)."""
         cursor = self._execute(conn, values)
         raw = cursor.fetchall()
-        make = self._row._make if self._row is not None else _row_of(cursor)._make
+        if self._row is None:  # a textual statement: its names as SQLite gives them
+            names = [column[0] for column in cursor.description]
+            self._row = namedtuple("Row", names, rename=True)  # type: ignore[misc]
+        make = self._row._make
         processors = self._processors
         if not processors:
             return [make(row) for row in raw]
@@ -299,29 +301,15 @@ class Prepared:
             for one in values:
                 self.run(conn, one)
             return
-        self._noted(self.sql)
+        for listener in STATEMENT_LISTENERS:
+            listener(self.sql)
         conn.executemany(self.sql, [self.params(one) for one in values])
 
     def _execute(self, conn: sqlite3.Connection, values: Mapping[str, Any]) -> sqlite3.Cursor:
         sql, params = self.bound(values)
-        self._noted(sql)
-        return conn.execute(sql, params)
-
-    @staticmethod
-    def _noted(sql: str) -> None:
         for listener in STATEMENT_LISTENERS:
             listener(sql)
-
-
-def _row_of(cursor: sqlite3.Cursor) -> Any:
-    """The named tuple of a textual statement's rows, its names as SQLite gives them."""
-    return _row_type(tuple(column[0] for column in cursor.description))
-
-
-@functools.lru_cache(maxsize=256)
-def _row_type(names: tuple[str, ...]) -> Any:
-    """One class per column list: making a named tuple class costs ~0.2 ms (it `eval`s)."""
-    return namedtuple("Row", names, rename=True)
+        return conn.execute(sql, params)
 
 
 class FastSqlite:
@@ -356,13 +344,13 @@ class FastSqlite:
     async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`work` on the reading connection, outside a transaction (one statement reads one
         snapshot)."""
-        return await self._job(lambda driver: driver.run(work), "read")
+        return await self._job(work, "read")
 
     async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`work` in one write transaction (`BEGIN IMMEDIATE` … `COMMIT`), as one job;
         whatever it raises rolls everything back (a `sqlite3` error as `StorageUnavailable`)."""
         async with self._gate.hold():
-            return await self._job(lambda driver: driver.run_transaction(work), "write")
+            return await self._job(work, "write")
 
     async def close(self) -> None:
         """Close the engine's own connections (for every `FastSqlite` of the engine)."""
@@ -398,11 +386,15 @@ class FastSqlite:
         finally:
             plan.close()
 
-    async def _job(self, run: Callable[[Connection], Awaitable[T]], what: str) -> T:
+    async def _job(self, work: Callable[[sqlite3.Connection], T], what: str) -> T:
+        """`work` on the `what` ("read" or "write") connection: plain or in a transaction."""
         try:
             driver = await self._own.get(what)
             try:
-                answer = await run(driver)
+                if what == "write":
+                    answer = await driver.run_transaction(work)
+                else:
+                    answer = await driver.run(work)
             except sqlite3.ProgrammingError as exc:
                 if CLOSED in str(exc):  # gone: the next job opens another
                     self._own.drop(driver)
