@@ -214,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lambda: bench_cpu.run(
             cpu_chats,
             cpu_each,
-            shapes=("burst",) if quick else ("burst", "quiet", "steady"),
+            shapes=("burst",) if quick else ("burst", "quiet", "steady", "thinking"),
             database_url=postgres,
         ),
     )
@@ -479,7 +479,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "first poll to the last reply, per answered message (`bench/bench_cpu.py`, the "
             "floor bots in `bench/floor_bots.py`: the naive bot commits each message to "
             "sqlite3 in WAL with synchronous NORMAL and calls the model through one pooled "
-            "httpx client sized like ours). Three traffic shapes, each bot under the same "
+            "httpx client sized like ours). Four traffic shapes, each bot under the same "
             "load in the same run; `tgbot run` on PostgreSQL too when it ran:",
             "",
             cpu.markdown(),

@@ -13,8 +13,9 @@ this process too. Every shape runs the three bots one after the other under the 
   would measure Telegram's limits otherwise).
 - `quiet`: two chats, each message sent once the previous reply arrived: one update per
   poll, the common case of a bot in a quiet chat. Default settings.
-- `thinking` (not run unless named): the quiet shape with 2 s between a reply and the
-  member's next message, so that no bot meets a message straight after its last one.
+- `thinking`: the quiet shape with 2 s between a reply and the member's next message, so
+  that no bot meets a message straight after its last one (run by `python -m bench`, not
+  by this module unless named).
 - `steady`: an open-loop arrival of 20 messages a second spread over 100 chats (each message
   is sent at its time whether or not earlier ones were answered), default settings, pacing on.
 
@@ -111,7 +112,7 @@ def burst(chats: int = 200, per_chat: int = 20) -> Shape:
 QUIET = Shape("quiet", 2, 20)
 THINKING = Shape("thinking", 2, 20, think=2.0)
 """The quiet chat with a member who takes 2 s to write each next message: every bot, not
-only the one that waits out its merge window, meets each message after a pause (opt-in)."""
+only the one that waits out its merge window, meets each message after a pause."""
 STEADY = Shape("steady", 100, 4, rate=20.0)
 
 
