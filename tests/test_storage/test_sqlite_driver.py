@@ -34,6 +34,7 @@ from bot.ports import NewRecord
 from storage.engine import ONE_STATEMENT, WRITE, create_engine_for
 from storage.migrate import upgrade_database
 from storage.sql import SqlStore
+from storage.sqlite import cursor as sqlite_cursor
 from storage.sqlite import driver as sqlite_driver
 from tests.deadlines import EVENT, deadline
 
@@ -446,12 +447,12 @@ def test_what_sqlalchemys_adapter_reads_of_the_connection_is_there() -> None:
     assert read >= {"_conn", "_connection", "_tx"}  # the private ones this module imitates
     missing = {name for name in read if not hasattr(sqlite_driver.Connection, name)}
     assert not missing, f"SQLAlchemy's adapter now reads {sorted(missing)} of the connection"
-    assert hasattr(sqlite_driver._AdapterQueue, "put_nowait")  # `_tx.put_nowait((future, fn))`
+    assert hasattr(sqlite_cursor.AdapterQueue, "put_nowait")  # `_tx.put_nowait((future, fn))`
 
 
 def test_what_sqlalchemys_adapter_reads_of_a_cursor_is_there() -> None:
     read = _read_by_adapters(r"self\._cursor\.(\w+)") - {"nextset"}  # only when asked for
-    missing = {name for name in read if not hasattr(sqlite_driver.Cursor, name)}
+    missing = {name for name in read if not hasattr(sqlite_cursor.Cursor, name)}
     assert not missing, f"SQLAlchemy's adapter now reads {sorted(missing)} of a cursor"
 
 
