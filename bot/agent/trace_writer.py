@@ -20,7 +20,7 @@ power cut may lose what the system had not yet stored).
 Bounds. All traces together stay under `max_total_bytes` (compressed, indexes included):
 when a write passes it, whole segments go, oldest first (the oldest day's first, a day's
 per-call files of the old layout before its segments), until 90 % of the bound is left.
-Days older than `keep_days` are pruned whole once a day.
+Days older than `keep_days` are pruned whole once a day (both: `bot.agent.trace_retention`).
 
 `TraceWriter` is an `EventBus` subscriber beside metering (and beside the ledger's
 `bot.agent.ledger_file.LedgerWriter`). The event loop only hands each call over (a queue
@@ -40,18 +40,18 @@ import contextlib
 import logging
 import os
 import queue
-import shutil
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 from bot.agent.events import EventBus, ModelCalled
-from bot.agent.traces import SEGMENT, segment_numbers, trace_json, trace_member
+from bot.agent.trace_retention import folder_size, prune_days, shrink
+from bot.agent.traces import segment_numbers, trace_json, trace_member
 from bot.ports import LLMRequest
 
 log = logging.getLogger("tgbot.traces")
@@ -344,7 +344,8 @@ class TraceWriter:
                     for job, _, _ in members:
                         failures[job] = failures[job] or exc
             if self._total is not None and self._total > self.max_total_bytes:
-                self._shrink()
+                self._close_all()  # the files are opened again at the next write
+                self._total = shrink(self.dir, self.max_total_bytes)
         except Exception as exc:
             failures = [failure or exc for failure in failures]
         finally:
@@ -362,10 +363,12 @@ class TraceWriter:
     def _prepare(self, now: datetime) -> None:
         today = now.astimezone(UTC).date()
         if self._pruned != today:
-            self._prune_old(today)
+            for removed in prune_days(self.dir, keep_days=self.keep_days, today=today):
+                self._forget(removed)  # its files are not written to again
+            self._total = None
             self._pruned = today
         if self._total is None:
-            self._total = _size(self.dir)
+            self._total = folder_size(self.dir)
 
     def _append(self, day: str, members: list[tuple[str, bytes]]) -> None:
         """One write to the day's segment, then one to its index (the member first: an index
@@ -441,77 +444,6 @@ class TraceWriter:
     def _close_all(self) -> None:
         for day in list(self._segments):
             self._forget(day)
-
-    def _days(self) -> list[Path]:
-        if not self.dir.is_dir():
-            return []
-        return sorted(p for p in self.dir.iterdir() if p.is_dir())
-
-    def _prune_old(self, today: date) -> None:
-        oldest = (today - timedelta(days=self.keep_days - 1)).isoformat()
-        for day in self._days():
-            if day.name < oldest:
-                self._forget(day.name)
-                shutil.rmtree(day, ignore_errors=True)
-        self._total = None
-
-    def _shrink(self) -> None:
-        """Remove the oldest segments (whole, with their index) until the traces stay under
-        90 % of the bound; the files are opened again at the next write."""
-        self._close_all()
-        target = self.max_total_bytes * 9 // 10
-        total = _size(self.dir)
-        for day in self._days():
-            for unit in _oldest_first(day):
-                if total <= target:
-                    break
-                for path in unit:
-                    with contextlib.suppress(OSError):
-                        size = path.stat().st_size
-                        path.unlink()
-                        total -= size
-            with contextlib.suppress(OSError):
-                day.rmdir()  # only when empty
-            if total <= target:
-                break
-        self._total = total
-
-
-def _oldest_first(day: Path) -> list[list[Path]]:
-    """What `_shrink` removes together, oldest first: a per-call file of the old layout
-    (by time), then each segment with its index (by number)."""
-    segments: set[int] = set()
-    others: list[Path] = []
-    for path in day.iterdir():
-        match = SEGMENT.fullmatch(path.name)
-        if match is not None:
-            segments.add(int(match.group(1)))
-        else:
-            others.append(path)
-    units: list[list[Path]] = []
-    with contextlib.suppress(OSError):
-        others.sort(key=lambda p: p.stat().st_mtime)
-    units.extend([p] for p in others)
-    units.extend([day / f"{n}.idx", day / f"{n}.gz"] for n in sorted(segments))
-    return units
-
-
-def _size(directory: Path) -> int:
-    """Bytes of every file in the day folders of `directory`."""
-    total = 0
-    try:
-        days = list(os.scandir(directory))
-    except FileNotFoundError:
-        return 0
-    for day in days:
-        if not day.is_dir():
-            continue
-        with contextlib.suppress(OSError), os.scandir(day.path) as files:
-            for file in files:
-                with contextlib.suppress(OSError):
-                    if file.is_file():
-                        total += file.stat().st_size
-    return total
 
 
 def _tool_results(previous: ModelCalled, request: LLMRequest) -> tuple[dict[str, Any], ...]:
