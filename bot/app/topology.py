@@ -27,7 +27,7 @@ from bot.ports import ChatLock, RateLimits, SendPacer, SharedTokenCorrections, S
 from bot.services.send_pacing import LocalSendPacer, PaceLimits
 from bot.services.turn_scheduler import LocalChatLock
 from bot.store_ports import ConversationStore
-from storage.engine import is_sqlite, normalise_url
+from storage.engine import is_shared, normalise_url
 from storage.postgres.live_channel import PgLiveChannel
 from storage.postgres.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
 from storage.rate_limits import SqlRateLimits
@@ -123,7 +123,7 @@ class SharedTopology(Topology):
 
 def _shared(url: URL) -> bool:
     """The decision: SQLite is one process; any other database may have several workers."""
-    return not is_sqlite(url)
+    return is_shared(url)
 
 
 def topology_for(store: ConversationStore) -> Topology:
