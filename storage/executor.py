@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager, nullcontext
 from datetime import datetime
 from typing import Any, Protocol, TypeVar, cast
 
+from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -73,6 +74,9 @@ async def run_plan(conn: AsyncConnection, plan: Plan[T]) -> T:
             step = plan.send(answer)
             if isinstance(step, Rows):
                 answer = (await conn.execute(step.statement, step.params)).all()
+            elif isinstance(step.statement, str):  # SQL with its values written in
+                await conn.execute(text(step.statement))
+                answer = None
             else:
                 await conn.execute(step.statement, step.params)
                 answer = None
