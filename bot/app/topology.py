@@ -118,6 +118,8 @@ class SharedTopology(Topology):
         return SqlTokenCorrections(self._engine)  # each worker its own rows
 
     def send_pacer(self, limits: PaceLimits) -> SendPacer:
+        if limits.off:  # no budget to share: a round trip per send would count nothing, and
+            return LocalSendPacer(limits)  # each worker waits out the 429s it is told itself
         return SqlSendPacer(self._engine, limits)
 
 
