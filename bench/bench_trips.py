@@ -22,7 +22,8 @@ last reply, on the store's engine (every SQL component of the bot shares it):
   itself, so a hand-off means a job waited there for another process's lock; on
   PostgreSQL, round trips to the server: the statements, and the `BEGIN`
   before the first statement of a transaction and its `COMMIT` or `ROLLBACK` (an autocommit
-  read has neither), through SQLAlchemy or as `storage.postgres.jobs` runs them.
+  read has neither; a `BEGIN` sent with the transaction's first statement is no trip of its
+  own), through SQLAlchemy or as `storage.postgres.jobs` runs them.
 
 `--statements` lists the statements by count per answered message (the first 100 characters
 of each), which is where to look for the next trip to save.
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import sqlite3
 import tempfile
 import threading
@@ -62,6 +64,8 @@ from storage.sqlite import jobs as sqlite_jobs
 from testkit.fake_bot_api import FakeBotApi
 
 _CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
+_LITERALS = re.compile(r"\b\d+\b")
+"""The values written into a statement's SQL (`storage.postgres.parts`' locks): counted as one."""
 
 
 @dataclass(slots=True)
@@ -111,7 +115,9 @@ class TripCounter:
             return
         text = " ".join(statement.split())
         with self._lock:
-            if text.upper().startswith(_CONTROL):
+            if text.upper().startswith("BEGIN; "):  # sent with its BEGIN: one round trip
+                self.statements[_LITERALS.sub("N", text[len("BEGIN; ") :])] += 1
+            elif text.upper().startswith(_CONTROL):
                 self.ends += 1
             else:
                 self.statements[text] += 1

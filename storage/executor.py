@@ -3,9 +3,10 @@
 Every store role (`storage.sessions`, `storage.history`, ...) reads and writes through one
 `Database`: a read (one statement: no transaction), a write transaction, a write plan
 (`storage.plan`) run as one `sqlite3` job on SQLite or on a SQLAlchemy connection
-(`run_plan`). This is the one place the engine's database picks what differs: the
-writers' queue on SQLite, the whole jobs of each database (`jobs_for`:
-`storage.sqlite.jobs`, `storage.postgres.jobs`: the hot reads and the write plans without
+(`run_plan`). What differs between databases comes from the engine's backend
+(`storage.engine.backend_for`): the writers' queue on SQLite, the whole jobs of each
+database (`jobs_for`: `storage.sqlite.jobs`, `storage.postgres.jobs`: the hot reads and the
+write plans without
 SQLAlchemy's per-statement path), a dropped connection's retry on PostgreSQL
 (`storage.reconnect`), and the sub-plans of each (`parts_for`: `storage.sqlite.parts`,
 `storage.postgres.parts`).
@@ -18,25 +19,22 @@ from contextlib import asynccontextmanager, nullcontext
 from datetime import datetime
 from typing import Any, Protocol, TypeVar, cast
 
+from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bot.clock import SYSTEM_CLOCK
 from bot.errors import StorageUnavailable
 from bot.ports import Clock
-from storage.engine import ONE_STATEMENT, WRITE
+from storage.engine import ONE_STATEMENT, WRITE, backend_for
 from storage.plan import Plan, Rows, SqlParts
 from storage.postgres.jobs import DATA_ERRORS as POSTGRES_DATA_ERRORS
-from storage.postgres.jobs import FastPostgres
-from storage.postgres.parts import POSTGRES
 from storage.reconnect import FirstStatementRetry
 from storage.sqlite.jobs import DATA_ERRORS as SQLITE_DATA_ERRORS
-from storage.sqlite.jobs import WriteGate, for_engine
-from storage.sqlite.parts import SQLITE
+from storage.sqlite.jobs import WriteGate
 
 T = TypeVar("T")
 
-_PARTS: dict[str, SqlParts] = {"sqlite": SQLITE, "postgresql": POSTGRES}
 DATA_ERRORS: tuple[type[BaseException], ...] = (*SQLITE_DATA_ERRORS, *POSTGRES_DATA_ERRORS)
 """What a database refuses about the rows themselves, as its driver raises it under a whole
 job (the cause of the job's `StorageUnavailable`)."""
@@ -58,17 +56,13 @@ class Jobs(Protocol):
 def jobs_for(engine: AsyncEngine, gate: WriteGate | None) -> Jobs | None:
     """The whole jobs of the engine's database (None: SQLAlchemy's path for everything, as
     for a SQLite engine whose connections are not `storage.sqlite.driver`'s)."""
-    if engine.dialect.name == "postgresql":
-        return FastPostgres(engine)
-    return for_engine(engine, gate)
+    jobs: Jobs | None = backend_for(engine).jobs(engine, gate)
+    return jobs
 
 
 def parts_for(engine: AsyncEngine | AsyncConnection) -> SqlParts:
     """The sub-plans of the engine's (or connection's) database."""
-    try:
-        return _PARTS[engine.dialect.name]
-    except KeyError:
-        raise ValueError(f"unsupported database: {engine.dialect.name}") from None
+    return backend_for(engine).parts
 
 
 async def run_plan(conn: AsyncConnection, plan: Plan[T]) -> T:
@@ -80,6 +74,9 @@ async def run_plan(conn: AsyncConnection, plan: Plan[T]) -> T:
             step = plan.send(answer)
             if isinstance(step, Rows):
                 answer = (await conn.execute(step.statement, step.params)).all()
+            elif isinstance(step.statement, str):  # SQL with its values written in
+                await conn.execute(text(step.statement))
+                answer = None
             else:
                 await conn.execute(step.statement, step.params)
                 answer = None
@@ -96,9 +93,12 @@ class Database:
     def __init__(self, engine: AsyncEngine, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self.engine = engine
         self.now: Callable[[], datetime] = clock.now
-        self.parts = parts_for(engine)
-        self._gate = WriteGate() if engine.dialect.name == "sqlite" else None
-        self._retry = engine.dialect.name == "postgresql"
+        backend = backend_for(engine)
+        self.parts = backend.parts
+        # one process's writers queue here; a shared database's queue on its row locks,
+        # and its pooled connections may have been dropped by the server
+        self._gate = None if backend.shared else WriteGate()
+        self._retry = backend.shared
         self._fast = jobs_for(engine, self._gate)
         """The hot reads and the write plans, in one job each."""
 

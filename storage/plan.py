@@ -32,7 +32,11 @@ class Rows(NamedTuple):
 
 
 class Run(NamedTuple):
-    """Run `statement` once per parameter set in `params` (never empty); no result."""
+    """Run `statement` once per parameter set in `params` (never empty); no result.
+
+    `statement` may be SQL text (a `str`) with its values written in, run once with no
+    parameters (`params` is `({},)`): PostgreSQL's locks, which go with the transaction's
+    `BEGIN` in one round trip (`storage.postgres.jobs`)."""
 
     statement: Any
     params: Sequence[Mapping[str, Any]]
@@ -67,6 +71,20 @@ class SqlParts(Protocol):
 
     def new_record_ids(self, count: int) -> Plan[list[int]]:
         """`count` ids for records the plan inserts with an explicit id, ascending."""
+        ...
+
+    def linked_insert(
+        self,
+        row: Mapping[str, Any],
+        messages: Sequence[Mapping[str, Any]],
+        moved: Mapping[str, Any] | None,
+    ) -> Rows | None:
+        """One statement that inserts the record `row` and returns its id, stores `messages`
+        (`storage.codec.platform_message_row`s; one whose `record_id` is None takes the new
+        record's) as `store_platform_messages` does, and moves `moved["session_id"]`'s leaf
+        to the new record at `moved["now"]` (None: the leaf stays). None: the plan runs
+        those steps one by one (a database without round trips to save, or rows the one
+        statement does not cover)."""
         ...
 
     def store_platform_messages(self, rows: Sequence[Mapping[str, Any]]) -> Plan[None]:

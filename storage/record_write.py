@@ -90,18 +90,35 @@ def append_plan(parts: SqlParts, append: Append) -> Plan[list[StoredRecord]]:
             first = first_message_id(record.message_ids)
             derived = yield from derive_record(session_id, parent, last, first)
         row = record_row(session_id, parent, record, alias_seq=derived.seq, alias_last=derived.last)
-        (inserted,) = yield Rows(INSERT_RECORD, row)
+        if index < len(records) - 1:
+            (inserted,) = yield Rows(INSERT_RECORD, row)
+        else:
+            inserted = yield from _insert_last(parts, append, row)
         stored.append(inserted_record(inserted[0], row, record))
         parent, last = inserted[0], derived.last
-    if append.platform_messages:
-        default = stored[-1].id
-        yield from parts.store_platform_messages(
-            [platform_message_row(m, default_record_id=default) for m in append.platform_messages]
-        )
-    if append.move_leaf:
-        moved = {"session_id": session_id, "leaf_id": stored[-1].id, "now": append.now}
-        yield Run(MOVE_LEAF, (moved,))
     return stored
+
+
+def _insert_last(parts: SqlParts, append: Append, row: dict[str, Any]) -> Plan[Any]:
+    """Insert the chain's last record, store the platform messages (linked to it unless they
+    name a record), move the leaf to it: in one statement where the database has one
+    (`SqlParts.linked_insert`), else one step each. The inserted row (its id first)."""
+    messages = [platform_message_row(m, default_record_id=None) for m in append.platform_messages]
+    moved = {"session_id": append.session_id, "now": append.now} if append.move_leaf else None
+    linked = parts.linked_insert(row, messages, moved)
+    if linked is not None:
+        (inserted,) = yield linked
+        return inserted
+    (inserted,) = yield Rows(INSERT_RECORD, row)
+    if messages:
+        linked_messages = [
+            message if message["record_id"] is not None else {**message, "record_id": inserted[0]}
+            for message in messages
+        ]
+        yield from parts.store_platform_messages(linked_messages)
+    if moved is not None:
+        yield Run(MOVE_LEAF, ({**moved, "leaf_id": inserted[0]},))
+    return inserted
 
 
 def _append_parent(

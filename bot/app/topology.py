@@ -27,7 +27,7 @@ from bot.ports import ChatLock, RateLimits, SendPacer, SharedTokenCorrections, S
 from bot.services.send_pacing import LocalSendPacer, PaceLimits
 from bot.services.turn_scheduler import LocalChatLock
 from bot.store_ports import ConversationStore
-from storage.engine import is_sqlite, normalise_url
+from storage.engine import is_shared, normalise_url
 from storage.postgres.live_channel import PgLiveChannel
 from storage.postgres.locks import MIGRATION_LOCK_ID, AdvisoryChatLock
 from storage.rate_limits import SqlRateLimits
@@ -118,12 +118,14 @@ class SharedTopology(Topology):
         return SqlTokenCorrections(self._engine)  # each worker its own rows
 
     def send_pacer(self, limits: PaceLimits) -> SendPacer:
+        if limits.off:  # no budget to share: a round trip per send would count nothing, and
+            return LocalSendPacer(limits)  # each worker waits out the 429s it is told itself
         return SqlSendPacer(self._engine, limits)
 
 
 def _shared(url: URL) -> bool:
     """The decision: SQLite is one process; any other database may have several workers."""
-    return not is_sqlite(url)
+    return is_shared(url)
 
 
 def topology_for(store: ConversationStore) -> Topology:

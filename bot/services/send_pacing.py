@@ -67,6 +67,15 @@ class PaceLimits:
         return kind == "message" and chat_id < 0 and self.per_group_per_minute > 0
 
     @property
+    def off(self) -> bool:
+        """Whether no budget is counted (every limit 0): only a 429's pause holds a send."""
+        return (
+            self.per_chat_per_second <= 0
+            and self.per_group_per_minute <= 0
+            and self.per_bot_per_second <= 0
+        )
+
+    @property
     def bot_interval(self) -> float:
         return 1.0 / self.per_bot_per_second if self.per_bot_per_second > 0 else 0.0
 

@@ -1,2 +1,3 @@
-"""What only PostgreSQL needs: its whole jobs (`storage.postgres.jobs`) and its sub-plans of the
-record write (`storage.postgres.parts`)."""
+"""What only PostgreSQL needs: its backend (`storage.postgres.backend`: engine, migration
+parts), its whole jobs (`storage.postgres.jobs`), its sub-plans of the record write
+(`storage.postgres.parts`), its locks and live channel."""

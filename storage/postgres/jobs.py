@@ -11,7 +11,10 @@ per-statement path (a greenlet switch, the compiled-cache lookup, the execution 
   parameters (`IN` over an expanding parameter) is expanded per call by SQLAlchemy's public
   `construct_expanded_state`;
 - asyncpg prepares each SQL text once per connection (its statement cache) and runs a
-  statement in one round trip; a write plan's transaction adds its `BEGIN` and `COMMIT`;
+  statement in one round trip; a write plan's transaction adds its `COMMIT`, and its
+  `BEGIN` goes in one round trip with the plan's first statement when that is SQL text
+  without parameters (the locks of `storage.postgres.parts`: an append is `BEGIN` + lock,
+  the head, the linked insert, `COMMIT`);
 - a job (`FastPostgres.read`, `FastPostgres.write`) takes its connection from the engine's
   pool (`AsyncEngine.raw_connection`; size, recycling and `dispose` stay SQLAlchemy's): a
   read runs outside a transaction (each statement its own snapshot, as PostgreSQL's default
@@ -63,9 +66,9 @@ idle connection can leave ("another operation is in progress"): the connection i
 _FAILURES = (asyncpg.PostgresError, asyncpg.InterfaceError, *_DROPPED, SQLAlchemyError, OSError)
 
 STATEMENT_LISTENERS: list[Callable[[str], None]] = []
-"""Called with each statement's SQL as it runs here, and with `BEGIN`, `COMMIT` and
-`ROLLBACK` (for `bench.bench_trips`, which counts statements and round trips; SQLAlchemy's
-events do not see these)."""
+"""Called with each statement's SQL as it runs here, and with `BEGIN` (or `BEGIN; ` and the
+statement sent with it in one round trip), `COMMIT` and `ROLLBACK` (for `bench.bench_trips`,
+which counts statements and round trips; SQLAlchemy's events do not see these)."""
 
 
 class Prepared:
@@ -223,28 +226,49 @@ class FastPostgres:
 
     async def read(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
         """`work` on a pooled connection, outside a transaction."""
-        return await self._job(work, write=False)
+        return await self._job(lambda attempt: attempt.run(work), "read")
 
     async def write(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
         """`work` in one transaction; whatever it raises rolls everything back."""
-        return await self._job(work, write=True)
+        return await self._job(lambda attempt: attempt.transaction(work), "write")
 
     async def read_plan(self, plan: Callable[[], Plan[T]]) -> T:
         """A plan that only reads, outside a transaction (made afresh by `plan`)."""
-        return await self.read(partial(self._drive, plan))
+        return await self.read(partial(self._drive, plan, None))
 
     async def write_plan(self, plan: Callable[[], Plan[T]]) -> T:
         """Run a write plan (`storage.plan`, made afresh by `plan`: a job may run again on a
-        fresh connection) in one transaction: this is its asyncpg executor."""
-        return await self.write(partial(self._drive, plan))
+        fresh connection) in one transaction: this is its asyncpg executor. The `BEGIN`
+        waits for the plan's first statement, and goes with it in one round trip when that
+        statement is SQL text without parameters (a lock: `storage.postgres.parts`)."""
 
-    async def _drive(self, plan_of: Callable[[], Plan[T]], conn: asyncpg.Connection) -> T:
+        def job(attempt: Attempt) -> Awaitable[T]:
+            return attempt.transaction(partial(self._drive, plan, attempt), begin=False)
+
+        return await self._job(job, "write")
+
+    async def _drive(
+        self, plan_of: Callable[[], Plan[T]], begins: Attempt | None, conn: asyncpg.Connection
+    ) -> T:
+        """Run the plan's steps on `conn`; `begins`: the attempt whose `BEGIN` is still to
+        send (None: a read, or a transaction already begun)."""
         plan = plan_of()
         answer: Any = None
         try:
             while True:
                 step = plan.send(answer)
                 statement = step.statement
+                if begins is not None and begins.pending:
+                    if isinstance(statement, str):  # values written in: one simple query
+                        await begins.begin(statement)
+                        answer = None
+                        continue
+                    await begins.begin()
+                if isinstance(statement, str):
+                    _noted(statement)
+                    await conn.execute(statement)
+                    answer = None
+                    continue
                 # an INSERT's columns are the keys of its parameters
                 if isinstance(step, Rows):
                     keys = tuple(step.params) if isinstance(statement, Insert) else None
@@ -263,15 +287,14 @@ class FastPostgres:
         finally:
             plan.close()
 
-    async def _job(self, work: Callable[[asyncpg.Connection], Awaitable[T]], *, write: bool) -> T:
-        what = "write" if write else "read"
+    async def _job(self, work: Callable[[Attempt], Awaitable[T]], what: str) -> T:
         try:
             for attempt in (1, 2):
                 # the pool's connection itself, without an `AsyncConnection` around it (a
                 # third of the CPU of a one-statement job went to that wrapper)
                 first = Attempt(await self._engine.raw_connection())
                 try:
-                    return await (first.transaction(work) if write else first.run(work))
+                    return await work(first)
                 except (*_DROPPED, asyncpg.InterfaceError) as exc:
                     if not dropped(exc, first.raw):
                         raise
@@ -289,13 +312,15 @@ class Attempt:
     """One try of a job on one pooled connection; `retriable` while nothing reached the
     server. SQLAlchemy never sees a transaction on it: handing it back runs nothing."""
 
-    __slots__ = ("_done", "_pooled", "raw", "retriable")
+    __slots__ = ("_done", "_pooled", "pending", "raw", "retriable")
 
     def __init__(self, pooled: PoolProxiedConnection) -> None:
         self._pooled = pooled
         self._done = False
         self.raw: Any = pooled.driver_connection
         self.retriable = True
+        self.pending = False
+        """Whether the transaction's `BEGIN` is still to send (`begin`)."""
 
     async def run(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
         """A read: any read is safe to run again (it changed nothing)."""
@@ -305,24 +330,40 @@ class Attempt:
             await self.drop()
             raise
 
-    async def transaction(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
-        transaction = self.raw.transaction()
-        _noted("BEGIN")
-        await transaction.start()  # the job's first round trip
-        self.retriable = False
+    async def transaction(
+        self, work: Callable[[asyncpg.Connection], Awaitable[T]], *, begin: bool = True
+    ) -> T:
+        """`work` in one transaction; `begin=False`: `work` sends the `BEGIN` (`begin`)
+        before its first statement (none: nothing to commit)."""
+        self.pending = True
+        if begin:
+            await self.begin()
         try:
             result = await work(self.raw)
         except asyncio.CancelledError:
             await self.drop()  # the server rolls back what the closed connection began
             raise
         except BaseException:
-            if not self.raw.is_closed():
+            # `is_in_transaction` reads the server's last status: no round trip (a
+            # `BEGIN` that went with a failing lock left an aborted transaction open)
+            if not self.raw.is_closed() and self.raw.is_in_transaction():
                 _noted("ROLLBACK")
-                await transaction.rollback()
+                await self.raw.execute("ROLLBACK")
             raise
-        _noted("COMMIT")
-        await transaction.commit()
+        if not self.pending:
+            _noted("COMMIT")
+            await self.raw.execute("COMMIT")
         return result
+
+    async def begin(self, then: str | None = None) -> None:
+        """Send the `BEGIN` (the job's first round trip), with `then`, SQL text without
+        parameters, in the same simple query. Until it is answered nothing has reached the
+        server: a dropped connection leaves the job free to run again."""
+        sql = "BEGIN" if then is None else f"BEGIN; {then}"
+        _noted(sql)
+        await self.raw.execute(sql)
+        self.pending = False
+        self.retriable = False
 
     async def drop(self) -> None:
         """A statement cut off midway, or a connection the server dropped: the connection

@@ -36,7 +36,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
-from storage.engine import is_sqlite, normalise_url
+from storage.engine import is_shared, normalise_url
 from storage.postgres.jobs import raw_connection
 
 log = logging.getLogger("tgbot.live")
@@ -131,7 +131,7 @@ class PgLiveChannel:
     def for_url(cls, url: str, **options: Any) -> PgLiveChannel:
         """Its own connections (no pool: one to send, one to listen), apart from the store."""
         parsed = normalise_url(url)
-        if is_sqlite(parsed):
+        if not is_shared(parsed):
             raise ValueError("LISTEN/NOTIFY needs PostgreSQL; SQLite is one process")
         return cls(create_async_engine(parsed, poolclass=NullPool), **options)
 

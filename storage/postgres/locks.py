@@ -43,7 +43,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from bot.domain.ids import SessionKey
 from bot.errors import StorageError
-from storage.engine import is_sqlite, normalise_url
+from storage.engine import is_shared, normalise_url
 from storage.postgres.jobs import dropped, raw_connection
 from storage.reconnect import POOL_RECYCLE_SECONDS
 
@@ -93,7 +93,7 @@ def chat_key(key: SessionKey, scope: str) -> int:
 def create_lock_engine(url: str) -> AsyncEngine:
     """An engine for lock connections only: a small idle pool, no overflow limit."""
     parsed = normalise_url(url)
-    if is_sqlite(parsed):
+    if not is_shared(parsed):
         raise ValueError("advisory locks need PostgreSQL; use LocalChatLock with SQLite")
     return create_async_engine(
         parsed, pool_size=LOCK_POOL_SIZE, max_overflow=-1, pool_recycle=POOL_RECYCLE_SECONDS

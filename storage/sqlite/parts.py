@@ -66,6 +66,15 @@ class SqliteParts:
         top = int(row[0])
         return list(range(top + 1, top + 1 + count))
 
+    def linked_insert(
+        self,
+        row: Mapping[str, Any],
+        messages: Sequence[Mapping[str, Any]],
+        moved: Mapping[str, Any] | None,
+    ) -> Rows | None:
+        """None: statements run in this process, no round trip to save."""
+        return None
+
     def store_platform_messages(self, rows: Sequence[Mapping[str, Any]]) -> Plan[None]:
         yield Run(UPSERT_PLATFORM_MESSAGES, rows)
         put, drop = index_entries(rows)

@@ -14,6 +14,7 @@ from sqlalchemy import text
 
 from bot.errors import SessionNotFound, StorageUnavailable
 from storage.engine import create_engine_for
+from storage.plan import Plan, Rows, Run
 from storage.postgres.jobs import FastPostgres
 from storage.queries import window_load
 from storage.sql import SqlStore
@@ -156,3 +157,25 @@ async def wait_for_a_lock_wait(store: SqlStore) -> None:
             if (await conn.execute(query)).scalar_one():
                 return
         await asyncio.sleep(0.01)
+
+
+async def test_a_lock_sent_with_its_begin_that_fails_leaves_the_connection_clean(
+    store: SqlStore,
+) -> None:
+    """A plan's first statement, SQL text without parameters, goes in one simple query with
+    the `BEGIN` (`storage.postgres.parts`' locks): when it fails, the transaction it began
+    is rolled back before the connection goes back to the pool."""
+    fast = store._db._fast
+    assert isinstance(fast, FastPostgres)
+
+    def failing() -> Plan[None]:
+        yield Run("SELECT 1 / 0", ({},))
+
+    def counting() -> Plan[int]:
+        yield Run("SELECT pg_advisory_xact_lock(7)", ({},))
+        rows = yield Rows(text("SELECT count(*) FROM chat_sessions WHERE id > :n"), {"n": 0})
+        return int(rows[0][0])
+
+    with pytest.raises(StorageUnavailable, match="division by zero"):
+        await fast.write_plan(failing)
+    assert await fast.write_plan(counting) == 0  # the same pooled connection, not aborted

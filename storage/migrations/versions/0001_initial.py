@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from storage.tables import ID_TYPE
+
 revision: str = "0001"
 down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
@@ -20,7 +22,7 @@ depends_on: str | Sequence[str] | None = None
 
 def _id() -> sa.Column[int]:
     """An autoincrementing 64-bit primary key (SQLite autoincrements only INTEGER)."""
-    return sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True)
+    return sa.Column("id", ID_TYPE, primary_key=True)
 
 
 def _at(name: str, *, nullable: bool = False) -> sa.Column[object]:

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from storage.tables import ID_TYPE
+
 revision: str = "0002"
 down_revision: str | None = "0001"
 branch_labels: str | Sequence[str] | None = None
@@ -24,7 +26,7 @@ def upgrade() -> None:
         batch.add_column(sa.Column("closed_at", sa.DateTime(timezone=True), nullable=True))
     op.create_table(
         "reactions",
-        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True),
+        sa.Column("id", ID_TYPE, primary_key=True),
         sa.Column("chat_id", sa.BigInteger(), nullable=False),
         sa.Column("thread_id", sa.BigInteger(), nullable=False),
         sa.Column("message_id", sa.BigInteger(), nullable=False),

@@ -2,8 +2,8 @@
 
 SQLite: an FTS5 table `message_search(scope, body)` keyed by the event's rowid, and a trigger
 that drops an entry with its event. PostgreSQL: a `message_search` table with a tsvector per
-event (GIN index), deleted with its event by the foreign key. Existing events are indexed
-here, in chunks.
+event (GIN index), deleted with its event by the foreign key (each built by its backend's
+`Migrations`). Existing events are indexed here, in chunks.
 
 Revision ID: 0003
 Revises: 0002
@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects import postgresql
 
-from storage.search import index_tokens, scope_token
+from storage.engine import backend_for
+from storage.search import index_tokens
 
 revision: str = "0003"
 down_revision: str | None = "0002"
@@ -30,35 +30,8 @@ _CHUNK = 2_000
 
 def upgrade() -> None:
     bind = op.get_bind()
-    postgres = bind.dialect.name == "postgresql"
-    if postgres:
-        op.create_table(
-            "message_search",
-            sa.Column(
-                "event_id",
-                sa.BigInteger(),
-                sa.ForeignKey("platform_events.id", ondelete="CASCADE"),
-                primary_key=True,
-            ),
-            sa.Column("chat_id", sa.BigInteger(), nullable=False),
-            sa.Column("thread_id", sa.BigInteger(), nullable=False),
-            sa.Column("terms", postgresql.TSVECTOR(), nullable=False),
-        )
-        op.create_index("ix_message_search_chat", "message_search", ["chat_id", "thread_id"])
-        op.create_index(
-            "ix_message_search_terms", "message_search", ["terms"], postgresql_using="gin"
-        )
-        add = sa.text(
-            "INSERT INTO message_search (event_id, chat_id, thread_id, terms) "
-            "VALUES (:id, :chat, :thread, array_to_tsvector(CAST(:tokens AS text[])))"
-        )
-    else:
-        op.execute("CREATE VIRTUAL TABLE message_search USING fts5(scope, body, tokenize='ascii')")
-        op.execute(
-            "CREATE TRIGGER platform_events_unindex AFTER DELETE ON platform_events "
-            "BEGIN DELETE FROM message_search WHERE rowid = old.id; END"
-        )
-        add = sa.text("INSERT INTO message_search(rowid, scope, body) VALUES (:id, :scope, :body)")
+    migrations = backend_for(bind).migrations
+    migrations.create_message_search(op)
     last = 0
     while True:
         rows = bind.execute(
@@ -71,35 +44,14 @@ def upgrade() -> None:
         if not rows:
             break
         last = rows[-1].id
-        params = []
-        for row in rows:
-            tokens = index_tokens(row.text)
-            if not tokens:
-                continue
-            if postgres:
-                params.append(
-                    {
-                        "id": row.id,
-                        "chat": row.chat_id,
-                        "thread": row.thread_id,
-                        "tokens": sorted(set(tokens)),
-                    }
-                )
-            else:
-                params.append(
-                    {
-                        "id": row.id,
-                        "scope": scope_token(row.chat_id, row.thread_id),
-                        "body": " ".join(tokens),
-                    }
-                )
+        params = [
+            migrations.index_message(row, tokens)
+            for row in rows
+            if (tokens := index_tokens(row.text))
+        ]
         if params:
-            bind.execute(add, params)
+            bind.execute(migrations.index_statement, params)
 
 
 def downgrade() -> None:
-    if op.get_bind().dialect.name == "postgresql":
-        op.drop_table("message_search")
-    else:
-        op.execute("DROP TRIGGER IF EXISTS platform_events_unindex")
-        op.execute("DROP TABLE IF EXISTS message_search")
+    backend_for(op.get_bind()).migrations.drop_message_search(op)

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from storage.engine import backend_for
+
 revision: str = "0009"
 down_revision: str | None = "0008"
 branch_labels: str | Sequence[str] | None = None
@@ -32,12 +34,7 @@ def upgrade() -> None:
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("route", "worker"),
     )
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute(
-            "INSERT INTO token_correction_workers (route, worker, ratio, samples, updated_at) "
-            "SELECT route, 'migrated', ratio, samples, now() FROM token_corrections "
-            "WHERE samples > 0"
-        )
+    backend_for(op.get_bind()).migrations.carry_token_corrections(op)
 
 
 def downgrade() -> None:

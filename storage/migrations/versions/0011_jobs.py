@@ -13,12 +13,12 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from storage.tables import ID_TYPE
+
 revision: str = "0011"
 down_revision: str | None = "0010"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
-
-ID_TYPE = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
 def upgrade() -> None:

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from storage.tables import ID_TYPE
+
 revision: str = "0012"
 down_revision: str | None = "0011"
 branch_labels: str | Sequence[str] | None = None
@@ -22,7 +24,7 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     op.create_table(
         "memory_facts",
-        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True),
+        sa.Column("id", ID_TYPE, primary_key=True),
         sa.Column("chat_id", sa.BigInteger(), nullable=False),
         sa.Column("member_id", sa.BigInteger(), nullable=False),
         sa.Column("author_id", sa.BigInteger(), nullable=False),
