@@ -28,7 +28,6 @@ per-statement path (a greenlet switch, the compiled-cache lookup, the execution 
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections import namedtuple
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from functools import partial
@@ -181,9 +180,9 @@ def dropped(exc: BaseException, raw: asyncpg.Connection) -> bool:
     )
 
 
-@functools.lru_cache(maxsize=256)
 def _row_type(names: tuple[str, ...]) -> Any:
-    """One class per column list: making a named tuple class costs ~0.2 ms (it `eval`s)."""
+    """A statement's row class, made once and kept by its `Prepared` (making a named tuple
+    class costs ~0.2 ms: it `eval`s)."""
     return namedtuple("Row", names, rename=True)
 
 
