@@ -15,13 +15,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from storage.backend import Backend
 from storage.postgres.backend import POSTGRES
-from storage.sqlite import jobs as sqlite_jobs
-from storage.sqlite.backend import SQLITE
+from storage.sqlite.backend import ONE_STATEMENT_OPTION, SQLITE, WRITE_OPTION
 
 BUSY_TIMEOUT_MS = 10_000
-WRITE: dict[str, Any] = {sqlite_jobs.WRITE_OPTION: True}
+WRITE: dict[str, Any] = {WRITE_OPTION: True}
 """Execution options of a connection that will write (SQLite: `BEGIN IMMEDIATE`)."""
-ONE_STATEMENT: dict[str, Any] = {sqlite_jobs.ONE_STATEMENT_OPTION: True}
+ONE_STATEMENT: dict[str, Any] = {ONE_STATEMENT_OPTION: True}
 """Execution options of a connection that runs a single read (SQLite: no `BEGIN`)."""
 
 _BACKENDS: dict[str, Backend] = {backend.name: backend for backend in (SQLITE, POSTGRES)}

@@ -5,7 +5,7 @@ SQLite runs under SQLAlchemy's `sqlite+aiosqlite` dialect, but its connections c
 `storage.sqlite.driver` (statements run on the event loop; a connection's own thread opens
 it and waits for locks) rather than from aiosqlite. They get WAL, `foreign_keys=ON`, a busy
 timeout and `synchronous=NORMAL`, set as the connection opens. Each transaction's `BEGIN`
-is chosen by `storage.sqlite.jobs.on_begin`: `BEGIN IMMEDIATE` for a connection marked with the
+is chosen by `on_begin`: `BEGIN IMMEDIATE` for a connection marked with the
 `WRITE` execution options, none for one marked `ONE_STATEMENT`, a plain one otherwise.
 """
 
@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import sqlite3
 import time
+import weakref
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -25,10 +27,60 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from storage.backend import Backend
 from storage.search import scope_token
 from storage.sqlite import driver as sqlite_driver
-from storage.sqlite import jobs as sqlite_jobs
+from storage.sqlite.driver import Connection
+from storage.sqlite.jobs import FastSqlite, OwnConnections, WriteGate
 from storage.sqlite.parts import SQLITE as SQLITE_PARTS
 
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection as EngineConnection
+
 POOL_SIZE = 15
+
+WRITE_OPTION = "tgbot_write"
+"""The execution option of a connection that will write (`BEGIN IMMEDIATE`)."""
+ONE_STATEMENT_OPTION = "tgbot_one_statement"
+"""The execution option of a connection that runs a single read (no `BEGIN`)."""
+
+
+def on_begin(connection: EngineConnection) -> None:
+    """The engine's `begin` listener: SQLAlchemy, not the sqlite3 driver, emits `BEGIN`.
+
+    Plain (deferred) for reads and `BEGIN IMMEDIATE` for a connection marked `WRITE_OPTION`,
+    so two writers queue on the busy timeout instead of failing when a read lock cannot be
+    upgraded. A connection marked `ONE_STATEMENT_OPTION` gets no `BEGIN` at all: a single read
+    is a consistent snapshot on its own, and with no transaction to end, handing the
+    connection back to the pool costs no trip to its thread. An `AUTOCOMMIT` connection gets
+    no `BEGIN` either."""
+    options = connection.get_execution_options()
+    if options.get("isolation_level") == "AUTOCOMMIT":
+        return  # every statement its own transaction, as asked
+    if options.get(WRITE_OPTION, False):
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    elif not options.get(ONE_STATEMENT_OPTION, False):
+        connection.exec_driver_sql("BEGIN")
+
+
+_DRIVEN: weakref.WeakKeyDictionary[Any, OwnConnections] = weakref.WeakKeyDictionary()
+"""The (sync) engines whose connections are `storage.sqlite.driver`'s, with the whole
+jobs' own connections."""
+
+
+def _mark_driven(engine: AsyncEngine, connect: Callable[[], Awaitable[Connection]]) -> AsyncEngine:
+    """Note that `engine`'s connections come from `connect` (`storage.sqlite.driver.connect`
+    with the engine's opener), which also opens the whole jobs' own connections."""
+    own = OwnConnections(connect)
+    _DRIVEN[engine.sync_engine] = own
+    event.listen(engine.sync_engine, "engine_disposed", own.on_disposed)
+    return engine
+
+
+def whole_jobs(engine: AsyncEngine, gate: WriteGate | None) -> FastSqlite | None:
+    """The whole jobs of a SQLite engine made here (else None: the store keeps SQLAlchemy's
+    path, as for a plain aiosqlite engine)."""
+    own = _DRIVEN.get(engine.sync_engine) if gate is not None else None
+    if gate is None or own is None:
+        return None
+    return FastSqlite(engine, gate, own)
 
 
 def create_engine(parsed: URL, busy_timeout_ms: int) -> AsyncEngine:
@@ -40,7 +92,7 @@ def create_engine(parsed: URL, busy_timeout_ms: int) -> AsyncEngine:
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     # The URL's file name and sqlite3 options, read the way the pysqlite dialect reads them.
     args, options = parsed.get_dialect()().create_connect_args(parsed)
-    # Transaction control belongs to SQLAlchemy (`sqlite_jobs.on_begin`). A connection is
+    # Transaction control belongs to SQLAlchemy (`on_begin`). A connection is
     # used by the event loop and by its own thread, one at a time (`storage.sqlite.driver`).
     options.update(isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000)
     opener = partial(sqlite3.connect, *args, **options)
@@ -50,8 +102,8 @@ def create_engine(parsed: URL, busy_timeout_ms: int) -> AsyncEngine:
     pool: dict[str, Any] = {} if in_memory else {"pool_size": POOL_SIZE, "max_overflow": 0}
     connect = partial(sqlite_driver.connect, opener, setup=partial(_prepare, busy_timeout_ms))
     engine = create_async_engine(parsed, async_creator=connect, **pool)
-    event.listen(engine.sync_engine, "begin", sqlite_jobs.on_begin)
-    return sqlite_jobs.mark_driven(engine, connect)
+    event.listen(engine.sync_engine, "begin", on_begin)
+    return _mark_driven(engine, connect)
 
 
 def _prepare(busy_timeout_ms: int, conn: sqlite3.Connection) -> None:
@@ -124,8 +176,8 @@ def create_readonly_engine(parsed: URL, busy_timeout_ms: int) -> AsyncEngine:
 
     connect = partial(sqlite_driver.connect, opener, setup=setup)
     engine = create_async_engine(parsed, async_creator=connect, pool_size=POOL_SIZE, max_overflow=0)
-    event.listen(engine.sync_engine, "begin", sqlite_jobs.on_begin)
-    return sqlite_jobs.mark_driven(engine, connect)
+    event.listen(engine.sync_engine, "begin", on_begin)
+    return _mark_driven(engine, connect)
 
 
 class SqliteMigrations:
@@ -165,6 +217,6 @@ SQLITE = Backend(
     engine=create_engine,
     readonly_engine=create_readonly_engine,
     database_file=database_file,
-    jobs=sqlite_jobs.for_engine,
+    jobs=whole_jobs,
     migrations=SqliteMigrations(),
 )

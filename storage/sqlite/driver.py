@@ -4,7 +4,7 @@
 The connection is an asyncio one for SQLAlchemy's aiosqlite dialect, run on the event loop
 itself unless it must wait for a lock (below); `on_begin` picks the `BEGIN` of each
 transaction from the connection's execution options and `WriteGate` queues this process's
-writers before they take a connection (both `storage.sqlite.jobs`).
+writers before they take a connection (`storage.sqlite.backend`, `storage.sqlite.jobs`).
 
 `create_async_engine(..., async_creator=...)` hands SQLAlchemy a driver connection; its
 `sqlite+aiosqlite` adapter then awaits `cursor()`, `execute()`, `fetchall()` and `close()` on

@@ -1,4 +1,4 @@
-"""SQLite's whole jobs: each transaction's `BEGIN`, the writers' queue, statements compiled once.
+"""SQLite's whole jobs: the writers' queue, statements compiled once, a transaction as one job.
 
 Beyond SQLAlchemy's protocol, the connection's `run` and `run_transaction`
 (`storage.sqlite.driver`) take a whole job (a function of the `sqlite3` connection) for
@@ -30,13 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import weakref
 from collections import namedtuple
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import event
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql.dml import Insert
@@ -47,7 +45,6 @@ from storage.sqlite.driver import Connection
 from storage.sqlite.worker import CLOSED
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Connection as EngineConnection
     from sqlalchemy.sql.compiler import SQLCompiler
 
 T = TypeVar("T")
@@ -56,30 +53,7 @@ DATA_ERRORS: tuple[type[BaseException], ...] = (sqlite3.IntegrityError, sqlite3.
 """What SQLite refuses about the rows themselves, unwrapped: the cause of a job's
 `StorageUnavailable`."""
 
-# ---------------------------------------------------------------- transactions and writers
-
-WRITE_OPTION = "tgbot_write"
-"""The execution option of a connection that will write (`BEGIN IMMEDIATE`)."""
-ONE_STATEMENT_OPTION = "tgbot_one_statement"
-"""The execution option of a connection that runs a single read (no `BEGIN`)."""
-
-
-def on_begin(connection: EngineConnection) -> None:
-    """The engine's `begin` listener: SQLAlchemy, not the sqlite3 driver, emits `BEGIN`.
-
-    Plain (deferred) for reads and `BEGIN IMMEDIATE` for a connection marked `WRITE_OPTION`,
-    so two writers queue on the busy timeout instead of failing when a read lock cannot be
-    upgraded. A connection marked `ONE_STATEMENT_OPTION` gets no `BEGIN` at all: a single read
-    is a consistent snapshot on its own, and with no transaction to end, handing the
-    connection back to the pool costs no trip to its thread. An `AUTOCOMMIT` connection gets
-    no `BEGIN` either."""
-    options = connection.get_execution_options()
-    if options.get("isolation_level") == "AUTOCOMMIT":
-        return  # every statement its own transaction, as asked
-    if options.get(WRITE_OPTION, False):
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
-    elif not options.get(ONE_STATEMENT_OPTION, False):
-        connection.exec_driver_sql("BEGIN")
+# ---------------------------------------------------------------- the writers' queue
 
 
 class WriteGate:
@@ -110,26 +84,6 @@ class WriteGate:
 STATEMENT_LISTENERS: list[Callable[[str], None]] = []
 """Called with each statement's SQL as it runs here, on the connection's thread (for
 `bench.bench_trips`, which counts statements; SQLAlchemy's events do not see these)."""
-_DRIVEN: weakref.WeakKeyDictionary[Any, OwnConnections] = weakref.WeakKeyDictionary()
-"""The (sync) engines whose connections are this module's ones, with their own connections."""
-
-
-def mark_driven(engine: AsyncEngine, connect: Callable[[], Awaitable[Connection]]) -> AsyncEngine:
-    """Note that `engine`'s connections come from `connect` (`storage.sqlite.driver.connect`
-    with the engine's opener), which also opens the whole jobs' own connections."""
-    own = OwnConnections(connect)
-    _DRIVEN[engine.sync_engine] = own
-    event.listen(engine.sync_engine, "engine_disposed", own.on_disposed)
-    return engine
-
-
-def for_engine(engine: AsyncEngine, gate: WriteGate | None) -> FastSqlite | None:
-    """The fast path of a SQLite engine driven by this module's (else None: the
-    store keeps SQLAlchemy's path, as for PostgreSQL or a plain aiosqlite engine)."""
-    own = _DRIVEN.get(engine.sync_engine) if gate is not None else None
-    if gate is None or own is None:
-        return None
-    return FastSqlite(engine, gate, own)
 
 
 class OwnConnections:

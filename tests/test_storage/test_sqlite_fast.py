@@ -22,8 +22,8 @@ from bot.ports import InboundAppend, NewRecord, SessionRequest, StoredReaction
 from storage.engine import create_engine_for
 from storage.queries import window_load
 from storage.sql import SqlStore
+from storage.sqlite import backend as sqlite_backend
 from storage.sqlite import driver as sqlite_driver
-from storage.sqlite import jobs as sqlite_jobs
 from storage.tables import MESSAGES
 from tests.fakes import SteppingClock
 from tests.test_storage.conftest import database_url
@@ -38,7 +38,7 @@ class Trips:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._drivers: dict[int, sqlite_driver.Connection] = {}
-        self._own = sqlite_jobs._DRIVEN[engine.sync_engine]
+        self._own = sqlite_backend._DRIVEN[engine.sync_engine]
         sa_event.listen(engine.sync_engine, "checkout", self._on_checkout)
 
     def _on_checkout(self, dbapi_connection: Any, *_rest: Any) -> None:
