@@ -43,8 +43,9 @@ import httpx
 
 from adapters.llm import anthropic_wire, openai_wire
 from adapters.llm.dialects import WireOptions
-from adapters.llm.openai_wire import classify_error, retry_after_seconds
+from adapters.llm.openai_stream import StreamState
 from adapters.llm.pooled_transport import pooled_transport, tls_context
+from adapters.llm.provider_errors import classify_error, retry_after_seconds
 from bot.errors import (
     ContextOverflow,
     ProviderBadResponse,
@@ -65,7 +66,7 @@ _TOOL_SETS_KEPT = 16
 
 class _OpenAIStream:
     def __init__(self) -> None:
-        self._state = openai_wire.StreamState()
+        self._state = StreamState()
 
     @property
     def text(self) -> str:

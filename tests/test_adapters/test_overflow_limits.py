@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llm.openai_wire import classify_error, error_in_body
+from adapters.llm.provider_errors import classify_error, error_in_body
 from bot.agent.provider_call import overflow_room
 from bot.errors import ContextOverflow
 
