@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TextIO
 
 from adapters.llm.scripted import ScriptedModel, is_summary_request
-from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.app import build_dispatcher
+from adapters.telegram.bot_session import build_bot
 from adapters.telegram.fake_api import DemoBotApi
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger

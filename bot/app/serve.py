@@ -20,7 +20,8 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
 from adapters.http_guard import limit_repeated_logs, raise_file_limit
-from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.app import build_dispatcher
+from adapters.telegram.bot_session import build_bot
 from adapters.telegram.polling_loop import AfterBatchHook, poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.update_health import UpdateHealth
