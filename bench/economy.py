@@ -37,7 +37,7 @@ from bench.workload import (
     quote_summary,
     tool_output,
 )
-from bot.agent.ledger_file import read_entries
+from bot.agent.ledger_read import read_entries
 from bot.agent.request import PromptFacts, build_system_prompt
 from bot.app.wiring import build_app
 from bot.config import load_settings

@@ -39,7 +39,7 @@ Definitions (one row per calendar day in the bot's zone, plus a total row):
 
 Only the day files asked for are read; a call lands on the day of its `ts` in the zone (after
 a zone change a call may sit in a neighbouring file and is then left out). Lines are decoded
-by the ledger's one decoder (`LedgerEntry.from_json`, through `LedgerScan`).
+by the ledger's one decoder (`entry_from_json`, through `LedgerScan`).
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ from datetime import date, datetime, timedelta, tzinfo
 from pathlib import Path
 
 from bot.agent.ledger import LedgerEntry
-from bot.agent.ledger_file import LedgerScan, ledger_file
+from bot.agent.ledger_file import ledger_file
+from bot.agent.ledger_read import LedgerScan
 from bot.context.tokens import Drift, drift_of_errors
 
 DEFAULT_DAYS = 7

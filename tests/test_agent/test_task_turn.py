@@ -13,7 +13,7 @@ from datetime import UTC, timedelta
 from pathlib import Path
 
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
-from bot.agent.ledger_file import read_entries
+from bot.agent.ledger_read import read_entries
 from bot.app.jobs import task_turns
 from bot.app.wiring import App
 from bot.context.task_block import TaskInstruction

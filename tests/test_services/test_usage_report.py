@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent.ledger_file import ledger_file, read_entries
+from bot.agent.ledger_file import ledger_file
+from bot.agent.ledger_read import read_entries
 from bot.services.usage_report import (
     CallsPerTurn,
     build_report,
