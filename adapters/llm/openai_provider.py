@@ -21,7 +21,8 @@ and `on_text` gets the reply's text so far as it grows; the result is the respon
 would return without streaming, usage included. An error inside the stream maps to the same
 `ProviderError` branch as an error response. A retried attempt starts its text from scratch.
 
-`AnthropicProvider` is the same transport and retry policy over `anthropic_wire`.
+`AnthropicProvider` (`adapters.llm.anthropic_provider`) is the same transport and retry policy
+over `anthropic_wire`.
 
 Transport: the requests are httpx's, sent over aiohttp's connection pool
 (`adapters.llm.pooled_transport`); tests hand in their own `transport`.
@@ -43,7 +44,7 @@ import httpx
 
 from adapters.llm import anthropic_wire, openai_wire
 from adapters.llm.dialects import WireOptions
-from adapters.llm.openai_stream import StreamState
+from adapters.llm.openai_stream import OpenAIStream
 from adapters.llm.pooled_transport import pooled_transport, tls_context
 from adapters.llm.provider_errors import classify_error, retry_after_seconds
 from bot.errors import (
@@ -64,22 +65,7 @@ _TOOL_SETS_KEPT = 16
 """Tool sets whose JSON a provider keeps (one per scene and locale in practice)."""
 
 
-class _OpenAIStream:
-    def __init__(self) -> None:
-        self._state = StreamState()
-
-    @property
-    def text(self) -> str:
-        return self._state.text
-
-    def feed(self, event: str, data: Mapping[str, Any]) -> bool:
-        return self._state.feed(data)
-
-    def result(self) -> LLMResponse:
-        return self._state.result()
-
-
-_Stream = _OpenAIStream | anthropic_wire.StreamState
+ResponseStream = OpenAIStream | anthropic_wire.StreamState
 """A response stream being read: each feeds events, has the text so far and the result."""
 
 
@@ -166,8 +152,8 @@ class OpenAIProvider:
     def _decode(self, body: object) -> LLMResponse:
         return openai_wire.from_response(body)
 
-    def _new_stream(self) -> _Stream:
-        return _OpenAIStream()
+    def _new_stream(self) -> ResponseStream:
+        return OpenAIStream()
 
     def _request_headers(self, request: LLMRequest) -> dict[str, str]:
         header = self._options.conversation_header
@@ -343,7 +329,9 @@ class OpenAIProvider:
             raise _Failed(not_json, kind="bad_body") from exc
         return self._mapped(lambda: self._decode(body))
 
-    async def _dispatch(self, state: _Stream, event: str, raw: str, on_text: TextSink) -> bool:
+    async def _dispatch(
+        self, state: ResponseStream, event: str, raw: str, on_text: TextSink
+    ) -> bool:
         """Feed one SSE event; True at the end of the stream (`[DONE]`)."""
         if raw.strip() == "[DONE]":
             return True
@@ -410,39 +398,6 @@ class OpenAIProvider:
         return text
 
 
-class AnthropicProvider(OpenAIProvider):
-    """`LLMProvider` for the native Messages API (Anthropic, and other vendors' Anthropic-format
-    endpoints such as DeepSeek's): `POST <base>/v1/messages`, the key in `x-api-key`."""
-
-    _SPLICES_TOOLS = False  # a cache breakpoint may ride on the last tool
-
-    def _endpoint(self, base_url: str) -> str:
-        if base_url.endswith("/v1"):
-            return base_url + "/messages"
-        return base_url + "/v1/messages"
-
-    def _default_options(self) -> WireOptions:
-        return WireOptions(kind="anthropic", cache="breakpoints")
-
-    def _headers(self) -> dict[str, str]:
-        headers = {"Accept": "application/json", "anthropic-version": anthropic_wire.API_VERSION}
-        if self._api_key:
-            headers["x-api-key"] = self._api_key
-        return headers
-
-    def _encode(self, request: LLMRequest, *, stream: bool) -> dict[str, Any]:
-        return anthropic_wire.to_request(request, self._options, stream=stream)
-
-    def _decode(self, body: object) -> LLMResponse:
-        return anthropic_wire.from_response(body)
-
-    def _new_stream(self) -> _Stream:
-        return anthropic_wire.StreamState()
-
-    def _request_headers(self, request: LLMRequest) -> dict[str, str]:
-        return {}
-
-
 def _json_body(payload: dict[str, Any]) -> bytes:
     """The body as httpx's `json=` would encode it (UTF-8, no spaces, no NaN)."""
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
@@ -472,4 +427,4 @@ class _Failed(Exception):
         self.retry_after = retry_after
 
 
-__all__ = ["DEFAULT_MAX_RETRY_AFTER", "AnthropicProvider", "OpenAIProvider"]
+__all__ = ["DEFAULT_MAX_RETRY_AFTER", "OpenAIProvider", "ResponseStream"]

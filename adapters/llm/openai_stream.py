@@ -152,4 +152,22 @@ class StreamState:
         )
 
 
-__all__ = ("StreamState",)
+class OpenAIStream:
+    """A `StreamState` read as the provider reads any stream: events by name and data (the
+    chat-completions stream names none)."""
+
+    def __init__(self) -> None:
+        self._state = StreamState()
+
+    @property
+    def text(self) -> str:
+        return self._state.text
+
+    def feed(self, event: str, data: Mapping[str, Any]) -> bool:
+        return self._state.feed(data)
+
+    def result(self) -> LLMResponse:
+        return self._state.result()
+
+
+__all__ = ("OpenAIStream", "StreamState")

@@ -114,7 +114,8 @@ def test_route_resolution(route: str | None, expected: tuple[object, ...]) -> No
 
 
 async def test_only_routes_whose_provider_marks_breakpoints_pay_for_cache_digests() -> None:
-    from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
+    from adapters.llm.anthropic_provider import AnthropicProvider
+    from adapters.llm.openai_provider import OpenAIProvider
     from bot.agent.routes import marks_cache
 
     async with (
