@@ -17,14 +17,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.llm.dialects import (
+from adapters.llm.anthropic_thinking import (
     TEXT_MARK,
     TOOL_USE_MARK,
-    ReasoningFields,
-    WireOptions,
     anthropic_blocks,
     anthropic_layout,
     anthropic_reasoning,
+)
+from adapters.llm.dialects import (
+    ReasoningFields,
+    WireOptions,
     merge_extra_body,
     reasoning_fields,
     tool_turn_messages,

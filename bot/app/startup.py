@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from typing import TYPE_CHECKING
 
-from adapters.llm.dialects import kind_for
+from adapters.llm.provider_defaults import kind_for
 from adapters.telegram.update_health import UpdateHealth
 from bot.app.jobs import start_jobs, task_turns
 from bot.app.mcp_servers import start_mcp

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from adapters.llm import anthropic_wire, openai_stream, openai_wire, provider_errors
-from adapters.llm.dialects import WireOptions, max_tokens_key, options_for
+from adapters.llm.dialects import WireOptions, max_tokens_key
+from adapters.llm.provider_defaults import options_for
 from bot.domain.messages import CachePlan, ChatMessage, ImagePart, ToolCall
 from bot.errors import ContextOverflow, ProviderBadResponse, ProviderUnavailable
 from bot.ports import LLMRequest, ToolSpec

@@ -16,10 +16,10 @@ from adapters.llm import anthropic_wire, openai_stream, openai_wire
 from adapters.llm.dialects import (
     WireOptions,
     has_adaptive_thinking,
-    options_for,
     reasoning_fields,
     tool_turn_messages,
 )
+from adapters.llm.provider_defaults import options_for
 from bot.domain.messages import ChatMessage, Reasoning, ToolCall
 from bot.ports import LLMRequest
 from testkit.fake_reasoning import (
