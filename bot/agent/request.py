@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 
-from bot.agent.chat_scope import NO_SCOPES, ChatScopes
+from bot.agent.chat_scope import NO_SCOPES, ChatScopes, offered_in
 from bot.agent.routes import ModelRoute
 from bot.agent.turn_images import NO_IMAGES, TurnImages
 from bot.context.compaction import summary_message
@@ -39,7 +39,7 @@ from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
 from bot.ports import Clock, SessionInfo, StoredReaction
 from bot.store_ports import ChatEventStore, HistoryStore, MemoryFacts
 from bot.texts import in_locale, text
-from bot.tools.base import Tool, offered_in
+from bot.tools.base import Tool
 
 _REMEMBERED = 64
 """System prompts and schema estimates kept (scenes × locales × tool sets in use)."""

@@ -122,14 +122,6 @@ class Tool:
     copy in later requests."""
 
 
-def offered_in(tools: Mapping[str, Tool], scene: Scene) -> dict[str, Tool]:
-    """The tools a request in `scene` offers, in table order (the same for every chat of
-    the scene: the tool schemas and the index open the cached prefix)."""
-    return {
-        name: tool for name, tool in tools.items() if tool.scenes is None or scene in tool.scenes
-    }
-
-
 def require_int(args: Mapping[str, Any], name: str) -> int:
     value = args.get(name)
     if isinstance(value, bool) or not isinstance(value, int):
