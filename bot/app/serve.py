@@ -20,6 +20,7 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
 from adapters.http_guard import limit_repeated_logs, raise_file_limit
+from adapters.systemd_notify import systemd_notifier
 from adapters.telegram.app import build_dispatcher
 from adapters.telegram.bot_session import build_bot
 from adapters.telegram.polling_loop import AfterBatchHook, poll_updates
@@ -138,6 +139,7 @@ async def serve(
                 health = UpdateHealth(
                     stall_seconds=settings.telegram.updates_stall_seconds,
                     source="getWebhookInfo" if webhook else "getUpdates",
+                    notify=systemd_notifier(),
                 )
                 await start_beside(stack, app, live, health)
                 await recover(stack, app, identity)
