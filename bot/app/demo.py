@@ -27,12 +27,8 @@ from adapters.telegram.bot_session import build_bot
 from adapters.telegram.fake_api import DemoBotApi
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
-from bot.agent.request import (
-    PromptFacts,
-    TurnContext,
-    build_per_turn_blocks,
-    build_system_prompt,
-)
+from bot.agent.request import TurnContext, build_per_turn_blocks
+from bot.agent.system_prompt import PromptFacts, build_system_prompt
 from bot.app.demo_scenario import (
     GROUP_CHAT,
     OWNER_ID,
