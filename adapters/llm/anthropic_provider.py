@@ -3,12 +3,10 @@ OpenAI provider's transport and retry policy over `anthropic_wire`."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from adapters.llm import anthropic_wire
 from adapters.llm.dialects import WireOptions
 from adapters.llm.openai_provider import OpenAIProvider, ResponseStream
-from bot.ports import LLMRequest, LLMResponse
+from bot.ports import LLMRequest
 
 
 class AnthropicProvider(OpenAIProvider):
@@ -16,6 +14,8 @@ class AnthropicProvider(OpenAIProvider):
     endpoints such as DeepSeek's): `POST <base>/v1/messages`, the key in `x-api-key`."""
 
     _SPLICES_TOOLS = False  # a cache breakpoint may ride on the last tool
+    _to_request = staticmethod(anthropic_wire.to_request)
+    _from_response = staticmethod(anthropic_wire.from_response)
 
     def _endpoint(self, base_url: str) -> str:
         if base_url.endswith("/v1"):
@@ -30,12 +30,6 @@ class AnthropicProvider(OpenAIProvider):
         if self._api_key:
             headers["x-api-key"] = self._api_key
         return headers
-
-    def _encode(self, request: LLMRequest, *, stream: bool) -> dict[str, Any]:
-        return anthropic_wire.to_request(request, self._options, stream=stream)
-
-    def _decode(self, body: object) -> LLMResponse:
-        return anthropic_wire.from_response(body)
 
     def _new_stream(self) -> ResponseStream:
         return anthropic_wire.StreamState()

@@ -38,7 +38,7 @@ import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Literal, ParamSpec, Self, TypeVar
 
 import httpx
 
@@ -60,6 +60,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_RETRY_AFTER = 60.0
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
 _BAD_RESPONSE_RETRIES = 1
 _TOOL_SETS_KEPT = 16
 """Tool sets whose JSON a provider keeps (one per scene and locale in practice)."""
@@ -74,6 +75,9 @@ class OpenAIProvider:
 
     _PATH = "/chat/completions"
     _SPLICES_TOOLS = True
+    # the wire's two mappings, called straight (`AnthropicProvider` names its own)
+    _to_request = staticmethod(openai_wire.to_request)
+    _from_response = staticmethod(openai_wire.from_response)
     """Whether the tools' JSON depends on the tool set alone (see `_body`)."""
 
     def __init__(
@@ -120,7 +124,7 @@ class OpenAIProvider:
         the body: their JSON is kept per tool set and spliced in as the last field. Only
         where the dialect writes them as a pure function of the tool set (chat completions,
         no `extra_body` of its own for them)."""
-        payload = self._encode(request, stream=stream)
+        payload = self._to_request(request, self._options, stream=stream)
         if not request.tools or not self._SPLICES_TOOLS or "tools" in self._options.extra_body:
             return _json_body(payload)
         tools = payload.pop("tools")
@@ -145,12 +149,6 @@ class OpenAIProvider:
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         return headers
-
-    def _encode(self, request: LLMRequest, *, stream: bool) -> dict[str, Any]:
-        return openai_wire.to_request(request, self._options, stream=stream)
-
-    def _decode(self, body: object) -> LLMResponse:
-        return openai_wire.from_response(body)
 
     def _new_stream(self) -> ResponseStream:
         return OpenAIStream()
@@ -273,7 +271,7 @@ class OpenAIProvider:
             except ValueError as exc:
                 not_json = ProviderBadResponse(f"HTTP {response.status_code}: body is not JSON")
                 raise _Failed(not_json, kind="bad_body") from exc
-            return self._mapped(lambda: self._decode(body))
+            return self._mapped(self._from_response, body)
         error = self._classified(response.status_code, response.text, response.headers)
         raise self._failed(error, response.headers)
 
@@ -327,7 +325,7 @@ class OpenAIProvider:
         except ValueError as exc:
             not_json = ProviderBadResponse(f"HTTP {response.status_code}: body is not JSON")
             raise _Failed(not_json, kind="bad_body") from exc
-        return self._mapped(lambda: self._decode(body))
+        return self._mapped(self._from_response, body)
 
     async def _dispatch(
         self, state: ResponseStream, event: str, raw: str, on_text: TextSink
@@ -342,14 +340,14 @@ class OpenAIProvider:
             raise _Failed(broken, kind="bad_body") from exc
         if not isinstance(data, dict):
             raise _Failed(ProviderBadResponse("a stream event is not an object"), kind="bad_body")
-        if self._mapped(lambda: state.feed(event, data)):
+        if self._mapped(state.feed, event, data):
             await on_text(state.text)
         return False
 
-    def _mapped(self, step: Callable[[], _T]) -> _T:
+    def _mapped(self, step: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
         """Run a wire step; its errors become failed attempts of the right kind."""
         try:
-            return step()
+            return step(*args, **kwargs)
         except ProviderBadResponse as exc:
             unmapped = ProviderBadResponse(self._scrub(str(exc)))
             raise _Failed(unmapped, kind="bad_body") from None
