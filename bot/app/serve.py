@@ -20,44 +20,29 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
 from adapters.http_guard import limit_repeated_logs, raise_file_limit
-from adapters.systemd_notify import systemd_notifier
-from adapters.telegram.app import build_dispatcher
-from adapters.telegram.bot_session import build_bot
 from adapters.telegram.polling_loop import AfterBatchHook, poll_updates
-from adapters.telegram.sender import TelegramMessenger
-from adapters.telegram.update_health import UpdateHealth
 from adapters.telegram.webhook import serve_webhook
 from adapters.telegram.webhook_watch import watch_webhook
 from bot.agent.turn_log import TurnLog, TurnTotals
-from bot.app.heap import settle_heap
-from bot.app.policies import pace_limits
 from bot.app.preflight import (
     check_bot_token,
     check_data_dir,
     check_database_url,
     check_offline,
-    opening_database,
 )
-from bot.app.private_chats import private_chats_said
 from bot.app.startup import (
     StopSignals,
-    recover,
+    open_app,
     setup_logging,
     skipped_updates,
-    start_app,
-    start_banner,
-    start_beside,
-    telegram_failures,
+    start_serving,
     uncancel,
     webhook_secret,
 )
 from bot.app.telemetry import start_tracing
-from bot.app.topology import topology_for
-from bot.app.wiring import open_store, register_settings_secrets
+from bot.app.wiring import register_settings_secrets
 from bot.config import Settings, load_settings
 from bot.errors import ConfigError
-from bot.services.inbound_rules import BotIdentity
-from bot.texts import text as user_text
 
 if TYPE_CHECKING:
     from adapters.otel import OtelTracer
@@ -84,7 +69,6 @@ async def serve(
     store close."""
     token = check_bot_token(settings, "run")
     url = check_database_url(settings)
-    api_base = settings.telegram_api_base
     raise_file_limit()  # idle sockets must not run the process out of file handles
     limit_repeated_logs()
     totals: TurnTotals | None = None
@@ -93,64 +77,13 @@ async def serve(
             if tracing is not None:  # released last: the spans of the whole stop are sent
                 stack.push_async_callback(tracing.aclose)
             try:
-                async with opening_database(url):
-                    store = await open_store(settings, serving=True)
-                stack.push_async_callback(store.close)
-                topology = topology_for(store)  # one process, or several workers
-                chat_lock = topology.chat_lock()
-                stack.push_async_callback(chat_lock.aclose)
-                with telegram_failures(api_base):
-                    bot = build_bot(token, api_base)
-                stack.push_async_callback(bot.session.close)
-                live = topology.live_channel()  # several workers: each one's live events
-                if live is not None:
-                    stack.push_async_callback(live.aclose)
-                with telegram_failures(api_base):
-                    me = await bot.get_me()
-                identity = BotIdentity(id=me.id, username=me.username)
-                app = await start_app(
-                    stack,
-                    settings,
-                    store=store,
-                    topology=topology,
-                    # every send, typing and reaction is paced (`[telegram]` limits)
-                    sender=TelegramMessenger(
-                        bot,
-                        cut_note=user_text(settings.fallback_locale, "reply_cut", count="{count}"),
-                        pacer=topology.send_pacer(pace_limits(settings)),
-                    ),
-                    bot_id=me.id,
-                    bot_name=me.first_name or me.username or "tgbot",
-                    chat_lock=chat_lock,
-                    tracing=tracing,
-                )
+                opened = await open_app(stack, settings, token=token, url=url, tracing=tracing)
+                app, bot = opened.app, opened.bot
                 observer = app.runner.observer
                 totals = observer.totals if isinstance(observer, TurnLog) else None
-                # with chat_events, allowed_updates asks for my_chat_member and
-                # message_reaction too
-                dispatcher = build_dispatcher(
-                    app.inbound,
-                    bot_id=me.id,
-                    bot_username=me.username,
-                    locale=settings.fallback_locale,
-                    chat_events=app.chat_events,
+                dispatcher, health = await start_serving(
+                    stack, opened, webhook=webhook, host=host, port=port
                 )
-                # never silently deaf: /healthz and the systemd watchdog read this
-                health = UpdateHealth(
-                    stall_seconds=settings.telegram.updates_stall_seconds,
-                    source="getWebhookInfo" if webhook else "getUpdates",
-                    notify=systemd_notifier(),
-                )
-                await start_beside(stack, app, live, health)
-                await recover(stack, app, identity)
-                log.info("start-up objects frozen out of garbage collection: %d", settle_heap())
-                log.info(
-                    "%s",
-                    start_banner(
-                        settings, username=me.username, webhook=webhook, host=host, port=port
-                    ),
-                )
-                log.info("private chats: %s", private_chats_said(settings))
                 signals.started()  # from here a signal stops taking updates
                 if webhook:
                     # Telegram's word on its deliveries: /healthz and the watchdog read it

@@ -1,10 +1,11 @@
 """Start-up and shutdown of `tgbot run` (`bot.app.serve`): logging, the stop signals, the
 app and what runs beside the updates, each entered on the serving exit stack.
 
-What `serve` does once, before the first update and after the last: the MCP servers and the
-app over them, the daily summary, the live events, the dashboard, the retention loop, the
-scheduled jobs, the crash recovery, the start banner; on the way out, the running turns
-finish within their grace. None of it runs while a message is answered.
+What `serve` does once, before the first update (`open_app`, then `start_serving`) and after
+the last: the store, the Bot, the MCP servers and the app over them, the daily summary, the
+live events, the dashboard, the retention loop, the scheduled jobs, the crash recovery, the
+start banner; on the way out, the running turns finish within their grace. None of it runs
+while a message is answered.
 """
 
 from __future__ import annotations
@@ -16,24 +17,34 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from aiogram import Bot, Dispatcher
+
 from adapters.llm.provider_defaults import kind_for
+from adapters.systemd_notify import systemd_notifier
+from adapters.telegram.app import build_dispatcher
+from adapters.telegram.bot_session import build_bot
+from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.update_health import UpdateHealth
+from bot.app.heap import settle_heap
 from bot.app.jobs import start_jobs, task_turns
 from bot.app.mcp_servers import start_mcp
-from bot.app.policies import retention_policy
-from bot.app.preflight import describe_telegram_failure, mask_url
+from bot.app.policies import pace_limits, retention_policy
+from bot.app.preflight import describe_telegram_failure, mask_url, opening_database
+from bot.app.private_chats import private_chats_said
 from bot.app.recovery_loop import start_orphan_scan
 from bot.app.retention_loop import retention_loop
-from bot.app.topology import Topology
-from bot.app.wiring import App, build_app, start_daily_summary
+from bot.app.topology import Topology, topology_for
+from bot.app.wiring import App, build_app, open_store, start_daily_summary
 from bot.config import Settings
 from bot.ports import ChatLock, Messenger
 from bot.redact import install_log_scrubbing
 from bot.services.error_log import ErrorLog
 from bot.services.inbound_rules import BotIdentity
 from bot.store_ports import ConversationStore
+from bot.texts import text as user_text
 
 if TYPE_CHECKING:
     from adapters.otel import OtelTracer
@@ -42,6 +53,94 @@ if TYPE_CHECKING:
 log = logging.getLogger("tgbot.run")
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenedApp:
+    """What `open_app` opened, each part released by the serving exit stack."""
+
+    bot: Bot
+    app: App
+    live: PgLiveChannel | None
+    bot_id: int
+    identity: BotIdentity
+
+
+async def open_app(
+    stack: AsyncExitStack,
+    settings: Settings,
+    *,
+    token: str,
+    url: str,
+    tracing: OtelTracer | None,
+) -> OpenedApp:
+    """The store, the chat lock, the Bot, the live channel (several workers) and the app over
+    them, each pushed on `stack` to be released in reverse order."""
+    api_base = settings.telegram_api_base
+    async with opening_database(url):
+        store = await open_store(settings, serving=True)
+    stack.push_async_callback(store.close)
+    topology = topology_for(store)  # one process, or several workers
+    chat_lock = topology.chat_lock()
+    stack.push_async_callback(chat_lock.aclose)
+    with _telegram_failures(api_base):
+        bot = build_bot(token, api_base)
+    stack.push_async_callback(bot.session.close)
+    live = topology.live_channel()  # several workers: each one's live events
+    if live is not None:
+        stack.push_async_callback(live.aclose)
+    with _telegram_failures(api_base):
+        me = await bot.get_me()
+    app = await _start_app(
+        stack,
+        settings,
+        store=store,
+        topology=topology,
+        # every send, typing and reaction is paced (`[telegram]` limits)
+        sender=TelegramMessenger(
+            bot,
+            cut_note=user_text(settings.fallback_locale, "reply_cut", count="{count}"),
+            pacer=topology.send_pacer(pace_limits(settings)),
+        ),
+        bot_id=me.id,
+        bot_name=me.first_name or me.username or "tgbot",
+        chat_lock=chat_lock,
+        tracing=tracing,
+    )
+    identity = BotIdentity(id=me.id, username=me.username)
+    return OpenedApp(bot=bot, app=app, live=live, bot_id=me.id, identity=identity)
+
+
+async def start_serving(
+    stack: AsyncExitStack, opened: OpenedApp, *, webhook: bool, host: str, port: int
+) -> tuple[Dispatcher, UpdateHealth]:
+    """The dispatcher and the update health for the opened app, what runs beside the updates,
+    the crash recovery, and the start lines of the log: the last steps before updates."""
+    app, identity = opened.app, opened.identity
+    settings = app.settings
+    # with chat_events, allowed_updates asks for my_chat_member and message_reaction too
+    dispatcher = build_dispatcher(
+        app.inbound,
+        bot_id=opened.bot_id,
+        bot_username=identity.username,
+        locale=settings.fallback_locale,
+        chat_events=app.chat_events,
+    )
+    # never silently deaf: /healthz and the systemd watchdog read this
+    health = UpdateHealth(
+        stall_seconds=settings.telegram.updates_stall_seconds,
+        source="getWebhookInfo" if webhook else "getUpdates",
+        notify=systemd_notifier(),
+    )
+    await _start_beside(stack, app, opened.live, health)
+    await _recover(stack, app, identity)
+    log.info("start-up objects frozen out of garbage collection: %d", settle_heap())
+    log.info(
+        "%s",
+        start_banner(settings, username=identity.username, webhook=webhook, host=host, port=port),
+    )
+    log.info("private chats: %s", private_chats_said(settings))
+    return dispatcher, health
 
 
 def start_banner(
@@ -125,7 +224,7 @@ def uncancel() -> None:
 
 
 @contextmanager
-def telegram_failures(api_base: str) -> Iterator[None]:
+def _telegram_failures(api_base: str) -> Iterator[None]:
     """A Bot API that refuses the token or cannot be reached: one clear line."""
     try:
         yield
@@ -136,7 +235,7 @@ def telegram_failures(api_base: str) -> Iterator[None]:
         raise failure from None
 
 
-async def start_app(
+async def _start_app(
     stack: AsyncExitStack,
     settings: Settings,
     *,
@@ -174,7 +273,7 @@ async def start_app(
     return app
 
 
-async def start_beside(
+async def _start_beside(
     stack: AsyncExitStack, app: App, live: PgLiveChannel | None, health: UpdateHealth
 ) -> None:
     """What runs beside the updates: the daily summary, the live events, the dashboard and
@@ -247,7 +346,7 @@ def _stopped_with(
     stack.push_async_callback(close)
 
 
-async def recover(stack: AsyncExitStack, app: App, identity: BotIdentity) -> None:
+async def _recover(stack: AsyncExitStack, app: App, identity: BotIdentity) -> None:
     """Before the first update, finish or close the turns a crash interrupted; with several
     workers, keep scanning for the turns a killed one left (`bot.app.recovery_loop`). The
     turns started here finish on every way out (`_finish_turns`)."""
