@@ -24,6 +24,7 @@ from adapters.llm.anthropic_thinking import (
     anthropic_layout,
     anthropic_reasoning,
 )
+from adapters.llm.cache_breakpoints import breakpoint_indexes
 from adapters.llm.dialects import (
     ReasoningFields,
     WireOptions,
@@ -31,7 +32,7 @@ from adapters.llm.dialects import (
     reasoning_fields,
     tool_turn_messages,
 )
-from adapters.llm.openai_wire import anthropic_usage, breakpoint_indexes
+from adapters.llm.openai_wire import anthropic_usage
 from adapters.llm.provider_errors import classify_error
 from bot.domain.messages import ChatMessage, ToolCall
 from bot.errors import ProviderBadResponse, ProviderError

@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 
-from adapters.llm import anthropic_wire, openai_stream, openai_wire, provider_errors
+from adapters.llm import (
+    anthropic_wire,
+    cache_breakpoints,
+    openai_stream,
+    openai_wire,
+    provider_errors,
+)
 from adapters.llm.dialects import WireOptions, max_tokens_key
 from adapters.llm.provider_defaults import options_for
 from bot.domain.messages import CachePlan, ChatMessage, ImagePart, ToolCall
@@ -345,9 +351,9 @@ def test_a_tool_step_after_the_current_message_may_be_a_point() -> None:
         ),
         cache_plan=CachePlan(system_end=0, previous_read=5, last_stable=8),
     )
-    assert openai_wire.breakpoint_indexes(step, 4) == (0, 5, 8)
+    assert cache_breakpoints.breakpoint_indexes(step, 4) == (0, 5, 8)
     refused = CachePlan(system_end=0, last_stable=6)
-    assert openai_wire.breakpoint_indexes(replace(step, cache_plan=refused), 4) == (0,)
+    assert cache_breakpoints.breakpoint_indexes(replace(step, cache_plan=refused), 4) == (0,)
 
 
 def anthropic_turn(tool_choice: str | None) -> LLMRequest:
