@@ -53,7 +53,7 @@ ALLOWED: dict[str, int] = {
     "bot/context/cache_plan.py::plan_cache": 21,
     "bot/context/compaction.py::extractive_summary": 21,
     "bot/context/escaping.py::_echoed_header_end": 18,
-    "bot/context/history_trim.py::trim_conversation_to_recent_turns": 19,
+    "bot/context/turn_cap.py::trim_conversation_to_recent_turns": 19,
     "bot/context/history_trim.py::trim_to_recent_turns": 16,
     "bot/context/memory_block.py::without_facts": 19,  # new this round
     "bot/context/projection.py::project": 24,
