@@ -28,14 +28,7 @@ from storage.alias_cache import (
     rederive_subtree,
     repair_path,
 )
-from storage.codec import (
-    DecodedRecords,
-    reaction_of,
-    session_info,
-    session_of,
-    stored_reaction,
-    stored_record,
-)
+from storage.codec import DecodedRecords, session_info, session_of, stored_record
 from storage.executor import Database, run_plan
 from storage.inbound_batch import InboundBatchWriter
 from storage.payload import encode_message_ids, first_message_id, with_message_ids
@@ -55,6 +48,7 @@ from storage.queries import (
     walk_up,
     window_load,
 )
+from storage.reaction_codec import reaction_of, stored_reaction
 from storage.record_write import Append, append_plan
 from storage.tables import MESSAGES, SESSIONS
 
