@@ -222,7 +222,3 @@ class PrefixedRow:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._row, self._prefix + name)
-
-
-def session_of(row: Any) -> PrefixedRow:
-    return PrefixedRow(row, SESSION_PREFIX)

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from bot.ports import StoredReaction
-from storage.codec import REACTION_PREFIX, PrefixedRow, utc
+from storage.codec import utc
 
 
 def stored_reaction(row: Any) -> StoredReaction:
@@ -52,7 +52,3 @@ def latest_reactions(reactions: Iterable[StoredReaction]) -> tuple[StoredReactio
             latest.pop(key, None)  # re-insert: the dict keeps the latest's time order
             latest[key] = reaction
     return tuple(sorted(latest.values(), key=lambda r: r.created_at))
-
-
-def reaction_of(row: Any) -> PrefixedRow:
-    return PrefixedRow(row, REACTION_PREFIX)
