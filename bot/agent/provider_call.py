@@ -168,7 +168,7 @@ class ProviderCaller:
             # the budget holds the whole request, so the messages get what the tool
             # schemas leave (with an honoured max_context_tokens it is also the window);
             # the budget is in real tokens, the trim in estimate units
-            schemas = state.fixed_tokens - system_tokens(state.messages)
+            schemas = state.layout.fixed_tokens - system_tokens(state.messages)
             budget = window.correction.to_estimate(window.budget) - schemas
             await self._trim(state, max(1, budget), reason="token_budget")
         await self._flush_trims(state)
@@ -213,8 +213,8 @@ class ProviderCaller:
         report = CallReport(
             session=state.session,
             turn_id=state.turn_id,
-            tokens=split_request_tokens(state.messages, state.current_index),
-            fixed_tokens=state.fixed_tokens,
+            tokens=split_request_tokens(state.messages, state.layout.current_index),
+            fixed_tokens=state.layout.fixed_tokens,
             purpose="turn" if state.task is None else "job",
             iteration=state.iteration,
             final=final,
@@ -350,8 +350,8 @@ class _Attempt:
 def _current(state: TurnState, messages: tuple[ChatMessage, ...]) -> int | None:
     """Where the current message sits in `messages`, found by identity (an orphan repair
     may have shifted it); None when it is not a member's message."""
-    if state.current_index < len(state.messages):
-        held = state.messages[state.current_index]
+    if state.layout.current_index < len(state.messages):
+        held = state.messages[state.layout.current_index]
         if held.role == "user":
             return next((i for i, m in enumerate(messages) if m is held), None)
     return None

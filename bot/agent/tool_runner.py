@@ -267,7 +267,7 @@ class ToolRunner:
         """Messages tools posted so far in this turn (read from the turn's own request)."""
         return sum(
             1
-            for message in state.messages[state.current_index :]
+            for message in state.messages[state.layout.current_index :]
             if message.role == "tool" and message.name in SENDING_TOOLS and not message.is_error
         )
 

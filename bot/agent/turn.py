@@ -152,14 +152,6 @@ class TurnState:
     def route(self) -> ModelRoute:
         return self.window.route
 
-    @property
-    def current_index(self) -> int:
-        return self.layout.current_index
-
-    @property
-    def fixed_tokens(self) -> int:
-        return self.layout.fixed_tokens
-
 
 def requester_of(records: Sequence[StoredRecord]) -> int | None:
     """The member whose message the turn answers (the current record's sender); None when
