@@ -98,20 +98,17 @@ class ChatScopes:
         scope = self.configured(chat_id, thread_id)
         return self.overlay(chat_id, scope) if self.overlay is not None else scope
 
-    def of_session(self, session: SessionInfo) -> ChatScope:
-        return self.of(session.key.chat_id, session.key.thread_id)
-
     def scoped(self, session: SessionInfo) -> SessionInfo:
         """`session` with its chat's route when it has none of its own (`/model` wins)."""
         if session.route:
             return session
-        route = self.of_session(session).route
+        route = self.of(session.key.chat_id, session.key.thread_id).route
         return replace(session, route=route) if route else session
 
     def offered(self, tools: Mapping[str, Tool], session: SessionInfo) -> dict[str, Tool]:
         """The tools a request of `session` offers: its scene's, less what the chat denies
         (the same set for every request of the chat: it opens the cached prefix)."""
-        scope = self.of_session(session)
+        scope = self.of(session.key.chat_id, session.key.thread_id)
         return {
             name: tool
             for name, tool in offered_in(tools, session.scene).items()

@@ -229,7 +229,7 @@ class RequestBuilder:
             session, records, loaded=reactions, read_at=read_at
         )
         policy = self.policy
-        scope = self.scopes.of_session(session)
+        scope = self.scopes.of(session.key.chat_id, session.key.thread_id)
         locale = scope.locale or self.turn_locale(session, records, task)
         block_text = build_per_turn_blocks(
             TurnContext(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bot.context.images import ImageWire
-from bot.context.window import ProfileCapacity, resolve_window, window_for_math
+from bot.context.window import ProfileCapacity, resolve_window
 from bot.ports import LLMProvider, Usage
 
 
@@ -85,7 +85,8 @@ class ModelRoute:
     """The resolved route of a call: profile, model, provider and window.
 
     `context_window` is None when the capacity is unknown (nothing reported to clients);
-    `context_window_for_math` is what budgets and capacity checks use. `count_tokens` is the
+    `window_for_math(context_window)` (the 32,000 assumed for unknown capacity) is what budgets
+    and capacity checks use. `count_tokens` is the
     operator's exact tokenizer for this model, when one is configured."""
 
     profile: str
@@ -103,11 +104,6 @@ class ModelRoute:
     when it does not, the plan's prefix digests are not worth computing."""
     fallback_from: str | None = None
     """The profile this route stands in for (`bot.agent.fallback`); None: its own route."""
-
-    @property
-    def context_window_for_math(self) -> int:
-        """The window, or the 32,000 assumed for unknown capacity: always positive."""
-        return window_for_math(self.context_window)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -6,7 +6,7 @@ import pytest
 
 from adapters.llm.scripted import ScriptedModel
 from bot.agent.routes import Prices, ProfileEntry, RouteTable
-from bot.context.window import ProfileCapacity
+from bot.context.window import ProfileCapacity, window_for_math
 from bot.ports import Usage
 
 PRICES = Prices(
@@ -108,7 +108,7 @@ def test_route_resolution(route: str | None, expected: tuple[object, ...]) -> No
         resolved.profile,
         resolved.model,
         resolved.context_window,
-        resolved.context_window_for_math,
+        window_for_math(resolved.context_window),
     )
     assert got == expected
 
