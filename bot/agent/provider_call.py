@@ -156,8 +156,8 @@ class ProviderCaller:
         The final call still sends the tool schemas, with `tool_choice: "none"`: the schemas
         lead the cached prefix on every provider, so dropping them would make this call
         miss the cache on the whole request (and, on a breakpoint cache, write it again)."""
-        key = state.session.key
-        offered = self.layout.offered(state.session.scene, key.chat_id, key.thread_id)
+        key = state.window.session.key
+        offered = self.layout.offered(state.window.session.scene, key.chat_id, key.thread_id)
         tools = tuple(t.spec for t in offered.values())
         if final:
             state.messages.append(
@@ -172,7 +172,7 @@ class ProviderCaller:
             budget = window.correction.to_estimate(window.budget) - schemas
             await self._trim(state, max(1, budget), reason="token_budget")
         await self._flush_trims(state)
-        limit, _ = capacity_window(state.route, self.caller.limits)
+        limit, _ = capacity_window(state.window.route, self.caller.limits)
         attempt = _Attempt(output_limit=self.max_output_tokens)
         while True:
             response = await self._attempt(state, tools, final, attempt, on_text)
@@ -209,9 +209,9 @@ class ProviderCaller:
         messages = remove_orphaned_tool_messages(state.messages)
         window = state.window
         # the window is real tokens: so is what must fit (`request_needs`)
-        needs = request_needs(messages, tools, state.route, window.correction)
+        needs = request_needs(messages, tools, state.window.route, window.correction)
         report = CallReport(
-            session=state.session,
+            session=state.window.session,
             turn_id=state.turn_id,
             tokens=split_request_tokens(state.messages, state.layout.current_index),
             fixed_tokens=state.layout.fixed_tokens,
@@ -229,7 +229,7 @@ class ProviderCaller:
         state.published = 0
         try:
             response = await self.caller.send(
-                state.route,
+                state.window.route,
                 messages,
                 tools=tools,
                 needs=needs,
@@ -318,7 +318,7 @@ class ProviderCaller:
                 tokens_before=tokens_before,
                 tokens_after=state.messages.tokens,
                 budget=budget,
-                session=state.session.id,
+                session=state.window.session.id,
                 turn_id=state.turn_id,
             )
         )

@@ -228,7 +228,7 @@ class ToolRunner:
         )
         results_body = ToolResultsRecord(results=tuple(results))
         await self.store.append(
-            state.session.id,
+            state.window.session.id,
             [
                 NewRecord(body=call_body, created_at=now, tokens=record_tokens(call_body)),
                 NewRecord(body=results_body, created_at=now, tokens=record_tokens(results_body)),

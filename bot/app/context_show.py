@@ -77,7 +77,7 @@ async def preview_request(
         await app.routes.aclose()
     history, current = token_split(state.messages, state.layout.current_index)
     return RequestPreview(
-        session=state.session,
+        session=state.window.session,
         text=render_request_preview(
             state.messages, state.layout.current_index, state.layout.fixed_tokens
         ),
