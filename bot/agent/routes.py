@@ -151,6 +151,11 @@ class RouteTable:
         if default_profile not in profiles:
             raise ValueError(f"unknown default provider profile {default_profile!r}")
         self._profiles = dict(profiles)
+        self._capacities = {name: entry.capacity for name, entry in self._profiles.items()}
+        # a provider's wire options are fixed when it is made: asked once, not every turn
+        self._marks_cache = {
+            name: marks_cache(entry.provider) for name, entry in self._profiles.items()
+        }
         self.default_profile = default_profile
         self.default_model = default_model
         self._fallback_window = fallback_window
@@ -191,20 +196,19 @@ class RouteTable:
         entry = self._profiles.get(name)
         if entry is None:
             name, entry = self.default_profile, self._profiles[self.default_profile]
-        capacities = {n: e.capacity for n, e in self._profiles.items()}
         return ModelRoute(
             profile=name,
             model=model,
             provider=entry.provider,
             context_window=resolve_window(
-                capacities, name, model, fallback_window=self._fallback_window
+                self._capacities, name, model, fallback_window=self._fallback_window
             ),
             prices=entry.prices,
             # a tokenizer file belongs to the model it was made for, like the window
             count_tokens=entry.count_tokens if entry.capacity.model in ("", model) else None,
             wire=entry.wire,
             vision=entry.vision,
-            marks_cache=marks_cache(entry.provider),
+            marks_cache=self._marks_cache[name],
         )
 
 
