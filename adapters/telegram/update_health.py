@@ -42,7 +42,8 @@ class UpdateHealth:
     def polled(self) -> None:
         """A `getUpdates` completed: updates are being read (the watchdog is fed)."""
         self._last = self._now()
-        self._started_up()
+        if not self._ready:  # the first poll only: every later one skips the call
+            self._started_up()
         if self._notify is not None:
             self._notify("WATCHDOG=1")
 
