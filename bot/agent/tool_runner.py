@@ -30,11 +30,12 @@ from bot.agent.turn import TurnState, requester_of
 from bot.context.alias_table import AliasTable, ShownByTool
 from bot.context.bounded_json import JsonTooDeep, JsonTooLarge, loads_bounded
 from bot.context.memory_block import MemoryLimits
-from bot.context.projection import record_tokens, tool_result_message
+from bot.context.projection import record_tokens
 from bot.context.tokens import ensure_token_estimate
 from bot.context.tool_results import (
     DEFAULT_MAX_TOOL_RESULT_CHARS,
     shorten,
+    tool_result_message,
     truncate_tool_result,
 )
 from bot.domain.messages import ChatMessage, ImagePart, ToolCall
