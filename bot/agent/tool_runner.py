@@ -27,7 +27,7 @@ from bot.agent.chat_scope import NO_SCOPES, ChatScopes
 from bot.agent.events import NO_OBSERVER, TurnObserver
 from bot.agent.routes import ModelRoute
 from bot.agent.turn import TurnState, requester_of
-from bot.context.alias_table import AliasTable, ShownByTool
+from bot.context.alias_table import AliasTable
 from bot.context.bounded_json import JsonTooDeep, JsonTooLarge, loads_bounded
 from bot.context.memory_block import MemoryLimits
 from bot.context.projection import record_tokens
@@ -49,7 +49,7 @@ from bot.errors import ReferenceNotConfirmed, TelegramError, ToolError
 from bot.ports import Clock, LLMResponse, MediaFiles, Messenger, NewRecord, SessionInfo
 from bot.redact import scrub
 from bot.store_ports import HistorySearch, HistoryStore, MemoryFacts, PlatformMessages
-from bot.tools.base import Tool, ToolContext, ToolMedia
+from bot.tools.base import ShownByTool, Tool, ToolContext, ToolMedia
 from bot.tools.rights import ChatAdmins, MemberRights
 
 log = logging.getLogger("tgbot.runtime")
