@@ -111,6 +111,11 @@ class _BotSession(AiohttpSession):
             await self._session.close()
 
 
+TelegramBot = Bot
+"""The aiogram `Bot` that `build_bot` makes, as the composition root names it (aiogram itself
+stays inside this adapter)."""
+
+
 def build_bot(token: str, api_base: str) -> Bot:
     """An aiogram Bot talking to `api_base` (`{base}/bot{token}/{method}`), no default markup."""
     return Bot(token, session=_BotSession(api_base), default=DefaultBotProperties())

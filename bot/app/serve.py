@@ -20,6 +20,7 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
 from adapters.http_guard import limit_repeated_logs, raise_file_limit
+from adapters.telegram.app import build_dispatcher
 from adapters.telegram.polling_loop import AfterBatchHook, poll_updates
 from adapters.telegram.webhook import serve_webhook
 from adapters.telegram.webhook_watch import watch_webhook
@@ -81,9 +82,16 @@ async def serve(
                 app, bot = opened.app, opened.bot
                 observer = app.runner.observer
                 totals = observer.totals if isinstance(observer, TurnLog) else None
-                dispatcher, health = await start_serving(
-                    stack, opened, webhook=webhook, host=host, port=port
+                # with chat_events, allowed_updates asks for my_chat_member and
+                # message_reaction too
+                dispatcher = build_dispatcher(
+                    app.inbound,
+                    bot_id=opened.bot_id,
+                    bot_username=opened.identity.username,
+                    locale=settings.fallback_locale,
+                    chat_events=app.chat_events,
                 )
+                health = await start_serving(stack, opened, webhook=webhook, host=host, port=port)
                 signals.started()  # from here a signal stops taking updates
                 if webhook:
                     # Telegram's word on its deliveries: /healthz and the watchdog read it

@@ -20,12 +20,9 @@ from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from aiogram import Bot, Dispatcher
-
 from adapters.llm.provider_defaults import kind_for
 from adapters.systemd_notify import systemd_notifier
-from adapters.telegram.app import build_dispatcher
-from adapters.telegram.bot_session import build_bot
+from adapters.telegram.bot_session import TelegramBot, build_bot
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.update_health import UpdateHealth
 from bot.app.heap import settle_heap
@@ -59,7 +56,7 @@ _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 class OpenedApp:
     """What `open_app` opened, each part released by the serving exit stack."""
 
-    bot: Bot
+    bot: TelegramBot
     app: App
     live: PgLiveChannel | None
     bot_id: int
@@ -113,19 +110,11 @@ async def open_app(
 
 async def start_serving(
     stack: AsyncExitStack, opened: OpenedApp, *, webhook: bool, host: str, port: int
-) -> tuple[Dispatcher, UpdateHealth]:
-    """The dispatcher and the update health for the opened app, what runs beside the updates,
-    the crash recovery, and the start lines of the log: the last steps before updates."""
+) -> UpdateHealth:
+    """The update health for the opened app, what runs beside the updates, the crash
+    recovery, and the start lines of the log: the last steps before updates."""
     app, identity = opened.app, opened.identity
     settings = app.settings
-    # with chat_events, allowed_updates asks for my_chat_member and message_reaction too
-    dispatcher = build_dispatcher(
-        app.inbound,
-        bot_id=opened.bot_id,
-        bot_username=identity.username,
-        locale=settings.fallback_locale,
-        chat_events=app.chat_events,
-    )
     # never silently deaf: /healthz and the systemd watchdog read this
     health = UpdateHealth(
         stall_seconds=settings.telegram.updates_stall_seconds,
@@ -140,7 +129,7 @@ async def start_serving(
         start_banner(settings, username=identity.username, webhook=webhook, host=host, port=port),
     )
     log.info("private chats: %s", private_chats_said(settings))
-    return dispatcher, health
+    return health
 
 
 def start_banner(
