@@ -18,7 +18,8 @@ from aiogram.types import (
     Update,
 )
 
-from adapters.telegram.message_parts import chat_name_of, media_of, rich_text, sender_of, user_name
+from adapters.telegram.message_parts import chat_name_of, media_of, sender_of, user_name
+from adapters.telegram.rich_messages import rich_text
 from adapters.telegram.service_parsing import describe_service
 from adapters.telegram.suggested_posts import suggested_post_fact
 from adapters.telegram.text_units import Locale, one_line, summarize, utf16_slice, with_meaning
