@@ -54,7 +54,6 @@ from pathlib import Path
 from bot.agent.ledger import LedgerEntry
 from bot.agent.ledger_file import ledger_file
 from bot.agent.ledger_read import LedgerScan
-from bot.context.tokens import Drift, drift_of_errors
 
 DEFAULT_DAYS = 7
 CACHED_WEIGHT = 0.25
@@ -82,6 +81,27 @@ class CallsPerTurn:
                 strict=True,
             )
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Drift:
+    """How far estimates were from what the provider counted: |estimate - reported| /
+    reported over `calls` calls, median and p90 (nearest rank)."""
+
+    calls: int
+    median: float
+    p90: float
+
+
+def drift_of_errors(errors: list[float]) -> Drift | None:
+    """The drift of already computed absolute relative errors (sorted in place)."""
+    if not errors:
+        return None
+    errors.sort()
+    n = len(errors)
+    middle = n // 2
+    median = errors[middle] if n % 2 else (errors[middle - 1] + errors[middle]) / 2
+    return Drift(calls=n, median=median, p90=errors[min(n - 1, math.ceil(0.9 * n) - 1)])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
