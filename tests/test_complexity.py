@@ -76,7 +76,7 @@ ALLOWED: dict[str, int] = {
     "storage/payload.py::_decode_body": 24,  # new this round
     "storage/payload.py::_encode_body": 22,  # new this round
     "storage/record_write.py::inbound_plan": 23,  # new this round
-    "storage/search.py::search_plan": 17,  # new this round
+    "storage/search_query.py::search_plan": 17,  # new this round
 }
 """`<file>::<function>` → its complexity when this gate was set (issue 45)."""
 
