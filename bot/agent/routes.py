@@ -6,7 +6,7 @@ See docs/context-window.md, Runtime budget.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from bot.context.images import ImageWire
@@ -25,6 +25,19 @@ class Prices:
     output_per_mtok: float = 0.0
     cache_write_per_mtok: float = 0.0
     cache_write_1h_per_mtok: float | None = None
+    configured: bool = field(init=False, repr=False, compare=False)
+    """Whether any price is set; without one a call's cost is unknown, not zero (decided once,
+    when the prices are made: every call asks)."""
+
+    def __post_init__(self) -> None:
+        prices = (
+            self.input_per_mtok,
+            self.cached_input_per_mtok,
+            self.output_per_mtok,
+            self.cache_write_per_mtok,
+            self.cache_write_1h_per_mtok or 0.0,
+        )
+        object.__setattr__(self, "configured", any(price > 0 for price in prices))
 
     @property
     def hour_write_per_mtok(self) -> float:
@@ -32,20 +45,6 @@ class Prices:
         if self.cache_write_1h_per_mtok is not None:
             return self.cache_write_1h_per_mtok
         return 2 * self.input_per_mtok
-
-    @property
-    def configured(self) -> bool:
-        """Whether any price is set; without one a call's cost is unknown, not zero."""
-        return any(
-            price > 0
-            for price in (
-                self.input_per_mtok,
-                self.cached_input_per_mtok,
-                self.output_per_mtok,
-                self.cache_write_per_mtok,
-                self.cache_write_1h_per_mtok or 0.0,
-            )
-        )
 
     def cost(self, usage: Usage) -> float:
         """The call as billed: cache reads at the cached price, cache writes at the write
