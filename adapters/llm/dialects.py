@@ -103,11 +103,15 @@ class WireOptions:
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     """Fields merged into every request body last (never one of `OWNED_BODY_KEYS`)."""
 
-    @property
-    def marks_breakpoints(self) -> bool:
-        if self.cache != "breakpoints":
-            return False
-        return self.kind == "anthropic" or self.cache_dialect != "none"
+    marks_breakpoints: bool = field(init=False, repr=False, compare=False)
+    """Whether requests carry the cache plan's breakpoints (worked out once, when the options
+    are made: every request asks)."""
+
+    def __post_init__(self) -> None:
+        marks = self.cache == "breakpoints" and (
+            self.kind == "anthropic" or self.cache_dialect != "none"
+        )
+        object.__setattr__(self, "marks_breakpoints", marks)
 
 
 _REASONING_PREFIXES = ("gpt-5", "o1", "o3", "o4")
