@@ -1,15 +1,31 @@
 """Where a rendered reply too long for one Telegram bubble is cut (`best_cut`): a code block
 that fits a bubble moves to the next one whole; else between top-level blocks, then at a
-paragraph, a line, a sentence or a word, never inside a grapheme."""
+paragraph, a line, a sentence or a word, never inside a grapheme; and where in the Markdown
+source the next bubble starts (`source_at`)."""
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 from typing import Protocol
 
 from adapters.telegram.graphemes import safe_cut
 from adapters.telegram.text_units import utf16_len
+
+
+class Anchor(Protocol):
+    """Rendered characters `rendered`..`rendered + length` came from `source`.. in the
+    Markdown (length 0: a block or line that starts there)."""
+
+    @property
+    def rendered(self) -> int: ...
+
+    @property
+    def source(self) -> int: ...
+
+    @property
+    def length(self) -> int: ...
 
 
 class Span(Protocol):
@@ -73,3 +89,30 @@ def best_cut(
             return best
     cut = start + safe_cut(text[start:], fit - start)
     return cut, cut
+
+
+def prefix_fitting(text: str, limit: int) -> int:
+    """The largest character index whose prefix is at most `limit` UTF-16 units long."""
+    units = 0
+    for index, ch in enumerate(text):
+        units += 2 if ord(ch) > 0xFFFF else 1
+        if units > limit:
+            return index
+    return len(text)
+
+
+def source_at(anchors: Sequence[Anchor], source_length: int, resume: int, index: int) -> int:
+    """The source position a bubble starting at rendered `index` came from (`resume`..`index`
+    is the whitespace skipped before it, where a block or list item may be anchored)."""
+    if not anchors:
+        return source_length
+    keys = [a.rendered for a in anchors]
+    at = bisect.bisect_left(keys, min(resume, index))
+    if at < len(anchors) and anchors[at].rendered <= index:
+        return anchors[at].source  # the first anchor there: a block's line start
+    before = anchors[at - 1] if at > 0 else None
+    if before is not None and before.rendered < index < before.rendered + before.length:
+        return before.source + (index - before.rendered)
+    if at < len(anchors):
+        return anchors[at].source
+    return source_length

@@ -15,7 +15,6 @@ UTF-16 code units, as the Bot API wants them.
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,8 +23,8 @@ from typing import Any, Literal
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from adapters.telegram.bubble_cuts import best_cut, inside
-from adapters.telegram.text_units import prefix_fitting, utf16_len
+from adapters.telegram.bubble_cuts import best_cut, inside, prefix_fitting, source_at
+from adapters.telegram.text_units import utf16_len
 
 EntityKind = Literal[
     "bold", "italic", "strikethrough", "code", "pre", "text_link", "blockquote", "spoiler"
@@ -454,7 +453,7 @@ def plan_bubbles(source: str, limit: int = TELEGRAM_TEXT_LIMIT) -> tuple[Bubble,
     bubbles: list[Bubble] = []
     units = _utf16_offsets(text)
     cuts = [
-        _source_at(rendered, resume, begin)
+        source_at(rendered.anchors, len(rendered.source), resume, begin)
         for resume, (begin, _) in zip(resumes, ranges[1:], strict=False)
     ]
     for index, (begin, end) in enumerate(ranges):
@@ -521,21 +520,3 @@ def _entities(
             )
         )
     return tuple(found)
-
-
-def _source_at(rendered: _Rendered, resume: int, index: int) -> int:
-    """The source position a bubble starting at rendered `index` came from (`resume`..`index`
-    is the whitespace skipped before it, where a block or list item may be anchored)."""
-    anchors = rendered.anchors
-    if not anchors:
-        return len(rendered.source)
-    keys = [a.rendered for a in anchors]
-    at = bisect.bisect_left(keys, min(resume, index))
-    if at < len(anchors) and anchors[at].rendered <= index:
-        return anchors[at].source  # the first anchor there: a block's line start
-    before = anchors[at - 1] if at > 0 else None
-    if before is not None and before.rendered < index < before.rendered + before.length:
-        return before.source + (index - before.rendered)
-    if at < len(anchors):
-        return anchors[at].source
-    return len(rendered.source)

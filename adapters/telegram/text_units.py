@@ -33,16 +33,6 @@ def utf16_slice(text: str, offset: int, length: int) -> str:
     return data[offset * 2 : (offset + length) * 2].decode("utf-16-le", errors="ignore")
 
 
-def prefix_fitting(text: str, limit: int) -> int:
-    """The largest character index whose prefix is at most `limit` UTF-16 units long."""
-    units = 0
-    for index, ch in enumerate(text):
-        units += 2 if ord(ch) > 0xFFFF else 1
-        if units > limit:
-            return index
-    return len(text)
-
-
 # ---------------------------------------------------------------- entities with meaning
 
 _MEANINGFUL = frozenset({"text_link", "text_mention"})
