@@ -3,7 +3,8 @@
 Under `Type=notify` with `WatchdogSec=`, the service says `READY=1` once and then
 `WATCHDOG=1` at least every half of that interval; systemd restarts it when the pings stop
 (systemd.service(5), sd_notify(3)). The socket is a path or, starting with `@`, an abstract
-socket. Outside systemd (no `NOTIFY_SOCKET`) every call does nothing.
+socket. Outside systemd (no `NOTIFY_SOCKET`) every call does nothing, and `systemd_notifier`
+says so once: there is nothing to ping.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 
 log = logging.getLogger(__name__)
 
@@ -38,3 +40,11 @@ def sd_notify(state: str, *, environ: Mapping[str, str] | None = None) -> bool:
         log.warning("sd_notify %s failed: %s", state.split("=", 1)[0], exc)
         return False
     return True
+
+
+def systemd_notifier(environ: Mapping[str, str] | None = None) -> Callable[[str], bool] | None:
+    """`sd_notify` when a notify socket is set now, else None: a caller outside systemd
+    (the usual run) skips its pings instead of reading the environment for each one."""
+    if notify_address(environ) is None:
+        return None
+    return partial(sd_notify, environ=environ)

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.llm.scripted import ScriptedModel
-from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.app import build_dispatcher
+from adapters.telegram.bot_session import build_bot
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from bot.app.demo import CountingSink

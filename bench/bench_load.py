@@ -49,7 +49,8 @@ from pathlib import Path
 import aiohttp
 
 from adapters.llm.scripted import ScriptedModel
-from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.app import build_dispatcher
+from adapters.telegram.bot_session import build_bot
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.webhook import HEALTH_PATH, SECRET_HEADER, WEBHOOK_PATH

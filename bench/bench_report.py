@@ -12,7 +12,8 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from bot.agent.ledger import LedgerEntry, TrimInfo
-from bot.agent.ledger_file import ledger_file, read_entries
+from bot.agent.ledger_file import ledger_file
+from bot.agent.ledger_read import read_entries
 from bot.services.usage_render import run_usage_report
 from bot.services.usage_report import build_report
 

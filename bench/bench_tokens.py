@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.tokenizers import TokenCounter, TokenizerUnavailable, load_token_counter
-from bot.agent.request import PromptFacts, build_system_prompt
+from bot.agent.system_prompt import PromptFacts, build_system_prompt
 from bot.context.tokens import MESSAGE_OVERHEAD_TOKENS, NO_CORRECTION, estimate_text_tokens, observe
 from bot.context.window import estimate_tool_schema_tokens
 from bot.tools import default_tools

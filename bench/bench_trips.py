@@ -50,7 +50,8 @@ from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from adapters.llm.scripted import ScriptedModel
-from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.app import build_dispatcher
+from adapters.telegram.bot_session import build_bot
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from bench.bench_ingest import reset_postgres

@@ -411,7 +411,7 @@ def gpt56_ours(request: LLMRequest, *, implicit: bool = True) -> list[tuple[int,
     """The plan's points on system/user/tool content (at most 3 beside the implicit one, 4
     without it), plus the implicit breakpoint unless the request turns it off
     (`prompt_cache_options: {"mode": "explicit"}`)."""
-    from adapters.llm.openai_wire import breakpoint_indexes
+    from adapters.llm.cache_breakpoints import breakpoint_indexes
 
     managed = gpt56_implicit(request) if implicit else []
     allowed = [

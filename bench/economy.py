@@ -37,8 +37,8 @@ from bench.workload import (
     quote_summary,
     tool_output,
 )
-from bot.agent.ledger_file import read_entries
-from bot.agent.request import PromptFacts, build_system_prompt
+from bot.agent.ledger_read import read_entries
+from bot.agent.system_prompt import PromptFacts, build_system_prompt
 from bot.app.wiring import build_app
 from bot.config import load_settings
 from bot.context.compaction import newest_lines_within

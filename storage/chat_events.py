@@ -11,17 +11,13 @@ from sqlalchemy import bindparam, delete, select, update
 from bot.ports import (
     StoredReaction,
 )
-from storage.codec import (
-    latest_reactions,
-    reaction_row,
-    stored_reaction,
-    utc,
-)
+from storage.codec import utc
 from storage.executor import Database
 from storage.queries import (
     CLOSED_SESSION_OF_CHAT,
     REACTIONS_SINCE,
 )
+from storage.reaction_codec import latest_reactions, reaction_row, stored_reaction
 from storage.tables import REACTIONS, SESSIONS
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -1,15 +1,15 @@
 """What a row of the SQL tables holds <-> the domain's value: pure, both directions.
 
-Sessions, records, platform messages and reactions are read from rows (`session_info`,
-`stored_record`, `DecodedRecords`, ...) and written as rows (`record_row`,
-`platform_message_row`, ...); a record's body and a platform message's media travel as JSON
-text in one column (`storage.payload`).
+Sessions, records and platform messages are read from rows (`session_info`, `stored_record`,
+`DecodedRecords`, ...) and written as rows (`record_row`, `platform_message_row`, ...); a
+record's body and a platform message's media travel as JSON text in one column
+(`storage.payload`). Reactions have theirs in `storage.reaction_codec`.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,7 +19,7 @@ from bot.domain.platform_messages import PlatformMessage
 from bot.domain.records import (
     StoredRecord,
 )
-from bot.ports import NewRecord, SessionInfo, StoredReaction
+from bot.ports import NewRecord, SessionInfo
 from storage.payload import (
     decode_media,
     decode_payload,
@@ -204,50 +204,6 @@ def platform_message_row(
     }
 
 
-def stored_reaction(row: Any) -> StoredReaction:
-    return StoredReaction(
-        chat_id=row.chat_id,
-        thread_id=row.thread_id,
-        message_id=row.message_id,
-        user_id=row.user_id,
-        user_name=row.user_name,
-        emoji=row.emoji,
-        created_at=utc(row.created_at),
-    )
-
-
-def reaction_row(reaction: StoredReaction) -> dict[str, Any]:
-    return {
-        "chat_id": reaction.chat_id,
-        "thread_id": reaction.thread_id,
-        "message_id": reaction.message_id,
-        "user_id": reaction.user_id,
-        "user_name": reaction.user_name,
-        "emoji": reaction.emoji,
-        "created_at": utc(reaction.created_at),
-    }
-
-
-def latest_reactions(reactions: Iterable[StoredReaction]) -> tuple[StoredReaction, ...]:
-    """Each member's latest reaction per message and emoji, in time order: a member who
-    toggles 👍 a thousand times counts once (several different emoji of one member, which
-    Telegram allows, each count)."""
-    latest: dict[tuple[int, int, int, int, str], StoredReaction] = {}
-    for reaction in reactions:
-        key = (
-            reaction.chat_id,
-            reaction.thread_id,
-            reaction.message_id,
-            reaction.user_id,
-            reaction.emoji,
-        )
-        known = latest.get(key)
-        if known is None or reaction.created_at >= known.created_at:
-            latest.pop(key, None)  # re-insert: the dict keeps the latest's time order
-            latest[key] = reaction
-    return tuple(sorted(latest.values(), key=lambda r: r.created_at))
-
-
 SESSION_PREFIX = "s_"
 """The names of a session's columns in a row of `storage.queries.window_load`."""
 REACTION_PREFIX = "r_"
@@ -266,11 +222,3 @@ class PrefixedRow:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._row, self._prefix + name)
-
-
-def session_of(row: Any) -> PrefixedRow:
-    return PrefixedRow(row, SESSION_PREFIX)
-
-
-def reaction_of(row: Any) -> PrefixedRow:
-    return PrefixedRow(row, REACTION_PREFIX)

@@ -29,11 +29,11 @@ from storage.alias_cache import (
     repair_path,
 )
 from storage.codec import (
+    REACTION_PREFIX,
+    SESSION_PREFIX,
     DecodedRecords,
-    reaction_of,
+    PrefixedRow,
     session_info,
-    session_of,
-    stored_reaction,
     stored_record,
 )
 from storage.executor import Database, run_plan
@@ -55,6 +55,7 @@ from storage.queries import (
     walk_up,
     window_load,
 )
+from storage.reaction_codec import stored_reaction
 from storage.record_write import Append, append_plan
 from storage.tables import MESSAGES, SESSIONS
 
@@ -113,7 +114,7 @@ class SqlHistory:
             rows = await self._db.one_read(query, params)
             if not rows or rows[0].part != SESSION_PART:
                 raise SessionNotFound(f"no session {session_id}")
-            srow = session_of(rows[0])
+            srow = PrefixedRow(rows[0], SESSION_PREFIX)
             session = session_info(srow)
             walked = [row for row in rows if row.part == RECORD_PART]
             if session.active_leaf_id is None or not walked:
@@ -138,7 +139,9 @@ class SqlHistory:
                 return history, (), ()
             found = tuple(stored_record(row) for row in rows if row.part == SUMMARY_PART)
             reacted = tuple(
-                stored_reaction(reaction_of(row)) for row in rows if row.part == REACTION_PART
+                stored_reaction(PrefixedRow(row, REACTION_PREFIX))
+                for row in rows
+                if row.part == REACTION_PART
             )
             return history, found, reacted
         raise StorageError(f"aliases of session {session_id} could not be repaired")

@@ -7,9 +7,7 @@ from storage.codec import (
     platform_message_from_row,
 )
 from storage.executor import Database, run_plan
-from storage.search import (
-    search_plan,
-)
+from storage.search_query import search_plan
 
 
 class SqlHistorySearch:

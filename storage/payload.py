@@ -84,7 +84,7 @@ def decode_message_ids(text: str) -> tuple[int | None, ...]:
 
 
 def encode_media(media: Sequence[Media]) -> str:
-    return _dumps_list([_compact(_media(m)) for m in media])
+    return _dumps([_compact(_media(m)) for m in media])
 
 
 def decode_media(text: str) -> tuple[Media, ...]:
@@ -239,12 +239,8 @@ def _compact(data: Json) -> Json:
     }
 
 
-def _dumps(data: Json) -> str:
+def _dumps(data: Json | list[Json]) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-
-
-def _dumps_list(items: list[Json]) -> str:
-    return json.dumps(items, ensure_ascii=False, separators=(",", ":"))
 
 
 # ---------------------------------------------------------------- decode

@@ -100,7 +100,7 @@ class SqlParts(Protocol):
         self, chat_id: int, thread_id: int, terms: Sequence[Any], count: int
     ) -> Plan[list[int]]:
         """The event ids of the newest `count` messages of the chat's thread holding every
-        term (`storage.search.Term`s), newest first (`storage.search.search_plan`)."""
+        term (`storage.search.Term`s), newest first (`storage.search_query.search_plan`)."""
         ...
 
     def stored_tokens(self, event_ids: Sequence[int]) -> Plan[dict[int, list[str]]]:

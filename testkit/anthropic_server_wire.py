@@ -10,13 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from adapters.llm.anthropic_thinking import anthropic_blocks, anthropic_reasoning
 from adapters.llm.anthropic_wire import (
     JSON,
     THINKING_TYPES,
     tool_call_from_block,
     tool_input,
 )
-from adapters.llm.dialects import anthropic_blocks, anthropic_reasoning
 from bot.domain.messages import ChatMessage, ImagePart, ToolCall
 from bot.ports import LLMRequest, LLMResponse, ToolSpec, Usage
 

@@ -36,10 +36,12 @@ from bot.ports import (
 )
 from bot.store_ports import ConversationStore
 from storage.alias_cache import aliases_on_path, derive_path, path_to
-from storage.codec import alias_parts, latest_reactions, utc
+from storage.codec import alias_parts, utc
 from storage.queries import AWAITING_KINDS
+from storage.reaction_codec import latest_reactions
 from storage.retention import Node, PruneResult, plan_prune
-from storage.search import Term, index_tokens, matched_terms, query_terms
+from storage.search import Term, index_tokens
+from storage.search_query import matched_terms, query_terms
 
 
 @dataclass(slots=True)

@@ -3,7 +3,7 @@
 No I/O, like `openai_wire`. Client side: `to_request` (system blocks, `tool_use` /
 `tool_result` blocks, images, tools with `input_schema`, the cache plan as `cache_control`),
 `from_response`, `StreamState` (the Messages event stream); the server side, for the
-tests' fake, is `testkit.anthropic_server_wire`. Errors use `openai_wire.classify_error`,
+tests' fake, is `testkit.anthropic_server_wire`. Errors use `provider_errors.classify_error`,
 which reads Anthropic's `{"type": "error", "error": {"type", "message"}}` as well.
 
 Reference: docs.anthropic.com/en/api/messages, /en/docs/build-with-claude/prompt-caching,
@@ -17,19 +17,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.llm.dialects import (
+from adapters.llm.anthropic_thinking import (
     TEXT_MARK,
     TOOL_USE_MARK,
-    ReasoningFields,
-    WireOptions,
     anthropic_blocks,
     anthropic_layout,
     anthropic_reasoning,
+)
+from adapters.llm.cache_breakpoints import breakpoint_indexes
+from adapters.llm.dialects import (
+    ReasoningFields,
+    WireOptions,
     merge_extra_body,
     reasoning_fields,
     tool_turn_messages,
 )
-from adapters.llm.openai_wire import anthropic_usage, breakpoint_indexes, classify_error
+from adapters.llm.openai_wire import anthropic_usage
+from adapters.llm.provider_errors import classify_error
 from bot.domain.messages import ChatMessage, ToolCall
 from bot.errors import ProviderBadResponse, ProviderError
 from bot.ports import LLMRequest, LLMResponse, StopReason, ToolSpec

@@ -1,25 +1,9 @@
 """What each provider's wire accepts beyond plain chat completions: one options object per
-profile, and the defaults that are right for each provider's documented base URL.
+profile (`WireOptions`), the reasoning fields, and where reasoning goes back on the wire.
 
-`WireOptions` is what the wire mappings read; `options_for` starts from `HOST_DEFAULTS` (keyed
-by the base URL's host) and lays the profile's explicit settings over it. Sources:
-
-- OpenAI (api.openai.com): automatic prefix cache; GPT-5.6+ take an explicit
-  `prompt_cache_breakpoint` on a text part (developers.openai.com/api/docs/guides/prompt-caching);
-  `prompt_cache_key` routes a session to one cache; GPT-5-family and o-series reject
-  `max_tokens` (they take `max_completion_tokens`).
-- DeepSeek (api.deepseek.com): automatic prefix cache; `/anthropic` is its Anthropic-format
-  endpoint (api-docs.deepseek.com/guides/anthropic_api).
-- Qwen (dashscope*.aliyuncs.com compatible-mode): implicit cache, and explicit
-  `cache_control: {"type": "ephemeral"}` on content parts (help.aliyun.com context cache).
-- Moonshot (api.moonshot.ai / .cn): automatic cache, top-level `cached_tokens` in usage.
-- Gemini (generativelanguage.googleapis.com/v1beta/openai): implicit cache.
-- OpenRouter (openrouter.ai/api/v1): `cache_control` on content parts, passed to Anthropic,
-  Gemini and Qwen upstreams (openrouter.ai/docs/features/prompt-caching).
-- xAI (api.x.ai): automatic cache; `x-grok-conv-id` header routes one conversation to one
-  server (docs.x.ai prompt-caching/maximizing-cache-hits).
-- Ollama (localhost:11434): no cache markers.
-- Anthropic (api.anthropic.com): native Messages API, `cache_control` breakpoints.
+`WireOptions` is what the wire mappings read; `adapters.llm.provider_defaults` makes one
+per profile (`options_for`: the host's defaults with the profile's settings over them), and
+the Anthropic thinking blocks are `adapters.llm.anthropic_thinking`'s.
 
 Reasoning (a profile's `reasoning`, env `LLM_REASONING`; `auto` sends nothing) goes out in
 each provider's own field (`reasoning_fields`):
@@ -77,9 +61,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from bot.domain.messages import ChatMessage, Reasoning
 from bot.ports import OWNED_BODY_KEYS, ReasoningLevel
@@ -120,97 +103,18 @@ class WireOptions:
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     """Fields merged into every request body last (never one of `OWNED_BODY_KEYS`)."""
 
-    @property
-    def marks_breakpoints(self) -> bool:
-        if self.cache != "breakpoints":
-            return False
-        return self.kind == "anthropic" or self.cache_dialect != "none"
+    marks_breakpoints: bool = field(init=False, repr=False, compare=False)
+    """Whether requests carry the cache plan's breakpoints (worked out once, when the options
+    are made: every request asks)."""
 
+    def __post_init__(self) -> None:
+        marks = self.cache == "breakpoints" and (
+            self.kind == "anthropic" or self.cache_dialect != "none"
+        )
+        object.__setattr__(self, "marks_breakpoints", marks)
 
-_OPENAI = WireOptions(
-    prompt_cache_key=True,
-    cache="breakpoints",
-    cache_dialect="openai_breakpoint",
-    reasoning_dialect="openai",
-)
-"""Explicit breakpoints go only to GPT-5.6 and later (decided per request, since `/model`
-may switch a route's model); older models keep the automatic cache."""
-_ANTHROPIC = WireOptions(kind="anthropic", cache="breakpoints")
-_CACHE_CONTROL = WireOptions(cache="breakpoints", cache_dialect="cache_control")
-_OPENROUTER = replace(_CACHE_CONTROL, reasoning_dialect="openrouter")
-
-HOST_DEFAULTS: dict[str, WireOptions] = {
-    "api.openai.com": _OPENAI,
-    "api.deepseek.com": WireOptions(reasoning_dialect="deepseek"),
-    "dashscope.aliyuncs.com": _CACHE_CONTROL,
-    "dashscope-intl.aliyuncs.com": _CACHE_CONTROL,
-    "dashscope-us.aliyuncs.com": _CACHE_CONTROL,
-    "api.moonshot.ai": WireOptions(),
-    "api.moonshot.cn": WireOptions(),
-    "generativelanguage.googleapis.com": WireOptions(),
-    "openrouter.ai": _OPENROUTER,
-    "api.x.ai": WireOptions(conversation_header="x-grok-conv-id"),
-    "localhost:11434": WireOptions(stream=True),
-    "127.0.0.1:11434": WireOptions(stream=True),
-    "api.anthropic.com": _ANTHROPIC,
-}
-"""Per host (with the port when it is not the scheme's default). DeepSeek's Anthropic-format
-endpoint (`https://api.deepseek.com/anthropic`) is the same host: the kind decides."""
 
 _REASONING_PREFIXES = ("gpt-5", "o1", "o3", "o4")
-
-
-def host_of(base_url: str) -> str:
-    parts = urlsplit(base_url)
-    host = (parts.hostname or "").lower()
-    return f"{host}:{parts.port}" if parts.port else host
-
-
-def kind_for(base_url: str, kind: Kind | None = None) -> Kind:
-    """`kind` when given; else `anthropic` for Anthropic's own host or a base URL whose path
-    ends in `/anthropic` (DeepSeek's and other vendors' Anthropic-format endpoints), and
-    `openai` (chat completions) for any other."""
-    if kind is not None:
-        return kind
-    path = urlsplit(base_url).path.rstrip("/")
-    if host_of(base_url) == "api.anthropic.com" or path.endswith("/anthropic"):
-        return "anthropic"
-    return "openai"
-
-
-def options_for(
-    base_url: str,
-    *,
-    kind: Kind | None = None,
-    cache: CacheMode | None = None,
-    cache_ttl: CacheTTL | None = None,
-    prompt_cache_key: bool | None = None,
-    max_tokens_param: MaxTokensParam | None = None,
-    stream: bool | None = None,
-    reasoning: ReasoningLevel | None = None,
-    extra_body: Mapping[str, Any] | None = None,
-) -> WireOptions:
-    """The host's defaults with every explicitly given setting laid over them."""
-    host = host_of(base_url)
-    kind = kind_for(base_url, kind)
-    base = HOST_DEFAULTS.get(host, WireOptions())
-    if kind == "anthropic" and base.kind != "anthropic":
-        base = replace(_ANTHROPIC, reasoning_dialect=base.reasoning_dialect)
-    elif kind == "openai" and base.kind != "openai":
-        base = WireOptions()
-    options = base
-    overrides: dict[str, object] = {
-        "cache": cache,
-        "cache_ttl": cache_ttl,
-        "prompt_cache_key": prompt_cache_key,
-        "max_tokens_param": max_tokens_param,
-        "stream": stream,
-        "reasoning": reasoning,
-        "extra_body": dict(extra_body) if extra_body else None,
-    }
-    given = {key: value for key, value in overrides.items() if value is not None}
-    options = replace(options, **given)  # type: ignore[arg-type]
-    return options
 
 
 def max_tokens_key(options: WireOptions, model: str) -> MaxTokensParam:
@@ -362,73 +266,6 @@ def tool_turn_messages(
     return frozenset(found)
 
 
-def anthropic_blocks(reasoning: Reasoning | None) -> list[JSON]:
-    """The `thinking` / `redacted_thinking` blocks kept for an Anthropic-wire message,
-    exactly as received ([] for another format or a payload that is not a block list)."""
-    if reasoning is None or reasoning.format != "anthropic" or not reasoning.payload:
-        return []
-    try:
-        blocks = json.loads(reasoning.payload)
-    except ValueError:
-        return []
-    if not isinstance(blocks, list):
-        return []
-    return [
-        block
-        for block in blocks
-        if isinstance(block, dict) and block.get("type") not in (TEXT_MARK, TOOL_USE_MARK)
-    ]
-
-
-TEXT_MARK = "_text"
-TOOL_USE_MARK = "_tool_use"
-"""Where a thinking block stood among the others, when one came after a text or tool_use
-block (interleaved thinking): `{"type": "_text"}`, `{"type": "_tool_use", "id": …}`."""
-
-
-def anthropic_layout(reasoning: Reasoning | None) -> list[JSON] | None:
-    """The kept thinking blocks with the places of the message's other blocks, when the
-    thinking was interleaved with them; None when it all came first (the common case)."""
-    if reasoning is None or reasoning.format != "anthropic" or not reasoning.payload:
-        return None
-    try:
-        layout = json.loads(reasoning.payload)
-    except ValueError:
-        return None
-    if not isinstance(layout, list) or not all(isinstance(item, dict) for item in layout):
-        return None
-    marks = (TEXT_MARK, TOOL_USE_MARK)
-    return layout if any(item.get("type") in marks for item in layout) else None
-
-
-def anthropic_reasoning(content: Sequence[Mapping[str, Any]]) -> Reasoning | None:
-    """The reasoning of a Messages response from its content blocks in order: the thinking
-    blocks whole; when one comes after a text or tool_use block (interleaved thinking),
-    the places of those blocks too, so they go back in the order they came."""
-    thinking = [block for block in content if block.get("type") in ANTHROPIC_THINKING]
-    if not thinking:
-        return None
-    text = "\n\n".join(
-        str(block.get("thinking", "")) for block in thinking if block.get("type") == "thinking"
-    )
-    last = max(i for i, block in enumerate(content) if block.get("type") in ANTHROPIC_THINKING)
-    interleaved = any(block.get("type") not in ANTHROPIC_THINKING for block in content[:last])
-    kept: list[dict[str, Any]] = []
-    for block in content if interleaved else thinking:
-        kind = block.get("type")
-        if kind in ANTHROPIC_THINKING:
-            kept.append(dict(block))
-        elif kind == "text":
-            kept.append({"type": TEXT_MARK})
-        elif kind == "tool_use":
-            kept.append({"type": TOOL_USE_MARK, "id": block.get("id")})
-    payload = json.dumps(kept, ensure_ascii=False)
-    return Reasoning(format="anthropic", text=text, payload=payload)
-
-
-ANTHROPIC_THINKING = ("thinking", "redacted_thinking")
-
-
 def gemini_signatures(reasoning: Reasoning | None) -> dict[str, str]:
     """Tool call id → thought signature, as kept for a Gemini message."""
     if reasoning is None or reasoning.format != "gemini" or not reasoning.payload:
@@ -451,7 +288,6 @@ def gemini_reasoning(signatures: Mapping[str, str], text: str = "") -> Reasoning
 
 
 __all__ = [
-    "HOST_DEFAULTS",
     "OWNED_BODY_KEYS",
     "CacheDialect",
     "CacheMode",
@@ -462,18 +298,12 @@ __all__ = [
     "ReasoningFields",
     "ReasoningLevel",
     "WireOptions",
-    "anthropic_blocks",
-    "anthropic_layout",
-    "anthropic_reasoning",
     "gemini_reasoning",
     "gemini_signatures",
     "has_adaptive_thinking",
-    "host_of",
     "is_gpt56_or_later",
-    "kind_for",
     "max_tokens_key",
     "merge_extra_body",
-    "options_for",
     "reasoning_fields",
     "tool_turn_messages",
 ]

@@ -21,7 +21,8 @@ and `on_text` gets the reply's text so far as it grows; the result is the respon
 would return without streaming, usage included. An error inside the stream maps to the same
 `ProviderError` branch as an error response. A retried attempt starts its text from scratch.
 
-`AnthropicProvider` is the same transport and retry policy over `anthropic_wire`.
+`AnthropicProvider` (`adapters.llm.anthropic_provider`) is the same transport and retry policy
+over `anthropic_wire`.
 
 Transport: the requests are httpx's, sent over aiohttp's connection pool
 (`adapters.llm.pooled_transport`); tests hand in their own `transport`.
@@ -37,14 +38,15 @@ import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Literal, ParamSpec, Self, TypeVar
 
 import httpx
 
 from adapters.llm import anthropic_wire, openai_wire
 from adapters.llm.dialects import WireOptions
-from adapters.llm.openai_wire import classify_error, retry_after_seconds
+from adapters.llm.openai_stream import OpenAIStream
 from adapters.llm.pooled_transport import pooled_transport, tls_context
+from adapters.llm.provider_errors import classify_error, retry_after_seconds
 from bot.errors import (
     ContextOverflow,
     ProviderBadResponse,
@@ -58,27 +60,13 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_RETRY_AFTER = 60.0
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
 _BAD_RESPONSE_RETRIES = 1
 _TOOL_SETS_KEPT = 16
 """Tool sets whose JSON a provider keeps (one per scene and locale in practice)."""
 
 
-class _OpenAIStream:
-    def __init__(self) -> None:
-        self._state = openai_wire.StreamState()
-
-    @property
-    def text(self) -> str:
-        return self._state.text
-
-    def feed(self, event: str, data: Mapping[str, Any]) -> bool:
-        return self._state.feed(data)
-
-    def result(self) -> LLMResponse:
-        return self._state.result()
-
-
-_Stream = _OpenAIStream | anthropic_wire.StreamState
+ResponseStream = OpenAIStream | anthropic_wire.StreamState
 """A response stream being read: each feeds events, has the text so far and the result."""
 
 
@@ -87,6 +75,9 @@ class OpenAIProvider:
 
     _PATH = "/chat/completions"
     _SPLICES_TOOLS = True
+    # the wire's two mappings, called straight (`AnthropicProvider` names its own)
+    _to_request = staticmethod(openai_wire.to_request)
+    _from_response = staticmethod(openai_wire.from_response)
     """Whether the tools' JSON depends on the tool set alone (see `_body`)."""
 
     def __init__(
@@ -133,7 +124,7 @@ class OpenAIProvider:
         the body: their JSON is kept per tool set and spliced in as the last field. Only
         where the dialect writes them as a pure function of the tool set (chat completions,
         no `extra_body` of its own for them)."""
-        payload = self._encode(request, stream=stream)
+        payload = self._to_request(request, self._options, stream=stream)
         if not request.tools or not self._SPLICES_TOOLS or "tools" in self._options.extra_body:
             return _json_body(payload)
         tools = payload.pop("tools")
@@ -159,14 +150,8 @@ class OpenAIProvider:
             headers["Authorization"] = f"Bearer {self._api_key}"
         return headers
 
-    def _encode(self, request: LLMRequest, *, stream: bool) -> dict[str, Any]:
-        return openai_wire.to_request(request, self._options, stream=stream)
-
-    def _decode(self, body: object) -> LLMResponse:
-        return openai_wire.from_response(body)
-
-    def _new_stream(self) -> _Stream:
-        return _OpenAIStream()
+    def _new_stream(self) -> ResponseStream:
+        return OpenAIStream()
 
     def _request_headers(self, request: LLMRequest) -> dict[str, str]:
         header = self._options.conversation_header
@@ -286,7 +271,7 @@ class OpenAIProvider:
             except ValueError as exc:
                 not_json = ProviderBadResponse(f"HTTP {response.status_code}: body is not JSON")
                 raise _Failed(not_json, kind="bad_body") from exc
-            return self._mapped(lambda: self._decode(body))
+            return self._mapped(self._from_response, body)
         error = self._classified(response.status_code, response.text, response.headers)
         raise self._failed(error, response.headers)
 
@@ -340,9 +325,11 @@ class OpenAIProvider:
         except ValueError as exc:
             not_json = ProviderBadResponse(f"HTTP {response.status_code}: body is not JSON")
             raise _Failed(not_json, kind="bad_body") from exc
-        return self._mapped(lambda: self._decode(body))
+        return self._mapped(self._from_response, body)
 
-    async def _dispatch(self, state: _Stream, event: str, raw: str, on_text: TextSink) -> bool:
+    async def _dispatch(
+        self, state: ResponseStream, event: str, raw: str, on_text: TextSink
+    ) -> bool:
         """Feed one SSE event; True at the end of the stream (`[DONE]`)."""
         if raw.strip() == "[DONE]":
             return True
@@ -353,14 +340,14 @@ class OpenAIProvider:
             raise _Failed(broken, kind="bad_body") from exc
         if not isinstance(data, dict):
             raise _Failed(ProviderBadResponse("a stream event is not an object"), kind="bad_body")
-        if self._mapped(lambda: state.feed(event, data)):
+        if self._mapped(state.feed, event, data):
             await on_text(state.text)
         return False
 
-    def _mapped(self, step: Callable[[], _T]) -> _T:
+    def _mapped(self, step: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
         """Run a wire step; its errors become failed attempts of the right kind."""
         try:
-            return step()
+            return step(*args, **kwargs)
         except ProviderBadResponse as exc:
             unmapped = ProviderBadResponse(self._scrub(str(exc)))
             raise _Failed(unmapped, kind="bad_body") from None
@@ -409,39 +396,6 @@ class OpenAIProvider:
         return text
 
 
-class AnthropicProvider(OpenAIProvider):
-    """`LLMProvider` for the native Messages API (Anthropic, and other vendors' Anthropic-format
-    endpoints such as DeepSeek's): `POST <base>/v1/messages`, the key in `x-api-key`."""
-
-    _SPLICES_TOOLS = False  # a cache breakpoint may ride on the last tool
-
-    def _endpoint(self, base_url: str) -> str:
-        if base_url.endswith("/v1"):
-            return base_url + "/messages"
-        return base_url + "/v1/messages"
-
-    def _default_options(self) -> WireOptions:
-        return WireOptions(kind="anthropic", cache="breakpoints")
-
-    def _headers(self) -> dict[str, str]:
-        headers = {"Accept": "application/json", "anthropic-version": anthropic_wire.API_VERSION}
-        if self._api_key:
-            headers["x-api-key"] = self._api_key
-        return headers
-
-    def _encode(self, request: LLMRequest, *, stream: bool) -> dict[str, Any]:
-        return anthropic_wire.to_request(request, self._options, stream=stream)
-
-    def _decode(self, body: object) -> LLMResponse:
-        return anthropic_wire.from_response(body)
-
-    def _new_stream(self) -> _Stream:
-        return anthropic_wire.StreamState()
-
-    def _request_headers(self, request: LLMRequest) -> dict[str, str]:
-        return {}
-
-
 def _json_body(payload: dict[str, Any]) -> bytes:
     """The body as httpx's `json=` would encode it (UTF-8, no spaces, no NaN)."""
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
@@ -471,4 +425,4 @@ class _Failed(Exception):
         self.retry_after = retry_after
 
 
-__all__ = ["DEFAULT_MAX_RETRY_AFTER", "AnthropicProvider", "OpenAIProvider"]
+__all__ = ["DEFAULT_MAX_RETRY_AFTER", "OpenAIProvider", "ResponseStream"]

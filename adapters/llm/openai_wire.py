@@ -1,68 +1,36 @@
 """Pure mapping between our LLM vocabulary and OpenAI chat-completions JSON, both directions.
 
-No I/O: the provider does transport and retries. `to_request` / `from_response` (and the
-streaming `StreamState`) are the client side, and `classify_error` turns an error response
-into the `ProviderError` branch of `bot.errors`; the server side (reading a request back) is
-`adapters.llm.openai_server_wire`.
+No I/O: the provider does transport and retries. `to_request` / `from_response` are the
+client side; the streaming `StreamState` is `adapters.llm.openai_stream`, an error response
+read as the `ProviderError` branch of `bot.errors` is `adapters.llm.provider_errors`, and the
+server side (reading a request back) is `adapters.llm.openai_server_wire`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
+from adapters.llm.cache_breakpoints import mark_breakpoints
 from adapters.llm.dialects import (
     WireOptions,
     gemini_reasoning,
     gemini_signatures,
-    is_gpt56_or_later,
     max_tokens_key,
     merge_extra_body,
     reasoning_fields,
     tool_turn_messages,
 )
-from bot.context.bounded_json import loads_bounded
+from adapters.llm.provider_errors import error_in_body
 from bot.domain.messages import ChatMessage, ImagePart, Reasoning, ToolCall
 from bot.errors import (
-    ContextOverflow,
     ProviderBadResponse,
-    ProviderError,
-    ProviderRateLimited,
-    ProviderRejected,
-    ProviderUnavailable,
 )
 from bot.ports import LLMRequest, LLMResponse, StopReason, ToolSpec, Usage
 
 JSON = dict[str, Any]
 
-_OVERFLOW_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
-# one phrase per provider family (each from a fixture under tests/fixtures/llm/); alternation
-# of literals only, so matching stays linear
-_OVERFLOW_PHRASES = re.compile(
-    r"maximum context length|prompt is too long|context window|too many tokens"
-    r"|context_length_exceeded|exceeds the available context size|range of input length"
-    r"|exceeded model token limit|exceeds the maximum number of tokens|maximum prompt length"
-    r"|input length exceeds|input is too long|longer than the context length",
-    re.IGNORECASE,
-)
-# the window and the request's size where an overflow body says them (one phrase per
-# provider family, from the fixtures under tests/fixtures/llm/); literals and digits only
-_OVERFLOW_LIMIT = re.compile(
-    r"maximum (?:context|prompt) length is (\d+)|(?<!\d)(\d+) maximum|tokens allowed \((\d+)\)"
-    r"|context size \((\d+) tokens\)|model token limit: (\d+)|input length should be \[1, (\d+)\]",
-    re.IGNORECASE,
-)
-_OVERFLOW_REQUESTED = re.compile(
-    r"resulted in (\d+) tokens|requested (?:about )?(\d+) tokens|too long: (\d+) tokens"
-    r"|input token count \((\d+)\)|request \((\d+) tokens\)|\(requested: (\d+)\)"
-    r"|request contains (\d+) tokens",
-    re.IGNORECASE,
-)
-_MAX_ERROR_TEXT = 300
 _STOPS: dict[str, StopReason] = {
     "stop": "end",
     "length": "length",
@@ -78,12 +46,6 @@ insufficient_system_resource, which stays unmapped)."""
 
 
 _DEFAULT_OPTIONS = WireOptions()
-_MAX_CACHE_CONTROL = 4
-"""Anthropic's limit, which OpenRouter passes on; Qwen takes the same number."""
-_MAX_OPENAI_BREAKPOINTS = 3
-"""GPT-5.6 caches at most four prefixes per request; its implicit breakpoint uses one."""
-_OPENAI_BREAKPOINT_ROLES = frozenset({"system", "user", "tool"})
-"""OpenAI accepts a breakpoint on these messages' text parts, not on assistant output."""
 
 
 def to_request(
@@ -94,7 +56,7 @@ def to_request(
     messages = [_message_to_wire(m) for m in request.messages]
     _replay_reasoning(messages, request.messages, options, request.model)
     if options.marks_breakpoints:
-        _mark_breakpoints(messages, request, options)
+        mark_breakpoints(messages, request, options)
     if any(m.role == "tool" and m.images for m in request.messages):
         messages = _with_tool_images(messages, request.messages)
     body: JSON = {"model": request.model, "messages": messages}
@@ -153,79 +115,6 @@ def _replay_reasoning(
             wire[index][reasoning.format] = reasoning.text
         elif options.reasoning_dialect == "deepseek" and options.reasoning != "off":
             wire[index]["reasoning_content"] = ""
-
-
-def breakpoint_indexes(request: LLMRequest, limit: int) -> tuple[int, ...]:
-    """The plan's points a wire may mark, oldest first, at most `limit`.
-
-    A point outside the messages, or on the current (last user) message, is refused whatever
-    the plan says: its per-turn blocks are dropped next turn, so a write there is never read.
-    (A point after it, a tool step of the same turn, is the plan's call: the next step of
-    the turn repeats it.) Over the limit, the points the next request reads first win: the
-    last stable message, the previous read point, the system prompt, the window head.
-    """
-    plan = request.cache_plan
-    if plan is None:
-        return ()
-    current = current_index(request.messages)
-    ranked = (plan.last_stable, plan.previous_read, plan.system_end, plan.window_head)
-    chosen: list[int] = []
-    for index in ranked:
-        if index is None or index in chosen or index == current:
-            continue
-        if not 0 <= index < len(request.messages):
-            continue
-        if len(chosen) < limit:
-            chosen.append(index)
-    return tuple(sorted(chosen))
-
-
-def current_index(messages: tuple[ChatMessage, ...]) -> int:
-    """The index of the current message: the last user message (the length when none)."""
-    for index in range(len(messages) - 1, -1, -1):
-        if messages[index].role == "user":
-            return index
-    return len(messages)
-
-
-def _mark_breakpoints(messages: list[JSON], request: LLMRequest, options: WireOptions) -> None:
-    if options.cache_dialect == "openai_breakpoint":
-        if not is_gpt56_or_later(request.model):
-            return  # older models take no explicit breakpoint; their cache is automatic
-        candidates = [
-            i for i, m in enumerate(request.messages) if m.role in _OPENAI_BREAKPOINT_ROLES
-        ]
-        allowed = set(candidates)
-        points = [i for i in breakpoint_indexes(request, len(messages)) if i in allowed]
-        for index in points[-_MAX_OPENAI_BREAKPOINTS:]:
-            part = _last_text_part(messages[index])
-            if part is not None:
-                part["prompt_cache_breakpoint"] = {"mode": "explicit"}
-        return
-    marker: JSON = {"type": "ephemeral"}
-    if options.cache_ttl == "1h":
-        marker["ttl"] = "1h"
-    for index in breakpoint_indexes(request, _MAX_CACHE_CONTROL):
-        part = _last_text_part(messages[index])
-        if part is not None:
-            part["cache_control"] = dict(marker)
-
-
-def _last_text_part(wire: JSON) -> JSON | None:
-    """The message's last text part, turning string content into one part; None when the
-    message has no text (an assistant message of only tool calls)."""
-    content = wire.get("content")
-    if isinstance(content, str):
-        if not content:
-            return None
-        part: JSON = {"type": "text", "text": content}
-        wire["content"] = [part]
-        return part
-    if isinstance(content, list):
-        for part in reversed(content):
-            if isinstance(part, dict) and part.get("type") == "text":
-                return part
-    return None
 
 
 def _message_to_wire(message: ChatMessage) -> JSON:
@@ -321,7 +210,7 @@ def from_response(body: object) -> LLMResponse:
     if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
         raise ProviderBadResponse("choices[0] has no message object")
     message: JSON = choice["message"]
-    text = _content_text(message.get("content"))
+    text = content_text(message.get("content"))
     raw_calls = message.get("tool_calls") or []
     if not isinstance(raw_calls, list):
         raise ProviderBadResponse("message.tool_calls is not a list")
@@ -331,7 +220,7 @@ def from_response(body: object) -> LLMResponse:
     finish_reason = choice.get("finish_reason")
     finish_reason = finish_reason if isinstance(finish_reason, str) else None
     stop = stop_of(finish_reason, refusal=refusal, calls=bool(calls))
-    if not text and not calls and stop not in _SAYS_WHY_EMPTY:
+    if not text and not calls and stop not in SAYS_WHY_EMPTY:
         raise ProviderBadResponse("empty reply")
     model = body.get("model")
     signatures = {
@@ -353,7 +242,7 @@ def from_response(body: object) -> LLMResponse:
     )
 
 
-_REASONING_FIELDS = ("reasoning_content", "reasoning")
+REASONING_FIELDS = ("reasoning_content", "reasoning")
 """DeepSeek, vLLM and llama.cpp write `reasoning_content`; Ollama and OpenRouter `reasoning`."""
 
 
@@ -371,7 +260,7 @@ def reasoning_from_wire(
             text=text if isinstance(text, str) else "",
             payload=json.dumps(details, ensure_ascii=False),
         )
-    for key in _REASONING_FIELDS:
+    for key in REASONING_FIELDS:
         text = message.get(key)
         if isinstance(text, str) and text:
             if signatures:
@@ -396,7 +285,7 @@ def thought_signature(raw: object) -> str | None:
     return signature if isinstance(signature, str) and signature else None
 
 
-_SAYS_WHY_EMPTY: frozenset[StopReason | None] = frozenset({"refusal", "length", "context"})
+SAYS_WHY_EMPTY: frozenset[StopReason | None] = frozenset({"refusal", "length", "context"})
 """Stops that explain an empty reply (a refusal; a limit reached while thinking): the
 runtime handles them, a retry of the same request would not help."""
 
@@ -412,7 +301,7 @@ def stop_of(finish_reason: str | None, *, refusal: str, calls: bool) -> StopReas
     return stop
 
 
-def _content_text(content: object) -> str:
+def content_text(content: object) -> str:
     if content is None:
         return ""
     if isinstance(content, str):
@@ -447,15 +336,6 @@ def tool_call_from_wire(raw: object, index: int) -> ToolCall:
     if not isinstance(call_id, str) or not call_id:
         call_id = f"call_{index}"  # some local servers omit ids; results still need one
     return ToolCall(id=call_id, name=name, arguments=arguments)
-
-
-def error_in_body(body: Mapping[str, Any]) -> ProviderError:
-    """The error a 2xx body (or a stream chunk) carries; its `code` gives the status when it
-    is an HTTP status, else it counts as an upstream failure (502)."""
-    error = body.get("error")
-    code = error.get("code") if isinstance(error, Mapping) else None
-    status = code if isinstance(code, int) and 400 <= code < 600 else 502
-    return classify_error(status, body)
 
 
 def usage_from_wire(raw: object) -> Usage | None:
@@ -555,249 +435,10 @@ def _int_field(raw: Mapping[str, Any], key: str) -> int:
     return value
 
 
-# ---------------------------------------------------------------- client side: errors
-
-
-def classify_error(
-    status: int,
-    body: Mapping[str, Any] | list[Any] | str,
-    headers: Mapping[str, str] | None = None,
-    *,
-    now: datetime | None = None,
-) -> ProviderError:
-    """The `ProviderError` an error response means; the provider's own message is kept."""
-    message, code = _error_message_and_code(body)
-    described = f"HTTP {status}: {message}" if message else f"HTTP {status}"
-    if status == 429:
-        return ProviderRateLimited(described, retry_after=retry_after_seconds(headers, now=now))
-    if 400 <= status < 500 and (code in _OVERFLOW_CODES or _OVERFLOW_PHRASES.search(message)):
-        return ContextOverflow(
-            described,
-            limit=_first_number(_OVERFLOW_LIMIT, message),
-            requested=_first_number(_OVERFLOW_REQUESTED, message),
-        )
-    if status >= 500:
-        return ProviderUnavailable(described)
-    if 400 <= status < 500:
-        return ProviderRejected(described)
-    return ProviderBadResponse(described)
-
-
-def _first_number(pattern: re.Pattern[str], message: str) -> int | None:
-    """The number the first match of `pattern` in `message` captured (None: no match)."""
-    found = pattern.search(message)
-    if found is None:
-        return None
-    number = next(group for group in found.groups() if group is not None)
-    return int(number)
-
-
-def _error_message_and_code(body: object) -> tuple[str, str | None]:
-    if isinstance(body, str):
-        try:
-            parsed = loads_bounded(body)  # a hostile body nests 100,000 deep
-        except ValueError:
-            return _clip(body), None
-        if isinstance(parsed, list) and parsed and isinstance(parsed[0], dict):
-            parsed = parsed[0]  # Gemini wraps its error body in a list
-        if not isinstance(parsed, dict):
-            return _clip(body), None
-        body = parsed
-    if isinstance(body, list) and body and isinstance(body[0], Mapping):
-        body = body[0]
-    if not isinstance(body, Mapping):
-        return _clip(str(body)), None
-    error = body.get("error", body)
-    if isinstance(error, str):
-        return _clip(error), None
-    if not isinstance(error, Mapping):
-        return _clip(json.dumps(body, ensure_ascii=False, default=str)), None
-    message = error.get("message") or error.get("detail") or body.get("detail") or ""
-    if not isinstance(message, str):
-        message = json.dumps(message, ensure_ascii=False, default=str)
-    metadata = error.get("metadata")
-    raw = metadata.get("raw") if isinstance(metadata, Mapping) else None
-    if raw is not None:  # OpenRouter: the upstream provider's own error, which says why
-        said = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False, default=str)
-        message = f"{message} (upstream: {said})" if message else said
-    code = error.get("code")
-    if not isinstance(code, str):  # llama.cpp and Gemini send the HTTP status as the code
-        code = error.get("type") or error.get("status")
-    return _clip(message), code if isinstance(code, str) else None
-
-
-def _clip(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _MAX_ERROR_TEXT else text[: _MAX_ERROR_TEXT - 1] + "…"
-
-
-def retry_after_seconds(
-    headers: Mapping[str, str] | None, *, now: datetime | None = None
-) -> float | None:
-    """`retry-after-ms`, else `Retry-After` (seconds or an HTTP date); `None` when absent."""
-    if not headers:
-        return None
-    lowered = {key.lower(): value for key, value in headers.items()}
-    millis = lowered.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
-    value = lowered.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
-
-
-# ---------------------------------------------------------------- client side: streaming
-
-
-class StreamState:
-    """Folds chat-completions SSE chunks into the response `from_response` would give: text
-    deltas, tool-call deltas (by `index`), the finish reason and the final usage chunk."""
-
-    def __init__(self) -> None:
-        self.text = ""
-        self.refusal = ""
-        self.usage: Usage | None = None
-        self.finish_reason: str | None = None
-        self.model: str | None = None
-        self._calls: dict[int, JSON] = {}
-        self._reasoning: dict[str, str] = {}
-        """Reasoning text by field name, folded from the deltas."""
-        self._signature: str | None = None
-        """Gemini's signature on the message itself (a text-only reply)."""
-        self._details: dict[int, JSON] = {}
-        """OpenRouter's `reasoning_details` by index, folded from the deltas."""
-
-    def feed(self, chunk: Mapping[str, Any]) -> bool:
-        """Take one chunk; True when the text grew. A chunk carrying an error raises it."""
-        if chunk.get("error"):
-            raise error_in_body(chunk)
-        if isinstance(chunk.get("model"), str):
-            self.model = chunk["model"]
-        if chunk.get("usage") is not None:
-            self.usage = usage_from_wire(chunk["usage"])
-        grew = False
-        for choice in chunk.get("choices") or []:
-            if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
-                continue
-            if isinstance(choice.get("finish_reason"), str):
-                self.finish_reason = choice["finish_reason"]
-            delta = choice.get("delta")
-            if isinstance(delta, Mapping) and self._delta(delta):
-                grew = True
-        return grew
-
-    def _delta(self, delta: Mapping[str, Any]) -> bool:
-        """One choice's delta: text (True when it grew), reasoning, refusal, tool calls."""
-        piece = _content_text(delta.get("content"))
-        if piece:
-            self.text += piece
-        for key in _REASONING_FIELDS:
-            thought = delta.get(key)
-            if isinstance(thought, str) and thought:
-                self._reasoning[key] = self._reasoning.get(key, "") + thought
-        if (own := thought_signature(delta)) is not None:
-            self._signature = own
-        for detail in delta.get("reasoning_details") or []:
-            if isinstance(detail, Mapping):
-                self._detail_delta(detail)
-        if isinstance(delta.get("refusal"), str):
-            self.refusal += delta["refusal"]
-        for raw in delta.get("tool_calls") or []:
-            if not isinstance(raw, Mapping):
-                raise ProviderBadResponse("a tool-call delta is not an object")
-            self._tool_call_delta(raw)
-        return bool(piece)
-
-    def _detail_delta(self, raw: Mapping[str, Any]) -> None:
-        """One piece of a reasoning detail: its strings (`text`, `summary`, `data`) grow
-        piece by piece, its other fields (`type`, `format`, `signature`, `id`) are set."""
-        index = raw.get("index", len(self._details))
-        detail = self._details.setdefault(index if isinstance(index, int) else 0, {})
-        for key, value in raw.items():
-            if key in ("text", "summary", "data") and isinstance(value, str):
-                detail[key] = detail.get(key, "") + value
-            elif value is not None:
-                detail[key] = value
-
-    def _tool_call_delta(self, raw: Mapping[str, Any]) -> None:
-        index = raw.get("index", len(self._calls))
-        call = self._calls.setdefault(
-            index if isinstance(index, int) else 0,
-            {"id": None, "function": {"name": "", "arguments": ""}},
-        )
-        if isinstance(raw.get("id"), str):
-            call["id"] = raw["id"]
-        if thought_signature(raw) is not None:
-            call["extra_content"] = raw["extra_content"]
-        function = raw.get("function")
-        if not isinstance(function, Mapping):
-            return
-        if isinstance(function.get("name"), str):
-            call["function"]["name"] += function["name"]
-        arguments = function.get("arguments")
-        if isinstance(arguments, str):
-            call["function"]["arguments"] += arguments
-        elif isinstance(arguments, Mapping):
-            # Ollama sends each call whole, its arguments as an object
-            call["function"]["arguments"] = json.dumps(arguments, ensure_ascii=False)
-
-    def result(self) -> LLMResponse:
-        calls = tuple(
-            tool_call_from_wire(self._calls[index], position)
-            for position, index in enumerate(sorted(self._calls))
-        )
-        stop = stop_of(self.finish_reason, refusal=self.refusal, calls=bool(calls))
-        if not self.text and not calls and stop not in _SAYS_WHY_EMPTY:
-            raise ProviderBadResponse("empty reply")
-        signatures = {
-            call.id: signature
-            for call, index in zip(calls, sorted(self._calls), strict=True)
-            if (signature := thought_signature(self._calls[index])) is not None
-        }
-        if self._signature is not None:
-            signatures[MESSAGE_SIGNATURE] = self._signature
-        return LLMResponse(
-            text=self.text,
-            tool_calls=calls,
-            usage=self.usage,
-            finish_reason=self.finish_reason,
-            model=self.model,
-            reasoning=reasoning_from_wire(
-                {
-                    **self._reasoning,
-                    "reasoning_details": [d for _, d in sorted(self._details.items())],
-                },
-                signatures,
-            ),
-            stop=stop,
-            refusal=self.refusal,
-        )
-
-
 __all__ = (
-    "StreamState",
     "anthropic_usage",
-    "breakpoint_indexes",
-    "classify_error",
-    "current_index",
-    "error_in_body",
     "from_response",
     "reasoning_from_wire",
-    "retry_after_seconds",
     "stop_of",
     "thought_signature",
     "to_request",

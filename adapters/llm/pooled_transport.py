@@ -89,7 +89,8 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                 allow_redirects=False,
                 timeout=timeout,
             )
-        said = _keepalive_of(response.headers.get("Keep-Alive"))
+        keep_alive = response.headers.get("Keep-Alive")  # most providers send none
+        said = _keepalive_of(keep_alive) if keep_alive else None
         connector = session.connector
         if said is not None and isinstance(connector, aiohttp.TCPConnector):
             # aiohttp reads its keep-alive from this attribute on every release
@@ -111,10 +112,10 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             await session.close()  # a session of a finished loop went with it
 
 
-def _keepalive_of(header: str | None) -> float | None:
+def _keepalive_of(header: str) -> float | None:
     """How long the server keeps an idle connection, from `Keep-Alive: timeout=N`, less a
     second (so the pool never reuses one the server is closing); None when it does not say."""
-    for part in (header or "").split(","):
+    for part in header.split(","):
         name, _, value = part.partition("=")
         if name.strip().lower() == "timeout":
             try:

@@ -1,13 +1,13 @@
 """The model's Markdown as Telegram sees it: plain text plus message entities, split into bubbles.
 
-The renderer parses CommonMark (with `~~strikethrough~~`, tables as aligned monospace
-rows, and Telegram's `||spoiler||`) using markdown-it-py and walks the tokens into plain
-text and entity spans: no parse mode, so nothing is ever escaped. `plan_bubbles` cuts that
-text into bubbles of at most `limit` UTF-16 code units, preferring block, then line,
-sentence and word boundaries; it keeps a code block whole when it fits in a bubble, clips
-every entity that crosses a cut into one entity per bubble, and gives each bubble the slice
-of the Markdown source it came from (what is stored, so the history shows the model its own
-words).
+The renderer parses CommonMark (with `~~strikethrough~~`, tables as aligned monospace rows,
+and Telegram's `||spoiler||`) using markdown-it-py and walks the tokens into plain text and
+entity spans: no parse mode, so nothing is ever escaped. `plan_bubbles` cuts that text into
+bubbles of at most `limit` UTF-16 code units, preferring block, then line, sentence and word
+boundaries (`adapters.telegram.bubble_cuts`); it keeps a code block whole when it fits in a
+bubble, clips every entity that crosses a cut into one entity per bubble, and gives each
+bubble the slice of the Markdown source it came from (what is stored, so the history shows
+the model its own words).
 
 Entities here count characters while rendering and splitting; `Bubble.entities` are in
 UTF-16 code units, as the Bot API wants them.
@@ -15,7 +15,6 @@ UTF-16 code units, as the Bot API wants them.
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +23,8 @@ from typing import Any, Literal
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from adapters.telegram.text_units import prefix_fitting, safe_cut, utf16_len
+from adapters.telegram.bubble_cuts import best_cut, inside, prefix_fitting, source_at
+from adapters.telegram.text_units import utf16_len
 
 EntityKind = Literal[
     "bold", "italic", "strikethrough", "code", "pre", "text_link", "blockquote", "spoiler"
@@ -401,15 +401,6 @@ def _render(source: str) -> _Rendered:
 
 # ------------------------------------------------------------------- splitting
 
-# Where a bubble may end inside a block, best first; each pattern matches the separator.
-_BOUNDARIES: tuple[re.Pattern[str], ...] = (
-    re.compile(r"\n[ \t]*\n"),  # paragraph
-    re.compile(r"\n"),  # line (inside a code block the next line keeps its indentation)
-    re.compile(r"(?<=[.!?…])\s+|(?<=[。！？；])\s*"),  # sentence
-    re.compile(r"[ \t\u3000]+"),  # word
-)
-
-
 MAX_BUBBLES_PER_REPLY = 6
 """Messages one reply may become (6 x 4,096 characters is a long answer already; a model
 that writes 100 kB would otherwise post 25 messages and hold the chat for seconds)."""
@@ -455,14 +446,14 @@ def plan_bubbles(source: str, limit: int = TELEGRAM_TEXT_LIMIT) -> tuple[Bubble,
             ranges.append((start, end))
             break
         fit = start + prefix_fitting(rest, limit)
-        end, resume = _best_cut(text, start, fit, limit, rendered.block_starts, pres)
+        end, resume = best_cut(text, start, fit, limit, rendered.block_starts, pres)
         ranges.append((start, end))
         resumes.append(resume)
         start = _skip_space(text, resume, pres)
     bubbles: list[Bubble] = []
     units = _utf16_offsets(text)
     cuts = [
-        _source_at(rendered, resume, begin)
+        source_at(rendered.anchors, len(rendered.source), resume, begin)
         for resume, (begin, _) in zip(resumes, ranges[1:], strict=False)
     ]
     for index, (begin, end) in enumerate(ranges):
@@ -481,14 +472,10 @@ def plan_bubbles(source: str, limit: int = TELEGRAM_TEXT_LIMIT) -> tuple[Bubble,
     return tuple(bubbles)
 
 
-def _inside(pres: Sequence[_Span], index: int) -> _Span | None:
-    return next((p for p in pres if p.start < index < p.end), None)
-
-
 def _skip_space(text: str, index: int, pres: Sequence[_Span]) -> int:
     """Where the next bubble starts: past whitespace, but keep a code line's indentation."""
     while index < len(text) and text[index].isspace():
-        if text[index] != "\n" and _inside(pres, index) is not None:
+        if text[index] != "\n" and inside(pres, index) is not None:
             break
         index += 1
     return index
@@ -498,45 +485,6 @@ def _trim_end(text: str, begin: int, end: int) -> int:
     while end > begin and text[end - 1].isspace():
         end -= 1
     return end
-
-
-def _best_cut(
-    text: str,
-    start: int,
-    fit: int,
-    limit: int,
-    block_starts: Sequence[int],
-    pres: Sequence[_Span],
-) -> tuple[int, int]:
-    """(end of this bubble, start of the next) for the span `start`..`fit`."""
-    # A code block that crosses the span's end but fits in a bubble of its own moves to
-    # the next bubble whole, even if this one ends up short.
-    crossing = _inside(pres, fit)
-    if (
-        crossing is not None
-        and crossing.start > start
-        and utf16_len(text[crossing.start : crossing.end]) <= limit
-    ):
-        return crossing.start, crossing.start
-    floor = start + (fit - start) // 2
-    # Between top-level blocks first (lists and quotes stay whole when they can).
-    blocks = [b for b in block_starts if floor <= b <= fit and b > start]
-    if blocks:
-        cut = blocks[-1]
-        return cut, cut
-    for rank, pattern in enumerate(_BOUNDARIES):
-        best: tuple[int, int] | None = None
-        for match in pattern.finditer(text, floor, fit + 1):
-            at = match.start()
-            if at <= start or at > fit:
-                continue
-            if rank != 1 and _inside(pres, at) is not None:
-                continue  # only whole lines of code are cut
-            best = (at, match.end())
-        if best is not None:
-            return best
-    cut = start + safe_cut(text[start:], fit - start)
-    return cut, cut
 
 
 def _utf16_offsets(text: str) -> list[int]:
@@ -572,21 +520,3 @@ def _entities(
             )
         )
     return tuple(found)
-
-
-def _source_at(rendered: _Rendered, resume: int, index: int) -> int:
-    """The source position a bubble starting at rendered `index` came from (`resume`..`index`
-    is the whitespace skipped before it, where a block or list item may be anchored)."""
-    anchors = rendered.anchors
-    if not anchors:
-        return len(rendered.source)
-    keys = [a.rendered for a in anchors]
-    at = bisect.bisect_left(keys, min(resume, index))
-    if at < len(anchors) and anchors[at].rendered <= index:
-        return anchors[at].source  # the first anchor there: a block's line start
-    before = anchors[at - 1] if at > 0 else None
-    if before is not None and before.rendered < index < before.rendered + before.length:
-        return before.source + (index - before.rendered)
-    if at < len(anchors):
-        return anchors[at].source
-    return len(rendered.source)

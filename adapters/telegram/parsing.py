@@ -7,7 +7,6 @@ from typing import Any, Literal, cast
 
 from aiogram.types import (
     Chat,
-    ExternalReplyInfo,
     Message,
     MessageEntity,
     MessageOriginChannel,
@@ -18,7 +17,9 @@ from aiogram.types import (
     Update,
 )
 
-from adapters.telegram.message_parts import chat_name_of, media_of, rich_text, sender_of, user_name
+from adapters.telegram.message_parts import chat_name_of, media_of, sender_of, user_name
+from adapters.telegram.outside_quotes import external_quote, story_quote
+from adapters.telegram.rich_messages import rich_text
 from adapters.telegram.service_parsing import describe_service
 from adapters.telegram.suggested_posts import suggested_post_fact
 from adapters.telegram.text_units import Locale, one_line, summarize, utf16_slice, with_meaning
@@ -27,10 +28,6 @@ from bot.texts import in_locale
 
 ChatType = Literal["private", "group", "supergroup", "channel"]
 _CHAT_TYPES: frozenset[str] = frozenset({"private", "group", "supergroup", "channel"})
-
-MessageOrigin = (
-    MessageOriginUser | MessageOriginHiddenUser | MessageOriginChat | MessageOriginChannel
-)
 
 
 def parse_update_strict(
@@ -142,24 +139,13 @@ class _Reader:
                 task=task_id,
             )
         if msg.external_reply is not None:
-            return self._external_quote(msg, msg.external_reply, selected)
+            ext = msg.external_reply
+            sent = _utc(ext.origin.date)
+            return external_quote(msg, ext, selected, sent=sent, locale=self.locale)
         story = getattr(msg, "reply_to_story", None)
         if isinstance(story, Story):
-            return self._story_quote(story)
+            return story_quote(story, self.locale)
         return None
-
-    def _story_quote(self, story: Story) -> Quote:
-        """A reply to a story: no message of any chat, so no message id (0); the story's
-        chat is named on the quote line, its placeholder is the summary."""
-        summary, truncated = summarize("", (Media(kind="story"),), self.locale)
-        return Quote(
-            id=0,
-            summary=summary,
-            truncated=truncated,
-            chat_id=story.chat.id,
-            chat_name=chat_name_of(story.chat),
-            story=story.id,
-        )
 
     def _content_summary(self, msg: Message) -> tuple[str, bool]:
         media = media_of(msg)
@@ -168,34 +154,6 @@ class _Reader:
             # a service message (pin, giveaway created…) quotes as its description
             body = describe_service(msg, sender_of(msg).name, self.locale) or ""
         return summarize(body, media, self.locale)
-
-    def _external_quote(self, msg: Message, ext: ExternalReplyInfo, selected: str | None) -> Quote:
-        """A reply to a message in another chat (or topic): named, with the content it carried."""
-        origin = ext.origin
-        summary, truncated = summarize(selected or "", media_of(ext), self.locale)
-        chat = ext.chat
-        message_id = ext.message_id
-        if chat is None and isinstance(origin, MessageOriginChannel):
-            chat, message_id = origin.chat, message_id or origin.message_id
-        same_chat = chat is not None and chat.id == msg.chat.id
-        if same_chat:
-            chat_name = None  # another topic of this chat: our ids still mean the same
-        elif chat is not None:
-            chat_name = (
-                f"@{chat.username}" if chat.username and not chat.title else chat_name_of(chat)
-            )
-        else:
-            chat_name = in_locale(self.locale, zh="另一个聊天", en="another chat")
-        return Quote(
-            id=message_id or 0,
-            sender_id=_origin_id(origin),
-            timestamp=_utc(origin.date),
-            summary=summary,
-            truncated=truncated,
-            chat_id=chat.id if chat is not None else None,
-            fragment=selected is not None,
-            chat_name=chat_name,
-        )
 
     def _mentions_bot(self, text: str, entities: tuple[MessageEntity, ...] | list[Any]) -> bool:
         for entity in entities:
@@ -254,18 +212,6 @@ def forward_of(msg: Message) -> Forward | None:
 def _signed(name: str, signature: str | None) -> str:
     signature = one_line(signature or "")
     return f"{name} ({signature})" if signature and signature != name else name
-
-
-def _origin_id(origin: MessageOrigin) -> int | None:
-    match origin:
-        case MessageOriginUser():
-            return origin.sender_user.id
-        case MessageOriginChat():
-            return origin.sender_chat.id
-        case MessageOriginChannel():
-            return origin.chat.id
-        case _:
-            return None
 
 
 def _checklist_task(msg: Message, reply: Message) -> tuple[int | None, str | None]:

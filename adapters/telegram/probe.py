@@ -10,7 +10,7 @@ from typing import Any, Self
 
 from aiogram.exceptions import TelegramBadRequest, TelegramConflictError, TelegramForbiddenError
 
-from adapters.telegram.app import build_bot
+from adapters.telegram.bot_session import build_bot
 from adapters.telegram.polling_loop import GetRawUpdates
 from adapters.telegram.startup_errors import startup_failure
 from bot.errors import ConfigError

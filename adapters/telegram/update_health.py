@@ -1,20 +1,19 @@
 """Whether the bot still reads its updates: never silently deaf.
 
 Every completed `getUpdates` (an answer, updates or none) is a sign of life (`polled`): it
-feeds systemd's watchdog (`sd_notify("WATCHDOG=1")`, `READY=1` the first time), so under
-systemd a bot that stopped reading is restarted, and a process that merely runs is not
-enough. `/healthz` asks `stalled()`: the reason when no `getUpdates` completed for longer
-than `stall_seconds`; `/metrics` reports `age()` as `tgbot_last_update_age_seconds`. With a
-webhook the sign of life is Telegram's `getWebhookInfo` answering without a recent delivery
-error (`webhook_checked`).
+feeds systemd's watchdog (`sd_notify("WATCHDOG=1")`, `READY=1` the first time, through the
+`notify` it is given: `systemd_notifier()`, None outside systemd), so under systemd a bot that
+stopped reading is restarted, and a process that merely runs is not enough. `/healthz` asks
+`stalled()`: the reason when no `getUpdates` completed for longer than `stall_seconds`;
+`/metrics` reports `age()` as `tgbot_last_update_age_seconds`. With a webhook the sign of
+life is Telegram's `getWebhookInfo` answering without a recent delivery error
+(`webhook_checked`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-
-from adapters.systemd_notify import sd_notify
 
 Notify = Callable[[str], bool]
 
@@ -28,7 +27,7 @@ class UpdateHealth:
         stall_seconds: float,
         source: str = "getUpdates",
         now: Callable[[], float] = time.monotonic,
-        notify: Notify = sd_notify,
+        notify: Notify | None = None,
     ) -> None:
         self.stall_seconds = stall_seconds
         self.source = source
@@ -43,14 +42,17 @@ class UpdateHealth:
     def polled(self) -> None:
         """A `getUpdates` completed: updates are being read (the watchdog is fed)."""
         self._last = self._now()
-        self._started_up()
-        self._notify("WATCHDOG=1")
+        if not self._ready:  # the first poll only: every later one skips the call
+            self._started_up()
+        if self._notify is not None:
+            self._notify("WATCHDOG=1")
 
     def _started_up(self) -> None:
         """`READY=1` once: the bot has reached Telegram (systemd's start is over)."""
         if not self._ready:
             self._ready = True
-            self._notify("READY=1")
+            if self._notify is not None:
+                self._notify("READY=1")
 
     def webhook_checked(self, error: str | None) -> None:
         """`getWebhookInfo` answered: `error` is its recent delivery error (None: none)."""

@@ -4,7 +4,8 @@ time zone, locale, tools, triggers, whether the bot answers there (docs/groups.m
 `ChatScopes.of(chat_id, thread_id)` answers the resolved `ChatScope`: the topic's table over
 its chat's, the chat's over the bot-wide settings, and the `/settings` changes stored in the
 database over all of them (`ChatScopes.overlay`). The composition root builds the tables
-once from `[chats."<id>"]`; everything else only reads them.
+once from `[chats."<id>"]`; everything else only reads them. What a request offers is its
+scene's tools (`offered_in`) less what its chat denies (`ChatScopes.offered`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 from zoneinfo import ZoneInfo
 
-from bot.domain.ids import Locale
+from bot.domain.ids import Locale, Scene
 from bot.ports import SessionInfo
-from bot.tools.base import Tool, offered_in
+from bot.tools.base import Tool
 
 Ambient = Literal["off", "judge"]
 
@@ -97,25 +98,30 @@ class ChatScopes:
         scope = self.configured(chat_id, thread_id)
         return self.overlay(chat_id, scope) if self.overlay is not None else scope
 
-    def of_session(self, session: SessionInfo) -> ChatScope:
-        return self.of(session.key.chat_id, session.key.thread_id)
-
     def scoped(self, session: SessionInfo) -> SessionInfo:
         """`session` with its chat's route when it has none of its own (`/model` wins)."""
         if session.route:
             return session
-        route = self.of_session(session).route
+        route = self.of(session.key.chat_id, session.key.thread_id).route
         return replace(session, route=route) if route else session
 
     def offered(self, tools: Mapping[str, Tool], session: SessionInfo) -> dict[str, Tool]:
         """The tools a request of `session` offers: its scene's, less what the chat denies
         (the same set for every request of the chat: it opens the cached prefix)."""
-        scope = self.of_session(session)
+        scope = self.of(session.key.chat_id, session.key.thread_id)
         return {
             name: tool
             for name, tool in offered_in(tools, session.scene).items()
             if scope.offers(name)
         }
+
+
+def offered_in(tools: Mapping[str, Tool], scene: Scene) -> dict[str, Tool]:
+    """The tools a request in `scene` offers, in table order (the same for every chat of
+    the scene: the tool schemas and the index open the cached prefix)."""
+    return {
+        name: tool for name, tool in tools.items() if tool.scenes is None or scene in tool.scenes
+    }
 
 
 NO_SCOPES = ChatScopes()

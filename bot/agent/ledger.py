@@ -1,20 +1,17 @@
-"""The usage ledger's line: one model call (`LedgerEntry`), its JSON and its one decoder.
+"""The usage ledger's line: one model call (`LedgerEntry`) and its JSON.
 
 Every key of `LedgerEntry` is written (`null` where unknown), one JSON object per line, at
-most `MAX_LINE_BYTES` encoded (the error text is shortened first). `from_json` is the one
-decoder of a line, driven by a table of one reader per field; it accepts lines with missing
-optional keys, so older or hand-made lines stay readable. `bot.agent.ledger_file` writes the
-day files and scans them.
+most `MAX_LINE_BYTES` encoded (the error text is shortened first). `bot.agent.ledger_file`
+writes the day files; `bot.agent.ledger_read` holds the one decoder of a line
+(`entry_from_json`) and the scan over the day files.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from operator import call, contains, itemgetter
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from bot.redact import scrub
 
@@ -192,184 +189,6 @@ class LedgerEntry:
         )
         return json.dumps(shorter.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> LedgerEntry:
-        """Parse one decoded line; only `ts` is required. Raises `ValueError` on bad shapes.
-
-        The one decoder of the format, driven by `_TABLE`. The usage report reads a month of
-        lines through it, so a line as `LedgerWriter` writes it (every key, each value of the
-        JSON type `to_dict` writes) is taken as it is, checked by type in one pass; any other
-        goes through each field's reader (`_tolerant`). Both agree.
-        """
-        try:
-            values = list(_every_key(data))
-        except KeyError:  # an older or hand-made line
-            return _assemble(_tolerant(data))
-        if all(map(contains, _KINDS, map(type, values))):  # as written: taken as it is
-            for at in (_TS, _PURPOSE, _TRIMS, _STOP):  # checked further than by their type
-                values[at] = _READERS[at](values[at])
-        else:
-            values = _tolerant(data)
-        return _assemble(values)
-
-
-def _tolerant(data: Mapping[str, Any]) -> list[Any]:
-    """The values of any line, each through its field's reader: a missing key reads as
-    `null`, numbers of the other JSON kind convert, `null` strings read as empty. Two keys of
-    older lines: `trim` (the last trim only, before `trims`) and a missing
-    `cache_write_tokens` beside a reported input (the provider reported no writes: 0)."""
-    values = list(map(call, _READERS, map(data.get, _KEYS)))
-    if data.get("trims") is None:  # an older line: the last trim only, as `trim` (if any)
-        trim = data.get("trim")
-        values[_TRIMS] = () if trim is None else _trims([trim])
-    if "cache_write_tokens" not in data and values[_INPUT] is not None:
-        values[_WRITES] = 0
-    return values
-
-
-# The readers test the exact JSON type first: one runs for every field of every line.
-
-
-def _ts(value: Any) -> datetime:
-    ts = datetime.fromisoformat(value) if type(value) is str else None
-    if ts is None or ts.tzinfo is None:
-        raise ValueError("ledger line without a valid ts")
-    return ts
-
-
-def _int(value: Any, default: int = 0) -> int:
-    if type(value) is int:
-        return value
-    if value is None:
-        return default
-    if type(value) is float:
-        return int(value)
-    raise ValueError(f"expected a number, got {value!r}")
-
-
-def _iteration(value: Any) -> int:
-    return _int(value, 1)
-
-
-def _opt_int(value: Any) -> int | None:
-    if type(value) is int or value is None:
-        return value
-    return _int(value)
-
-
-def _opt_float(value: Any) -> float | None:
-    if type(value) is float or value is None:
-        return value
-    if type(value) is int:
-        return float(value)
-    raise ValueError(f"expected a number, got {value!r}")
-
-
-def _str(value: Any) -> str:
-    return value if type(value) is str else str(value or "")
-
-
-def _opt_str(value: Any) -> str | None:
-    return value if type(value) is str or value is None else _str(value)
-
-
-def _error(value: Any) -> str | None:
-    return value if type(value) is str or value is None else str(value)
-
-
-def _purpose(value: Any) -> Purpose:
-    purpose = value or "turn"
-    if purpose not in PURPOSES:
-        raise ValueError(f"unknown purpose {purpose!r}")
-    return cast(Purpose, purpose)
-
-
-def _stop(value: Any) -> Stop | None:
-    if value is not None and value not in STOPS:
-        raise ValueError(f"unknown stop {value!r}")
-    return cast(Stop | None, value)
-
-
-def _trims(value: Any) -> tuple[TrimInfo, ...]:
-    if value is None:
-        return ()
-    if type(value) is not list:
-        raise ValueError("trims must be a list")
-    return tuple(map(_trim_from_json, value))
-
-
-_NONE: type = type(None)
-_INT: frozenset[type] = frozenset({int})
-_OPT_INT: frozenset[type] = frozenset({int, _NONE})
-_FLAG: frozenset[type] = frozenset({bool})
-_TEXT: frozenset[type] = frozenset({str})
-_OPT_TEXT: frozenset[type] = frozenset({str, _NONE})
-_OPT_FLOAT: frozenset[type] = frozenset({float, _NONE})
-_LIST: frozenset[type] = frozenset({list})
-
-_TABLE: tuple[tuple[str, frozenset[type], Callable[[Any], Any]], ...] = (
-    ("ts", _TEXT, _ts),
-    ("session", _INT, _int),
-    ("chat", _INT, _int),
-    ("thread", _INT, _int),
-    ("scene", _TEXT, _str),
-    ("turn_id", _TEXT, _str),
-    ("iteration", _INT, _iteration),
-    ("purpose", _TEXT, _purpose),
-    ("provider", _TEXT, _str),
-    ("model", _TEXT, _str),
-    ("input_tokens", _OPT_INT, _opt_int),
-    ("cached_tokens", _OPT_INT, _opt_int),
-    ("output_tokens", _OPT_INT, _opt_int),
-    ("est_fixed", _INT, _int),
-    ("est_history", _INT, _int),
-    ("est_current", _INT, _int),
-    ("est_images", _INT, _int),
-    ("est_corrected", _OPT_INT, _opt_int),
-    ("trims", _LIST, _trims),
-    ("latency_ms", _INT, _int),
-    ("error", _OPT_TEXT, _error),
-    ("hit_iteration_cap", _FLAG, bool),
-    ("cost", _OPT_FLOAT, _opt_float),
-    ("tool_calls", _INT, _int),
-    ("cache_write_tokens", _OPT_INT, _opt_int),
-    ("cache_write_cost", _OPT_FLOAT, _opt_float),
-    ("input_truncated_by_provider", _FLAG, bool),
-    ("call_id", _TEXT, _str),
-    ("stop", _OPT_TEXT, _stop),
-    ("reasoning_tokens", _OPT_INT, _opt_int),
-    ("cache_write_1h_tokens", _OPT_INT, _opt_int),
-    ("mcp_tool_calls", _INT, _int),
-    ("refused", _OPT_TEXT, _opt_str),
-    ("images", _INT, _int),
-    ("route", _TEXT, _str),
-    ("fallback_from", _OPT_TEXT, _opt_str),
-)
-"""Every field of `LedgerEntry`: its key on the line, the JSON types `to_dict` writes its
-value as, and the reader of any value."""
-_KEYS = tuple(key for key, _, _ in _TABLE)
-_KINDS = tuple(kinds for _, kinds, _ in _TABLE)
-_READERS = tuple(read for _, _, read in _TABLE)
-_every_key = itemgetter(*_KEYS)
-_TS, _PURPOSE, _TRIMS, _STOP, _INPUT, _WRITES = map(
-    _KEYS.index, ("ts", "purpose", "trims", "stop", "input_tokens", "cache_write_tokens")
-)
-_SLOT_SETTERS = tuple(getattr(LedgerEntry, key).__set__ for key in _KEYS)
-_new_entry = object.__new__
-
-
-def _assemble(values: list[Any]) -> LedgerEntry:
-    """A `LedgerEntry` from values its readers checked, set slot by slot.
-
-    Half the cost of `LedgerEntry(**fields)` (keyword binding and the frozen `__setattr__`
-    calls dominate it); only `from_json` uses it, after `_ts` checked what `__post_init__`
-    would.
-    """
-    entry: LedgerEntry = _new_entry(LedgerEntry)
-    for set_slot, value in zip(_SLOT_SETTERS, values, strict=True):
-        set_slot(entry, value)
-    return entry
-
 
 def describe_error(exc: BaseException) -> str:
     """`ClassName: short message` for the ledger, with token-like substrings redacted."""
@@ -391,18 +210,3 @@ def trim_to_json(trim: TrimInfo) -> dict[str, Any]:
         "tokens_after": trim.tokens_after,
         "budget": trim.budget,
     }
-
-
-def _trim_from_json(data: Any) -> TrimInfo:
-    if not isinstance(data, dict):
-        raise ValueError("trim must be an object")
-    get = data.get
-    return TrimInfo(
-        reason=str(get("reason") or ""),
-        dropped_turns=_int(get("dropped_turns")),
-        dropped_messages=_int(get("dropped_messages")),
-        kept_turns=_int(get("kept_turns")),
-        tokens_before=_int(get("tokens_before")),
-        tokens_after=_int(get("tokens_after")),
-        budget=_int(get("budget")),
-    )

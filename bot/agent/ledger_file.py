@@ -9,32 +9,21 @@ interleaved with another process's, so several bot processes may share one trace
 without locks. Inside the bot, `LedgerWriter.append_async` hands lines to one writer thread at
 a time, in call order, so the event loop never waits on the disk; `flush` waits for them at
 shutdown. The traces of the same calls have their writer beside this one
-(`bot.agent.trace_writer`).
-
-Reading. `read_entries` never fails on a bad line: a line that does not parse is counted as
-`corrupt`, a last line without its newline that does not parse (a crash mid-write) as
-`partial`, and both are skipped.
+(`bot.agent.trace_writer`); reading the files is `bot.agent.ledger_read`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import logging
 import os
 from collections import deque
-from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import date, timedelta, tzinfo
+from datetime import date, tzinfo
 from pathlib import Path
-from typing import Any
 
 from bot.agent.ledger import LedgerEntry
 
 log = logging.getLogger("tgbot.ledger")
-
-_BAD_LINE = (ValueError, TypeError, KeyError, AttributeError)
 
 
 def ledger_file(traces_dir: Path, day: date) -> Path:
@@ -135,100 +124,3 @@ def _append_lines(path: Path, data: bytes) -> None:
             raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
     finally:
         os.close(fd)
-
-
-@dataclass(slots=True)
-class LedgerScan:
-    """A lazy pass over day files; the counters are final once iteration ends.
-
-    Iterating again re-reads the files and resets the counters. Lines that do not decode are
-    counted, never raised: `corrupt` inside a file, `partial` for an unterminated last line.
-    """
-
-    paths: tuple[Path, ...]
-    corrupt: int = 0
-    partial: int = 0
-    files_read: int = 0
-    lines: int = 0
-
-    def __iter__(self) -> Iterator[LedgerEntry]:
-        return self._scan()
-
-    @property
-    def entries(self) -> Iterator[LedgerEntry]:
-        """Same as iterating the scan."""
-        return iter(self)
-
-    def _scan(self) -> Iterator[LedgerEntry]:
-        decode = LedgerEntry.from_json
-        self.corrupt = self.partial = self.files_read = self.lines = 0
-        for path in self.paths:
-            try:
-                data = path.read_bytes()
-            except FileNotFoundError:
-                continue
-            self.files_read += 1
-            parts = data.split(b"\n")
-            last = parts.pop()  # b"" when the file ends with a newline
-            chunks = [part for part in parts if part.strip()]
-            tail = last if last.strip() else None
-            self.lines += len(chunks) + (tail is not None)
-            yield from self._decode_lines(chunks)
-            if tail is not None:
-                try:
-                    item = decode(json.loads(tail))
-                except _BAD_LINE:
-                    self.partial += 1
-                else:
-                    yield item
-
-    def _decode_lines(self, chunks: list[bytes]) -> Iterator[LedgerEntry]:
-        # One json.loads over the whole file is about twice as fast as one call per line;
-        # any failure (or a line holding two values) falls back to line by line.
-        decode = LedgerEntry.from_json
-        values: Any = None
-        with contextlib.suppress(*_BAD_LINE):
-            values = json.loads(b"[" + b",".join(chunks) + b"]")
-        if isinstance(values, list) and len(values) == len(chunks):
-            for value in values:
-                try:
-                    item = decode(value)
-                except _BAD_LINE:
-                    self.corrupt += 1
-                else:
-                    yield item
-            return
-        for chunk in chunks:
-            try:
-                item = decode(json.loads(chunk))
-            except _BAD_LINE:
-                self.corrupt += 1
-            else:
-                yield item
-
-
-def read_entries(
-    traces_dir: Path, *, start: date | None = None, end: date | None = None
-) -> LedgerScan:
-    """Scan the day files from `start` to `end` inclusive (open ends: every file there is).
-
-    Read-only: a missing directory or day file is simply empty.
-    """
-    return LedgerScan(paths=_day_paths(traces_dir, start, end))
-
-
-def _day_paths(traces_dir: Path, start: date | None, end: date | None) -> tuple[Path, ...]:
-    if start is not None and end is not None:
-        count = (end - start).days + 1
-        return tuple(ledger_file(traces_dir, start + timedelta(days=i)) for i in range(count))
-    if not traces_dir.is_dir():
-        return ()
-    found: list[tuple[date, Path]] = []
-    for path in traces_dir.glob("*.jsonl"):
-        try:
-            day = date.fromisoformat(path.stem)
-        except ValueError:
-            continue
-        if (start is None or day >= start) and (end is None or day <= end):
-            found.append((day, path))
-    return tuple(path for _, path in sorted(found))

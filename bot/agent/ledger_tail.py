@@ -1,5 +1,5 @@
 """Following one ledger day file as it grows: the reader of today's ledger for the dashboard's
-day index and its live feed (whole files are read by `bot.agent.ledger_file.LedgerScan`)."""
+day index and its live feed (whole files are read by `bot.agent.ledger_read.LedgerScan`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.agent.ledger import LedgerEntry
+from bot.agent.ledger_read import entry_from_json
 
 
 @dataclass(slots=True)
@@ -56,7 +57,7 @@ class DayFileTail:
             if not line.strip():
                 continue
             try:
-                entries.append(LedgerEntry.from_json(json.loads(line)))
+                entries.append(entry_from_json(json.loads(line)))
             except (ValueError, TypeError, KeyError, AttributeError):
                 self.corrupt += 1
         return entries, restarted

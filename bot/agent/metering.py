@@ -203,7 +203,7 @@ class CallMetering:
         corrected = (
             call.exact_tokens
             if call.exact_tokens is not None
-            else self.truth.corrected(route.profile, route.model, entry.est_total)
+            else self.truth.correction(route.profile, route.model).apply(entry.est_total)
         )
         # images leave the comparison: providers count them in very different ways (a
         # fixed 85-1,600 tokens, or by tiles), and a cheap image is no truncation
@@ -337,10 +337,6 @@ class TokenTruth:
 
     def correction(self, provider: str, model: str) -> TokenCorrection:
         return self._routes.get(route_key(provider, model), NO_CORRECTION)
-
-    def corrected(self, provider: str, model: str, estimate: int) -> int:
-        """Our estimate scaled by what the route has learned."""
-        return self.correction(provider, model).apply(estimate)
 
     def observe(
         self, provider: str, model: str, *, estimated: int, reported: int | None

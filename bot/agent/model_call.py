@@ -41,6 +41,7 @@ from bot.context.window import (
     check_capacity,
     estimate_tool_schema_tokens,
     tool_schema_text,
+    window_for_math,
 )
 from bot.domain.messages import ChatMessage
 from bot.errors import CapacityExceeded, ProviderError, ProviderUnavailable
@@ -60,7 +61,7 @@ def capacity_window(route: ModelRoute, limits: RuntimeLimits) -> tuple[int, Capa
     honoured = limits.max_context_tokens
     if honoured is not None and honoured > 0:
         return honoured, "max_context_tokens"
-    return route.context_window_for_math, "assumed"
+    return window_for_math(route.context_window), "assumed"
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from bot.agent.call_retries import deliverable, failure_key, overflow_room, raised_output_limit
 from bot.agent.model_call import (
     BeforeSend,
     CallReport,
@@ -43,9 +44,6 @@ from bot.errors import (
     CapacityExceeded,
     ContextOverflow,
     ProviderError,
-    ProviderRateLimited,
-    ProviderRejected,
-    ProviderUnavailable,
 )
 from bot.ports import LLMRequest, LLMResponse, TextSink, ToolSpec
 from bot.tools.base import Tool
@@ -72,54 +70,6 @@ class SpendCheck(Protocol):
         input_tokens: int,
         prices: Prices | None = None,
     ) -> None: ...
-
-
-def overflow_room(exc: ContextOverflow, refused: int) -> int:
-    """After an overflow: the size (real tokens) no request of the turn may reach again.
-    `refused` is what the refused request needed by our count; when the provider's body
-    says its window and the request's size, our count is scaled by that ratio, and a window
-    alone bounds it too."""
-    room = refused
-    if exc.limit is not None and exc.limit > 0:
-        if exc.requested is not None and exc.requested > exc.limit:
-            room = min(room, refused * exc.limit // exc.requested)
-        room = min(room, exc.limit)
-    return max(1, room)
-
-
-def _failure_key(exc: ProviderError) -> str:
-    """The `TurnFailed` key (the member's notice) of a provider error."""
-    if isinstance(exc, ProviderUnavailable | ProviderRateLimited):
-        return "provider"
-    if isinstance(exc, ProviderRejected):
-        return "rejected"
-    return "bad_response"
-
-
-def deliverable(response: LLMResponse) -> bool:
-    """An answer cut at the output limit is still delivered (with a cut marker) when it is
-    text alone; a tool call cut short is never run, and an empty answer (the limit spent
-    thinking) has nothing to show."""
-    return not response.tool_calls and bool(response.text.strip())
-
-
-def raised_output_limit(sent: int | None, response: LLMResponse, window: int) -> int | None:
-    """The output limit for the one retry of a call cut at its limit: double the limit it
-    hit, bounded by the model's maximum; `None` when there is no more room.
-
-    The limit hit is the one the request sent (`sent`), else the output the provider
-    reported (it sent no limit, so the provider's default was reached). No provider
-    reports a model's output cap through its API, so the maximum is what the model's
-    context window (`window`: the route's known window, else the honoured
-    `max_context_tokens`, else the 32,000 assumed) leaves after this call's input as the
-    provider reported it."""
-    usage = response.usage
-    hit = sent or (usage.output_tokens if usage is not None else 0)
-    if hit <= 0:
-        return None
-    room = window - usage.input_tokens if usage is not None else window
-    larger = min(2 * hit, room)
-    return larger if larger > hit else None
 
 
 class ProviderCaller:
@@ -156,8 +106,8 @@ class ProviderCaller:
         The final call still sends the tool schemas, with `tool_choice: "none"`: the schemas
         lead the cached prefix on every provider, so dropping them would make this call
         miss the cache on the whole request (and, on a breakpoint cache, write it again)."""
-        key = state.session.key
-        offered = self.layout.offered(state.session.scene, key.chat_id, key.thread_id)
+        key = state.window.session.key
+        offered = self.layout.offered(state.window.session.scene, key.chat_id, key.thread_id)
         tools = tuple(t.spec for t in offered.values())
         if final:
             state.messages.append(
@@ -168,11 +118,11 @@ class ProviderCaller:
             # the budget holds the whole request, so the messages get what the tool
             # schemas leave (with an honoured max_context_tokens it is also the window);
             # the budget is in real tokens, the trim in estimate units
-            schemas = state.fixed_tokens - system_tokens(state.messages)
+            schemas = state.layout.fixed_tokens - system_tokens(state.messages)
             budget = window.correction.to_estimate(window.budget) - schemas
             await self._trim(state, max(1, budget), reason="token_budget")
         await self._flush_trims(state)
-        limit, _ = capacity_window(state.route, self.caller.limits)
+        limit, _ = capacity_window(state.window.route, self.caller.limits)
         attempt = _Attempt(output_limit=self.max_output_tokens)
         while True:
             response = await self._attempt(state, tools, final, attempt, on_text)
@@ -209,12 +159,12 @@ class ProviderCaller:
         messages = remove_orphaned_tool_messages(state.messages)
         window = state.window
         # the window is real tokens: so is what must fit (`request_needs`)
-        needs = request_needs(messages, tools, state.route, window.correction)
+        needs = request_needs(messages, tools, state.window.route, window.correction)
         report = CallReport(
-            session=state.session,
+            session=state.window.session,
             turn_id=state.turn_id,
-            tokens=split_request_tokens(state.messages, state.current_index),
-            fixed_tokens=state.fixed_tokens,
+            tokens=split_request_tokens(state.messages, state.layout.current_index),
+            fixed_tokens=state.layout.fixed_tokens,
             purpose="turn" if state.task is None else "job",
             iteration=state.iteration,
             final=final,
@@ -229,7 +179,7 @@ class ProviderCaller:
         state.published = 0
         try:
             response = await self.caller.send(
-                state.route,
+                state.window.route,
                 messages,
                 tools=tools,
                 needs=needs,
@@ -253,7 +203,7 @@ class ProviderCaller:
             attempt.overflowed, attempt.overflow_detail = True, f"context overflow: {exc}"
             return None
         except ProviderError as exc:
-            raise TurnFailed(_failure_key(exc), f"{type(exc).__name__}: {exc}") from exc
+            raise TurnFailed(failure_key(exc), f"{type(exc).__name__}: {exc}") from exc
         if response.stop == "context":  # stopped at the window: the overflow path
             state.refused = needs.total
             attempt.overflowed = True
@@ -318,7 +268,7 @@ class ProviderCaller:
                 tokens_before=tokens_before,
                 tokens_after=state.messages.tokens,
                 budget=budget,
-                session=state.session.id,
+                session=state.window.session.id,
                 turn_id=state.turn_id,
             )
         )
@@ -350,8 +300,8 @@ class _Attempt:
 def _current(state: TurnState, messages: tuple[ChatMessage, ...]) -> int | None:
     """Where the current message sits in `messages`, found by identity (an orphan repair
     may have shifted it); None when it is not a member's message."""
-    if state.current_index < len(state.messages):
-        held = state.messages[state.current_index]
+    if state.layout.current_index < len(state.messages):
+        held = state.messages[state.layout.current_index]
         if held.role == "user":
             return next((i for i, m in enumerate(messages) if m is held), None)
     return None

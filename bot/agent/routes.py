@@ -6,11 +6,11 @@ See docs/context-window.md, Runtime budget.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from bot.context.images import ImageWire
-from bot.context.window import ProfileCapacity, resolve_window, window_for_math
+from bot.context.window import ProfileCapacity, resolve_window
 from bot.ports import LLMProvider, Usage
 
 
@@ -25,6 +25,19 @@ class Prices:
     output_per_mtok: float = 0.0
     cache_write_per_mtok: float = 0.0
     cache_write_1h_per_mtok: float | None = None
+    configured: bool = field(init=False, repr=False, compare=False)
+    """Whether any price is set; without one a call's cost is unknown, not zero (decided once,
+    when the prices are made: every call asks)."""
+
+    def __post_init__(self) -> None:
+        prices = (
+            self.input_per_mtok,
+            self.cached_input_per_mtok,
+            self.output_per_mtok,
+            self.cache_write_per_mtok,
+            self.cache_write_1h_per_mtok or 0.0,
+        )
+        object.__setattr__(self, "configured", any(price > 0 for price in prices))
 
     @property
     def hour_write_per_mtok(self) -> float:
@@ -32,20 +45,6 @@ class Prices:
         if self.cache_write_1h_per_mtok is not None:
             return self.cache_write_1h_per_mtok
         return 2 * self.input_per_mtok
-
-    @property
-    def configured(self) -> bool:
-        """Whether any price is set; without one a call's cost is unknown, not zero."""
-        return any(
-            price > 0
-            for price in (
-                self.input_per_mtok,
-                self.cached_input_per_mtok,
-                self.output_per_mtok,
-                self.cache_write_per_mtok,
-                self.cache_write_1h_per_mtok or 0.0,
-            )
-        )
 
     def cost(self, usage: Usage) -> float:
         """The call as billed: cache reads at the cached price, cache writes at the write
@@ -85,7 +84,8 @@ class ModelRoute:
     """The resolved route of a call: profile, model, provider and window.
 
     `context_window` is None when the capacity is unknown (nothing reported to clients);
-    `context_window_for_math` is what budgets and capacity checks use. `count_tokens` is the
+    `window_for_math(context_window)` (the 32,000 assumed for unknown capacity) is what budgets
+    and capacity checks use. `count_tokens` is the
     operator's exact tokenizer for this model, when one is configured."""
 
     profile: str
@@ -103,11 +103,6 @@ class ModelRoute:
     when it does not, the plan's prefix digests are not worth computing."""
     fallback_from: str | None = None
     """The profile this route stands in for (`bot.agent.fallback`); None: its own route."""
-
-    @property
-    def context_window_for_math(self) -> int:
-        """The window, or the 32,000 assumed for unknown capacity: always positive."""
-        return window_for_math(self.context_window)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -155,6 +150,11 @@ class RouteTable:
         if default_profile not in profiles:
             raise ValueError(f"unknown default provider profile {default_profile!r}")
         self._profiles = dict(profiles)
+        self._capacities = {name: entry.capacity for name, entry in self._profiles.items()}
+        # a provider's wire options are fixed when it is made: asked once, not every turn
+        self._marks_cache = {
+            name: marks_cache(entry.provider) for name, entry in self._profiles.items()
+        }
         self.default_profile = default_profile
         self.default_model = default_model
         self._fallback_window = fallback_window
@@ -195,20 +195,19 @@ class RouteTable:
         entry = self._profiles.get(name)
         if entry is None:
             name, entry = self.default_profile, self._profiles[self.default_profile]
-        capacities = {n: e.capacity for n, e in self._profiles.items()}
         return ModelRoute(
             profile=name,
             model=model,
             provider=entry.provider,
             context_window=resolve_window(
-                capacities, name, model, fallback_window=self._fallback_window
+                self._capacities, name, model, fallback_window=self._fallback_window
             ),
             prices=entry.prices,
             # a tokenizer file belongs to the model it was made for, like the window
             count_tokens=entry.count_tokens if entry.capacity.model in ("", model) else None,
             wire=entry.wire,
             vision=entry.vision,
-            marks_cache=marks_cache(entry.provider),
+            marks_cache=self._marks_cache[name],
         )
 
 

@@ -209,7 +209,7 @@ class TurnRunner:
         told_user: Sequence[str],
         typing: Typing | None,
     ) -> TurnOutcome:
-        session = state.session
+        session = state.window.session
         key = session.key
         private = session.scene != "group"
         # where the turn's tools act, over the window as the turn began: built at the first
@@ -255,7 +255,7 @@ class TurnRunner:
 
     def _tool_context(self, state: TurnState, records: Sequence[StoredRecord]) -> ToolContext:
         """Where the turn's tools act; a scheduled task's act with its creator's rights."""
-        ctx = self.tool_runner.context(state.session, records, route=state.route)
+        ctx = self.tool_runner.context(state.window.session, records, route=state.window.route)
         if state.task is None or ctx.rights is None:
             return ctx
         return replace(ctx, rights=replace(ctx.rights, requester_id=state.requester))
@@ -270,7 +270,7 @@ class TurnRunner:
         hit_cap: bool,
     ) -> TurnOutcome:
         """Tell the chat the turn failed (a short notice in its language)."""
-        session = state.session
+        session = state.window.session
         key = session.key
         if typing is not None:
             await typing.stop()
@@ -314,11 +314,11 @@ class TurnRunner:
         text = strip_echoed_header(response.text).strip()
         if not text:
             raise TurnFailed("bad_response", "the model's reply was empty after cleaning")
-        key = state.session.key
+        key = state.window.session.key
         if response.stop == "length":  # cut at the output limit: say so, stored as shown
             marker = user_text(self.policy.prompt.locale_of(key.chat_id), "cut_marker")
             text = f"{text}\n\n{marker}"
-        recorder = self.bubbles.recorder(state.session, reply_to, text, response.reasoning)
+        recorder = self.bubbles.recorder(state.window.session, reply_to, text, response.reasoning)
         if typing is not None:  # no "typing…" after the reply
             await typing.stop()
         delivery = await self.messenger.send_text(

@@ -245,7 +245,7 @@ class SpendGuard:
         """Hold the call's bound on every limited budget, or raise `BudgetExceeded`;
         `prices`: the route that takes the call (a fallback's), else the turn's route."""
         await self._release_stale()
-        session = state.session
+        session = state.window.session
         key = (session.id, state.turn_id)
         stale = self._open.pop(key, None)
         if stale is not None:  # a call of this turn that never reported
@@ -254,7 +254,7 @@ class SpendGuard:
         chat_id = session.key.chat_id
         counters = self.counters_of(chat_id, state.requester, periods)
         bound = call_bound(
-            prices if prices is not None else state.route.prices,
+            prices if prices is not None else state.window.route.prices,
             request,
             input_tokens=input_tokens,
             output_bound=self.policy.output_bound,

@@ -27,14 +27,15 @@ from bot.agent.chat_scope import NO_SCOPES, ChatScopes
 from bot.agent.events import NO_OBSERVER, TurnObserver
 from bot.agent.routes import ModelRoute
 from bot.agent.turn import TurnState, requester_of
-from bot.context.alias_table import AliasTable, ShownByTool
+from bot.context.alias_table import AliasTable
 from bot.context.bounded_json import JsonTooDeep, JsonTooLarge, loads_bounded
 from bot.context.memory_block import MemoryLimits
-from bot.context.projection import record_tokens, tool_result_message
+from bot.context.projection import record_tokens
 from bot.context.tokens import ensure_token_estimate
 from bot.context.tool_results import (
     DEFAULT_MAX_TOOL_RESULT_CHARS,
     shorten,
+    tool_result_message,
     truncate_tool_result,
 )
 from bot.domain.messages import ChatMessage, ImagePart, ToolCall
@@ -48,7 +49,7 @@ from bot.errors import ReferenceNotConfirmed, TelegramError, ToolError
 from bot.ports import Clock, LLMResponse, MediaFiles, Messenger, NewRecord, SessionInfo
 from bot.redact import scrub
 from bot.store_ports import HistorySearch, HistoryStore, MemoryFacts, PlatformMessages
-from bot.tools.base import Tool, ToolContext, ToolMedia
+from bot.tools.base import ShownByTool, Tool, ToolContext, ToolMedia
 from bot.tools.rights import ChatAdmins, MemberRights
 
 log = logging.getLogger("tgbot.runtime")
@@ -228,7 +229,7 @@ class ToolRunner:
         )
         results_body = ToolResultsRecord(results=tuple(results))
         await self.store.append(
-            state.session.id,
+            state.window.session.id,
             [
                 NewRecord(body=call_body, created_at=now, tokens=record_tokens(call_body)),
                 NewRecord(body=results_body, created_at=now, tokens=record_tokens(results_body)),
@@ -267,7 +268,7 @@ class ToolRunner:
         """Messages tools posted so far in this turn (read from the turn's own request)."""
         return sum(
             1
-            for message in state.messages[state.current_index :]
+            for message in state.messages[state.layout.current_index :]
             if message.role == "tool" and message.name in SENDING_TOOLS and not message.is_error
         )
 

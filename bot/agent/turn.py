@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from bot.agent.routes import ModelRoute
 from bot.context.history_trim import IndexedHistory
 from bot.context.projection import current_record_index
 from bot.context.task_block import TaskInstruction
@@ -25,7 +24,6 @@ from bot.context.turns import count_turns, remove_orphaned_tool_messages
 from bot.context.window import RuntimeLimits
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, UserRecord
-from bot.ports import SessionInfo
 
 if TYPE_CHECKING:
     from bot.agent.compactor import CompactionPolicy
@@ -143,22 +141,6 @@ class TurnState:
             kept_turns=count_turns(self.messages[:end], len(head)),
             fixed_tokens=estimate_message_tokens(head[0]) + schemas,
         )
-
-    @property
-    def session(self) -> SessionInfo:
-        return self.window.session
-
-    @property
-    def route(self) -> ModelRoute:
-        return self.window.route
-
-    @property
-    def current_index(self) -> int:
-        return self.layout.current_index
-
-    @property
-    def fixed_tokens(self) -> int:
-        return self.layout.fixed_tokens
 
 
 def requester_of(records: Sequence[StoredRecord]) -> int | None:

@@ -75,11 +75,13 @@ async def preview_request(
         )
     finally:
         await app.routes.aclose()
-    history, current = token_split(state.messages, state.current_index)
+    history, current = token_split(state.messages, state.layout.current_index)
     return RequestPreview(
-        session=state.session,
-        text=render_request_preview(state.messages, state.current_index, state.fixed_tokens),
-        fixed_tokens=state.fixed_tokens,
+        session=state.window.session,
+        text=render_request_preview(
+            state.messages, state.layout.current_index, state.layout.fixed_tokens
+        ),
+        fixed_tokens=state.layout.fixed_tokens,
         history_tokens=history,
         current_tokens=current,
         records=state.window.records,

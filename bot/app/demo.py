@@ -22,16 +22,13 @@ from pathlib import Path
 from typing import TextIO
 
 from adapters.llm.scripted import ScriptedModel, is_summary_request
-from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.app import build_dispatcher
+from adapters.telegram.bot_session import build_bot
 from adapters.telegram.fake_api import DemoBotApi
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
-from bot.agent.request import (
-    PromptFacts,
-    TurnContext,
-    build_per_turn_blocks,
-    build_system_prompt,
-)
+from bot.agent.request import TurnContext, build_per_turn_blocks
+from bot.agent.system_prompt import PromptFacts, build_system_prompt
 from bot.app.demo_scenario import (
     GROUP_CHAT,
     OWNER_ID,

@@ -25,16 +25,12 @@ from bot.domain.facts import InboundMessage
 from bot.ports import Clock, Messenger, SessionInfo
 from bot.services.ambient import AmbientListener, AmbientPolicy
 from bot.services.catchup import Catchup
-from bot.services.chat_settings import (
-    ChatSettingsBook,
-    ChatSettingsStore,
-    LocalChatSettings,
-    SettingsCommand,
-)
+from bot.services.chat_settings import ChatSettingsBook, ChatSettingsStore, LocalChatSettings
 from bot.services.commands import Commands
 from bot.services.jobs import JobBook
 from bot.services.jobs_command import JobsCommand
 from bot.services.memory import MemoryCommand
+from bot.services.settings_command import SettingsCommand
 from bot.store_ports import ConversationStore, MemoryFacts
 from bot.texts import ChatLocales
 from bot.tools.base import Tool

@@ -7,8 +7,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from adapters.llm.dialects import kind_for, options_for
-from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
+from adapters.llm.anthropic_provider import AnthropicProvider
+from adapters.llm.openai_provider import OpenAIProvider
+from adapters.llm.provider_defaults import kind_for, options_for
 from adapters.llm.scripted import ScriptedModel
 from adapters.tokenizers import TokenizerUnavailable, load_token_counter
 from bot.agent.fallback import FallbackChains

@@ -6,7 +6,8 @@ the requests in flight), then the turns already running finish (`InboundService.
 before the process exits; during start-up they stop it, closing what was opened. What
 differs between one process and several workers (the chat lock, the send pacing, the live
 channel, the orphaned-turn scan) comes from the `Topology` (`bot.app.topology`). An update
-that does not validate is recorded in the update log (`claim_update`) and passed.
+that does not validate is recorded in the update log (`claim_update`) and passed. The steps
+of start-up and shutdown are `bot.app.startup`'s; this module is the serving itself.
 """
 
 from __future__ import annotations
@@ -15,99 +16,39 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
-import sys
-import threading
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
 from adapters.http_guard import limit_repeated_logs, raise_file_limit
-from adapters.llm.dialects import kind_for
-from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.app import build_dispatcher
 from adapters.telegram.polling_loop import AfterBatchHook, poll_updates
-from adapters.telegram.sender import TelegramMessenger
-from adapters.telegram.update_health import UpdateHealth
 from adapters.telegram.webhook import serve_webhook
 from adapters.telegram.webhook_watch import watch_webhook
 from bot.agent.turn_log import TurnLog, TurnTotals
-from bot.app.heap import settle_heap
-from bot.app.jobs import start_jobs, task_turns
-from bot.app.mcp_servers import start_mcp
-from bot.app.policies import pace_limits, retention_policy
 from bot.app.preflight import (
     check_bot_token,
     check_data_dir,
     check_database_url,
     check_offline,
-    describe_telegram_failure,
-    mask_url,
-    opening_database,
 )
-from bot.app.private_chats import private_chats_said
-from bot.app.recovery_loop import start_orphan_scan
-from bot.app.retention_loop import retention_loop
+from bot.app.startup import (
+    StopSignals,
+    open_app,
+    setup_logging,
+    skipped_updates,
+    start_serving,
+    uncancel,
+    webhook_secret,
+)
 from bot.app.telemetry import start_tracing
-from bot.app.topology import Topology, topology_for
-from bot.app.wiring import (
-    App,
-    build_app,
-    open_store,
-    register_settings_secrets,
-    start_daily_summary,
-)
+from bot.app.wiring import register_settings_secrets
 from bot.config import Settings, load_settings
 from bot.errors import ConfigError
-from bot.ports import ChatLock, Messenger
-from bot.redact import install_log_scrubbing
-from bot.services.error_log import ErrorLog
-from bot.services.inbound_rules import BotIdentity
-from bot.store_ports import ConversationStore
-from bot.texts import text as user_text
 
 if TYPE_CHECKING:
     from adapters.otel import OtelTracer
-    from storage.postgres.live_channel import PgLiveChannel
 
 log = logging.getLogger("tgbot.run")
-
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-
-def start_banner(
-    settings: Settings, *, username: str | None, webhook: bool, host: str, port: int
-) -> str:
-    """The one line `tgbot run` logs once it is up: who, how, which model, where the data
-    goes, and the dashboard."""
-    mode = f"webhook on {host}:{port}" if webhook else f"polling {settings.telegram_api_base}"
-    profile = settings.providers.get(settings.default_provider or "")
-    if profile is not None:
-        name = f"{settings.default_provider}:{profile.model or settings.llm_model}"
-        model = f"model {name} at {profile.base_url}"
-        model += _inferred_kind(profile.base_url, profile.kind, "kind")
-    elif settings.llm_base_url:
-        model = f"model default:{settings.llm_model} at {settings.llm_base_url}"
-        model += _inferred_kind(settings.llm_base_url, settings.llm_kind, "LLM_KIND")
-    else:
-        model = "the offline model: replies are canned"
-    if settings.dashboard_port is None:
-        dashboard = "dashboard off (DASHBOARD_PORT unset)"
-    else:
-        bind = "0.0.0.0" if settings.dashboard_token is not None else "127.0.0.1"
-        dashboard = (
-            f"dashboard {settings.dashboard_url or f'http://{bind}:{settings.dashboard_port}/'}"
-        )
-    return (
-        f"bot @{username} started; {mode}; {model}; database "
-        f"{mask_url(settings.resolved_database_url)}; DATA_DIR={settings.data_dir}; {dashboard}"
-    )
-
-
-def _inferred_kind(base_url: str, kind: str | None, setting: str) -> str:
-    """What the banner adds when the Messages API was chosen from the URL alone."""
-    if kind is None and kind_for(base_url) == "anthropic":
-        return f" (Anthropic Messages API, inferred from the URL; {setting} overrides)"
-    return ""
 
 
 async def serve(
@@ -129,72 +70,28 @@ async def serve(
     store close."""
     token = check_bot_token(settings, "run")
     url = check_database_url(settings)
-    api_base = settings.telegram_api_base
     raise_file_limit()  # idle sockets must not run the process out of file handles
     limit_repeated_logs()
     totals: TurnTotals | None = None
-    with _StopSignals() as signals:
+    with StopSignals() as signals:
         async with AsyncExitStack() as stack:
             if tracing is not None:  # released last: the spans of the whole stop are sent
                 stack.push_async_callback(tracing.aclose)
             try:
-                async with opening_database(url):
-                    store = await open_store(settings, serving=True)
-                stack.push_async_callback(store.close)
-                topology = topology_for(store)  # one process, or several workers
-                chat_lock = topology.chat_lock()
-                stack.push_async_callback(chat_lock.aclose)
-                with _telegram_failures(api_base):
-                    bot = build_bot(token, api_base)
-                stack.push_async_callback(bot.session.close)
-                live = topology.live_channel()  # several workers: each one's live events
-                if live is not None:
-                    stack.push_async_callback(live.aclose)
-                with _telegram_failures(api_base):
-                    me = await bot.get_me()
-                identity = BotIdentity(id=me.id, username=me.username)
-                app = await _start_app(
-                    stack,
-                    settings,
-                    store=store,
-                    topology=topology,
-                    # every send, typing and reaction is paced (`[telegram]` limits)
-                    sender=TelegramMessenger(
-                        bot,
-                        cut_note=user_text(settings.fallback_locale, "reply_cut", count="{count}"),
-                        pacer=topology.send_pacer(pace_limits(settings)),
-                    ),
-                    bot_id=me.id,
-                    bot_name=me.first_name or me.username or "tgbot",
-                    chat_lock=chat_lock,
-                    tracing=tracing,
-                )
+                opened = await open_app(stack, settings, token=token, url=url, tracing=tracing)
+                app, bot = opened.app, opened.bot
                 observer = app.runner.observer
                 totals = observer.totals if isinstance(observer, TurnLog) else None
                 # with chat_events, allowed_updates asks for my_chat_member and
                 # message_reaction too
                 dispatcher = build_dispatcher(
                     app.inbound,
-                    bot_id=me.id,
-                    bot_username=me.username,
+                    bot_id=opened.bot_id,
+                    bot_username=opened.identity.username,
                     locale=settings.fallback_locale,
                     chat_events=app.chat_events,
                 )
-                # never silently deaf: /healthz and the systemd watchdog read this
-                health = UpdateHealth(
-                    stall_seconds=settings.telegram.updates_stall_seconds,
-                    source="getWebhookInfo" if webhook else "getUpdates",
-                )
-                await _start_beside(stack, app, live, health)
-                await _recover(stack, app, identity)
-                log.info("start-up objects frozen out of garbage collection: %d", settle_heap())
-                log.info(
-                    "%s",
-                    start_banner(
-                        settings, username=me.username, webhook=webhook, host=host, port=port
-                    ),
-                )
-                log.info("private chats: %s", private_chats_said(settings))
+                health = await start_serving(stack, opened, webhook=webhook, host=host, port=port)
                 signals.started()  # from here a signal stops taking updates
                 if webhook:
                     # Telegram's word on its deliveries: /healthz and the watchdog read it
@@ -206,9 +103,9 @@ async def serve(
                             host=host,
                             port=port,
                             stop=signals.stop,
-                            secret=_secret(settings),
+                            secret=webhook_secret(settings),
                             public_url=settings.webhook_url,
-                            on_skipped=_skipped_updates(app),
+                            on_skipped=skipped_updates(app),
                             health=health,
                         )
                     finally:
@@ -220,7 +117,7 @@ async def serve(
                         dispatcher,
                         bot,
                         stop=signals.stop,
-                        on_skipped=_skipped_updates(app),
+                        on_skipped=skipped_updates(app),
                         after_batch=after_batch,
                         health=health,
                         poll_seconds=settings.telegram.poll_seconds,
@@ -229,219 +126,13 @@ async def serve(
             except asyncio.CancelledError:
                 if not signals.cut_start_short:
                     raise
-                _uncancel()  # before the stack closes: nothing pending cuts a close short
+                uncancel()  # before the stack closes: nothing pending cuts a close short
                 log.info("stop signal during start-up; closing what was opened")
             finally:
                 signals.started()  # however start-up ended, a signal never cuts a close short
     # uptime, turns, tokens and cost: what this run did, as the last line of its log
     log.info("%s", "stopped" if totals is None else totals.line())
     return 0
-
-
-class _StopSignals:
-    """SIGTERM and SIGINT from the first step of `serve`: during start-up a signal cancels
-    it (what was opened so far closes, in reverse order); once serving it sets `stop` (no
-    new updates; the running turns finish). A second signal never cuts a close short. Only
-    the main thread receives signals: served from another (a test runs the CLI in a thread),
-    there are none to handle."""
-
-    def __init__(self) -> None:
-        self.stop = asyncio.Event()
-        self.cut_start_short = False
-        self._starting = asyncio.current_task()
-        self._signals = (
-            _STOP_SIGNALS if threading.current_thread() is threading.main_thread() else ()
-        )
-
-    def __enter__(self) -> _StopSignals:
-        loop = asyncio.get_running_loop()
-        for sig in self._signals:
-            loop.add_signal_handler(sig, self._received)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        loop = asyncio.get_running_loop()
-        for sig in self._signals:
-            loop.remove_signal_handler(sig)
-
-    def started(self) -> None:
-        self._starting = None
-
-    def _received(self) -> None:
-        self.stop.set()
-        if self._starting is not None:
-            self._starting.cancel()
-            self._starting = None
-            self.cut_start_short = True
-
-
-def _uncancel() -> None:
-    """The start-up a stop signal cancelled has closed: the process stops normally."""
-    task = asyncio.current_task()
-    if task is not None:
-        task.uncancel()
-
-
-@contextmanager
-def _telegram_failures(api_base: str) -> Iterator[None]:
-    """A Bot API that refuses the token or cannot be reached: one clear line."""
-    try:
-        yield
-    except Exception as exc:
-        failure = describe_telegram_failure(exc, api_base)
-        if failure is None:
-            raise
-        raise failure from None
-
-
-async def _start_app(
-    stack: AsyncExitStack,
-    settings: Settings,
-    *,
-    store: ConversationStore,
-    topology: Topology,
-    sender: Messenger,
-    bot_id: int,
-    bot_name: str,
-    chat_lock: ChatLock,
-    tracing: OtelTracer | None,
-) -> App:
-    """The MCP servers (their processes end with the bot) and the app over them."""
-    mcp = await start_mcp(settings)  # None without [[mcp.servers]]: no SDK import
-    if mcp is not None:
-        stack.push_async_callback(mcp.aclose)
-    app = build_app(
-        settings,
-        store=store,
-        messenger=sender,
-        bot_id=bot_id,
-        bot_name=bot_name,
-        chat_lock=chat_lock,
-        tracing=tracing,
-        extra_tools=mcp.tools if mcp is not None else (),
-        topology=topology,
-    )
-    stack.push_async_callback(app.ledger.aclose)
-    if app.traces is not None:  # after the turns: their held traces are written
-        stack.push_async_callback(app.traces.aclose)
-    stack.push_async_callback(app.routes.aclose)
-    stack.push_async_callback(app.runner.aclose)
-    if mcp is not None:
-        tools = app.runner.tools
-        _stopped_with(stack, lambda stop: asyncio.create_task(mcp.watch_reloads(tools, stop)))
-    return app
-
-
-async def _start_beside(
-    stack: AsyncExitStack, app: App, live: PgLiveChannel | None, health: UpdateHealth
-) -> None:
-    """What runs beside the updates: the daily summary, the live events, the dashboard and
-    the retention loop; the corrections every worker has learned are adopted first."""
-    settings = app.settings
-    scheduler = start_daily_summary(app)
-    if scheduler is not None:
-        stack.callback(scheduler.shutdown, wait=False)
-    if live is not None:
-        from bot.app.dashboard.live import LivePublisher
-
-        LivePublisher(live).attach(app.bus)
-    await app.runner.truth.load_shared()
-    if settings.dashboard_port is not None:
-        # Deferred: most runs serve no dashboard, and importing it (jinja2,
-        # prometheus-client, its views) costs ~7 MB resident and ~0.1-0.3 s of start-up.
-        from bot.app.dashboard.server import start_beside_bot
-
-        dashboard = await start_beside_bot(settings, app.bus, live, updates=health)
-        if dashboard is not None:
-            stack.push_async_callback(dashboard.aclose)
-    _start_jobs(stack, app)
-    policy = retention_policy(settings)
-    clock = app.runner.clock
-    _stopped_with(
-        stack,
-        lambda stop: asyncio.create_task(retention_loop(app.store, policy, clock, stop=stop)),
-    )
-
-
-def _start_jobs(stack: AsyncExitStack, app: App) -> None:
-    """Scheduled jobs: due runs claimed and delivered beside the updates (`bot.app.jobs`)."""
-    book = app.jobs
-    if book is None:
-        return
-    _stopped_with(
-        stack,
-        lambda stop: start_jobs(
-            book.store,
-            book.policy,
-            app.runner.clock,
-            messenger=app.messenger,
-            notices=app.outside,
-            conversations=app.store,
-            turn_lock=app.inbound.turns.turn_lock,
-            bot_id=app.runner.tool_runner.bot_id,
-            bot_name=app.runner.tool_runner.bot_name,
-            locales=app.locales,
-            fallback_locale=app.settings.fallback_locale,
-            task_turn=task_turns(app.runner),
-            stop=stop,
-        )[1],
-    )
-
-
-def _stopped_with(
-    stack: AsyncExitStack, start: Callable[[asyncio.Event], asyncio.Task[None] | None]
-) -> None:
-    """Start a loop that runs until its stop event (`start` may decline: None); the stack
-    sets the event and waits for the loop when it closes."""
-    stop = asyncio.Event()
-    task = start(stop)
-    if task is None:
-        return
-
-    async def close() -> None:
-        stop.set()
-        await task
-
-    stack.push_async_callback(close)
-
-
-async def _recover(stack: AsyncExitStack, app: App, identity: BotIdentity) -> None:
-    """Before the first update, finish or close the turns a crash interrupted; with several
-    workers, keep scanning for the turns a killed one left (`bot.app.recovery_loop`). The
-    turns started here finish on every way out (`_finish_turns`)."""
-    stack.push_async_callback(_finish_turns, app)
-    await app.recovery.recover(identity)
-    _stopped_with(stack, lambda stop: start_orphan_scan(app, identity, stop=stop))
-
-
-async def _finish_turns(app: App) -> None:
-    """Let the running turns finish within `shutdown_grace_seconds`, then cancel the rest."""
-    log.info("finishing running turns")
-    grace = app.settings.runtime.shutdown_grace_seconds
-    try:
-        async with asyncio.timeout(grace):
-            await app.inbound.drain()
-    except TimeoutError:
-        log.warning("turns still running after %gs; cancelling them", grace)
-        app.inbound.cancel_running()
-        await app.inbound.drain()
-
-
-def _secret(settings: Settings) -> str | None:
-    secret = settings.webhook_secret
-    return secret.get_secret_value() if secret is not None else None
-
-
-def _skipped_updates(app: App) -> Callable[[int, str], Awaitable[None]]:
-    """An update that does not validate: recorded in the update log (`claim_update`) and
-    on the dashboard's error list, then passed."""
-    skipped_log = ErrorLog(app.settings.traces_dir, app.settings.zone)
-
-    async def skipped(update_id: int, reason: str) -> None:
-        skipped_log.skipped_update(update_id, reason)
-        await app.store.claim_update(update_id)
-
-    return skipped
 
 
 async def run(
@@ -468,7 +159,7 @@ async def run(
     check_data_dir(settings.data_dir, create=True)
     tracing = start_tracing(os.environ)  # None without OTEL_EXPORTER_OTLP_ENDPOINT
     register_settings_secrets(settings)  # before the first log line
-    _setup_logging(settings.tgbot_log_level)
+    setup_logging(settings.tgbot_log_level)
     return await serve(
         settings,
         webhook=webhook,
@@ -477,17 +168,3 @@ async def run(
         tracing=tracing,
         after_batch=after_batch,
     )
-
-
-def _setup_logging(level: str) -> None:
-    """Log to stderr at `level` (`TGBOT_LOG_LEVEL`); secrets scrubbed from every record and
-    the HTTP clients' header dumps silenced (`bot.redact`)."""
-    install_log_scrubbing()
-    logging.basicConfig(
-        level=level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    # alembic says at INFO every plugin it loads and every migration it runs: start-up noise
-    # (`tgbot db upgrade` reports what it did itself); its warnings still show
-    logging.getLogger("alembic").setLevel(max(logging.WARNING, logging.getLogger().level))

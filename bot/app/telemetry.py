@@ -87,7 +87,7 @@ def route_endpoints(
     """Each route's base URL and wire kind as `bot.app.model_routes.build_routes` wires
     them (a URL of None: the offline scripted model), for naming the provider on model-call
     spans."""
-    from adapters.llm.dialects import kind_for
+    from adapters.llm.provider_defaults import kind_for
 
     endpoints: dict[str, tuple[str | None, str | None]] = {
         name: (profile.base_url, kind_for(profile.base_url, profile.kind))

@@ -72,37 +72,6 @@ def is_reference_key(key: str) -> bool:
     return key in _REFERENCE_KEYS or key.endswith("_message_id")
 
 
-class ShownByTool:
-    """What one tool call shows, as the tool registers it: into the turn's table, and kept
-    for the call's result record (`ToolResult.shown`), so a later turn that still shows the
-    result accepts them too."""
-
-    __slots__ = ("aliases", "carried", "references", "turn")
-
-    def __init__(self, turn: AliasTable) -> None:
-        self.turn = turn
-        self.aliases: list[tuple[str, int]] = []
-        self.references: list[int] = []
-        self.carried: list[int] = []
-        """Platform ids whose content the result carries (`ToolResult.content_of`)."""
-
-    def carry(self, message_id: int) -> None:
-        """The result carries the content of `message_id` (a file's text, an image): its
-        words go when that message is deleted."""
-        self.carried.append(message_id)
-
-    def register(self, alias: str, message_id: int) -> None:
-        self.turn.register(alias, message_id)
-        self.aliases.append((alias, message_id))
-
-    def register_reference(self, message_id: int) -> None:
-        self.turn.register_reference(message_id)
-        self.references.append(message_id)
-
-    def alias_of(self, message_id: int) -> str | None:
-        return self.turn.alias_of(message_id)
-
-
 class AliasTable:
     """Alias → platform message id for one turn, filled with what the projection showed."""
 

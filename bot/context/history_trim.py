@@ -3,8 +3,8 @@
 Three primitives (docs/context-window.md, Trims) share one shape of answer, `TrimResult`:
 
 - `trim_to_recent_turns`: a token budget; drops the fewest oldest whole turns until it fits.
-- `trim_to_recent_turn_count`: a turn cap on the provider-facing list.
-- `trim_conversation_to_recent_turns`: the same cap on structured (stored) history.
+- `trim_to_recent_turn_count`: a turn cap on the provider-facing list (`bot.context.turn_cap`).
+- `trim_conversation_to_recent_turns`: the same cap on structured (stored) history (there too).
 
 All three keep the newest whole turn even when it alone is over the limit, and none of them
 splits a turn, so a tool call never leaves without its result. Messages before the first
@@ -25,7 +25,7 @@ whole trim, event included, follows the kept window.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import accumulate, compress, islice, repeat
 from operator import attrgetter, countOf, eq
 from typing import TYPE_CHECKING, Literal, overload
@@ -286,7 +286,7 @@ class IndexedHistory(Sequence[ChatMessage]):
 # ---------------------------------------------------------------- trimming
 
 
-def _protected_prefix(messages: Sequence[ChatMessage], crumb_present: bool) -> int:
+def protected_prefix(messages: Sequence[ChatMessage], crumb_present: bool) -> int:
     """Leading system messages, plus the breadcrumb right after them.
 
     `crumb_present` says that message is the crumb even without the flag (a history whose
@@ -305,11 +305,11 @@ def _slice(messages: Sequence[ChatMessage], begin: int, end: int) -> tuple[ChatM
     return tuple(islice(messages, begin, end))
 
 
-def _unchanged(messages: Sequence[ChatMessage], *, turns: int, tokens: int) -> TrimResult:
+def unchanged(messages: Sequence[ChatMessage], *, turns: int, tokens: int) -> TrimResult:
     return TrimResult(messages=tuple(messages), kept_turns=turns, tokens_after=tokens)
 
 
-def _cut(
+def cut_result(
     messages: Sequence[ChatMessage], prefix: int, cut: int, *, turns: int, tokens: int
 ) -> TrimResult:
     if isinstance(messages, IndexedHistory):
@@ -345,16 +345,16 @@ def trim_to_recent_turns(
     towards the budget; the newest whole turn is kept even when it alone is over.
     """
     n = len(messages)
-    prefix = _protected_prefix(messages, crumb_present)
+    prefix = protected_prefix(messages, crumb_present)
     if budget <= 0:
-        return _unchanged(
+        return unchanged(
             messages, turns=count_turns(messages, prefix), tokens=estimate_history_tokens(messages)
         )
     walk: Sequence[ChatMessage] = messages
     if isinstance(messages, IndexedHistory):
         if messages.tokens <= budget:
             _, turns, _ = messages.span(prefix, n)
-            return _unchanged(messages, turns=turns, tokens=messages.tokens)
+            return unchanged(messages, turns=turns, tokens=messages.tokens)
         walk = messages.items  # plain list indexing in the loop below
     acc = estimate_span_tokens(walk, 0, prefix)
     seen = 0  # turn starts walked so far
@@ -381,85 +381,14 @@ def trim_to_recent_turns(
         break
     else:
         # walked everything: it fits, or no turn starts at all
-        return _unchanged(messages, turns=seen, tokens=acc)
+        return unchanged(messages, turns=seen, tokens=acc)
 
     # `cut` must not be the oldest turn start: cutting there would drop only the orphan
     # prefix, which belongs to the first turn.
     earlier = (i < cut and is_turn_start(walk[i])) or _has_turn_start(walk, prefix, i)
     if not earlier:
         if cut_fits and newer >= 0:
-            return _cut(messages, prefix, newer, turns=newer_turns, tokens=newer_tokens)
+            return cut_result(messages, prefix, newer, turns=newer_turns, tokens=newer_tokens)
         rest = estimate_span_tokens(walk, prefix, i)
-        return _unchanged(messages, turns=1, tokens=acc + rest)
-    return _cut(messages, prefix, cut, turns=cut_turns, tokens=cut_tokens)
-
-
-def trim_to_recent_turn_count(
-    messages: Sequence[ChatMessage], max_turns: int, *, crumb_present: bool = False
-) -> TrimResult:
-    """Keep the newest `max(max_turns, 1)` whole turns; unchanged when there are no more."""
-    keep = max(max_turns, 1)
-    n = len(messages)
-    prefix = _protected_prefix(messages, crumb_present)
-    acc = 0
-    seen = 0
-    cut = cut_tokens = -1
-    for i in range(n - 1, prefix - 1, -1):
-        message = messages[i]
-        if is_turn_start(message):
-            seen += 1
-            if seen > keep:
-                head = estimate_span_tokens(messages, 0, prefix)
-                return _cut(messages, prefix, cut, turns=keep, tokens=head + cut_tokens)
-        cached = message.tokens
-        acc += compute_message_tokens(message) if cached is None else cached
-        if seen == keep and cut < 0:
-            cut, cut_tokens = i, acc
-    return _unchanged(messages, turns=seen, tokens=acc + estimate_span_tokens(messages, 0, prefix))
-
-
-def trim_conversation_to_recent_turns(
-    messages: Sequence[ChatMessage], max_turns: int, *, crumb_present: bool = False
-) -> TrimResult:
-    """The turn cap on structured history, which may hold system rows anywhere.
-
-    Defined over `ChatMessage` so both history shapes share one turn rule. When it trims,
-    every system row (wherever it stood) is hoisted to the front in order, every breadcrumb
-    is dropped (the caller inserts a fresh one after the system rows), and the newest
-    `max(max_turns, 1)` turns follow. Unchanged (no hoisting) when there are no more turns.
-    """
-    keep = max(max_turns, 1)
-    s = leading_system_count(messages)
-    unflagged_crumb = s if crumb_present and s < len(messages) else -1
-
-    def is_crumb(index: int) -> bool:
-        return index == unflagged_crumb or messages[index].is_breadcrumb
-
-    seen = 0
-    cut = -1
-    for i in range(len(messages) - 1, -1, -1):
-        if is_turn_start(messages[i]) and i != unflagged_crumb:
-            seen += 1
-            if seen == keep:
-                cut = i
-            elif seen > keep:
-                break
-    if seen <= keep:
-        return _unchanged(messages, turns=seen, tokens=estimate_history_tokens(messages))
-    system = tuple(m for m in messages if m.role == "system")
-    kept = tuple(
-        m for i, m in enumerate(messages[cut:], start=cut) if m.role != "system" and not is_crumb(i)
-    )
-    # an unflagged crumb leaves flagged, so the dropped figures do not count it as a turn
-    dropped = tuple(
-        replace(m, is_breadcrumb=True) if i == unflagged_crumb else m
-        for i, m in enumerate(messages)
-        if m.role != "system" and (i < cut or is_crumb(i))
-    )
-    result = (*system, *kept)
-    return TrimResult(
-        messages=result,
-        dropped=dropped,
-        kept_turns=keep,
-        tokens_after=estimate_history_tokens(result),
-    )
+        return unchanged(messages, turns=1, tokens=acc + rest)
+    return cut_result(messages, prefix, cut, turns=cut_turns, tokens=cut_tokens)

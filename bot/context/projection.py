@@ -46,7 +46,7 @@ from bot.context.legacy import strip_per_turn_blocks, strip_per_turn_text
 from bot.context.placeholders import media_placeholders
 from bot.context.quotes import QuoteView, forward_line, references_block, render_quote
 from bot.context.tokens import estimate_text_tokens, with_token_estimate
-from bot.context.tool_results import shrink_old_tool_results
+from bot.context.tool_results import shrink_old_tool_results, tool_result_message
 from bot.context.turns import TOOL_RESULTS_PREFIX, turn_starts
 from bot.domain.erasure import DELETED_MARKER
 from bot.domain.ids import Locale, Scene
@@ -58,7 +58,6 @@ from bot.domain.records import (
     ServiceMessageRecord,
     StoredRecord,
     SummaryRecord,
-    ToolResult,
     ToolResultsRecord,
     UserRecord,
 )
@@ -472,24 +471,6 @@ def _shown_by_tools(
                 mid for mid in result.shown_references if f"id:{mid};" in message.content
             )
     return aliases, references
-
-
-def tool_result_message(result: ToolResult) -> ChatMessage:
-    """The `tool` message the model reads for a result, the same in the turn that ran it and
-    every later one: an error reads `error[<code>]: <content>` (the prefix is added here
-    only; a result stored with it already, as older versions did, keeps one)."""
-    content = result.content
-    if result.is_error:
-        prefix = f"error[{result.error_code}]: " if result.error_code else "error: "
-        if not content.startswith(prefix):
-            content = prefix + content
-    return ChatMessage(
-        role="tool",
-        content=content,
-        tool_call_id=result.call_id,
-        name=result.name,
-        is_error=result.is_error,
-    )
 
 
 def _join(parts: Sequence[str]) -> str:

@@ -254,27 +254,6 @@ def corrections_from_dict(data: Mapping[str, Any]) -> dict[str, TokenCorrection]
     }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Drift:
-    """How far estimates were from what the provider counted: |estimate - reported| /
-    reported over `calls` calls, median and p90 (nearest rank)."""
-
-    calls: int
-    median: float
-    p90: float
-
-
-def drift_of_errors(errors: list[float]) -> Drift | None:
-    """The drift of already computed absolute relative errors (sorted in place)."""
-    if not errors:
-        return None
-    errors.sort()
-    n = len(errors)
-    middle = n // 2
-    median = errors[middle] if n % 2 else (errors[middle - 1] + errors[middle]) / 2
-    return Drift(calls=n, median=median, p90=errors[min(n - 1, math.ceil(0.9 * n) - 1)])
-
-
 def exact_message_tokens(messages: Iterable[ChatMessage], count: Callable[[str], int]) -> int:
     """The messages as an exact tokenizer (`count`) sees them, framed and charged like the
     estimate: text, tool call names and arguments, 4 per message, each image's estimate."""

@@ -1,4 +1,5 @@
-"""Tool results: the record-time length cap, and old results shrunk to their conclusion.
+"""Tool results: the `tool` message the model reads, the record-time length cap, and old
+results shrunk to their conclusion.
 
 `truncate_tool_result` runs once, when a result is recorded (`max_tool_result_chars`); it
 never trims history. `shrink_old_tool_results` runs at projection on turns that have ended:
@@ -19,6 +20,7 @@ from bot.context.turns import TOOL_RESULTS_PREFIX
 from bot.context.window import UNKNOWN_WINDOW_TOKENS
 from bot.domain.ids import Locale
 from bot.domain.messages import ChatMessage, ToolCall
+from bot.domain.records import ToolResult
 from bot.texts import in_locale
 
 IMAGE_MARKER_OPEN = "[IMAGE:"
@@ -154,3 +156,21 @@ def shrink_old_tool_results(
     """
     end = min(max(current_turn_start, 0), len(messages))
     return (*(_shrink(m, locale) for m in messages[:end]), *messages[end:])
+
+
+def tool_result_message(result: ToolResult) -> ChatMessage:
+    """The `tool` message the model reads for a result, the same in the turn that ran it and
+    every later one: an error reads `error[<code>]: <content>` (the prefix is added here
+    only; a result stored with it already, as older versions did, keeps one)."""
+    content = result.content
+    if result.is_error:
+        prefix = f"error[{result.error_code}]: " if result.error_code else "error: "
+        if not content.startswith(prefix):
+            content = prefix + content
+    return ChatMessage(
+        role="tool",
+        content=content,
+        tool_call_id=result.call_id,
+        name=result.name,
+        is_error=result.is_error,
+    )

@@ -177,7 +177,7 @@ class Catchup:
             ChatMessage(role="system", content=CATCHUP_PROMPT),
             ChatMessage(role="user", content="\n".join(missed.lines)),
         )
-        scope = self.scopes.of_session(session)
+        scope = self.scopes.of(session.key.chat_id, session.key.thread_id)
         route = self.routes.resolve(session.route or scope.route)
         report = CallReport(
             session=session,

@@ -56,11 +56,16 @@ class PaceLimits:
     per_chat_per_second: float = 1.0
     per_group_per_minute: int = 20
     per_bot_per_second: int = 30
+    chat_gap: float = field(init=False, repr=False, compare=False)
+    """Seconds between two slots in one chat."""
+    bot_interval: float = field(init=False, repr=False, compare=False)
+    """Seconds between two slots of the bot-wide budget (both worked out once, when the
+    limits are made: every send reads them)."""
 
-    @property
-    def chat_gap(self) -> float:
-        """Seconds between two slots in one chat."""
-        return 1.0 / self.per_chat_per_second if self.per_chat_per_second > 0 else 0.0
+    def __post_init__(self) -> None:
+        chat, bot = self.per_chat_per_second, self.per_bot_per_second
+        object.__setattr__(self, "chat_gap", 1.0 / chat if chat > 0 else 0.0)
+        object.__setattr__(self, "bot_interval", 1.0 / bot if bot > 0 else 0.0)
 
     def windowed(self, chat_id: int, kind: PaceKind) -> bool:
         """Whether the send counts against a group's per-minute budget."""
@@ -74,10 +79,6 @@ class PaceLimits:
             and self.per_group_per_minute <= 0
             and self.per_bot_per_second <= 0
         )
-
-    @property
-    def bot_interval(self) -> float:
-        return 1.0 / self.per_bot_per_second if self.per_bot_per_second > 0 else 0.0
 
 
 def next_slot(

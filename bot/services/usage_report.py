@@ -39,7 +39,7 @@ Definitions (one row per calendar day in the bot's zone, plus a total row):
 
 Only the day files asked for are read; a call lands on the day of its `ts` in the zone (after
 a zone change a call may sit in a neighbouring file and is then left out). Lines are decoded
-by the ledger's one decoder (`LedgerEntry.from_json`, through `LedgerScan`).
+by the ledger's one decoder (`entry_from_json`, through `LedgerScan`).
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ from datetime import date, datetime, timedelta, tzinfo
 from pathlib import Path
 
 from bot.agent.ledger import LedgerEntry
-from bot.agent.ledger_file import LedgerScan, ledger_file
-from bot.context.tokens import Drift, drift_of_errors
+from bot.agent.ledger_file import ledger_file
+from bot.agent.ledger_read import LedgerScan
 
 DEFAULT_DAYS = 7
 CACHED_WEIGHT = 0.25
@@ -81,6 +81,27 @@ class CallsPerTurn:
                 strict=True,
             )
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Drift:
+    """How far estimates were from what the provider counted: |estimate - reported| /
+    reported over `calls` calls, median and p90 (nearest rank)."""
+
+    calls: int
+    median: float
+    p90: float
+
+
+def drift_of_errors(errors: list[float]) -> Drift | None:
+    """The drift of already computed absolute relative errors (sorted in place)."""
+    if not errors:
+        return None
+    errors.sort()
+    n = len(errors)
+    middle = n // 2
+    median = errors[middle] if n % 2 else (errors[middle - 1] + errors[middle]) / 2
+    return Drift(calls=n, median=median, p90=errors[min(n - 1, math.ceil(0.9 * n) - 1)])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

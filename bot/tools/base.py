@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from typing import Any
 
-from bot.context.alias_table import AliasTable, ShownByTool
+from bot.context.alias_table import AliasTable
 from bot.context.images import ImageWire
 from bot.context.memory_block import MemoryLimits
 from bot.context.tool_results import DEFAULT_MAX_TOOL_RESULT_CHARS
@@ -23,6 +23,37 @@ from bot.errors import ToolError
 from bot.ports import Clock, MediaFiles, Messenger, RecordedBubbles, ToolSpec
 from bot.store_ports import HistorySearch, HistoryStore, MemoryFacts, PlatformMessages
 from bot.tools.rights import MemberRights
+
+
+class ShownByTool:
+    """What one tool call shows, as the tool registers it: into the turn's table, and kept
+    for the call's result record (`ToolResult.shown`), so a later turn that still shows the
+    result accepts them too."""
+
+    __slots__ = ("aliases", "carried", "references", "turn")
+
+    def __init__(self, turn: AliasTable) -> None:
+        self.turn = turn
+        self.aliases: list[tuple[str, int]] = []
+        self.references: list[int] = []
+        self.carried: list[int] = []
+        """Platform ids whose content the result carries (`ToolResult.content_of`)."""
+
+    def carry(self, message_id: int) -> None:
+        """The result carries the content of `message_id` (a file's text, an image): its
+        words go when that message is deleted."""
+        self.carried.append(message_id)
+
+    def register(self, alias: str, message_id: int) -> None:
+        self.turn.register(alias, message_id)
+        self.aliases.append((alias, message_id))
+
+    def register_reference(self, message_id: int) -> None:
+        self.turn.register_reference(message_id)
+        self.references.append(message_id)
+
+    def alias_of(self, message_id: int) -> str | None:
+        return self.turn.alias_of(message_id)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,14 +151,6 @@ class Tool:
     """The call as stored and replayed, given its result (None: as the model wrote it):
     `remember` keeps the fact's id there, never its text, so a forgotten fact leaves no
     copy in later requests."""
-
-
-def offered_in(tools: Mapping[str, Tool], scene: Scene) -> dict[str, Tool]:
-    """The tools a request in `scene` offers, in table order (the same for every chat of
-    the scene: the tool schemas and the index open the cached prefix)."""
-    return {
-        name: tool for name, tool in tools.items() if tool.scenes is None or scene in tool.scenes
-    }
 
 
 def require_int(args: Mapping[str, Any], name: str) -> int:

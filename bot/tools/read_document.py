@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bot.context.alias_table import ShownByTool
 from bot.context.escaping import escape_member_text, inline_value
 from bot.errors import MediaRefused, ToolError
 from bot.ports import DocumentText, ToolSpec
-from bot.tools.base import Tool, ToolContext, require_int
+from bot.tools.base import ShownByTool, Tool, ToolContext, require_int
 
 DOCUMENT_KINDS = frozenset({"document", "audio", "video", "animation"})
 """Message kinds that carry a named file; read_document decides by the file itself."""

@@ -29,7 +29,7 @@ from bot.ports import ToolSpec
 from bot.tools.base import Tool, ToolContext
 
 MAX_QUERY_CHARS = 256
-"""Mirrors `storage.search.MAX_QUERY_CHARS`: longer queries are cut to this many."""
+"""Mirrors `storage.search_query.MAX_QUERY_CHARS`: longer queries are cut to this many."""
 MAX_LIMIT = 20
 DEFAULT_LIMIT = 5
 MAX_TEXT_CHARS = 300

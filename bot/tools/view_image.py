@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bot.context.alias_table import ShownByTool
 from bot.context.images import bounds_for, data_url, image_tokens_for, is_image
 from bot.domain.messages import ImagePart
 from bot.errors import MediaRefused, ToolError
 from bot.ports import ToolSpec
-from bot.tools.base import Tool, ToolContext, require_int
+from bot.tools.base import ShownByTool, Tool, ToolContext, require_int
 
 VIEW_IMAGE = "view_image"
 

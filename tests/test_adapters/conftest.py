@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 from aiogram import Bot
 
-from adapters.telegram.app import build_bot
+from adapters.telegram.bot_session import build_bot
 from testkit.fake_bot_api import FakeBotApi
 
 

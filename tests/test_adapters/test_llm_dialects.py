@@ -10,8 +10,15 @@ from typing import Any
 
 import pytest
 
-from adapters.llm import anthropic_wire, openai_wire
-from adapters.llm.dialects import WireOptions, max_tokens_key, options_for
+from adapters.llm import (
+    anthropic_wire,
+    cache_breakpoints,
+    openai_stream,
+    openai_wire,
+    provider_errors,
+)
+from adapters.llm.dialects import WireOptions, max_tokens_key
+from adapters.llm.provider_defaults import options_for
 from bot.domain.messages import CachePlan, ChatMessage, ImagePart, ToolCall
 from bot.errors import ContextOverflow, ProviderBadResponse, ProviderUnavailable
 from bot.ports import LLMRequest, ToolSpec
@@ -71,7 +78,7 @@ def test_every_overflow_fixture_is_recognised(path: Path) -> None:
         with pytest.raises(ContextOverflow):
             openai_wire.from_response(body)
         return
-    error = openai_wire.classify_error(fixture["status"], json.dumps(body))
+    error = provider_errors.classify_error(fixture["status"], json.dumps(body))
     assert isinstance(error, ContextOverflow), error
     assert "HTTP 400" in str(error)
 
@@ -318,8 +325,8 @@ def test_anthropic_request_shape() -> None:
 
 def test_anthropic_error_and_retry_headers() -> None:
     body = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
-    assert isinstance(openai_wire.classify_error(529, body), ProviderUnavailable)
-    limited = openai_wire.classify_error(
+    assert isinstance(provider_errors.classify_error(529, body), ProviderUnavailable)
+    limited = provider_errors.classify_error(
         429,
         {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}},
         {"retry-after": "7"},
@@ -344,9 +351,9 @@ def test_a_tool_step_after_the_current_message_may_be_a_point() -> None:
         ),
         cache_plan=CachePlan(system_end=0, previous_read=5, last_stable=8),
     )
-    assert openai_wire.breakpoint_indexes(step, 4) == (0, 5, 8)
+    assert cache_breakpoints.breakpoint_indexes(step, 4) == (0, 5, 8)
     refused = CachePlan(system_end=0, last_stable=6)
-    assert openai_wire.breakpoint_indexes(replace(step, cache_plan=refused), 4) == (0,)
+    assert cache_breakpoints.breakpoint_indexes(replace(step, cache_plan=refused), 4) == (0,)
 
 
 def anthropic_turn(tool_choice: str | None) -> LLMRequest:
@@ -422,7 +429,7 @@ def test_an_anthropic_refusal_without_text_is_an_answer_not_an_empty_reply() -> 
 
 
 def test_an_openai_stream_cut_inside_a_tool_call_keeps_the_cut_call_and_says_length() -> None:
-    state = openai_wire.StreamState()
+    state = openai_stream.StreamState()
     call = {"index": 0, "id": "c1", "type": "function"}
     for function in ({"name": "f", "arguments": '{"q": '}, {"arguments": '"lo'}):
         delta = {"tool_calls": [{**call, "function": function}]}

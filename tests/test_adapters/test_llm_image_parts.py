@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from adapters.llm import anthropic_wire, openai_wire
-from adapters.llm.dialects import options_for
+from adapters.llm.provider_defaults import options_for
 from bot.domain.messages import CachePlan, ChatMessage, ImagePart, ToolCall
 from bot.ports import LLMRequest
 from testkit import anthropic_server_wire

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from adapters.llm.openai_provider import AnthropicProvider
+from adapters.llm.anthropic_provider import AnthropicProvider
 from bot.domain.messages import ChatMessage
 from bot.ports import LLMRequest, ToolSpec
 from testkit.fake_anthropic import FakeAnthropicServer

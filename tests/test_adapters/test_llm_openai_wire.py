@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters.llm.openai_server_wire import from_request
-from adapters.llm.openai_wire import classify_error, from_response, retry_after_seconds, to_request
+from adapters.llm.openai_wire import from_response, to_request
+from adapters.llm.provider_errors import classify_error, retry_after_seconds
 from bot.domain.messages import ChatMessage, ImagePart, ToolCall
 from bot.errors import (
     ContextOverflow,

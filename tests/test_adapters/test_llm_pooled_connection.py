@@ -52,4 +52,4 @@ def test_the_providers_keep_alive_is_followed() -> None:
     keepalive_of = pooled_transport._keepalive_of
     assert keepalive_of("timeout=20, max=100") == 19.0
     assert keepalive_of("max=100") is None
-    assert keepalive_of(None) is None
+    assert keepalive_of("") is None

@@ -13,8 +13,9 @@ from typing import Any, Literal
 import httpx
 import pytest
 
-from adapters.llm.dialects import options_for
-from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
+from adapters.llm.anthropic_provider import AnthropicProvider
+from adapters.llm.openai_provider import OpenAIProvider
+from adapters.llm.provider_defaults import options_for
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.app.model_routes import build_provider, build_routes
 from bot.config import ProviderProfile, load_settings

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from adapters.llm.openai_provider import AnthropicProvider
+from adapters.llm.anthropic_provider import AnthropicProvider
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from testkit.fake_anthropic import FakeAnthropicServer
 from testkit.memory_store import InMemoryStore

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from adapters.llm import anthropic_wire, openai_wire
+from adapters.llm import anthropic_wire, openai_stream, openai_wire
 from adapters.llm.dialects import (
     WireOptions,
     has_adaptive_thinking,
-    options_for,
     reasoning_fields,
     tool_turn_messages,
 )
+from adapters.llm.provider_defaults import options_for
 from bot.domain.messages import ChatMessage, Reasoning, ToolCall
 from bot.ports import LLMRequest
 from testkit.fake_reasoning import (
@@ -160,7 +160,7 @@ def test_a_streamed_anthropic_answer_keeps_the_same_blocks() -> None:
 
 
 def test_streamed_reasoning_deltas_fold_into_the_message_reasoning() -> None:
-    state = openai_wire.StreamState()
+    state = openai_stream.StreamState()
     chunks: list[dict[str, Any]] = [
         {"choices": [{"index": 0, "delta": {"role": "assistant", "reasoning_content": "Let "}}]},
         {"choices": [{"index": 0, "delta": {"reasoning_content": "me think."}}]},
@@ -175,7 +175,7 @@ def test_streamed_reasoning_deltas_fold_into_the_message_reasoning() -> None:
 
 
 def test_a_streamed_gemini_signature_rides_on_its_tool_call() -> None:
-    state = openai_wire.StreamState()
+    state = openai_stream.StreamState()
     signature = {"google": {"thought_signature": "c2ln"}}
     state.feed(
         {

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from adapters.llm.dialects import options_for
-from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
+from adapters.llm.anthropic_provider import AnthropicProvider
+from adapters.llm.openai_provider import OpenAIProvider
+from adapters.llm.provider_defaults import options_for
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel, Step
 from bot.domain.records import AssistantRecord
 from testkit.fake_anthropic import FakeAnthropicServer

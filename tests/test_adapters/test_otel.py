@@ -35,7 +35,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from adapters.llm.scripted import Fail, ScriptedModel
 from adapters.otel import OtelTracer, served_by
-from bot.agent.ledger_file import read_entries
+from bot.agent.ledger_read import read_entries
 from bot.app.cli import main
 from bot.app.telemetry import start_tracing
 from bot.app.wiring import App, build_app

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llm.openai_wire import classify_error, error_in_body
-from bot.agent.provider_call import overflow_room
+from adapters.llm.provider_errors import classify_error, error_in_body
+from bot.agent.call_retries import overflow_room
 from bot.errors import ContextOverflow
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llm"

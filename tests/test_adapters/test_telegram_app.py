@@ -7,10 +7,9 @@ import asyncio
 from collections.abc import Sequence
 
 from aiogram import Bot
-from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.types import Update
 
-from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.app import build_dispatcher
 from adapters.telegram.polling_loop import ParseErrorHook, poll_updates
 from bot.domain.facts import InboundMessage
 from testkit.fake_bot_api import FakeBotApi
@@ -65,11 +64,6 @@ async def poll_until(
     finally:
         stop.set()
         await polling
-
-
-async def test_get_me_over_real_http(api: FakeBotApi, bot: Bot) -> None:
-    me = await bot.get_me()
-    assert (me.id, me.username, me.is_bot) == (api.bot_id, "test_bot", True)
 
 
 async def test_polling_delivers_parsed_messages_and_edits(api: FakeBotApi, bot: Bot) -> None:
@@ -147,16 +141,3 @@ async def test_a_parse_error_is_reported_and_skipped(api: FakeBotApi, bot: Bot) 
     await dispatcher.feed_update(bot, update)
     assert errors == [(77, "AttributeError")]
     assert sink.received == []
-
-
-async def test_a_plain_http_session_closes_its_connections() -> None:
-    """`build_bot`'s session over plain HTTP closes without aiogram's SSL grace period; what
-    it opened is closed all the same (a leak would fail the suite under filterwarnings)."""
-    async with FakeBotApi() as api:
-        bot = build_bot(api.token, api.base_url)
-        assert (await bot.get_me()).id == api.bot_id
-        assert isinstance(bot.session, AiohttpSession)
-        client = await bot.session.create_session()
-        await bot.session.close()
-        assert client.closed
-        await bot.session.close()  # twice is harmless

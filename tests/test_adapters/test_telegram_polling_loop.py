@@ -9,7 +9,8 @@ import pytest
 from aiogram.types import Update
 
 from adapters.telegram import polling_loop
-from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.app import build_dispatcher
+from adapters.telegram.bot_session import build_bot
 from adapters.telegram.polling_loop import handle_batch
 from bot.domain.facts import InboundMessage
 from bot.errors import StorageUnavailable

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 from aiogram import Bot
 
-from adapters.telegram.app import build_bot
+from adapters.telegram.bot_session import build_bot
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.text_units import utf16_len, utf16_slice
 from bot.errors import (

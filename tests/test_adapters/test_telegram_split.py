@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from adapters.telegram.graphemes import is_grapheme_boundary
 from adapters.telegram.markdown_entities import TELEGRAM_TEXT_LIMIT, plan_bubbles
-from adapters.telegram.text_units import is_grapheme_boundary, utf16_len
+from adapters.telegram.text_units import utf16_len
 
 FAMILY = "👨‍👩‍👧"  # 8 UTF-16 units, 5 code points, 1 grapheme
 

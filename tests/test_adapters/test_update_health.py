@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.systemd_notify import notify_address, sd_notify
+from adapters.systemd_notify import notify_address, sd_notify, systemd_notifier
 from adapters.telegram.update_health import UpdateHealth
 
 
@@ -40,7 +40,7 @@ def test_every_completed_poll_feeds_the_watchdog_after_one_ready(
 ) -> None:
     sock, path = notify_socket
     monkeypatch.setenv("NOTIFY_SOCKET", path)
-    health = UpdateHealth(stall_seconds=60, now=Clock())
+    health = UpdateHealth(stall_seconds=60, now=Clock(), notify=systemd_notifier())
 
     health.polled()
     health.polled()
@@ -54,7 +54,7 @@ def test_a_bot_that_stops_reading_stops_feeding_the_watchdog_and_says_why(
     sock, path = notify_socket
     monkeypatch.setenv("NOTIFY_SOCKET", path)
     clock = Clock()
-    health = UpdateHealth(stall_seconds=60, now=clock)
+    health = UpdateHealth(stall_seconds=60, now=clock, notify=systemd_notifier())
     health.polled()
     assert received(sock, 2) == ["READY=1", "WATCHDOG=1"]
 
@@ -92,3 +92,11 @@ def test_outside_systemd_nothing_is_sent() -> None:
     assert notify_address({}) is None
     assert sd_notify("WATCHDOG=1", environ={}) is False
     assert notify_address({"NOTIFY_SOCKET": "@tgbot/notify"}) == "\0tgbot/notify"
+    assert systemd_notifier({}) is None
+    assert systemd_notifier({"NOTIFY_SOCKET": "@tgbot/notify"}) is not None
+
+
+def test_without_a_notifier_polling_pings_nothing() -> None:
+    health = UpdateHealth(stall_seconds=10, now=Clock())
+    health.polled()
+    assert health.stalled() is None

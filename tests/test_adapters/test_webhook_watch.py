@@ -9,7 +9,7 @@ import time
 import aiohttp
 from aiogram import Dispatcher
 
-from adapters.telegram.app import build_bot
+from adapters.telegram.bot_session import build_bot
 from adapters.telegram.update_health import UpdateHealth
 from adapters.telegram.webhook import HEALTH_PATH, WebhookServer
 from adapters.telegram.webhook_watch import watch_webhook

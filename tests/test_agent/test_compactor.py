@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.llm.scripted import CallTool, Fail, Reply, ScriptedModel, is_summary_request
-from bot.agent.ledger_file import read_entries
+from bot.agent.ledger_read import read_entries
 from bot.app.wiring import App
 from bot.context.compaction import INSTRUCTION_MARKER, SUMMARY_PREFIX
 from bot.context.history_trim import BREADCRUMB_TEXT

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
+from adapters.llm.anthropic_provider import AnthropicProvider
+from adapters.llm.openai_provider import OpenAIProvider
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel, Step
 from bot.agent.provider_call import FINAL_CALL_NOTE
 from bot.ports import LLMProvider

@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from bot.agent.ledger import MAX_LINE_BYTES, LedgerEntry, TrimInfo, describe_error
+from bot.agent.ledger_read import entry_from_json
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 T0 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
@@ -69,7 +70,7 @@ def test_a_line_round_trips() -> None:
     line = FULL.to_json_line()
     assert line.endswith("\n")
     assert line.count("\n") == 1
-    assert LedgerEntry.from_json(json.loads(line)) == FULL
+    assert entry_from_json(json.loads(line)) == FULL
     assert FULL.est_total == 9_185
 
 
@@ -80,7 +81,7 @@ def test_timestamps_are_written_in_utc() -> None:
 
 
 def test_missing_optional_keys_take_defaults() -> None:
-    parsed = LedgerEntry.from_json({"ts": "2026-03-01T10:00:00+00:00", "turn_id": "t"})
+    parsed = entry_from_json({"ts": "2026-03-01T10:00:00+00:00", "turn_id": "t"})
     assert parsed.ts == T0
     assert parsed.iteration == 1
     assert parsed.purpose == "turn"
@@ -105,7 +106,7 @@ def test_missing_optional_keys_take_defaults() -> None:
 )
 def test_bad_shapes_are_rejected(data: dict[str, object]) -> None:
     with pytest.raises((ValueError, KeyError)):
-        LedgerEntry.from_json(data)
+        entry_from_json(data)
 
 
 def written(**changes: object) -> dict[str, object]:
@@ -149,7 +150,7 @@ def test_bad_values_in_a_complete_line_are_rejected(changes: dict[str, object]) 
         ValueError,
         match=r"valid ts|purpose|expected a number|must be an object|must be a list|stop",
     ):
-        LedgerEntry.from_json(written(**changes))
+        entry_from_json(written(**changes))
 
 
 @pytest.mark.parametrize(
@@ -188,11 +189,11 @@ def test_every_line_shape_decodes_to_the_same_entry(
     data: dict[str, object], expected: LedgerEntry
 ) -> None:
     """A complete, plainly typed line takes the quick path; the rest the tolerant path."""
-    assert LedgerEntry.from_json(data) == expected
+    assert entry_from_json(data) == expected
 
 
 def test_decoded_entries_are_ordinary_frozen_entries() -> None:
-    decoded = LedgerEntry.from_json(written())
+    decoded = entry_from_json(written())
     assert [f.name for f in fields(decoded)] == list(written())  # the writer's key order
     assert decoded == FULL
     with pytest.raises(FrozenInstanceError):
@@ -223,11 +224,11 @@ def test_an_oversized_entry_is_shortened_to_one_small_line() -> None:
     big = entry(model="m" * 5_000, error="E: " + "y" * 5_000)
     line = big.to_json_line()
     assert len(line.encode()) <= MAX_LINE_BYTES
-    assert LedgerEntry.from_json(json.loads(line)).model == "m" * 120
+    assert entry_from_json(json.loads(line)).model == "m" * 120
 
 
 def test_other_offsets_parse_to_the_same_instant() -> None:
-    parsed = LedgerEntry.from_json({"ts": "2026-03-01T18:00:00+08:00"})
+    parsed = entry_from_json({"ts": "2026-03-01T18:00:00+08:00"})
     assert parsed.ts == T0
     assert parsed.ts.utcoffset() == timedelta(hours=8)
 
@@ -239,12 +240,12 @@ def test_a_line_from_before_cache_writes_reads_as_no_writes() -> None:
         for k, v in written().items()
         if k not in {"cache_write_tokens", "cache_write_cost", "input_truncated_by_provider"}
     }
-    decoded = LedgerEntry.from_json(old)
+    decoded = entry_from_json(old)
     assert decoded.cache_write_tokens == 0
     assert decoded.cache_write_cost is None
     assert decoded.input_truncated_by_provider is False
     assert decoded.input_tokens == FULL.input_tokens
-    unanswered = LedgerEntry.from_json({**old, "input_tokens": None})
+    unanswered = entry_from_json({**old, "input_tokens": None})
     assert unanswered.cache_write_tokens is None  # no report at all: unknown, not zero
 
 
@@ -272,7 +273,7 @@ def test_stop_reasoning_and_hour_writes_are_on_every_line_and_unknown_on_older_o
         for k, v in written().items()
         if k not in {"stop", "reasoning_tokens", "cache_write_1h_tokens"}
     }
-    decoded = LedgerEntry.from_json(old)
+    decoded = entry_from_json(old)
     assert (decoded.stop, decoded.reasoning_tokens, decoded.cache_write_1h_tokens) == (
         None,
         None,

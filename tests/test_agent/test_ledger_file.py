@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent.ledger_file import LedgerWriter, ledger_file, read_entries
+from bot.agent.ledger_file import LedgerWriter, ledger_file
+from bot.agent.ledger_read import read_entries
 from tests.deadlines import EVENT, PROCESS_READY, deadline
 from tests.test_agent.test_ledger import FULL, ROOT, SHANGHAI, T0, entry
 

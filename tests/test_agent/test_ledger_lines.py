@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent.ledger import _TABLE, LedgerEntry
+from bot.agent.ledger import LedgerEntry
+from bot.agent.ledger_read import _TABLE, entry_from_json
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "ledger"
 LINES = (RECORDED / "lines.jsonl").read_text(encoding="utf-8").splitlines()
@@ -18,7 +19,7 @@ DECODED = (RECORDED / "decoded.txt").read_text(encoding="utf-8").splitlines()
 
 def _outcome(line: str) -> str:
     try:
-        return "entry: " + repr(LedgerEntry.from_json(json.loads(line)))
+        return "entry: " + repr(entry_from_json(json.loads(line)))
     except ValueError as exc:
         return f"error: {type(exc).__name__}: {exc}"
 

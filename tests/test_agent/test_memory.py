@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from adapters.llm.scripted import CallTool, Fail, Reply, ScriptedModel, is_summary_request
+from bot.agent.ledger_read import read_entries
 from bot.app.wiring import App
 from bot.context.compaction import SUMMARY_PREFIX
 from bot.domain.facts import ReactionChange
@@ -60,7 +61,6 @@ async def owner_run(
     alias shown by each reply request and the simulated cache hit of those requests."""
     from itertools import cycle
 
-    from bot.agent.ledger_file import read_entries
     from bot.context.tokens import TokenCorrection
     from testkit.memory_store import InMemoryStore
     from tests.fakes import OWNER, SteppingClock
@@ -251,7 +251,7 @@ async def test_a_runtime_trim_after_a_summary_folds_what_it_drops(
 ) -> None:
     """Item 7: a trim inside the tool loop leaves no range neither summarised nor shown,
     and `kept_turns` counts the history's turns, not the summary block."""
-    from bot.agent.ledger_file import read_entries
+
     from bot.ports import ToolSpec
     from bot.tools.base import Tool
     from testkit.memory_store import InMemoryStore

@@ -15,7 +15,8 @@ import pytest
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerEntry
-from bot.agent.ledger_file import LedgerWriter, read_entries
+from bot.agent.ledger_file import LedgerWriter
+from bot.agent.ledger_read import read_entries
 from bot.agent.metering import CallMetering
 from bot.agent.routes import Prices
 from bot.context.tokens import RequestTokens

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from adapters.llm.scripted import ScriptedModel, is_summary_request
-from bot.agent.ledger_file import read_entries
+from bot.agent.ledger_read import read_entries
 from bot.agent.metering import FILE_NAME
 from bot.context.tokens import estimate_history_tokens
 from bot.context.window import estimate_tool_schema_tokens

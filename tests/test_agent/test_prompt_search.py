@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.agent.request import PromptFacts, build_system_prompt
+from bot.agent.system_prompt import PromptFacts, build_system_prompt
 from bot.domain.ids import Locale
 from bot.tools import default_tools
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel, is_summary_request
-from bot.agent.ledger_file import read_entries
+from bot.agent.ledger_read import read_entries
 from bot.context.history_trim import BREADCRUMB_TEXT
 from bot.domain.facts import Quote
 from tests.fakes import ALICE, BOB, CHEN, RecordingMessenger

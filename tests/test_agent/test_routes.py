@@ -6,7 +6,7 @@ import pytest
 
 from adapters.llm.scripted import ScriptedModel
 from bot.agent.routes import Prices, ProfileEntry, RouteTable
-from bot.context.window import ProfileCapacity
+from bot.context.window import ProfileCapacity, window_for_math
 from bot.ports import Usage
 
 PRICES = Prices(
@@ -108,13 +108,14 @@ def test_route_resolution(route: str | None, expected: tuple[object, ...]) -> No
         resolved.profile,
         resolved.model,
         resolved.context_window,
-        resolved.context_window_for_math,
+        window_for_math(resolved.context_window),
     )
     assert got == expected
 
 
 async def test_only_routes_whose_provider_marks_breakpoints_pay_for_cache_digests() -> None:
-    from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
+    from adapters.llm.anthropic_provider import AnthropicProvider
+    from adapters.llm.openai_provider import OpenAIProvider
     from bot.agent.routes import marks_cache
 
     async with (

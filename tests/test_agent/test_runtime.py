@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapters.llm.scripted import Reply, ScriptedModel
-from bot.agent.ledger_file import read_entries
+from bot.agent.ledger_read import read_entries
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
 from tests.fakes import BOB, RecordingMessenger

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from adapters.llm.scripted import ScriptedModel
-from bot.agent.ledger_file import read_entries
+from bot.agent.ledger_read import read_entries
 from bot.agent.routes import Prices
 from bot.agent.spend import SpendGuard, SpendPolicy, billable_tokens, call_bound, periods_at
 from bot.agent.spend_counters import (

@@ -21,7 +21,8 @@ from typing import Any, Literal
 
 import pytest
 
-from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
+from adapters.llm.anthropic_provider import AnthropicProvider
+from adapters.llm.openai_provider import OpenAIProvider
 from adapters.llm.scripted import Reply, ScriptedModel
 from bot.app.dashboard.ledger_index import LedgerIndex
 from bot.app.dashboard.views import error_lines

@@ -13,7 +13,7 @@ from datetime import UTC, timedelta
 from pathlib import Path
 
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
-from bot.agent.ledger_file import read_entries
+from bot.agent.ledger_read import read_entries
 from bot.app.jobs import task_turns
 from bot.app.wiring import App
 from bot.context.task_block import TaskInstruction
@@ -82,7 +82,7 @@ async def test_the_instruction_rides_after_the_history_and_is_never_stored(
     # Bob's message is history, rendered without per-turn blocks; everything before it is
     # byte for byte what a member's turn sends before its current message
     assert history[-1].content.endswith("we picked Friday for the release")
-    before_current = preview.messages[: preview.current_index]
+    before_current = preview.messages[: preview.layout.current_index]
     assert shown(history[: len(before_current)]) == shown(before_current)
     assert messenger.texts(CHAT)[-1] == "Here is the digest."
 

@@ -14,7 +14,8 @@ import pytest
 from adapters.llm.scripted import ScriptedModel
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerEntry
-from bot.agent.ledger_file import LedgerWriter, read_entries
+from bot.agent.ledger_file import LedgerWriter
+from bot.agent.ledger_read import read_entries
 from bot.agent.metering import FILE_NAME, CallMetering, TokenTruth
 from bot.errors import ConfigError
 from bot.ports import LLMRequest, LLMResponse, TextSink, Usage

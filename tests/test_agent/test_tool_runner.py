@@ -14,7 +14,7 @@ import bot.agent.tool_runner as tool_runner_module
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel
 from bot.agent.tool_runner import ToolRunner
 from bot.context.alias_table import AliasTable
-from bot.context.projection import tool_result_message
+from bot.context.tool_results import tool_result_message
 from bot.domain.ids import SessionKey
 from bot.domain.messages import ToolCall
 from bot.domain.records import ToolResult

@@ -283,7 +283,7 @@ async def test_a_token_telegram_refuses_is_one_line(tmp_path: Path) -> None:
 
 
 def test_the_banner_names_the_offline_model_and_masks_the_password(tmp_path: Path) -> None:
-    from bot.app.serve import start_banner
+    from bot.app.startup import start_banner
     from bot.config import load_settings
 
     settings = load_settings(
@@ -300,7 +300,7 @@ def test_the_banner_names_the_offline_model_and_masks_the_password(tmp_path: Pat
 
 
 def test_the_banner_says_when_the_messages_api_was_read_from_the_url(tmp_path: Path) -> None:
-    from bot.app.serve import start_banner
+    from bot.app.startup import start_banner
     from bot.config import load_settings
 
     def banner(**settings: object) -> str:

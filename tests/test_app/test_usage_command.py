@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent.ledger_file import read_entries
+from bot.agent.ledger_read import read_entries
 from bot.app.usage_command import feedback_source
 from bot.ports import StoredReaction
 from storage.engine import create_engine_for, create_readonly_engine

@@ -12,12 +12,11 @@ from bot.context.history_trim import (
     TrimResult,
     breadcrumb_message,
     insert_breadcrumb,
-    trim_conversation_to_recent_turns,
-    trim_to_recent_turn_count,
     trim_to_recent_turns,
     with_breadcrumb,
 )
 from bot.context.tokens import estimate_history_tokens
+from bot.context.turn_cap import trim_conversation_to_recent_turns, trim_to_recent_turn_count
 from bot.context.turns import leading_system_count, remove_orphaned_tool_messages, turn_starts
 from bot.context.window import WindowDecision, WindowLimits
 from bot.domain.messages import ChatMessage

@@ -9,10 +9,10 @@ from bot.context.history_trim import (
     HistoryTrimmed,
     IndexedHistory,
     TrimResult,
-    trim_to_recent_turn_count,
     trim_to_recent_turns,
 )
 from bot.context.tokens import estimate_history_tokens
+from bot.context.turn_cap import trim_to_recent_turn_count
 from bot.domain.messages import ChatMessage
 from tests.test_context.histories import assistant, crumb, histories, system, tool, user
 

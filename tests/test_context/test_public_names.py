@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import bot.context
-from bot.context.history_trim import (
-    BREADCRUMB_TEXT,
-    insert_breadcrumb,
-    trim_conversation_to_recent_turns,
-    trim_to_recent_turn_count,
-    trim_to_recent_turns,
-)
+from bot.context.history_trim import BREADCRUMB_TEXT, insert_breadcrumb, trim_to_recent_turns
 from bot.context.tokens import estimate_history_tokens, estimate_text_tokens
 from bot.context.tool_results import truncate_tool_result
+from bot.context.turn_cap import trim_conversation_to_recent_turns, trim_to_recent_turn_count
 from bot.context.turns import remove_orphaned_tool_messages
 from bot.context.window import RuntimeLimits, effective_context_budget
 from bot.domain.messages import ChatMessage, ToolCall

@@ -16,7 +16,6 @@ from bot.context.tokens import (
     TokenCorrection,
     corrections_from_dict,
     corrections_to_dict,
-    drift_of_errors,
     observe,
 )
 
@@ -131,16 +130,3 @@ def test_a_book_skips_entries_that_are_not_objects() -> None:
     assert corrections_from_dict({"a": 3, "b": {"ratio": 1.2, "samples": 2}}) == {
         "b": TokenCorrection(ratio=1.2, samples=2)
     }
-
-
-def test_drift_is_the_median_and_p90_of_the_absolute_error() -> None:
-    errors = [0.1] * 8 + [0.3, 1.0]  # +10 % x8, -30 %, +100 %
-    drift = drift_of_errors(errors)
-    assert drift is not None
-    assert drift.calls == 10
-    assert drift.median == pytest.approx(0.10)
-    assert drift.p90 == pytest.approx(0.30)
-    assert drift_of_errors([]) is None
-    single = drift_of_errors([0.1])
-    assert single is not None
-    assert (single.median, single.p90) == (pytest.approx(0.1), pytest.approx(0.1))

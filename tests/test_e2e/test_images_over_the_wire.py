@@ -21,7 +21,7 @@ import pytest
 from PIL import Image
 
 from adapters.llm.scripted import ScriptedModel
-from bot.agent.ledger_file import read_entries
+from bot.agent.ledger_read import read_entries
 from bot.agent.trace_reader import read_trace
 from bot.app.dashboard.calls import view
 from bot.ports import LLMRequest, LLMResponse

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from adapters.llm.scripted import CallTool, Reply, ScriptedModel, Step
-from bot.agent.ledger_file import read_entries
+from bot.agent.ledger_read import read_entries
 from bot.agent.trace_reader import read_trace
 from bot.app.dashboard.calls import view
 from bot.ports import LLMRequest, LLMResponse

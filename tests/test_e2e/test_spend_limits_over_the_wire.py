@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from adapters.llm.scripted import ScriptedModel, last_user_body
-from bot.agent.ledger_file import read_entries
+from bot.agent.ledger_read import read_entries
 from bot.ports import LLMRequest, LLMResponse, Usage
 from testkit.fake_bot_api import FakeBotApi
 from testkit.fake_server import FakeOpenAIServer

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from adapters.llm.scripted import CallTool, Hold, Reply, ScriptedModel
-from bot.agent.ledger_file import read_entries
+from bot.agent.ledger_read import read_entries
 from bot.agent.trace_reader import read_trace
 from tests.bot_process import QUIET_CONFIG, StartBot
 from tests.deadlines import EVENT, deadline

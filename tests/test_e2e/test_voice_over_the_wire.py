@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from adapters.llm.scripted import ScriptedModel
-from bot.agent.ledger_file import read_entries
+from bot.agent.ledger_read import read_entries
 from bot.ports import LLMRequest, LLMResponse
 from testkit.fake_transcription import FakeTranscriptionServer
 from tests.bot_process import QUIET_CONFIG, StartBot, eventually, reply_stored

@@ -17,7 +17,8 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from adapters.llm.scripted import ScriptedModel
-from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.app import build_dispatcher
+from adapters.telegram.bot_session import build_bot
 from adapters.telegram.polling_loop import poll_updates
 from adapters.telegram.sender import TelegramMessenger
 from bot.domain.ids import SessionKey

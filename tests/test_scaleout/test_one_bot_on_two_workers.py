@@ -31,7 +31,7 @@ import pytest_asyncio
 from aiohttp import web
 
 from adapters.telegram.webhook import WEBHOOK_PATH
-from bot.agent.ledger_file import read_entries
+from bot.agent.ledger_read import read_entries
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
 from bot.ports import LLMRequest, LLMResponse, TextSink, Usage

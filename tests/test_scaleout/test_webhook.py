@@ -14,7 +14,8 @@ from aiogram import Bot
 
 from adapters.llm.scripted import ScriptedModel
 from adapters.telegram import polling_loop
-from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.app import build_dispatcher
+from adapters.telegram.bot_session import build_bot
 from adapters.telegram.sender import TelegramMessenger
 from adapters.telegram.webhook import (
     HEALTH_PATH,

@@ -13,7 +13,7 @@ import pytest
 from aiogram import Dispatcher
 
 from adapters.llm.scripted import Reply, ScriptedModel
-from adapters.telegram.app import build_bot
+from adapters.telegram.bot_session import build_bot
 from adapters.telegram.webhook import SECRET_HEADER, WEBHOOK_PATH, WebhookServer
 from testkit.fake_bot_api import FakeBotApi
 from testkit.fake_server import FakeOpenAIServer

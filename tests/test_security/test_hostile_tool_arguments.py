@@ -12,7 +12,7 @@ import aiohttp
 from aiogram import Dispatcher
 
 from adapters.llm.scripted import Reply
-from adapters.telegram.app import build_bot
+from adapters.telegram.bot_session import build_bot
 from adapters.telegram.webhook import WEBHOOK_PATH, WebhookServer
 from bot.agent.tool_runner import MAX_ARGUMENT_CHARS
 from bot.context.bounded_json import JsonTooDeep, loads_bounded, nesting_depth

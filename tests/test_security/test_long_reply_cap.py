@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.telegram.app import build_bot
+from adapters.telegram.bot_session import build_bot
 from adapters.telegram.markdown_entities import MAX_BUBBLES_PER_REPLY, plan_reply
 from adapters.telegram.sender import TelegramMessenger
 from testkit.fake_bot_api import FakeBotApi

@@ -14,7 +14,8 @@ import pytest
 from aiogram import Bot
 
 from adapters.telegram import polling_loop
-from adapters.telegram.app import build_bot, build_dispatcher
+from adapters.telegram.app import build_dispatcher
+from adapters.telegram.bot_session import build_bot
 from adapters.telegram.polling_loop import poll_updates
 from bot.domain.facts import InboundMessage
 from testkit.fake_bot_api import FakeBotApi

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent.ledger_file import ledger_file, read_entries
+from bot.agent.ledger_file import ledger_file
+from bot.agent.ledger_read import read_entries
 from bot.services.usage_report import (
     CallsPerTurn,
     build_report,
+    drift_of_errors,
     load_report,
     percentile,
     report_days,
@@ -206,3 +208,16 @@ def test_calls_a_budget_refused_are_counted_apart_and_in_no_other_figure() -> No
         plain.errors,
         plain.cost,
     )
+
+
+def test_drift_is_the_median_and_p90_of_the_absolute_error() -> None:
+    errors = [0.1] * 8 + [0.3, 1.0]  # +10 % x8, -30 %, +100 %
+    drift = drift_of_errors(errors)
+    assert drift is not None
+    assert drift.calls == 10
+    assert drift.median == pytest.approx(0.10)
+    assert drift.p90 == pytest.approx(0.30)
+    assert drift_of_errors([]) is None
+    single = drift_of_errors([0.1])
+    assert single is not None
+    assert (single.median, single.p90) == (pytest.approx(0.1), pytest.approx(0.1))

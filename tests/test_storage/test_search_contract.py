@@ -19,7 +19,8 @@ from bot.ports import InboundAppend, NewRecord
 from storage.codec import platform_message_row
 from storage.engine import create_engine_for
 from storage.migrate import alembic_config, upgrade_database
-from storage.search import MAX_QUERY_CHARS, index_tokens, query_terms
+from storage.search import index_tokens
+from storage.search_query import MAX_QUERY_CHARS, query_terms
 from storage.sql import SqlStore
 from storage.tables import PLATFORM_MESSAGES
 from tests.test_storage.conftest import Store, database_url

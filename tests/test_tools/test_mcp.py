@@ -14,13 +14,14 @@ import pytest
 from PIL import Image
 
 from adapters.media_files import prepare_image
+from bot.agent.chat_scope import offered_in
 from bot.agent.tool_runner import ToolRunner
 from bot.context.alias_table import AliasTable
 from bot.context.images import ImageBounds
 from bot.domain.ids import Scene, SessionKey
 from bot.domain.messages import ToolCall
 from bot.ports import DocumentText, FetchedImage, SessionInfo
-from bot.tools.base import Tool, ToolContext, ToolMedia, offered_in
+from bot.tools.base import Tool, ToolContext, ToolMedia
 from bot.tools.mcp import (
     ListedTool,
     McpAccess,

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from bot.agent.ledger import LedgerEntry
-from bot.agent.ledger_file import ledger_file, read_entries
+from bot.agent.ledger_file import ledger_file
+from bot.agent.ledger_read import read_entries
 from bot.agent.ledger_tail import DayFileTail
 from bot.services.usage_report import DayTally, UsageRow, tally_days, total_row
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.ledger import LedgerEntry, trim_to_json
 from bot.agent.ledger_file import ledger_file
+from bot.agent.ledger_read import entry_from_json
 from bot.agent.ledger_tail import DayFileTail
 from bot.agent.metering import ledger_entry
 from bot.context.history_trim import HistoryTrimmed
@@ -195,7 +196,7 @@ def _tail_entries(path: Path) -> list[LedgerEntry]:
         if not line.strip():
             continue
         try:
-            entries.append(LedgerEntry.from_json(json.loads(line)))
+            entries.append(entry_from_json(json.loads(line)))
         except (ValueError, TypeError, KeyError):
             continue  # a corrupt or partial line is skipped, as every reader does
     return entries

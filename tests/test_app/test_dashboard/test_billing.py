@@ -22,7 +22,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from bot.agent.ledger import LedgerEntry
-from bot.agent.ledger_file import LedgerWriter, read_entries
+from bot.agent.ledger_file import LedgerWriter
+from bot.agent.ledger_read import read_entries
 from bot.app.dashboard.server import open_dashboard
 from tests.test_app.test_dashboard.conftest import DemoData, serving
 from tests.test_app.test_dashboard.test_pages import overview_rows, report_json

@@ -20,7 +20,8 @@ from aiohttp import web
 from pydantic import SecretStr
 
 from bot.agent.ledger import LedgerEntry
-from bot.agent.ledger_file import LedgerWriter, read_entries
+from bot.agent.ledger_file import LedgerWriter
+from bot.agent.ledger_read import read_entries
 from bot.app.dashboard.server import close_dashboard, open_dashboard, start_dashboard
 from tests.test_app.test_dashboard.conftest import (
     DASHBOARD_SECRET,

@@ -15,7 +15,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from bot.agent.ledger import LedgerEntry
-from bot.agent.ledger_file import LedgerWriter, read_entries
+from bot.agent.ledger_file import LedgerWriter
+from bot.agent.ledger_read import read_entries
 from bot.agent.spend import periods_at
 from bot.agent.spend_counters import Amount, Change, Counter
 from bot.app.dashboard.server import open_dashboard

@@ -11,7 +11,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from bot.agent.ledger import LedgerEntry
-from bot.agent.ledger_file import read_entries
+from bot.agent.ledger_read import read_entries
 from bot.agent.trace_reader import read_trace, trace_path
 from bot.agent.traces import encode_trace
 from bot.app.demo_scenario import build_scenario

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from bot.agent.ledger import LedgerEntry
-from bot.agent.ledger_file import LedgerWriter, read_entries
+from bot.agent.ledger_file import LedgerWriter
+from bot.agent.ledger_read import read_entries
 from bot.agent.trace_reader import read_trace
 from tests.test_app.test_dashboard.conftest import DemoData
 from tests.test_app.test_dashboard.test_browser import (  # noqa: F401 (fixtures)

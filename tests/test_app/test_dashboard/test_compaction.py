@@ -21,7 +21,8 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerEntry
-from bot.agent.ledger_file import LedgerWriter, read_entries
+from bot.agent.ledger_file import LedgerWriter
+from bot.agent.ledger_read import read_entries
 from bot.app.dashboard.server import build_application, open_dashboard
 from tests.test_agent.rig import model_call
 from tests.test_app.test_dashboard.conftest import DemoData, serving

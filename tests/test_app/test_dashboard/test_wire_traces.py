@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.llm.openai_provider import AnthropicProvider, OpenAIProvider
+from adapters.llm.anthropic_provider import AnthropicProvider
+from adapters.llm.openai_provider import OpenAIProvider
 from adapters.llm.scripted import Reply, ScriptedModel
 from bot.agent.trace_reader import read_trace
 from bot.agent.trace_writer import TraceWriter
