@@ -17,7 +17,6 @@ from pathlib import Path
 
 from bot.domain.ids import Locale
 from bot.ports import Clock, Messenger
-from bot.services.chart import render_usage_chart
 from bot.services.usage_render import format_cost, format_error, format_share, format_tokens
 from bot.services.usage_report import UsageReport, load_report, with_feedback
 from bot.store_ports import ChatEventStore, Claims
@@ -104,6 +103,9 @@ class DailySummary:
                 report, ((r.created_at, r.chat_id, r.emoji) for r in found), zone=self._zone
             )
         try:
+            # drawn once a day: Pillow and the chart load then, not in every serving process
+            from bot.services.chart import render_usage_chart
+
             chart: bytes | None = await asyncio.to_thread(render_usage_chart, report)
         except Exception:  # a chart is a nicety; the text still goes out
             logger.exception("daily summary chart for %s failed", day)
