@@ -12,7 +12,8 @@
   `storage.executor.run_plan` or as one `sqlite3` job; `storage.sqlite` and
   `storage.postgres`: what differs between the two databases;
 - `storage.inbound_batch`: group commit of a `getUpdates` batch (`append_inbound`), retried;
-- `storage.alias_cache`: the per-record alias ordinals and their pure derivation;
+- `storage.alias_cache`: the per-record alias ordinals and their pure derivation
+  (`storage.alias_repair`: their repairs);
 - `storage.queries`: prebuilt SQL; `storage.codec`: table rows to domain values and back
   (payload JSON included);
 - `storage.sqlite.driver`: SQLite's connections (`storage.sqlite.worker`: their thread);

@@ -22,12 +22,8 @@ from bot.domain.platform_messages import PlatformMessage
 from bot.domain.records import StoredRecord
 from bot.errors import SessionNotFound, StorageError
 from bot.ports import InboundAppend, LoadedHistory, LoadedTurn, NewRecord, StoredReaction
-from storage.alias_cache import (
-    aliases_on_path,
-    message_ids_of,
-    rederive_subtree,
-    repair_path,
-)
+from storage.alias_cache import aliases_on_path
+from storage.alias_repair import message_ids_of, rederive_subtree, repair_path
 from storage.codec import (
     REACTION_PREFIX,
     SESSION_PREFIX,
