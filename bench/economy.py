@@ -42,7 +42,8 @@ from bot.agent.system_prompt import PromptFacts, build_system_prompt
 from bot.app.wiring import build_app
 from bot.config import load_settings
 from bot.context.compaction import newest_lines_within
-from bot.context.history_trim import BREADCRUMB_TEXT, HistoryTrimmed
+from bot.context.history_trim import BREADCRUMB_TEXT
+from bot.context.history_trimmed import HistoryTrimmed
 from bot.context.tokens import (
     estimate_history_tokens,
     estimate_message_tokens,

@@ -23,7 +23,7 @@ from bot.agent.routes import RouteTable
 from bot.agent.window_fold import WindowFolds
 from bot.agent.window_state import ConversationWindow, LoadedWindow, WindowPolicy
 from bot.context.alias_table import AliasTable
-from bot.context.history_trim import HistoryTrimmed
+from bot.context.history_trimmed import HistoryTrimmed
 from bot.context.projection import (
     Projection,
     RenderedPrefix,
