@@ -51,7 +51,8 @@ from typing import Any
 
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.trace_retention import folder_size, prune_days, shrink
-from bot.agent.traces import segment_numbers, trace_json, trace_member
+from bot.agent.trace_segments import Segment, close_all, forget, open_segment
+from bot.agent.traces import trace_json, trace_member
 from bot.ports import LLMRequest
 
 log = logging.getLogger("tgbot.traces")
@@ -109,24 +110,6 @@ class _Job:
     """Close the files once written (a flush)."""
 
 
-@dataclass(slots=True)
-class _Segment:
-    """One day's open segment and index (worker thread only)."""
-
-    folder: Path
-    n: int
-    data: int
-    index: int
-    size: int
-    """The segment's size after the last write (every writer's members included)."""
-    checked: float
-
-    def close(self) -> None:
-        for fd in (self.data, self.index):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-
 class TraceWriter:
     """Keeps the trace of every model call published on the bus (see the module doc)."""
 
@@ -156,7 +139,7 @@ class TraceWriter:
         # the worker thread's
         self._pruned: date | None = None
         self._total: int | None = None
-        self._segments: dict[str, _Segment] = {}
+        self._segments: dict[str, Segment] = {}
         """Day (`YYYY-MM-DD`) → its open segment; two days at most."""
 
     def attach(self, bus: EventBus) -> TraceWriter:
@@ -281,7 +264,7 @@ class TraceWriter:
                 with self._worker_lock:
                     if self._jobs.qsize() == 0:
                         self._worker = None
-                        self._close_all()
+                        close_all(self._segments)
                         return
                 continue
             while True:
@@ -344,13 +327,13 @@ class TraceWriter:
                     for job, _, _ in members:
                         failures[job] = failures[job] or exc
             if self._total is not None and self._total > self.max_total_bytes:
-                self._close_all()  # the files are opened again at the next write
+                close_all(self._segments)  # the files are opened again at the next write
                 self._total = shrink(self.dir, self.max_total_bytes)
         except Exception as exc:
             failures = [failure or exc for failure in failures]
         finally:
             if close:
-                self._close_all()
+                close_all(self._segments)
         return failures
 
     def _write_all(self, traces: list[dict[str, Any]], now: datetime) -> None:
@@ -364,7 +347,7 @@ class TraceWriter:
         today = now.astimezone(UTC).date()
         if self._pruned != today:
             for removed in prune_days(self.dir, keep_days=self.keep_days, today=today):
-                self._forget(removed)  # its files are not written to again
+                forget(self._segments, removed)  # its files are not written to again
             self._total = None
             self._pruned = today
         if self._total is None:
@@ -395,7 +378,7 @@ class TraceWriter:
         segment.size = end
         self._total = (self._total or 0) + len(blob) + len(index)
 
-    def _segment(self, day: str) -> _Segment:
+    def _segment(self, day: str) -> Segment:
         """The day's segment to append to: the open one, unless it is full or another
         process's pruning removed it."""
         segment = self._segments.get(day)
@@ -404,46 +387,13 @@ class TraceWriter:
             if now - segment.checked >= self.stale_check_seconds:
                 segment.checked = now
                 if os.fstat(segment.data).st_nlink == 0 or os.fstat(segment.index).st_nlink == 0:
-                    self._forget(day)
+                    forget(self._segments, day)
                     segment = None
             if segment is not None and segment.size >= self.segment_bytes:
                 following = segment.n + 1
-                self._forget(day)
-                return self._open(day, following)
-        return segment or self._open(day, None)
-
-    def _open(self, day: str, n: int | None) -> _Segment:
-        folder = self.dir / day
-        folder.mkdir(parents=True, exist_ok=True)
-        if n is None:
-            n = max(segment_numbers(folder, "gz"), default=0)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
-        while True:
-            data = os.open(folder / f"{n}.gz", flags, 0o600)
-            size = os.lseek(data, 0, os.SEEK_END)
-            if size < self.segment_bytes:
-                break
-            os.close(data)
-            n += 1
-        try:
-            index = os.open(folder / f"{n}.idx", flags, 0o600)
-        except OSError:
-            os.close(data)
-            raise
-        while len(self._segments) >= 2:  # a held trace of yesterday, written after midnight
-            self._forget(min(self._segments))
-        segment = _Segment(folder, n, data, index, size, checked=time.monotonic())
-        self._segments[day] = segment
-        return segment
-
-    def _forget(self, day: str) -> None:
-        segment = self._segments.pop(day, None)
-        if segment is not None:
-            segment.close()
-
-    def _close_all(self) -> None:
-        for day in list(self._segments):
-            self._forget(day)
+                forget(self._segments, day)
+                return open_segment(self._segments, self.dir, day, following, self.segment_bytes)
+        return segment or open_segment(self._segments, self.dir, day, None, self.segment_bytes)
 
 
 def _tool_results(previous: ModelCalled, request: LLMRequest) -> tuple[dict[str, Any], ...]:
