@@ -50,10 +50,10 @@ from pathlib import Path
 from typing import Any
 
 from bot.agent.events import EventBus, ModelCalled
+from bot.agent.trace_held import Held, tool_results
 from bot.agent.trace_retention import folder_size, prune_days, shrink
 from bot.agent.trace_segments import Segment, close_all, forget, open_segment
 from bot.agent.traces import trace_json, trace_member
-from bot.ports import LLMRequest
 
 log = logging.getLogger("tgbot.traces")
 
@@ -88,17 +88,6 @@ class _Call:
 
 
 @dataclass(slots=True)
-class _Held:
-    """A tool-calling call, waiting for the next call of its turn."""
-
-    call: ModelCalled
-    since: float
-    """`time.monotonic()` when it began to wait."""
-    written: bool = False
-    """Written already, without its results (it waited `HOLD_SECONDS`, or a flush came)."""
-
-
-@dataclass(slots=True)
 class _Job:
     """What one event hands to the worker thread."""
 
@@ -128,7 +117,7 @@ class TraceWriter:
         self.segment_bytes = segment_bytes or max(1, min(SEGMENT_BYTES, max_total_bytes // 16))
         self.hold_seconds = hold_seconds
         self.stale_check_seconds = STALE_CHECK_SECONDS
-        self._held: OrderedDict[str, _Held] = OrderedDict()
+        self._held: OrderedDict[str, Held] = OrderedDict()
         """Turn id → its last call, if it asked for tools."""
         self._timer: asyncio.TimerHandle | None = None
         self._timer_loop: asyncio.AbstractEventLoop | None = None
@@ -155,7 +144,7 @@ class TraceWriter:
         writes: list[_Call] = []
         held = self._held.pop(call.turn_id, None)
         if held is not None:
-            results = () if call.request is None else _tool_results(held.call, call.request)
+            results = () if call.request is None else tool_results(held.call, call.request)
             if results or not held.written:
                 writes.append(_Call(held.call, results))
         response = call.response
@@ -211,7 +200,7 @@ class TraceWriter:
     def _hold(self, call: ModelCalled) -> list[_Call]:
         """Keep `call` until the next call of its turn; what must be written now instead
         (the oldest held, past `OPEN_TURNS`)."""
-        self._held[call.turn_id] = _Held(call=call, since=time.monotonic())
+        self._held[call.turn_id] = Held(call=call, since=time.monotonic())
         evicted = []
         while len(self._held) > OPEN_TURNS:
             _, oldest = self._held.popitem(last=False)
@@ -394,19 +383,3 @@ class TraceWriter:
                 forget(self._segments, day)
                 return open_segment(self._segments, self.dir, day, following, self.segment_bytes)
         return segment or open_segment(self._segments, self.dir, day, None, self.segment_bytes)
-
-
-def _tool_results(previous: ModelCalled, request: LLMRequest) -> tuple[dict[str, Any], ...]:
-    """The tool messages of `request` that answer the tool calls of the previous call."""
-    response = previous.response
-    ids = {call.id for call in response.tool_calls} if response is not None else set()
-    return tuple(
-        {
-            "tool_call_id": message.tool_call_id,
-            "name": message.name,
-            "content": message.content,
-            "is_error": message.is_error,
-        }
-        for message in request.messages
-        if message.role == "tool" and message.tool_call_id in ids
-    )
