@@ -3,9 +3,9 @@
 The cache itself and its definition live in `storage.alias_cache`. Rows whose cache is
 missing (`alias_last IS NULL`: bulk imports, rows of an older version) are repaired by one
 pass over the path that reads only id, parent_id and the small `message_ids` column
-(`repair_path`); changing a record's first id (`set_message_ids`) re-derives it and its
-descendants (`rederive_subtree`). Neither runs on an ordinary append. Callers hold the
-session row's write lock, so repairs never race.
+(`repair_path`; `locked_repair` locks the session row first); changing a record's first id
+(`set_message_ids`) re-derives it and its descendants (`rederive_subtree`). Neither runs
+on an ordinary append. Callers hold the session row's write lock, so repairs never race.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from typing import Any
 
 from sqlalchemy import bindparam, select, update
 
+from bot.errors import SessionNotFound
 from storage.alias_cache import derive_path, derive_record
 from storage.payload import decode_message_ids
-from storage.plan import Plan, Rows, Run, first_row
-from storage.queries import walk_params, walk_up
+from storage.plan import Plan, Rows, Run, SqlParts, first_row
+from storage.queries import SESSION_BY_ID, walk_params, walk_up
 from storage.tables import MESSAGES
 
 _ALIAS_LAST = select(MESSAGES.c.alias_last).where(MESSAGES.c.id == bindparam("record_id"))
@@ -88,3 +89,12 @@ def repair_path(root_base: int, leaf_id: int) -> Plan[None]:
 def message_ids_of(row: Any) -> tuple[int | None, ...]:
     """The `message_ids` column of a row of `ALIAS_COLUMNS`, decoded."""
     return decode_message_ids(row.message_ids) if row.message_ids != "[]" else ()
+
+
+def locked_repair(parts: SqlParts, session_id: int, leaf_id: int) -> Plan[None]:
+    """Lock the session and repair the alias cache of the path ending at `leaf_id`."""
+    yield from parts.lock_sessions((session_id,))
+    srow = first_row((yield Rows(SESSION_BY_ID, {"session_id": session_id})))
+    if srow is None:
+        raise SessionNotFound(f"no session {session_id}")
+    yield from repair_path(srow.alias_root_base, leaf_id)
