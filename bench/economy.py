@@ -48,7 +48,7 @@ from bot.context.tokens import (
     estimate_history_tokens,
     estimate_message_tokens,
 )
-from bot.context.window import estimate_tool_schema_tokens
+from bot.context.tool_schema_cost import estimate_tool_schema_tokens
 from bot.domain.facts import InboundMessage, Media, Quote
 from bot.domain.messages import ChatMessage, Reasoning, ToolCall
 from bot.ports import LLMRequest, LLMResponse, MediaFiles, TextSink, ToolSpec

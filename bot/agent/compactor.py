@@ -54,7 +54,8 @@ from bot.context.tokens import (
     estimate_message_tokens,
     split_request_tokens,
 )
-from bot.context.window import PerScene, estimate_tool_schema_tokens
+from bot.context.tool_schema_cost import estimate_tool_schema_tokens
+from bot.context.window import PerScene
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord
 from bot.errors import BotError, CapacityExceeded

@@ -36,11 +36,10 @@ from bot.context.tokens import (
     exact_message_tokens,
     image_tokens,
 )
+from bot.context.tool_schema_cost import estimate_tool_schema_tokens, tool_schema_text
 from bot.context.window import (
     RuntimeLimits,
     check_capacity,
-    estimate_tool_schema_tokens,
-    tool_schema_text,
     window_for_math,
 )
 from bot.domain.messages import ChatMessage
