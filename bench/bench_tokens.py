@@ -41,7 +41,7 @@ from pathlib import Path
 from adapters.tokenizers import TokenCounter, TokenizerUnavailable, load_token_counter
 from bot.agent.system_prompt import PromptFacts, build_system_prompt
 from bot.context.tokens import MESSAGE_OVERHEAD_TOKENS, NO_CORRECTION, estimate_text_tokens, observe
-from bot.context.window import estimate_tool_schema_tokens
+from bot.context.tool_schema_cost import estimate_tool_schema_tokens
 from bot.tools import default_tools
 
 TEXTS = Path(__file__).with_name("texts")

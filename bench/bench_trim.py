@@ -27,11 +27,11 @@ from functools import partial
 from typing import Any
 
 from bot.context.history_trim import (
-    HistoryTrimmed,
     IndexedHistory,
     trim_to_recent_turns,
     with_breadcrumb,
 )
+from bot.context.history_trimmed import HistoryTrimmed
 from bot.context.tokens import with_token_estimate
 from bot.domain.messages import ChatMessage, ToolCall
 

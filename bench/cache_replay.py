@@ -18,7 +18,7 @@ from bench.cache_sim import (
 )
 from bench.economy import run_ours, tool_schema
 from bench.workload import generate
-from bot.context.window import estimate_tool_schema_tokens
+from bot.context.tool_schema_cost import estimate_tool_schema_tokens
 from bot.ports import LLMRequest
 
 

@@ -42,12 +42,13 @@ from bot.agent.system_prompt import PromptFacts, build_system_prompt
 from bot.app.wiring import build_app
 from bot.config import load_settings
 from bot.context.compaction import newest_lines_within
-from bot.context.history_trim import BREADCRUMB_TEXT, HistoryTrimmed
+from bot.context.history_trim import BREADCRUMB_TEXT
+from bot.context.history_trimmed import HistoryTrimmed
 from bot.context.tokens import (
     estimate_history_tokens,
     estimate_message_tokens,
 )
-from bot.context.window import estimate_tool_schema_tokens
+from bot.context.tool_schema_cost import estimate_tool_schema_tokens
 from bot.domain.facts import InboundMessage, Media, Quote
 from bot.domain.messages import ChatMessage, Reasoning, ToolCall
 from bot.ports import LLMRequest, LLMResponse, MediaFiles, TextSink, ToolSpec

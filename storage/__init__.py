@@ -9,10 +9,11 @@
   `storage.executor.Database`;
 - `testkit.memory_store.InMemoryStore()` (not shipped): the same contract in memory, for tests;
 - `storage.record_write`: the record write as one plan (`storage.plan`), run by
-  `storage.executor.run_plan` or as one `sqlite3` job; `storage.sqlite` and
+  `storage.plan_run.run_plan` or as one `sqlite3` job; `storage.sqlite` and
   `storage.postgres`: what differs between the two databases;
 - `storage.inbound_batch`: group commit of a `getUpdates` batch (`append_inbound`), retried;
-- `storage.alias_cache`: the per-record alias ordinals and their pure derivation;
+- `storage.alias_cache`: the per-record alias ordinals and their pure derivation
+  (`storage.alias_repair`: their repairs);
 - `storage.queries`: prebuilt SQL; `storage.codec`: table rows to domain values and back
   (payload JSON included);
 - `storage.sqlite.driver`: SQLite's connections (`storage.sqlite.worker`: their thread);

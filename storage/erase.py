@@ -27,9 +27,9 @@ from bot.domain.erasure import (
 )
 from bot.domain.records import RecordBody
 from storage.codec import stored_record
-from storage.executor import run_plan
 from storage.payload import encode_payload
 from storage.plan import SqlParts
+from storage.plan_run import run_plan
 from storage.queries import PLATFORM_MESSAGE_BY_KEY, RECORD_COLUMNS
 from storage.tables import MESSAGES, PLATFORM_MESSAGES, SESSIONS
 

@@ -1,9 +1,9 @@
-"""`Database`: the store's transactions on one engine, and the SQLAlchemy executor of plans.
+"""`Database`: the store's transactions on one engine, and where each runs its plans.
 
 Every store role (`storage.sessions`, `storage.history`, ...) reads and writes through one
 `Database`: a read (one statement: no transaction), a write transaction, a write plan
 (`storage.plan`) run as one `sqlite3` job on SQLite or on a SQLAlchemy connection
-(`run_plan`). What differs between databases comes from the engine's backend
+(`storage.plan_run.run_plan`). What differs between databases comes from the engine's backend
 (`storage.engine.backend_for`): the writers' queue on SQLite, the whole jobs of each
 database (`jobs_for`: `storage.sqlite.jobs`, `storage.postgres.jobs`: the hot reads and the
 write plans without
@@ -19,7 +19,6 @@ from contextlib import asynccontextmanager, nullcontext
 from datetime import datetime
 from typing import Any, Protocol, TypeVar, cast
 
-from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -27,7 +26,8 @@ from bot.clock import SYSTEM_CLOCK
 from bot.errors import StorageUnavailable
 from bot.ports import Clock
 from storage.engine import ONE_STATEMENT, WRITE, backend_for
-from storage.plan import Plan, Rows, SqlParts
+from storage.plan import Plan, SqlParts
+from storage.plan_run import run_plan
 from storage.postgres.jobs import DATA_ERRORS as POSTGRES_DATA_ERRORS
 from storage.reconnect import FirstStatementRetry
 from storage.sqlite.jobs import DATA_ERRORS as SQLITE_DATA_ERRORS
@@ -63,28 +63,6 @@ def jobs_for(engine: AsyncEngine, gate: WriteGate | None) -> Jobs | None:
 def parts_for(engine: AsyncEngine | AsyncConnection) -> SqlParts:
     """The sub-plans of the engine's (or connection's) database."""
     return backend_for(engine).parts
-
-
-async def run_plan(conn: AsyncConnection, plan: Plan[T]) -> T:
-    """Drive `plan` on `conn`, in the caller's transaction; its result. An error a statement
-    raises propagates, the plan abandoned."""
-    answer: Any = None
-    try:
-        while True:
-            step = plan.send(answer)
-            if isinstance(step, Rows):
-                answer = (await conn.execute(step.statement, step.params)).all()
-            elif isinstance(step.statement, str):  # SQL with its values written in
-                await conn.execute(text(step.statement))
-                answer = None
-            else:
-                await conn.execute(step.statement, step.params)
-                answer = None
-    except StopIteration as stop:
-        result: T = stop.value
-        return result
-    finally:
-        plan.close()
 
 
 class Database:

@@ -22,12 +22,8 @@ from bot.domain.platform_messages import PlatformMessage
 from bot.domain.records import StoredRecord
 from bot.errors import SessionNotFound, StorageError
 from bot.ports import InboundAppend, LoadedHistory, LoadedTurn, NewRecord, StoredReaction
-from storage.alias_cache import (
-    aliases_on_path,
-    message_ids_of,
-    rederive_subtree,
-    repair_path,
-)
+from storage.alias_cache import aliases_on_path
+from storage.alias_repair import locked_repair, message_ids_of, rederive_subtree, repair_path
 from storage.codec import (
     REACTION_PREFIX,
     SESSION_PREFIX,
@@ -36,16 +32,15 @@ from storage.codec import (
     session_info,
     stored_record,
 )
-from storage.executor import Database, run_plan
+from storage.executor import Database
 from storage.inbound_batch import InboundBatchWriter
 from storage.payload import encode_message_ids, first_message_id, with_message_ids
-from storage.plan import Plan, Rows, SqlParts, first_row
+from storage.plan_run import run_plan
 from storage.queries import (
     ALIASES_WANTED,
     REACTION_PART,
     RECORD_COLUMNS,
     RECORD_PART,
-    SESSION_BY_ID,
     SESSION_PART,
     SUMMARY_PART,
     not_by_session,
@@ -274,13 +269,4 @@ class SqlHistory:
         return stored_record(result)
 
     async def _repair_path(self, session_id: int, leaf_id: int) -> None:
-        await self._db.write_plan(partial(_repair_plan, self._db.parts, session_id, leaf_id))
-
-
-def _repair_plan(parts: SqlParts, session_id: int, leaf_id: int) -> Plan[None]:
-    """Lock the session and repair the alias cache of the path ending at `leaf_id`."""
-    yield from parts.lock_sessions((session_id,))
-    srow = first_row((yield Rows(SESSION_BY_ID, {"session_id": session_id})))
-    if srow is None:
-        raise SessionNotFound(f"no session {session_id}")
-    yield from repair_path(srow.alias_root_base, leaf_id)
+        await self._db.write_plan(partial(locked_repair, self._db.parts, session_id, leaf_id))

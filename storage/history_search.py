@@ -6,7 +6,8 @@ from bot.domain.platform_messages import PlatformMessage
 from storage.codec import (
     platform_message_from_row,
 )
-from storage.executor import Database, run_plan
+from storage.executor import Database
+from storage.plan_run import run_plan
 from storage.search_query import search_plan
 
 

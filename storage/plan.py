@@ -6,7 +6,7 @@ each `Rows`' rows (named rows: attribute and index access) as the value of its `
 what it returns is the write's result. Two executors drive the same plans
 (docs/architecture.md, One algorithm, two executors):
 
-- `storage.executor.run_plan`, on a SQLAlchemy connection in a transaction (PostgreSQL;
+- `storage.plan_run.run_plan`, on a SQLAlchemy connection in a transaction (PostgreSQL;
   SQLite when its connections are not `storage.sqlite.driver`'s);
 - `storage.sqlite.jobs.FastSqlite.write_plan`, as one `sqlite3` job (SQLite's appends and
   inbound batches).

@@ -12,7 +12,8 @@ from storage.codec import (
     platform_message_row,
 )
 from storage.erase import erase_rows
-from storage.executor import Database, run_plan
+from storage.executor import Database
+from storage.plan_run import run_plan
 from storage.queries import (
     PLATFORM_MESSAGE_BY_KEY,
 )

@@ -37,7 +37,8 @@ from bot.domain.platform_messages import PlatformMessage
 from bot.domain.records import StoredRecord
 from bot.errors import SessionNotFound
 from bot.ports import InboundAppend, NewRecord
-from storage.alias_cache import derive, derive_record, derive_with_earliest, repair_path
+from storage.alias_cache import derive, derive_record, derive_with_earliest
+from storage.alias_repair import repair_path
 from storage.codec import inserted_record, platform_message_row, record_row
 from storage.payload import first_message_id
 from storage.plan import Plan, Rows, Run, SqlParts, first_row

@@ -14,9 +14,9 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from storage.alias_cache import repair_path
+from storage.alias_repair import repair_path
 from storage.codec import utc
-from storage.executor import run_plan
+from storage.plan_run import run_plan
 from storage.retention import Node, PruneResult, plan_prune
 from storage.tables import MESSAGES, PLATFORM_MESSAGES, REACTIONS, SESSIONS, UPDATES
 

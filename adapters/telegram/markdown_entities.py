@@ -24,6 +24,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from adapters.telegram.bubble_cuts import best_cut, inside, prefix_fitting, source_at
+from adapters.telegram.markdown_tables import table_text
 from adapters.telegram.text_units import utf16_len
 
 EntityKind = Literal[
@@ -204,7 +205,7 @@ class _Renderer:
             table[-1].append(_plain(token.children or []))
         elif token.type == "table_close":
             start = self.size
-            self.write(_table_text(table), find=False)
+            self.write(table_text(table), find=False)
             self.span("pre", start)
             return None
         return table
@@ -377,19 +378,6 @@ def _plain(children: Sequence[Token]) -> str:
         else:
             parts.append(token.content)
     return "".join(parts).strip()
-
-
-def _table_text(rows: Sequence[Sequence[str]]) -> str:
-    """Telegram has no tables: rows with padded columns, shown in monospace, a rule under
-    the header row."""
-    columns = max((len(row) for row in rows), default=0)
-    widths = [max((len(r[i]) for r in rows if i < len(r)), default=0) for i in range(columns)]
-    lines = [
-        " | ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows
-    ]
-    if len(lines) > 1:
-        lines.insert(1, "-+-".join("-" * width for width in widths))
-    return "\n".join(lines)
 
 
 def _render(source: str) -> _Rendered:

@@ -2,8 +2,9 @@
 prepared in the background.
 
 `Compactor` does the I/O of compaction; what to do is decided by the pure plan
-(`bot.context.window_plan.plan_window`, `predict_cut`, `usable_summary`), which
-`bot.agent.window.Windows` runs between loading the window and projecting it:
+(`bot.context.window_plan.plan_window`, `predict_cut`;
+`bot.context.prepared_summary.usable_summary`), which `bot.agent.window.Windows` runs
+between loading the window and projecting it:
 
 - `find_prepared`: the summaries hanging inside a loaded window (a move may start on one).
 - `fold_or_fail`: the fold a member's turn waits for at a move (the fallback when none was
@@ -46,14 +47,15 @@ from bot.context.compaction import (
     plan_fold,
     summary_request,
 )
+from bot.context.prepared_summary import PreparedSummary, prepared_summaries
 from bot.context.tokens import (
     NO_CORRECTION,
     TokenCorrection,
     estimate_message_tokens,
     split_request_tokens,
 )
-from bot.context.window import PerScene, estimate_tool_schema_tokens
-from bot.context.window_plan import PreparedSummary, prepared_summaries
+from bot.context.tool_schema_cost import estimate_tool_schema_tokens
+from bot.context.window import PerScene
 from bot.domain.messages import ChatMessage
 from bot.domain.records import StoredRecord, SummaryRecord
 from bot.errors import BotError, CapacityExceeded

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol, TypeVar
 
 from bot.agent.routes import ModelRoute
-from bot.context.history_trim import HistoryTrimmed
+from bot.context.history_trimmed import HistoryTrimmed
 from bot.context.tokens import RequestTokens
 from bot.domain.messages import ToolCall
 from bot.domain.platform_messages import Delivery

@@ -15,13 +15,12 @@ correction survives a restart: at once after the first change, then at most once
 whatever is pending at shutdown (`flush`). A crash loses at most those few seconds of
 learning. A route is `provider/model`, the same key the ledger and the usage report use.
 
-File: `<data dir>/token-corrections.json`, `{"version": 1, "routes": {"<provider>/<model>":
-{"ratio": 0.83, "samples": 57}}}`, replaced atomically (write a temporary file, then
-`os.replace`). A missing or unreadable file starts every route fresh; it is never fatal.
-On PostgreSQL (several workers) the book is also shared (`shared`, `storage.token_corrections`),
-without a lock per call: each worker learns in memory and publishes its own row per route
-(its ratio and the calls it learned from) as it saves, at most every `SAVE_INTERVAL_SECONDS`
-and once more that long after the last change, then adopts the routes' shared state (the
+The file (`<data dir>/token-corrections.json`, replaced atomically; a missing or unreadable
+one starts every route fresh) is `bot.agent.token_corrections_file`'s. On PostgreSQL
+(several workers) the book is also shared (`shared`, `storage.token_corrections`), without
+a lock per call: each worker learns in memory and publishes its own row per route (its
+ratio and the calls it learned from) as it saves, at most every `SAVE_INTERVAL_SECONDS` and
+once more that long after the last change, then adopts the routes' shared state (the
 samples-weighted mean of every worker's recent row). So every worker learns from every call,
 a few seconds late. A worker that starts adopts the shared state before its first turn
 (`load_shared`), so a restart or a new worker begins from what the others learned, not from
@@ -31,9 +30,7 @@ its own file.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -44,11 +41,10 @@ from pathlib import Path
 from bot.agent.events import EventBus, ModelCalled
 from bot.agent.ledger import LedgerEntry, TrimInfo, describe_error
 from bot.agent.ledger_file import LedgerWriter
+from bot.agent.token_corrections_file import FILE_NAME, read_corrections, write_corrections
 from bot.context.tokens import (
     NO_CORRECTION,
     TokenCorrection,
-    corrections_from_dict,
-    corrections_to_dict,
     observe,
 )
 from bot.errors import BudgetExceeded
@@ -252,12 +248,10 @@ class CallMetering:
 
 # ---------------------------------------------------------------- token corrections
 
-FILE_NAME = "token-corrections.json"
 TRUNCATION_RATIO = 0.5
 """A report under half the corrected estimate reads as a request the provider cut."""
 TRUNCATION_FLOOR = 2048
 """Below this corrected estimate nothing is flagged: Ollama's smallest default `num_ctx`."""
-VERSION = 1
 SAVE_INTERVAL_SECONDS = 5.0
 
 
@@ -318,18 +312,7 @@ class TokenTruth:
     def load(cls, data_dir: Path) -> TokenTruth:
         """The book persisted in `data_dir` (fresh when there is none or it is unreadable)."""
         path = data_dir / FILE_NAME
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return cls(path)
-        except (OSError, ValueError) as exc:
-            log.warning("token corrections: %s unreadable (%s); starting fresh", path, exc)
-            return cls(path)
-        routes = raw.get("routes") if isinstance(raw, dict) else None
-        if not isinstance(routes, dict):
-            log.warning("token corrections: %s has no routes; starting fresh", path)
-            return cls(path)
-        return cls(path, corrections_from_dict(routes))
+        return cls(path, read_corrections(path))
 
     @property
     def routes(self) -> Mapping[str, TokenCorrection]:
@@ -429,13 +412,5 @@ class TokenTruth:
         self._saved_at = self._monotonic()
         if self.shared is not None and self._own:
             self._share()
-        if self.path is None:
-            return
-        data = {"version": VERSION, "routes": corrections_to_dict(self._routes)}
-        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-            os.replace(temporary, self.path)
-        except OSError as exc:  # a full disk must not fail a member's turn
-            log.warning("token corrections: could not write %s (%s)", self.path, exc)
+        if self.path is not None:
+            write_corrections(self.path, self._routes)

@@ -27,7 +27,7 @@ from bot.agent.fallback import falls_back, own_reasoning
 from bot.agent.routes import ModelRoute, RouteChains
 from bot.agent.traces import new_call_id
 from bot.context.cache_plan import ReadPoints, plan_cache, session_cache_key
-from bot.context.history_trim import HistoryTrimmed
+from bot.context.history_trimmed import HistoryTrimmed
 from bot.context.tokens import (
     NO_CORRECTION,
     RequestTokens,
@@ -36,11 +36,10 @@ from bot.context.tokens import (
     exact_message_tokens,
     image_tokens,
 )
+from bot.context.tool_schema_cost import estimate_tool_schema_tokens, tool_schema_text
 from bot.context.window import (
     RuntimeLimits,
     check_capacity,
-    estimate_tool_schema_tokens,
-    tool_schema_text,
     window_for_math,
 )
 from bot.domain.messages import ChatMessage

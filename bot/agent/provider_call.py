@@ -28,7 +28,8 @@ from bot.agent.model_call import (
 )
 from bot.agent.routes import ModelRoute, Prices
 from bot.agent.turn import TurnFailed, TurnState
-from bot.context.history_trim import HistoryTrimmed, trim_to_recent_turns
+from bot.context.history_trim import trim_to_recent_turns
+from bot.context.history_trimmed import HistoryTrimmed
 from bot.context.tokens import (
     ensure_token_estimate,
     split_request_tokens,

@@ -34,7 +34,7 @@ from bot.context.memory_block import MemoryLimits, render_memory_block
 from bot.context.projection import PER_TURN_SEPARATOR, current_record_index
 from bot.context.task_block import TaskInstruction, render_task_block
 from bot.context.tokens import ensure_token_estimate, estimate_message_tokens
-from bot.context.window import estimate_tool_schema_tokens
+from bot.context.tool_schema_cost import estimate_tool_schema_tokens
 from bot.domain.ids import Locale, Scene
 from bot.domain.messages import ChatMessage, ImagePart
 from bot.domain.records import StoredRecord, SummaryRecord, UserRecord

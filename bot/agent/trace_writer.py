@@ -50,9 +50,10 @@ from pathlib import Path
 from typing import Any
 
 from bot.agent.events import EventBus, ModelCalled
+from bot.agent.trace_held import Held, tool_results
 from bot.agent.trace_retention import folder_size, prune_days, shrink
-from bot.agent.traces import segment_numbers, trace_json, trace_member
-from bot.ports import LLMRequest
+from bot.agent.trace_segments import Segment, close_all, forget, open_segment
+from bot.agent.traces import trace_json, trace_member
 
 log = logging.getLogger("tgbot.traces")
 
@@ -87,17 +88,6 @@ class _Call:
 
 
 @dataclass(slots=True)
-class _Held:
-    """A tool-calling call, waiting for the next call of its turn."""
-
-    call: ModelCalled
-    since: float
-    """`time.monotonic()` when it began to wait."""
-    written: bool = False
-    """Written already, without its results (it waited `HOLD_SECONDS`, or a flush came)."""
-
-
-@dataclass(slots=True)
 class _Job:
     """What one event hands to the worker thread."""
 
@@ -107,24 +97,6 @@ class _Job:
     """Set once written (a flush, or a caller held back by a long queue)."""
     close: bool = False
     """Close the files once written (a flush)."""
-
-
-@dataclass(slots=True)
-class _Segment:
-    """One day's open segment and index (worker thread only)."""
-
-    folder: Path
-    n: int
-    data: int
-    index: int
-    size: int
-    """The segment's size after the last write (every writer's members included)."""
-    checked: float
-
-    def close(self) -> None:
-        for fd in (self.data, self.index):
-            with contextlib.suppress(OSError):
-                os.close(fd)
 
 
 class TraceWriter:
@@ -145,7 +117,7 @@ class TraceWriter:
         self.segment_bytes = segment_bytes or max(1, min(SEGMENT_BYTES, max_total_bytes // 16))
         self.hold_seconds = hold_seconds
         self.stale_check_seconds = STALE_CHECK_SECONDS
-        self._held: OrderedDict[str, _Held] = OrderedDict()
+        self._held: OrderedDict[str, Held] = OrderedDict()
         """Turn id → its last call, if it asked for tools."""
         self._timer: asyncio.TimerHandle | None = None
         self._timer_loop: asyncio.AbstractEventLoop | None = None
@@ -156,7 +128,7 @@ class TraceWriter:
         # the worker thread's
         self._pruned: date | None = None
         self._total: int | None = None
-        self._segments: dict[str, _Segment] = {}
+        self._segments: dict[str, Segment] = {}
         """Day (`YYYY-MM-DD`) → its open segment; two days at most."""
 
     def attach(self, bus: EventBus) -> TraceWriter:
@@ -172,7 +144,7 @@ class TraceWriter:
         writes: list[_Call] = []
         held = self._held.pop(call.turn_id, None)
         if held is not None:
-            results = () if call.request is None else _tool_results(held.call, call.request)
+            results = () if call.request is None else tool_results(held.call, call.request)
             if results or not held.written:
                 writes.append(_Call(held.call, results))
         response = call.response
@@ -228,7 +200,7 @@ class TraceWriter:
     def _hold(self, call: ModelCalled) -> list[_Call]:
         """Keep `call` until the next call of its turn; what must be written now instead
         (the oldest held, past `OPEN_TURNS`)."""
-        self._held[call.turn_id] = _Held(call=call, since=time.monotonic())
+        self._held[call.turn_id] = Held(call=call, since=time.monotonic())
         evicted = []
         while len(self._held) > OPEN_TURNS:
             _, oldest = self._held.popitem(last=False)
@@ -281,7 +253,7 @@ class TraceWriter:
                 with self._worker_lock:
                     if self._jobs.qsize() == 0:
                         self._worker = None
-                        self._close_all()
+                        close_all(self._segments)
                         return
                 continue
             while True:
@@ -344,13 +316,13 @@ class TraceWriter:
                     for job, _, _ in members:
                         failures[job] = failures[job] or exc
             if self._total is not None and self._total > self.max_total_bytes:
-                self._close_all()  # the files are opened again at the next write
+                close_all(self._segments)  # the files are opened again at the next write
                 self._total = shrink(self.dir, self.max_total_bytes)
         except Exception as exc:
             failures = [failure or exc for failure in failures]
         finally:
             if close:
-                self._close_all()
+                close_all(self._segments)
         return failures
 
     def _write_all(self, traces: list[dict[str, Any]], now: datetime) -> None:
@@ -364,7 +336,7 @@ class TraceWriter:
         today = now.astimezone(UTC).date()
         if self._pruned != today:
             for removed in prune_days(self.dir, keep_days=self.keep_days, today=today):
-                self._forget(removed)  # its files are not written to again
+                forget(self._segments, removed)  # its files are not written to again
             self._total = None
             self._pruned = today
         if self._total is None:
@@ -395,7 +367,7 @@ class TraceWriter:
         segment.size = end
         self._total = (self._total or 0) + len(blob) + len(index)
 
-    def _segment(self, day: str) -> _Segment:
+    def _segment(self, day: str) -> Segment:
         """The day's segment to append to: the open one, unless it is full or another
         process's pruning removed it."""
         segment = self._segments.get(day)
@@ -404,59 +376,10 @@ class TraceWriter:
             if now - segment.checked >= self.stale_check_seconds:
                 segment.checked = now
                 if os.fstat(segment.data).st_nlink == 0 or os.fstat(segment.index).st_nlink == 0:
-                    self._forget(day)
+                    forget(self._segments, day)
                     segment = None
             if segment is not None and segment.size >= self.segment_bytes:
                 following = segment.n + 1
-                self._forget(day)
-                return self._open(day, following)
-        return segment or self._open(day, None)
-
-    def _open(self, day: str, n: int | None) -> _Segment:
-        folder = self.dir / day
-        folder.mkdir(parents=True, exist_ok=True)
-        if n is None:
-            n = max(segment_numbers(folder, "gz"), default=0)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
-        while True:
-            data = os.open(folder / f"{n}.gz", flags, 0o600)
-            size = os.lseek(data, 0, os.SEEK_END)
-            if size < self.segment_bytes:
-                break
-            os.close(data)
-            n += 1
-        try:
-            index = os.open(folder / f"{n}.idx", flags, 0o600)
-        except OSError:
-            os.close(data)
-            raise
-        while len(self._segments) >= 2:  # a held trace of yesterday, written after midnight
-            self._forget(min(self._segments))
-        segment = _Segment(folder, n, data, index, size, checked=time.monotonic())
-        self._segments[day] = segment
-        return segment
-
-    def _forget(self, day: str) -> None:
-        segment = self._segments.pop(day, None)
-        if segment is not None:
-            segment.close()
-
-    def _close_all(self) -> None:
-        for day in list(self._segments):
-            self._forget(day)
-
-
-def _tool_results(previous: ModelCalled, request: LLMRequest) -> tuple[dict[str, Any], ...]:
-    """The tool messages of `request` that answer the tool calls of the previous call."""
-    response = previous.response
-    ids = {call.id for call in response.tool_calls} if response is not None else set()
-    return tuple(
-        {
-            "tool_call_id": message.tool_call_id,
-            "name": message.name,
-            "content": message.content,
-            "is_error": message.is_error,
-        }
-        for message in request.messages
-        if message.role == "tool" and message.tool_call_id in ids
-    )
+                forget(self._segments, day)
+                return open_segment(self._segments, self.dir, day, following, self.segment_bytes)
+        return segment or open_segment(self._segments, self.dir, day, None, self.segment_bytes)

@@ -23,7 +23,8 @@ from bot.agent.routes import RouteTable
 from bot.agent.window_fold import WindowFolds
 from bot.agent.window_state import ConversationWindow, LoadedWindow, WindowPolicy
 from bot.context.alias_table import AliasTable
-from bot.context.history_trim import HistoryTrimmed
+from bot.context.history_trimmed import HistoryTrimmed
+from bot.context.prepared_summary import PreparedSummary
 from bot.context.projection import (
     Projection,
     RenderedPrefix,
@@ -40,12 +41,7 @@ from bot.context.window import (
     summary_bound,
     turn_costs,
 )
-from bot.context.window_plan import (
-    PreparedSummary,
-    WindowPlan,
-    plan_window,
-    predict_cut,
-)
+from bot.context.window_plan import WindowPlan, plan_window, predict_cut
 from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
 from bot.ports import LoadedHistory, SessionInfo
 from bot.store_ports import HistoryStore

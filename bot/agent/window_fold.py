@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Protocol
 from bot.agent.compactor import FoldReason, summary_before
 from bot.agent.window_state import ConversationWindow, LoadedWindow, WindowPolicy
 from bot.context.memory_block import without_facts
+from bot.context.prepared_summary import usable_summary
 from bot.context.turns import turn_starts
 from bot.context.window import WindowLimits
-from bot.context.window_plan import predict_cut, usable_summary
+from bot.context.window_plan import predict_cut
 from bot.domain.erasure import (
     deleted_trace,
     erased_body,

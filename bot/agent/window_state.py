@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from bot.agent.routes import ModelRoute
 from bot.context.alias_table import AliasTable
-from bot.context.history_trim import HistoryTrimmed
+from bot.context.history_trimmed import HistoryTrimmed
 from bot.context.projection import Projection
 from bot.context.tokens import TokenCorrection
 from bot.context.window import PerScene, TurnCosts, WindowLimits

@@ -26,7 +26,7 @@ from bot.app.mcp_servers import (
 from bot.app.preflight import sqlite_file
 from bot.app.wiring import register_settings_secrets
 from bot.config import McpServer, Settings, load_settings
-from bot.context.window import estimate_tool_schema_tokens
+from bot.context.tool_schema_cost import estimate_tool_schema_tokens
 from bot.tools.base import Tool
 
 OK = "✔"

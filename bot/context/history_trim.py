@@ -1,4 +1,4 @@
-"""Whole-turn trimming of provider-facing history, the breadcrumb and the `HistoryTrimmed` event.
+"""Whole-turn trimming of provider-facing history and the breadcrumb.
 
 Three primitives (docs/context-window.md, Trims) share one shape of answer, `TrimResult`:
 
@@ -15,11 +15,11 @@ Cost: the token trim walks back from the newest message over cached per-message 
 stops once over budget, so deciding and building the kept list follow the kept window. The
 dropped part is kept as one slice (`TrimResult.dropped`) and the statistics about it
 (`dropped_messages`, `dropped_turns`, `tokens_before`) are computed when read, in
-O(dropped). Callers that emit `HistoryTrimmed` pay that once per trim; a caller that only
-needs the kept messages never does. A caller that trims the same growing list again and
-again (the agent loop trims at every provider call) can hold it as an `IndexedHistory`:
-running totals kept as messages are appended, so the dropped figures cost O(1) and the
-whole trim, event included, follows the kept window.
+O(dropped). Callers that emit `HistoryTrimmed` (`bot.context.history_trimmed`) pay that
+once per trim; a caller that only needs the kept messages never does. A caller that trims
+the same growing list again and again (the agent loop trims at every provider call) can
+hold it as an `IndexedHistory`: running totals kept as messages are appended, so the
+dropped figures cost O(1) and the whole trim, event included, follows the kept window.
 """
 
 from __future__ import annotations
@@ -28,14 +28,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, compress, islice, repeat
 from operator import attrgetter, countOf, eq
-from typing import TYPE_CHECKING, Literal, overload
+from typing import Literal, overload
 
 from bot.context.tokens import compute_message_tokens, estimate_history_tokens, estimate_span_tokens
 from bot.context.turns import count_turns, is_turn_start, leading_system_count
 from bot.domain.messages import ChatMessage
-
-if TYPE_CHECKING:
-    from bot.context.window import WindowDecision, WindowLimits
 
 BREADCRUMB_TEXT = "[earlier turns omitted to fit the context window]"
 
@@ -97,66 +94,6 @@ class TrimResult:
         except TypeError:  # some message has no cached estimate
             dropped = estimate_history_tokens(self.dropped)
         return self.tokens_after + dropped
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HistoryTrimmed:
-    """Emitted on every trim, on every path: to the log, the ledger and subscribers.
-
-    Every token figure is our estimate, the unit trims count in (a route's real tokens are
-    on `ModelCalled`: `budget`, `history_budget`). `budget` is what the history was held to:
-    for a window move its token limit (the scene budget clamped to what the runtime budget
-    leaves, less the summary's reserve; 0 when the window has no token limit), for a
-    proactive trim the request's budget less the tool schemas, after an overflow two thirds
-    of the estimate. `session` is the session's id (`SessionInfo.id`) and `turn_id` the turn
-    that trimmed.
-    """
-
-    dropped_messages: int
-    dropped_turns: int
-    kept_turns: int
-    reason: TrimReason
-    tokens_before: int
-    tokens_after: int
-    budget: int
-    session: int
-    turn_id: str
-
-    @classmethod
-    def from_result(
-        cls, result: TrimResult, *, reason: TrimReason, budget: int, session: int, turn_id: str
-    ) -> HistoryTrimmed:
-        return cls(
-            dropped_messages=result.dropped_messages,
-            dropped_turns=result.dropped_turns,
-            kept_turns=result.kept_turns,
-            reason=reason,
-            tokens_before=result.tokens_before,
-            tokens_after=result.tokens_after,
-            budget=budget,
-            session=session,
-            turn_id=turn_id,
-        )
-
-    @classmethod
-    def from_window(
-        cls, decision: WindowDecision, limits: WindowLimits, *, session: int, turn_id: str
-    ) -> HistoryTrimmed:
-        """The event for a window move under `limits`; only a decision that moved has a
-        reason."""
-        if decision.reason is None:
-            raise ValueError("the window did not move: there is nothing to report")
-        return cls(
-            dropped_messages=decision.dropped_messages,
-            dropped_turns=decision.dropped_turns,
-            kept_turns=decision.kept_turns,
-            reason=decision.reason,
-            tokens_before=decision.tokens_before,
-            tokens_after=decision.tokens,
-            budget=limits.token_budget,
-            session=session,
-            turn_id=turn_id,
-        )
 
 
 # ---------------------------------------------------------------- breadcrumb

@@ -44,14 +44,13 @@ A negative `max_context_tokens` is treated as unset (settings forbid it anyway).
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Generic, Literal, TypeVar, assert_never
 
-from bot.context.tokens import estimate_message_tokens, estimate_text_tokens
+from bot.context.tokens import estimate_message_tokens
 from bot.context.turns import turn_starts
 from bot.domain.ids import Scene
 from bot.domain.messages import ChatMessage
@@ -223,20 +222,6 @@ def moved_to(decision: WindowDecision, costs: TurnCosts, start: int) -> WindowDe
 def recovery_target(estimate: int) -> int:
     """The reactive trim target after a provider overflow: two thirds of the estimate."""
     return (estimate * 2) // 3
-
-
-def tool_schema_text(tools: Sequence[Mapping[str, object]]) -> str:
-    """The tool schemas as costed: compact JSON, non-ASCII kept as written ("" for none)."""
-    if not tools:
-        return ""
-    return json.dumps(
-        [dict(tool) for tool in tools], ensure_ascii=False, separators=(",", ":"), default=str
-    )
-
-
-def estimate_tool_schema_tokens(tools: Sequence[Mapping[str, object]]) -> int:
-    """The estimate of the tool schemas as sent (compact JSON, non-ASCII kept as written)."""
-    return estimate_text_tokens(tool_schema_text(tools))
 
 
 def check_capacity(

@@ -2,9 +2,9 @@
 
 - `plan_window`: what a call does with its window: keep the start, or move it onto a prepared
   summary, or move it and fold what departs now; which summary follows the breadcrumb.
-- `predict_cut`: where the window start will jump at the next move, when that move is near;
-  `usable_summary`: whether a summary prepared earlier already serves that move
-  (`prepared_summaries` finds them).
+- `predict_cut`: where the window start will jump at the next move, when that move is near
+  (whether a summary prepared earlier already serves that move:
+  `bot.context.prepared_summary`).
 
 The summary itself (its request, its bound, its block) is `bot.context.compaction`'s. See
 docs/context-window.md, The summary.
@@ -12,13 +12,12 @@ docs/context-window.md, The summary.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from fractions import Fraction
 
+from bot.context.prepared_summary import PreparedSummary, usable_summary
 from bot.context.window import TurnCosts, WindowDecision, WindowLimits, moved_to, select_window
-from bot.domain.records import StoredRecord, SummaryRecord
+from bot.domain.records import SummaryRecord
 
 
 def predict_cut(costs: TurnCosts, limits: WindowLimits, margin: float) -> int | None:
@@ -45,69 +44,7 @@ def predict_cut(costs: TurnCosts, limits: WindowLimits, margin: float) -> int | 
     return decision.start
 
 
-def prepared_start_fits(costs: TurnCosts, start: int, limits: WindowLimits) -> bool:
-    """Whether the window may start at turn `start` (where a prepared summary ends) instead
-    of where the move would put it: every limit holds with the full headroom, the same
-    targets a move aims at (`select_window`), so the window after a move onto a prepared
-    summary is never fuller than after a fold made at the move. Between a summary prepared
-    too early and a fold now, the cheaper next break wins: the fold now keeps the next move
-    as far away as any move, and a window at 82-87 % would break the cached prefix again
-    within a few messages."""
-    keep = 1 - Fraction(repr(limits.headroom))
-    tokens = sum(costs.tokens[start:])
-    messages = sum(costs.messages[start:])
-    count = len(costs.tokens) - start
-    answered = list(costs.answered[start:]) if costs.answered else [True] * count
-    if answered:
-        answered[-1] = True  # the current turn counts (as in `select_window`)
-    return (
-        (limits.token_budget <= 0 or tokens <= math.floor(limits.token_budget * keep))
-        and messages <= max(1, math.floor(max(limits.max_messages, 1) * keep))
-        and sum(answered) <= max(1, math.floor(max(limits.max_turns, 1) * keep))
-    )
-
-
 # ---------------------------------------------------------------- the window's plan
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PreparedSummary:
-    """A summary found inside the loaded window: it covers every record before turn `turn`,
-    so the window may start there with `summary` in front."""
-
-    turn: int
-    summary: SummaryRecord
-
-
-def prepared_summaries(
-    found: Iterable[StoredRecord],
-    records: Sequence[StoredRecord],
-    turn_starts: Sequence[int],
-) -> tuple[PreparedSummary, ...]:
-    """The summaries among `found` (the session's summary records, oldest first) that hang
-    right before a turn of `records` (`turn_starts[i]`: the record index where turn i
-    starts), in the order found; one hangs under the last record it covers."""
-    index = {record.id: i for i, record in enumerate(records)}
-    turn_of = {start: turn for turn, start in enumerate(turn_starts)}
-    prepared: list[PreparedSummary] = []
-    for record in found:
-        at = index.get(record.parent_id or -1, -2) + 1
-        body = record.body
-        if isinstance(body, SummaryRecord) and body.text and at in turn_of:
-            prepared.append(PreparedSummary(turn=turn_of[at], summary=body))
-    return tuple(prepared)
-
-
-def usable_summary(
-    start: int, prepared: Sequence[PreparedSummary], costs: TurnCosts, limits: WindowLimits
-) -> PreparedSummary | None:
-    """The newest prepared summary a move to turn `start` may use instead of a fold: one at
-    or after `start` (the window then starts a little later), or one before it from which
-    the window still keeps the full headroom (`prepared_start_fits`). None: fold now."""
-    for found in reversed(prepared):
-        if found.turn >= start or prepared_start_fits(costs, found.turn, limits):
-            return found
-    return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

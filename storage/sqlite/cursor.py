@@ -11,7 +11,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Generator, Iterable, Sequence
 from typing import Any, Protocol
 
-from storage.sqlite import worker
+from storage.sqlite import adapter_work
 from storage.sqlite.worker import Description, Row, Work
 
 
@@ -76,14 +76,14 @@ class Cursor:
             self.description, self.rowcount = None, -1
             self._rows, self._next = [], 0
             return self
-        answer = await self._connection._run(worker.statement(operation, parameters))
+        answer = await self._connection._run(adapter_work.statement(operation, parameters))
         self.description, self.rowcount, self.lastrowid, self._rows = answer
         self._next = 0
         return self
 
     async def executemany(self, operation: str, seq_of_parameters: Iterable[Any]) -> Cursor:
         self.rowcount, self.lastrowid = await self._connection._run(
-            worker.statements(operation, seq_of_parameters)
+            adapter_work.statements(operation, seq_of_parameters)
         )
         self.description, self._rows, self._next = None, [], 0
         return self

@@ -51,7 +51,7 @@ from collections.abc import Callable
 from queue import SimpleQueue
 from typing import Any, TypeVar
 
-from storage.sqlite import worker
+from storage.sqlite import adapter_work, worker
 from storage.sqlite.cursor import AdapterQueue, Cursor
 from storage.sqlite.worker import Job, Opener, Setup, Work
 
@@ -144,7 +144,7 @@ class Connection:
             raise sqlite3.ProgrammingError(worker.CLOSED)
         begun = self._begin is not None
         if self._begin is not None:
-            work, self._begin = worker.begun(self._begin, work), None
+            work, self._begin = adapter_work.begun(self._begin, work), None
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         if self._inline and self._pending == 0 and self._here.conn is not None:
             self._run_here(future, work, begun=begun)
@@ -217,11 +217,11 @@ class Connection:
 
     async def commit(self) -> None:
         if not self._end_held():
-            await self._run(worker.commit)
+            await self._run(adapter_work.commit)
 
     async def rollback(self) -> None:
         if not self._end_held():
-            await self._run(worker.rollback)
+            await self._run(adapter_work.rollback)
 
     # -- whole jobs, for callers that know every statement they will run
 

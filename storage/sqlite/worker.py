@@ -1,14 +1,16 @@
 """A SQLite connection's worker thread and the work it runs (`storage.sqlite.driver`'s jobs).
 
 The thread opens the connection, runs every job handed to it in order, and waits for
-another process's lock with the connection's busy timeout (`Worker.patience_ms`).
+another process's lock with the connection's busy timeout (`Worker.patience_ms`). The work
+SQLAlchemy's adapter hands it (statements, a held `BEGIN`, commit, rollback) is
+`storage.sqlite.adapter_work`'s; the whole jobs (`plain`, `transaction`) are here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextlib import suppress
 from queue import SimpleQueue
 from typing import Any, TypeAlias, TypeVar
@@ -89,38 +91,6 @@ def opening(opener: Opener, setup: Setup | None) -> Work:
     return work
 
 
-def statement(operation: str, parameters: Any) -> Work:
-    def work(here: Worker) -> tuple[Description, int, int | None, list[Row]]:
-        cursor = here.open().execute(operation, () if parameters is None else parameters)
-        try:
-            description = cursor.description
-            rows = cursor.fetchall() if description is not None else []
-            return description, cursor.rowcount, cursor.lastrowid, rows
-        finally:
-            cursor.close()
-
-    return work
-
-
-def begun(begin: str, work: Work) -> Work:
-    def begun(here: Worker) -> Any:
-        here.open().execute(begin)
-        return work(here)
-
-    return begun
-
-
-def statements(operation: str, seq_of_parameters: Iterable[Any]) -> Work:
-    def work(here: Worker) -> tuple[int, int | None]:
-        cursor = here.open().executemany(operation, seq_of_parameters)
-        try:
-            return cursor.rowcount, cursor.lastrowid
-        finally:
-            cursor.close()
-
-    return work
-
-
 def plain(work: Callable[[sqlite3.Connection], T]) -> Callable[[Worker], T]:
     def plain(here: Worker) -> T:
         return work(here.open())
@@ -142,14 +112,6 @@ def transaction(begin: str, work: Callable[[sqlite3.Connection], T]) -> Callable
         return result
 
     return transaction
-
-
-def commit(here: Worker) -> None:
-    here.open().commit()
-
-
-def rollback(here: Worker) -> None:
-    here.open().rollback()
 
 
 def close(here: Worker) -> None:

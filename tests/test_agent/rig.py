@@ -10,7 +10,7 @@ from adapters.llm.scripted import ScriptedModel
 from bot.agent.events import ModelCalled
 from bot.agent.routes import ModelRoute, Prices
 from bot.app.wiring import App
-from bot.context.history_trim import HistoryTrimmed
+from bot.context.history_trimmed import HistoryTrimmed
 from bot.context.tokens import RequestTokens
 from bot.domain.ids import SessionKey
 from bot.ports import SessionInfo, Usage

@@ -4,7 +4,7 @@ subscriber neither stops the others nor the turn."""
 from __future__ import annotations
 
 from bot.agent.events import EventBus, ModelCalled
-from bot.context.history_trim import HistoryTrimmed
+from bot.context.history_trimmed import HistoryTrimmed
 from tests.test_agent.rig import TRIM, model_call
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from adapters.llm.scripted import ScriptedModel, is_summary_request
 from bot.agent.ledger_read import read_entries
-from bot.agent.metering import FILE_NAME
+from bot.agent.token_corrections_file import FILE_NAME
 from bot.context.tokens import estimate_history_tokens
-from bot.context.window import estimate_tool_schema_tokens
+from bot.context.tool_schema_cost import estimate_tool_schema_tokens
 from bot.ports import LLMRequest
 from testkit.memory_store import InMemoryStore
 from tests.fakes import OWNER, RecordingMessenger, SteppingClock

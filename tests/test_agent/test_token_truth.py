@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent.metering import FILE_NAME, TokenTruth, route_key
+from bot.agent.metering import TokenTruth, route_key
+from bot.agent.token_corrections_file import FILE_NAME
 from bot.context.tokens import TokenCorrection
 from tests.deadlines import EVENT, deadline
 

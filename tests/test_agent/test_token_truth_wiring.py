@@ -16,7 +16,8 @@ from bot.agent.events import EventBus
 from bot.agent.ledger import LedgerEntry
 from bot.agent.ledger_file import LedgerWriter
 from bot.agent.ledger_read import read_entries
-from bot.agent.metering import FILE_NAME, CallMetering, TokenTruth
+from bot.agent.metering import CallMetering, TokenTruth
+from bot.agent.token_corrections_file import FILE_NAME
 from bot.errors import ConfigError
 from bot.ports import LLMRequest, LLMResponse, TextSink, Usage
 from testkit.memory_store import InMemoryStore

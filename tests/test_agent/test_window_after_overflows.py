@@ -16,7 +16,7 @@ from pathlib import Path
 from adapters.llm.scripted import Fail, Reply, ScriptedModel, is_summary_request
 from bot.context.compaction import SUMMARY_PREFIX
 from bot.context.tokens import estimate_history_tokens
-from bot.context.window import estimate_tool_schema_tokens
+from bot.context.tool_schema_cost import estimate_tool_schema_tokens
 from bot.domain.ids import SessionKey
 from bot.errors import ContextOverflow, ProviderUnavailable
 from bot.ports import LLMRequest, LLMResponse, TextSink

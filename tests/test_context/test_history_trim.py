@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 
 from bot.context.history_trim import (
     BREADCRUMB_TEXT,
-    HistoryTrimmed,
     TrimResult,
     breadcrumb_message,
     insert_breadcrumb,
@@ -18,7 +17,6 @@ from bot.context.history_trim import (
 from bot.context.tokens import estimate_history_tokens
 from bot.context.turn_cap import trim_conversation_to_recent_turns, trim_to_recent_turn_count
 from bot.context.turns import leading_system_count, remove_orphaned_tool_messages, turn_starts
-from bot.context.window import WindowDecision, WindowLimits
 from bot.domain.messages import ChatMessage
 from tests.test_context.histories import (
     assistant,
@@ -290,65 +288,6 @@ def test_insert_breadcrumb(
     assert len(history) == len(messages) + inserted
     flagged = [i for i, m in enumerate(history) if m.is_breadcrumb]
     assert flagged == ([] if crumb_at is None else [crumb_at])
-
-
-# ---------------------------------------------------------------- the event
-
-
-def test_history_trimmed_from_result_carries_the_figures() -> None:
-    result = trim_to_recent_turns(H, 34)
-    event = HistoryTrimmed.from_result(
-        result, reason="token_budget", budget=34, session=5, turn_id="t1"
-    )
-    assert event == HistoryTrimmed(
-        dropped_messages=4,
-        dropped_turns=2,
-        kept_turns=1,
-        reason="token_budget",
-        tokens_before=49,
-        tokens_after=21,
-        budget=34,
-        session=5,
-        turn_id="t1",
-    )
-
-
-def test_history_trimmed_from_window() -> None:
-    decision = WindowDecision(
-        start=3,
-        moved=True,
-        reason="turn_limit",
-        tokens=40,
-        tokens_before=90,
-        kept_turns=2,
-        dropped_turns=3,
-        dropped_messages=7,
-    )
-    limits = WindowLimits(token_budget=2_000, max_turns=4)
-    event = HistoryTrimmed.from_window(decision, limits, session=1, turn_id="t")
-    assert (event.reason, event.tokens_before, event.tokens_after, event.dropped_messages) == (
-        "turn_limit",
-        90,
-        40,
-        7,
-    )
-    assert event.budget == 2_000  # the window's limit, in the same units as its tokens
-    with pytest.raises(ValueError, match="did not move"):
-        HistoryTrimmed.from_window(
-            WindowDecision(
-                start=0,
-                moved=False,
-                reason=None,
-                tokens=1,
-                tokens_before=1,
-                kept_turns=1,
-                dropped_turns=0,
-                dropped_messages=0,
-            ),
-            WindowLimits(token_budget=1),
-            session=1,
-            turn_id="t",
-        )
 
 
 # ---------------------------------------------------------------- properties

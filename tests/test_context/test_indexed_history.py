@@ -6,11 +6,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.context.history_trim import (
-    HistoryTrimmed,
     IndexedHistory,
     TrimResult,
     trim_to_recent_turns,
 )
+from bot.context.history_trimmed import HistoryTrimmed
 from bot.context.tokens import estimate_history_tokens
 from bot.context.turn_cap import trim_to_recent_turn_count
 from bot.domain.messages import ChatMessage

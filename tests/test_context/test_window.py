@@ -12,7 +12,6 @@ from bot.context.window import (
     WindowDecision,
     WindowLimits,
     check_capacity,
-    estimate_tool_schema_tokens,
     recovery_target,
     select_window,
     turn_costs,
@@ -353,19 +352,6 @@ def test_select_window_properties(
 )
 def test_recovery_target(estimate: int, target: int) -> None:
     assert recovery_target(estimate) == target
-
-
-@pytest.mark.parametrize(
-    ("tools", "tokens"),
-    [
-        ([], 0),
-        ([{"name": "f"}], 4),
-        ([{"name": "f", "description": "查找"}], 10),
-    ],
-    ids=["none", "compact json", "CJK counted per character"],
-)
-def test_estimate_tool_schema_tokens(tools: list[dict[str, object]], tokens: int) -> None:
-    assert estimate_tool_schema_tokens(tools) == tokens
 
 
 def test_capacity_that_fits_passes() -> None:

@@ -1,23 +1,16 @@
 """The window's plan: keep the start, move onto a prepared summary, or move and fold; where
-the next move will start and whether a prepared summary serves it."""
+the next move will start (finding prepared summaries: test_prepared_summary.py)."""
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
 
+from bot.context.prepared_summary import PreparedSummary, usable_summary
 from bot.context.window import TurnCosts, WindowLimits, select_window
-from bot.context.window_plan import (
-    PreparedSummary,
-    WindowPlan,
-    plan_window,
-    predict_cut,
-    prepared_summaries,
-    usable_summary,
-)
+from bot.context.window_plan import WindowPlan, plan_window, predict_cut
 from bot.domain.facts import Sender
 from bot.domain.records import StoredRecord, SummaryRecord, UserRecord
 
@@ -198,32 +191,3 @@ def test_a_read_only_preview_never_folds_and_never_stores_the_start() -> None:
         costs_of([10] * 11), fold_now=False, prepared=(PreparedSummary(turn=4, summary=READY),)
     )
     assert (ready.fold, ready.summary, ready.persist) == (False, READY, False)
-
-
-def test_prepared_summaries_are_the_ones_hanging_right_before_a_turn() -> None:
-    records = [record(seq, 500 + seq) for seq in range(1, 9)]
-    turn_starts = [0, 2, 4, 6]  # record index of each turn's first record
-
-    def hanging(seq: int, under: int | None, text: str = "s") -> StoredRecord:
-        return replace(
-            record(seq, 0),
-            parent_id=under,
-            body=SummaryRecord(text=text, first_alias="m1", last_alias=f"m{under}"),
-        )
-
-    found = [
-        hanging(101, 2),  # under record 2 (index 1): before turn 1
-        hanging(102, 3),  # under record 3: record 4 starts no turn
-        hanging(103, 6, text=""),  # an empty answer is no summary
-        hanging(104, 6),  # before turn 3
-        hanging(105, 99),  # under a record outside the window
-    ]
-    prepared = prepared_summaries(found, records, turn_starts)
-    assert [p.turn for p in prepared] == [1, 3]
-    assert [p.summary for p in prepared] == [found[0].body, found[3].body]
-
-
-def test_usable_summary_is_none_when_nothing_prepared_serves_the_move() -> None:
-    costs = costs_of([10] * 11)
-    assert usable_summary(4, (), costs, LIMITS) is None
-    assert usable_summary(4, (PreparedSummary(turn=1, summary=READY),), costs, LIMITS) is None

@@ -18,7 +18,7 @@ import pytest
 from adapters.llm.openai_server_wire import from_request
 from adapters.llm.scripted import ScriptedModel, is_summary_request
 from bot.context.tokens import estimate_history_tokens
-from bot.context.window import estimate_tool_schema_tokens
+from bot.context.tool_schema_cost import estimate_tool_schema_tokens
 from tests.bot_process import StartBot, reply_stored
 
 pytestmark = pytest.mark.slow

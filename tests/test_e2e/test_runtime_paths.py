@@ -28,7 +28,7 @@ from bot.app.wiring import App, open_store
 from bot.context.compaction import SUMMARY_PREFIX
 from bot.context.history_trim import BREADCRUMB_TEXT
 from bot.context.tokens import estimate_history_tokens, estimate_message_tokens
-from bot.context.window import estimate_tool_schema_tokens
+from bot.context.tool_schema_cost import estimate_tool_schema_tokens
 from bot.domain.ids import SessionKey
 from bot.domain.messages import ChatMessage
 from bot.domain.records import ToolResultsRecord

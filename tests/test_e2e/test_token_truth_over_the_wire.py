@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from adapters.llm.scripted import ScriptedModel
-from bot.agent.metering import FILE_NAME
+from bot.agent.token_corrections_file import FILE_NAME
 from tests.bot_process import StartBot, reply_stored
 
 pytestmark = pytest.mark.slow

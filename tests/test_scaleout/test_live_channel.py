@@ -21,7 +21,7 @@ from bot.agent.events import EventBus
 from bot.app.dashboard.live import LivePublisher
 from bot.app.dashboard.server import build_application, open_dashboard
 from bot.config import load_settings
-from bot.context.history_trim import HistoryTrimmed
+from bot.context.history_trimmed import HistoryTrimmed
 from storage.engine import create_engine_for
 from storage.postgres.live_channel import MAX_PAYLOAD_BYTES, PgLiveChannel, bounded_payload
 from tests.deadlines import EVENT, deadline

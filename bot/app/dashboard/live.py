@@ -34,7 +34,7 @@ from bot.agent.ledger_file import ledger_file
 from bot.agent.ledger_read import entry_from_json
 from bot.agent.ledger_tail import DayFileTail
 from bot.agent.metering import ledger_entry
-from bot.context.history_trim import HistoryTrimmed
+from bot.context.history_trimmed import HistoryTrimmed
 
 if TYPE_CHECKING:  # prometheus-client stays unloaded in a worker that only publishes
     from bot.app.dashboard.metrics import DashboardMetrics

@@ -20,7 +20,7 @@ from bot.agent.ledger_file import LedgerWriter
 from bot.app.dashboard.live import LedgerTail
 from bot.app.dashboard.server import Dashboard, build_application, open_dashboard
 from bot.config import load_settings
-from bot.context.history_trim import HistoryTrimmed
+from bot.context.history_trimmed import HistoryTrimmed
 from bot.errors import ProviderUnavailable
 from storage.migrate import upgrade_database
 from tests.test_agent.rig import model_call
