@@ -118,6 +118,3 @@ def plan_window(
         crumb=True,
         persist=persist,
     )
-
-
-# ---------------------------------------------------------------- offline summary
