@@ -78,6 +78,7 @@ from bot.services.inbound_rules import (
 from bot.services.private_members import PrivateMembers
 from bot.services.transcripts import VoiceTranscripts
 from bot.services.triggers import BotLoopGuard, compile_wake_words
+from bot.services.turn_joins import join_later
 from bot.services.turn_scheduler import TurnScheduler
 from bot.store_ports import Claims, HistoryStore, PlatformMessages, SessionStore
 from bot.texts import ChatLocales
@@ -381,7 +382,7 @@ class InboundService:
                         session, message, merged=False, refused=admission.refused
                     )
 
-                await self.turns.join_later(session, message, join, answer=admission.admitted)
+                await join_later(self.turns, session, message, join, answer=admission.admitted)
             else:
                 await self._store_inbound(
                     session, message, merged=merged, refused=admission.refused
