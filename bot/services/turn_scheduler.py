@@ -1,5 +1,6 @@
-"""Per-session turn scheduling: the merge window, messages that wait their turn, queued
-re-answers of edits, the session locks, and draining at shutdown.
+"""Per-session turn scheduling: the merge window, the session locks, running a turn, and
+draining at shutdown (messages that wait their turn: `bot.services.turn_joins`; edits'
+re-answers, turns run at once: `bot.services.turn_spawning`).
 
 Turns of one session are serialised by a per-session lock (and, when wired, the
 cross-worker chat lock after it); storing a message takes the session's store lock. Every
@@ -32,7 +33,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import (
     AbstractAsyncContextManager,
     AsyncExitStack,
@@ -226,22 +227,6 @@ class TurnScheduler:
         async with self.state(session.id).lock, self._chat_held(session, "turn"):
             yield
 
-    @asynccontextmanager
-    async def try_turn_lock(self, session: SessionInfo) -> AsyncIterator[bool]:
-        """The turn lock only if nothing of this session is scheduled or running here and
-        no worker holds it, without waiting (the orphaned-turn scan); yields whether held."""
-        state = self.known(session.id)
-        if state is not None and not state.idle:
-            yield False
-            return
-        state = self.state(session.id)
-        async with state.lock:  # free: `idle` said so, and nothing awaited in between
-            if self.chat_lock is None:
-                yield True
-                return
-            async with self.chat_lock.try_hold(session.key, scope="turn") as held:
-                yield held
-
     # ------------------------------------------------------------------ scheduling
 
     def schedule(
@@ -278,61 +263,6 @@ class TurnScheduler:
             task=task, sender_id=message.sender.id, reply_to=message.message_id, hurry=hurry
         )
         self.track(state, task)
-
-    def queue_edit(
-        self,
-        session: SessionInfo,
-        message: InboundMessage,
-        reanswer: Callable[[InboundMessage], Awaitable[None]],
-    ) -> None:
-        """After the merge window, under the turn lock, call `reanswer` with the newest text
-        of the edited message; edits arriving before then only replace that text."""
-        state = self.state(session.id)
-        queued = message.message_id in state.edits
-        state.edits[message.message_id] = message
-        if queued:
-            return
-
-        async def later() -> None:
-            if self.merge_window_seconds > 0:
-                await asyncio.sleep(self.merge_window_seconds)
-            async with self.turn_lock(session):
-                newest = state.edits.pop(message.message_id, None)
-                if newest is not None:
-                    await reanswer(newest)
-
-        self.track(state, asyncio.create_task(later(), name=f"edit-{session.id}"))
-
-    def spawn_turn(
-        self,
-        session: SessionInfo,
-        *,
-        reply_to: int | None,
-        leaf: int | None = None,
-        expect_leaf: int | None = None,
-        before: Callable[[], Awaitable[None]] | None = None,
-        trigger: Trigger | None = None,
-    ) -> None:
-        """Run a turn now (no merge window) as a task, under the session's locks; with
-        `leaf`, on a new branch from that record (`/retry`); with `expect_leaf`, only if
-        nothing was added to the conversation since (recovery: another worker may have
-        answered in between); `before` runs first, under the lock (a group's `/retry` asks
-        again at the end of the conversation)."""
-
-        async def turn() -> None:
-            async with self.turn_lock(session):
-                if before is not None:
-                    await before()
-                if expect_leaf is not None:
-                    current = await self.store.find_session(session.key)
-                    if current is None or current.active_leaf_id != expect_leaf:
-                        return
-                if leaf is not None:
-                    await self.store.set_active_leaf(session.id, leaf)
-                await self.run(session, reply_to=reply_to, trigger=trigger)
-
-        state = self.state(session.id)
-        self.track(state, asyncio.create_task(turn(), name=f"turn-{session.id}"))
 
     async def run(
         self, session: SessionInfo, *, reply_to: int | None, trigger: Trigger | None = None
