@@ -43,7 +43,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot.agent.reply import settle_partial_reply
+from bot.agent.partial_reply import settle_partial_reply
 from bot.agent.runtime import TurnRunner
 from bot.domain.ids import Locale, Scene
 from bot.domain.platform_messages import Delivery
