@@ -2,7 +2,7 @@
 `bot.ports.SharedToldNotes`).
 
 A `/help` answered by worker A must be known to the turn worker B runs next in that chat, so
-the lines (`bot.services.messenger_relay.told_line`) go to `told_user_notes`, one row per line,
+the lines (`bot.services.told_lines.told_line`) go to `told_user_notes`, one row per line,
 in the order they were sent (the row id). `take` reads a chat's newest `MAX_LINES` without
 forgetting them and says up to which row it read; `confirm` forgets up to there once the
 turn that carried them succeeded, so a failed turn leaves them for the next one. A chat

@@ -47,6 +47,7 @@ from pydantic import ValidationError
 
 from adapters.telegram.lenient import lenient_update
 from adapters.telegram.parsing import parse_update_strict
+from adapters.telegram.skipped_updates import SkipHook, invalid_reason, report_skipped
 from adapters.telegram.text_units import Locale
 from adapters.telegram.update_health import UpdateHealth
 from bot.domain.facts import InboundMessage
@@ -65,8 +66,6 @@ STORAGE_RETRY_DELAY = 0.5
 TRANSIENT = (StorageUnavailable, OSError)
 """Errors that say nothing about the update: it is retried, never skipped."""
 
-SkipHook = Callable[[int, str], Awaitable[None]]
-"""Called with (update_id, reason) for an update that was passed without being handled."""
 AfterBatchHook = Callable[[], None]
 """Called after a batch was handled, before its offset is confirmed (fault injection)."""
 ParseErrorHook = Callable[[Update, Exception], Awaitable[None]]
@@ -181,33 +180,12 @@ def validate_updates(
     return updates, skipped
 
 
-def invalid_reason(exc: ValidationError) -> str:
-    """A short, loggable reason: the first failing fields and what was wrong."""
-    parts = []
-    for error in exc.errors(include_url=False, include_input=False)[:3]:
-        where = ".".join(str(part) for part in error.get("loc", ()))
-        parts.append(f"{where}: {error.get('msg', '')}")
-    more = exc.error_count() - len(parts)
-    return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
-
-
 def _update_id(item: Any) -> int | None:
     if isinstance(item, dict):
         value = item.get("update_id")
         if isinstance(value, int) and not isinstance(value, bool):
             return value
     return None
-
-
-async def report_skipped(hook: SkipHook | None, update_id: int | None, reason: str) -> None:
-    """Log an update passed unhandled and tell `hook` (its failure is logged, not raised)."""
-    logger.warning("skipping update %s that does not validate: %s", update_id, reason)
-    if hook is None or update_id is None:
-        return
-    try:
-        await hook(update_id, reason)
-    except Exception:
-        logger.exception("recording skipped update %s failed", update_id)
 
 
 async def handle_batch(dispatcher: Dispatcher, bot: Bot, updates: Sequence[Update]) -> set[int]:

@@ -1,5 +1,5 @@
 """Outbound Telegram: the model's Markdown as formatted bubbles sent as replies; aiogram errors
-mapped into `bot.errors`.
+mapped into `bot.errors` (`adapters.telegram.error_map`).
 
 Every request that puts something in a chat waits for its slot from the `SendPacer`
 (Telegram's send limits, `bot.services.send_pacing`): bubbles and photos as messages,
@@ -20,7 +20,6 @@ import re
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-import aiohttp
 from aiogram import Bot
 from aiogram import exceptions as tg
 from aiogram.enums import ChatMemberStatus
@@ -33,6 +32,7 @@ from aiogram.types import (
     ReplyParameters,
 )
 
+from adapters.telegram.error_map import map_error
 from adapters.telegram.markdown_entities import (
     DEFAULT_CUT_NOTE,
     TELEGRAM_TEXT_LIMIT,
@@ -45,8 +45,6 @@ from bot.errors import (
     TelegramBadRequest,
     TelegramError,
     TelegramFloodWait,
-    TelegramForbidden,
-    TelegramNetworkError,
 )
 from bot.ports import BubbleHook, PaceKind, SendPacer
 
@@ -372,32 +370,6 @@ class TelegramMessenger:
         except Exception as exc:
             raise map_error(exc) from exc
         return sent.message_id
-
-
-def map_error(exc: Exception) -> TelegramError:
-    """The `bot.errors` branch that says what a caller can do about an aiogram failure."""
-    message = str(exc)
-    match exc:
-        case TelegramError():
-            return exc
-        case tg.TelegramRetryAfter():
-            return TelegramFloodWait(message, retry_after=float(exc.retry_after))
-        case tg.TelegramForbiddenError() | tg.TelegramUnauthorizedError():
-            return TelegramForbidden(message)
-        case tg.TelegramEntityTooLarge() | tg.TelegramBadRequest() | tg.TelegramNotFound():
-            return TelegramBadRequest(message)
-        case tg.TelegramMigrateToChat() | tg.TelegramConflictError():
-            return TelegramBadRequest(message)
-        case (
-            tg.TelegramNetworkError()
-            | tg.TelegramServerError()
-            | tg.ClientDecodeError()
-            | aiohttp.ClientError()
-            | TimeoutError()
-        ):
-            return TelegramNetworkError(message or type(exc).__name__)
-        case _:
-            return TelegramError(f"{type(exc).__name__}: {message}")
 
 
 def _utc(value: datetime) -> datetime:

@@ -31,12 +31,8 @@ from aiogram import Bot, Dispatcher
 from aiohttp import web
 
 from adapters.http_guard import GuardedSite, Throttle, guarded_runner
-from adapters.telegram.polling_loop import (
-    SkipHook,
-    handle_batch,
-    report_skipped,
-    validate_updates,
-)
+from adapters.telegram.polling_loop import handle_batch, validate_updates
+from adapters.telegram.skipped_updates import SkipHook, report_skipped
 from adapters.telegram.update_health import UpdateHealth
 from bot.context.bounded_json import loads_bounded
 

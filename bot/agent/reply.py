@@ -12,13 +12,8 @@ Telegram after the reply's). A failed action is logged and the turn goes on: typ
 courtesy.
 
 In private chats a streaming provider's growing text is previewed with a `Draft`
-(`sendMessageDraft`): one draft id per reply, at most one call per `DRAFT_SECONDS` (the
-clock is injected, so the limit is tested without sleeping), the final message still sent
-as usual. The first piece of text is held: a reply that arrives in one piece is sent as
-the final message alone (a draft then would be one Bot API call in three for nothing),
-and so is one streamed faster than `DRAFT_SECONDS`: the first draft goes out with the
-first piece that arrives at least that long after the first. A refusal from Telegram turns
-drafts off for that chat for the process's life; the reply arrives all the same.
+(`sendMessageDraft`, in `bot.agent.drafts`); `Presence` makes one per reply and turns
+drafts off for a chat that refused one.
 
 As it is sent, a reply is stored bubble by bubble, as Telegram confirms each one
 (`ReplyBubbles`). The first confirmed bubble appends the assistant record (the whole
@@ -27,7 +22,7 @@ each later bubble fills its slot (`set_message_ids`) and adds its platform messa
 crash in the middle of a reply leaves every confirmed bubble stored, and the `None` slots
 tell start-up recovery that the reply was cut short. When delivery stops at a failure
 instead, the record is replaced by a sibling holding only the delivered bubbles
-(`settle_partial_reply`): undelivered text is never stored as sent.
+(`bot.agent.partial_reply.settle_partial_reply`): undelivered text is never stored as sent.
 
 See docs/architecture.md, A turn's path.
 """
@@ -37,11 +32,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol, runtime_checkable
 
+from bot.agent.drafts import Draft, DraftSender
+from bot.agent.partial_reply import settle_partial_reply
 from bot.context.projection import record_tokens
 from bot.domain.messages import Reasoning
 from bot.domain.platform_messages import Delivery, PlatformMessage
@@ -57,8 +53,6 @@ RENEW_SECONDS = 4.0
 """Under Telegram's five seconds, so the indicator never lapses between renewals."""
 ACTION_TIMEOUT_SECONDS = 5.0
 """One action never holds the reply back longer than this."""
-DRAFT_SECONDS = 1.0
-"""At most one draft update this often ("about one a second")."""
 
 
 @runtime_checkable
@@ -66,69 +60,6 @@ class ChatActions(Protocol):
     """Shows a chat action (typing) in a chat or one of its topics."""
 
     async def send_typing(self, chat_id: int, *, thread_id: int = 0) -> None: ...
-
-
-@runtime_checkable
-class DraftSender(Protocol):
-    """Shows a reply being written (`sendMessageDraft`); the text is the model's Markdown."""
-
-    async def send_draft(
-        self, chat_id: int, draft_id: int, text: str, *, thread_id: int = 0
-    ) -> None: ...
-
-
-class Draft:
-    """The live draft of one reply: call it with the text so far (a `TextSink`)."""
-
-    def __init__(
-        self,
-        sender: DraftSender,
-        chat_id: int,
-        thread_id: int,
-        *,
-        monotonic: Callable[[], float],
-        on_refused: Callable[[int], None],
-    ) -> None:
-        self._sender = sender
-        self._chat_id = chat_id
-        self._thread_id = thread_id
-        self._monotonic = monotonic
-        self._on_refused = on_refused
-        self.draft_id = random.randrange(1, 2**31 - 1)
-        """Non-zero, the same for every update of this reply."""
-        self._last: float | None = None
-        self._held = False
-        """The first piece of text arrived (and was held)."""
-        self._off = False
-        self.sent: list[str] = []
-        """The texts shown, in order."""
-
-    async def __call__(self, text: str) -> None:
-        if self._off or not text.strip():
-            return
-        if not self._held:  # the whole reply, maybe: wait for a second piece
-            self._held = True
-            # and for a second to pass: a reply streamed faster than that shows no draft
-            # (it would flash for a moment and cost a Bot API call; "typing…" is up)
-            self._last = self._monotonic()
-            return
-        now = self._monotonic()
-        if self._last is not None and now - self._last < DRAFT_SECONDS:
-            return  # the next one (or the final message) shows more
-        self._last = now
-        try:
-            await asyncio.wait_for(
-                self._sender.send_draft(
-                    self._chat_id, self.draft_id, text, thread_id=self._thread_id
-                ),
-                ACTION_TIMEOUT_SECONDS,
-            )
-        except Exception as exc:
-            log.info("drafts off in chat %s: %s", self._chat_id, exc)
-            self._off = True
-            self._on_refused(self._chat_id)
-            return
-        self.sent.append(text)
 
 
 class Typing:
@@ -371,41 +302,3 @@ class BubbleRecorder:
             reply_to=self.reply_to,
             reasoning=self.reasoning,
         )
-
-
-async def settle_partial_reply(
-    bubbles: ReplyBubbles,
-    session: SessionInfo,
-    record: StoredRecord,
-    delivery: Delivery,
-    *,
-    reply_to: int | None,
-    reasoning: Reasoning | None = None,
-) -> StoredRecord:
-    """Replace a partly delivered reply record by a sibling holding the delivered bubbles
-    only (a new branch under the same parent, like `/retry`; aliases stay the same)."""
-    confirmed = [
-        (mid, bubble)
-        for mid, bubble in zip(delivery.message_ids, delivery.texts, strict=False)
-        if mid is not None
-    ]
-    kept = reasoning if reasoning is not None else _reasoning_of(record)
-    body = AssistantRecord(text="\n".join(bubble for _mid, bubble in confirmed), reasoning=kept)
-    ids = tuple(mid for mid, _bubble in confirmed)
-    (sibling,) = await bubbles.store.append(
-        session.id,
-        [
-            NewRecord(
-                body=body, created_at=record.created_at, message_ids=ids, tokens=record_tokens(body)
-            )
-        ],
-        parent_id=record.parent_id,
-    )
-    await bubbles.platform_messages.record_platform_messages(
-        bubbles.bubble_messages(session, delivery, reply_to=reply_to, record_id=sibling.id)
-    )
-    return sibling
-
-
-def _reasoning_of(record: StoredRecord) -> Reasoning | None:
-    return record.body.reasoning if isinstance(record.body, AssistantRecord) else None

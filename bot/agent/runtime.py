@@ -27,6 +27,7 @@ from bot.agent.provider_call import ProviderCaller
 from bot.agent.reply import Presence, ReplyBubbles, Typing
 from bot.agent.tool_runner import TOOL_TIMEOUT_SECONDS, ToolRunner
 from bot.agent.turn import TurnFailed, TurnPolicy, TurnState, requester_of
+from bot.agent.turn_failure import failed_turn
 from bot.agent.window import Windows
 from bot.context.alias_table import AliasTable
 from bot.context.escaping import strip_echoed_header
@@ -192,12 +193,20 @@ class TurnRunner:
             failure = TurnFailed(
                 "provider", f"the turn took longer than {self.policy.turn_deadline_seconds:g} s"
             )
-            log.warning("turn %s failed: %s", turn_id, failure.detail)
-            return await self._failed(state, failure, reply_to, typing, hit_cap=False)
-        except TurnFailed as failure:
-            log.warning("turn %s failed: %s", turn_id, failure.detail)
-            capped = state.iteration > self.policy.max_tool_iterations
-            return await self._failed(state, failure, reply_to, typing, hit_cap=capped)
+            capped = False
+        except TurnFailed as failed:
+            failure, capped = failed, state.iteration > self.policy.max_tool_iterations
+        log.warning("turn %s failed: %s", turn_id, failure.detail)
+        return await failed_turn(
+            state,
+            failure,
+            reply_to=reply_to,
+            typing=typing,
+            hit_cap=capped,
+            messenger=self.messenger,
+            told=self.told,
+            locale_of=self.policy.prompt.locale_of,
+        )
 
     async def _steps(
         self,
@@ -259,48 +268,6 @@ class TurnRunner:
         if state.task is None or ctx.rights is None:
             return ctx
         return replace(ctx, rights=replace(ctx.rights, requester_id=state.requester))
-
-    async def _failed(
-        self,
-        state: TurnState,
-        failure: TurnFailed,
-        reply_to: int | None,
-        typing: Typing | None,
-        *,
-        hit_cap: bool,
-    ) -> TurnOutcome:
-        """Tell the chat the turn failed (a short notice in its language)."""
-        session = state.window.session
-        key = session.key
-        if typing is not None:
-            await typing.stop()
-        # e.g. a spent budget the chat was already told of; a scheduled task's failure is
-        # recorded with its run and told to its creator (`bot.services.jobs`)
-        if failure.silent or state.task is not None:
-            return TurnOutcome(
-                status="failed",
-                iterations=state.iteration,
-                hit_iteration_cap=hit_cap,
-                error=failure.detail,
-                failure=failure.key,
-                requester=state.requester,
-            )
-        text = failure.notice or user_text(self.policy.prompt.locale_of(key.chat_id), failure.key)
-        delivery = await self.messenger.send_text(
-            key.chat_id, text, thread_id=key.thread_id, reply_to=reply_to
-        )
-        if self.told is not None and delivery.delivered:  # the model never wrote it
-            await self.told.note(key.chat_id, key.thread_id, text)
-        return TurnOutcome(
-            status="failed",
-            text=text,
-            delivery=delivery,
-            iterations=state.iteration,
-            hit_iteration_cap=hit_cap,
-            error=failure.detail,
-            failure=failure.key,
-            requester=state.requester,
-        )
 
     async def _deliver(
         self,

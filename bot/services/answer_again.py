@@ -16,6 +16,7 @@ from bot.ports import NewRecord, SessionInfo
 from bot.services.inbound_gate import InboundGate
 from bot.services.inbound_rules import last_answered_of, last_member_record, record_of
 from bot.services.turn_scheduler import TurnScheduler
+from bot.services.turn_spawning import spawn_turn
 from bot.store_ports import HistoryStore
 
 log = logging.getLogger("tgbot.inbound")
@@ -67,8 +68,8 @@ class AnswerAgain:
         assert isinstance(trigger.body, UserRecord)
         newest = last_member_record(loaded.records)
         if newest is not None and newest.id == trigger.id:
-            self._turns.spawn_turn(
-                session, reply_to=trigger.message_id, leaf=trigger.id, trigger="retry"
+            spawn_turn(
+                self._turns, session, reply_to=trigger.message_id, leaf=trigger.id, trigger="retry"
             )
             return True
         again = NewRecord(
@@ -81,7 +82,7 @@ class AnswerAgain:
         async def ask_again() -> None:
             await self._history.append(session.id, [again])
 
-        self._turns.spawn_turn(
-            session, reply_to=trigger.message_id, before=ask_again, trigger="retry"
+        spawn_turn(
+            self._turns, session, reply_to=trigger.message_id, before=ask_again, trigger="retry"
         )
         return True

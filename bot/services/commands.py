@@ -15,7 +15,7 @@ from bot.domain.ids import Locale
 from bot.errors import TelegramError
 from bot.ports import Messenger, SessionInfo
 from bot.services.guard import OncePerMinute, is_owner
-from bot.services.messenger_relay import SecretText
+from bot.services.told_lines import SecretText
 from bot.store_ports import SessionStore
 from bot.texts import text
 

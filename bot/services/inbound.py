@@ -36,7 +36,7 @@ Whether a message is answered and what it is stored as are pure rules, in
 `bot.services.inbound_rules`.
 
 Crash recovery (`recovery.CrashRecovery`, once at start-up) starts its turns through the
-scheduler's `spawn_turn` and answers by the same `should_answer`.
+scheduler (`turn_spawning.spawn_turn`) and answers by the same `should_answer`.
 """
 
 from __future__ import annotations
@@ -78,7 +78,9 @@ from bot.services.inbound_rules import (
 from bot.services.private_members import PrivateMembers
 from bot.services.transcripts import VoiceTranscripts
 from bot.services.triggers import BotLoopGuard, compile_wake_words
+from bot.services.turn_joins import join_later
 from bot.services.turn_scheduler import TurnScheduler
+from bot.services.turn_spawning import queue_edit
 from bot.store_ports import Claims, HistoryStore, PlatformMessages, SessionStore
 from bot.texts import ChatLocales
 
@@ -381,7 +383,7 @@ class InboundService:
                         session, message, merged=False, refused=admission.refused
                     )
 
-                await self.turns.join_later(session, message, join, answer=admission.admitted)
+                await join_later(self.turns, session, message, join, answer=admission.admitted)
             else:
                 await self._store_inbound(
                     session, message, merged=merged, refused=admission.refused
@@ -474,7 +476,7 @@ class InboundService:
         async def reanswer(newest: InboundMessage) -> None:
             await self.again.edited(session, newest)
 
-        self.turns.queue_edit(session, message, reanswer)
+        queue_edit(self.turns, session, message, reanswer)
 
     async def _store_inbound(
         self, session: SessionInfo, message: InboundMessage, *, merged: bool, refused: bool

@@ -12,7 +12,7 @@ from __future__ import annotations
 from bot.context.memory_block import MemoryLimits, fact_line, parse_fact_alias
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import Locale
-from bot.services.messenger_relay import SecretText
+from bot.services.told_lines import SecretText
 from bot.store_ports import MemoryFacts
 from bot.texts import text
 

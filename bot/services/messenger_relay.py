@@ -16,7 +16,8 @@ Command outputs (`/usage`, `/context`, …), rate-limit refusals, restart and re
 and the daily summary are sent by services, not by the model, so the model would otherwise
 not know the chat has seen them. `ToldUserMessenger` wraps the messenger those services use
 and notes one line per message sent (its first line, whitespace collapsed, at most 120
-characters; a `SecretText`, such as the owner's login link, only as its redacted form); the
+characters; a `SecretText`, such as the owner's login link, only as its redacted form:
+`bot.services.told_lines`); the
 next model turn there is shown the chat's newest 5 (`peek`) and they are
 forgotten once a turn that carried them succeeds (`shown`): a turn that fails keeps them for
 the next one, and its failure notice is noted too.
@@ -50,6 +51,7 @@ from bot.domain.platform_messages import Delivery
 from bot.errors import TelegramError, TelegramForbidden
 from bot.ports import BubbleHook, Messenger, SharedToldNotes
 from bot.services.error_log import ErrorLog
+from bot.services.told_lines import retold, told_line
 from bot.store_ports import ChatEventStore
 
 log = logging.getLogger("tgbot.chat_events")
@@ -217,37 +219,8 @@ class RefusedSendLog(MessengerRelay):
 
 # ------------------------------------------------------------------ what the user was told
 
-MAX_LINE_CHARS = 120
 MAX_LINES = 5
 MAX_CHATS = 10_000
-
-
-class SecretText(str):
-    """A message text that carries a secret (the owner's one-time dashboard login link):
-    sent as it is, but retold only as `told_as` (in `[Already told the user]`, so never in
-    a model request, a call's trace or the shared notes table)."""
-
-    told_as: str
-
-    def __new__(cls, text: str, *, told_as: str) -> SecretText:
-        made = super().__new__(cls, text)
-        made.told_as = told_as
-        return made
-
-
-def retold(text: str) -> str:
-    """What a note may say about `text`: its redacted form when it carries a secret."""
-    return text.told_as if isinstance(text, SecretText) else text
-
-
-def told_line(text: str) -> str:
-    """One line for `text`: its first non-empty line, whitespace collapsed, ≤120 chars."""
-    first = next((line for line in text.splitlines() if line.strip()), "")
-    line = " ".join(first.split())
-    more = line != " ".join(text.split())
-    if len(line) > MAX_LINE_CHARS or (more and len(line) + 1 > MAX_LINE_CHARS):
-        return line[: MAX_LINE_CHARS - 1].rstrip() + "…"
-    return line + "…" if more else line
 
 
 class ToldUserLog:

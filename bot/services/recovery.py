@@ -43,7 +43,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot.agent.reply import settle_partial_reply
+from bot.agent.partial_reply import settle_partial_reply
 from bot.agent.runtime import TurnRunner
 from bot.domain.ids import Locale, Scene
 from bot.domain.platform_messages import Delivery
@@ -64,6 +64,7 @@ from bot.services.inbound_rules import (
     should_answer,
 )
 from bot.services.turn_scheduler import TurnScheduler
+from bot.services.turn_spawning import spawn_turn, try_turn_lock
 from bot.store_ports import HistoryStore, PlatformMessages, SessionStore
 from bot.texts import text
 
@@ -238,8 +239,12 @@ class CrashRecovery:
                 case None:
                     return False
                 case RunTurn(reply_to=reply_to, expect_leaf=expect_leaf):
-                    self.turns.spawn_turn(
-                        fresh, reply_to=reply_to, expect_leaf=expect_leaf, trigger="recovery"
+                    spawn_turn(
+                        self.turns,
+                        fresh,
+                        reply_to=reply_to,
+                        expect_leaf=expect_leaf,
+                        trigger="recovery",
                     )
                 case SayMissed(reply_to=reply_to):
                     if await self._over_budget(fresh, records[-1]):
@@ -284,7 +289,7 @@ class CrashRecovery:
         return started
 
     async def _recover_orphan(self, session: SessionInfo, now: datetime, bot: BotIdentity) -> bool:
-        async with self.turns.try_turn_lock(session) as held:
+        async with try_turn_lock(self.turns, session) as held:
             if not held:  # a live turn runs (or is about to run) in this chat
                 return False
             fresh = await self.sessions.find_session(session.key)
@@ -296,8 +301,12 @@ class CrashRecovery:
             )
             if not isinstance(step, RunTurn):
                 return False
-            self.turns.spawn_turn(
-                fresh, reply_to=step.reply_to, expect_leaf=step.expect_leaf, trigger="recovery"
+            spawn_turn(
+                self.turns,
+                fresh,
+                reply_to=step.reply_to,
+                expect_leaf=step.expect_leaf,
+                trigger="recovery",
             )
             return True
 

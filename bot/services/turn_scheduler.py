@@ -1,14 +1,15 @@
-"""Per-session turn scheduling: the merge window, messages that wait their turn, queued
-re-answers of edits, the session locks, and draining at shutdown.
+"""Per-session turn scheduling: the merge window, the session locks, running a turn, and
+draining at shutdown (messages that wait their turn: `bot.services.turn_joins`; edits'
+re-answers, turns run at once: `bot.services.turn_spawning`).
 
 Turns of one session are serialised by a per-session lock (and, when wired, the
 cross-worker chat lock after it); storing a message takes the session's store lock. Every
 turn runs as a task, so whoever schedules one never waits on it. A burst of one sender's
 messages inside the merge window becomes one turn: the turn pending for that sender is
 cancelled and scheduled again for the newest message. A message that addresses the bot
-while another member's turn waits out its window waits its turn (`join_later`): that turn
-starts at once, and the message joins the conversation after it answered, followed by a
-turn of its own.
+while another member's turn waits out its window waits its turn
+(`bot.services.turn_joins.join_later`): that turn starts at once, and the message joins the
+conversation after it answered, followed by a turn of its own.
 
 The chat lock (`bot.ports.ChatLock`): `InboundService` holds a chat's lock in two scopes, so
 a long turn never blocks storing the next message:
@@ -32,7 +33,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import (
     AbstractAsyncContextManager,
     AsyncExitStack,
@@ -226,22 +227,6 @@ class TurnScheduler:
         async with self.state(session.id).lock, self._chat_held(session, "turn"):
             yield
 
-    @asynccontextmanager
-    async def try_turn_lock(self, session: SessionInfo) -> AsyncIterator[bool]:
-        """The turn lock only if nothing of this session is scheduled or running here and
-        no worker holds it, without waiting (the orphaned-turn scan); yields whether held."""
-        state = self.known(session.id)
-        if state is not None and not state.idle:
-            yield False
-            return
-        state = self.state(session.id)
-        async with state.lock:  # free: `idle` said so, and nothing awaited in between
-            if self.chat_lock is None:
-                yield True
-                return
-            async with self.chat_lock.try_hold(session.key, scope="turn") as held:
-                yield held
-
     # ------------------------------------------------------------------ scheduling
 
     def schedule(
@@ -277,147 +262,7 @@ class TurnScheduler:
         state.pending = PendingTurn(
             task=task, sender_id=message.sender.id, reply_to=message.message_id, hurry=hurry
         )
-        self._track(state, task)
-
-    async def join_later(
-        self,
-        session: SessionInfo,
-        message: InboundMessage,
-        store: Callable[[], Awaitable[None]],
-        *,
-        answer: bool,
-    ) -> None:
-        """Store `message` (`store`, under the store locks) once the turns pending for other
-        senders have answered, after the messages deferred before it and those waiting on
-        other workers; then, if `answer`, give it a turn. Called under the store locks, so
-        the chat's `"join"` lock is taken (`_hold_join`) before another worker can store a
-        later message."""
-        state = self.state(session.id)
-        hold = await self._hold_join(session, state)
-        previous = state.joining
-        sender = message.sender.id
-        state.deferred[sender] = state.deferred.get(sender, 0) + 1
-
-        async def join() -> None:
-            try:
-                if previous is not None:
-                    await asyncio.wait([previous])
-                if hold is not None:
-                    await hold.wait()  # another worker's waiting messages join first
-                while (
-                    (pending := state.pending) is not None
-                    and pending.sender_id != sender
-                    and not pending.task.done()
-                ):
-                    await asyncio.wait([pending.task])
-                async with self.storing(session):
-                    await store()
-            finally:
-                left = state.deferred.pop(sender, 1) - 1
-                if left:
-                    state.deferred[sender] = left
-            if answer:
-                self.schedule(session, message)
-
-        task = asyncio.create_task(join(), name=f"join-{session.id}")
-        state.joining = task
-
-        def forget(finished: asyncio.Task[None]) -> None:
-            if state.joining is finished:  # nothing waits to join here any more
-                state.joining = None
-                if state.join_hold is not None:
-                    state.join_hold.release.set()
-                    state.join_hold = None
-
-        task.add_done_callback(forget)
-        self._track(state, task)
-
-    async def _hold_join(self, session: SessionInfo, state: SessionTurns) -> JoinHold | None:
-        """The chat's `"join"` lock for this worker's waiting messages, kept until the last
-        of them joined: taken before returning when no worker holds it; otherwise held (by a
-        task) once the other worker's messages joined. None: no ChatLock is wired."""
-        chat_lock = self.chat_lock
-        if chat_lock is None:
-            return None
-        if state.join_hold is not None:
-            return state.join_hold
-        hold = state.join_hold = JoinHold()
-        tried = asyncio.Event()
-
-        async def holding() -> None:
-            try:
-                async with chat_lock.try_hold(session.key, scope="join") as held:
-                    if held:
-                        hold.granted.set()
-                        tried.set()
-                        await hold.release.wait()
-                        return
-                tried.set()
-                async with chat_lock.hold(session.key, scope="join"):
-                    hold.granted.set()
-                    await hold.release.wait()
-            finally:
-                tried.set()
-
-        hold.task = asyncio.create_task(holding(), name=f"join-lock-{session.id}")
-        self._track(state, hold.task)
-        await tried.wait()
-        return hold
-
-    def queue_edit(
-        self,
-        session: SessionInfo,
-        message: InboundMessage,
-        reanswer: Callable[[InboundMessage], Awaitable[None]],
-    ) -> None:
-        """After the merge window, under the turn lock, call `reanswer` with the newest text
-        of the edited message; edits arriving before then only replace that text."""
-        state = self.state(session.id)
-        queued = message.message_id in state.edits
-        state.edits[message.message_id] = message
-        if queued:
-            return
-
-        async def later() -> None:
-            if self.merge_window_seconds > 0:
-                await asyncio.sleep(self.merge_window_seconds)
-            async with self.turn_lock(session):
-                newest = state.edits.pop(message.message_id, None)
-                if newest is not None:
-                    await reanswer(newest)
-
-        self._track(state, asyncio.create_task(later(), name=f"edit-{session.id}"))
-
-    def spawn_turn(
-        self,
-        session: SessionInfo,
-        *,
-        reply_to: int | None,
-        leaf: int | None = None,
-        expect_leaf: int | None = None,
-        before: Callable[[], Awaitable[None]] | None = None,
-        trigger: Trigger | None = None,
-    ) -> None:
-        """Run a turn now (no merge window) as a task, under the session's locks; with
-        `leaf`, on a new branch from that record (`/retry`); with `expect_leaf`, only if
-        nothing was added to the conversation since (recovery: another worker may have
-        answered in between); `before` runs first, under the lock (a group's `/retry` asks
-        again at the end of the conversation)."""
-
-        async def turn() -> None:
-            async with self.turn_lock(session):
-                if before is not None:
-                    await before()
-                if expect_leaf is not None:
-                    current = await self.store.find_session(session.key)
-                    if current is None or current.active_leaf_id != expect_leaf:
-                        return
-                if leaf is not None:
-                    await self.store.set_active_leaf(session.id, leaf)
-                await self.run(session, reply_to=reply_to, trigger=trigger)
-
-        state = self.state(session.id)
-        self._track(state, asyncio.create_task(turn(), name=f"turn-{session.id}"))
+        self.track(state, task)
 
     async def run(
         self, session: SessionInfo, *, reply_to: int | None, trigger: Trigger | None = None
@@ -447,7 +292,7 @@ class TurnScheduler:
 
     # ------------------------------------------------------------------ tasks
 
-    def _track(self, state: SessionTurns, task: asyncio.Task[None]) -> None:
+    def track(self, state: SessionTurns, task: asyncio.Task[None]) -> None:
         """Keep the task for `drain`, and the session's state while the task may use it."""
         state.tasks += 1
         self._tasks.add(task)

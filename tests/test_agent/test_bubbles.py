@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bot.agent.reply import ReplyBubbles, settle_partial_reply
+from bot.agent.partial_reply import settle_partial_reply
+from bot.agent.reply import ReplyBubbles
 from bot.domain.ids import SessionKey
 from bot.domain.platform_messages import Delivery
 from bot.domain.records import AssistantRecord, UserRecord

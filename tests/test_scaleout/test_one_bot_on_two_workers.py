@@ -35,7 +35,7 @@ from bot.agent.ledger_read import read_entries
 from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
 from bot.ports import LLMRequest, LLMResponse, TextSink, Usage
-from bot.services.messenger_relay import told_line
+from bot.services.told_lines import told_line
 from bot.texts import text
 from storage.engine import create_engine_for
 from storage.sql import SqlStore

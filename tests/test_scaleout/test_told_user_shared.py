@@ -17,7 +17,7 @@ from bot.app.wiring import App
 from bot.domain.facts import Sender
 from bot.domain.ids import SessionKey
 from bot.errors import ProviderUnavailable
-from bot.services.messenger_relay import told_line
+from bot.services.told_lines import told_line
 from bot.texts import text
 from storage.engine import create_engine_for
 from storage.sql import SqlStore

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from adapters.llm.scripted import ScriptedModel, is_summary_request
-from bot.services.messenger_relay import SecretText, ToldUser, ToldUserLog, told_line
+from bot.services.messenger_relay import ToldUser, ToldUserLog
+from bot.services.told_lines import SecretText, told_line
 from tests.fakes import ALICE, RecordingMessenger
 from tests.test_agent.rig import make_app, say
 

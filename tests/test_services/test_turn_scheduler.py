@@ -16,6 +16,7 @@ from bot.domain.ids import SessionKey
 from bot.domain.records import UserRecord
 from bot.ports import NewRecord, SessionInfo
 from bot.services.turn_scheduler import PendingTurn, SessionTurns, TurnScheduler
+from bot.services.turn_spawning import queue_edit, spawn_turn
 from bot.texts import text
 from testkit.memory_store import InMemoryStore
 from tests.deadlines import EVENT, deadline
@@ -143,9 +144,9 @@ async def test_edits_queued_behind_a_turn_are_answered_once_with_the_last_text()
         seen.append(newest.text)
 
     async with turns.turn_lock(session):  # a turn is running: the edits queue behind it
-        turns.queue_edit(session, message(5, body="first"), reanswer)
-        turns.queue_edit(session, message(5, body="second"), reanswer)
-        turns.queue_edit(session, message(5, body="third"), reanswer)
+        queue_edit(turns, session, message(5, body="first"), reanswer)
+        queue_edit(turns, session, message(5, body="second"), reanswer)
+        queue_edit(turns, session, message(5, body="third"), reanswer)
     await turns.drain()
     assert seen == ["third"]
 
@@ -157,10 +158,10 @@ async def test_recovery_turn_runs_only_if_the_conversation_did_not_move() -> Non
     body = UserRecord(sender=ALICE, text="hi")
     (first,) = await store.append(session.id, [NewRecord(body=body, created_at=T0)])
     (second,) = await store.append(session.id, [NewRecord(body=body, created_at=T0)])
-    turns.spawn_turn(session, reply_to=7, expect_leaf=first.id)  # another worker moved on
+    spawn_turn(turns, session, reply_to=7, expect_leaf=first.id)  # another worker moved on
     await turns.drain()
     assert runner.turns == []
-    turns.spawn_turn(session, reply_to=8, expect_leaf=second.id)
+    spawn_turn(turns, session, reply_to=8, expect_leaf=second.id)
     await turns.drain()
     assert runner.turns == [(session.id, 8)]
 
@@ -173,7 +174,7 @@ async def test_a_retry_turn_runs_on_a_branch_from_the_given_record() -> None:
     first, _second = await store.append(
         session.id, [NewRecord(body=body, created_at=T0), NewRecord(body=body, created_at=T0)]
     )
-    turns.spawn_turn(session, reply_to=1, leaf=first.id)
+    spawn_turn(turns, session, reply_to=1, leaf=first.id)
     await turns.drain()
     assert runner.turns == [(session.id, 1)]
     found = await store.find_session(session.key)
@@ -186,7 +187,7 @@ async def test_a_crashed_turn_is_told_to_the_chat_once() -> None:
     runner = RecordingRunner(crash=RuntimeError("bug"))
     turns = scheduler(store, runner, messenger, window=0)
     session = await a_session(store)
-    turns.spawn_turn(session, reply_to=3)
+    spawn_turn(turns, session, reply_to=3)
     await turns.drain()
     assert [(m.text, m.reply_to) for m in messenger.sent] == [(text("en", "internal_error"), 3)]
     assert list(turns.outcomes) == []
