@@ -79,7 +79,6 @@ from bot.services.private_members import PrivateMembers
 from bot.services.transcripts import VoiceTranscripts
 from bot.services.triggers import BotLoopGuard, compile_wake_words
 from bot.services.turn_scheduler import TurnScheduler
-from bot.services.turn_spawning import queue_edit
 from bot.store_ports import Claims, HistoryStore, PlatformMessages, SessionStore
 from bot.texts import ChatLocales
 
@@ -153,8 +152,10 @@ class InboundService:
             members=private_members,
         )
         """The allow-list, the rate limits and the refusals they send."""
-        self.again = AnswerAgain(history=history, gate=self.gate, turns=self.turns)
-        """An edited trigger answered again, and `/retry`."""
+        self.again = AnswerAgain(
+            history=history, platform_messages=platform_messages, gate=self.gate, turns=self.turns
+        )
+        """Edits recorded, an edited trigger answered again, and `/retry`."""
         self.alone = AloneMessages(
             history=history,
             platform_messages=platform_messages,
@@ -385,38 +386,17 @@ class InboundService:
         self.turns.schedule(session, message, trigger="ambient")
 
     async def on_edit(self, message: InboundMessage) -> None:
-        """Record the new text and queue the re-answer for the chat; never waits on a turn.
-
-        An edit of a message not stored yet (webhook workers: Telegram may deliver the
-        edit first) is stored as that message, with its newest text, and answered when it
-        triggers; the original, when it comes, is then a duplicate. An edit that leaves no
-        words (a caption removed) takes the old words out of storage too: the member took
-        them back (`PlatformMessages.erase_message`)."""
+        """Record the new text and queue the re-answer for the chat (`AnswerAgain`); never
+        waits on a turn. An edit of a message not stored yet (webhook workers: Telegram may
+        deliver the edit first) is stored as that message, with its newest text, and
+        answered when it triggers; the original, when it comes, is then a duplicate."""
         if not await self.gate.allowed(message):
             return
         session = await self.open(message)
-        async with self.turns.storing(session):
-            known = await self.platform_messages.find_platform_message(
-                message.chat_id, message.message_id
-            )
-            if known is not None:
-                await self.platform_messages.record_platform_messages(
-                    [platform_message_of(message, known=known)]
-                )
-                if known.text and not message.text.strip() and message.event is None:
-                    await self.platform_messages.erase_message(
-                        message.chat_id, message.message_id, keep_media=True
-                    )
-        if known is None:
+        if not await self.again.record_edit(session, message):
             log.info(
                 "edit of message %s/%s before the message: stored as the message",
                 message.chat_id,
                 message.message_id,
             )
             await self.on_message(message)
-            return
-
-        async def reanswer(newest: InboundMessage) -> None:
-            await self.again.edited(session, newest)
-
-        queue_edit(self.turns, session, message, reanswer)
