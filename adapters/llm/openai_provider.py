@@ -38,7 +38,7 @@ import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from types import TracebackType
-from typing import Any, Literal, ParamSpec, Self, TypeVar
+from typing import Any, ParamSpec, Self, TypeVar
 
 import httpx
 
@@ -46,12 +46,16 @@ from adapters.llm import anthropic_wire, openai_wire
 from adapters.llm.dialects import WireOptions
 from adapters.llm.openai_stream import OpenAIStream
 from adapters.llm.pooled_transport import pooled_transport, tls_context
-from adapters.llm.provider_errors import classify_error, retry_after_seconds
+from adapters.llm.provider_errors import (
+    FailedAttempt,
+    classify_error,
+    failed_attempt,
+    scrub,
+    scrubbed,
+)
 from bot.errors import (
-    ContextOverflow,
     ProviderBadResponse,
     ProviderError,
-    ProviderRateLimited,
     ProviderUnavailable,
 )
 from bot.ports import LLMRequest, LLMResponse, SentBody, TextSink, ToolSpec
@@ -203,7 +207,7 @@ class OpenAIProvider:
                 else:
                     response = await self._attempt(sent.body, headers)
                 return replace(_tagged(response, request.model), sent=sent)
-            except _Failed as failed:
+            except FailedAttempt as failed:
                 failure = failed
             error = failure.error
             if failure.kind == "final" or attempt >= self._max_retries:
@@ -270,10 +274,10 @@ class OpenAIProvider:
                 body = response.json()
             except ValueError as exc:
                 not_json = ProviderBadResponse(f"HTTP {response.status_code}: body is not JSON")
-                raise _Failed(not_json, kind="bad_body") from exc
+                raise FailedAttempt(not_json, kind="bad_body") from exc
             return self._mapped(self._from_response, body)
         error = self._classified(response.status_code, response.text, response.headers)
-        raise self._failed(error, response.headers)
+        raise failed_attempt(error, response.headers)
 
     async def _attempt_stream(
         self, payload: bytes, headers: dict[str, str], on_text: TextSink
@@ -285,7 +289,7 @@ class OpenAIProvider:
                 if not response.is_success:
                     text = (await response.aread()).decode("utf-8", "replace")
                     error = self._classified(response.status_code, text, response.headers)
-                    raise self._failed(error, response.headers)
+                    raise failed_attempt(error, response.headers)
                 if response.headers.get("content-type", "").startswith("application/json"):
                     # a server (or proxy) that does not stream answers with the whole body
                     whole = await self._whole_body(response)
@@ -324,7 +328,7 @@ class OpenAIProvider:
             body = json.loads(await response.aread())
         except ValueError as exc:
             not_json = ProviderBadResponse(f"HTTP {response.status_code}: body is not JSON")
-            raise _Failed(not_json, kind="bad_body") from exc
+            raise FailedAttempt(not_json, kind="bad_body") from exc
         return self._mapped(self._from_response, body)
 
     async def _dispatch(
@@ -337,9 +341,10 @@ class OpenAIProvider:
             data = json.loads(raw)
         except ValueError as exc:
             broken = ProviderBadResponse("a stream event is not JSON")
-            raise _Failed(broken, kind="bad_body") from exc
+            raise FailedAttempt(broken, kind="bad_body") from exc
         if not isinstance(data, dict):
-            raise _Failed(ProviderBadResponse("a stream event is not an object"), kind="bad_body")
+            not_object = ProviderBadResponse("a stream event is not an object")
+            raise FailedAttempt(not_object, kind="bad_body")
         if self._mapped(state.feed, event, data):
             await on_text(state.text)
         return False
@@ -349,51 +354,25 @@ class OpenAIProvider:
         try:
             return step(*args, **kwargs)
         except ProviderBadResponse as exc:
-            unmapped = ProviderBadResponse(self._scrub(str(exc)))
-            raise _Failed(unmapped, kind="bad_body") from None
+            unmapped = ProviderBadResponse(scrub(str(exc), self._api_key))
+            raise FailedAttempt(unmapped, kind="bad_body") from None
         except ProviderError as exc:
-            raise self._failed(self._scrubbed(exc), None) from None
+            raise failed_attempt(scrubbed(exc, self._api_key), None) from None
 
-    def _failed(self, error: ProviderError, headers: Mapping[str, str] | None) -> _Failed:
-        match error:
-            case ProviderRateLimited():
-                return _Failed(error, retry_after=error.retry_after)
-            case ProviderUnavailable():
-                # a 503 may also say when to come back
-                return _Failed(error, retry_after=retry_after_seconds(headers))
-            case _:
-                return _Failed(error, kind="final")
-
-    def _timed_out(self, exc: Exception) -> _Failed:
+    def _timed_out(self, exc: Exception) -> FailedAttempt:
         message = f"no answer from {self._url} within {self._timeout:g}s"
-        return _Failed(ProviderUnavailable(f"{message} ({type(exc).__name__})"))
+        return FailedAttempt(ProviderUnavailable(f"{message} ({type(exc).__name__})"))
 
-    def _unreachable(self, exc: Exception) -> _Failed:
-        message = self._scrub(f"cannot reach {self._url}: {type(exc).__name__}: {exc}")
-        return _Failed(ProviderUnavailable(message))
+    def _unreachable(self, exc: Exception) -> FailedAttempt:
+        message = scrub(f"cannot reach {self._url}: {type(exc).__name__}: {exc}", self._api_key)
+        return FailedAttempt(ProviderUnavailable(message))
 
     def _classified(
         self, status: int, text: str, headers: Mapping[str, str] | None
     ) -> ProviderError:
         """The error branch of a response, read from the provider's own words (a short key
         must not break a phrase), its message scrubbed of the key afterwards."""
-        return self._scrubbed(classify_error(status, text, headers))
-
-    def _scrubbed(self, error: ProviderError) -> ProviderError:
-        """`error` with the key taken out of its message."""
-        scrubbed = self._scrub(str(error))
-        if scrubbed == str(error):
-            return error
-        if isinstance(error, ProviderRateLimited):
-            return ProviderRateLimited(scrubbed, retry_after=error.retry_after)
-        if isinstance(error, ContextOverflow):
-            return ContextOverflow(scrubbed, limit=error.limit, requested=error.requested)
-        return type(error)(scrubbed)
-
-    def _scrub(self, text: str) -> str:
-        if self._api_key and self._api_key in text:
-            return text.replace(self._api_key, "***")
-        return text
+        return scrubbed(classify_error(status, text, headers), self._api_key)
 
 
 def _json_body(payload: dict[str, Any]) -> bytes:
@@ -407,22 +386,6 @@ def _tagged(response: LLMResponse, model: str) -> LLMResponse:
     if response.reasoning is None:
         return response
     return replace(response, reasoning=replace(response.reasoning, model=model))
-
-
-class _Failed(Exception):
-    """One failed attempt: the error to raise and whether another attempt may help."""
-
-    def __init__(
-        self,
-        error: ProviderError,
-        *,
-        kind: Literal["transient", "bad_body", "final"] = "transient",
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.kind = kind
-        self.retry_after = retry_after
 
 
 __all__ = ["DEFAULT_MAX_RETRY_AFTER", "OpenAIProvider", "ResponseStream"]

@@ -9,7 +9,7 @@ server side (reading a request back) is `adapters.llm.openai_server_wire`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from adapters.llm.cache_breakpoints import mark_breakpoints
@@ -22,8 +22,9 @@ from adapters.llm.dialects import (
     reasoning_fields,
     tool_turn_messages,
 )
+from adapters.llm.openai_images import image_part, with_tool_images
 from adapters.llm.provider_errors import error_in_body
-from bot.domain.messages import ChatMessage, ImagePart, Reasoning, ToolCall
+from bot.domain.messages import ChatMessage, Reasoning, ToolCall
 from bot.errors import (
     ProviderBadResponse,
 )
@@ -58,7 +59,7 @@ def to_request(
     if options.marks_breakpoints:
         mark_breakpoints(messages, request, options)
     if any(m.role == "tool" and m.images for m in request.messages):
-        messages = _with_tool_images(messages, request.messages)
+        messages = with_tool_images(messages, request.messages)
     body: JSON = {"model": request.model, "messages": messages}
     if request.tools:
         body["tools"] = [_tool_to_wire(t) for t in request.tools]
@@ -127,7 +128,7 @@ def _message_to_wire(message: ChatMessage) -> JSON:
         parts: list[JSON] = []
         if message.content:
             parts.append({"type": "text", "text": message.content})
-        parts.extend(_image_part(image) for image in message.images)
+        parts.extend(image_part(image) for image in message.images)
         wire["content"] = parts
     elif message.role == "assistant" and message.tool_calls and not message.content:
         # the spec's form for "only tool calls"; some servers reject an empty string here
@@ -144,41 +145,6 @@ def _message_to_wire(message: ChatMessage) -> JSON:
             for call in message.tool_calls
         ]
     return wire
-
-
-def _image_part(image: ImagePart) -> JSON:
-    return {"type": "image_url", "image_url": {"url": image.url}}
-
-
-TOOL_IMAGES_BLOCK = "[Images from tool results]"
-"""Opens the user message that carries tool results' images (chat completions takes no
-image in a tool message); the labels of the images follow it."""
-
-
-def _with_tool_images(wire: list[JSON], messages: Sequence[ChatMessage]) -> list[JSON]:
-    """`wire` with one user message after each run of tool results that carry images,
-    holding those images: a tool message takes text only in chat completions. Added after
-    the breakpoints are marked, which index `messages` (docs/architecture.md, Images)."""
-    out: list[JSON] = []
-    pending: list[ImagePart] = []
-    for source, item in zip(messages, wire, strict=True):
-        if pending and source.role != "tool":
-            out.append(_tool_images_message(pending))
-            pending = []
-        out.append(item)
-        if source.role == "tool":
-            pending.extend(source.images)
-    if pending:
-        out.append(_tool_images_message(pending))
-    return out
-
-
-def _tool_images_message(images: Sequence[ImagePart]) -> JSON:
-    labels = ", ".join(image.label for image in images if image.label)
-    text = f"{TOOL_IMAGES_BLOCK} {labels}" if labels else TOOL_IMAGES_BLOCK
-    parts: list[JSON] = [{"type": "text", "text": text}]
-    parts.extend(_image_part(image) for image in images)
-    return {"role": "user", "content": parts}
 
 
 def _tool_to_wire(tool: ToolSpec) -> JSON:

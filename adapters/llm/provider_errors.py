@@ -4,7 +4,9 @@ No I/O. `classify_error` reads a status, a body (OpenAI's `{"error": {...}}`, An
 `{"type": "error", "error": {...}}`, Gemini's list, plain text) and the headers into the
 branch the caller acts on (rate limited with its `Retry-After`, context overflow with the
 window and size the body names, unavailable, rejected); both wires (`openai_wire`,
-`anthropic_wire`) and the provider use it. A rare path: a healthy turn never reads one.
+`anthropic_wire`) and the provider use it. What a failed attempt becomes for the provider's
+retry loop (`FailedAttempt`: whether another attempt may help) and the key scrubbed out of an
+error's message are here too. A rare path: a healthy turn never reads one.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, Literal
 
 from bot.context.bounded_json import loads_bounded
 from bot.errors import (
@@ -163,4 +165,60 @@ def error_in_body(body: Mapping[str, Any]) -> ProviderError:
     return classify_error(status, body)
 
 
-__all__ = ("classify_error", "error_in_body", "retry_after_seconds")
+class FailedAttempt(Exception):
+    """One failed attempt: the error to raise and whether another attempt may help."""
+
+    def __init__(
+        self,
+        error: ProviderError,
+        *,
+        kind: Literal["transient", "bad_body", "final"] = "transient",
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.kind = kind
+        self.retry_after = retry_after
+
+
+def failed_attempt(error: ProviderError, headers: Mapping[str, str] | None) -> FailedAttempt:
+    """`error` as a failed attempt: retried after its wait when rate limited or unavailable,
+    never when the request itself is wrong."""
+    match error:
+        case ProviderRateLimited():
+            return FailedAttempt(error, retry_after=error.retry_after)
+        case ProviderUnavailable():
+            # a 503 may also say when to come back
+            return FailedAttempt(error, retry_after=retry_after_seconds(headers))
+        case _:
+            return FailedAttempt(error, kind="final")
+
+
+def scrubbed(error: ProviderError, secret: str | None) -> ProviderError:
+    """`error` with the key taken out of its message."""
+    text = scrub(str(error), secret)
+    if text == str(error):
+        return error
+    if isinstance(error, ProviderRateLimited):
+        return ProviderRateLimited(text, retry_after=error.retry_after)
+    if isinstance(error, ContextOverflow):
+        return ContextOverflow(text, limit=error.limit, requested=error.requested)
+    return type(error)(text)
+
+
+def scrub(text: str, secret: str | None) -> str:
+    """`text` with `secret` (the API key) replaced by `***`."""
+    if secret and secret in text:
+        return text.replace(secret, "***")
+    return text
+
+
+__all__ = (
+    "FailedAttempt",
+    "classify_error",
+    "error_in_body",
+    "failed_attempt",
+    "retry_after_seconds",
+    "scrub",
+    "scrubbed",
+)

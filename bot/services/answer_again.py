@@ -1,8 +1,9 @@
-"""Answering again: an edited trigger re-answered on a new branch, and `/retry`.
+"""Answering again: an edit recorded and its trigger re-answered on a new branch, and `/retry`.
 
 Both start from the stored conversation as it is now and run a scheduled turn through the
-chat's `TurnScheduler`; neither stores what it cannot answer. `InboundService` routes edits
-here (`on_edit`, queued per chat) and the `/retry` command calls `retry`.
+chat's `TurnScheduler`; neither stores what it cannot answer. `InboundService.on_edit`
+hands edits here (`record_edit`, the re-answer queued per chat) and the `/retry` command
+calls `retry`.
 """
 
 from __future__ import annotations
@@ -14,10 +15,15 @@ from bot.domain.facts import InboundMessage
 from bot.domain.records import UserRecord
 from bot.ports import NewRecord, SessionInfo
 from bot.services.inbound_gate import InboundGate
-from bot.services.inbound_rules import last_answered_of, last_member_record, record_of
+from bot.services.inbound_rules import (
+    last_answered_of,
+    last_member_record,
+    platform_message_of,
+    record_of,
+)
 from bot.services.turn_scheduler import TurnScheduler
-from bot.services.turn_spawning import spawn_turn
-from bot.store_ports import HistoryStore
+from bot.services.turn_spawning import queue_edit, spawn_turn
+from bot.store_ports import HistoryStore, PlatformMessages
 
 log = logging.getLogger("tgbot.inbound")
 
@@ -26,10 +32,45 @@ class AnswerAgain:
     """Re-answers in one chat's conversation: an edit of the newest answered trigger, and a
     member's `/retry` of their own last answered turn."""
 
-    def __init__(self, *, history: HistoryStore, gate: InboundGate, turns: TurnScheduler) -> None:
+    def __init__(
+        self,
+        *,
+        history: HistoryStore,
+        platform_messages: PlatformMessages,
+        gate: InboundGate,
+        turns: TurnScheduler,
+    ) -> None:
         self._history = history
+        self._platform_messages = platform_messages
         self._gate = gate
         self._turns = turns
+
+    async def record_edit(self, session: SessionInfo, message: InboundMessage) -> bool:
+        """Record an edit's new text and queue the re-answer for the chat (`edited`); never
+        waits on a turn. False when the edited message is not stored yet (the caller stores
+        it as the message). An edit that leaves no words (a caption removed) takes the old
+        words out of storage too: the member took them back
+        (`PlatformMessages.erase_message`)."""
+        async with self._turns.storing(session):
+            known = await self._platform_messages.find_platform_message(
+                message.chat_id, message.message_id
+            )
+            if known is not None:
+                await self._platform_messages.record_platform_messages(
+                    [platform_message_of(message, known=known)]
+                )
+                if known.text and not message.text.strip() and message.event is None:
+                    await self._platform_messages.erase_message(
+                        message.chat_id, message.message_id, keep_media=True
+                    )
+        if known is None:
+            return False
+
+        async def reanswer(newest: InboundMessage) -> None:
+            await self.edited(session, newest)
+
+        queue_edit(self._turns, session, message, reanswer)
+        return True
 
     async def edited(self, session: SessionInfo, message: InboundMessage) -> None:
         """Re-answer an edited trigger on a new branch (under the turn lock), if it is the

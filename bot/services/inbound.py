@@ -51,7 +51,6 @@ from bot.agent.runtime import TurnOutcome, TurnRunner
 from bot.domain.facts import InboundMessage
 from bot.domain.ids import SessionKey
 from bot.domain.records import StoredRecord, UserRecord
-from bot.errors import StorageUnavailable
 from bot.ports import (
     ChatLock,
     InboundAppend,
@@ -63,6 +62,7 @@ from bot.ports import (
 from bot.services.ambient import AmbientListener
 from bot.services.answer_again import AnswerAgain
 from bot.services.commands import Commands
+from bot.services.inbound_alone import AloneMessages
 from bot.services.inbound_gate import Admission, InboundGate
 from bot.services.inbound_rules import (
     InboundPolicy,
@@ -78,9 +78,7 @@ from bot.services.inbound_rules import (
 from bot.services.private_members import PrivateMembers
 from bot.services.transcripts import VoiceTranscripts
 from bot.services.triggers import BotLoopGuard, compile_wake_words
-from bot.services.turn_joins import join_later
 from bot.services.turn_scheduler import TurnScheduler
-from bot.services.turn_spawning import queue_edit
 from bot.store_ports import Claims, HistoryStore, PlatformMessages, SessionStore
 from bot.texts import ChatLocales
 
@@ -154,8 +152,20 @@ class InboundService:
             members=private_members,
         )
         """The allow-list, the rate limits and the refusals they send."""
-        self.again = AnswerAgain(history=history, gate=self.gate, turns=self.turns)
-        """An edited trigger answered again, and `/retry`."""
+        self.again = AnswerAgain(
+            history=history, platform_messages=platform_messages, gate=self.gate, turns=self.turns
+        )
+        """Edits recorded, an edited trigger answered again, and `/retry`."""
+        self.alone = AloneMessages(
+            history=history,
+            platform_messages=platform_messages,
+            claims=claims,
+            gate=self.gate,
+            turns=self.turns,
+            commands=commands,
+            answers=self._answers,
+        )
+        """Commands, and messages that wait their turn behind another member's."""
         self.on_chat_migrated: Callable[[int, int], Awaitable[object]] | None = None
         """Told (old chat id, new chat id) when a group becomes a supergroup, before the
         batch is stored (what is kept per chat follows it: memory facts)."""
@@ -230,7 +240,7 @@ class InboundService:
         including the first that starts a turn, so that turn is scheduled before the
         messages after its trigger are stored, as when they arrive one by one. A command,
         or a message held back behind another member's waiting turn, goes alone
-        (`_store_alone`). Duplicates (a redelivered update) are found inside the
+        (`AloneMessages`). Duplicates (a redelivered update) are found inside the
         transaction."""
         if self.on_chat_migrated is not None:
             for migration in {m.chat_migration for m in messages if m.chat_migration}:
@@ -239,7 +249,7 @@ class InboundService:
             await self.refresh_settings()
         queues, sessions = await self._open_queues(messages)
         while queues:
-            # what goes alone is decided under the store locks, as `_store_alone` decides
+            # what goes alone is decided under the store locks, as `AloneMessages` decides
             # whether a message waits its turn (another request may have just scheduled one)
             async with self.turns.storing_batch([sessions[key] for key in queues]) as joining:
                 batch, alone = self._next_round(queues, sessions, joining=joining)
@@ -247,7 +257,7 @@ class InboundService:
             for (session, message), (record, admission) in zip(batch, stored, strict=True):
                 await self._after_stored(session, message, record, admission)
             for session, message in alone:
-                await self._alone(session, message)
+                await self.alone.handle(session, message)
 
     async def on_message(self, message: InboundMessage) -> None:
         """One new message: `on_messages([message])`."""
@@ -316,20 +326,8 @@ class InboundService:
                 del queues[key]
         return batch, alone
 
-    async def _alone(self, session: SessionInfo, message: InboundMessage) -> None:
-        """One message on its own; a bug there is logged with its update and does not fail
-        the rest (the poller would hand every other update again). A transient error (the
-        database busy or away, out of file handles) is raised: the update stays
-        unconfirmed and comes again."""
-        try:
-            await self._store_alone(session, message)
-        except (StorageUnavailable, OSError):
-            raise
-        except Exception:
-            log.exception("handling update %s failed", message.update_id)
-
     def _goes_alone(self, message: InboundMessage, session: SessionInfo) -> bool:
-        """Whether a message goes alone (`_store_alone`): a command, or a message held back
+        """Whether a message goes alone (`AloneMessages`): a command, or a message held back
         behind another member's waiting turn (and what the chat gets until it joined), so
         those keep their order and their turn."""
         if message.command is not None and self.commands is not None:
@@ -338,60 +336,6 @@ class InboundService:
         if state is None:
             return False
         return state.holds_back(message.sender.id, answer=self._answers(message, session))
-
-    async def _store_alone(self, session: SessionInfo, message: InboundMessage) -> None:
-        """A command (claimed by its update, within the limits), or a message that waits
-        its turn behind another member's; anything else the command handler leaves is
-        stored as in a round."""
-        if message.command and self.commands is not None and self.commands.handles(message):
-            if message.update_id is not None and not await self.claims.claim_update(
-                message.update_id
-            ):
-                return
-            # commands start work too (/retry a whole turn, /help a post): same limits
-            if not await self.gate.admit(message):
-                return
-            if await self.commands(message, session):
-                return
-        state = self.turns.state(session.id)
-        async with self.turns.storing(session) as joining:
-            if (
-                await self.platform_messages.find_platform_message(
-                    message.chat_id, message.message_id
-                )
-                is not None
-            ):
-                log.info("duplicate message %s/%s", message.chat_id, message.message_id)
-                return
-            answer = self._answers(message, session)
-            pending = state.pending
-            merged = state.merges(message.sender.id)
-            # someone else's turn waits out its merge window: this message waits its turn
-            # (and so does whatever the chat gets until it joined, here or on another
-            # worker: `joining`, to keep Telegram's order)
-            defer = joining or state.holds_back(message.sender.id, answer=answer)
-            admission = await self.gate.admission(message, session, answer=answer)
-            if defer:
-                await self.platform_messages.record_platform_messages(
-                    [platform_message_of(message)]
-                )
-                if pending is not None:
-                    pending.hurry.set()  # keep the wait (and the unstored gap) short
-
-                async def join() -> None:
-                    await self._store_inbound(
-                        session, message, merged=False, refused=admission.refused
-                    )
-
-                await join_later(self.turns, session, message, join, answer=admission.admitted)
-            else:
-                await self._store_inbound(
-                    session, message, merged=merged, refused=admission.refused
-                )
-        if admission.refused:
-            await self.gate.refuse(message)
-        if not defer and admission.admitted:
-            self.turns.schedule(session, message)
 
     async def _append_round(
         self, batch: list[Round]
@@ -442,47 +386,17 @@ class InboundService:
         self.turns.schedule(session, message, trigger="ambient")
 
     async def on_edit(self, message: InboundMessage) -> None:
-        """Record the new text and queue the re-answer for the chat; never waits on a turn.
-
-        An edit of a message not stored yet (webhook workers: Telegram may deliver the
-        edit first) is stored as that message, with its newest text, and answered when it
-        triggers; the original, when it comes, is then a duplicate. An edit that leaves no
-        words (a caption removed) takes the old words out of storage too: the member took
-        them back (`PlatformMessages.erase_message`)."""
+        """Record the new text and queue the re-answer for the chat (`AnswerAgain`); never
+        waits on a turn. An edit of a message not stored yet (webhook workers: Telegram may
+        deliver the edit first) is stored as that message, with its newest text, and
+        answered when it triggers; the original, when it comes, is then a duplicate."""
         if not await self.gate.allowed(message):
             return
         session = await self.open(message)
-        async with self.turns.storing(session):
-            known = await self.platform_messages.find_platform_message(
-                message.chat_id, message.message_id
-            )
-            if known is not None:
-                await self.platform_messages.record_platform_messages(
-                    [platform_message_of(message, known=known)]
-                )
-                if known.text and not message.text.strip() and message.event is None:
-                    await self.platform_messages.erase_message(
-                        message.chat_id, message.message_id, keep_media=True
-                    )
-        if known is None:
+        if not await self.again.record_edit(session, message):
             log.info(
                 "edit of message %s/%s before the message: stored as the message",
                 message.chat_id,
                 message.message_id,
             )
             await self.on_message(message)
-            return
-
-        async def reanswer(newest: InboundMessage) -> None:
-            await self.again.edited(session, newest)
-
-        queue_edit(self.turns, session, message, reanswer)
-
-    async def _store_inbound(
-        self, session: SessionInfo, message: InboundMessage, *, merged: bool, refused: bool
-    ) -> None:
-        await self.history.append(
-            session.id,
-            [record_of(message, merged=merged, refused=refused)],
-            platform_messages=[platform_message_of(message)],
-        )
