@@ -13,8 +13,6 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from bot.redact import scrub
-
 Purpose = Literal[
     "turn",
     "final_summary",
@@ -34,8 +32,6 @@ STOPS: tuple[Stop, ...] = ("end", "length", "refusal", "tool_calls", "context")
 
 MAX_LINE_BYTES = 4096
 """Upper bound of one encoded line; keeps each append a single small write."""
-
-MAX_ERROR_CHARS = 300
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -188,15 +184,6 @@ class LedgerEntry:
             model=self.model[:120],
         )
         return json.dumps(shorter.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
-
-
-def describe_error(exc: BaseException) -> str:
-    """`ClassName: short message` for the ledger, with token-like substrings redacted."""
-    text = scrub(" ".join(str(exc).split()))
-    if len(text) > MAX_ERROR_CHARS:
-        text = text[: MAX_ERROR_CHARS - 1] + "…"
-    name = type(exc).__name__
-    return f"{name}: {text}" if text else name
 
 
 def trim_to_json(trim: TrimInfo) -> dict[str, Any]:

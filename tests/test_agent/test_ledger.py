@@ -8,7 +8,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.agent.ledger import MAX_LINE_BYTES, LedgerEntry, TrimInfo, describe_error
+from bot.agent.error_text import describe_error
+from bot.agent.ledger import MAX_LINE_BYTES, LedgerEntry, TrimInfo
 from bot.agent.ledger_read import entry_from_json
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
