@@ -56,8 +56,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from bot.agent.error_text import describe_error
 from bot.agent.events import EventBus, ModelCalled, ToolWatch, TurnOutcome, TurnWatch
-from bot.agent.ledger import describe_error
 from bot.domain.messages import ChatMessage, ToolCall
 from bot.domain.records import ToolResult
 from bot.ports import LLMResponse, SessionInfo

@@ -11,9 +11,10 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from bot.agent.ledger import LedgerEntry, TrimInfo
+from bot.agent.ledger import LedgerEntry
 from bot.agent.ledger_file import ledger_file
 from bot.agent.ledger_read import read_entries
+from bot.agent.ledger_trims import TrimInfo
 from bot.services.usage_render import run_usage_report
 from bot.services.usage_report import build_report
 

@@ -14,7 +14,7 @@ replaces every known form of every registered value with `[redacted]`:
 `install_log_scrubbing` puts `scrub` into every log record as it is created (a log record
 factory: message, arguments, traceback and stack), so no handler, formatter or test capture
 ever sees a secret, and keeps chatty third-party DEBUG loggers (HTTP clients printing
-request and response headers) at WARNING. `bot.agent.ledger.describe_error` and the tool
+request and response headers) at WARNING. `bot.agent.error_text.describe_error` and the tool
 runner's error results call `scrub` too.
 """
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from bot.redact import scrub
+from bot.agent.ledger_trims import TrimInfo, trim_to_json
 
 Purpose = Literal[
     "turn",
@@ -34,21 +34,6 @@ STOPS: tuple[Stop, ...] = ("end", "length", "refusal", "tool_calls", "context")
 
 MAX_LINE_BYTES = 4096
 """Upper bound of one encoded line; keeps each append a single small write."""
-
-MAX_ERROR_CHARS = 300
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TrimInfo:
-    """What a history trim did before this call (see `HistoryTrimmed`)."""
-
-    reason: str
-    dropped_turns: int
-    dropped_messages: int
-    kept_turns: int
-    tokens_before: int
-    tokens_after: int
-    budget: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -188,25 +173,3 @@ class LedgerEntry:
             model=self.model[:120],
         )
         return json.dumps(shorter.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
-
-
-def describe_error(exc: BaseException) -> str:
-    """`ClassName: short message` for the ledger, with token-like substrings redacted."""
-    text = scrub(" ".join(str(exc).split()))
-    if len(text) > MAX_ERROR_CHARS:
-        text = text[: MAX_ERROR_CHARS - 1] + "…"
-    name = type(exc).__name__
-    return f"{name}: {text}" if text else name
-
-
-def trim_to_json(trim: TrimInfo) -> dict[str, Any]:
-    """A trim as the ledger line (and the dashboard's live feed) writes it."""
-    return {
-        "reason": trim.reason,
-        "dropped_turns": trim.dropped_turns,
-        "dropped_messages": trim.dropped_messages,
-        "kept_turns": trim.kept_turns,
-        "tokens_before": trim.tokens_before,
-        "tokens_after": trim.tokens_after,
-        "budget": trim.budget,
-    }

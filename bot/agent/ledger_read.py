@@ -19,8 +19,9 @@ from operator import call, contains, itemgetter
 from pathlib import Path
 from typing import Any, cast
 
-from bot.agent.ledger import PURPOSES, STOPS, LedgerEntry, Purpose, Stop, TrimInfo
+from bot.agent.ledger import PURPOSES, STOPS, LedgerEntry, Purpose, Stop
 from bot.agent.ledger_file import ledger_file
+from bot.agent.ledger_trims import TrimInfo
 
 _BAD_LINE = (ValueError, TypeError, KeyError, AttributeError)
 

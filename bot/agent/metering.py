@@ -38,9 +38,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
+from bot.agent.error_text import describe_error
 from bot.agent.events import EventBus, ModelCalled
-from bot.agent.ledger import LedgerEntry, TrimInfo, describe_error
+from bot.agent.ledger import LedgerEntry
 from bot.agent.ledger_file import LedgerWriter
+from bot.agent.ledger_trims import TrimInfo
 from bot.agent.token_corrections_file import FILE_NAME, read_corrections, write_corrections
 from bot.context.tokens import (
     NO_CORRECTION,

@@ -39,8 +39,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from bot.agent.error_text import describe_error
 from bot.agent.events import ModelCalled
-from bot.agent.ledger import describe_error
 from bot.domain.messages import ImagePart
 from bot.ports import LLMRequest, LLMResponse, SentBody
 

@@ -23,7 +23,7 @@ from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
 from typing import Any, Literal
 
-from bot.agent.ledger import MAX_ERROR_CHARS, describe_error
+from bot.agent.error_text import MAX_ERROR_CHARS, describe_error
 from bot.redact import scrub
 
 log = logging.getLogger("tgbot.errors")

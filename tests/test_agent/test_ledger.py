@@ -8,8 +8,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.agent.ledger import MAX_LINE_BYTES, LedgerEntry, TrimInfo, describe_error
+from bot.agent.error_text import describe_error
+from bot.agent.ledger import MAX_LINE_BYTES, LedgerEntry
 from bot.agent.ledger_read import entry_from_json
+from bot.agent.ledger_trims import TrimInfo
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 T0 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)

@@ -6,8 +6,9 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from bot.agent.ledger import LedgerEntry, TrimInfo
+from bot.agent.ledger import LedgerEntry
 from bot.agent.ledger_file import LedgerWriter
+from bot.agent.ledger_trims import TrimInfo
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 D1 = date(2026, 3, 1)

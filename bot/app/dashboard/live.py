@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args
 
 from bot.agent.events import EventBus, ModelCalled
-from bot.agent.ledger import LedgerEntry, trim_to_json
+from bot.agent.ledger import LedgerEntry
 from bot.agent.ledger_file import ledger_file
 from bot.agent.ledger_read import entry_from_json
 from bot.agent.ledger_tail import DayFileTail
+from bot.agent.ledger_trims import trim_to_json
 from bot.agent.metering import ledger_entry
 from bot.context.history_trimmed import HistoryTrimmed
 

@@ -84,7 +84,7 @@ def test_a_range_takes_percentiles_over_every_call(tmp_path: Path) -> None:
 
 
 def test_a_chat_keeps_its_trims_and_newest_calls(tmp_path: Path) -> None:
-    from bot.agent.ledger import TrimInfo
+    from bot.agent.ledger_trims import TrimInfo
 
     trim = TrimInfo(
         reason="token_budget",

@@ -15,8 +15,9 @@ from aiohttp import ClientResponse, web
 from aiohttp.test_utils import TestClient, TestServer
 
 from bot.agent.events import EventBus
-from bot.agent.ledger import LedgerEntry, TrimInfo
+from bot.agent.ledger import LedgerEntry
 from bot.agent.ledger_file import LedgerWriter
+from bot.agent.ledger_trims import TrimInfo
 from bot.app.dashboard.live import LedgerTail
 from bot.app.dashboard.server import Dashboard, build_application, open_dashboard
 from bot.config import load_settings
