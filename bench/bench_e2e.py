@@ -120,7 +120,7 @@ async def _run(chats: int, per_chat: int, every: int) -> E2EResult:
                     session = await store.find_session(SessionKey(chat_id=-1_000_000 - c))
                     assert session is not None
                     path = await store.load_path(session.id)
-                    stored += sum(1 for r in path if r.kind == "user")
+                    stored += sum(1 for r in path if r.body.kind == "user")
                 assert stored == len(updates), f"stored {stored} of {len(updates)}"
                 await app.routes.aclose()
             finally:

@@ -14,15 +14,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from functools import partial
 
-from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, StatementError
-
 from bot.domain.records import StoredRecord
 from bot.errors import StorageUnavailable
 from bot.ports import InboundAppend
 from bot.retry import with_retries
-from storage.executor import DATA_ERRORS
 from storage.plan import Plan, SqlParts
 from storage.record_write import Encoded, inbound_plan
+from storage.refused_rows import DRIVER_DATA_ERRORS, bad_data, reason_of, skip
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +49,7 @@ class InboundBatchWriter:
             try:
                 encoded.append(Encoded.of(index, item))
             except Exception as exc:
-                _skip(item, f"{type(exc).__name__}: {exc}")
+                skip(item, f"{type(exc).__name__}: {exc}")
         if encoded:
             await self._commit(encoded, results)
         return tuple(results)
@@ -64,63 +62,20 @@ class InboundBatchWriter:
                 partial(self._write, plan),
                 retries=TRIES - 1,
                 first_delay=0.05,
-                transient=(StorageUnavailable, *_DRIVER_DATA_ERRORS),
-                retry_if=lambda exc: not _bad_data(exc),
+                transient=(StorageUnavailable, *DRIVER_DATA_ERRORS),
+                retry_if=lambda exc: not bad_data(exc),
                 on_retry=lambda exc: log.warning(
                     "storing a batch failed (%s); retrying the whole batch", exc
                 ),
             )
-        except (StorageUnavailable, *_DRIVER_DATA_ERRORS) as exc:
-            if not _bad_data(exc):
+        except (StorageUnavailable, *DRIVER_DATA_ERRORS) as exc:
+            if not bad_data(exc):
                 raise
             if len(batch) == 1:
-                _skip(batch[0].item, _reason(exc))
+                skip(batch[0].item, reason_of(exc))
                 return
             for entry in batch:  # find the bad one: each item alone
                 await self._commit([entry], results)
             return
         for index, record in stored.items():
             results[index] = record
-
-
-def _skip(item: InboundAppend, reason: str) -> None:
-    log.warning(
-        "not storing message %s/%s: %s",
-        item.platform_message.chat_id,
-        item.platform_message.message_id,
-        reason,
-    )
-
-
-_DRIVER_DATA_ERRORS = (OverflowError, ValueError, TypeError)
-"""What a driver raises, unwrapped, for a value it cannot send (sqlite3: an int past 64 bits)."""
-_JOB_DATA_ERRORS: tuple[type[BaseException], ...] = (*_DRIVER_DATA_ERRORS, *DATA_ERRORS)
-"""Those, and what the database refuses about a row when SQLAlchemy is not there to wrap it
-(a whole job, `storage.executor.jobs_for`: the cause of its `StorageUnavailable`)."""
-
-
-def _bad_data(exc: BaseException) -> bool:
-    """A failure caused by the rows themselves (retrying cannot help), not the database:
-    a constraint or a value the database refuses (SQLAlchemy's error, or on SQLite's fast
-    path the driver's own), or one the driver cannot send (asyncpg raises its own
-    `DataError`, a ValueError, which SQLAlchemy passes on as a generic error), found
-    anywhere along the chain of causes."""
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        current = todo.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, (IntegrityError, DataError, *_JOB_DATA_ERRORS)):
-            return True
-        if isinstance(current, StatementError) and not isinstance(current, DBAPIError):
-            return True  # SQLAlchemy could not process the parameters
-        orig = getattr(current, "orig", None)
-        todo += [current.__cause__, orig if isinstance(orig, BaseException) else None]
-    return False
-
-
-def _reason(exc: BaseException) -> str:
-    cause = exc.__cause__ if isinstance(exc, StorageUnavailable) else exc
-    return f"{type(cause).__name__}: {cause}"

@@ -398,10 +398,10 @@ class ReactionsBlock:
         the next turn shows reactions after (now, without it)."""
         if self.reactions is None or not records:
             return (), ()
-        last_reply = max((i for i, r in enumerate(records) if r.kind == "assistant"), default=None)
+        last_reply = max((i for i, r in enumerate(records) if r.body.kind == "assistant"), default=None)
         since = records[0].created_at
         if last_reply is not None:
-            asked = [r.created_at for r in records[:last_reply] if r.kind == "user"]
+            asked = [r.created_at for r in records[:last_reply] if r.body.kind == "user"]
             since = max(asked) if asked else records[last_reply].created_at
         # On the bot's own clock, when this process answered a turn here: exact (a message's
         # date is Telegram's, to the second). After a restart the rule above stands alone.

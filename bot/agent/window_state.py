@@ -41,12 +41,13 @@ class WindowPolicy:
     caps: PerScene[SceneCaps]
     headroom: float = 0.25
     count_unanswered_turns: bool = False
+    max_records: int = field(init=False, repr=False, compare=False)
+    """How many records to load: the largest message cap plus room for tool rows (worked
+    out once, when the policy is made: every turn reads it)."""
 
-    @property
-    def max_records(self) -> int:
-        """How many records to load: the largest message cap plus room for tool rows."""
+    def __post_init__(self) -> None:
         caps = (self.caps.group, self.caps.private, self.caps.owner)
-        return max(c.max_messages for c in caps) * 2 + 20
+        object.__setattr__(self, "max_records", max(c.max_messages for c in caps) * 2 + 20)
 
 
 @dataclass(slots=True, kw_only=True)

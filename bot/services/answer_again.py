@@ -79,7 +79,7 @@ class AnswerAgain:
         last_user = last_member_record(loaded.records)
         if last_user is None or last_user.message_id != message.message_id:
             return
-        answered = any(r.kind == "assistant" for r in loaded.records if r.id > last_user.id)
+        answered = any(r.body.kind == "assistant" for r in loaded.records if r.id > last_user.id)
         if not answered:
             return
         if not await self._gate.admit(message):

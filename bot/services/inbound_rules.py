@@ -190,7 +190,7 @@ def last_answered_of(records: Sequence[StoredRecord], sender_id: int) -> StoredR
     for record in records:
         if isinstance(record.body, UserRecord):
             trigger = record
-        elif record.kind == "assistant" and trigger is not None:
+        elif record.body.kind == "assistant" and trigger is not None:
             assert isinstance(trigger.body, UserRecord)
             if trigger.body.sender.id == sender_id:
                 answered = trigger

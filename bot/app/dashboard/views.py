@@ -331,7 +331,7 @@ def alias_lines(records: Sequence[StoredRecord], *, limit: int = 80) -> tuple[Al
                 AliasLine(
                     alias=alias,
                     message_id=message_id,
-                    kind=record.kind,
+                    kind=record.body.kind,
                     sender=sender,
                     text=_excerpt(text),
                     at=record.created_at,
