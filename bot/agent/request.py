@@ -398,7 +398,9 @@ class ReactionsBlock:
         the next turn shows reactions after (now, without it)."""
         if self.reactions is None or not records:
             return (), ()
-        last_reply = max((i for i, r in enumerate(records) if r.body.kind == "assistant"), default=None)
+        last_reply = max(
+            (i for i, r in enumerate(records) if r.body.kind == "assistant"), default=None
+        )
         since = records[0].created_at
         if last_reply is not None:
             asked = [r.created_at for r in records[:last_reply] if r.body.kind == "user"]
