@@ -43,6 +43,7 @@ from sqlalchemy.util import greenlet_spawn
 
 from bot.errors import StorageUnavailable
 from storage.plan import Plan, Rows
+from storage.prepared_cache import PreparedCache
 
 T = TypeVar("T")
 
@@ -194,21 +195,13 @@ def _noted(sql: str) -> None:
 class FastPostgres:
     """Jobs of a PostgreSQL store on raw asyncpg connections (see the module docstring)."""
 
-    __slots__ = ("_dialect", "_engine", "_prepared")
+    __slots__ = ("_engine", "prepared")
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
-        self._dialect = engine.dialect
-        self._prepared: dict[tuple[int, tuple[str, ...] | None], tuple[Any, Prepared]] = {}
-
-    def prepared(self, statement: Any, column_keys: Sequence[str] | None = None) -> Prepared:
-        """`statement` compiled once (kept with it: its id is the key)."""
-        key = (id(statement), None if column_keys is None else tuple(column_keys))
-        known = self._prepared.get(key)
-        if known is None or known[0] is not statement:
-            known = (statement, Prepared(statement, self._dialect, column_keys))
-            self._prepared[key] = known
-        return known[1]
+        dialect = engine.dialect
+        self.prepared = PreparedCache(lambda sql, keys: Prepared(sql, dialect, keys)).get
+        """`statement` compiled once (`storage.prepared_cache`)."""
 
     async def one_read(self, query: Any, params: Mapping[str, Any]) -> list[Any]:
         """The rows of one read statement."""

