@@ -16,6 +16,10 @@ statement's snapshot, not the row a concurrent worker just committed). The bot-w
 one more such statement on row 0, asked right before the request goes. Times are wall-clock
 seconds (`time.time()`): the workers share it, not a monotonic clock.
 
+A send that takes no slot of a chat budget (with `per_chat_per_second = 0`, any send but a
+group's message) costs no round trip: like every send with pacing off, it waits only for the
+429 pauses this worker was told itself.
+
 Why a list in one column, not a row per message: the group window needs the slot 20
 messages back, and only a value in the locked row is read fresh by the upsert. Text, not an
 array type, so the one schema also creates on SQLite (where the table stays empty).
@@ -30,7 +34,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.ports import PaceKind
-from bot.services.send_pacing import GROUP_WINDOW_SECONDS, PaceLimits
+from bot.services.send_pacing import GROUP_WINDOW_SECONDS, PaceLimits, PacingBook
 from storage.postgres.jobs import FastPostgres
 
 BOT_ROW = 0
@@ -108,9 +112,14 @@ class SqlSendPacer:
         self.limits = limits
         self._now = now
         self._calls = 0
+        self._heard = PacingBook(limits)
+        """The pauses this worker was told itself: all a send that counts against no
+        chat budget waits for (a round trip would count nothing for it)."""
 
     async def reserve(self, chat_id: int, kind: PaceKind) -> float:
         now = self._now()
+        if not self.limits.counted(chat_id, kind):
+            return self._heard.reserve(chat_id, kind, now) - now
         self._calls += 1
         if self._calls % self.SWEEP_EVERY == 0:
             await self._jobs.statement(
@@ -143,4 +152,6 @@ class SqlSendPacer:
         return until is None or float(until) <= self._now()
 
     async def pause(self, chat_id: int, seconds: float) -> None:
-        await self._jobs.statement(_PAUSE, {"chat_id": chat_id, "until": self._now() + seconds})
+        until = self._now() + seconds
+        self._heard.pause(chat_id, until)
+        await self._jobs.statement(_PAUSE, {"chat_id": chat_id, "until": until})

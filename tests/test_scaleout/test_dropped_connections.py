@@ -5,6 +5,8 @@ first statement finds the connection gone and runs again on a fresh one
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 import sqlalchemy as sa
 
@@ -49,6 +51,31 @@ async def test_a_read_and_a_write_after_the_server_dropped_the_pool_succeed() ->
         renamed = await store.open_session(CHAT, scene="group", title="renamed")  # a write
         assert renamed.title == "renamed"
         assert (await store.find_session(CHAT)) == renamed
+    finally:
+        await store.close()
+
+
+async def test_a_read_after_a_restart_that_killed_every_pooled_connection_succeeds() -> None:
+    """Every connection the store has (the idle ones its jobs keep, and the pool's) is dead
+    after a restart: the next job goes through them, each failing at once, to a live one."""
+    url = await fresh_postgres()
+    store = SqlStore(create_engine_for(url))
+    try:
+        opened = await store.open_session(CHAT, scene="group")
+        gate = asyncio.Event()
+
+        async def read_while_others_read() -> None:
+            async with store.engine.connect() as conn:  # holds a pool slot meanwhile
+                await conn.execute(sa.text("SELECT 1"))
+                await gate.wait()
+
+        holders = [asyncio.create_task(read_while_others_read()) for _ in range(3)]
+        reads = asyncio.gather(*(store.find_session(CHAT) for _ in range(6)))
+        assert set(await reads) == {opened}
+        gate.set()
+        await asyncio.gather(*holders)
+        assert await drop_other_connections(url) >= 4
+        assert await store.find_session(CHAT) == opened
     finally:
         await store.close()
 

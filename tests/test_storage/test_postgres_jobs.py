@@ -179,3 +179,36 @@ async def test_a_lock_sent_with_its_begin_that_fails_leaves_the_connection_clean
     with pytest.raises(StorageUnavailable, match="division by zero"):
         await fast.write_plan(failing)
     assert await fast.write_plan(counting) == 0  # the same pooled connection, not aborted
+
+
+async def test_jobs_reuse_the_idle_connections_and_close_gives_them_back(store: SqlStore) -> None:
+    """A job's connection waits for the next job outside the pool (no checkout, no return),
+    at most `keep` of them; closing the store gives every one back before the pool goes."""
+    fast = store._db._fast
+    assert isinstance(fast, FastPostgres)
+    pool = store.engine.pool
+    backend = text("SELECT pg_backend_pid() AS pid")
+    first = await fast.one_read(backend, {})
+    again = await fast.one_read(backend, {})
+    assert first == again  # the same connection, kept idle in between
+    assert pool.checkedout() == 1  # type: ignore[attr-defined]
+
+    gate, started, all_started = asyncio.Event(), [], asyncio.Event()
+
+    async def held_read() -> int:
+        async def work(conn: asyncpg.Connection) -> int:
+            started.append(conn)
+            if len(started) == 6:
+                all_started.set()
+            await gate.wait()
+            return int(await conn.fetchval("SELECT pg_backend_pid()"))
+
+        return await fast.read(work)
+
+    readers = [asyncio.create_task(held_read()) for _ in range(6)]
+    await all_started.wait()  # six jobs at once: six connections
+    gate.set()
+    assert len(set(await asyncio.gather(*readers))) == 6
+    assert pool.checkedout() == fast._idle.keep  # type: ignore[attr-defined]
+    await fast.close()
+    assert pool.checkedout() == 0  # type: ignore[attr-defined]

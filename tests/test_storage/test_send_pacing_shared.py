@@ -10,6 +10,7 @@ import pytest
 
 from bot.services.send_pacing import PaceLimits
 from storage.engine import create_engine_for
+from storage.postgres.jobs import STATEMENT_LISTENERS
 from storage.send_pacing import SqlSendPacer
 from tests.test_scaleout.conftest import fresh_postgres
 
@@ -45,3 +46,27 @@ async def test_two_workers_reserve_one_group_as_one_bot() -> None:
     finally:
         for engine in engines:
             await engine.dispose()
+
+
+async def test_a_send_no_chat_budget_counts_costs_no_round_trip() -> None:
+    """With no gap between a chat's sends, a private chat's send takes no slot of any
+    shared budget: it asks PostgreSQL nothing and waits only for the 429s this worker was
+    told; a group's message still takes the group's shared minute."""
+    url = await fresh_postgres()
+    engine = create_engine_for(url)
+    sent: list[str] = []
+    STATEMENT_LISTENERS.append(sent.append)
+    try:
+        clock = [NOW]
+        pacer = SqlSendPacer(engine, PaceLimits(per_chat_per_second=0), now=lambda: clock[0])
+        assert [await pacer.reserve(42, "message") for _ in range(3)] == [0.0, 0.0, 0.0]
+        assert sent == []
+        await pacer.pause(42, 5.0)
+        assert await pacer.reserve(42, "message") == pytest.approx(5.0)
+        assert await pacer.reserve(43, "message") == 0.0
+        sent.clear()
+        assert await pacer.reserve(GROUP, "message") == 0.0
+        assert len(sent) == 1  # the group's minute is shared
+    finally:
+        STATEMENT_LISTENERS.remove(sent.append)
+        await engine.dispose()
