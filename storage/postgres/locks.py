@@ -17,8 +17,10 @@ worker keeps for that (`_SharedHolder`: `pg_try_advisory_lock`, one round trip, 
 connection per turn: under a burst of a hundred chats the pool otherwise opened and closed a
 connection per turn). Only a lock someone holds (another worker, or a turn of this worker on
 that shared connection, where the lock would be granted again) is waited for on a connection
-of its own. The shared connection's statements run one at a time and run to their end even
-when their caller is cancelled: a lock granted to a cancelled caller is released at once.
+of its own. The shared connection runs one statement at a time; the requests that arrive
+while one is out go together in the next (a burst's hundred turns lock and unlock in a few
+round trips); each runs to its end even when its caller is cancelled: a lock granted to a
+cancelled caller is released at once.
 
 A session-level advisory lock dies with its connection, so whenever acquiring or releasing
 on a connection of its own goes wrong (a cancelled wait, a lost connection) the connection
@@ -35,6 +37,7 @@ import hashlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -53,17 +56,32 @@ log = logging.getLogger(__name__)
 _LOCK = "SELECT pg_advisory_lock($1::BIGINT)"
 _TRY_LOCK = "SELECT pg_try_advisory_lock($1::BIGINT)"
 _UNLOCK = "SELECT pg_advisory_unlock($1::BIGINT)"
+
+
+def _peek(lock: str) -> str:
+    """Whether another session holds `lock`: taken and given back at once when free
+    (constant time, where reading pg_locks grows with every lock held)."""
+    return (
+        f"CASE WHEN pg_try_advisory_lock({lock}) THEN NOT pg_advisory_unlock({lock}) ELSE true END"
+    )
+
+
 # the lock first (a FROM subquery with a volatile call is run before the outer select), then
-# whether another session holds the other lock: taken and given back at once when free
-# (constant time, where reading pg_locks grows with every lock held)
-_PEEK = (
-    "CASE WHEN pg_try_advisory_lock($2::BIGINT) THEN NOT pg_advisory_unlock($2::BIGINT)"
-    " ELSE true END"
+# the peek
+_LOCK_AND_PEEK = f"SELECT {_peek('$2::BIGINT')} FROM (SELECT pg_advisory_lock($1::BIGINT)) AS held"
+_UNLOCK_KIND, _TRY, _TRY_PEEK = 0, 1, 2
+_PEEKED = 2
+"""A try-and-peek's answer when the lock was granted and another session holds the other."""
+_BATCH = (
+    "SELECT CASE r.kind"
+    " WHEN 0 THEN pg_advisory_unlock(r.id)::int"
+    " WHEN 1 THEN pg_try_advisory_lock(r.id)::int"
+    f" ELSE CASE WHEN pg_try_advisory_lock(r.id) THEN 1 + ({_peek('r.peek')})::int ELSE 0 END"
+    " END FROM unnest($1::int[], $2::bigint[], $3::bigint[]) AS r(kind, id, peek)"
 )
-_LOCK_AND_PEEK = f"SELECT {_PEEK} FROM (SELECT pg_advisory_lock($1::BIGINT)) AS held"
-_TRY_LOCK_AND_PEEK = (
-    f"SELECT got, got AND {_PEEK} FROM (SELECT pg_try_advisory_lock($1::BIGINT) AS got) AS held"
-)
+"""The shared connection's requests of one round trip, answered row by row in their order
+(a function scan's rows, no sort): a release 1 (released) or 0; a try 1 (granted) or 0; a
+try with a peek 0 (not granted), 1 (granted) or `_PEEKED`."""
 _FAILURES = (
     asyncpg.PostgresError,
     asyncpg.InterfaceError,
@@ -250,14 +268,17 @@ class _SharedHolder:
 
     `held` are the lock ids held on it by this worker: one of them is never asked again here
     (PostgreSQL would grant it twice to one session), its second holder waits on a connection
-    of its own."""
+    of its own. Requests that arrive while one round trip is out go together in the next
+    (`_BATCH`, in the order they came): under a burst, a hundred turns' locks cost a few
+    round trips, not a hundred."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
         self._conn: AsyncConnection | None = None
         self._raw: Any = None
-        self._mutex: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiting: list[_Ask] = []
+        self._runner: asyncio.Task[None] | None = None
         self._pending: set[asyncio.Future[Any]] = set()
         self.held: set[int] = set()
 
@@ -267,25 +288,22 @@ class _SharedHolder:
         if lock_id in self.held:
             return False, False
         self.held.add(lock_id)
-        if peek is None:
-            asked = asyncio.ensure_future(self._granted(_TRY_LOCK, lock_id))
-        else:
-            asked = asyncio.ensure_future(self._granted(_TRY_LOCK_AND_PEEK, lock_id, peek))
+        asked = self._ask(_TRY if peek is None else _TRY_PEEK, lock_id, peek or 0)
         try:
-            granted, peeked = await asyncio.shield(asked)
+            answer = await asyncio.shield(asked)
         except asyncio.CancelledError:
             asked.add_done_callback(lambda done: self._after_cancelled_try(done, lock_id))
             raise
         except BaseException:
             self.held.discard(lock_id)
             raise
-        if not granted:
+        if not answer:
             self.held.discard(lock_id)
-        return granted, granted and peeked
+        return answer > 0, answer == _PEEKED
 
     async def release(self, lock_id: int) -> None:
         try:
-            released = await asyncio.shield(asyncio.ensure_future(self._run(_UNLOCK, lock_id)))
+            released = await asyncio.shield(self._ask(_UNLOCK_KIND, lock_id, 0))
         except _FAILURES as exc:
             log.warning("advisory lock %s: its shared connection was lost (%s)", lock_id, exc)
             return
@@ -301,46 +319,69 @@ class _SharedHolder:
 
     def _after_cancelled_try(self, done: asyncio.Future[Any], lock_id: int) -> None:
         """A try whose caller was cancelled: a lock it was granted is released at once."""
-        if done.cancelled() or done.exception() is not None or not done.result()[0]:
+        if done.cancelled() or done.exception() is not None or not done.result():
             self.held.discard(lock_id)
             return
         undo = asyncio.ensure_future(self.release(lock_id))
         self._pending.add(undo)
         undo.add_done_callback(self._pending.discard)
 
-    async def _granted(self, sql: str, *args: int) -> tuple[bool, bool]:
-        """A try's answer: (granted, the peek's answer or False)."""
-        if sql is _TRY_LOCK:
-            return bool(await self._run(sql, *args)), False
-        got, peeked = await self._run(sql, *args, row=True)
-        return bool(got), bool(peeked)
-
-    async def _run(self, sql: str, *args: int, row: bool = False) -> Any:
-        """`sql` on the shared connection, one statement at a time (its first value, or with
-        `row` its row); a try on a connection the server dropped is asked once more on a
-        fresh one (the dead session held nothing)."""
-        async with self._lock():
-            for attempt in (1, 2):
-                raw = await self._connection()
-                try:
-                    if row:
-                        return tuple(await raw.fetchrow(sql, *args))
-                    return await raw.fetchval(sql, *args)
-                except Exception as exc:
-                    if not dropped(exc, raw):
-                        raise
-                    await _discard(self._conn)  # type: ignore[arg-type]
-                    self._conn = self._raw = None
-                    if attempt == 2 or sql is _UNLOCK:
-                        raise
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _lock(self) -> asyncio.Lock:
+    def _ask(self, kind: int, lock_id: int, peek: int) -> asyncio.Future[int]:
+        """Queue one request for the next round trip; its answer (`_BATCH`) comes back in
+        the future, which the caller's cancellation does not cancel (it is shielded)."""
         loop = asyncio.get_running_loop()
-        if self._mutex is None or self._loop is not loop:
-            # a connection belongs to the loop it was opened on
-            self._mutex, self._loop, self._conn, self._raw = asyncio.Lock(), loop, None, None
-        return self._mutex
+        if self._loop is not loop:  # a connection belongs to the loop it was opened on
+            self._loop, self._conn, self._raw, self._waiting = loop, None, None, []
+            self._runner = None
+        answer: asyncio.Future[int] = loop.create_future()
+        self._waiting.append(_Ask(kind, lock_id, peek, answer))
+        if self._runner is None or self._runner.done():
+            self._runner = loop.create_task(self._send_waiting())
+        return answer
+
+    async def _send_waiting(self) -> None:
+        """Send what waits, one round trip at a time, until nothing does; a statement runs
+        to its end even when every caller of it was cancelled."""
+        while self._waiting:
+            batch, self._waiting = self._waiting, []
+            try:
+                await self._answer(batch)
+            except BaseException as exc:
+                for ask in batch:
+                    if not ask.answer.done():
+                        ask.answer.set_exception(exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+
+    async def _answer(self, batch: list[_Ask]) -> None:
+        """Run the batch on the shared connection and answer each request; on a connection
+        the server had dropped, its tries are asked once more on a fresh one (the dead
+        session held nothing) and its releases fail."""
+        for attempt in (1, 2):
+            raw = await self._connection()
+            try:
+                rows = await raw.fetch(
+                    _BATCH,
+                    [ask.kind for ask in batch],
+                    [ask.lock_id for ask in batch],
+                    [ask.peek for ask in batch],
+                )
+            except Exception as exc:
+                if not dropped(exc, raw) or attempt == 2:
+                    raise
+                await _discard(self._conn)  # type: ignore[arg-type]
+                self._conn = self._raw = None
+                for ask in batch:
+                    if ask.kind == _UNLOCK_KIND:
+                        ask.answer.set_exception(exc)
+                batch = [ask for ask in batch if ask.kind != _UNLOCK_KIND]
+                if not batch:
+                    return
+                continue
+            for ask, row in zip(batch, rows, strict=True):
+                if not ask.answer.done():
+                    ask.answer.set_result(int(row[0]))
+            return
 
     async def _connection(self) -> Any:
         if self._raw is None:
@@ -350,3 +391,13 @@ class _SharedHolder:
             except SQLAlchemyError as exc:
                 raise StorageError(f"no connection for a chat lock: {exc}") from exc
         return self._raw
+
+
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """One request to the shared connection: `kind` (`_UNLOCK_KIND`, `_TRY`, `_TRY_PEEK`)."""
+
+    kind: int
+    lock_id: int
+    peek: int
+    answer: asyncio.Future[int]

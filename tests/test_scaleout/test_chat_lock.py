@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -228,3 +229,46 @@ async def test_free_locks_share_one_connection_and_a_second_holder_waits(postgre
     finally:
         await lock.aclose()
     await _until(postgres_url, granted=True, count=0)
+
+
+@pytest.mark.postgres
+async def test_locks_asked_at_once_go_together_in_few_round_trips(postgres_url: str) -> None:
+    """Turns of forty chats starting and ending at once take and give back their locks in a
+    few round trips on the shared connection, not eighty; each is granted and released."""
+    lock = AdvisoryChatLock.for_url(postgres_url)
+    other = AdvisoryChatLock.for_url(postgres_url)
+    chats = [SessionKey(chat_id=-400 - n) for n in range(40)]
+    shared = lock._shared
+    trips = 0
+    answer = shared._answer
+
+    async def counted(batch: Any) -> None:
+        nonlocal trips
+        trips += 1
+        await answer(batch)
+
+    shared._answer = counted  # type: ignore[method-assign]
+    entered, leave = asyncio.Semaphore(0), asyncio.Event()
+
+    async def turn(key: SessionKey) -> None:
+        async with lock.hold(key):
+            entered.release()
+            await leave.wait()
+
+    try:
+        turns = [asyncio.create_task(turn(key)) for key in chats]
+        for _ in chats:
+            await asyncio.wait_for(entered.acquire(), deadline(EVENT))
+        assert await _advisory_locks(postgres_url, granted=True) == len(chats)
+        assert trips <= 3
+        async with other.try_hold(chats[0]) as held:
+            assert held is False  # held by the first worker
+        leave.set()
+        await asyncio.wait_for(asyncio.gather(*turns), deadline(EVENT))
+        assert trips <= 6
+        assert await _advisory_locks(postgres_url, granted=True) == 0
+        async with other.try_hold(chats[0]) as held:
+            assert held is True
+    finally:
+        await lock.aclose()
+        await other.aclose()

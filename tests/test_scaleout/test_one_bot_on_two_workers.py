@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -195,6 +196,7 @@ async def stored_user_records(store: SqlStore, chat: int) -> list[UserRecord]:
 async def test_a_members_40_messages_over_both_workers_are_limited_as_one(pair: Pair) -> None:
     chat = 8101
     words = [f"flood {n}" for n in range(40)]
+    first_minute = int(time.time() // 60)
     for said in words:
         await pair.say(chat, chat, said)
     assert {pair.proxy.routed[n] for n in range(1, 41)} == {"A", "B"}  # spread over both
@@ -214,7 +216,10 @@ async def test_a_members_40_messages_over_both_workers_are_limited_as_one(pair: 
     assert texts[:PER_MINUTE] == words[:PER_MINUTE]
     assert texts == sorted(texts, key=words.index)
     refusals = [m for m in pair.api.sent_messages(chat) if m["text"] == text("en", "rate_limited")]
-    assert len(refusals) == 1  # told once a minute, by whichever worker refused first
+    # told once a wall-clock minute, by whichever worker refused first: once in each minute
+    # the flood (and its refusals) touched
+    minutes = int(time.time() // 60) - first_minute + 1
+    assert 1 <= len(refusals) <= minutes, (len(refusals), minutes)
 
 
 async def test_a_command_answered_on_one_worker_is_told_to_the_next_turn_on_the_other(
