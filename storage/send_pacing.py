@@ -118,7 +118,7 @@ class SqlSendPacer:
 
     async def reserve(self, chat_id: int, kind: PaceKind) -> float:
         now = self._now()
-        if not self.limits.counted(chat_id, kind):
+        if self.limits.chat_gap <= 0 and not self.limits.windowed(chat_id, kind):
             return self._heard.reserve(chat_id, kind, now) - now
         self._calls += 1
         if self._calls % self.SWEEP_EVERY == 0:

@@ -71,11 +71,6 @@ class PaceLimits:
         """Whether the send counts against a group's per-minute budget."""
         return kind == "message" and chat_id < 0 and self.per_group_per_minute > 0
 
-    def counted(self, chat_id: int, kind: PaceKind) -> bool:
-        """Whether the send takes a slot of its chat's budgets (the gap between a chat's
-        sends, a group's minute); if not, only a 429's pause can hold it."""
-        return self.chat_gap > 0 or self.windowed(chat_id, kind)
-
     @property
     def off(self) -> bool:
         """Whether no budget is counted (every limit 0): only a 429's pause holds a send."""
