@@ -40,6 +40,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 import asyncpg
+from sqlalchemy import event
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -210,13 +211,13 @@ class IdleConnections:
     A connection leaves for the pool when more than `keep` are idle, when it has been out of
     the pool for `POOL_RECYCLE_SECONDS` (the pool then recycles it, if it is as old), or when
     it is inside a transaction or closed. A dropped connection empties the stack (the server
-    may have dropped them all). `release` gives every one back, before the engine is
-    disposed."""
+    may have dropped them all). `release` gives every one back before the engine is
+    disposed; disposing the engine closes any still here (a disposed pool never closes a
+    connection checked out of it)."""
 
-    __slots__ = ("_engine", "_idle", "keep")
+    __slots__ = ("_idle", "keep")
 
-    def __init__(self, engine: AsyncEngine, keep: int = KEEP_IDLE) -> None:
-        self._engine = engine
+    def __init__(self, keep: int = KEEP_IDLE) -> None:
         self._idle: list[tuple[float, PoolProxiedConnection]] = []
         self.keep = keep
 
@@ -224,14 +225,22 @@ class IdleConnections:
     def of(cls, engine: AsyncEngine) -> IdleConnections:
         idle = _IDLE.get(engine.sync_engine)
         if idle is None:
-            idle = _IDLE[engine.sync_engine] = cls(engine)
+            idle = _IDLE[engine.sync_engine] = cls()  # the engine holds it, not the reverse
+            event.listen(engine.sync_engine, "engine_disposed", idle._disposed)
         return idle
 
-    async def take(self) -> tuple[float, PoolProxiedConnection]:
-        """An idle connection and when it left the pool, or one from the pool now."""
+    def _disposed(self, _engine: Any) -> None:
+        """The engine was disposed: close what is idle here (SQLAlchemy runs this inside
+        `AsyncEngine.dispose`'s greenlet, where a close may wait for the server)."""
+        idle, self._idle = self._idle, []
+        for _since, pooled in idle:
+            pooled.invalidate()
+
+    async def take(self, engine: AsyncEngine) -> tuple[float, PoolProxiedConnection]:
+        """An idle connection and when it left the pool, or one from `engine`'s pool now."""
         if self._idle:
             return self._idle.pop()
-        return time.monotonic(), await self._engine.raw_connection()
+        return time.monotonic(), await engine.raw_connection()
 
     async def put(self, since: float, pooled: PoolProxiedConnection) -> None:
         raw = pooled.driver_connection
@@ -358,7 +367,7 @@ class FastPostgres:
             for attempt in range(1, tries + 1):
                 # the pool's connection itself, without an `AsyncConnection` around it (a
                 # third of the CPU of a one-statement job went to that wrapper)
-                first = Attempt(*await self._idle.take(), self._idle)
+                first = Attempt(*await self._idle.take(self._engine), self._idle)
                 try:
                     return await work(first)
                 except (*_DROPPED, asyncpg.InterfaceError) as exc:

@@ -5,16 +5,20 @@ back."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
 import pytest
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from bot.errors import SessionNotFound, StorageUnavailable
 from storage.engine import create_engine_for
 from storage.plan import Plan, Rows, Run
+from storage.postgres.jobs import _IDLE as IDLE_BY_ENGINE
 from storage.postgres.jobs import FastPostgres
 from storage.queries import window_load
 from storage.sql import SqlStore
@@ -212,3 +216,30 @@ async def test_jobs_reuse_the_idle_connections_and_close_gives_them_back(store: 
     assert pool.checkedout() == fast._idle.keep  # type: ignore[attr-defined]
     await fast.close()
     assert pool.checkedout() == 0  # type: ignore[attr-defined]
+
+
+async def test_disposing_the_engine_closes_the_idle_connections(tmp_path: Any) -> None:
+    """An engine disposed without `close` (a store role on the store's engine) leaves no
+    connection of its jobs open behind it."""
+    store = await fresh_store(tmp_path, jobs=True)
+    fast = store._db._fast
+    assert isinstance(fast, FastPostgres)
+    await fast.one_read(text("SELECT 1"), {})
+    (_since, pooled) = fast._idle._idle[0]
+    raw = pooled.driver_connection
+    assert raw is not None
+    assert not raw.is_closed()
+    await store.engine.dispose()
+    assert raw.is_closed()
+    assert fast._idle._idle == []
+
+
+def test_the_idle_connections_do_not_keep_an_engine_alive() -> None:
+    """One `IdleConnections` per engine, held by the engine: a dropped engine goes."""
+    engine = create_async_engine("postgresql+asyncpg://nobody@127.0.0.1:1/none")
+    assert FastPostgres(engine)._idle is FastPostgres(engine)._idle
+    gone = weakref.ref(engine.sync_engine)
+    assert gone() in IDLE_BY_ENGINE
+    del engine
+    gc.collect()
+    assert gone() is None
