@@ -40,6 +40,12 @@ def assistant(text: str = HELLO, *calls: str, tokens: int | None = None) -> Chat
     )
 
 
+def three_turns() -> list[ChatMessage]:
+    """A system prompt and three turns, 7 tokens a message ("u1 ........", the first user
+    text, is 12 characters too): 49 tokens."""
+    return [system(), user("u1 ........"), assistant(), user(), assistant(), user(), assistant()]
+
+
 def tool(call_id: str, text: str = HELLO, *, is_error: bool = False) -> ChatMessage:
     return ChatMessage(role="tool", content=text, tool_call_id=call_id, name="f", is_error=is_error)
 

@@ -24,21 +24,13 @@ from tests.test_context.histories import (
     histories,
     prompt_results,
     system,
+    three_turns,
     tool,
     user,
 )
 
-S, U1, A1, U2, A2, U3, A3 = (
-    system(),
-    user("u1 ........"),
-    assistant(),
-    user(),
-    assistant(),
-    user(),
-    assistant(),
-)
-# every message above costs 7 tokens ("u1 ........" is 12 characters too)
-H = [S, U1, A1, U2, A2, U3, A3]  # 49 tokens, 3 turns
+H = three_turns()  # 49 tokens, 3 turns
+S, U1, A1, U2, A2, U3, A3 = H
 C = crumb()
 ORPHAN = assistant("orphan......")  # an orphan prefix message, 7 tokens
 X = user("x..........!")  # 7 tokens

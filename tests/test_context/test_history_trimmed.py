@@ -7,19 +7,9 @@ import pytest
 from bot.context.history_trim import trim_to_recent_turns
 from bot.context.history_trimmed import HistoryTrimmed
 from bot.context.window import WindowDecision, WindowLimits
-from tests.test_context.histories import assistant, system, user
+from tests.test_context.histories import three_turns
 
-S, U1, A1, U2, A2, U3, A3 = (
-    system(),
-    user("u1 ........"),
-    assistant(),
-    user(),
-    assistant(),
-    user(),
-    assistant(),
-)
-# every message above costs 7 tokens ("u1 ........" is 12 characters too)
-H = [S, U1, A1, U2, A2, U3, A3]  # 49 tokens, 3 turns
+H = three_turns()  # 49 tokens, 3 turns
 
 
 def test_history_trimmed_from_result_carries_the_figures() -> None:
