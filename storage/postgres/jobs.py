@@ -274,11 +274,13 @@ _IDLE: weakref.WeakKeyDictionary[Any, IdleConnections] = weakref.WeakKeyDictiona
 class FastPostgres:
     """Jobs of a PostgreSQL store on raw asyncpg connections (see the module docstring)."""
 
-    __slots__ = ("_engine", "_idle", "prepared")
+    __slots__ = ("_engine", "_idle", "_tries", "prepared")
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
         self._idle = IdleConnections.of(engine)
+        # a job's tries: every pooled connection may be dead, and one more is a new one
+        self._tries = getattr(engine.pool, "size", lambda: 1)() + 2
         dialect = engine.dialect
         self.prepared = PreparedCache(lambda sql, keys: Prepared(sql, dialect, keys)).get
         """`statement` compiled once (`storage.prepared_cache`)."""
@@ -361,8 +363,7 @@ class FastPostgres:
             plan.close()
 
     async def _job(self, work: Callable[[Attempt], Awaitable[T]], what: str) -> T:
-        # every pooled connection may be dead, and one more is a new one
-        tries = getattr(self._engine.pool, "size", lambda: 1)() + 2
+        tries = self._tries
         try:
             for attempt in range(1, tries + 1):
                 # the pool's connection itself, without an `AsyncConnection` around it (a
