@@ -13,9 +13,7 @@ the channel's random `origin`): a worker sees its own events straight from its r
   never fails a turn.
 - **Never in the turn's way.** `publish` only queues (`QUEUE_SIZE`, the oldest dropped when
   full); one background task sends, on a connection of its own, everything queued meanwhile
-  in one round trip (asyncpg's pipelined `executemany`, outside SQLAlchemy). It waits
-  `LINGER_SECONDS` after an event before it sends, so that a busy moment's events go
-  together rather than one round trip each. While the
+  in one round trip (asyncpg's pipelined `executemany`, outside SQLAlchemy). While the
   database is away the events are dropped (they are live, a stale one is worthless) and the
   failure is logged once per outage.
 - **A dead worker** just stops publishing: nothing waits for it. **A lost LISTEN
@@ -56,9 +54,6 @@ MIN_STRING = 24
 _NOTIFY = "SELECT pg_notify($1, $2)"
 SEND_BATCH = 64
 """At most this many queued messages go in one round trip."""
-LINGER_SECONDS = 0.1
-"""How long the sender waits after an event for the ones that follow it (a live event is at
-most this much later on another worker's dashboard)."""
 _PING = sa.text("SELECT 1")
 
 
@@ -170,7 +165,6 @@ class PgLiveChannel:
         try:
             while True:
                 batch = [await self._queue.get()]
-                await asyncio.sleep(LINGER_SECONDS)
                 while len(batch) < SEND_BATCH and not self._queue.empty():
                     batch.append(self._queue.get_nowait())
                 try:
