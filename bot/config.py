@@ -285,7 +285,9 @@ class JobsSettings(Section):
     late_after_seconds: float = Field(60.0, ge=0)
     """A run sent more than this after its time says it is late."""
     poll_seconds: float = Field(5.0, gt=0)
-    """How often each worker asks the database for due runs."""
+    """On a database several workers share (PostgreSQL): how often each asks for runs the
+    others added. Alone on its store, a worker sleeps until the next run is due (a job set
+    through it wakes it), looking at least once a minute."""
 
 
 class SecuritySettings(Section):

@@ -34,7 +34,7 @@ from bot.domain.jobs import (
     RunStatus,
     next_run,
 )
-from storage.engine import WRITE
+from storage.engine import WRITE, is_shared
 from storage.executor import Database
 from storage.tables import ID_TYPE
 
@@ -86,6 +86,7 @@ _CLAIM = sa.text(
 
 
 _ANY_DUE = sa.text("SELECT 1 FROM job_runs WHERE status = 'due' AND try_at <= :now LIMIT 1")
+_NEXT_DUE = sa.text("SELECT min(try_at) FROM job_runs WHERE status = 'due'")
 
 
 def _ts(value: datetime) -> float:
@@ -134,6 +135,7 @@ class SqlJobStore:
 
     def __init__(self, engine: AsyncEngine, *, database: Database | None = None) -> None:
         self._engine = engine
+        self.shared = is_shared(engine.url)
         self._poll = database
         """The bot's own store's `Database` (`tgbot run`): the frequent "anything due?" read
         runs as one job on it, without SQLAlchemy's per-statement path (a poll every few
@@ -244,10 +246,19 @@ class SqlJobStore:
         return tuple(out)
 
     async def _any_due(self, stamp: float) -> bool:
+        return bool(await self._read(_ANY_DUE, {"now": stamp}))
+
+    async def next_due(self) -> datetime | None:
+        (row,) = await self._read(_NEXT_DUE, {})
+        return _dt(row[0])
+
+    async def _read(self, query: sa.TextClause, params: dict[str, Any]) -> Sequence[Any]:
+        """The rows of one of the runner's frequent reads: one whole job on the bot's own
+        store, else through SQLAlchemy."""
         if self._poll is not None:
-            return bool(await self._poll.one_read(_ANY_DUE, {"now": stamp}))
+            return await self._poll.one_read(query, params)
         async with self._engine.connect() as conn:
-            return (await conn.execute(_ANY_DUE, {"now": stamp})).first() is not None
+            return (await conn.execute(query, params)).all()
 
     async def retry_run(self, run_id: int, try_at: datetime, error: str) -> None:
         async with self._engine.begin() as conn:

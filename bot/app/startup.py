@@ -298,9 +298,9 @@ def _start_jobs(stack: AsyncExitStack, app: App) -> None:
     book = app.jobs
     if book is None:
         return
-    _stopped_with(
-        stack,
-        lambda stop: start_jobs(
+
+    def start(stop: asyncio.Event) -> asyncio.Task[None]:
+        runner, task = start_jobs(
             book.store,
             book.policy,
             app.runner.clock,
@@ -314,8 +314,11 @@ def _start_jobs(stack: AsyncExitStack, app: App) -> None:
             fallback_locale=app.settings.fallback_locale,
             task_turn=task_turns(app.runner),
             stop=stop,
-        )[1],
-    )
+        )
+        book.on_scheduled = runner.nudge
+        return task
+
+    _stopped_with(stack, start)
 
 
 def _stopped_with(

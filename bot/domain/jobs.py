@@ -283,6 +283,10 @@ def shortest_gap(cron: Cron, start: datetime, zone: tzinfo, samples: int = 48) -
 class JobStore(Protocol):
     """Jobs and their runs (`storage.jobs.SqlJobStore`, `bot.services.local_jobs`)."""
 
+    shared: bool
+    """Whether other processes may add runs (a database several workers use): the runner
+    then asks every `poll_seconds`; else it sleeps until the next run is due."""
+
     async def add_job(self, job: NewJob) -> Job:
         """Store the job and its first run, due at `job.first_at`."""
         ...
@@ -303,6 +307,10 @@ class JobStore(Protocol):
         """Claim every run due by `now` (one statement: a run is claimed by one worker,
         once); a repeating job's next run is added in the same transaction, counted from
         `now` (missed periods run once), and a one-shot job is done."""
+        ...
+
+    async def next_due(self) -> datetime | None:
+        """When the earliest run waiting to be claimed is due (None: no run waits)."""
         ...
 
     async def retry_run(self, run_id: int, try_at: datetime, error: str) -> None:

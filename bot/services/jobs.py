@@ -16,7 +16,6 @@ returned a `message_id`. See docs/architecture.md, Scheduled jobs.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -59,6 +58,11 @@ RETRY_SECONDS = 5.0
 """The first wait after a 5xx (doubled each try); a 429 waits Telegram's `retry_after`."""
 INTERRUPTED_AFTER = timedelta(minutes=10)
 """A run claimed this long ago and never finished: its worker died mid-send."""
+QUIET_POLL_SECONDS = 60.0
+"""The longest the runner sleeps on a store only its process writes: the next due run or a
+job added here wakes it sooner; the bound only limits what a wall-clock jump can delay."""
+SHORTEST_SLEEP = 0.1
+"""Between looks when a run is already due (a claim that failed): never a busy loop."""
 
 
 class JobRefused(Exception):
@@ -116,6 +120,8 @@ class JobBook:
         self.store = store
         self.policy = policy
         self.clock = clock
+        self.on_scheduled: Callable[[], None] = _nothing
+        """Told after each job is stored (`JobRunner.nudge`: its run may be the next)."""
 
     def is_owner(self, user_id: int | None) -> bool:
         return user_id is not None and user_id == self.policy.owner_id
@@ -173,7 +179,7 @@ class JobBook:
             raise JobRefused(
                 f"this chat has {len(in_chat)} active jobs, its most ({policy.per_chat})"
             )
-        return await self.store.add_job(
+        job = await self.store.add_job(
             NewJob(
                 chat_id=chat,
                 thread_id=thread,
@@ -188,6 +194,8 @@ class JobBook:
                 created_at=now,
             )
         )
+        self.on_scheduled()
+        return job
 
     async def visible(self, asker_id: int | None, chat_id: int) -> tuple[Job, ...]:
         """The active jobs the asker may see from this chat: the chat's; the owner in a
@@ -223,6 +231,10 @@ class JobBook:
             )
         await self.store.cancel_job(job.id, self.clock.now())
         return job
+
+
+def _nothing() -> None:
+    return None
 
 
 def _repeat_text(repeat: str | None) -> str | None:
@@ -266,7 +278,7 @@ class JobDelivery:
 
 
 class JobRunner:
-    """Claims due runs (every `poll_seconds`) and delivers each once (module docstring)."""
+    """Claims each run when it is due and delivers it once (module docstring)."""
 
     def __init__(
         self, store: JobStore, policy: JobsPolicy, clock: Clock, delivery: JobDelivery
@@ -277,21 +289,53 @@ class JobRunner:
         self.delivery = delivery
         self.worker = uuid.uuid4().hex[:12]
         self.ran = 0
+        self._scheduled = asyncio.Event()
+
+    def nudge(self) -> None:
+        """A job was added in this process: look again now (its run may be the next)."""
+        self._scheduled.set()
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Until `stop`: release runs a dead worker left, then claim and deliver."""
+        """Until `stop`: release runs a dead worker left, then claim and deliver each run
+        when it is due."""
         try:
             now = self.clock.now()
             await self.store.release_interrupted(now - INTERRUPTED_AFTER, now)
         except Exception:
             log.exception("jobs: releasing interrupted runs failed")
         while not stop.is_set():
+            self._scheduled.clear()  # before the read: a job added after it wakes the sleep
+            wait = self.policy.poll_seconds
             try:
-                await self.tick()
+                due = await self.store.next_due()
+                if due is not None and due <= self.clock.now():
+                    await self.tick()
+                    due = await self.store.next_due()
+                wait = self._until(due)
             except Exception:
                 log.exception("jobs: a round of due runs failed")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=self.policy.poll_seconds)
+            await self._sleep(stop, wait)
+
+    def _until(self, due: datetime | None) -> float:
+        """Seconds to sleep: until the next run is due, at most `poll_seconds` when other
+        processes add runs too, else at most `QUIET_POLL_SECONDS`."""
+        policy = self.policy
+        most = (
+            policy.poll_seconds
+            if self.store.shared
+            else max(policy.poll_seconds, QUIET_POLL_SECONDS)
+        )
+        if due is None:
+            return most
+        return min(most, max(SHORTEST_SLEEP, (due - self.clock.now()).total_seconds()))
+
+    async def _sleep(self, stop: asyncio.Event, seconds: float) -> None:
+        waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._scheduled.wait())]
+        try:
+            await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                waiting.cancel()
 
     async def tick(self) -> int:
         """Claim what is due now and deliver it; the number of runs claimed."""

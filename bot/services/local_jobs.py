@@ -13,6 +13,8 @@ from bot.domain.jobs import ClaimedRun, Job, JobRun, NewJob, RunStatus, next_run
 class LocalJobStore:
     """Implements `bot.domain.jobs.JobStore` in dicts (one process: no other worker)."""
 
+    shared = False
+
     def __init__(self) -> None:
         self._jobs: dict[int, Job] = {}
         self._runs: dict[int, JobRun] = {}
@@ -84,6 +86,10 @@ class LocalJobStore:
                 job = self._advance(job, now)
             out.append(ClaimedRun(run=claimed, job=job))
         return tuple(out)
+
+    async def next_due(self) -> datetime | None:
+        waiting = [self._try_at[r.id] for r in self._runs.values() if r.status == "due"]
+        return min(waiting, default=None)
 
     def _advance(self, job: Job, now: datetime) -> Job:
         following = next_run(job, max(now, job.next_at or now), ZoneInfo(job.zone))

@@ -31,7 +31,7 @@ SHANGHAI = ZoneInfo("Asia/Shanghai")
 CHAT = -1001234567890
 ALICE = {"id": 1001, "first_name": "Alice"}
 OWNER = 42
-CONFIG = QUIET_CONFIG + "\n[jobs]\npoll_seconds = 0.1\nlate_after_seconds = 2\n"
+CONFIG = QUIET_CONFIG + "\n[jobs]\nlate_after_seconds = 2\n"
 
 
 def answer(request: LLMRequest) -> LLMResponse:

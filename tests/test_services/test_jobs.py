@@ -1,18 +1,24 @@
 """The job book and runner over the in-memory twin, on a stepping clock: rights and caps
 (nothing stored on a refusal), cancel rights, a repeat that fires once per period (daily,
-weekdays, weekly, monthly, cron) and skips what it missed, cron parsing and DST."""
+weekdays, weekly, monthly, cron) and skips what it missed, cron parsing and DST. On the
+wall clock: the runner sleeps until a run is due, a job set meanwhile wakes it, and on a
+store other processes write it still asks every `poll_seconds`."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.domain.jobs import ScheduleError, next_after, parse_cron, resolve_at
-from bot.ports import SessionInfo
+from bot.clock import SystemClock
+from bot.domain.jobs import NewJob, ScheduleError, next_after, parse_cron, resolve_at
+from bot.domain.platform_messages import Delivery
+from bot.ports import Clock, SessionInfo
 from bot.services.jobs import (
     JobBook,
     JobDelivery,
@@ -23,6 +29,7 @@ from bot.services.jobs import (
 )
 from bot.services.local_jobs import LocalJobStore
 from testkit.memory_store import InMemoryStore
+from tests.deadlines import EVENT, deadline
 from tests.fakes import RecordingMessenger, SteppingClock
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
@@ -47,8 +54,8 @@ def request(at: str, *, asker: int = ALICE, **changes: object) -> JobRequest:
     return JobRequest(**values)  # type: ignore[arg-type]
 
 
-def book(clock: SteppingClock, **policy: int) -> JobBook:
-    return JobBook(LocalJobStore(), JobsPolicy(owner_id=OWNER, **policy), clock)
+def book(clock: Clock, store: LocalJobStore | None = None, **policy: float) -> JobBook:
+    return JobBook(store or LocalJobStore(), JobsPolicy(owner_id=OWNER, **policy), clock)  # type: ignore[arg-type]
 
 
 async def test_the_time_is_read_in_the_chat_zone_and_refusals_store_nothing() -> None:
@@ -108,11 +115,13 @@ async def test_cancel_is_one_s_own_a_chat_admin_s_or_the_owner_s() -> None:
 
 
 class Harness:
-    def __init__(self, clock: SteppingClock) -> None:
+    def __init__(
+        self, clock: SteppingClock, store: LocalJobStore | None = None, poll_seconds: float = 5
+    ) -> None:
         self.clock = clock
-        self.messenger = RecordingMessenger()
+        self.messenger = ArrivalMessenger()
         self.store = InMemoryStore(clock=clock)
-        self.book = book(clock, min_repeat_minutes=60)
+        self.book = book(clock, store, min_repeat_minutes=60, poll_seconds=poll_seconds)
 
         @asynccontextmanager
         async def no_lock(session: SessionInfo) -> AsyncIterator[None]:
@@ -207,3 +216,81 @@ async def test_a_task_is_set_like_a_post_and_an_unknown_mode_is_refused() -> Non
     with pytest.raises(JobRefused, match="in the past"):  # the same checks as a post's
         await jobs.schedule(request("2026-12-07T07:00", mode="task"))
     assert len(await jobs.store.list_jobs()) == 1
+
+
+@dataclass(slots=True)
+class ArrivalMessenger(RecordingMessenger):
+    """Records like `RecordingMessenger`, and when each text went out (wall clock)."""
+
+    sent_at: list[datetime] = field(default_factory=list)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def send_text(self, chat_id: int, text: str, **kwargs: object) -> Delivery:
+        delivery = await RecordingMessenger.send_text(self, chat_id, text, **kwargs)  # type: ignore[arg-type]
+        self.sent_at.append(datetime.now(UTC))
+        self.arrived.set()
+        return delivery
+
+
+class WatchedJobs(LocalJobStore):
+    """The in-memory jobs, telling when the runner has looked for its next due run; `shared`
+    plays a database other workers add runs to."""
+
+    def __init__(self, *, shared: bool) -> None:
+        super().__init__()
+        self.shared = shared
+        self.looked = asyncio.Event()
+
+    async def next_due(self) -> datetime | None:
+        due = await LocalJobStore.next_due(self)
+        self.looked.set()
+        return due
+
+
+@asynccontextmanager
+async def running(harness: Harness) -> AsyncIterator[None]:
+    stop = asyncio.Event()
+    task = asyncio.create_task(harness.runner.run(stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await task
+
+
+async def test_a_job_set_while_the_runner_sleeps_wakes_it_and_is_sent_at_its_time() -> None:
+    store = WatchedJobs(shared=False)
+    harness = Harness(SystemClock(), store, poll_seconds=3600)  # a poll would never find it
+    harness.book.on_scheduled = harness.runner.nudge
+    async with running(harness):
+        await asyncio.wait_for(store.looked.wait(), deadline(EVENT))  # found nothing: asleep
+        due = datetime.now(SHANGHAI) + timedelta(seconds=2)
+        job = await harness.book.schedule(
+            request(due.replace(tzinfo=None).isoformat(timespec="seconds"))
+        )
+        await asyncio.wait_for(harness.messenger.arrived.wait(), deadline(EVENT))
+    assert job.next_at is not None
+    (sent_at,) = harness.messenger.sent_at
+    assert sent_at >= job.next_at  # at its time, not before
+    assert harness.messenger.texts(GROUP) == ["stand-up"]
+
+
+async def test_on_a_store_other_workers_write_the_runner_still_asks_every_poll() -> None:
+    store = WatchedJobs(shared=True)
+    harness = Harness(SystemClock(), store, poll_seconds=0.05)
+    async with running(harness):
+        await asyncio.wait_for(store.looked.wait(), deadline(EVENT))
+        now = datetime.now(UTC)
+        await store.add_job(  # another worker's job: nobody nudges this runner
+            NewJob(
+                chat_id=GROUP,
+                creator_id=ALICE,
+                creator_name="Alice",
+                text="from elsewhere",
+                zone="Asia/Shanghai",
+                first_at=now + timedelta(seconds=0.3),
+                created_at=now,
+            )
+        )
+        await asyncio.wait_for(harness.messenger.arrived.wait(), deadline(EVENT))
+    assert harness.messenger.texts(GROUP) == ["from elsewhere"]

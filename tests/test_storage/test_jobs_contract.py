@@ -131,6 +131,23 @@ async def test_retry_puts_a_run_back_and_cancel_drops_what_is_pending(opened: Op
     assert cancelled.status == "cancelled"
 
 
+async def test_next_due_is_the_earliest_run_waiting_to_be_claimed(opened: Opened) -> None:
+    store = opened.again()
+    assert store.shared == (opened.url is not None and opened.url.startswith("postgresql"))
+    assert await store.next_due() is None
+    later = await store.add_job(new_job(NOW + timedelta(hours=2)))
+    weekly = await store.add_job(new_job(NOW, repeat="weekly"))
+    assert await store.next_due() == NOW
+    (claimed,) = await store.claim_due(NOW, "w1")
+    assert await store.next_due() == NOW + timedelta(hours=2)  # a claimed run waits no more
+    await store.retry_run(claimed.run.id, NOW + timedelta(seconds=30), "429")
+    assert await store.next_due() == NOW + timedelta(seconds=30)
+    await store.cancel_job(weekly.id, NOW)
+    assert await store.next_due() == NOW + timedelta(hours=2)
+    await store.cancel_job(later.id, NOW)
+    assert await store.next_due() is None
+
+
 async def test_a_run_interrupted_mid_send_is_failed_not_sent_again(opened: Opened) -> None:
     store = opened.again()
     await store.add_job(new_job(NOW))
