@@ -26,7 +26,12 @@ during the load are counted too. The bots (`bench/floor_bots.py`):
 
 - an aiogram echo bot: the floor of polling, parsing and one `sendMessage`;
 - a fair naive aiogram + sqlite3 (WAL) + pooled-httpx LLM bot: stores each message with a
-  commit, sends the last 20 and stores the answer (no streaming, no ledger, no traces).
+  commit, sends the last 20 and stores the answer (no streaming, no ledger, no traces);
+- in the shapes with default settings, a reference with no target: the same naive bot
+  waiting out `tgbot run`'s default 1.5 s merge window before it answers (the last message
+  of a burst). On a machine where a process that slept pays dearly for its next
+  milliseconds (this VM: the same work costs 2-5x after a second idle), the quiet shape's
+  pause, not the work, is most of what a message costs; this row shows how much.
 
 A bot that does not answer every message is no baseline: its ratios are marked and every
 target fails. With `--postgres-url` (or TEST_POSTGRES_URL) `tgbot run` also runs each shape on
@@ -152,6 +157,8 @@ class ShapeResult:
     naive: BotCpu
     ours: BotCpu
     postgres: BotCpu | None = None
+    waiting: BotCpu | None = None
+    """The fair naive bot waiting out the same merge window (the shapes with defaults)."""
 
     @property
     def vs_echo(self) -> float:
@@ -163,9 +170,8 @@ class ShapeResult:
 
     @property
     def bots(self) -> tuple[BotCpu, ...]:
-        return (self.echo, self.naive, self.ours) + (
-            (self.postgres,) if self.postgres is not None else ()
-        )
+        extra = (self.postgres, self.waiting)
+        return (self.echo, self.naive, self.ours, *(bot for bot in extra if bot is not None))
 
     def markdown(self) -> str:
         rows = [
@@ -212,10 +218,23 @@ class ShapeResult:
                     every and ratio <= POSTGRES_TARGET,
                 )
             )
+        if self.waiting is not None:
+            ratio = self.ours.ms_per_message / self.waiting.ms_per_message
+            lines.append(
+                (
+                    f"{shape.name}: `tgbot run` beside the fair naive bot waiting out the same "
+                    f"{MERGE_WINDOW:g} s merge window (reference, no target)",
+                    f"{self.ours.ms_per_message:.2f} / {self.waiting.ms_per_message:.2f} ms "
+                    f"= {ratio:.2f}×{suffix}",
+                    None,
+                )
+            )
         return lines
 
 
 POSTGRES_TARGET = 1.5
+MERGE_WINDOW = 1.5
+"""`[triggers] merge_window_seconds`' default, which the shapes with defaults keep."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,13 +346,14 @@ async def measure_bot(
     *,
     chat_base: int,
     database_url: str | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> BotCpu:
     """Start `command` against a fresh fake Bot API, run `shape`'s load, stop it (`data_dir`
     exists). A bot that stops answering is measured on what it answered."""
     calls_before, peers_before = len(llm.requests), set(llm.peers)
     chats = [chat_base + c for c in range(shape.chats)]
     async with FakeBotApi(TOKEN, username="cpu_bot", first_name="Cpu") as api:
-        env = _environment(api, data_dir, llm.base_url, shape, database_url)
+        env = _environment(api, data_dir, llm.base_url, shape, database_url) | (extra_env or {})
         with (data_dir / "bot.log").open("wb") as log:
             process = subprocess.Popen(  # noqa: ASYNC220 (started, never waited on here)
                 command, cwd=ROOT, env=env, stdout=log, stderr=log
@@ -377,30 +397,39 @@ async def run_shape(
 ) -> ShapeResult:
     python = sys.executable
     ours = [python, "-m", "bot.app.cli", "run"]
-    bots: list[tuple[str, list[str], str | None]] = [
-        ("aiogram echo bot", [python, "-m", "bench.floor_bots", "echo"], None),
-        (
-            "fair naive aiogram + sqlite3 (WAL) + pooled httpx LLM bot (last 20)",
-            [python, "-m", "bench.floor_bots", "naive"],
-            None,
-        ),
-        ("`tgbot run` (SQLite)", ours, None),
+    naive = [python, "-m", "bench.floor_bots", "naive"]
+    bots: list[tuple[str, list[str], str | None, dict[str, str]]] = [
+        ("aiogram echo bot", [python, "-m", "bench.floor_bots", "echo"], None, {}),
+        ("fair naive aiogram + sqlite3 (WAL) + pooled httpx LLM bot (last 20)", naive, None, {}),
+        ("`tgbot run` (SQLite)", ours, None, {}),
     ]
     if database_url is not None:
-        bots.append(("`tgbot run` (PostgreSQL)", ours, database_url))
+        bots.append(("`tgbot run` (PostgreSQL)", ours, database_url, {}))
+    if shape.defaults:
+        label = f"fair naive bot waiting out a {MERGE_WINDOW:g} s merge window (reference)"
+        bots.append((label, naive, None, {"MERGE_WINDOW_SECONDS": str(MERGE_WINDOW)}))
     results: list[BotCpu] = []
-    for n, (label, command, url) in enumerate(bots):
+    for n, (label, command, url, extra) in enumerate(bots):
         bot_dir = data_dir / f"{shape.name}-bot{n}"
         bot_dir.mkdir()
         if url is not None:
             await reset_postgres(url)
         results.append(
             await measure_bot(
-                label, command, shape, bot_dir, llm, chat_base=10_000 * (n + 1), database_url=url
+                label,
+                command,
+                shape,
+                bot_dir,
+                llm,
+                chat_base=10_000 * (n + 1),
+                database_url=url,
+                extra_env=extra,
             )
         )
-    echo, naive, ours_sqlite, *rest = results
-    return ShapeResult(shape, echo, naive, ours_sqlite, rest[0] if rest else None)
+    echo, naive_cpu, ours_sqlite, *rest = results
+    postgres = rest.pop(0) if database_url is not None else None
+    waiting = rest.pop(0) if shape.defaults else None
+    return ShapeResult(shape, echo, naive_cpu, ours_sqlite, postgres, waiting)
 
 
 async def run_cpu(

@@ -12,6 +12,9 @@ environment (and, for `naive`, LLM_BASE_URL and DATABASE_PATH).
   `/chat/completions` through one pooled httpx client sized like ours (100 connections, idle
   ones kept, a 60 s timeout so a busy moment never drops a message), the reply stored and
   sent with one `sendMessage`. No windows, no ledger, no traces, no retries.
+  With MERGE_WINDOW_SECONDS set, the same bot waits that long after a chat's message and
+  answers only the last of a burst (the rule `tgbot run`'s merge window keeps): the
+  reference for what waiting alone costs any bot.
 
 Imports nothing from this project, so what it costs is aiogram's, sqlite3's and httpx's.
 """
@@ -74,7 +77,9 @@ def model_client(base_url: str) -> httpx.AsyncClient:
     )
 
 
-def naive_dispatcher(database: sqlite3.Connection, llm: httpx.AsyncClient) -> Dispatcher:
+def naive_dispatcher(
+    database: sqlite3.Connection, llm: httpx.AsyncClient, merge_window: float = 0.0
+) -> Dispatcher:
     database.execute(
         "CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY, chat_id INTEGER, "
         "role TEXT, content TEXT)"
@@ -82,6 +87,7 @@ def naive_dispatcher(database: sqlite3.Connection, llm: httpx.AsyncClient) -> Di
     database.execute("CREATE INDEX IF NOT EXISTS by_chat ON messages (chat_id, id)")
     database.commit()
     dispatcher = Dispatcher()
+    latest: dict[int, int] = {}
 
     def store(chat_id: int, role: str, content: str) -> None:
         database.execute(
@@ -94,6 +100,11 @@ def naive_dispatcher(database: sqlite3.Connection, llm: httpx.AsyncClient) -> Di
     async def answer(message: Message) -> None:
         chat_id = message.chat.id
         store(chat_id, "user", message.text or "")
+        if merge_window:
+            latest[chat_id] = message.message_id
+            await asyncio.sleep(merge_window)
+            if latest[chat_id] != message.message_id:
+                return  # a later message of the burst answers it
         rows = database.execute(
             "SELECT role, content FROM messages WHERE chat_id = ? ORDER BY id DESC LIMIT ?",
             (chat_id, HISTORY),
@@ -118,7 +129,8 @@ async def main(kind: str) -> None:
         return
     database = open_database(os.environ["DATABASE_PATH"])
     async with model_client(os.environ["LLM_BASE_URL"]) as llm:
-        await naive_dispatcher(database, llm).start_polling(bot, handle_signals=True)
+        window = float(os.environ.get("MERGE_WINDOW_SECONDS", "0"))
+        await naive_dispatcher(database, llm, window).start_polling(bot, handle_signals=True)
     database.close()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,10 +14,12 @@ from typing import Any
 
 import pytest
 
+from adapters.llm.openai_server_wire import from_request
 from adapters.llm.scripted import ScriptedModel
 from bench import bench_cpu, floor_bots
 from testkit.fake_bot_api import FakeBotApi
 from testkit.fake_server import FakeOpenAIServer
+from tests.deadlines import EVENT, PROCESS_READY, REAP, deadline
 
 
 @pytest.mark.slow
@@ -36,6 +39,9 @@ async def test_every_bot_answers_every_message_in_every_shape_and_is_charged_its
         assert shape.naive.model_calls == shape.shape.messages
         assert shape.ours.model_calls >= shape.shape.messages
         assert shape.vs_echo == shape.ours.ms_per_message / shape.echo.ms_per_message
+    assert burst.waiting is None  # merge window off: nothing to wait out
+    assert quiet.waiting is not None
+    assert quiet.waiting.model_calls == quiet.shape.messages
     # connections are pooled: never more than the chats served at once
     assert 0 < burst.ours.connections <= 3
     names = [name for name, _, _ in result.targets()]
@@ -85,6 +91,34 @@ async def test_the_naive_bots_client_and_database_are_configured_like_a_service(
         assert pool._max_connections == floor_bots.MODEL_CONNECTIONS
         assert pool._max_keepalive_connections == floor_bots.MODEL_CONNECTIONS
         assert client.timeout.read == floor_bots.MODEL_TIMEOUT_SECONDS
+
+
+@pytest.mark.slow
+async def test_the_waiting_naive_bot_answers_a_burst_once_with_all_of_it(tmp_path: Path) -> None:
+    """The reference beside the shapes with defaults: the naive bot keeping the merge
+    window's rule, two messages sent together are one model call and one answer."""
+    async with (
+        FakeOpenAIServer(ScriptedModel()) as llm,
+        FakeBotApi(bench_cpu.TOKEN, username="cpu_bot", first_name="Cpu") as api,
+    ):
+        env = bench_cpu._environment(api, tmp_path, llm.base_url, bench_cpu.QUIET, None)
+        process = subprocess.Popen(  # noqa: ASYNC220 (started, waited on in a thread)
+            [sys.executable, "-m", "bench.floor_bots", "naive"],
+            cwd=bench_cpu.ROOT,
+            env=env | {"MERGE_WINDOW_SECONDS": "0.5"},
+        )
+        try:
+            await api.wait_for_call("getUpdates", 1, timeout=deadline(PROCESS_READY))
+            for text in ("first half", "second half"):
+                api.push_update(api.user_message(5, 5, text, chat_type="private"))
+            await api.wait_for_sent(5, 1, timeout=deadline(EVENT))
+        finally:
+            process.terminate()
+            await asyncio.to_thread(process.wait, deadline(REAP))
+    assert len(api.sent_messages(5)) == 1
+    (request,) = llm.requests
+    said = [message.content for message in from_request(request).messages]
+    assert said[-2:] == ["first half", "second half"]
 
 
 def test_an_unknown_shape_is_refused_before_anything_runs() -> None:
