@@ -208,28 +208,32 @@ class ShapeResult:
             )
         ]
         if self.postgres is not None:
-            ratio = self.postgres.ms_per_message / self.ours.ms_per_message
+            figures, ratio = _ratio(self.postgres, self.ours)
             lines.append(
                 (
                     f"{shape.name}: `tgbot run`'s CPU per answered message on PostgreSQL ≤ "
                     f"{POSTGRES_TARGET:g}× SQLite's (same run)",
-                    f"{self.postgres.ms_per_message:.2f} / {self.ours.ms_per_message:.2f} ms "
-                    f"= {ratio:.2f}×{suffix}",
+                    figures + suffix,
                     every and ratio <= POSTGRES_TARGET,
                 )
             )
         if self.waiting is not None:
-            ratio = self.ours.ms_per_message / self.waiting.ms_per_message
+            figures, _ = _ratio(self.ours, self.waiting)
             lines.append(
                 (
                     f"{shape.name}: `tgbot run` beside the fair naive bot waiting out the same "
                     f"{MERGE_WINDOW:g} s merge window (reference, no target)",
-                    f"{self.ours.ms_per_message:.2f} / {self.waiting.ms_per_message:.2f} ms "
-                    f"= {ratio:.2f}×{suffix}",
+                    figures + suffix,
                     None,
                 )
             )
         return lines
+
+
+def _ratio(top: BotCpu, bottom: BotCpu) -> tuple[str, float]:
+    """`top`'s CPU per message over `bottom`'s: "a / b ms = r×", and r."""
+    ratio = top.ms_per_message / bottom.ms_per_message
+    return f"{top.ms_per_message:.2f} / {bottom.ms_per_message:.2f} ms = {ratio:.2f}×", ratio
 
 
 POSTGRES_TARGET = 1.5

@@ -85,7 +85,6 @@ _CLAIM = sa.text(
 )
 
 
-_ANY_DUE = sa.text("SELECT 1 FROM job_runs WHERE status = 'due' AND try_at <= :now LIMIT 1")
 _NEXT_DUE = sa.text("SELECT min(try_at) FROM job_runs WHERE status = 'due'")
 
 
@@ -137,9 +136,8 @@ class SqlJobStore:
         self._engine = engine
         self.shared = is_shared(engine.url)
         self._poll = database
-        """The bot's own store's `Database` (`tgbot run`): the frequent "anything due?" read
-        runs as one job on it, without SQLAlchemy's per-statement path (a poll every few
-        seconds is most of what a bot in a quiet chat does)."""
+        """The bot's own store's `Database` (`tgbot run`): the runner's frequent "when is the
+        next run due?" read runs as one job on it, without SQLAlchemy's per-statement path."""
 
     async def add_job(self, job: NewJob) -> Job:
         async with self._engine.connect() as conn:
@@ -210,8 +208,6 @@ class SqlJobStore:
 
     async def claim_due(self, now: datetime, worker: str) -> tuple[ClaimedRun, ...]:
         stamp = _ts(now)
-        if not await self._any_due(stamp):  # most polls find nothing: a read, no lock
-            return ()
         async with self._engine.connect() as conn:
             conn = await conn.execution_options(**WRITE)
             async with conn.begin():
@@ -245,20 +241,13 @@ class SqlJobStore:
                     out.append(ClaimedRun(run=run, job=job))
         return tuple(out)
 
-    async def _any_due(self, stamp: float) -> bool:
-        return bool(await self._read(_ANY_DUE, {"now": stamp}))
-
     async def next_due(self) -> datetime | None:
-        (row,) = await self._read(_NEXT_DUE, {})
-        return _dt(row[0])
-
-    async def _read(self, query: sa.TextClause, params: dict[str, Any]) -> Sequence[Any]:
-        """The rows of one of the runner's frequent reads: one whole job on the bot's own
-        store, else through SQLAlchemy."""
         if self._poll is not None:
-            return await self._poll.one_read(query, params)
-        async with self._engine.connect() as conn:
-            return (await conn.execute(query, params)).all()
+            (row,) = await self._poll.one_read(_NEXT_DUE, {})
+        else:
+            async with self._engine.connect() as conn:
+                row = (await conn.execute(_NEXT_DUE)).one()
+        return _dt(row[0])
 
     async def retry_run(self, run_id: int, try_at: datetime, error: str) -> None:
         async with self._engine.begin() as conn:

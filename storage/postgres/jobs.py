@@ -232,9 +232,12 @@ class IdleConnections:
     def _disposed(self, _engine: Any) -> None:
         """The engine was disposed: close what is idle here (SQLAlchemy runs this inside
         `AsyncEngine.dispose`'s greenlet, where a close may wait for the server)."""
-        idle, self._idle = self._idle, []
-        for _since, pooled in idle:
+        for pooled in self._drain():
             pooled.invalidate()
+
+    def _drain(self) -> list[PoolProxiedConnection]:
+        idle, self._idle = self._idle, []
+        return [pooled for _since, pooled in idle]
 
     async def take(self, engine: AsyncEngine) -> tuple[float, PoolProxiedConnection]:
         """An idle connection and when it left the pool, or one from `engine`'s pool now."""
@@ -257,14 +260,12 @@ class IdleConnections:
 
     async def release(self) -> None:
         """Every idle connection back to the pool."""
-        idle, self._idle = self._idle, []
-        for _since, pooled in idle:
+        for pooled in self._drain():
             await greenlet_spawn(pooled.close)
 
     async def discard(self) -> None:
         """Every idle connection out of the pool (one was found dropped)."""
-        idle, self._idle = self._idle, []
-        for _since, pooled in idle:
+        for pooled in self._drain():
             await greenlet_spawn(pooled.invalidate)
 
 

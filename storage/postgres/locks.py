@@ -74,8 +74,8 @@ _PEEKED = 2
 """A try-and-peek's answer when the lock was granted and another session holds the other."""
 _BATCH = (
     "SELECT CASE r.kind"
-    " WHEN 0 THEN pg_advisory_unlock(r.id)::int"
-    " WHEN 1 THEN pg_try_advisory_lock(r.id)::int"
+    f" WHEN {_UNLOCK_KIND} THEN pg_advisory_unlock(r.id)::int"
+    f" WHEN {_TRY} THEN pg_try_advisory_lock(r.id)::int"
     f" ELSE CASE WHEN pg_try_advisory_lock(r.id) THEN 1 + ({_peek('r.peek')})::int ELSE 0 END"
     " END FROM unnest($1::int[], $2::bigint[], $3::bigint[]) AS r(kind, id, peek)"
 )
